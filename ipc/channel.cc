@@ -1,0 +1,151 @@
+#include "ipc/channel.h"
+
+#include <fcntl.h>
+
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace codecvisor::ipc {
+namespace {
+
+std::span<const uint8_t> AsBytes(const kj::Array<capnp::word>& words) {
+  return {reinterpret_cast<const uint8_t*>(words.begin()), words.size() * sizeof(capnp::word)};
+}
+
+// Appends `words` to `ring`, waiting for space on its space doorbell.
+absl::Status WriteWaiting(RingWriter& ring, std::span<const uint8_t> bytes, Deadline deadline,
+                          const PeerLiveness& peer, SpinPolicy* spin, absl::string_view what) {
+  if (bytes.size() > ring.max_payload()) return ring.Write(bytes);  // reports the size error
+  absl::Status room = WaitFor(&ring.control()->space_bell, [&] { return ring.HasRoomFor(bytes.size()); },
+                              deadline, peer, spin, what);
+  if (!room.ok()) return room;
+  return ring.Write(bytes);
+}
+
+}  // namespace
+
+// ---- HostChannel -------------------------------------------------------------
+
+HostChannel::HostChannel(std::shared_ptr<Region> region, UniqueFd socket)
+    : region_(std::move(region)),
+      arena_(std::make_shared<HostArena>(region_)),
+      socket_(std::move(socket)),
+      liveness_(socket_.get(), -1, /*host_side=*/true),
+      requests_(&region_->header()->request, region_->request_ring(),
+                region_->geometry().request_ring_bytes),
+      responses_(&region_->header()->response, region_->response_ring(),
+                 region_->geometry().response_ring_bytes) {}
+
+absl::StatusOr<std::pair<std::unique_ptr<HostChannel>, PeerEnds>> HostChannel::Create(
+    const Geometry& geometry) {
+  absl::StatusOr<Region> region = Region::Create(geometry);
+  if (!region.ok()) return region.status();
+  auto sockets = MakeSocketPair();
+  if (!sockets.ok()) return sockets.status();
+  // The backend gets its own descriptor of the memfd, not ours.
+  UniqueFd peer_memfd(fcntl(region->fd(), F_DUPFD_CLOEXEC, 0));
+  if (!peer_memfd.valid()) return ErrnoStatus("dup(channel memfd)");
+  auto shared = std::make_shared<Region>(*std::move(region));
+  std::unique_ptr<HostChannel> host(new HostChannel(std::move(shared), std::move(sockets->first)));
+  return std::make_pair(std::move(host), PeerEnds{std::move(peer_memfd), std::move(sockets->second)});
+}
+
+void HostChannel::WatchProcess(UniqueFd pidfd) {
+  pidfd_ = std::move(pidfd);
+  liveness_.set_pidfd(pidfd_.get());
+}
+
+absl::Status HostChannel::Fail(absl::Status status) {
+  if (absl::IsDataLoss(status) && broken_.ok()) broken_ = status;
+  return status;
+}
+
+absl::Status HostChannel::Send(const Request& request, Deadline deadline) {
+  if (!broken_.ok()) return broken_;
+  absl::StatusOr<kj::Array<capnp::word>> words = EncodeRequest(request);
+  if (!words.ok()) return words.status();
+  return Fail(WriteWaiting(requests_, AsBytes(*words), deadline, liveness_, &send_spin_,
+                           absl::StrCat("room in the request ring for a ", KindName(request),
+                                        " request")));
+}
+
+absl::Status HostChannel::SendDescriptor(uint64_t token, int fd) {
+  if (!broken_.ok()) return broken_;
+  uint8_t bytes[sizeof(token)];
+  std::memcpy(bytes, &token, sizeof(token));
+  const int fds[] = {fd};
+  return SendWithDescriptors(socket_.get(), bytes, fds);
+}
+
+absl::StatusOr<Incoming> HostChannel::Receive(Deadline deadline) {
+  if (!broken_.ok()) return broken_;
+  absl::Status ready = WaitFor(&region_->header()->response.data_bell,
+                               [&] { return responses_.HasData(); }, deadline, liveness_,
+                               &receive_spin_, "a response from the backend");
+  if (!ready.ok()) return Fail(ready);
+  absl::StatusOr<kj::Array<capnp::word>> words = responses_.Read();
+  if (!words.ok()) return Fail(words.status());
+  absl::StatusOr<Response> response = DecodeResponse(*words);
+  if (!response.ok()) return Fail(response.status());
+  Incoming in{*std::move(response), {}};
+  if (auto* batch = std::get_if<FrameBatch>(&in.response.body)) {
+    in.frames.reserve(batch->frames.size());
+    for (const FrameRef& ref : batch->frames) {
+      // On failure the leases already taken release their slots as `in` dies.
+      if (absl::Status s = arena_->Claim(ref); !s.ok()) return Fail(s);
+      in.frames.emplace_back(arena_, ref);
+    }
+  }
+  return in;
+}
+
+// ---- BackendChannel ----------------------------------------------------------
+
+BackendChannel::BackendChannel(Region region, UniqueFd socket)
+    : region_(std::move(region)),
+      socket_(std::move(socket)),
+      liveness_(socket_.get(), -1, /*host_side=*/false),
+      requests_(&region_.header()->request, region_.request_ring(), region_.geometry().request_ring_bytes),
+      responses_(&region_.header()->response, region_.response_ring(),
+                 region_.geometry().response_ring_bytes),
+      arena_(&region_) {}
+
+absl::StatusOr<std::unique_ptr<BackendChannel>> BackendChannel::Attach(PeerEnds ends) {
+  absl::StatusOr<Region> region = Region::Map(std::move(ends.memfd));
+  if (!region.ok()) return region.status();
+  return std::unique_ptr<BackendChannel>(new BackendChannel(*std::move(region), std::move(ends.socket)));
+}
+
+absl::StatusOr<Request> BackendChannel::Receive(Deadline deadline) {
+  absl::Status ready = WaitFor(&region_.header()->request.data_bell, [&] { return requests_.HasData(); },
+                               deadline, liveness_, &receive_spin_, "a request from the host");
+  if (!ready.ok()) return ready;
+  absl::StatusOr<kj::Array<capnp::word>> words = requests_.Read();
+  if (!words.ok()) return words.status();
+  return DecodeRequest(*words);
+}
+
+absl::Status BackendChannel::Send(const Response& response, Deadline deadline) {
+  absl::StatusOr<kj::Array<capnp::word>> words = EncodeResponse(response);
+  if (!words.ok()) return words.status();
+  return WriteWaiting(responses_, AsBytes(*words), deadline, liveness_, &send_spin_,
+                      "room in the response ring");
+}
+
+absl::StatusOr<UniqueFd> BackendChannel::ReceiveDescriptor(uint64_t token, Deadline deadline) {
+  absl::StatusOr<ReceivedMessage> msg = ReceiveWithDescriptors(socket_.get(), sizeof(token), 1, deadline);
+  if (!msg.ok()) return msg.status();
+  uint64_t got = 0;
+  if (msg->bytes.size() != sizeof(got) || msg->fds.size() != 1) {
+    return absl::DataLossError("descriptor message is not one token and one descriptor");
+  }
+  std::memcpy(&got, msg->bytes.data(), sizeof(got));
+  if (got != token) {
+    return absl::DataLossError(absl::StrCat("descriptor arrived for token ", got, ", expected ", token));
+  }
+  return std::move(msg->fds[0]);
+}
+
+}  // namespace codecvisor::ipc

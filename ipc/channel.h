@@ -1,0 +1,128 @@
+// File: ipc/channel.h
+//
+// One host <-> backend channel: a shared region (rings + arena) and a
+// socketpair. HostChannel is the host's end: it creates everything, sends
+// requests and descriptors, and receives responses as values it has fully
+// validated. BackendChannel is the runner's end. ipc/README.md has the
+// design: who owns each buffer and what happens when a side dies.
+//
+// Threading: Send and Receive on one end are used by one thread at a time
+// (a session is sequential); FrameLease release and Interrupt() may come from
+// any thread. After the first channel error every call returns that error.
+
+#ifndef CODECVISOR_IPC_CHANNEL_H_
+#define CODECVISOR_IPC_CHANNEL_H_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "ipc/doorbell.h"
+#include "ipc/frame_arena.h"
+#include "ipc/messages.h"
+#include "ipc/region.h"
+#include "ipc/ring.h"
+#include "ipc/socket.h"
+#include "ipc/unique_fd.h"
+
+namespace codecvisor::ipc {
+
+// What the backend needs to attach: both close-on-exec; the spawner decides
+// how they reach the child.
+struct PeerEnds {
+  UniqueFd memfd;
+  UniqueFd socket;
+};
+
+// A response and, for a frame batch, one lease per frame (same order).
+struct Incoming {
+  Response response;
+  std::vector<FrameLease> frames;
+};
+
+class HostChannel {
+ public:
+  // Creates the region and socketpair. The PeerEnds go to the backend.
+  [[nodiscard]] static absl::StatusOr<std::pair<std::unique_ptr<HostChannel>, PeerEnds>> Create(
+      const Geometry& geometry);
+
+  // Lets liveness checks also watch the backend's pidfd (recommended: the
+  // socket alone misses a dead backend whose children still hold it).
+  void WatchProcess(UniqueFd pidfd);
+
+  // Encodes and appends a request, waiting for ring space until `deadline`.
+  [[nodiscard]] absl::Status Send(const Request& request, Deadline deadline);
+  // Sends `fd` over the socket, tagged with `token` (OpenSession.file_token).
+  [[nodiscard]] absl::Status SendDescriptor(uint64_t token, int fd);
+  // Waits until `deadline` for the next response, copies it out, decodes it,
+  // and claims the arena slots of any frames in it. kDataLoss means the
+  // backend broke the protocol: the channel is dead, replace the backend.
+  [[nodiscard]] absl::StatusOr<Incoming> Receive(Deadline deadline);
+
+  // Makes every blocked and later call fail with kCancelled. Thread-safe.
+  void Interrupt() { liveness_.Interrupt(); }
+  const Geometry& geometry() const { return region_->geometry(); }
+  const HostArena& arena() const { return *arena_; }
+  const Region& region_for_test() const { return *region_; }
+
+ private:
+  HostChannel(std::shared_ptr<Region> region, UniqueFd socket);
+  absl::Status Fail(absl::Status status);
+
+  std::shared_ptr<Region> region_;
+  std::shared_ptr<HostArena> arena_;
+  UniqueFd socket_;
+  UniqueFd pidfd_;
+  PeerLiveness liveness_;
+  RingWriter requests_;
+  RingReader responses_;
+  SpinPolicy send_spin_;
+  SpinPolicy receive_spin_;
+  absl::Status broken_;
+};
+
+class BackendChannel {
+ public:
+  // Maps the host's region (checking its header and seals) and takes the socket.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<BackendChannel>> Attach(PeerEnds ends);
+
+  // Waits until `deadline` for the next request.
+  [[nodiscard]] absl::StatusOr<Request> Receive(Deadline deadline);
+  // Encodes and appends a response, waiting for ring space until `deadline`.
+  [[nodiscard]] absl::Status Send(const Response& response, Deadline deadline);
+  // Receives the descriptor the host sent with `token`.
+  [[nodiscard]] absl::StatusOr<UniqueFd> ReceiveDescriptor(uint64_t token, Deadline deadline);
+
+  BackendArena& arena() { return arena_; }
+  const PeerLiveness& liveness() const { return liveness_; }
+  SpinPolicy* arena_spin() { return &arena_spin_; }
+  const Geometry& geometry() const { return region_.geometry(); }
+
+  // Test hooks for hostile-peer tests: raw bytes into the response ring, and
+  // the region itself.
+  [[nodiscard]] absl::Status SendRawForTest(std::span<const uint8_t> payload) {
+    return responses_.Write(payload);
+  }
+  Region& region_for_test() { return region_; }
+  int socket_for_test() const { return socket_.get(); }
+
+ private:
+  BackendChannel(Region region, UniqueFd socket);
+
+  Region region_;
+  UniqueFd socket_;
+  PeerLiveness liveness_;
+  RingReader requests_;
+  RingWriter responses_;
+  BackendArena arena_;
+  SpinPolicy receive_spin_;
+  SpinPolicy send_spin_;
+  SpinPolicy arena_spin_;
+};
+
+}  // namespace codecvisor::ipc
+
+#endif  // CODECVISOR_IPC_CHANNEL_H_

@@ -1,0 +1,71 @@
+// File: ipc/doorbell.h
+//
+// Futex doorbells in shared memory and the one waiting loop every blocking
+// call in ipc/ goes through. A doorbell lives in the channel region, so the
+// peer can write it: a corrupt doorbell can only cause a spurious or a missed
+// wake-up, and every wait is bounded by a deadline and a liveness check, so
+// neither can hang the host.
+
+#ifndef CODECVISOR_IPC_DOORBELL_H_
+#define CODECVISOR_IPC_DOORBELL_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include "absl/strings/string_view.h"
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "ipc/socket.h"
+#include "ipc/unique_fd.h"
+
+namespace codecvisor::ipc {
+
+// Lives in shared memory; both words are plain atomics (address-free).
+struct DoorbellWord {
+  std::atomic<uint32_t> seq;      // bumped on every ring
+  std::atomic<uint32_t> waiters;  // sleepers registered; 0 lets Ring() skip the syscall
+};
+static_assert(std::atomic<uint32_t>::is_always_lock_free);
+
+// Wakes every sleeper after the caller has published what they wait for.
+void RingDoorbell(DoorbellWord* bell);
+
+// The spin-before-sleep budget of one waiter. It doubles when a wait ended
+// while spinning and halves when it had to sleep, within [0, kMaxSpin]: a
+// busy peer answering within microseconds is met by spinning, an idle one
+// costs no CPU. Not thread-safe: one per waiting thread.
+class SpinPolicy {
+ public:
+  static constexpr std::chrono::nanoseconds kMaxSpin{50'000};
+  static constexpr std::chrono::nanoseconds kMinSpin{1'000};
+
+  std::chrono::nanoseconds budget() const { return budget_; }
+  void OnSpinHit();
+  void OnSpinMiss();
+
+ private:
+  std::chrono::nanoseconds budget_{kMaxSpin / 4};
+};
+
+// Longest single futex sleep: how stale a liveness check can get.
+inline constexpr std::chrono::milliseconds kLivenessSlice{10};
+
+// Waits until `ready()` is true. Spins for the policy's budget, then sleeps on
+// `bell` in slices of at most kLivenessSlice, checking `peer` between them.
+// Returns OK when ready; kDeadlineExceeded at `deadline`, naming `what`;
+// the liveness error when the peer is gone. `ready` must be cheap and must
+// read shared memory with acquire loads.
+[[nodiscard]] absl::Status WaitFor(DoorbellWord* bell, absl::FunctionRef<bool()> ready,
+                                   Deadline deadline, const PeerLiveness& peer,
+                                   SpinPolicy* spin, absl::string_view what);
+
+// One futex wait on `word` while it still holds `expected`, for at most
+// `timeout`. Spurious returns are allowed.
+void FutexWait(std::atomic<uint32_t>* word, uint32_t expected, std::chrono::nanoseconds timeout);
+// Wakes up to `count` waiters on `word`.
+void FutexWake(std::atomic<uint32_t>* word, int count);
+
+}  // namespace codecvisor::ipc
+
+#endif  // CODECVISOR_IPC_DOORBELL_H_

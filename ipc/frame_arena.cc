@@ -1,0 +1,151 @@
+#include "ipc/frame_arena.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace codecvisor::ipc {
+namespace {
+
+absl::Status Bad(const FrameRef& ref, absl::string_view why) {
+  return absl::DataLossError(absl::StrCat("frame reference (slot ", ref.slot, ", offset ", ref.offset,
+                                          ", size ", ref.size, "): ", why));
+}
+
+std::atomic<uint32_t>& StateOf(const Region& region, uint32_t slot) {
+  return region.header()->slot_state[slot];
+}
+
+}  // namespace
+
+absl::Status ValidateFrameRef(const FrameRef& ref, const Geometry& geometry) {
+  if (ref.slot >= geometry.slot_count) {
+    return Bad(ref, absl::StrCat("slot out of range; the arena has ", geometry.slot_count));
+  }
+  if (ref.offset > geometry.slot_bytes || ref.size > geometry.slot_bytes - ref.offset) {
+    return Bad(ref, absl::StrCat("extends past the slot's ", geometry.slot_bytes, " bytes"));
+  }
+  if (ref.width == 0 || ref.height == 0 || ref.width > kMaxFrameSide || ref.height > kMaxFrameSide) {
+    return Bad(ref, absl::StrCat("impossible size ", ref.width, "x", ref.height));
+  }
+  size_t want_planes = ref.format == OutputFormat::kRgb24 ? 1 : ref.format == OutputFormat::kRgb24Planar ? 3 : 0;
+  if (ref.planes.empty() || ref.planes.size() > kMaxPlanes ||
+      (want_planes != 0 && ref.planes.size() != want_planes)) {
+    return Bad(ref, absl::StrCat(ref.planes.size(), " planes for its format"));
+  }
+  const uint64_t min_stride = ref.format == OutputFormat::kRgb24 ? uint64_t{ref.width} * 3 : 0;
+  const uint64_t end = ref.offset + ref.size;
+  for (const Plane& p : ref.planes) {
+    // stride * rows fits in 64 bits: both are 32-bit.
+    const uint64_t plane_bytes = uint64_t{p.stride} * p.rows;
+    if (p.offset < ref.offset || p.offset > end || plane_bytes > end - p.offset) {
+      return Bad(ref, absl::StrCat("plane at ", p.offset, " of ", p.stride, "x", p.rows,
+                                   " bytes lies outside the frame"));
+    }
+    if (p.rows == 0 || p.rows > ref.height || p.stride < min_stride ||
+        (ref.format != OutputFormat::kNative && (p.rows != ref.height || p.stride < ref.width))) {
+      return Bad(ref, absl::StrCat("plane of ", p.stride, "x", p.rows, " does not fit a ", ref.width,
+                                   "x", ref.height, " frame"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+HostArena::HostArena(std::shared_ptr<const Region> region)
+    : region_(std::move(region)), held_(region_->geometry().slot_count, false) {}
+
+absl::Status HostArena::Claim(const FrameRef& ref) {
+  if (absl::Status s = ValidateFrameRef(ref, region_->geometry()); !s.ok()) return s;
+  absl::MutexLock lock(&mu_);
+  if (held_[ref.slot]) return Bad(ref, "the host still holds this slot");
+  held_[ref.slot] = true;
+  return absl::OkStatus();
+}
+
+void HostArena::Release(uint32_t slot) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (slot >= held_.size() || !held_[slot]) {
+      ++misuse_;
+      return;
+    }
+    held_[slot] = false;
+  }
+  StateOf(*region_, slot).store(static_cast<uint32_t>(SlotState::kFree), std::memory_order_release);
+  RingDoorbell(&region_->header()->slot_bell);
+}
+
+size_t HostArena::held_count() const {
+  absl::MutexLock lock(&mu_);
+  size_t n = 0;
+  for (bool h : held_) n += h;
+  return n;
+}
+
+uint64_t HostArena::misuse_count() const {
+  absl::MutexLock lock(&mu_);
+  return misuse_;
+}
+
+FrameLease::FrameLease(std::shared_ptr<HostArena> arena, FrameRef ref)
+    : arena_(std::move(arena)), ref_(std::move(ref)) {}
+
+FrameLease& FrameLease::operator=(FrameLease&& other) noexcept {
+  if (this != &other) {
+    Reset();
+    arena_ = std::move(other.arena_);
+    ref_ = std::move(other.ref_);
+  }
+  return *this;
+}
+
+std::span<const uint8_t> FrameLease::bytes() const {
+  if (arena_ == nullptr) return {};
+  return {arena_->region().slot(ref_.slot) + ref_.offset, ref_.size};
+}
+
+void FrameLease::Reset() {
+  if (arena_ != nullptr) {
+    arena_->Release(ref_.slot);
+    arena_.reset();
+  }
+}
+
+bool BackendArena::TryClaim(uint32_t* index) {
+  const uint32_t n = region_->geometry().slot_count;
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint32_t slot = (next_ + i) % n;
+    uint32_t expected = static_cast<uint32_t>(SlotState::kFree);
+    if (StateOf(*region_, slot).compare_exchange_strong(expected,
+                                                        static_cast<uint32_t>(SlotState::kWriting),
+                                                        std::memory_order_acq_rel)) {
+      *index = slot;
+      next_ = (slot + 1) % n;
+      return true;
+    }
+  }
+  return false;
+}
+
+absl::StatusOr<BackendArena::Slot> BackendArena::Acquire(Deadline deadline, const PeerLiveness& peer,
+                                                         SpinPolicy* spin) {
+  if (region_->geometry().slot_count == 0) return absl::FailedPreconditionError("channel has no arena");
+  uint32_t index = 0;
+  absl::Status waited = WaitFor(&region_->header()->slot_bell, [&] { return TryClaim(&index); },
+                                deadline, peer, spin, "a free frame slot (the host holds them all)");
+  if (!waited.ok()) {
+    if (absl::IsDeadlineExceeded(waited)) return absl::ResourceExhaustedError(waited.message());
+    return waited;
+  }
+  return Slot{index, {region_->slot(index), region_->geometry().slot_bytes}};
+}
+
+void BackendArena::Lend(uint32_t index) {
+  StateOf(*region_, index).store(static_cast<uint32_t>(SlotState::kLent), std::memory_order_release);
+}
+
+void BackendArena::Abandon(uint32_t index) {
+  StateOf(*region_, index).store(static_cast<uint32_t>(SlotState::kFree), std::memory_order_release);
+}
+
+}  // namespace codecvisor::ipc

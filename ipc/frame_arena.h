@@ -1,0 +1,111 @@
+// File: ipc/frame_arena.h
+//
+// The frame arena's two halves. The backend claims free slots and writes
+// pixels into them (BackendArena); the host validates every frame reference
+// against its own geometry, tracks which slots it holds, and frees them when
+// the caller lets go (HostArena, FrameLease). Slot states live in shared
+// memory, but the host decides nothing from them: its private `held_` set is
+// the truth on its side. See ipc/README.md for the ownership cycle.
+
+#ifndef CODECVISOR_IPC_FRAME_ARENA_H_
+#define CODECVISOR_IPC_FRAME_ARENA_H_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "ipc/doorbell.h"
+#include "ipc/messages.h"
+#include "ipc/region.h"
+
+namespace codecvisor::ipc {
+
+// Largest frame side we accept from a backend (16K video is 15360 wide).
+inline constexpr uint32_t kMaxFrameSide = 32768;
+
+// OK if `ref` describes bytes wholly inside one slot of `geometry`, with
+// planes that fit in [offset, offset + size) and match its format. Pure
+// arithmetic on private values, overflow-checked; kDataLoss otherwise.
+[[nodiscard]] absl::Status ValidateFrameRef(const FrameRef& ref, const Geometry& geometry);
+
+// Host side. Thread-safe: leases are released from caller threads.
+class HostArena : public std::enable_shared_from_this<HostArena> {
+ public:
+  explicit HostArena(std::shared_ptr<const Region> region);
+
+  // Validates `ref` and records its slot as held by the host. kDataLoss if
+  // the reference is out of bounds or names a slot the host already holds.
+  [[nodiscard]] absl::Status Claim(const FrameRef& ref);
+  // Frees a held slot for the backend and rings the slot doorbell. Releasing
+  // a slot that is not held is a no-op (counted in misuse_count()).
+  void Release(uint32_t slot);
+  size_t held_count() const;
+  uint64_t misuse_count() const;
+  const Region& region() const { return *region_; }
+
+ private:
+  std::shared_ptr<const Region> region_;
+  mutable absl::Mutex mu_;
+  std::vector<bool> held_ ABSL_GUARDED_BY(mu_);
+  uint64_t misuse_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// A claimed frame: a read-only view of its bytes in the arena. Releases the
+// slot when destroyed, and keeps the mapping alive until then, even if the
+// channel is gone. Movable, not copyable.
+class FrameLease {
+ public:
+  FrameLease() = default;
+  FrameLease(std::shared_ptr<HostArena> arena, FrameRef ref);
+  FrameLease(FrameLease&& other) noexcept = default;
+  FrameLease& operator=(FrameLease&& other) noexcept;
+  FrameLease(const FrameLease&) = delete;
+  FrameLease& operator=(const FrameLease&) = delete;
+  ~FrameLease() { Reset(); }
+
+  const FrameRef& ref() const { return ref_; }
+  // The frame's bytes, [ref.offset, ref.offset + ref.size) of its slot.
+  // SECURITY: the backend can still write them; copy out what must not change.
+  std::span<const uint8_t> bytes() const;
+  // Releases the slot now.
+  void Reset();
+  bool valid() const { return arena_ != nullptr; }
+
+ private:
+  std::shared_ptr<HostArena> arena_;
+  FrameRef ref_;
+};
+
+// Backend side. Not thread-safe: one session thread per channel.
+class BackendArena {
+ public:
+  explicit BackendArena(const Region* region) : region_(region) {}
+
+  struct Slot {
+    uint32_t index;
+    std::span<uint8_t> bytes;
+  };
+  // Claims a free slot, waiting on the slot doorbell until `deadline` if all
+  // are lent (backpressure). kResourceExhausted at the deadline.
+  [[nodiscard]] absl::StatusOr<Slot> Acquire(Deadline deadline, const PeerLiveness& peer,
+                                             SpinPolicy* spin);
+  // Marks a claimed slot as lent, just before its FrameRef is sent.
+  void Lend(uint32_t index);
+  // Returns a claimed slot unused (e.g. the decode failed).
+  void Abandon(uint32_t index);
+
+ private:
+  bool TryClaim(uint32_t* index);
+
+  const Region* region_;
+  uint32_t next_ = 0;  // round-robin start, so slots are reused evenly
+};
+
+}  // namespace codecvisor::ipc
+
+#endif  // CODECVISOR_IPC_FRAME_ARENA_H_

@@ -1,0 +1,124 @@
+#include "ipc/frame_arena.h"
+
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+namespace codecvisor::ipc {
+namespace {
+
+constexpr uint32_t kW = 64, kH = 48;
+
+Geometry Small() { return {4096, 4096, 3, Geometry::SlotBytesFor(kW * kH * 3)}; }
+
+FrameRef Rgb(uint32_t slot) {
+  FrameRef f;
+  f.slot = slot;
+  f.size = kW * kH * 3;
+  f.width = kW;
+  f.height = kH;
+  f.format = OutputFormat::kRgb24;
+  f.planes = {{0, kW * 3, kH}};
+  return f;
+}
+
+TEST(ValidateFrameRefTest, AcceptsAWellFormedFrame) {
+  EXPECT_TRUE(ValidateFrameRef(Rgb(2), Small()).ok());
+}
+
+TEST(ValidateFrameRefTest, RejectsEveryOutOfBoundsReference) {
+  const Geometry g = Small();
+  auto expect_bad = [&](FrameRef f, const char* why) {
+    EXPECT_EQ(ValidateFrameRef(f, g).code(), absl::StatusCode::kDataLoss) << why;
+  };
+  FrameRef f = Rgb(3);
+  expect_bad(f, "slot past the arena");
+  f = Rgb(0);
+  f.offset = g.slot_bytes;
+  expect_bad(f, "offset at the slot's end with a non-empty size");
+  f = Rgb(0);
+  f.offset = ~uint64_t{0} - 10;  // offset + size overflows
+  expect_bad(f, "overflowing offset");
+  f = Rgb(0);
+  f.size = g.slot_bytes + 1;
+  expect_bad(f, "size past the slot");
+  f = Rgb(0);
+  f.planes[0].stride = 0xffffffff;
+  f.planes[0].rows = 0xffffffff;
+  expect_bad(f, "plane of 2^64 bytes");
+  f = Rgb(0);
+  f.planes[0].offset = 8;  // ends 8 bytes past the frame
+  expect_bad(f, "plane past the frame");
+  f = Rgb(0);
+  f.planes[0].stride = kW;  // narrower than a row of RGB
+  expect_bad(f, "stride too small");
+  f = Rgb(0);
+  f.planes.push_back(f.planes[0]);
+  expect_bad(f, "two planes for interleaved RGB");
+  f = Rgb(0);
+  f.width = 0;
+  expect_bad(f, "zero width");
+}
+
+TEST(HostArenaTest, ClaimReleaseAndDoubleClaim) {
+  auto region = Region::Create(Small());
+  ASSERT_TRUE(region.ok());
+  auto shared = std::make_shared<Region>(*std::move(region));
+  auto arena = std::make_shared<HostArena>(shared);
+  ASSERT_TRUE(arena->Claim(Rgb(1)).ok());
+  EXPECT_EQ(arena->Claim(Rgb(1)).code(), absl::StatusCode::kDataLoss) << "slot published twice";
+  EXPECT_EQ(arena->held_count(), 1u);
+  arena->Release(1);
+  EXPECT_EQ(arena->held_count(), 0u);
+  EXPECT_EQ(shared->header()->slot_state[1].load(), static_cast<uint32_t>(SlotState::kFree));
+  arena->Release(1);  // not held: ignored and counted
+  EXPECT_EQ(arena->misuse_count(), 1u);
+}
+
+TEST(HostArenaTest, LeaseKeepsRegionMappedAndReleasesOnDestruction) {
+  auto region = Region::Create(Small());
+  ASSERT_TRUE(region.ok());
+  auto shared = std::make_shared<Region>(*std::move(region));
+  shared->slot(2)[5] = 42;
+  auto arena = std::make_shared<HostArena>(shared);
+  ASSERT_TRUE(arena->Claim(Rgb(2)).ok());
+  FrameLease lease(arena, Rgb(2));
+  std::weak_ptr<HostArena> weak = arena;
+  shared.reset();
+  arena.reset();
+  ASSERT_FALSE(weak.expired()) << "the lease must keep the arena and region alive";
+  EXPECT_EQ(lease.bytes()[5], 42);
+  EXPECT_EQ(lease.bytes().size(), kW * kH * 3);
+  lease.Reset();
+  EXPECT_TRUE(weak.expired());
+}
+
+TEST(BackendArenaTest, AcquireIsBoundedByDeadlineWhenAllSlotsAreLent) {
+  auto region = Region::Create(Small());
+  ASSERT_TRUE(region.ok());
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  PeerLiveness alive(fds[0], -1, false);
+  BackendArena backend(&*region);
+  SpinPolicy spin;
+  auto far = Clock::now() + std::chrono::seconds(5);
+  for (int i = 0; i < 3; ++i) {
+    auto slot = backend.Acquire(far, alive, &spin);
+    ASSERT_TRUE(slot.ok()) << slot.status();
+    backend.Lend(slot->index);
+  }
+  auto start = Clock::now();
+  auto none = backend.Acquire(Clock::now() + std::chrono::milliseconds(50), alive, &spin);
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_GE(Clock::now() - start, std::chrono::milliseconds(50));
+  // The host frees one: the next Acquire gets exactly that slot.
+  region->header()->slot_state[1].store(static_cast<uint32_t>(SlotState::kFree));
+  auto again = backend.Acquire(far, alive, &spin);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->index, 1u);
+  close(fds[0]);
+  close(fds[1]);
+}
+
+}  // namespace
+}  // namespace codecvisor::ipc

@@ -1,0 +1,231 @@
+// File: ipc/messages.h
+//
+// The protocol (ipc/protocol.capnp) as plain C++ values, and the only code
+// that runs Cap'n Proto on bytes from the other process. Decode*() parses
+// with ReaderOptions limits inside one try block and copies every field out,
+// so no kj::Exception and no lazy read of peer memory escapes this file.
+// All functions are thread-safe (no shared state).
+
+#ifndef CODECVISOR_IPC_MESSAGES_H_
+#define CODECVISOR_IPC_MESSAGES_H_
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "capnp/common.h"
+#include "kj/array.h"
+
+namespace codecvisor::ipc {
+
+inline constexpr uint32_t kProtocolVersion = 1;
+
+// Limits on what a decoded message may contain, beyond the byte limit of the
+// ring. Each stops a peer from making the host allocate or iterate without
+// bound: a text longer than this is rejected, not truncated.
+inline constexpr size_t kMaxTextBytes = 16 << 10;
+inline constexpr size_t kMaxDevices = 64;
+inline constexpr size_t kMaxFramesPerBatch = 256;
+inline constexpr size_t kMaxPlanes = 4;
+inline constexpr size_t kMaxRequestEntries = 100'000;  // indices or times in one request
+// Cap'n Proto traversal limit: a 1 MiB message is 128 Ki words; twice that
+// allows for the pointer overhead and nothing like an amplification attack.
+inline constexpr uint64_t kTraversalLimitWords = 256 << 10;
+inline constexpr int kNestingLimit = 16;
+
+enum class SeekMode { kExact = 0, kApproximate = 1 };
+enum class OutputFormat { kRgb24 = 0, kRgb24Planar = 1, kNative = 2 };
+enum class ErrorCode {
+  kUnknown = 0,
+  kInvalidArgument = 1,
+  kOutOfRange = 2,
+  kNotFound = 3,
+  kCorruptData = 4,
+  kUnsupported = 5,
+  kResourceExhausted = 6,
+  kInternal = 7,
+  kProtocolMismatch = 8,
+};
+
+struct Hello {
+  uint32_t protocol_version = kProtocolVersion;
+  std::string host_version;
+  bool operator==(const Hello&) const = default;
+};
+
+struct Capabilities {
+  bool exact_cpu_output = false;
+  double psnr_threshold_db = 0;
+  std::vector<SeekMode> seek_modes;
+  std::vector<OutputFormat> output_formats;
+  uint32_t max_sessions = 0;
+  bool operator==(const Capabilities&) const = default;
+};
+
+struct HelloReply {
+  uint32_t protocol_version = kProtocolVersion;
+  std::string backend_name;
+  std::string backend_version;
+  std::vector<std::string> devices;
+  Capabilities capabilities;
+  bool operator==(const HelloReply&) const = default;
+};
+
+struct OpenSession {
+  uint64_t file_token = 0;
+  std::string file_label;
+  int32_t stream_index = -1;
+  SeekMode seek_mode = SeekMode::kExact;
+  OutputFormat output_format = OutputFormat::kRgb24;
+  uint32_t decoder_threads = 0;
+  std::string device;
+  uint32_t output_width = 0;
+  uint32_t output_height = 0;
+  bool operator==(const OpenSession&) const = default;
+};
+
+struct Rational {
+  int64_t num = 0;
+  int64_t den = 1;
+  bool operator==(const Rational&) const = default;
+};
+
+struct StreamMetadata {
+  int32_t stream_index = -1;
+  std::string codec;
+  uint32_t width = 0;
+  uint32_t height = 0;
+  std::string pixel_format;
+  int64_t num_frames_from_header = -1;
+  int64_t num_frames_from_scan = -1;
+  double average_fps = 0;
+  double duration_seconds = 0;
+  double begin_stream_seconds = 0;
+  double end_stream_seconds = 0;
+  int64_t bit_rate = 0;
+  double rotation_degrees = 0;
+  std::string color_space;
+  std::string color_range;
+  std::string color_primaries;
+  std::string color_transfer;
+  Rational time_base;
+  uint32_t num_video_streams = 0;
+  bool operator==(const StreamMetadata&) const = default;
+};
+
+struct MetadataRequest {
+  bool operator==(const MetadataRequest&) const = default;
+};
+struct IndexList {
+  std::vector<int64_t> indices;
+  bool operator==(const IndexList&) const = default;
+};
+struct IndexRange {
+  int64_t start = 0;
+  int64_t stop = 0;
+  int64_t step = 1;
+  bool operator==(const IndexRange&) const = default;
+};
+struct PtsList {
+  std::vector<double> seconds;
+  bool operator==(const PtsList&) const = default;
+};
+struct PtsRange {
+  double start_seconds = 0;
+  double stop_seconds = 0;
+  bool operator==(const PtsRange&) const = default;
+};
+struct FrameRequest {
+  std::variant<IndexList, IndexRange, PtsList, PtsRange> selection;
+  bool operator==(const FrameRequest&) const = default;
+};
+
+struct Plane {
+  uint64_t offset = 0;
+  uint32_t stride = 0;
+  uint32_t rows = 0;
+  bool operator==(const Plane&) const = default;
+};
+
+struct FrameRef {
+  uint32_t slot = 0;
+  uint64_t offset = 0;
+  uint64_t size = 0;
+  uint32_t width = 0;
+  uint32_t height = 0;
+  OutputFormat format = OutputFormat::kRgb24;
+  std::string pixel_format;
+  std::vector<Plane> planes;
+  double pts_seconds = 0;
+  double duration_seconds = 0;
+  int64_t pts = 0;
+  bool key_frame = false;
+  int64_t index = 0;
+  uint32_t request_position = 0;
+  bool operator==(const FrameRef&) const = default;
+};
+
+struct FrameBatch {
+  std::vector<FrameRef> frames;
+  bool final = false;
+  bool operator==(const FrameBatch&) const = default;
+};
+
+struct Error {
+  ErrorCode code = ErrorCode::kUnknown;
+  std::string message;
+  bool operator==(const Error&) const = default;
+};
+
+struct Ping {
+  uint64_t nonce = 0;
+  bool operator==(const Ping&) const = default;
+};
+struct Pong {
+  uint64_t nonce = 0;
+  bool operator==(const Pong&) const = default;
+};
+struct Close {
+  bool operator==(const Close&) const = default;
+};
+struct Closed {
+  bool operator==(const Closed&) const = default;
+};
+struct SessionOpened {
+  StreamMetadata metadata;
+  bool operator==(const SessionOpened&) const = default;
+};
+
+struct Request {
+  uint64_t id = 0;
+  std::variant<Hello, OpenSession, MetadataRequest, FrameRequest, Ping, Close> body;
+  bool operator==(const Request&) const = default;
+};
+
+struct Response {
+  uint64_t id = 0;
+  std::variant<HelloReply, SessionOpened, StreamMetadata, FrameBatch, Error, Pong, Closed> body;
+  bool operator==(const Response&) const = default;
+};
+
+// Serialises to one flat Cap'n Proto array. Fails (kInvalidArgument) only if
+// a value breaks a limit above, so that we never send what the peer's
+// decoder would reject.
+[[nodiscard]] absl::StatusOr<kj::Array<capnp::word>> EncodeRequest(const Request& request);
+[[nodiscard]] absl::StatusOr<kj::Array<capnp::word>> EncodeResponse(const Response& response);
+
+// Parses a message copied out of shared memory. `words` must be private to
+// the caller (never the shared region itself). Any malformed input, unknown
+// union member or enum value, or broken limit is kDataLoss with a reason.
+[[nodiscard]] absl::StatusOr<Request> DecodeRequest(kj::ArrayPtr<const capnp::word> words);
+[[nodiscard]] absl::StatusOr<Response> DecodeResponse(kj::ArrayPtr<const capnp::word> words);
+
+// Short human-readable name of a message kind, for errors and logs.
+const char* KindName(const Request& request);
+const char* KindName(const Response& response);
+
+}  // namespace codecvisor::ipc
+
+#endif  // CODECVISOR_IPC_MESSAGES_H_

@@ -1,0 +1,139 @@
+#include "ipc/region.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <bit>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace codecvisor::ipc {
+namespace {
+
+constexpr uint64_t kPage = 4096;
+constexpr uint64_t RoundUp(uint64_t v, uint64_t to) { return (v + to - 1) / to * to; }
+constexpr int kSeals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+
+absl::Status CheckRing(const char* name, uint64_t bytes) {
+  if (bytes < kMinRingBytes || bytes > kMaxRingBytes || !std::has_single_bit(bytes)) {
+    return absl::InvalidArgumentError(absl::StrCat(name, " of ", bytes,
+                                                   " bytes: must be a power of two in [",
+                                                   kMinRingBytes, ", ", kMaxRingBytes, "]"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status Geometry::Validate() const {
+  if (absl::Status s = CheckRing("request ring", request_ring_bytes); !s.ok()) return s;
+  if (absl::Status s = CheckRing("response ring", response_ring_bytes); !s.ok()) return s;
+  if (slot_count > kMaxSlots) {
+    return absl::InvalidArgumentError(absl::StrCat(slot_count, " arena slots: at most ", kMaxSlots));
+  }
+  if (slot_bytes % kPage != 0 || (slot_count > 0 && slot_bytes == 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("slot size ", slot_bytes, ": must be a positive multiple of ", kPage));
+  }
+  if (slot_bytes > kMaxArenaBytes || slot_count * slot_bytes > kMaxArenaBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("arena of ", slot_count, " x ", slot_bytes,
+                                                   " bytes exceeds ", kMaxArenaBytes));
+  }
+  return absl::OkStatus();
+}
+
+uint64_t Geometry::SlotBytesFor(uint64_t frame_bytes) { return RoundUp(std::max<uint64_t>(frame_bytes, 1), kPage); }
+
+Layout Layout::For(const Geometry& g) {
+  Layout l;
+  l.request_ring = RoundUp(sizeof(RegionHeader), kPage);
+  l.response_ring = l.request_ring + g.request_ring_bytes;
+  l.arena = RoundUp(l.response_ring + g.response_ring_bytes, kPage);
+  l.total = l.arena + g.slot_count * g.slot_bytes;
+  return l;
+}
+
+Region::Region(UniqueFd memfd, uint8_t* base, const Geometry& geometry)
+    : memfd_(std::move(memfd)), base_(base), geometry_(geometry), layout_(Layout::For(geometry)) {}
+
+Region::Region(Region&& other) noexcept
+    : memfd_(std::move(other.memfd_)),
+      base_(std::exchange(other.base_, nullptr)),
+      geometry_(other.geometry_),
+      layout_(other.layout_) {}
+
+Region& Region::operator=(Region&& other) noexcept {
+  if (this != &other) {
+    if (base_ != nullptr) munmap(base_, layout_.total);
+    memfd_ = std::move(other.memfd_);
+    base_ = std::exchange(other.base_, nullptr);
+    geometry_ = other.geometry_;
+    layout_ = other.layout_;
+  }
+  return *this;
+}
+
+Region::~Region() {
+  if (base_ != nullptr) munmap(base_, layout_.total);
+}
+
+absl::StatusOr<Region> Region::Create(const Geometry& geometry) {
+  if (absl::Status s = geometry.Validate(); !s.ok()) return s;
+  const Layout layout = Layout::For(geometry);
+  UniqueFd fd(memfd_create("codecvisor-channel", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  if (!fd.valid()) return ErrnoStatus("memfd_create(codecvisor-channel)");
+  if (RetryEintr([&] { return ftruncate(fd.get(), static_cast<off_t>(layout.total)); }) != 0) {
+    return ErrnoStatus(absl::StrCat("ftruncate(channel memfd, ", layout.total, ")"));
+  }
+  // SECURITY: without these seals the backend could shrink the memfd and make
+  // the host's next access to the arena raise SIGBUS.
+  if (fcntl(fd.get(), F_ADD_SEALS, kSeals) != 0) return ErrnoStatus("fcntl(F_ADD_SEALS)");
+  void* base = mmap(nullptr, layout.total, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
+  if (base == MAP_FAILED) return ErrnoStatus("mmap(channel memfd)");
+  // A fresh memfd reads as zeros: every index, doorbell and slot state starts at 0.
+  auto* header = new (base) RegionHeader{};
+  header->magic = kRegionMagic;
+  header->version = kRegionVersion;
+  header->slot_count = geometry.slot_count;
+  header->request_ring_bytes = geometry.request_ring_bytes;
+  header->response_ring_bytes = geometry.response_ring_bytes;
+  header->slot_bytes = geometry.slot_bytes;
+  header->total_bytes = layout.total;
+  return Region(std::move(fd), static_cast<uint8_t*>(base), geometry);
+}
+
+absl::StatusOr<Region> Region::Map(UniqueFd memfd) {
+  struct stat st;
+  if (fstat(memfd.get(), &st) != 0) return ErrnoStatus("fstat(channel memfd)");
+  if (static_cast<uint64_t>(st.st_size) < sizeof(RegionHeader)) {
+    return absl::DataLossError("channel memfd is smaller than its header");
+  }
+  int seals = fcntl(memfd.get(), F_GET_SEALS);
+  if (seals < 0 || (seals & kSeals) != kSeals) {
+    return absl::DataLossError("channel memfd is not sealed against resizing");
+  }
+  RegionHeader copy;
+  if (RetryEintr([&] { return pread(memfd.get(), &copy, offsetof(RegionHeader, request), 0); }) !=
+      static_cast<ssize_t>(offsetof(RegionHeader, request))) {
+    return ErrnoStatus("pread(channel header)");
+  }
+  if (copy.magic != kRegionMagic || copy.version != kRegionVersion) {
+    return absl::DataLossError(absl::StrCat("channel region has magic ", copy.magic, " version ",
+                                            copy.version, "; expected version ", kRegionVersion));
+  }
+  Geometry g{copy.request_ring_bytes, copy.response_ring_bytes, copy.slot_count, copy.slot_bytes};
+  if (absl::Status s = g.Validate(); !s.ok()) return absl::DataLossError(s.message());
+  const Layout layout = Layout::For(g);
+  if (layout.total != copy.total_bytes || layout.total != static_cast<uint64_t>(st.st_size)) {
+    return absl::DataLossError(absl::StrCat("channel memfd is ", st.st_size,
+                                            " bytes; its geometry needs ", layout.total));
+  }
+  void* base = mmap(nullptr, layout.total, PROT_READ | PROT_WRITE, MAP_SHARED, memfd.get(), 0);
+  if (base == MAP_FAILED) return ErrnoStatus("mmap(channel memfd)");
+  return Region(std::move(memfd), static_cast<uint8_t*>(base), g);
+}
+
+}  // namespace codecvisor::ipc

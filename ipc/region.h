@@ -1,0 +1,115 @@
+// File: ipc/region.h
+//
+// The channel's shared region: one sealed memfd, mapped MAP_SHARED by host
+// and backend. This file owns the layout (ipc/README.md draws it) and the
+// mapping's lifetime. SECURITY: the host computes every offset from the
+// Geometry it chose and never re-reads the header the peer can write.
+
+#ifndef CODECVISOR_IPC_REGION_H_
+#define CODECVISOR_IPC_REGION_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "ipc/doorbell.h"
+#include "ipc/unique_fd.h"
+
+namespace codecvisor::ipc {
+
+inline constexpr uint64_t kRegionMagic = 0x314e4843'56434443;  // "CDCVCHN1"
+inline constexpr uint32_t kRegionVersion = 1;
+inline constexpr uint32_t kMaxSlots = 256;
+// Caps on what a peer may ask the other side to map: 64 MiB per ring, and
+// 8 GiB for the whole arena (two 8K RGB frames fit in 400 MiB).
+inline constexpr uint64_t kMaxRingBytes = 64ull << 20;
+inline constexpr uint64_t kMinRingBytes = 4096;
+inline constexpr uint64_t kMaxArenaBytes = 8ull << 30;
+
+// The sizes that define a region. Ring sizes are powers of two; slot sizes
+// are multiples of the page size.
+struct Geometry {
+  uint64_t request_ring_bytes = 64 << 10;
+  uint64_t response_ring_bytes = 256 << 10;
+  uint32_t slot_count = 8;
+  uint64_t slot_bytes = 0;
+
+  // OK if every field is within the limits above.
+  [[nodiscard]] absl::Status Validate() const;
+  // Rounds `frame_bytes` up to whole pages, for slot_bytes.
+  static uint64_t SlotBytesFor(uint64_t frame_bytes);
+};
+
+// One ring's control words, each on its own cache line so that producer and
+// consumer do not false-share.
+struct RingControl {
+  alignas(64) std::atomic<uint64_t> head;  // consumer's index, written by the consumer only
+  alignas(64) std::atomic<uint64_t> tail;  // producer's index, written by the producer only
+  alignas(64) DoorbellWord data_bell;      // rung by the producer after publishing `tail`
+  alignas(64) DoorbellWord space_bell;     // rung by the consumer after advancing `head`
+};
+
+enum class SlotState : uint32_t { kFree = 0, kWriting = 1, kLent = 2 };
+
+struct RegionHeader {
+  uint64_t magic;
+  uint32_t version;
+  uint32_t slot_count;
+  uint64_t request_ring_bytes;
+  uint64_t response_ring_bytes;
+  uint64_t slot_bytes;
+  uint64_t total_bytes;
+  RingControl request;
+  RingControl response;
+  alignas(64) DoorbellWord slot_bell;  // rung by the host after freeing a slot
+  alignas(64) std::atomic<uint32_t> slot_state[kMaxSlots];
+};
+
+// Byte offsets of each part, derived from a Geometry alone.
+struct Layout {
+  uint64_t request_ring = 0;
+  uint64_t response_ring = 0;
+  uint64_t arena = 0;
+  uint64_t total = 0;
+  static Layout For(const Geometry& g);
+};
+
+// A mapped region. Movable, not copyable; unmaps and closes on destruction.
+// Thread-safe to read concurrently; it holds no mutable state of its own.
+class Region {
+ public:
+  // Host side: creates, sizes, initialises and seals a memfd for `geometry`.
+  [[nodiscard]] static absl::StatusOr<Region> Create(const Geometry& geometry);
+  // Backend side: maps a region the host created, checking the header and
+  // that the memfd is sealed and as large as the header claims.
+  [[nodiscard]] static absl::StatusOr<Region> Map(UniqueFd memfd);
+
+  Region(Region&& other) noexcept;
+  Region& operator=(Region&& other) noexcept;
+  Region(const Region&) = delete;
+  Region& operator=(const Region&) = delete;
+  ~Region();
+
+  const Geometry& geometry() const { return geometry_; }
+  const Layout& layout() const { return layout_; }
+  int fd() const { return memfd_.get(); }
+  RegionHeader* header() const { return reinterpret_cast<RegionHeader*>(base_); }
+  uint8_t* base() const { return base_; }
+  uint8_t* request_ring() const { return base_ + layout_.request_ring; }
+  uint8_t* response_ring() const { return base_ + layout_.response_ring; }
+  uint8_t* slot(uint32_t index) const { return base_ + layout_.arena + index * geometry_.slot_bytes; }
+
+ private:
+  Region(UniqueFd memfd, uint8_t* base, const Geometry& geometry);
+
+  UniqueFd memfd_;
+  uint8_t* base_ = nullptr;
+  Geometry geometry_;
+  Layout layout_;
+};
+
+}  // namespace codecvisor::ipc
+
+#endif  // CODECVISOR_IPC_REGION_H_
