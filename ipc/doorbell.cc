@@ -42,27 +42,31 @@ void RingDoorbell(DoorbellWord* bell) {
   if (bell->waiters.load(std::memory_order_seq_cst) != 0) FutexWake(&bell->seq, INT_MAX);
 }
 
-void SpinPolicy::OnSpinHit() { budget_ = std::min(kMaxSpin, std::max(kMinSpin, budget_ * 2)); }
-
-void SpinPolicy::OnSpinMiss() { budget_ = budget_ / 2 < kMinSpin ? std::chrono::nanoseconds(0) : budget_ / 2; }
+void SpinPolicy::Record(std::chrono::nanoseconds waited) {
+  if (waited <= kMaxSpin) {
+    budget_ = std::clamp(std::max(budget_, waited * 2), kMinSpin, kMaxSpin);
+  } else {
+    budget_ = budget_ / 2 < kMinSpin ? std::chrono::nanoseconds(0) : budget_ / 2;
+  }
+}
 
 absl::Status WaitFor(DoorbellWord* bell, absl::FunctionRef<bool()> ready, Deadline deadline,
                      const PeerLiveness& peer, SpinPolicy* spin, absl::string_view what) {
   if (ready()) return absl::OkStatus();
   const auto start = Clock::now();
+  auto record = [&] {
+    if (spin != nullptr) spin->Record(Clock::now() - start);
+    return absl::OkStatus();
+  };
   // Adaptive spin: most answers from a busy peer arrive within microseconds.
   if (spin != nullptr && spin->budget().count() > 0) {
     const auto spin_until = std::min(deadline, start + spin->budget());
     for (uint32_t i = 1;; ++i) {
       CpuRelax();
-      if (ready()) {
-        spin->OnSpinHit();
-        return absl::OkStatus();
-      }
+      if (ready()) return record();
       if ((i & 63) == 0 && Clock::now() >= spin_until) break;
     }
   }
-  if (spin != nullptr) spin->OnSpinMiss();
   for (;;) {
     bell->waiters.fetch_add(1, std::memory_order_seq_cst);
     const uint32_t seq = bell->seq.load(std::memory_order_seq_cst);
@@ -75,7 +79,7 @@ absl::Status WaitFor(DoorbellWord* bell, absl::FunctionRef<bool()> ready, Deadli
       done = ready();
     }
     bell->waiters.fetch_sub(1, std::memory_order_relaxed);
-    if (done) return absl::OkStatus();
+    if (done) return record();
     if (absl::Status alive = peer.Check(); !alive.ok()) {
       return absl::Status(alive.code(), absl::StrCat(alive.message(), " while waiting for ", what));
     }

@@ -31,18 +31,20 @@ static_assert(std::atomic<uint32_t>::is_always_lock_free);
 // Wakes every sleeper after the caller has published what they wait for.
 void RingDoorbell(DoorbellWord* bell);
 
-// The spin-before-sleep budget of one waiter. It doubles when a wait ended
-// while spinning and halves when it had to sleep, within [0, kMaxSpin]: a
-// busy peer answering within microseconds is met by spinning, an idle one
-// costs no CPU. Not thread-safe: one per waiting thread.
+// The spin-before-sleep budget of one waiter, learned from how long its
+// waits actually took: a wait that ended within kMaxSpin would have been
+// cheaper spun, so the budget grows to cover it (twice its length); a longer
+// wait halves the budget, down to zero. A busy peer answering within
+// microseconds is met by spinning; an idle one costs no CPU. Not
+// thread-safe: one per waiting thread.
 class SpinPolicy {
  public:
   static constexpr std::chrono::nanoseconds kMaxSpin{50'000};
   static constexpr std::chrono::nanoseconds kMinSpin{1'000};
 
   std::chrono::nanoseconds budget() const { return budget_; }
-  void OnSpinHit();
-  void OnSpinMiss();
+  // Feeds back the length of one completed wait (spun or slept).
+  void Record(std::chrono::nanoseconds waited);
 
  private:
   std::chrono::nanoseconds budget_{kMaxSpin / 4};

@@ -1,0 +1,48 @@
+// File: tools/bench/ipc_bench.h
+//
+// `codecvisor bench ipc`: the channel's costs against their baselines,
+// measured side by side in one run (forked peer processes, real memfd).
+
+#ifndef CODECVISOR_TOOLS_BENCH_IPC_BENCH_H_
+#define CODECVISOR_TOOLS_BENCH_IPC_BENCH_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace codecvisor::bench {
+
+struct IpcBenchOptions {
+  int round_trips = 20000;  // per measurement round
+  int frames = 300;         // per measurement round
+  int rounds = 3;           // the median round is reported
+  int width = 1920;
+  int height = 1080;
+  // Arena slots of the frame channel. Two is double buffering: the backend
+  // fills one while the host reads the other, and both stay in cache.
+  int slots = 2;
+};
+
+struct IpcBenchResult {
+  double futex_rtt_us = 0;
+  double channel_rtt_us = 0;
+  double rtt_ratio = 0;
+  double frame_fps = 0;
+  double local_fps = 0;
+  double frame_ratio = 0;
+  double handoff_fps = 0;
+  double handoff_ratio = 0;  // frame_fps / handoff_fps
+  int width = 0;
+  int height = 0;
+  int slots = 0;
+
+  std::string ToJson() const;
+  std::string ToText() const;
+};
+
+// Runs every measurement; fails only if a peer process or the channel fails.
+[[nodiscard]] absl::StatusOr<IpcBenchResult> RunIpcBench(const IpcBenchOptions& options);
+
+}  // namespace codecvisor::bench
+
+#endif  // CODECVISOR_TOOLS_BENCH_IPC_BENCH_H_
