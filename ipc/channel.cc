@@ -71,12 +71,12 @@ absl::Status HostChannel::Send(const Request& request, Deadline deadline) {
                                         " request")));
 }
 
-absl::Status HostChannel::SendDescriptor(uint64_t token, int fd) {
+absl::Status HostChannel::SendDescriptors(uint64_t token, std::span<const int> fds, Deadline deadline) {
   if (!broken_.ok()) return broken_;
+  if (liveness_.interrupted()) return absl::CancelledError("channel interrupted");
   uint8_t bytes[sizeof(token)];
   std::memcpy(bytes, &token, sizeof(token));
-  const int fds[] = {fd};
-  return SendWithDescriptors(socket_.get(), bytes, fds);
+  return SendWithDescriptors(socket_.get(), bytes, fds, deadline);
 }
 
 absl::StatusOr<Incoming> HostChannel::Receive(Deadline deadline) {
@@ -85,6 +85,12 @@ absl::StatusOr<Incoming> HostChannel::Receive(Deadline deadline) {
                                [&] { return responses_.HasData(); }, deadline, liveness_,
                                &receive_spin_, "a response from the backend");
   if (!ready.ok()) return Fail(ready);
+  // A backend that always has a response ready never makes us sleep, so the
+  // socket is also checked here, at a bounded rate.
+  if (const auto now = Clock::now(); now - last_socket_check_ >= kLivenessSlice) {
+    last_socket_check_ = now;
+    if (absl::Status s = liveness_.Check(); absl::IsDataLoss(s)) return Fail(s);
+  }
   absl::StatusOr<kj::Array<capnp::word>> words = responses_.Read();
   if (!words.ok()) return Fail(words.status());
   absl::StatusOr<Response> response = DecodeResponse(*words);
@@ -134,18 +140,20 @@ absl::Status BackendChannel::Send(const Response& response, Deadline deadline) {
                       "room in the response ring");
 }
 
-absl::StatusOr<UniqueFd> BackendChannel::ReceiveDescriptor(uint64_t token, Deadline deadline) {
-  absl::StatusOr<ReceivedMessage> msg = ReceiveWithDescriptors(socket_.get(), sizeof(token), 1, deadline);
+absl::StatusOr<std::vector<UniqueFd>> BackendChannel::ReceiveDescriptors(uint64_t token, size_t count,
+                                                                           Deadline deadline) {
+  absl::StatusOr<ReceivedMessage> msg = ReceiveWithDescriptors(socket_.get(), sizeof(token), count, deadline);
   if (!msg.ok()) return msg.status();
   uint64_t got = 0;
-  if (msg->bytes.size() != sizeof(got) || msg->fds.size() != 1) {
-    return absl::DataLossError("descriptor message is not one token and one descriptor");
+  if (msg->bytes.size() != sizeof(got) || msg->fds.size() != count) {
+    return absl::DataLossError(absl::StrCat("descriptor message is not one token and ", count,
+                                            " descriptors"));
   }
   std::memcpy(&got, msg->bytes.data(), sizeof(got));
   if (got != token) {
     return absl::DataLossError(absl::StrCat("descriptor arrived for token ", got, ", expected ", token));
   }
-  return std::move(msg->fds[0]);
+  return std::move(msg->fds);
 }
 
 }  // namespace codecvisor::ipc

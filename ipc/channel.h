@@ -55,11 +55,19 @@ class HostChannel {
 
   // Encodes and appends a request, waiting for ring space until `deadline`.
   [[nodiscard]] absl::Status Send(const Request& request, Deadline deadline);
-  // Sends `fd` over the socket, tagged with `token` (OpenSession.file_token).
-  [[nodiscard]] absl::Status SendDescriptor(uint64_t token, int fd);
+  // Sends `fds` in one message over the socket, tagged with `token` (the
+  // OpenSession.file_token or AttachSession.token that refers to them).
+  // Waits for socket space until `deadline`.
+  [[nodiscard]] absl::Status SendDescriptors(uint64_t token, std::span<const int> fds, Deadline deadline);
+  [[nodiscard]] absl::Status SendDescriptor(uint64_t token, int fd, Deadline deadline) {
+    const int fds[] = {fd};
+    return SendDescriptors(token, fds, deadline);
+  }
   // Waits until `deadline` for the next response, copies it out, decodes it,
   // and claims the arena slots of any frames in it. kDataLoss means the
   // backend broke the protocol: the channel is dead, replace the backend.
+  // The socket is checked for traffic from the backend (a violation) on
+  // every wait and at least every kLivenessSlice of back-to-back responses.
   [[nodiscard]] absl::StatusOr<Incoming> Receive(Deadline deadline);
 
   // Makes every blocked and later call fail with kCancelled. Thread-safe.
@@ -81,6 +89,7 @@ class HostChannel {
   RingReader responses_;
   SpinPolicy send_spin_;
   SpinPolicy receive_spin_;
+  Clock::time_point last_socket_check_{};
   absl::Status broken_;
 };
 
@@ -93,8 +102,14 @@ class BackendChannel {
   [[nodiscard]] absl::StatusOr<Request> Receive(Deadline deadline);
   // Encodes and appends a response, waiting for ring space until `deadline`.
   [[nodiscard]] absl::Status Send(const Response& response, Deadline deadline);
-  // Receives the descriptor the host sent with `token`.
-  [[nodiscard]] absl::StatusOr<UniqueFd> ReceiveDescriptor(uint64_t token, Deadline deadline);
+  // Receives the `count` descriptors the host sent with `token`.
+  [[nodiscard]] absl::StatusOr<std::vector<UniqueFd>> ReceiveDescriptors(uint64_t token, size_t count,
+                                                                         Deadline deadline);
+  [[nodiscard]] absl::StatusOr<UniqueFd> ReceiveDescriptor(uint64_t token, Deadline deadline) {
+    auto fds = ReceiveDescriptors(token, 1, deadline);
+    if (!fds.ok()) return fds.status();
+    return std::move((*fds)[0]);
+  }
 
   BackendArena& arena() { return arena_; }
   const PeerLiveness& liveness() const { return liveness_; }

@@ -52,6 +52,7 @@ void SpinPolicy::Record(std::chrono::nanoseconds waited) {
 
 absl::Status WaitFor(DoorbellWord* bell, absl::FunctionRef<bool()> ready, Deadline deadline,
                      const PeerLiveness& peer, SpinPolicy* spin, absl::string_view what) {
+  if (peer.interrupted()) return absl::CancelledError(absl::StrCat("channel interrupted before waiting for ", what));
   if (ready()) return absl::OkStatus();
   const auto start = Clock::now();
   auto record = [&] {

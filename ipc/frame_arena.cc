@@ -56,7 +56,7 @@ HostArena::HostArena(std::shared_ptr<const Region> region)
 
 absl::Status HostArena::Claim(const FrameRef& ref) {
   if (absl::Status s = ValidateFrameRef(ref, region_->geometry()); !s.ok()) return s;
-  absl::MutexLock lock(&mu_);
+  codecvisor::MutexLock lock(&mu_);
   if (held_[ref.slot]) return Bad(ref, "the host still holds this slot");
   held_[ref.slot] = true;
   return absl::OkStatus();
@@ -64,7 +64,7 @@ absl::Status HostArena::Claim(const FrameRef& ref) {
 
 void HostArena::Release(uint32_t slot) {
   {
-    absl::MutexLock lock(&mu_);
+    codecvisor::MutexLock lock(&mu_);
     if (slot >= held_.size() || !held_[slot]) {
       ++misuse_;
       return;
@@ -76,14 +76,14 @@ void HostArena::Release(uint32_t slot) {
 }
 
 size_t HostArena::held_count() const {
-  absl::MutexLock lock(&mu_);
+  codecvisor::MutexLock lock(&mu_);
   size_t n = 0;
   for (bool h : held_) n += h;
   return n;
 }
 
 uint64_t HostArena::misuse_count() const {
-  absl::MutexLock lock(&mu_);
+  codecvisor::MutexLock lock(&mu_);
   return misuse_;
 }
 

@@ -18,7 +18,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "ipc/mutex.h"
 #include "ipc/doorbell.h"
 #include "ipc/messages.h"
 #include "ipc/region.h"
@@ -50,7 +50,7 @@ class HostArena : public std::enable_shared_from_this<HostArena> {
 
  private:
   std::shared_ptr<const Region> region_;
-  mutable absl::Mutex mu_;
+  mutable codecvisor::Mutex mu_;
   std::vector<bool> held_ ABSL_GUARDED_BY(mu_);
   uint64_t misuse_ ABSL_GUARDED_BY(mu_) = 0;
 };

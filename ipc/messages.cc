@@ -70,6 +70,23 @@ void Fill(wire::StreamMetadata::Builder b, const StreamMetadata& m) {
   b.setNumVideoStreams(m.num_video_streams);
 }
 
+void Fill(capnp::List<wire::Plane>::Builder out, const std::vector<Plane>& planes) {
+  for (size_t i = 0; i < planes.size(); ++i) {
+    out[i].setOffset(planes[i].offset);
+    out[i].setStride(planes[i].stride);
+    out[i].setRows(planes[i].rows);
+  }
+}
+
+void Fill(wire::FrameLayout::Builder b, const FrameLayout& l) {
+  b.setWidth(l.width);
+  b.setHeight(l.height);
+  b.setFormat(ToEnum<wire::OutputFormat>(l.format));
+  b.setPixelFormat(AsText(l.pixel_format));
+  Fill(b.initPlanes(static_cast<unsigned>(l.planes.size())), l.planes);
+  b.setSize(l.size);
+}
+
 void Fill(wire::FrameRef::Builder b, const FrameRef& f) {
   b.setSlot(f.slot);
   b.setOffset(f.offset);
@@ -78,12 +95,7 @@ void Fill(wire::FrameRef::Builder b, const FrameRef& f) {
   b.setHeight(f.height);
   b.setFormat(ToEnum<wire::OutputFormat>(f.format));
   b.setPixelFormat(AsText(f.pixel_format));
-  auto planes = b.initPlanes(static_cast<unsigned>(f.planes.size()));
-  for (size_t i = 0; i < f.planes.size(); ++i) {
-    planes[i].setOffset(f.planes[i].offset);
-    planes[i].setStride(f.planes[i].stride);
-    planes[i].setRows(f.planes[i].rows);
-  }
+  Fill(b.initPlanes(static_cast<unsigned>(f.planes.size())), f.planes);
   b.setPtsSeconds(f.pts_seconds);
   b.setDurationSeconds(f.duration_seconds);
   b.setPts(f.pts);
@@ -132,7 +144,12 @@ struct RequestEncoder {
     }
   }
   void operator()(const Ping& p) { b.initPing().setNonce(p.nonce); }
-  void operator()(const Close&) { b.setClose(); }
+  void operator()(const Close& c) { b.initClose().setSessionId(c.session_id); }
+  void operator()(const AttachSession& a) {
+    auto o = b.initAttach();
+    o.setSessionId(a.session_id);
+    o.setToken(a.token);
+  }
 };
 
 struct ResponseEncoder {
@@ -155,7 +172,12 @@ struct ResponseEncoder {
     }
     c.setMaxSessions(h.capabilities.max_sessions);
   }
-  void operator()(const SessionOpened& s) { Fill(b.initOpened(), s.metadata); }
+  void operator()(const SessionOpened& s) {
+    auto o = b.initOpened();
+    o.setSessionId(s.session_id);
+    Fill(o.initMetadata(), s.metadata);
+    Fill(o.initLayout(), s.layout);
+  }
   void operator()(const StreamMetadata& m) { Fill(b.initMetadata(), m); }
   void operator()(const FrameBatch& f) {
     auto o = b.initFrames();
@@ -170,6 +192,7 @@ struct ResponseEncoder {
   }
   void operator()(const Pong& p) { b.initPong().setNonce(p.nonce); }
   void operator()(const Closed&) { b.setClosed(); }
+  void operator()(const Attached&) { b.setAttached(); }
 };
 
 template <typename Root, typename Message, typename Encoder>
@@ -213,6 +236,24 @@ StreamMetadata Read(wire::StreamMetadata::Reader r) {
   return m;
 }
 
+std::vector<Plane> Read(capnp::List<wire::Plane>::Reader planes) {
+  CheckCount(planes.size(), kMaxPlanes, "planes");
+  std::vector<Plane> out;
+  for (auto p : planes) out.push_back({p.getOffset(), p.getStride(), p.getRows()});
+  return out;
+}
+
+FrameLayout Read(wire::FrameLayout::Reader r) {
+  FrameLayout l;
+  l.width = r.getWidth();
+  l.height = r.getHeight();
+  l.format = FromEnum(r.getFormat(), OutputFormat::kNative, "layout format");
+  l.pixel_format = FromText(r.getPixelFormat(), "pixelFormat");
+  l.planes = Read(r.getPlanes());
+  l.size = r.getSize();
+  return l;
+}
+
 FrameRef Read(wire::FrameRef::Reader r) {
   FrameRef f;
   f.slot = r.getSlot();
@@ -222,9 +263,7 @@ FrameRef Read(wire::FrameRef::Reader r) {
   f.height = r.getHeight();
   f.format = FromEnum(r.getFormat(), OutputFormat::kNative, "frame format");
   f.pixel_format = FromText(r.getPixelFormat(), "pixelFormat");
-  auto planes = r.getPlanes();
-  CheckCount(planes.size(), kMaxPlanes, "planes");
-  for (auto p : planes) f.planes.push_back({p.getOffset(), p.getStride(), p.getRows()});
+  f.planes = Read(r.getPlanes());
   f.pts_seconds = r.getPtsSeconds();
   f.duration_seconds = r.getDurationSeconds();
   f.pts = r.getPts();
@@ -303,7 +342,10 @@ Request Read(wire::Request::Reader r) {
       out.body = Ping{r.getPing().getNonce()};
       break;
     case wire::Request::CLOSE:
-      out.body = Close{};
+      out.body = Close{r.getClose().getSessionId()};
+      break;
+    case wire::Request::ATTACH:
+      out.body = AttachSession{r.getAttach().getSessionId(), r.getAttach().getToken()};
       break;
     default:
       throw Malformed{absl::StrCat("unknown request kind ", static_cast<int>(r.which()))};
@@ -339,9 +381,11 @@ Response Read(wire::Response::Reader r) {
       out.body = std::move(reply);
       break;
     }
-    case wire::Response::OPENED:
-      out.body = SessionOpened{Read(r.getOpened())};
+    case wire::Response::OPENED: {
+      auto o = r.getOpened();
+      out.body = SessionOpened{o.getSessionId(), Read(o.getMetadata()), Read(o.getLayout())};
       break;
+    }
     case wire::Response::METADATA:
       out.body = Read(r.getMetadata());
       break;
@@ -365,6 +409,9 @@ Response Read(wire::Response::Reader r) {
       break;
     case wire::Response::CLOSED:
       out.body = Closed{};
+      break;
+    case wire::Response::ATTACHED:
+      out.body = Attached{};
       break;
     default:
       throw Malformed{absl::StrCat("unknown response kind ", static_cast<int>(r.which()))};
@@ -409,13 +456,14 @@ absl::StatusOr<Response> DecodeResponse(kj::ArrayPtr<const capnp::word> words) {
 }
 
 const char* KindName(const Request& request) {
-  static constexpr const char* kNames[] = {"hello", "open", "metadata", "frames", "ping", "close"};
+  static constexpr const char* kNames[] = {"hello", "open",  "metadata", "frames",
+                                           "ping",  "close", "attach"};
   return kNames[request.body.index()];
 }
 
 const char* KindName(const Response& response) {
   static constexpr const char* kNames[] = {"hello", "opened", "metadata", "frames",
-                                           "error", "pong",   "closed"};
+                                           "error", "pong",   "closed",   "attached"};
   return kNames[response.body.index()];
 }
 

@@ -149,6 +149,16 @@ struct Plane {
   bool operator==(const Plane&) const = default;
 };
 
+struct FrameLayout {
+  uint32_t width = 0;
+  uint32_t height = 0;
+  OutputFormat format = OutputFormat::kRgb24;
+  std::string pixel_format;
+  std::vector<Plane> planes;
+  uint64_t size = 0;
+  bool operator==(const FrameLayout&) const = default;
+};
+
 struct FrameRef {
   uint32_t slot = 0;
   uint64_t offset = 0;
@@ -188,25 +198,37 @@ struct Pong {
   bool operator==(const Pong&) const = default;
 };
 struct Close {
+  uint64_t session_id = 0;  // on a session channel: ignored
   bool operator==(const Close&) const = default;
+};
+struct AttachSession {
+  uint64_t session_id = 0;
+  uint64_t token = 0;
+  bool operator==(const AttachSession&) const = default;
+};
+struct Attached {
+  bool operator==(const Attached&) const = default;
 };
 struct Closed {
   bool operator==(const Closed&) const = default;
 };
 struct SessionOpened {
+  uint64_t session_id = 0;
   StreamMetadata metadata;
+  FrameLayout layout;
   bool operator==(const SessionOpened&) const = default;
 };
 
 struct Request {
   uint64_t id = 0;
-  std::variant<Hello, OpenSession, MetadataRequest, FrameRequest, Ping, Close> body;
+  std::variant<Hello, OpenSession, MetadataRequest, FrameRequest, Ping, Close, AttachSession> body;
   bool operator==(const Request&) const = default;
 };
 
 struct Response {
   uint64_t id = 0;
-  std::variant<HelloReply, SessionOpened, StreamMetadata, FrameBatch, Error, Pong, Closed> body;
+  std::variant<HelloReply, SessionOpened, StreamMetadata, FrameBatch, Error, Pong, Closed, Attached>
+      body;
   bool operator==(const Response&) const = default;
 };
 

@@ -74,7 +74,8 @@ std::vector<Request> AllRequests() {
       {6, FrameRequest{PtsList{{0.5, 2.25, 0.0}}}},
       {7, FrameRequest{PtsRange{1.0, 3.5}}},
       {8, Ping{0xfeedface}},
-      {9, Close{}},
+      {9, Close{12}},
+      {10, AttachSession{12, 99}},
   };
 }
 
@@ -90,12 +91,15 @@ std::vector<Response> AllResponses() {
   hello.capabilities.max_sessions = 16;
   return {
       {1, hello},
-      {2, SessionOpened{SampleMetadata()}},
+      {2, SessionOpened{12, SampleMetadata(),
+                        {64, 48, OutputFormat::kNative, "yuv420p",
+                         {{0, 64, 48}, {3072, 32, 24}, {3840, 32, 24}}, 4608}}},
       {3, SampleMetadata()},
       {4, FrameBatch{{SampleFrame(0), SampleFrame(5)}, true}},
       {5, Error{ErrorCode::kOutOfRange, "frame 400 is past the end (300 frames)"}},
       {6, Pong{0xfeedface}},
       {7, Closed{}},
+      {8, Attached{}},
   };
 }
 

@@ -1,9 +1,14 @@
 # codecvisor host <-> backend protocol, version 1.
 #
-# Every message travels as one flat Cap'n Proto array in a ring of the channel's
+# Every message travels as one flat Cap'n Proto array in a ring of a channel's
 # shared region (see ipc/README.md). Requests go host -> backend, responses
 # backend -> host; a response carries the id of the request it answers. Pixel
 # data never travels in a message: a FrameRef points into the frame arena.
+#
+# A backend process has one control channel (created at spawn, no arena) and
+# one session channel per open video. On the control channel: hello, open,
+# attach, ping, close (of a session not yet attached). On a session channel:
+# metadata, frames, ping, close.
 #
 # Compatibility: fields are only ever added, with new ordinals; a change that
 # cannot be expressed that way bumps `protocolVersion`, and the handshake
@@ -64,6 +69,23 @@ struct OpenSession {
   outputHeight @8 :UInt32;
 }
 
+struct SessionOpened {
+  sessionId @0 :UInt64;       # names the session in `attach` and `close`
+  metadata @1 :StreamMetadata;
+  layout @2 :FrameLayout;     # every output frame of the session, fixed
+}
+
+# Sent with the session channel's memfd and socket end (SCM_RIGHTS, tagged
+# with `token`): the backend serves the session on that channel from now on.
+struct AttachSession {
+  sessionId @0 :UInt64;
+  token @1 :UInt64;
+}
+
+struct CloseSession {
+  sessionId @0 :UInt64;       # on a session channel: ignored
+}
+
 struct Rational {
   num @0 :Int64;
   den @1 :Int64;
@@ -117,6 +139,15 @@ struct Plane {
   offset @0 :UInt64;   # from the start of the slot
   stride @1 :UInt32;   # bytes per row
   rows @2 :UInt32;
+}
+
+struct FrameLayout {
+  width @0 :UInt32;
+  height @1 :UInt32;
+  format @2 :OutputFormat;
+  pixelFormat @3 :Text;
+  planes @4 :List(Plane);      # offsets from the start of a slot
+  size @5 :UInt64;             # bytes one frame takes in a slot
 }
 
 struct FrameRef {
@@ -174,7 +205,8 @@ struct Request {
     metadata @3 :Void;
     frames @4 :FrameRequest;
     ping @5 :Ping;
-    close @6 :Void;
+    close @6 :CloseSession;
+    attach @7 :AttachSession;
   }
 }
 
@@ -182,11 +214,12 @@ struct Response {
   id @0 :UInt64;
   union {
     hello @1 :HelloReply;
-    opened @2 :StreamMetadata;
+    opened @2 :SessionOpened;
     metadata @3 :StreamMetadata;
     frames @4 :FrameBatch;
     error @5 :Error;
     pong @6 :Ping;
     closed @7 :Void;
+    attached @8 :Void;
   }
 }

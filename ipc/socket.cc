@@ -52,8 +52,8 @@ absl::StatusOr<std::pair<UniqueFd, UniqueFd>> MakeSocketPair() {
   return std::make_pair(UniqueFd(fds[0]), UniqueFd(fds[1]));
 }
 
-absl::Status SendWithDescriptors(int sock, std::span<const uint8_t> bytes,
-                                 std::span<const int> fds) {
+absl::Status SendWithDescriptors(int sock, std::span<const uint8_t> bytes, std::span<const int> fds,
+                                 Deadline deadline) {
   if (fds.size() > kMaxFdsPerMessage) {
     return absl::InvalidArgumentError("too many descriptors for one message");
   }
@@ -74,10 +74,18 @@ absl::Status SendWithDescriptors(int sock, std::span<const uint8_t> bytes,
     c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
     std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
   }
-  if (RetryEintr([&] { return sendmsg(sock, &msg, MSG_NOSIGNAL); }) < 0) {
-    return ErrnoStatus("sendmsg(SCM_RIGHTS) to backend");
+  for (;;) {
+    if (RetryEintr([&] { return sendmsg(sock, &msg, MSG_NOSIGNAL | MSG_DONTWAIT); }) >= 0) {
+      return absl::OkStatus();
+    }
+    if (errno != EAGAIN) return ErrnoStatus("sendmsg(SCM_RIGHTS)");
+    pollfd p{sock, POLLOUT, 0};
+    const int ms = MillisUntil(deadline);
+    if (ms == 0) {
+      return absl::DeadlineExceededError("timed out sending descriptors: the peer is not reading its socket");
+    }
+    if (RetryEintr([&] { return poll(&p, 1, ms); }) < 0) return ErrnoStatus("poll(channel socket)");
   }
-  return absl::OkStatus();
 }
 
 absl::StatusOr<ReceivedMessage> ReceiveWithDescriptors(int sock, size_t max_bytes,

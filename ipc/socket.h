@@ -25,11 +25,12 @@ namespace codecvisor::ipc {
 // ends close-on-exec.
 [[nodiscard]] absl::StatusOr<std::pair<UniqueFd, UniqueFd>> MakeSocketPair();
 
-// Sends one message of `bytes` with `fds` attached. Never raises SIGPIPE: a
-// closed peer is kUnavailable. The descriptors stay owned by the caller.
-[[nodiscard]] absl::Status SendWithDescriptors(int sock,
-                                               std::span<const uint8_t> bytes,
-                                               std::span<const int> fds);
+// Sends one message of `bytes` with `fds` attached, waiting for socket
+// buffer space until `deadline` (a peer that stops reading cannot block us
+// longer). Never raises SIGPIPE: a closed peer is kUnavailable. The
+// descriptors stay owned by the caller.
+[[nodiscard]] absl::Status SendWithDescriptors(int sock, std::span<const uint8_t> bytes,
+                                               std::span<const int> fds, Deadline deadline);
 
 struct ReceivedMessage {
   std::vector<uint8_t> bytes;

@@ -21,7 +21,7 @@ TEST(SocketTest, DescriptorTravelsAndStillWorks) {
   ASSERT_EQ(pipe(p), 0);
   const uint8_t tag[] = {1, 2, 3};
   const int fds[] = {p[1]};
-  ASSERT_TRUE(SendWithDescriptors(pair->first.get(), tag, fds).ok());
+  ASSERT_TRUE(SendWithDescriptors(pair->first.get(), tag, fds, In(1000)).ok());
   close(p[1]);
   auto got = ReceiveWithDescriptors(pair->second.get(), 16, 1, In(1000));
   ASSERT_TRUE(got.ok()) << got.status();
@@ -41,7 +41,7 @@ TEST(SocketTest, TooManyDescriptorsAreAllClosed) {
   int p[2];
   ASSERT_EQ(pipe(p), 0);
   const int fds[] = {p[0], p[1]};
-  ASSERT_TRUE(SendWithDescriptors(pair->first.get(), std::span<const uint8_t>(), fds).ok());
+  ASSERT_TRUE(SendWithDescriptors(pair->first.get(), std::span<const uint8_t>(), fds, In(1000)).ok());
   close(p[0]);
   close(p[1]);
   auto got = ReceiveWithDescriptors(pair->second.get(), 16, 1, In(1000));
@@ -75,7 +75,7 @@ TEST(PeerLivenessTest, HostRejectsAndClosesDescriptorsFromPeer) {
   int p[2];
   ASSERT_EQ(pipe(p), 0);
   const int fds[] = {p[1]};
-  ASSERT_TRUE(SendWithDescriptors(pair->second.get(), std::span<const uint8_t>(), fds).ok());
+  ASSERT_TRUE(SendWithDescriptors(pair->second.get(), std::span<const uint8_t>(), fds, In(1000)).ok());
   close(p[1]);
   PeerLiveness live(pair->first.get(), -1, /*host_side=*/true);
   EXPECT_EQ(live.Check().code(), absl::StatusCode::kDataLoss);

@@ -6,7 +6,7 @@ The binary `<name>_bin` is the fuzzer itself, for long runs by hand:
 
 load("@rules_cc//cc:defs.bzl", "cc_binary")
 
-def cc_fuzz_test(name, srcs, deps, corpus = [], runs = 30000, **kwargs):
+def cc_fuzz_test(name, srcs, deps, corpus = [], runs = 200000, **kwargs):
     cc_binary(
         name = name + "_bin",
         srcs = srcs,

@@ -1,0 +1,192 @@
+/* File: backends/sdk/codecvisor_backend.h
+ *
+ * The stable C ABI a codecvisor backend implements. This header is the whole
+ * contract between a vendor's decoder library and codecvisor: it depends on
+ * nothing but the C standard library, and no C++ type, Cap'n Proto message or
+ * shared-memory detail crosses it.
+ *
+ * How it is used. codecvisor's trusted runner (`codecvisor-backend`) dlopens
+ * the library named in the backend's manifest, looks up the entry symbol
+ * (`codecvisor_backend_v1` unless the manifest says otherwise), calls it once,
+ * and checks the returned table's `abi_version` and `struct_size`. It then
+ * calls `create` once, and `open_session` for each video a caller opens.
+ *
+ * Threading. Each session is driven by one runner thread at a time: calls on
+ * one session never overlap, but calls on different sessions do, so a backend
+ * must keep per-session state in its cv_session. `create` and `destroy` are
+ * called with no session open.
+ *
+ * Errors. Every fallible call returns a cv_status and, on failure, writes a
+ * NUL-terminated message into the caller's cv_error. Messages should name the
+ * thing and the cause ("frame 400 is past the end: the stream has 300 frames").
+ * A backend must not abort on bad input: a corrupt file is an error return.
+ * (If it crashes anyway, codecvisor restarts it; that costs latency.)
+ *
+ * Memory. Frame pixels go into a buffer the runner owns and lends for one
+ * call (cv_frame_buffer); the backend never keeps a pointer to it after the
+ * call returns. Every other pointer passed in is valid only during the call.
+ */
+
+#ifndef CODECVISOR_BACKENDS_SDK_CODECVISOR_BACKEND_H_
+#define CODECVISOR_BACKENDS_SDK_CODECVISOR_BACKEND_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CODECVISOR_BACKEND_ABI_VERSION 1
+#define CODECVISOR_BACKEND_ENTRY "codecvisor_backend_v1"
+
+/* Status codes; the same values as ErrorCode in ipc/protocol.capnp. */
+typedef enum cv_status {
+  CV_OK = 0,
+  CV_ERROR_INVALID_ARGUMENT = 1, /* a bad option or request */
+  CV_ERROR_OUT_OF_RANGE = 2,     /* an index or time outside the stream */
+  CV_ERROR_NOT_FOUND = 3,        /* e.g. no video stream, no such stream index */
+  CV_ERROR_CORRUPT_DATA = 4,     /* the file cannot be demuxed or decoded */
+  CV_ERROR_UNSUPPORTED = 5,      /* codec, pixel format or option not supported */
+  CV_ERROR_RESOURCE_EXHAUSTED = 6,
+  CV_ERROR_INTERNAL = 7
+} cv_status;
+
+#define CV_ERROR_MESSAGE_BYTES 1024
+typedef struct cv_error {
+  char message[CV_ERROR_MESSAGE_BYTES]; /* NUL-terminated; truncated if longer */
+} cv_error;
+
+typedef enum cv_seek_mode {
+  CV_SEEK_EXACT = 0,      /* scan the stream once at open; indices and times are exact */
+  CV_SEEK_APPROXIMATE = 1 /* trust the container header; no scan */
+} cv_seek_mode;
+
+typedef enum cv_output_format {
+  CV_OUTPUT_RGB24 = 0,        /* one plane, interleaved R,G,B (HWC) */
+  CV_OUTPUT_RGB24_PLANAR = 1, /* three planes R, G, B (CHW) */
+  CV_OUTPUT_NATIVE = 2        /* the decoder's own pixel format, one plane per component */
+} cv_output_format;
+
+typedef struct cv_open_options {
+  uint32_t struct_size;           /* sizeof(cv_open_options) as the runner was built */
+  int32_t stream_index;           /* -1: the best video stream */
+  cv_seek_mode seek_mode;
+  cv_output_format output_format;
+  uint32_t decoder_threads;       /* 0: the decoder chooses */
+  uint32_t output_width;          /* 0: the stream's own width */
+  uint32_t output_height;         /* 0: the stream's own height */
+  const char* device;             /* the device string asked for, e.g. "cpu", "acme:1" */
+  const char* file_label;         /* the caller's name for the file, for messages only */
+} cv_open_options;
+
+#define CV_NAME_BYTES 64
+typedef struct cv_stream_metadata {
+  int32_t stream_index;
+  uint32_t num_video_streams;
+  char codec[CV_NAME_BYTES];          /* e.g. "h264" */
+  char pixel_format[CV_NAME_BYTES];   /* the decoder's, e.g. "yuv420p" */
+  uint32_t width;                     /* coded display size, before rotation */
+  uint32_t height;
+  int64_t num_frames_from_header;     /* -1 if the container does not say */
+  int64_t num_frames_from_scan;       /* -1 in approximate mode */
+  double average_fps;
+  double duration_seconds;
+  double begin_stream_seconds;        /* pts of the first frame */
+  double end_stream_seconds;          /* pts + duration of the last frame */
+  int64_t bit_rate;                   /* bits per second, 0 if unknown */
+  double rotation_degrees;            /* from the display matrix, 0 if none */
+  char color_space[CV_NAME_BYTES];
+  char color_range[CV_NAME_BYTES];
+  char color_primaries[CV_NAME_BYTES];
+  char color_transfer[CV_NAME_BYTES];
+  int64_t time_base_num;
+  int64_t time_base_den;
+} cv_stream_metadata;
+
+#define CV_MAX_PLANES 4
+/* Where every output frame of a session goes in the runner's buffer. Fixed
+ * for the session's lifetime (the output size and format do not change). */
+typedef struct cv_frame_layout {
+  uint32_t width;
+  uint32_t height;
+  cv_output_format format;
+  char pixel_format[CV_NAME_BYTES];   /* "rgb24", "rgbp" (planar R,G,B) or the native one, e.g. "yuv420p" */
+  uint32_t num_planes;
+  uint64_t plane_offset[CV_MAX_PLANES]; /* from the start of the buffer */
+  uint32_t plane_stride[CV_MAX_PLANES]; /* bytes per row */
+  uint32_t plane_rows[CV_MAX_PLANES];
+  uint64_t size;                        /* bytes from the buffer start to the end of the last plane */
+} cv_frame_layout;
+
+typedef struct cv_frame_buffer {
+  uint8_t* data;      /* lent by the runner for the duration of one call */
+  uint64_t capacity;  /* at least layout.size */
+} cv_frame_buffer;
+
+typedef struct cv_frame_info {
+  int64_t index;           /* position in the stream, from 0 */
+  int64_t pts;             /* in the stream's time base */
+  double pts_seconds;
+  double duration_seconds;
+  int32_t key_frame;       /* non-zero for a key frame */
+} cv_frame_info;
+
+typedef struct cv_backend cv_backend; /* the vendor's process-wide state */
+typedef struct cv_session cv_session; /* the vendor's state for one open video */
+
+typedef struct cv_backend_v1 {
+  uint32_t struct_size;   /* sizeof(cv_backend_v1) */
+  uint32_t abi_version;   /* CODECVISOR_BACKEND_ABI_VERSION */
+  const char* name;       /* e.g. "cpu"; must match the manifest */
+  const char* version;    /* the vendor's version string */
+  /* Non-zero if RGB output is bit-exact with FFmpeg's swscale conversion;
+   * otherwise the PSNR in dB the backend promises against it. */
+  int32_t exact_cpu_output;
+  double psnr_threshold_db;
+
+  /* Process-wide initialisation. `config` is the manifest's [config] table as
+   * "key=value" lines (may be empty). Called once, after the sandbox is up. */
+  cv_status (*create)(const char* config, cv_backend** out, cv_error* error);
+  void (*destroy)(cv_backend* backend);
+
+  /* Opens a video read through `fd`, a readable, seekable descriptor the
+   * backend may read with read/pread/lseek and must not close (the runner
+   * closes it after close_session). There is no path: the sandbox lets the
+   * backend open no files. */
+  cv_status (*open_session)(cv_backend* backend, int fd, const cv_open_options* options,
+                            cv_session** out, cv_error* error);
+  void (*close_session)(cv_session* session);
+
+  cv_status (*get_metadata)(cv_session* session, cv_stream_metadata* out, cv_error* error);
+  cv_status (*get_frame_layout)(cv_session* session, cv_frame_layout* out, cv_error* error);
+
+  /* Describes frame `index` without decoding it, if the backend can (exact
+   * mode); in approximate mode from the header's frame rate. */
+  cv_status (*get_frame_info)(cv_session* session, int64_t index, cv_frame_info* out,
+                              cv_error* error);
+  /* The index of the frame played at `seconds`: the last frame whose pts is
+   * <= seconds. CV_ERROR_OUT_OF_RANGE before the first frame or at/after the
+   * end of the last one. */
+  cv_status (*index_at_seconds)(cv_session* session, double seconds, int64_t* index,
+                                cv_error* error);
+
+  /* Decodes frame `index` into `buffer` at the session's layout. Consecutive
+   * indices must not re-seek: a sequential read is as fast as plain decode. */
+  cv_status (*decode_frame)(cv_session* session, int64_t index, cv_frame_buffer* buffer,
+                            cv_frame_info* info, cv_error* error);
+} cv_backend_v1;
+
+/* The entry symbol. Returns a table with static storage duration, or NULL. */
+typedef const cv_backend_v1* (*cv_backend_entry_fn)(void);
+
+/* Marks the entry symbol for export when a backend is built with
+ * -fvisibility=hidden (recommended: export nothing else). Usage:
+ *   CODECVISOR_BACKEND_EXPORT const cv_backend_v1* codecvisor_backend_v1(void) { ... } */
+#define CODECVISOR_BACKEND_EXPORT __attribute__((visibility("default")))
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CODECVISOR_BACKENDS_SDK_CODECVISOR_BACKEND_H_ */

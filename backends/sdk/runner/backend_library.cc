@@ -1,0 +1,88 @@
+#include "backends/sdk/runner/backend_library.h"
+
+#include <dlfcn.h>
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace codecvisor::runner {
+
+absl::StatusCode ToStatusCode(cv_status status) {
+  switch (status) {
+    case CV_OK:
+      return absl::StatusCode::kOk;
+    case CV_ERROR_INVALID_ARGUMENT:
+      return absl::StatusCode::kInvalidArgument;
+    case CV_ERROR_OUT_OF_RANGE:
+      return absl::StatusCode::kOutOfRange;
+    case CV_ERROR_NOT_FOUND:
+      return absl::StatusCode::kNotFound;
+    case CV_ERROR_CORRUPT_DATA:
+      return absl::StatusCode::kDataLoss;
+    case CV_ERROR_UNSUPPORTED:
+      return absl::StatusCode::kUnimplemented;
+    case CV_ERROR_RESOURCE_EXHAUSTED:
+      return absl::StatusCode::kResourceExhausted;
+    case CV_ERROR_INTERNAL:
+      return absl::StatusCode::kInternal;
+  }
+  return absl::StatusCode::kUnknown;
+}
+
+absl::StatusOr<LoadedBackend> LoadBackendLibrary(absl::string_view library, absl::string_view entry,
+                                                 absl::string_view expected_name) {
+  const std::string path(library);
+  dlerror();
+  // RTLD_NOW: an undefined symbol fails here, with dlerror() naming it, not
+  // in the middle of a decode.
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* why = dlerror();
+    return absl::NotFoundError(absl::StrCat("library ", path, ": ", why ? why : "dlopen failed",
+                                            "; reinstall the plugin"));
+  }
+  const std::string symbol(entry);
+  dlerror();
+  void* sym = dlsym(handle, symbol.c_str());
+  if (sym == nullptr) {
+    return absl::NotFoundError(absl::StrCat("library ", path, ": undefined symbol ", symbol,
+                                            "; the manifest's entry must name the function the "
+                                            "plugin exports"));
+  }
+  auto fn = reinterpret_cast<cv_backend_entry_fn>(sym);
+  const cv_backend_v1* table = fn();
+  if (table == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("library ", path, ": ", symbol, "() returned NULL"));
+  }
+  if (table->abi_version != CODECVISOR_BACKEND_ABI_VERSION) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("library ", path, ": ABI version ", table->abi_version, ", this codecvisor speaks ",
+                     CODECVISOR_BACKEND_ABI_VERSION, "; rebuild the plugin against this SDK"));
+  }
+  if (table->struct_size < sizeof(cv_backend_v1)) {
+    return absl::FailedPreconditionError(absl::StrCat("library ", path, ": function table of ",
+                                                      table->struct_size, " bytes, expected at least ",
+                                                      sizeof(cv_backend_v1)));
+  }
+  const void* functions[] = {
+      reinterpret_cast<const void*>(table->create),         reinterpret_cast<const void*>(table->destroy),
+      reinterpret_cast<const void*>(table->open_session),   reinterpret_cast<const void*>(table->close_session),
+      reinterpret_cast<const void*>(table->get_metadata),   reinterpret_cast<const void*>(table->get_frame_layout),
+      reinterpret_cast<const void*>(table->get_frame_info), reinterpret_cast<const void*>(table->index_at_seconds),
+      reinterpret_cast<const void*>(table->decode_frame),
+  };
+  for (const void* f : functions) {
+    if (f == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("library ", path, ": function table has a NULL entry"));
+    }
+  }
+  if (table->name == nullptr || expected_name != table->name) {
+    return absl::FailedPreconditionError(absl::StrCat("library ", path, " is backend '",
+                                                      table->name ? table->name : "(null)",
+                                                      "', but its manifest says '", expected_name, "'"));
+  }
+  return LoadedBackend{handle, table};
+}
+
+}  // namespace codecvisor::runner

@@ -1,0 +1,37 @@
+// File: backends/sdk/runner/backend_library.h
+//
+// Loads a vendor backend library into the runner: dlopen (RTLD_LOCAL, so
+// its symbols cannot interpose on ours), the entry symbol, and every check
+// on the table it returns. Runs inside the sandboxed child, never in the host.
+
+#ifndef CODECVISOR_BACKENDS_SDK_RUNNER_BACKEND_LIBRARY_H_
+#define CODECVISOR_BACKENDS_SDK_RUNNER_BACKEND_LIBRARY_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "backends/sdk/codecvisor_backend.h"
+
+namespace codecvisor::runner {
+
+struct LoadedBackend {
+  void* handle = nullptr;  // never dlclosed: the process exits instead
+  const cv_backend_v1* table = nullptr;
+};
+
+// Loads `library`, resolves `entry` and validates the table: not NULL, ABI
+// version equal to ours, struct_size at least ours, every function present,
+// and `name` equal to `expected_name`. Each failure is a Status whose message
+// says what is wrong and what to do (kNotFound: library or symbol missing;
+// kFailedPrecondition: ABI or name mismatch; kInvalidArgument: bad table).
+[[nodiscard]] absl::StatusOr<LoadedBackend> LoadBackendLibrary(absl::string_view library,
+                                                               absl::string_view entry,
+                                                               absl::string_view expected_name);
+
+// A cv_status (vendor) as an absl status code.
+absl::StatusCode ToStatusCode(cv_status status);
+
+}  // namespace codecvisor::runner
+
+#endif  // CODECVISOR_BACKENDS_SDK_RUNNER_BACKEND_LIBRARY_H_

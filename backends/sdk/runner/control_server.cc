@@ -1,0 +1,149 @@
+#include "backends/sdk/runner/control_server.h"
+
+#include <cstdio>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "backends/sdk/runner/abi_convert.h"
+
+namespace codecvisor::runner {
+namespace {
+
+using ipc::Clock;
+
+constexpr auto kIdleWait = std::chrono::hours(24);
+constexpr auto kDescriptorWait = std::chrono::seconds(10);
+
+}  // namespace
+
+absl::Status ControlServer::Reply(ipc::Response response) {
+  return control_->Send(std::move(response), Clock::now() + kHostProgressTimeout);
+}
+
+absl::Status ControlServer::HandleOpen(uint64_t id, const ipc::OpenSession& open) {
+  // The descriptor was sent just before the request.
+  absl::StatusOr<ipc::UniqueFd> fd = control_->ReceiveDescriptor(open.file_token, Clock::now() + kDescriptorWait);
+  if (!fd.ok()) return fd.status();  // a protocol failure: the host will see us go
+  VendorSession session;
+  session.vtable = vtable_;
+  session.video_fd = *std::move(fd);
+  cv_open_options options = ToAbi(open);
+  cv_error error{};
+  cv_status st = vtable_->open_session(backend_, session.video_fd.get(), &options, &session.session, &error);
+  if (st != CV_OK) return Reply({id, ToWireError(VendorError(st, error))});
+
+  // From here on `session` owns the vendor session; close it on every error.
+  auto fail = [&](absl::Status why) {
+    vtable_->close_session(session.session);
+    return Reply({id, ToWireError(why)});
+  };
+  cv_stream_metadata metadata{};
+  if ((st = vtable_->get_metadata(session.session, &metadata, &error)) != CV_OK) {
+    return fail(VendorError(st, error));
+  }
+  cv_frame_layout layout{};
+  if ((st = vtable_->get_frame_layout(session.session, &layout, &error)) != CV_OK) {
+    return fail(VendorError(st, error));
+  }
+  if (layout.num_planes == 0 || layout.num_planes > CV_MAX_PLANES || layout.size == 0) {
+    return fail(absl::InternalError(absl::StrCat("backend '", name_, "' reported a frame layout with ",
+                                                 layout.num_planes, " planes and ", layout.size, " bytes")));
+  }
+  session.opened.session_id = next_session_id_++;
+  session.opened.metadata = FromAbi(metadata);
+  session.opened.layout = FromAbi(layout);
+  ipc::SessionOpened reply = session.opened;
+  pending_.emplace(reply.session_id, std::move(session));
+  return Reply({id, std::move(reply)});
+}
+
+absl::Status ControlServer::HandleAttach(uint64_t id, const ipc::AttachSession& attach) {
+  absl::StatusOr<std::vector<ipc::UniqueFd>> fds =
+      control_->ReceiveDescriptors(attach.token, 2, Clock::now() + kDescriptorWait);
+  if (!fds.ok()) return fds.status();
+  auto it = pending_.find(attach.session_id);
+  if (it == pending_.end()) {
+    return Reply({id, ipc::Error{ipc::ErrorCode::kInvalidArgument,
+                                 absl::StrCat("no opened session ", attach.session_id, " to attach")}});
+  }
+  absl::StatusOr<std::unique_ptr<ipc::BackendChannel>> channel =
+      ipc::BackendChannel::Attach({std::move((*fds)[0]), std::move((*fds)[1])});
+  if (!channel.ok()) {
+    vtable_->close_session(it->second.session);
+    pending_.erase(it);
+    return Reply({id, ToWireError(channel.status())});
+  }
+  auto server = std::make_unique<SessionServer>(std::move(it->second), *std::move(channel));
+  pending_.erase(it);
+  // Reply before the thread starts serving, so the host sees `attached`
+  // before any session traffic could matter.
+  absl::Status replied = Reply({id, ipc::Attached{}});
+  std::thread([server = std::move(server)] { server->Run(); }).detach();
+  return replied;
+}
+
+int ControlServer::Run() {
+  for (;;) {
+    absl::StatusOr<ipc::Request> request = control_->Receive(Clock::now() + kIdleWait);
+    if (!request.ok()) {
+      if (absl::IsDeadlineExceeded(request.status())) continue;
+      if (!absl::IsUnavailable(request.status())) {
+        std::fprintf(stderr, "codecvisor-backend '%s': control channel failed: %s\n", name_.c_str(),
+                     request.status().ToString().c_str());
+      }
+      return load_status_.ok() ? 0 : 3;  // the host is gone
+    }
+    const uint64_t id = request->id;
+    absl::Status handled;
+    if (std::holds_alternative<ipc::Hello>(request->body)) {
+      const auto& hello = std::get<ipc::Hello>(request->body);
+      if (!load_status_.ok()) {
+        // Say exactly why, then leave: a backend that cannot load serves nothing.
+        (void)Reply({id, ToWireError(load_status_)});
+        return 3;
+      }
+      if (hello.protocol_version != ipc::kProtocolVersion) {
+        (void)Reply({id, ipc::Error{ipc::ErrorCode::kProtocolMismatch,
+                                    absl::StrCat("host speaks protocol ", hello.protocol_version,
+                                                 ", runner speaks ", ipc::kProtocolVersion)}});
+        return 3;
+      }
+      ipc::HelloReply reply;
+      reply.backend_name = name_;
+      reply.backend_version = vtable_->version ? vtable_->version : "";
+      reply.devices = {name_};
+      reply.capabilities.exact_cpu_output = vtable_->exact_cpu_output != 0;
+      reply.capabilities.psnr_threshold_db = vtable_->psnr_threshold_db;
+      reply.capabilities.seek_modes = {ipc::SeekMode::kExact, ipc::SeekMode::kApproximate};
+      reply.capabilities.output_formats = {ipc::OutputFormat::kRgb24, ipc::OutputFormat::kRgb24Planar,
+                                           ipc::OutputFormat::kNative};
+      handled = Reply({id, std::move(reply)});
+    } else if (!load_status_.ok()) {
+      handled = Reply({id, ToWireError(load_status_)});
+    } else if (auto* open = std::get_if<ipc::OpenSession>(&request->body)) {
+      handled = HandleOpen(id, *open);
+    } else if (auto* attach = std::get_if<ipc::AttachSession>(&request->body)) {
+      handled = HandleAttach(id, *attach);
+    } else if (auto* close = std::get_if<ipc::Close>(&request->body)) {
+      if (auto it = pending_.find(close->session_id); it != pending_.end()) {
+        vtable_->close_session(it->second.session);
+        pending_.erase(it);
+      }
+      handled = Reply({id, ipc::Closed{}});
+    } else if (auto* ping = std::get_if<ipc::Ping>(&request->body)) {
+      handled = Reply({id, ipc::Pong{ping->nonce}});
+    } else {
+      handled = Reply({id, ipc::Error{ipc::ErrorCode::kInvalidArgument,
+                                      absl::StrCat("a ", ipc::KindName(*request),
+                                                   " request is not valid on the control channel")}});
+    }
+    if (!handled.ok()) {
+      // The control channel failed: nothing more can be served.
+      std::fprintf(stderr, "codecvisor-backend '%s': %s request failed: %s\n", name_.c_str(),
+                   ipc::KindName(*request), handled.ToString().c_str());
+      return 4;
+    }
+  }
+}
+
+}  // namespace codecvisor::runner

@@ -1,0 +1,54 @@
+// File: backends/sdk/runner/control_server.h
+//
+// The runner's control loop: answers the handshake (or, if the vendor
+// library failed to load, says exactly why), opens vendor sessions, and
+// hands each one to its own thread once the host attaches a session channel.
+// Runs on the runner's main thread; session threads never touch it.
+
+#ifndef CODECVISOR_BACKENDS_SDK_RUNNER_CONTROL_SERVER_H_
+#define CODECVISOR_BACKENDS_SDK_RUNNER_CONTROL_SERVER_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "backends/sdk/codecvisor_backend.h"
+#include "backends/sdk/runner/session_server.h"
+#include "ipc/channel.h"
+
+namespace codecvisor::runner {
+
+class ControlServer {
+ public:
+  // `vtable` and `backend` are null when loading failed; `load_status` says why.
+  ControlServer(std::unique_ptr<ipc::BackendChannel> control, std::string name,
+                const cv_backend_v1* vtable, cv_backend* backend, absl::Status load_status)
+      : control_(std::move(control)),
+        name_(std::move(name)),
+        vtable_(vtable),
+        backend_(backend),
+        load_status_(std::move(load_status)) {}
+
+  // Serves until the host hangs up. Returns the process exit code: 0 after a
+  // normal shutdown, 3 when the backend failed to load (after reporting it).
+  int Run();
+
+ private:
+  absl::Status HandleOpen(uint64_t id, const ipc::OpenSession& open);
+  absl::Status HandleAttach(uint64_t id, const ipc::AttachSession& attach);
+  absl::Status Reply(ipc::Response response);
+
+  std::unique_ptr<ipc::BackendChannel> control_;
+  std::string name_;
+  const cv_backend_v1* vtable_;
+  cv_backend* backend_;
+  absl::Status load_status_;
+  uint64_t next_session_id_ = 1;
+  std::map<uint64_t, VendorSession> pending_;  // opened, not yet attached
+};
+
+}  // namespace codecvisor::runner
+
+#endif  // CODECVISOR_BACKENDS_SDK_RUNNER_CONTROL_SERVER_H_

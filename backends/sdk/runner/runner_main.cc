@@ -1,0 +1,72 @@
+// codecvisor-backend: the trusted runner. The host starts it with the control
+// channel on descriptors 3 and 4; it loads the vendor library named on its
+// command line and serves the host until the host hangs up.
+//
+// Exit codes: 0 normal shutdown; 2 bad command line or control channel;
+// 3 the backend failed to load or init (reported over the channel first);
+// 4 the control channel broke.
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "backends/sdk/runner/abi_convert.h"
+#include "backends/sdk/runner/backend_library.h"
+#include "backends/sdk/runner/control_server.h"
+#include "backends/sdk/runner/runner_args.h"
+#include "ipc/channel.h"
+
+namespace codecvisor::runner {
+namespace {
+
+int Main(int argc, char** argv) {
+  std::map<std::string, std::string> flags;
+  for (int i = 1; i + 1 < argc; i += 2) flags[argv[i]] = argv[i + 1];
+  const std::string name = flags[kFlagName];
+  const std::string library = flags[kFlagLibrary];
+  const std::string entry = flags.count(kFlagEntry) ? flags[kFlagEntry] : CODECVISOR_BACKEND_ENTRY;
+  if (name.empty() || library.empty() || argc % 2 != 1) {
+    std::fprintf(stderr, "usage: codecvisor-backend --name NAME --library PATH [--entry SYMBOL] [--config TEXT]\n"
+                         "(started by the codecvisor host with its control channel on fds 3 and 4)\n");
+    return 2;
+  }
+  absl::StatusOr<std::unique_ptr<ipc::BackendChannel>> control =
+      ipc::BackendChannel::Attach({ipc::UniqueFd(kControlMemfdFd), ipc::UniqueFd(kControlSocketFd)});
+  if (!control.ok()) {
+    std::fprintf(stderr, "codecvisor-backend: control channel: %s\n", control.status().ToString().c_str());
+    return 2;
+  }
+
+  const cv_backend_v1* vtable = nullptr;
+  cv_backend* backend = nullptr;
+  absl::Status load_status;
+  absl::StatusOr<LoadedBackend> loaded = LoadBackendLibrary(library, entry, name);
+  if (!loaded.ok()) {
+    load_status = loaded.status();
+  } else {
+    vtable = loaded->table;
+    cv_error error{};
+    cv_status st = vtable->create(flags[kFlagConfig].c_str(), &backend, &error);
+    if (st != CV_OK) {
+      absl::Status why = VendorError(st, error);
+      load_status = absl::Status(why.code(), absl::StrCat("init failed: ", why.message()));
+    }
+  }
+  const std::string prefix = absl::StrCat("backend '", name, "': ");
+  if (!load_status.ok()) load_status = absl::Status(load_status.code(), prefix + std::string(load_status.message()));
+  ControlServer server(*std::move(control), name, load_status.ok() ? vtable : nullptr, backend, load_status);
+  const int code = server.Run();
+  // Session threads may still be inside vendor code: leave without running
+  // static destructors under them.
+  std::fflush(nullptr);
+  _exit(code);
+}
+
+}  // namespace
+}  // namespace codecvisor::runner
+
+int main(int argc, char** argv) { return codecvisor::runner::Main(argc, argv); }

@@ -1,0 +1,62 @@
+// File: backends/sdk/runner/session_server.h
+//
+// Serves one decoder session on its own channel and thread: turns metadata
+// and frame requests into calls of the vendor's C ABI, and decodes frames
+// straight into arena slots. Everything here runs in the sandboxed child.
+
+#ifndef CODECVISOR_BACKENDS_SDK_RUNNER_SESSION_SERVER_H_
+#define CODECVISOR_BACKENDS_SDK_RUNNER_SESSION_SERVER_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "backends/sdk/codecvisor_backend.h"
+#include "ipc/channel.h"
+#include "ipc/messages.h"
+#include "ipc/unique_fd.h"
+
+namespace codecvisor::runner {
+
+// How long the runner waits for the host to free an arena slot or make room
+// in the response ring before it gives up on the request.
+inline constexpr std::chrono::seconds kHostProgressTimeout{60};
+
+// A vendor session and what the runner knows about it.
+struct VendorSession {
+  const cv_backend_v1* vtable = nullptr;
+  cv_session* session = nullptr;
+  ipc::UniqueFd video_fd;
+  ipc::SessionOpened opened;
+};
+
+// Expands a frame request into stream indices in request order, resolving
+// negative indices (from the end) and times through the vendor. An index or
+// time outside the stream is kOutOfRange naming it.
+[[nodiscard]] absl::StatusOr<std::vector<int64_t>> ResolveSelection(const ipc::FrameRequest& request,
+                                                                    const VendorSession& session);
+
+class SessionServer {
+ public:
+  SessionServer(VendorSession session, std::unique_ptr<ipc::BackendChannel> channel)
+      : session_(std::move(session)), channel_(std::move(channel)) {}
+  ~SessionServer();
+
+  // Serves requests until Close or until the host goes away. Closes the
+  // vendor session on the way out.
+  void Run();
+
+ private:
+  // Answers one frame request with one FrameBatch message per frame, or an
+  // Error. Returns non-OK only if the channel itself failed.
+  absl::Status ServeFrames(uint64_t id, const ipc::FrameRequest& request);
+  absl::Status SendError(uint64_t id, absl::Status status);
+
+  VendorSession session_;
+  std::unique_ptr<ipc::BackendChannel> channel_;
+};
+
+}  // namespace codecvisor::runner
+
+#endif  // CODECVISOR_BACKENDS_SDK_RUNNER_SESSION_SERVER_H_

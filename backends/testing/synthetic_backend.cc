@@ -1,0 +1,127 @@
+// A backend that decodes no real codec: its "video" is a short text file
+// such as "frames=100 width=64 height=48 fps=25 start=0.5", and frame i is a
+// fixed function of i (SyntheticPixel), so tests can check every byte the
+// host receives without FFmpeg. It implements the whole C ABI, through the
+// same runner and channel as a real backend. Used by tests only.
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "backends/sdk/codecvisor_backend.h"
+#include "backends/testing/synthetic_pattern.h"
+
+namespace {
+
+struct Backend {};
+
+struct Session {
+  codecvisor::testing::SyntheticVideo video;
+  cv_output_format format = CV_OUTPUT_RGB24;
+  std::string label;
+};
+
+cv_status Fail(cv_error* error, cv_status status, const char* fmt, const char* label, double value = 0) {
+  std::snprintf(error->message, sizeof(error->message), fmt, label, value);
+  return status;
+}
+
+cv_status Create(const char* config, cv_backend** out, cv_error* error) {
+  if (config != nullptr && std::strstr(config, "fail_init=1") != nullptr) {
+    std::snprintf(error->message, sizeof(error->message), "synthetic backend told to fail at init");
+    return CV_ERROR_INTERNAL;
+  }
+  *out = reinterpret_cast<cv_backend*>(new Backend);
+  return CV_OK;
+}
+
+void Destroy(cv_backend* backend) { delete reinterpret_cast<Backend*>(backend); }
+
+cv_status Open(cv_backend*, int fd, const cv_open_options* options, cv_session** out, cv_error* error) {
+  char text[4096] = {};
+  ssize_t n = pread(fd, text, sizeof(text) - 1, 0);
+  if (n < 0) return Fail(error, CV_ERROR_CORRUPT_DATA, "%s: cannot read", options->file_label);
+  auto video = codecvisor::testing::ParseSyntheticVideo(std::string(text, static_cast<size_t>(n)));
+  if (!video.has_value()) {
+    return Fail(error, CV_ERROR_CORRUPT_DATA, "%s: not a synthetic video description", options->file_label);
+  }
+  auto* s = new Session;
+  s->video = *video;
+  s->format = options->output_format;
+  s->label = options->file_label ? options->file_label : "";
+  *out = reinterpret_cast<cv_session*>(s);
+  return CV_OK;
+}
+
+void Close(cv_session* session) { delete reinterpret_cast<Session*>(session); }
+
+cv_status Metadata(cv_session* session, cv_stream_metadata* m, cv_error*) {
+  const auto& v = reinterpret_cast<Session*>(session)->video;
+  *m = cv_stream_metadata{};
+  m->stream_index = 0;
+  m->num_video_streams = 1;
+  std::snprintf(m->codec, sizeof(m->codec), "synthetic");
+  std::snprintf(m->pixel_format, sizeof(m->pixel_format), "rgb24");
+  m->width = v.width;
+  m->height = v.height;
+  m->num_frames_from_header = v.frames;
+  m->num_frames_from_scan = v.frames;
+  m->average_fps = v.fps;
+  m->duration_seconds = v.frames / v.fps;
+  m->begin_stream_seconds = v.start;
+  m->end_stream_seconds = v.start + v.frames / v.fps;
+  m->time_base_num = 1;
+  m->time_base_den = 1000;
+  return CV_OK;
+}
+
+cv_status Layout(cv_session* session, cv_frame_layout* l, cv_error*) {
+  const auto* s = reinterpret_cast<Session*>(session);
+  *l = codecvisor::testing::SyntheticLayout(s->video, s->format);
+  return CV_OK;
+}
+
+cv_status Info(cv_session* session, int64_t index, cv_frame_info* info, cv_error* error) {
+  const auto* s = reinterpret_cast<Session*>(session);
+  if (index < 0 || index >= s->video.frames) {
+    return Fail(error, CV_ERROR_OUT_OF_RANGE, "%s: frame %.0f out of range", s->label.c_str(),
+                static_cast<double>(index));
+  }
+  *info = codecvisor::testing::SyntheticInfo(s->video, index);
+  return CV_OK;
+}
+
+cv_status IndexAt(cv_session* session, double seconds, int64_t* index, cv_error* error) {
+  const auto* s = reinterpret_cast<Session*>(session);
+  const double i = std::floor((seconds - s->video.start) * s->video.fps + 1e-9);
+  if (!(i >= 0 && i < s->video.frames)) {
+    return Fail(error, CV_ERROR_OUT_OF_RANGE, "%s: no frame is played at %.3f s", s->label.c_str(), seconds);
+  }
+  *index = static_cast<int64_t>(i);
+  return CV_OK;
+}
+
+cv_status Decode(cv_session* session, int64_t index, cv_frame_buffer* buffer, cv_frame_info* info,
+                 cv_error* error) {
+  const auto* s = reinterpret_cast<Session*>(session);
+  if (cv_status st = Info(session, index, info, error); st != CV_OK) return st;
+  const cv_frame_layout layout = codecvisor::testing::SyntheticLayout(s->video, s->format);
+  if (buffer->capacity < layout.size) {
+    return Fail(error, CV_ERROR_INTERNAL, "%s: buffer too small", s->label.c_str());
+  }
+  codecvisor::testing::FillSyntheticFrame(s->video, s->format, index, buffer->data);
+  return CV_OK;
+}
+
+const cv_backend_v1 kTable = {
+    sizeof(cv_backend_v1), CODECVISOR_BACKEND_ABI_VERSION, "synthetic", "1.0", 1, 0.0,
+    Create, Destroy, Open, Close, Metadata, Layout, Info, IndexAt, Decode,
+};
+
+}  // namespace
+
+extern "C" CODECVISOR_BACKEND_EXPORT const cv_backend_v1* codecvisor_backend_v1(void) { return &kTable; }

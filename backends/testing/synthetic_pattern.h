@@ -1,0 +1,110 @@
+// File: backends/testing/synthetic_pattern.h
+//
+// The synthetic test video: its description format, its frame layout and
+// the exact bytes of every frame. Shared by the synthetic backend (which
+// writes frames) and the tests (which check them), so both agree on every
+// byte. Header-only, C++ and the SDK header only.
+
+#ifndef CODECVISOR_BACKENDS_TESTING_SYNTHETIC_PATTERN_H_
+#define CODECVISOR_BACKENDS_TESTING_SYNTHETIC_PATTERN_H_
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+#include <sstream>
+#include <string>
+
+#include "backends/sdk/codecvisor_backend.h"
+
+namespace codecvisor::testing {
+
+struct SyntheticVideo {
+  int64_t frames = 10;
+  uint32_t width = 64;
+  uint32_t height = 48;
+  double fps = 25;
+  double start = 0;
+};
+
+// Parses "frames=N width=W height=H fps=F start=S" (any order, all optional
+// but the magic word "synthetic" must come first).
+inline std::optional<SyntheticVideo> ParseSyntheticVideo(const std::string& text) {
+  std::istringstream in(text);
+  std::string word;
+  if (!(in >> word) || word != "synthetic") return std::nullopt;
+  SyntheticVideo v;
+  while (in >> word) {
+    const size_t eq = word.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string key = word.substr(0, eq);
+    const double value = std::strtod(word.c_str() + eq + 1, nullptr);
+    if (key == "frames") v.frames = static_cast<int64_t>(value);
+    if (key == "width") v.width = static_cast<uint32_t>(value);
+    if (key == "height") v.height = static_cast<uint32_t>(value);
+    if (key == "fps") v.fps = value;
+    if (key == "start") v.start = value;
+  }
+  if (v.frames < 0 || v.width == 0 || v.height == 0 || v.width > 8192 || v.height > 8192 || !(v.fps > 0)) {
+    return std::nullopt;
+  }
+  return v;
+}
+
+// Byte c (0..2) of pixel (x, y) of frame `index`.
+inline uint8_t SyntheticPixel(int64_t index, uint32_t x, uint32_t y, uint32_t c) {
+  return static_cast<uint8_t>(index * 7 + x + 3 * y + 50 * c);
+}
+
+inline cv_frame_layout SyntheticLayout(const SyntheticVideo& v, cv_output_format format) {
+  cv_frame_layout l{};
+  l.width = v.width;
+  l.height = v.height;
+  const uint64_t plane = uint64_t{v.width} * v.height;
+  if (format == CV_OUTPUT_RGB24_PLANAR) {
+    l.format = CV_OUTPUT_RGB24_PLANAR;
+    std::snprintf(l.pixel_format, sizeof(l.pixel_format), "rgbp");
+    l.num_planes = 3;
+    for (int p = 0; p < 3; ++p) {
+      l.plane_offset[p] = p * plane;
+      l.plane_stride[p] = v.width;
+      l.plane_rows[p] = v.height;
+    }
+    l.size = 3 * plane;
+  } else {
+    l.format = format == CV_OUTPUT_NATIVE ? CV_OUTPUT_NATIVE : CV_OUTPUT_RGB24;
+    std::snprintf(l.pixel_format, sizeof(l.pixel_format), "rgb24");
+    l.num_planes = 1;
+    l.plane_stride[0] = v.width * 3;
+    l.plane_rows[0] = v.height;
+    l.size = 3 * plane;
+  }
+  return l;
+}
+
+inline cv_frame_info SyntheticInfo(const SyntheticVideo& v, int64_t index) {
+  cv_frame_info info{};
+  info.index = index;
+  info.pts_seconds = v.start + index / v.fps;
+  info.pts = static_cast<int64_t>(info.pts_seconds * 1000 + 0.5);
+  info.duration_seconds = 1 / v.fps;
+  info.key_frame = index % 10 == 0;
+  return info;
+}
+
+inline void FillSyntheticFrame(const SyntheticVideo& v, cv_output_format format, int64_t index, uint8_t* out) {
+  const uint64_t plane = uint64_t{v.width} * v.height;
+  for (uint32_t y = 0; y < v.height; ++y) {
+    for (uint32_t x = 0; x < v.width; ++x) {
+      for (uint32_t c = 0; c < 3; ++c) {
+        const uint64_t at = format == CV_OUTPUT_RGB24_PLANAR ? c * plane + uint64_t{y} * v.width + x
+                                                             : (uint64_t{y} * v.width + x) * 3 + c;
+        out[at] = SyntheticPixel(index, x, y, c);
+      }
+    }
+  }
+}
+
+}  // namespace codecvisor::testing
+
+#endif  // CODECVISOR_BACKENDS_TESTING_SYNTHETIC_PATTERN_H_

@@ -1,0 +1,196 @@
+#include "core/backend_process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+#include "backends/sdk/runner/runner_args.h"
+
+namespace codecvisor {
+namespace {
+
+using ipc::Clock;
+
+// Control-channel geometry: no arena, small rings.
+constexpr ipc::Geometry kControlGeometry{16 << 10, 16 << 10, 0, 0};
+constexpr auto kExitGrace = std::chrono::milliseconds(500);
+
+absl::Status Prefixed(const absl::Status& s, absl::string_view prefix) {
+  return absl::Status(s.code(), absl::StrCat(prefix, s.message()));
+}
+
+}  // namespace
+
+absl::Status FromWireError(const ipc::Error& error) {
+  absl::StatusCode code = absl::StatusCode::kUnknown;
+  switch (error.code) {
+    case ipc::ErrorCode::kInvalidArgument:
+      code = absl::StatusCode::kInvalidArgument;
+      break;
+    case ipc::ErrorCode::kOutOfRange:
+      code = absl::StatusCode::kOutOfRange;
+      break;
+    case ipc::ErrorCode::kNotFound:
+      code = absl::StatusCode::kNotFound;
+      break;
+    case ipc::ErrorCode::kCorruptData:
+      code = absl::StatusCode::kDataLoss;
+      break;
+    case ipc::ErrorCode::kUnsupported:
+      code = absl::StatusCode::kUnimplemented;
+      break;
+    case ipc::ErrorCode::kResourceExhausted:
+      code = absl::StatusCode::kResourceExhausted;
+      break;
+    case ipc::ErrorCode::kInternal:
+      code = absl::StatusCode::kInternal;
+      break;
+    case ipc::ErrorCode::kProtocolMismatch:
+      code = absl::StatusCode::kFailedPrecondition;
+      break;
+    case ipc::ErrorCode::kUnknown:
+      break;
+  }
+  return absl::Status(code, error.message);
+}
+
+BackendProcess::BackendProcess(BackendManifest manifest, std::shared_ptr<ProcessLauncher> launcher,
+                               ChildProcess child, std::unique_ptr<ipc::HostChannel> control)
+    : manifest_(std::move(manifest)),
+      launcher_(std::move(launcher)),
+      child_(std::move(child)),
+      control_(std::move(control)) {}
+
+absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const BackendManifest& manifest,
+                                                                      const InstallLayout& layout,
+                                                                      std::shared_ptr<ProcessLauncher> launcher,
+                                                                      ipc::Deadline deadline) {
+  const std::string where = absl::StrCat("backend '", manifest.name, "' (", manifest.path, "): ");
+  auto created = ipc::HostChannel::Create(kControlGeometry);
+  if (!created.ok()) return Prefixed(created.status(), where);
+  std::unique_ptr<ipc::HostChannel> control = std::move(created->first);
+  ipc::PeerEnds ends = std::move(created->second);
+
+  ipc::UniqueFd devnull(open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (!devnull.valid()) return Prefixed(ipc::ErrnoStatus("open(/dev/null)"), where);
+  LaunchSpec spec;
+  spec.path = layout.runner;
+  spec.argv = {"codecvisor-backend", runner::kFlagName, manifest.name, runner::kFlagLibrary, manifest.library,
+               runner::kFlagEntry, manifest.entry};
+  if (!manifest.config.empty()) {
+    spec.argv.push_back(runner::kFlagConfig);
+    spec.argv.push_back(manifest.config);
+  }
+  // A clean environment: no secret of the host's reaches plugin code.
+  spec.env = {"PATH=/usr/bin:/bin", "LANG=C.UTF-8"};
+  // The backend's stdout goes to our stderr, so that it can never write into
+  // a frame stream the host sends to stdout.
+  spec.fds = {{devnull.get(), 0},
+              {STDERR_FILENO, 1},
+              {STDERR_FILENO, 2},
+              {ends.memfd.get(), runner::kControlMemfdFd},
+              {ends.socket.get(), runner::kControlSocketFd}};
+  absl::StatusOr<ChildProcess> child = launcher->Launch(spec);
+  if (!child.ok()) return Prefixed(child.status(), where);
+  ends = {};  // the child has its copies now
+
+  absl::StatusOr<ipc::UniqueFd> pidfd = [&]() -> absl::StatusOr<ipc::UniqueFd> {
+    int dup = fcntl(child->pidfd.get(), F_DUPFD_CLOEXEC, 0);
+    if (dup < 0) return ipc::ErrnoStatus("dup(pidfd)");
+    return ipc::UniqueFd(dup);
+  }();
+  if (!pidfd.ok()) return Prefixed(pidfd.status(), where);
+  control->WatchProcess(*std::move(pidfd));
+  std::unique_ptr<BackendProcess> process(
+      new BackendProcess(manifest, std::move(launcher), *std::move(child), std::move(control)));
+  if (absl::Status s = process->Handshake(deadline); !s.ok()) return Prefixed(s, where);
+  return process;
+}
+
+void BackendProcess::Shutdown() {
+  MutexLock lock(&mu_);
+  control_.reset();  // hang-up: the runner exits on its own
+  if (child_.pid <= 0) return;
+  if (!launcher_->Wait(child_, Clock::now() + kExitGrace).ok()) {
+    launcher_->Signal(child_, SIGKILL);
+    (void)launcher_->Wait(child_, Clock::now() + std::chrono::seconds(5));
+  }
+  child_.pid = -1;
+}
+
+absl::StatusOr<ipc::Response> BackendProcess::Call(ipc::Request request, ipc::Deadline deadline) {
+  if (control_ == nullptr) return absl::UnavailableError("backend was shut down");
+  request.id = next_id_++;
+  if (absl::Status s = control_->Send(request, deadline); !s.ok()) return s;
+  absl::StatusOr<ipc::Incoming> in = control_->Receive(deadline);
+  if (!in.ok()) return in.status();
+  if (in->response.id != request.id) {
+    return absl::DataLossError(absl::StrCat("backend answered request ", in->response.id, " to request ",
+                                            request.id));
+  }
+  if (auto* error = std::get_if<ipc::Error>(&in->response.body)) return FromWireError(*error);
+  return std::move(in->response);
+}
+
+absl::Status BackendProcess::Handshake(ipc::Deadline deadline) {
+  MutexLock lock(&mu_);
+  absl::StatusOr<ipc::Response> reply = Call({0, ipc::Hello{ipc::kProtocolVersion, "codecvisor 0.1"}}, deadline);
+  if (!reply.ok()) {
+    if (absl::IsUnavailable(reply.status())) {
+      // The runner died before answering: say how.
+      absl::StatusOr<ExitStatus> exit = launcher_->Wait(child_, Clock::now() + kExitGrace);
+      if (exit.ok()) {
+        child_.pid = -1;
+        return absl::UnavailableError(absl::StrCat("runner ", exit->ToString(), " during the handshake"));
+      }
+    }
+    return reply.status();
+  }
+  auto* hello = std::get_if<ipc::HelloReply>(&reply->body);
+  if (hello == nullptr) {
+    return absl::DataLossError(absl::StrCat("backend answered hello with ", ipc::KindName(*reply)));
+  }
+  if (hello->protocol_version != ipc::kProtocolVersion || hello->backend_name != manifest_.name) {
+    return absl::FailedPreconditionError(absl::StrCat("backend says it is '", hello->backend_name,
+                                                      "' speaking protocol ", hello->protocol_version));
+  }
+  hello_ = *hello;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<OpenedSession> BackendProcess::OpenSession(int video_fd, ipc::OpenSession options, uint32_t slots,
+                                                          ipc::Deadline deadline) {
+  MutexLock lock(&mu_);
+  if (control_ == nullptr) return absl::UnavailableError("backend was shut down");
+  options.file_token = next_id_;
+  if (absl::Status s = control_->SendDescriptor(options.file_token, video_fd, deadline); !s.ok()) return s;
+  absl::StatusOr<ipc::Response> reply = Call({0, options}, deadline);
+  if (!reply.ok()) return reply.status();
+  auto* opened = std::get_if<ipc::SessionOpened>(&reply->body);
+  if (opened == nullptr) {
+    return absl::DataLossError(absl::StrCat("backend answered open with ", ipc::KindName(*reply)));
+  }
+  ipc::Geometry geometry;
+  geometry.slot_count = slots;
+  geometry.slot_bytes = ipc::Geometry::SlotBytesFor(opened->layout.size);
+  auto created = ipc::HostChannel::Create(geometry);
+  if (!created.ok()) {
+    (void)Call({0, ipc::Close{opened->session_id}}, deadline);
+    return created.status();
+  }
+  const uint64_t token = next_id_;
+  const int fds[] = {created->second.memfd.get(), created->second.socket.get()};
+  if (absl::Status s = control_->SendDescriptors(token, fds, deadline); !s.ok()) return s;
+  absl::StatusOr<ipc::Response> attached = Call({0, ipc::AttachSession{opened->session_id, token}}, deadline);
+  if (!attached.ok()) return attached.status();
+  if (!std::holds_alternative<ipc::Attached>(attached->body)) {
+    return absl::DataLossError(absl::StrCat("backend answered attach with ", ipc::KindName(*attached)));
+  }
+  int pidfd = fcntl(child_.pidfd.get(), F_DUPFD_CLOEXEC, 0);
+  if (pidfd < 0) return ipc::ErrnoStatus("dup(pidfd)");
+  created->first->WatchProcess(ipc::UniqueFd(pidfd));
+  return OpenedSession{std::move(created->first), *opened};
+}
+
+}  // namespace codecvisor

@@ -1,0 +1,62 @@
+#include "core/install_layout.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace codecvisor {
+namespace {
+
+bool IsExecutable(const std::string& p) { return access(p.c_str(), X_OK) == 0; }
+bool IsReadable(const std::string& p) { return access(p.c_str(), R_OK) == 0; }
+
+std::string SelfExe() {
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+}
+
+std::string Parent(const std::string& p) {
+  size_t slash = p.rfind('/');
+  return slash == std::string::npos ? "." : p.substr(0, slash);
+}
+
+}  // namespace
+
+absl::StatusOr<InstallLayout> InstallLayout::Discover() {
+  std::vector<std::string> tried;
+  auto accept = [&](InstallLayout l) -> bool {
+    tried.push_back(l.runner);
+    return IsExecutable(l.runner) && IsReadable(l.builtin_dir + "/cpu.toml");
+  };
+  const char* runner = std::getenv("CODECVISOR_RUNNER");
+  const char* builtin = std::getenv("CODECVISOR_BUILTIN_BACKENDS");
+  if (runner != nullptr && builtin != nullptr) {
+    InstallLayout l{runner, builtin};
+    if (accept(l)) return l;
+  }
+  const std::string exe = SelfExe();
+  std::vector<std::string> runfiles;
+  for (const char* var : {"RUNFILES_DIR", "TEST_SRCDIR"}) {
+    if (const char* v = std::getenv(var); v != nullptr && *v) runfiles.push_back(v);
+  }
+  if (!exe.empty()) runfiles.push_back(exe + ".runfiles");
+  for (const std::string& root : runfiles) {
+    InstallLayout l{root + "/codecvisor/backends/sdk/runner/codecvisor-backend", root + "/codecvisor/backends/cpu"};
+    if (accept(l)) return l;
+  }
+  if (!exe.empty()) {
+    const std::string prefix = Parent(Parent(exe));
+    InstallLayout l{prefix + "/libexec/codecvisor/codecvisor-backend", prefix + "/lib/codecvisor/backends"};
+    if (accept(l)) return l;
+  }
+  return absl::NotFoundError(absl::StrCat(
+      "cannot find the codecvisor-backend runner and the built-in cpu backend; looked for ",
+      absl::StrJoin(tried, ", "), ". Set CODECVISOR_RUNNER and CODECVISOR_BUILTIN_BACKENDS, or reinstall"));
+}
+
+}  // namespace codecvisor

@@ -1,0 +1,102 @@
+#include "core/manifest.h"
+
+#include <fstream>
+#include <string_view>
+
+#include <toml++/toml.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace codecvisor {
+namespace {
+
+bool ValidName(absl::string_view s, size_t max) {
+  if (s.empty() || s.size() > max) return false;
+  for (char c : s) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-')) return false;
+  }
+  return true;
+}
+
+std::string Folder(absl::string_view path) {
+  size_t slash = path.rfind('/');
+  return slash == absl::string_view::npos ? std::string(".") : std::string(path.substr(0, slash));
+}
+
+}  // namespace
+
+absl::StatusOr<BackendManifest> ParseManifest(absl::string_view text, absl::string_view path) {
+  auto bad = [&](absl::string_view what) {
+    return absl::InvalidArgumentError(absl::StrCat("manifest ", path, ": ", what));
+  };
+  if (text.size() > kMaxManifestBytes) return bad(absl::StrCat("larger than ", kMaxManifestBytes, " bytes"));
+  toml::table table;
+  try {
+    table = toml::parse(std::string_view(text.data(), text.size()), std::string_view(path.data(), path.size()));
+  } catch (const toml::parse_error& e) {
+    return bad(absl::StrCat("line ", e.source().begin.line, ": ", std::string(e.description())));
+  }
+  BackendManifest m;
+  m.path = std::string(path);
+
+  const auto* name = table["name"].as_string();
+  if (name == nullptr) return bad("key 'name': missing, or not a string");
+  m.name = name->get();
+  if (!ValidName(m.name, 32)) return bad(absl::StrCat("key 'name': '", m.name, "' is not [a-z0-9_-]{1,32}"));
+
+  const auto* devices = table["devices"].as_array();
+  if (devices == nullptr || devices->empty()) return bad("key 'devices': missing, or not a non-empty array");
+  for (const auto& d : *devices) {
+    const auto* s = d.as_string();
+    if (s == nullptr || !ValidName(s->get(), 32)) {
+      return bad("key 'devices': every device must be a string of [a-z0-9_-]{1,32}");
+    }
+    m.devices.push_back(s->get());
+  }
+
+  const auto* library = table["library"].as_string();
+  if (library == nullptr || library->get().empty()) return bad("key 'library': missing, or not a string");
+  m.library = library->get();
+  if (m.library[0] != '/') m.library = absl::StrCat(Folder(path), "/", m.library);
+
+  if (auto node = table["entry"]; node) {
+    const auto* entry = node.as_string();
+    if (entry == nullptr || entry->get().empty()) return bad("key 'entry': not a non-empty string");
+    m.entry = entry->get();
+  }
+  const auto* abi = table["abi_version"].as_integer();
+  if (abi == nullptr) return bad("key 'abi_version': missing, or not an integer");
+  m.abi_version = abi->get();
+
+  if (auto node = table["config"]; node) {
+    const auto* config = node.as_table();
+    if (config == nullptr) return bad("key 'config': not a table");
+    for (const auto& [key, value] : *config) {
+      std::string v;
+      if (const auto* s = value.as_string()) {
+        v = s->get();
+      } else if (const auto* i = value.as_integer()) {
+        v = absl::StrCat(i->get());
+      } else if (const auto* f = value.as_floating_point()) {
+        v = absl::StrCat(f->get());
+      } else if (const auto* b = value.as_boolean()) {
+        v = b->get() ? "true" : "false";
+      } else {
+        return bad(absl::StrCat("key 'config.", std::string(key.str()), "': only strings, numbers and booleans"));
+      }
+      absl::StrAppend(&m.config, std::string(key.str()), "=", v, "\n");
+    }
+  }
+  return m;
+}
+
+absl::StatusOr<BackendManifest> LoadManifest(absl::string_view path) {
+  std::ifstream in{std::string(path), std::ios::binary};
+  if (!in) return absl::NotFoundError(absl::StrCat("manifest ", path, ": cannot be read"));
+  std::string text(kMaxManifestBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  return ParseManifest(text, path);
+}
+
+}  // namespace codecvisor

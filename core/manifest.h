@@ -1,0 +1,44 @@
+// File: core/manifest.h
+//
+// A backend's manifest: the TOML file that says what a backend is and where
+// its library lives, the analogue of a Python entry point. Reading one runs
+// no plugin code: it is only parsed and checked. Thread-safe (pure).
+
+#ifndef CODECVISOR_CORE_MANIFEST_H_
+#define CODECVISOR_CORE_MANIFEST_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace codecvisor {
+
+// Manifests larger than this are rejected before parsing: a manifest is a
+// few hundred bytes, and the parser should not be handed megabytes.
+inline constexpr size_t kMaxManifestBytes = 64 << 10;
+
+struct BackendManifest {
+  std::string path;                 // the manifest file itself
+  std::string name;                 // [a-z0-9_-]{1,32}
+  std::vector<std::string> devices; // device names served, e.g. {"cpu"}
+  std::string library;              // absolute: resolved against the manifest's folder
+  std::string entry = "codecvisor_backend_v1";
+  int64_t abi_version = 1;
+  std::string config;               // the [config] table as "key=value" lines
+};
+
+// Parses `text` as the manifest at `path` (used for messages and to resolve
+// a relative library path). kInvalidArgument names the file, the key and
+// the problem: "acme.toml: key 'devices': expected an array of strings".
+[[nodiscard]] absl::StatusOr<BackendManifest> ParseManifest(absl::string_view text,
+                                                            absl::string_view path);
+
+// Reads and parses the manifest file at `path`.
+[[nodiscard]] absl::StatusOr<BackendManifest> LoadManifest(absl::string_view path);
+
+}  // namespace codecvisor
+
+#endif  // CODECVISOR_CORE_MANIFEST_H_

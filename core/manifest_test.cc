@@ -1,0 +1,70 @@
+#include "core/manifest.h"
+
+#include <gtest/gtest.h>
+
+namespace codecvisor {
+namespace {
+
+constexpr char kGood[] = R"(
+name = "acme"
+devices = ["acme", "acme2"]
+library = "lib/libacme.so"
+entry = "acme_entry"
+abi_version = 1
+[config]
+quality = "high"
+threads = 4
+)";
+
+TEST(ManifestTest, ParsesEveryField) {
+  auto m = ParseManifest(kGood, "/opt/plugins/acme.toml");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->name, "acme");
+  EXPECT_EQ(m->devices, (std::vector<std::string>{"acme", "acme2"}));
+  EXPECT_EQ(m->library, "/opt/plugins/lib/libacme.so") << "relative to the manifest's folder";
+  EXPECT_EQ(m->entry, "acme_entry");
+  EXPECT_EQ(m->abi_version, 1);
+  EXPECT_EQ(m->config, "quality=high\nthreads=4\n");
+}
+
+TEST(ManifestTest, EntryDefaultsToTheV1Symbol) {
+  auto m = ParseManifest("name='x'\ndevices=['x']\nlibrary='/l.so'\nabi_version=1\n", "x.toml");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->entry, "codecvisor_backend_v1");
+  EXPECT_EQ(m->library, "/l.so");
+}
+
+TEST(ManifestTest, ErrorsNameTheFileAndTheKey) {
+  struct Case {
+    const char* text;
+    const char* needle;
+  } cases[] = {
+      {"name = [", "line"},
+      {"devices=['x']\nlibrary='l'\nabi_version=1", "key 'name'"},
+      {"name='Bad Name'\ndevices=['x']\nlibrary='l'\nabi_version=1", "key 'name'"},
+      {"name='x'\ndevices=[]\nlibrary='l'\nabi_version=1", "key 'devices'"},
+      {"name='x'\ndevices=[1]\nlibrary='l'\nabi_version=1", "key 'devices'"},
+      {"name='x'\ndevices=['x']\nabi_version=1", "key 'library'"},
+      {"name='x'\ndevices=['x']\nlibrary='l'", "key 'abi_version'"},
+      {"name='x'\ndevices=['x']\nlibrary='l'\nabi_version=1\nconfig=3", "key 'config'"},
+  };
+  for (const Case& c : cases) {
+    auto m = ParseManifest(c.text, "/p/broken.toml");
+    ASSERT_FALSE(m.ok()) << c.text;
+    EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(m.status().message().find("/p/broken.toml"), std::string::npos) << m.status();
+    EXPECT_NE(m.status().message().find(c.needle), std::string::npos) << m.status();
+  }
+}
+
+TEST(ManifestTest, RejectsOversizedManifest) {
+  std::string huge(kMaxManifestBytes + 1, '#');
+  EXPECT_EQ(ParseManifest(huge, "big.toml").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ManifestTest, MissingFileIsNotFound) {
+  EXPECT_EQ(LoadManifest("/nonexistent/x.toml").status().code(), absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace codecvisor

@@ -1,0 +1,181 @@
+#include "core/process.h"
+
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <linux/sched.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <future>
+#include <mutex>
+#include <thread>
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace codecvisor {
+namespace {
+
+// Between clone and execve only async-signal-safe calls are allowed: the
+// host may have other threads holding locks (minijail's rule). On any
+// failure, the errno goes up the pipe and the child _exits.
+[[noreturn]] void ChildAfterClone(const LaunchSpec& spec, char* const* argv, char* const* envp,
+                                  int error_pipe, pid_t parent) {
+  auto fail = [&](int err) {
+    (void)!write(error_pipe, &err, sizeof(err));
+    _exit(127);
+  };
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail(errno);
+  if (getppid() != parent) _exit(127);  // the host died before prctl took effect
+  // Move every source above every target first, so that a dup2 never
+  // overwrites a source still to be moved.
+  int moved[16];
+  const size_t n = std::min<size_t>(spec.fds.size(), 16);
+  for (size_t i = 0; i < n; ++i) {
+    moved[i] = fcntl(spec.fds[i].first, F_DUPFD_CLOEXEC, 64);
+    if (moved[i] < 0) fail(errno);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (dup2(moved[i], spec.fds[i].second) < 0) fail(errno);  // dup2 clears CLOEXEC
+  }
+  // Every descriptor above the mapped ones (the moved copies, the error pipe,
+  // anything the host had open) is closed by execve.
+  int highest = 2;
+  for (size_t i = 0; i < n; ++i) highest = std::max(highest, spec.fds[i].second);
+  if (syscall(SYS_close_range, highest + 1, ~0U, CLOSE_RANGE_CLOEXEC) != 0) fail(errno);
+  execve(spec.path.c_str(), argv, envp);
+  fail(errno);
+  _exit(127);
+}
+
+}  // namespace
+
+// Clones and execs `spec` from the calling thread (see the class comment for
+// why that must be a long-lived one).
+absl::StatusOr<ChildProcess> LaunchOnThisThread(const LaunchSpec& spec);
+
+std::string ExitStatus::ToString() const {
+  if (!signaled) return absl::StrCat("exited with code ", code);
+  const char* name = sigabbrev_np(code);
+  return absl::StrCat("killed by signal ", code, name ? absl::StrCat(" (SIG", name, ")") : "");
+}
+
+// Runs spawn jobs one at a time on a thread that outlives every caller.
+struct SystemProcessLauncher::SpawnThread {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::function<void()>> jobs;
+  bool stop = false;
+  std::thread thread{[this] {
+    std::unique_lock<std::mutex> lock(mu);
+    for (;;) {
+      cv.wait(lock, [&] { return stop || !jobs.empty(); });
+      if (jobs.empty()) return;
+      auto job = std::move(jobs.front());
+      jobs.pop_front();
+      lock.unlock();
+      job();
+      lock.lock();
+    }
+  }};
+
+  // Runs `fn` on the spawn thread and returns its result.
+  template <typename Fn>
+  auto Run(Fn fn) -> decltype(fn()) {
+    std::promise<decltype(fn())> done;
+    auto result = done.get_future();
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      jobs.push_back([&] { done.set_value(fn()); });
+    }
+    cv.notify_one();
+    return result.get();
+  }
+
+  ~SpawnThread() {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      stop = true;
+    }
+    cv.notify_one();
+    thread.join();
+  }
+};
+
+SystemProcessLauncher::SystemProcessLauncher() : spawner_(std::make_unique<SpawnThread>()) {}
+SystemProcessLauncher::~SystemProcessLauncher() = default;
+
+absl::StatusOr<ChildProcess> SystemProcessLauncher::Launch(const LaunchSpec& spec) {
+  return spawner_->Run([&] { return LaunchOnThisThread(spec); });
+}
+
+absl::StatusOr<ChildProcess> LaunchOnThisThread(const LaunchSpec& spec) {
+  if (spec.fds.size() > 16) return absl::InvalidArgumentError("at most 16 descriptors can be passed");
+  // Everything the child needs is built before clone: it must not allocate.
+  std::vector<char*> argv, envp;
+  for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  for (const auto& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  int pipe_fds[2];
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0) return ipc::ErrnoStatus("pipe2");
+  ipc::UniqueFd read_end(pipe_fds[0]), write_end(pipe_fds[1]);
+
+  int pidfd = -1;
+  clone_args args{};
+  args.flags = CLONE_PIDFD;
+  args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
+  args.exit_signal = SIGCHLD;
+  const pid_t parent = getpid();
+  long pid = syscall(SYS_clone3, &args, sizeof(args));
+  if (pid < 0) return ipc::ErrnoStatus("clone3(CLONE_PIDFD)");
+  if (pid == 0) ChildAfterClone(spec, argv.data(), envp.data(), write_end.get(), parent);
+
+  ChildProcess child{static_cast<pid_t>(pid), ipc::UniqueFd(pidfd)};
+  write_end.reset();
+  int child_errno = 0;
+  ssize_t got = ipc::RetryEintr([&] { return read(read_end.get(), &child_errno, sizeof(child_errno)); });
+  if (got == sizeof(child_errno)) {
+    // execve (or the set-up before it) failed; reap the child now.
+    waitpid(child.pid, nullptr, 0);
+    return ipc::ErrnoStatus(absl::StrCat("starting ", spec.path), child_errno);
+  }
+  return child;
+}
+
+void SystemProcessLauncher::Signal(const ChildProcess& child, int signal) {
+  syscall(SYS_pidfd_send_signal, child.pidfd.get(), signal, nullptr, 0);
+}
+
+absl::StatusOr<ExitStatus> SystemProcessLauncher::Wait(const ChildProcess& child, ipc::Deadline deadline) {
+  for (;;) {
+    siginfo_t info{};
+    int r = ipc::RetryEintr([&] {
+      return waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(child.pidfd.get()), &info, WEXITED | WNOHANG);
+    });
+    if (r != 0) return ipc::ErrnoStatus(absl::StrCat("waitid(pid ", child.pid, ")"));
+    if (info.si_pid != 0) {
+      ExitStatus status;
+      status.signaled = info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED;
+      status.code = info.si_status;
+      return status;
+    }
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - ipc::Clock::now()).count();
+    if (left <= 0) {
+      return absl::DeadlineExceededError(absl::StrCat("backend process ", child.pid, " has not exited"));
+    }
+    pollfd p{child.pidfd.get(), POLLIN, 0};
+    ipc::RetryEintr([&] { return poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1000))); });
+  }
+}
+
+}  // namespace codecvisor

@@ -1,0 +1,80 @@
+// File: core/process.h
+//
+// The operating-system effects the host depends on to run backends: start a
+// child with a chosen set of descriptors, signal it, wait for it. Behind an
+// interface so the supervisor's restart logic can run against a fake as well
+// as for real (as leveldb's Env makes its fault tests possible).
+// SystemProcessLauncher is thread-safe.
+
+#ifndef CODECVISOR_CORE_PROCESS_H_
+#define CODECVISOR_CORE_PROCESS_H_
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ipc/unique_fd.h"
+
+namespace codecvisor {
+
+struct LaunchSpec {
+  std::string path;                       // executable
+  std::vector<std::string> argv;          // argv[0] included
+  std::vector<std::string> env;           // the child's whole environment ("K=V")
+  // Parent descriptor -> the number it gets in the child. Every other
+  // descriptor is closed in the child.
+  std::vector<std::pair<int, int>> fds;
+};
+
+struct ChildProcess {
+  pid_t pid = -1;
+  ipc::UniqueFd pidfd;  // refers to exactly this child, immune to pid reuse
+};
+
+// How a child ended, for diagnostics: "killed by signal 11 (SIGSEGV)".
+struct ExitStatus {
+  bool signaled = false;
+  int code = 0;  // exit code, or signal number when signaled
+  std::string ToString() const;
+};
+
+class ProcessLauncher {
+ public:
+  virtual ~ProcessLauncher() = default;
+  // Starts `spec`. Fails if the executable cannot be started at all (the
+  // child's execve error is reported, not a bare exit code).
+  [[nodiscard]] virtual absl::StatusOr<ChildProcess> Launch(const LaunchSpec& spec) = 0;
+  // Sends `signal` through the pidfd (never to a reused pid).
+  virtual void Signal(const ChildProcess& child, int signal) = 0;
+  // Reaps the child if it has exited by `deadline`; kDeadlineExceeded if not.
+  [[nodiscard]] virtual absl::StatusOr<ExitStatus> Wait(const ChildProcess& child, ipc::Deadline deadline) = 0;
+};
+
+// The real thing: clone3(CLONE_PIDFD) + execve, the child killed by the
+// kernel if the host dies (PR_SET_PDEATHSIG).
+//
+// PR_SET_PDEATHSIG fires when the *thread* that created the child exits, not
+// the process. Children are therefore created on one thread owned by the
+// launcher, which lives until the launcher is destroyed; a caller thread
+// that opens a decoder and then ends does not take the backend with it.
+class SystemProcessLauncher final : public ProcessLauncher {
+ public:
+  SystemProcessLauncher();
+  ~SystemProcessLauncher() override;
+
+  absl::StatusOr<ChildProcess> Launch(const LaunchSpec& spec) override;
+  void Signal(const ChildProcess& child, int signal) override;
+  absl::StatusOr<ExitStatus> Wait(const ChildProcess& child, ipc::Deadline deadline) override;
+
+ private:
+  struct SpawnThread;
+  std::unique_ptr<SpawnThread> spawner_;
+};
+
+}  // namespace codecvisor
+
+#endif  // CODECVISOR_CORE_PROCESS_H_

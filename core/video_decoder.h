@@ -1,0 +1,97 @@
+// File: core/video_decoder.h
+//
+// VideoDecoder: one open video on one backend, with torchcodec's access
+// methods. Every call is a request to the backend child; frames come back
+// as views of the session's arena (see Frame). Errors are values: a
+// corrupt file, an index out of range or a dead backend is a Status that
+// names the file and the cause, never an exception or a crash.
+//
+// Thread-safety: one thread at a time per decoder (like torchcodec's); many
+// decoders may run at once from many threads, each on its own channel.
+
+#ifndef CODECVISOR_CORE_VIDEO_DECODER_H_
+#define CODECVISOR_CORE_VIDEO_DECODER_H_
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/statusor.h"
+#include "core/backend_process.h"
+#include "core/frame.h"
+#include "ipc/messages.h"
+
+namespace codecvisor {
+
+using ipc::SeekMode;
+using ipc::StreamMetadata;
+
+struct DecoderOptions {
+  std::string device;                 // empty: the host's default device ("cpu")
+  int32_t stream_index = -1;          // -1: the best video stream
+  SeekMode seek_mode = SeekMode::kExact;
+  // kRgb24 is HWC ("NHWC" in torchcodec), kRgb24Planar CHW ("NCHW").
+  OutputFormat output_format = OutputFormat::kRgb24;
+  uint32_t decoder_threads = 0;       // 0: the decoder chooses
+  uint32_t output_width = 0;          // 0: the stream's own size
+  uint32_t output_height = 0;
+  // Arena slots: how many frames can be in flight or held zero-copy at once.
+  uint32_t arena_slots = 4;
+  // Longest wait for the backend to make progress (one response), and for
+  // opening a file (exact mode scans it whole).
+  std::chrono::milliseconds request_timeout{30'000};
+  std::chrono::milliseconds open_timeout{120'000};
+};
+
+// Frames selected by index or by time, for ForEachFrame().
+using FrameSelection = ipc::FrameRequest;
+
+class VideoDecoder {
+ public:
+  VideoDecoder(std::shared_ptr<BackendProcess> backend, OpenedSession session, ipc::UniqueFd video,
+               std::string label, DecoderOptions options);
+  ~VideoDecoder();
+
+  const StreamMetadata& metadata() const { return session_.info.metadata; }
+  const std::string& label() const { return label_; }
+  const std::string& backend_name() const { return backend_->manifest().name; }
+
+  // Frame `index` (negative counts from the end).
+  [[nodiscard]] absl::StatusOr<Frame> GetFrameAt(int64_t index);
+  // Frames at `indices`, in that order; duplicates allowed.
+  [[nodiscard]] absl::StatusOr<std::vector<Frame>> GetFramesAt(std::span<const int64_t> indices);
+  // Frames start, start+step, ... below stop.
+  [[nodiscard]] absl::StatusOr<std::vector<Frame>> GetFramesInRange(int64_t start, int64_t stop, int64_t step = 1);
+  // The frame played at `seconds`.
+  [[nodiscard]] absl::StatusOr<Frame> GetFramePlayedAt(double seconds);
+  [[nodiscard]] absl::StatusOr<std::vector<Frame>> GetFramesPlayedAt(std::span<const double> seconds);
+  // Every frame played in [start, stop).
+  [[nodiscard]] absl::StatusOr<std::vector<Frame>> GetFramesPlayedInRange(double start, double stop);
+
+  // Streams the selected frames to `sink` in request order, zero-copy, with
+  // memory bounded by the arena whatever the number of frames. A sink that
+  // keeps frames must keep fewer than the arena's slots, or Detach() them.
+  // The first error (the backend's or the sink's) is returned after the
+  // backend has finished the request, so the decoder stays usable.
+  [[nodiscard]] absl::Status ForEachFrame(const FrameSelection& selection,
+                                          absl::FunctionRef<absl::Status(Frame)> sink);
+
+ private:
+  absl::StatusOr<std::vector<Frame>> Collect(const FrameSelection& selection);
+  absl::Status Annotate(const absl::Status& status) const;
+
+  std::shared_ptr<BackendProcess> backend_;
+  OpenedSession session_;
+  ipc::UniqueFd video_;
+  std::string label_;
+  DecoderOptions options_;
+  uint64_t next_id_ = 1;
+};
+
+}  // namespace codecvisor
+
+#endif  // CODECVISOR_CORE_VIDEO_DECODER_H_

@@ -1,0 +1,275 @@
+// The whole host path against a real child process, with the synthetic
+// backend so that every received byte can be checked: Host -> runner spawn
+// -> dlopen -> handshake -> open (fd over SCM_RIGHTS) -> session channel ->
+// frames in the arena -> Frame views.
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "backends/testing/synthetic_pattern.h"
+#include "core/host.h"
+
+namespace codecvisor {
+namespace {
+
+std::string Runfile(const std::string& path) {
+  return std::string(std::getenv("TEST_SRCDIR")) + "/codecvisor/" + path;
+}
+
+std::string WriteVideo(const std::string& name, const std::string& text) {
+  std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+class HostSyntheticTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    HostOptions options;
+    options.layout = InstallLayout{Runfile("backends/sdk/runner/codecvisor-backend"), Runfile("backends/cpu")};
+    auto host = Host::Create(options);
+    ASSERT_TRUE(host.ok()) << host.status();
+    host_ = *std::move(host);
+    ASSERT_TRUE(host_->LoadBackend(Runfile("backends/testing/synthetic.toml")).ok());
+    video_ = WriteVideo("clip.syn", "synthetic frames=40 width=32 height=24 fps=10 start=0.5");
+  }
+
+  absl::StatusOr<std::unique_ptr<VideoDecoder>> Open(DecoderOptions options = {}) {
+    options.device = "synthetic";
+    return host_->OpenDecoder(video_, options);
+  }
+
+  std::unique_ptr<Host> host_;
+  std::string video_;
+};
+
+void ExpectFrame(const Frame& f, int64_t index, OutputFormat format = OutputFormat::kRgb24) {
+  ASSERT_EQ(f.index(), index);
+  ASSERT_EQ(f.width(), 32u);
+  ASSERT_EQ(f.height(), 24u);
+  EXPECT_DOUBLE_EQ(f.pts_seconds(), 0.5 + index / 10.0);
+  const testing::SyntheticVideo v{40, 32, 24, 10, 0.5};
+  std::vector<uint8_t> want(32 * 24 * 3);
+  testing::FillSyntheticFrame(v, static_cast<cv_output_format>(format), index, want.data());
+  auto got = f.data();
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_TRUE(std::equal(got.begin(), got.end(), want.begin())) << "frame " << index << " bytes differ";
+}
+
+TEST_F(HostSyntheticTest, MetadataComesFromTheBackend) {
+  auto decoder = Open();
+  ASSERT_TRUE(decoder.ok()) << decoder.status();
+  EXPECT_EQ((*decoder)->metadata().codec, "synthetic");
+  EXPECT_EQ((*decoder)->metadata().num_frames_from_scan, 40);
+  EXPECT_DOUBLE_EQ((*decoder)->metadata().begin_stream_seconds, 0.5);
+  auto backends = host_->Backends();
+  bool ready = false;
+  for (const auto& b : backends) {
+    if (b.name == "synthetic") {
+      ready = b.state == "ready" && b.pid > 0;
+      EXPECT_NE(b.pid, getpid()) << "the backend must run in another process";
+    }
+  }
+  EXPECT_TRUE(ready);
+}
+
+TEST_F(HostSyntheticTest, EveryAccessMethodReturnsTheRightFrames) {
+  auto decoder = Open();
+  ASSERT_TRUE(decoder.ok()) << decoder.status();
+  VideoDecoder& d = **decoder;
+  auto one = d.GetFrameAt(7);
+  ASSERT_TRUE(one.ok()) << one.status();
+  ExpectFrame(*one, 7);
+  EXPECT_TRUE(one->shared()) << "a single frame is a zero-copy view";
+
+  auto last = d.GetFrameAt(-1);
+  ASSERT_TRUE(last.ok()) << last.status();
+  ExpectFrame(*last, 39);
+
+  const int64_t indices[] = {5, 3, 5, 0, 39, 12, 12};
+  auto many = d.GetFramesAt(indices);
+  ASSERT_TRUE(many.ok()) << many.status();
+  ASSERT_EQ(many->size(), 7u);
+  for (size_t i = 0; i < 7; ++i) ExpectFrame((*many)[i], indices[i]);
+
+  auto range = d.GetFramesInRange(2, 30, 3);
+  ASSERT_TRUE(range.ok()) << range.status();
+  ASSERT_EQ(range->size(), 10u);
+  for (size_t i = 0; i < range->size(); ++i) ExpectFrame((*range)[i], 2 + 3 * static_cast<int64_t>(i));
+
+  auto at = d.GetFramePlayedAt(1.26);  // frame 7 plays over [1.2, 1.3)
+  ASSERT_TRUE(at.ok()) << at.status();
+  ExpectFrame(*at, 7);
+
+  const double times[] = {0.5, 4.45, 2.0};
+  auto played = d.GetFramesPlayedAt(times);
+  ASSERT_TRUE(played.ok()) << played.status();
+  ExpectFrame((*played)[0], 0);
+  ExpectFrame((*played)[1], 39);
+  ExpectFrame((*played)[2], 15);
+
+  auto span = d.GetFramesPlayedInRange(1.0, 1.55);
+  ASSERT_TRUE(span.ok()) << span.status();
+  ASSERT_EQ(span->size(), 6u);  // frames 5..10 start in [1.0, 1.55)
+  for (size_t i = 0; i < span->size(); ++i) ExpectFrame((*span)[i], 5 + static_cast<int64_t>(i));
+}
+
+TEST_F(HostSyntheticTest, PlanarOutputIsTheTransposeOfInterleaved) {
+  DecoderOptions options;
+  options.output_format = OutputFormat::kRgb24Planar;
+  auto decoder = Open(options);
+  ASSERT_TRUE(decoder.ok()) << decoder.status();
+  auto f = (*decoder)->GetFrameAt(3);
+  ASSERT_TRUE(f.ok()) << f.status();
+  ASSERT_EQ(f->num_planes(), 3u);
+  EXPECT_EQ(f->plane(1)[5 * 32 + 9], testing::SyntheticPixel(3, 9, 5, 1));
+  ExpectFrame(*f, 3, OutputFormat::kRgb24Planar);
+}
+
+TEST_F(HostSyntheticTest, BatchLargerThanTheArenaIsCopiedNotDeadlocked) {
+  DecoderOptions options;
+  options.arena_slots = 2;
+  auto decoder = Open(options);
+  ASSERT_TRUE(decoder.ok()) << decoder.status();
+  auto all = (*decoder)->GetFramesInRange(0, 40);
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->size(), 40u);
+  for (size_t i = 0; i < all->size(); ++i) ExpectFrame((*all)[i], static_cast<int64_t>(i));
+  EXPECT_TRUE(all->back().shared());
+  EXPECT_FALSE(all->front().shared());
+}
+
+TEST_F(HostSyntheticTest, FramesKeptPastTheArenaBecomeCopiesAndCallsKeepWorking) {
+  DecoderOptions options;
+  options.arena_slots = 2;
+  auto decoder = Open(options);
+  ASSERT_TRUE(decoder.ok()) << decoder.status();
+  std::vector<Frame> kept;
+  for (int64_t i = 0; i < 6; ++i) {
+    auto f = (*decoder)->GetFrameAt(i);
+    ASSERT_TRUE(f.ok()) << "frame " << i << ": " << f.status();
+    kept.push_back(*std::move(f));
+  }
+  EXPECT_TRUE(kept[0].shared()) << "the first frame fits in the arena and stays zero-copy";
+  for (int64_t i = 1; i < 6; ++i) {
+    EXPECT_FALSE(kept[i].shared()) << "frame " << i << " was copied to keep a slot free";
+  }
+  for (int64_t i = 0; i < 6; ++i) ExpectFrame(kept[i], i);
+}
+
+TEST_F(HostSyntheticTest, ASinkHoldingEverySlotIsAClearErrorNotAHang) {
+  DecoderOptions options;
+  options.arena_slots = 2;
+  auto decoder = Open(options);
+  ASSERT_TRUE(decoder.ok()) << decoder.status();
+  std::vector<Frame> kept;
+  ASSERT_TRUE((*decoder)->ForEachFrame({ipc::IndexRange{0, 2, 1}}, [&](Frame f) {
+    kept.push_back(std::move(f));
+    return absl::OkStatus();
+  }).ok());
+  auto c = (*decoder)->GetFrameAt(2);
+  ASSERT_EQ(c.status().code(), absl::StatusCode::kFailedPrecondition) << c.status();
+  EXPECT_NE(c.status().message().find("frame slots"), std::string::npos);
+  kept[0].Detach();  // gives its slot back
+  auto d = (*decoder)->GetFrameAt(2);
+  ASSERT_TRUE(d.ok()) << d.status();
+  ExpectFrame(*d, 2);
+  ExpectFrame(kept[0], 0);  // still valid as a copy
+  ExpectFrame(kept[1], 1);
+}
+
+TEST_F(HostSyntheticTest, StreamingKeepsMemoryBounded) {
+  auto decoder = Open();
+  ASSERT_TRUE(decoder.ok()) << decoder.status();
+  int64_t next = 0;
+  absl::Status s = (*decoder)->ForEachFrame({ipc::IndexRange{0, 40, 1}}, [&](Frame f) {
+    ExpectFrame(f, next++);
+    return absl::OkStatus();
+  });
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(next, 40);
+}
+
+TEST_F(HostSyntheticTest, ErrorsNameTheFileAndLeaveTheDecoderUsable) {
+  auto decoder = Open();
+  ASSERT_TRUE(decoder.ok()) << decoder.status();
+  auto past = (*decoder)->GetFrameAt(40);
+  ASSERT_EQ(past.status().code(), absl::StatusCode::kOutOfRange) << past.status();
+  EXPECT_NE(past.status().message().find("clip.syn"), std::string::npos) << past.status();
+  auto early = (*decoder)->GetFramePlayedAt(0.1);
+  EXPECT_EQ(early.status().code(), absl::StatusCode::kOutOfRange) << early.status();
+  auto bad_step = (*decoder)->GetFramesInRange(0, 10, 0);
+  EXPECT_EQ(bad_step.status().code(), absl::StatusCode::kInvalidArgument) << bad_step.status();
+  auto sink_error = (*decoder)->ForEachFrame({ipc::IndexRange{0, 10, 1}},
+                                            [](Frame) { return absl::CancelledError("enough"); });
+  EXPECT_EQ(sink_error.code(), absl::StatusCode::kCancelled);
+  auto after = (*decoder)->GetFrameAt(9);
+  ASSERT_TRUE(after.ok()) << after.status();
+  ExpectFrame(*after, 9);
+}
+
+TEST_F(HostSyntheticTest, NotAVideoIsAClearOpenError) {
+  DecoderOptions options;
+  options.device = "synthetic";
+  auto decoder = host_->OpenDecoder(WriteVideo("junk.bin", "not a video"), options);
+  ASSERT_EQ(decoder.status().code(), absl::StatusCode::kDataLoss) << decoder.status();
+  EXPECT_NE(decoder.status().message().find("junk.bin"), std::string::npos) << decoder.status();
+  EXPECT_TRUE(Open().ok()) << "the backend still serves other files";
+}
+
+TEST_F(HostSyntheticTest, UnknownDeviceAndMissingFile) {
+  DecoderOptions options;
+  options.device = "acme:1";
+  EXPECT_EQ(host_->OpenDecoder(video_, options).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(host_->OpenDecoder("/nonexistent.mp4").status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(HostSyntheticTest, ManyDecodersFromManyThreads) {
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      auto decoder = Open();
+      if (!decoder.ok()) {
+        ADD_FAILURE() << decoder.status();
+        return;
+      }
+      for (int i = 0; i < 10; ++i) {
+        auto f = (*decoder)->GetFrameAt((t * 5 + i) % 40);
+        if (!f.ok() || f->index() != (t * 5 + i) % 40 ||
+            f->data()[0] != testing::SyntheticPixel(f->index(), 0, 0, 0)) {
+          ADD_FAILURE() << "thread " << t << " frame " << i << ": " << f.status();
+          return;
+        }
+      }
+      ok.fetch_add(1);
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok.load(), 8);
+}
+
+TEST_F(HostSyntheticTest, DestroyingTheHostStopsTheChild) {
+  auto decoder = Open();
+  ASSERT_TRUE(decoder.ok()) << decoder.status();
+  pid_t pid = -1;
+  for (const auto& b : host_->Backends()) {
+    if (b.name == "synthetic") pid = b.pid;
+  }
+  ASSERT_GT(pid, 0);
+  host_.reset();
+  EXPECT_EQ(kill(pid, 0), -1) << "the child was reaped";
+  auto after = (*decoder)->GetFrameAt(1);
+  EXPECT_EQ(after.status().code(), absl::StatusCode::kUnavailable) << after.status();
+}
+
+}  // namespace
+}  // namespace codecvisor
