@@ -60,7 +60,8 @@ BackendProcess::BackendProcess(BackendManifest manifest, std::shared_ptr<Process
     : manifest_(std::move(manifest)),
       launcher_(std::move(launcher)),
       child_(std::move(child)),
-      control_(std::move(control)) {}
+      control_(std::move(control)),
+      control_region_(control_->shared_region()) {}
 
 absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const BackendManifest& manifest,
                                                                       const InstallLayout& layout,
@@ -109,17 +110,44 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
 }
 
 void BackendProcess::Shutdown() {
-  MutexLock lock(&mu_);
-  control_.reset();  // hang-up: the runner exits on its own
-  if (child_.pid <= 0) return;
-  if (!launcher_->Wait(child_, Clock::now() + kExitGrace).ok()) {
-    launcher_->Signal(child_, SIGKILL);
-    (void)launcher_->Wait(child_, Clock::now() + std::chrono::seconds(5));
+  {
+    MutexLock lock(&mu_);
+    control_.reset();  // hang-up: the runner exits on its own
   }
-  child_.pid = -1;
+  if (Reap(Clock::now() + kExitGrace).ok()) return;
+  Kill();
+  (void)Reap(Clock::now() + std::chrono::seconds(5));
 }
 
-absl::StatusOr<ipc::Response> BackendProcess::Call(ipc::Request request, ipc::Deadline deadline) {
+void BackendProcess::Kill() {
+  if (child_.pid > 0) launcher_->Signal(child_, SIGKILL);
+}
+
+absl::StatusOr<ExitStatus> BackendProcess::Reap(ipc::Deadline deadline) {
+  MutexLock lock(&reap_mu_);
+  if (exit_.has_value()) return *exit_;
+  if (child_.pid <= 0) return absl::FailedPreconditionError("backend process was never started");
+  absl::StatusOr<ExitStatus> exit = launcher_->Wait(child_, deadline);
+  if (!exit.ok()) return exit.status();
+  exit_ = *exit;
+  return *exit_;
+}
+
+absl::Status BackendProcess::Ping(ipc::Deadline deadline) {
+  if (!mu_.try_lock()) return absl::OkStatus();
+  MutexLock lock(&mu_, std::adopt_lock);
+  bool channel_failure;
+  absl::StatusOr<ipc::Response> reply = Call({0, ipc::Ping{next_id_}}, deadline, &channel_failure);
+  if (!reply.ok()) return reply.status();
+  if (!std::holds_alternative<ipc::Pong>(reply->body)) {
+    return absl::DataLossError(absl::StrCat("backend answered ping with ", ipc::KindName(*reply)));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ipc::Response> BackendProcess::Call(ipc::Request request, ipc::Deadline deadline,
+                                                   bool* channel_failure) {
+  *channel_failure = true;
   if (control_ == nullptr) return absl::UnavailableError("backend was shut down");
   request.id = next_id_++;
   if (absl::Status s = control_->Send(request, deadline); !s.ok()) return s;
@@ -129,19 +157,25 @@ absl::StatusOr<ipc::Response> BackendProcess::Call(ipc::Request request, ipc::De
     return absl::DataLossError(absl::StrCat("backend answered request ", in->response.id, " to request ",
                                             request.id));
   }
-  if (auto* error = std::get_if<ipc::Error>(&in->response.body)) return FromWireError(*error);
+  if (auto* error = std::get_if<ipc::Error>(&in->response.body)) {
+    *channel_failure = false;
+    return FromWireError(*error);
+  }
   return std::move(in->response);
 }
 
 absl::Status BackendProcess::Handshake(ipc::Deadline deadline) {
   MutexLock lock(&mu_);
-  absl::StatusOr<ipc::Response> reply = Call({0, ipc::Hello{ipc::kProtocolVersion, "codecvisor 0.1"}}, deadline);
+  bool channel_failure;
+  absl::StatusOr<ipc::Response> reply =
+      Call({0, ipc::Hello{ipc::kProtocolVersion, "codecvisor 0.1"}}, deadline, &channel_failure);
   if (!reply.ok()) {
     if (absl::IsUnavailable(reply.status())) {
       // The runner died before answering: say how.
+      MutexLock reap(&reap_mu_);
       absl::StatusOr<ExitStatus> exit = launcher_->Wait(child_, Clock::now() + kExitGrace);
       if (exit.ok()) {
-        child_.pid = -1;
+        exit_ = *exit;
         return absl::UnavailableError(absl::StrCat("runner ", exit->ToString(), " during the handshake"));
       }
     }
@@ -160,12 +194,14 @@ absl::Status BackendProcess::Handshake(ipc::Deadline deadline) {
 }
 
 absl::StatusOr<OpenedSession> BackendProcess::OpenSession(int video_fd, ipc::OpenSession options, uint32_t slots,
-                                                          ipc::Deadline deadline) {
+                                                          ipc::Deadline deadline, bool* channel_failure) {
+  // Everything but an Error reply from the backend is a channel failure.
+  *channel_failure = true;
   MutexLock lock(&mu_);
   if (control_ == nullptr) return absl::UnavailableError("backend was shut down");
   options.file_token = next_id_;
   if (absl::Status s = control_->SendDescriptor(options.file_token, video_fd, deadline); !s.ok()) return s;
-  absl::StatusOr<ipc::Response> reply = Call({0, options}, deadline);
+  absl::StatusOr<ipc::Response> reply = Call({0, options}, deadline, channel_failure);
   if (!reply.ok()) return reply.status();
   auto* opened = std::get_if<ipc::SessionOpened>(&reply->body);
   if (opened == nullptr) {
@@ -176,13 +212,16 @@ absl::StatusOr<OpenedSession> BackendProcess::OpenSession(int video_fd, ipc::Ope
   geometry.slot_bytes = ipc::Geometry::SlotBytesFor(opened->layout.size);
   auto created = ipc::HostChannel::Create(geometry);
   if (!created.ok()) {
-    (void)Call({0, ipc::Close{opened->session_id}}, deadline);
+    bool ignored;
+    (void)Call({0, ipc::Close{opened->session_id}}, deadline, &ignored);
+    *channel_failure = false;  // our own resource problem, not the backend's
     return created.status();
   }
   const uint64_t token = next_id_;
   const int fds[] = {created->second.memfd.get(), created->second.socket.get()};
   if (absl::Status s = control_->SendDescriptors(token, fds, deadline); !s.ok()) return s;
-  absl::StatusOr<ipc::Response> attached = Call({0, ipc::AttachSession{opened->session_id, token}}, deadline);
+  absl::StatusOr<ipc::Response> attached =
+      Call({0, ipc::AttachSession{opened->session_id, token}}, deadline, channel_failure);
   if (!attached.ok()) return attached.status();
   if (!std::holds_alternative<ipc::Attached>(attached->body)) {
     return absl::DataLossError(absl::StrCat("backend answered attach with ", ipc::KindName(*attached)));
@@ -190,7 +229,7 @@ absl::StatusOr<OpenedSession> BackendProcess::OpenSession(int video_fd, ipc::Ope
   int pidfd = fcntl(child_.pidfd.get(), F_DUPFD_CLOEXEC, 0);
   if (pidfd < 0) return ipc::ErrnoStatus("dup(pidfd)");
   created->first->WatchProcess(ipc::UniqueFd(pidfd));
-  return OpenedSession{std::move(created->first), *opened};
+  return OpenedSession{std::shared_ptr<ipc::HostChannel>(std::move(created->first)), *opened};
 }
 
 }  // namespace codecvisor

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
@@ -25,7 +26,7 @@ namespace codecvisor {
 
 // A session opened on a backend and attached to its own channel.
 struct OpenedSession {
-  std::unique_ptr<ipc::HostChannel> channel;
+  std::shared_ptr<ipc::HostChannel> channel;  // shared: the supervisor may interrupt it
   ipc::SessionOpened info;
 };
 
@@ -47,32 +48,55 @@ class BackendProcess {
 
   // Opens `video_fd` with `options` and attaches a session channel with
   // `slots` arena slots sized for the session's frames. Errors from the
-  // backend (a corrupt file, no video stream) keep their codes and messages.
+  // backend (a corrupt file, no video stream) keep their codes and messages;
+  // `*channel_failure` tells them apart from the backend dying or breaking
+  // the protocol mid-way (then the process must be replaced).
   [[nodiscard]] absl::StatusOr<OpenedSession> OpenSession(int video_fd, ipc::OpenSession options,
-                                                          uint32_t slots, ipc::Deadline deadline);
+                                                          uint32_t slots, ipc::Deadline deadline,
+                                                          bool* channel_failure);
+  // The control channel's crash hints (see HostChannel::ReadCrashHints):
+  // whether an open was inside vendor code when the backend died.
+  ipc::CrashHints ControlCrashHints() const { return ipc::ReadCrashHints(*control_region_); }
 
-  pid_t pid() const {
-    MutexLock lock(&mu_);
-    return child_.pid;
-  }
+  // Sends SIGKILL (through the pidfd; never to a reused pid).
+  void Kill();
+  // Reaps the child if it has exited by `deadline`, once; later calls return
+  // the same status.
+  [[nodiscard]] absl::StatusOr<ExitStatus> Reap(ipc::Deadline deadline);
+  // A heartbeat on the control channel. OK without asking if the channel is
+  // busy (an open in progress is proof of life enough).
+  [[nodiscard]] absl::Status Ping(ipc::Deadline deadline);
+  // The child's pidfd, readable once it has exited. Valid for the object's
+  // lifetime (the child is reaped through it, never by pid).
+  int pidfd() const { return child_.pidfd.get(); }
+  pid_t pid() const { return child_.pid; }
   const ipc::HelloReply& hello() const { return hello_; }
   const BackendManifest& manifest() const { return manifest_; }
 
  private:
   BackendProcess(BackendManifest manifest, std::shared_ptr<ProcessLauncher> launcher, ChildProcess child,
                  std::unique_ptr<ipc::HostChannel> control);
-  // One request and its response on the control channel.
-  absl::StatusOr<ipc::Response> Call(ipc::Request request, ipc::Deadline deadline)
+  // One request and its response on the control channel. An Error reply
+  // becomes its Status with *channel_failure false; anything else that goes
+  // wrong sets it true.
+  absl::StatusOr<ipc::Response> Call(ipc::Request request, ipc::Deadline deadline, bool* channel_failure)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Handshake(ipc::Deadline deadline) ABSL_LOCKS_EXCLUDED(mu_);
 
   BackendManifest manifest_;
   std::shared_ptr<ProcessLauncher> launcher_;
-  ChildProcess child_ ABSL_GUARDED_BY(mu_);
+  const ChildProcess child_;  // immutable: Kill() and pidfd() need no lock
   ipc::HelloReply hello_;
   mutable Mutex mu_;
   std::unique_ptr<ipc::HostChannel> control_ ABSL_GUARDED_BY(mu_);
+  // The control region outlives the channel (Shutdown() drops the channel
+  // to hang up), so its crash hints can be read after the child died.
+  const std::shared_ptr<const ipc::Region> control_region_;
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  // Reaping is separate from control traffic: a long open on the control
+  // channel must not delay seeing the child's death.
+  mutable Mutex reap_mu_ ABSL_ACQUIRED_AFTER(mu_);
+  std::optional<ExitStatus> exit_ ABSL_GUARDED_BY(reap_mu_);
 };
 
 // Turns a protocol Error from a backend into a Status with the matching code.

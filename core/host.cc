@@ -2,10 +2,31 @@
 
 #include <fcntl.h>
 
+#include <cstdlib>
+#include <ctime>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
 namespace codecvisor {
+namespace {
+
+std::string DefaultDevice(const HostOptions& options) {
+  if (!options.default_device.empty()) return options.default_device;
+  if (const char* env = std::getenv("CODECVISOR_DEFAULT_DEVICE"); env != nullptr && *env) return env;
+  return kBuiltinBackend;
+}
+
+std::string IsoTime(std::chrono::system_clock::time_point t) {
+  std::time_t secs = std::chrono::system_clock::to_time_t(t);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace
 
 absl::StatusOr<std::pair<std::string, int>> ParseDevice(absl::string_view device) {
   size_t colon = device.find(':');
@@ -22,6 +43,7 @@ absl::StatusOr<std::pair<std::string, int>> ParseDevice(absl::string_view device
 Host::Host(HostOptions options, InstallLayout layout)
     : options_(std::move(options)),
       layout_(std::move(layout)),
+      default_device_(DefaultDevice(options_)),
       launcher_(std::make_shared<SystemProcessLauncher>()) {}
 
 absl::StatusOr<std::unique_ptr<Host>> Host::Create(HostOptions options) {
@@ -33,88 +55,114 @@ absl::StatusOr<std::unique_ptr<Host>> Host::Create(HostOptions options) {
     if (!found.ok()) return found.status();
     layout = *found;
   }
+  const DiscoveryOptions discovery =
+      options.discovery.has_value() ? *options.discovery : DiscoveryOptionsFromEnvironment(layout.builtin_dir);
   std::unique_ptr<Host> host(new Host(std::move(options), layout));
-  absl::StatusOr<BackendManifest> cpu = LoadManifest(layout.builtin_dir + "/cpu.toml");
-  if (!cpu.ok()) return cpu.status();  // the built-in backend is part of the install
-  MutexLock lock(&host->mu_);
-  if (absl::Status s = host->Register(*cpu); !s.ok()) return s;
+  Discovery found = DiscoverBackends(discovery);
+  {
+    MutexLock lock(&host->mu_);
+    host->warnings_ = std::move(found.warnings);
+    for (DiscoveredBackend& b : found.backends) host->Add(std::move(b));
+    if (host->options_.eager_spawn) {
+      for (auto& [name, entry] : host->backends_) {
+        if (entry.supervisor != nullptr) entry.supervisor->SpawnEagerly();
+      }
+    }
+  }
   return host;
 }
 
 Host::~Host() {
-  MutexLock lock(&mu_);
-  for (auto& [name, entry] : backends_) {
-    if (entry.process != nullptr) entry.process->Shutdown();
+  std::vector<std::shared_ptr<Supervisor>> supervisors;
+  {
+    MutexLock lock(&mu_);
+    for (auto& [name, entry] : backends_) {
+      if (entry.supervisor != nullptr) supervisors.push_back(entry.supervisor);
+    }
   }
+  for (auto& s : supervisors) s->Shutdown();
 }
 
-absl::Status Host::Register(const BackendManifest& manifest) {
-  if (backends_.count(manifest.name) != 0) {
-    return absl::AlreadyExistsError(absl::StrCat("backend '", manifest.name, "' is already registered from ",
-                                                 backends_[manifest.name].manifest.path));
+void Host::Add(DiscoveredBackend b) {
+  Entry entry;
+  entry.manifest_path = b.manifest_path;
+  entry.devices = b.devices;
+  if (b.manifest.ok()) {
+    entry.supervisor = std::make_shared<Supervisor>(*b.manifest, layout_, launcher_, options_.supervision);
+  } else {
+    entry.failure = b.manifest.status();
   }
-  for (const std::string& device : manifest.devices) devices_.emplace(device, manifest.name);
-  backends_[manifest.name].manifest = manifest;
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::shared_ptr<BackendProcess>> Host::BackendFor(absl::string_view device) {
-  absl::StatusOr<std::pair<std::string, int>> parsed = ParseDevice(device);
-  if (!parsed.ok()) return parsed.status();
-  MutexLock lock(&mu_);
-  auto dev = devices_.find(parsed->first);
-  if (dev == devices_.end()) {
-    return absl::NotFoundError(absl::StrCat("no backend serves device '", device,
-                                            "'; `codecvisor backends` lists the installed ones"));
-  }
-  Entry& entry = backends_[dev->second];
-  if (entry.process != nullptr) return entry.process;
-  absl::StatusOr<std::unique_ptr<BackendProcess>> started = BackendProcess::Start(
-      entry.manifest, layout_, launcher_, ipc::Clock::now() + options_.spawn_timeout);
-  if (!started.ok()) {
-    entry.failure = started.status();
-    return started.status();
-  }
-  entry.failure = absl::OkStatus();
-  entry.process = *std::move(started);
-  return entry.process;
-}
-
-absl::StatusOr<std::unique_ptr<VideoDecoder>> Host::OpenDecoder(absl::string_view path, DecoderOptions options) {
-  if (options.device.empty()) options.device = options_.default_device;
-  if (options.arena_slots == 0 || options.arena_slots > ipc::kMaxSlots) {
-    return absl::InvalidArgumentError(absl::StrCat("arena_slots must be in [1, ", ipc::kMaxSlots, "]"));
-  }
-  const std::string label(path);
-  ipc::UniqueFd fd(open(label.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return ipc::ErrnoStatus(absl::StrCat("open(", label, ")"));
-  absl::StatusOr<std::shared_ptr<BackendProcess>> backend = BackendFor(options.device);
-  if (!backend.ok()) return backend.status();
-  ipc::OpenSession open;
-  open.file_label = label;
-  open.stream_index = options.stream_index;
-  open.seek_mode = options.seek_mode;
-  open.output_format = options.output_format;
-  open.decoder_threads = options.decoder_threads;
-  open.device = options.device;
-  open.output_width = options.output_width;
-  open.output_height = options.output_height;
-  absl::StatusOr<OpenedSession> session =
-      (*backend)->OpenSession(fd.get(), open, options.arena_slots, ipc::Clock::now() + options.open_timeout);
-  if (!session.ok()) {
-    return absl::Status(session.status().code(),
-                        absl::StrCat(label, " (backend '", (*backend)->manifest().name, "'): ",
-                                     session.status().message()));
-  }
-  return std::make_unique<VideoDecoder>(*std::move(backend), *std::move(session), std::move(fd), label,
-                                        std::move(options));
+  for (const std::string& device : b.devices) devices_.emplace(device, b.name);
+  backends_[b.name] = std::move(entry);
 }
 
 absl::Status Host::LoadBackend(absl::string_view manifest_path) {
   absl::StatusOr<BackendManifest> manifest = LoadManifest(manifest_path);
   if (!manifest.ok()) return manifest.status();
   MutexLock lock(&mu_);
-  return Register(*manifest);
+  if (auto it = backends_.find(manifest->name); it != backends_.end()) {
+    return absl::AlreadyExistsError(absl::StrCat("backend '", manifest->name, "' is already provided by ",
+                                                 it->second.manifest_path));
+  }
+  DiscoveredBackend b;
+  b.manifest_path = std::string(manifest_path);
+  b.name = manifest->name;
+  for (const std::string& device : manifest->devices) {
+    if (auto it = devices_.find(device); it == devices_.end()) {
+      b.devices.push_back(device);
+    } else {
+      warnings_.push_back(absl::StrCat("device '", device, "' is claimed by ", backends_[it->second].manifest_path,
+                                       " and ", manifest_path, "; the first keeps it"));
+    }
+  }
+  b.manifest = *std::move(manifest);
+  Add(std::move(b));
+  return absl::OkStatus();
+}
+
+absl::Status Host::ResetBackend(absl::string_view name) {
+  MutexLock lock(&mu_);
+  auto it = backends_.find(std::string(name));
+  if (it == backends_.end()) return absl::NotFoundError(absl::StrCat("no backend named '", name, "'"));
+  if (it->second.supervisor == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat("backend '", name, "' has a broken manifest: ",
+                                                      it->second.failure.message()));
+  }
+  it->second.supervisor->Reset();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<Supervisor>> Host::SupervisorFor(absl::string_view device) {
+  absl::StatusOr<std::pair<std::string, int>> parsed = ParseDevice(device);
+  if (!parsed.ok()) return parsed.status();
+  MutexLock lock(&mu_);
+  auto dev = devices_.find(parsed->first);
+  if (dev == devices_.end()) {
+    // A failed manifest may still be what the caller meant: say so.
+    for (const auto& [name, entry] : backends_) {
+      if (name == parsed->first && entry.supervisor == nullptr) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "device '", device, "': backend '", name, "' failed to load: ", entry.failure.message(),
+            "; fix or remove the plugin, or set CODECVISOR_DEVICE_BACKEND_AUTOLOAD=0"));
+      }
+    }
+    return absl::NotFoundError(absl::StrCat("no backend serves device '", device,
+                                            "'; `codecvisor backends` lists the installed ones"));
+  }
+  return backends_[dev->second].supervisor;
+}
+
+absl::StatusOr<std::unique_ptr<VideoDecoder>> Host::OpenDecoder(absl::string_view path, DecoderOptions options) {
+  if (options.device.empty()) options.device = default_device_;
+  if (options.arena_slots == 0 || options.arena_slots > ipc::kMaxSlots) {
+    return absl::InvalidArgumentError(absl::StrCat("arena_slots must be in [1, ", ipc::kMaxSlots, "]"));
+  }
+  const std::string label(path);
+  ipc::UniqueFd fd(open(label.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return ipc::ErrnoStatus(absl::StrCat("open(", label, ")"));
+  absl::StatusOr<std::shared_ptr<Supervisor>> supervisor = SupervisorFor(options.device);
+  if (!supervisor.ok()) return supervisor.status();
+  return VideoDecoder::Open(*std::move(supervisor), std::move(fd), label, std::move(options));
 }
 
 std::vector<BackendStatus> Host::Backends() const {
@@ -123,20 +171,33 @@ std::vector<BackendStatus> Host::Backends() const {
   for (const auto& [name, entry] : backends_) {
     BackendStatus s;
     s.name = name;
-    s.devices = entry.manifest.devices;
-    s.manifest_path = entry.manifest.path;
-    if (entry.process != nullptr) {
-      s.state = "ready";
-      s.pid = entry.process->pid();
-    } else if (!entry.failure.ok()) {
-      s.state = "failed";
+    s.devices = entry.devices;
+    s.manifest_path = entry.manifest_path;
+    if (entry.supervisor == nullptr) {
+      s.state = StateName(BackendState::kFailed);
       s.diagnostic = std::string(entry.failure.message());
     } else {
-      s.state = "discovered";
+      SupervisorStatus st = entry.supervisor->Status();
+      s.state = StateName(st.state);
+      s.diagnostic = st.diagnostic;
+      s.pid = st.pid;
+      s.uptime_seconds = std::chrono::duration<double>(st.uptime).count();
+      s.sessions = st.sessions;
+      s.restarts = st.restarts;
+      s.warm_spare = st.spare_ready;
+      if (st.last_exit.has_value()) {
+        s.last_exit = st.last_exit->Describe();
+        s.last_exit_time = IsoTime(st.last_exit->when);
+      }
     }
     out.push_back(std::move(s));
   }
   return out;
+}
+
+std::vector<std::string> Host::warnings() const {
+  MutexLock lock(&mu_);
+  return warnings_;
 }
 
 }  // namespace codecvisor

@@ -1,8 +1,15 @@
 // File: core/host.h
 //
-// codecvisor::Host: the entry point of the library. It holds the registry of
-// backends, starts each backend's sandboxed child on first use, and opens
-// VideoDecoders on them. No backend code ever runs in the host process.
+// codecvisor::Host: the entry point of the library. At creation it
+// discovers installed backends (the built-in cpu one always, third-party
+// ones from CODECVISOR_BACKEND_PATH and the install prefix unless
+// CODECVISOR_DEVICE_BACKEND_AUTOLOAD=0), reading their manifests only: no
+// backend code ever runs in the host process. Each backend gets a
+// Supervisor that starts its sandboxed child on first use (or eagerly) and
+// keeps it running; VideoDecoders are opened on them by device string.
+//
+// A broken plugin never breaks start-up: it is listed as failed with its
+// diagnostic, and only a request for its device fails, with that diagnostic.
 //
 // Thread-safety: all methods may be called from any thread. Destroying the
 // Host stops every backend child within a bounded time; decoders that
@@ -21,20 +28,27 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "ipc/mutex.h"
-#include "core/backend_process.h"
+#include "core/discovery.h"
 #include "core/install_layout.h"
 #include "core/manifest.h"
 #include "core/process.h"
+#include "core/supervisor.h"
 #include "core/video_decoder.h"
+#include "ipc/mutex.h"
 
 namespace codecvisor {
 
 struct HostOptions {
-  std::string default_device = "cpu";
-  std::chrono::milliseconds spawn_timeout{10'000};
-  // Where the runner and built-in manifests are; discovered when empty.
+  // The device used when a decoder names none. Empty: CODECVISOR_DEFAULT_DEVICE,
+  // else "cpu". A plugin is only ever used when its device is named.
+  std::string default_device;
+  // Where the runner and the built-in manifests are; discovered when empty.
   std::optional<InstallLayout> layout;
+  // Third-party discovery; empty: from the environment (see discovery.h).
+  std::optional<DiscoveryOptions> discovery;
+  // Start every backend's child at creation rather than on first use.
+  bool eager_spawn = false;
+  SupervisorOptions supervision;
 };
 
 // What `codecvisor backends` shows for one backend.
@@ -42,9 +56,15 @@ struct BackendStatus {
   std::string name;
   std::vector<std::string> devices;
   std::string manifest_path;
-  std::string state;       // "discovered", "ready", "failed"
-  std::string diagnostic;  // why it failed, if it did
+  std::string state;       // discovered, failed, spawning, ready, restarting, quarantined
+  std::string diagnostic;  // why it failed or is quarantined
   pid_t pid = -1;
+  double uptime_seconds = 0;
+  int sessions = 0;
+  uint64_t restarts = 0;
+  std::string last_exit;   // "killed by signal 11 (SIGSEGV)", empty if none
+  std::string last_exit_time;  // ISO 8601, UTC
+  bool warm_spare = false;
 };
 
 class Host {
@@ -57,33 +77,40 @@ class Host {
   [[nodiscard]] absl::StatusOr<std::unique_ptr<VideoDecoder>> OpenDecoder(absl::string_view path,
                                                                           DecoderOptions options = {});
 
-  // Registers the backend described by the manifest at `manifest_path`.
-  // Only reads the manifest: the backend's child starts on first use.
-  // kInvalidArgument for a malformed manifest, kAlreadyExists for a name
-  // that is taken.
+  // Registers the backend described by the manifest at `manifest_path`, as
+  // discovery would: only reads the manifest. kInvalidArgument for a
+  // malformed manifest, kAlreadyExists for a name that is taken.
   [[nodiscard]] absl::Status LoadBackend(absl::string_view manifest_path);
+  // Lifts a quarantine or load failure of backend `name`.
+  [[nodiscard]] absl::Status ResetBackend(absl::string_view name);
 
   std::vector<BackendStatus> Backends() const;
+  // Discovery's warnings, e.g. a device claimed by two manifests.
+  std::vector<std::string> warnings() const;
+  const std::string& default_device() const { return default_device_; }
 
  private:
-  explicit Host(HostOptions options, InstallLayout layout);
-  // Registers a backend from its manifest; the first one to claim a device keeps it.
-  absl::Status Register(const BackendManifest& manifest) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The running backend serving `device` ("name" or "name:index"), started if needed.
-  absl::StatusOr<std::shared_ptr<BackendProcess>> BackendFor(absl::string_view device);
+  Host(HostOptions options, InstallLayout layout);
+  // Adds a discovered backend: a supervisor if its manifest is sound, else
+  // a failed entry.
+  void Add(DiscoveredBackend backend) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<std::shared_ptr<Supervisor>> SupervisorFor(absl::string_view device);
 
   struct Entry {
-    BackendManifest manifest;
-    std::shared_ptr<BackendProcess> process;
-    absl::Status failure;
+    std::string manifest_path;
+    std::vector<std::string> devices;
+    std::shared_ptr<Supervisor> supervisor;  // null when the manifest failed
+    absl::Status failure;                    // why, then
   };
 
-  HostOptions options_;
-  InstallLayout layout_;
+  const HostOptions options_;
+  const InstallLayout layout_;
+  const std::string default_device_;
   std::shared_ptr<ProcessLauncher> launcher_;
   mutable Mutex mu_;
   std::map<std::string, Entry> backends_ ABSL_GUARDED_BY(mu_);       // by name
   std::map<std::string, std::string> devices_ ABSL_GUARDED_BY(mu_);  // device -> name
+  std::vector<std::string> warnings_ ABSL_GUARDED_BY(mu_);
 };
 
 // Splits "acme:1" into ("acme", 1) and "cpu" into ("cpu", -1).

@@ -68,6 +68,35 @@ absl::StatusOr<BackendManifest> ParseManifest(absl::string_view text, absl::stri
   if (abi == nullptr) return bad("key 'abi_version': missing, or not an integer");
   m.abi_version = abi->get();
 
+  if (auto node = table["restart"]; node) {
+    const auto* restart = node.as_table();
+    if (restart == nullptr) return bad("key 'restart': not a table");
+    auto positive = [&](const char* key, int64_t max, int64_t* out) -> absl::Status {
+      auto v = (*restart)[key];
+      if (!v) return absl::OkStatus();
+      const auto* i = v.as_integer();
+      if (i == nullptr || i->get() < 0 || i->get() > max) {
+        return bad(absl::StrCat("key 'restart.", key, "': expected an integer in [0, ", max, "]"));
+      }
+      *out = i->get();
+      return absl::OkStatus();
+    };
+    int64_t max_restarts = m.restart.max_restarts, window = m.restart.window.count() / 1000,
+            initial = m.restart.backoff_initial.count(), cap = m.restart.backoff_max.count();
+    for (auto s : {positive("max_restarts", 1000, &max_restarts), positive("window_seconds", 86400, &window),
+                   positive("backoff_initial_ms", 600'000, &initial), positive("backoff_max_ms", 600'000, &cap)}) {
+      if (!s.ok()) return s;
+    }
+    m.restart.max_restarts = static_cast<int>(max_restarts);
+    m.restart.window = std::chrono::seconds(window);
+    m.restart.backoff_initial = std::chrono::milliseconds(initial);
+    m.restart.backoff_max = std::chrono::milliseconds(cap);
+    if (auto spare = (*restart)["warm_spare"]; spare) {
+      if (!spare.is_boolean()) return bad("key 'restart.warm_spare': expected true or false");
+      m.warm_spare = spare.as_boolean()->get();
+    }
+  }
+
   if (auto node = table["config"]; node) {
     const auto* config = node.as_table();
     if (config == nullptr) return bad("key 'config': not a table");

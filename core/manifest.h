@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "core/restart_policy.h"
 
 namespace codecvisor {
 
@@ -28,6 +29,11 @@ struct BackendManifest {
   std::string entry = "codecvisor_backend_v1";
   int64_t abi_version = 1;
   std::string config;               // the [config] table as "key=value" lines
+  // [restart]: max_restarts, window_seconds, backoff_initial_ms,
+  // backoff_max_ms override RestartLimits' defaults; warm_spare keeps one
+  // initialised child ready for failover.
+  RestartLimits restart;
+  bool warm_spare = false;
 };
 
 // Parses `text` as the manifest at `path` (used for messages and to resolve

@@ -1,11 +1,21 @@
 #include "core/video_decoder.h"
 
+#include <signal.h>
+
+#include <atomic>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace codecvisor {
 namespace {
 
 using ipc::Clock;
+
+constexpr auto kRecoveryWait = std::chrono::seconds(10);
+constexpr int kPoisonDeaths = 2;
+
+std::atomic<uint64_t> next_token{1};
 
 absl::StatusOr<Frame> Single(absl::StatusOr<std::vector<Frame>> frames) {
   if (!frames.ok()) return frames.status();
@@ -13,15 +23,74 @@ absl::StatusOr<Frame> Single(absl::StatusOr<std::vector<Frame>> frames) {
   return std::move(frames->front());
 }
 
+template <typename T>
+std::string ShortList(const std::vector<T>& v) {
+  constexpr size_t kShown = 8;
+  std::vector<T> head(v.begin(), v.begin() + std::min(v.size(), kShown));
+  return absl::StrCat("[", absl::StrJoin(head, ", "), v.size() > kShown ? ", ...]" : "]");
+}
+
+bool IsFaultSignal(const ExitStatus& exit) {
+  if (!exit.signaled) return false;
+  switch (exit.code) {
+    case SIGSEGV:
+    case SIGBUS:
+    case SIGFPE:
+    case SIGILL:
+    case SIGABRT:
+    case SIGSYS:
+    case SIGTRAP:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Whether `hints` (the session's region, read after the death) and `death`
+// put the blame on this session's request.
+bool Blamed(const DeathRecord& death, ipc::CrashHints hints, uint64_t token) {
+  if (death.killed_by_supervisor) return death.blamed_session == token;
+  // A fault the runner caught names the culprit's channel exactly; any
+  // other death (SIGKILL from outside, exit) blames whoever was inside
+  // vendor code.
+  if (IsFaultSignal(death.exit) && hints.fault_signal != 0) return true;
+  return hints.in_call != 0;
+}
+
 }  // namespace
 
-VideoDecoder::VideoDecoder(std::shared_ptr<BackendProcess> backend, OpenedSession session, ipc::UniqueFd video,
-                           std::string label, DecoderOptions options)
-    : backend_(std::move(backend)),
-      session_(std::move(session)),
+std::string DescribeSelection(const FrameSelection& selection) {
+  if (auto* v = std::get_if<ipc::IndexList>(&selection.selection)) {
+    return absl::StrCat("frame indices ", ShortList(v->indices));
+  }
+  if (auto* v = std::get_if<ipc::IndexRange>(&selection.selection)) {
+    return absl::StrCat("frames [", v->start, ", ", v->stop, ") step ", v->step);
+  }
+  if (auto* v = std::get_if<ipc::PtsList>(&selection.selection)) {
+    return absl::StrCat("frames played at ", ShortList(v->seconds), " s");
+  }
+  const auto& r = std::get<ipc::PtsRange>(selection.selection);
+  return absl::StrCat("frames played in [", r.start_seconds, ", ", r.stop_seconds, ") s");
+}
+
+VideoDecoder::VideoDecoder(std::shared_ptr<Supervisor> supervisor, ipc::UniqueFd video, std::string label,
+                           DecoderOptions options)
+    : supervisor_(std::move(supervisor)),
       video_(std::move(video)),
       label_(std::move(label)),
-      options_(std::move(options)) {}
+      options_(std::move(options)),
+      token_(next_token.fetch_add(1)) {
+  supervisor_->SessionOpened();
+}
+
+absl::StatusOr<std::unique_ptr<VideoDecoder>> VideoDecoder::Open(std::shared_ptr<Supervisor> supervisor,
+                                                                 ipc::UniqueFd video, std::string label,
+                                                                 DecoderOptions options) {
+  std::unique_ptr<VideoDecoder> decoder(
+      new VideoDecoder(std::move(supervisor), std::move(video), std::move(label), std::move(options)));
+  if (absl::Status s = decoder->Reopen(); !s.ok()) return s;
+  return decoder;
+}
 
 VideoDecoder::~VideoDecoder() {
   // Best effort: tell the session thread to close. Our channel's hang-up
@@ -29,63 +98,157 @@ VideoDecoder::~VideoDecoder() {
   if (session_.channel != nullptr) {
     (void)session_.channel->Send({next_id_++, ipc::Close{}}, Clock::now() + std::chrono::milliseconds(100));
   }
+  supervisor_->SessionClosed();
 }
 
 absl::Status VideoDecoder::Annotate(const absl::Status& status) const {
   return absl::Status(status.code(), absl::StrCat(label_, " (backend '", backend_name(), "'): ", status.message()));
 }
 
-absl::Status VideoDecoder::ForEachFrame(const FrameSelection& selection,
-                                        absl::FunctionRef<absl::Status(Frame)> sink) {
+absl::StatusOr<bool> VideoDecoder::Recover(const absl::Status& failure, ipc::CrashHints hints, DeathRecord* death) {
+  // A hang or a malformed message leaves the child alive: the supervisor
+  // kills it for us, and the blame is ours.
+  std::string reason;
+  if (absl::IsDeadlineExceeded(failure)) {
+    reason = absl::StrCat("no answer within ", options_.request_timeout.count(), " ms (", failure.message(), ")");
+  } else if (absl::IsDataLoss(failure)) {
+    reason = absl::StrCat("malformed message: ", failure.message());
+  } else {
+    reason = std::string(failure.message());
+  }
+  absl::StatusOr<DeathRecord> record =
+      supervisor_->ReportFailure(backend_.generation, token_, reason, Clock::now() + kRecoveryWait);
+  session_ = {};
+  if (!record.ok()) return record.status();
+  *death = *record;
+  ++retries_;
+  return Blamed(*death, hints, token_);
+}
+
+absl::Status VideoDecoder::Reopen() {
+  ipc::OpenSession open;
+  open.file_label = label_;
+  open.stream_index = options_.stream_index;
+  open.seek_mode = options_.seek_mode;
+  open.output_format = options_.output_format;
+  open.decoder_threads = options_.decoder_threads;
+  open.device = options_.device;
+  open.output_width = options_.output_width;
+  open.output_height = options_.output_height;
+  std::vector<std::string> deaths;
+  for (;;) {
+    absl::StatusOr<BackendHandle> handle = supervisor_->Acquire(Clock::now() + options_.open_timeout);
+    if (!handle.ok()) return Annotate(handle.status());
+    bool channel_failure = false;
+    absl::StatusOr<OpenedSession> opened = handle->process->OpenSession(
+        video_.get(), open, options_.arena_slots, Clock::now() + options_.open_timeout, &channel_failure);
+    if (opened.ok()) {
+      if (!deaths.empty() && opened->info.metadata != metadata_) {
+        return Annotate(absl::DataLossError("the restarted backend describes the stream differently"));
+      }
+      backend_ = *handle;
+      session_ = *std::move(opened);
+      metadata_ = session_.info.metadata;
+      supervisor_->WatchChannel(backend_.generation, session_.channel);
+      return absl::OkStatus();
+    }
+    if (!channel_failure) return Annotate(opened.status());
+    backend_ = *handle;
+    DeathRecord death;
+    absl::StatusOr<bool> blamed = Recover(opened.status(), handle->process->ControlCrashHints(), &death);
+    if (!blamed.ok()) return Annotate(blamed.status());
+    if (*blamed) deaths.push_back(death.Describe());
+    if (static_cast<int>(deaths.size()) >= kPoisonDeaths) {
+      return Annotate(absl::AbortedError(absl::StrCat("opening the file killed the backend twice (",
+                                                      absl::StrJoin(deaths, "; then "),
+                                                      "); it is poison and is not retried")));
+    }
+  }
+}
+
+VideoDecoder::Attempt VideoDecoder::RunOnce(const FrameSelection& selection,
+                                            absl::FunctionRef<absl::Status(Frame)> sink, uint32_t* delivered) {
   ipc::HostChannel& channel = *session_.channel;
   const uint32_t slots = channel.geometry().slot_count;
   if (channel.arena().held_count() >= slots) {
-    return Annotate(absl::FailedPreconditionError(absl::StrCat(
-        "all ", slots, " frame slots are held by frames still alive; destroy or Detach() them, "
-        "or open the decoder with more arena_slots")));
+    return {Annotate(absl::FailedPreconditionError(absl::StrCat(
+                "all ", slots, " frame slots are held by frames still alive; destroy or Detach() them, "
+                "or open the decoder with more arena_slots"))),
+            false};
   }
   const uint64_t id = next_id_++;
   if (absl::Status s = channel.Send({id, selection}, Clock::now() + options_.request_timeout); !s.ok()) {
-    return Annotate(s);
+    return {s, true};
   }
+  // A re-issued request starts over: frames already delivered are skipped.
+  const uint32_t skip = *delivered;
   absl::Status first_error;
-  uint32_t expected_position = 0;
+  uint32_t position = 0;
   for (;;) {
     absl::StatusOr<ipc::Incoming> in = channel.Receive(Clock::now() + options_.request_timeout);
-    if (!in.ok()) return Annotate(in.status());
+    if (!in.ok()) return {in.status(), true};
     if (in->response.id != id) {
-      return Annotate(absl::DataLossError(
-          absl::StrCat("backend answered request ", in->response.id, " while request ", id, " was in flight")));
+      return {absl::DataLossError(absl::StrCat("backend answered request ", in->response.id, " while request ",
+                                               id, " was in flight")),
+              true};
     }
     if (auto* error = std::get_if<ipc::Error>(&in->response.body)) {
-      return first_error.ok() ? Annotate(FromWireError(*error)) : first_error;
+      return {first_error.ok() ? Annotate(FromWireError(*error)) : first_error, false};
     }
     auto* batch = std::get_if<ipc::FrameBatch>(&in->response.body);
     if (batch == nullptr) {
-      return Annotate(absl::DataLossError(absl::StrCat("backend answered a frame request with ",
-                                                       ipc::KindName(in->response))));
+      return {absl::DataLossError(absl::StrCat("backend answered a frame request with ", ipc::KindName(in->response))),
+              true};
     }
     for (ipc::FrameLease& lease : in->frames) {
-      if (lease.ref().request_position != expected_position++) {
-        return Annotate(absl::DataLossError("backend sent frames out of request order"));
+      if (lease.ref().request_position != position++) {
+        return {absl::DataLossError("backend sent frames out of request order"), true};
       }
+      if (position <= skip) continue;  // delivered before the restart; the lease frees its slot
+      ++*delivered;
       // After a sink error, keep draining so the next request starts clean.
       if (first_error.ok()) first_error = sink(Frame(std::move(lease)));
     }
-    if (batch->final) return first_error;
+    if (batch->final) return {first_error, false};
+  }
+}
+
+absl::Status VideoDecoder::ForEachFrame(const FrameSelection& selection,
+                                        absl::FunctionRef<absl::Status(Frame)> sink) {
+  uint32_t delivered = 0;
+  std::vector<std::string> deaths;
+  for (;;) {
+    if (session_.channel == nullptr) {
+      if (absl::Status s = Reopen(); !s.ok()) return s;
+    }
+    Attempt attempt = RunOnce(selection, sink, &delivered);
+    if (!attempt.channel_failure) {
+      if (attempt.status.ok()) supervisor_->RecordSuccess();
+      return attempt.status;
+    }
+    const ipc::CrashHints hints = session_.channel->ReadCrashHints();
+    DeathRecord death;
+    absl::StatusOr<bool> blamed = Recover(attempt.status, hints, &death);
+    if (!blamed.ok()) return Annotate(blamed.status());
+    if (*blamed) deaths.push_back(death.Describe());
+    if (static_cast<int>(deaths.size()) >= kPoisonDeaths) {
+      return Annotate(absl::AbortedError(absl::StrCat(
+          DescribeSelection(selection), " killed the backend twice (", absl::StrJoin(deaths, "; then "),
+          "); the request is poison and is not retried. The backend was restarted; other requests go on")));
+    }
   }
 }
 
 absl::StatusOr<std::vector<Frame>> VideoDecoder::Collect(const FrameSelection& selection) {
   std::vector<Frame> frames;
   size_t next_to_detach = 0;
-  const uint32_t slots = session_.channel->geometry().slot_count;
   absl::Status s = ForEachFrame(selection, [&](Frame frame) {
     frames.push_back(std::move(frame));
     // The backend needs a free slot for the next frame: copy out the oldest
     // frames of this batch until one is free. A batch larger than the arena
     // therefore costs one copy per frame beyond it.
-    while (session_.channel->arena().held_count() >= slots && next_to_detach < frames.size()) {
+    const ipc::HostChannel& channel = *session_.channel;
+    while (channel.arena().held_count() >= channel.geometry().slot_count && next_to_detach < frames.size()) {
       frames[next_to_detach++].Detach();
     }
     return absl::OkStatus();
@@ -94,9 +257,7 @@ absl::StatusOr<std::vector<Frame>> VideoDecoder::Collect(const FrameSelection& s
   return frames;
 }
 
-absl::StatusOr<Frame> VideoDecoder::GetFrameAt(int64_t index) {
-  return Single(Collect({ipc::IndexList{{index}}}));
-}
+absl::StatusOr<Frame> VideoDecoder::GetFrameAt(int64_t index) { return Single(Collect({ipc::IndexList{{index}}})); }
 
 absl::StatusOr<std::vector<Frame>> VideoDecoder::GetFramesAt(std::span<const int64_t> indices) {
   return Collect({ipc::IndexList{{indices.begin(), indices.end()}}});

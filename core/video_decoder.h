@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "core/backend_process.h"
 #include "core/frame.h"
+#include "core/supervisor.h"
 #include "ipc/messages.h"
 
 namespace codecvisor {
@@ -50,15 +51,30 @@ struct DecoderOptions {
 // Frames selected by index or by time, for ForEachFrame().
 using FrameSelection = ipc::FrameRequest;
 
+// "frame indices [3, 9]", "frames played in [1, 2) s": for error messages.
+std::string DescribeSelection(const FrameSelection& selection);
+
+// Crash recovery. When the backend dies, hangs (a response later than
+// request_timeout) or breaks the protocol while a request is in flight, the
+// decoder lets the supervisor kill and restart it, re-opens its session on
+// the new process (same descriptor and options), re-issues the request and
+// skips the frames it had already delivered, so the caller gets every frame
+// once, bit-identical, and sees only latency. A request blamed for two
+// deaths in a row is poison: it fails with kAborted naming the backend, how
+// it died, the file and the request; the decoder and other sessions go on.
 class VideoDecoder {
  public:
-  VideoDecoder(std::shared_ptr<BackendProcess> backend, OpenedSession session, ipc::UniqueFd video,
-               std::string label, DecoderOptions options);
+  // Opens `video` on `supervisor`'s backend, surviving its crashes as above.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<VideoDecoder>> Open(std::shared_ptr<Supervisor> supervisor,
+                                                                          ipc::UniqueFd video, std::string label,
+                                                                          DecoderOptions options);
   ~VideoDecoder();
 
-  const StreamMetadata& metadata() const { return session_.info.metadata; }
+  const StreamMetadata& metadata() const { return metadata_; }
   const std::string& label() const { return label_; }
-  const std::string& backend_name() const { return backend_->manifest().name; }
+  const std::string& backend_name() const { return supervisor_->manifest().name; }
+  // How many times this decoder re-issued a request after a backend failure.
+  uint64_t retries() const { return retries_; }
 
   // Frame `index` (negative counts from the end).
   [[nodiscard]] absl::StatusOr<Frame> GetFrameAt(int64_t index);
@@ -81,15 +97,34 @@ class VideoDecoder {
                                           absl::FunctionRef<absl::Status(Frame)> sink);
 
  private:
+  // The outcome of one attempt at a request.
+  struct Attempt {
+    absl::Status status;
+    bool channel_failure = false;  // the backend died, hung or broke the protocol
+  };
+
+  VideoDecoder(std::shared_ptr<Supervisor> supervisor, ipc::UniqueFd video, std::string label,
+               DecoderOptions options);
+  // (Re)opens the session on the supervisor's current generation.
+  absl::Status Reopen();
+  Attempt RunOnce(const FrameSelection& selection, absl::FunctionRef<absl::Status(Frame)> sink,
+                  uint32_t* delivered);
+  // After a channel failure: has the supervisor replace the backend and
+  // says whether this session's request was to blame.
+  absl::StatusOr<bool> Recover(const absl::Status& failure, ipc::CrashHints hints, DeathRecord* death);
   absl::StatusOr<std::vector<Frame>> Collect(const FrameSelection& selection);
   absl::Status Annotate(const absl::Status& status) const;
 
-  std::shared_ptr<BackendProcess> backend_;
-  OpenedSession session_;
+  std::shared_ptr<Supervisor> supervisor_;
+  BackendHandle backend_;  // the generation the session is open on
+  OpenedSession session_;  // channel null when it must be re-opened
   ipc::UniqueFd video_;
   std::string label_;
   DecoderOptions options_;
+  StreamMetadata metadata_;
+  const uint64_t token_;   // names this session in the supervisor's blame records
   uint64_t next_id_ = 1;
+  uint64_t retries_ = 0;
 };
 
 }  // namespace codecvisor

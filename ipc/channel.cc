@@ -52,6 +52,17 @@ absl::StatusOr<std::pair<std::unique_ptr<HostChannel>, PeerEnds>> HostChannel::C
   return std::make_pair(std::move(host), PeerEnds{std::move(peer_memfd), std::move(sockets->second)});
 }
 
+void HostChannel::Interrupt() {
+  liveness_.Interrupt();
+  RingDoorbell(&region_->header()->response.data_bell);
+  RingDoorbell(&region_->header()->request.space_bell);
+}
+
+CrashHints ReadCrashHints(const Region& region) {
+  const RegionHeader* h = region.header();
+  return {h->backend_in_call.load(std::memory_order_acquire), h->backend_fault_signal.load(std::memory_order_acquire)};
+}
+
 void HostChannel::WatchProcess(UniqueFd pidfd) {
   pidfd_ = std::move(pidfd);
   liveness_.set_pidfd(pidfd_.get());

@@ -43,6 +43,16 @@ struct Incoming {
   std::vector<FrameLease> frames;
 };
 
+// What the backend said about itself when it died: non-zero if a vendor
+// call was running for this channel, and the fault signal it died of.
+// Meaningful only once the backend is dead (it could write anything before);
+// used to decide which request to blame for a crash.
+struct CrashHints {
+  uint32_t in_call = 0;
+  uint32_t fault_signal = 0;
+};
+CrashHints ReadCrashHints(const Region& region);
+
 class HostChannel {
  public:
   // Creates the region and socketpair. The PeerEnds go to the backend.
@@ -70,11 +80,17 @@ class HostChannel {
   // every wait and at least every kLivenessSlice of back-to-back responses.
   [[nodiscard]] absl::StatusOr<Incoming> Receive(Deadline deadline);
 
-  // Makes every blocked and later call fail with kCancelled. Thread-safe.
-  void Interrupt() { liveness_.Interrupt(); }
+  // Makes every blocked and later call fail with kCancelled, waking a
+  // blocked one at once. Thread-safe (e.g. the supervisor, on seeing the
+  // backend die).
+  void Interrupt();
   const Geometry& geometry() const { return region_->geometry(); }
   const HostArena& arena() const { return *arena_; }
   const Region& region_for_test() const { return *region_; }
+
+  CrashHints ReadCrashHints() const { return ipc::ReadCrashHints(*region_); }
+  // The region, kept mapped as long as the caller holds it.
+  std::shared_ptr<const Region> shared_region() const { return region_; }
 
  private:
   HostChannel(std::shared_ptr<Region> region, UniqueFd socket);
@@ -123,6 +139,8 @@ class BackendChannel {
   }
   Region& region_for_test() { return region_; }
   int socket_for_test() const { return socket_.get(); }
+  // For crash hints (backends/sdk/runner/crash_hints.h).
+  RegionHeader* header() { return region_.header(); }
 
  private:
   BackendChannel(Region region, UniqueFd socket);

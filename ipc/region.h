@@ -64,6 +64,11 @@ struct RegionHeader {
   RingControl request;
   RingControl response;
   alignas(64) DoorbellWord slot_bell;  // rung by the host after freeing a slot
+  // Crash hints, written by the runner about itself and read by the host
+  // only after the backend died, to tell which request killed it. A lying
+  // backend can only get its own requests blamed.
+  alignas(64) std::atomic<uint32_t> backend_in_call;       // a vendor call is running for this channel
+  std::atomic<uint32_t> backend_fault_signal;              // the signal that call died of
   alignas(64) std::atomic<uint32_t> slot_state[kMaxSlots];
 };
 

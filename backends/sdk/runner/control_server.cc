@@ -1,10 +1,12 @@
 #include "backends/sdk/runner/control_server.h"
 
 #include <cstdio>
+#include <optional>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "backends/sdk/runner/abi_convert.h"
+#include "backends/sdk/runner/crash_hints.h"
 
 namespace codecvisor::runner {
 namespace {
@@ -27,14 +29,22 @@ absl::Status ControlServer::HandleOpen(uint64_t id, const ipc::OpenSession& open
   VendorSession session;
   session.vtable = vtable_;
   session.video_fd = *std::move(fd);
+  session.hints = control_->header();
   cv_open_options options = ToAbi(open);
   cv_error error{};
+  // Everything from open_session to the layout is one vendor call for the
+  // crash hints: a crash anywhere in it blames this open.
+  std::optional<VendorCall> call(std::in_place, session.hints);
   cv_status st = vtable_->open_session(backend_, session.video_fd.get(), &options, &session.session, &error);
-  if (st != CV_OK) return Reply({id, ToWireError(VendorError(st, error))});
+  if (st != CV_OK) {
+    call.reset();
+    return Reply({id, ToWireError(VendorError(st, error))});
+  }
 
   // From here on `session` owns the vendor session; close it on every error.
   auto fail = [&](absl::Status why) {
     vtable_->close_session(session.session);
+    call.reset();
     return Reply({id, ToWireError(why)});
   };
   cv_stream_metadata metadata{};
@@ -49,6 +59,7 @@ absl::Status ControlServer::HandleOpen(uint64_t id, const ipc::OpenSession& open
     return fail(absl::InternalError(absl::StrCat("backend '", name_, "' reported a frame layout with ",
                                                  layout.num_planes, " planes and ", layout.size, " bytes")));
   }
+  call.reset();
   session.opened.session_id = next_session_id_++;
   session.opened.metadata = FromAbi(metadata);
   session.opened.layout = FromAbi(layout);
@@ -126,6 +137,7 @@ int ControlServer::Run() {
       handled = HandleAttach(id, *attach);
     } else if (auto* close = std::get_if<ipc::Close>(&request->body)) {
       if (auto it = pending_.find(close->session_id); it != pending_.end()) {
+        VendorCall call(control_->header());
         vtable_->close_session(it->second.session);
         pending_.erase(it);
       }

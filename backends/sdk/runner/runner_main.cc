@@ -17,6 +17,7 @@
 #include "backends/sdk/runner/abi_convert.h"
 #include "backends/sdk/runner/backend_library.h"
 #include "backends/sdk/runner/control_server.h"
+#include "backends/sdk/runner/crash_hints.h"
 #include "backends/sdk/runner/runner_args.h"
 #include "ipc/channel.h"
 
@@ -41,6 +42,7 @@ int Main(int argc, char** argv) {
     return 2;
   }
 
+  InstallCrashHintHandlers();
   const cv_backend_v1* vtable = nullptr;
   cv_backend* backend = nullptr;
   absl::Status load_status;
@@ -50,6 +52,7 @@ int Main(int argc, char** argv) {
   } else {
     vtable = loaded->table;
     cv_error error{};
+    VendorCall call((*control)->header());
     cv_status st = vtable->create(flags[kFlagConfig].c_str(), &backend, &error);
     if (st != CV_OK) {
       absl::Status why = VendorError(st, error);

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "backends/sdk/runner/abi_convert.h"
+#include "backends/sdk/runner/crash_hints.h"
 
 namespace codecvisor::runner {
 namespace {
@@ -22,6 +23,7 @@ absl::Status IndexOutOfRange(int64_t index, int64_t count) {
 absl::StatusOr<int64_t> IndexAt(const VendorSession& s, double seconds) {
   int64_t index = -1;
   cv_error error{};
+  VendorCall call(s.hints);
   cv_status st = s.vtable->index_at_seconds(s.session, seconds, &index, &error);
   if (st != CV_OK) return VendorError(st, error);
   return index;
@@ -69,7 +71,11 @@ absl::StatusOr<std::vector<int64_t>> ResolveSelection(const ipc::FrameRequest& r
     for (int64_t i = *first; count < 0 || i < count; ++i) {
       cv_frame_info info{};
       cv_error error{};
-      cv_status st = session.vtable->get_frame_info(session.session, i, &info, &error);
+      cv_status st;
+      {
+        VendorCall call(session.hints);
+        st = session.vtable->get_frame_info(session.session, i, &info, &error);
+      }
       if (st == CV_ERROR_OUT_OF_RANGE) break;
       if (st != CV_OK) return VendorError(st, error);
       if (info.pts_seconds >= span->stop_seconds) break;
@@ -80,7 +86,10 @@ absl::StatusOr<std::vector<int64_t>> ResolveSelection(const ipc::FrameRequest& r
 }
 
 SessionServer::~SessionServer() {
-  if (session_.session != nullptr) session_.vtable->close_session(session_.session);
+  if (session_.session != nullptr) {
+    VendorCall call(session_.hints);
+    session_.vtable->close_session(session_.session);
+  }
 }
 
 absl::Status SessionServer::SendError(uint64_t id, absl::Status status) {
@@ -104,7 +113,11 @@ absl::Status SessionServer::ServeFrames(uint64_t id, const ipc::FrameRequest& re
     cv_frame_buffer buffer{slot->bytes.data(), slot->bytes.size()};
     cv_frame_info info{};
     cv_error error{};
-    cv_status st = session_.vtable->decode_frame(session_.session, index, &buffer, &info, &error);
+    cv_status st;
+    {
+      VendorCall call(session_.hints);
+      st = session_.vtable->decode_frame(session_.session, index, &buffer, &info, &error);
+    }
     if (st != CV_OK) {
       channel_->arena().Abandon(slot->index);
       return SendError(id, VendorError(st, error));

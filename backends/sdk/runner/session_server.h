@@ -29,6 +29,9 @@ struct VendorSession {
   cv_session* session = nullptr;
   ipc::UniqueFd video_fd;
   ipc::SessionOpened opened;
+  // The region whose crash hints cover calls for this session: the control
+  // channel's until the session is attached, then its own.
+  ipc::RegionHeader* hints = nullptr;
 };
 
 // Expands a frame request into stream indices in request order, resolving
@@ -40,7 +43,9 @@ struct VendorSession {
 class SessionServer {
  public:
   SessionServer(VendorSession session, std::unique_ptr<ipc::BackendChannel> channel)
-      : session_(std::move(session)), channel_(std::move(channel)) {}
+      : session_(std::move(session)), channel_(std::move(channel)) {
+    session_.hints = channel_->header();
+  }
   ~SessionServer();
 
   // Serves requests until Close or until the host goes away. Closes the

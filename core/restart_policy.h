@@ -1,0 +1,57 @@
+// File: core/restart_policy.h
+//
+// When to restart a crashed backend, and when to stop: an OTP-style
+// intensity limit (at most `max_restarts` in `window`) with exponential
+// backoff between restarts. Pure logic on the times it is given, so it is
+// tested without processes or clocks. Not thread-safe: the Supervisor owns
+// one per backend under its lock.
+
+#ifndef CODECVISOR_CORE_RESTART_POLICY_H_
+#define CODECVISOR_CORE_RESTART_POLICY_H_
+
+#include <chrono>
+#include <deque>
+
+namespace codecvisor {
+
+// Defaults are documented in core/README.md; a manifest's [restart] table
+// overrides them. For scale: VS Code stops after 3 crashes in 5 minutes;
+// Firefox's decoder allows 2 crashes per track.
+struct RestartLimits {
+  int max_restarts = 5;                                  // restarts allowed per window...
+  std::chrono::milliseconds window{60'000};              // ...of this length
+  std::chrono::milliseconds backoff_initial{10};         // the second restart waits this long
+  std::chrono::milliseconds backoff_max{2'000};          // and each later one twice the last, up to this
+};
+
+class RestartPolicy {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  struct Decision {
+    bool quarantine = false;                 // too many crashes: stop restarting
+    std::chrono::milliseconds delay{0};      // otherwise restart after this long
+  };
+
+  explicit RestartPolicy(RestartLimits limits = {}) : limits_(limits) {}
+
+  // Records a crash at `now` and decides. The first crash in a quiet period
+  // restarts at once; each further one within the window backs off; the
+  // (max_restarts + 1)-th within the window quarantines.
+  Decision OnCrash(Clock::time_point now);
+  // A request succeeded: the budget is whole again.
+  void OnSuccess();
+  // Lifts a quarantine (an operator's explicit reset).
+  void Reset() { OnSuccess(); }
+
+  int crashes_in_window() const { return static_cast<int>(crashes_.size()); }
+  const RestartLimits& limits() const { return limits_; }
+
+ private:
+  RestartLimits limits_;
+  std::deque<Clock::time_point> crashes_;  // within the window, oldest first
+};
+
+}  // namespace codecvisor
+
+#endif  // CODECVISOR_CORE_RESTART_POLICY_H_

@@ -1,0 +1,363 @@
+#include "core/supervisor.h"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace codecvisor {
+namespace {
+
+using ipc::Clock;
+
+constexpr size_t kDeathsKept = 16;
+constexpr int kMaxSpareFailures = 3;
+constexpr auto kReapWait = std::chrono::seconds(5);
+
+bool Exited(int pidfd) {
+  pollfd p{pidfd, POLLIN, 0};
+  return poll(&p, 1, 0) == 1;
+}
+
+}  // namespace
+
+const char* StateName(BackendState state) {
+  switch (state) {
+    case BackendState::kDiscovered:
+      return "discovered";
+    case BackendState::kFailed:
+      return "failed";
+    case BackendState::kSpawning:
+      return "spawning";
+    case BackendState::kReady:
+      return "ready";
+    case BackendState::kRestarting:
+      return "restarting";
+    case BackendState::kQuarantined:
+      return "quarantined";
+  }
+  return "unknown";
+}
+
+std::string DeathRecord::Describe() const {
+  if (killed_by_supervisor) return absl::StrCat("killed by codecvisor: ", kill_reason);
+  return exit.ToString();
+}
+
+Supervisor::Supervisor(BackendManifest manifest, InstallLayout layout, std::shared_ptr<ProcessLauncher> launcher,
+                       SupervisorOptions options)
+    : manifest_(std::move(manifest)),
+      layout_(std::move(layout)),
+      launcher_(std::move(launcher)),
+      options_(options),
+      policy_(manifest_.restart),
+      wake_fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+  watcher_ = std::thread([this] { WatchLoop(); });
+}
+
+Supervisor::~Supervisor() { Shutdown(); }
+
+void Supervisor::Wake() {
+  uint64_t one = 1;
+  (void)!write(wake_fd_.get(), &one, sizeof(one));
+}
+
+void Supervisor::Shutdown() {
+  std::shared_ptr<BackendProcess> current;
+  std::unique_ptr<BackendProcess> spare;
+  {
+    MutexLock lock(&mu_);
+    if (stopping_ && !watcher_.joinable()) return;
+    stopping_ = true;
+    changed_.NotifyAll();
+  }
+  Wake();
+  if (watcher_.joinable()) watcher_.join();
+  {
+    MutexLock lock(&mu_);
+    current = std::move(current_);
+    spare = std::move(spare_);
+    if (current != nullptr) InterruptChannels(generation_);
+    state_ = BackendState::kDiscovered;
+  }
+  if (current != nullptr) current->Shutdown();
+  if (spare != nullptr) spare->Shutdown();
+}
+
+absl::StatusOr<std::unique_ptr<BackendProcess>> Supervisor::Spawn() {
+  return BackendProcess::Start(manifest_, layout_, launcher_, Clock::now() + options_.spawn_timeout);
+}
+
+void Supervisor::SpawnEagerly() {
+  MutexLock lock(&mu_);
+  if (state_ == BackendState::kDiscovered) {
+    state_ = BackendState::kSpawning;
+    Wake();
+  }
+}
+
+absl::StatusOr<BackendHandle> Supervisor::Acquire(ipc::Deadline deadline) {
+  MutexLock lock(&mu_);
+  for (;;) {
+    if (stopping_) return absl::UnavailableError(absl::StrCat("backend '", manifest_.name, "' is shut down"));
+    switch (state_) {
+      case BackendState::kReady:
+        return BackendHandle{current_, generation_};
+      case BackendState::kFailed:
+      case BackendState::kQuarantined:
+        return failure_;
+      case BackendState::kDiscovered:
+        state_ = BackendState::kSpawning;
+        Wake();
+        break;
+      case BackendState::kSpawning:
+      case BackendState::kRestarting:
+        break;
+    }
+    if (!changed_.WaitUntil(&mu_, deadline) && Clock::now() >= deadline) {
+      return absl::DeadlineExceededError(absl::StrCat("backend '", manifest_.name, "' is ", StateName(state_),
+                                                      " and was not ready in time"));
+    }
+  }
+}
+
+absl::StatusOr<DeathRecord> Supervisor::ReportFailure(uint64_t generation, uint64_t session,
+                                                      const std::string& reason, ipc::Deadline deadline) {
+  MutexLock lock(&mu_);
+  for (;;) {
+    if (auto it = deaths_.find(generation); it != deaths_.end()) return it->second;
+    if (generation != generation_ || current_ == nullptr || stopping_) {
+      return absl::UnavailableError(absl::StrCat("backend '", manifest_.name, "' generation ", generation,
+                                                 " is gone and its exit was not recorded"));
+    }
+    if (!pending_kill_.has_value() && !Exited(current_->pidfd())) {
+      // Still alive although a session gave up on it: a hang or a protocol
+      // violation. Kill it, and blame only this session's request.
+      DeathRecord kill;
+      kill.generation = generation;
+      kill.killed_by_supervisor = true;
+      kill.kill_reason = reason;
+      kill.blamed_session = session;
+      pending_kill_ = kill;
+      current_->Kill();
+      Wake();
+    }
+    if (!changed_.WaitUntil(&mu_, deadline) && Clock::now() >= deadline) {
+      return absl::DeadlineExceededError(absl::StrCat("backend '", manifest_.name, "' did not exit in time"));
+    }
+  }
+}
+
+void Supervisor::OnDeath(const ExitStatus& exit) {
+  DeathRecord record;
+  record.generation = generation_;
+  record.exit = exit;
+  record.when = std::chrono::system_clock::now();
+  if (pending_kill_.has_value() && pending_kill_->generation == generation_) {
+    record.killed_by_supervisor = true;
+    record.kill_reason = pending_kill_->kill_reason;
+    record.blamed_session = pending_kill_->blamed_session;
+  }
+  pending_kill_.reset();
+  deaths_[generation_] = record;
+  while (deaths_.size() > kDeathsKept) deaths_.erase(deaths_.begin());
+  InterruptChannels(generation_);
+  current_.reset();
+  if (stopping_) return;
+  const RestartPolicy::Decision decision = policy_.OnCrash(Clock::now());
+  if (decision.quarantine) {
+    state_ = BackendState::kQuarantined;
+    failure_ = absl::FailedPreconditionError(absl::StrCat(
+        "backend '", manifest_.name, "' (", manifest_.path, ") is quarantined after ",
+        policy_.crashes_in_window(), " crashes within ", policy_.limits().window.count() / 1000,
+        " s (last: ", record.Describe(), "); lift it with `codecvisor backends --reset ", manifest_.name,
+        "` or Host::ResetBackend()"));
+  } else {
+    state_ = BackendState::kRestarting;
+    restart_at_ = Clock::now() + decision.delay;
+    ++restarts_;
+  }
+  changed_.NotifyAll();
+}
+
+void Supervisor::InterruptChannels(uint64_t generation) {
+  auto [begin, end] = channels_.equal_range(generation);
+  for (auto it = begin; it != end; ++it) {
+    if (auto channel = it->second.lock()) channel->Interrupt();
+  }
+  channels_.erase(begin, end);
+}
+
+void Supervisor::WatchChannel(uint64_t generation, std::weak_ptr<ipc::HostChannel> channel) {
+  MutexLock lock(&mu_);
+  // Drop entries of channels already gone, so the map stays small.
+  for (auto it = channels_.begin(); it != channels_.end();) {
+    it = it->second.expired() ? channels_.erase(it) : std::next(it);
+  }
+  if (generation == generation_ && current_ != nullptr) {
+    channels_.emplace(generation, std::move(channel));
+  } else if (auto c = channel.lock()) {
+    c->Interrupt();  // that generation is already dead
+  }
+}
+
+void Supervisor::SessionOpened() {
+  MutexLock lock(&mu_);
+  ++sessions_;
+}
+
+void Supervisor::SessionClosed() {
+  MutexLock lock(&mu_);
+  --sessions_;
+}
+
+void Supervisor::RecordSuccess() {
+  MutexLock lock(&mu_);
+  policy_.OnSuccess();
+}
+
+void Supervisor::Reset() {
+  MutexLock lock(&mu_);
+  policy_.Reset();
+  if (state_ == BackendState::kQuarantined || state_ == BackendState::kFailed) {
+    state_ = BackendState::kDiscovered;
+    failure_ = absl::OkStatus();
+    changed_.NotifyAll();
+  }
+}
+
+SupervisorStatus Supervisor::Status() const {
+  MutexLock lock(&mu_);
+  SupervisorStatus s;
+  s.state = state_;
+  s.diagnostic = failure_.ok() ? "" : std::string(failure_.message());
+  if (current_ != nullptr) {
+    s.pid = current_->pid();
+    s.uptime = Clock::now() - started_at_;
+  }
+  s.generation = generation_;
+  s.sessions = sessions_;
+  s.restarts = restarts_;
+  if (!deaths_.empty()) s.last_exit = deaths_.rbegin()->second;
+  s.spare_ready = spare_ != nullptr;
+  return s;
+}
+
+void Supervisor::WatchLoop() {
+  int spare_failures = 0;
+  auto next_heartbeat = Clock::now() + options_.heartbeat_interval;
+  for (;;) {
+    bool spawn = false, want_spare = false, heartbeat = false;
+    int pidfd = -1, spare_pidfd = -1;
+    std::shared_ptr<BackendProcess> current;
+    Clock::time_point wake_at = Clock::now() + std::chrono::seconds(1);
+    {
+      MutexLock lock(&mu_);
+      if (stopping_) return;
+      const auto now = Clock::now();
+      if (state_ == BackendState::kSpawning || (state_ == BackendState::kRestarting && now >= restart_at_)) {
+        spawn = true;
+      } else if (state_ == BackendState::kRestarting) {
+        wake_at = restart_at_;
+      }
+      if (current_ != nullptr) {
+        current = current_;
+        pidfd = current_->pidfd();
+        if (options_.heartbeat_interval.count() > 0) {
+          heartbeat = now >= next_heartbeat;
+          wake_at = std::min(wake_at, next_heartbeat);
+        }
+      }
+      if (spare_ != nullptr) spare_pidfd = spare_->pidfd();
+      want_spare = (options_.warm_spare || manifest_.warm_spare) && state_ == BackendState::kReady &&
+                   spare_ == nullptr && spare_failures < kMaxSpareFailures;
+    }
+
+    if (spawn) {
+      std::unique_ptr<BackendProcess> process;
+      {
+        MutexLock lock(&mu_);
+        process = std::move(spare_);  // a warm spare makes failover skip the cold start
+      }
+      if (process == nullptr) {
+        absl::StatusOr<std::unique_ptr<BackendProcess>> started = Spawn();
+        if (!started.ok()) {
+          MutexLock lock(&mu_);
+          state_ = BackendState::kFailed;
+          failure_ = started.status();
+          changed_.NotifyAll();
+          continue;
+        }
+        process = *std::move(started);
+      }
+      MutexLock lock(&mu_);
+      if (stopping_) {
+        current_ = std::move(process);  // Shutdown() stops it
+        return;
+      }
+      current_ = std::move(process);
+      ++generation_;
+      started_at_ = Clock::now();
+      state_ = BackendState::kReady;
+      next_heartbeat = Clock::now() + options_.heartbeat_interval;
+      changed_.NotifyAll();
+      continue;
+    }
+
+    if (want_spare) {
+      absl::StatusOr<std::unique_ptr<BackendProcess>> started = Spawn();
+      MutexLock lock(&mu_);
+      if (started.ok() && !stopping_) {
+        spare_ = *std::move(started);
+        spare_failures = 0;
+      } else {
+        ++spare_failures;
+      }
+      continue;
+    }
+
+    if (heartbeat) {
+      next_heartbeat = Clock::now() + options_.heartbeat_interval;
+      absl::Status alive = current->Ping(Clock::now() + options_.heartbeat_interval);
+      if (!alive.ok() && !Exited(pidfd)) {
+        MutexLock lock(&mu_);
+        if (current_ == current && !pending_kill_.has_value()) {
+          DeathRecord kill;
+          kill.generation = generation_;
+          kill.killed_by_supervisor = true;
+          kill.kill_reason = absl::StrCat("no answer to a heartbeat: ", alive.message());
+          pending_kill_ = kill;
+          current->Kill();
+        }
+      }
+      continue;
+    }
+
+    pollfd fds[3] = {{wake_fd_.get(), POLLIN, 0}, {pidfd, POLLIN, 0}, {spare_pidfd, POLLIN, 0}};
+    const auto ms = std::chrono::ceil<std::chrono::milliseconds>(wake_at - Clock::now()).count();
+    poll(fds, 3, static_cast<int>(std::clamp<int64_t>(ms, 0, 1000)));
+    if (fds[0].revents & POLLIN) {
+      uint64_t drained;
+      (void)!read(wake_fd_.get(), &drained, sizeof(drained));
+    }
+    if (pidfd >= 0 && (fds[1].revents & POLLIN)) {
+      absl::StatusOr<ExitStatus> exit = current->Reap(Clock::now() + kReapWait);
+      MutexLock lock(&mu_);
+      if (current_ == current) OnDeath(exit.ok() ? *exit : ExitStatus{true, 9});
+    }
+    if (spare_pidfd >= 0 && (fds[2].revents & POLLIN)) {
+      std::unique_ptr<BackendProcess> dead;
+      {
+        MutexLock lock(&mu_);
+        if (spare_ != nullptr && spare_->pidfd() == spare_pidfd) dead = std::move(spare_);
+        ++spare_failures;
+      }
+      if (dead != nullptr) dead->Shutdown();
+    }
+  }
+}
+
+}  // namespace codecvisor
