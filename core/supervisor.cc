@@ -151,10 +151,15 @@ absl::StatusOr<DeathRecord> Supervisor::ReportFailure(uint64_t generation, uint6
   }
 }
 
-void Supervisor::OnDeath(const ExitStatus& exit) {
+void Supervisor::OnDeath(const ExitStatus& exit, const BackendProcess& process) {
   DeathRecord record;
   record.generation = generation_;
   record.exit = exit;
+  record.culprit_recorded = process.ControlCrashHints().fault_signal != 0;
+  auto [first, last] = channels_.equal_range(generation_);
+  for (auto it = first; it != last; ++it) {
+    if (auto channel = it->second.lock()) record.culprit_recorded |= channel->ReadCrashHints().fault_signal != 0;
+  }
   record.when = std::chrono::system_clock::now();
   if (pending_kill_.has_value() && pending_kill_->generation == generation_) {
     record.killed_by_supervisor = true;
@@ -346,7 +351,7 @@ void Supervisor::WatchLoop() {
     if (pidfd >= 0 && (fds[1].revents & POLLIN)) {
       absl::StatusOr<ExitStatus> exit = current->Reap(Clock::now() + kReapWait);
       MutexLock lock(&mu_);
-      if (current_ == current) OnDeath(exit.ok() ? *exit : ExitStatus{true, 9});
+      if (current_ == current) OnDeath(exit.ok() ? *exit : ExitStatus{true, 9}, *current);
     }
     if (spare_pidfd >= 0 && (fds[2].revents & POLLIN)) {
       std::unique_ptr<BackendProcess> dead;

@@ -51,6 +51,10 @@ struct DeathRecord {
   bool killed_by_supervisor = false;
   std::string kill_reason;
   uint64_t blamed_session = 0;
+  // Whether some channel of this generation (a session's or the control
+  // channel) carries the fault signal: then exactly that request is to
+  // blame, and the others that were inside vendor code are bystanders.
+  bool culprit_recorded = false;
   std::chrono::system_clock::time_point when;
 
   // "killed by signal 11 (SIGSEGV)", or "killed by codecvisor: <reason>".
@@ -125,7 +129,7 @@ class Supervisor {
   // Spawns a child (handshake included) without holding mu_.
   absl::StatusOr<std::unique_ptr<BackendProcess>> Spawn();
   // Records the death of the current generation and decides the restart.
-  void OnDeath(const ExitStatus& exit) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnDeath(const ExitStatus& exit, const BackendProcess& process) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void InterruptChannels(uint64_t generation) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Wake();
 

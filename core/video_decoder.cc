@@ -51,9 +51,9 @@ bool IsFaultSignal(const ExitStatus& exit) {
 bool Blamed(const DeathRecord& death, ipc::CrashHints hints, uint64_t token) {
   if (death.killed_by_supervisor) return death.blamed_session == token;
   // A fault the runner caught names the culprit's channel exactly; any
-  // other death (SIGKILL from outside, exit) blames whoever was inside
-  // vendor code.
-  if (IsFaultSignal(death.exit) && hints.fault_signal != 0) return true;
+  // other death (SIGKILL from outside, exit, a fault it could not record)
+  // blames whoever was inside vendor code.
+  if (IsFaultSignal(death.exit) && death.culprit_recorded) return hints.fault_signal != 0;
   return hints.in_call != 0;
 }
 
@@ -143,12 +143,13 @@ absl::Status VideoDecoder::Reopen() {
     absl::StatusOr<OpenedSession> opened = handle->process->OpenSession(
         video_.get(), open, options_.arena_slots, Clock::now() + options_.open_timeout, &channel_failure);
     if (opened.ok()) {
-      if (!deaths.empty() && opened->info.metadata != metadata_) {
+      if (session_opened_before_ && opened->info.metadata != metadata_) {
         return Annotate(absl::DataLossError("the restarted backend describes the stream differently"));
       }
       backend_ = *handle;
       session_ = *std::move(opened);
       metadata_ = session_.info.metadata;
+      session_opened_before_ = true;
       supervisor_->WatchChannel(backend_.generation, session_.channel);
       return absl::OkStatus();
     }

@@ -122,6 +122,7 @@ class VideoDecoder {
   std::string label_;
   DecoderOptions options_;
   StreamMetadata metadata_;
+  bool session_opened_before_ = false;  // re-opens must see the same metadata
   const uint64_t token_;   // names this session in the supervisor's blame records
   uint64_t next_id_ = 1;
   uint64_t retries_ = 0;

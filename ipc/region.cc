@@ -14,6 +14,15 @@ namespace codecvisor::ipc {
 namespace {
 
 constexpr uint64_t kPage = 4096;
+
+// backends/testing/faults.cc attacks the region by these offsets (a test
+// backend may not include ipc/); keep them, or update it with them.
+static_assert(offsetof(RegionHeader, request_ring_bytes) == 16);
+static_assert(offsetof(RegionHeader, response_ring_bytes) == 24);
+static_assert(offsetof(RegionHeader, request) == 64);
+static_assert(offsetof(RegionHeader, response) == 320);
+static_assert(sizeof(RingControl) == 256 && offsetof(RingControl, tail) == 64);
+static_assert(sizeof(RegionHeader) <= kPage, "the rings start on the second page");
 constexpr uint64_t RoundUp(uint64_t v, uint64_t to) { return (v + to - 1) / to * to; }
 constexpr int kSeals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
 

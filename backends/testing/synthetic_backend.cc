@@ -1,8 +1,13 @@
 // A backend that decodes no real codec: its "video" is a short text file
-// such as "frames=100 width=64 height=48 fps=25 start=0.5", and frame i is a
-// fixed function of i (SyntheticPixel), so tests can check every byte the
-// host receives without FFmpeg. It implements the whole C ABI, through the
-// same runner and channel as a real backend. Used by tests only.
+// such as "synthetic frames=100 width=64 height=48 fps=25 start=0.5", and
+// frame i is a fixed function of i (SyntheticPixel), so tests can check
+// every byte the host receives without FFmpeg. It implements the whole C
+// ABI, through the same runner and channel as a real backend.
+//
+// Built twice: as `synthetic`, and with CODECVISOR_FAULTY as `faulty`, which
+// also obeys the fault named in the video ("fault=segfault fault_frame=5",
+// see faults.h) or in its manifest's [config] ("fail_init=1"), and exports
+// extra entry symbols that return a bad table. Used by tests only.
 
 #include <unistd.h>
 
@@ -13,9 +18,18 @@
 #include <string>
 
 #include "backends/sdk/codecvisor_backend.h"
+#include "backends/testing/faults.h"
 #include "backends/testing/synthetic_pattern.h"
 
 namespace {
+
+#ifdef CODECVISOR_FAULTY
+constexpr bool kFaulty = true;
+constexpr char kName[] = "faulty";
+#else
+constexpr bool kFaulty = false;
+constexpr char kName[] = "synthetic";
+#endif
 
 struct Backend {};
 
@@ -48,6 +62,13 @@ cv_status Open(cv_backend*, int fd, const cv_open_options* options, cv_session**
   auto video = codecvisor::testing::ParseSyntheticVideo(std::string(text, static_cast<size_t>(n)));
   if (!video.has_value()) {
     return Fail(error, CV_ERROR_CORRUPT_DATA, "%s: not a synthetic video description", options->file_label);
+  }
+  if (kFaulty && video->fault == "hang_open") {
+    for (;;) pause();
+  }
+  if (kFaulty && video->fault == "segfault_open") {
+    volatile int* null = nullptr;
+    *null = 1;
   }
   auto* s = new Session;
   s->video = *video;
@@ -82,6 +103,7 @@ cv_status Metadata(cv_session* session, cv_stream_metadata* m, cv_error*) {
 cv_status Layout(cv_session* session, cv_frame_layout* l, cv_error*) {
   const auto* s = reinterpret_cast<Session*>(session);
   *l = codecvisor::testing::SyntheticLayout(s->video, s->format);
+  if (kFaulty && s->video.fault == "badref") l->plane_offset[0] = uint64_t{1} << 40;  // far outside any slot
   return CV_OK;
 }
 
@@ -113,15 +135,42 @@ cv_status Decode(cv_session* session, int64_t index, cv_frame_buffer* buffer, cv
   if (buffer->capacity < layout.size) {
     return Fail(error, CV_ERROR_INTERNAL, "%s: buffer too small", s->label.c_str());
   }
+  const auto& fault = s->video.fault;
+  if (kFaulty && !fault.empty() && (s->video.fault_frame < 0 || s->video.fault_frame == index)) {
+    codecvisor::testing::InjectFault(fault, buffer);
+  }
   codecvisor::testing::FillSyntheticFrame(s->video, s->format, index, buffer->data);
   return CV_OK;
 }
 
 const cv_backend_v1 kTable = {
-    sizeof(cv_backend_v1), CODECVISOR_BACKEND_ABI_VERSION, "synthetic", "1.0", 1, 0.0,
+    sizeof(cv_backend_v1), CODECVISOR_BACKEND_ABI_VERSION, kName, "1.0", 1, 0.0,
     Create, Destroy, Open, Close, Metadata, Layout, Info, IndexAt, Decode,
 };
 
 }  // namespace
 
 extern "C" CODECVISOR_BACKEND_EXPORT const cv_backend_v1* codecvisor_backend_v1(void) { return &kTable; }
+
+#ifdef CODECVISOR_FAULTY
+// Entry points a broken plugin might export, for manifests that name them.
+extern "C" CODECVISOR_BACKEND_EXPORT const cv_backend_v1* faulty_wrong_abi(void) {
+  static cv_backend_v1 table = kTable;
+  table.abi_version = 99;
+  return &table;
+}
+extern "C" CODECVISOR_BACKEND_EXPORT const cv_backend_v1* faulty_null_table(void) { return nullptr; }
+// A sound table whose create() always fails, named "initfail".
+extern "C" CODECVISOR_BACKEND_EXPORT const cv_backend_v1* faulty_init_fails(void) {
+  static cv_backend_v1 table = [] {
+    cv_backend_v1 t = kTable;
+    t.name = "initfail";
+    t.create = [](const char*, cv_backend**, cv_error* error) {
+      std::snprintf(error->message, sizeof(error->message), "synthetic backend told to fail at init");
+      return CV_ERROR_INTERNAL;
+    };
+    return t;
+  }();
+  return &table;
+}
+#endif

@@ -25,6 +25,11 @@ struct SyntheticVideo {
   uint32_t height = 48;
   double fps = 25;
   double start = 0;
+  // Faults, honoured by the `faulty` build of the backend only: what to do
+  // (segfault, abort, exit, hang, hang_open, alloc, garbage, oversized,
+  // scribble, badref), and at which frame (-1: every frame).
+  std::string fault;
+  int64_t fault_frame = -1;
 };
 
 // Parses "frames=N width=W height=H fps=F start=S" (any order, all optional
@@ -38,12 +43,17 @@ inline std::optional<SyntheticVideo> ParseSyntheticVideo(const std::string& text
     const size_t eq = word.find('=');
     if (eq == std::string::npos) continue;
     const std::string key = word.substr(0, eq);
+    if (key == "fault") {
+      v.fault = word.substr(eq + 1);
+      continue;
+    }
     const double value = std::strtod(word.c_str() + eq + 1, nullptr);
     if (key == "frames") v.frames = static_cast<int64_t>(value);
     if (key == "width") v.width = static_cast<uint32_t>(value);
     if (key == "height") v.height = static_cast<uint32_t>(value);
     if (key == "fps") v.fps = value;
     if (key == "start") v.start = value;
+    if (key == "fault_frame") v.fault_frame = static_cast<int64_t>(value);
   }
   if (v.frames < 0 || v.width == 0 || v.height == 0 || v.width > 8192 || v.height > 8192 || !(v.fps > 0)) {
     return std::nullopt;
