@@ -4,7 +4,13 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <sys/resource.h>
+
+#include <cstdio>
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "backends/sdk/runner/runner_args.h"
 
 namespace codecvisor {
@@ -63,9 +69,43 @@ BackendProcess::BackendProcess(BackendManifest manifest, std::shared_ptr<Process
       control_(std::move(control)),
       control_region_(control_->shared_region()) {}
 
+std::string EngagedSandbox::Describe() const {
+  std::vector<std::string> parts;
+  if (namespaces) parts.push_back("user+pid+net+ipc namespaces");
+  if (unprivileged_ids) parts.push_back("uid nobody");
+  if (rlimits) parts.push_back("rlimits");
+  if (no_new_privs) parts.push_back("no_new_privs");
+  if (landlock_abi > 0) parts.push_back(absl::StrCat("landlock v", landlock_abi));
+  if (seccomp) parts.push_back("seccomp");
+  return parts.empty() ? "none" : absl::StrJoin(parts, ", ");
+}
+
+namespace {
+
+// The host's half of the sandbox (core/README.md): rlimits from the
+// manifest's policy, new namespaces, no_new_privs.
+SandboxSpec HostSandbox(const SandboxPolicy& policy) {
+  SandboxSpec s;
+  s.namespaces = true;
+  s.no_new_privs = true;
+  s.rlimits = {{RLIMIT_CORE, 0},
+               {RLIMIT_CPU, policy.cpu_seconds},
+               {RLIMIT_NOFILE, policy.open_files},
+               {RLIMIT_NPROC, policy.threads}};
+#ifndef CODECVISOR_SANITIZER
+  // Sanitizer runtimes reserve terabytes of shadow address space, so an
+  // address-space limit would stop an instrumented runner from starting.
+  s.rlimits.emplace_back(RLIMIT_AS, policy.memory_mb << 20);
+#endif
+  return s;
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const BackendManifest& manifest,
                                                                       const InstallLayout& layout,
                                                                       std::shared_ptr<ProcessLauncher> launcher,
+                                                                      const SpawnOptions& spawn,
                                                                       ipc::Deadline deadline) {
   const std::string where = absl::StrCat("backend '", manifest.name, "' (", manifest.path, "): ");
   auto created = ipc::HostChannel::Create(kControlGeometry);
@@ -75,14 +115,38 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
 
   ipc::UniqueFd devnull(open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (!devnull.valid()) return Prefixed(ipc::ErrnoStatus("open(/dev/null)"), where);
+  // The host opens the runner and the library: the child may run as nobody
+  // and need not reach their paths.
+  ipc::UniqueFd runner(open(layout.runner.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!runner.valid()) return Prefixed(ipc::ErrnoStatus(absl::StrCat("open(", layout.runner, ")")), where);
+  ipc::UniqueFd library(open(manifest.library.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!library.valid()) {
+    return Prefixed(absl::NotFoundError(absl::StrCat("library ", manifest.library, ": cannot open shared object file: ",
+                                                     std::strerror(errno), "; reinstall the plugin")),
+                    where);
+  }
+  const bool allow_degraded = spawn.allow_degraded || manifest.sandbox.allow_degraded;
   LaunchSpec spec;
   spec.path = layout.runner;
+  spec.exec_fd = runner.get();
   spec.argv = {"codecvisor-backend", runner::kFlagName, manifest.name, runner::kFlagLibrary, manifest.library,
-               runner::kFlagEntry, manifest.entry};
+               runner::kFlagEntry, manifest.entry, runner::kFlagLibraryFd, std::to_string(runner::kLibraryFd)};
   if (!manifest.config.empty()) {
     spec.argv.push_back(runner::kFlagConfig);
     spec.argv.push_back(manifest.config);
   }
+  for (const std::string& p : manifest.sandbox.read_paths) {
+    spec.argv.push_back(runner::kFlagReadPath);
+    spec.argv.push_back(p);
+  }
+  for (const std::string& d : manifest.sandbox.devices) {
+    spec.argv.push_back(runner::kFlagDevice);
+    spec.argv.push_back(d);
+  }
+  spec.argv.push_back(runner::kFlagLandlock);
+  spec.argv.push_back(!spawn.sandbox ? "off" : allow_degraded ? "try" : "require");
+  spec.argv.push_back(runner::kFlagSeccomp);
+  spec.argv.push_back(spawn.sandbox ? "require" : "off");
   // A clean environment: no secret of the host's reaches plugin code.
   spec.env = {"PATH=/usr/bin:/bin", "LANG=C.UTF-8"};
   // The backend's stdout goes to our stderr, so that it can never write into
@@ -91,9 +155,38 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
               {STDERR_FILENO, 1},
               {STDERR_FILENO, 2},
               {ends.memfd.get(), runner::kControlMemfdFd},
-              {ends.socket.get(), runner::kControlSocketFd}};
+              {ends.socket.get(), runner::kControlSocketFd},
+              {library.get(), runner::kLibraryFd}};
+  EngagedSandbox engaged;
+  if (spawn.sandbox) {
+    spec.sandbox = HostSandbox(manifest.sandbox);
+  } else {
+    std::fprintf(stderr, "codecvisor: WARNING: backend '%s' runs WITHOUT a sandbox (sandbox disabled by the host)\n",
+                 manifest.name.c_str());
+  }
   absl::StatusOr<ChildProcess> child = launcher->Launch(spec);
-  if (!child.ok()) return Prefixed(child.status(), where);
+  if (!child.ok() && spawn.sandbox && allow_degraded) {
+    std::fprintf(stderr,
+                 "codecvisor: WARNING: backend '%s': no namespaces (%s); running with a DEGRADED sandbox as "
+                 "allowed by its manifest or the host\n",
+                 manifest.name.c_str(), std::string(child.status().message()).c_str());
+    spec.sandbox.namespaces = false;
+    child = launcher->Launch(spec);
+  }
+  if (!child.ok()) {
+    if (spawn.sandbox && !allow_degraded) {
+      return Prefixed(absl::Status(child.status().code(),
+                                   absl::StrCat(child.status().message(),
+                                                "; the sandbox cannot be set up here (see `codecvisor doctor`); "
+                                                "set [sandbox] allow_degraded = true to run with less of it")),
+                      where);
+    }
+    return Prefixed(child.status(), where);
+  }
+  engaged.namespaces = spec.sandbox.namespaces;
+  engaged.unprivileged_ids = child->unprivileged_ids;
+  engaged.rlimits = !spec.sandbox.rlimits.empty();
+  engaged.no_new_privs = spec.sandbox.no_new_privs;
   ends = {};  // the child has its copies now
 
   absl::StatusOr<ipc::UniqueFd> pidfd = [&]() -> absl::StatusOr<ipc::UniqueFd> {
@@ -106,6 +199,9 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
   std::unique_ptr<BackendProcess> process(
       new BackendProcess(manifest, std::move(launcher), *std::move(child), std::move(control)));
   if (absl::Status s = process->Handshake(deadline); !s.ok()) return Prefixed(s, where);
+  engaged.landlock_abi = process->hello_.sandbox_landlock_abi;
+  engaged.seccomp = process->hello_.sandbox_seccomp;
+  process->sandbox_ = engaged;
   return process;
 }
 

@@ -30,6 +30,27 @@ struct OpenedSession {
   ipc::SessionOpened info;
 };
 
+// How much of the sandbox to apply (core/README.md, "Sandbox").
+struct SpawnOptions {
+  // Off only for benchmarks and debugging: the child then runs with the
+  // host's privileges, and a warning says so.
+  bool sandbox = true;
+  // Run with what the kernel offers when a mechanism is missing, warning
+  // loudly, instead of refusing to start. The manifest can ask for it too.
+  bool allow_degraded = false;
+};
+
+// What was engaged for one child, for `codecvisor doctor` and the tests.
+struct EngagedSandbox {
+  bool namespaces = false;        // user, pid, net, ipc
+  bool unprivileged_ids = false;  // root in its namespace, nobody outside
+  bool rlimits = false;
+  bool no_new_privs = false;
+  uint32_t landlock_abi = 0;      // 0: not applied
+  bool seccomp = false;
+  std::string Describe() const;   // "namespaces, nobody, rlimits, no_new_privs, landlock v6, seccomp"
+};
+
 class BackendProcess {
  public:
   // Spawns the runner for `manifest`, waits for the handshake until
@@ -37,7 +58,7 @@ class BackendProcess {
   // own diagnostic (library, symbol, ABI, init), prefixed by the manifest.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<BackendProcess>> Start(
       const BackendManifest& manifest, const InstallLayout& layout,
-      std::shared_ptr<ProcessLauncher> launcher, ipc::Deadline deadline);
+      std::shared_ptr<ProcessLauncher> launcher, const SpawnOptions& spawn, ipc::Deadline deadline);
 
   // Stops the child: closes the control channel (the runner exits when it
   // sees the hang-up), then SIGKILLs it if it is still there after a grace
@@ -72,6 +93,7 @@ class BackendProcess {
   pid_t pid() const { return child_.pid; }
   const ipc::HelloReply& hello() const { return hello_; }
   const BackendManifest& manifest() const { return manifest_; }
+  const EngagedSandbox& sandbox() const { return sandbox_; }
 
  private:
   BackendProcess(BackendManifest manifest, std::shared_ptr<ProcessLauncher> launcher, ChildProcess child,
@@ -87,6 +109,7 @@ class BackendProcess {
   std::shared_ptr<ProcessLauncher> launcher_;
   const ChildProcess child_;  // immutable: Kill() and pidfd() need no lock
   ipc::HelloReply hello_;
+  EngagedSandbox sandbox_;
   mutable Mutex mu_;
   std::unique_ptr<ipc::HostChannel> control_ ABSL_GUARDED_BY(mu_);
   // The control region outlives the channel (Shutdown() drops the channel

@@ -65,6 +65,7 @@ struct BackendStatus {
   std::string last_exit;   // "killed by signal 11 (SIGSEGV)", empty if none
   std::string last_exit_time;  // ISO 8601, UTC
   bool warm_spare = false;
+  std::string sandbox;     // what is engaged for the running child
 };
 
 class Host {

@@ -97,6 +97,55 @@ absl::StatusOr<BackendManifest> ParseManifest(absl::string_view text, absl::stri
     }
   }
 
+  if (auto node = table["sandbox"]; node) {
+    const auto* sandbox = node.as_table();
+    if (sandbox == nullptr) return bad("key 'sandbox': not a table");
+    for (const auto& entry : *sandbox) {
+      const std::string k(entry.first.str());
+      const toml::node& value = entry.second;
+      if (k == "network") return bad("key 'sandbox.network': no backend may have network access");
+      auto paths = [&](std::vector<std::string>* out) -> absl::Status {
+        const auto* array = value.as_array();
+        if (array == nullptr) return bad(absl::StrCat("key 'sandbox.", k, "': expected an array of absolute paths"));
+        for (const auto& p : *array) {
+          const auto* str = p.as_string();
+          if (str == nullptr || str->get().empty() || str->get()[0] != '/') {
+            return bad(absl::StrCat("key 'sandbox.", k, "': expected an array of absolute paths"));
+          }
+          out->push_back(str->get());
+        }
+        return absl::OkStatus();
+      };
+      auto number = [&](uint64_t* out) -> absl::Status {
+        const auto* i = value.as_integer();
+        if (i == nullptr || i->get() <= 0) return bad(absl::StrCat("key 'sandbox.", k, "': expected a positive integer"));
+        *out = static_cast<uint64_t>(i->get());
+        return absl::OkStatus();
+      };
+      absl::Status s;
+      if (k == "read_paths") {
+        s = paths(&m.sandbox.read_paths);
+      } else if (k == "devices") {
+        s = paths(&m.sandbox.devices);
+      } else if (k == "memory_mb") {
+        s = number(&m.sandbox.memory_mb);
+      } else if (k == "cpu_seconds") {
+        s = number(&m.sandbox.cpu_seconds);
+      } else if (k == "open_files") {
+        s = number(&m.sandbox.open_files);
+      } else if (k == "threads") {
+        s = number(&m.sandbox.threads);
+      } else if (k == "allow_degraded") {
+        if (!value.is_boolean()) return bad("key 'sandbox.allow_degraded': expected true or false");
+        m.sandbox.allow_degraded = value.as_boolean()->get();
+      } else {
+        return bad(absl::StrCat("key 'sandbox.", k, "': unknown (read_paths, devices, memory_mb, cpu_seconds, "
+                                "open_files, threads, allow_degraded)"));
+      }
+      if (!s.ok()) return s;
+    }
+  }
+
   if (auto node = table["config"]; node) {
     const auto* config = node.as_table();
     if (config == nullptr) return bad("key 'config': not a table");

@@ -21,6 +21,21 @@ namespace codecvisor {
 // few hundred bytes, and the parser should not be handed megabytes.
 inline constexpr size_t kMaxManifestBytes = 64 << 10;
 
+// [sandbox]: what a backend may touch beyond the strict default, and its
+// limits. The defaults are the cpu backend's policy: no extra path, no
+// device, no network ever (a manifest cannot ask for it).
+struct SandboxPolicy {
+  std::vector<std::string> read_paths;  // read-only files or folders
+  std::vector<std::string> devices;     // device nodes opened read-write, e.g. /dev/nvidia0
+  uint64_t memory_mb = 8192;            // address space
+  uint64_t cpu_seconds = 86400;         // CPU time of one child
+  uint64_t open_files = 1024;
+  uint64_t threads = 512;               // processes of the sandbox uid, threads included
+  // Run with whatever mechanisms the kernel offers, warning loudly, instead
+  // of refusing to start when one is missing.
+  bool allow_degraded = false;
+};
+
 struct BackendManifest {
   std::string path;                 // the manifest file itself
   std::string name;                 // [a-z0-9_-]{1,32}
@@ -34,6 +49,7 @@ struct BackendManifest {
   // initialised child ready for failover.
   RestartLimits restart;
   bool warm_spare = false;
+  SandboxPolicy sandbox;
 };
 
 // Parses `text` as the manifest at `path` (used for messages and to resolve

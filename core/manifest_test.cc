@@ -74,6 +74,28 @@ TEST(ManifestTest, RestartTableOverridesTheDefaults) {
   EXPECT_NE(bad.status().message().find("restart.max_restarts"), std::string::npos) << bad.status();
 }
 
+TEST(ManifestTest, SandboxTableAndNoNetworkEver) {
+  auto m = ParseManifest(
+      "name='gpu'\ndevices=['gpu']\nlibrary='/l.so'\nabi_version=1\n"
+      "[sandbox]\nread_paths=['/opt/models']\ndevices=['/dev/nvidia0', '/dev/nvidiactl']\nmemory_mb=2048\n"
+      "cpu_seconds=60\nopen_files=64\nthreads=32\nallow_degraded=true\n",
+      "gpu.toml");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->sandbox.read_paths, (std::vector<std::string>{"/opt/models"}));
+  EXPECT_EQ(m->sandbox.devices, (std::vector<std::string>{"/dev/nvidia0", "/dev/nvidiactl"}));
+  EXPECT_EQ(m->sandbox.memory_mb, 2048u);
+  EXPECT_EQ(m->sandbox.cpu_seconds, 60u);
+  EXPECT_EQ(m->sandbox.open_files, 64u);
+  EXPECT_EQ(m->sandbox.threads, 32u);
+  EXPECT_TRUE(m->sandbox.allow_degraded);
+  for (const char* bad : {"[sandbox]\nnetwork=true\n", "[sandbox]\nread_paths=['relative']\n",
+                          "[sandbox]\nmemory_mb=0\n", "[sandbox]\nfoo=1\n"}) {
+    auto b = ParseManifest(std::string("name='x'\ndevices=['x']\nlibrary='/l.so'\nabi_version=1\n") + bad, "x.toml");
+    ASSERT_FALSE(b.ok()) << bad;
+    EXPECT_NE(b.status().message().find("sandbox."), std::string::npos) << b.status();
+  }
+}
+
 TEST(ManifestTest, RejectsOversizedManifest) {
   std::string huge(kMaxManifestBytes + 1, '#');
   EXPECT_EQ(ParseManifest(huge, "big.toml").status().code(), absl::StatusCode::kInvalidArgument);

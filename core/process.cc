@@ -5,7 +5,9 @@
 #include <linux/sched.h>
 #include <poll.h>
 #include <signal.h>
+#include <grp.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -29,13 +31,29 @@ namespace {
 // host may have other threads holding locks (minijail's rule). On any
 // failure, the errno goes up the pipe and the child _exits.
 [[noreturn]] void ChildAfterClone(const LaunchSpec& spec, char* const* argv, char* const* envp,
-                                  int error_pipe, pid_t parent) {
+                                  int error_pipe, int go_pipe, pid_t parent) {
   auto fail = [&](int err) {
     (void)!write(error_pipe, &err, sizeof(err));
     _exit(127);
   };
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail(errno);
-  if (getppid() != parent) _exit(127);  // the host died before prctl took effect
+  if (getppid() != parent && !spec.sandbox.namespaces) _exit(127);  // the host died before prctl took effect
+  if (spec.sandbox.namespaces) {
+    // Wait until the host has written our id maps, then become the mapped
+    // root, dropping the host's supplementary groups.
+    char go = 0;
+    if (read(go_pipe, &go, 1) != 1) _exit(127);
+    // Raw syscalls: glibc's wrappers would try to change the credentials of
+    // every thread it remembers from the parent, which do not exist here.
+    if (go == 'n' && syscall(SYS_setgroups, 0, nullptr) != 0) fail(errno);
+    if (syscall(SYS_setresgid, 0, 0, 0) != 0) fail(errno);
+    if (syscall(SYS_setresuid, 0, 0, 0) != 0) fail(errno);
+  }
+  for (const auto& [resource, limit] : spec.sandbox.rlimits) {
+    rlimit r{static_cast<rlim_t>(limit), static_cast<rlim_t>(limit)};
+    if (syscall(SYS_prlimit64, 0, resource, &r, nullptr) != 0) fail(errno);
+  }
+  if (spec.sandbox.no_new_privs && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail(errno);
   // Move every source above every target first, so that a dup2 never
   // overwrites a source still to be moved.
   int moved[16];
@@ -44,6 +62,7 @@ namespace {
     moved[i] = fcntl(spec.fds[i].first, F_DUPFD_CLOEXEC, 64);
     if (moved[i] < 0) fail(errno);
   }
+  int exec_fd = spec.exec_fd >= 0 ? fcntl(spec.exec_fd, F_DUPFD_CLOEXEC, 64) : -1;
   for (size_t i = 0; i < n; ++i) {
     if (dup2(moved[i], spec.fds[i].second) < 0) fail(errno);  // dup2 clears CLOEXEC
   }
@@ -52,9 +71,36 @@ namespace {
   int highest = 2;
   for (size_t i = 0; i < n; ++i) highest = std::max(highest, spec.fds[i].second);
   if (syscall(SYS_close_range, highest + 1, ~0U, CLOSE_RANGE_CLOEXEC) != 0) fail(errno);
-  execve(spec.path.c_str(), argv, envp);
+  if (exec_fd >= 0) {
+    syscall(SYS_execveat, exec_fd, "", argv, envp, AT_EMPTY_PATH);
+  } else {
+    execve(spec.path.c_str(), argv, envp);
+  }
   fail(errno);
   _exit(127);
+}
+
+bool WriteProcFile(pid_t pid, const char* file, const std::string& text) {
+  const std::string path = absl::StrCat("/proc/", pid, "/", file);
+  ipc::UniqueFd fd(open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  return fd.valid() && write(fd.get(), text.data(), text.size()) == static_cast<ssize_t>(text.size());
+}
+
+// Maps the child's root to nobody, or failing that to our own ids. Returns
+// the byte that tells the child what it got ('n': nobody, 's': self), or 0.
+char WriteIdMaps(pid_t pid, const SandboxSpec& sandbox) {
+  if (WriteProcFile(pid, "uid_map", absl::StrCat("0 ", sandbox.outside_uid, " 1\n")) &&
+      WriteProcFile(pid, "gid_map", absl::StrCat("0 ", sandbox.outside_gid, " 1\n"))) {
+    return 'n';
+  }
+  // An unprivileged (or nested) host may only map its own ids, and must
+  // give up setgroups to map its gid.
+  WriteProcFile(pid, "setgroups", "deny");
+  if (WriteProcFile(pid, "uid_map", absl::StrCat("0 ", geteuid(), " 1\n")) &&
+      WriteProcFile(pid, "gid_map", absl::StrCat("0 ", getegid(), " 1\n"))) {
+    return 's';
+  }
+  return 0;
 }
 
 }  // namespace
@@ -129,19 +175,47 @@ absl::StatusOr<ChildProcess> LaunchOnThisThread(const LaunchSpec& spec) {
   int pipe_fds[2];
   if (pipe2(pipe_fds, O_CLOEXEC) != 0) return ipc::ErrnoStatus("pipe2");
   ipc::UniqueFd read_end(pipe_fds[0]), write_end(pipe_fds[1]);
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0) return ipc::ErrnoStatus("pipe2");
+  ipc::UniqueFd go_read(pipe_fds[0]), go_write(pipe_fds[1]);
 
   int pidfd = -1;
   clone_args args{};
   args.flags = CLONE_PIDFD;
+  if (spec.sandbox.namespaces) args.flags |= CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC;
   args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
   args.exit_signal = SIGCHLD;
   const pid_t parent = getpid();
   long pid = syscall(SYS_clone3, &args, sizeof(args));
-  if (pid < 0) return ipc::ErrnoStatus("clone3(CLONE_PIDFD)");
-  if (pid == 0) ChildAfterClone(spec, argv.data(), envp.data(), write_end.get(), parent);
+  if (pid < 0) {
+    return ipc::ErrnoStatus(spec.sandbox.namespaces ? "clone3(CLONE_PIDFD | CLONE_NEWUSER | CLONE_NEWPID | "
+                                                      "CLONE_NEWNET | CLONE_NEWIPC)"
+                                                    : "clone3(CLONE_PIDFD)");
+  }
+  if (pid == 0) ChildAfterClone(spec, argv.data(), envp.data(), write_end.get(), go_read.get(), parent);
 
   ChildProcess child{static_cast<pid_t>(pid), ipc::UniqueFd(pidfd)};
   write_end.reset();
+  go_read.reset();
+  if (spec.sandbox.namespaces) {
+    const char go = WriteIdMaps(child.pid, spec.sandbox);
+    if (go == 0) {
+      syscall(SYS_pidfd_send_signal, child.pidfd.get(), SIGKILL, nullptr, 0);
+      waitpid(child.pid, nullptr, 0);
+      return absl::PermissionDeniedError("cannot write the user namespace id maps of the backend process");
+    }
+    child.unprivileged_ids = go == 'n';
+    (void)!write(go_write.get(), &go, 1);
+  }
+  go_write.reset();
+  // The child either execs (closing the error pipe) or reports errno; it
+  // cannot take longer than this unless something is badly wrong, and the
+  // host must not hang on it.
+  pollfd p{read_end.get(), POLLIN, 0};
+  if (ipc::RetryEintr([&] { return poll(&p, 1, 10'000); }) != 1) {
+    syscall(SYS_pidfd_send_signal, child.pidfd.get(), SIGKILL, nullptr, 0);
+    waitpid(child.pid, nullptr, 0);
+    return absl::DeadlineExceededError(absl::StrCat("starting ", spec.path, ": the child did not exec within 10 s"));
+  }
   int child_errno = 0;
   ssize_t got = ipc::RetryEintr([&] { return read(read_end.get(), &child_errno, sizeof(child_errno)); });
   if (got == sizeof(child_errno)) {

@@ -21,18 +21,39 @@
 
 namespace codecvisor {
 
+// What the host applies to a child between clone and exec: the first half
+// of the sandbox (the runner applies Landlock and seccomp itself).
+struct SandboxSpec {
+  // New user, pid, net and ipc namespaces. In the user namespace the child
+  // is root mapped to `outside_uid`/`outside_gid` (nobody), with its
+  // supplementary groups dropped; if the kernel refuses that mapping (e.g.
+  // inside another user namespace) it is mapped to the host's own ids.
+  bool namespaces = false;
+  uid_t outside_uid = 65534;
+  gid_t outside_gid = 65534;
+  // (resource, limit): soft and hard limit both set.
+  std::vector<std::pair<int, uint64_t>> rlimits;
+  bool no_new_privs = false;
+};
+
 struct LaunchSpec {
-  std::string path;                       // executable
+  std::string path;                       // executable (for messages; see exec_fd)
   std::vector<std::string> argv;          // argv[0] included
   std::vector<std::string> env;           // the child's whole environment ("K=V")
   // Parent descriptor -> the number it gets in the child. Every other
   // descriptor is closed in the child.
   std::vector<std::pair<int, int>> fds;
+  // If set, the executable is run from this descriptor (execveat with
+  // AT_EMPTY_PATH), so that an unprivileged child need not be able to reach
+  // its path.
+  int exec_fd = -1;
+  SandboxSpec sandbox;
 };
 
 struct ChildProcess {
   pid_t pid = -1;
   ipc::UniqueFd pidfd;  // refers to exactly this child, immune to pid reuse
+  bool unprivileged_ids = false;  // the user namespace maps it to nobody
 };
 
 // How a child ended, for diagnostics: "killed by signal 11 (SIGSEGV)".

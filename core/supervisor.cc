@@ -1,10 +1,12 @@
 #include "core/supervisor.h"
 
 #include <poll.h>
+#include <seccomp.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "absl/strings/str_cat.h"
 
@@ -44,6 +46,13 @@ const char* StateName(BackendState state) {
 
 std::string DeathRecord::Describe() const {
   if (killed_by_supervisor) return absl::StrCat("killed by codecvisor: ", kill_reason);
+  if (violation_syscall >= 0) {
+    char* name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, violation_syscall);
+    std::string text = absl::StrCat("sandbox violation: syscall ", name ? name : std::to_string(violation_syscall));
+    std::free(name);
+    return text;
+  }
+  if (recorded_signal != 0) return ExitStatus{true, static_cast<int>(recorded_signal)}.ToString();
   return exit.ToString();
 }
 
@@ -88,7 +97,7 @@ void Supervisor::Shutdown() {
 }
 
 absl::StatusOr<std::unique_ptr<BackendProcess>> Supervisor::Spawn() {
-  return BackendProcess::Start(manifest_, layout_, launcher_, Clock::now() + options_.spawn_timeout);
+  return BackendProcess::Start(manifest_, layout_, launcher_, options_.spawn, Clock::now() + options_.spawn_timeout);
 }
 
 void Supervisor::SpawnEagerly() {
@@ -155,10 +164,16 @@ void Supervisor::OnDeath(const ExitStatus& exit, const BackendProcess& process) 
   DeathRecord record;
   record.generation = generation_;
   record.exit = exit;
-  record.culprit_recorded = process.ControlCrashHints().fault_signal != 0;
+  auto note = [&](ipc::CrashHints hints) {
+    if (hints.fault_signal == 0) return;
+    record.culprit_recorded = true;
+    if (record.recorded_signal == 0) record.recorded_signal = hints.fault_signal;
+    if (record.violation_syscall < 0) record.violation_syscall = hints.violation_syscall;
+  };
+  note(process.ControlCrashHints());
   auto [first, last] = channels_.equal_range(generation_);
   for (auto it = first; it != last; ++it) {
-    if (auto channel = it->second.lock()) record.culprit_recorded |= channel->ReadCrashHints().fault_signal != 0;
+    if (auto channel = it->second.lock()) note(channel->ReadCrashHints());
   }
   record.when = std::chrono::system_clock::now();
   if (pending_kill_.has_value() && pending_kill_->generation == generation_) {
@@ -241,6 +256,7 @@ SupervisorStatus Supervisor::Status() const {
   s.diagnostic = failure_.ok() ? "" : std::string(failure_.message());
   if (current_ != nullptr) {
     s.pid = current_->pid();
+    s.sandbox = current_->sandbox().Describe();
     s.uptime = Clock::now() - started_at_;
   }
   s.generation = generation_;

@@ -55,9 +55,15 @@ struct DeathRecord {
   // channel) carries the fault signal: then exactly that request is to
   // blame, and the others that were inside vendor code are bystanders.
   bool culprit_recorded = false;
+  // What the runner recorded as it died: the fault signal (as the init of
+  // its pid namespace it cannot always die of that signal itself, e.g.
+  // abort() ends in SIGSEGV), and the syscall the sandbox denied, if any.
+  uint32_t recorded_signal = 0;
+  int32_t violation_syscall = -1;
   std::chrono::system_clock::time_point when;
 
-  // "killed by signal 11 (SIGSEGV)", or "killed by codecvisor: <reason>".
+  // "killed by signal 11 (SIGSEGV)", "sandbox violation: syscall socket",
+  // or "killed by codecvisor: <reason>".
   std::string Describe() const;
 };
 
@@ -71,6 +77,7 @@ struct SupervisorOptions {
   // Idle heartbeat on the control channel; zero turns it off.
   std::chrono::milliseconds heartbeat_interval{2'000};
   bool warm_spare = false;
+  SpawnOptions spawn;
 };
 
 // A snapshot for `codecvisor backends`.
@@ -84,6 +91,7 @@ struct SupervisorStatus {
   uint64_t restarts = 0;
   std::optional<DeathRecord> last_exit;
   bool spare_ready = false;
+  std::string sandbox;  // what is engaged for the current child
 };
 
 class Supervisor {

@@ -30,9 +30,12 @@ std::string ShortList(const std::vector<T>& v) {
   return absl::StrCat("[", absl::StrJoin(head, ", "), v.size() > kShown ? ", ...]" : "]");
 }
 
-bool IsFaultSignal(const ExitStatus& exit) {
-  if (!exit.signaled) return false;
-  switch (exit.code) {
+bool IsFaultSignal(const DeathRecord& death) {
+  // A sandbox violation ends with exit code 128 + SIGSYS (the runner is the
+  // init of its pid namespace), recorded by the runner.
+  if (death.violation_syscall >= 0) return true;
+  if (!death.exit.signaled) return false;
+  switch (death.exit.code) {
     case SIGSEGV:
     case SIGBUS:
     case SIGFPE:
@@ -53,7 +56,7 @@ bool Blamed(const DeathRecord& death, ipc::CrashHints hints, uint64_t token) {
   // A fault the runner caught names the culprit's channel exactly; any
   // other death (SIGKILL from outside, exit, a fault it could not record)
   // blames whoever was inside vendor code.
-  if (IsFaultSignal(death.exit) && death.culprit_recorded) return hints.fault_signal != 0;
+  if (IsFaultSignal(death) && death.culprit_recorded) return hints.fault_signal != 0;
   return hints.in_call != 0;
 }
 

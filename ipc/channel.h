@@ -50,6 +50,7 @@ struct Incoming {
 struct CrashHints {
   uint32_t in_call = 0;
   uint32_t fault_signal = 0;
+  int32_t violation_syscall = -1;  // the syscall seccomp trapped, if any
 };
 CrashHints ReadCrashHints(const Region& region);
 

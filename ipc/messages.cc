@@ -171,6 +171,9 @@ struct ResponseEncoder {
       of.set(i, ToEnum<wire::OutputFormat>(h.capabilities.output_formats[i]));
     }
     c.setMaxSessions(h.capabilities.max_sessions);
+    auto sandbox = o.initSandbox();
+    sandbox.setLandlockAbi(h.sandbox_landlock_abi);
+    sandbox.setSeccomp(h.sandbox_seccomp);
   }
   void operator()(const SessionOpened& s) {
     auto o = b.initOpened();
@@ -378,6 +381,8 @@ Response Read(wire::Response::Reader r) {
         reply.capabilities.output_formats.push_back(FromEnum(f, OutputFormat::kNative, "outputFormat"));
       }
       reply.capabilities.max_sessions = c.getMaxSessions();
+      reply.sandbox_landlock_abi = h.getSandbox().getLandlockAbi();
+      reply.sandbox_seccomp = h.getSandbox().getSeccomp();
       out.body = std::move(reply);
       break;
     }

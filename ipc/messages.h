@@ -70,6 +70,8 @@ struct HelloReply {
   std::string backend_version;
   std::vector<std::string> devices;
   Capabilities capabilities;
+  uint32_t sandbox_landlock_abi = 0;  // 0: Landlock not applied
+  bool sandbox_seccomp = false;
   bool operator==(const HelloReply&) const = default;
 };
 

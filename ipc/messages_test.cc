@@ -89,6 +89,8 @@ std::vector<Response> AllResponses() {
   hello.capabilities.seek_modes = {SeekMode::kExact, SeekMode::kApproximate};
   hello.capabilities.output_formats = {OutputFormat::kRgb24, OutputFormat::kNative};
   hello.capabilities.max_sessions = 16;
+  hello.sandbox_landlock_abi = 6;
+  hello.sandbox_seccomp = true;
   return {
       {1, hello},
       {2, SessionOpened{12, SampleMetadata(),

@@ -42,6 +42,12 @@ struct HelloReply {
   backendVersion @2 :Text;
   devices @3 :List(Text);      # device names served, e.g. ["cpu"] or ["acme", "acme:1"]
   capabilities @4 :Capabilities;
+  sandbox @5 :SandboxReport;   # what the runner applied to itself
+}
+
+struct SandboxReport {
+  landlockAbi @0 :UInt32;      # 0: not applied
+  seccomp @1 :Bool;
 }
 
 # ---- sessions ----------------------------------------------------------------

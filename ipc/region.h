@@ -69,6 +69,7 @@ struct RegionHeader {
   // backend can only get its own requests blamed.
   alignas(64) std::atomic<uint32_t> backend_in_call;       // a vendor call is running for this channel
   std::atomic<uint32_t> backend_fault_signal;              // the signal that call died of
+  std::atomic<int32_t> backend_violation_syscall;          // for SIGSYS: the syscall the sandbox denied, +1
   alignas(64) std::atomic<uint32_t> slot_state[kMaxSlots];
 };
 

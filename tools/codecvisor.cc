@@ -1,11 +1,18 @@
 // The `codecvisor` command line. Each subcommand is a thin layer over the
-// library; this file only parses arguments and prints.
+// library; this file only parses arguments and hands them to tools/cli/
+// (or tools/bench/). Usage errors exit with CLI11's codes; failures of the
+// work itself with 1, after one line on stderr.
 
 #include <cstdio>
 #include <iostream>
+#include <map>
+#include <string>
 
 #include "CLI/CLI.hpp"
 #include "tools/bench/ipc_bench.h"
+#include "tools/cli/commands.h"
+#include "tools/cli/frame_writers.h"
+#include "tools/cli/selection.h"
 
 namespace codecvisor {
 namespace {
@@ -20,13 +27,102 @@ int RunBenchIpc(const bench::IpcBenchOptions& options, bool json) {
   return 0;
 }
 
+// A CLI11 check that runs one of the selection parsers, so that bad syntax
+// is a usage error reported by the parser with the flag's name.
+template <typename Parser>
+CLI::Validator SyntaxCheck(Parser parse, const std::string& syntax) {
+  return CLI::Validator(
+      [parse](std::string& text) {
+        auto parsed = parse(text);
+        return parsed.ok() ? std::string() : std::string(parsed.status().message());
+      },
+      syntax);
+}
+
+const std::map<std::string, SeekMode> kSeekModes = {{"exact", SeekMode::kExact},
+                                                    {"approximate", SeekMode::kApproximate}};
+
+// The flags shared by the subcommands that open a video; `seek_mode` is
+// converted into args->seek_mode after parsing.
+void AddOpenFlags(CLI::App* command, cli::OpenArgs* args, std::string* seek_mode) {
+  command->add_option("file", args->file, "the video file")->required();
+  command->add_option("--device", args->device, "decode on this device (NAME or NAME:INDEX); default: $CODECVISOR_DEFAULT_DEVICE, else cpu");
+  command->add_option("--stream", args->stream, "video stream index; default: the best video stream")
+      ->check(CLI::NonNegativeNumber);
+  command->add_option("--seek-mode", *seek_mode,
+                      "exact: scan the file for an exact frame index (default); approximate: trust the header")
+      ->check(CLI::IsMember({"exact", "approximate"}));
+  command->add_option("--backend-manifest", args->backend_manifests,
+                      "load an extra backend manifest (repeatable)");
+}
+
 }  // namespace
 }  // namespace codecvisor
 
 int main(int argc, char** argv) {
+  using namespace codecvisor;
   CLI::App app{"codecvisor: video decoding through sandboxed, supervised backend processes"};
   app.require_subcommand(1);
+  int exit_code = 0;
 
+  // info
+  cli::InfoArgs info_args;
+  std::string info_seek = "exact";
+  auto* info = app.add_subcommand("info", "describe the video stream codecvisor decodes, and its backend");
+  AddOpenFlags(info, &info_args.open, &info_seek);
+  info->add_flag("--json", info_args.json, "print one JSON object");
+  info->callback([&] {
+    info_args.open.seek_mode = kSeekModes.at(info_seek);
+    exit_code = cli::RunInfo(info_args);
+  });
+
+  // decode
+  cli::DecodeArgs decode_args;
+  std::string decode_seek = "exact";
+  std::string format = "png";
+  auto* decode = app.add_subcommand("decode", "decode frames to PNG, PPM, Y4M or raw RGB24 (all frames by default)");
+  AddOpenFlags(decode, &decode_args.open, &decode_seek);
+  cli::SelectionFlags& sel = decode_args.selection;
+  auto* frames = decode->add_option("--frames", sel.frames, "frames START:STOP[:STEP] (Python slice; negative counts from the end)")
+                     ->check(SyntaxCheck(cli::ParseFrameRange, "START:STOP[:STEP]"));
+  auto* indices = decode->add_option("--indices", sel.indices, "frames at these indices, e.g. 0,5,-1")
+                      ->check(SyntaxCheck(cli::ParseIndexList, "I,J,..."));
+  auto* times = decode->add_option("--times", sel.times, "frames played at these times in seconds, e.g. 1.5,2")
+                    ->check(SyntaxCheck(cli::ParseTimeList, "T,U,..."));
+  auto* time_range = decode->add_option("--time-range", sel.time_range, "every frame played in [START, STOP) seconds")
+                         ->check(SyntaxCheck(cli::ParseTimeRange, "START:STOP"));
+  frames->excludes(indices)->excludes(times)->excludes(time_range);
+  indices->excludes(times)->excludes(time_range);
+  times->excludes(time_range);
+  decode->add_option("--format", format,
+                     "png, ppm (one file per frame), y4m (one stream), rgb24 (raw; one stream on '-', else one file per frame)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"png", "ppm", "y4m", "rgb24"}));
+  decode->add_option("--threads", decode_args.open.threads, "decoder threads; 0 lets the decoder choose")
+      ->check(CLI::Range(0, 256));
+  auto* out = decode->add_option("--out", decode_args.out, "output folder (created if missing), or - for stdout (y4m, rgb24)")
+                  ->required();
+  decode->add_flag("-q,--quiet", decode_args.quiet, "no progress bar and no summary");
+  decode->callback([&] {
+    decode_args.open.seek_mode = kSeekModes.at(decode_seek);
+    decode_args.format = *cli::ParseFileFormat(format);
+    if (decode_args.out == cli::kStdout &&
+        (decode_args.format == cli::FileFormat::kPng || decode_args.format == cli::FileFormat::kPpm)) {
+      throw CLI::ValidationError(out->get_name(), format + " writes one file per frame and needs a folder, not "
+                                                  "'-'; use --format y4m or rgb24 for standard output");
+    }
+    exit_code = cli::RunDecode(decode_args);
+  });
+
+  // backends
+  cli::BackendsArgs backends_args;
+  auto* backends = app.add_subcommand("backends", "list the backends: devices, state, process, manifest, diagnostic");
+  backends->add_flag("--json", backends_args.json, "print one JSON object");
+  backends->add_option("--backend-manifest", backends_args.backend_manifests,
+                       "load an extra backend manifest (repeatable)");
+  backends->callback([&] { exit_code = cli::RunBackends(backends_args); });
+
+  // bench
   auto* bench = app.add_subcommand("bench", "measure codecvisor against its baselines");
   bench->require_subcommand(1);
 
@@ -38,7 +134,6 @@ int main(int argc, char** argv) {
   ipc->add_option("--frames", ipc_options.frames, "frames per measurement")->check(CLI::PositiveNumber);
   ipc->add_option("--rounds", ipc_options.rounds, "measurement rounds; the median is reported")->check(CLI::PositiveNumber);
   ipc->add_option("--slots", ipc_options.slots, "arena slots for the frame measurement")->check(CLI::Range(1, 256));
-  int exit_code = 0;
   ipc->callback([&] { exit_code = codecvisor::RunBenchIpc(ipc_options, ipc_json); });
 
   CLI11_PARSE(app, argc, argv);

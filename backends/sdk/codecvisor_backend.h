@@ -40,33 +40,35 @@ extern "C" {
 #define CODECVISOR_BACKEND_ABI_VERSION 1
 #define CODECVISOR_BACKEND_ENTRY "codecvisor_backend_v1"
 
+/* Every enumerated field and return value is an int32_t, so the layout
+ * does not depend on how a compiler sizes enums (-fshort-enums), and an
+ * unknown value is just a number, not undefined behaviour. The named
+ * constants below are its values. */
+
 /* Status codes; the same values as ErrorCode in ipc/protocol.capnp. */
-typedef enum cv_status {
-  CV_OK = 0,
-  CV_ERROR_INVALID_ARGUMENT = 1, /* a bad option or request */
-  CV_ERROR_OUT_OF_RANGE = 2,     /* an index or time outside the stream */
-  CV_ERROR_NOT_FOUND = 3,        /* e.g. no video stream, no such stream index */
-  CV_ERROR_CORRUPT_DATA = 4,     /* the file cannot be demuxed or decoded */
-  CV_ERROR_UNSUPPORTED = 5,      /* codec, pixel format or option not supported */
-  CV_ERROR_RESOURCE_EXHAUSTED = 6,
-  CV_ERROR_INTERNAL = 7
-} cv_status;
+typedef int32_t cv_status;
+#define CV_OK 0
+#define CV_ERROR_INVALID_ARGUMENT 1  /* a bad option or request */
+#define CV_ERROR_OUT_OF_RANGE 2  /* an index or time outside the stream */
+#define CV_ERROR_NOT_FOUND 3  /* e.g. no video stream, no such stream index */
+#define CV_ERROR_CORRUPT_DATA 4  /* the file cannot be demuxed or decoded */
+#define CV_ERROR_UNSUPPORTED 5  /* codec, pixel format or option not supported */
+#define CV_ERROR_RESOURCE_EXHAUSTED 6
+#define CV_ERROR_INTERNAL 7
 
 #define CV_ERROR_MESSAGE_BYTES 1024
 typedef struct cv_error {
   char message[CV_ERROR_MESSAGE_BYTES]; /* NUL-terminated; truncated if longer */
 } cv_error;
 
-typedef enum cv_seek_mode {
-  CV_SEEK_EXACT = 0,      /* scan the stream once at open; indices and times are exact */
-  CV_SEEK_APPROXIMATE = 1 /* trust the container header; no scan */
-} cv_seek_mode;
+typedef int32_t cv_seek_mode;
+#define CV_SEEK_EXACT 0  /* scan the stream once at open; indices and times are exact */
+#define CV_SEEK_APPROXIMATE 1  /* trust the container header; no scan */
 
-typedef enum cv_output_format {
-  CV_OUTPUT_RGB24 = 0,        /* one plane, interleaved R,G,B (HWC) */
-  CV_OUTPUT_RGB24_PLANAR = 1, /* three planes R, G, B (CHW) */
-  CV_OUTPUT_NATIVE = 2        /* the decoder's own pixel format, one plane per component */
-} cv_output_format;
+typedef int32_t cv_output_format;
+#define CV_OUTPUT_RGB24 0  /* one plane, interleaved R,G,B (HWC) */
+#define CV_OUTPUT_RGB24_PLANAR 1  /* three planes R, G, B (CHW) */
+#define CV_OUTPUT_NATIVE 2  /* the decoder's own pixel format, one plane per component */
 
 typedef struct cv_open_options {
   uint32_t struct_size;           /* sizeof(cv_open_options) as the runner was built */

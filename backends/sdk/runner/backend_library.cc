@@ -30,17 +30,21 @@ absl::StatusCode ToStatusCode(cv_status status) {
   return absl::StatusCode::kUnknown;
 }
 
-absl::StatusOr<LoadedBackend> LoadBackendLibrary(absl::string_view library, absl::string_view entry,
-                                                 absl::string_view expected_name) {
-  const std::string path(library);
+absl::StatusOr<LoadedBackend> LoadBackendLibrary(absl::string_view library, absl::string_view display,
+                                                 absl::string_view entry, absl::string_view expected_name) {
+  const std::string open_path(library);
+  const std::string path(display);
   dlerror();
   // RTLD_NOW: an undefined symbol fails here, with dlerror() naming it, not
   // in the middle of a decode.
-  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  void* handle = dlopen(open_path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
-    const char* why = dlerror();
-    return absl::NotFoundError(absl::StrCat("library ", path, ": ", why ? why : "dlopen failed",
-                                            "; reinstall the plugin"));
+    std::string why = dlerror() ?: "dlopen failed";
+    // dlerror names what it opened; name what the manifest said instead.
+    if (open_path != path) {
+      for (size_t at; (at = why.find(open_path)) != std::string::npos;) why.replace(at, open_path.size(), path);
+    }
+    return absl::NotFoundError(absl::StrCat("library ", path, ": ", why, "; reinstall the plugin"));
   }
   const std::string symbol(entry);
   dlerror();

@@ -25,7 +25,10 @@ struct LoadedBackend {
 // and `name` equal to `expected_name`. Each failure is a Status whose message
 // says what is wrong and what to do (kNotFound: library or symbol missing;
 // kFailedPrecondition: ABI or name mismatch; kInvalidArgument: bad table).
+// `library` is what dlopen opens (e.g. /proc/self/fd/5 for a library the
+// host opened for us); `display` is its name in messages.
 [[nodiscard]] absl::StatusOr<LoadedBackend> LoadBackendLibrary(absl::string_view library,
+                                                               absl::string_view display,
                                                                absl::string_view entry,
                                                                absl::string_view expected_name);
 

@@ -119,7 +119,7 @@ int ControlServer::Run() {
                                                  ", runner speaks ", ipc::kProtocolVersion)}});
         return 3;
       }
-      ipc::HelloReply reply;
+      ipc::HelloReply reply = sandbox_;
       reply.backend_name = name_;
       reply.backend_version = vtable_->version ? vtable_->version : "";
       reply.devices = {name_};

@@ -23,13 +23,16 @@ namespace codecvisor::runner {
 class ControlServer {
  public:
   // `vtable` and `backend` are null when loading failed; `load_status` says why.
+  // `sandbox` carries what the runner applied to itself, for the handshake.
   ControlServer(std::unique_ptr<ipc::BackendChannel> control, std::string name,
-                const cv_backend_v1* vtable, cv_backend* backend, absl::Status load_status)
+                const cv_backend_v1* vtable, cv_backend* backend, absl::Status load_status,
+                ipc::HelloReply sandbox)
       : control_(std::move(control)),
         name_(std::move(name)),
         vtable_(vtable),
         backend_(backend),
-        load_status_(std::move(load_status)) {}
+        load_status_(std::move(load_status)),
+        sandbox_(std::move(sandbox)) {}
 
   // Serves until the host hangs up. Returns the process exit code: 0 after a
   // normal shutdown, 3 when the backend failed to load (after reporting it).
@@ -45,6 +48,7 @@ class ControlServer {
   const cv_backend_v1* vtable_;
   cv_backend* backend_;
   absl::Status load_status_;
+  ipc::HelloReply sandbox_;
   uint64_t next_session_id_ = 1;
   std::map<uint64_t, VendorSession> pending_;  // opened, not yet attached
 };

@@ -1,25 +1,44 @@
 #include "backends/sdk/runner/crash_hints.h"
 
 #include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
 
 namespace codecvisor::runner {
 namespace {
 
 thread_local ipc::RegionHeader* tls_current = nullptr;
+std::atomic<ipc::RegionHeader*> fallback{nullptr};  // the control channel's
+constexpr int kSysSeccomp = 1;                       // si_code of a seccomp trap
 
-void OnFault(int sig) {
-  // Async-signal-safe: one store into shared memory. SA_RESETHAND has put
-  // the default action back, so the fault (re-executed on return) or
-  // abort()'s second raise kills the process with the same signal.
-  if (ipc::RegionHeader* h = tls_current) h->backend_fault_signal.store(static_cast<uint32_t>(sig));
+void OnFault(int sig, siginfo_t* info, void*) {
+  // Async-signal-safe: stores into shared memory. SA_RESETHAND has put the
+  // default action back, so the fault (re-executed on return) or abort()'s
+  // second raise kills the process.
+  ipc::RegionHeader* h = tls_current != nullptr ? tls_current : fallback.load();
+  if (h == nullptr) return;
+  // The first fault is the cause: abort() in a pid-namespace init, for one,
+  // ends in a second fault (SIGSEGV) that must not overwrite SIGABRT.
+  uint32_t none = 0;
+  h->backend_fault_signal.compare_exchange_strong(none, static_cast<uint32_t>(sig));
+  if (sig == SIGSYS && info != nullptr && info->si_code == kSysSeccomp) {
+    h->backend_violation_syscall.store(info->si_syscall + 1);
+    // A trapped syscall is skipped, not retried: stop now. (As the init of
+    // its pid namespace the runner cannot kill itself with a signal, so it
+    // exits; the host reads the hint to say why.)
+    syscall(SYS_exit_group, 128 + SIGSYS);
+  }
 }
 
 }  // namespace
 
-void InstallCrashHintHandlers() {
+void InstallCrashHintHandlers(ipc::RegionHeader* control) {
+  fallback.store(control);
   struct sigaction sa {};
-  sa.sa_handler = OnFault;
-  sa.sa_flags = SA_RESETHAND;
+  sa.sa_sigaction = OnFault;
+  sa.sa_flags = SA_RESETHAND | SA_SIGINFO;
   sigemptyset(&sa.sa_mask);
   for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGSYS, SIGTRAP}) sigaction(sig, &sa, nullptr);
 }

@@ -15,9 +15,11 @@
 namespace codecvisor::runner {
 
 // Installs the fault-signal handlers (SIGSEGV, SIGBUS, SIGFPE, SIGILL,
-// SIGABRT, SIGSYS, SIGTRAP). Each records the signal for the calling
-// thread's current channel, then lets the default action kill the process.
-void InstallCrashHintHandlers();
+// SIGABRT, SIGSYS, SIGTRAP). Each records the signal (and for a seccomp
+// trap, the syscall) for the calling thread's current channel, or for
+// `control` outside any vendor call, then lets the default action kill the
+// process.
+void InstallCrashHintHandlers(ipc::RegionHeader* control);
 
 // Marks `header`'s channel as inside a vendor call for its lifetime, on
 // this thread. Not nestable.

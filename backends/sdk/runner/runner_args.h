@@ -18,6 +18,14 @@ inline constexpr const char kFlagName[] = "--name";        // backend name from 
 inline constexpr const char kFlagLibrary[] = "--library";  // absolute path of the vendor library
 inline constexpr const char kFlagEntry[] = "--entry";      // entry symbol
 inline constexpr const char kFlagConfig[] = "--config";    // "key=value" lines for create()
+inline constexpr const char kFlagLibraryFd[] = "--library-fd";  // the library, opened by the host
+inline constexpr const char kFlagReadPath[] = "--read-path";    // repeatable: Landlock read-only path
+inline constexpr const char kFlagDevice[] = "--device";         // repeatable: Landlock read-write device
+inline constexpr const char kFlagLandlock[] = "--landlock";     // require | try | off
+inline constexpr const char kFlagSeccomp[] = "--seccomp";       // require | off
+
+// The vendor library's descriptor in the child, when the host passes one.
+inline constexpr int kLibraryFd = 5;
 
 }  // namespace codecvisor::runner
 

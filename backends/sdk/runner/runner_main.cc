@@ -10,6 +10,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <cstdlib>
 #include <map>
 #include <string>
 
@@ -19,14 +20,45 @@
 #include "backends/sdk/runner/control_server.h"
 #include "backends/sdk/runner/crash_hints.h"
 #include "backends/sdk/runner/runner_args.h"
+#include "backends/sdk/runner/sandbox.h"
 #include "ipc/channel.h"
 
 namespace codecvisor::runner {
 namespace {
 
+// The sandbox, completed before any vendor code runs. A mechanism that is
+// required and unavailable makes loading fail with that reason.
+absl::Status CompleteSandbox(const std::multimap<std::string, std::string>& all,
+                             std::map<std::string, std::string>& flags, ipc::HelloReply* report) {
+  RunnerSandbox sandbox;
+  for (auto [it, end] = all.equal_range(kFlagReadPath); it != end; ++it) sandbox.read_paths.push_back(it->second);
+  for (auto [it, end] = all.equal_range(kFlagDevice); it != end; ++it) sandbox.devices.push_back(it->second);
+  if (flags.count(kFlagLibraryFd)) sandbox.library_fd = std::atoi(flags[kFlagLibraryFd].c_str());
+  const std::string landlock = flags.count(kFlagLandlock) ? flags[kFlagLandlock] : "require";
+  if (landlock != "off") {
+    absl::Status s = ApplyLandlock(sandbox);
+    if (s.ok()) {
+      report->sandbox_landlock_abi = static_cast<uint32_t>(LandlockAbi());
+    } else if (landlock == "require") {
+      return absl::FailedPreconditionError(absl::StrCat("sandbox: Landlock: ", s.message(),
+                                                        "; set [sandbox] allow_degraded = true to run without it"));
+    } else {
+      std::fprintf(stderr, "codecvisor-backend: WARNING: running without Landlock: %s\n",
+                   std::string(s.message()).c_str());
+    }
+  }
+  if (flags[kFlagSeccomp] != "off") {
+    absl::Status s = ApplySeccomp();
+    if (!s.ok()) return absl::FailedPreconditionError(absl::StrCat("sandbox: seccomp: ", s.message()));
+    report->sandbox_seccomp = true;
+  }
+  return absl::OkStatus();
+}
+
 int Main(int argc, char** argv) {
-  std::map<std::string, std::string> flags;
-  for (int i = 1; i + 1 < argc; i += 2) flags[argv[i]] = argv[i + 1];
+  std::multimap<std::string, std::string> all;
+  for (int i = 1; i + 1 < argc; i += 2) all.emplace(argv[i], argv[i + 1]);
+  std::map<std::string, std::string> flags(all.begin(), all.end());
   const std::string name = flags[kFlagName];
   const std::string library = flags[kFlagLibrary];
   const std::string entry = flags.count(kFlagEntry) ? flags[kFlagEntry] : CODECVISOR_BACKEND_ENTRY;
@@ -42,11 +74,15 @@ int Main(int argc, char** argv) {
     return 2;
   }
 
-  InstallCrashHintHandlers();
+  InstallCrashHintHandlers((*control)->header());
   const cv_backend_v1* vtable = nullptr;
   cv_backend* backend = nullptr;
-  absl::Status load_status;
-  absl::StatusOr<LoadedBackend> loaded = LoadBackendLibrary(library, entry, name);
+  ipc::HelloReply report;
+  absl::Status load_status = CompleteSandbox(all, flags, &report);
+  const std::string open_path =
+      flags.count(kFlagLibraryFd) ? absl::StrCat("/proc/self/fd/", flags[kFlagLibraryFd]) : library;
+  absl::StatusOr<LoadedBackend> loaded =
+      load_status.ok() ? LoadBackendLibrary(open_path, library, entry, name) : load_status;
   if (!loaded.ok()) {
     load_status = loaded.status();
   } else {
@@ -61,7 +97,8 @@ int Main(int argc, char** argv) {
   }
   const std::string prefix = absl::StrCat("backend '", name, "': ");
   if (!load_status.ok()) load_status = absl::Status(load_status.code(), prefix + std::string(load_status.message()));
-  ControlServer server(*std::move(control), name, load_status.ok() ? vtable : nullptr, backend, load_status);
+  ControlServer server(*std::move(control), name, load_status.ok() ? vtable : nullptr, backend, load_status,
+                       report);
   const int code = server.Run();
   // Session threads may still be inside vendor code: leave without running
   // static destructors under them.

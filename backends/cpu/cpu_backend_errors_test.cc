@@ -1,0 +1,274 @@
+// File: backends/cpu/cpu_backend_errors_test.cc
+//
+// Bad input to the cpu backend: files that are not video, have no video
+// stream, are truncated or corrupt; bad options, descriptors, indices, times
+// and buffers. Each must give the documented cv_status with a message naming
+// the file label, never crash, and leave the process able to decode a good
+// file in a fresh session (checked after every case).
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/test_media.h"
+#include "gtest/gtest.h"
+
+namespace codecvisor::cpu {
+namespace {
+
+using testing::CliFrame;
+using testing::MakeVideo;
+using testing::ReadFile;
+using testing::TestSession;
+using testing::WriteFile;
+
+std::string GoodMp4() {
+  return MakeVideo("good.mp4",
+                   "-f lavfi -i testsrc2=size=64x48:rate=25 -frames:v 40 -c:v libx264 "
+                   "-preset veryfast -bf 2 -g 10 -pix_fmt yuv420p");
+}
+
+std::string GoodMkv() {
+  return MakeVideo("good.mkv",
+                   "-f lavfi -i testsrc2=size=64x48:rate=25 -frames:v 40 -c:v libx264 "
+                   "-preset veryfast -bf 2 -g 10 -pix_fmt yuv420p");
+}
+
+class BadInputTest : public ::testing::Test {
+ protected:
+  // Every test ends by proving the backend still decodes a good file.
+  void TearDown() override {
+    TestSession s(GoodMp4());
+    ASSERT_TRUE(s.ok()) << s.open_message();
+    EXPECT_TRUE(s.DecodeOrFail(17) == CliFrame(GoodMp4(), 0, 17, "format=rgb24", 64 * 48 * 3));
+  }
+
+  // Opens `path` expecting `status` and a message naming `label`.
+  void ExpectOpenFails(const std::string& path, cv_status status, const std::string& label,
+                       const std::string& cause = "") {
+    TestSession s(path, TestSession::Options(), label);
+    EXPECT_EQ(s.open_status(), status) << s.open_message();
+    EXPECT_NE(s.open_message().find("'" + label + "'"), std::string::npos) << s.open_message();
+    EXPECT_NE(s.open_message().find(cause), std::string::npos) << s.open_message();
+  }
+};
+
+TEST_F(BadInputTest, TextFileIsNotAVideo) {
+  std::string path = WriteFile("notes.txt", "These are not the frames you are looking for.\n");
+  ExpectOpenFails(path, CV_ERROR_CORRUPT_DATA, "notes.txt", "cannot be demuxed");
+}
+
+TEST_F(BadInputTest, EmptyFile) {
+  ExpectOpenFails(WriteFile("empty.mp4", ""), CV_ERROR_CORRUPT_DATA, "empty.mp4",
+                  "cannot be demuxed");
+}
+
+TEST_F(BadInputTest, RandomBytes) {
+  std::mt19937 rng(1234);
+  std::string bytes(100000, '\0');
+  for (char& c : bytes) c = static_cast<char>(rng());
+  TestSession s(WriteFile("noise.bin", bytes), TestSession::Options(), "noise.bin");
+  EXPECT_TRUE(s.open_status() == CV_ERROR_CORRUPT_DATA || s.open_status() == CV_ERROR_NOT_FOUND)
+      << s.open_message();
+  EXPECT_NE(s.open_message().find("'noise.bin'"), std::string::npos);
+}
+
+// SECURITY: containers that name other resources must not make the backend
+// open them (the sandbox would refuse too; the demuxer refuses first).
+TEST_F(BadInputTest, ReferencesToOtherFilesAndUrlsAreRefused) {
+  const std::string good = GoodMp4();
+  struct Case {
+    const char* name;
+    std::string text;
+  } cases[] = {
+      {"playlist.m3u8", "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2,\nfile://" + good +
+                            "\n#EXT-X-ENDLIST\n"},
+      {"list.ffconcat", "ffconcat version 1.0\nfile '" + good + "'\n"},
+      {"stream.sdp",
+       "v=0\no=- 0 0 IN IP4 127.0.0.1\ns=x\nc=IN IP4 127.0.0.1\nt=0 0\n"
+       "m=video 5004 RTP/AVP 96\na=rtpmap:96 H264/90000\n"},
+  };
+  for (const Case& c : cases) {
+    TestSession s(WriteFile(c.name, c.text), TestSession::Options(), c.name);
+    EXPECT_FALSE(s.ok()) << c.name;
+    EXPECT_NE(s.open_message().find(std::string("'") + c.name + "'"), std::string::npos)
+        << s.open_message();
+  }
+}
+
+TEST_F(BadInputTest, AudioOnlyFileHasNoVideoStream) {
+  std::string path = MakeVideo("tone.wav", "-f lavfi -i sine=frequency=440:duration=1");
+  ExpectOpenFails(path, CV_ERROR_NOT_FOUND, "tone.wav", "has no video stream");
+}
+
+TEST_F(BadInputTest, MissingStreamIndex) {
+  TestSession::Options o;
+  o.stream_index = 7;
+  TestSession s(GoodMp4(), o, "good.mp4");
+  EXPECT_EQ(s.open_status(), CV_ERROR_NOT_FOUND);
+  EXPECT_NE(s.open_message().find("has no stream 7"), std::string::npos) << s.open_message();
+}
+
+TEST_F(BadInputTest, TruncatedMp4WithoutItsIndex) {
+  // ffmpeg writes the moov atom last: half the file has no index at all.
+  std::string bytes = ReadFile(GoodMp4());
+  std::string path = WriteFile("truncated.mp4", bytes.substr(0, bytes.size() / 2));
+  ExpectOpenFails(path, CV_ERROR_CORRUPT_DATA, "truncated.mp4");
+}
+
+// Decodes every frame of `path` in order and a few out of order; each must
+// work or fail with CV_ERROR_CORRUPT_DATA naming the label.
+void DecodeEverythingGracefully(const std::string& path, const std::string& label) {
+  TestSession s(path, TestSession::Options(), label);
+  if (!s.ok()) {
+    EXPECT_EQ(s.open_status(), CV_ERROR_CORRUPT_DATA) << s.open_message();
+    return;
+  }
+  const int64_t n = s.Metadata().num_frames_from_scan;
+  std::string pixels, message;
+  for (int64_t i : {n - 1, int64_t{0}, n / 2}) {
+    cv_status st = s.Decode(i, &pixels, nullptr, &message);
+    EXPECT_TRUE(st == CV_OK || st == CV_ERROR_CORRUPT_DATA) << message;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    cv_status st = s.Decode(i, &pixels, nullptr, &message);
+    EXPECT_TRUE(st == CV_OK || st == CV_ERROR_CORRUPT_DATA) << message;
+    if (st != CV_OK) EXPECT_NE(message.find("'" + label + "'"), std::string::npos) << message;
+  }
+  EXPECT_EQ(s.Decode(n, &pixels, nullptr, &message), CV_ERROR_OUT_OF_RANGE);
+}
+
+TEST_F(BadInputTest, TruncatedMatroskaDecodesWhatIsThere) {
+  std::string bytes = ReadFile(GoodMkv());
+  std::string path = WriteFile("truncated.mkv", bytes.substr(0, bytes.size() * 2 / 3));
+  TestSession s(path, TestSession::Options(), "truncated.mkv");
+  ASSERT_TRUE(s.ok()) << s.open_message();
+  EXPECT_LT(s.Metadata().num_frames_from_scan, 40);
+  EXPECT_GT(s.Metadata().num_frames_from_scan, 10);
+  DecodeEverythingGracefully(path, "truncated.mkv");
+}
+
+TEST_F(BadInputTest, CorruptPacketsAreErrorsNotCrashes) {
+  std::string bytes = ReadFile(GoodMkv());
+  std::mt19937 rng(42);
+  // Damage the middle of the file (after the header) in a few places.
+  for (int k = 0; k < 6; ++k) {
+    size_t at = bytes.size() / 4 + rng() % (bytes.size() / 2);
+    for (size_t j = at; j < std::min(bytes.size(), at + 200); ++j)
+      bytes[j] = static_cast<char>(rng());
+  }
+  DecodeEverythingGracefully(WriteFile("corrupt.mkv", bytes), "corrupt.mkv");
+  // The same with only a few bits flipped all over the payload.
+  bytes = ReadFile(GoodMp4());
+  for (size_t j = 2000; j + 1000 < bytes.size(); j += 997) bytes[j] ^= 0x5a;
+  DecodeEverythingGracefully(WriteFile("bitflips.mp4", bytes), "bitflips.mp4");
+}
+
+TEST_F(BadInputTest, IndicesAndTimesOutOfRange) {
+  const cv_backend_v1* t = codecvisor_backend_v1();
+  for (cv_seek_mode mode : {CV_SEEK_EXACT, CV_SEEK_APPROXIMATE}) {
+    TestSession::Options o;
+    o.seek_mode = mode;
+    TestSession s(GoodMp4(), o, "good.mp4");
+    ASSERT_TRUE(s.ok());
+    std::string pixels, message;
+    EXPECT_EQ(s.Decode(40, &pixels, nullptr, &message), CV_ERROR_OUT_OF_RANGE);
+    EXPECT_NE(message.find("'good.mp4': frame 40 is past the end: the stream has 40 frames"),
+              std::string::npos)
+        << message;
+    EXPECT_EQ(s.Decode(-1, &pixels, nullptr, &message), CV_ERROR_OUT_OF_RANGE);
+    cv_frame_info info{};
+    cv_error error{};
+    EXPECT_EQ(t->get_frame_info(s.get(), 1000, &info, &error), CV_ERROR_OUT_OF_RANGE);
+    int64_t index = 0;
+    EXPECT_EQ(t->index_at_seconds(s.get(), -0.5, &index, &error), CV_ERROR_OUT_OF_RANGE);
+    EXPECT_EQ(t->index_at_seconds(s.get(), 1.6, &index, &error), CV_ERROR_OUT_OF_RANGE);
+    EXPECT_NE(std::string(error.message).find("'good.mp4'"), std::string::npos);
+    EXPECT_EQ(t->index_at_seconds(s.get(), std::nan(""), &index, &error),
+              CV_ERROR_INVALID_ARGUMENT);
+    ASSERT_EQ(t->index_at_seconds(s.get(), 1.599, &index, &error), CV_OK) << error.message;
+    EXPECT_EQ(index, 39);
+    // The session still works after its errors.
+    EXPECT_EQ(s.Decode(39, &pixels, nullptr, &message), CV_OK) << message;
+  }
+}
+
+TEST_F(BadInputTest, BufferTooSmall) {
+  TestSession s(GoodMp4(), TestSession::Options(), "good.mp4");
+  ASSERT_TRUE(s.ok());
+  std::string small(100, '\0');
+  cv_frame_buffer buffer{reinterpret_cast<uint8_t*>(small.data()), small.size()};
+  cv_error error{};
+  EXPECT_EQ(codecvisor_backend_v1()->decode_frame(s.get(), 0, &buffer, nullptr, &error),
+            CV_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(error.message).find("holds 100 bytes"), std::string::npos) << error.message;
+}
+
+TEST_F(BadInputTest, BadOptions) {
+  const std::string path = GoodMp4();
+  TestSession::Options o;
+  o.seek_mode = 7;
+  EXPECT_EQ(TestSession(path, o).open_status(), CV_ERROR_INVALID_ARGUMENT);
+  o = {};
+  o.output_format = -1;
+  EXPECT_EQ(TestSession(path, o).open_status(), CV_ERROR_INVALID_ARGUMENT);
+  o = {};
+  o.decoder_threads = 1000;
+  EXPECT_EQ(TestSession(path, o).open_status(), CV_ERROR_INVALID_ARGUMENT);
+  o = {};
+  o.output_width = 1 << 20;
+  EXPECT_EQ(TestSession(path, o).open_status(), CV_ERROR_INVALID_ARGUMENT);
+}
+
+TEST_F(BadInputTest, BadDescriptors) {
+  const cv_backend_v1* t = codecvisor_backend_v1();
+  cv_backend* backend = nullptr;
+  cv_error error{};
+  ASSERT_EQ(t->create("", &backend, &error), CV_OK);
+  cv_open_options o{};
+  o.struct_size = sizeof(o);
+  o.stream_index = -1;
+  o.file_label = "gone.mp4";
+  cv_session* session = nullptr;
+  EXPECT_EQ(t->open_session(backend, -1, &o, &session, &error), CV_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(error.message).find("'gone.mp4'"), std::string::npos) << error.message;
+  int fd = open(GoodMp4().c_str(), O_RDONLY);
+  close(fd);
+  EXPECT_EQ(t->open_session(backend, fd, &o, &session, &error), CV_ERROR_INVALID_ARGUMENT);
+  int dir = open("/", O_RDONLY | O_DIRECTORY);
+  EXPECT_EQ(t->open_session(backend, dir, &o, &session, &error), CV_ERROR_INVALID_ARGUMENT);
+  close(dir);
+  EXPECT_EQ(session, nullptr);
+  EXPECT_EQ(t->open_session(backend, 0, nullptr, &session, &error), CV_ERROR_INVALID_ARGUMENT);
+  t->destroy(backend);
+}
+
+TEST_F(BadInputTest, OlderRunnerWithShorterOptions) {
+  // A runner built against a struct without file_label: the label defaults.
+  const cv_backend_v1* t = codecvisor_backend_v1();
+  cv_backend* backend = nullptr;
+  cv_error error{};
+  ASSERT_EQ(t->create("", &backend, &error), CV_OK);
+  cv_open_options o{};
+  o.struct_size = offsetof(cv_open_options, file_label);
+  o.stream_index = 5;
+  o.file_label = "ignored";
+  int fd = open(GoodMp4().c_str(), O_RDONLY);
+  cv_session* session = nullptr;
+  EXPECT_EQ(t->open_session(backend, fd, &o, &session, &error), CV_ERROR_NOT_FOUND);
+  EXPECT_NE(std::string(error.message).find(absl::StrCat("'fd ", fd, "'")), std::string::npos)
+      << error.message;
+  close(fd);
+  t->destroy(backend);
+}
+
+}  // namespace
+}  // namespace codecvisor::cpu

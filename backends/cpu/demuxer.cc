@@ -1,0 +1,121 @@
+// File: backends/cpu/demuxer.cc
+
+#include "backends/cpu/demuxer.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "backends/cpu/av_util.h"
+
+namespace codecvisor::cpu {
+namespace {
+
+bool IsVideoStream(const AVStream* stream) {
+  return stream->codecpar->codec_type == AVMEDIA_TYPE_VIDEO &&
+         (stream->disposition & AV_DISPOSITION_ATTACHED_PIC) == 0;
+}
+
+// SECURITY: installed as AVFormatContext::io_open so that no demuxer can open
+// a second resource (see demuxer.h).
+int RefuseNestedOpen(AVFormatContext* /*s*/, AVIOContext** /*pb*/, const char* /*url*/,
+                     int /*flags*/, AVDictionary** /*options*/) {
+  return AVERROR(EPERM);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Demuxer>> Demuxer::Open(int fd, int stream_index) {
+  std::unique_ptr<Demuxer> demuxer(new Demuxer());
+  auto input = FdInput::Create(fd);
+  if (!input.ok()) return input.status();
+  demuxer->input_ = *std::move(input);
+
+  AVFormatContext* format = avformat_alloc_context();
+  if (format == nullptr) return absl::ResourceExhaustedError("out of memory for the demuxer");
+  format->pb = demuxer->input_->context();
+  format->flags |= AVFMT_FLAG_CUSTOM_IO;
+  format->io_open = &RefuseNestedOpen;
+  // SECURITY: and no protocol at all for demuxers that open URLs themselves
+  // (rtsp/sdp) rather than through io_open.
+  AVDictionary* options = nullptr;
+  av_dict_set(&options, "protocol_whitelist", "none", 0);
+  // On failure avformat_open_input frees `format` (but not our pb).
+  int ret = avformat_open_input(&format, "", nullptr, &options);
+  av_dict_free(&options);
+  if (ret < 0) {
+    return absl::DataLossError(
+        absl::StrCat("cannot be demuxed (not a video container?): ", AvErrorText(ret)));
+  }
+  demuxer->format_ = format;
+  ret = avformat_find_stream_info(format, nullptr);
+  if (ret < 0) {
+    return absl::DataLossError(
+        absl::StrCat("cannot read the stream parameters: ", AvErrorText(ret)));
+  }
+
+  for (unsigned i = 0; i < format->nb_streams; ++i) {
+    if (IsVideoStream(format->streams[i])) ++demuxer->num_video_streams_;
+  }
+  if (stream_index < 0) {
+    ret = av_find_best_stream(format, AVMEDIA_TYPE_VIDEO, -1, -1, nullptr, 0);
+    if (ret < 0 || !IsVideoStream(format->streams[ret])) {
+      return absl::NotFoundError(absl::StrCat("has no video stream (", format->nb_streams,
+                                              " streams in the ", format->iformat->name,
+                                              " container)"));
+    }
+    stream_index = ret;
+  } else if (static_cast<unsigned>(stream_index) >= format->nb_streams) {
+    return absl::NotFoundError(absl::StrCat("has no stream ", stream_index, ": the ",
+                                            format->iformat->name, " container has ",
+                                            format->nb_streams, " streams"));
+  } else if (!IsVideoStream(format->streams[stream_index])) {
+    const AVStream* s = format->streams[stream_index];
+    return absl::NotFoundError(
+        absl::StrCat("stream ", stream_index, " is not a video stream (it is ",
+                     (s->disposition & AV_DISPOSITION_ATTACHED_PIC) != 0
+                         ? "a cover image"
+                         : absl::StrCat("a ",
+                                        av_get_media_type_string(s->codecpar->codec_type) != nullptr
+                                            ? av_get_media_type_string(s->codecpar->codec_type)
+                                            : "unknown",
+                                        " stream"),
+                     ")"));
+  }
+  demuxer->stream_ = format->streams[stream_index];
+  for (unsigned i = 0; i < format->nb_streams; ++i) {
+    if (static_cast<int>(i) != stream_index) format->streams[i]->discard = AVDISCARD_ALL;
+  }
+  return demuxer;
+}
+
+Demuxer::~Demuxer() {
+  // Closes the container; input_ (declared first) is destroyed after it.
+  if (format_ != nullptr) avformat_close_input(&format_);
+}
+
+bool Demuxer::ReadPacket(AVPacket* packet) {
+  for (;;) {
+    av_packet_unref(packet);
+    int ret = av_read_frame(format_, packet);
+    if (ret < 0) {
+      last_error_ = ret == AVERROR_EOF ? 0 : ret;
+      return false;
+    }
+    if (packet->stream_index == stream_->index) return true;
+  }
+}
+
+absl::Status Demuxer::Seek(int64_t timestamp) {
+  last_error_ = 0;
+  int ret = av_seek_frame(format_, stream_->index, timestamp, AVSEEK_FLAG_BACKWARD);
+  if (ret < 0) {
+    ret = avformat_seek_file(format_, stream_->index, INT64_MIN, timestamp, timestamp, 0);
+  }
+  if (ret < 0) {
+    return absl::DataLossError(
+        absl::StrCat("cannot seek to timestamp ", timestamp, ": ", AvErrorText(ret)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace codecvisor::cpu

@@ -1,0 +1,242 @@
+// File: backends/cpu/frame_cursor.cc
+
+#include "backends/cpu/frame_cursor.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+
+namespace codecvisor::cpu {
+namespace {
+
+constexpr int64_t kUnknown = std::numeric_limits<int64_t>::min();
+// Consecutive packets or frames the decoder may reject before a request
+// gives up: a damaged stretch is skipped, a stream of garbage is not decoded
+// to the end.
+constexpr int kMaxErrorsWithoutFrame = 256;
+// Exact mode: key frames to try before the stream's start.
+constexpr int kStartPointsTried = 2;
+// Approximate mode: how far before the target the second seek aims.
+constexpr double kApproximateBackoffSeconds = 10.0;
+
+}  // namespace
+
+FrameCursor::FrameCursor(Demuxer* demuxer, VideoDecoder* decoder, const FrameIndex* index,
+                         bool at_start)
+    : demuxer_(demuxer),
+      decoder_(decoder),
+      index_(index),
+      positioned_(at_start),
+      last_ts_(kUnknown),
+      last_read_ts_(kUnknown) {}
+
+absl::StatusOr<bool> FrameCursor::NextFrame() {
+  for (;;) {
+    have_frame_ = false;
+    int ret = decoder_->Receive(frame_.get());
+    if (ret == 0) {
+      have_frame_ = true;
+      errors_without_frame_ = 0;
+      int64_t ts = FrameTimestamp(frame_.get());
+      if (ts == AV_NOPTS_VALUE) {
+        // No timestamp: take the next slot of the timeline.
+        if (index_ != nullptr) {
+          int64_t next = last_ts_ == kUnknown ? 0 : index_->FindAfter(last_ts_);
+          ts = next < index_->size() ? (*index_)[next].pts : SaturatingAdd(last_ts_, 1);
+        } else {
+          ts = last_ts_ == kUnknown
+                   ? 0
+                   : SaturatingAdd(last_ts_, std::max<int64_t>(frame_->pkt_duration, 1));
+        }
+      }
+      last_ts_ = ts;
+      return true;
+    }
+    if (ret == AVERROR_EOF || (ret == AVERROR(EAGAIN) && draining_)) {
+      at_end_ = true;
+      return false;
+    }
+    if (ret != AVERROR(EAGAIN)) {
+      last_error_ = ret;
+      if (++errors_without_frame_ > kMaxErrorsWithoutFrame) {
+        positioned_ = false;
+        return absl::DataLossError(absl::StrCat("the ", decoder_->name(), " decoder failed ",
+                                                kMaxErrorsWithoutFrame,
+                                                " times in a row: ", AvErrorText(ret)));
+      }
+      continue;
+    }
+    if (!pending_packet_ && !demuxer_->ReadPacket(packet_.get())) {
+      if (demuxer_->last_error() != 0) last_error_ = demuxer_->last_error();
+      decoder_->Send(nullptr);
+      draining_ = true;
+      continue;
+    }
+    pending_packet_ = false;
+    last_read_ts_ = std::max(packet_->pts, packet_->dts);
+    if (index_ != nullptr) {
+      int64_t ts = packet_->pts != AV_NOPTS_VALUE ? packet_->pts : packet_->dts;
+      int64_t i = ts == AV_NOPTS_VALUE ? -1 : index_->Find(ts);
+      if (i >= 0) last_read_order_ = (*index_)[i].decode_order;
+    }
+    ret = decoder_->Send(packet_.get());
+    if (ret < 0) {
+      // EAGAIN: the decoder wants frames taken out first; send it again then.
+      if (ret == AVERROR(EAGAIN)) {
+        pending_packet_ = true;
+      } else {
+        last_error_ = ret;
+      }
+      if (++errors_without_frame_ > kMaxErrorsWithoutFrame) {
+        positioned_ = false;
+        return absl::DataLossError(absl::StrCat("the ", decoder_->name(), " decoder rejected ",
+                                                kMaxErrorsWithoutFrame,
+                                                " packets in a row: ", AvErrorText(ret)));
+      }
+    }
+  }
+}
+
+absl::StatusOr<FrameCursor::Outcome> FrameCursor::DecodeUntil(int64_t pts) {
+  for (;;) {
+    absl::StatusOr<bool> got = NextFrame();
+    if (!got.ok()) return got.status();
+    if (!*got) return Outcome::kEnded;
+    if (last_ts_ < pts) continue;
+    return last_ts_ == pts ? Outcome::kFound : Outcome::kOvershot;
+  }
+}
+
+absl::Status FrameCursor::SeekTo(int64_t timestamp) {
+  positioned_ = false;
+  ++seeks_;
+  absl::Status status = demuxer_->Seek(timestamp);
+  if (!status.ok()) return status;
+  decoder_->Flush();
+  positioned_ = true;
+  pending_packet_ = draining_ = at_end_ = have_frame_ = false;
+  last_ts_ = last_read_ts_ = kUnknown;
+  last_read_order_ = -1;
+  last_index_ = -1;
+  errors_without_frame_ = 0;
+  return absl::OkStatus();
+}
+
+bool FrameCursor::LandedAtOrBefore(int64_t limit) {
+  if (!demuxer_->ReadPacket(packet_.get())) return false;
+  pending_packet_ = true;
+  int64_t ts = packet_->pts != AV_NOPTS_VALUE ? packet_->pts : packet_->dts;
+  int64_t i = ts == AV_NOPTS_VALUE ? -1 : index_->Find(ts);
+  return i < 0 || (*index_)[i].decode_order <= limit;
+}
+
+std::vector<int64_t> FrameCursor::SeekTimestamps(int64_t index) const {
+  std::vector<int64_t> out;
+  for (int64_t start : index_->StartPoints(index, kStartPointsTried)) {
+    const FrameEntry& key = (*index_)[start];
+    out.push_back(key.pts);
+    if (key.dts != AV_NOPTS_VALUE && key.dts < key.pts) out.push_back(key.dts);
+  }
+  out.push_back(index_->earliest_timestamp());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+absl::Status FrameCursor::NotDecodedError(const char* what) const {
+  return absl::DataLossError(absl::StrCat(
+      what, last_error_ != 0 ? absl::StrCat(" (last error: ", AvErrorText(last_error_), ")") : ""));
+}
+
+absl::StatusOr<const AVFrame*> FrameCursor::DecodeExact(int64_t index) {
+  const FrameEntry& target = (*index_)[index];
+  if (have_frame_ && last_ts_ == target.pts) return frame_.get();
+  const std::vector<int64_t> starts = index_->StartPoints(index, 1);
+  const int64_t key_order = (*index_)[starts.front()].decode_order;
+  last_error_ = 0;
+
+  if (positioned_ && !at_end_ && (last_ts_ == kUnknown || last_ts_ < target.pts) &&
+      key_order <= last_read_order_ + 1) {
+    absl::StatusOr<Outcome> outcome = DecodeUntil(target.pts);
+    if (!outcome.ok()) return outcome.status();
+    if (*outcome == Outcome::kFound) return frame_.get();
+  }
+  const std::vector<int64_t> seeks = SeekTimestamps(index);
+  for (size_t i = 0; i < seeks.size(); ++i) {
+    if (absl::Status s = SeekTo(seeks[i]); !s.ok()) return s;
+    // The last attempt (the stream's start) decodes whatever it lands on.
+    if (i + 1 < seeks.size() && !LandedAtOrBefore(key_order)) continue;
+    absl::StatusOr<Outcome> outcome = DecodeUntil(target.pts);
+    if (!outcome.ok()) return outcome.status();
+    if (*outcome == Outcome::kFound) return frame_.get();
+  }
+  return NotDecodedError(
+      absl::StrCat("frame ", index, " (pts ", target.pts, ") could not be decoded").c_str());
+}
+
+absl::StatusOr<const AVFrame*> FrameCursor::DecodeApproximate(int64_t index, int64_t target_pts,
+                                                              int64_t frame_duration) {
+  if (have_frame_ && index == last_index_) return frame_.get();
+  last_error_ = 0;
+  const int64_t tolerance = frame_duration / 2;
+  const AVStream* stream = demuxer_->stream();
+
+  if (positioned_ && !at_end_ && index == last_index_ + 1) {
+    // Sequential: the next frame, whatever its timestamp.
+    absl::StatusOr<bool> got = NextFrame();
+    if (!got.ok()) return got.status();
+    if (!*got) {
+      return absl::OutOfRangeError(
+          absl::StrCat("frame ", index,
+                       " is past the end: the stream ended before it (the header's frame "
+                       "count or rate is inaccurate; exact mode counts the frames)"));
+    }
+    last_index_ = index;
+    return frame_.get();
+  }
+
+  bool forward = positioned_ && !at_end_ && index > last_index_ &&
+                 (last_ts_ == kUnknown || last_ts_ < SaturatingSub(target_pts, tolerance));
+  if (forward) {
+    // Seek instead if the header's index has a key frame we have not read.
+    const AVIndexEntry* key = avformat_index_get_entry_from_timestamp(
+        const_cast<AVStream*>(stream), target_pts, AVSEEK_FLAG_BACKWARD);
+    if (key != nullptr && last_read_ts_ != kUnknown && key->timestamp > last_read_ts_) {
+      forward = false;
+    }
+  }
+  const int64_t backoff =
+      static_cast<int64_t>(kApproximateBackoffSeconds / av_q2d(stream->time_base));
+  const int64_t start = stream->start_time != AV_NOPTS_VALUE ? stream->start_time : 0;
+  const int64_t seeks[] = {target_pts, std::max(start, SaturatingSub(target_pts, backoff)), start};
+  for (int attempt = forward ? -1 : 0; attempt < 3; ++attempt) {
+    if (attempt >= 0) {
+      if (attempt > 0 && seeks[attempt] == seeks[attempt - 1]) continue;
+      if (absl::Status s = SeekTo(seeks[attempt]); !s.ok()) return s;
+    }
+    bool first = true;
+    for (;;) {
+      absl::StatusOr<bool> got = NextFrame();
+      if (!got.ok()) return got.status();
+      if (!*got) {
+        return absl::OutOfRangeError(absl::StrCat(
+            "frame ", index, " (about pts ", target_pts,
+            ") is past the end: the stream ended before it (the header's frame count or rate "
+            "is inaccurate; exact mode counts the frames)"));
+      }
+      if (last_ts_ < SaturatingSub(target_pts, tolerance)) {
+        first = false;
+        continue;
+      }
+      // A seek that lands after the target retries from further back.
+      if (first && attempt >= 0 && attempt < 2 && last_ts_ > SaturatingAdd(target_pts, tolerance))
+        break;
+      last_index_ = index;
+      return frame_.get();
+    }
+  }
+  return NotDecodedError(
+      absl::StrCat("frame ", index, " (about pts ", target_pts, ") could not be decoded").c_str());
+}
+
+}  // namespace codecvisor::cpu

@@ -1,0 +1,98 @@
+// File: backends/cpu/frame_cursor.h
+//
+// FrameCursor: turns "frame N" requests into demux/seek/decode steps while
+// keeping the decoder's position between calls, so that a sequential read
+// never seeks and costs what a plain decode does.
+//
+// When it moves forward: the target is after the last frame decoded and
+// decoding can reach it without a key frame it has not read yet (exact
+// mode), or it is the next index or the header index shows no key frame in
+// between (approximate mode). Otherwise it seeks to the key frame at or
+// before the target, flushes the decoder and decodes forward, discarding
+// frames until the target's pts. Demuxers disagree on whether a seek
+// timestamp is a pts or a dts, so where a seek landed is checked, and an
+// earlier start point is tried if it landed late, down to the stream's start.
+//
+// End of stream: a NULL packet drains the decoder so the last frames (held
+// back for B-frame reordering or frame threading) come out.
+//
+// Corrupt data: packets the decoder rejects are skipped, as the ffmpeg CLI
+// does; a frame that never comes out is an error for that request only.
+//
+// Not thread-safe: one session drives it.
+
+#ifndef CODECVISOR_BACKENDS_CPU_FRAME_CURSOR_H_
+#define CODECVISOR_BACKENDS_CPU_FRAME_CURSOR_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "backends/cpu/av_util.h"
+#include "backends/cpu/demuxer.h"
+#include "backends/cpu/frame_index.h"
+#include "backends/cpu/video_decoder.h"
+
+namespace codecvisor::cpu {
+
+class FrameCursor {
+ public:
+  // `index` is the exact-mode table, or nullptr in approximate mode. The
+  // demuxer must be at the stream's start when `at_start`, else the first
+  // request seeks. All three must outlive the cursor.
+  FrameCursor(Demuxer* demuxer, VideoDecoder* decoder, const FrameIndex* index, bool at_start);
+
+  // Exact mode: the decoded frame whose pts is that of (*index)[index]. The
+  // frame stays valid until the next call. DataLoss if it cannot be decoded.
+  absl::StatusOr<const AVFrame*> DecodeExact(int64_t index);
+
+  // Approximate mode: frame `index`, nominally at `target_pts` and lasting
+  // `frame_duration` (time base units, > 0): the next frame when `index`
+  // follows the last one returned, else the first frame at or after
+  // target_pts - frame_duration / 2. OutOfRange if the stream ends first.
+  absl::StatusOr<const AVFrame*> DecodeApproximate(int64_t index, int64_t target_pts,
+                                                   int64_t frame_duration);
+
+  // Demuxer seeks made so far (tests check that sequential reads make none).
+  int64_t seeks() const { return seeks_; }
+
+ private:
+  enum class Outcome { kFound, kOvershot, kEnded };
+
+  // Decodes the next frame into frame_. False at the end of the stream.
+  absl::StatusOr<bool> NextFrame();
+  // Decodes forward until a frame with timestamp >= `pts` (kFound if equal).
+  absl::StatusOr<Outcome> DecodeUntil(int64_t pts);
+  // Seeks the demuxer to `timestamp` and resets the decoder and position.
+  absl::Status SeekTo(int64_t timestamp);
+  // Exact mode: reads the first packet after a seek and says whether it is
+  // at or before decode order `limit` (the packet is kept for decoding).
+  bool LandedAtOrBefore(int64_t limit);
+  // Exact mode: the seek timestamps to try for frame `index`, best first.
+  std::vector<int64_t> SeekTimestamps(int64_t index) const;
+  // The error for a frame that could not be produced.
+  absl::Status NotDecodedError(const char* what) const;
+
+  Demuxer* demuxer_;
+  VideoDecoder* decoder_;
+  const FrameIndex* index_;
+  PacketPtr packet_ = MakePacket();
+  FramePtr frame_ = MakeFrame();
+
+  bool positioned_;               // decoder state follows on from a start point
+  bool pending_packet_ = false;   // packet_ was read but not sent yet
+  bool draining_ = false;         // NULL packet sent
+  bool at_end_ = false;           // decoder fully drained
+  bool have_frame_ = false;       // frame_ holds a decoded frame
+  int64_t last_ts_;               // timestamp of the last frame decoded
+  int64_t last_read_order_ = -1;  // exact: decode order of the last packet read
+  int64_t last_read_ts_;          // max(pts, dts) of the last packet read
+  int64_t last_index_ = -1;       // approximate: the index frame_ was returned as
+  int errors_without_frame_ = 0;
+  int64_t seeks_ = 0;
+  int last_error_ = 0;  // the last AVERROR from the decoder or demuxer
+};
+
+}  // namespace codecvisor::cpu
+
+#endif  // CODECVISOR_BACKENDS_CPU_FRAME_CURSOR_H_

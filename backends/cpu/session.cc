@@ -1,0 +1,192 @@
+// File: backends/cpu/session.cc
+
+#include "backends/cpu/session.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "backends/cpu/av_util.h"
+#include "backends/cpu/stream_metadata.h"
+
+namespace codecvisor::cpu {
+namespace {
+
+// The C ABI layer has checked the enum fields (see cpu_backend.cc).
+absl::Status ValidateOptions(const cv_open_options& options) {
+  if (options.decoder_threads > kMaxDecoderThreads) {
+    return absl::InvalidArgumentError(absl::StrCat("decoder_threads ", options.decoder_threads,
+                                                   " is above the limit of ", kMaxDecoderThreads));
+  }
+  if (options.output_width > kMaxOutputSide || options.output_height > kMaxOutputSide) {
+    return absl::InvalidArgumentError(absl::StrCat("output size ", options.output_width, "x",
+                                                   options.output_height, " is above the limit of ",
+                                                   kMaxOutputSide, " per side"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Open(int fd,
+                                                             const cv_open_options& options) {
+  if (absl::Status s = ValidateOptions(options); !s.ok()) return s;
+  std::unique_ptr<CpuSession> session(new CpuSession());
+  auto demuxer = Demuxer::Open(fd, options.stream_index);
+  if (!demuxer.ok()) return demuxer.status();
+  session->demuxer_ = *std::move(demuxer);
+  const AVStream* stream = session->demuxer_->stream();
+  const AVCodecParameters* par = stream->codecpar;
+  if (stream->time_base.num <= 0 || stream->time_base.den <= 0) {
+    return absl::DataLossError(absl::StrCat("stream ", stream->index, " has no valid time base"));
+  }
+  if (par->width <= 0 || par->height <= 0 || par->format < 0) {
+    return absl::DataLossError(
+        absl::StrCat("stream ", stream->index, " (", avcodec_get_name(par->codec_id),
+                     ") has no frame size or pixel format: its header could not be decoded"));
+  }
+  auto decoder = VideoDecoder::Open(stream, options.decoder_threads);
+  if (!decoder.ok()) return decoder.status();
+  session->decoder_ = *std::move(decoder);
+
+  const auto native = static_cast<AVPixelFormat>(par->format);
+  auto layout = ComputeLayout(options.output_format, native,
+                              options.output_width != 0 ? options.output_width : par->width,
+                              options.output_height != 0 ? options.output_height : par->height);
+  if (!layout.ok()) return layout.status();
+  session->layout_ = *layout;
+
+  const AVRational fps = HeaderFrameRate(stream);
+  if (options.seek_mode == CV_SEEK_EXACT) {
+    const int64_t fallback = fps.num > 0 ? av_rescale_q(1, av_inv_q(fps), stream->time_base) : 1;
+    auto index = FrameIndex::Scan(*session->demuxer_, fallback);
+    if (!index.ok()) return index.status();
+    session->index_ = *std::move(index);
+    session->num_frames_ = session->index_->size();
+  } else {
+    if (fps.num <= 0) {
+      return absl::UnimplementedError(absl::StrCat(
+          "stream ", stream->index,
+          " has no frame rate in its header, which approximate mode needs; open it in exact mode"));
+    }
+    session->frame_rate_ = fps;
+    session->begin_pts_ = stream->start_time != AV_NOPTS_VALUE ? stream->start_time : 0;
+    session->frame_duration_ =
+        std::max<int64_t>(1, av_rescale_q(1, av_inv_q(fps), stream->time_base));
+  }
+  session->metadata_ =
+      DescribeStream(*session->demuxer_, session->index_ ? &*session->index_ : nullptr);
+  if (options.seek_mode == CV_SEEK_APPROXIMATE) {
+    if (stream->nb_frames > 0) {
+      session->num_frames_ = std::min(stream->nb_frames, FrameIndex::kMaxFrames);
+    } else if (session->metadata_.duration_seconds > 0) {
+      session->num_frames_ = std::clamp<int64_t>(
+          ClampToInt64(std::round(session->metadata_.duration_seconds * av_q2d(fps))), 0,
+          FrameIndex::kMaxFrames);
+    } else {
+      return absl::UnimplementedError(absl::StrCat(
+          "stream ", stream->index,
+          " has neither a frame count nor a duration in its header, which approximate mode "
+          "needs; open it in exact mode"));
+    }
+  }
+  if (options.seek_mode == CV_SEEK_APPROXIMATE && session->metadata_.duration_seconds <= 0) {
+    // Only a frame count in the header: the nominal timeline gives the end.
+    cv_stream_metadata& m = session->metadata_;
+    m.duration_seconds = session->num_frames_ / av_q2d(fps);
+    m.end_stream_seconds = m.begin_stream_seconds + m.duration_seconds;
+  }
+  session->cursor_ =
+      std::make_unique<FrameCursor>(session->demuxer_.get(), session->decoder_.get(),
+                                    session->index_ ? &*session->index_ : nullptr,
+                                    /*at_start=*/options.seek_mode == CV_SEEK_APPROXIMATE);
+  session->converter_ = std::make_unique<FrameConverter>(session->layout_, native);
+  return session;
+}
+
+absl::Status CpuSession::CheckIndex(int64_t index) const {
+  if (index >= 0 && index < num_frames_) return absl::OkStatus();
+  if (index < 0) {
+    return absl::OutOfRangeError(
+        absl::StrCat("frame ", index, " is out of range: indices start at 0"));
+  }
+  return absl::OutOfRangeError(absl::StrCat("frame ", index, " is past the end: the stream has ",
+                                            num_frames_, " frames",
+                                            index_ ? "" : " according to its header"));
+}
+
+int64_t CpuSession::NominalPts(int64_t index) const {
+  return SaturatingAdd(begin_pts_,
+                       av_rescale_q(index, av_inv_q(frame_rate_), demuxer_->stream()->time_base));
+}
+
+absl::Status CpuSession::GetFrameInfo(int64_t index, cv_frame_info* out) const {
+  if (absl::Status s = CheckIndex(index); !s.ok()) return s;
+  const double tb = av_q2d(demuxer_->stream()->time_base);
+  cv_frame_info info{};
+  info.index = index;
+  if (index_) {
+    const FrameEntry& e = (*index_)[index];
+    info.pts = e.pts;
+    info.duration_seconds = e.duration * tb;
+    info.key_frame = e.key ? 1 : 0;
+  } else {
+    info.pts = NominalPts(index);
+    info.duration_seconds = 1 / av_q2d(frame_rate_);
+    info.key_frame = 0;  // unknown without reading the stream
+  }
+  info.pts_seconds = info.pts * tb;
+  *out = info;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> CpuSession::IndexAtSeconds(double seconds) const {
+  if (std::isnan(seconds)) return absl::InvalidArgumentError("time is NaN");
+  const double begin = metadata_.begin_stream_seconds;
+  const double end = metadata_.end_stream_seconds;
+  auto out_of_range = [&] {
+    return absl::OutOfRangeError(
+        absl::StrFormat("time %.6f s is outside the stream, which plays from %.6f s to %.6f s",
+                        seconds, begin, end));
+  };
+  if (seconds < begin || seconds >= end) return out_of_range();
+  int64_t index;
+  if (index_) {
+    const double ticks = seconds / av_q2d(demuxer_->stream()->time_base);
+    // Tolerates the rounding of a time computed as pts * time_base.
+    index = index_->FindAtOrBefore(
+        ClampToInt64(std::floor(ticks + std::max(1e-6, std::fabs(ticks) * 1e-12))));
+  } else {
+    index = ClampToInt64(std::floor((seconds - begin) * av_q2d(frame_rate_) + 1e-9));
+  }
+  if (index < 0 || index >= num_frames_) return out_of_range();
+  return index;
+}
+
+absl::Status CpuSession::DecodeFrame(int64_t index, const cv_frame_buffer& buffer,
+                                     cv_frame_info* info) {
+  if (buffer.data == nullptr || buffer.capacity < layout_.size) {
+    return absl::InvalidArgumentError(absl::StrCat("the frame buffer holds ", buffer.capacity,
+                                                   " bytes; the layout needs ", layout_.size));
+  }
+  if (absl::Status s = CheckIndex(index); !s.ok()) return s;
+  absl::StatusOr<const AVFrame*> frame =
+      index_ ? cursor_->DecodeExact(index)
+             : cursor_->DecodeApproximate(index, NominalPts(index), frame_duration_);
+  if (!frame.ok()) return frame.status();
+  if (absl::Status s = converter_->Convert(*frame, buffer.data); !s.ok()) return s;
+  if (info == nullptr) return absl::OkStatus();
+  if (index_) return GetFrameInfo(index, info);
+  const double tb = av_q2d(demuxer_->stream()->time_base);
+  const AVFrame* f = *frame;
+  info->index = index;
+  info->pts = FrameTimestamp(f) != AV_NOPTS_VALUE ? FrameTimestamp(f) : NominalPts(index);
+  info->pts_seconds = info->pts * tb;
+  info->duration_seconds = f->pkt_duration > 0 ? f->pkt_duration * tb : 1 / av_q2d(frame_rate_);
+  info->key_frame = f->key_frame ? 1 : 0;
+  return absl::OkStatus();
+}
+
+}  // namespace codecvisor::cpu

@@ -1,0 +1,93 @@
+// File: backends/cpu/session.h
+//
+// CpuSession: one open video, everything a cv_session does. Opening demuxes
+// the header, opens the decoder and, in exact mode, scans the stream's
+// packets once (no decoding) into a FrameIndex.
+//
+// Seek modes. Exact: frames are the scanned packets ordered by pts; indices,
+// times and the frame count are exact. Approximate: the header's frame count
+// (else duration x frame rate) and frame rate; frame i is nominally at
+// begin + i / fps.
+//
+// Errors are absl::Status values whose messages do not name the file: the C
+// ABI layer prefixes the caller's label. No call aborts on bad input, and a
+// failed call leaves the session usable (the next request re-seeks).
+//
+// Thread-compatible: calls on one session must not overlap (the runner's
+// contract); sessions share nothing.
+
+#ifndef CODECVISOR_BACKENDS_CPU_SESSION_H_
+#define CODECVISOR_BACKENDS_CPU_SESSION_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "backends/cpu/demuxer.h"
+#include "backends/cpu/frame_converter.h"
+#include "backends/cpu/frame_cursor.h"
+#include "backends/cpu/frame_index.h"
+#include "backends/cpu/video_decoder.h"
+#include "backends/sdk/codecvisor_backend.h"
+
+namespace codecvisor::cpu {
+
+// decoder_threads above this is an InvalidArgument: libavcodec's own limit
+// is in this range, and a larger number is a mistake.
+inline constexpr uint32_t kMaxDecoderThreads = 64;
+
+class CpuSession {
+ public:
+  // Opens the video read through `fd` (never closed) with `options`, whose
+  // struct_size has already been reconciled and whose enum fields checked
+  // by the caller. Errors:
+  // InvalidArgument (bad option or descriptor), DataLoss (not demuxable),
+  // NotFound (no such video stream), Unimplemented (codec or pixel format),
+  // ResourceExhausted.
+  static absl::StatusOr<std::unique_ptr<CpuSession>> Open(int fd, const cv_open_options& options);
+
+  const cv_stream_metadata& metadata() const { return metadata_; }
+  const cv_frame_layout& layout() const { return layout_; }
+  int64_t num_frames() const { return num_frames_; }
+
+  // Describes frame `index` without decoding (approximate mode: nominal pts
+  // and duration, key_frame 0). OutOfRange outside [0, num_frames()).
+  absl::Status GetFrameInfo(int64_t index, cv_frame_info* out) const;
+
+  // The last frame whose pts <= `seconds`. OutOfRange before the first
+  // frame or at/after the end of the last one; InvalidArgument for NaN.
+  absl::StatusOr<int64_t> IndexAtSeconds(double seconds) const;
+
+  // Decodes frame `index` into `buffer` at layout() and describes it in
+  // `info` (approximate mode: the decoded frame's own pts and duration).
+  absl::Status DecodeFrame(int64_t index, const cv_frame_buffer& buffer, cv_frame_info* info);
+
+  // Demuxer seeks made so far.
+  int64_t seeks_for_test() const { return cursor_->seeks(); }
+
+ private:
+  CpuSession() = default;
+
+  absl::Status CheckIndex(int64_t index) const;
+  // Approximate mode: the nominal pts of frame `index`.
+  int64_t NominalPts(int64_t index) const;
+
+  std::unique_ptr<Demuxer> demuxer_;
+  std::unique_ptr<VideoDecoder> decoder_;
+  std::optional<FrameIndex> index_;  // exact mode only
+  std::unique_ptr<FrameCursor> cursor_;
+  std::unique_ptr<FrameConverter> converter_;
+  cv_stream_metadata metadata_{};
+  cv_frame_layout layout_{};
+  int64_t num_frames_ = 0;
+  // Approximate mode's nominal timeline.
+  AVRational frame_rate_{0, 1};
+  int64_t begin_pts_ = 0;
+  int64_t frame_duration_ = 1;
+};
+
+}  // namespace codecvisor::cpu
+
+#endif  // CODECVISOR_BACKENDS_CPU_SESSION_H_

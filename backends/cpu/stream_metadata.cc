@@ -1,0 +1,92 @@
+// File: backends/cpu/stream_metadata.cc
+
+#include "backends/cpu/stream_metadata.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include "backends/cpu/av_util.h"
+
+extern "C" {
+#include <libavcodec/avcodec.h>
+#include <libavutil/display.h>
+#include <libavutil/pixdesc.h>
+}
+
+namespace codecvisor::cpu {
+namespace {
+
+void SetName(char (&out)[CV_NAME_BYTES], const char* name) {
+  std::snprintf(out, sizeof(out), "%s", name != nullptr ? name : "unknown");
+}
+
+double RotationDegrees(const AVStream* stream) {
+  size_t size = 0;
+  const uint8_t* matrix = av_stream_get_side_data(stream, AV_PKT_DATA_DISPLAYMATRIX, &size);
+  if (matrix == nullptr || size < 9 * sizeof(int32_t)) return 0;
+  double degrees = av_display_rotation_get(reinterpret_cast<const int32_t*>(matrix));
+  return std::isfinite(degrees) ? degrees + 0.0 : 0;  // + 0.0 turns -0 into 0
+}
+
+bool Valid(AVRational r) { return r.num > 0 && r.den > 0; }
+
+}  // namespace
+
+AVRational HeaderFrameRate(const AVStream* stream) {
+  if (Valid(stream->avg_frame_rate)) return stream->avg_frame_rate;
+  if (Valid(stream->r_frame_rate)) return stream->r_frame_rate;
+  return AVRational{0, 1};
+}
+
+cv_stream_metadata DescribeStream(const Demuxer& demuxer, const FrameIndex* index) {
+  const AVStream* stream = demuxer.stream();
+  const AVCodecParameters* par = stream->codecpar;
+  const AVFormatContext* format = demuxer.format();
+  const double tb = av_q2d(stream->time_base);
+
+  cv_stream_metadata m{};
+  m.stream_index = stream->index;
+  m.num_video_streams = static_cast<uint32_t>(demuxer.num_video_streams());
+  SetName(m.codec, avcodec_get_name(par->codec_id));
+  SetName(m.pixel_format, av_get_pix_fmt_name(static_cast<AVPixelFormat>(par->format)));
+  m.width = static_cast<uint32_t>(par->width);
+  m.height = static_cast<uint32_t>(par->height);
+  m.num_frames_from_header = stream->nb_frames > 0 ? stream->nb_frames : -1;
+  m.num_frames_from_scan = index != nullptr ? index->size() : -1;
+
+  if (index != nullptr) {
+    const FrameEntry& last = (*index)[index->size() - 1];
+    m.begin_stream_seconds = (*index)[0].pts * tb;
+    m.end_stream_seconds = SaturatingAdd(last.pts, last.duration) * tb;
+    m.duration_seconds = m.end_stream_seconds - m.begin_stream_seconds;
+  } else {
+    m.begin_stream_seconds = stream->start_time != AV_NOPTS_VALUE ? stream->start_time * tb : 0;
+    if (stream->duration != AV_NOPTS_VALUE && stream->duration > 0) {
+      m.duration_seconds = stream->duration * tb;
+    } else if (format->duration != AV_NOPTS_VALUE && format->duration > 0) {
+      m.duration_seconds = format->duration / static_cast<double>(AV_TIME_BASE);
+    }
+    m.end_stream_seconds = m.begin_stream_seconds + m.duration_seconds;
+  }
+  AVRational fps = HeaderFrameRate(stream);
+  if (fps.num > 0) {
+    m.average_fps = av_q2d(fps);
+  } else if (index != nullptr && m.duration_seconds > 0) {
+    m.average_fps = index->size() / m.duration_seconds;
+  }
+  m.bit_rate = par->bit_rate;
+  if (m.bit_rate <= 0 && format->nb_streams == 1 && format->bit_rate > 0) {
+    m.bit_rate = format->bit_rate;  // the container's rate is the stream's
+  }
+  if (m.bit_rate < 0) m.bit_rate = 0;
+  m.rotation_degrees = RotationDegrees(stream);
+  SetName(m.color_space, av_color_space_name(par->color_space));
+  SetName(m.color_range, av_color_range_name(par->color_range));
+  SetName(m.color_primaries, av_color_primaries_name(par->color_primaries));
+  SetName(m.color_transfer, av_color_transfer_name(par->color_trc));
+  m.time_base_num = stream->time_base.num;
+  m.time_base_den = stream->time_base.den;
+  return m;
+}
+
+}  // namespace codecvisor::cpu

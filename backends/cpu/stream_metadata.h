@@ -1,0 +1,35 @@
+// File: backends/cpu/stream_metadata.h
+//
+// What codecvisor reports about a video stream (cv_stream_metadata), from
+// the container header and, in exact mode, the frame table.
+//
+// Exact mode: begin/end and duration come from the scanned pts table
+// (first pts; last pts + its duration). Approximate mode: from the header
+// (the stream's start_time, else 0; the stream's duration, else the
+// container's). Rotation is av_display_rotation_get's angle of the display
+// matrix side data (counter-clockwise degrees, as ffprobe prints it).
+
+#ifndef CODECVISOR_BACKENDS_CPU_STREAM_METADATA_H_
+#define CODECVISOR_BACKENDS_CPU_STREAM_METADATA_H_
+
+#include "backends/cpu/demuxer.h"
+#include "backends/cpu/frame_index.h"
+#include "backends/sdk/codecvisor_backend.h"
+
+extern "C" {
+#include <libavutil/rational.h>
+}
+
+namespace codecvisor::cpu {
+
+// The header's average frame rate (avg_frame_rate, else r_frame_rate), or
+// {0, 1} if it gives neither.
+AVRational HeaderFrameRate(const AVStream* stream);
+
+// Describes the demuxer's selected stream. `index` is the exact-mode frame
+// table, or nullptr in approximate mode.
+cv_stream_metadata DescribeStream(const Demuxer& demuxer, const FrameIndex* index);
+
+}  // namespace codecvisor::cpu
+
+#endif  // CODECVISOR_BACKENDS_CPU_STREAM_METADATA_H_

@@ -1,0 +1,267 @@
+// File: backends/cpu/test_media.cc
+
+#include "backends/cpu/test_media.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "backends/cpu/cpu_backend.h"
+#include "gtest/gtest.h"
+
+namespace codecvisor::cpu::testing {
+namespace {
+
+// Small, fast to encode, and each exercising something: B-frames (H.264
+// pyramid, HEVC open GOPs, MPEG-4), an odd size (VP9 97x61), libdav1d (AV1),
+// a non-zero start time, a variable frame rate, a second video stream.
+const TestVideo kVideos[] = {
+    {"h264.mp4",
+     "-f lavfi -i testsrc2=size=160x96:rate=25 -frames:v 120 -c:v libx264 -preset veryfast "
+     "-bf 3 -g 30 -pix_fmt yuv420p",
+     0, true},
+    {"hevc.mkv",
+     "-f lavfi -i testsrc2=size=128x72:rate=24 -frames:v 90 -c:v libx265 -preset ultrafast "
+     "-x265-params keyint=24:min-keyint=24:bframes=3:open-gop=1:log-level=error -pix_fmt yuv420p",
+     0, true},
+    {"vp9_odd.webm",
+     "-f lavfi -i testsrc=size=97x61:rate=30 -frames:v 60 -c:v libvpx-vp9 -deadline realtime "
+     "-cpu-used 8 -g 20 -pix_fmt yuv420p",
+     0, true},
+    {"av1.mkv",
+     "-f lavfi -i testsrc2=size=64x48:rate=25 -frames:v 30 -c:v libaom-av1 -cpu-used 8 -g 10 "
+     "-pix_fmt yuv420p",
+     0, true},
+    {"mpeg4.mp4",
+     "-f lavfi -i testsrc=size=96x64:rate=25 -frames:v 60 -c:v mpeg4 -bf 2 -g 15 "
+     "-pix_fmt yuv420p",
+     0, true},
+    {"offset.mkv",
+     "-f lavfi -i testsrc2=size=96x64:rate=25 -frames:v 48 -c:v libx264 -preset veryfast -bf 2 "
+     "-g 12 -pix_fmt yuv420p -output_ts_offset 2.5",
+     0, true},
+    {"vfr.mkv",
+     "-f lavfi -i testsrc2=size=96x64:rate=25 -frames:v 60 "
+     "-vf \"setpts='if(lt(N,20),N,20+(N-20)*3)/25/TB'\" -fps_mode vfr -c:v libx264 "
+     "-preset veryfast -bf 2 -g 16 -pix_fmt yuv420p",
+     0, false},
+    {"mjpeg_full_range.avi",
+     "-f lavfi -i testsrc2=size=80x60:rate=20 -frames:v 30 -c:v mjpeg -pix_fmt yuvj420p", 0, true},
+    {"hevc_10bit.mkv",
+     "-f lavfi -i testsrc2=size=96x54:rate=25 -frames:v 40 -c:v libx265 -preset ultrafast "
+     "-x265-params keyint=10:bframes=2:log-level=error -pix_fmt yuv420p10le",
+     0, true},
+    {"h264_full_range.mp4",
+     "-f lavfi -i testsrc2=size=64x48:rate=25 -frames:v 30 -c:v libx264 -preset veryfast "
+     "-pix_fmt yuv420p -color_range pc -colorspace bt470bg",
+     0, true},
+    {"two_streams.mkv",
+     "-f lavfi -i testsrc2=size=128x80:rate=25 -f lavfi -i testsrc=size=80x48:rate=15 "
+     "-f lavfi -i sine=frequency=440:sample_rate=8000 -map 0:v -map 1:v -map 2:a -t 2 "
+     "-c:v:0 libx264 -preset veryfast -bf 2 -c:v:1 mpeg4 -c:a aac -pix_fmt yuv420p",
+     1, true},
+};
+
+}  // namespace
+
+void PrintTo(const TestVideo& video, std::ostream* os) { *os << video.name; }
+
+const std::vector<TestVideo>& TestVideos() {
+  static const std::vector<TestVideo> videos(std::begin(kVideos), std::end(kVideos));
+  return videos;
+}
+
+const TestVideo& FindTestVideo(const std::string& name) {
+  for (const TestVideo& v : kVideos) {
+    if (name == v.name) return v;
+  }
+  ADD_FAILURE() << "no test video " << name;
+  return kVideos[0];
+}
+
+std::string TestVideoPath(const TestVideo& video) { return MakeVideo(video.name, video.args); }
+
+std::string Run(const std::string& command) {
+  std::string out;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) {
+    ADD_FAILURE() << "cannot run: " << command;
+    return out;
+  }
+  char buf[65536];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
+  int status = pclose(pipe);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    ADD_FAILURE() << "command failed (" << status << "): " << command;
+  }
+  return out;
+}
+
+std::string TempPath(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return absl::StrCat(dir != nullptr ? dir : "/tmp", "/", name);
+}
+
+std::string MakeVideo(const std::string& name, const std::string& args) {
+  std::string path = TempPath(name);
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) {
+    Run(absl::StrCat("/usr/bin/ffmpeg -nostdin -y -v error ", args, " '", path, "' 2>&1"));
+  }
+  return path;
+}
+
+std::string WriteFile(const std::string& name, const std::string& bytes) {
+  std::string path = TempPath(name);
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+  return path;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string CliFrame(const std::string& path, int stream, int64_t n, const std::string& filters,
+                     size_t frame_bytes, const std::string& output_args) {
+  std::string out = Run(absl::StrCat("/usr/bin/ffmpeg -nostdin -v error -i '", path,
+                                     "' -map 0:", stream, " -vf \"select=eq(n\\,", n, "),", filters,
+                                     "\" ", output_args, " -f rawvideo -"));
+  EXPECT_GE(out.size(), frame_bytes) << "the CLI produced no frame " << n << " of " << path;
+  if (out.size() > frame_bytes) out.resize(frame_bytes);
+  return out;
+}
+
+std::string CliAllFrames(const std::string& path, int stream, const std::string& filters) {
+  return Run(absl::StrCat("/usr/bin/ffmpeg -nostdin -v error -i '", path, "' -map 0:", stream,
+                          " -vf \"", filters, "\" -fps_mode passthrough -f rawvideo -"));
+}
+
+namespace {
+
+// Lines "key=value" of ffprobe's compact output, one entry per line.
+std::vector<std::vector<std::string>> ProbeRows(const std::string& command) {
+  std::vector<std::vector<std::string>> rows;
+  for (absl::string_view line : absl::StrSplit(Run(command), '\n', absl::SkipEmpty())) {
+    rows.push_back(absl::StrSplit(line, ','));
+  }
+  return rows;
+}
+
+int64_t ToInt(const std::string& s) {
+  int64_t v = -1;
+  if (!absl::SimpleAtoi(s, &v)) return -1;
+  return v;
+}
+
+}  // namespace
+
+std::vector<int64_t> ProbeFramePts(const std::string& path, int stream) {
+  std::vector<int64_t> pts;
+  for (const auto& row :
+       ProbeRows(absl::StrCat("/usr/bin/ffprobe -v error -select_streams ", stream,
+                              " -show_entries frame=pts -of csv=p=0 '", path, "'"))) {
+    if (!row.empty()) pts.push_back(ToInt(row[0]));
+  }
+  return pts;
+}
+
+std::vector<ProbedPacket> ProbePackets(const std::string& path, int stream) {
+  std::vector<ProbedPacket> packets;
+  for (const auto& row :
+       ProbeRows(absl::StrCat("/usr/bin/ffprobe -v error -select_streams ", stream,
+                              " -show_entries packet=pts,duration -of csv=p=0 '", path, "'"))) {
+    if (row.size() >= 2) packets.push_back({ToInt(row[0]), ToInt(row[1])});
+  }
+  return packets;
+}
+
+TestSession::TestSession(const std::string& path, const Options& options,
+                         const std::string& label) {
+  const cv_backend_v1* table = codecvisor_backend_v1();
+  cv_error error{};
+  if (table->create("", &backend_, &error) != CV_OK) {
+    ADD_FAILURE() << "create failed: " << error.message;
+    return;
+  }
+  fd_ = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  cv_open_options o{};
+  o.struct_size = sizeof(o);
+  o.stream_index = options.stream_index;
+  std::memcpy(&o.seek_mode, &options.seek_mode, sizeof(o.seek_mode));
+  std::memcpy(&o.output_format, &options.output_format, sizeof(o.output_format));
+  o.decoder_threads = options.decoder_threads;
+  o.output_width = options.output_width;
+  o.output_height = options.output_height;
+  o.device = "cpu";
+  std::string name = label.empty() ? path.substr(path.rfind('/') + 1) : label;
+  o.file_label = name.c_str();
+  open_status_ = table->open_session(backend_, fd_, &o, &session_, &error);
+  if (open_status_ != CV_OK) {
+    open_message_ = error.message;
+    EXPECT_EQ(session_, nullptr);
+    session_ = nullptr;
+  }
+}
+
+TestSession::~TestSession() {
+  const cv_backend_v1* table = codecvisor_backend_v1();
+  if (session_ != nullptr) table->close_session(session_);
+  if (fd_ >= 0) {
+    // The backend must not have closed the descriptor.
+    EXPECT_EQ(fcntl(fd_, F_GETFD), FD_CLOEXEC);
+    close(fd_);
+  }
+  if (backend_ != nullptr) table->destroy(backend_);
+}
+
+cv_stream_metadata TestSession::Metadata() const {
+  cv_stream_metadata m{};
+  cv_error error{};
+  EXPECT_EQ(codecvisor_backend_v1()->get_metadata(session_, &m, &error), CV_OK) << error.message;
+  return m;
+}
+
+cv_frame_layout TestSession::Layout() const {
+  cv_frame_layout l{};
+  cv_error error{};
+  EXPECT_EQ(codecvisor_backend_v1()->get_frame_layout(session_, &l, &error), CV_OK)
+      << error.message;
+  return l;
+}
+
+cv_status TestSession::Decode(int64_t index, std::string* pixels, cv_frame_info* info,
+                              std::string* message) {
+  cv_frame_layout layout = Layout();
+  pixels->assign(layout.size, '\xAB');
+  cv_frame_buffer buffer{reinterpret_cast<uint8_t*>(pixels->data()), pixels->size()};
+  cv_frame_info local{};
+  cv_error error{};
+  cv_status status = codecvisor_backend_v1()->decode_frame(session_, index, &buffer,
+                                                           info != nullptr ? info : &local, &error);
+  if (message != nullptr) *message = status == CV_OK ? "" : error.message;
+  return status;
+}
+
+std::string TestSession::DecodeOrFail(int64_t index, cv_frame_info* info) {
+  std::string pixels, message;
+  cv_status status = Decode(index, &pixels, info, &message);
+  EXPECT_EQ(status, CV_OK) << "frame " << index << ": " << message;
+  return pixels;
+}
+
+}  // namespace codecvisor::cpu::testing

@@ -1,0 +1,113 @@
+// File: backends/cpu/test_media.h
+//
+// Test support for the cpu backend: makes small videos at test time with the
+// ffmpeg CLI (/usr/bin/ffmpeg) in $TEST_TMPDIR, asks the CLI and ffprobe for
+// reference frames and timestamps, and opens sessions through the C ABI.
+// Test-only; single-threaded.
+
+#ifndef CODECVISOR_BACKENDS_CPU_TEST_MEDIA_H_
+#define CODECVISOR_BACKENDS_CPU_TEST_MEDIA_H_
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "backends/sdk/codecvisor_backend.h"
+
+namespace codecvisor::cpu::testing {
+
+// One test video: `args` are the ffmpeg arguments before the output path.
+struct TestVideo {
+  const char* name;
+  const char* args;
+  int stream;          // the video stream tests use
+  bool constant_rate;  // approximate mode finds the same frames as exact mode
+};
+void PrintTo(const TestVideo& video, std::ostream* os);
+
+// The catalogue every conformance test runs on, and one of them by name.
+const std::vector<TestVideo>& TestVideos();
+const TestVideo& FindTestVideo(const std::string& name);
+// Makes the video (once per test binary) and returns its path.
+std::string TestVideoPath(const TestVideo& video);
+
+// Runs `command` with /bin/sh and returns its stdout (binary-safe). Records a
+// test failure (with the command) if it exits non-zero.
+std::string Run(const std::string& command);
+
+// $TEST_TMPDIR/name (or /tmp/name outside Bazel).
+std::string TempPath(const std::string& name);
+
+// Runs `ffmpeg -y -v error <args> <TempPath(name)>` unless that file exists,
+// and returns the path.
+std::string MakeVideo(const std::string& name, const std::string& args);
+
+// Writes `bytes` to TempPath(name) and returns the path.
+std::string WriteFile(const std::string& name, const std::string& bytes);
+std::string ReadFile(const std::string& path);
+
+// Frame `n` of stream `stream` as the CLI converts it:
+//   ffmpeg -i PATH -map 0:S -vf "select=eq(n\,N),<filters>" <output_args> -f rawvideo -
+// with <filters> e.g. "format=rgb24". The CLI may repeat the frame (constant
+// frame rate output); only the first `frame_bytes` are returned.
+std::string CliFrame(const std::string& path, int stream, int64_t n, const std::string& filters,
+                     size_t frame_bytes, const std::string& output_args = "");
+
+// Every frame of stream `stream`, converted by `filters`, one after another
+// (-fps_mode passthrough: no frame repeated or dropped).
+std::string CliAllFrames(const std::string& path, int stream, const std::string& filters);
+
+// Every frame's pts of stream `stream`, as ffprobe -show_frames reports it,
+// in output order; and every packet's (pts, duration), in file order.
+std::vector<int64_t> ProbeFramePts(const std::string& path, int stream);
+struct ProbedPacket {
+  int64_t pts;
+  int64_t duration;
+};
+std::vector<ProbedPacket> ProbePackets(const std::string& path, int stream);
+
+// One session opened through the C ABI of the in-process cpu backend. The
+// descriptor is the test's, closed after close_session as the runner does.
+class TestSession {
+ public:
+  struct Options {
+    int32_t stream_index = -1;
+    // Raw ints, as a C runner may pass any value.
+    int32_t seek_mode = CV_SEEK_EXACT;
+    int32_t output_format = CV_OUTPUT_RGB24;
+    uint32_t decoder_threads = 0;
+    uint32_t output_width = 0;
+    uint32_t output_height = 0;
+  };
+  TestSession(const std::string& path, const Options& options, const std::string& label = "");
+  TestSession(const std::string& path) : TestSession(path, Options()) {}
+  TestSession(const TestSession&) = delete;
+  TestSession& operator=(const TestSession&) = delete;
+  ~TestSession();
+
+  bool ok() const { return session_ != nullptr; }
+  cv_status open_status() const { return open_status_; }
+  const std::string& open_message() const { return open_message_; }
+  cv_session* get() const { return session_; }
+
+  cv_stream_metadata Metadata() const;
+  cv_frame_layout Layout() const;
+  // Decodes frame `index`; returns the status and fills `pixels` (layout
+  // size), `info` and `message`.
+  cv_status Decode(int64_t index, std::string* pixels, cv_frame_info* info = nullptr,
+                   std::string* message = nullptr);
+  // Decodes frame `index`, recording a failure unless it works.
+  std::string DecodeOrFail(int64_t index, cv_frame_info* info = nullptr);
+
+ private:
+  int fd_ = -1;
+  cv_backend* backend_ = nullptr;
+  cv_session* session_ = nullptr;
+  cv_status open_status_ = CV_OK;
+  std::string open_message_;
+};
+
+}  // namespace codecvisor::cpu::testing
+
+#endif  // CODECVISOR_BACKENDS_CPU_TEST_MEDIA_H_

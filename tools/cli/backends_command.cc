@@ -1,0 +1,110 @@
+// `codecvisor backends`: every registered backend and its state.
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "tools/cli/commands.h"
+#include "tools/cli/host_setup.h"
+#include "tools/cli/json.h"
+
+namespace codecvisor::cli {
+namespace {
+
+// A manifest named with --backend-manifest that did not load: the host
+// never registered it, so, as discovery does for an unreadable manifest,
+// it is named after its file.
+BackendStatus AsStatus(const ManifestFailure& failure) {
+  BackendStatus s;
+  s.name = std::filesystem::path(failure.path).stem().string();
+  s.manifest_path = failure.path;
+  s.state = "failed";
+  s.diagnostic = std::string(failure.status.message());
+  return s;
+}
+
+void PrintText(const Host& host, const std::vector<BackendStatus>& backends) {
+  std::vector<std::vector<std::string>> rows = {{"NAME", "DEVICES", "STATE", "PID", "RESTARTS", "MANIFEST"}};
+  for (const BackendStatus& b : backends) {
+    rows.push_back({b.name, b.devices.empty() ? "-" : absl::StrJoin(b.devices, ","),
+                    b.warm_spare ? b.state + "+spare" : b.state, b.pid > 0 ? absl::StrCat(b.pid) : "-",
+                    absl::StrCat(b.restarts), b.manifest_path});
+  }
+  std::vector<size_t> widths(rows[0].size(), 0);
+  for (const auto& row : rows) {
+    for (size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], row[c].size());
+  }
+  std::string out;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    for (size_t c = 0; c + 1 < rows[r].size(); ++c) absl::StrAppendFormat(&out, "%-*s  ", widths[c], rows[r][c]);
+    absl::StrAppend(&out, rows[r].back(), "\n");
+    if (r == 0) continue;
+    const BackendStatus& b = backends[r - 1];
+    if (!b.last_exit.empty()) {
+      absl::StrAppend(&out, "  last exit: ", b.last_exit, b.last_exit_time.empty() ? "" : " at ",
+                      b.last_exit_time, "\n");
+    }
+    if (!b.diagnostic.empty()) absl::StrAppend(&out, "  diagnostic: ", b.diagnostic, "\n");
+  }
+  absl::StrAppend(&out, "default device: ", host.default_device(), "\n");
+  for (const std::string& warning : host.warnings()) absl::StrAppend(&out, "warning: ", warning, "\n");
+  std::fwrite(out.data(), 1, out.size(), stdout);
+}
+
+void PrintJson(const Host& host, const std::vector<BackendStatus>& backends) {
+  JsonWriter w;
+  auto optional_string = [&](const char* key, const std::string& value) {
+    w.Key(key);
+    value.empty() ? w.Null() : w.String(value);
+  };
+  w.BeginObject();
+  w.Key("default_device").String(host.default_device());
+  w.Key("backends").BeginArray();
+  for (const BackendStatus& b : backends) {
+    w.BeginObject();
+    w.Key("name").String(b.name);
+    w.Key("devices").BeginArray();
+    for (const std::string& device : b.devices) w.String(device);
+    w.EndArray();
+    w.Key("state").String(b.state);
+    w.Key("pid");
+    b.pid > 0 ? w.Int(b.pid) : w.Null();
+    w.Key("uptime_seconds").Double(b.uptime_seconds);
+    w.Key("sessions").Int(b.sessions);
+    w.Key("restarts").Int(static_cast<int64_t>(b.restarts));
+    optional_string("last_exit", b.last_exit);
+    optional_string("last_exit_time", b.last_exit_time);
+    w.Key("warm_spare").Bool(b.warm_spare);
+    w.Key("manifest").String(b.manifest_path);
+    optional_string("diagnostic", b.diagnostic);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("warnings").BeginArray();
+  for (const std::string& warning : host.warnings()) w.String(warning);
+  w.EndArray();
+  w.EndObject();
+  std::printf("%s\n", w.str().c_str());
+}
+
+}  // namespace
+
+int RunBackends(const BackendsArgs& args) {
+  std::vector<ManifestFailure> failures;
+  absl::StatusOr<std::unique_ptr<Host>> host = CreateHost(args.backend_manifests, &failures);
+  if (!host.ok()) return ReportFailure("backends", "", host.status());
+  std::vector<BackendStatus> backends = (*host)->Backends();
+  for (const ManifestFailure& failure : failures) backends.push_back(AsStatus(failure));
+  if (args.json) {
+    PrintJson(**host, backends);
+  } else {
+    PrintText(**host, backends);
+  }
+  return std::fflush(stdout) == 0 ? 0 : ReportFailure("backends", "", absl::InternalError("cannot write stdout"));
+}
+
+}  // namespace codecvisor::cli

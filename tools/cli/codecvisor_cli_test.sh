@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# End to end: the `codecvisor` binary with its runner and the built-in cpu
+# backend in real child processes, on a video made with the ffmpeg CLI.
+# Frames are checked byte for byte against ffmpeg's own decode of the same
+# file (the cpu backend promises bit-exact RGB; y4m passes yuv420p through).
+set -euo pipefail
+
+cv="$TEST_SRCDIR/codecvisor/tools/codecvisor"
+tmp="$TEST_TMPDIR"
+ffmpeg=(/usr/bin/ffmpeg -nostdin -v error)
+fails=0
+
+check() {  # check NAME COMMAND...: runs the command, counts a failure
+  local name=$1
+  shift
+  if "$@"; then
+    echo "ok   $name"
+  else
+    echo "FAIL $name" >&2
+    fails=$((fails + 1))
+  fi
+}
+contains() { [[ $1 == *"$2"* ]] || { echo "  expected to find: $2" >&2; echo "  in: $1" >&2; return 1; }; }
+# run_cv RC STDOUT_FILE STDERR_FILE ARGS...: runs codecvisor, checks its exit code.
+run_cv() {
+  local want=$1 out=$2 err=$3
+  shift 3
+  local rc=0
+  "$cv" "$@" >"$out" 2>"$err" || rc=$?
+  [[ $rc == "$want" ]] || { echo "  codecvisor $*: exit $rc, wanted $want; stderr: $(cat "$err")" >&2; return 1; }
+}
+
+video="$tmp/clip.mp4"
+"${ffmpeg[@]}" -y -f lavfi -i testsrc=size=96x64:rate=25 -t 1 -c:v libx264 -pix_fmt yuv420p -bf 2 "$video"
+"${ffmpeg[@]}" -i "$video" -f rawvideo -pix_fmt rgb24 - >"$tmp/ref.rgb"
+"${ffmpeg[@]}" -i "$video" -f yuv4mpegpipe -pix_fmt yuv420p - >"$tmp/ref.y4m"
+frame_bytes=$((96 * 64 * 3))
+ref_frame() { tail -c +$(($1 * frame_bytes + 1)) "$tmp/ref.rgb" | head -c "$frame_bytes"; }
+
+# info
+check "info --json" run_cv 0 "$tmp/info.json" "$tmp/err" info "$video" --json
+json=$(cat "$tmp/info.json")
+for field in '"backend":"cpu"' '"codec":"h264"' '"width":96' '"height":64' '"pixel_format":"yuv420p"' \
+    '"num_frames_from_scan":25' '"average_fps":25' '"seek_mode":"exact"'; do
+  check "info json has $field" contains "$json" "$field"
+done
+check "info json is one line" [ "$(wc -l <"$tmp/info.json")" = 1 ]
+check "info text" run_cv 0 "$tmp/info.txt" "$tmp/err" info "$video" --seek-mode approximate
+check "info text has pixel_format" grep -qE '^pixel_format +yuv420p$' "$tmp/info.txt"
+check "info text has seek_mode" grep -qE '^seek_mode +approximate$' "$tmp/info.txt"
+
+# decode: raw RGB24 on stdout is ffmpeg's rgb24 decode, byte for byte
+check "decode rgb24 to stdout" run_cv 0 "$tmp/all.rgb" "$tmp/err" decode "$video" --format rgb24 --out -
+check "rgb24 equals ffmpeg" cmp "$tmp/all.rgb" "$tmp/ref.rgb"
+check "summary on stderr" grep -q 'wrote 25 frames (rgb24) to stdout' "$tmp/err"
+
+# y4m passes yuv420p through: same frames as ffmpeg's yuv4mpegpipe
+check "decode y4m to stdout" run_cv 0 "$tmp/out.y4m" "$tmp/err" decode "$video" --format y4m --out - --quiet
+check "y4m header" [ "$(head -n 1 "$tmp/out.y4m")" = "YUV4MPEG2 W96 H64 F25:1 Ip A0:0 C420mpeg2" ]
+check "y4m frames equal ffmpeg" cmp <(tail -n +2 "$tmp/out.y4m") <(tail -n +2 "$tmp/ref.y4m")
+check "--quiet prints nothing" [ ! -s "$tmp/err" ]
+
+# png files, one per selected frame, named by stream index
+check "decode png range" run_cv 0 "$tmp/stdout" "$tmp/err" decode "$video" --frames 0:25:6 --out "$tmp/png"
+check "png file names" [ "$(ls "$tmp/png" | tr '\n' ' ')" = "frame_000000.png frame_000006.png frame_000012.png frame_000018.png frame_000024.png " ]
+check "nothing on stdout" [ ! -s "$tmp/stdout" ]
+check "png pixels" cmp <("${ffmpeg[@]}" -i "$tmp/png/frame_000012.png" -f rawvideo -pix_fmt rgb24 -) <(ref_frame 12)
+
+# ppm by index, negative from the end; by time
+check "decode ppm indices" run_cv 0 "$tmp/stdout" "$tmp/err" decode "$video" --format ppm --indices 3,-1 --out "$tmp/ppm"
+check "ppm frame 3" cmp "$tmp/ppm/frame_000003.ppm" <(printf 'P6\n96 64\n255\n'; ref_frame 3)
+check "ppm frame -1 is 24" cmp "$tmp/ppm/frame_000024.ppm" <(printf 'P6\n96 64\n255\n'; ref_frame 24)
+check "decode times" run_cv 0 "$tmp/stdout" "$tmp/err" decode "$video" --format ppm --times 0.5 --out "$tmp/t"
+check "frame played at 0.5 s" cmp "$tmp/t/frame_000012.ppm" <(printf 'P6\n96 64\n255\n'; ref_frame 12)
+check "decode time range" run_cv 0 "$tmp/stdout" "$tmp/err" decode "$video" --format ppm --time-range 0.2:0.36 --out "$tmp/tr"
+check "time range frames" [ "$(ls "$tmp/tr" | tr '\n' ' ')" = "frame_000005.ppm frame_000006.ppm frame_000007.ppm frame_000008.ppm " ]
+
+# failures: one line naming the file, exit 1; bad usage: CLI11's codes
+check "missing file" run_cv 1 "$tmp/stdout" "$tmp/err" decode "$tmp/nope.mp4" --out "$tmp/x"
+check "missing file message" grep -q "^codecvisor decode: $tmp/nope.mp4: No such file or directory$" "$tmp/err"
+check "past the end" run_cv 1 "$tmp/stdout" "$tmp/err" decode "$video" --frames 0:26 --out "$tmp/x"
+check "past the end message" grep -q "past the end of the stream (25 frames)" "$tmp/err"
+check "not a video" run_cv 1 "$tmp/stdout" "$tmp/err" info "$tmp/ref.rgb"
+check "not a video names the file" grep -q "$tmp/ref.rgb" "$tmp/err"
+check "unknown device" run_cv 1 "$tmp/stdout" "$tmp/err" info "$video" --device acme
+check "png to stdout is bad usage" run_cv 105 "$tmp/stdout" "$tmp/err" decode "$video" --out -
+check "bad --frames is bad usage" run_cv 105 "$tmp/stdout" "$tmp/err" decode "$video" --frames 1:5:0 --out "$tmp/x"
+check "bad --frames message" grep -q "STEP must be a positive integer" "$tmp/err"
+check "two selections are bad usage" run_cv 108 "$tmp/stdout" "$tmp/err" decode "$video" --indices 1 --times 1 --out "$tmp/x"
+check "--out is required" run_cv 106 "$tmp/stdout" "$tmp/err" decode "$video"
+check "no partial output" [ ! -e "$tmp/x" ] || [ -z "$(ls -A "$tmp/x")" ]
+
+# backends
+check "backends --json" run_cv 0 "$tmp/backends.json" "$tmp/err" backends --json
+check "backends lists cpu" contains "$(cat "$tmp/backends.json")" '"name":"cpu","devices":["cpu"]'
+check "backends text" run_cv 0 "$tmp/backends.txt" "$tmp/err" backends
+check "backends header" grep -qE '^NAME +DEVICES +STATE +PID +RESTARTS +MANIFEST$' "$tmp/backends.txt"
+
+# bench ipc is still there
+check "bench ipc --help" run_cv 0 "$tmp/stdout" "$tmp/err" bench ipc --help
+
+[[ $fails == 0 ]] || { echo "$fails checks failed" >&2; exit 1; }

@@ -1,0 +1,72 @@
+// File: tools/cli/commands.h
+//
+// The `codecvisor` subcommands that use the library: info, decode and
+// backends. tools/codecvisor.cc parses the command line into these
+// structs; everything after parsing happens here. Each Run*() creates one
+// Host, does its work, and returns the process's exit code: 0, or 1 after
+// one line on stderr that names the file (or manifest) and the cause.
+// Standard output carries only the command's result (for decode --out -,
+// only frame bytes); progress and summaries go to stderr.
+//
+// Thread-safety: each Run*() is called once, from main().
+
+#ifndef CODECVISOR_TOOLS_CLI_COMMANDS_H_
+#define CODECVISOR_TOOLS_CLI_COMMANDS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/video_decoder.h"
+#include "tools/cli/frame_writers.h"
+#include "tools/cli/selection.h"
+
+namespace codecvisor::cli {
+
+// Flags shared by the commands that open a video.
+struct OpenArgs {
+  std::string file;
+  std::string device;  // empty: the host's default device
+  int32_t stream = -1;  // -1: the best video stream
+  SeekMode seek_mode = SeekMode::kExact;
+  uint32_t threads = 0;  // decoder threads; 0: the decoder chooses
+  // Extra manifests to load with Host::LoadBackend, in order.
+  std::vector<std::string> backend_manifests;
+};
+
+struct InfoArgs {
+  OpenArgs open;
+  bool json = false;
+};
+
+struct DecodeArgs {
+  OpenArgs open;
+  SelectionFlags selection;
+  FileFormat format = FileFormat::kPng;
+  std::string out;  // a folder, or "-" for standard output
+  bool quiet = false;
+};
+
+struct BackendsArgs {
+  std::vector<std::string> backend_manifests;
+  bool json = false;
+};
+
+// Prints every StreamMetadata field of the chosen stream, with the backend
+// that decodes it: aligned "key value" lines, or one JSON object.
+int RunInfo(const InfoArgs& args);
+
+// Decodes the selected frames (all by default) into args.out, streaming:
+// memory stays bounded by the decoder's arena whatever the frame count.
+// Draws a progress bar when stderr is a terminal and prints a one-line
+// summary unless quiet.
+int RunDecode(const DecodeArgs& args);
+
+// Lists every registered backend: name, devices, state, pid, manifest and
+// diagnostic. A manifest given with --backend-manifest that does not load
+// is listed as failed, with the reason, rather than ending the command.
+int RunBackends(const BackendsArgs& args);
+
+}  // namespace codecvisor::cli
+
+#endif  // CODECVISOR_TOOLS_CLI_COMMANDS_H_

@@ -1,0 +1,120 @@
+// `codecvisor decode`: selected frames to PNG, PPM, Y4M or raw RGB24.
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "tools/cli/commands.h"
+#include "tools/cli/host_setup.h"
+#include "tools/cli/progress.h"
+
+namespace codecvisor::cli {
+namespace {
+
+bool IsYuv420(const std::string& pixel_format) {
+  return pixel_format == "yuv420p" || pixel_format == "yuvj420p";
+}
+
+// Opens the decoder in the output format `format` needs. y4m takes the
+// stream's own yuv420p frames as they are, byte for byte; any other stream
+// is decoded to RGB24 and converted to 4:4:4 on the host. Native output is
+// tried first because nearly every stream is yuv420p, so that the common
+// case opens (and, in exact mode, scans) the file once.
+absl::StatusOr<std::unique_ptr<VideoDecoder>> OpenFor(Host& host, const DecodeArgs& args) {
+  DecoderOptions options = DecoderOptionsFor(args.open);
+  if (args.format == FileFormat::kY4m) {
+    options.output_format = OutputFormat::kNative;
+    absl::StatusOr<std::unique_ptr<VideoDecoder>> native = host.OpenDecoder(args.open.file, options);
+    if (native.ok() && IsYuv420((*native)->metadata().pixel_format)) return native;
+    // Other failures would only repeat: report them as they are.
+    if (!native.ok() && !absl::IsUnimplemented(native.status()) && !absl::IsInvalidArgument(native.status())) {
+      return native.status();
+    }
+  }
+  options.output_format = OutputFormat::kRgb24;
+  return host.OpenDecoder(args.open.file, options);
+}
+
+// The writer's view of a frame: its planes as they lie in the arena.
+ImageView ViewOf(const Frame& frame) {
+  ImageView image{frame.width(), frame.height(), frame.pixel_format(), {}};
+  for (size_t i = 0; i < frame.num_planes(); ++i) image.planes.push_back({frame.plane(i), frame.stride(i)});
+  return image;
+}
+
+WriterOptions WriterOptionsFor(const DecodeArgs& args, const StreamMetadata& metadata) {
+  WriterOptions options;
+  options.format = args.format;
+  options.out = args.out;
+  options.input_path = args.open.file;
+  if (std::optional<ipc::Rational> fps = FrameRateAsRational(metadata.average_fps)) {
+    options.fps = *fps;
+  } else if (args.format == FileFormat::kY4m) {
+    std::fprintf(stderr, "codecvisor decode: %s: frame rate unknown; the y4m header says 25 fps\n",
+                 args.open.file.c_str());
+  }
+  options.chroma_left = CodecSitesChromaLeft(metadata.codec);
+  if (metadata.color_range == "tv") options.color_range = "LIMITED";
+  if (metadata.color_range == "pc") options.color_range = "FULL";
+  return options;
+}
+
+}  // namespace
+
+int RunDecode(const DecodeArgs& args) {
+  const std::string& file = args.open.file;
+  const auto start = std::chrono::steady_clock::now();
+  auto fail = [&](const absl::Status& status) { return ReportFailure("decode", file, status); };
+  if (absl::Status s = CheckReadableFile(file); !s.ok()) return fail(s);
+  absl::StatusOr<std::unique_ptr<Host>> host = CreateHost(args.open.backend_manifests);
+  if (!host.ok()) return ReportFailure("decode", "", host.status());
+  if (!args.quiet) PrintWarnings("decode", **host);
+  absl::StatusOr<std::unique_ptr<VideoDecoder>> opened = OpenFor(**host, args);
+  if (!opened.ok()) return fail(opened.status());
+  VideoDecoder& decoder = **opened;
+
+  absl::StatusOr<FrameSelection> selection = BuildSelection(args.selection, decoder.metadata());
+  if (!selection.ok()) return fail(selection.status());
+  absl::StatusOr<std::unique_ptr<FrameWriter>> writer = MakeFrameWriter(WriterOptionsFor(args, decoder.metadata()));
+  if (!writer.ok()) return fail(writer.status());
+
+  const double open_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ProgressBar progress(stderr, !args.quiet && IsTerminal(stderr), SelectedFrameCount(*selection));
+  // Long index or time lists go in several requests (the protocol's
+  // per-request limit); each streams its frames straight to the writer.
+  for (const FrameSelection& request : SplitSelection(*selection)) {
+    absl::Status decoded = decoder.ForEachFrame(request, [&](Frame frame) -> absl::Status {
+      if (absl::Status s = (*writer)->Write(frame.index(), ViewOf(frame)); !s.ok()) {
+        return absl::Status(s.code(), absl::StrCat("frame ", frame.index(), ": ", s.message()));
+      }
+      progress.Advance();
+      return absl::OkStatus();
+    });
+    if (!decoded.ok()) {
+      progress.Clear();
+      return fail(decoded);
+    }
+  }
+  if (absl::Status s = (*writer)->Finish(); !s.ok()) {
+    progress.Clear();
+    return fail(s);
+  }
+  progress.Clear();
+  if (!args.quiet) {
+    const double seconds = progress.elapsed_seconds();
+    std::fprintf(stderr, "codecvisor decode: %s: wrote %lld frames (%s) to %s in %.2f s, %.1f fps (open %.2f s)\n",
+                 file.c_str(), static_cast<long long>(progress.done()), FileFormatName(args.format),
+                 (*writer)->destination().c_str(), seconds, seconds > 0 ? static_cast<double>(progress.done()) / seconds : 0.0,
+                 open_seconds);
+    if (decoder.retries() > 0) {
+      std::fprintf(stderr, "codecvisor decode: %s: %llu requests were re-issued after backend failures\n",
+                   file.c_str(), static_cast<unsigned long long>(decoder.retries()));
+    }
+  }
+  return 0;
+}
+
+}  // namespace codecvisor::cli

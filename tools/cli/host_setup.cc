@@ -1,0 +1,79 @@
+#include "tools/cli/host_setup.h"
+
+#include <errno.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+
+namespace codecvisor::cli {
+
+absl::StatusOr<std::unique_ptr<Host>> CreateHost(const std::vector<std::string>& manifests,
+                                                 std::vector<ManifestFailure>* failures) {
+  absl::StatusOr<std::unique_ptr<Host>> host = Host::Create();
+  if (!host.ok()) return host.status();
+  for (const std::string& manifest : manifests) {
+    absl::Status loaded = (*host)->LoadBackend(manifest);
+    if (loaded.ok()) continue;
+    if (failures == nullptr) {
+      return absl::Status(loaded.code(), absl::StrCat("--backend-manifest ", manifest, ": ", loaded.message()));
+    }
+    failures->push_back({manifest, loaded});
+  }
+  return host;
+}
+
+DecoderOptions DecoderOptionsFor(const OpenArgs& args) {
+  DecoderOptions options;
+  options.device = args.device;
+  options.stream_index = args.stream;
+  options.seek_mode = args.seek_mode;
+  options.decoder_threads = args.threads;
+  return options;
+}
+
+std::string DeviceFor(const OpenArgs& args, const Host& host) {
+  return args.device.empty() ? host.default_device() : args.device;
+}
+
+void PrintWarnings(absl::string_view command, const Host& host) {
+  for (const std::string& warning : host.warnings()) {
+    std::fprintf(stderr, "codecvisor %.*s: warning: %s\n", static_cast<int>(command.size()), command.data(),
+                 warning.c_str());
+  }
+}
+
+absl::Status CheckReadableFile(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) {
+    const int err = errno;
+    return absl::Status(absl::ErrnoToStatusCode(err), absl::StrCat(path, ": ", std::strerror(err)));
+  }
+  if (S_ISDIR(st.st_mode)) return absl::InvalidArgumentError(absl::StrCat(path, ": is a folder, not a video"));
+  if (access(path.c_str(), R_OK) != 0) {
+    const int err = errno;
+    return absl::Status(absl::ErrnoToStatusCode(err), absl::StrCat(path, ": ", std::strerror(err)));
+  }
+  return absl::OkStatus();
+}
+
+int ReportFailure(absl::string_view command, absl::string_view subject, const absl::Status& status) {
+  const absl::string_view message = status.message();
+  if (subject.empty() || absl::StartsWith(message, subject)) {
+    std::fprintf(stderr, "codecvisor %.*s: %.*s\n", static_cast<int>(command.size()), command.data(),
+                 static_cast<int>(message.size()), message.data());
+  } else {
+    std::fprintf(stderr, "codecvisor %.*s: %.*s: %.*s\n", static_cast<int>(command.size()), command.data(),
+                 static_cast<int>(subject.size()), subject.data(), static_cast<int>(message.size()),
+                 message.data());
+  }
+  return 1;
+}
+
+const char* SeekModeName(SeekMode mode) { return mode == SeekMode::kExact ? "exact" : "approximate"; }
+
+}  // namespace codecvisor::cli

@@ -1,0 +1,60 @@
+// File: tools/cli/host_setup.h
+//
+// What every subcommand does before and after its own work: create the
+// Host (once per command) with the extra manifests the user named, turn
+// the shared flags into DecoderOptions, and report a failure as the one
+// line the command prints before exiting with status 1.
+//
+// Thread-safety: called from main()'s thread only.
+
+#ifndef CODECVISOR_TOOLS_CLI_HOST_SETUP_H_
+#define CODECVISOR_TOOLS_CLI_HOST_SETUP_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/host.h"
+#include "tools/cli/commands.h"
+
+namespace codecvisor::cli {
+
+// A manifest given with --backend-manifest that could not be loaded.
+struct ManifestFailure {
+  std::string path;
+  absl::Status status;
+};
+
+// Creates the Host, which discovers the runner and the built-in backends
+// (core/install_layout.h), then loads each of `manifests`. A manifest that
+// fails is an error naming it, unless `failures` is given: then it is
+// recorded there and the others still load.
+[[nodiscard]] absl::StatusOr<std::unique_ptr<Host>> CreateHost(const std::vector<std::string>& manifests,
+                                                               std::vector<ManifestFailure>* failures = nullptr);
+
+// The DecoderOptions for the shared flags.
+DecoderOptions DecoderOptionsFor(const OpenArgs& args);
+
+// The device a decoder opened with `args` uses: --device, or the host's
+// default device.
+std::string DeviceFor(const OpenArgs& args, const Host& host);
+
+// Prints the host's discovery warnings (a device claimed twice, ...) on
+// stderr, one line each.
+void PrintWarnings(absl::string_view command, const Host& host);
+
+// OK when `path` is a readable file; else an error naming it and the cause,
+// so that a typo fails before any backend process is started.
+[[nodiscard]] absl::Status CheckReadableFile(const std::string& path);
+
+// Prints "codecvisor COMMAND: SUBJECT: cause" on stderr (the subject only
+// when the cause does not already start with it) and returns 1.
+int ReportFailure(absl::string_view command, absl::string_view subject, const absl::Status& status);
+
+const char* SeekModeName(SeekMode mode);
+
+}  // namespace codecvisor::cli
+
+#endif  // CODECVISOR_TOOLS_CLI_HOST_SETUP_H_

@@ -1,0 +1,113 @@
+// `codecvisor info`: the metadata of the stream codecvisor decodes.
+
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "tools/cli/commands.h"
+#include "tools/cli/host_setup.h"
+#include "tools/cli/json.h"
+
+namespace codecvisor::cli {
+namespace {
+
+// Frame counts and names the backend does not know: -1 and "" on the wire.
+std::string CountText(int64_t count) { return count >= 0 ? absl::StrCat(count) : "unknown"; }
+std::string NameText(const std::string& name) { return name.empty() ? "unknown" : name; }
+std::string NumberText(double value) { return absl::StrFormat("%.10g", value); }
+
+void PrintText(const InfoArgs& args, const Host& host, const VideoDecoder& decoder) {
+  const StreamMetadata& m = decoder.metadata();
+  const std::vector<std::pair<std::string, std::string>> rows = {
+      {"file", args.open.file},
+      {"backend", decoder.backend_name()},
+      {"device", DeviceFor(args.open, host)},
+      {"seek_mode", SeekModeName(args.open.seek_mode)},
+      {"stream_index", absl::StrCat(m.stream_index)},
+      {"num_video_streams", absl::StrCat(m.num_video_streams)},
+      {"codec", NameText(m.codec)},
+      {"width", absl::StrCat(m.width)},
+      {"height", absl::StrCat(m.height)},
+      {"pixel_format", NameText(m.pixel_format)},
+      {"num_frames_from_header", CountText(m.num_frames_from_header)},
+      {"num_frames_from_scan", CountText(m.num_frames_from_scan)},
+      {"average_fps", NumberText(m.average_fps)},
+      {"duration_seconds", NumberText(m.duration_seconds)},
+      {"begin_stream_seconds", NumberText(m.begin_stream_seconds)},
+      {"end_stream_seconds", NumberText(m.end_stream_seconds)},
+      {"bit_rate", absl::StrCat(m.bit_rate)},
+      {"rotation_degrees", NumberText(m.rotation_degrees)},
+      {"color_space", NameText(m.color_space)},
+      {"color_range", NameText(m.color_range)},
+      {"color_primaries", NameText(m.color_primaries)},
+      {"color_transfer", NameText(m.color_transfer)},
+      {"time_base", absl::StrCat(m.time_base.num, "/", m.time_base.den)},
+  };
+  size_t width = 0;
+  for (const auto& row : rows) width = std::max(width, row.first.size());
+  std::string out;
+  for (const auto& [key, value] : rows) absl::StrAppendFormat(&out, "%-*s  %s\n", width, key, value);
+  std::fwrite(out.data(), 1, out.size(), stdout);
+}
+
+void PrintJson(const InfoArgs& args, const Host& host, const VideoDecoder& decoder) {
+  const StreamMetadata& m = decoder.metadata();
+  JsonWriter w;
+  auto count = [&](const char* key, int64_t value) {
+    w.Key(key);
+    value >= 0 ? w.Int(value) : w.Null();
+  };
+  auto name = [&](const char* key, const std::string& value) {
+    w.Key(key);
+    value.empty() ? w.Null() : w.String(value);
+  };
+  w.BeginObject();
+  w.Key("file").String(args.open.file);
+  w.Key("backend").String(decoder.backend_name());
+  w.Key("device").String(DeviceFor(args.open, host));
+  w.Key("seek_mode").String(SeekModeName(args.open.seek_mode));
+  w.Key("stream_index").Int(m.stream_index);
+  w.Key("num_video_streams").Int(m.num_video_streams);
+  name("codec", m.codec);
+  w.Key("width").Int(m.width);
+  w.Key("height").Int(m.height);
+  name("pixel_format", m.pixel_format);
+  count("num_frames_from_header", m.num_frames_from_header);
+  count("num_frames_from_scan", m.num_frames_from_scan);
+  w.Key("average_fps").Double(m.average_fps);
+  w.Key("duration_seconds").Double(m.duration_seconds);
+  w.Key("begin_stream_seconds").Double(m.begin_stream_seconds);
+  w.Key("end_stream_seconds").Double(m.end_stream_seconds);
+  w.Key("bit_rate").Int(m.bit_rate);
+  w.Key("rotation_degrees").Double(m.rotation_degrees);
+  name("color_space", m.color_space);
+  name("color_range", m.color_range);
+  name("color_primaries", m.color_primaries);
+  name("color_transfer", m.color_transfer);
+  w.Key("time_base").BeginObject().Key("num").Int(m.time_base.num).Key("den").Int(m.time_base.den).EndObject();
+  w.EndObject();
+  std::printf("%s\n", w.str().c_str());
+}
+
+}  // namespace
+
+int RunInfo(const InfoArgs& args) {
+  const std::string& file = args.open.file;
+  if (absl::Status s = CheckReadableFile(file); !s.ok()) return ReportFailure("info", file, s);
+  absl::StatusOr<std::unique_ptr<Host>> host = CreateHost(args.open.backend_manifests);
+  if (!host.ok()) return ReportFailure("info", "", host.status());
+  PrintWarnings("info", **host);
+  absl::StatusOr<std::unique_ptr<VideoDecoder>> decoder = (*host)->OpenDecoder(file, DecoderOptionsFor(args.open));
+  if (!decoder.ok()) return ReportFailure("info", file, decoder.status());
+  if (args.json) {
+    PrintJson(args, **host, **decoder);
+  } else {
+    PrintText(args, **host, **decoder);
+  }
+  return std::fflush(stdout) == 0 ? 0 : ReportFailure("info", file, absl::InternalError("cannot write stdout"));
+}
+
+}  // namespace codecvisor::cli

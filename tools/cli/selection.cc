@@ -1,0 +1,217 @@
+#include "tools/cli/selection.h"
+
+#include <cmath>
+#include <variant>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+namespace codecvisor::cli {
+namespace {
+
+absl::Status Invalid(absl::string_view text, absl::string_view why) {
+  return absl::InvalidArgumentError(absl::StrCat("'", text, "': ", why));
+}
+
+// An optional integer field of a range: empty (after trimming) is nullopt.
+absl::StatusOr<std::optional<int64_t>> ParseOptionalInt(absl::string_view whole, absl::string_view field,
+                                                        absl::string_view what) {
+  field = absl::StripAsciiWhitespace(field);
+  if (field.empty()) return std::optional<int64_t>();
+  int64_t value;
+  if (!absl::SimpleAtoi(field, &value)) {
+    return Invalid(whole, absl::StrCat(what, " '", field, "' is not an integer"));
+  }
+  return std::optional<int64_t>(value);
+}
+
+absl::StatusOr<double> ParseSeconds(absl::string_view whole, absl::string_view field) {
+  field = absl::StripAsciiWhitespace(field);
+  double value;
+  // SimpleAtod also takes "nan" and "inf": no frame is played at either.
+  if (field.empty() || !absl::SimpleAtod(field, &value) || !std::isfinite(value)) {
+    return Invalid(whole, absl::StrCat("'", field, "' is not a number of seconds"));
+  }
+  return value;
+}
+
+// `index` with negative values counted from the end of `count` frames.
+absl::StatusOr<int64_t> FromEnd(int64_t index, int64_t count, absl::string_view text) {
+  if (index >= 0) return index;
+  if (count < 0) {
+    return Invalid(text, "a negative index counts from the end, but the stream's frame count is unknown "
+                         "(try --seek-mode exact, or give non-negative indices)");
+  }
+  return std::max<int64_t>(count + index, 0);
+}
+
+// `count` is the best known frame count; `scanned` the exact one, or -1.
+absl::StatusOr<FrameSelection> ResolveFrameRange(absl::string_view text, int64_t count, int64_t scanned) {
+  absl::StatusOr<FrameRangeSpec> spec = ParseFrameRange(text);
+  if (!spec.ok()) return spec.status();
+  ipc::IndexRange range;
+  range.step = spec->step;
+  absl::StatusOr<int64_t> start = FromEnd(spec->start.value_or(0), count, text);
+  if (!start.ok()) return start.status();
+  range.start = *start;
+  if (spec->stop.has_value()) {
+    absl::StatusOr<int64_t> stop = FromEnd(*spec->stop, count, text);
+    if (!stop.ok()) return stop.status();
+    range.stop = *stop;
+  } else if (count >= 0) {
+    range.stop = count;
+  } else {
+    return Invalid(text, "an open STOP means the end of the stream, but its frame count is unknown "
+                         "(try --seek-mode exact, or give STOP)");
+  }
+  if (scanned >= 0 && range.stop > scanned) {
+    return Invalid(text, absl::StrCat("STOP ", range.stop, " is past the end of the stream (", scanned,
+                                      " frames)"));
+  }
+  if (range.stop <= range.start) {
+    return Invalid(text, absl::StrCat("selects no frames (frames ", range.start, " to ", range.stop,
+                                      count >= 0 ? absl::StrCat(" of ", count) : std::string(), ")"));
+  }
+  return FrameSelection{range};
+}
+
+}  // namespace
+
+absl::StatusOr<FrameRangeSpec> ParseFrameRange(absl::string_view text) {
+  std::vector<absl::string_view> parts = absl::StrSplit(text, ':');
+  if (parts.size() < 2 || parts.size() > 3) {
+    return Invalid(text, "expected START:STOP or START:STOP:STEP");
+  }
+  FrameRangeSpec spec;
+  absl::StatusOr<std::optional<int64_t>> start = ParseOptionalInt(text, parts[0], "START");
+  if (!start.ok()) return start.status();
+  absl::StatusOr<std::optional<int64_t>> stop = ParseOptionalInt(text, parts[1], "STOP");
+  if (!stop.ok()) return stop.status();
+  spec.start = *start;
+  spec.stop = *stop;
+  if (parts.size() == 3) {
+    absl::StatusOr<std::optional<int64_t>> step = ParseOptionalInt(text, parts[2], "STEP");
+    if (!step.ok()) return step.status();
+    if (step->has_value()) {
+      if (**step <= 0) return Invalid(text, "STEP must be a positive integer");
+      spec.step = **step;
+    }
+  }
+  return spec;
+}
+
+absl::StatusOr<std::vector<int64_t>> ParseIndexList(absl::string_view text) {
+  std::vector<int64_t> out;
+  for (absl::string_view field : absl::StrSplit(text, ',')) {
+    absl::StatusOr<std::optional<int64_t>> index = ParseOptionalInt(text, field, "index");
+    if (!index.ok()) return index.status();
+    if (!index->has_value()) return Invalid(text, "expected comma-separated frame indices, e.g. 0,5,-1");
+    out.push_back(**index);
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<double>> ParseTimeList(absl::string_view text) {
+  std::vector<double> out;
+  for (absl::string_view field : absl::StrSplit(text, ',')) {
+    absl::StatusOr<double> seconds = ParseSeconds(text, field);
+    if (!seconds.ok()) return seconds.status();
+    out.push_back(*seconds);
+  }
+  return out;
+}
+
+absl::StatusOr<ipc::PtsRange> ParseTimeRange(absl::string_view text) {
+  std::vector<absl::string_view> parts = absl::StrSplit(text, ':');
+  if (parts.size() != 2) return Invalid(text, "expected START:STOP in seconds");
+  absl::StatusOr<double> start = ParseSeconds(text, parts[0]);
+  if (!start.ok()) return start.status();
+  absl::StatusOr<double> stop = ParseSeconds(text, parts[1]);
+  if (!stop.ok()) return stop.status();
+  if (!(*stop > *start)) return Invalid(text, "STOP must be greater than START");
+  return ipc::PtsRange{*start, *stop};
+}
+
+int64_t KnownFrameCount(const StreamMetadata& metadata) {
+  if (metadata.num_frames_from_scan >= 0) return metadata.num_frames_from_scan;
+  if (metadata.num_frames_from_header >= 0) return metadata.num_frames_from_header;
+  return -1;
+}
+
+absl::StatusOr<FrameSelection> BuildSelection(const SelectionFlags& flags, const StreamMetadata& metadata) {
+  const int given = !flags.frames.empty() + !flags.indices.empty() + !flags.times.empty() +
+                    !flags.time_range.empty();
+  if (given > 1) {
+    return absl::InvalidArgumentError("give at most one of --frames, --indices, --times and --time-range");
+  }
+  const int64_t count = KnownFrameCount(metadata);
+  if (!flags.frames.empty()) {
+    absl::StatusOr<FrameSelection> range = ResolveFrameRange(flags.frames, count, metadata.num_frames_from_scan);
+    if (!range.ok()) return absl::Status(range.status().code(), absl::StrCat("--frames ", range.status().message()));
+    return range;
+  }
+  if (!flags.indices.empty()) {
+    absl::StatusOr<std::vector<int64_t>> indices = ParseIndexList(flags.indices);
+    if (!indices.ok()) return indices.status();
+    return FrameSelection{ipc::IndexList{*std::move(indices)}};
+  }
+  if (!flags.times.empty()) {
+    absl::StatusOr<std::vector<double>> times = ParseTimeList(flags.times);
+    if (!times.ok()) return times.status();
+    return FrameSelection{ipc::PtsList{*std::move(times)}};
+  }
+  if (!flags.time_range.empty()) {
+    absl::StatusOr<ipc::PtsRange> range = ParseTimeRange(flags.time_range);
+    if (!range.ok()) return range.status();
+    return FrameSelection{*range};
+  }
+  // Every frame.
+  if (count >= 0) return FrameSelection{ipc::IndexRange{0, count, 1}};
+  double end = metadata.end_stream_seconds;
+  if (!(end > metadata.begin_stream_seconds)) end = metadata.begin_stream_seconds + metadata.duration_seconds;
+  if (end > metadata.begin_stream_seconds) {
+    return FrameSelection{ipc::PtsRange{metadata.begin_stream_seconds, end}};
+  }
+  return absl::InvalidArgumentError(
+      "the stream has neither a frame count nor a duration, so 'every frame' is unknown; "
+      "try --seek-mode exact, or select frames with --frames START:STOP");
+}
+
+std::optional<int64_t> SelectedFrameCount(const FrameSelection& selection) {
+  if (auto* list = std::get_if<ipc::IndexList>(&selection.selection)) {
+    return static_cast<int64_t>(list->indices.size());
+  }
+  if (auto* list = std::get_if<ipc::PtsList>(&selection.selection)) {
+    return static_cast<int64_t>(list->seconds.size());
+  }
+  if (auto* range = std::get_if<ipc::IndexRange>(&selection.selection)) {
+    if (range->stop <= range->start || range->step <= 0) return 0;
+    // In unsigned arithmetic so that extreme values cannot overflow.
+    const uint64_t span = static_cast<uint64_t>(range->stop) - static_cast<uint64_t>(range->start);
+    return static_cast<int64_t>((span - 1) / static_cast<uint64_t>(range->step) + 1);
+  }
+  return std::nullopt;
+}
+
+std::vector<FrameSelection> SplitSelection(const FrameSelection& selection, size_t max_entries) {
+  auto split = [&](const auto& values, auto wrap) {
+    std::vector<FrameSelection> out;
+    for (size_t at = 0; at < values.size(); at += max_entries) {
+      const size_t end = std::min(values.size(), at + max_entries);
+      out.push_back(wrap(values.begin() + at, values.begin() + end));
+    }
+    return out;
+  };
+  if (max_entries == 0) return {selection};
+  if (auto* list = std::get_if<ipc::IndexList>(&selection.selection); list && list->indices.size() > max_entries) {
+    return split(list->indices, [](auto b, auto e) { return FrameSelection{ipc::IndexList{{b, e}}}; });
+  }
+  if (auto* list = std::get_if<ipc::PtsList>(&selection.selection); list && list->seconds.size() > max_entries) {
+    return split(list->seconds, [](auto b, auto e) { return FrameSelection{ipc::PtsList{{b, e}}}; });
+  }
+  return {selection};
+}
+
+}  // namespace codecvisor::cli

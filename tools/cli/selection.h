@@ -1,0 +1,83 @@
+// File: tools/cli/selection.h
+//
+// Which frames `codecvisor decode` asks for: the parsers of the selection
+// flags (--frames, --indices, --times, --time-range) and their resolution,
+// once the stream's metadata is known, into the FrameSelection that
+// VideoDecoder::ForEachFrame takes. Parsers reject bad syntax with a
+// message fit to print after the flag's name; they never guess.
+//
+// Thread-safety: pure functions.
+
+#ifndef CODECVISOR_TOOLS_CLI_SELECTION_H_
+#define CODECVISOR_TOOLS_CLI_SELECTION_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/video_decoder.h"
+
+namespace codecvisor::cli {
+
+// The selection flags as typed; empty means not given. At most one may be
+// set (the command line enforces it; BuildSelection checks it again).
+struct SelectionFlags {
+  std::string frames;      // --frames START:STOP[:STEP]
+  std::string indices;     // --indices 1,5,-1
+  std::string times;       // --times 1.5,2.0
+  std::string time_range;  // --time-range START:STOP (seconds)
+};
+
+// --frames as parsed: Python slice syntax with a positive step. An omitted
+// START is 0, an omitted STOP the end of the stream, and negative values
+// count from the end, so both need the stream's frame count to resolve.
+struct FrameRangeSpec {
+  std::optional<int64_t> start;
+  std::optional<int64_t> stop;
+  int64_t step = 1;
+};
+
+// "START:STOP", "START:STOP:STEP", ":STOP", "START:", ":" ... STEP must be
+// a positive integer. kInvalidArgument on anything else.
+[[nodiscard]] absl::StatusOr<FrameRangeSpec> ParseFrameRange(absl::string_view text);
+
+// "1,5,9": one or more integers (negative counts from the end), any order,
+// duplicates allowed. Spaces around the numbers are ignored.
+[[nodiscard]] absl::StatusOr<std::vector<int64_t>> ParseIndexList(absl::string_view text);
+
+// "1.5,2.0": one or more finite numbers of seconds.
+[[nodiscard]] absl::StatusOr<std::vector<double>> ParseTimeList(absl::string_view text);
+
+// "START:STOP" in seconds, both finite, START < STOP: every frame played in
+// [START, STOP).
+[[nodiscard]] absl::StatusOr<ipc::PtsRange> ParseTimeRange(absl::string_view text);
+
+// The stream's frame count, from the scan when there was one (exact seek
+// mode), else from the container header; -1 when neither knows.
+int64_t KnownFrameCount(const StreamMetadata& metadata);
+
+// The request for `flags` on a stream with `metadata`. With no flag set,
+// every frame: indices [0, frame count) when the count is known, else every
+// frame played between the stream's begin and end times. kInvalidArgument
+// for bad syntax, two flags at once, a range that selects nothing, one
+// whose STOP is past the end of a scanned stream (a header's count is only
+// a hint, so it is not checked), or one that needs a frame count the
+// stream does not have.
+[[nodiscard]] absl::StatusOr<FrameSelection> BuildSelection(const SelectionFlags& flags,
+                                                            const StreamMetadata& metadata);
+
+// How many frames `selection` yields, when that is known before decoding
+// (index and time lists, index ranges); nullopt for time ranges.
+std::optional<int64_t> SelectedFrameCount(const FrameSelection& selection);
+
+// `selection` cut into requests of at most `max_entries` indices or times
+// each (the protocol's per-request limit), in order; ranges stay whole.
+std::vector<FrameSelection> SplitSelection(const FrameSelection& selection,
+                                           size_t max_entries = ipc::kMaxRequestEntries);
+
+}  // namespace codecvisor::cli
+
+#endif  // CODECVISOR_TOOLS_CLI_SELECTION_H_

@@ -1,0 +1,186 @@
+#include "tools/cli/selection.h"
+
+#include <gtest/gtest.h>
+
+namespace codecvisor::cli {
+namespace {
+
+StreamMetadata Stream(int64_t scanned, int64_t header = -1) {
+  StreamMetadata m;
+  m.num_frames_from_scan = scanned;
+  m.num_frames_from_header = header;
+  m.begin_stream_seconds = 0.5;
+  m.end_stream_seconds = 4.5;
+  m.duration_seconds = 4;
+  return m;
+}
+
+FrameSelection Range(int64_t start, int64_t stop, int64_t step = 1) {
+  return FrameSelection{ipc::IndexRange{start, stop, step}};
+}
+
+TEST(ParseFrameRangeTest, GoodInputs) {
+  auto full = ParseFrameRange("10:20:2");
+  ASSERT_TRUE(full.ok()) << full.status();
+  EXPECT_EQ(full->start, 10);
+  EXPECT_EQ(full->stop, 20);
+  EXPECT_EQ(full->step, 2);
+
+  auto two = ParseFrameRange("0:5");
+  ASSERT_TRUE(two.ok()) << two.status();
+  EXPECT_EQ(two->step, 1);
+
+  auto open = ParseFrameRange(":");
+  ASSERT_TRUE(open.ok()) << open.status();
+  EXPECT_FALSE(open->start.has_value());
+  EXPECT_FALSE(open->stop.has_value());
+
+  auto negative = ParseFrameRange("-10::3");
+  ASSERT_TRUE(negative.ok()) << negative.status();
+  EXPECT_EQ(negative->start, -10);
+  EXPECT_FALSE(negative->stop.has_value());
+  EXPECT_EQ(negative->step, 3);
+
+  EXPECT_TRUE(ParseFrameRange(" 1 : 4 ").ok());
+  EXPECT_TRUE(ParseFrameRange("1:4:").ok()) << "an empty STEP is 1, as in Python";
+}
+
+TEST(ParseFrameRangeTest, BadInputs) {
+  for (const char* bad : {"", "5", "1:2:3:4", "a:5", "1:b", "1:5:0", "1:5:-1", "1.5:3", "1:5:x", "0x10:20"}) {
+    auto parsed = ParseFrameRange(bad);
+    EXPECT_FALSE(parsed.ok()) << "'" << bad << "' was accepted";
+    EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
+  }
+  EXPECT_NE(ParseFrameRange("1:5:0").status().message().find("STEP"), std::string::npos);
+  EXPECT_NE(ParseFrameRange("a:5").status().message().find("'a'"), std::string::npos);
+}
+
+TEST(ParseIndexListTest, GoodAndBad) {
+  auto list = ParseIndexList("1,5,9,-1, 5");
+  ASSERT_TRUE(list.ok()) << list.status();
+  EXPECT_EQ(*list, (std::vector<int64_t>{1, 5, 9, -1, 5}));
+  EXPECT_EQ(*ParseIndexList("0"), std::vector<int64_t>{0});
+  for (const char* bad : {"", ",", "1,", ",1", "1,,2", "1;2", "1.5", "one", "99999999999999999999"}) {
+    EXPECT_FALSE(ParseIndexList(bad).ok()) << "'" << bad << "' was accepted";
+  }
+}
+
+TEST(ParseTimeListTest, GoodAndBad) {
+  auto list = ParseTimeList("1.5,2,0.04,3e1");
+  ASSERT_TRUE(list.ok()) << list.status();
+  EXPECT_EQ(*list, (std::vector<double>{1.5, 2, 0.04, 30}));
+  for (const char* bad : {"", "1.5,", "nan", "inf", "1.5s", "1,,2", "x"}) {
+    EXPECT_FALSE(ParseTimeList(bad).ok()) << "'" << bad << "' was accepted";
+  }
+}
+
+TEST(ParseTimeRangeTest, GoodAndBad) {
+  auto range = ParseTimeRange("1.5:2.25");
+  ASSERT_TRUE(range.ok()) << range.status();
+  EXPECT_DOUBLE_EQ(range->start_seconds, 1.5);
+  EXPECT_DOUBLE_EQ(range->stop_seconds, 2.25);
+  for (const char* bad : {"", "1.5", "1:2:3", ":2", "1:", "2:1", "1:1", "a:b", "0:inf"}) {
+    EXPECT_FALSE(ParseTimeRange(bad).ok()) << "'" << bad << "' was accepted";
+  }
+}
+
+TEST(BuildSelectionTest, NoFlagMeansEveryFrame) {
+  auto all = BuildSelection({}, Stream(40));
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ(*all, Range(0, 40));
+
+  auto header = BuildSelection({}, Stream(-1, 38));
+  ASSERT_TRUE(header.ok()) << header.status();
+  EXPECT_EQ(*header, Range(0, 38)) << "the header count when there was no scan";
+
+  auto by_time = BuildSelection({}, Stream(-1, -1));
+  ASSERT_TRUE(by_time.ok()) << by_time.status();
+  EXPECT_EQ(*by_time, FrameSelection{(ipc::PtsRange{0.5, 4.5})});
+
+  StreamMetadata nothing;
+  EXPECT_EQ(BuildSelection({}, nothing).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(BuildSelectionTest, FrameRangesResolveAgainstTheCount) {
+  SelectionFlags flags;
+  flags.frames = "2:30:3";
+  EXPECT_EQ(*BuildSelection(flags, Stream(40)), Range(2, 30, 3));
+  flags.frames = "::5";
+  EXPECT_EQ(*BuildSelection(flags, Stream(40)), Range(0, 40, 5));
+  flags.frames = "-10:";
+  EXPECT_EQ(*BuildSelection(flags, Stream(40)), Range(30, 40));
+  flags.frames = ":-1";
+  EXPECT_EQ(*BuildSelection(flags, Stream(40)), Range(0, 39));
+  flags.frames = "-100:5";
+  EXPECT_EQ(*BuildSelection(flags, Stream(40)), Range(0, 5)) << "clamped like a Python slice";
+}
+
+TEST(BuildSelectionTest, BadRanges) {
+  SelectionFlags flags;
+  flags.frames = "10:5";
+  auto empty = BuildSelection(flags, Stream(40));
+  EXPECT_EQ(empty.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(empty.status().message().find("selects no frames"), std::string::npos) << empty.status();
+
+  flags.frames = "0:41";
+  auto past = BuildSelection(flags, Stream(40));
+  EXPECT_NE(past.status().message().find("past the end"), std::string::npos) << past.status();
+  EXPECT_TRUE(BuildSelection(flags, Stream(-1, 40)).ok()) << "a header count is a hint, not a limit";
+
+  flags.frames = "5:";
+  auto open = BuildSelection(flags, Stream(-1, -1));
+  EXPECT_NE(open.status().message().find("frame count is unknown"), std::string::npos) << open.status();
+  flags.frames = "-5:10";
+  EXPECT_FALSE(BuildSelection(flags, Stream(-1, -1)).ok());
+  flags.frames = "5:10";
+  EXPECT_EQ(*BuildSelection(flags, Stream(-1, -1)), Range(5, 10)) << "explicit bounds need no count";
+}
+
+TEST(BuildSelectionTest, ListsAndTimes) {
+  SelectionFlags flags;
+  flags.indices = "1,5,-1";
+  EXPECT_EQ(*BuildSelection(flags, Stream(40)), FrameSelection{(ipc::IndexList{{1, 5, -1}})});
+  flags = {};
+  flags.times = "1.5,2.0";
+  EXPECT_EQ(*BuildSelection(flags, Stream(40)), FrameSelection{(ipc::PtsList{{1.5, 2.0}})});
+  flags = {};
+  flags.time_range = "1:2";
+  EXPECT_EQ(*BuildSelection(flags, Stream(40)), FrameSelection{(ipc::PtsRange{1, 2})});
+}
+
+TEST(BuildSelectionTest, TwoFlagsAreAnError) {
+  SelectionFlags flags;
+  flags.indices = "1";
+  flags.times = "1.5";
+  EXPECT_EQ(BuildSelection(flags, Stream(40)).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(SelectedFrameCountTest, KnownForIndicesAndTimeLists) {
+  EXPECT_EQ(SelectedFrameCount(Range(0, 40)), 40);
+  EXPECT_EQ(SelectedFrameCount(Range(2, 30, 3)), 10);
+  EXPECT_EQ(SelectedFrameCount(Range(0, 1, 100)), 1);
+  EXPECT_EQ(SelectedFrameCount(Range(5, 5)), 0);
+  EXPECT_EQ(SelectedFrameCount(Range(INT64_MIN, INT64_MAX, INT64_MAX)), 3) << "no overflow";
+  EXPECT_EQ(SelectedFrameCount(FrameSelection{ipc::IndexList{{1, 1, 2}}}), 3);
+  EXPECT_EQ(SelectedFrameCount(FrameSelection{ipc::PtsList{{1.5}}}), 1);
+  EXPECT_EQ(SelectedFrameCount(FrameSelection{ipc::PtsRange{0, 1}}), std::nullopt);
+}
+
+TEST(SplitSelectionTest, ListsAreCutRangesStayWhole) {
+  std::vector<int64_t> indices(25);
+  for (int64_t i = 0; i < 25; ++i) indices[i] = i;
+  auto parts = SplitSelection(FrameSelection{ipc::IndexList{indices}}, 10);
+  ASSERT_EQ(parts.size(), 3u);
+  EXPECT_EQ(parts[0], FrameSelection{(ipc::IndexList{{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}})});
+  EXPECT_EQ(parts[2], FrameSelection{(ipc::IndexList{{20, 21, 22, 23, 24}})});
+
+  auto times = SplitSelection(FrameSelection{ipc::PtsList{{1, 2, 3}}}, 2);
+  ASSERT_EQ(times.size(), 2u);
+  EXPECT_EQ(times[1], FrameSelection{(ipc::PtsList{{3}})});
+
+  EXPECT_EQ(SplitSelection(Range(0, 1'000'000), 10).size(), 1u);
+  EXPECT_EQ(SplitSelection(FrameSelection{ipc::IndexList{{1, 2}}}, 10).size(), 1u);
+}
+
+}  // namespace
+}  // namespace codecvisor::cli
