@@ -4,9 +4,11 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <seccomp.h>
 #include <sys/resource.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -27,6 +29,17 @@ absl::Status Prefixed(const absl::Status& s, absl::string_view prefix) {
 }
 
 }  // namespace
+
+std::string DescribeExit(const ExitStatus& exit, uint32_t recorded_signal, int32_t violation_syscall) {
+  if (violation_syscall >= 0) {
+    char* name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, violation_syscall);
+    std::string text = absl::StrCat("sandbox violation: syscall ", name ? name : std::to_string(violation_syscall));
+    std::free(name);
+    return text;
+  }
+  if (recorded_signal != 0) return ExitStatus{true, static_cast<int>(recorded_signal)}.ToString();
+  return exit.ToString();
+}
 
 absl::Status FromWireError(const ipc::Error& error) {
   absl::StatusCode code = absl::StatusCode::kUnknown;
@@ -272,7 +285,9 @@ absl::Status BackendProcess::Handshake(ipc::Deadline deadline) {
       absl::StatusOr<ExitStatus> exit = launcher_->Wait(child_, Clock::now() + kExitGrace);
       if (exit.ok()) {
         exit_ = *exit;
-        return absl::UnavailableError(absl::StrCat("runner ", exit->ToString(), " during the handshake"));
+        const ipc::CrashHints hints = ControlCrashHints();
+        return absl::UnavailableError(absl::StrCat(
+            "runner ", DescribeExit(*exit, hints.fault_signal, hints.violation_syscall), " while starting"));
       }
     }
     return reply.status();

@@ -122,6 +122,12 @@ class BackendProcess {
   std::optional<ExitStatus> exit_ ABSL_GUARDED_BY(reap_mu_);
 };
 
+// How a backend process ended, in words: "killed by signal 6 (SIGABRT)",
+// "sandbox violation: syscall socket", "exited with code 3". The runner's
+// crash hints win over the bare exit status: as the init of its pid
+// namespace it cannot always die of the signal that killed it.
+std::string DescribeExit(const ExitStatus& exit, uint32_t recorded_signal, int32_t violation_syscall);
+
 // Turns a protocol Error from a backend into a Status with the matching code.
 absl::Status FromWireError(const ipc::Error& error);
 

@@ -1,7 +1,6 @@
 #include "core/supervisor.h"
 
 #include <poll.h>
-#include <seccomp.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -46,14 +45,7 @@ const char* StateName(BackendState state) {
 
 std::string DeathRecord::Describe() const {
   if (killed_by_supervisor) return absl::StrCat("killed by codecvisor: ", kill_reason);
-  if (violation_syscall >= 0) {
-    char* name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, violation_syscall);
-    std::string text = absl::StrCat("sandbox violation: syscall ", name ? name : std::to_string(violation_syscall));
-    std::free(name);
-    return text;
-  }
-  if (recorded_signal != 0) return ExitStatus{true, static_cast<int>(recorded_signal)}.ToString();
-  return exit.ToString();
+  return DescribeExit(exit, recorded_signal, violation_syscall);
 }
 
 Supervisor::Supervisor(BackendManifest manifest, InstallLayout layout, std::shared_ptr<ProcessLauncher> launcher,
@@ -164,9 +156,12 @@ void Supervisor::OnDeath(const ExitStatus& exit, const BackendProcess& process) 
   DeathRecord record;
   record.generation = generation_;
   record.exit = exit;
+  // A fault recorded on a thread inside a vendor call names its culprit; one
+  // recorded outside any (the runner's fallback to the control region, e.g.
+  // a signal broadcast to every thread) names nobody.
   auto note = [&](ipc::CrashHints hints) {
     if (hints.fault_signal == 0) return;
-    record.culprit_recorded = true;
+    record.culprit_recorded |= hints.in_call != 0;
     if (record.recorded_signal == 0) record.recorded_signal = hints.fault_signal;
     if (record.violation_syscall < 0) record.violation_syscall = hints.violation_syscall;
   };

@@ -7,7 +7,9 @@
 // Built twice: as `synthetic`, and with CODECVISOR_FAULTY as `faulty`, which
 // also obeys the fault named in the video ("fault=segfault fault_frame=5",
 // see faults.h) or in its manifest's [config] ("fail_init=1"), and exports
-// extra entry symbols that return a bad table. Used by tests only.
+// extra entry symbols that return a bad table; and with CODECVISOR_HOSTILE
+// as `hostile`, which tries to escape its sandbox (attacks.h) in create()
+// or decode_frame(). Used by tests only.
 
 #include <unistd.h>
 
@@ -18,16 +20,23 @@
 #include <string>
 
 #include "backends/sdk/codecvisor_backend.h"
+#include "backends/testing/attacks.h"
 #include "backends/testing/faults.h"
 #include "backends/testing/synthetic_pattern.h"
 
 namespace {
 
-#ifdef CODECVISOR_FAULTY
+#if defined(CODECVISOR_FAULTY)
 constexpr bool kFaulty = true;
+constexpr bool kHostile = false;
 constexpr char kName[] = "faulty";
+#elif defined(CODECVISOR_HOSTILE)
+constexpr bool kFaulty = false;
+constexpr bool kHostile = true;
+constexpr char kName[] = "hostile";
 #else
 constexpr bool kFaulty = false;
+constexpr bool kHostile = false;
 constexpr char kName[] = "synthetic";
 #endif
 
@@ -48,6 +57,15 @@ cv_status Create(const char* config, cv_backend** out, cv_error* error) {
   if (config != nullptr && std::strstr(config, "fail_init=1") != nullptr) {
     std::snprintf(error->message, sizeof(error->message), "synthetic backend told to fail at init");
     return CV_ERROR_INTERNAL;
+  }
+  if (kHostile && config != nullptr) {
+    // "attack=NAME\nhost_pid=N\nport=P\n": try the escape from create().
+    auto video = codecvisor::testing::ParseSyntheticVideo(std::string("synthetic ") + config);
+    if (video.has_value() && !video->attack.empty()) {
+      std::string verdict = codecvisor::testing::Attack(video->attack, video->host_pid, video->port);
+      std::snprintf(error->message, sizeof(error->message), "%s", verdict.c_str());
+      return CV_ERROR_INTERNAL;
+    }
   }
   *out = reinterpret_cast<cv_backend*>(new Backend);
   return CV_OK;
@@ -134,6 +152,11 @@ cv_status Decode(cv_session* session, int64_t index, cv_frame_buffer* buffer, cv
   const cv_frame_layout layout = codecvisor::testing::SyntheticLayout(s->video, s->format);
   if (buffer->capacity < layout.size) {
     return Fail(error, CV_ERROR_INTERNAL, "%s: buffer too small", s->label.c_str());
+  }
+  if (kHostile && !s->video.attack.empty()) {
+    std::string verdict = codecvisor::testing::Attack(s->video.attack, s->video.host_pid, s->video.port);
+    std::snprintf(error->message, sizeof(error->message), "%s", verdict.c_str());
+    return CV_ERROR_INTERNAL;
   }
   const auto& fault = s->video.fault;
   if (kFaulty && !fault.empty() && (s->video.fault_frame < 0 || s->video.fault_frame == index)) {

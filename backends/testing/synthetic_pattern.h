@@ -30,6 +30,11 @@ struct SyntheticVideo {
   // scribble, badref), and at which frame (-1: every frame).
   std::string fault;
   int64_t fault_frame = -1;
+  // The `hostile` build's escape attempt (see attacks.h), with the host's
+  // pid and a 127.0.0.1 port to attack.
+  std::string attack;
+  int host_pid = 0;
+  int port = 0;
 };
 
 // Parses "frames=N width=W height=H fps=F start=S" (any order, all optional
@@ -43,8 +48,8 @@ inline std::optional<SyntheticVideo> ParseSyntheticVideo(const std::string& text
     const size_t eq = word.find('=');
     if (eq == std::string::npos) continue;
     const std::string key = word.substr(0, eq);
-    if (key == "fault") {
-      v.fault = word.substr(eq + 1);
+    if (key == "fault" || key == "attack") {
+      (key == "fault" ? v.fault : v.attack) = word.substr(eq + 1);
       continue;
     }
     const double value = std::strtod(word.c_str() + eq + 1, nullptr);
@@ -54,6 +59,8 @@ inline std::optional<SyntheticVideo> ParseSyntheticVideo(const std::string& text
     if (key == "fps") v.fps = value;
     if (key == "start") v.start = value;
     if (key == "fault_frame") v.fault_frame = static_cast<int64_t>(value);
+    if (key == "host_pid") v.host_pid = static_cast<int>(value);
+    if (key == "port") v.port = static_cast<int>(value);
   }
   if (v.frames < 0 || v.width == 0 || v.height == 0 || v.width > 8192 || v.height > 8192 || !(v.fps > 0)) {
     return std::nullopt;

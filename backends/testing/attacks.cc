@@ -1,0 +1,95 @@
+#include "backends/testing/attacks.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/ptrace.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+namespace codecvisor::testing {
+namespace {
+
+std::string Verdict(const std::string& what, bool ok, int err) {
+  if (ok) return what + ": SUCCEEDED";
+  return what + ": denied (" + std::strerror(err) + ")";
+}
+
+std::string OpenAttack(const std::string& what, const std::string& path, int flags) {
+  int fd = open(path.c_str(), flags, 0644);
+  int err = errno;
+  char byte;
+  bool ok = fd >= 0 && ((flags & O_ACCMODE) != O_RDONLY || read(fd, &byte, 1) >= 0);
+  if (fd >= 0) close(fd);
+  return Verdict(what, ok, err);
+}
+
+std::string SocketAttack(const std::string& what, int domain, int type, int port) {
+  int fd = socket(domain, type, 0);  // seccomp traps this: the process dies here
+  if (fd < 0) return Verdict(what, false, errno);
+  bool ok = true;
+  if (port > 0) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  }
+  int err = errno;
+  close(fd);
+  return Verdict(what, ok, err);
+}
+
+}  // namespace
+
+std::string Attack(const std::string& name, int host_pid, int port) {
+  const std::string proc = "/proc/" + std::to_string(host_pid);
+  if (name == "read_shadow") return OpenAttack("read /etc/shadow", "/etc/shadow", O_RDONLY);
+  if (name == "read_host_mem") return OpenAttack("read the host's memory", proc + "/mem", O_RDONLY);
+  if (name == "read_host_environ") return OpenAttack("read the host's environment", proc + "/environ", O_RDONLY);
+  if (name == "write_file") return OpenAttack("write a file", "/tmp/codecvisor-escape", O_WRONLY | O_CREAT | O_TRUNC);
+  if (name == "env_secret") {
+    const char* secret = std::getenv("CODECVISOR_TEST_SECRET");
+    return secret != nullptr ? "read an environment secret: SUCCEEDED" : "read an environment secret: denied (absent)";
+  }
+  if (name == "inet") return SocketAttack("open an AF_INET socket", AF_INET, SOCK_STREAM, 0);
+  if (name == "inet6") return SocketAttack("open an AF_INET6 socket", AF_INET6, SOCK_STREAM, 0);
+  if (name == "netlink") return SocketAttack("open an AF_NETLINK socket", AF_NETLINK, SOCK_RAW, 0);
+  if (name == "connect") return SocketAttack("connect to 127.0.0.1", AF_INET, SOCK_STREAM, port);
+  if (name == "exec") {
+    char* const argv[] = {const_cast<char*>("/bin/sh"), const_cast<char*>("-c"), const_cast<char*>("true"), nullptr};
+    execv("/bin/sh", argv);
+    return Verdict("execve /bin/sh", false, errno);
+  }
+  if (name == "fork_bomb") {
+    for (int i = 0; i < 64; ++i) {
+      pid_t pid = fork();
+      if (pid == 0) _exit(0);
+      if (pid < 0) return Verdict("fork bomb", false, errno);
+    }
+    return "fork bomb: SUCCEEDED";
+  }
+  if (name == "ptrace_host") {
+    long r = ptrace(PTRACE_ATTACH, host_pid, nullptr, nullptr);
+    return Verdict("ptrace the host", r == 0, errno);
+  }
+  if (name == "kill_host") return Verdict("kill the host", kill(host_pid, SIGKILL) == 0, errno);
+  if (name == "signal_all") return Verdict("signal every process", kill(-1, SIGCONT) == 0, errno);
+  if (name == "raise_rlimit") {
+    rlimit r{RLIM_INFINITY, RLIM_INFINITY};
+    return Verdict("raise RLIMIT_NOFILE", setrlimit(RLIMIT_NOFILE, &r) == 0, errno);
+  }
+  if (name == "setuid") return Verdict("setuid(0)", setuid(0) == 0, errno);
+  if (name == "mount") return Verdict("mount a tmpfs", mount("none", "/tmp", "tmpfs", 0, nullptr) == 0, errno);
+  return "unknown attack " + name;
+}
+
+}  // namespace codecvisor::testing

@@ -1,0 +1,190 @@
+// The sandbox, seen from outside and tried from inside.
+//
+// Engagement (as Chromium's utility-process sandbox test does): a live
+// backend child shows Seccomp: 2 and NoNewPrivs: 1 in /proc, lives in
+// user, pid, net and ipc namespaces of its own, and runs with the limits
+// of its manifest.
+//
+// Escapes: the hostile backend tries each attack of issue 5, once in its
+// init and once in a decode call. Every attempt must be denied; the test
+// checks which mechanism denied it (an errno from Landlock or the kernel,
+// or a seccomp trap that the host reports as "sandbox violation: syscall
+// NAME"), that the host survives, and writes the results as a table to
+// the test's undeclared outputs (escape_results.md) and to the log.
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "tests/fault_test_support.h"
+
+namespace codecvisor::testing {
+namespace {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string Field(const std::string& status, const std::string& key) {
+  size_t at = status.find(key + ":");
+  if (at == std::string::npos) return "";
+  size_t end = status.find('\n', at);
+  std::string value = status.substr(at + key.size() + 1, end - at - key.size() - 1);
+  return value.substr(value.find_first_not_of(" \t"));
+}
+
+std::string Link(const std::string& path) {
+  char buf[256];
+  ssize_t n = readlink(path.c_str(), buf, sizeof(buf));
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
+}
+
+class SandboxTest : public FaultTest {
+ protected:
+  void SetUp() override {
+    setenv("CODECVISOR_TEST_SECRET", "hunter2", 1);  // must not reach the backend
+    FaultTest::SetUp();
+    ASSERT_TRUE(host_->LoadBackend(Runfile("backends/testing/hostile.toml")).ok());
+    listener_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    ASSERT_EQ(bind(listener_, reinterpret_cast<sockaddr*>(&addr), len), 0);
+    ASSERT_EQ(listen(listener_, 4), 0);
+    ASSERT_EQ(getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+    port_ = ntohs(addr.sin_port);
+  }
+  void TearDown() override {
+    close(listener_);
+    FaultTest::TearDown();
+  }
+  int listener_ = -1;
+  int port_ = 0;
+};
+
+TEST_F(SandboxTest, LiveBackendHasTheSandboxEngaged) {
+  auto decoder = Open(WriteSyntheticVideo("engaged.syn"), "synthetic");
+  ASSERT_TRUE(decoder.ok()) << decoder.status();
+  const BackendStatus backend = StatusOf("synthetic");
+  ASSERT_GT(backend.pid, 0);
+  const std::string proc = "/proc/" + std::to_string(backend.pid);
+  const std::string status = ReadFile(proc + "/status");
+  EXPECT_EQ(Field(status, "Seccomp"), "2") << status;
+  EXPECT_EQ(Field(status, "NoNewPrivs"), "1") << status;
+  for (const char* ns : {"user", "pid", "net", "ipc"}) {
+    const std::string theirs = Link(proc + "/ns/" + ns), ours = Link(std::string("/proc/self/ns/") + ns);
+    ASSERT_FALSE(theirs.empty()) << ns;
+    EXPECT_NE(theirs, ours) << "the backend shares the host's " << ns << " namespace";
+  }
+  // Its pid namespace makes it pid 1 there; the host sees its real pid.
+  const std::string nspid = Field(status, "NSpid");
+  EXPECT_EQ(nspid.substr(nspid.find_last_of(" \t") + 1), "1") << nspid;
+  const std::string limits = ReadFile(proc + "/limits");
+  EXPECT_NE(limits.find("Max core file size        0"), std::string::npos) << limits;
+  EXPECT_NE(limits.find("Max open files            1024"), std::string::npos) << limits;
+  EXPECT_NE(backend.sandbox.find("seccomp"), std::string::npos) << backend.sandbox;
+  EXPECT_NE(backend.sandbox.find("landlock"), std::string::npos) << backend.sandbox;
+  EXPECT_NE(backend.sandbox.find("namespaces"), std::string::npos) << backend.sandbox;
+  // Its environment is the clean one, not ours.
+  const std::string environ = ReadFile(proc + "/environ");
+  EXPECT_EQ(environ.find("CODECVISOR_TEST_SECRET"), std::string::npos);
+}
+
+struct Escape {
+  const char* attack;
+  const char* mechanism;  // what must deny it
+  const char* evidence;   // in the verdict or the error: an errno text, or the trapped syscall
+};
+
+// seccomp denials kill the process: the host reports the trapped syscall.
+const Escape kEscapes[] = {
+    {"read_shadow", "landlock", "denied (Permission denied)"},
+    {"read_host_mem", "landlock", "denied (Permission denied)"},
+    {"read_host_environ", "landlock", "denied (Permission denied)"},
+    {"write_file", "landlock", "denied (Permission denied)"},
+    {"env_secret", "clean environment", "denied (absent)"},
+    {"inet", "seccomp", "sandbox violation: syscall socket"},
+    {"inet6", "seccomp", "sandbox violation: syscall socket"},
+    {"netlink", "seccomp", "sandbox violation: syscall socket"},
+    {"connect", "seccomp", "sandbox violation: syscall socket"},
+    {"exec", "seccomp", "sandbox violation: syscall execve"},
+    {"fork_bomb", "seccomp", "sandbox violation: syscall clone"},
+    {"ptrace_host", "seccomp", "sandbox violation: syscall ptrace"},
+    {"kill_host", "seccomp", "sandbox violation: syscall kill"},
+    {"signal_all", "seccomp", "sandbox violation: syscall kill"},
+    {"raise_rlimit", "seccomp", "sandbox violation: syscall prlimit64"},
+    {"setuid", "seccomp", "sandbox violation: syscall setuid"},
+    {"mount", "seccomp", "sandbox violation: syscall mount"},
+};
+
+TEST_F(SandboxTest, EveryEscapeIsDeniedInInitAndInDecode) {
+  std::ostringstream table;
+  table << "| attack | where | denied by | what the host saw |\n| --- | --- | --- | --- |\n";
+  int denied = 0;
+  for (const Escape& e : kEscapes) {
+    const std::string args = std::string("attack=") + e.attack + " host_pid=" + std::to_string(getpid()) +
+                             " port=" + std::to_string(port_);
+    // In a decode call.
+    DecoderOptions options;
+    options.request_timeout = std::chrono::milliseconds(2000);
+    auto decoder = Open(WriteSyntheticVideo(std::string("escape_") + e.attack + ".syn", args), "hostile", options);
+    ASSERT_TRUE(decoder.ok()) << e.attack << ": " << decoder.status();
+    auto frame = (*decoder)->GetFrameAt(0);
+    ASSERT_FALSE(frame.ok()) << e.attack;
+    std::string seen(frame.status().message());
+    EXPECT_EQ(seen.find("SUCCEEDED"), std::string::npos) << e.attack << " ESCAPED: " << seen;
+    EXPECT_NE(seen.find(e.evidence), std::string::npos) << e.attack << ": " << seen;
+    denied += seen.find(e.evidence) != std::string::npos;
+    table << "| " << e.attack << " | decode | " << e.mechanism << " | " << seen.substr(seen.find("'): ") + 4) << " |\n";
+
+    // In init: a manifest whose [config] makes create() attack.
+    std::string config = args;
+    for (char& c : config) c = c == ' ' ? '\n' : c;
+    const std::string manifest =
+        WriteFile(std::string("init_") + e.attack + ".toml",
+                  "name='hostile'\ndevices=['hostile']\nlibrary='" + Runfile("backends/testing/libcodecvisor_hostile.so") +
+                      "'\nabi_version=1\n[config]\n" + [&] {
+                        std::string lines;
+                        std::istringstream in(args);
+                        for (std::string kv; in >> kv;) lines += kv.substr(0, kv.find('=')) + "='" + kv.substr(kv.find('=') + 1) + "'\n";
+                        return lines;
+                      }());
+    HostOptions options2 = options_;
+    auto host = Host::Create(options2);
+    ASSERT_TRUE(host.ok()) << host.status();
+    ASSERT_TRUE((*host)->LoadBackend(manifest).ok());
+    DecoderOptions d;
+    d.device = "hostile";
+    auto init = (*host)->OpenDecoder(WriteSyntheticVideo("init.syn"), d);
+    ASSERT_FALSE(init.ok()) << e.attack;
+    std::string init_seen(init.status().message());
+    EXPECT_EQ(init_seen.find("SUCCEEDED"), std::string::npos) << e.attack << " ESCAPED in init: " << init_seen;
+    EXPECT_NE(init_seen.find(e.evidence), std::string::npos) << e.attack << " (init): " << init_seen;
+    denied += init_seen.find(e.evidence) != std::string::npos;
+    const size_t cut = init_seen.rfind(".toml): ");
+    table << "| " << e.attack << " | init | " << e.mechanism << " | "
+          << (cut == std::string::npos ? init_seen : init_seen.substr(cut + 8)) << " |\n";
+  }
+  EXPECT_EQ(denied, 2 * static_cast<int>(std::size(kEscapes)));
+  std::cout << "\nEscape attempts (" << denied << " of " << 2 * std::size(kEscapes) << " denied as expected):\n"
+            << table.str();
+  if (const char* out = std::getenv("TEST_UNDECLARED_OUTPUTS_DIR")) {
+    std::ofstream(std::string(out) + "/escape_results.md") << table.str();
+  }
+  // The host is alive and the other backends unaffected.
+  auto fine = Open(WriteSyntheticVideo("after_escapes.syn"), "synthetic");
+  ASSERT_TRUE(fine.ok()) << fine.status();
+  EXPECT_TRUE((*fine)->GetFrameAt(3).ok());
+}
+
+}  // namespace
+}  // namespace codecvisor::testing
