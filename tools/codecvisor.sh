@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The README's main-job command: installs what is missing, builds the
-# `codecvisor` command line optimised, and runs it with the given arguments.
+# Runs the `codecvisor` command line with the given arguments, from the
+# caller's folder, after installing what is missing and building it
+# optimised. E.g.: tools/codecvisor.sh decode clip.mp4 --indices 0,9 --format ppm --out frames/
 set -euo pipefail
-cd "$(dirname "$0")/.."
-tools/bootstrap.sh
-bazel build -c opt --ui_event_filters=-info,-stdout,-stderr --noshow_progress //tools:codecvisor
-exec bazel-bin/tools/codecvisor "$@"
+repo=$(cd "$(dirname "$0")/.." && pwd)
+"$repo/tools/bootstrap.sh"
+(cd "$repo" && bazel build -c opt --ui_event_filters=-info,-stdout,-stderr --noshow_progress //tools:codecvisor)
+exec "$repo/bazel-bin/tools/codecvisor" "$@"

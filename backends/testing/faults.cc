@@ -70,9 +70,9 @@ void InjectFault(const std::string& fault, cv_frame_buffer* buffer) {
     // Until the address-space limit (or the OOM killer) stops it.
     std::vector<void*> blocks;
     for (;;) {
-      void* p = std::malloc(64 << 20);
+      auto* p = static_cast<uint8_t*>(std::malloc(64 << 20));
       if (p == nullptr) std::abort();
-      std::memset(p, 1, 64 << 20);
+      for (size_t i = 0; i < (64 << 20); i += 4096) p[i] = 1;  // make it resident
       blocks.push_back(p);
     }
   } else if (fault == "garbage" || fault == "oversized") {
