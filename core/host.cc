@@ -132,6 +132,23 @@ absl::Status Host::ResetBackend(absl::string_view name) {
   return absl::OkStatus();
 }
 
+absl::Status Host::StartBackend(absl::string_view name, std::chrono::milliseconds timeout) {
+  std::shared_ptr<Supervisor> supervisor;
+  {
+    MutexLock lock(&mu_);
+    auto it = backends_.find(std::string(name));
+    if (it == backends_.end()) return absl::NotFoundError(absl::StrCat("no backend named '", name, "'"));
+    if (it->second.supervisor == nullptr) {
+      return absl::FailedPreconditionError(absl::StrCat("backend '", name, "' has a broken manifest: ",
+                                                        it->second.failure.message()));
+    }
+    supervisor = it->second.supervisor;
+  }
+  // Outside mu_: the spawn takes as long as the child's start and handshake.
+  absl::StatusOr<BackendHandle> handle = supervisor->Acquire(ipc::Clock::now() + timeout);
+  return handle.status();
+}
+
 absl::StatusOr<std::shared_ptr<Supervisor>> Host::SupervisorFor(absl::string_view device) {
   absl::StatusOr<std::pair<std::string, int>> parsed = ParseDevice(device);
   if (!parsed.ok()) return parsed.status();

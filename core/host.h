@@ -84,6 +84,15 @@ class Host {
   [[nodiscard]] absl::Status LoadBackend(absl::string_view manifest_path);
   // Lifts a quarantine or load failure of backend `name`.
   [[nodiscard]] absl::Status ResetBackend(absl::string_view name);
+  // Starts backend `name`'s child now, as its first decoder would, and waits
+  // up to `timeout` until it is ready (through its handshake, its sandbox
+  // engaged; Backends() then shows its pid and sandbox). OK at once if it is
+  // already running. kNotFound for an unknown name; kFailedPrecondition for
+  // a broken manifest or a quarantined backend; the start's own error, with
+  // the runner's diagnostic, when the child cannot start or load (or could
+  // not before: a failed backend stays failed until ResetBackend);
+  // kDeadlineExceeded if it was not ready in time.
+  [[nodiscard]] absl::Status StartBackend(absl::string_view name, std::chrono::milliseconds timeout);
 
   std::vector<BackendStatus> Backends() const;
   // Discovery's warnings, e.g. a device claimed by two manifests.

@@ -253,7 +253,9 @@ void ProbeSeccomp(const ChildResult& child, KernelFeatures* f) {
   f->seccomp_mode = mode < 0 ? -1 : static_cast<int>(mode);
   KernelFeature& s = f->seccomp;
   if (mode < 0) {
-    s.detail = absl::StrCat("PR_GET_SECCOMP: ", ErrnoText(errno), errno == EINVAL ? "; kernel built without CONFIG_SECCOMP" : "");
+    const int err = errno;
+    s.detail = absl::StrCat("PR_GET_SECCOMP: ", ErrnoText(err),
+                            err == EINVAL ? "; kernel built without CONFIG_SECCOMP" : "");
     return;
   }
   // A NULL filter: the kernel knows filter mode and fails copying the

@@ -17,7 +17,7 @@
 //
 // Thread-safety: ProbeKernelFeatures() may be called from any thread, and
 // from several at once; it keeps no state between calls (each call probes
-// afresh, in about a millisecond). The child it creates only makes raw
+// afresh, in a few milliseconds). The child it creates only makes raw
 // system calls, so the other threads' locks do not matter to it.
 
 #ifndef CODECVISOR_CORE_KERNEL_FEATURES_H_

@@ -30,7 +30,10 @@ struct SandboxPolicy {
   uint64_t memory_mb = 8192;            // address space
   uint64_t cpu_seconds = 86400;         // CPU time of one child
   uint64_t open_files = 1024;
-  uint64_t threads = 512;               // processes of the sandbox uid, threads included
+  // Processes of the sandbox uid, threads included. The kernel counts them
+  // per uid, so every backend running as nobody shares this budget; seccomp
+  // already forbids new processes, this bounds threads.
+  uint64_t threads = 4096;
   // Run with whatever mechanisms the kernel offers, warning loudly, instead
   // of refusing to start when one is missing.
   bool allow_degraded = false;

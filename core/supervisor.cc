@@ -17,6 +17,7 @@ using ipc::Clock;
 constexpr size_t kDeathsKept = 16;
 constexpr int kMaxSpareFailures = 3;
 constexpr auto kReapWait = std::chrono::seconds(5);
+constexpr auto kDeathGrace = std::chrono::seconds(1);
 
 bool Exited(int pidfd) {
   pollfd p{pidfd, POLLIN, 0};
@@ -125,8 +126,12 @@ absl::StatusOr<BackendHandle> Supervisor::Acquire(ipc::Deadline deadline) {
   }
 }
 
-absl::StatusOr<DeathRecord> Supervisor::ReportFailure(uint64_t generation, uint64_t session,
+absl::StatusOr<DeathRecord> Supervisor::ReportFailure(uint64_t generation, uint64_t session, bool kill,
                                                       const std::string& reason, ipc::Deadline deadline) {
+  // A hung-up peer is usually a child in the middle of dying: its sockets
+  // close before its pidfd turns readable. Killing it then would record the
+  // wrong cause and blame the wrong request.
+  const auto kill_after = kill ? Clock::now() : Clock::now() + kDeathGrace;
   MutexLock lock(&mu_);
   for (;;) {
     if (auto it = deaths_.find(generation); it != deaths_.end()) return it->second;
@@ -134,7 +139,7 @@ absl::StatusOr<DeathRecord> Supervisor::ReportFailure(uint64_t generation, uint6
       return absl::UnavailableError(absl::StrCat("backend '", manifest_.name, "' generation ", generation,
                                                  " is gone and its exit was not recorded"));
     }
-    if (!pending_kill_.has_value() && !Exited(current_->pidfd())) {
+    if (!pending_kill_.has_value() && Clock::now() >= kill_after && !Exited(current_->pidfd())) {
       // Still alive although a session gave up on it: a hang or a protocol
       // violation. Kill it, and blame only this session's request.
       DeathRecord kill;
@@ -146,7 +151,8 @@ absl::StatusOr<DeathRecord> Supervisor::ReportFailure(uint64_t generation, uint6
       current_->Kill();
       Wake();
     }
-    if (!changed_.WaitUntil(&mu_, deadline) && Clock::now() >= deadline) {
+    const auto wake = pending_kill_.has_value() || Clock::now() >= kill_after ? deadline : std::min(deadline, kill_after);
+    if (!changed_.WaitUntil(&mu_, wake) && Clock::now() >= deadline) {
       return absl::DeadlineExceededError(absl::StrCat("backend '", manifest_.name, "' did not exit in time"));
     }
   }

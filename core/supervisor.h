@@ -107,11 +107,13 @@ class Supervisor {
   // diagnostic when the backend cannot load or is quarantined.
   [[nodiscard]] absl::StatusOr<BackendHandle> Acquire(ipc::Deadline deadline);
 
-  // Session `session` saw generation `generation` fail. If the child is
-  // still alive it is killed, with `reason` recorded and the session blamed
-  // (a hang, a malformed message). Returns how the generation ended, once
-  // the child is reaped (waits at most until `deadline`).
-  [[nodiscard]] absl::StatusOr<DeathRecord> ReportFailure(uint64_t generation, uint64_t session,
+  // Session `session` saw generation `generation` fail. With `kill` (a hang,
+  // a malformed message) a child still alive is killed at once, `reason`
+  // recorded and the session blamed. Without it (the peer hung up) the child
+  // is given a grace period to finish dying, and killed as above only if it
+  // is still alive after that. Returns how the generation ended, once the
+  // child is reaped (waits at most until `deadline`).
+  [[nodiscard]] absl::StatusOr<DeathRecord> ReportFailure(uint64_t generation, uint64_t session, bool kill,
                                                           const std::string& reason, ipc::Deadline deadline);
 
   // A request succeeded: the restart budget is whole again.

@@ -119,8 +119,9 @@ absl::StatusOr<bool> VideoDecoder::Recover(const absl::Status& failure, ipc::Cra
   } else {
     reason = std::string(failure.message());
   }
+  const bool kill = absl::IsDeadlineExceeded(failure) || absl::IsDataLoss(failure);
   absl::StatusOr<DeathRecord> record =
-      supervisor_->ReportFailure(backend_.generation, token_, reason, Clock::now() + kRecoveryWait);
+      supervisor_->ReportFailure(backend_.generation, token_, kill, reason, Clock::now() + kRecoveryWait);
   session_ = {};
   if (!record.ok()) return record.status();
   *death = *record;

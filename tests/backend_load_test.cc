@@ -4,7 +4,9 @@
 
 #include <sys/stat.h>
 
+#include <atomic>
 #include <cstdlib>
+#include <thread>
 
 #include "tests/fault_test_support.h"
 
@@ -38,6 +40,17 @@ TEST_P(BackendLoadTest, BrokenPluginIsAPreciseErrorForItsDeviceOnly) {
     EXPECT_NE(decoder.status().message().find(c.diagnostic), std::string::npos) << decoder.status();
     EXPECT_NE(decoder.status().message().find(path), std::string::npos) << "names the manifest: " << decoder.status();
   }
+  // And from 8 sessions at once.
+  std::vector<std::thread> threads;
+  std::atomic<int> precise{0};
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      auto d = Open(WriteSyntheticVideo("load_" + std::to_string(t) + ".syn"), c.name);
+      if (!d.ok() && d.status().message().find(c.diagnostic) != absl::string_view::npos) ++precise;
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(precise.load(), 8);
   EXPECT_EQ(StatusOf(c.name).state, "failed");
   EXPECT_NE(StatusOf(c.name).diagnostic.find(c.diagnostic), std::string::npos) << StatusOf(c.name).diagnostic;
   auto other = Open(WriteSyntheticVideo("other.syn"), "synthetic");

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <optional>
+#include <system_error>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -86,11 +87,20 @@ absl::Status ControlServer::HandleAttach(uint64_t id, const ipc::AttachSession& 
   }
   auto server = std::make_unique<SessionServer>(std::move(it->second), *std::move(channel));
   pending_.erase(it);
-  // Reply before the thread starts serving, so the host sees `attached`
-  // before any session traffic could matter.
-  absl::Status replied = Reply({id, ipc::Attached{}});
-  std::thread([server = std::move(server)] { server->Run(); }).detach();
-  return replied;
+  std::thread thread;
+  try {
+    thread = std::thread([raw = server.get()] {
+      std::unique_ptr<SessionServer> owned(raw);
+      owned->Run();
+    });
+  } catch (const std::system_error& e) {
+    // Out of threads (RLIMIT_NPROC): refuse this session, keep the others.
+    return Reply({id, ipc::Error{ipc::ErrorCode::kResourceExhausted,
+                                 absl::StrCat("cannot start a thread for the session: ", e.what())}});
+  }
+  server.release();  // the thread owns it now
+  thread.detach();
+  return Reply({id, ipc::Attached{}});
 }
 
 int ControlServer::Run() {
