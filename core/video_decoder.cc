@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <atomic>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -11,9 +12,11 @@ namespace codecvisor {
 namespace {
 
 using ipc::Clock;
+using ipc::Deadline;
 
 constexpr auto kRecoveryWait = std::chrono::seconds(10);
 constexpr int kPoisonDeaths = 2;
+constexpr auto kBusyRetry = std::chrono::milliseconds(50);
 
 std::atomic<uint64_t> next_token{1};
 
@@ -140,8 +143,10 @@ absl::Status VideoDecoder::Reopen() {
   open.output_width = options_.output_width;
   open.output_height = options_.output_height;
   std::vector<std::string> deaths;
+  const Deadline open_deadline = Clock::now() + options_.open_timeout;
+  int busy_retries = 0;
   for (;;) {
-    absl::StatusOr<BackendHandle> handle = supervisor_->Acquire(Clock::now() + options_.open_timeout);
+    absl::StatusOr<BackendHandle> handle = supervisor_->Acquire(open_deadline);
     if (!handle.ok()) return Annotate(handle.status());
     bool channel_failure = false;
     absl::StatusOr<OpenedSession> opened = handle->process->OpenSession(
@@ -157,7 +162,16 @@ absl::Status VideoDecoder::Reopen() {
       supervisor_->WatchChannel(backend_.generation, session_.channel);
       return absl::OkStatus();
     }
-    if (!channel_failure) return Annotate(opened.status());
+    if (!channel_failure) {
+      // The backend is out of something (threads, memory) right now, often
+      // because another session is hogging it until it is killed: retry
+      // with a backoff while the open deadline allows.
+      if (absl::IsResourceExhausted(opened.status()) && Clock::now() + kBusyRetry * (busy_retries + 1) < open_deadline) {
+        std::this_thread::sleep_for(kBusyRetry * ++busy_retries);
+        continue;
+      }
+      return Annotate(opened.status());
+    }
     backend_ = *handle;
     DeathRecord death;
     absl::StatusOr<bool> blamed = Recover(opened.status(), handle->process->ControlCrashHints(), &death);
