@@ -9,7 +9,9 @@
 #include <string>
 
 #include "CLI/CLI.hpp"
+#include "tools/bench/decode_bench.h"
 #include "tools/bench/ipc_bench.h"
+#include "tools/bench/restart_bench.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/frame_writers.h"
 #include "tools/cli/selection.h"
@@ -21,6 +23,26 @@ int RunBenchIpc(const bench::IpcBenchOptions& options, bool json) {
   auto result = bench::RunIpcBench(options);
   if (!result.ok()) {
     std::cerr << "codecvisor bench ipc: " << result.status() << "\n";
+    return 1;
+  }
+  std::cout << (json ? result->ToJson() + "\n" : result->ToText());
+  return 0;
+}
+
+int RunBenchDecode(const bench::DecodeBenchOptions& options, bool json) {
+  auto results = bench::RunDecodeBench(options);
+  if (!results.ok()) {
+    std::cerr << "codecvisor bench decode: " << results.status().message() << "\n";
+    return 1;
+  }
+  for (const bench::DecodeBenchResult& r : *results) std::cout << (json ? r.ToJson() + "\n" : r.ToText());
+  return 0;
+}
+
+int RunBenchRestart(const bench::RestartBenchOptions& options, bool json) {
+  auto result = bench::RunRestartBench(options);
+  if (!result.ok()) {
+    std::cerr << "codecvisor bench restart: " << result.status().message() << "\n";
     return 1;
   }
   std::cout << (json ? result->ToJson() + "\n" : result->ToText());
@@ -120,7 +142,29 @@ int main(int argc, char** argv) {
   backends->add_flag("--json", backends_args.json, "print one JSON object");
   backends->add_option("--backend-manifest", backends_args.backend_manifests,
                        "load an extra backend manifest (repeatable)");
+  backends->add_option("--reset", backends_args.reset,
+                       "lift the quarantine or load failure of backend NAME, then list. Quarantine is kept per host "
+                       "process: this resets NAME in this command's own host (a fresh one, where nothing is "
+                       "quarantined yet), not in another program using the library, which calls "
+                       "Host::ResetBackend itself; with --start, NAME (like every backend) is then started and its state "
+                       "reported")
+      ->type_name("NAME");
+  backends->add_flag("--start", backends_args.start,
+                     "start every backend (after --reset, if given) and list their states, pids and engaged "
+                     "sandboxes; exit 1 if one cannot start");
   backends->callback([&] { exit_code = cli::RunBackends(backends_args); });
+
+  // doctor
+  cli::DoctorArgs doctor_args;
+  auto* doctor = app.add_subcommand(
+      "doctor",
+      "check the sandbox: which mechanisms the kernel offers (namespaces, seccomp-bpf, Landlock, pidfd, ...), "
+      "then start every backend and show what is engaged for it. Exit 0 when every mechanism is present and "
+      "every backend started, else 1");
+  doctor->add_flag("--json", doctor_args.json, "print one JSON object");
+  doctor->add_option("--backend-manifest", doctor_args.backend_manifests,
+                     "load an extra backend manifest (repeatable)");
+  doctor->callback([&] { exit_code = cli::RunDoctor(doctor_args); });
 
   // bench
   auto* bench = app.add_subcommand("bench", "measure codecvisor against its baselines");
@@ -135,6 +179,48 @@ int main(int argc, char** argv) {
   ipc->add_option("--rounds", ipc_options.rounds, "measurement rounds; the median is reported")->check(CLI::PositiveNumber);
   ipc->add_option("--slots", ipc_options.slots, "arena slots for the frame measurement")->check(CLI::Range(1, 256));
   ipc->callback([&] { exit_code = codecvisor::RunBenchIpc(ipc_options, ipc_json); });
+
+  codecvisor::bench::DecodeBenchOptions decode_bench_options;
+  bool decode_bench_json = false;
+  auto* decode_bench = bench->add_subcommand(
+      "decode", "decode throughput: in process vs. out of process (sandboxed and not) vs. the ffmpeg CLI; host RSS");
+  decode_bench->add_option("file", decode_bench_options.file,
+                           "the video to measure; default: generated 1080p and 360p H.264 files of 300 frames");
+  decode_bench->add_flag("--json", decode_bench_json, "print one JSON object per video, one per line");
+  decode_bench->add_option("--threads", decode_bench_options.threads,
+                           "decoder threads on every side; 0 lets FFmpeg choose")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 256));
+  decode_bench->add_option("--frames", decode_bench_options.frames, "frames per sequential pass")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  decode_bench->add_option("--rounds", decode_bench_options.rounds, "measurement rounds; the median is reported")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  decode_bench->add_option("--random-frames", decode_bench_options.random_frames,
+                           "random indices per random-access pass")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  decode_bench->add_option("--arena-slots", decode_bench_options.arena_slots,
+                           "frame slots of each out-of-process decoder (its cache footprint)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
+  decode_bench->callback([&] { exit_code = codecvisor::RunBenchDecode(decode_bench_options, decode_bench_json); });
+
+  codecvisor::bench::RestartBenchOptions restart_options;
+  bool restart_json = false;
+  auto* restart = bench->add_subcommand(
+      "restart", "discovery, cold start and crash failover (cold and warm spare) with the synthetic test backend");
+  restart->add_flag("--json", restart_json, "print one JSON object");
+  restart->add_option("--crashes", restart_options.crashes, "backend kills per failover figure")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  restart->add_option("--rounds", restart_options.rounds, "host creations per discovery and cold-start median")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  restart->add_option("--synthetic-library", restart_options.synthetic_library,
+                      "libcodecvisor_synthetic.so (//backends/testing); default: next to this binary");
+  restart->callback([&] { exit_code = codecvisor::RunBenchRestart(restart_options, restart_json); });
 
   CLI11_PARSE(app, argc, argv);
   return exit_code;

@@ -217,7 +217,7 @@ absl::StatusOr<ChannelResults> MeasureChannel(const IpcBenchOptions& o) {
   return r;
 }
 
-double MeasureLocalFps(const IpcBenchOptions& o) {
+double MeasureSingleThreadFps(const IpcBenchOptions& o) {
   const size_t size = size_t(o.width) * o.height * 3;
   std::vector<uint8_t> buffer(size);
   uint64_t sink = 0;
@@ -232,10 +232,10 @@ double MeasureLocalFps(const IpcBenchOptions& o) {
   return fps;
 }
 
-// The same frames handed between two threads of one process through
-// `slots` private buffers: what crossing from one core to another costs
-// with no IPC at all. frame_fps close to this means the arena adds nothing
-// beyond the hand-off itself.
+// local_fps: the same frames handed between two threads of one process
+// through `slots` private buffers: what crossing from one core to another
+// costs with no IPC at all. frame_fps close to this means the arena adds
+// nothing beyond the hand-off itself.
 double MeasureHandoffFps(const IpcBenchOptions& o) {
   const size_t size = size_t(o.width) * o.height * 3;
   std::vector<std::vector<uint8_t>> buffers(o.slots, std::vector<uint8_t>(size));
@@ -266,7 +266,7 @@ double MeasureHandoffFps(const IpcBenchOptions& o) {
 }  // namespace
 
 absl::StatusOr<IpcBenchResult> RunIpcBench(const IpcBenchOptions& o) {
-  std::vector<double> futex, channel, frames, local, handoff;
+  std::vector<double> futex, channel, frames, single, handoff;
   for (int round = 0; round < o.rounds; ++round) {
     auto f = FutexRoundTripUs(o.round_trips);
     if (!f.ok()) return f.status();
@@ -275,7 +275,7 @@ absl::StatusOr<IpcBenchResult> RunIpcBench(const IpcBenchOptions& o) {
     futex.push_back(*f);
     channel.push_back(c->rtt_us);
     frames.push_back(c->fps);
-    local.push_back(MeasureLocalFps(o));
+    single.push_back(MeasureSingleThreadFps(o));
     handoff.push_back(MeasureHandoffFps(o));
   }
   IpcBenchResult r;
@@ -283,10 +283,10 @@ absl::StatusOr<IpcBenchResult> RunIpcBench(const IpcBenchOptions& o) {
   r.channel_rtt_us = Median(channel);
   r.rtt_ratio = r.channel_rtt_us / r.futex_rtt_us;
   r.frame_fps = Median(frames);
-  r.local_fps = Median(local);
+  r.local_fps = Median(handoff);
   r.frame_ratio = r.frame_fps / r.local_fps;
-  r.handoff_fps = Median(handoff);
-  r.handoff_ratio = r.frame_fps / r.handoff_fps;
+  r.single_thread_fps = Median(single);
+  r.single_thread_ratio = r.frame_fps / r.single_thread_fps;
   r.width = o.width;
   r.height = o.height;
   r.slots = o.slots;
@@ -297,18 +297,19 @@ std::string IpcBenchResult::ToJson() const {
   return absl::StrFormat(
       "{\"futex_rtt_us\": %.3f, \"channel_rtt_us\": %.3f, \"rtt_ratio\": %.3f, "
       "\"frame_fps\": %.1f, \"local_fps\": %.1f, \"frame_ratio\": %.3f, "
-      "\"handoff_fps\": %.1f, \"arena_vs_handoff\": %.3f, "
+      "\"single_thread_fps\": %.1f, \"single_thread_ratio\": %.3f, "
       "\"frame_width\": %d, \"frame_height\": %d, \"frame_format\": \"rgb24\", \"arena_slots\": %d}",
-      futex_rtt_us, channel_rtt_us, rtt_ratio, frame_fps, local_fps, frame_ratio, handoff_fps, handoff_ratio, width, height, slots);
+      futex_rtt_us, channel_rtt_us, rtt_ratio, frame_fps, local_fps, frame_ratio, single_thread_fps, single_thread_ratio, width, height, slots);
 }
 
 std::string IpcBenchResult::ToText() const {
   return absl::StrFormat(
       "round trip: futex %.2f us, channel %.2f us, ratio %.2f (target <= 1.5)\n"
-      "frames %dx%d rgb24, %d arena slots: arena %.1f fps, local %.1f fps, ratio %.3f (target >= 0.9)\n"
-      "  two-thread hand-off through %d private buffers: %.1f fps; arena / hand-off %.3f\n",
-      futex_rtt_us, channel_rtt_us, rtt_ratio, width, height, slots, frame_fps, local_fps, frame_ratio,
-      slots, handoff_fps, handoff_ratio);
+      "frames %dx%d rgb24, %d arena slots: arena (two processes) %.1f fps, local (two threads, %d private "
+      "buffers) %.1f fps, ratio %.3f (target >= 0.9)\n"
+      "  one thread writing then reading one buffer: %.1f fps; arena / that %.3f\n",
+      futex_rtt_us, channel_rtt_us, rtt_ratio, width, height, slots, frame_fps, slots, local_fps, frame_ratio,
+      single_thread_fps, single_thread_ratio);
 }
 
 }  // namespace codecvisor::bench

@@ -1,7 +1,6 @@
 // `codecvisor backends`: every registered backend and its state.
 
 #include <cstdio>
-#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -14,18 +13,6 @@
 
 namespace codecvisor::cli {
 namespace {
-
-// A manifest named with --backend-manifest that did not load: the host
-// never registered it, so, as discovery does for an unreadable manifest,
-// it is named after its file.
-BackendStatus AsStatus(const ManifestFailure& failure) {
-  BackendStatus s;
-  s.name = std::filesystem::path(failure.path).stem().string();
-  s.manifest_path = failure.path;
-  s.state = "failed";
-  s.diagnostic = std::string(failure.status.message());
-  return s;
-}
 
 void PrintText(const Host& host, const std::vector<BackendStatus>& backends) {
   std::vector<std::vector<std::string>> rows = {{"NAME", "DEVICES", "STATE", "PID", "RESTARTS", "MANIFEST"}};
@@ -48,6 +35,7 @@ void PrintText(const Host& host, const std::vector<BackendStatus>& backends) {
       absl::StrAppend(&out, "  last exit: ", b.last_exit, b.last_exit_time.empty() ? "" : " at ",
                       b.last_exit_time, "\n");
     }
+    if (!b.sandbox.empty()) absl::StrAppend(&out, "  sandbox: ", b.sandbox, "\n");
     if (!b.diagnostic.empty()) absl::StrAppend(&out, "  diagnostic: ", b.diagnostic, "\n");
   }
   absl::StrAppend(&out, "default device: ", host.default_device(), "\n");
@@ -79,6 +67,7 @@ void PrintJson(const Host& host, const std::vector<BackendStatus>& backends) {
     optional_string("last_exit", b.last_exit);
     optional_string("last_exit_time", b.last_exit_time);
     w.Key("warm_spare").Bool(b.warm_spare);
+    optional_string("sandbox", b.sandbox);
     w.Key("manifest").String(b.manifest_path);
     optional_string("diagnostic", b.diagnostic);
     w.EndObject();
@@ -97,14 +86,38 @@ int RunBackends(const BackendsArgs& args) {
   std::vector<ManifestFailure> failures;
   absl::StatusOr<std::unique_ptr<Host>> host = CreateHost(args.backend_manifests, &failures);
   if (!host.ok()) return ReportFailure("backends", "", host.status());
+  if (!args.reset.empty()) {
+    if (absl::Status reset = (*host)->ResetBackend(args.reset); !reset.ok()) {
+      return ReportFailure("backends", absl::StrCat("--reset ", args.reset), reset);
+    }
+    std::fprintf(stderr,
+                 "codecvisor backends: reset backend '%s' in this command's own host (quarantine is kept per "
+                 "host process)\n",
+                 args.reset.c_str());
+  }
+  // Started one after the other, in name order; a failure is listed (state
+  // failed, with the diagnostic) and repeated on stderr.
+  std::vector<absl::Status> start_failures;
+  if (args.start) {
+    for (const BackendStatus& b : (*host)->Backends()) {
+      absl::Status started = (*host)->StartBackend(b.name, kBackendStartTimeout);
+      if (!started.ok()) start_failures.push_back(started);
+    }
+    for (const ManifestFailure& failure : failures) {
+      start_failures.push_back(absl::Status(failure.status.code(), absl::StrCat("--backend-manifest ", failure.path,
+                                                                                ": ", failure.status.message())));
+    }
+  }
   std::vector<BackendStatus> backends = (*host)->Backends();
-  for (const ManifestFailure& failure : failures) backends.push_back(AsStatus(failure));
+  for (const ManifestFailure& failure : failures) backends.push_back(FailedManifestStatus(failure));
   if (args.json) {
     PrintJson(**host, backends);
   } else {
     PrintText(**host, backends);
   }
-  return std::fflush(stdout) == 0 ? 0 : ReportFailure("backends", "", absl::InternalError("cannot write stdout"));
+  if (std::fflush(stdout) != 0) return ReportFailure("backends", "", absl::InternalError("cannot write stdout"));
+  for (const absl::Status& failure : start_failures) ReportFailure("backends", "", failure);
+  return start_failures.empty() ? 0 : 1;
 }
 
 }  // namespace codecvisor::cli

@@ -96,6 +96,46 @@ check "backends lists cpu" contains "$(cat "$tmp/backends.json")" '"name":"cpu",
 check "backends text" run_cv 0 "$tmp/backends.txt" "$tmp/err" backends
 check "backends header" grep -qE '^NAME +DEVICES +STATE +PID +RESTARTS +MANIFEST$' "$tmp/backends.txt"
 
+# backends --start: each child started, with its pid and engaged sandbox
+sandbox_re='landlock v[0-9]+.*seccomp'
+check "backends --start" run_cv 0 "$tmp/started.txt" "$tmp/err" backends --start
+check "cpu ready with a pid" grep -qE '^cpu +cpu +ready +[0-9]+ ' "$tmp/started.txt"
+check "cpu sandbox listed" grep -qE "^  sandbox: .*namespaces.*$sandbox_re" "$tmp/started.txt"
+check "backends --start --json" run_cv 0 "$tmp/started.json" "$tmp/err" backends --start --json
+check "json: cpu ready, pid, sandbox" grep -qE \
+  "\"name\":\"cpu\".*\"state\":\"ready\",\"pid\":[0-9]+,.*\"sandbox\":\"[^\"]*$sandbox_re" "$tmp/started.json"
+check "backends --start with a broken manifest" run_cv 1 "$tmp/stdout" "$tmp/err" backends --start --backend-manifest "$tmp/nope.toml"
+check "broken manifest listed" grep -qE "^nope +- +failed " "$tmp/stdout"
+check "backends without --start starts nothing" grep -qE '^cpu +cpu +discovered +- ' "$tmp/backends.txt"
+# --reset: in this command's own host; unknown names fail
+check "backends --reset cpu --start" run_cv 0 "$tmp/reset.txt" "$tmp/err" backends --reset cpu --start
+check "reset reported" grep -q "reset backend 'cpu' in this command's own host" "$tmp/err"
+check "reset then started" grep -qE '^cpu +cpu +ready +[0-9]+ ' "$tmp/reset.txt"
+check "backends --reset unknown" run_cv 1 "$tmp/stdout" "$tmp/err" backends --reset nope
+check "reset unknown message" grep -q "^codecvisor backends: --reset nope: no backend named 'nope'$" "$tmp/err"
+check "--reset help says per process" contains "$("$cv" backends --help)" "per host"
+
+# doctor: on this machine every mechanism is present and cpu starts fully sandboxed
+check "doctor" run_cv 0 "$tmp/doctor.txt" "$tmp/err" doctor
+for feature in 'user namespace' 'pid namespace' 'net namespace' 'ipc namespace' 'seccomp-bpf' 'landlock' \
+    'no_new_privs' 'pidfd' 'memfd sealing' 'clone3'; do
+  check "doctor: $feature present" grep -qE "^$feature +present +(always|unless allow_degraded) +[^ ]" "$tmp/doctor.txt"
+done
+check "doctor: landlock ABI" grep -qE '^landlock +present +unless allow_degraded +ABI [1-9][0-9]*$' "$tmp/doctor.txt"
+check "doctor: cpu ready" grep -qE '^backend cpu \(cpu\): ready, pid [0-9]+$' "$tmp/doctor.txt"
+check "doctor: cpu sandbox" grep -qE "^  sandbox: user\+pid\+net\+ipc namespaces, .*$sandbox_re" "$tmp/doctor.txt"
+check "doctor: verdict" grep -q '^ok: every mechanism' "$tmp/doctor.txt"
+check "doctor --json" run_cv 0 "$tmp/doctor.json" "$tmp/err" doctor --json
+json=$(cat "$tmp/doctor.json")
+for field in '"ok":true' '"user_namespace":{"present":true' '"seccomp":{"present":true' \
+    '"landlock":{"present":true' '"name":"cpu","devices":["cpu"],"state":"ready","pid":' '"problems":[]'; do
+  check "doctor json has $field" contains "$json" "$field"
+done
+check "doctor json is one line" [ "$(wc -l <"$tmp/doctor.json")" = 1 ]
+# a manifest that does not load is a problem: listed, and exit 1
+check "doctor with a broken manifest" run_cv 1 "$tmp/doctor.txt" "$tmp/err" doctor --backend-manifest "$tmp/nope.toml"
+check "doctor names it" grep -q "^problem: backend 'nope' is not ready (failed): .*nope.toml" "$tmp/doctor.txt"
+
 # bench ipc is still there
 check "bench ipc --help" run_cv 0 "$tmp/stdout" "$tmp/err" bench ipc --help
 

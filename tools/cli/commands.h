@@ -1,7 +1,7 @@
 // File: tools/cli/commands.h
 //
-// The `codecvisor` subcommands that use the library: info, decode and
-// backends. tools/codecvisor.cc parses the command line into these
+// The `codecvisor` subcommands that use the library: info, decode,
+// backends and doctor. tools/codecvisor.cc parses the command line into these
 // structs; everything after parsing happens here. Each Run*() creates one
 // Host, does its work, and returns the process's exit code: 0, or 1 after
 // one line on stderr that names the file (or manifest) and the cause.
@@ -50,6 +50,18 @@ struct DecodeArgs {
 struct BackendsArgs {
   std::vector<std::string> backend_manifests;
   bool json = false;
+  // Host::ResetBackend on this backend first. Quarantine and the restart
+  // budget live in the Host that saw the crashes, so this lifts them only in
+  // this command's own Host; a library user calls ResetBackend in its own.
+  std::string reset;
+  // Host::StartBackend on every backend before listing, so that the list
+  // shows each one's pid and engaged sandbox, or why it cannot start.
+  bool start = false;
+};
+
+struct DoctorArgs {
+  std::vector<std::string> backend_manifests;
+  bool json = false;
 };
 
 // Prints every StreamMetadata field of the chosen stream, with the backend
@@ -62,10 +74,19 @@ int RunInfo(const InfoArgs& args);
 // summary unless quiet.
 int RunDecode(const DecodeArgs& args);
 
-// Lists every registered backend: name, devices, state, pid, manifest and
-// diagnostic. A manifest given with --backend-manifest that does not load
-// is listed as failed, with the reason, rather than ending the command.
+// Lists every registered backend: name, devices, state, pid, manifest,
+// engaged sandbox and diagnostic. A manifest given with --backend-manifest
+// that does not load is listed as failed, with the reason, rather than
+// ending the command. With args.reset, resets that backend first (exit 1
+// if there is none); with args.start, starts every backend first and exits
+// 1, after the list, if one could not start.
 int RunBackends(const BackendsArgs& args);
+
+// `codecvisor doctor`: probes the kernel for every mechanism the sandbox
+// uses (core/kernel_features.h), starts every backend and shows what was
+// engaged for it, and says what a missing mechanism means. Exit 0 when
+// every mechanism is present and every backend started; else 1.
+int RunDoctor(const DoctorArgs& args);
 
 }  // namespace codecvisor::cli
 

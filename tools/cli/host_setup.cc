@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -25,6 +26,15 @@ absl::StatusOr<std::unique_ptr<Host>> CreateHost(const std::vector<std::string>&
     failures->push_back({manifest, loaded});
   }
   return host;
+}
+
+BackendStatus FailedManifestStatus(const ManifestFailure& failure) {
+  BackendStatus s;
+  s.name = std::filesystem::path(failure.path).stem().string();
+  s.manifest_path = failure.path;
+  s.state = "failed";
+  s.diagnostic = std::string(failure.status.message());
+  return s;
 }
 
 DecoderOptions DecoderOptionsFor(const OpenArgs& args) {

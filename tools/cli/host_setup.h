@@ -10,6 +10,7 @@
 #ifndef CODECVISOR_TOOLS_CLI_HOST_SETUP_H_
 #define CODECVISOR_TOOLS_CLI_HOST_SETUP_H_
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,6 +21,9 @@
 #include "tools/cli/commands.h"
 
 namespace codecvisor::cli {
+
+// How long `backends --start` and `doctor` wait for one backend to start.
+inline constexpr std::chrono::milliseconds kBackendStartTimeout{15'000};
 
 // A manifest given with --backend-manifest that could not be loaded.
 struct ManifestFailure {
@@ -33,6 +37,11 @@ struct ManifestFailure {
 // recorded there and the others still load.
 [[nodiscard]] absl::StatusOr<std::unique_ptr<Host>> CreateHost(const std::vector<std::string>& manifests,
                                                                std::vector<ManifestFailure>* failures = nullptr);
+
+// A manifest named with --backend-manifest that did not load, as a failed
+// entry of the backend list: the host never registered it, so, as discovery
+// does for an unreadable manifest, it is named after its file.
+BackendStatus FailedManifestStatus(const ManifestFailure& failure);
 
 // The DecoderOptions for the shared flags.
 DecoderOptions DecoderOptionsFor(const OpenArgs& args);

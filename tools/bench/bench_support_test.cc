@@ -1,0 +1,109 @@
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tools/bench/cpu_time.h"
+#include "tools/bench/memory_usage.h"
+#include "tools/bench/run_program.h"
+#include "tools/bench/scratch_dir.h"
+#include "tools/bench/stats.h"
+#include "tools/bench/targets.h"
+
+namespace codecvisor::bench {
+namespace {
+
+TEST(StatsTest, MedianIsAMeasuredValue) {
+  EXPECT_EQ(Median({}), 0);
+  EXPECT_EQ(Median({3, 1, 2}), 2);
+  EXPECT_EQ(Median({4, 1, 3, 2}), 3);
+}
+
+TEST(StatsTest, PercentileIsNearestRank) {
+  std::vector<double> v;
+  for (int i = 1; i <= 50; ++i) v.push_back(51 - i);  // 50..1, unsorted
+  EXPECT_EQ(Percentile(v, 50), 25);
+  EXPECT_EQ(Percentile(v, 95), 48);  // ceil(47.5) = 48th of 50
+  EXPECT_EQ(Percentile(v, 100), 50);
+  EXPECT_EQ(Percentile({7}, 95), 7);
+  EXPECT_EQ(Percentile({}, 50), 0);
+}
+
+TEST(StatsTest, Rounded) {
+  EXPECT_DOUBLE_EQ(Rounded(1.23456, 2), 1.23);
+  EXPECT_DOUBLE_EQ(Rounded(99.95, 0), 100);
+}
+
+TEST(ScratchDirTest, HoldsFilesAndIsRemovedWithThem) {
+  std::string path;
+  {
+    auto dir = ScratchDir::Create("test");
+    ASSERT_TRUE(dir.ok()) << dir.status();
+    path = (*dir)->path();
+    auto file = (*dir)->WriteFile("a.txt", "hello");
+    ASSERT_TRUE(file.ok()) << file.status();
+    std::ifstream in(*file);
+    std::string text;
+    in >> text;
+    EXPECT_EQ(text, "hello");
+  }
+  struct stat st;
+  EXPECT_NE(stat(path.c_str(), &st), 0) << path << " outlived its ScratchDir";
+}
+
+TEST(RunProgramTest, ReportsExitStatusAndStderr) {
+  EXPECT_TRUE(RunProgram({"true"}).ok());
+  absl::Status failed = RunProgram({"sh", "-c", "echo broken pipe dream >&2; exit 3"});
+  EXPECT_FALSE(failed.ok());
+  EXPECT_NE(failed.message().find("exited with status 3"), std::string::npos) << failed;
+  EXPECT_NE(failed.message().find("broken pipe dream"), std::string::npos) << failed;
+  EXPECT_FALSE(RunProgram({"/nonexistent/program"}).ok());
+}
+
+TEST(MemoryUsageTest, ReadsAndResetsThePeak) {
+  auto rss = ProcStatusKb("VmRSS");
+  ASSERT_TRUE(rss.ok()) << rss.status();
+  EXPECT_GT(*rss, 0);
+  EXPECT_FALSE(ProcStatusKb("NoSuchField").ok());
+  {
+    std::vector<char> big(64 << 20, 1);  // raise the peak by 64 MiB
+    asm volatile("" : : "r"(big.data()) : "memory");
+  }
+  ASSERT_TRUE(ResetPeakRss().ok());
+  auto hwm = ProcStatusKb("VmHWM");
+  ASSERT_TRUE(hwm.ok());
+  auto now = ProcStatusKb("VmRSS");
+  ASSERT_TRUE(now.ok());
+  EXPECT_LT(*hwm, *now + (32 << 10)) << "the 64 MiB peak survived the reset";
+}
+
+TEST(CpuTimeTest, CountsThisProcessAndAnother) {
+  const double before = SelfCpuSeconds();
+  volatile uint64_t spin = 0;
+  for (uint64_t i = 0; i < 200'000'000; ++i) spin = spin + i;
+  EXPECT_GT(SelfCpuSeconds(), before);
+  auto self = ProcessCpuSeconds(getpid());
+  ASSERT_TRUE(self.ok()) << self.status();
+  EXPECT_GT(*self, 0);
+  EXPECT_FALSE(ProcessCpuSeconds(-1).ok());
+}
+
+TEST(TargetsTest, JsonAndText) {
+  std::vector<TargetCheck> checks = {{"ratio", ">= 0.97", true}, {"cost", "< 0.1", false}};
+  cli::JsonWriter w;
+  w.BeginObject();
+  WriteTargets(w, checks);
+  w.EndObject();
+  EXPECT_EQ(w.str(),
+            "{\"targets\":[{\"figure\":\"ratio\",\"target\":\">= 0.97\",\"met\":true},"
+            "{\"figure\":\"cost\",\"target\":\"< 0.1\",\"met\":false}],\"targets_met\":false}");
+  EXPECT_EQ(TargetNote(checks, "ratio"), "(target >= 0.97: met)");
+  EXPECT_EQ(TargetNote(checks, "cost"), "(target < 0.1: NOT MET)");
+  EXPECT_EQ(TargetNote(checks, "other"), "");
+}
+
+}  // namespace
+}  // namespace codecvisor::bench

@@ -1,0 +1,327 @@
+#include "tools/bench/decode_bench.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/host.h"
+#include "tools/bench/decode_paths.h"
+#include "tools/bench/ffmpeg_cli.h"
+#include "tools/bench/memory_usage.h"
+#include "tools/bench/scratch_dir.h"
+#include "tools/bench/stats.h"
+#include "tools/cli/json.h"
+
+namespace codecvisor::bench {
+namespace {
+
+constexpr int64_t kRssFramesFirst = 300;
+constexpr int64_t kRssFramesLast = 3000;
+constexpr double kRatioTarget = 0.97;
+constexpr double kSandboxCostTarget = 0.10;
+// "Does not grow": allocator noise aside. Per-frame state that leaked would
+// be far above this after 2700 more frames.
+constexpr int64_t kRssGrowthToleranceKb = 1024;
+
+struct GeneratedVideo {
+  const char* name;
+  int width;
+  int height;
+};
+constexpr GeneratedVideo kGenerated[] = {{"testsrc2_1080p.mp4", 1920, 1080}, {"testsrc2_360p.mp4", 640, 360}};
+
+// Progress on stderr, only for a person watching a terminal.
+void Progress(const std::string& line) {
+  if (isatty(STDERR_FILENO)) std::fprintf(stderr, "bench decode: %s\n", line.c_str());
+}
+
+// A Host with only the built-in cpu backend (no third-party discovery, so
+// the environment cannot change what is measured).
+absl::StatusOr<std::unique_ptr<Host>> CreateBenchHost(bool sandbox) {
+  absl::StatusOr<InstallLayout> layout = InstallLayout::Discover();
+  if (!layout.ok()) return layout.status();
+  HostOptions options;
+  options.layout = *layout;
+  options.discovery = DiscoveryOptions{{}, layout->builtin_dir, false};
+  options.supervision.spawn.sandbox = sandbox;
+  return Host::Create(options);
+}
+
+struct RssFigures {
+  int64_t hwm_300 = 0, hwm_3000 = 0, rss_300 = 0, rss_3000 = 0;
+};
+
+// The host's memory after 300 and 3000 frames decoded out of process (the
+// video decoded again and again by one decoder until that many frames have
+// been delivered). Must run before any InProcessPass in this process: the
+// in-process passes run FFmpeg here, and its buffers and code pages would
+// be counted as the host's. The peak is reset first, so that one video's
+// figures do not carry the previous one's peak.
+absl::StatusOr<RssFigures> MeasureHostRss(const std::string& path, uint32_t threads, uint32_t arena_slots,
+                                          int64_t video_frames) {
+  if (absl::Status s = ResetPeakRss(); !s.ok()) return s;
+  absl::StatusOr<std::unique_ptr<Host>> host = CreateBenchHost(/*sandbox=*/true);
+  if (!host.ok()) return host.status();
+  DecoderOptions options;
+  options.device = "cpu";
+  options.decoder_threads = threads;
+  options.arena_slots = arena_slots;
+  absl::StatusOr<std::unique_ptr<VideoDecoder>> decoder = (*host)->OpenDecoder(path, options);
+  if (!decoder.ok()) return decoder.status();
+  int64_t decoded = 0;
+  uint64_t checksum = 0;
+  auto decode_until = [&](int64_t total) -> absl::Status {
+    while (decoded < total) {
+      const int64_t n = std::min(video_frames, total - decoded);
+      absl::Status s = (*decoder)->ForEachFrame({ipc::IndexRange{0, n, 1}}, [&](Frame frame) {
+        checksum += TouchFrame(frame.data());
+        ++decoded;
+        return absl::OkStatus();
+      });
+      if (!s.ok()) return s;
+    }
+    return absl::OkStatus();
+  };
+  RssFigures r;
+  auto read = [](int64_t* hwm, int64_t* rss) -> absl::Status {
+    absl::StatusOr<int64_t> h = ProcStatusKb("VmHWM");
+    absl::StatusOr<int64_t> c = ProcStatusKb("VmRSS");
+    if (!h.ok()) return h.status();
+    if (!c.ok()) return c.status();
+    *hwm = *h;
+    *rss = *c;
+    return absl::OkStatus();
+  };
+  if (absl::Status s = decode_until(kRssFramesFirst); !s.ok()) return s;
+  if (absl::Status s = read(&r.hwm_300, &r.rss_300); !s.ok()) return s;
+  if (absl::Status s = decode_until(kRssFramesLast); !s.ok()) return s;
+  if (absl::Status s = read(&r.hwm_3000, &r.rss_3000); !s.ok()) return s;
+  return r;
+}
+
+// The same `count` indices in [0, frames) for both sides, in random order.
+std::vector<int64_t> RandomIndices(int count, int64_t frames, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<int64_t> indices(static_cast<size_t>(count));
+  for (int64_t& i : indices) i = static_cast<int64_t>(rng() % static_cast<uint64_t>(frames));
+  return indices;
+}
+
+double Fps(const PassTiming& t) { return static_cast<double>(t.frames) / t.decode_seconds; }
+double CpuMsPerFrame(const PassTiming& t) { return t.cpu_seconds * 1e3 / static_cast<double>(t.frames); }
+
+absl::StatusOr<DecodeBenchResult> MeasureVideo(const DecodeBenchOptions& o, const std::string& path,
+                                               const StreamMetadata& m, const RssFigures& rss) {
+  const int64_t video_frames = m.num_frames_from_scan;
+  const Workload sequential{true, std::min<int64_t>(o.frames, video_frames), {}};
+  const Workload random{false, 0, RandomIndices(o.random_frames, video_frames, o.seed)};
+
+  absl::StatusOr<std::unique_ptr<Host>> sandboxed = CreateBenchHost(true);
+  if (!sandboxed.ok()) return sandboxed.status();
+  absl::StatusOr<std::unique_ptr<Host>> unsandboxed = CreateBenchHost(false);
+  if (!unsandboxed.ok()) return unsandboxed.status();
+
+  std::vector<double> in_fps, out_fps, unsandboxed_fps, cli_fps, random_in_fps, random_out_fps;
+  std::vector<double> in_open_ms, out_open_ms, in_cpu, out_cpu, out_host_cpu, unsandboxed_cpu;
+  std::vector<double> ratios, sandbox_costs, random_ratios;
+  auto record = [](absl::StatusOr<PassTiming> t, std::vector<double>* fps, std::vector<double>* cpu_ms,
+                   std::vector<double>* open_ms) {
+    if (!t.ok()) return t.status();
+    fps->push_back(Fps(*t));
+    if (cpu_ms != nullptr) cpu_ms->push_back(CpuMsPerFrame(*t));
+    if (open_ms != nullptr) open_ms->push_back(t->open_seconds * 1e3);
+    return absl::OkStatus();
+  };
+  using Step = std::function<absl::Status()>;
+  const Step sequential_steps[] = {
+      [&] { return record(InProcessPass(path, o.threads, sequential), &in_fps, &in_cpu, &in_open_ms); },
+      [&] {
+        absl::StatusOr<PassTiming> t = OutOfProcessPass(**sandboxed, path, o.threads, o.arena_slots, sequential);
+        if (t.ok()) out_host_cpu.push_back(t->host_cpu_seconds * 1e3 / static_cast<double>(t->frames));
+        return record(std::move(t), &out_fps, &out_cpu, &out_open_ms);
+      },
+      [&] {
+        return record(OutOfProcessPass(**unsandboxed, path, o.threads, o.arena_slots, sequential),
+                      &unsandboxed_fps, &unsandboxed_cpu, nullptr);
+      },
+  };
+  const Step random_steps[] = {
+      [&] { return record(InProcessPass(path, o.threads, random), &random_in_fps, nullptr, nullptr); },
+      [&] {
+        return record(OutOfProcessPass(**sandboxed, path, o.threads, o.arena_slots, random), &random_out_fps,
+                      nullptr, nullptr);
+      },
+  };
+  // The passes a ratio compares run back to back, their order rotating
+  // from round to round, and each ratio is taken within its round: a slow
+  // spell on a shared machine then hits both sides of a ratio alike, and
+  // the median over rounds drops the round it spoiled most.
+  for (int round = 0; round < o.rounds; ++round) {
+    Progress(absl::StrCat(path, ": round ", round + 1, " of ", o.rounds));
+    const size_t r = static_cast<size_t>(round);
+    for (size_t i = 0; i < 3; ++i) {
+      if (absl::Status s = sequential_steps[(i + r) % 3](); !s.ok()) return s;
+    }
+    ratios.push_back(out_fps.back() / in_fps.back());
+    sandbox_costs.push_back(1 - out_fps.back() / unsandboxed_fps.back());
+    absl::StatusOr<double> seconds = TimeFfmpegDecode(path, o.threads, sequential.count, video_frames);
+    if (!seconds.ok()) return seconds.status();
+    cli_fps.push_back(static_cast<double>(sequential.count) / *seconds);
+    for (size_t i = 0; i < 2; ++i) {
+      if (absl::Status s = random_steps[(i + r) % 2](); !s.ok()) return s;
+    }
+    random_ratios.push_back(random_out_fps.back() / random_in_fps.back());
+  }
+
+  DecodeBenchResult r;
+  r.file = path;
+  r.codec = m.codec;
+  r.width = m.width;
+  r.height = m.height;
+  r.frames = sequential.count;
+  r.threads = o.threads;
+  r.arena_slots = o.arena_slots;
+  r.rounds = o.rounds;
+  r.in_process_fps = Median(in_fps);
+  r.out_of_process_fps = Median(out_fps);
+  r.out_of_process_unsandboxed_fps = Median(unsandboxed_fps);
+  r.ffmpeg_cli_fps = Median(cli_fps);
+  r.ratio = Median(ratios);
+  r.sandbox_cost = Median(sandbox_costs);
+  r.in_process_cpu_ms_per_frame = Median(in_cpu);
+  r.out_of_process_cpu_ms_per_frame = Median(out_cpu);
+  r.out_of_process_host_cpu_ms_per_frame = Median(out_host_cpu);
+  r.out_of_process_unsandboxed_cpu_ms_per_frame = Median(unsandboxed_cpu);
+  r.in_process_open_ms = Median(in_open_ms);
+  r.out_of_process_open_ms = Median(out_open_ms);
+  r.random_frames = o.random_frames;
+  r.random_in_process_fps = Median(random_in_fps);
+  r.random_out_of_process_fps = Median(random_out_fps);
+  r.random_ratio = Median(random_ratios);
+  r.host_rss_kb_300 = rss.hwm_300;
+  r.host_rss_kb_3000 = rss.hwm_3000;
+  r.host_vmrss_kb_300 = rss.rss_300;
+  r.host_vmrss_kb_3000 = rss.rss_3000;
+  r.targets = {
+      {"ratio", absl::StrFormat(">= %.2f", kRatioTarget), r.ratio >= kRatioTarget},
+      {"sandbox_cost", absl::StrFormat("< %.2f", kSandboxCostTarget), r.sandbox_cost < kSandboxCostTarget},
+      {"random_ratio", absl::StrFormat(">= %.2f", kRatioTarget), r.random_ratio >= kRatioTarget},
+      {"host_rss_kb_3000", absl::StrFormat("<= host_rss_kb_300 + %d", kRssGrowthToleranceKb),
+       r.host_rss_kb_3000 <= r.host_rss_kb_300 + kRssGrowthToleranceKb},
+  };
+  return r;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<DecodeBenchResult>> RunDecodeBench(const DecodeBenchOptions& o) {
+  std::unique_ptr<ScratchDir> scratch;
+  std::vector<std::string> videos;
+  if (!o.file.empty()) {
+    videos.push_back(o.file);
+  } else {
+    absl::StatusOr<std::unique_ptr<ScratchDir>> made = ScratchDir::Create("bench-decode");
+    if (!made.ok()) return made.status();
+    scratch = *std::move(made);
+    for (const GeneratedVideo& g : kGenerated) {
+      Progress(absl::StrCat("encoding ", g.name));
+      videos.push_back(scratch->File(g.name));
+      if (absl::Status s = MakeTestVideo(videos.back(), g.width, g.height, std::max(o.frames, 300)); !s.ok()) {
+        return s;
+      }
+    }
+  }
+
+  std::vector<StreamMetadata> metadata;
+  {
+    absl::StatusOr<std::unique_ptr<Host>> host = CreateBenchHost(true);
+    if (!host.ok()) return host.status();
+    for (const std::string& video : videos) {
+      absl::StatusOr<StreamMetadata> m = ProbeStream(**host, video);
+      if (!m.ok()) return m.status();
+      if (m->num_frames_from_scan <= 0) return absl::InvalidArgumentError(absl::StrCat(video, ": no frames"));
+      metadata.push_back(*std::move(m));
+    }
+  }
+  // Every memory figure first, before the first in-process pass.
+  std::vector<RssFigures> rss;
+  for (size_t i = 0; i < videos.size(); ++i) {
+    Progress(absl::StrCat(videos[i], ": host memory over ", kRssFramesLast, " frames"));
+    absl::StatusOr<RssFigures> r =
+        MeasureHostRss(videos[i], o.threads, o.arena_slots, metadata[i].num_frames_from_scan);
+    if (!r.ok()) return r.status();
+    rss.push_back(*r);
+  }
+  std::vector<DecodeBenchResult> results;
+  for (size_t i = 0; i < videos.size(); ++i) {
+    absl::StatusOr<DecodeBenchResult> r = MeasureVideo(o, videos[i], metadata[i], rss[i]);
+    if (!r.ok()) return r.status();
+    // A generated video's path dies with the scratch folder: name it only.
+    if (scratch != nullptr) r->file = r->file.substr(r->file.rfind('/') + 1);
+    results.push_back(*std::move(r));
+  }
+  return results;
+}
+
+std::string DecodeBenchResult::ToJson() const {
+  cli::JsonWriter w;
+  w.BeginObject();
+  w.Key("file").String(file).Key("codec").String(codec).Key("width").Int(width).Key("height").Int(height);
+  w.Key("frames").Int(frames).Key("threads").Int(threads).Key("arena_slots").Int(arena_slots);
+  w.Key("rounds").Int(rounds);
+  w.Key("in_process_fps").Double(Rounded(in_process_fps, 1));
+  w.Key("out_of_process_fps").Double(Rounded(out_of_process_fps, 1));
+  w.Key("out_of_process_unsandboxed_fps").Double(Rounded(out_of_process_unsandboxed_fps, 1));
+  w.Key("ffmpeg_cli_fps").Double(Rounded(ffmpeg_cli_fps, 1));
+  w.Key("ratio").Double(Rounded(ratio, 3));
+  w.Key("sandbox_cost").Double(Rounded(sandbox_cost, 3));
+  w.Key("in_process_cpu_ms_per_frame").Double(Rounded(in_process_cpu_ms_per_frame, 3));
+  w.Key("out_of_process_cpu_ms_per_frame").Double(Rounded(out_of_process_cpu_ms_per_frame, 3));
+  w.Key("out_of_process_host_cpu_ms_per_frame").Double(Rounded(out_of_process_host_cpu_ms_per_frame, 3));
+  w.Key("out_of_process_unsandboxed_cpu_ms_per_frame").Double(Rounded(out_of_process_unsandboxed_cpu_ms_per_frame, 3));
+  w.Key("in_process_open_ms").Double(Rounded(in_process_open_ms, 1));
+  w.Key("out_of_process_open_ms").Double(Rounded(out_of_process_open_ms, 1));
+  w.Key("random_frames").Int(random_frames);
+  w.Key("random_in_process_fps").Double(Rounded(random_in_process_fps, 1));
+  w.Key("random_out_of_process_fps").Double(Rounded(random_out_of_process_fps, 1));
+  w.Key("random_ratio").Double(Rounded(random_ratio, 3));
+  w.Key("host_rss_kb_300").Int(host_rss_kb_300).Key("host_rss_kb_3000").Int(host_rss_kb_3000);
+  w.Key("host_vmrss_kb_300").Int(host_vmrss_kb_300).Key("host_vmrss_kb_3000").Int(host_vmrss_kb_3000);
+  WriteTargets(w, targets);
+  w.EndObject();
+  return w.str();
+}
+
+std::string DecodeBenchResult::ToText() const {
+  std::string out = absl::StrFormat("%s: %s %ux%u, %d frames, threads %u, %u arena slots, median of %d rounds\n", file,
+                                    codec, width, height, frames, threads, arena_slots, rounds);
+  absl::StrAppendFormat(&out, "  %-34s %8.1f fps, CPU %.3f ms/frame (open %.1f ms, not counted)\n",
+                        "in process (cpu backend linked in)", in_process_fps, in_process_cpu_ms_per_frame,
+                        in_process_open_ms);
+  absl::StrAppendFormat(&out, "  %-34s %8.1f fps, CPU %.3f ms/frame (host %.3f; open %.1f ms); ratio %.3f %s\n",
+                        "out of process, sandboxed", out_of_process_fps, out_of_process_cpu_ms_per_frame,
+                        out_of_process_host_cpu_ms_per_frame, out_of_process_open_ms, ratio,
+                        TargetNote(targets, "ratio"));
+  absl::StrAppendFormat(&out, "  %-34s %8.1f fps, CPU %.3f ms/frame; sandbox cost %.1f%% %s\n",
+                        "out of process, no sandbox", out_of_process_unsandboxed_fps,
+                        out_of_process_unsandboxed_cpu_ms_per_frame, sandbox_cost * 100,
+                        TargetNote(targets, "sandbox_cost"));
+  absl::StrAppendFormat(&out, "  %-34s %8.1f fps (wall clock, process start included)\n", "ffmpeg CLI",
+                        ffmpeg_cli_fps);
+  absl::StrAppendFormat(&out, "  %d random frames, exact seek: in process %.1f fps, out of process %.1f fps; ratio %.3f %s\n",
+                        random_frames, random_in_process_fps, random_out_of_process_fps, random_ratio,
+                        TargetNote(targets, "random_ratio"));
+  absl::StrAppendFormat(&out, "  host peak RSS: %d kB after %d frames, %d kB after %d frames %s\n", host_rss_kb_300,
+                        kRssFramesFirst, host_rss_kb_3000, kRssFramesLast, TargetNote(targets, "host_rss_kb_3000"));
+  absl::StrAppendFormat(&out, "  host current RSS: %d kB after %d frames, %d kB after %d frames\n", host_vmrss_kb_300,
+                        kRssFramesFirst, host_vmrss_kb_3000, kRssFramesLast);
+  return out;
+}
+
+}  // namespace codecvisor::bench

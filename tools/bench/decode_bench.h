@@ -1,0 +1,105 @@
+// File: tools/bench/decode_bench.h
+//
+// `codecvisor bench decode`: what decoding through a sandboxed backend
+// process costs against decoding in process, measured side by side in one
+// run, per video:
+//
+//   in_process_fps                  the cpu backend's code linked in, C ABI
+//   out_of_process_fps              Host -> VideoDecoder -> ForEachFrame, sandboxed
+//   out_of_process_unsandboxed_fps  the same with the sandbox off
+//   ffmpeg_cli_fps                  `ffmpeg -threads T -i FILE -pix_fmt rgb24 -f null -`
+//   ratio = out_of_process / in_process (target >= 0.97),
+//   sandbox_cost = 1 - sandboxed / unsandboxed (target < 10%),
+//   random_ratio: the same ratio for random indices with exact seeks,
+//   ffmpeg_cli_fps, a reference only (process start and probing included),
+//   host_rss_kb_300 / _3000: the host's peak RSS after 300 and 3000 frames
+//   (target: no growth).
+//
+// The measurements are interleaved over rounds, the passes a ratio compares
+// back to back in an order rotating from round to round; each fps figure is
+// the median of its rounds, and each ratio the median of the ratios taken
+// within each round (so it need not equal the ratio of the median fps).
+//
+// Thread-safety: RunDecodeBench runs on the calling thread (the Host adds
+// its own); call it once at a time.
+
+#ifndef CODECVISOR_TOOLS_BENCH_DECODE_BENCH_H_
+#define CODECVISOR_TOOLS_BENCH_DECODE_BENCH_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tools/bench/targets.h"
+
+namespace codecvisor::bench {
+
+struct DecodeBenchOptions {
+  // The video to measure; empty: generate a 1080p and a 360p H.264 file
+  // (testsrc2, libx264, yuv420p) with the ffmpeg CLI in a scratch folder.
+  std::string file;
+  uint32_t threads = 0;    // decoder threads on every side; 0 lets FFmpeg choose
+  int frames = 300;        // decoded per sequential pass (at most the video's)
+  int rounds = 3;          // each figure is the median of its rounds
+  int random_frames = 50;  // indices per random-access pass
+  // Frame slots of each out-of-process decoder (DecoderOptions' default).
+  // The in-process side writes every frame into one buffer, which stays in
+  // cache; each more slot adds a frame's worth to the cache footprint.
+  uint32_t arena_slots = 4;
+  uint64_t seed = 20261120;  // of the random indices, the same on both sides
+};
+
+struct DecodeBenchResult {
+  std::string file;
+  std::string codec;
+  uint32_t width = 0;
+  uint32_t height = 0;
+  int64_t frames = 0;  // per sequential pass
+  uint32_t threads = 0;
+  uint32_t arena_slots = 0;
+  int rounds = 0;
+
+  double in_process_fps = 0;
+  double out_of_process_fps = 0;
+  double out_of_process_unsandboxed_fps = 0;
+  double ffmpeg_cli_fps = 0;
+  double ratio = 0;         // out_of_process_fps / in_process_fps, per round
+  double sandbox_cost = 0;  // 1 - out_of_process_fps / out_of_process_unsandboxed_fps, per round
+  // CPU time per frame (all threads; out of process the host's and the
+  // backend child's together): the work, apart from waiting and from
+  // other load on the machine.
+  double in_process_cpu_ms_per_frame = 0;
+  double out_of_process_cpu_ms_per_frame = 0;
+  double out_of_process_host_cpu_ms_per_frame = 0;  // the host's part of it
+  double out_of_process_unsandboxed_cpu_ms_per_frame = 0;
+  // Opening the file (exact mode scans it), not in the fps figures.
+  double in_process_open_ms = 0;
+  double out_of_process_open_ms = 0;
+
+  int random_frames = 0;
+  double random_in_process_fps = 0;
+  double random_out_of_process_fps = 0;
+  double random_ratio = 0;
+
+  // The host process's peak RSS (VmHWM, reset before the phase) and its
+  // current RSS (VmRSS) after 300 and after 3000 frames decoded out of
+  // process, measured before any in-process decoding in this process.
+  int64_t host_rss_kb_300 = 0;
+  int64_t host_rss_kb_3000 = 0;
+  int64_t host_vmrss_kb_300 = 0;
+  int64_t host_vmrss_kb_3000 = 0;
+
+  std::vector<TargetCheck> targets;
+
+  std::string ToJson() const;  // one line, no newline
+  std::string ToText() const;  // a few lines
+};
+
+// Measures every video (the given one, or the two generated ones). Fails
+// if a video cannot be made, opened or decoded on some side.
+[[nodiscard]] absl::StatusOr<std::vector<DecodeBenchResult>> RunDecodeBench(const DecodeBenchOptions& options);
+
+}  // namespace codecvisor::bench
+
+#endif  // CODECVISOR_TOOLS_BENCH_DECODE_BENCH_H_

@@ -1,0 +1,31 @@
+// File: tools/bench/ffmpeg_cli.h
+//
+// What the benchmarks ask of the ffmpeg command-line program: make test
+// videos, and decode a file as the baseline codecvisor is compared with.
+// Runs /usr/bin/ffmpeg (found in PATH) as a child; thread-safe.
+
+#ifndef CODECVISOR_TOOLS_BENCH_FFMPEG_CLI_H_
+#define CODECVISOR_TOOLS_BENCH_FFMPEG_CLI_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace codecvisor::bench {
+
+// Encodes `frames` frames of the testsrc2 pattern at `width`x`height`,
+// 30 fps, as H.264 (libx264, yuv420p, its default settings) into `path`.
+[[nodiscard]] absl::Status MakeTestVideo(const std::string& path, int width, int height, int frames);
+
+// Runs `ffmpeg -threads T -i FILE [-frames:v N] -pix_fmt rgb24 -f null -`
+// (the first `frames` frames of the best video stream, converted to RGB24
+// by swscale as the cpu backend does, then discarded) and returns its wall
+// clock time in seconds, process start and probing included. `-frames:v`
+// is given only when `frames` < `total_frames`.
+[[nodiscard]] absl::StatusOr<double> TimeFfmpegDecode(const std::string& path, uint32_t threads, int64_t frames,
+                                                      int64_t total_frames);
+
+}  // namespace codecvisor::bench
+
+#endif  // CODECVISOR_TOOLS_BENCH_FFMPEG_CLI_H_

@@ -1,0 +1,76 @@
+// File: tools/bench/restart_bench.h
+//
+// `codecvisor bench restart`: what discovery, a cold start and a failover
+// cost, with the synthetic test backend (backends/testing/) in real
+// sandboxed child processes:
+//
+//   discovery_ms_100        Host creation with 100 manifests on the search
+//                           path (manifests read, no child spawned); target <= 10
+//   cold_spawn_ms           the first request on a fresh backend: OpenDecoder
+//                           + GetFrameAt(0), host creation excluded; sandboxed,
+//                           and cold_spawn_ms_unsandboxed with the sandbox off
+//   failover_ms_cold/_warm  from SIGKILLing the backend while a ForEachFrame
+//                           is in flight to the first frame of the re-issued
+//                           request (p50, p95 over --crashes kills), without
+//                           and with a warm spare; targets: warm p50 <= 5,
+//                           cold p50 <= cold_spawn_ms + 10
+//
+// The synthetic backend's library is a test-only build product: it is
+// looked for next to this binary (a Bazel runfiles tree, or bazel-bin's
+// layout) unless given; the benchmark writes its own manifest for it in a
+// scratch folder and registers it with Host::LoadBackend.
+//
+// Thread-safety: RunRestartBench runs on the calling thread (the Host adds
+// its own); call it once at a time.
+
+#ifndef CODECVISOR_TOOLS_BENCH_RESTART_BENCH_H_
+#define CODECVISOR_TOOLS_BENCH_RESTART_BENCH_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tools/bench/targets.h"
+
+namespace codecvisor::bench {
+
+struct RestartBenchOptions {
+  int crashes = 50;    // kills per failover figure
+  int rounds = 11;     // host creations per discovery and cold-spawn median
+  int manifests = 100;
+  // Path of libcodecvisor_synthetic.so (//backends/testing). Empty: look in
+  // <this binary>.runfiles/codecvisor/backends/testing/, then in
+  // <this binary's folder>/../backends/testing/ (bazel-bin's layout).
+  std::string synthetic_library;
+};
+
+struct RestartBenchResult {
+  int manifests = 0;
+  int rounds = 0;
+  int crashes = 0;
+  double discovery_ms_100 = 0;      // with `manifests` manifests (100 by default)
+  double discovery_ms_builtin = 0;  // the built-in cpu manifest only: the fixed cost
+  double cold_spawn_ms = 0;
+  double cold_spawn_ms_unsandboxed = 0;
+  // On a running backend, for reading the failover figures: opening a
+  // decoder (what a failover repeats), and one GetFrameAt.
+  double warm_open_ms = 0;
+  double warm_request_ms = 0;
+  // SIGKILL -> the killed child's pidfd readable (p50 over every crash):
+  // the part of a failover spent waiting for the old child to die.
+  double backend_exit_ms_p50 = 0;
+  double failover_ms_cold_p50 = 0;
+  double failover_ms_cold_p95 = 0;
+  double failover_ms_warm_p50 = 0;
+  double failover_ms_warm_p95 = 0;
+  std::vector<TargetCheck> targets;
+
+  std::string ToJson() const;  // one line, no newline
+  std::string ToText() const;
+};
+
+[[nodiscard]] absl::StatusOr<RestartBenchResult> RunRestartBench(const RestartBenchOptions& options);
+
+}  // namespace codecvisor::bench
+
+#endif  // CODECVISOR_TOOLS_BENCH_RESTART_BENCH_H_

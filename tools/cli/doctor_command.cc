@@ -1,0 +1,227 @@
+// `codecvisor doctor`: what the kernel offers of the sandbox's mechanisms,
+// and what each backend actually gets when it starts here.
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "core/kernel_features.h"
+#include "core/manifest.h"
+#include "tools/cli/commands.h"
+#include "tools/cli/host_setup.h"
+#include "tools/cli/json.h"
+
+namespace codecvisor::cli {
+namespace {
+
+// The parts of a full sandbox, as EngagedSandbox::Describe() names them.
+constexpr const char* kSandboxParts[] = {"namespaces", "uid nobody", "rlimits", "no_new_privs", "landlock", "seccomp"};
+
+struct BackendReport {
+  BackendStatus status;
+  std::optional<bool> allow_degraded;  // unknown when the manifest did not load
+  std::vector<std::string> not_engaged;  // parts missing from a running child's sandbox
+  std::vector<std::string> notes;
+};
+
+struct Report {
+  KernelFeatures features;
+  std::vector<std::string> missing_always;     // labels
+  std::vector<std::string> missing_degradable;  // labels
+  std::string host_error;
+  std::vector<BackendReport> backends;
+  std::vector<std::string> problems;  // each makes the exit code 1
+  std::vector<std::string> warnings;  // discovery's (a device claimed twice): shown, not failed for
+  bool ok() const { return problems.empty(); }
+};
+
+const char* NeedName(FeatureNeed need, bool json) {
+  if (need == FeatureNeed::kAlways) return "always";
+  return json ? "unless_allow_degraded" : "unless allow_degraded";
+}
+
+BackendReport Examine(const Report& report, BackendStatus status, const std::optional<absl::Status>& start) {
+  BackendReport b;
+  b.status = std::move(status);
+  const BackendStatus& s = b.status;
+  if (!s.manifest_path.empty()) {
+    absl::StatusOr<BackendManifest> manifest = LoadManifest(s.manifest_path);
+    if (manifest.ok()) b.allow_degraded = manifest->sandbox.allow_degraded;
+  }
+  if (s.state == "ready") {
+    for (const char* part : kSandboxParts) {
+      if (!absl::StrContains(s.sandbox, part)) b.not_engaged.push_back(part);
+    }
+    if (!b.not_engaged.empty()) {
+      b.notes.push_back(absl::StrCat("running with a DEGRADED sandbox: not engaged: ",
+                                     absl::StrJoin(b.not_engaged, ", ")));
+    }
+  } else if (s.diagnostic.empty() && start.has_value() && !start->ok()) {
+    b.status.diagnostic = std::string(start->message());
+  }
+  if (!report.missing_always.empty()) {
+    b.notes.push_back(absl::StrCat("cannot start on this kernel: ", absl::StrJoin(report.missing_always, ", "),
+                                   " is needed even with [sandbox] allow_degraded = true"));
+  }
+  if (!report.missing_degradable.empty()) {
+    const std::string missing = absl::StrJoin(report.missing_degradable, ", ");
+    if (b.allow_degraded.value_or(false)) {
+      b.notes.push_back(absl::StrCat("its manifest sets [sandbox] allow_degraded = true: it runs without ", missing,
+                                     ", with a warning"));
+    } else {
+      b.notes.push_back(absl::StrCat("will refuse to start (missing: ", missing,
+                                     ") unless its manifest sets [sandbox] allow_degraded = true"));
+    }
+  }
+  return b;
+}
+
+Report Diagnose(const DoctorArgs& args) {
+  Report r;
+  r.features = ProbeKernelFeatures();
+  for (const NamedFeature& n : AllFeatures(r.features)) {
+    if (n.feature->present) continue;
+    (n.need == FeatureNeed::kAlways ? r.missing_always : r.missing_degradable).push_back(n.label);
+    r.problems.push_back(absl::StrCat(n.label, " is missing: ", n.feature->detail));
+  }
+  std::vector<ManifestFailure> failures;
+  absl::StatusOr<std::unique_ptr<Host>> host = CreateHost(args.backend_manifests, &failures);
+  if (!host.ok()) {
+    r.host_error = std::string(host.status().message());
+    r.problems.push_back(absl::StrCat("cannot create the host: ", r.host_error));
+    return r;
+  }
+  std::map<std::string, absl::Status> started;
+  for (const BackendStatus& b : (*host)->Backends()) {
+    started.emplace(b.name, (*host)->StartBackend(b.name, kBackendStartTimeout));
+  }
+  std::vector<BackendStatus> statuses = (*host)->Backends();
+  for (const ManifestFailure& failure : failures) statuses.push_back(FailedManifestStatus(failure));
+  for (BackendStatus& s : statuses) {
+    auto it = started.find(s.name);
+    std::optional<absl::Status> start;
+    if (it != started.end()) start = it->second;
+    BackendReport b = Examine(r, std::move(s), start);
+    if (b.status.state != "ready") {
+      r.problems.push_back(absl::StrCat("backend '", b.status.name, "' is not ready (", b.status.state, "): ",
+                                        b.status.diagnostic.empty() ? "no diagnostic" : b.status.diagnostic));
+    }
+    r.backends.push_back(std::move(b));
+  }
+  r.warnings = (*host)->warnings();
+  return r;
+}
+
+void PrintText(const Report& r) {
+  std::string out = absl::StrCat("kernel: ", r.features.kernel, "\n\n");
+  std::vector<std::vector<std::string>> rows = {{"FEATURE", "STATUS", "NEEDED", "DETAIL"}};
+  for (const NamedFeature& n : AllFeatures(r.features)) {
+    rows.push_back({n.label, n.feature->present ? "present" : "MISSING", NeedName(n.need, false), n.feature->detail});
+  }
+  auto table = [&out](const std::vector<std::vector<std::string>>& rows) {
+    std::vector<size_t> widths(rows[0].size(), 0);
+    for (const auto& row : rows) {
+      for (size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], row[c].size());
+    }
+    for (const auto& row : rows) {
+      for (size_t c = 0; c + 1 < row.size(); ++c) absl::StrAppendFormat(&out, "%-*s  ", widths[c], row[c]);
+      absl::StrAppend(&out, row.back(), "\n");
+    }
+  };
+  table(rows);
+  absl::StrAppend(&out, "\n");
+  if (!r.host_error.empty()) {
+    absl::StrAppend(&out, "backends: none examined: cannot create the host: ", r.host_error, "\n");
+  } else {
+    for (const BackendReport& b : r.backends) {
+      const BackendStatus& s = b.status;
+      absl::StrAppend(&out, "backend ", s.name, " (", s.devices.empty() ? "-" : absl::StrJoin(s.devices, ","), "): ",
+                      s.state, s.pid > 0 ? absl::StrCat(", pid ", s.pid) : "", "\n");
+      if (!s.sandbox.empty()) absl::StrAppend(&out, "  sandbox: ", s.sandbox, "\n");
+      if (!s.diagnostic.empty()) absl::StrAppend(&out, "  diagnostic: ", s.diagnostic, "\n");
+      for (const std::string& note : b.notes) absl::StrAppend(&out, "  note: ", note, "\n");
+      absl::StrAppend(&out, "  manifest: ", s.manifest_path, "\n");
+    }
+  }
+  absl::StrAppend(&out, "\n");
+  for (const std::string& warning : r.warnings) absl::StrAppend(&out, "warning: ", warning, "\n");
+  if (r.ok()) {
+    absl::StrAppend(&out, "ok: every mechanism the sandbox uses is present and every backend started\n");
+  } else {
+    for (const std::string& p : r.problems) absl::StrAppend(&out, "problem: ", p, "\n");
+  }
+  std::fwrite(out.data(), 1, out.size(), stdout);
+}
+
+void PrintJson(const Report& r) {
+  JsonWriter w;
+  auto optional_string = [&](const char* key, const std::string& value) {
+    w.Key(key);
+    value.empty() ? w.Null() : w.String(value);
+  };
+  auto strings = [&](const char* key, const std::vector<std::string>& values) {
+    w.Key(key).BeginArray();
+    for (const std::string& v : values) w.String(v);
+    w.EndArray();
+  };
+  w.BeginObject();
+  w.Key("ok").Bool(r.ok());
+  w.Key("kernel").String(r.features.kernel);
+  w.Key("features").BeginObject();
+  for (const NamedFeature& n : AllFeatures(r.features)) {
+    w.Key(n.key).BeginObject();
+    w.Key("present").Bool(n.feature->present);
+    w.Key("needed").String(NeedName(n.need, true));
+    w.Key("detail").String(n.feature->detail);
+    if (n.feature == &r.features.landlock) w.Key("abi").Int(r.features.landlock_abi);
+    if (n.feature == &r.features.seccomp) w.Key("mode").Int(r.features.seccomp_mode);
+    w.EndObject();
+  }
+  w.EndObject();
+  optional_string("host_error", r.host_error);
+  w.Key("backends").BeginArray();
+  for (const BackendReport& b : r.backends) {
+    const BackendStatus& s = b.status;
+    w.BeginObject();
+    w.Key("name").String(s.name);
+    strings("devices", s.devices);
+    w.Key("state").String(s.state);
+    w.Key("pid");
+    s.pid > 0 ? w.Int(s.pid) : w.Null();
+    optional_string("sandbox", s.sandbox);
+    strings("not_engaged", b.not_engaged);
+    w.Key("allow_degraded");
+    b.allow_degraded.has_value() ? w.Bool(*b.allow_degraded) : w.Null();
+    w.Key("manifest").String(s.manifest_path);
+    optional_string("diagnostic", s.diagnostic);
+    strings("notes", b.notes);
+    w.EndObject();
+  }
+  w.EndArray();
+  strings("problems", r.problems);
+  strings("warnings", r.warnings);
+  w.EndObject();
+  std::printf("%s\n", w.str().c_str());
+}
+
+}  // namespace
+
+int RunDoctor(const DoctorArgs& args) {
+  const Report report = Diagnose(args);
+  if (args.json) {
+    PrintJson(report);
+  } else {
+    PrintText(report);
+  }
+  if (std::fflush(stdout) != 0) return ReportFailure("doctor", "", absl::InternalError("cannot write stdout"));
+  return report.ok() ? 0 : 1;
+}
+
+}  // namespace codecvisor::cli
