@@ -65,14 +65,16 @@ absl::Status WaitFor(DoorbellWord* bell, absl::FunctionRef<bool()> ready, Deadli
     for (uint32_t i = 1;; ++i) {
       CpuRelax();
       if (ready()) return record();
-      if ((i & 63) == 0 && Clock::now() >= spin_until) break;
+      if ((i & 63) == 0 && (Clock::now() >= spin_until || peer.interrupted())) break;
     }
   }
   for (;;) {
     bell->waiters.fetch_add(1, std::memory_order_seq_cst);
     const uint32_t seq = bell->seq.load(std::memory_order_seq_cst);
     bool done = ready();
-    if (!done) {
+    // Interrupt() sets its flag before ringing: once registered as a waiter
+    // we either see the flag here or are woken by the ring.
+    if (!done && !peer.interrupted()) {
       const auto now = Clock::now();
       if (now < deadline) {
         FutexWait(&bell->seq, seq, std::min<std::chrono::nanoseconds>(deadline - now, kLivenessSlice));

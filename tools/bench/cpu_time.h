@@ -1,8 +1,7 @@
 // File: tools/bench/cpu_time.h
 //
 // CPU time consumed by this process and by another one (a backend child),
-// so that a benchmark can tell work from waiting: on a busy machine,
-// throughput moves with the load, CPU time per frame much less.
+// so that a benchmark can tell the work done from the waiting.
 // Thread-safe (reads getrusage and procfs only).
 
 #ifndef CODECVISOR_TOOLS_BENCH_CPU_TIME_H_

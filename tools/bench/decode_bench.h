@@ -7,13 +7,15 @@
 //   in_process_fps                  the cpu backend's code linked in, C ABI
 //   out_of_process_fps              Host -> VideoDecoder -> ForEachFrame, sandboxed
 //   out_of_process_unsandboxed_fps  the same with the sandbox off
-//   ffmpeg_cli_fps                  `ffmpeg -threads T -i FILE -pix_fmt rgb24 -f null -`
+//   ffmpeg_cli_fps                  `ffmpeg -threads T -i FILE -pix_fmt rgb24 -f null -`,
+//                                   a reference only (process start and probing included)
 //   ratio = out_of_process / in_process (target >= 0.97),
 //   sandbox_cost = 1 - sandboxed / unsandboxed (target < 10%),
 //   random_ratio: the same ratio for random indices with exact seeks,
-//   ffmpeg_cli_fps, a reference only (process start and probing included),
 //   host_rss_kb_300 / _3000: the host's peak RSS after 300 and 3000 frames
-//   (target: no growth).
+//   (target: no growth),
+// and, to read those by, CPU time per frame on each side (out of process,
+// the host's part apart): the work done, as opposed to the waiting.
 //
 // The measurements are interleaved over rounds, the passes a ratio compares
 // back to back in an order rotating from round to round; each fps figure is

@@ -15,13 +15,17 @@
 //                           and with a warm spare; targets: warm p50 <= 5,
 //                           cold p50 <= cold_spawn_ms + 10
 //
+// and, to read those by: discovery with the built-in manifest only, the
+// killed child's own exit time, and OpenDecoder and GetFrameAt on a running
+// backend (what a failover repeats).
+//
 // The synthetic backend's library is a test-only build product: it is
 // looked for next to this binary (a Bazel runfiles tree, or bazel-bin's
 // layout) unless given; the benchmark writes its own manifest for it in a
 // scratch folder and registers it with Host::LoadBackend.
 //
-// Thread-safety: RunRestartBench runs on the calling thread (the Host adds
-// its own); call it once at a time.
+// Thread-safety: RunRestartBench runs on the calling thread (the Hosts and
+// a short-lived exit watch per crash add their own); call it once at a time.
 
 #ifndef CODECVISOR_TOOLS_BENCH_RESTART_BENCH_H_
 #define CODECVISOR_TOOLS_BENCH_RESTART_BENCH_H_
