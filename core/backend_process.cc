@@ -101,7 +101,12 @@ SandboxSpec HostSandbox(const SandboxPolicy& policy) {
   SandboxSpec s;
   s.namespaces = true;
   s.no_new_privs = true;
+  // File size: 1 GiB. Landlock leaves the child no file to open for
+  // writing; the one file it may hold is the host's stderr, which can be a
+  // large log, so the runner ignores SIGXFSZ and a write past the limit
+  // just fails.
   s.rlimits = {{RLIMIT_CORE, 0},
+               {RLIMIT_FSIZE, uint64_t{1} << 30},
                {RLIMIT_CPU, policy.cpu_seconds},
                {RLIMIT_NOFILE, policy.open_files},
                {RLIMIT_NPROC, policy.threads}};

@@ -91,6 +91,7 @@ TEST_F(SandboxTest, LiveBackendHasTheSandboxEngaged) {
   const std::string limits = ReadFile(proc + "/limits");
   EXPECT_NE(limits.find("Max core file size        0"), std::string::npos) << limits;
   EXPECT_NE(limits.find("Max open files            1024"), std::string::npos) << limits;
+  EXPECT_NE(limits.find("Max file size             1073741824"), std::string::npos) << limits;
   EXPECT_NE(backend.sandbox.find("seccomp"), std::string::npos) << backend.sandbox;
   EXPECT_NE(backend.sandbox.find("landlock"), std::string::npos) << backend.sandbox;
   EXPECT_NE(backend.sandbox.find("namespaces"), std::string::npos) << backend.sandbox;

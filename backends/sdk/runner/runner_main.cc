@@ -6,6 +6,7 @@
 // 3 the backend failed to load or init (reported over the channel first);
 // 4 the control channel broke.
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -75,6 +76,9 @@ int Main(int argc, char** argv) {
   }
 
   InstallCrashHintHandlers((*control)->header());
+  // Past RLIMIT_FSIZE (set by the host), a write to stderr should fail, not
+  // kill the backend.
+  signal(SIGXFSZ, SIG_IGN);
   const cv_backend_v1* vtable = nullptr;
   cv_backend* backend = nullptr;
   ipc::HelloReply report;
