@@ -146,11 +146,14 @@ absl::Status VideoDecoder::Reopen() {
   const Deadline open_deadline = Clock::now() + options_.open_timeout;
   int busy_retries = 0;
   for (;;) {
-    absl::StatusOr<BackendHandle> handle = supervisor_->Acquire(open_deadline);
+    // Each attempt has the whole open timeout: a backend that hung or died
+    // in the last one must not use up the next.
+    const Deadline attempt_deadline = Clock::now() + options_.open_timeout;
+    absl::StatusOr<BackendHandle> handle = supervisor_->Acquire(attempt_deadline);
     if (!handle.ok()) return Annotate(handle.status());
     bool channel_failure = false;
-    absl::StatusOr<OpenedSession> opened = handle->process->OpenSession(
-        video_.get(), open, options_.arena_slots, Clock::now() + options_.open_timeout, &channel_failure);
+    absl::StatusOr<OpenedSession> opened =
+        handle->process->OpenSession(video_.get(), open, options_.arena_slots, attempt_deadline, &channel_failure);
     if (opened.ok()) {
       if (session_opened_before_ && opened->info.metadata != metadata_) {
         return Annotate(absl::DataLossError("the restarted backend describes the stream differently"));

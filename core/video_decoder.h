@@ -43,7 +43,8 @@ struct DecoderOptions {
   // Arena slots: how many frames can be in flight or held zero-copy at once.
   uint32_t arena_slots = 4;
   // Longest wait for the backend to make progress (one response), and for
-  // opening a file (exact mode scans it whole).
+  // one attempt at opening a file (exact mode scans it whole); an open that
+  // a backend crash interrupts is retried with a fresh timeout.
   std::chrono::milliseconds request_timeout{30'000};
   std::chrono::milliseconds open_timeout{120'000};
 };

@@ -166,6 +166,31 @@ TEST_P(ChannelAttackTest, InnocentConcurrentSessionsGetTheirFrames) {
 
 INSTANTIATE_TEST_SUITE_P(Attacks, ChannelAttackTest, ::testing::Values("garbage", "oversized", "scribble"));
 
+// A backend that hangs on every frame, or already in open, is killed at the
+// deadline each time; the request (or open) is poison after two, and the
+// host stays responsive.
+TEST_F(FaultTest, HangForeverIsKilledAtTheDeadline) {
+  DecoderOptions options;
+  options.request_timeout = std::chrono::milliseconds(300);
+  options.open_timeout = std::chrono::milliseconds(500);
+  const std::string every = WriteSyntheticVideo("hang_all.syn", "fault=hang");
+  const std::string open = WriteSyntheticVideo("hang_open.syn", "fault=hang_open");
+  for (int run = 0; run < kRuns; ++run) {
+    auto decoder = Open(every, "faulty", options);
+    ASSERT_TRUE(decoder.ok()) << decoder.status();
+    auto f = (*decoder)->GetFrameAt(run % 40);
+    ASSERT_EQ(f.status().code(), absl::StatusCode::kAborted) << "run " << run << ": " << f.status();
+    EXPECT_NE(f.status().message().find("no answer within 300 ms"), std::string::npos) << f.status();
+    auto hung = Open(open, "faulty", options);
+    ASSERT_EQ(hung.status().code(), absl::StatusCode::kAborted) << "run " << run << ": " << hung.status();
+    EXPECT_NE(hung.status().message().find("opening the file killed the backend twice"), std::string::npos)
+        << hung.status();
+    auto fine = Open(WriteSyntheticVideo("after_hang.syn"), "faulty");
+    ASSERT_TRUE(fine.ok()) << fine.status();
+    ASSERT_TRUE((*fine)->GetFrameAt(1).ok());  // and a success restores the restart budget
+  }
+}
+
 TEST_F(FaultTest, BadFrameLayoutIsAProtocolViolationNotACrash) {
   const std::string video = WriteSyntheticVideo("badref.syn", "fault=badref");
   DecoderOptions options;
