@@ -42,6 +42,7 @@ absl::Status RingWriter::Write(std::span<const uint8_t> payload) {
   std::memcpy(record_header, &len, 4);
   std::memcpy(record_header + 4, &check, 4);
   auto put = [&](uint64_t at, const uint8_t* from, uint64_t n) {
+    if (n == 0) return;  // an empty payload may have no data pointer at all
     const uint64_t pos = at & (capacity_ - 1);
     const uint64_t first = std::min(n, capacity_ - pos);
     std::memcpy(data_ + pos, from, first);
