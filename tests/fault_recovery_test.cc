@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <atomic>
+#include <functional>
 #include <thread>
 
 #include "tests/fault_test_support.h"
@@ -13,6 +14,43 @@ namespace codecvisor::testing {
 namespace {
 
 constexpr int kRuns = 20;
+
+using OpenFn = std::function<absl::StatusOr<std::unique_ptr<VideoDecoder>>(const std::string&)>;
+
+// One round with 8 concurrent sessions on one backend: session 0 opens
+// `culprit_video` and runs `culprit` (which reports its own failures and
+// returns false for them); the other 7 open `good_video` and each fetch 12
+// frames, all of which must be right. Returns the number of sessions that
+// went wrong.
+int RoundWithSevenInnocents(const OpenFn& open, const std::string& culprit_video, const std::string& good_video,
+                            const std::function<bool(VideoDecoder&)>& culprit) {
+  std::atomic<int> bad{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      auto decoder = open(t == 0 ? culprit_video : good_video);
+      if (!decoder.ok()) {
+        ADD_FAILURE() << decoder.status();
+        ++bad;
+        return;
+      }
+      if (t == 0) {
+        if (!culprit(**decoder)) ++bad;
+        return;
+      }
+      for (int64_t i = 0; i < 12; ++i) {
+        auto f = (*decoder)->GetFrameAt((t + i) % 40);
+        if (!f.ok() || !IsSyntheticFrame(*f, (t + i) % 40)) {
+          ADD_FAILURE() << "session " << t << " frame " << i << ": " << f.status();
+          ++bad;
+          return;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  return bad.load();
+}
 
 class CrashFaultTest : public FaultTest, public ::testing::WithParamInterface<const char*> {};
 
@@ -56,35 +94,15 @@ TEST_P(CrashFaultTest, InnocentConcurrentSessionsGetTheirFrames) {
   const std::string good_video = WriteSyntheticVideo("c_good_" + fault + ".syn", "fault=" + fault + " fault_frame=999");
   DecoderOptions options;
   options.request_timeout = std::chrono::milliseconds(fault == "hang" ? 300 : 10'000);
+  const OpenFn open = [&](const std::string& video) { return Open(video, "faulty", options); };
   for (int run = 0; run < kRuns; ++run) {
-    std::atomic<int> bad{0}, poisoned{0};
-    std::vector<std::thread> threads;
-    for (int t = 0; t < 8; ++t) {
-      threads.emplace_back([&, t] {
-        auto decoder = Open(t == 0 ? poison_video : good_video, "faulty", options);
-        if (!decoder.ok()) {
-          ADD_FAILURE() << decoder.status();
-          ++bad;
-          return;
-        }
-        if (t == 0) {
-          auto f = (*decoder)->GetFrameAt(7);
-          if (absl::IsAborted(f.status())) ++poisoned;
-          return;
-        }
-        for (int64_t i = 0; i < 12; ++i) {
-          auto f = (*decoder)->GetFrameAt((t + i) % 40);
-          if (!f.ok() || !IsSyntheticFrame(*f, (t + i) % 40)) {
-            ADD_FAILURE() << "session " << t << " frame " << i << ": " << f.status();
-            ++bad;
-            return;
-          }
-        }
-      });
-    }
-    for (auto& th : threads) th.join();
-    ASSERT_EQ(bad.load(), 0) << "run " << run;
-    EXPECT_EQ(poisoned.load(), 1) << "run " << run;
+    int poisoned = 0;
+    const int bad = RoundWithSevenInnocents(open, poison_video, good_video, [&](VideoDecoder& d) {
+      if (absl::IsAborted(d.GetFrameAt(7).status())) ++poisoned;
+      return true;
+    });
+    ASSERT_EQ(bad, 0) << "run " << run;
+    EXPECT_EQ(poisoned, 1) << "run " << run;
   }
 }
 
@@ -130,37 +148,17 @@ TEST_P(ChannelAttackTest, InnocentConcurrentSessionsGetTheirFrames) {
   const std::string good_video = WriteSyntheticVideo("cg_" + fault + ".syn");
   DecoderOptions options;
   options.request_timeout = std::chrono::milliseconds(2000);
+  const OpenFn open = [&](const std::string& video) { return Open(video, "faulty", options); };
   for (int run = 0; run < kRuns; ++run) {
-    std::atomic<int> bad{0};
-    std::vector<std::thread> threads;
-    for (int t = 0; t < 8; ++t) {
-      threads.emplace_back([&, t] {
-        auto decoder = Open(t == 0 ? attack_video : good_video, "faulty", options);
-        if (!decoder.ok()) {
-          ADD_FAILURE() << decoder.status();
-          ++bad;
-          return;
-        }
-        if (t == 0) {
-          auto f = (*decoder)->GetFrameAt(4);
-          if (f.ok() ? !IsSyntheticFrame(*f, 4) : !absl::IsAborted(f.status())) {
-            ADD_FAILURE() << "attacker: " << f.status();
-            ++bad;
-          }
-          return;
-        }
-        for (int64_t i = 0; i < 12; ++i) {
-          auto f = (*decoder)->GetFrameAt((t + i) % 40);
-          if (!f.ok() || !IsSyntheticFrame(*f, (t + i) % 40)) {
-            ADD_FAILURE() << "session " << t << " frame " << i << ": " << f.status();
-            ++bad;
-            return;
-          }
-        }
-      });
-    }
-    for (auto& th : threads) th.join();
-    ASSERT_EQ(bad.load(), 0) << "run " << run;
+    const int bad = RoundWithSevenInnocents(open, attack_video, good_video, [](VideoDecoder& d) {
+      auto f = d.GetFrameAt(4);
+      if (f.ok() ? !IsSyntheticFrame(*f, 4) : !absl::IsAborted(f.status())) {
+        ADD_FAILURE() << "attacker: " << f.status();
+        return false;
+      }
+      return true;
+    });
+    ASSERT_EQ(bad, 0) << "run " << run;
   }
 }
 
