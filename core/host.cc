@@ -203,6 +203,7 @@ std::vector<BackendStatus> Host::Backends() const {
       s.restarts = st.restarts;
       s.warm_spare = st.spare_ready;
       s.sandbox = st.sandbox;
+      s.hello = st.hello;
       if (st.last_exit.has_value()) {
         s.last_exit = st.last_exit->Describe();
         s.last_exit_time = IsoTime(st.last_exit->when);

@@ -66,6 +66,8 @@ struct BackendStatus {
   std::string last_exit_time;  // ISO 8601, UTC
   bool warm_spare = false;
   std::string sandbox;     // what is engaged for the running child
+  // The running child's handshake: its version and capabilities.
+  std::optional<ipc::HelloReply> hello;
 };
 
 class Host {

@@ -6,6 +6,7 @@
 #include <toml++/toml.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace codecvisor {
 namespace {
@@ -16,6 +17,15 @@ bool ValidName(absl::string_view s, size_t max) {
     if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-')) return false;
   }
   return true;
+}
+
+constexpr const char* kSampleCodecs[] = {"h264", "hevc", "vp9", "av1", "mpeg4"};
+
+bool IsSampleCodec(const std::string& codec) {
+  for (const char* c : kSampleCodecs) {
+    if (codec == c) return true;
+  }
+  return false;
 }
 
 std::string Folder(absl::string_view path) {
@@ -143,6 +153,25 @@ absl::StatusOr<BackendManifest> ParseManifest(absl::string_view text, absl::stri
                                 "open_files, threads, allow_degraded)"));
       }
       if (!s.ok()) return s;
+    }
+  }
+
+  if (auto node = table["conformance"]; node) {
+    const auto* conformance = node.as_table();
+    if (conformance == nullptr) return bad("key 'conformance': not a table");
+    for (const auto& entry : *conformance) {
+      const std::string k(entry.first.str());
+      if (k != "codecs") return bad(absl::StrCat("key 'conformance.", k, "': unknown (codecs)"));
+      const auto* array = entry.second.as_array();
+      if (array == nullptr || array->empty()) return bad("key 'conformance.codecs': expected a non-empty array");
+      m.conformance.codecs.clear();
+      for (const auto& codec : *array) {
+        const auto* str = codec.as_string();
+        if (str == nullptr || !IsSampleCodec(str->get())) {
+          return bad(absl::StrCat("key 'conformance.codecs': each must be one of ", absl::StrJoin(kSampleCodecs, ", ")));
+        }
+        m.conformance.codecs.push_back(str->get());
+      }
     }
   }
 

@@ -39,6 +39,13 @@ struct SandboxPolicy {
   bool allow_degraded = false;
 };
 
+// [conformance]: the codecs the conformance suite (tools/conformance) makes
+// its sample videos in. Whether output must be bit-exact or within a PSNR is
+// the backend's own claim, in its capabilities (codecvisor_backend.h).
+struct ConformanceClaims {
+  std::vector<std::string> codecs = {"h264"};  // h264, hevc, vp9, av1, mpeg4
+};
+
 struct BackendManifest {
   std::string path;                 // the manifest file itself
   std::string name;                 // [a-z0-9_-]{1,32}
@@ -53,6 +60,7 @@ struct BackendManifest {
   RestartLimits restart;
   bool warm_spare = false;
   SandboxPolicy sandbox;
+  ConformanceClaims conformance;
 };
 
 // Parses `text` as the manifest at `path` (used for messages and to resolve

@@ -96,6 +96,25 @@ TEST(ManifestTest, SandboxTableAndNoNetworkEver) {
   }
 }
 
+TEST(ManifestTest, ConformanceClaims) {
+  const std::string head = "name='x'\ndevices=['x']\nlibrary='/l.so'\nabi_version=1\n";
+  auto defaults = ParseManifest(head, "x.toml");
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  EXPECT_EQ(defaults->conformance.codecs, (std::vector<std::string>{"h264"}));
+
+  auto av1 = ParseManifest(head + "[conformance]\ncodecs=['av1','vp9']\n", "x.toml");
+  ASSERT_TRUE(av1.ok()) << av1.status();
+  EXPECT_EQ(av1->conformance.codecs, (std::vector<std::string>{"av1", "vp9"}));
+
+  for (const char* bad : {"[conformance]\ncodecs=['prores']\n", "[conformance]\ncodecs=[]\n", "[conformance]\ncodecs='av1'\n",
+                          "[conformance]\ncodecs=[1]\n", "[conformance]\nexact=true\n", "conformance=1\n"}) {
+    auto b = ParseManifest(head + bad, "x.toml");
+    ASSERT_FALSE(b.ok()) << bad;
+    EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(b.status().message().find("conformance"), std::string::npos) << b.status();
+  }
+}
+
 TEST(ManifestTest, RejectsOversizedManifest) {
   std::string huge(kMaxManifestBytes + 1, '#');
   EXPECT_EQ(ParseManifest(huge, "big.toml").status().code(), absl::StatusCode::kInvalidArgument);

@@ -258,6 +258,7 @@ SupervisorStatus Supervisor::Status() const {
   if (current_ != nullptr) {
     s.pid = current_->pid();
     s.sandbox = current_->sandbox().Describe();
+    s.hello = current_->hello();
     s.uptime = Clock::now() - started_at_;
   }
   s.generation = generation_;

@@ -92,6 +92,7 @@ struct SupervisorStatus {
   std::optional<DeathRecord> last_exit;
   bool spare_ready = false;
   std::string sandbox;  // what is engaged for the current child
+  std::optional<ipc::HelloReply> hello;  // the current child's handshake
 };
 
 class Supervisor {

@@ -166,6 +166,30 @@ int main(int argc, char** argv) {
                      "load an extra backend manifest (repeatable)");
   doctor->callback([&] { exit_code = cli::RunDoctor(doctor_args); });
 
+  // conformance
+  cli::ConformanceArgs conformance_args;
+  int64_t conformance_timeout_s = 60;
+  auto* conformance = app.add_subcommand(
+      "conformance",
+      "run the backend conformance suite against an installed backend (or one given by manifest): handshake, "
+      "sandbox, metadata and frames against ffprobe and ffmpeg, every access method and seek mode, bad input, "
+      "8 concurrent sessions, recovery from a kill mid-request, clean shutdown. Exit 0 when every check passes");
+  conformance->add_option("--backend", conformance_args.backend, "the backend's name (see `codecvisor backends`)")
+      ->type_name("NAME");
+  conformance->add_option("--backend-manifest", conformance_args.manifest,
+                          "register this manifest first and check its backend");
+  conformance->add_flag("--json", conformance_args.json, "print one JSON object");
+  conformance->add_option("--timeout", conformance_timeout_s, "seconds to wait for the backend at each step")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600));
+  conformance->callback([&] {
+    if (conformance_args.backend.empty() && conformance_args.manifest.empty()) {
+      throw CLI::ValidationError("conformance", "give --backend NAME or --backend-manifest PATH");
+    }
+    conformance_args.timeout = std::chrono::seconds(conformance_timeout_s);
+    exit_code = cli::RunConformance(conformance_args);
+  });
+
   // bench
   auto* bench = app.add_subcommand("bench", "measure codecvisor against its baselines");
   bench->require_subcommand(1);

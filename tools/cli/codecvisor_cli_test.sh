@@ -136,6 +136,17 @@ check "doctor json is one line" [ "$(wc -l <"$tmp/doctor.json")" = 1 ]
 check "doctor with a broken manifest" run_cv 1 "$tmp/doctor.txt" "$tmp/err" doctor --backend-manifest "$tmp/nope.toml"
 check "doctor names it" grep -q "^problem: backend 'nope' is not ready (failed): .*nope.toml" "$tmp/doctor.txt"
 
+# conformance: the whole suite against the built-in backend, as JSON
+check "conformance --backend cpu --json" run_cv 0 "$tmp/conf.json" "$tmp/err" conformance --backend cpu --json
+json=$(cat "$tmp/conf.json")
+for field in '"backend":"cpu"' '"failed":0' '"name":"handshake","passed":true' '"name":"frames_av1","passed":true' \
+    '"name":"crash_recovery","passed":true' '"name":"shutdown","passed":true'; do
+  check "conformance json has $field" contains "$json" "$field"
+done
+check "conformance needs a backend" run_cv 105 "$tmp/stdout" "$tmp/err" conformance
+check "conformance of an unknown backend" run_cv 1 "$tmp/stdout" "$tmp/err" conformance --backend nope
+check "conformance names what is installed" grep -q "no backend named 'nope' (installed: cpu" "$tmp/err"
+
 # bench ipc is still there
 check "bench ipc --help" run_cv 0 "$tmp/stdout" "$tmp/err" bench ipc --help
 

@@ -13,6 +13,7 @@
 #ifndef CODECVISOR_TOOLS_CLI_COMMANDS_H_
 #define CODECVISOR_TOOLS_CLI_COMMANDS_H_
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -64,6 +65,13 @@ struct DoctorArgs {
   bool json = false;
 };
 
+struct ConformanceArgs {
+  std::string backend;   // by name; may be empty when manifest is given
+  std::string manifest;  // registered first when given
+  bool json = false;
+  std::chrono::milliseconds timeout{60'000};
+};
+
 // Prints every StreamMetadata field of the chosen stream, with the backend
 // that decodes it: aligned "key value" lines, or one JSON object.
 int RunInfo(const InfoArgs& args);
@@ -87,6 +95,12 @@ int RunBackends(const BackendsArgs& args);
 // engaged for it, and says what a missing mechanism means. Exit 0 when
 // every mechanism is present and every backend started; else 1.
 int RunDoctor(const DoctorArgs& args);
+
+// `codecvisor conformance`: runs the conformance suite (tools/conformance)
+// against one backend and prints a line per check (PASS/FAIL, time, what
+// was seen or what is wrong), or one JSON object. Exit 0 when every check
+// passed, 1 when one failed or the suite could not run.
+int RunConformance(const ConformanceArgs& args);
 
 }  // namespace codecvisor::cli
 

@@ -1,0 +1,64 @@
+// `codecvisor conformance`: the conformance suite (tools/conformance) against
+// an installed backend, as a readable pass/fail report for its vendor.
+
+#include <cstdio>
+#include <iostream>
+
+#include "absl/strings/str_format.h"
+#include "tools/cli/commands.h"
+#include "tools/cli/json.h"
+#include "tools/conformance/conformance.h"
+
+namespace codecvisor::cli {
+namespace {
+
+std::string ToJson(const conformance::ConformanceReport& report) {
+  JsonWriter w;
+  w.BeginObject();
+  w.Key("backend").String(report.backend);
+  w.Key("manifest").String(report.manifest_path);
+  w.Key("version").String(report.backend_version);
+  w.Key("passed").Int(report.passed());
+  w.Key("failed").Int(report.failed());
+  w.Key("checks").BeginArray();
+  for (const conformance::CheckResult& c : report.checks) {
+    w.BeginObject();
+    w.Key("name").String(c.name);
+    w.Key("passed").Bool(c.passed);
+    w.Key("detail").String(c.detail);
+    w.Key("seconds").Double(c.seconds);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+  return w.str();
+}
+
+}  // namespace
+
+int RunConformance(const ConformanceArgs& args) {
+  conformance::ConformanceTarget target{.backend = args.backend, .manifest_path = args.manifest};
+  conformance::ConformanceOptions options;
+  options.timeout = args.timeout;
+  // The text report streams as the checks finish; JSON comes at the end.
+  if (!args.json) {
+    options.on_check = [](const conformance::CheckResult& c) {
+      std::printf("%s  %-22s %7.2f s  %s\n", c.passed ? "PASS" : "FAIL", c.name.c_str(), c.seconds, c.detail.c_str());
+      std::fflush(stdout);
+    };
+  }
+  absl::StatusOr<conformance::ConformanceReport> report = conformance::RunConformance(target, options);
+  if (!report.ok()) {
+    std::cerr << "codecvisor conformance: " << report.status().message() << "\n";
+    return 1;
+  }
+  if (args.json) {
+    std::cout << ToJson(*report) << "\n";
+  } else {
+    std::printf("backend %s (%s), version '%s': %d passed, %d failed\n", report->backend.c_str(),
+                report->manifest_path.c_str(), report->backend_version.c_str(), report->passed(), report->failed());
+  }
+  return report->ok() ? 0 : 1;
+}
+
+}  // namespace codecvisor::cli

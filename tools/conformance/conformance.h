@@ -1,0 +1,79 @@
+// File: tools/conformance/conformance.h
+//
+// The backend conformance suite: one set of integration checks that any
+// backend, first-party or vendor, must pass, run through the real host,
+// runner, channel and sandbox. It checks the handshake and capabilities,
+// that the sandbox is engaged, metadata against ffprobe, frames against the
+// ffmpeg CLI (bit for bit when the backend claims exact CPU output, else
+// against the PSNR it declares), every access method and both seek modes,
+// errors on bad input, 8 concurrent sessions, recovery from a backend
+// killed in the middle of a request, and a clean shutdown (no child, no
+// descriptor left). The sample videos are made with the ffmpeg CLI in the
+// codecs the backend's manifest lists under [conformance].
+//
+// Used by `codecvisor conformance` and by the backend_conformance_test
+// Bazel macro (tests/conformance.bzl). Not thread-safe: one run at a time
+// per process (the shutdown check counts the process's children and
+// descriptors).
+
+#ifndef CODECVISOR_TOOLS_CONFORMANCE_CONFORMANCE_H_
+#define CODECVISOR_TOOLS_CONFORMANCE_CONFORMANCE_H_
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/host.h"
+
+namespace codecvisor::conformance {
+
+struct ConformanceTarget {
+  // The backend to check, by name. Empty: the manifest's name.
+  std::string backend;
+  // A manifest to register first (Host::LoadBackend), unless the host
+  // already discovered that backend from this very file.
+  std::string manifest_path;
+};
+
+struct CheckResult {
+  std::string name;    // e.g. "handshake", "frames_av1"
+  bool passed = false;
+  std::string detail;  // why it failed; what was seen when it passed
+  double seconds = 0;
+};
+
+struct ConformanceOptions {
+  HostOptions host;
+  // Where the sample and bad-input videos go. Empty: a new folder under
+  // $TMPDIR, removed afterwards.
+  std::string scratch_dir;
+  int concurrent_sessions = 8;
+  // Bound on each wait for the backend (start, one request).
+  std::chrono::milliseconds timeout{60'000};
+  // Called after each check, e.g. to print progress.
+  std::function<void(const CheckResult&)> on_check;
+};
+
+struct ConformanceReport {
+  std::string backend;
+  std::string manifest_path;
+  std::string backend_version;
+  std::vector<CheckResult> checks;
+
+  int passed() const;
+  int failed() const;
+  bool ok() const { return failed() == 0 && !checks.empty(); }
+};
+
+// Runs every check. A check that cannot run because an earlier one failed
+// (no handshake, no sample) is reported failed, with the reason. Errors are
+// for a run that could not start: an unknown backend, a manifest that does
+// not load, no usable scratch folder.
+[[nodiscard]] absl::StatusOr<ConformanceReport> RunConformance(const ConformanceTarget& target,
+                                                               ConformanceOptions options);
+
+}  // namespace codecvisor::conformance
+
+#endif  // CODECVISOR_TOOLS_CONFORMANCE_CONFORMANCE_H_

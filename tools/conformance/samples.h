@@ -1,0 +1,61 @@
+// File: tools/conformance/samples.h
+//
+// The conformance suite's sample videos and what they must decode to. Each
+// sample is made by the ffmpeg CLI in one of the codecs a backend claims
+// (its manifest's [conformance] codecs), and its reference comes from the
+// same CLI: every frame converted to RGB24 by ffmpeg's own pipeline, and
+// every frame's pts and duration from ffprobe. Thread-safe once made
+// (immutable).
+
+#ifndef CODECVISOR_TOOLS_CONFORMANCE_SAMPLES_H_
+#define CODECVISOR_TOOLS_CONFORMANCE_SAMPLES_H_
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace codecvisor::conformance {
+
+// What ffprobe says of the sample's video stream.
+struct ProbedStream {
+  std::string codec;  // ffprobe's codec_name
+  uint32_t width = 0;
+  uint32_t height = 0;
+  double average_fps = 0;
+};
+
+struct Sample {
+  std::string codec;  // as named in the manifest: h264, hevc, vp9, av1, mpeg4
+  std::string path;
+  ProbedStream stream;
+  // Per frame, in presentation order: pts and duration in the stream's time
+  // base, as ffprobe -show_frames reports them.
+  std::vector<int64_t> pts;
+  std::vector<int64_t> durations;
+  std::string rgb24;  // every frame, concatenated, as ffmpeg converts it
+
+  int64_t num_frames() const { return static_cast<int64_t>(pts.size()); }
+  size_t frame_bytes() const { return size_t{stream.width} * stream.height * 3; }
+  std::span<const uint8_t> Frame(int64_t index) const;
+};
+
+// The codecs samples can be made in.
+const std::vector<std::string>& SampleCodecs();
+
+// Makes the sample for `codec` in `folder` (36 frames of 128x96 at 24 fps,
+// a keyframe every 12, B-frames where the codec has them, starting at
+// 0.5 s, in Matroska) and probes its reference. Errors name the tool that
+// failed, e.g. an ffmpeg without the needed encoder.
+[[nodiscard]] absl::StatusOr<Sample> MakeSample(absl::string_view codec, absl::string_view folder);
+
+// Peak signal-to-noise ratio of `decoded` against `reference` (same size),
+// over all bytes, in dB; +infinity when they are identical.
+double Psnr(std::span<const uint8_t> decoded, std::span<const uint8_t> reference);
+
+}  // namespace codecvisor::conformance
+
+#endif  // CODECVISOR_TOOLS_CONFORMANCE_SAMPLES_H_

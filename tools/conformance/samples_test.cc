@@ -1,0 +1,76 @@
+#include "tools/conformance/samples.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+
+#include "tools/conformance/subprocess.h"
+
+namespace codecvisor::conformance {
+namespace {
+
+std::string TempDir() {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return dir != nullptr ? dir : "/tmp";
+}
+
+TEST(RunForOutputTest, ReturnsStdoutAndNamesFailures) {
+  absl::StatusOr<std::string> out = RunForOutput({"sh", "-c", "printf 'a\\0b'; echo oops >&2"});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(*out, std::string("a\0b", 3));
+
+  absl::StatusOr<std::string> failed = RunForOutput({"sh", "-c", "echo broken pipe dream >&2; exit 3"});
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.status().message().find("exited with status 3"), std::string::npos) << failed.status();
+  EXPECT_NE(failed.status().message().find("broken pipe dream"), std::string::npos) << failed.status();
+
+  EXPECT_FALSE(RunForOutput({"/nonexistent/tool"}).ok());
+}
+
+TEST(RunForOutputTest, KillsAProgramPastItsLimits) {
+  OutputLimits slow;
+  slow.timeout = std::chrono::milliseconds(200);
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<std::string> hung = RunForOutput({"sleep", "30"}, slow);
+  EXPECT_EQ(hung.status().code(), absl::StatusCode::kDeadlineExceeded) << hung.status();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+
+  OutputLimits small;
+  small.max_stdout_bytes = 1 << 16;
+  absl::StatusOr<std::string> flood = RunForOutput({"cat", "/dev/zero"}, small);
+  EXPECT_EQ(flood.status().code(), absl::StatusCode::kResourceExhausted) << flood.status();
+}
+
+TEST(PsnrTest, IdenticalIsInfiniteAndNoiseIsFinite) {
+  std::vector<uint8_t> a(300, 100), b = a;
+  EXPECT_TRUE(std::isinf(Psnr(a, b)));
+  b[0] = 110;  // MSE = 100 / 300
+  EXPECT_NEAR(Psnr(a, b), 10 * std::log10(255.0 * 255.0 * 3), 1e-9);
+  EXPECT_EQ(Psnr(a, std::vector<uint8_t>(10)), 0) << "different sizes never pass a threshold";
+}
+
+TEST(MakeSampleTest, H264SampleAndItsReference) {
+  absl::StatusOr<Sample> sample = MakeSample("h264", TempDir());
+  ASSERT_TRUE(sample.ok()) << sample.status();
+  EXPECT_EQ(sample->stream.codec, "h264");
+  EXPECT_EQ(sample->stream.width, 128u);
+  EXPECT_EQ(sample->stream.height, 96u);
+  EXPECT_NEAR(sample->stream.average_fps, 24, 1e-9);
+  ASSERT_EQ(sample->num_frames(), 36);
+  EXPECT_EQ(sample->rgb24.size(), 36u * 128 * 96 * 3);
+  for (int64_t i = 1; i < sample->num_frames(); ++i) {
+    EXPECT_GT(sample->pts[i], sample->pts[i - 1]) << "presentation order, frame " << i;
+    EXPECT_GT(sample->durations[i], 0);
+  }
+  EXPECT_GT(sample->pts[0], 0) << "the sample starts at 0.5 s";
+  // testsrc2 moves: consecutive frames differ.
+  EXPECT_FALSE(std::equal(sample->Frame(0).begin(), sample->Frame(0).end(), sample->Frame(1).begin()));
+}
+
+TEST(MakeSampleTest, UnknownCodecIsAnError) {
+  EXPECT_EQ(MakeSample("prores", TempDir()).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace codecvisor::conformance
