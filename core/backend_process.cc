@@ -165,6 +165,13 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
   spec.argv.push_back(!spawn.sandbox ? "off" : allow_degraded ? "try" : "require");
   spec.argv.push_back(runner::kFlagSeccomp);
   spec.argv.push_back(spawn.sandbox ? "require" : "off");
+  // A debugging aid for vendors (backends/sdk/README.md): the runner writes
+  // the crashing thread's backtrace to its stderr, which is ours.
+  const char* backtrace = std::getenv(runner::kBacktraceEnv);
+  if (backtrace != nullptr && std::string(backtrace) == "1") {
+    spec.argv.push_back(runner::kFlagBacktrace);
+    spec.argv.push_back("1");
+  }
   // A clean environment: no secret of the host's reaches plugin code.
   spec.env = {"PATH=/usr/bin:/bin", "LANG=C.UTF-8"};
   // The backend's stdout goes to our stderr, so that it can never write into

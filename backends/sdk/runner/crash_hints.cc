@@ -6,6 +6,8 @@
 
 #include <atomic>
 
+#include "backends/sdk/runner/crash_backtrace.h"
+
 namespace codecvisor::runner {
 namespace {
 
@@ -13,16 +15,20 @@ thread_local ipc::RegionHeader* tls_current = nullptr;
 std::atomic<ipc::RegionHeader*> fallback{nullptr};  // the control channel's
 constexpr int kSysSeccomp = 1;                       // si_code of a seccomp trap
 
-void OnFault(int sig, siginfo_t* info, void*) {
+void OnFault(int sig, siginfo_t* info, void* ucontext) {
   // Async-signal-safe: stores into shared memory. SA_RESETHAND has put the
   // default action back, so the fault (re-executed on return) or abort()'s
   // second raise kills the process.
   ipc::RegionHeader* h = tls_current != nullptr ? tls_current : fallback.load();
-  if (h == nullptr) return;
   // The first fault is the cause: abort() in a pid-namespace init, for one,
   // ends in a second fault (SIGSEGV) that must not overwrite SIGABRT.
   uint32_t none = 0;
-  h->backend_fault_signal.compare_exchange_strong(none, static_cast<uint32_t>(sig));
+  if (h != nullptr) h->backend_fault_signal.compare_exchange_strong(none, static_cast<uint32_t>(sig));
+  // The hint is recorded first: the backtrace walks a broken stack and may
+  // itself fault (which then kills the process with the default action).
+  // Opt-in (crash_backtrace.h); a no-op unless the host asked for it.
+  WriteCrashBacktrace(sig, ucontext);
+  if (h == nullptr) return;
   if (sig == SIGSYS && info != nullptr && info->si_code == kSysSeccomp) {
     h->backend_violation_syscall.store(info->si_syscall + 1);
     // A trapped syscall is skipped, not retried: stop now. (As the init of

@@ -23,6 +23,11 @@ inline constexpr const char kFlagReadPath[] = "--read-path";    // repeatable: L
 inline constexpr const char kFlagDevice[] = "--device";         // repeatable: Landlock read-write device
 inline constexpr const char kFlagLandlock[] = "--landlock";     // require | try | off
 inline constexpr const char kFlagSeccomp[] = "--seccomp";       // require | off
+// "1": on a fatal signal, write the crashing thread's backtrace to stderr
+// (crash_backtrace.h). The host passes it when its own environment has
+// CODECVISOR_BACKEND_BACKTRACE=1 (the child's environment is cleaned).
+inline constexpr const char kFlagBacktrace[] = "--backtrace";
+inline constexpr const char kBacktraceEnv[] = "CODECVISOR_BACKEND_BACKTRACE";
 
 // The vendor library's descriptor in the child, when the host passes one.
 inline constexpr int kLibraryFd = 5;

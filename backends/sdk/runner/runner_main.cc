@@ -19,6 +19,7 @@
 #include "backends/sdk/runner/abi_convert.h"
 #include "backends/sdk/runner/backend_library.h"
 #include "backends/sdk/runner/control_server.h"
+#include "backends/sdk/runner/crash_backtrace.h"
 #include "backends/sdk/runner/crash_hints.h"
 #include "backends/sdk/runner/runner_args.h"
 #include "backends/sdk/runner/sandbox.h"
@@ -76,6 +77,12 @@ int Main(int argc, char** argv) {
   }
 
   InstallCrashHintHandlers((*control)->header());
+  if (flags[kFlagBacktrace] == "1") {
+    // Before the sandbox: opens our own executable and loads the unwinder.
+    const int library_fd = flags.count(kFlagLibraryFd) ? std::atoi(flags[kFlagLibraryFd].c_str()) : -1;
+    PrepareCrashBacktrace(name, library_fd, library_fd >= 0 ? absl::StrCat("/proc/self/fd/", library_fd) : library,
+                          library);
+  }
   // Past RLIMIT_FSIZE (set by the host), a write to stderr should fail, not
   // kill the backend.
   signal(SIGXFSZ, SIG_IGN);
