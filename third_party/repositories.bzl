@@ -41,6 +41,7 @@ _PKG_CONFIG_LIBS = {
     "benchmark": ["benchmark"],
     "capnp": ["capnp", "kj"],
     "cli11": ["CLI11"],
+    "dav1d": ["dav1d"],
     "ffmpeg": ["libavformat", "libavcodec", "libavutil", "libswscale"],
     "gtest": ["gtest", "gmock"],
     "gtest_main": ["gtest_main", "gmock"],
