@@ -56,10 +56,17 @@ bool IsFaultSignal(const DeathRecord& death) {
 // put the blame on this session's request.
 bool Blamed(const DeathRecord& death, ipc::CrashHints hints, uint64_t token) {
   if (death.killed_by_supervisor) return death.blamed_session == token;
-  // A fault the runner caught names the culprit's channel exactly; any
-  // other death (SIGKILL from outside, exit, a fault it could not record)
-  // blames whoever was inside vendor code.
+  // A fault the runner caught names the culprit's channel exactly.
   if (IsFaultSignal(death) && death.culprit_recorded) return hints.fault_signal != 0;
+  // A SIGKILL that codecvisor did not send (an operator, the OOM killer)
+  // says nothing about any request: blaming whoever happened to be decoding
+  // would turn two unrelated kills into a "poison" verdict for an innocent
+  // request (the soak benchmark did exactly that). A request that really
+  // gets its backend OOM-killed every time is stopped by the restart
+  // budget: the backend is quarantined.
+  if (death.exit.signaled && death.exit.code == SIGKILL) return false;
+  // Any other death (exit() from vendor code, a fault it could not record)
+  // blames whoever was inside vendor code.
   return hints.in_call != 0;
 }
 

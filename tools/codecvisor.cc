@@ -12,6 +12,7 @@
 #include "tools/bench/decode_bench.h"
 #include "tools/bench/ipc_bench.h"
 #include "tools/bench/restart_bench.h"
+#include "tools/bench/soak_bench.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/frame_writers.h"
 #include "tools/cli/selection.h"
@@ -47,6 +48,16 @@ int RunBenchRestart(const bench::RestartBenchOptions& options, bool json) {
   }
   std::cout << (json ? result->ToJson() + "\n" : result->ToText());
   return 0;
+}
+
+int RunBenchSoak(const bench::SoakBenchOptions& options, bool json) {
+  auto result = bench::RunSoakBench(options);
+  if (!result.ok()) {
+    std::cerr << "codecvisor bench soak: " << result.status().message() << "\n";
+    return 1;
+  }
+  std::cout << (json ? result->ToJson() + "\n" : result->ToText());
+  return result->ok() ? 0 : 1;
 }
 
 // A CLI11 check that runs one of the selection parsers, so that bad syntax
@@ -245,6 +256,24 @@ int main(int argc, char** argv) {
   restart->add_option("--synthetic-library", restart_options.synthetic_library,
                       "libcodecvisor_synthetic.so (//backends/testing); default: next to this binary");
   restart->callback([&] { exit_code = codecvisor::RunBenchRestart(restart_options, restart_json); });
+
+  codecvisor::bench::SoakBenchOptions soak_options;
+  bool soak_json = false;
+  auto* soak = bench->add_subcommand(
+      "soak", "reliability under load: decoders on cpu and the faulty test backend while children are killed at "
+              "random; every frame checked; exit 1 on a wrong frame, a failure other than poison, or a leak");
+  soak->add_flag("--json", soak_json, "print one JSON object");
+  soak->add_option("--seconds", soak_options.seconds, "how long to run")->capture_default_str()->check(CLI::PositiveNumber);
+  soak->add_option("--decoders", soak_options.decoders, "concurrent decoders, half on each backend")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 256));
+  soak->add_option("--crash-interval-ms", soak_options.crash_interval_ms, "mean time between injected kills")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  soak->add_option("--faulty-library", soak_options.faulty_library,
+                   "libcodecvisor_faulty.so (//backends/testing); default: next to this binary");
+  soak->add_option("--seed", soak_options.seed, "random seed; 0: from the clock");
+  soak->callback([&] { exit_code = codecvisor::RunBenchSoak(soak_options, soak_json); });
 
   CLI11_PARSE(app, argc, argv);
   return exit_code;

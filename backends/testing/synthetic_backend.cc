@@ -11,6 +11,7 @@
 // as `hostile`, which tries to escape its sandbox (attacks.h) in create()
 // or decode_frame(). Used by tests only.
 
+#include <time.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -41,6 +42,19 @@ constexpr char kName[] = "synthetic";
 #endif
 
 struct Backend {};
+
+// True with probability `p`: a per-thread generator seeded from the pid,
+// the thread and the clock, so that every restarted child draws afresh.
+bool Chance(double p) {
+  thread_local uint64_t state = [] {
+    timespec now{};
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (static_cast<uint64_t>(getpid()) << 32) ^ static_cast<uint64_t>(now.tv_nsec) ^
+           reinterpret_cast<uintptr_t>(&now) ^ 0x9e3779b97f4a7c15ull;
+  }();
+  state ^= state << 13, state ^= state >> 7, state ^= state << 17;  // xorshift64
+  return static_cast<double>(state >> 11) * 0x1.0p-53 < p;
+}
 
 struct Session {
   codecvisor::testing::SyntheticVideo video;
@@ -159,8 +173,10 @@ cv_status Decode(cv_session* session, int64_t index, cv_frame_buffer* buffer, cv
     return CV_ERROR_INTERNAL;
   }
   const auto& fault = s->video.fault;
-  if (kFaulty && !fault.empty() && (s->video.fault_frame < 0 || s->video.fault_frame == index)) {
-    codecvisor::testing::InjectFault(fault, buffer);
+  if (kFaulty && !fault.empty()) {
+    const bool strike = s->video.fault_rate > 0 ? Chance(s->video.fault_rate)
+                                                : (s->video.fault_frame < 0 || s->video.fault_frame == index);
+    if (strike) codecvisor::testing::InjectFault(fault, buffer);
   }
   codecvisor::testing::FillSyntheticFrame(s->video, s->format, index, buffer->data);
   return CV_OK;

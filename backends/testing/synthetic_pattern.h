@@ -30,6 +30,10 @@ struct SyntheticVideo {
   // scribble, badref), and at which frame (-1: every frame).
   std::string fault;
   int64_t fault_frame = -1;
+  // With fault_rate in (0, 1): the fault strikes each decoded frame with
+  // this probability instead, at random (a flaky plugin, not a poison
+  // request: the replay after a crash most likely succeeds).
+  double fault_rate = 0;
   // The `hostile` build's escape attempt (see attacks.h), with the host's
   // pid and a 127.0.0.1 port to attack.
   std::string attack;
@@ -59,10 +63,12 @@ inline std::optional<SyntheticVideo> ParseSyntheticVideo(const std::string& text
     if (key == "fps") v.fps = value;
     if (key == "start") v.start = value;
     if (key == "fault_frame") v.fault_frame = static_cast<int64_t>(value);
+    if (key == "fault_rate") v.fault_rate = value;
     if (key == "host_pid") v.host_pid = static_cast<int>(value);
     if (key == "port") v.port = static_cast<int>(value);
   }
-  if (v.frames < 0 || v.width == 0 || v.height == 0 || v.width > 8192 || v.height > 8192 || !(v.fps > 0)) {
+  if (v.frames < 0 || v.width == 0 || v.height == 0 || v.width > 8192 || v.height > 8192 || !(v.fps > 0) ||
+      !(v.fault_rate >= 0 && v.fault_rate < 1)) {
     return std::nullopt;
   }
   return v;

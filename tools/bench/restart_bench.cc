@@ -15,6 +15,7 @@
 #include "core/host.h"
 #include "tools/bench/scratch_dir.h"
 #include "tools/bench/stats.h"
+#include "tools/bench/test_backend_library.h"
 #include "tools/cli/json.h"
 
 namespace codecvisor::bench {
@@ -42,27 +43,6 @@ void Progress(const std::string& line) {
   if (isatty(STDERR_FILENO)) std::fprintf(stderr, "bench restart: %s\n", line.c_str());
 }
 
-absl::StatusOr<std::string> FindSyntheticLibrary(const std::string& given) {
-  if (!given.empty()) {
-    if (access(given.c_str(), R_OK) != 0) return absl::NotFoundError(absl::StrCat(given, ": cannot be read"));
-    return std::filesystem::absolute(given).string();
-  }
-  std::error_code ec;
-  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    const std::filesystem::path candidates[] = {
-        exe.string() + ".runfiles/codecvisor/backends/testing/" + kLibrary,
-        exe.parent_path().parent_path() / "backends/testing" / kLibrary,
-    };
-    for (const auto& c : candidates) {
-      if (access(c.c_str(), R_OK) == 0) return c.string();
-    }
-  }
-  return absl::NotFoundError(absl::StrCat(
-      "the synthetic test backend (", kLibrary, ") was not found next to this binary; build it with the same -c "
-      "as codecvisor (bazel build -c opt //backends/testing:", kLibrary, ") or pass --synthetic-library PATH"));
-}
-
 // What every measurement shares: the install layout, and the scratch folder
 // with the synthetic backend's manifest, a synthetic video and the
 // manifests for the discovery measurement.
@@ -87,7 +67,7 @@ absl::StatusOr<Setup> Prepare(const RestartBenchOptions& o) {
   absl::StatusOr<InstallLayout> layout = InstallLayout::Discover();
   if (!layout.ok()) return layout.status();
   s.layout = *layout;
-  absl::StatusOr<std::string> library = FindSyntheticLibrary(o.synthetic_library);
+  absl::StatusOr<std::string> library = FindTestBackendLibrary(kLibrary, o.synthetic_library, "--synthetic-library");
   if (!library.ok()) return library.status();
   absl::StatusOr<std::unique_ptr<ScratchDir>> scratch = ScratchDir::Create("bench-restart");
   if (!scratch.ok()) return scratch.status();

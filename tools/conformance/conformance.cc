@@ -24,6 +24,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "core/manifest.h"
+#include "tools/common/process_census.h"
 #include "tools/conformance/samples.h"
 
 namespace codecvisor::conformance {
@@ -58,42 +59,6 @@ std::string Link(const std::string& path) {
   char buffer[256];
   const ssize_t n = readlink(path.c_str(), buffer, sizeof(buffer));
   return n > 0 ? std::string(buffer, static_cast<size_t>(n)) : std::string();
-}
-
-// Processes whose parent is this one (zombies included).
-std::vector<pid_t> OurChildren() {
-  std::vector<pid_t> children;
-  DIR* proc = opendir("/proc");
-  if (proc == nullptr) return children;
-  const pid_t self = getpid();
-  while (dirent* entry = readdir(proc)) {
-    pid_t pid = 0;
-    if (!absl::SimpleAtoi(entry->d_name, &pid)) continue;
-    const std::string stat = ReadText(absl::StrCat("/proc/", pid, "/stat"));
-    // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
-    const size_t close = stat.rfind(')');
-    if (close == std::string::npos) continue;
-    std::vector<absl::string_view> fields = absl::StrSplit(absl::string_view(stat).substr(close + 2), ' ');
-    pid_t ppid = 0;
-    if (fields.size() > 1 && absl::SimpleAtoi(fields[1], &ppid) && ppid == self) children.push_back(pid);
-  }
-  closedir(proc);
-  return children;
-}
-
-// This process's open descriptors, with what each refers to.
-std::map<int, std::string> OpenDescriptors() {
-  std::map<int, std::string> fds;
-  DIR* dir = opendir("/proc/self/fd");
-  if (dir == nullptr) return fds;
-  const int own = dirfd(dir);
-  while (dirent* entry = readdir(dir)) {
-    int fd = -1;
-    if (!absl::SimpleAtoi(entry->d_name, &fd) || fd == own) continue;
-    fds[fd] = Link(absl::StrCat("/proc/self/fd/", fd));
-  }
-  closedir(dir);
-  return fds;
 }
 
 // The frame's RGB24 pixels, rows packed (the arena's stride may pad them).
@@ -298,7 +263,7 @@ absl::Status Suite::Prepare() {
 }
 
 absl::StatusOr<ConformanceReport> Suite::Run() {
-  descriptors_before_ = OpenDescriptors();
+  descriptors_before_ = tools::OpenDescriptors();
   if (absl::Status s = Prepare(); !s.ok()) return s;
   absl::Cleanup remove_scratch = [this] {
     if (!own_scratch_) return;
@@ -762,19 +727,15 @@ absl::Status Suite::Shutdown(std::string* detail) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  const std::vector<pid_t> children = OurChildren();
+  const std::vector<pid_t> children = tools::ChildProcesses();
   const auto start = Clock::now();
   host_.reset();
   const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-  if (std::vector<pid_t> left = OurChildren(); !left.empty()) {
+  if (std::vector<pid_t> left = tools::ChildProcesses(); !left.empty()) {
     return absl::InternalError(absl::StrCat("child processes left after the host was destroyed: ",
                                             absl::StrJoin(left, ", ")));
   }
-  std::vector<std::string> leaked;
-  for (const auto& [fd, target] : OpenDescriptors()) {
-    auto was = descriptors_before_.find(fd);
-    if (was == descriptors_before_.end() || was->second != target) leaked.push_back(absl::StrCat(fd, " -> ", target));
-  }
+  const std::vector<std::string> leaked = tools::NewDescriptors(descriptors_before_, tools::OpenDescriptors());
   if (!leaked.empty()) {
     return absl::InternalError(absl::StrCat("descriptors left open: ", absl::StrJoin(leaked, ", ")));
   }

@@ -1,0 +1,34 @@
+#include "tools/bench/test_backend_library.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+
+namespace codecvisor::bench {
+
+absl::StatusOr<std::string> FindTestBackendLibrary(const std::string& library, const std::string& given,
+                                                   const std::string& flag) {
+  if (!given.empty()) {
+    if (access(given.c_str(), R_OK) != 0) return absl::NotFoundError(absl::StrCat(given, ": cannot be read"));
+    return std::filesystem::absolute(given).string();
+  }
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const std::filesystem::path candidates[] = {
+        exe.string() + ".runfiles/codecvisor/backends/testing/" + library,
+        exe.parent_path().parent_path() / "backends/testing" / library,
+    };
+    for (const auto& c : candidates) {
+      if (access(c.c_str(), R_OK) == 0) return c.string();
+    }
+  }
+  return absl::NotFoundError(absl::StrCat("the test backend ", library,
+                                          " was not found next to this binary; build it with the same -c as "
+                                          "codecvisor (bazel build -c opt //backends/testing:",
+                                          library, ") or pass ", flag, " PATH"));
+}
+
+}  // namespace codecvisor::bench
