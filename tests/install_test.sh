@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# `bazel run //:install`, end to end: installs into a prefix, moves the
+# tree, and uses it from its new place with no Bazel runfiles in sight: the
+# CLI must find its runner and the built-in cpu backend by its own path
+# (core/install_layout.cc), decode through the sandboxed child, and pick up a
+# plugin from CODECVISOR_BACKEND_PATH. If examples/vendor_backend exists, it
+# is built against the installed SDK header only, installed, and used.
+set -euo pipefail
+
+installer="$TEST_SRCDIR/codecvisor/install"
+tmp="$TEST_TMPDIR"
+a="$tmp/a"
+b="$tmp/b"
+ffmpeg=(/usr/bin/ffmpeg -nostdin -v error)
+fails=0
+
+# holds NAME CMD...: a check that CMD succeeds.
+holds() {
+  local name=$1
+  shift
+  if "$@"; then echo "ok   $name"; else echo "FAIL $name" >&2; fails=$((fails + 1)); fi
+}
+# expect RC NAME CMD...: a check that CMD exits with RC; its stdout is left
+# in $out and its stderr in $err.
+out="$tmp/out"
+err="$tmp/err"
+expect() {
+  local want=$1 name=$2 rc=0
+  shift 2
+  "$@" >"$out" 2>"$err" || rc=$?
+  holds "$name" [ "$rc" = "$want" ] || true
+  [[ $rc == "$want" ]] || echo "  $*: exit $rc, wanted $want; stderr: $(cat "$err")" >&2
+}
+# The installed CLI with none of the variables that would point it back at
+# Bazel's runfiles or at another install.
+installed() {
+  env -u RUNFILES_DIR -u RUNFILES_MANIFEST_FILE -u TEST_SRCDIR -u JAVA_RUNFILES -u CODECVISOR_RUNNER \
+    -u CODECVISOR_BUILTIN_BACKENDS -u CODECVISOR_BACKEND_PATH "$@"
+}
+
+# The installer's own contract.
+expect 2 "no --prefix fails" "$installer"
+holds "no --prefix says why" grep -q "no --prefix given" "$err"
+expect 2 "unknown argument fails" "$installer" --prefix "$a" --bogus
+expect 0 "install" "$installer" --prefix "$a"
+cp "$out" "$tmp/install.log"
+for f in bin/codecvisor libexec/codecvisor/codecvisor-backend include/codecvisor/codecvisor_backend.h \
+    lib/codecvisor/backends/cpu.toml lib/codecvisor/backends/libcodecvisor_cpu.so; do
+  holds "installed $f" [ -f "$a/$f" ]
+  holds "log names $f" grep -qx "installed $a/$f" "$tmp/install.log"
+done
+holds "CLI executable" [ -x "$a/bin/codecvisor" ]
+holds "runner executable" [ -x "$a/libexec/codecvisor/codecvisor-backend" ]
+expect 0 "install again (idempotent)" "$installer" --prefix="$a"
+holds "no stray files" [ "$(find "$a" -type f | wc -l)" = 5 ]
+# A relative prefix is the caller's folder (BUILD_WORKING_DIRECTORY under bazel run).
+mkdir -p "$tmp/wd"
+expect 0 "relative prefix" env BUILD_WORKING_DIRECTORY="$tmp/wd" "$installer" --prefix rel
+holds "relative prefix lands in the working folder" [ -f "$tmp/wd/rel/bin/codecvisor" ]
+
+mv "$a" "$b"
+cv="$b/bin/codecvisor"
+
+expect 0 "backends --json" installed "$cv" backends --json
+holds "backends lists cpu" grep -qF '"name":"cpu","devices":["cpu"]' "$out"
+holds "cpu manifest from the moved tree" grep -qF "$b/lib/codecvisor/backends/cpu.toml" "$out"
+
+video="$tmp/clip.mp4"
+"${ffmpeg[@]}" -y -f lavfi -i testsrc=size=96x64:rate=25 -t 1 -c:v libx264 -pix_fmt yuv420p "$video"
+# same_as_ffmpeg PPM VIDEO INDEX: the PPM is ffmpeg's rgb24 decode of frame INDEX of VIDEO.
+same_as_ffmpeg() {
+  cmp "$1" <(printf 'P6\n96 64\n255\n'
+    "${ffmpeg[@]}" -i "$2" -vf "select=eq(n\,$3)" -frames:v 1 -f rawvideo -pix_fmt rgb24 -)
+}
+
+expect 0 "info" installed "$cv" info "$video" --json
+holds "info is the cpu backend's" grep -qF '"backend":"cpu"' "$out"
+holds "info has the size" grep -qF '"width":96' "$out"
+expect 0 "decode ppm" installed "$cv" decode "$video" --format ppm --indices 0,7 --out "$tmp/ppm"
+holds "ppm frame 7 equals ffmpeg" same_as_ffmpeg "$tmp/ppm/frame_000007.ppm" "$video" 7
+# Decoded by a sandboxed child: the installed runner, not an in-process path.
+expect 0 "backends --start" installed "$cv" backends --start
+holds "child sandboxed" grep -q "seccomp" "$out"
+
+# A plugin on CODECVISOR_BACKEND_PATH, outside the installed tree.
+plugins="$tmp/plugins"
+mkdir -p "$plugins"
+cp "$TEST_SRCDIR/codecvisor/backends/testing/synthetic.toml" \
+  "$TEST_SRCDIR/codecvisor/backends/testing/libcodecvisor_synthetic.so" "$plugins/"
+printf 'synthetic frames=4 width=32 height=24 fps=10\n' >"$tmp/clip.syn"
+expect 0 "plugin listed" installed CODECVISOR_BACKEND_PATH="$plugins" "$cv" backends --json
+holds "plugin is synthetic" grep -qF '"name":"synthetic","devices":["synthetic"]' "$out"
+expect 0 "plugin decodes" installed CODECVISOR_BACKEND_PATH="$plugins" "$cv" decode "$tmp/clip.syn" \
+  --device synthetic --format ppm --out "$tmp/syn"
+holds "plugin wrote 4 frames" [ "$(ls "$tmp/syn" | wc -l)" = 4 ]
+
+# The vendor example (examples/vendor_backend), built the way a vendor
+# would: its Makefile, against the installed SDK header only, installed
+# into the moved tree's backends folder, where the CLI discovers it.
+example="$TEST_SRCDIR/codecvisor/examples/vendor_backend"
+holds "vendor example sources in runfiles" [ -f "$example/Makefile" ]
+cp -rL "$example" "$tmp/vendor_src"
+chmod -R u+w "$tmp/vendor_src"
+expect 0 "vendor example builds against the installed SDK" make -C "$tmp/vendor_src" SDK_PREFIX="$b"
+holds "vendor build used the installed header" grep -q -- "-I$b/include" "$out"
+expect 0 "vendor example installs" make -C "$tmp/vendor_src" install PREFIX="$b"
+av1="$tmp/clip_av1.mkv"
+"${ffmpeg[@]}" -y -f lavfi -i testsrc=size=96x64:rate=25 -t 1 -c:v libaom-av1 -cpu-used 8 -pix_fmt yuv420p "$av1"
+mv "$b" "$tmp/c"  # moved again, with the plugin inside
+cv="$tmp/c/bin/codecvisor"
+expect 0 "dav1d listed" installed "$cv" backends --json
+holds "dav1d from the installed tree" grep -qF "$tmp/c/lib/codecvisor/backends/dav1d.toml" "$out"
+expect 0 "dav1d decodes from the moved tree" installed "$cv" decode "$av1" --device dav1d --format ppm \
+  --indices 0,11 --out "$tmp/av1"
+holds "dav1d frame 11 equals ffmpeg" same_as_ffmpeg "$tmp/av1/frame_000011.ppm" "$av1" 11
+
+if ((fails)); then
+  echo "$fails check(s) failed" >&2
+  exit 1
+fi
+echo "all checks passed"
