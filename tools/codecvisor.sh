@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the `codecvisor` command line with the given arguments, from the
 # caller's folder, after installing what is missing and building it
-# optimised (with the test backends `bench restart` and `bench soak` drive). E.g.: tools/codecvisor.sh decode clip.mp4 --indices 0,9 --format ppm --out frames/
+# optimised (with the test backends `bench restart` and `bench soak` drive).
+# E.g.: tools/codecvisor.sh decode clip.mp4 --indices 0,9 --format ppm --out frames/
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 "$repo/tools/bootstrap.sh"
