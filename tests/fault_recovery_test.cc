@@ -1,6 +1,7 @@
 // The faulty backend's process-level faults, each 20 times: the host
 // survives, every request returns correct frames or the documented error,
-// and nothing leaks (checked in TearDown).
+// and nothing leaks (checked in TearDown). Each test notes what it tried and
+// saw in a FaultRow, for docs/RELIABILITY.md.
 
 #include <signal.h>
 
@@ -8,6 +9,7 @@
 #include <functional>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "tests/fault_test_support.h"
 
 namespace codecvisor::testing {
@@ -17,39 +19,67 @@ constexpr int kRuns = 20;
 
 using OpenFn = std::function<absl::StatusOr<std::unique_ptr<VideoDecoder>>(const std::string&)>;
 
+constexpr int kInnocents = 7;
+
+// What one round saw: innocent sessions that got an error or a wrong
+// frame, and whether the culprit's own check held.
+struct Round {
+  int innocents_failed = 0;
+  bool culprit_ok = true;
+};
+
 // One round with 8 concurrent sessions on one backend: session 0 opens
 // `culprit_video` and runs `culprit` (which reports its own failures and
 // returns false for them); the other 7 open `good_video` and each fetch 12
-// frames, all of which must be right. Returns the number of sessions that
-// went wrong.
-int RoundWithSevenInnocents(const OpenFn& open, const std::string& culprit_video, const std::string& good_video,
-                            const std::function<bool(VideoDecoder&)>& culprit) {
-  std::atomic<int> bad{0};
+// frames, all of which must be right.
+Round RoundWithSevenInnocents(const OpenFn& open, const std::string& culprit_video, const std::string& good_video,
+                              const std::function<bool(VideoDecoder&)>& culprit) {
+  std::atomic<int> innocents_failed{0};
+  std::atomic<bool> culprit_ok{true};
   std::vector<std::thread> threads;
-  for (int t = 0; t < 8; ++t) {
+  for (int t = 0; t <= kInnocents; ++t) {
     threads.emplace_back([&, t] {
       auto decoder = open(t == 0 ? culprit_video : good_video);
       if (!decoder.ok()) {
         ADD_FAILURE() << decoder.status();
-        ++bad;
+        if (t == 0) {
+          culprit_ok = false;
+        } else {
+          ++innocents_failed;
+        }
         return;
       }
       if (t == 0) {
-        if (!culprit(**decoder)) ++bad;
+        if (!culprit(**decoder)) culprit_ok = false;
         return;
       }
       for (int64_t i = 0; i < 12; ++i) {
         auto f = (*decoder)->GetFrameAt((t + i) % 40);
         if (!f.ok() || !IsSyntheticFrame(*f, (t + i) % 40)) {
           ADD_FAILURE() << "session " << t << " frame " << i << ": " << f.status();
-          ++bad;
+          ++innocents_failed;
           return;
         }
       }
     });
   }
   for (auto& th : threads) th.join();
-  return bad.load();
+  return Round{innocents_failed.load(), culprit_ok.load()};
+}
+
+// Notes a round's innocent sessions in `row`.
+void SawInnocents(FaultRow& row, const Round& round) {
+  row.Saw("innocent sessions with all 12 frames right", kInnocents - round.innocents_failed);
+  if (round.innocents_failed > 0) row.Saw("innocent sessions with an ERROR or a WRONG frame", round.innocents_failed);
+}
+
+// What the poison message must name as the cause of death, by fault.
+std::string ExpectedCause(const std::string& fault) {
+  if (fault == "segfault") return "SIGSEGV";
+  if (fault == "exit") return "exited with code 3";
+  if (fault == "hang") return "no answer within 300 ms";
+  // `alloc` allocates until the 512 MiB address-space limit: malloc fails, abort.
+  return "SIGABRT";
 }
 
 class CrashFaultTest : public FaultTest, public ::testing::WithParamInterface<const char*> {};
@@ -63,27 +93,36 @@ TEST_P(CrashFaultTest, PoisonRequestFailsClearlyAndTheNextOneWorks) {
   // Short for `hang`; long enough for the others to die of their own fault
   // first, even under a sanitizer.
   options.request_timeout = std::chrono::milliseconds(fault == "hang" ? 300 : 10'000);
+  FaultRow& row = Row(fault + " on one frame, 1 session: the poison request, then a good one");
   auto decoder = Open(video, "faulty", options);
   ASSERT_TRUE(decoder.ok()) << decoder.status();
+  const std::string cause = ExpectedCause(fault);
   for (int run = 0; run < kRuns; ++run) {
+    ++row.tries;
     auto poison = (*decoder)->GetFrameAt(7);
+    row.Saw("poison request " + CodeName(poison.status()));
     ASSERT_EQ(poison.status().code(), absl::StatusCode::kAborted) << "run " << run << ": " << poison.status();
     const std::string message(poison.status().message());
-    EXPECT_NE(message.find("backend 'faulty'"), std::string::npos) << message;
-    EXPECT_NE(message.find("poison_" + fault + ".syn"), std::string::npos) << message;
-    EXPECT_NE(message.find("frame indices [7]"), std::string::npos) << message;
-    if (fault == "segfault") EXPECT_NE(message.find("SIGSEGV"), std::string::npos) << message;
-    if (fault == "abort") EXPECT_NE(message.find("SIGABRT"), std::string::npos) << message;
-    if (fault == "exit") EXPECT_NE(message.find("exited with code 3"), std::string::npos) << message;
-    if (fault == "hang") EXPECT_NE(message.find("no answer within 300 ms"), std::string::npos) << message;
-    // Allocating until the 512 MiB address-space limit: malloc fails, abort.
-    if (fault == "alloc") EXPECT_NE(message.find("SIGABRT"), std::string::npos) << message;
+    const bool names_backend = message.find("backend 'faulty'") != std::string::npos;
+    const bool names_file = message.find("poison_" + fault + ".syn") != std::string::npos;
+    const bool names_frame = message.find("frame indices [7]") != std::string::npos;
+    const bool names_cause = message.find(cause) != std::string::npos;
+    EXPECT_TRUE(names_backend) << message;
+    EXPECT_TRUE(names_file) << message;
+    EXPECT_TRUE(names_frame) << message;
+    EXPECT_TRUE(names_cause) << cause << " in: " << message;
+    row.Saw(names_backend && names_file && names_frame && names_cause
+                ? "its error names the backend, file, frame and '" + cause + "'"
+                : "its error LACKS the backend, file, frame or '" + cause + "'");
     auto good = (*decoder)->GetFrameAt(6);
+    row.Saw("next request " + FrameOutcome(good, 6));
     ASSERT_TRUE(good.ok()) << "run " << run << ": " << good.status();
     EXPECT_TRUE(IsSyntheticFrame(*good, 6));
   }
-  EXPECT_EQ(StatusOf("faulty").restarts, 2u * kRuns);
-  EXPECT_EQ(StatusOf("faulty").state, "ready");
+  const BackendStatus backend = StatusOf("faulty");
+  row.Note(absl::StrCat(backend.restarts, " restarts, backend ", backend.state));
+  EXPECT_EQ(backend.restarts, 2u * kRuns);
+  EXPECT_EQ(backend.state, "ready");
 }
 
 // With 8 sessions on one backend process, one poison request costs the
@@ -95,15 +134,21 @@ TEST_P(CrashFaultTest, InnocentConcurrentSessionsGetTheirFrames) {
   DecoderOptions options;
   options.request_timeout = std::chrono::milliseconds(fault == "hang" ? 300 : 10'000);
   const OpenFn open = [&](const std::string& video) { return Open(video, "faulty", options); };
+  FaultRow& row = Row(fault + " on one frame, with 7 innocent sessions on the same child");
   for (int run = 0; run < kRuns; ++run) {
-    int poisoned = 0;
-    const int bad = RoundWithSevenInnocents(open, poison_video, good_video, [&](VideoDecoder& d) {
-      if (absl::IsAborted(d.GetFrameAt(7).status())) ++poisoned;
+    ++row.tries;
+    absl::Status poison = absl::UnknownError("never asked");
+    const Round round = RoundWithSevenInnocents(open, poison_video, good_video, [&](VideoDecoder& d) {
+      poison = d.GetFrameAt(7).status();
       return true;
     });
-    ASSERT_EQ(bad, 0) << "run " << run;
-    EXPECT_EQ(poisoned, 1) << "run " << run;
+    row.Saw("poison request " + CodeName(poison));
+    SawInnocents(row, round);
+    ASSERT_EQ(round.innocents_failed, 0) << "run " << run;
+    ASSERT_TRUE(round.culprit_ok) << "run " << run;
+    EXPECT_TRUE(absl::IsAborted(poison)) << "run " << run << ": " << poison;
   }
+  row.Note(absl::StrCat(StatusOf("faulty").restarts, " restarts"));
 }
 
 #ifndef CODECVISOR_SANITIZER
@@ -126,19 +171,24 @@ TEST_P(ChannelAttackTest, HostSurvivesAndReportsOrDeliversCorrectFrames) {
   const std::string video = WriteSyntheticVideo("attack_" + fault + ".syn", "fault=" + fault + " fault_frame=4");
   DecoderOptions options;
   options.request_timeout = std::chrono::milliseconds(2000);
+  FaultRow& row = Row(fault + " in shared memory on one frame, 1 session: that request, then a good one");
   for (int run = 0; run < kRuns; ++run) {
+    ++row.tries;
     auto decoder = Open(video, "faulty", options);
     ASSERT_TRUE(decoder.ok()) << decoder.status();
     auto f = (*decoder)->GetFrameAt(4);
+    row.Saw("attacked request " + FrameOutcome(f, 4));
     if (f.ok()) {
       EXPECT_TRUE(IsSyntheticFrame(*f, 4)) << "run " << run << ": a frame that arrives must be right";
     } else {
       EXPECT_EQ(f.status().code(), absl::StatusCode::kAborted) << "run " << run << ": " << f.status();
     }
     auto good = (*decoder)->GetFrameAt(3);
+    row.Saw("next request " + FrameOutcome(good, 3));
     ASSERT_TRUE(good.ok()) << "run " << run << ": " << good.status();
     EXPECT_TRUE(IsSyntheticFrame(*good, 3));
   }
+  row.Note(absl::StrCat(StatusOf("faulty").restarts, " restarts"));
 }
 
 // The attack with 7 innocent sessions alongside on the same child.
@@ -149,17 +199,25 @@ TEST_P(ChannelAttackTest, InnocentConcurrentSessionsGetTheirFrames) {
   DecoderOptions options;
   options.request_timeout = std::chrono::milliseconds(2000);
   const OpenFn open = [&](const std::string& video) { return Open(video, "faulty", options); };
+  FaultRow& row = Row(fault + " in shared memory on one frame, with 7 innocent sessions on the same child");
   for (int run = 0; run < kRuns; ++run) {
-    const int bad = RoundWithSevenInnocents(open, attack_video, good_video, [](VideoDecoder& d) {
+    ++row.tries;
+    std::string attacked = "never asked";
+    const Round round = RoundWithSevenInnocents(open, attack_video, good_video, [&](VideoDecoder& d) {
       auto f = d.GetFrameAt(4);
+      attacked = FrameOutcome(f, 4);
       if (f.ok() ? !IsSyntheticFrame(*f, 4) : !absl::IsAborted(f.status())) {
         ADD_FAILURE() << "attacker: " << f.status();
         return false;
       }
       return true;
     });
-    ASSERT_EQ(bad, 0) << "run " << run;
+    row.Saw("attacked request " + attacked);
+    SawInnocents(row, round);
+    ASSERT_EQ(round.innocents_failed, 0) << "run " << run;
+    ASSERT_TRUE(round.culprit_ok) << "run " << run;
   }
+  row.Note(absl::StrCat(StatusOf("faulty").restarts, " restarts"));
 }
 
 INSTANTIATE_TEST_SUITE_P(Attacks, ChannelAttackTest, ::testing::Values("garbage", "oversized", "scribble"));
@@ -173,19 +231,30 @@ TEST_F(FaultTest, HangForeverIsKilledAtTheDeadline) {
   options.open_timeout = std::chrono::milliseconds(500);
   const std::string every = WriteSyntheticVideo("hang_all.syn", "fault=hang");
   const std::string open = WriteSyntheticVideo("hang_open.syn", "fault=hang_open");
+  FaultRow& in_decode = Row("hang forever on every frame (request deadline 300 ms)");
+  FaultRow& in_open = Row("hang forever in open (open deadline 500 ms), then a good open");
   for (int run = 0; run < kRuns; ++run) {
+    ++in_decode.tries;
     auto decoder = Open(every, "faulty", options);
     ASSERT_TRUE(decoder.ok()) << decoder.status();
     auto f = (*decoder)->GetFrameAt(run % 40);
+    const bool at_deadline = f.status().message().find("no answer within 300 ms") != std::string::npos;
+    in_decode.Saw("request " + CodeName(f.status()) + (at_deadline ? ", killed at the 300 ms deadline" : ""));
     ASSERT_EQ(f.status().code(), absl::StatusCode::kAborted) << "run " << run << ": " << f.status();
-    EXPECT_NE(f.status().message().find("no answer within 300 ms"), std::string::npos) << f.status();
+    EXPECT_TRUE(at_deadline) << f.status();
+    ++in_open.tries;
     auto hung = Open(open, "faulty", options);
+    const bool poison =
+        hung.status().message().find("opening the file killed the backend twice") != std::string::npos;
+    in_open.Saw("open " + CodeName(hung.status()) + (poison ? ", poison after 2 kills at the deadline" : ""));
     ASSERT_EQ(hung.status().code(), absl::StatusCode::kAborted) << "run " << run << ": " << hung.status();
-    EXPECT_NE(hung.status().message().find("opening the file killed the backend twice"), std::string::npos)
-        << hung.status();
+    EXPECT_TRUE(poison) << hung.status();
     auto fine = Open(WriteSyntheticVideo("after_hang.syn"), "faulty");
+    in_open.Saw("next open " + CodeName(fine.status()));
     ASSERT_TRUE(fine.ok()) << fine.status();
-    ASSERT_TRUE((*fine)->GetFrameAt(1).ok());  // and a success restores the restart budget
+    auto frame = (*fine)->GetFrameAt(1);
+    in_open.Saw("its request " + FrameOutcome(frame, 1));
+    ASSERT_TRUE(frame.ok());  // and a success restores the restart budget
   }
 }
 
@@ -193,11 +262,15 @@ TEST_F(FaultTest, BadFrameLayoutIsAProtocolViolationNotACrash) {
   const std::string video = WriteSyntheticVideo("badref.syn", "fault=badref");
   DecoderOptions options;
   options.request_timeout = std::chrono::milliseconds(2000);
+  FaultRow& row = Row("frame reference outside the frame arena (bad layout)");
+  ++row.tries;
   auto decoder = Open(video, "faulty", options);
   ASSERT_TRUE(decoder.ok()) << decoder.status();
   auto f = (*decoder)->GetFrameAt(0);
+  const bool malformed = f.status().message().find("malformed") != std::string::npos;
+  row.Saw("request " + CodeName(f.status()) + (malformed ? ", a malformed message: child replaced" : ""));
   ASSERT_EQ(f.status().code(), absl::StatusCode::kAborted) << f.status();
-  EXPECT_NE(f.status().message().find("malformed"), std::string::npos) << f.status();
+  EXPECT_TRUE(malformed) << f.status();
 }
 
 // The request in flight when the backend is killed from outside is
@@ -206,6 +279,9 @@ TEST_F(FaultTest, RequestInFlightIsReplayedAfterAnOutsideKill) {
   for (bool warm_spare : {false, true}) {
     options_.supervision.warm_spare = warm_spare;
     StartHost();
+    FaultRow& row = Row(std::string("SIGKILL from outside during a 40-frame request (") +
+                        (warm_spare ? "with" : "without") + " a warm spare)");
+    ++row.tries;
     const std::string video = WriteSyntheticVideo("replay.syn");
     auto decoder = Open(video, "synthetic");
     ASSERT_TRUE(decoder.ok()) << decoder.status();
@@ -215,6 +291,9 @@ TEST_F(FaultTest, RequestInFlightIsReplayedAfterAnOutsideKill) {
       if (++next == 15) kill(StatusOf("synthetic").pid, SIGKILL);
       return absl::OkStatus();
     });
+    row.Note(absl::StrCat("request ", CodeName(s), ": ", next, " of 40 frames, in order and bit-identical"));
+    row.Note(absl::StrCat("restarts ", StatusOf("synthetic").restarts, ", requests replayed ", (*decoder)->retries(),
+                          ", last exit: ", StatusOf("synthetic").last_exit));
     ASSERT_TRUE(s.ok()) << s;
     EXPECT_EQ(next, 40);
     EXPECT_EQ(StatusOf("synthetic").restarts, 1u);
@@ -227,31 +306,46 @@ TEST_F(FaultTest, CrashLoopIsQuarantinedUntilReset) {
   // faulty.toml allows 5 restarts a minute. Every open segfaults, so no
   // success ever restores the budget: the 6th crash quarantines.
   const std::string video = WriteSyntheticVideo("loop.syn", "fault=segfault_open");
+  FaultRow& row = Row("segfault in every open: a crash loop (5 restarts a minute allowed)");
   absl::Status last;
   int opens = 0;
-  for (; opens < 10 && !absl::IsFailedPrecondition(last); ++opens) last = Open(video, "faulty").status();
+  for (; opens < 10 && !absl::IsFailedPrecondition(last); ++opens) {
+    ++row.tries;
+    last = Open(video, "faulty").status();
+    row.Saw("open " + CodeName(last));
+  }
+  const bool quarantined = last.message().find("quarantined after 6 crashes") != std::string::npos;
+  row.Note(absl::StrCat("backend ", StatusOf("faulty").state, quarantined ? " after 6 crashes" : ""));
   ASSERT_EQ(last.code(), absl::StatusCode::kFailedPrecondition) << last;
   EXPECT_EQ(opens, 4) << "3 poison opens of 2 crashes each, then the quarantine error";
-  EXPECT_NE(last.message().find("quarantined after 6 crashes"), std::string::npos) << last;
+  EXPECT_TRUE(quarantined) << last;
   EXPECT_NE(last.message().find("codecvisor backends --reset faulty"), std::string::npos) << last;
   EXPECT_EQ(StatusOf("faulty").state, "quarantined");
   // Other backends are untouched.
   auto other = Open(WriteSyntheticVideo("fine.syn"), "synthetic");
+  row.Note("another backend meanwhile: open " + CodeName(other.status()));
   ASSERT_TRUE(other.ok()) << other.status();
   ASSERT_TRUE(host_->ResetBackend("faulty").ok());
   EXPECT_EQ(StatusOf("faulty").state, "discovered");
   auto fine = Open(WriteSyntheticVideo("fine2.syn"), "faulty");
+  row.Note("after the reset: open " + CodeName(fine.status()));
   ASSERT_TRUE(fine.ok()) << fine.status();
 }
 
 TEST_F(FaultTest, PoisonOpenFailsClearly) {
   const std::string video = WriteSyntheticVideo("open_poison.syn", "fault=segfault_open");
+  FaultRow& row = Row("segfault in open, then a good open");
+  ++row.tries;
   auto decoder = Open(video, "faulty");
+  const std::string message(decoder.status().message());
+  const bool poison = message.find("opening the file killed the backend twice") != std::string::npos &&
+                      message.find("SIGSEGV") != std::string::npos;
+  row.Saw("open " + CodeName(decoder.status()) + (poison ? ", poison after 2 SIGSEGVs" : ""));
   ASSERT_EQ(decoder.status().code(), absl::StatusCode::kAborted) << decoder.status();
-  EXPECT_NE(decoder.status().message().find("opening the file killed the backend twice"), std::string::npos)
-      << decoder.status();
-  EXPECT_NE(decoder.status().message().find("SIGSEGV"), std::string::npos) << decoder.status();
+  EXPECT_NE(message.find("opening the file killed the backend twice"), std::string::npos) << decoder.status();
+  EXPECT_NE(message.find("SIGSEGV"), std::string::npos) << decoder.status();
   auto fine = Open(WriteSyntheticVideo("after.syn"), "faulty");
+  row.Saw("next open " + CodeName(fine.status()));
   ASSERT_TRUE(fine.ok()) << fine.status();
 }
 

@@ -6,7 +6,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "backends/testing/synthetic_pattern.h"
+#include "tests/reliability_log.h"
 
 namespace codecvisor::testing {
 
@@ -63,6 +66,43 @@ bool IsSyntheticFrame(const Frame& frame, int64_t index) {
   return got.size() == want.size() && std::equal(got.begin(), got.end(), want.begin());
 }
 
+void FaultRow::Saw(const std::string& what, int64_t n) {
+  for (auto& [seen, count] : seen_) {
+    if (seen == what) {
+      count += n;
+      return;
+    }
+  }
+  seen_.emplace_back(what, n);
+}
+
+void FaultRow::Note(const std::string& fact) { seen_.emplace_back(fact, kNote); }
+
+std::string FaultRow::Outcome() const {
+  std::vector<std::string> parts;
+  for (const auto& [what, count] : seen_) parts.push_back(count == kNote ? what : absl::StrCat(what, " ×", count));
+  return absl::StrJoin(parts, "; ");
+}
+
+std::string CodeName(const absl::Status& status) { return absl::StatusCodeToString(status.code()); }
+
+std::string FrameOutcome(const absl::StatusOr<Frame>& frame, int64_t index) {
+  if (!frame.ok()) return CodeName(frame.status());
+  return IsSyntheticFrame(*frame, index) ? "correct frame" : "WRONG frame";
+}
+
+namespace {
+
+// The suite column: the Bazel test's name (TEST_TARGET is //tests:NAME).
+std::string SuiteName() {
+  const char* target = std::getenv("TEST_TARGET");
+  if (target == nullptr) return "unknown";
+  const std::string label(target);
+  return label.substr(label.rfind(':') + 1);
+}
+
+}  // namespace
+
 void FaultTest::SetUp() {
   fds_before_ = CountOpenFds();
   options_.layout = InstallLayout{Runfile("backends/sdk/runner/codecvisor-backend"), Runfile("backends/cpu")};
@@ -82,9 +122,29 @@ void FaultTest::StartHost() {
 
 void FaultTest::TearDown() {
   host_.reset();
-  EXPECT_EQ(CountChildren(), 0) << "a backend process outlived the Host";
-  EXPECT_EQ(CountChannelMappings(), 0) << "a channel mapping leaked";
-  EXPECT_EQ(CountOpenFds(), fds_before_) << "descriptors leaked";
+  const int children = CountChildren(), mappings = CountChannelMappings(), fds = CountOpenFds() - fds_before_;
+  EXPECT_EQ(children, 0) << "a backend process outlived the Host";
+  EXPECT_EQ(mappings, 0) << "a channel mapping leaked";
+  EXPECT_EQ(fds, 0) << "descriptors leaked";
+  const std::string leaks =
+      children == 0 && mappings == 0 && fds == 0
+          ? "after the Host: no process, descriptor or mapping left"
+          : absl::StrCat("after the Host: LEAKED ", children, " processes, ", fds, " descriptors, ", mappings,
+                         " mappings");
+  for (FaultRow& row : rows_) {
+    row.Note(leaks);
+    const bool passed = row.verdict().has_value() ? *row.verdict() && children == 0 && mappings == 0 && fds == 0
+                                                  : !HasFailure();
+    RecordFault(SuiteName(), row.fault(), row.tries, row.Outcome(), passed);
+  }
+  rows_.clear();
+}
+
+FaultRow& FaultTest::Row(const std::string& fault) {
+  for (FaultRow& row : rows_) {
+    if (row.fault() == fault) return row;
+  }
+  return rows_.emplace_back(fault);
 }
 
 absl::StatusOr<std::unique_ptr<VideoDecoder>> FaultTest::Open(const std::string& path, const std::string& device,

@@ -1,15 +1,21 @@
 // File: tests/fault_test_support.h
 //
 // Shared set-up for the supervision suites: a Host with the synthetic and
-// faulty test backends registered, synthetic videos written on demand, and
-// the leak checks (descriptors, channel mappings, child processes) each
-// test ends with.
+// faulty test backends registered, synthetic videos written on demand, the
+// leak checks (descriptors, channel mappings, child processes) each test
+// ends with, and the rows of docs/RELIABILITY.md each test leaves behind.
+// Not thread-safe: FaultRow is filled from the test's main thread.
 
 #ifndef CODECVISOR_TESTS_FAULT_TEST_SUPPORT_H_
 #define CODECVISOR_TESTS_FAULT_TEST_SUPPORT_H_
 
+#include <cstdint>
+#include <deque>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -32,6 +38,42 @@ int CountChildren();
 // True if `frame` is synthetic frame `index` (32x24 RGB24), byte for byte.
 bool IsSyntheticFrame(const Frame& frame, int64_t index);
 
+// One fault a test tries, as a row of docs/RELIABILITY.md
+// (tests/reliability_log.h): the test counts its tries and what it saw, as
+// it sees it, so that a row is recorded even when an assertion ends the
+// test early. FaultTest::TearDown adds its leak checks to every row and
+// records them; a row passes if its test did and, where the test gave the
+// row a verdict of its own, that verdict holds.
+class FaultRow {
+ public:
+  explicit FaultRow(std::string fault) : fault_(std::move(fault)) {}
+  // Counts one more (or `n` more) of `what`: "poison request: ABORTED".
+  void Saw(const std::string& what, int64_t n = 1);
+  // A fact that is not counted: "40 restarts, backend ready".
+  void Note(const std::string& fact);
+  // Gives the row a verdict of its own (for a test that tries many faults):
+  // it fails if any verdict was false.
+  void Verdict(bool ok) { verdict_ = verdict_.value_or(true) && ok; }
+  // "poison request: ABORTED ×20; 40 restarts, backend ready".
+  std::string Outcome() const;
+  const std::string& fault() const { return fault_; }
+  const std::optional<bool>& verdict() const { return verdict_; }
+
+  int64_t tries = 0;
+
+ private:
+  static constexpr int64_t kNote = -1;
+  std::string fault_;
+  std::optional<bool> verdict_;
+  std::vector<std::pair<std::string, int64_t>> seen_;  // in the order first seen; kNote: a note
+};
+
+// The name of a status code as the outcome column shows it: "OK", "ABORTED".
+std::string CodeName(const absl::Status& status);
+// What a request for synthetic frame `index` got: "correct frame", "WRONG
+// frame", or the error's code name.
+std::string FrameOutcome(const absl::StatusOr<Frame>& frame, int64_t index);
+
 class FaultTest : public ::testing::Test {
  protected:
   void SetUp() override;
@@ -41,10 +83,16 @@ class FaultTest : public ::testing::Test {
   absl::StatusOr<std::unique_ptr<VideoDecoder>> Open(const std::string& path, const std::string& device,
                                                      DecoderOptions options = {});
   BackendStatus StatusOf(const std::string& name);
+  // The row for `fault`, created on first use; recorded in TearDown under
+  // the Bazel test's name.
+  FaultRow& Row(const std::string& fault);
 
   HostOptions options_;
   std::unique_ptr<Host> host_;
   int fds_before_ = 0;
+
+ private:
+  std::deque<FaultRow> rows_;  // a deque: references from Row() stay valid
 };
 
 }  // namespace codecvisor::testing

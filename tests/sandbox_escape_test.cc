@@ -10,7 +10,8 @@
 // checks which mechanism denied it (an errno from Landlock or the kernel,
 // or a seccomp trap that the host reports as "sandbox violation: syscall
 // NAME"), that the host survives, and writes the results as a table to
-// the test's undeclared outputs (escape_results.md) and to the log.
+// the test's undeclared outputs (escape_results.md) and to the log. Each
+// attack, and the engagement check, is a row of docs/RELIABILITY.md.
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -72,19 +73,26 @@ class SandboxTest : public FaultTest {
 };
 
 TEST_F(SandboxTest, LiveBackendHasTheSandboxEngaged) {
+  FaultRow& row = Row("sandbox engagement, read from /proc of a live backend");
+  ++row.tries;
   auto decoder = Open(WriteSyntheticVideo("engaged.syn"), "synthetic");
   ASSERT_TRUE(decoder.ok()) << decoder.status();
   const BackendStatus backend = StatusOf("synthetic");
   ASSERT_GT(backend.pid, 0);
   const std::string proc = "/proc/" + std::to_string(backend.pid);
   const std::string status = ReadFile(proc + "/status");
+  row.Note("Seccomp: " + Field(status, "Seccomp") + ", NoNewPrivs: " + Field(status, "NoNewPrivs"));
   EXPECT_EQ(Field(status, "Seccomp"), "2") << status;
   EXPECT_EQ(Field(status, "NoNewPrivs"), "1") << status;
+  std::string own_namespaces;
   for (const char* ns : {"user", "pid", "net", "ipc"}) {
     const std::string theirs = Link(proc + "/ns/" + ns), ours = Link(std::string("/proc/self/ns/") + ns);
     ASSERT_FALSE(theirs.empty()) << ns;
     EXPECT_NE(theirs, ours) << "the backend shares the host's " << ns << " namespace";
+    if (theirs != ours) own_namespaces += std::string(own_namespaces.empty() ? "" : "+") + ns;
   }
+  row.Note("own namespaces: " + (own_namespaces.empty() ? "NONE" : own_namespaces));
+  row.Note("engaged: " + backend.sandbox);
   // Its pid namespace makes it pid 1 there; the host sees its real pid.
   const std::string nspid = Field(status, "NSpid");
   EXPECT_EQ(nspid.substr(nspid.find_last_of(" \t") + 1), "1") << nspid;
@@ -98,6 +106,8 @@ TEST_F(SandboxTest, LiveBackendHasTheSandboxEngaged) {
   // Its environment is the clean one, not ours.
   const std::string environ = ReadFile(proc + "/environ");
   EXPECT_EQ(environ.find("CODECVISOR_TEST_SECRET"), std::string::npos);
+  row.Note(environ.find("CODECVISOR_TEST_SECRET") == std::string::npos ? "the host's environment not inherited"
+                                                                       : "the host's environment INHERITED");
 }
 
 struct Escape {
@@ -133,20 +143,37 @@ const Escape kEscapes[] = {
 // a thread TSan is signalling can end in SIGSYS, or in a crash of TSan's
 // own, before the runner records the syscall. The attempt is still denied
 // (it never reports success, and the process dies in it); accept that
-// evidence under TSan only.
-bool Denied(const Escape& e, const std::string& seen) {
-  if (seen.find(e.evidence) != std::string::npos) return true;
+// evidence under TSan only. Returns the evidence found, or "" if the
+// attempt was not denied as it must be.
+std::string DeniedBy(const Escape& e, const std::string& seen) {
+  if (seen.find(e.evidence) != std::string::npos) return e.evidence;
 #if defined(__has_feature)
 #if __has_feature(thread_sanitizer)
   if (std::string(e.attack) == "fork_bomb") {
-    return seen.find("no answer within") != std::string::npos || seen.find("timed out") != std::string::npos;
+    for (const char* text : {"no answer within", "timed out"}) {
+      if (seen.find(text) != std::string::npos) return text;
+    }
+    return "";
   }
   if (std::string(e.mechanism) == "seccomp") {
-    return seen.find("killed the backend twice") != std::string::npos || seen.find("while starting") != std::string::npos;
+    for (const char* text : {"killed the backend twice", "while starting"}) {
+      if (seen.find(text) != std::string::npos) return text;
+    }
   }
 #endif
 #endif
-  return false;
+  return "";
+}
+
+bool Denied(const Escape& e, const std::string& seen) { return !DeniedBy(e, seen).empty(); }
+
+// The outcome of one attempt for the reliability report.
+std::string Attempt(const char* where, const Escape& e, const absl::Status& status) {
+  const std::string seen(status.message());
+  if (seen.find("SUCCEEDED") != std::string::npos) return std::string(where) + ": ESCAPED";
+  const std::string evidence = DeniedBy(e, seen);
+  return std::string(where) + ": " + CodeName(status) +
+         (evidence.empty() ? ", NOT denied as expected" : ", host saw '" + evidence + "'");
 }
 
 TEST_F(SandboxTest, EveryEscapeIsDeniedInInitAndInDecode) {
@@ -161,7 +188,12 @@ TEST_F(SandboxTest, EveryEscapeIsDeniedInInitAndInDecode) {
     options.request_timeout = std::chrono::milliseconds(2000);
     auto decoder = Open(WriteSyntheticVideo(std::string("escape_") + e.attack + ".syn", args), "hostile", options);
     ASSERT_TRUE(decoder.ok()) << e.attack << ": " << decoder.status();
+    FaultRow& row = Row(std::string("escape: ") + e.attack + ", in decode and in init");
+    ++row.tries;
     auto frame = (*decoder)->GetFrameAt(0);
+    row.Note(Attempt("in decode", e, frame.status()));
+    row.Verdict(!frame.ok() && Denied(e, std::string(frame.status().message())) &&
+                frame.status().message().find("SUCCEEDED") == absl::string_view::npos);
     ASSERT_FALSE(frame.ok()) << e.attack;
     std::string seen(frame.status().message());
     EXPECT_EQ(seen.find("SUCCEEDED"), std::string::npos) << e.attack << " ESCAPED: " << seen;
@@ -187,7 +219,12 @@ TEST_F(SandboxTest, EveryEscapeIsDeniedInInitAndInDecode) {
     ASSERT_TRUE((*host)->LoadBackend(manifest).ok());
     DecoderOptions d;
     d.device = "hostile";
+    ++row.tries;
     auto init = (*host)->OpenDecoder(WriteSyntheticVideo("init.syn"), d);
+    row.Note(Attempt("in init", e, init.status()));
+    row.Verdict(!init.ok() && Denied(e, std::string(init.status().message())) &&
+                init.status().message().find("SUCCEEDED") == absl::string_view::npos);
+    row.Note((*row.verdict() ? "denied by " : "NOT denied by ") + std::string(e.mechanism));
     ASSERT_FALSE(init.ok()) << e.attack;
     std::string init_seen(init.status().message());
     EXPECT_EQ(init_seen.find("SUCCEEDED"), std::string::npos) << e.attack << " ESCAPED in init: " << init_seen;
@@ -204,9 +241,16 @@ TEST_F(SandboxTest, EveryEscapeIsDeniedInInitAndInDecode) {
     std::ofstream(std::string(out) + "/escape_results.md") << table.str();
   }
   // The host is alive and the other backends unaffected.
+  FaultRow& after = Row("the host after all the escape attempts");
+  ++after.tries;
   auto fine = Open(WriteSyntheticVideo("after_escapes.syn"), "synthetic");
+  after.Note("another backend: open " + CodeName(fine.status()));
+  after.Verdict(fine.ok());
   ASSERT_TRUE(fine.ok()) << fine.status();
-  EXPECT_TRUE((*fine)->GetFrameAt(3).ok());
+  auto frame = (*fine)->GetFrameAt(3);
+  after.Note("its request " + FrameOutcome(frame, 3));
+  after.Verdict(FrameOutcome(frame, 3) == "correct frame");
+  EXPECT_TRUE(frame.ok());
 }
 
 }  // namespace

@@ -2,7 +2,8 @@
 // the cpu and faulty backends for --seconds (20 by default; the 60 s run is
 // //tests:soak_60s_test, tagged manual), a child killed on average every
 // 200 ms. Only poison requests may fail; no frame may be wrong; the host
-// leaves no child process and no descriptor behind.
+// leaves no child process and no descriptor behind. The figures are rows
+// of docs/RELIABILITY.md (tests/reliability_log.h).
 
 #include <gtest/gtest.h>
 
@@ -11,7 +12,10 @@
 #include <string>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "tests/reliability_log.h"
 #include "tools/bench/soak_bench.h"
 
 namespace codecvisor::bench {
@@ -21,6 +25,37 @@ double g_seconds = 20;
 
 std::string Runfile(const std::string& path) {
   return std::string(std::getenv("TEST_SRCDIR")) + "/codecvisor/" + path;
+}
+
+// The soak's figures as rows of the reliability report, each passing on the
+// same condition the test expects below.
+void RecordFigures(const SoakBenchResult& r) {
+  const char* target = std::getenv("TEST_TARGET");
+  const std::string suite(absl::StripPrefix(target == nullptr ? "soak_test" : target, "//tests:"));
+  const auto record = [&](const std::string& fault, uint64_t times, const std::string& outcome, bool passed) {
+    codecvisor::testing::RecordFault(suite, fault, static_cast<int64_t>(times), outcome, passed);
+  };
+  record(absl::StrCat("SIGKILL from outside at random, on average every ", r.crash_interval_ms, " ms, ",
+                      r.decoders, " decoders on cpu and faulty for ", static_cast<int>(r.seconds), " s"),
+         r.crashes_injected,
+         absl::StrCat("restarts: cpu ", r.restarts_cpu, ", faulty ", r.restarts_faulty,
+                      " (its random faults and the poison included); ", r.requests_retried,
+                      " requests served after a re-issue"),
+         r.crashes_injected >= static_cast<uint64_t>(g_seconds * 1000 / 200 / 3) &&
+             r.restarts_cpu + r.restarts_faulty >= r.crashes_injected / 2 && r.requests_retried > 0);
+  record("poison request (always crashes faulty), asked again and again by one decoder", r.failed_poison,
+         absl::StrCat("failed as poison ×", r.failed_poison), r.failed_poison > 0);
+  record("requests during the soak", r.requests_served + r.requests_failed,
+         absl::StrCat("served ", r.requests_served, " (", r.requests_retried, " after a re-issue); failed ",
+                      r.requests_failed, ": poison ", r.failed_poison, ", other ", r.failed_other,
+                      r.unexpected.empty() ? "" : " (" + absl::StrJoin(r.unexpected, "; ") + ")"),
+         r.failed_other == 0 && r.requests_served > 100);
+  record("frames checked by checksum against a crash-free run", r.frames_checked,
+         absl::StrCat(r.wrong_frames, " wrong"), r.wrong_frames == 0);
+  record("the host after the soak", 1,
+         absl::StrCat("RSS ", r.rss_kb_start, " -> ", r.rss_kb_end, " KiB; descriptors ", r.fds_start, " -> ",
+                      r.fds_end, "; child processes left ", r.children_left),
+         r.children_left == 0 && r.fds_end <= r.fds_start && r.rss_kb_end < r.rss_kb_start + 64 * 1024);
 }
 
 TEST(SoakTest, OnlyPoisonFailsAndNothingLeaks) {
@@ -33,6 +68,7 @@ TEST(SoakTest, OnlyPoisonFailsAndNothingLeaks) {
   absl::StatusOr<SoakBenchResult> result = RunSoakBench(options);
   ASSERT_TRUE(result.ok()) << result.status();
   std::cout << result->ToText() << result->ToJson() << "\n";
+  RecordFigures(*result);
   EXPECT_EQ(result->failed_other, 0u);
   EXPECT_EQ(result->wrong_frames, 0u);
   EXPECT_EQ(result->children_left, 0);
