@@ -23,6 +23,8 @@ namespace {
 // Frames larger than this are not decoded: a header may claim any size,
 // and the backend would rightly allocate it.
 constexpr uint64_t kMaxFrameBytes = 64 << 20;
+constexpr size_t kGuardBytes = 4096;
+constexpr uint8_t kGuard = 0xa5;
 
 const cv_backend_v1* Table() {
   static const cv_backend_v1* table = codecvisor_backend_v1();
@@ -49,14 +51,21 @@ void DecodeSome(cv_session* session) {
   if (t->get_frame_layout(session, &layout, &error) != CV_OK || layout.size == 0 || layout.size > kMaxFrameBytes) {
     return;
   }
-  std::vector<uint8_t> buffer(layout.size);
-  cv_frame_buffer frame{buffer.data(), buffer.size()};
+  // The buffer is lent at exactly layout.size, followed by guard bytes that
+  // must survive: FFmpeg is not instrumented, so an overrun by its code
+  // would otherwise only surface later as heap corruption.
+  std::vector<uint8_t> buffer(layout.size + kGuardBytes, kGuard);
+  cv_frame_buffer frame{buffer.data(), layout.size};
   const int64_t count = metadata.num_frames_from_scan > 0 ? metadata.num_frames_from_scan
                                                           : metadata.num_frames_from_header;
   for (int64_t index : {int64_t{0}, int64_t{1}, count - 1}) {
     if (index < 0) continue;
     cv_frame_info info{};
-    if (t->decode_frame(session, index, &frame, &info, &error) != CV_OK) return;
+    const cv_status st = t->decode_frame(session, index, &frame, &info, &error);
+    for (size_t i = layout.size; i < buffer.size(); ++i) {
+      if (buffer[i] != kGuard) __builtin_trap();  // wrote past the lent buffer
+    }
+    if (st != CV_OK) return;
   }
   int64_t at = -1;
   (void)t->index_at_seconds(session, metadata.begin_stream_seconds + 0.5, &at, &error);
