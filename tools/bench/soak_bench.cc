@@ -148,10 +148,20 @@ uint64_t Chaos(Host& host, double interval_ms, uint64_t seed, const std::atomic<
     next += std::chrono::microseconds(static_cast<int64_t>(gap(random) * 1000));
     while (!stop.load() && Clock::now() < next) std::this_thread::sleep_for(std::chrono::milliseconds(2));
     if (stop.load()) break;
-    const std::string victim = random() % 2 == 0 ? "cpu" : "faulty";
-    for (const BackendStatus& s : host.Backends()) {
-      if (s.name == victim && s.state == "ready" && s.pid > 0 && kill(s.pid, SIGKILL) == 0) ++kills;
+    // One of the two at random; if it is restarting, the other; if both
+    // are, wait for one, so that the kills keep their average rate.
+    const bool cpu_first = random() % 2 == 0;
+    bool killed = false;
+    while (!killed && !stop.load()) {
+      for (const char* victim : {cpu_first ? "cpu" : "faulty", cpu_first ? "faulty" : "cpu"}) {
+        if (killed) break;
+        for (const BackendStatus& s : host.Backends()) {
+          if (s.name == victim && s.state == "ready" && s.pid > 0 && kill(s.pid, SIGKILL) == 0) killed = true;
+        }
+      }
+      if (!killed) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
+    if (killed) ++kills;
   }
   return kills;
 }
