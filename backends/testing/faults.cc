@@ -51,6 +51,10 @@ void WriteGarbage(uint8_t* region, bool oversized) {
   std::memcpy(ring + (at & (response_ring - 1)), header, 8);
   for (int i = 0; i < 64; ++i) ring[(at + 8 + i) & (response_ring - 1)] = static_cast<uint8_t>(0xa5 ^ i * 31);
   tail->store(at + 72);
+  // Stay inside the vendor call so that the runner does not write its own
+  // reply over the record before the host reads it: the host re-checks the
+  // ring at least every liveness slice (10 ms) even without a doorbell.
+  usleep(200'000);
 }
 
 }  // namespace
