@@ -54,7 +54,9 @@ absl::Status Geometry::Validate() const {
   return absl::OkStatus();
 }
 
-uint64_t Geometry::SlotBytesFor(uint64_t frame_bytes) { return RoundUp(std::max<uint64_t>(frame_bytes, 1), kPage); }
+uint64_t Geometry::SlotBytesFor(uint64_t frame_bytes) {
+  return RoundUp(std::max<uint64_t>(frame_bytes, 1) + kSlotPadding, kPage);
+}
 
 Layout Layout::For(const Geometry& g) {
   Layout l;

@@ -30,6 +30,11 @@ inline constexpr uint64_t kMaxArenaBytes = 8ull << 30;
 
 // The sizes that define a region. Ring sizes are powers of two; slot sizes
 // are multiples of the page size.
+// Slack after each frame in its slot: a backend's converter may write this
+// far past the frame's last byte (CV_BUFFER_PADDING in the SDK header; the
+// runner checks the two agree). Never read by the host.
+inline constexpr uint64_t kSlotPadding = 256;
+
 struct Geometry {
   uint64_t request_ring_bytes = 64 << 10;
   uint64_t response_ring_bytes = 256 << 10;
@@ -38,7 +43,8 @@ struct Geometry {
 
   // OK if every field is within the limits above.
   [[nodiscard]] absl::Status Validate() const;
-  // Rounds `frame_bytes` up to whole pages, for slot_bytes.
+  // `frame_bytes` plus kSlotPadding, rounded up to whole pages, for
+  // slot_bytes.
   static uint64_t SlotBytesFor(uint64_t frame_bytes);
 };
 

@@ -51,18 +51,20 @@ void DecodeSome(cv_session* session) {
   if (t->get_frame_layout(session, &layout, &error) != CV_OK || layout.size == 0 || layout.size > kMaxFrameBytes) {
     return;
   }
-  // The buffer is lent at exactly layout.size, followed by guard bytes that
-  // must survive: FFmpeg is not instrumented, so an overrun by its code
-  // would otherwise only surface later as heap corruption.
-  std::vector<uint8_t> buffer(layout.size + kGuardBytes, kGuard);
-  cv_frame_buffer frame{buffer.data(), layout.size};
+  // The buffer is lent as the runner lends a slot, layout.size plus the
+  // padding the SDK allows writing into, followed by guard bytes that must
+  // survive: FFmpeg is not instrumented, so an overrun by its code would
+  // otherwise surface only later, as heap corruption.
+  const uint64_t lent = layout.size + CV_BUFFER_PADDING;
+  std::vector<uint8_t> buffer(lent + kGuardBytes, kGuard);
+  cv_frame_buffer frame{buffer.data(), lent};
   const int64_t count = metadata.num_frames_from_scan > 0 ? metadata.num_frames_from_scan
                                                           : metadata.num_frames_from_header;
   for (int64_t index : {int64_t{0}, int64_t{1}, count - 1}) {
     if (index < 0) continue;
     cv_frame_info info{};
     const cv_status st = t->decode_frame(session, index, &frame, &info, &error);
-    for (size_t i = layout.size; i < buffer.size(); ++i) {
+    for (size_t i = lent; i < buffer.size(); ++i) {
       if (buffer[i] != kGuard) __builtin_trap();  // wrote past the lent buffer
     }
     if (st != CV_OK) return;

@@ -121,9 +121,16 @@ typedef struct cv_frame_layout {
   uint64_t size;                        /* bytes from the buffer start to the end of the last plane */
 } cv_frame_layout;
 
+/* Bytes past layout.size that a backend may write into (and that the host
+ * never reads): SIMD converters such as libswscale's store whole blocks of
+ * pixels and can run past the last pixel of a frame (45 bytes for a 1-pixel
+ * wide RGB24 frame, seen by the cpu backend's fuzzer). The runner's buffers
+ * always have this slack; a backend's own scratch buffers need it too. */
+#define CV_BUFFER_PADDING 256
+
 typedef struct cv_frame_buffer {
   uint8_t* data;      /* lent by the runner for the duration of one call */
-  uint64_t capacity;  /* at least layout.size */
+  uint64_t capacity;  /* at least layout.size + CV_BUFFER_PADDING */
 } cv_frame_buffer;
 
 typedef struct cv_frame_info {

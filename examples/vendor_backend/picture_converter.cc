@@ -200,7 +200,9 @@ Status PictureConverter::Convert(const Dav1dPicture& picture, uint8_t* dst) {
   uint8_t* dst_planes[4] = {};
   int dst_strides[4] = {};
   if (layout_.format == CV_OUTPUT_RGB24_PLANAR) {
-    interleaved_.resize(size_t{layout_.width} * layout_.height * 3);
+    // swscale's SIMD writers may write up to CV_BUFFER_PADDING bytes past
+    // the last pixel; the runner's buffers have that slack, this one too.
+    interleaved_.resize(size_t{layout_.width} * layout_.height * 3 + CV_BUFFER_PADDING);
     dst_planes[0] = interleaved_.data();
     dst_strides[0] = static_cast<int>(layout_.width * 3);
   } else {

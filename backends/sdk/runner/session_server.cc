@@ -110,6 +110,7 @@ absl::Status SessionServer::ServeFrames(uint64_t id, const ipc::FrameRequest& re
       if (absl::IsResourceExhausted(slot.status())) return SendError(id, slot.status());
       return slot.status();  // the host is gone
     }
+    static_assert(CV_BUFFER_PADDING <= ipc::kSlotPadding, "slots must have the padding the SDK promises");
     cv_frame_buffer buffer{slot->bytes.data(), slot->bytes.size()};
     cv_frame_info info{};
     cv_error error{};
