@@ -204,7 +204,8 @@ absl::Status FrameConverter::Convert(const AVFrame* frame, uint8_t* dst) {
   uint8_t* planes[4] = {};
   int strides[4] = {};
   if (layout_.format == CV_OUTPUT_RGB24_PLANAR) {
-    scratch_.resize(uint64_t{layout_.width} * layout_.height * 3);
+    // swscale may write past the last pixel (CV_BUFFER_PADDING, SDK header).
+    scratch_.resize(uint64_t{layout_.width} * layout_.height * 3 + CV_BUFFER_PADDING);
     planes[0] = scratch_.data();
     strides[0] = static_cast<int>(layout_.width * 3);
   } else {
