@@ -37,6 +37,12 @@ TEST(StatsTest, Rounded) {
   EXPECT_DOUBLE_EQ(Rounded(99.95, 0), 100);
 }
 
+TEST(StatsTest, MirroredOrderRunsEachSideTwiceAroundTheMiddle) {
+  EXPECT_EQ(MirroredOrder(3, 0), (std::vector<size_t>{0, 1, 2, 2, 1, 0}));
+  EXPECT_EQ(MirroredOrder(3, 1), (std::vector<size_t>{1, 2, 0, 0, 2, 1}));
+  EXPECT_EQ(MirroredOrder(2, 5), (std::vector<size_t>{1, 0, 0, 1}));
+}
+
 TEST(ScratchDirTest, HoldsFilesAndIsRemovedWithThem) {
   std::string path;
   {

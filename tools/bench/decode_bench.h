@@ -7,20 +7,26 @@
 //   in_process_fps                  the cpu backend's code linked in, C ABI
 //   out_of_process_fps              Host -> VideoDecoder -> ForEachFrame, sandboxed
 //   out_of_process_unsandboxed_fps  the same with the sandbox off
-//   ffmpeg_cli_fps                  `ffmpeg -threads T -i FILE -pix_fmt rgb24 -f null -`,
-//                                   a reference only (process start and probing included)
+//   ffmpeg_cli_fps                  `ffmpeg -threads T -i FILE -pix_fmt rgb24 -f null -`
+//                                   (process start and probing included)
 //   ratio = out_of_process / in_process (target >= 0.97),
 //   sandbox_cost = 1 - sandboxed / unsandboxed (target < 10%),
+//   cli_ratio = out_of_process / ffmpeg_cli (target >= 1),
 //   random_ratio: the same ratio for random indices with exact seeks,
 //   host_rss_kb_300 / _3000: the host's peak RSS after 300 and 3000 frames
 //   (target: no growth),
 // and, to read those by, CPU time per frame on each side (out of process,
 // the host's part apart): the work done, as opposed to the waiting.
 //
-// The measurements are interleaved over rounds, the passes a ratio compares
-// back to back in an order rotating from round to round; each fps figure is
-// the median of its rounds, and each ratio the median of the ratios taken
-// within each round (so it need not equal the ratio of the median fps).
+// The measurements are interleaved over rounds. In each round every
+// sequential side (in, out, unsandboxed, CLI) runs twice, in mirrored order
+// (A B C D D C B A, the first side rotating from round to round), so a load
+// that rises or falls steadily through the round weighs on each side alike;
+// the random-access sides likewise, each decoding the first half of the
+// indices in one session and the second half in another (A1 B1 B2 A2). Each fps
+// figure is the median over rounds of the round's fps (both passes of the
+// side), and each ratio the median of the ratios taken within each round (so
+// it need not equal the ratio of the median fps).
 //
 // Thread-safety: RunDecodeBench runs on the calling thread (the Host adds
 // its own); call it once at a time.
@@ -43,8 +49,8 @@ struct DecodeBenchOptions {
   std::string file;
   uint32_t threads = 0;    // decoder threads on every side; 0 lets FFmpeg choose
   int frames = 300;        // decoded per sequential pass (at most the video's)
-  int rounds = 3;          // each figure is the median of its rounds
-  int random_frames = 50;  // indices per random-access pass
+  int rounds = 5;          // each figure is the median of its rounds (3 swing by 10% here)
+  int random_frames = 50;  // random indices per side and round (two passes of half each)
   // Frame slots of each out-of-process decoder (DecoderOptions' default).
   // The in-process side writes every frame into one buffer, which stays in
   // cache; each more slot adds a frame's worth to the cache footprint.
@@ -68,6 +74,7 @@ struct DecodeBenchResult {
   double ffmpeg_cli_fps = 0;
   double ratio = 0;         // out_of_process_fps / in_process_fps, per round
   double sandbox_cost = 0;  // 1 - out_of_process_fps / out_of_process_unsandboxed_fps, per round
+  double cli_ratio = 0;     // out_of_process_fps / ffmpeg_cli_fps, per round
   // CPU time per frame (all threads; out of process the host's and the
   // backend child's together): the work, apart from waiting and from
   // other load on the machine.
