@@ -30,6 +30,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr int64_t kFrames = 60;
 constexpr int64_t kPoisonFrame = 40;
+constexpr int kPoisonPauseMs = 250;
 constexpr size_t kUnexpectedKept = 8;
 constexpr char kSyntheticClip[] = "synthetic frames=60 width=64 height=48 fps=25";
 
@@ -131,6 +132,9 @@ void Work(Host& host, const Clip& clip, uint64_t seed, const std::atomic<bool>& 
       if (decoder->retries() > retries_before) tally.retried.fetch_add(1);
     } else if (poison_request && status.code() == absl::StatusCode::kAborted) {
       tally.failed_poison.fetch_add(1);
+      // Each poison request costs two restarts; paced, so that on any
+      // machine they stay well inside the restart budget (kRestartTable).
+      std::this_thread::sleep_for(std::chrono::milliseconds(kPoisonPauseMs));
     } else {
       tally.Unexpected(absl::StrCat(clip.device, " ", DescribeSelection(request), ": ", status.ToString()));
     }
