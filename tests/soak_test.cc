@@ -29,6 +29,17 @@ std::string Runfile(const std::string& path) {
 
 // The soak's figures as rows of the reliability report, each passing on the
 // same condition the test expects below.
+// Host memory does not grow with the work. Not judged under ASan or TSan:
+// their allocators keep freed memory in quarantine (ASan's grew the host by
+// 180 MB in 20 s while the plain build stays flat).
+bool RssFlat(const SoakBenchResult& r) {
+#ifdef CODECVISOR_SANITIZER
+  return true;
+#else
+  return r.rss_kb_end < r.rss_kb_start + 64 * 1024;
+#endif
+}
+
 void RecordFigures(const SoakBenchResult& r) {
   const char* target = std::getenv("TEST_TARGET");
   const std::string suite(absl::StripPrefix(target == nullptr ? "soak_test" : target, "//tests:"));
@@ -47,7 +58,8 @@ void RecordFigures(const SoakBenchResult& r) {
          absl::StrCat("failed as poison ×", r.failed_poison), r.failed_poison > 0);
   record("requests during the soak", r.requests_served + r.requests_failed,
          absl::StrCat("served ", r.requests_served, " (", r.requests_retried, " after a re-issue); failed ",
-                      r.requests_failed, ": poison ", r.failed_poison, ", other ", r.failed_other,
+                      r.requests_failed, ": poison ", r.failed_poison, ", flaky request crashed twice ",
+                      r.failed_flaky_twice, ", other ", r.failed_other,
                       r.unexpected.empty() ? "" : " (" + absl::StrJoin(r.unexpected, "; ") + ")"),
          r.failed_other == 0 && r.requests_served > 100);
   record("frames checked by checksum against a crash-free run", r.frames_checked,
@@ -55,7 +67,7 @@ void RecordFigures(const SoakBenchResult& r) {
   record("the host after the soak", 1,
          absl::StrCat("RSS ", r.rss_kb_start, " -> ", r.rss_kb_end, " KiB; descriptors ", r.fds_start, " -> ",
                       r.fds_end, "; child processes left ", r.children_left),
-         r.children_left == 0 && r.fds_end <= r.fds_start && r.rss_kb_end < r.rss_kb_start + 64 * 1024);
+         r.children_left == 0 && r.fds_end <= r.fds_start && RssFlat(r));
 }
 
 TEST(SoakTest, OnlyPoisonFailsAndNothingLeaks) {
@@ -80,7 +92,7 @@ TEST(SoakTest, OnlyPoisonFailsAndNothingLeaks) {
   EXPECT_GT(result->requests_retried, 0u);
   EXPECT_GT(result->failed_poison, 0u);
   EXPECT_GT(result->requests_served, 100u);
-  EXPECT_LT(result->rss_kb_end, result->rss_kb_start + 64 * 1024) << "host RSS grew by more than 64 MiB";
+  EXPECT_TRUE(RssFlat(*result)) << "host RSS grew by more than 64 MiB";
 }
 
 }  // namespace

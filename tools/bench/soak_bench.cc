@@ -11,6 +11,7 @@
 #include <random>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -31,6 +32,8 @@ using Clock = std::chrono::steady_clock;
 constexpr int64_t kFrames = 60;
 constexpr int64_t kPoisonFrame = 40;
 constexpr int kPoisonPauseMs = 250;
+// How VideoDecoder words a poison verdict.
+constexpr char kPoisonVerdict[] = "killed the backend twice";
 constexpr size_t kUnexpectedKept = 8;
 constexpr char kSyntheticClip[] = "synthetic frames=60 width=64 height=48 fps=25";
 
@@ -51,11 +54,13 @@ struct Clip {
   std::string device;
   std::string path;
   bool poison = false;  // frame kPoisonFrame always crashes the backend
+  bool flaky = false;   // crashes the backend at random
   std::vector<uint64_t> checksums;
 };
 
 struct Tally {
-  std::atomic<uint64_t> served{0}, retried{0}, failed_poison{0}, failed_other{0}, frames{0}, wrong{0};
+  std::atomic<uint64_t> served{0}, retried{0}, failed_poison{0}, failed_flaky_twice{0}, failed_other{0}, frames{0},
+      wrong{0};
   Mutex mu;
   std::vector<std::string> unexpected ABSL_GUARDED_BY(mu);
 
@@ -130,8 +135,12 @@ void Work(Host& host, const Clip& clip, uint64_t seed, const std::atomic<bool>& 
     if (status.ok()) {
       tally.served.fetch_add(1);
       if (decoder->retries() > retries_before) tally.retried.fetch_add(1);
-    } else if (poison_request && status.code() == absl::StatusCode::kAborted) {
-      tally.failed_poison.fetch_add(1);
+    } else if (status.code() == absl::StatusCode::kAborted && absl::StrContains(status.message(), kPoisonVerdict) &&
+               (poison_request || clip.flaky)) {
+      // The poison clip's request, or a flaky clip's request that happened
+      // to crash the backend on both tries: a request that killed the
+      // backend twice is poison by definition (outside kills blame nobody).
+      (poison_request ? tally.failed_poison : tally.failed_flaky_twice).fetch_add(1);
       // Each poison request costs two restarts; paced, so that on any
       // machine they stay well inside the restart budget (kRestartTable).
       std::this_thread::sleep_for(std::chrono::milliseconds(kPoisonPauseMs));
@@ -186,6 +195,7 @@ std::string SoakBenchResult::ToJson() const {
   w.Key("requests_retried").Int(static_cast<int64_t>(requests_retried));
   w.Key("requests_failed").Int(static_cast<int64_t>(requests_failed));
   w.Key("failed_poison").Int(static_cast<int64_t>(failed_poison));
+  w.Key("failed_flaky_twice").Int(static_cast<int64_t>(failed_flaky_twice));
   w.Key("failed_other").Int(static_cast<int64_t>(failed_other));
   w.Key("frames_checked").Int(static_cast<int64_t>(frames_checked));
   w.Key("wrong_frames").Int(static_cast<int64_t>(wrong_frames));
@@ -208,12 +218,12 @@ std::string SoakBenchResult::ToJson() const {
 std::string SoakBenchResult::ToText() const {
   std::string out = absl::StrFormat(
       "soak: %.1f s, %d decoders on cpu and faulty, a kill every %.0f ms on average\n"
-      "  requests    %d served (%d after a re-issue), %d failed: %d poison, %d other\n"
+      "  requests    %d served (%d after a re-issue), %d failed: %d poison, %d flaky twice, %d other\n"
       "  frames      %d checked, %d wrong\n"
       "  crashes     %d injected; restarts cpu %d, faulty %d (random faults and poison included)\n"
       "  host        RSS %d -> %d KiB, descriptors %d -> %d, children left %d\n",
       seconds, decoders, crash_interval_ms, requests_served, requests_retried, requests_failed, failed_poison,
-      failed_other, frames_checked, wrong_frames, crashes_injected, restarts_cpu, restarts_faulty, rss_kb_start,
+      failed_flaky_twice, failed_other, frames_checked, wrong_frames, crashes_injected, restarts_cpu, restarts_faulty, rss_kb_start,
       rss_kb_end, fds_start, fds_end, children_left);
   for (const std::string& u : unexpected) absl::StrAppend(&out, "  unexpected: ", u, "\n");
   absl::StrAppend(&out, ok() ? "ok\n" : "NOT OK\n");
@@ -247,9 +257,9 @@ absl::StatusOr<SoakBenchResult> RunSoakBench(const SoakBenchOptions& options) {
   const std::string h264 = dir.File("clip.mp4");
   if (absl::Status s = MakeTestVideo(h264, 160, 120, static_cast<int>(kFrames)); !s.ok()) return s;
   // The faulty backend's clips: a flaky one (crashes at random on its own,
-  // about once per 2000 frames) and a poison one.
+  // about once per 5000 frames) and a poison one.
   absl::StatusOr<std::string> flaky =
-      dir.WriteFile("flaky.txt", absl::StrCat(kSyntheticClip, " fault=segfault fault_rate=0.0005"));
+      dir.WriteFile("flaky.txt", absl::StrCat(kSyntheticClip, " fault=segfault fault_rate=0.0002"));
   absl::StatusOr<std::string> clean = dir.WriteFile("clean.txt", kSyntheticClip);
   absl::StatusOr<std::string> poison =
       dir.WriteFile("poison.txt", absl::StrCat(kSyntheticClip, " fault=abort fault_frame=", kPoisonFrame));
@@ -277,10 +287,10 @@ absl::StatusOr<SoakBenchResult> RunSoakBench(const SoakBenchOptions& options) {
     std::vector<Clip> clips;
     for (int i = 0; i < options.decoders; ++i) {
       if (i % 2 == 0) {
-        clips.push_back({"cpu", h264, false, *cpu_sums});
+        clips.push_back({"cpu", h264, false, false, *cpu_sums});
       } else {
         const bool is_poison = i == options.decoders - 1;
-        clips.push_back({"faulty", is_poison ? *poison : *flaky, is_poison, *synthetic_sums});
+        clips.push_back({"faulty", is_poison ? *poison : *flaky, is_poison, !is_poison, *synthetic_sums});
       }
     }
     if (absl::StatusOr<int64_t> rss = ProcStatusKb("VmRSS"); rss.ok()) result.rss_kb_start = *rss;
@@ -306,8 +316,9 @@ absl::StatusOr<SoakBenchResult> RunSoakBench(const SoakBenchOptions& options) {
     result.requests_served = tally.served.load();
     result.requests_retried = tally.retried.load();
     result.failed_poison = tally.failed_poison.load();
+    result.failed_flaky_twice = tally.failed_flaky_twice.load();
     result.failed_other = tally.failed_other.load();
-    result.requests_failed = result.failed_poison + result.failed_other;
+    result.requests_failed = result.failed_poison + result.failed_flaky_twice + result.failed_other;
     result.frames_checked = tally.frames.load();
     result.wrong_frames = tally.wrong.load();
     {

@@ -7,8 +7,9 @@
 // decoder keeps asking for a poison request (a frame that always crashes
 // the faulty backend). Every frame is checked against a crash-free run.
 //
-//   requests_served/retried/failed   failed = failed_poison + failed_other;
-//                                    only poison requests may fail
+//   requests_served/retried/failed   failed = failed_poison +
+//                                    failed_flaky_twice + failed_other; only
+//                                    poison requests (2 crashes) may fail
 //   wrong_frames                     by checksum against the crash-free run: 0
 //   rss_kb_start/end, fds_start/end  host memory and descriptors
 //   children_left                    after the Host is destroyed: 0
@@ -51,7 +52,10 @@ struct SoakBenchResult {
   uint64_t requests_served = 0;
   uint64_t requests_retried = 0;  // served after at least one re-issue
   uint64_t requests_failed = 0;
-  uint64_t failed_poison = 0;
+  uint64_t failed_poison = 0;       // the poison clip's requests
+  // A flaky clip's request that crashed the backend on both tries: poison
+  // by the host's definition, and a correct verdict.
+  uint64_t failed_flaky_twice = 0;
   uint64_t failed_other = 0;
   uint64_t frames_checked = 0;
   uint64_t wrong_frames = 0;
