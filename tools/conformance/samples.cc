@@ -13,8 +13,8 @@
 namespace codecvisor::conformance {
 namespace {
 
-constexpr char kSource[] = "testsrc2=size=128x96:rate=24";
-constexpr int kFrames = 36;
+constexpr int kWidth = 128, kHeight = 96, kFrames = 36;
+constexpr double kStartSeconds = 0.5;
 
 // The encoder arguments for each sample codec: small and quick to encode,
 // with B-frames (reordering) where the codec has them.
@@ -91,24 +91,26 @@ std::span<const uint8_t> Sample::Frame(int64_t index) const {
   return {reinterpret_cast<const uint8_t*>(rgb24.data()) + static_cast<size_t>(index) * size, size};
 }
 
-const std::vector<std::string>& SampleCodecs() {
-  static const auto* codecs = new std::vector<std::string>{"h264", "hevc", "vp9", "av1", "mpeg4"};
-  return *codecs;
-}
-
-absl::StatusOr<Sample> MakeSample(absl::string_view codec, absl::string_view folder) {
+absl::Status EncodeVideo(absl::string_view codec, int width, int height, int frames, double start_seconds,
+                         const std::string& path) {
   auto encoder = EncoderArgs().find(std::string(codec));
   if (encoder == EncoderArgs().end()) {
     return absl::InvalidArgumentError(absl::StrCat("no sample codec '", codec, "'"));
   }
+  std::vector<std::string> make = {"ffmpeg", "-nostdin", "-y", "-v", "error", "-f", "lavfi", "-i",
+                                   absl::StrCat("testsrc2=size=", width, "x", height, ":rate=24"),
+                                   "-frames:v", absl::StrCat(frames), "-pix_fmt", "yuv420p"};
+  make.insert(make.end(), encoder->second.begin(), encoder->second.end());
+  if (start_seconds != 0) make.insert(make.end(), {"-output_ts_offset", absl::StrCat(start_seconds)});
+  make.push_back(path);
+  return RunForOutput(make).status();
+}
+
+absl::StatusOr<Sample> MakeSample(absl::string_view codec, absl::string_view folder) {
   Sample sample;
   sample.codec = std::string(codec);
   sample.path = absl::StrCat(folder, "/sample_", codec, ".mkv");
-  std::vector<std::string> make = {"ffmpeg", "-nostdin", "-y", "-v", "error", "-f", "lavfi", "-i", kSource,
-                                   "-frames:v", absl::StrCat(kFrames), "-pix_fmt", "yuv420p"};
-  make.insert(make.end(), encoder->second.begin(), encoder->second.end());
-  make.insert(make.end(), {"-output_ts_offset", "0.5", sample.path});
-  if (absl::StatusOr<std::string> made = RunForOutput(make); !made.ok()) return made.status();
+  if (absl::Status s = EncodeVideo(codec, kWidth, kHeight, kFrames, kStartSeconds, sample.path); !s.ok()) return s;
   if (absl::Status s = ProbeStream(&sample); !s.ok()) return s;
   if (absl::Status s = ProbeFrames(&sample); !s.ok()) return s;
   absl::StatusOr<std::string> frames =

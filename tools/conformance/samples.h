@@ -43,8 +43,13 @@ struct Sample {
   std::span<const uint8_t> Frame(int64_t index) const;
 };
 
-// The codecs samples can be made in.
-const std::vector<std::string>& SampleCodecs();
+// Encodes `frames` frames of ffmpeg's testsrc2 pattern at `width`x`height`,
+// 24 fps, yuv420p, in `codec` (h264, hevc, vp9, av1, mpeg4: small and quick
+// settings, a keyframe every 12, B-frames where the codec has them), into
+// `path`, whose extension picks the container; the first frame at
+// `start_seconds`.
+[[nodiscard]] absl::Status EncodeVideo(absl::string_view codec, int width, int height, int frames,
+                                       double start_seconds, const std::string& path);
 
 // Makes the sample for `codec` in `folder` (36 frames of 128x96 at 24 fps,
 // a keyframe every 12, B-frames where the codec has them, starting at

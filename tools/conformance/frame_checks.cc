@@ -1,0 +1,199 @@
+// The suite's checks of what a backend decodes: metadata against ffprobe,
+// every frame against the ffmpeg CLI, the access methods, approximate seek
+// and planar output (see suite.h).
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "tools/conformance/suite.h"
+
+namespace codecvisor::conformance::internal {
+namespace {
+
+// Runs one access method and checks that it returned exactly the frames at
+// `expected` indices.
+template <typename Call>
+absl::Status ExpectFrames(absl::string_view what, Call call, const std::vector<int64_t>& expected,
+                          const std::function<absl::Status(const Frame&, int64_t, absl::string_view)>& compare) {
+  absl::StatusOr<std::vector<Frame>> frames = call();
+  if (!frames.ok()) return absl::Status(frames.status().code(), absl::StrCat(what, ": ", frames.status().message()));
+  if (frames->size() != expected.size()) {
+    return absl::InternalError(absl::StrCat(what, ": ", frames->size(), " frames, expected ", expected.size(),
+                                            " (indices ", absl::StrJoin(expected, ","), ")"));
+  }
+  for (size_t i = 0; i < expected.size(); ++i) {
+    if (absl::Status s = compare((*frames)[i], expected[i], what); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status Suite::Metadata(const Sample& sample, std::string* detail) {
+  absl::StatusOr<std::unique_ptr<VideoDecoder>> decoder = Open(sample.path);
+  if (!decoder.ok()) return decoder.status();
+  const StreamMetadata& m = (*decoder)->metadata();
+  if (m.time_base.num <= 0 || m.time_base.den <= 0) {
+    return absl::InternalError(absl::StrCat("time base ", m.time_base.num, "/", m.time_base.den));
+  }
+  time_base_ = static_cast<double>(m.time_base.num) / static_cast<double>(m.time_base.den);
+  auto wrong = [&](auto&&... parts) {
+    return absl::InternalError(absl::StrCat(sample.path, ": ", parts...));
+  };
+  if (m.codec != sample.stream.codec) return wrong("codec '", m.codec, "', ffprobe says '", sample.stream.codec, "'");
+  if (m.width != sample.stream.width || m.height != sample.stream.height) {
+    return wrong("size ", m.width, "x", m.height, ", ffprobe says ", sample.stream.width, "x", sample.stream.height);
+  }
+  if (m.num_frames_from_scan != sample.num_frames()) {
+    return wrong("num_frames_from_scan ", m.num_frames_from_scan, ", ffprobe counts ", sample.num_frames());
+  }
+  if (std::abs(m.average_fps - sample.stream.average_fps) > 1e-3 * sample.stream.average_fps) {
+    return wrong("average_fps ", m.average_fps, ", ffprobe says ", sample.stream.average_fps);
+  }
+  const double begin = Seconds(sample.pts.front());
+  const double end = Seconds(sample.pts.back() + sample.durations.back());
+  if (std::abs(m.begin_stream_seconds - begin) > 1e-6) {
+    return wrong("begin_stream_seconds ", m.begin_stream_seconds, ", ffprobe's first frame is at ", begin);
+  }
+  if (std::abs(m.end_stream_seconds - end) > 1e-6) {
+    return wrong("end_stream_seconds ", m.end_stream_seconds, ", ffprobe's last frame ends at ", end);
+  }
+  if (!(m.duration_seconds > 0) || m.pixel_format.empty()) {
+    return wrong("duration_seconds ", m.duration_seconds, ", pixel_format '", m.pixel_format, "'");
+  }
+  *detail = absl::StrCat(m.codec, " ", m.width, "x", m.height, " ", m.pixel_format, ", ", m.num_frames_from_scan,
+                         " frames at ", m.average_fps, " fps, [", m.begin_stream_seconds, ", ", m.end_stream_seconds,
+                         ") s");
+  return absl::OkStatus();
+}
+
+absl::Status Suite::Sequential(const Sample& sample, std::string* detail) {
+  absl::StatusOr<std::unique_ptr<VideoDecoder>> decoder = Open(sample.path);
+  if (!decoder.ok()) return decoder.status();
+  int64_t next = 0;
+  absl::Status status = (*decoder)->ForEachFrame(
+      {ipc::IndexRange{0, sample.num_frames(), 1}}, [&](Frame frame) -> absl::Status {
+        if (next >= sample.num_frames()) return absl::InternalError("more frames than requested");
+        return Compare(frame, sample, next++, "every frame in order");
+      });
+  if (!status.ok()) return status;
+  if (next != sample.num_frames()) {
+    return absl::InternalError(absl::StrCat(next, " frames delivered of ", sample.num_frames()));
+  }
+  *detail = absl::StrCat(next, " frames, ", exact_ ? "bit-exact with ffmpeg" : "within the declared PSNR",
+                         ", pts and durations as ffprobe");
+  return absl::OkStatus();
+}
+
+absl::Status Suite::AccessMethods(const Sample& sample, std::string* detail) {
+  absl::StatusOr<std::unique_ptr<VideoDecoder>> opened = Open(sample.path);
+  if (!opened.ok()) return opened.status();
+  VideoDecoder& decoder = **opened;
+  const int64_t n = sample.num_frames();
+  auto compare = [&](const Frame& f, int64_t index, absl::string_view what) { return Compare(f, sample, index, what); };
+  auto single = [](absl::StatusOr<Frame> frame) -> absl::StatusOr<std::vector<Frame>> {
+    if (!frame.ok()) return frame.status();
+    std::vector<Frame> out;
+    out.push_back(*std::move(frame));
+    return out;
+  };
+  // A time inside frame k's display interval, and the start of frame k.
+  auto inside = [&](int64_t k) { return Seconds(sample.pts[k]) + 0.5 * Seconds(sample.durations[k]); };
+  auto start_of = [&](int64_t k) { return Seconds(sample.pts[k]); };
+
+  const std::vector<int64_t> scattered = {n - 1, 0, 17, 17, 5, n / 2};
+  const std::vector<double> times = {inside(20), inside(3), inside(20), start_of(11)};
+  struct Case {
+    std::string what;
+    std::function<absl::StatusOr<std::vector<Frame>>()> call;
+    std::vector<int64_t> expected;
+  };
+  const std::vector<Case> cases = {
+      {"get_frame_at(7)", [&] { return single(decoder.GetFrameAt(7)); }, {7}},
+      {"get_frame_at(-1)", [&] { return single(decoder.GetFrameAt(-1)); }, {n - 1}},
+      {absl::StrCat("get_frames_at(", absl::StrJoin(scattered, ","), ")"),
+       [&] { return decoder.GetFramesAt(scattered); }, scattered},
+      {absl::StrCat("get_frames_in_range(2, ", n, ", 5)"), [&] { return decoder.GetFramesInRange(2, n, 5); },
+       [&] {
+         std::vector<int64_t> v;
+         for (int64_t i = 2; i < n; i += 5) v.push_back(i);
+         return v;
+       }()},
+      {"get_frame_played_at(inside frame 13)", [&] { return single(decoder.GetFramePlayedAt(inside(13))); }, {13}},
+      {"get_frames_played_at(frames 20, 3, 20, start of 11)", [&] { return decoder.GetFramesPlayedAt(times); },
+       {20, 3, 20, 11}},
+      {"get_frames_played_in_range(inside frame 3, start of frame 9)",
+       [&] { return decoder.GetFramesPlayedInRange(inside(3), start_of(9)); }, {3, 4, 5, 6, 7, 8}},
+      {"get_frames_played_in_range(start of frame 30, end)",
+       [&] { return decoder.GetFramesPlayedInRange(start_of(30), Seconds(sample.pts[n - 1] + sample.durations[n - 1])); },
+       [&] {
+         std::vector<int64_t> v;
+         for (int64_t i = 30; i < n; ++i) v.push_back(i);
+         return v;
+       }()},
+  };
+  for (const Case& c : cases) {
+    if (absl::Status s = ExpectFrames(c.what, c.call, c.expected, compare); !s.ok()) return s;
+  }
+  *detail = absl::StrCat(cases.size(), " calls: frame at index (and -1), at indices, in a range, played at a time, "
+                         "at times, in a time range");
+  return absl::OkStatus();
+}
+
+absl::Status Suite::Approximate(const Sample& sample, std::string* detail) {
+  absl::StatusOr<std::unique_ptr<VideoDecoder>> decoder = Open(sample.path, SeekMode::kApproximate);
+  if (!decoder.ok()) return decoder.status();
+  const int64_t n = sample.num_frames();
+  const std::vector<int64_t> indices = {n - 1, 0, 13, 13, 25, 1};
+  absl::StatusOr<std::vector<Frame>> frames = (*decoder)->GetFramesAt(indices);
+  if (!frames.ok()) return frames.status();
+  if (frames->size() != indices.size()) return absl::InternalError(absl::StrCat(frames->size(), " frames returned"));
+  for (size_t i = 0; i < indices.size(); ++i) {
+    if (absl::Status s = Compare((*frames)[i], sample, indices[i], "approximate seek"); !s.ok()) return s;
+  }
+  const double t = Seconds(sample.pts[22]) + 0.5 * Seconds(sample.durations[22]);
+  absl::StatusOr<Frame> at = (*decoder)->GetFramePlayedAt(t);
+  if (!at.ok()) return at.status();
+  if (absl::Status s = Compare(*at, sample, 22, "approximate seek, played at a time"); !s.ok()) return s;
+  *detail = absl::StrCat("indices ", absl::StrJoin(indices, ","), " and a time, from header metadata");
+  return absl::OkStatus();
+}
+
+absl::Status Suite::Planar(const Sample& sample, std::string* detail) {
+  absl::StatusOr<std::unique_ptr<VideoDecoder>> decoder = Open(sample.path, SeekMode::kExact, OutputFormat::kRgb24Planar);
+  if (!decoder.ok()) return decoder.status();
+  const int64_t index = sample.num_frames() / 3;
+  absl::StatusOr<Frame> frame = (*decoder)->GetFrameAt(index);
+  if (!frame.ok()) return frame.status();
+  const uint32_t w = sample.stream.width, h = sample.stream.height;
+  if (frame->num_planes() != 3 || frame->width() != w || frame->height() != h) {
+    return absl::InternalError(absl::StrCat("planar frame ", frame->width(), "x", frame->height(), " with ",
+                                            frame->num_planes(), " planes; expected 3 planes of ", w, "x", h));
+  }
+  // Interleave the planes back and compare as RGB24.
+  std::vector<uint8_t> interleaved(size_t{w} * h * 3);
+  for (size_t c = 0; c < 3; ++c) {
+    std::span<const uint8_t> plane = frame->plane(c);
+    for (uint32_t y = 0; y < h; ++y) {
+      for (uint32_t x = 0; x < w; ++x) {
+        const size_t at = size_t{y} * frame->stride(c) + x;
+        if (at >= plane.size()) return absl::InternalError(absl::StrCat("plane ", c, " is shorter than its rows"));
+        interleaved[(size_t{y} * w + x) * 3 + c] = plane[at];
+      }
+    }
+  }
+  std::span<const uint8_t> reference = sample.Frame(index);
+  const double psnr = Psnr(interleaved, reference);
+  if (exact_ ? !std::equal(interleaved.begin(), interleaved.end(), reference.begin()) : psnr < min_psnr_db_) {
+    return absl::InternalError(absl::StrFormat("planar RGB of frame %d differs from ffmpeg's RGB24 (PSNR %.2f dB)",
+                                               index, psnr));
+  }
+  *detail = absl::StrCat("frame ", index, " as three planes matches the RGB24 reference");
+  return absl::OkStatus();
+}
+
+}  // namespace codecvisor::conformance::internal

@@ -1,0 +1,87 @@
+// File: tools/conformance/suite.h
+//
+// The conformance suite's internals (conformance.h is the interface): the
+// Suite that owns the Host, the samples and the report, and runs each
+// check. Its methods live in three files by what they check:
+// conformance.cc (set-up, running checks, frame comparison),
+// frame_checks.cc (metadata, frames, access methods, seek modes, planar)
+// and process_checks.cc (handshake, sandbox, bad input, concurrency, crash
+// recovery, shutdown). Not thread-safe, except where a check runs its own
+// threads (Concurrency).
+
+#ifndef CODECVISOR_TOOLS_CONFORMANCE_SUITE_H_
+#define CODECVISOR_TOOLS_CONFORMANCE_SUITE_H_
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/host.h"
+#include "core/manifest.h"
+#include "tools/conformance/conformance.h"
+#include "tools/conformance/samples.h"
+
+namespace codecvisor::conformance::internal {
+
+using Clock = std::chrono::steady_clock;
+
+class Suite {
+ public:
+  Suite(ConformanceTarget target, ConformanceOptions options)
+      : target_(std::move(target)), options_(std::move(options)) {}
+
+  absl::StatusOr<ConformanceReport> Run();
+
+ private:
+  // Runs `body` as the check `name` and records the outcome. A body returns
+  // OK to pass, or an error whose message says what was wrong; `detail`
+  // collects what a passing check saw.
+  void Check(const std::string& name, const std::function<absl::Status(std::string* detail)>& body);
+  void Skip(const std::string& name, const std::string& why);
+
+  absl::Status Prepare();
+  absl::Status Handshake(std::string* detail);
+  absl::Status SandboxEngaged(std::string* detail);
+  absl::Status Metadata(const Sample& sample, std::string* detail);
+  absl::Status Sequential(const Sample& sample, std::string* detail);
+  absl::Status AccessMethods(const Sample& sample, std::string* detail);
+  absl::Status Approximate(const Sample& sample, std::string* detail);
+  absl::Status Planar(const Sample& sample, std::string* detail);
+  absl::Status BadInput(const Sample& sample, std::string* detail);
+  absl::Status Concurrency(std::string* detail);
+  absl::Status CrashRecovery(const Sample& sample, std::string* detail);
+  absl::Status Shutdown(std::string* detail);
+
+  absl::StatusOr<std::unique_ptr<VideoDecoder>> Open(const std::string& path,
+                                                     SeekMode mode = SeekMode::kExact,
+                                                     OutputFormat format = OutputFormat::kRgb24);
+  absl::StatusOr<BackendStatus> Status() const;
+  // Checks `frame` against frame `index` of `sample`: size, pts, duration
+  // and pixels (exactly, or at the declared PSNR).
+  absl::Status Compare(const Frame& frame, const Sample& sample, int64_t index, absl::string_view what) const;
+  double Seconds(int64_t pts) const { return static_cast<double>(pts) * time_base_; }
+
+  ConformanceTarget target_;
+  ConformanceOptions options_;
+  ConformanceReport report_;
+  std::unique_ptr<Host> host_;
+  std::string scratch_;
+  bool own_scratch_ = false;
+  std::string device_;
+  BackendManifest manifest_;
+  bool exact_ = true;
+  double min_psnr_db_ = 0;
+  bool ready_ = false;  // the handshake passed
+  double time_base_ = 0;  // of the samples' stream, from the backend's metadata
+  std::vector<Sample> samples_;
+  std::map<int, std::string> descriptors_before_;
+};
+
+}  // namespace codecvisor::conformance::internal
+
+#endif  // CODECVISOR_TOOLS_CONFORMANCE_SUITE_H_
