@@ -118,12 +118,13 @@ absl::Status VideoDecoder::Annotate(const absl::Status& status) const {
   return absl::Status(status.code(), absl::StrCat(label_, " (backend '", backend_name(), "'): ", status.message()));
 }
 
-absl::StatusOr<bool> VideoDecoder::Recover(const absl::Status& failure, ipc::CrashHints hints, DeathRecord* death) {
+absl::StatusOr<bool> VideoDecoder::Recover(const absl::Status& failure, std::chrono::milliseconds timeout,
+                                           ipc::CrashHints hints, DeathRecord* death) {
   // A hang or a malformed message leaves the child alive: the supervisor
   // kills it for us, and the blame is ours.
   std::string reason;
   if (absl::IsDeadlineExceeded(failure)) {
-    reason = absl::StrCat("no answer within ", options_.request_timeout.count(), " ms (", failure.message(), ")");
+    reason = absl::StrCat("no answer within ", timeout.count(), " ms (", failure.message(), ")");
   } else if (absl::IsDataLoss(failure)) {
     reason = absl::StrCat("malformed message: ", failure.message());
   } else {
@@ -184,7 +185,8 @@ absl::Status VideoDecoder::Reopen() {
     }
     backend_ = *handle;
     DeathRecord death;
-    absl::StatusOr<bool> blamed = Recover(opened.status(), handle->process->ControlCrashHints(), &death);
+    absl::StatusOr<bool> blamed =
+        Recover(opened.status(), options_.open_timeout, handle->process->ControlCrashHints(), &death);
     if (!blamed.ok()) return Annotate(blamed.status());
     if (*blamed) deaths.push_back(death.Describe());
     if (static_cast<int>(deaths.size()) >= kPoisonDeaths) {
@@ -257,7 +259,7 @@ absl::Status VideoDecoder::ForEachFrame(const FrameSelection& selection,
     }
     const ipc::CrashHints hints = session_.channel->ReadCrashHints();
     DeathRecord death;
-    absl::StatusOr<bool> blamed = Recover(attempt.status, hints, &death);
+    absl::StatusOr<bool> blamed = Recover(attempt.status, options_.request_timeout, hints, &death);
     if (!blamed.ok()) return Annotate(blamed.status());
     if (*blamed) deaths.push_back(death.Describe());
     if (static_cast<int>(deaths.size()) >= kPoisonDeaths) {

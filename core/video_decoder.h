@@ -112,7 +112,9 @@ class VideoDecoder {
                   uint32_t* delivered);
   // After a channel failure: has the supervisor replace the backend and
   // says whether this session's request was to blame.
-  absl::StatusOr<bool> Recover(const absl::Status& failure, ipc::CrashHints hints, DeathRecord* death);
+  // `timeout` is the deadline that applied (open or request), for the reason.
+  absl::StatusOr<bool> Recover(const absl::Status& failure, std::chrono::milliseconds timeout,
+                               ipc::CrashHints hints, DeathRecord* death);
   absl::StatusOr<std::vector<Frame>> Collect(const FrameSelection& selection);
   absl::Status Annotate(const absl::Status& status) const;
 

@@ -251,9 +251,12 @@ TEST_F(FaultTest, HangForeverIsKilledAtTheDeadline) {
     auto hung = Open(open, "faulty", options);
     const bool poison =
         hung.status().message().find("opening the file killed the backend twice") != std::string::npos;
-    in_open.Saw("open " + CodeName(hung.status()) + (poison ? ", poison after 2 kills at the deadline" : ""));
+    const bool open_deadline = hung.status().message().find("no answer within 500 ms") != std::string::npos;
+    in_open.Saw("open " + CodeName(hung.status()) + (poison ? ", poison after 2 kills at the deadline" : "") +
+                (open_deadline ? " (500 ms, the open deadline)" : ""));
     ASSERT_EQ(hung.status().code(), absl::StatusCode::kAborted) << "run " << run << ": " << hung.status();
     EXPECT_TRUE(poison) << hung.status();
+    EXPECT_TRUE(open_deadline) << hung.status();
     auto fine = Open(WriteSyntheticVideo("after_hang.syn"), "faulty");
     in_open.Saw("next open " + CodeName(fine.status()));
     ASSERT_TRUE(fine.ok()) << fine.status();

@@ -59,7 +59,7 @@ int CountChildren() {
 
 bool IsSyntheticFrame(const Frame& frame, int64_t index) {
   if (frame.index() != index || frame.width() != 32 || frame.height() != 24) return false;
-  const SyntheticVideo v{40, 32, 24, 10, 0};
+  const SyntheticVideo v{.frames = 40, .width = 32, .height = 24, .fps = 10, .start = 0};
   std::vector<uint8_t> want(32 * 24 * 3);
   FillSyntheticFrame(v, CV_OUTPUT_RGB24, index, want.data());
   auto got = frame.data();

@@ -56,7 +56,7 @@ void ExpectFrame(const Frame& f, int64_t index, OutputFormat format = OutputForm
   ASSERT_EQ(f.width(), 32u);
   ASSERT_EQ(f.height(), 24u);
   EXPECT_DOUBLE_EQ(f.pts_seconds(), 0.5 + index / 10.0);
-  const testing::SyntheticVideo v{40, 32, 24, 10, 0.5};
+  const testing::SyntheticVideo v{.frames = 40, .width = 32, .height = 24, .fps = 10, .start = 0.5};
   std::vector<uint8_t> want(32 * 24 * 3);
   testing::FillSyntheticFrame(v, static_cast<cv_output_format>(format), index, want.data());
   auto got = f.data();

@@ -6,6 +6,7 @@
 // independent concurrent sessions.
 
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/cpu_backend.h"
@@ -128,12 +129,23 @@ TEST(CpuBackendTest, ResizesLikeTheScaleFilter) {
                 CliFrame(path, 0, i, "scale=75:50,format=rgb24", 75 * 50 * 3))
         << "frame " << i;
   }
+  // Native planes lie back to back in the buffer. Widths that are not a
+  // multiple of swscale's SIMD block make it store past a row's end: the
+  // luma plane's last row must not spill into the chroma planes.
   o.output_format = CV_OUTPUT_NATIVE;
-  o.output_width = 80;
-  TestSession native(path, o);
-  ASSERT_TRUE(native.ok());
-  EXPECT_TRUE(native.DecodeOrFail(33) ==
-              CliFrame(path, 0, 33, "scale=80:50", 80 * 50 + 2 * 40 * 25, "-pix_fmt yuv420p"));
+  for (auto [width, height] : {std::pair{80u, 50u}, std::pair{75u, 50u}, std::pair{33u, 21u}}) {
+    o.output_width = width;
+    o.output_height = height;
+    TestSession native(path, o);
+    ASSERT_TRUE(native.ok()) << native.open_message();
+    const size_t bytes = size_t{width} * height + 2 * size_t{(width + 1) / 2} * ((height + 1) / 2);
+    ASSERT_EQ(native.Layout().size, bytes);
+    for (int64_t i : {int64_t{33}, int64_t{0}}) {
+      EXPECT_TRUE(native.DecodeOrFail(i) ==
+                  CliFrame(path, 0, i, absl::StrCat("scale=", width, ":", height), bytes, "-pix_fmt yuv420p"))
+          << width << "x" << height << " frame " << i;
+    }
+  }
 }
 
 TEST(CpuBackendTest, DecoderThreadsDoNotChangeFrames) {
