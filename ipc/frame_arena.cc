@@ -113,14 +113,12 @@ void FrameLease::Reset() {
 
 bool BackendArena::TryClaim(uint32_t* index) {
   const uint32_t n = region_->geometry().slot_count;
-  for (uint32_t i = 0; i < n; ++i) {
-    const uint32_t slot = (next_ + i) % n;
+  for (uint32_t slot = 0; slot < n; ++slot) {
     uint32_t expected = static_cast<uint32_t>(SlotState::kFree);
     if (StateOf(*region_, slot).compare_exchange_strong(expected,
                                                         static_cast<uint32_t>(SlotState::kWriting),
                                                         std::memory_order_acq_rel)) {
       *index = slot;
-      next_ = (slot + 1) % n;
       return true;
     }
   }

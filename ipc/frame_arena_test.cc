@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <vector>
+
 #include <gtest/gtest.h>
 
 namespace codecvisor::ipc {
@@ -116,6 +118,36 @@ TEST(BackendArenaTest, AcquireIsBoundedByDeadlineWhenAllSlotsAreLent) {
   auto again = backend.Acquire(far, alive, &spin);
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->index, 1u);
+  close(fds[0]);
+  close(fds[1]);
+}
+
+// A host that releases each frame before the next is needed keeps the
+// backend on the same slots: the lowest free slot is reused, not the next in
+// turn, so the slots it writes stay cached and the rest are never touched.
+TEST(BackendArenaTest, ReusesTheLowestFreeSlot) {
+  auto region = Region::Create(Small());
+  ASSERT_TRUE(region.ok());
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  PeerLiveness alive(fds[0], -1, false);
+  BackendArena backend(&*region);
+  SpinPolicy spin;
+  auto far = Clock::now() + std::chrono::seconds(5);
+  auto& state = region->header()->slot_state;
+  // Pipelined: the backend takes the next slot while the host holds one.
+  std::vector<uint32_t> used;
+  uint32_t held = 0;
+  for (int frame = 0; frame < 6; ++frame) {
+    auto slot = backend.Acquire(far, alive, &spin);
+    ASSERT_TRUE(slot.ok()) << slot.status();
+    used.push_back(slot->index);
+    backend.Lend(slot->index);
+    if (frame > 0) state[held].store(static_cast<uint32_t>(SlotState::kFree));  // the host lets go
+    held = slot->index;
+  }
+  EXPECT_EQ(used, (std::vector<uint32_t>{0, 1, 0, 1, 0, 1}));
+  EXPECT_EQ(state[2].load(), static_cast<uint32_t>(SlotState::kFree)) << "slot 2 was never needed";
   close(fds[0]);
   close(fds[1]);
 }

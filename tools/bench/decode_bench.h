@@ -13,8 +13,9 @@
 //   sandbox_cost = 1 - sandboxed / unsandboxed (target < 10%),
 //   cli_ratio = out_of_process / ffmpeg_cli (target >= 1),
 //   random_ratio: the same ratio for random indices with exact seeks,
-//   host_rss_kb_300 / _3000: the host's peak RSS after 300 and 3000 frames
-//   (target: no growth),
+//   host_rss_kb_300 / _3000: the host's peak RSS after 300 and 3000 frames,
+//   host_private_kb_300 / _3000: its own memory then, the shared frame
+//   arena's pages apart (target: no growth),
 // and, to read those by, CPU time per frame on each side (out of process,
 // the host's part apart): the work done, as opposed to the waiting.
 //
@@ -98,6 +99,16 @@ struct DecodeBenchResult {
   int64_t host_rss_kb_3000 = 0;
   int64_t host_vmrss_kb_300 = 0;
   int64_t host_vmrss_kb_3000 = 0;
+  // Of the current RSS: the shared pages (RssShmem: the frame arena's, the
+  // channel's) and the host's own (VmRSS - RssShmem). The arena is a fixed
+  // mapping; which of its pages count in the host's RSS depends only on
+  // which slots the backend happened to use and the host read (it prefers
+  // the lowest free slot, so a slot first needed after 300 frames shows up
+  // then). Growth of the host's own memory is what the target judges.
+  int64_t host_shared_kb_300 = 0;
+  int64_t host_shared_kb_3000 = 0;
+  int64_t host_private_kb_300 = 0;
+  int64_t host_private_kb_3000 = 0;
 
   std::vector<TargetCheck> targets;
 
