@@ -16,12 +16,12 @@ std::span<const uint8_t> AsBytes(const kj::Array<capnp::word>& words) {
 
 // Appends `words` to `ring`, waiting for space on its space doorbell.
 absl::Status WriteWaiting(RingWriter& ring, std::span<const uint8_t> bytes, Deadline deadline,
-                          const PeerLiveness& peer, SpinPolicy* spin, absl::string_view what) {
+                          const PeerLiveness& peer, SpinPolicy* spin, absl::string_view what, bool wake = true) {
   if (bytes.size() > ring.max_payload()) return ring.Write(bytes);  // reports the size error
   absl::Status room = WaitFor(&ring.control()->space_bell, [&] { return ring.HasRoomFor(bytes.size()); },
                               deadline, peer, spin, what);
   if (!room.ok()) return room;
-  return ring.Write(bytes);
+  return ring.Write(bytes, wake);
 }
 
 }  // namespace
@@ -145,11 +145,22 @@ absl::StatusOr<Request> BackendChannel::Receive(Deadline deadline) {
   return DecodeRequest(*words);
 }
 
-absl::Status BackendChannel::Send(const Response& response, Deadline deadline) {
+absl::Status BackendChannel::Send(const Response& response, Deadline deadline, bool wake_host) {
   absl::StatusOr<kj::Array<capnp::word>> words = EncodeResponse(response);
   if (!words.ok()) return words.status();
-  return WriteWaiting(responses_, AsBytes(*words), deadline, liveness_, &send_spin_,
-                      "room in the response ring");
+  const std::span<const uint8_t> bytes = AsBytes(*words);
+  // The host frees ring space only when it reads: wake it before waiting.
+  if (!responses_.HasRoomFor(bytes.size())) WakeHost();
+  absl::Status written =
+      WriteWaiting(responses_, bytes, deadline, liveness_, &send_spin_, "room in the response ring", wake_host);
+  if (written.ok()) wake_pending_ = !wake_host;
+  return written;
+}
+
+void BackendChannel::WakeHost() {
+  if (!wake_pending_) return;
+  WakeDoorbell(&responses_.control()->data_bell);
+  wake_pending_ = false;
 }
 
 absl::StatusOr<std::vector<UniqueFd>> BackendChannel::ReceiveDescriptors(uint64_t token, size_t count,

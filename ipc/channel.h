@@ -118,7 +118,14 @@ class BackendChannel {
   // Waits until `deadline` for the next request.
   [[nodiscard]] absl::StatusOr<Request> Receive(Deadline deadline);
   // Encodes and appends a response, waiting for ring space until `deadline`.
-  [[nodiscard]] absl::Status Send(const Response& response, Deadline deadline);
+  // With `wake_host` false the host is not woken for it (a batch of cheap
+  // frames: it is woken by the next Send that wakes, by WakeHost(), or at
+  // worst by its own liveness slice); Send wakes it anyway before it would
+  // wait for ring space.
+  [[nodiscard]] absl::Status Send(const Response& response, Deadline deadline, bool wake_host = true);
+  // Wakes the host if responses were sent without waking it.
+  void WakeHost();
+  bool host_wake_pending() const { return wake_pending_; }
   // Receives the `count` descriptors the host sent with `token`.
   [[nodiscard]] absl::StatusOr<std::vector<UniqueFd>> ReceiveDescriptors(uint64_t token, size_t count,
                                                                          Deadline deadline);
@@ -155,6 +162,7 @@ class BackendChannel {
   SpinPolicy receive_spin_;
   SpinPolicy send_spin_;
   SpinPolicy arena_spin_;
+  bool wake_pending_ = false;
 };
 
 }  // namespace codecvisor::ipc

@@ -38,7 +38,13 @@ void RingDoorbell(DoorbellWord* bell) {
   // seq_cst pairs with the waiter's seq_cst increment of `waiters`: either the
   // waiter sees the new seq (and the data published before it), or we see it
   // registered and wake it.
-  bell->seq.fetch_add(1, std::memory_order_seq_cst);
+  AdvanceDoorbell(bell);
+  WakeDoorbell(bell);
+}
+
+void AdvanceDoorbell(DoorbellWord* bell) { bell->seq.fetch_add(1, std::memory_order_seq_cst); }
+
+void WakeDoorbell(DoorbellWord* bell) {
   if (bell->waiters.load(std::memory_order_seq_cst) != 0) FutexWake(&bell->seq, INT_MAX);
 }
 

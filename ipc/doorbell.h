@@ -30,6 +30,12 @@ static_assert(std::atomic<uint32_t>::is_always_lock_free);
 
 // Wakes every sleeper after the caller has published what they wait for.
 void RingDoorbell(DoorbellWord* bell);
+// RingDoorbell in two halves. AdvanceDoorbell publishes without waking: a
+// waiter about to sleep sees the change and does not, but one already
+// asleep stays asleep until WakeDoorbell (or its liveness slice, at most
+// kLivenessSlice later). For a producer that batches wake-ups.
+void AdvanceDoorbell(DoorbellWord* bell);
+void WakeDoorbell(DoorbellWord* bell);
 
 // The spin-before-sleep budget of one waiter, learned from how long its
 // waits actually took: a wait that ended within kMaxSpin would have been

@@ -142,6 +142,15 @@ void BackendArena::Lend(uint32_t index) {
   StateOf(*region_, index).store(static_cast<uint32_t>(SlotState::kLent), std::memory_order_release);
 }
 
+bool BackendArena::HasFreeSlot() const {
+  for (uint32_t slot = 0; slot < region_->geometry().slot_count; ++slot) {
+    if (StateOf(*region_, slot).load(std::memory_order_acquire) == static_cast<uint32_t>(SlotState::kFree)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 void BackendArena::Abandon(uint32_t index) {
   StateOf(*region_, index).store(static_cast<uint32_t>(SlotState::kFree), std::memory_order_release);
 }

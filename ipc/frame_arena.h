@@ -98,6 +98,9 @@ class BackendArena {
   void Lend(uint32_t index);
   // Returns a claimed slot unused (e.g. the decode failed).
   void Abandon(uint32_t index);
+  // True if Acquire would not wait now (only the backend claims slots, so
+  // it stays true until the backend's next Acquire).
+  bool HasFreeSlot() const;
 
  private:
   // Claims the lowest-numbered free slot. With a host that lets each frame

@@ -26,7 +26,7 @@ bool RingWriter::HasRoomFor(uint64_t n) const {
   return !head.ok() || capacity_ - (tail_ - *head) >= RecordBytes(n);
 }
 
-absl::Status RingWriter::Write(std::span<const uint8_t> payload) {
+absl::Status RingWriter::Write(std::span<const uint8_t> payload, bool wake) {
   if (payload.size() > max_payload()) {
     return absl::InvalidArgumentError(absl::StrCat("message of ", payload.size(),
                                                    " bytes exceeds the ring's limit of ", max_payload()));
@@ -52,7 +52,11 @@ absl::Status RingWriter::Write(std::span<const uint8_t> payload) {
   put(tail_ + 8, payload.data(), payload.size());
   tail_ += need;
   control_->tail.store(tail_, std::memory_order_release);
-  RingDoorbell(&control_->data_bell);
+  if (wake) {
+    RingDoorbell(&control_->data_bell);
+  } else {
+    AdvanceDoorbell(&control_->data_bell);
+  }
   return absl::OkStatus();
 }
 

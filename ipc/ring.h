@@ -36,10 +36,11 @@ class RingWriter {
   uint64_t max_payload() const;
   // True if a payload of `n` bytes fits now.
   bool HasRoomFor(uint64_t n) const;
-  // Appends one record and rings the data doorbell. kResourceExhausted if it
-  // does not fit now (wait on space_bell and retry); kInvalidArgument if it
-  // never could; kDataLoss if the consumer's index is impossible.
-  [[nodiscard]] absl::Status Write(std::span<const uint8_t> payload);
+  // Appends one record and rings the data doorbell (with `wake` false, only
+  // advances it: see AdvanceDoorbell). kResourceExhausted if it does not fit
+  // now (wait on space_bell and retry); kInvalidArgument if it never could;
+  // kDataLoss if the consumer's index is impossible.
+  [[nodiscard]] absl::Status Write(std::span<const uint8_t> payload, bool wake = true);
 
   RingControl* control() const { return control_; }
 

@@ -19,6 +19,11 @@
 // and, to read those by, CPU time per frame on each side (out of process,
 // the host's part apart): the work done, as opposed to the waiting.
 //
+// A sequential pass decodes the video's frames in order, repeated in the
+// same session until the pass lasts about a second (`repeats`, from one
+// in-process pass timed first: 1 at 1080p, ~5 at 360p), so that one
+// scheduling burst does not decide a short pass.
+//
 // The measurements are interleaved over rounds. In each round every
 // sequential side (in, out, unsandboxed, CLI) runs twice, in mirrored order
 // (A B C D D C B A, the first side rotating from round to round), so a load
@@ -64,7 +69,8 @@ struct DecodeBenchResult {
   std::string codec;
   uint32_t width = 0;
   uint32_t height = 0;
-  int64_t frames = 0;  // per sequential pass
+  int64_t frames = 0;  // the video's frames decoded in a sequential pass,
+  int repeats = 1;     // this many times over (so that a pass lasts ~1 s)
   uint32_t threads = 0;
   uint32_t arena_slots = 0;
   int rounds = 0;
@@ -91,6 +97,11 @@ struct DecodeBenchResult {
   double random_in_process_fps = 0;
   double random_out_of_process_fps = 0;
   double random_ratio = 0;
+  // Each round's ratios, in round order (the medians above are over these):
+  // the spread says how far one figure can be trusted on this machine.
+  std::vector<double> round_ratios;
+  std::vector<double> round_random_ratios;
+  std::vector<double> round_cli_ratios;
 
   // The host process's peak RSS (VmHWM, reset before the phase) and its
   // current RSS (VmRSS) after 300 and after 3000 frames decoded out of

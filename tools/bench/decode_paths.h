@@ -36,10 +36,11 @@ namespace codecvisor::bench {
 // index range) or an explicit list (random access with exact seeks).
 struct Workload {
   bool sequential = true;
-  int64_t count = 0;             // sequential: frames 0..count-1
+  int64_t count = 0;             // sequential: frames 0..count-1,
+  int repeats = 1;               // that many times over, in one session
   std::vector<int64_t> indices;  // otherwise: these, in this order
 
-  int64_t frames() const { return sequential ? count : static_cast<int64_t>(indices.size()); }
+  int64_t frames() const { return sequential ? count * repeats : static_cast<int64_t>(indices.size()); }
 };
 
 // The host-side work done on every decoded frame on both paths: reads a
