@@ -317,12 +317,15 @@ absl::Status BackendProcess::Handshake(ipc::Deadline deadline) {
 }
 
 absl::StatusOr<OpenedSession> BackendProcess::OpenSession(int video_fd, ipc::OpenSession options, uint32_t slots,
-                                                          ipc::Deadline deadline, bool* channel_failure) {
+                                                          ipc::Deadline deadline, bool* channel_failure,
+                                                          uint64_t* file_token) {
   // Everything but an Error reply from the backend is a channel failure.
   *channel_failure = true;
+  *file_token = 0;
   MutexLock lock(&mu_);
   if (control_ == nullptr) return absl::UnavailableError("backend was shut down");
   options.file_token = next_id_;
+  *file_token = options.file_token;
   if (absl::Status s = control_->SendDescriptor(options.file_token, video_fd, deadline); !s.ok()) return s;
   absl::StatusOr<ipc::Response> reply = Call({0, options}, deadline, channel_failure);
   if (!reply.ok()) return reply.status();

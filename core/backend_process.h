@@ -71,10 +71,12 @@ class BackendProcess {
   // `slots` arena slots sized for the session's frames. Errors from the
   // backend (a corrupt file, no video stream) keep their codes and messages;
   // `*channel_failure` tells them apart from the backend dying or breaking
-  // the protocol mid-way (then the process must be replaced).
+  // the protocol mid-way (then the process must be replaced). `*file_token`
+  // is set to the token this open sent with its file (0 if it sent none),
+  // which the crash hints name if the backend died inside this open.
   [[nodiscard]] absl::StatusOr<OpenedSession> OpenSession(int video_fd, ipc::OpenSession options,
                                                           uint32_t slots, ipc::Deadline deadline,
-                                                          bool* channel_failure);
+                                                          bool* channel_failure, uint64_t* file_token);
   // The control channel's crash hints (see HostChannel::ReadCrashHints):
   // whether an open was inside vendor code when the backend died.
   ipc::CrashHints ControlCrashHints() const { return ipc::ReadCrashHints(*control_region_); }

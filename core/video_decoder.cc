@@ -160,8 +160,9 @@ absl::Status VideoDecoder::Reopen() {
     absl::StatusOr<BackendHandle> handle = supervisor_->Acquire(attempt_deadline);
     if (!handle.ok()) return Annotate(handle.status());
     bool channel_failure = false;
-    absl::StatusOr<OpenedSession> opened =
-        handle->process->OpenSession(video_.get(), open, options_.arena_slots, attempt_deadline, &channel_failure);
+    uint64_t file_token = 0;
+    absl::StatusOr<OpenedSession> opened = handle->process->OpenSession(
+        video_.get(), open, options_.arena_slots, attempt_deadline, &channel_failure, &file_token);
     if (opened.ok()) {
       if (session_opened_before_ && opened->info.metadata != metadata_) {
         return Annotate(absl::DataLossError("the restarted backend describes the stream differently"));
@@ -185,8 +186,12 @@ absl::Status VideoDecoder::Reopen() {
     }
     backend_ = *handle;
     DeathRecord death;
-    absl::StatusOr<bool> blamed =
-        Recover(opened.status(), options_.open_timeout, handle->process->ControlCrashHints(), &death);
+    // Opens are served one at a time on the control channel, and every open
+    // queued behind the one in the vendor call fails with it: only the open
+    // the hints name was inside vendor code.
+    ipc::CrashHints hints = handle->process->ControlCrashHints();
+    if (file_token == 0 || hints.call_token != file_token) hints = {};
+    absl::StatusOr<bool> blamed = Recover(opened.status(), options_.open_timeout, hints, &death);
     if (!blamed.ok()) return Annotate(blamed.status());
     if (*blamed) deaths.push_back(death.Describe());
     if (static_cast<int>(deaths.size()) >= kPoisonDeaths) {

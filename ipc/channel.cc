@@ -61,7 +61,8 @@ void HostChannel::Interrupt() {
 CrashHints ReadCrashHints(const Region& region) {
   const RegionHeader* h = region.header();
   return {h->backend_in_call.load(std::memory_order_acquire), h->backend_fault_signal.load(std::memory_order_acquire),
-          h->backend_violation_syscall.load(std::memory_order_acquire) - 1};
+          h->backend_violation_syscall.load(std::memory_order_acquire) - 1,
+          h->backend_call_token.load(std::memory_order_acquire)};
 }
 
 void HostChannel::WatchProcess(UniqueFd pidfd) {

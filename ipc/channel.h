@@ -51,6 +51,7 @@ struct CrashHints {
   uint32_t in_call = 0;
   uint32_t fault_signal = 0;
   int32_t violation_syscall = -1;  // the syscall seccomp trapped, if any
+  uint64_t call_token = 0;         // control channel: the file token of the open in the call
 };
 CrashHints ReadCrashHints(const Region& region);
 

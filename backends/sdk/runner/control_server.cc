@@ -35,7 +35,7 @@ absl::Status ControlServer::HandleOpen(uint64_t id, const ipc::OpenSession& open
   cv_error error{};
   // Everything from open_session to the layout is one vendor call for the
   // crash hints: a crash anywhere in it blames this open.
-  std::optional<VendorCall> call(std::in_place, session.hints);
+  std::optional<VendorCall> call(std::in_place, session.hints, open.file_token);
   cv_status st = vtable_->open_session(backend_, session.video_fd.get(), &options, &session.session, &error);
   if (st != CV_OK) {
     call.reset();

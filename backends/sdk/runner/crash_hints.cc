@@ -49,7 +49,8 @@ void InstallCrashHintHandlers(ipc::RegionHeader* control) {
   for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGSYS, SIGTRAP}) sigaction(sig, &sa, nullptr);
 }
 
-VendorCall::VendorCall(ipc::RegionHeader* header) : header_(header) {
+VendorCall::VendorCall(ipc::RegionHeader* header, uint64_t token) : header_(header) {
+  header_->backend_call_token.store(token);
   header_->backend_in_call.store(1);
   tls_current = header_;
 }

@@ -25,7 +25,9 @@ void InstallCrashHintHandlers(ipc::RegionHeader* control);
 // this thread. Not nestable.
 class VendorCall {
  public:
-  explicit VendorCall(ipc::RegionHeader* header);
+  // `token`: on the control channel, the file token of the open being
+  // served, so that the host blames that open and not the others queued.
+  explicit VendorCall(ipc::RegionHeader* header, uint64_t token = 0);
   ~VendorCall();
   VendorCall(const VendorCall&) = delete;
   VendorCall& operator=(const VendorCall&) = delete;
