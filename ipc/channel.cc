@@ -151,11 +151,16 @@ absl::Status BackendChannel::Send(const Response& response, Deadline deadline, b
   if (!words.ok()) return words.status();
   const std::span<const uint8_t> bytes = AsBytes(*words);
   // The host frees ring space only when it reads: wake it before waiting.
-  if (!responses_.HasRoomFor(bytes.size())) WakeHost();
+  if (wake_pending_ && !responses_.HasRoomFor(bytes.size())) WakeHost();
   absl::Status written =
       WriteWaiting(responses_, bytes, deadline, liveness_, &send_spin_, "room in the response ring", wake_host);
   if (written.ok()) wake_pending_ = !wake_host;
   return written;
+}
+
+absl::StatusOr<BackendArena::Slot> BackendChannel::AcquireSlot(Deadline deadline) {
+  if (wake_pending_ && !arena_.HasFreeSlot()) WakeHost();
+  return arena_.Acquire(deadline, liveness_, &arena_spin_);
 }
 
 void BackendChannel::WakeHost() {

@@ -136,9 +136,12 @@ class BackendChannel {
     return std::move((*fds)[0]);
   }
 
+  // Claims a free frame slot, waiting until `deadline` while the host holds
+  // them all (BackendArena::Acquire); wakes the host first if it has frames
+  // it was not woken for, since only it can free a slot.
+  [[nodiscard]] absl::StatusOr<BackendArena::Slot> AcquireSlot(Deadline deadline);
   BackendArena& arena() { return arena_; }
   const PeerLiveness& liveness() const { return liveness_; }
-  SpinPolicy* arena_spin() { return &arena_spin_; }
   const Geometry& geometry() const { return region_.geometry(); }
 
   // Test hooks for hostile-peer tests: raw bytes into the response ring, and

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <atomic>
+#include <optional>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -95,61 +97,64 @@ TEST(HostArenaTest, LeaseKeepsRegionMappedAndReleasesOnDestruction) {
   EXPECT_TRUE(weak.expired());
 }
 
-TEST(BackendArenaTest, AcquireIsBoundedByDeadlineWhenAllSlotsAreLent) {
-  auto region = Region::Create(Small());
-  ASSERT_TRUE(region.ok());
-  int fds[2];
-  ASSERT_EQ(pipe(fds), 0);
-  PeerLiveness alive(fds[0], -1, false);
-  BackendArena backend(&*region);
-  SpinPolicy spin;
-  auto far = Clock::now() + std::chrono::seconds(5);
+// A backend's view of a fresh 3-slot arena, with a live peer.
+class BackendArenaTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(region_.ok()) << region_.status();
+    ASSERT_EQ(pipe(fds_), 0);
+    alive_.emplace(fds_[0], -1, false);
+    backend_.emplace(&*region_);
+  }
+  void TearDown() override {
+    close(fds_[0]);
+    close(fds_[1]);
+  }
+  absl::StatusOr<BackendArena::Slot> Acquire(Deadline deadline) { return backend_->Acquire(deadline, *alive_, &spin_); }
+  std::atomic<uint32_t>* state() { return region_->header()->slot_state; }
+
+  absl::StatusOr<Region> region_ = Region::Create(Small());
+  int fds_[2] = {-1, -1};
+  std::optional<PeerLiveness> alive_;
+  std::optional<BackendArena> backend_;
+  SpinPolicy spin_;
+  const Deadline far_ = Clock::now() + std::chrono::seconds(5);
+};
+
+TEST_F(BackendArenaTest, AcquireIsBoundedByDeadlineWhenAllSlotsAreLent) {
   for (int i = 0; i < 3; ++i) {
-    auto slot = backend.Acquire(far, alive, &spin);
+    auto slot = Acquire(far_);
     ASSERT_TRUE(slot.ok()) << slot.status();
-    backend.Lend(slot->index);
+    backend_->Lend(slot->index);
   }
   auto start = Clock::now();
-  auto none = backend.Acquire(Clock::now() + std::chrono::milliseconds(50), alive, &spin);
+  auto none = Acquire(Clock::now() + std::chrono::milliseconds(50));
   EXPECT_EQ(none.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_GE(Clock::now() - start, std::chrono::milliseconds(50));
   // The host frees one: the next Acquire gets exactly that slot.
-  region->header()->slot_state[1].store(static_cast<uint32_t>(SlotState::kFree));
-  auto again = backend.Acquire(far, alive, &spin);
+  state()[1].store(static_cast<uint32_t>(SlotState::kFree));
+  auto again = Acquire(far_);
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->index, 1u);
-  close(fds[0]);
-  close(fds[1]);
 }
 
 // A host that releases each frame before the next is needed keeps the
 // backend on the same slots: the lowest free slot is reused, not the next in
 // turn, so the slots it writes stay cached and the rest are never touched.
-TEST(BackendArenaTest, ReusesTheLowestFreeSlot) {
-  auto region = Region::Create(Small());
-  ASSERT_TRUE(region.ok());
-  int fds[2];
-  ASSERT_EQ(pipe(fds), 0);
-  PeerLiveness alive(fds[0], -1, false);
-  BackendArena backend(&*region);
-  SpinPolicy spin;
-  auto far = Clock::now() + std::chrono::seconds(5);
-  auto& state = region->header()->slot_state;
+TEST_F(BackendArenaTest, ReusesTheLowestFreeSlot) {
   // Pipelined: the backend takes the next slot while the host holds one.
   std::vector<uint32_t> used;
   uint32_t held = 0;
   for (int frame = 0; frame < 6; ++frame) {
-    auto slot = backend.Acquire(far, alive, &spin);
+    auto slot = Acquire(far_);
     ASSERT_TRUE(slot.ok()) << slot.status();
     used.push_back(slot->index);
-    backend.Lend(slot->index);
-    if (frame > 0) state[held].store(static_cast<uint32_t>(SlotState::kFree));  // the host lets go
+    backend_->Lend(slot->index);
+    if (frame > 0) state()[held].store(static_cast<uint32_t>(SlotState::kFree));  // the host lets go
     held = slot->index;
   }
   EXPECT_EQ(used, (std::vector<uint32_t>{0, 1, 0, 1, 0, 1}));
-  EXPECT_EQ(state[2].load(), static_cast<uint32_t>(SlotState::kFree)) << "slot 2 was never needed";
-  close(fds[0]);
-  close(fds[1]);
+  EXPECT_EQ(state()[2].load(), static_cast<uint32_t>(SlotState::kFree)) << "slot 2 was never needed";
 }
 
 }  // namespace

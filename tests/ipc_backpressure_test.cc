@@ -59,7 +59,7 @@ int FillingBackend(BackendChannel& b, Clock::duration wait) {
 
   r = MustReceive(b);
   const auto start = Clock::now();
-  absl::StatusOr<BackendArena::Slot> slot = b.arena().Acquire(In(wait), b.liveness(), b.arena_spin());
+  absl::StatusOr<BackendArena::Slot> slot = b.AcquireSlot(In(wait));
   const double waited = MillisSince(start);
   if (!slot.ok()) {
     std::string why = absl::StrCat(slot.status().ToString(), " after ", static_cast<int>(waited), " ms");

@@ -205,7 +205,7 @@ int BlockedBackend(BackendChannel& b, BlockedIn where) {
       LendFrames(b, all, 10);
       CHILD_CHECK_OK(b.Send({r.id, all}, In(kGenerous)));
       const auto start = Clock::now();
-      result = b.arena().Acquire(In(kGenerous), b.liveness(), b.arena_spin()).status();
+      result = b.AcquireSlot(In(kGenerous)).status();
       waited = MillisSince(start);
       break;
     }

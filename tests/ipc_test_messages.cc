@@ -129,7 +129,7 @@ bool FrameBytesMatch(std::span<const uint8_t> bytes, uint64_t seed) {
 void LendFrames(BackendChannel& b, FrameBatch& batch, uint64_t seed_base) {
   for (size_t i = 0; i < batch.frames.size(); ++i) {
     FrameRef& ref = batch.frames[i];
-    BackendArena::Slot slot = CHILD_VALUE(b.arena().Acquire(In(kGenerous), b.liveness(), b.arena_spin()));
+    BackendArena::Slot slot = CHILD_VALUE(b.AcquireSlot(In(kGenerous)));
     CHILD_CHECK(ref.offset + ref.size <= slot.bytes.size());
     for (uint64_t k = 0; k < ref.size; ++k) slot.bytes[ref.offset + k] = PatternByte(seed_base + i, k);
     ref.slot = slot.index;

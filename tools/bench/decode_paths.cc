@@ -147,7 +147,7 @@ absl::StatusOr<PassTiming> OutOfProcessPass(Host& host, const std::string& path,
   const auto decode_start = Clock::now();
   absl::Status s;
   // One request per repetition, as a caller decoding the file again would.
-  for (int r = 0; r < (workload.sequential ? workload.repeats : 1) && s.ok(); ++r) {
+  for (int r = 0; r < workload.repeats && s.ok(); ++r) {
     s = (*decoder)->ForEachFrame(SelectionFor(workload), [&](Frame frame) {
       t.checksum += TouchFrame(frame.data());
       ++t.frames;

@@ -131,7 +131,7 @@ int ServePeer(ipc::PeerEnds ends, uint32_t width, uint32_t height) {
       const auto& range = std::get<ipc::IndexRange>(frames->selection);
       const uint64_t size = uint64_t{width} * height * 3;
       for (int64_t i = range.start; i < range.stop; ++i) {
-        auto slot = ch.arena().Acquire(Clock::now() + kDeadline, ch.liveness(), ch.arena_spin());
+        auto slot = ch.AcquireSlot(Clock::now() + kDeadline);
         if (!slot.ok()) return 5;
         FillFrame(slot->bytes.data(), size, static_cast<uint64_t>(i));
         ipc::FrameRef ref;

@@ -105,11 +105,7 @@ absl::Status SessionServer::ServeFrames(uint64_t id, const ipc::FrameRequest& re
   const ipc::FrameLayout& layout = session_.opened.layout;
   for (size_t pos = 0; pos < indices->size(); ++pos) {
     const int64_t index = (*indices)[pos];
-    // The host frees slots only for frames it has been woken for.
-    if (channel_->host_wake_pending() && !channel_->arena().HasFreeSlot()) channel_->WakeHost();
-    absl::StatusOr<ipc::BackendArena::Slot> slot =
-        channel_->arena().Acquire(Clock::now() + kHostProgressTimeout, channel_->liveness(),
-                                  channel_->arena_spin());
+    absl::StatusOr<ipc::BackendArena::Slot> slot = channel_->AcquireSlot(Clock::now() + kHostProgressTimeout);
     if (!slot.ok()) {
       if (absl::IsResourceExhausted(slot.status())) return SendError(id, slot.status());
       return slot.status();  // the host is gone
