@@ -2,10 +2,12 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "tools/bench/chunks.h"
 #include "tools/bench/cpu_time.h"
 #include "tools/bench/memory_usage.h"
 #include "tools/bench/run_program.h"
@@ -37,10 +39,35 @@ TEST(StatsTest, Rounded) {
   EXPECT_DOUBLE_EQ(Rounded(99.95, 0), 100);
 }
 
-TEST(StatsTest, MirroredOrderRunsEachSideTwiceAroundTheMiddle) {
-  EXPECT_EQ(MirroredOrder(3, 0), (std::vector<size_t>{0, 1, 2, 2, 1, 0}));
-  EXPECT_EQ(MirroredOrder(3, 1), (std::vector<size_t>{1, 2, 0, 0, 2, 1}));
-  EXPECT_EQ(MirroredOrder(2, 5), (std::vector<size_t>{1, 0, 0, 1}));
+TEST(ChunksTest, SequentialChunksRepeatTheVideoWithoutCrossingItsEnd) {
+  const std::vector<Chunk> chunks = SequentialChunks(7, 2, 3);
+  const std::vector<Chunk> expected = {{.start = 0, .stop = 3}, {.start = 3, .stop = 6}, {.start = 6, .stop = 7},
+                                       {.start = 0, .stop = 3}, {.start = 3, .stop = 6}, {.start = 6, .stop = 7}};
+  EXPECT_EQ(chunks, expected);
+  int64_t frames = 0;
+  for (const Chunk& c : chunks) frames += c.frames();
+  EXPECT_EQ(frames, 14);
+  // A chunk size of 0 would never end: it is taken as 1.
+  EXPECT_EQ(SequentialChunks(2, 1, 0).size(), 2u);
+  EXPECT_EQ(SequentialChunks(5, 1, 100), (std::vector<Chunk>{{.start = 0, .stop = 5}}));
+}
+
+TEST(ChunksTest, ListChunksKeepTheOrderAndDuplicates) {
+  const std::vector<int64_t> indices = {9, 2, 2, 7, 0};
+  const std::vector<Chunk> chunks = ListChunks(indices, 2);
+  const std::vector<Chunk> expected = {{.indices = {9, 2}}, {.indices = {2, 7}}, {.indices = {0}}};
+  EXPECT_EQ(chunks, expected);
+  EXPECT_EQ(chunks[2].frames(), 1);
+  EXPECT_TRUE(ListChunks({}, 5).empty());
+}
+
+TEST(ChunksTest, RotatedOrderGivesEverySideEveryPlace) {
+  EXPECT_EQ(RotatedOrder(3, 0), (std::vector<size_t>{0, 1, 2}));
+  EXPECT_EQ(RotatedOrder(3, 1), (std::vector<size_t>{1, 2, 0}));
+  EXPECT_EQ(RotatedOrder(3, 5), (std::vector<size_t>{2, 0, 1}));
+  EXPECT_EQ(RotatedOrder(2, 1), (std::vector<size_t>{1, 0}));
+  // Three sides: the last of one chunk is never the first of the next.
+  for (size_t chunk = 0; chunk < 6; ++chunk) EXPECT_NE(RotatedOrder(3, chunk).back(), RotatedOrder(3, chunk + 1)[0]);
 }
 
 TEST(ScratchDirTest, HoldsFilesAndIsRemovedWithThem) {
@@ -86,11 +113,23 @@ TEST(MemoryUsageTest, ReadsAndResetsThePeak) {
   EXPECT_LT(*hwm, *now + (32 << 10)) << "the 64 MiB peak survived the reset";
 }
 
-TEST(CpuTimeTest, CountsThisProcessAndAnother) {
+TEST(CpuTimeTest, CountsThisProcessThisThreadAndAnother) {
   const double before = SelfCpuSeconds();
+  const double thread_before = ThreadCpuSeconds();
   volatile uint64_t spin = 0;
   for (uint64_t i = 0; i < 200'000'000; ++i) spin = spin + i;
   EXPECT_GT(SelfCpuSeconds(), before);
+  const double thread_spent = ThreadCpuSeconds() - thread_before;
+  EXPECT_GT(thread_spent, 0);
+  // Another thread's spinning is this process's time, not this thread's.
+  const double thread_mark = ThreadCpuSeconds();
+  const double process_mark = SelfCpuSeconds();
+  std::thread([] {
+    volatile uint64_t other = 0;
+    for (uint64_t i = 0; i < 200'000'000; ++i) other = other + i;
+  }).join();
+  EXPECT_GT(SelfCpuSeconds() - process_mark, 0.5 * thread_spent);
+  EXPECT_LT(ThreadCpuSeconds() - thread_mark, 0.5 * thread_spent);
   auto self = ProcessCpuSeconds(getpid());
   ASSERT_TRUE(self.ok()) << self.status();
   EXPECT_GT(*self, 0);

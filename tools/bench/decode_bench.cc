@@ -9,10 +9,13 @@
 #include <iterator>
 #include <memory>
 #include <random>
+#include <span>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/host.h"
+#include "tools/bench/chunks.h"
+#include "tools/bench/cpu_time.h"
 #include "tools/bench/decode_paths.h"
 #include "tools/bench/ffmpeg_cli.h"
 #include "tools/bench/memory_usage.h"
@@ -30,6 +33,10 @@ constexpr double kRatioTarget = 0.97;
 // long (at most kMaxRepeats times over).
 constexpr double kMinPassSeconds = 1.0;
 constexpr int kMaxRepeats = 20;
+// The sides take turns on chunks of a sequential pass that last about this
+// long (in process), and on this many of the random indices at a time.
+constexpr double kChunkSeconds = 0.1;
+constexpr size_t kRandomChunkIndices = 5;
 constexpr double kSandboxCostTarget = 0.10;
 // out_of_process_fps >= ffmpeg_cli_fps, judged on the per-round ratio.
 constexpr double kCliRatioTarget = 1.0;
@@ -129,121 +136,159 @@ std::vector<int64_t> RandomIndices(int count, int64_t frames, uint64_t seed) {
   return indices;
 }
 
-// One side's passes within one round, summed: every per-round figure is
-// taken over all of a side's passes in that round.
+// One side's chunks within one round, summed: every per-round figure is
+// taken over all of a side's chunks in that round.
 struct SideSum {
   double seconds = 0;
-  double cpu_seconds = 0;
-  double host_cpu_seconds = 0;
-  double open_seconds = 0;
+  double cpu_seconds = 0;       // all of the side's CPU time (see TakeTurns)
+  double host_cpu_seconds = 0;  // out of process: this thread's part of it
   int64_t frames = 0;
-  int passes = 0;
 
-  void Add(const PassTiming& t) {
-    seconds += t.decode_seconds;
-    cpu_seconds += t.cpu_seconds;
-    host_cpu_seconds += t.host_cpu_seconds;
-    open_seconds += t.open_seconds;
-    frames += t.frames;
-    ++passes;
-  }
   double Fps() const { return static_cast<double>(frames) / seconds; }
   double CpuMsPerFrame() const { return cpu_seconds * 1e3 / static_cast<double>(frames); }
   double HostCpuMsPerFrame() const { return host_cpu_seconds * 1e3 / static_cast<double>(frames); }
-  double OpenMs() const { return open_seconds * 1e3 / passes; }
 };
+
+// Every side in `paths` (at most one of them in process) decodes every
+// chunk, the sides taking turns chunk by chunk in rotated order
+// (RotatedOrder(paths.size(), chunk + round)), each side's figures summed
+// into sums[side]. CPU time is taken over the whole phase, because
+// FFmpeg's frame threads go on decoding the next frames after a chunk's
+// last one is out, into the next side's turn: out of process, the child's
+// CPU time plus what this thread spent in the side's chunks; in process,
+// this process's CPU time less what this thread spent in the
+// out-of-process sides' chunks (so the Host's own few background
+// wake-ups fall on the in-process side).
+absl::Status TakeTurns(std::span<const std::unique_ptr<DecodePath>> paths, const std::vector<Chunk>& chunks,
+                       int round, std::span<SideSum> sums) {
+  std::vector<double> child_cpu_before(paths.size());
+  for (size_t side = 0; side < paths.size(); ++side) {
+    if (paths[side]->backend_pid() == 0) continue;
+    absl::StatusOr<double> cpu = ProcessCpuSeconds(paths[side]->backend_pid());
+    if (!cpu.ok()) return cpu.status();
+    child_cpu_before[side] = *cpu;
+  }
+  const double process_cpu_before = SelfCpuSeconds();
+  std::vector<double> thread_cpu(paths.size());
+  for (size_t k = 0; k < chunks.size(); ++k) {
+    for (size_t side : RotatedOrder(paths.size(), k + static_cast<size_t>(round))) {
+      absl::StatusOr<ChunkTiming> t = paths[side]->Decode(chunks[k]);
+      if (!t.ok()) return t.status();
+      sums[side].seconds += t->decode_seconds;
+      sums[side].frames += t->frames;
+      thread_cpu[side] += t->thread_cpu_seconds;
+    }
+  }
+  const double process_cpu = SelfCpuSeconds() - process_cpu_before;
+  double channel_cpu = 0;  // this thread's, in out-of-process chunks
+  for (size_t side = 0; side < paths.size(); ++side) {
+    if (paths[side]->backend_pid() == 0) continue;
+    absl::StatusOr<double> cpu = ProcessCpuSeconds(paths[side]->backend_pid());
+    if (!cpu.ok()) return cpu.status();
+    sums[side].host_cpu_seconds += thread_cpu[side];
+    sums[side].cpu_seconds += *cpu - child_cpu_before[side] + thread_cpu[side];
+    channel_cpu += thread_cpu[side];
+  }
+  for (size_t side = 0; side < paths.size(); ++side) {
+    if (paths[side]->backend_pid() == 0) sums[side].cpu_seconds += process_cpu - channel_cpu;
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<DecodeBenchResult> MeasureVideo(const DecodeBenchOptions& o, const std::string& path,
                                                const StreamMetadata& m, const RssFigures& rss) {
   const int64_t video_frames = m.num_frames_from_scan;
-  Workload sequential{.sequential = true, .count = std::min<int64_t>(o.frames, video_frames)};
+  const int64_t count = std::min<int64_t>(o.frames, video_frames);
   // A pass of a small video takes a fraction of a second, over which one
   // scheduling burst on this shared machine moves the fps by 10%: decode
   // the frames as many times over (in the same session, on every side) as
-  // makes a pass last about kMinPassSeconds, timed by one in-process pass.
+  // makes a pass last about kMinPassSeconds; and cut the pass into chunks
+  // of about kChunkSeconds, which the sides take turns on. Both from one
+  // in-process pass, timed first.
+  int repeats = 1;
+  int64_t chunk_frames = count;
   {
-    absl::StatusOr<PassTiming> probe = InProcessPass(path, o.threads, sequential);
+    absl::StatusOr<std::unique_ptr<DecodePath>> probe = OpenInProcess(path, o.threads);
     if (!probe.ok()) return probe.status();
-    sequential.repeats = std::clamp(static_cast<int>(std::ceil(kMinPassSeconds / probe->decode_seconds)), 1,
-                                    kMaxRepeats);
+    absl::StatusOr<ChunkTiming> t = (*probe)->Decode({.start = 0, .stop = count});
+    if (!t.ok()) return t.status();
+    repeats = std::clamp(static_cast<int>(std::ceil(kMinPassSeconds / t->decode_seconds)), 1, kMaxRepeats);
+    const double seconds_per_frame = t->decode_seconds / static_cast<double>(count);
+    chunk_frames = std::clamp<int64_t>(std::llround(kChunkSeconds / seconds_per_frame), 1, count);
   }
-  // The random indices in two halves, each a pass of its own (see below).
+  const std::vector<Chunk> sequential = SequentialChunks(count, repeats, chunk_frames);
   const std::vector<int64_t> indices = RandomIndices(o.random_frames, video_frames, o.seed);
-  const auto middle = indices.begin() + static_cast<std::ptrdiff_t>(indices.size() / 2);
-  const Workload random_halves[2] = {{.sequential = false, .indices = {indices.begin(), middle}},
-                                     {.sequential = false, .indices = {middle, indices.end()}}};
+  const std::vector<Chunk> random = ListChunks(indices, kRandomChunkIndices);
 
   absl::StatusOr<std::unique_ptr<Host>> sandboxed = CreateBenchHost(true);
   if (!sandboxed.ok()) return sandboxed.status();
   absl::StatusOr<std::unique_ptr<Host>> unsandboxed = CreateBenchHost(false);
   if (!unsandboxed.ok()) return unsandboxed.status();
 
-  // Sequential sides, in this order in the arrays below.
-  enum Side : size_t { kIn, kOut, kUnsandboxed, kCli, kSides };
+  // The decode paths, in this order in the arrays below; the random chunks
+  // run on the first two only.
+  enum Side : size_t { kIn, kOut, kUnsandboxed, kPaths };
   // Per round, per side.
-  std::vector<double> fps[kSides], cpu_ms[kSides], open_ms[kSides], out_host_cpu;
+  std::vector<double> fps[kPaths], cpu_ms[kPaths], open_ms[kPaths], out_host_cpu, cli_fps;
   std::vector<double> ratios, sandbox_costs, cli_ratios;
   std::vector<double> random_in_fps, random_out_fps, random_ratios;
-  using Pass = std::function<absl::StatusOr<PassTiming>()>;
-  const Pass sequential_passes[kSides] = {
-      [&] { return InProcessPass(path, o.threads, sequential); },
-      [&] { return OutOfProcessPass(**sandboxed, path, o.threads, o.arena_slots, sequential); },
-      [&] { return OutOfProcessPass(**unsandboxed, path, o.threads, o.arena_slots, sequential); },
-      [&]() -> absl::StatusOr<PassTiming> {
-        PassTiming t;
-        for (int r = 0; r < sequential.repeats; ++r) {
-          absl::StatusOr<double> seconds = TimeFfmpegDecode(path, o.threads, sequential.count, video_frames);
-          if (!seconds.ok()) return seconds.status();
-          t.decode_seconds += *seconds;
-          t.frames += sequential.count;
-        }
-        return t;
-      },
-  };
-  auto random_pass = [&](size_t side, const Workload& half) {
-    return side == 0 ? InProcessPass(path, o.threads, half)
-                     : OutOfProcessPass(**sandboxed, path, o.threads, o.arena_slots, half);
+  // The ffmpeg CLI cannot take turns by chunk: it runs the sequential pass
+  // (as `repeats` processes) once before the round's chunks and once after.
+  double cli_seconds = 0;
+  int64_t cli_frames = 0;
+  auto cli_pass = [&]() -> absl::Status {
+    for (int r = 0; r < repeats; ++r) {
+      absl::StatusOr<double> seconds = TimeFfmpegDecode(path, o.threads, count, video_frames);
+      if (!seconds.ok()) return seconds.status();
+      cli_seconds += *seconds;
+      cli_frames += count;
+    }
+    return absl::OkStatus();
   };
   // Every side runs the same backend code with the same thread count; what
-  // differs is only the path around it. The sequential passes a ratio
-  // compares all run in each round, each side twice in mirrored order, and
-  // each ratio is taken within its round over both passes of each side: a
-  // load that rises or falls steadily through the round weighs on every side
-  // alike, and the median over rounds drops the round a burst spoiled most.
-  // The random passes are long (~25 s at 1080p), so rather than run each
-  // twice, each side decodes the first half of the indices in one session
-  // and the second half in another, mirrored as A1 B1 B2 A2 (which side goes
-  // first alternating with the round): the same work on both sides, and the
-  // same cancelling of a steady drift.
+  // differs is only the path around it. Within a round the sides take
+  // turns chunk by chunk (about kChunkSeconds each), so that load which
+  // comes and goes on this shared machine over more than a few chunks
+  // falls on every side alike, and each ratio is taken within its round;
+  // the median over rounds then drops the round a burst spoiled most.
   for (int round = 0; round < o.rounds; ++round) {
     Progress(absl::StrCat(path, ": round ", round + 1, " of ", o.rounds));
-    SideSum sums[kSides];
-    for (size_t side : MirroredOrder(kSides, round)) {
-      absl::StatusOr<PassTiming> t = sequential_passes[side]();
-      if (!t.ok()) return t.status();
-      sums[side].Add(*t);
+    cli_seconds = 0;
+    cli_frames = 0;
+    if (absl::Status s = cli_pass(); !s.ok()) return s;
+    std::unique_ptr<DecodePath> paths[kPaths];
+    {
+      absl::StatusOr<std::unique_ptr<DecodePath>> opened[kPaths] = {
+          OpenInProcess(path, o.threads),
+          OpenOutOfProcess(**sandboxed, path, o.threads, o.arena_slots),
+          OpenOutOfProcess(**unsandboxed, path, o.threads, o.arena_slots),
+      };
+      for (size_t side = 0; side < kPaths; ++side) {
+        if (!opened[side].ok()) return opened[side].status();
+        paths[side] = *std::move(opened[side]);
+        open_ms[side].push_back(paths[side]->open_seconds() * 1e3);
+      }
     }
-    for (size_t side = 0; side < kSides; ++side) {
+    SideSum sums[kPaths];
+    if (absl::Status s = TakeTurns(paths, sequential, round, sums); !s.ok()) return s;
+    SideSum random_sums[2];
+    if (absl::Status s = TakeTurns(std::span(paths, 2), random, round, random_sums); !s.ok()) return s;
+    for (std::unique_ptr<DecodePath>& p : paths) p.reset();
+    if (absl::Status s = cli_pass(); !s.ok()) return s;
+
+    for (size_t side = 0; side < kPaths; ++side) {
       fps[side].push_back(sums[side].Fps());
       cpu_ms[side].push_back(sums[side].CpuMsPerFrame());
-      open_ms[side].push_back(sums[side].OpenMs());
     }
     out_host_cpu.push_back(sums[kOut].HostCpuMsPerFrame());
+    const double round_cli_fps = static_cast<double>(cli_frames) / cli_seconds;
+    cli_fps.push_back(round_cli_fps);
     ratios.push_back(sums[kOut].Fps() / sums[kIn].Fps());
     sandbox_costs.push_back(1 - sums[kOut].Fps() / sums[kUnsandboxed].Fps());
-    cli_ratios.push_back(sums[kOut].Fps() / sums[kCli].Fps());
-
-    SideSum random_sums[2];
-    const std::vector<size_t> random_order = MirroredOrder(2, round);
-    for (size_t i = 0; i < random_order.size(); ++i) {
-      const size_t side = random_order[i];
-      absl::StatusOr<PassTiming> t = random_pass(side, random_halves[i / 2]);
-      if (!t.ok()) return t.status();
-      random_sums[side].Add(*t);
-    }
-    random_in_fps.push_back(random_sums[0].Fps());
-    random_out_fps.push_back(random_sums[1].Fps());
-    random_ratios.push_back(random_sums[1].Fps() / random_sums[0].Fps());
+    cli_ratios.push_back(sums[kOut].Fps() / round_cli_fps);
+    random_in_fps.push_back(random_sums[kIn].Fps());
+    random_out_fps.push_back(random_sums[kOut].Fps());
+    random_ratios.push_back(random_sums[kOut].Fps() / random_sums[kIn].Fps());
   }
 
   DecodeBenchResult r;
@@ -251,15 +296,17 @@ absl::StatusOr<DecodeBenchResult> MeasureVideo(const DecodeBenchOptions& o, cons
   r.codec = m.codec;
   r.width = m.width;
   r.height = m.height;
-  r.frames = sequential.count;
-  r.repeats = sequential.repeats;
+  r.frames = count;
+  r.repeats = repeats;
+  r.chunk_frames = chunk_frames;
+  r.random_chunk_frames = kRandomChunkIndices;
   r.threads = o.threads;
   r.arena_slots = o.arena_slots;
   r.rounds = o.rounds;
   r.in_process_fps = Median(fps[kIn]);
   r.out_of_process_fps = Median(fps[kOut]);
   r.out_of_process_unsandboxed_fps = Median(fps[kUnsandboxed]);
-  r.ffmpeg_cli_fps = Median(fps[kCli]);
+  r.ffmpeg_cli_fps = Median(cli_fps);
   r.ratio = Median(ratios);
   r.sandbox_cost = Median(sandbox_costs);
   r.cli_ratio = Median(cli_ratios);
@@ -350,7 +397,8 @@ std::string DecodeBenchResult::ToJson() const {
   cli::JsonWriter w;
   w.BeginObject();
   w.Key("file").String(file).Key("codec").String(codec).Key("width").Int(width).Key("height").Int(height);
-  w.Key("frames").Int(frames).Key("repeats").Int(repeats).Key("threads").Int(threads).Key("arena_slots").Int(arena_slots);
+  w.Key("frames").Int(frames).Key("repeats").Int(repeats).Key("chunk_frames").Int(chunk_frames);
+  w.Key("random_chunk_frames").Int(random_chunk_frames).Key("threads").Int(threads).Key("arena_slots").Int(arena_slots);
   w.Key("rounds").Int(rounds);
   w.Key("in_process_fps").Double(Rounded(in_process_fps, 1));
   w.Key("out_of_process_fps").Double(Rounded(out_of_process_fps, 1));
@@ -388,8 +436,9 @@ std::string DecodeBenchResult::ToJson() const {
 
 std::string DecodeBenchResult::ToText() const {
   std::string out = absl::StrFormat(
-      "%s: %s %ux%u, %d frames (x%d per sequential pass), threads %u, %u arena slots, median of %d rounds\n", file,
-      codec, width, height, frames, repeats, threads, arena_slots, rounds);
+      "%s: %s %ux%u, %d frames (x%d per sequential pass, in turns of %d frames), threads %u, %u arena slots, "
+      "median of %d rounds\n",
+      file, codec, width, height, frames, repeats, chunk_frames, threads, arena_slots, rounds);
   absl::StrAppendFormat(&out, "  %-34s %8.1f fps, CPU %.3f ms/frame (open %.1f ms, not counted)\n",
                         "in process (cpu backend linked in)", in_process_fps, in_process_cpu_ms_per_frame,
                         in_process_open_ms);
@@ -403,8 +452,8 @@ std::string DecodeBenchResult::ToText() const {
                         TargetNote(targets, "sandbox_cost"));
   absl::StrAppendFormat(&out, "  %-34s %8.1f fps (wall clock, process start included); out of process / CLI %.3f %s\n",
                         "ffmpeg CLI", ffmpeg_cli_fps, cli_ratio, TargetNote(targets, "cli_ratio"));
-  absl::StrAppendFormat(&out, "  %d random frames, exact seek: in process %.1f fps, out of process %.1f fps; ratio %.3f %s\n",
-                        random_frames, random_in_process_fps, random_out_of_process_fps, random_ratio,
+  absl::StrAppendFormat(&out, "  %d random frames (in turns of %d), exact seek: in process %.1f fps, out of process %.1f fps; ratio %.3f %s\n",
+                        random_frames, random_chunk_frames, random_in_process_fps, random_out_of_process_fps, random_ratio,
                         TargetNote(targets, "random_ratio"));
   absl::StrAppendFormat(&out, "  host peak RSS: %d kB after %d frames, %d kB after %d frames\n", host_rss_kb_300,
                         kRssFramesFirst, host_rss_kb_3000, kRssFramesLast);

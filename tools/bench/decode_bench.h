@@ -21,18 +21,26 @@
 //
 // A sequential pass decodes the video's frames in order, repeated in the
 // same session until the pass lasts about a second (`repeats`, from one
-// in-process pass timed first: 1 at 1080p, ~5 at 360p), so that one
+// in-process pass timed first: 1 at 1080p, ~4 at 360p), so that one
 // scheduling burst does not decide a short pass.
 //
-// The measurements are interleaved over rounds. In each round every
-// sequential side (in, out, unsandboxed, CLI) runs twice, in mirrored order
-// (A B C D D C B A, the first side rotating from round to round), so a load
-// that rises or falls steadily through the round weighs on each side alike;
-// the random-access sides likewise, each decoding the first half of the
-// indices in one session and the second half in another (A1 B1 B2 A2). Each fps
-// figure is the median over rounds of the round's fps (both passes of the
-// side), and each ratio the median of the ratios taken within each round (so
-// it need not equal the ratio of the median fps).
+// The sides take turns. In each round the in-process, sandboxed and
+// unsandboxed decoders are opened side by side and kept open; the
+// sequential pass is cut into chunks of about 0.1 s (`chunk_frames`), and
+// every side decodes chunk 1, then every side chunk 2, and so on, the
+// order of the sides rotating by one from chunk to chunk (A B C, B C A,
+// C A B: every side takes every place, and none runs twice in a row). Out
+// of process each chunk is one request, which continues where the last
+// one left the decoder, as in process. Then the in-process and sandboxed
+// decoders take turns the same way on the random indices, 5 at a time. A
+// load that comes and goes on this shared machine over more than a few
+// tenths of a second so falls on every side alike. (Before, each side ran
+// whole passes of a second or more in turn, and one burst decided a
+// round's ratio by up to 15%.) The ffmpeg CLI, a process per pass, runs
+// its pass once before the round's chunks and once after. Each fps figure
+// is the median over rounds of the round's fps (all chunks of the side),
+// and each ratio the median of the ratios taken within each round (so it
+// need not equal the ratio of the median fps).
 //
 // Thread-safety: RunDecodeBench runs on the calling thread (the Host adds
 // its own); call it once at a time.
@@ -70,7 +78,9 @@ struct DecodeBenchResult {
   uint32_t width = 0;
   uint32_t height = 0;
   int64_t frames = 0;  // the video's frames decoded in a sequential pass,
-  int repeats = 1;     // this many times over (so that a pass lasts ~1 s)
+  int repeats = 1;     // this many times over (so that a pass lasts ~1 s),
+  int64_t chunk_frames = 0;        // in chunks of this many frames (~0.1 s)
+  int64_t random_chunk_frames = 0;  // random indices per chunk
   uint32_t threads = 0;
   uint32_t arena_slots = 0;
   int rounds = 0;

@@ -5,6 +5,9 @@
 
 #include <chrono>
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/cpu_backend.h"
@@ -25,25 +28,26 @@ absl::Status BackendError(const std::string& path, const char* call, cv_status s
 }
 
 // One in-process session of the cpu backend, closed on destruction.
-class InProcessSession {
+class InProcessPath final : public DecodePath {
  public:
-  InProcessSession() : table_(codecvisor_backend_v1()) {}
-  ~InProcessSession() {
+  explicit InProcessPath(std::string path) : path_(std::move(path)), table_(codecvisor_backend_v1()) {}
+  ~InProcessPath() override {
     if (session_ != nullptr) table_->close_session(session_);
     if (backend_ != nullptr) table_->destroy(backend_);
     if (fd_ >= 0) close(fd_);
   }
-  InProcessSession(const InProcessSession&) = delete;
-  InProcessSession& operator=(const InProcessSession&) = delete;
+  InProcessPath(const InProcessPath&) = delete;
+  InProcessPath& operator=(const InProcessPath&) = delete;
 
-  absl::Status Open(const std::string& path, uint32_t threads) {
+  absl::Status Open(uint32_t threads) {
+    const auto start = Clock::now();
     cv_error error{};
     // The runner passes the manifest's [config]; cpu.toml has none.
     if (cv_status s = table_->create("", &backend_, &error); s != CV_OK) {
-      return BackendError(path, "create", s, error);
+      return BackendError(path_, "create", s, error);
     }
-    fd_ = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
+    fd_ = open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) return absl::NotFoundError(absl::StrCat(path_, ": cannot open"));
     cv_open_options options{};
     options.struct_size = sizeof(options);
     options.stream_index = -1;
@@ -51,31 +55,42 @@ class InProcessSession {
     options.output_format = CV_OUTPUT_RGB24;
     options.decoder_threads = threads;
     options.device = "cpu";
-    options.file_label = path.c_str();
+    options.file_label = path_.c_str();
     if (cv_status s = table_->open_session(backend_, fd_, &options, &session_, &error); s != CV_OK) {
       session_ = nullptr;
-      return BackendError(path, "open_session", s, error);
+      return BackendError(path_, "open_session", s, error);
     }
     cv_frame_layout layout{};
     if (cv_status s = table_->get_frame_layout(session_, &layout, &error); s != CV_OK) {
-      return BackendError(path, "get_frame_layout", s, error);
+      return BackendError(path_, "get_frame_layout", s, error);
     }
     buffer_.resize(layout.size);
+    open_seconds_ = Seconds(Clock::now() - start);
     return absl::OkStatus();
   }
 
-  absl::Status Decode(const std::string& path, int64_t index, uint64_t* checksum) {
-    cv_frame_buffer buffer{buffer_.data(), buffer_.size()};
-    cv_frame_info info{};
-    cv_error error{};
-    if (cv_status s = table_->decode_frame(session_, index, &buffer, &info, &error); s != CV_OK) {
-      return BackendError(path, "decode_frame", s, error);
+  absl::StatusOr<ChunkTiming> Decode(const Chunk& chunk) override {
+    ChunkTiming t;
+    const double cpu_before = ThreadCpuSeconds();
+    const auto start = Clock::now();
+    for (int64_t i = 0; i < chunk.frames(); ++i) {
+      const int64_t index = chunk.indices.empty() ? chunk.start + i : chunk.indices[static_cast<size_t>(i)];
+      cv_frame_buffer buffer{buffer_.data(), buffer_.size()};
+      cv_frame_info info{};
+      cv_error error{};
+      if (cv_status s = table_->decode_frame(session_, index, &buffer, &info, &error); s != CV_OK) {
+        return BackendError(path_, "decode_frame", s, error);
+      }
+      t.checksum += TouchFrame(buffer_);
+      ++t.frames;
     }
-    *checksum += TouchFrame(buffer_);
-    return absl::OkStatus();
+    t.decode_seconds = Seconds(Clock::now() - start);
+    t.thread_cpu_seconds = ThreadCpuSeconds() - cpu_before;
+    return t;
   }
 
  private:
+  const std::string path_;
   const cv_backend_v1* table_;
   cv_backend* backend_ = nullptr;
   cv_session* session_ = nullptr;
@@ -91,10 +106,52 @@ absl::StatusOr<pid_t> BackendPid(const Host& host, const std::string& name) {
   return absl::InternalError(absl::StrCat("backend '", name, "' has no running process"));
 }
 
-FrameSelection SelectionFor(const Workload& workload) {
-  if (workload.sequential) return {ipc::IndexRange{0, workload.count, 1}};
-  return {ipc::IndexList{workload.indices}};
+FrameSelection SelectionFor(const Chunk& chunk) {
+  if (chunk.indices.empty()) return {ipc::IndexRange{chunk.start, chunk.stop, 1}};
+  return {ipc::IndexList{chunk.indices}};
 }
+
+// A VideoDecoder on the host's cpu backend, and the pid of that backend's
+// child (for its CPU time).
+class OutOfProcessPath final : public DecodePath {
+ public:
+  OutOfProcessPath(const Host& host, std::string path, std::unique_ptr<VideoDecoder> decoder, pid_t backend,
+                   double open_seconds)
+      : host_(host), path_(std::move(path)), decoder_(std::move(decoder)), backend_(backend) {
+    open_seconds_ = open_seconds;
+  }
+
+  pid_t backend_pid() const override { return backend_; }
+
+  absl::StatusOr<ChunkTiming> Decode(const Chunk& chunk) override {
+    ChunkTiming t;
+    const double cpu_before = ThreadCpuSeconds();
+    const auto start = Clock::now();
+    absl::Status s = decoder_->ForEachFrame(SelectionFor(chunk), [&](Frame frame) {
+      t.checksum += TouchFrame(frame.data());
+      ++t.frames;
+      return absl::OkStatus();
+    });
+    t.decode_seconds = Seconds(Clock::now() - start);
+    t.thread_cpu_seconds = ThreadCpuSeconds() - cpu_before;
+    if (!s.ok()) return s;
+    // The same child must have served the whole chunk: a restart would
+    // make its CPU time meaningless and the chunk's timing an outage's.
+    if (absl::StatusOr<pid_t> now = BackendPid(host_, decoder_->backend_name()); !now.ok() || *now != backend_) {
+      return absl::InternalError(absl::StrCat(path_, ": the backend restarted during a measured chunk"));
+    }
+    if (t.frames != chunk.frames()) {
+      return absl::InternalError(absl::StrCat(path_, ": expected ", chunk.frames(), " frames, got ", t.frames));
+    }
+    return t;
+  }
+
+ private:
+  const Host& host_;
+  const std::string path_;
+  std::unique_ptr<VideoDecoder> decoder_;
+  const pid_t backend_;
+};
 
 }  // namespace
 
@@ -106,67 +163,27 @@ FrameSelection SelectionFor(const Workload& workload) {
   return sum + bytes.back();
 }
 
-absl::StatusOr<PassTiming> InProcessPass(const std::string& path, uint32_t threads, const Workload& workload) {
-  PassTiming t;
-  const auto start = Clock::now();
-  InProcessSession session;
-  if (absl::Status s = session.Open(path, threads); !s.ok()) return s;
-  const auto opened = Clock::now();
-  const double cpu_before = SelfCpuSeconds();
-  for (int64_t i = 0; i < workload.frames(); ++i) {
-    const int64_t index = workload.sequential ? i % workload.count : workload.indices[static_cast<size_t>(i)];
-    if (absl::Status s = session.Decode(path, index, &t.checksum); !s.ok()) return s;
-  }
-  const auto done = Clock::now();
-  t.cpu_seconds = SelfCpuSeconds() - cpu_before;
-  t.host_cpu_seconds = t.cpu_seconds;
-  t.open_seconds = Seconds(opened - start);
-  t.decode_seconds = Seconds(done - opened);
-  t.frames = workload.frames();
-  return t;
+absl::StatusOr<std::unique_ptr<DecodePath>> OpenInProcess(const std::string& path, uint32_t threads) {
+  auto decoder = std::make_unique<InProcessPath>(path);
+  if (absl::Status s = decoder->Open(threads); !s.ok()) return s;
+  return decoder;
 }
 
-absl::StatusOr<PassTiming> OutOfProcessPass(Host& host, const std::string& path, uint32_t threads,
-                                            uint32_t arena_slots, const Workload& workload) {
+absl::StatusOr<std::unique_ptr<DecodePath>> OpenOutOfProcess(Host& host, const std::string& path, uint32_t threads,
+                                                             uint32_t arena_slots) {
   DecoderOptions options;
   options.device = "cpu";
   options.seek_mode = SeekMode::kExact;
   options.output_format = OutputFormat::kRgb24;
   options.decoder_threads = threads;
   options.arena_slots = arena_slots;
-  PassTiming t;
   const auto start = Clock::now();
   absl::StatusOr<std::unique_ptr<VideoDecoder>> decoder = host.OpenDecoder(path, options);
   if (!decoder.ok()) return decoder.status();
-  const auto opened = Clock::now();
+  const double open_seconds = Seconds(Clock::now() - start);
   absl::StatusOr<pid_t> backend = BackendPid(host, (*decoder)->backend_name());
   if (!backend.ok()) return backend.status();
-  const double host_cpu_before = SelfCpuSeconds();
-  absl::StatusOr<double> backend_cpu_before = ProcessCpuSeconds(*backend);
-  if (!backend_cpu_before.ok()) return backend_cpu_before.status();
-  const auto decode_start = Clock::now();
-  absl::Status s;
-  // One request per repetition, as a caller decoding the file again would.
-  for (int r = 0; r < workload.repeats && s.ok(); ++r) {
-    s = (*decoder)->ForEachFrame(SelectionFor(workload), [&](Frame frame) {
-      t.checksum += TouchFrame(frame.data());
-      ++t.frames;
-      return absl::OkStatus();
-    });
-  }
-  const auto done = Clock::now();
-  const double host_cpu = SelfCpuSeconds() - host_cpu_before;
-  if (!s.ok()) return s;
-  absl::StatusOr<double> backend_cpu_after = ProcessCpuSeconds(*backend);
-  if (!backend_cpu_after.ok()) return backend_cpu_after.status();
-  t.cpu_seconds = host_cpu + (*backend_cpu_after - *backend_cpu_before);
-  t.host_cpu_seconds = host_cpu;
-  if (t.frames != workload.frames()) {
-    return absl::InternalError(absl::StrCat(path, ": expected ", workload.frames(), " frames, got ", t.frames));
-  }
-  t.open_seconds = Seconds(opened - start);
-  t.decode_seconds = Seconds(done - decode_start);
-  return t;
+  return std::make_unique<OutOfProcessPath>(host, path, *std::move(decoder), *backend, open_seconds);
 }
 
 absl::StatusOr<StreamMetadata> ProbeStream(Host& host, const std::string& path) {

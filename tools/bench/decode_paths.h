@@ -1,75 +1,88 @@
 // File: tools/bench/decode_paths.h
 //
-// The two ways `codecvisor bench decode` runs the same decode work:
+// The two ways `codecvisor bench decode` runs the same decode work, each an
+// open decoder that decodes one chunk of frames at a time:
 //
 //  - in process: the cpu backend's own code (//backends/cpu:cpu_backend)
 //    linked into this binary and called through its C ABI table, frames
 //    decoded into one private buffer: what the backend costs with no
 //    process boundary, no sandbox and no channel;
-//  - out of process: Host -> VideoDecoder -> ForEachFrame, frames streamed
-//    zero-copy from the sandboxed child's arena.
+//  - out of process: Host -> VideoDecoder -> ForEachFrame, one request per
+//    chunk, frames streamed zero-copy from the sandboxed child's arena.
 //
 // Both do the same per-frame work on the host side (TouchFrame), so that
 // the ratio of their throughputs is the cost of codecvisor's design.
 //
 // NOTE: the in-process path runs FFmpeg inside this process. Whoever
-// measures the host's memory must do so before the first in-process pass
-// (decode_bench.cc does).
+// measures the host's memory must do so before the first in-process
+// decoder is opened (decode_bench.cc does).
 //
-// Thread-safety: each function uses only its own objects; call from one
-// thread at a time per Host.
+// Thread-safety: a DecodePath is used from one thread at a time.
 
 #ifndef CODECVISOR_TOOLS_BENCH_DECODE_PATHS_H_
 #define CODECVISOR_TOOLS_BENCH_DECODE_PATHS_H_
 
+#include <sys/types.h>
+
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
-#include <vector>
 
 #include "absl/status/statusor.h"
 #include "core/host.h"
+#include "tools/bench/chunks.h"
 
 namespace codecvisor::bench {
-
-// Frames to decode, in order: either 0..count-1 (sequential, sent as one
-// index range) or an explicit list (random access with exact seeks).
-struct Workload {
-  bool sequential = true;
-  int64_t count = 0;             // sequential: frames 0..count-1,
-  int repeats = 1;               // that many times over, in one session
-  std::vector<int64_t> indices;  // otherwise: these, in this order
-
-  int64_t frames() const { return sequential ? count * repeats : static_cast<int64_t>(indices.size()); }
-};
 
 // The host-side work done on every decoded frame on both paths: reads a
 // few bytes spread over the frame (so each frame's memory is touched, as a
 // consumer would, without adding a full pass over it) and sums them.
 uint64_t TouchFrame(std::span<const uint8_t> bytes);
 
-struct PassTiming {
-  double open_seconds = 0;    // create/open (exact mode scans the file)
-  double decode_seconds = 0;  // the frames of the workload, open excluded
-  // CPU time over decode_seconds: this process's, plus the backend child's
-  // out of process (all threads of both).
-  double cpu_seconds = 0;
-  double host_cpu_seconds = 0;  // this process's part of it
+// One chunk decoded on one path.
+struct ChunkTiming {
+  double decode_seconds = 0;  // wall clock, from the call to the last frame
+  // CPU time of the calling thread over the chunk: in process, the decode
+  // less the work of FFmpeg's own threads; out of process, the host's side
+  // of the channel. (Whole-process figures are taken over many chunks, by
+  // the caller: FFmpeg's frame threads go on working on the next frames
+  // after a chunk's last one is out, into whatever runs next.)
+  double thread_cpu_seconds = 0;
   int64_t frames = 0;
-  uint64_t checksum = 0;      // TouchFrame sums: keeps the work observable
+  uint64_t checksum = 0;  // TouchFrame sums: keeps the work observable
 };
 
-// Decodes `workload` from `path` with the cpu backend in this process:
-// create, open_session (exact, RGB24, `threads` decoder threads; 0 lets
-// FFmpeg choose), get_frame_layout, decode_frame per index into one
-// private buffer of layout.size. Fails with the backend's message.
-[[nodiscard]] absl::StatusOr<PassTiming> InProcessPass(const std::string& path, uint32_t threads,
-                                                       const Workload& workload);
+// An open decoder of one video (exact seek mode, RGB24 output, a given
+// number of decoder threads; 0 lets FFmpeg choose), kept open across
+// chunks, so that each chunk continues from where the last one left the
+// decoder, as a caller's successive requests would.
+class DecodePath {
+ public:
+  virtual ~DecodePath() = default;
 
-// The same through `host`: OpenDecoder on "cpu" (exact, RGB24, `threads`,
-// `arena_slots` frame slots), then one ForEachFrame over the workload.
-[[nodiscard]] absl::StatusOr<PassTiming> OutOfProcessPass(Host& host, const std::string& path, uint32_t threads,
-                                                          uint32_t arena_slots, const Workload& workload);
+  // Decodes `chunk`'s frames in order. Fails with the backend's message.
+  [[nodiscard]] virtual absl::StatusOr<ChunkTiming> Decode(const Chunk& chunk) = 0;
+
+  // How long opening took (exact mode scans the file): not in any fps.
+  double open_seconds() const { return open_seconds_; }
+
+  // The backend child that decodes, or 0 in process.
+  virtual pid_t backend_pid() const { return 0; }
+
+ protected:
+  double open_seconds_ = 0;
+};
+
+// The cpu backend in this process: create, open_session, get_frame_layout;
+// then decode_frame per index into one private buffer of layout.size.
+[[nodiscard]] absl::StatusOr<std::unique_ptr<DecodePath>> OpenInProcess(const std::string& path,
+                                                                        uint32_t threads);
+
+// The same through `host`: OpenDecoder on "cpu" with `arena_slots` frame
+// slots, then one ForEachFrame per chunk (an index range or an index list).
+[[nodiscard]] absl::StatusOr<std::unique_ptr<DecodePath>> OpenOutOfProcess(Host& host, const std::string& path,
+                                                                           uint32_t threads, uint32_t arena_slots);
 
 // The stream as the cpu backend describes it in exact mode (through
 // `host`, so that nothing is decoded in this process), for sizing the

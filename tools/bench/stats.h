@@ -1,8 +1,7 @@
 // File: tools/bench/stats.h
 //
 // The summary statistics the benchmarks report: medians of rounds and
-// nearest-rank percentiles of samples; and the order passes run in within a
-// round. Header-only, pure functions.
+// nearest-rank percentiles of samples. Header-only, pure functions.
 
 #ifndef CODECVISOR_TOOLS_BENCH_STATS_H_
 #define CODECVISOR_TOOLS_BENCH_STATS_H_
@@ -31,17 +30,6 @@ inline double Percentile(std::vector<double> samples, double p) {
   const double rank = std::ceil(p / 100.0 * static_cast<double>(samples.size()));
   const size_t index = static_cast<size_t>(std::clamp(rank, 1.0, static_cast<double>(samples.size()))) - 1;
   return samples[index];
-}
-
-// The order of one round's passes over `sides` sides (0..sides-1): each
-// side twice, in mirrored order (A B C D D C B A), the first side rotating
-// with `round`. A load that rises or falls steadily through the round then
-// adds the same to every side's two passes together.
-inline std::vector<size_t> MirroredOrder(size_t sides, int round) {
-  std::vector<size_t> order;
-  for (size_t i = 0; i < sides; ++i) order.push_back((i + static_cast<size_t>(round)) % sides);
-  order.insert(order.end(), order.rbegin(), order.rend());
-  return order;
 }
 
 // `value` rounded to `digits` decimals, for output that does not pretend
