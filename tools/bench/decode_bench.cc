@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <functional>
 #include <iterator>
 #include <memory>
 #include <random>
@@ -21,13 +20,10 @@
 #include "tools/bench/memory_usage.h"
 #include "tools/bench/scratch_dir.h"
 #include "tools/bench/stats.h"
-#include "tools/cli/json.h"
 
 namespace codecvisor::bench {
 namespace {
 
-constexpr int64_t kRssFramesFirst = 300;
-constexpr int64_t kRssFramesLast = 3000;
 constexpr double kRatioTarget = 0.97;
 // A sequential pass repeats the video's frames until it lasts about this
 // long (at most kMaxRepeats times over).
@@ -81,32 +77,24 @@ struct RssFigures {
 
 // The host's memory after 300 and 3000 frames decoded out of process (the
 // video decoded again and again by one decoder until that many frames have
-// been delivered). Must run before any InProcessPass in this process: the
-// in-process passes run FFmpeg here, and its buffers and code pages would
-// be counted as the host's. The peak is reset first, so that one video's
-// figures do not carry the previous one's peak.
+// been delivered). Must run before any in-process decoder is opened in
+// this process: that runs FFmpeg here, and its buffers and code pages
+// would be counted as the host's. The peak is reset first, so that one
+// video's figures do not carry the previous one's peak.
 absl::StatusOr<RssFigures> MeasureHostRss(const std::string& path, uint32_t threads, uint32_t arena_slots,
                                           int64_t video_frames) {
   if (absl::Status s = ResetPeakRss(); !s.ok()) return s;
   absl::StatusOr<std::unique_ptr<Host>> host = CreateBenchHost(/*sandbox=*/true);
   if (!host.ok()) return host.status();
-  DecoderOptions options;
-  options.device = "cpu";
-  options.decoder_threads = threads;
-  options.arena_slots = arena_slots;
-  absl::StatusOr<std::unique_ptr<VideoDecoder>> decoder = (*host)->OpenDecoder(path, options);
+  absl::StatusOr<std::unique_ptr<DecodePath>> decoder = OpenOutOfProcess(**host, path, threads, arena_slots);
   if (!decoder.ok()) return decoder.status();
   int64_t decoded = 0;
-  uint64_t checksum = 0;
   auto decode_until = [&](int64_t total) -> absl::Status {
     while (decoded < total) {
       const int64_t n = std::min(video_frames, total - decoded);
-      absl::Status s = (*decoder)->ForEachFrame({ipc::IndexRange{0, n, 1}}, [&](Frame frame) {
-        checksum += TouchFrame(frame.data());
-        ++decoded;
-        return absl::OkStatus();
-      });
-      if (!s.ok()) return s;
+      absl::StatusOr<ChunkTiming> t = (*decoder)->Decode({.start = 0, .stop = n});
+      if (!t.ok()) return t.status();
+      decoded += t->frames;
     }
     return absl::OkStatus();
   };
@@ -161,13 +149,19 @@ struct SideSum {
 // wake-ups fall on the in-process side).
 absl::Status TakeTurns(std::span<const std::unique_ptr<DecodePath>> paths, const std::vector<Chunk>& chunks,
                        int round, std::span<SideSum> sums) {
-  std::vector<double> child_cpu_before(paths.size());
-  for (size_t side = 0; side < paths.size(); ++side) {
-    if (paths[side]->backend_pid() == 0) continue;
-    absl::StatusOr<double> cpu = ProcessCpuSeconds(paths[side]->backend_pid());
-    if (!cpu.ok()) return cpu.status();
-    child_cpu_before[side] = *cpu;
-  }
+  // Each out-of-process side's child CPU seconds so far (0 in process).
+  auto child_cpu = [&]() -> absl::StatusOr<std::vector<double>> {
+    std::vector<double> cpu(paths.size());
+    for (size_t side = 0; side < paths.size(); ++side) {
+      if (paths[side]->backend_pid() == 0) continue;
+      absl::StatusOr<double> seconds = ProcessCpuSeconds(paths[side]->backend_pid());
+      if (!seconds.ok()) return seconds.status();
+      cpu[side] = *seconds;
+    }
+    return cpu;
+  };
+  absl::StatusOr<std::vector<double>> child_before = child_cpu();
+  if (!child_before.ok()) return child_before.status();
   const double process_cpu_before = SelfCpuSeconds();
   std::vector<double> thread_cpu(paths.size());
   for (size_t k = 0; k < chunks.size(); ++k) {
@@ -180,13 +174,13 @@ absl::Status TakeTurns(std::span<const std::unique_ptr<DecodePath>> paths, const
     }
   }
   const double process_cpu = SelfCpuSeconds() - process_cpu_before;
+  absl::StatusOr<std::vector<double>> child_after = child_cpu();
+  if (!child_after.ok()) return child_after.status();
   double channel_cpu = 0;  // this thread's, in out-of-process chunks
   for (size_t side = 0; side < paths.size(); ++side) {
     if (paths[side]->backend_pid() == 0) continue;
-    absl::StatusOr<double> cpu = ProcessCpuSeconds(paths[side]->backend_pid());
-    if (!cpu.ok()) return cpu.status();
     sums[side].host_cpu_seconds += thread_cpu[side];
-    sums[side].cpu_seconds += *cpu - child_cpu_before[side] + thread_cpu[side];
+    sums[side].cpu_seconds += (*child_after)[side] - (*child_before)[side] + thread_cpu[side];
     channel_cpu += thread_cpu[side];
   }
   for (size_t side = 0; side < paths.size(); ++side) {
@@ -234,14 +228,12 @@ absl::StatusOr<DecodeBenchResult> MeasureVideo(const DecodeBenchOptions& o, cons
   std::vector<double> random_in_fps, random_out_fps, random_ratios;
   // The ffmpeg CLI cannot take turns by chunk: it runs the sequential pass
   // (as `repeats` processes) once before the round's chunks and once after.
-  double cli_seconds = 0;
-  int64_t cli_frames = 0;
-  auto cli_pass = [&]() -> absl::Status {
+  auto cli_pass = [&](SideSum* sum) -> absl::Status {
     for (int r = 0; r < repeats; ++r) {
       absl::StatusOr<double> seconds = TimeFfmpegDecode(path, o.threads, count, video_frames);
       if (!seconds.ok()) return seconds.status();
-      cli_seconds += *seconds;
-      cli_frames += count;
+      sum->seconds += *seconds;
+      sum->frames += count;
     }
     return absl::OkStatus();
   };
@@ -253,9 +245,8 @@ absl::StatusOr<DecodeBenchResult> MeasureVideo(const DecodeBenchOptions& o, cons
   // the median over rounds then drops the round a burst spoiled most.
   for (int round = 0; round < o.rounds; ++round) {
     Progress(absl::StrCat(path, ": round ", round + 1, " of ", o.rounds));
-    cli_seconds = 0;
-    cli_frames = 0;
-    if (absl::Status s = cli_pass(); !s.ok()) return s;
+    SideSum cli;
+    if (absl::Status s = cli_pass(&cli); !s.ok()) return s;
     std::unique_ptr<DecodePath> paths[kPaths];
     {
       absl::StatusOr<std::unique_ptr<DecodePath>> opened[kPaths] = {
@@ -274,18 +265,17 @@ absl::StatusOr<DecodeBenchResult> MeasureVideo(const DecodeBenchOptions& o, cons
     SideSum random_sums[2];
     if (absl::Status s = TakeTurns(std::span(paths, 2), random, round, random_sums); !s.ok()) return s;
     for (std::unique_ptr<DecodePath>& p : paths) p.reset();
-    if (absl::Status s = cli_pass(); !s.ok()) return s;
+    if (absl::Status s = cli_pass(&cli); !s.ok()) return s;
 
     for (size_t side = 0; side < kPaths; ++side) {
       fps[side].push_back(sums[side].Fps());
       cpu_ms[side].push_back(sums[side].CpuMsPerFrame());
     }
     out_host_cpu.push_back(sums[kOut].HostCpuMsPerFrame());
-    const double round_cli_fps = static_cast<double>(cli_frames) / cli_seconds;
-    cli_fps.push_back(round_cli_fps);
+    cli_fps.push_back(cli.Fps());
     ratios.push_back(sums[kOut].Fps() / sums[kIn].Fps());
     sandbox_costs.push_back(1 - sums[kOut].Fps() / sums[kUnsandboxed].Fps());
-    cli_ratios.push_back(sums[kOut].Fps() / round_cli_fps);
+    cli_ratios.push_back(sums[kOut].Fps() / cli.Fps());
     random_in_fps.push_back(random_sums[kIn].Fps());
     random_out_fps.push_back(random_sums[kOut].Fps());
     random_ratios.push_back(random_sums[kOut].Fps() / random_sums[kIn].Fps());
@@ -391,79 +381,6 @@ absl::StatusOr<std::vector<DecodeBenchResult>> RunDecodeBench(const DecodeBenchO
     results.push_back(*std::move(r));
   }
   return results;
-}
-
-std::string DecodeBenchResult::ToJson() const {
-  cli::JsonWriter w;
-  w.BeginObject();
-  w.Key("file").String(file).Key("codec").String(codec).Key("width").Int(width).Key("height").Int(height);
-  w.Key("frames").Int(frames).Key("repeats").Int(repeats).Key("chunk_frames").Int(chunk_frames);
-  w.Key("random_chunk_frames").Int(random_chunk_frames).Key("threads").Int(threads).Key("arena_slots").Int(arena_slots);
-  w.Key("rounds").Int(rounds);
-  w.Key("in_process_fps").Double(Rounded(in_process_fps, 1));
-  w.Key("out_of_process_fps").Double(Rounded(out_of_process_fps, 1));
-  w.Key("out_of_process_unsandboxed_fps").Double(Rounded(out_of_process_unsandboxed_fps, 1));
-  w.Key("ffmpeg_cli_fps").Double(Rounded(ffmpeg_cli_fps, 1));
-  w.Key("ratio").Double(Rounded(ratio, 3));
-  w.Key("sandbox_cost").Double(Rounded(sandbox_cost, 3));
-  w.Key("cli_ratio").Double(Rounded(cli_ratio, 3));
-  w.Key("in_process_cpu_ms_per_frame").Double(Rounded(in_process_cpu_ms_per_frame, 3));
-  w.Key("out_of_process_cpu_ms_per_frame").Double(Rounded(out_of_process_cpu_ms_per_frame, 3));
-  w.Key("out_of_process_host_cpu_ms_per_frame").Double(Rounded(out_of_process_host_cpu_ms_per_frame, 3));
-  w.Key("out_of_process_unsandboxed_cpu_ms_per_frame").Double(Rounded(out_of_process_unsandboxed_cpu_ms_per_frame, 3));
-  w.Key("in_process_open_ms").Double(Rounded(in_process_open_ms, 1));
-  w.Key("out_of_process_open_ms").Double(Rounded(out_of_process_open_ms, 1));
-  w.Key("random_frames").Int(random_frames);
-  w.Key("random_in_process_fps").Double(Rounded(random_in_process_fps, 1));
-  w.Key("random_out_of_process_fps").Double(Rounded(random_out_of_process_fps, 1));
-  w.Key("random_ratio").Double(Rounded(random_ratio, 3));
-  auto rounds_of = [&w](const char* key, const std::vector<double>& values) {
-    w.Key(key).BeginArray();
-    for (double v : values) w.Double(Rounded(v, 3));
-    w.EndArray();
-  };
-  rounds_of("round_ratios", round_ratios);
-  rounds_of("round_random_ratios", round_random_ratios);
-  rounds_of("round_cli_ratios", round_cli_ratios);
-  w.Key("host_rss_kb_300").Int(host_rss_kb_300).Key("host_rss_kb_3000").Int(host_rss_kb_3000);
-  w.Key("host_vmrss_kb_300").Int(host_vmrss_kb_300).Key("host_vmrss_kb_3000").Int(host_vmrss_kb_3000);
-  w.Key("host_shared_kb_300").Int(host_shared_kb_300).Key("host_shared_kb_3000").Int(host_shared_kb_3000);
-  w.Key("host_private_kb_300").Int(host_private_kb_300).Key("host_private_kb_3000").Int(host_private_kb_3000);
-  WriteTargets(w, targets);
-  w.EndObject();
-  return w.str();
-}
-
-std::string DecodeBenchResult::ToText() const {
-  std::string out = absl::StrFormat(
-      "%s: %s %ux%u, %d frames (x%d per sequential pass, in turns of %d frames), threads %u, %u arena slots, "
-      "median of %d rounds\n",
-      file, codec, width, height, frames, repeats, chunk_frames, threads, arena_slots, rounds);
-  absl::StrAppendFormat(&out, "  %-34s %8.1f fps, CPU %.3f ms/frame (open %.1f ms, not counted)\n",
-                        "in process (cpu backend linked in)", in_process_fps, in_process_cpu_ms_per_frame,
-                        in_process_open_ms);
-  absl::StrAppendFormat(&out, "  %-34s %8.1f fps, CPU %.3f ms/frame (host %.3f; open %.1f ms); ratio %.3f %s\n",
-                        "out of process, sandboxed", out_of_process_fps, out_of_process_cpu_ms_per_frame,
-                        out_of_process_host_cpu_ms_per_frame, out_of_process_open_ms, ratio,
-                        TargetNote(targets, "ratio"));
-  absl::StrAppendFormat(&out, "  %-34s %8.1f fps, CPU %.3f ms/frame; sandbox cost %.1f%% %s\n",
-                        "out of process, no sandbox", out_of_process_unsandboxed_fps,
-                        out_of_process_unsandboxed_cpu_ms_per_frame, sandbox_cost * 100,
-                        TargetNote(targets, "sandbox_cost"));
-  absl::StrAppendFormat(&out, "  %-34s %8.1f fps (wall clock, process start included); out of process / CLI %.3f %s\n",
-                        "ffmpeg CLI", ffmpeg_cli_fps, cli_ratio, TargetNote(targets, "cli_ratio"));
-  absl::StrAppendFormat(&out, "  %d random frames (in turns of %d), exact seek: in process %.1f fps, out of process %.1f fps; ratio %.3f %s\n",
-                        random_frames, random_chunk_frames, random_in_process_fps, random_out_of_process_fps, random_ratio,
-                        TargetNote(targets, "random_ratio"));
-  absl::StrAppendFormat(&out, "  host peak RSS: %d kB after %d frames, %d kB after %d frames\n", host_rss_kb_300,
-                        kRssFramesFirst, host_rss_kb_3000, kRssFramesLast);
-  absl::StrAppendFormat(&out, "  host current RSS: %d kB after %d frames, %d kB after %d frames\n", host_vmrss_kb_300,
-                        kRssFramesFirst, host_vmrss_kb_3000, kRssFramesLast);
-  absl::StrAppendFormat(&out, "    of which shared (frame arena, channel): %d kB, then %d kB\n", host_shared_kb_300,
-                        host_shared_kb_3000);
-  absl::StrAppendFormat(&out, "    the host's own: %d kB, then %d kB %s\n", host_private_kb_300, host_private_kb_3000,
-                        TargetNote(targets, "host_private_kb_3000"));
-  return out;
 }
 
 }  // namespace codecvisor::bench

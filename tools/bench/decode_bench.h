@@ -57,6 +57,11 @@
 
 namespace codecvisor::bench {
 
+// The host's memory is read after this many frames decoded out of
+// process, and again after this many.
+inline constexpr int64_t kRssFramesFirst = 300;
+inline constexpr int64_t kRssFramesLast = 3000;
+
 struct DecodeBenchOptions {
   // The video to measure; empty: generate a 1080p and a 360p H.264 file
   // (testsrc2, libx264, yuv420p) with the ffmpeg CLI in a scratch folder.
