@@ -164,8 +164,10 @@ void Supervisor::OnDeath(const ExitStatus& exit, const BackendProcess& process) 
   record.exit = exit;
   // A fault recorded on a thread inside a vendor call names its culprit; one
   // recorded outside any (the runner's fallback to the control region, e.g.
-  // a signal broadcast to every thread) names nobody.
+  // a signal broadcast to every thread) names nobody. So does an exit()
+  // that the sandbox caught inside a vendor call (crash_hints.h).
   auto note = [&](ipc::CrashHints hints) {
+    if (hints.exit_code >= 0) record.exit_recorded |= hints.in_call != 0;
     if (hints.fault_signal == 0) return;
     record.culprit_recorded |= hints.in_call != 0;
     if (record.recorded_signal == 0) record.recorded_signal = hints.fault_signal;

@@ -55,6 +55,10 @@ struct DeathRecord {
   // channel) carries the fault signal: then exactly that request is to
   // blame, and the others that were inside vendor code are bystanders.
   bool culprit_recorded = false;
+  // Whether some channel records that its vendor call ended the process
+  // with exit()/_exit() (the sandbox catches those): then exactly that
+  // request is to blame for an exit.
+  bool exit_recorded = false;
   // What the runner recorded as it died: the fault signal (as the init of
   // its pid namespace it cannot always die of that signal itself, e.g.
   // abort() ends in SIGSEGV), and the syscall the sandbox denied, if any.

@@ -65,8 +65,11 @@ bool Blamed(const DeathRecord& death, ipc::CrashHints hints, uint64_t token) {
   // gets its backend OOM-killed every time is stopped by the restart
   // budget: the backend is quarantined.
   if (death.exit.signaled && death.exit.code == SIGKILL) return false;
-  // Any other death (exit() from vendor code, a fault it could not record)
-  // blames whoever was inside vendor code.
+  // exit()/_exit() from vendor code, caught by the sandbox on the calling
+  // thread, names the channel of the call that made it.
+  if (!death.exit.signaled && death.exit_recorded) return hints.exit_code >= 0;
+  // Any other death (an exit the sandbox did not see, a fault the runner
+  // could not record) blames whoever was inside vendor code.
   return hints.in_call != 0;
 }
 

@@ -62,7 +62,8 @@ CrashHints ReadCrashHints(const Region& region) {
   const RegionHeader* h = region.header();
   return {h->backend_in_call.load(std::memory_order_acquire), h->backend_fault_signal.load(std::memory_order_acquire),
           h->backend_violation_syscall.load(std::memory_order_acquire) - 1,
-          h->backend_call_token.load(std::memory_order_acquire)};
+          h->backend_call_token.load(std::memory_order_acquire),
+          static_cast<int32_t>(h->backend_exit_code.load(std::memory_order_acquire)) - 1};
 }
 
 void HostChannel::WatchProcess(UniqueFd pidfd) {

@@ -44,7 +44,8 @@ struct Incoming {
 };
 
 // What the backend said about itself when it died: non-zero if a vendor
-// call was running for this channel, and the fault signal it died of.
+// call was running for this channel, and the fault signal it died of or
+// the exit code it ended the process with.
 // Meaningful only once the backend is dead (it could write anything before);
 // used to decide which request to blame for a crash.
 struct CrashHints {
@@ -52,6 +53,7 @@ struct CrashHints {
   uint32_t fault_signal = 0;
   int32_t violation_syscall = -1;  // the syscall seccomp trapped, if any
   uint64_t call_token = 0;         // control channel: the file token of the open in the call
+  int32_t exit_code = -1;          // what that call passed to exit()/_exit(), if the sandbox caught it
 };
 CrashHints ReadCrashHints(const Region& region);
 

@@ -151,6 +151,58 @@ TEST_P(CrashFaultTest, InnocentConcurrentSessionsGetTheirFrames) {
   row.Note(absl::StrCat(StatusOf("faulty").restarts, " restarts"));
 }
 
+// exit() raises no signal, so for long it was blamed on every session then
+// inside vendor code. The sandbox now traps exit_group on the calling
+// thread and records it for that thread's call alone: sessions whose slow
+// calls are in progress, both times the poison request ends the process,
+// are bystanders and get their frames.
+TEST_F(FaultTest, ExitIsBlamedOnlyOnTheCallThatMadeIt) {
+  constexpr int kSlowSessions = 3;
+  constexpr int kExitRuns = 5;
+  // The poison request sleeps 150 ms and exits; each slow frame takes
+  // 600 ms, so the slow calls (started first, and replayed with the poison
+  // request after each restart) are running when it exits.
+  const std::string poison_video = WriteSyntheticVideo("exit_poison.syn", "fault=exit fault_frame=0 decode_ms=150");
+  const std::string slow_video = WriteSyntheticVideo("exit_slow.syn", "decode_ms=600");
+  DecoderOptions options;
+  options.request_timeout = std::chrono::milliseconds(20'000);
+  FaultRow& row = Row("exit on one frame while 3 sessions are inside slow vendor calls (600 ms a frame)");
+  for (int run = 0; run < kExitRuns; ++run) {
+    ++row.tries;
+    auto culprit = Open(poison_video, "faulty", options);
+    ASSERT_TRUE(culprit.ok()) << culprit.status();
+    std::vector<std::unique_ptr<VideoDecoder>> slow;
+    for (int i = 0; i < kSlowSessions; ++i) {
+      auto d = Open(slow_video, "faulty", options);
+      ASSERT_TRUE(d.ok()) << d.status();
+      slow.push_back(*std::move(d));
+    }
+    const uint64_t restarts_before = StatusOf("faulty").restarts;
+    std::atomic<int> slow_ok{0};
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kSlowSessions; ++i) {
+      threads.emplace_back([&, i] {
+        auto f = slow[i]->GetFrameAt(i + 1);
+        if (!f.ok() || !IsSyntheticFrame(*f, i + 1)) {
+          ADD_FAILURE() << "slow session " << i << ": " << f.status();
+          return;
+        }
+        ++slow_ok;
+      });
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the slow calls are under way
+    const absl::Status poison = (*culprit)->GetFrameAt(0).status();
+    for (auto& t : threads) t.join();
+    row.Saw("poison request " + CodeName(poison));
+    row.Saw("slow sessions with their frame right", slow_ok.load());
+    if (slow_ok.load() < kSlowSessions) row.Saw("slow sessions with an ERROR or a WRONG frame", kSlowSessions - slow_ok.load());
+    ASSERT_TRUE(absl::IsAborted(poison)) << "run " << run << ": " << poison;
+    EXPECT_NE(poison.message().find("exited with code 3"), std::string::npos) << poison;
+    EXPECT_EQ(slow_ok.load(), kSlowSessions) << "run " << run;
+    EXPECT_EQ(StatusOf("faulty").restarts - restarts_before, 2u) << "run " << run;
+  }
+}
+
 #ifndef CODECVISOR_SANITIZER
 INSTANTIATE_TEST_SUITE_P(Faults, CrashFaultTest, ::testing::Values("segfault", "abort", "exit", "hang", "alloc"));
 #else

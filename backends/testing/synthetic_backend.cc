@@ -172,6 +172,7 @@ cv_status Decode(cv_session* session, int64_t index, cv_frame_buffer* buffer, cv
     std::snprintf(error->message, sizeof(error->message), "%s", verdict.c_str());
     return CV_ERROR_INTERNAL;
   }
+  if (kFaulty && s->video.decode_ms > 0) usleep(static_cast<useconds_t>(s->video.decode_ms) * 1000);
   const auto& fault = s->video.fault;
   if (kFaulty && !fault.empty()) {
     const bool strike = s->video.fault_rate > 0 ? Chance(s->video.fault_rate)

@@ -34,6 +34,10 @@ struct SyntheticVideo {
   // this probability instead, at random (a flaky plugin, not a poison
   // request: the replay after a crash most likely succeeds).
   double fault_rate = 0;
+  // The `faulty` build sleeps this long in every decode_frame call, before
+  // any fault: a slow plugin, whose calls are in progress when another
+  // session's request kills the process.
+  int64_t decode_ms = 0;
   // The `hostile` build's escape attempt (see attacks.h), with the host's
   // pid and a 127.0.0.1 port to attack.
   std::string attack;
@@ -64,11 +68,12 @@ inline std::optional<SyntheticVideo> ParseSyntheticVideo(const std::string& text
     if (key == "start") v.start = value;
     if (key == "fault_frame") v.fault_frame = static_cast<int64_t>(value);
     if (key == "fault_rate") v.fault_rate = value;
+    if (key == "decode_ms") v.decode_ms = static_cast<int64_t>(value);
     if (key == "host_pid") v.host_pid = static_cast<int>(value);
     if (key == "port") v.port = static_cast<int>(value);
   }
   if (v.frames < 0 || v.width == 0 || v.height == 0 || v.width > 8192 || v.height > 8192 || !(v.fps > 0) ||
-      !(v.fault_rate >= 0 && v.fault_rate < 1)) {
+      !(v.fault_rate >= 0 && v.fault_rate < 1) || v.decode_ms < 0 || v.decode_ms > 60'000) {
     return std::nullopt;
   }
   return v;

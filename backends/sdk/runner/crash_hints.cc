@@ -2,9 +2,11 @@
 
 #include <signal.h>
 #include <sys/syscall.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdint>
 
 #include "backends/sdk/runner/crash_backtrace.h"
 
@@ -15,7 +17,35 @@ thread_local ipc::RegionHeader* tls_current = nullptr;
 std::atomic<ipc::RegionHeader*> fallback{nullptr};  // the control channel's
 constexpr int kSysSeccomp = 1;                       // si_code of a seccomp trap
 
+// The first argument of the trapped syscall, from the registers saved in
+// the signal frame.
+int64_t FirstSyscallArgument(const void* ucontext) {
+  const auto* uc = static_cast<const ucontext_t*>(ucontext);
+#if defined(__x86_64__)
+  return uc->uc_mcontext.gregs[REG_RDI];
+#elif defined(__aarch64__)
+  return static_cast<int64_t>(uc->uc_mcontext.regs[0]);
+#else
+#error "crash_hints.cc: add this architecture's first syscall argument register"
+#endif
+}
+
+// exit()/_exit() under the sandbox (see the header). Records the code for
+// the calling thread's vendor call, if it is in one, and exits with it.
+[[noreturn]] void OnTrappedExit(const void* ucontext) {
+  const uint32_t code = static_cast<uint32_t>(FirstSyscallArgument(ucontext)) & ~kExitMarkerMask;
+  if (ipc::RegionHeader* h = tls_current; h != nullptr) {
+    uint32_t none = 0;
+    h->backend_exit_code.compare_exchange_strong(none, code + 1);
+  }
+  ExitProcess(static_cast<int>(code));
+}
+
 void OnFault(int sig, siginfo_t* info, void* ucontext) {
+  if (sig == SIGSYS && info != nullptr && info->si_code == kSysSeccomp && info->si_syscall == SYS_exit_group &&
+      ucontext != nullptr) {
+    OnTrappedExit(ucontext);
+  }
   // Async-signal-safe: stores into shared memory. SA_RESETHAND has put the
   // default action back, so the fault (re-executed on return) or abort()'s
   // second raise kills the process.
@@ -34,11 +64,15 @@ void OnFault(int sig, siginfo_t* info, void* ucontext) {
     // A trapped syscall is skipped, not retried: stop now. (As the init of
     // its pid namespace the runner cannot kill itself with a signal, so it
     // exits; the host reads the hint to say why.)
-    syscall(SYS_exit_group, 128 + SIGSYS);
+    ExitProcess(128 + SIGSYS);
   }
 }
 
 }  // namespace
+
+void ExitProcess(int code) {
+  for (;;) syscall(SYS_exit_group, kExitMarker | (static_cast<uint32_t>(code) & ~kExitMarkerMask));
+}
 
 void InstallCrashHintHandlers(ipc::RegionHeader* control) {
   fallback.store(control);

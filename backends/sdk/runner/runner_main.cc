@@ -114,7 +114,7 @@ int Main(int argc, char** argv) {
   // Session threads may still be inside vendor code: leave without running
   // static destructors under them.
   std::fflush(nullptr);
-  _exit(code);
+  ExitProcess(code);
 }
 
 }  // namespace

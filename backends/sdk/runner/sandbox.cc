@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "backends/sdk/runner/crash_hints.h"
 #include "ipc/unique_fd.h"
 
 // libseccomp's SCMP_A* macros leave a field to its default.
@@ -153,6 +154,15 @@ absl::Status ApplySeccomp() {
   if (rc == 0) {
     rc = seccomp_rule_add(ctx, SCMP_ACT_TRAP, SCMP_SYS(rt_sigaction), 2, SCMP_A0(SCMP_CMP_EQ, SIGSYS),
                           SCMP_A1(SCMP_CMP_NE, 0));
+  }
+  // exit()/_exit(): trapped, so that the SIGSYS handler can tell the host
+  // which vendor call ended the process (crash_hints.h); the handler then
+  // exits with the same code, marked, which passes.
+  for (scmp_datum_t high : {scmp_datum_t{0}, scmp_datum_t{kExitMarkerMask}}) {
+    if (rc == 0) {
+      rc = seccomp_rule_add(ctx, SCMP_ACT_TRAP, SCMP_SYS(exit_group), 1,
+                            SCMP_A0(SCMP_CMP_MASKED_EQ, kExitMarkerMask, high));
+    }
   }
   if (rc != 0) return absl::InternalError(absl::StrCat("seccomp_rule_add: ", std::strerror(-rc)));
   if ((rc = seccomp_load(ctx)) != 0) return absl::InternalError(absl::StrCat("seccomp_load: ", std::strerror(-rc)));
