@@ -3,10 +3,12 @@
 // -> dlopen -> handshake -> open (fd over SCM_RIGHTS) -> session channel ->
 // frames in the arena -> Frame views.
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -14,6 +16,7 @@
 
 #include <gtest/gtest.h>
 
+#include "backends/sdk/runner/runner_args.h"
 #include "backends/testing/synthetic_pattern.h"
 #include "core/host.h"
 
@@ -79,6 +82,47 @@ TEST_F(HostSyntheticTest, MetadataComesFromTheBackend) {
     }
   }
   EXPECT_TRUE(ready);
+}
+
+// Threads of process `pid` named `name` (/proc/PID/task/TID/comm).
+int ThreadsNamed(pid_t pid, const std::string& name) {
+  int n = 0;
+  const std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  if (DIR* tasks = opendir(dir.c_str())) {
+    while (const dirent* e = readdir(tasks)) {
+      if (e->d_name[0] == '.') continue;
+      std::string comm;
+      std::getline(std::ifstream(dir + "/" + e->d_name + "/comm"), comm);
+      n += comm == name;
+    }
+    closedir(tasks);
+  }
+  return n;
+}
+
+// Each session is served on a runner thread of its own, named so that
+// tools (bench decode's CPU split, top -H) can tell it from the vendor's
+// threads; it ends when its decoder closes.
+TEST_F(HostSyntheticTest, EachSessionHasANamedRunnerThread) {
+  auto a = Open();
+  auto b = Open();
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  ASSERT_TRUE((*a)->GetFrameAt(1).ok());
+  ASSERT_TRUE((*b)->GetFrameAt(2).ok());
+  pid_t pid = 0;
+  for (const auto& backend : host_->Backends()) {
+    if (backend.name == "synthetic") pid = backend.pid;
+  }
+  ASSERT_GT(pid, 0);
+  EXPECT_EQ(ThreadsNamed(pid, runner::kSessionThreadName), 2);
+  a->reset();
+  int left = -1;
+  for (int i = 0; i < 200 && left != 1; ++i) {  // the thread ends after the close reaches it
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    left = ThreadsNamed(pid, runner::kSessionThreadName);
+  }
+  EXPECT_EQ(left, 1);
 }
 
 TEST_F(HostSyntheticTest, EveryAccessMethodReturnsTheRightFrames) {

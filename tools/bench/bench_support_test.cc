@@ -1,6 +1,10 @@
+#include <pthread.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <fstream>
 #include <thread>
 #include <vector>
@@ -130,10 +134,39 @@ TEST(CpuTimeTest, CountsThisProcessThisThreadAndAnother) {
   }).join();
   EXPECT_GT(SelfCpuSeconds() - process_mark, 0.5 * thread_spent);
   EXPECT_LT(ThreadCpuSeconds() - thread_mark, 0.5 * thread_spent);
-  auto self = ProcessCpuSeconds(getpid());
-  ASSERT_TRUE(self.ok()) << self.status();
-  EXPECT_GT(*self, 0);
-  EXPECT_FALSE(ProcessCpuSeconds(-1).ok());
+}
+
+// Each thread is listed by name with its own CPU time: a named thread that
+// spins shows it; the waiting caller does not take it on.
+TEST(CpuTimeTest, ThreadsCpuNamesEachThreadWithItsOwnTime) {
+  std::atomic<pid_t> spinner_tid{0};
+  std::atomic<bool> spun{false}, listed{false};
+  std::thread spinner([&] {
+    pthread_setname_np(pthread_self(), "cv-test-spin");
+    spinner_tid = static_cast<pid_t>(syscall(SYS_gettid));
+    volatile uint64_t n = 0;
+    for (uint64_t i = 0; i < 200'000'000; ++i) n = n + i;
+    spun = true;
+    while (!listed) std::this_thread::yield();
+  });
+  while (!spun) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  auto threads = ThreadsCpu(getpid());
+  listed = true;
+  spinner.join();
+  ASSERT_TRUE(threads.ok()) << threads.status();
+  const ThreadCpu* spin = nullptr;
+  const ThreadCpu* self = nullptr;
+  for (const ThreadCpu& t : *threads) {
+    if (t.tid == spinner_tid) spin = &t;
+    if (t.tid == static_cast<pid_t>(syscall(SYS_gettid))) self = &t;
+  }
+  ASSERT_NE(spin, nullptr);
+  ASSERT_NE(self, nullptr);
+  EXPECT_EQ(spin->name, "cv-test-spin");
+  EXPECT_GT(spin->seconds, 0.05);  // 200 M additions
+  EXPECT_LT(spin->seconds, 60);
+  EXPECT_GE(self->seconds, 0);
+  EXPECT_FALSE(ThreadsCpu(-1).ok());
 }
 
 TEST(TargetsTest, JsonAndText) {

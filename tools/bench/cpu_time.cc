@@ -1,11 +1,11 @@
 #include "tools/bench/cpu_time.h"
 
+#include <dirent.h>
 #include <sys/resource.h>
 #include <time.h>
-#include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
-#include <sstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -25,20 +25,27 @@ double ThreadCpuSeconds() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
-absl::StatusOr<double> ProcessCpuSeconds(pid_t pid) {
-  const std::string path = absl::StrCat("/proc/", pid, "/stat");
-  std::ifstream in(path);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  // Fields after the command name, which is in parentheses and may hold
-  // spaces: state is field 3, utime 14, stime 15.
-  const size_t close = text.rfind(')');
-  if (close == std::string::npos) return absl::NotFoundError(absl::StrCat(path, ": cannot be read"));
-  std::istringstream fields(text.substr(close + 1));
-  std::string skip;
-  for (int field = 3; field <= 13; ++field) fields >> skip;
-  long long utime = 0, stime = 0;
-  if (!(fields >> utime >> stime)) return absl::InternalError(absl::StrCat(path, ": unexpected format"));
-  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+absl::StatusOr<std::vector<ThreadCpu>> ThreadsCpu(pid_t pid) {
+  const std::string dir = absl::StrCat("/proc/", pid, "/task");
+  DIR* tasks = opendir(dir.c_str());
+  if (tasks == nullptr) return absl::NotFoundError(absl::StrCat(dir, ": cannot be read"));
+  std::vector<ThreadCpu> out;
+  while (const dirent* entry = readdir(tasks)) {
+    if (entry->d_name[0] == '.') continue;
+    ThreadCpu t;
+    t.tid = static_cast<pid_t>(std::strtol(entry->d_name, nullptr, 10));
+    // schedstat: time on the CPU (ns), time waiting to run (ns), timeslices.
+    std::ifstream schedstat(absl::StrCat(dir, "/", entry->d_name, "/schedstat"));
+    long long run_ns = 0;
+    if (!(schedstat >> run_ns)) continue;  // exited meanwhile
+    std::ifstream comm(absl::StrCat(dir, "/", entry->d_name, "/comm"));
+    std::getline(comm, t.name);
+    t.seconds = static_cast<double>(run_ns) * 1e-9;
+    out.push_back(std::move(t));
+  }
+  closedir(tasks);
+  if (out.empty()) return absl::NotFoundError(absl::StrCat(dir, ": no thread could be read"));
+  return out;
 }
 
 }  // namespace codecvisor::bench

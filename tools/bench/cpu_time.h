@@ -1,13 +1,16 @@
 // File: tools/bench/cpu_time.h
 //
-// CPU time consumed by this process, by the calling thread and by another
-// process (a backend child), so that a benchmark can tell the work done
-// from the waiting. Thread-safe (getrusage, clock_gettime and procfs only).
+// CPU time consumed by this process, by the calling thread and by each
+// thread of another process (a backend child), so that a benchmark can
+// tell the work done from the waiting, and whose work it was. Thread-safe (getrusage, clock_gettime and procfs only).
 
 #ifndef CODECVISOR_TOOLS_BENCH_CPU_TIME_H_
 #define CODECVISOR_TOOLS_BENCH_CPU_TIME_H_
 
 #include <sys/types.h>
+
+#include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -19,9 +22,16 @@ double SelfCpuSeconds();
 // CPU seconds of the calling thread so far (CLOCK_THREAD_CPUTIME_ID).
 double ThreadCpuSeconds();
 
-// User + system CPU seconds of process `pid`, all threads, so far, from
-// /proc/PID/stat (clock-tick resolution, 10 ms at the usual 100 Hz).
-[[nodiscard]] absl::StatusOr<double> ProcessCpuSeconds(pid_t pid);
+// One thread of a process and the CPU time it has run so far.
+struct ThreadCpu {
+  pid_t tid = 0;
+  std::string name;     // /proc/PID/task/TID/comm
+  double seconds = 0;   // /proc/PID/task/TID/schedstat: nanosecond resolution
+};
+
+// Every live thread of process `pid`. A thread that exits while the
+// folder is read is left out.
+[[nodiscard]] absl::StatusOr<std::vector<ThreadCpu>> ThreadsCpu(pid_t pid);
 
 }  // namespace codecvisor::bench
 

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "backends/sdk/runner/runner_args.h"
 #include "core/host.h"
 #include "tools/bench/chunks.h"
 #include "tools/bench/cpu_time.h"
@@ -128,41 +129,69 @@ std::vector<int64_t> RandomIndices(int count, int64_t frames, uint64_t seed) {
 // taken over all of a side's chunks in that round.
 struct SideSum {
   double seconds = 0;
-  double cpu_seconds = 0;       // all of the side's CPU time (see TakeTurns)
-  double host_cpu_seconds = 0;  // out of process: this thread's part of it
   int64_t frames = 0;
+  // The side's CPU time (see TakeTurns), in three parts that add up to it:
+  // this thread in the side's chunks (in process the decode's caller, out
+  // of process the host's side of the channel); out of process, the
+  // runner's session threads (the vendor's decode_frame calls run on
+  // them); and every other thread of the side (in process this process's
+  // others, mostly FFmpeg's; out of process the child's others: FFmpeg's,
+  // and the runner's control thread).
+  double caller_cpu_seconds = 0;
+  double session_cpu_seconds = 0;
+  double other_cpu_seconds = 0;
 
   double Fps() const { return static_cast<double>(frames) / seconds; }
-  double CpuMsPerFrame() const { return cpu_seconds * 1e3 / static_cast<double>(frames); }
-  double HostCpuMsPerFrame() const { return host_cpu_seconds * 1e3 / static_cast<double>(frames); }
+  double MsPerFrame(double cpu_seconds) const { return cpu_seconds * 1e3 / static_cast<double>(frames); }
+  double CpuMsPerFrame() const { return MsPerFrame(caller_cpu_seconds + session_cpu_seconds + other_cpu_seconds); }
 };
+
+// CPU seconds that `pid`'s threads ran from `before` to `after` (snapshots
+// of ThreadsCpu), split into the runner's session threads and the rest. A
+// thread that started in between counts from zero.
+struct ChildCpu {
+  double session = 0;
+  double other = 0;
+};
+ChildCpu ChildCpuBetween(const std::vector<ThreadCpu>& before, const std::vector<ThreadCpu>& after) {
+  ChildCpu cpu;
+  for (const ThreadCpu& t : after) {
+    double spent = t.seconds;
+    for (const ThreadCpu& b : before) {
+      if (b.tid == t.tid) spent -= b.seconds;
+    }
+    (t.name == runner::kSessionThreadName ? cpu.session : cpu.other) += spent;
+  }
+  return cpu;
+}
 
 // Every side in `paths` (at most one of them in process) decodes every
 // chunk, the sides taking turns chunk by chunk in rotated order
 // (RotatedOrder(paths.size(), chunk + round)), each side's figures summed
 // into sums[side]. CPU time is taken over the whole phase, because
 // FFmpeg's frame threads go on decoding the next frames after a chunk's
-// last one is out, into the next side's turn: out of process, the child's
-// CPU time plus what this thread spent in the side's chunks; in process,
-// this process's CPU time less what this thread spent in the
-// out-of-process sides' chunks (so the Host's own few background
-// wake-ups fall on the in-process side).
+// last one is out, into the next side's turn: out of process, the CPU time
+// of the child's threads plus what this thread spent in the side's chunks;
+// in process, what this thread spent in its chunks plus this process's
+// other threads' CPU time (so the Host's own few background wake-ups fall
+// on the in-process side).
 absl::Status TakeTurns(std::span<const std::unique_ptr<DecodePath>> paths, const std::vector<Chunk>& chunks,
                        int round, std::span<SideSum> sums) {
-  // Each out-of-process side's child CPU seconds so far (0 in process).
-  auto child_cpu = [&]() -> absl::StatusOr<std::vector<double>> {
-    std::vector<double> cpu(paths.size());
+  // Each out-of-process side's child threads (none in process).
+  auto child_threads = [&]() -> absl::StatusOr<std::vector<std::vector<ThreadCpu>>> {
+    std::vector<std::vector<ThreadCpu>> threads(paths.size());
     for (size_t side = 0; side < paths.size(); ++side) {
       if (paths[side]->backend_pid() == 0) continue;
-      absl::StatusOr<double> seconds = ProcessCpuSeconds(paths[side]->backend_pid());
-      if (!seconds.ok()) return seconds.status();
-      cpu[side] = *seconds;
+      absl::StatusOr<std::vector<ThreadCpu>> t = ThreadsCpu(paths[side]->backend_pid());
+      if (!t.ok()) return t.status();
+      threads[side] = *std::move(t);
     }
-    return cpu;
+    return threads;
   };
-  absl::StatusOr<std::vector<double>> child_before = child_cpu();
+  absl::StatusOr<std::vector<std::vector<ThreadCpu>>> child_before = child_threads();
   if (!child_before.ok()) return child_before.status();
   const double process_cpu_before = SelfCpuSeconds();
+  const double thread_cpu_before = ThreadCpuSeconds();
   std::vector<double> thread_cpu(paths.size());
   for (size_t k = 0; k < chunks.size(); ++k) {
     for (size_t side : RotatedOrder(paths.size(), k + static_cast<size_t>(round))) {
@@ -173,18 +202,18 @@ absl::Status TakeTurns(std::span<const std::unique_ptr<DecodePath>> paths, const
       thread_cpu[side] += t->thread_cpu_seconds;
     }
   }
-  const double process_cpu = SelfCpuSeconds() - process_cpu_before;
-  absl::StatusOr<std::vector<double>> child_after = child_cpu();
+  const double own_threads_cpu = SelfCpuSeconds() - process_cpu_before - (ThreadCpuSeconds() - thread_cpu_before);
+  absl::StatusOr<std::vector<std::vector<ThreadCpu>>> child_after = child_threads();
   if (!child_after.ok()) return child_after.status();
-  double channel_cpu = 0;  // this thread's, in out-of-process chunks
   for (size_t side = 0; side < paths.size(); ++side) {
-    if (paths[side]->backend_pid() == 0) continue;
-    sums[side].host_cpu_seconds += thread_cpu[side];
-    sums[side].cpu_seconds += (*child_after)[side] - (*child_before)[side] + thread_cpu[side];
-    channel_cpu += thread_cpu[side];
-  }
-  for (size_t side = 0; side < paths.size(); ++side) {
-    if (paths[side]->backend_pid() == 0) sums[side].cpu_seconds += process_cpu - channel_cpu;
+    sums[side].caller_cpu_seconds += thread_cpu[side];
+    if (paths[side]->backend_pid() == 0) {
+      sums[side].other_cpu_seconds += own_threads_cpu;
+    } else {
+      const ChildCpu child = ChildCpuBetween((*child_before)[side], (*child_after)[side]);
+      sums[side].session_cpu_seconds += child.session;
+      sums[side].other_cpu_seconds += child.other;
+    }
   }
   return absl::OkStatus();
 }
@@ -223,7 +252,9 @@ absl::StatusOr<DecodeBenchResult> MeasureVideo(const DecodeBenchOptions& o, cons
   // run on the first two only.
   enum Side : size_t { kIn, kOut, kUnsandboxed, kPaths };
   // Per round, per side.
-  std::vector<double> fps[kPaths], cpu_ms[kPaths], open_ms[kPaths], out_host_cpu, cli_fps;
+  std::vector<double> fps[kPaths], cpu_ms[kPaths], open_ms[kPaths], cli_fps;
+  // Per round, the parts of the in-process and sandboxed sides' CPU time.
+  std::vector<double> in_caller_cpu, in_other_cpu, out_host_cpu, out_session_cpu, out_other_cpu;
   std::vector<double> ratios, sandbox_costs, cli_ratios;
   std::vector<double> random_in_fps, random_out_fps, random_ratios;
   // The ffmpeg CLI cannot take turns by chunk: it runs the sequential pass
@@ -271,7 +302,11 @@ absl::StatusOr<DecodeBenchResult> MeasureVideo(const DecodeBenchOptions& o, cons
       fps[side].push_back(sums[side].Fps());
       cpu_ms[side].push_back(sums[side].CpuMsPerFrame());
     }
-    out_host_cpu.push_back(sums[kOut].HostCpuMsPerFrame());
+    in_caller_cpu.push_back(sums[kIn].MsPerFrame(sums[kIn].caller_cpu_seconds));
+    in_other_cpu.push_back(sums[kIn].MsPerFrame(sums[kIn].other_cpu_seconds));
+    out_host_cpu.push_back(sums[kOut].MsPerFrame(sums[kOut].caller_cpu_seconds));
+    out_session_cpu.push_back(sums[kOut].MsPerFrame(sums[kOut].session_cpu_seconds));
+    out_other_cpu.push_back(sums[kOut].MsPerFrame(sums[kOut].other_cpu_seconds));
     cli_fps.push_back(cli.Fps());
     ratios.push_back(sums[kOut].Fps() / sums[kIn].Fps());
     sandbox_costs.push_back(1 - sums[kOut].Fps() / sums[kUnsandboxed].Fps());
@@ -303,6 +338,10 @@ absl::StatusOr<DecodeBenchResult> MeasureVideo(const DecodeBenchOptions& o, cons
   r.in_process_cpu_ms_per_frame = Median(cpu_ms[kIn]);
   r.out_of_process_cpu_ms_per_frame = Median(cpu_ms[kOut]);
   r.out_of_process_host_cpu_ms_per_frame = Median(out_host_cpu);
+  r.in_process_caller_cpu_ms_per_frame = Median(in_caller_cpu);
+  r.in_process_other_cpu_ms_per_frame = Median(in_other_cpu);
+  r.out_of_process_session_cpu_ms_per_frame = Median(out_session_cpu);
+  r.out_of_process_other_cpu_ms_per_frame = Median(out_other_cpu);
   r.out_of_process_unsandboxed_cpu_ms_per_frame = Median(cpu_ms[kUnsandboxed]);
   r.in_process_open_ms = Median(open_ms[kIn]);
   r.out_of_process_open_ms = Median(open_ms[kOut]);

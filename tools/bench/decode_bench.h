@@ -103,6 +103,20 @@ struct DecodeBenchResult {
   double in_process_cpu_ms_per_frame = 0;
   double out_of_process_cpu_ms_per_frame = 0;
   double out_of_process_host_cpu_ms_per_frame = 0;  // the host's part of it
+  // Where that CPU time goes, thread by thread (each the median of its
+  // rounds, so the parts need not add up to the medians above exactly):
+  // in process, the decode's calling thread (the decode_frame calls:
+  // demuxing, sending packets, taking frames, the RGB conversion) and the
+  // process's other threads (FFmpeg's frame threads); out of process, the
+  // host's thread (the host's part above), the runner's session thread
+  // (the same decode_frame calls, plus the channel's work in the child)
+  // and the child's other threads (FFmpeg's frame threads, the runner's
+  // control thread). From /proc/PID/task/TID/schedstat (nanoseconds) and
+  // the runner's session thread name (runner_args.h).
+  double in_process_caller_cpu_ms_per_frame = 0;
+  double in_process_other_cpu_ms_per_frame = 0;
+  double out_of_process_session_cpu_ms_per_frame = 0;
+  double out_of_process_other_cpu_ms_per_frame = 0;
   double out_of_process_unsandboxed_cpu_ms_per_frame = 0;
   // Opening the file (exact mode scans it), not in the fps figures.
   double in_process_open_ms = 0;

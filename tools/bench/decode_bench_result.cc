@@ -28,6 +28,10 @@ std::string DecodeBenchResult::ToJson() const {
   w.Key("in_process_cpu_ms_per_frame").Double(Rounded(in_process_cpu_ms_per_frame, 3));
   w.Key("out_of_process_cpu_ms_per_frame").Double(Rounded(out_of_process_cpu_ms_per_frame, 3));
   w.Key("out_of_process_host_cpu_ms_per_frame").Double(Rounded(out_of_process_host_cpu_ms_per_frame, 3));
+  w.Key("in_process_caller_cpu_ms_per_frame").Double(Rounded(in_process_caller_cpu_ms_per_frame, 4));
+  w.Key("in_process_other_cpu_ms_per_frame").Double(Rounded(in_process_other_cpu_ms_per_frame, 4));
+  w.Key("out_of_process_session_cpu_ms_per_frame").Double(Rounded(out_of_process_session_cpu_ms_per_frame, 4));
+  w.Key("out_of_process_other_cpu_ms_per_frame").Double(Rounded(out_of_process_other_cpu_ms_per_frame, 4));
   w.Key("out_of_process_unsandboxed_cpu_ms_per_frame").Double(Rounded(out_of_process_unsandboxed_cpu_ms_per_frame, 3));
   w.Key("in_process_open_ms").Double(Rounded(in_process_open_ms, 1));
   w.Key("out_of_process_open_ms").Double(Rounded(out_of_process_open_ms, 1));
@@ -64,6 +68,12 @@ std::string DecodeBenchResult::ToText() const {
                         "out of process, sandboxed", out_of_process_fps, out_of_process_cpu_ms_per_frame,
                         out_of_process_host_cpu_ms_per_frame, out_of_process_open_ms, ratio,
                         TargetNote(targets, "ratio"));
+  absl::StrAppendFormat(&out,
+                        "  %-34s in process: caller %.4f, other threads %.4f; out of process: host %.4f, "
+                        "runner session %.4f, child's other threads %.4f\n",
+                        "CPU ms/frame by thread", in_process_caller_cpu_ms_per_frame,
+                        in_process_other_cpu_ms_per_frame, out_of_process_host_cpu_ms_per_frame,
+                        out_of_process_session_cpu_ms_per_frame, out_of_process_other_cpu_ms_per_frame);
   absl::StrAppendFormat(&out, "  %-34s %8.1f fps, CPU %.3f ms/frame; sandbox cost %.1f%% %s\n",
                         "out of process, no sandbox", out_of_process_unsandboxed_fps,
                         out_of_process_unsandboxed_cpu_ms_per_frame, sandbox_cost * 100,

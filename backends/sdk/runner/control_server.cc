@@ -1,5 +1,7 @@
 #include "backends/sdk/runner/control_server.h"
 
+#include <pthread.h>
+
 #include <cstdio>
 #include <optional>
 #include <system_error>
@@ -8,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "backends/sdk/runner/abi_convert.h"
 #include "backends/sdk/runner/crash_hints.h"
+#include "backends/sdk/runner/runner_args.h"
 
 namespace codecvisor::runner {
 namespace {
@@ -90,6 +93,7 @@ absl::Status ControlServer::HandleAttach(uint64_t id, const ipc::AttachSession& 
   std::thread thread;
   try {
     thread = std::thread([raw = server.get()] {
+      pthread_setname_np(pthread_self(), kSessionThreadName);
       std::unique_ptr<SessionServer> owned(raw);
       owned->Run();
     });

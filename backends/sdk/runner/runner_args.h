@@ -32,6 +32,12 @@ inline constexpr const char kBacktraceEnv[] = "CODECVISOR_BACKEND_BACKTRACE";
 // The vendor library's descriptor in the child, when the host passes one.
 inline constexpr int kLibraryFd = 5;
 
+// The name (/proc/PID/task/TID/comm) of the runner thread that serves a
+// session: the vendor's decode_frame calls run on it. The control thread is
+// the main thread; any other thread of the runner is the vendor's own (an
+// FFmpeg frame thread, say). Benchmarks tell them apart by this.
+inline constexpr const char kSessionThreadName[] = "cv-session";
+
 }  // namespace codecvisor::runner
 
 #endif  // CODECVISOR_BACKENDS_SDK_RUNNER_RUNNER_ARGS_H_
