@@ -58,9 +58,8 @@ void OnFault(int sig, siginfo_t* info, void* ucontext) {
   // itself fault (which then kills the process with the default action).
   // Opt-in (crash_backtrace.h); a no-op unless the host asked for it.
   WriteCrashBacktrace(sig, ucontext);
-  if (h == nullptr) return;
   if (sig == SIGSYS && info != nullptr && info->si_code == kSysSeccomp) {
-    h->backend_violation_syscall.store(info->si_syscall + 1);
+    if (h != nullptr) h->backend_violation_syscall.store(info->si_syscall + 1);
     // A trapped syscall is skipped, not retried: stop now. (As the init of
     // its pid namespace the runner cannot kill itself with a signal, so it
     // exits; the host reads the hint to say why.)
@@ -80,7 +79,12 @@ void InstallCrashHintHandlers(ipc::RegionHeader* control) {
   sa.sa_sigaction = OnFault;
   sa.sa_flags = SA_RESETHAND | SA_SIGINFO;
   sigemptyset(&sa.sa_mask);
-  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGSYS, SIGTRAP}) sigaction(sig, &sa, nullptr);
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP}) sigaction(sig, &sa, nullptr);
+  // A seccomp trap always ends in ExitProcess, so SIGSYS keeps its handler:
+  // with SA_RESETHAND, a second thread's exit() trapped while the first is
+  // still exiting would get the default action and die of SIGSYS instead.
+  sa.sa_flags = SA_SIGINFO;
+  sigaction(SIGSYS, &sa, nullptr);
 }
 
 VendorCall::VendorCall(ipc::RegionHeader* header, uint64_t token) : header_(header) {
