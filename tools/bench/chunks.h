@@ -26,6 +26,8 @@ struct Chunk {
   std::vector<int64_t> indices;
 
   int64_t frames() const { return indices.empty() ? stop - start : static_cast<int64_t>(indices.size()); }
+  // The index of the chunk's `i`-th frame, 0 <= i < frames().
+  int64_t index(int64_t i) const { return indices.empty() ? start + i : indices[static_cast<size_t>(i)]; }
   friend bool operator==(const Chunk&, const Chunk&) = default;
 };
 

@@ -2,7 +2,8 @@
 //
 // CPU time consumed by this process, by the calling thread and by each
 // thread of another process (a backend child), so that a benchmark can
-// tell the work done from the waiting, and whose work it was. Thread-safe (getrusage, clock_gettime and procfs only).
+// tell the work done from the waiting, and whose work it was. Thread-safe
+// (getrusage, clock_gettime and procfs only).
 
 #ifndef CODECVISOR_TOOLS_BENCH_CPU_TIME_H_
 #define CODECVISOR_TOOLS_BENCH_CPU_TIME_H_

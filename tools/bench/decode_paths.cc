@@ -74,11 +74,10 @@ class InProcessPath final : public DecodePath {
     const double cpu_before = ThreadCpuSeconds();
     const auto start = Clock::now();
     for (int64_t i = 0; i < chunk.frames(); ++i) {
-      const int64_t index = chunk.indices.empty() ? chunk.start + i : chunk.indices[static_cast<size_t>(i)];
       cv_frame_buffer buffer{buffer_.data(), buffer_.size()};
       cv_frame_info info{};
       cv_error error{};
-      if (cv_status s = table_->decode_frame(session_, index, &buffer, &info, &error); s != CV_OK) {
+      if (cv_status s = table_->decode_frame(session_, chunk.index(i), &buffer, &info, &error); s != CV_OK) {
         return BackendError(path_, "decode_frame", s, error);
       }
       t.checksum += TouchFrame(buffer_);

@@ -46,9 +46,10 @@ void OnFault(int sig, siginfo_t* info, void* ucontext) {
       ucontext != nullptr) {
     OnTrappedExit(ucontext);
   }
-  // Async-signal-safe: stores into shared memory. SA_RESETHAND has put the
-  // default action back, so the fault (re-executed on return) or abort()'s
-  // second raise kills the process.
+  // Async-signal-safe: stores into shared memory. For every signal but
+  // SIGSYS, SA_RESETHAND has put the default action back, so the fault
+  // (re-executed on return) or abort()'s second raise kills the process; a
+  // seccomp trap ends in ExitProcess below.
   ipc::RegionHeader* h = tls_current != nullptr ? tls_current : fallback.load();
   // The first fault is the cause: abort() in a pid-namespace init, for one,
   // ends in a second fault (SIGSEGV) that must not overwrite SIGABRT.
