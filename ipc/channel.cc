@@ -152,22 +152,22 @@ absl::Status BackendChannel::Send(const Response& response, Deadline deadline, b
   if (!words.ok()) return words.status();
   const std::span<const uint8_t> bytes = AsBytes(*words);
   // The host frees ring space only when it reads: wake it before waiting.
-  if (wake_pending_ && !responses_.HasRoomFor(bytes.size())) WakeHost();
+  if (unwoken_ > 0 && !responses_.HasRoomFor(bytes.size())) WakeHost();
   absl::Status written =
       WriteWaiting(responses_, bytes, deadline, liveness_, &send_spin_, "room in the response ring", wake_host);
-  if (written.ok()) wake_pending_ = !wake_host;
+  if (written.ok()) unwoken_ = wake_host ? 0 : unwoken_ + 1;
   return written;
 }
 
 absl::StatusOr<BackendArena::Slot> BackendChannel::AcquireSlot(Deadline deadline) {
-  if (wake_pending_ && !arena_.HasFreeSlot()) WakeHost();
+  if (unwoken_ > 0 && !arena_.HasFreeSlot()) WakeHost();
   return arena_.Acquire(deadline, liveness_, &arena_spin_);
 }
 
 void BackendChannel::WakeHost() {
-  if (!wake_pending_) return;
+  if (unwoken_ == 0) return;
   WakeDoorbell(&responses_.control()->data_bell);
-  wake_pending_ = false;
+  unwoken_ = 0;
 }
 
 absl::StatusOr<std::vector<UniqueFd>> BackendChannel::ReceiveDescriptors(uint64_t token, size_t count,

@@ -128,7 +128,9 @@ class BackendChannel {
   [[nodiscard]] absl::Status Send(const Response& response, Deadline deadline, bool wake_host = true);
   // Wakes the host if responses were sent without waking it.
   void WakeHost();
-  bool host_wake_pending() const { return wake_pending_; }
+  bool host_wake_pending() const { return unwoken_ > 0; }
+  // Responses sent since the host was last woken.
+  uint32_t unwoken_responses() const { return unwoken_; }
   // Receives the `count` descriptors the host sent with `token`.
   [[nodiscard]] absl::StatusOr<std::vector<UniqueFd>> ReceiveDescriptors(uint64_t token, size_t count,
                                                                          Deadline deadline);
@@ -168,7 +170,7 @@ class BackendChannel {
   SpinPolicy receive_spin_;
   SpinPolicy send_spin_;
   SpinPolicy arena_spin_;
-  bool wake_pending_ = false;
+  uint32_t unwoken_ = 0;
 };
 
 }  // namespace codecvisor::ipc

@@ -151,6 +151,14 @@ bool BackendArena::HasFreeSlot() const {
   return false;
 }
 
+uint32_t BackendArena::FreeSlots() const {
+  uint32_t free = 0;
+  for (uint32_t slot = 0; slot < region_->geometry().slot_count; ++slot) {
+    if (StateOf(*region_, slot).load(std::memory_order_acquire) == static_cast<uint32_t>(SlotState::kFree)) ++free;
+  }
+  return free;
+}
+
 void BackendArena::Abandon(uint32_t index) {
   StateOf(*region_, index).store(static_cast<uint32_t>(SlotState::kFree), std::memory_order_release);
 }

@@ -101,6 +101,8 @@ class BackendArena {
   // True if Acquire would not wait now (only the backend claims slots, so
   // it stays true until the backend's next Acquire).
   bool HasFreeSlot() const;
+  // How many slots are free now (the host may free more at any moment).
+  uint32_t FreeSlots() const;
 
  private:
   // Claims the lowest-numbered free slot. With a host that lets each frame

@@ -122,17 +122,22 @@ class BackendArenaTest : public ::testing::Test {
 };
 
 TEST_F(BackendArenaTest, AcquireIsBoundedByDeadlineWhenAllSlotsAreLent) {
+  EXPECT_EQ(backend_->FreeSlots(), 3u);
   for (int i = 0; i < 3; ++i) {
     auto slot = Acquire(far_);
     ASSERT_TRUE(slot.ok()) << slot.status();
     backend_->Lend(slot->index);
   }
+  EXPECT_FALSE(backend_->HasFreeSlot());
+  EXPECT_EQ(backend_->FreeSlots(), 0u);
   auto start = Clock::now();
   auto none = Acquire(Clock::now() + std::chrono::milliseconds(50));
   EXPECT_EQ(none.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_GE(Clock::now() - start, std::chrono::milliseconds(50));
   // The host frees one: the next Acquire gets exactly that slot.
   state()[1].store(static_cast<uint32_t>(SlotState::kFree));
+  EXPECT_TRUE(backend_->HasFreeSlot());
+  EXPECT_EQ(backend_->FreeSlots(), 1u);
   auto again = Acquire(far_);
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->index, 1u);

@@ -82,11 +82,30 @@ INSTANTIATE_TEST_SUITE_P(
                  "plugin of another ABI version"},
         LoadCase{"nulltable", "backends/testing/libcodecvisor_faulty.so", "faulty_null_table", "", "returned NULL",
                  "plugin entry returning a NULL table"},
+        LoadCase{"shorttable", "backends/testing/libcodecvisor_faulty.so", "faulty_short_table", "",
+                 "function table of", "plugin table shorter than ABI version 1's"},
         LoadCase{"initfail", "backends/testing/libcodecvisor_faulty.so", "faulty_init_fails", "",
                  "init failed: synthetic backend told to fail at init", "plugin init failing"},
         LoadCase{"wrongname", "backends/testing/libcodecvisor_faulty.so", "codecvisor_backend_v1", "",
                  "is backend 'faulty', but its manifest says 'wrongname'", "plugin under another backend's name"}),
     [](const ::testing::TestParamInfo<LoadCase>& info) { return std::string(info.param.name); });
+
+// Fields appended to cv_backend_v1 (late_frame_buffer) must not break a
+// plugin built against the first version 1 header: its table is shorter,
+// and the runner reads none of what lies past it.
+TEST_F(FaultTest, ATableFromTheFirstVersion1HeaderStillWorks) {
+  const std::string path = WriteFile(
+      "oldtable.toml", FaultyManifest("oldtable", Runfile("backends/testing/libcodecvisor_faulty.so"),
+                                      "faulty_first_v1_table"));
+  ASSERT_TRUE(host_->LoadBackend(path).ok());
+  auto decoder = Open(WriteSyntheticVideo("old.syn"), "oldtable");
+  ASSERT_TRUE(decoder.ok()) << decoder.status();
+  auto frames = (*decoder)->GetFramesInRange(0, 6);
+  ASSERT_TRUE(frames.ok()) << frames.status();
+  ASSERT_EQ(frames->size(), 6u);
+  for (size_t i = 0; i < frames->size(); ++i) EXPECT_EQ((*frames)[i].index(), static_cast<int64_t>(i));
+  EXPECT_EQ(StatusOf("oldtable").state, "ready");
+}
 
 TEST_F(FaultTest, MalformedManifestFailsOnlyItsOwnDevice) {
   const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/plugins";

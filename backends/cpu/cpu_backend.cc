@@ -197,7 +197,7 @@ cv_status DecodeFrame(cv_session* session, int64_t index, cv_frame_buffer* buffe
     return Fail(error, CV_ERROR_INVALID_ARGUMENT, "decode_frame: session or buffer is NULL");
   }
   return Guarded(error, [&] {
-    return Report(error, session->label, session->impl->DecodeFrame(index, *buffer, info));
+    return Report(error, session->label, session->impl->DecodeFrame(index, buffer, info));
   });
 }
 
@@ -220,6 +220,7 @@ constexpr cv_backend_v1 kTable = {
     .get_frame_info = &GetFrameInfo,
     .index_at_seconds = &IndexAtSeconds,
     .decode_frame = &DecodeFrame,
+    .late_frame_buffer = 1,
 };
 
 }  // namespace

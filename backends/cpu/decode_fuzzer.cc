@@ -57,7 +57,7 @@ void DecodeSome(cv_session* session) {
   // otherwise surface only later, as heap corruption.
   const uint64_t lent = layout.size + CV_BUFFER_PADDING;
   std::vector<uint8_t> buffer(lent + kGuardBytes, kGuard);
-  cv_frame_buffer frame{buffer.data(), lent};
+  cv_frame_buffer frame{.data = buffer.data(), .capacity = lent};
   const int64_t count = metadata.num_frames_from_scan > 0 ? metadata.num_frames_from_scan
                                                           : metadata.num_frames_from_header;
   for (int64_t index : {int64_t{0}, int64_t{1}, count - 1}) {

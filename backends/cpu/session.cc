@@ -165,18 +165,38 @@ absl::StatusOr<int64_t> CpuSession::IndexAtSeconds(double seconds) const {
   return index;
 }
 
-absl::Status CpuSession::DecodeFrame(int64_t index, const cv_frame_buffer& buffer,
-                                     cv_frame_info* info) {
-  if (buffer.data == nullptr || buffer.capacity < layout_.size) {
-    return absl::InvalidArgumentError(absl::StrCat("the frame buffer holds ", buffer.capacity,
-                                                   " bytes; the layout needs ", layout_.size));
+absl::Status CpuSession::CheckCapacity(const cv_frame_buffer& buffer) const {
+  if (buffer.capacity >= layout_.size) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("the frame buffer holds ", buffer.capacity,
+                                                 " bytes; the layout needs ", layout_.size));
+}
+
+absl::Status CpuSession::DecodeFrame(int64_t index, cv_frame_buffer* buffer, cv_frame_info* info) {
+  // A late buffer (data NULL) is acquired once the frame is decoded, just
+  // before sws_scale writes it.
+  const bool late = buffer->data == nullptr;
+  if (late && buffer->acquire == nullptr) {
+    return absl::InvalidArgumentError("the frame buffer has neither data nor an acquire function");
+  }
+  if (!late) {
+    if (absl::Status s = CheckCapacity(*buffer); !s.ok()) return s;
   }
   if (absl::Status s = CheckIndex(index); !s.ok()) return s;
   absl::StatusOr<const AVFrame*> frame =
       index_ ? cursor_->DecodeExact(index)
              : cursor_->DecodeApproximate(index, NominalPts(index), frame_duration_);
   if (!frame.ok()) return frame.status();
-  if (absl::Status s = converter_->Convert(*frame, buffer.data); !s.ok()) return s;
+  if (late) {
+    cv_error error{};
+    if (cv_status st = buffer->acquire(buffer, &error); st != CV_OK) {
+      return absl::Status(st == CV_ERROR_RESOURCE_EXHAUSTED ? absl::StatusCode::kResourceExhausted
+                                                            : absl::StatusCode::kInternal,
+                          error.message);
+    }
+    if (buffer->data == nullptr) return absl::InternalError("the runner's acquire() lent no frame buffer");
+    if (absl::Status s = CheckCapacity(*buffer); !s.ok()) return s;
+  }
+  if (absl::Status s = converter_->Convert(*frame, buffer->data); !s.ok()) return s;
   if (info == nullptr) return absl::OkStatus();
   if (index_) return GetFrameInfo(index, info);
   const double tb = av_q2d(demuxer_->stream()->time_base);

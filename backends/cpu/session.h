@@ -61,13 +61,15 @@ class CpuSession {
   absl::StatusOr<int64_t> IndexAtSeconds(double seconds) const;
 
   // Decodes frame `index` into `buffer` at layout() and describes it in
-  // `info` (approximate mode: the decoded frame's own pts and duration).
-  absl::Status DecodeFrame(int64_t index, const cv_frame_buffer& buffer, cv_frame_info* info);
+  // `info` (approximate mode: the decoded frame's own pts and duration). A
+  // late buffer (data NULL) is acquired after decoding, before conversion.
+  absl::Status DecodeFrame(int64_t index, cv_frame_buffer* buffer, cv_frame_info* info);
 
   // Demuxer seeks made so far.
   int64_t seeks_for_test() const { return cursor_->seeks(); }
 
  private:
+  absl::Status CheckCapacity(const cv_frame_buffer& buffer) const;
   CpuSession() = default;
 
   absl::Status CheckIndex(int64_t index) const;

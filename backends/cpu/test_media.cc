@@ -248,7 +248,7 @@ cv_status TestSession::Decode(int64_t index, std::string* pixels, cv_frame_info*
                               std::string* message) {
   cv_frame_layout layout = Layout();
   pixels->assign(layout.size, '\xAB');
-  cv_frame_buffer buffer{reinterpret_cast<uint8_t*>(pixels->data()), pixels->size()};
+  cv_frame_buffer buffer{.data = reinterpret_cast<uint8_t*>(pixels->data()), .capacity = pixels->size()};
   cv_frame_info local{};
   cv_error error{};
   cv_status status = codecvisor_backend_v1()->decode_frame(session_, index, &buffer,

@@ -128,10 +128,30 @@ typedef struct cv_frame_layout {
  * always have this slack; a backend's own scratch buffers need it too. */
 #define CV_BUFFER_PADDING 256
 
-typedef struct cv_frame_buffer {
+/* The buffer decode_frame writes a frame into. The runner lends it from the
+ * channel's frame arena, whose slots the host frees as its callers let go of
+ * frames.
+ *
+ * Late buffers. A backend whose table sets `late_frame_buffer` gets `data`
+ * NULL and `capacity` 0, and calls `acquire` once it has decoded the frame,
+ * just before it writes the pixels; `acquire` fills in `data` and
+ * `capacity` (and, called again, returns the same buffer). Taking the slot
+ * that late gives the host most of the decode to free the previous frame's
+ * slot, so consecutive frames keep landing in the same, cache-warm slot
+ * instead of rotating through the arena. `acquire` may wait for the host
+ * (while every slot is held by the caller); if it fails, decode_frame must
+ * return an error without writing, and may pass the failure's status and
+ * message on. It must be called before decode_frame returns, with the
+ * buffer pointer decode_frame was given, from any thread.
+ * A runner that predates late buffers never passes `data` NULL, and has no
+ * `acquire` field: a backend tests `data == NULL` before it reads `acquire`. */
+typedef struct cv_frame_buffer cv_frame_buffer;
+struct cv_frame_buffer {
   uint8_t* data;      /* lent by the runner for the duration of one call */
   uint64_t capacity;  /* at least layout.size + CV_BUFFER_PADDING */
-} cv_frame_buffer;
+  /* Non-NULL exactly when `data` is NULL (late buffers). */
+  cv_status (*acquire)(cv_frame_buffer* self, cv_error* error);
+};
 
 typedef struct cv_frame_info {
   int64_t index;           /* position in the stream, from 0 */
@@ -184,7 +204,18 @@ typedef struct cv_backend_v1 {
    * indices must not re-seek: a sequential read is as fast as plain decode. */
   cv_status (*decode_frame)(cv_session* session, int64_t index, cv_frame_buffer* buffer,
                             cv_frame_info* info, cv_error* error);
+
+  /* Fields added after the first release of ABI version 1. A runner reads
+   * each only if `struct_size` covers it, so a table built against an
+   * older header keeps working (as if the field were 0). */
+
+  /* Non-zero: decode_frame gets late buffers (see cv_frame_buffer). */
+  int32_t late_frame_buffer;
 } cv_backend_v1;
+
+/* The size of a version 1 table before any field was added: the least
+ * `struct_size` a runner accepts. */
+#define CV_BACKEND_V1_MIN_SIZE offsetof(cv_backend_v1, late_frame_buffer)
 
 /* The entry symbol. Returns a table with static storage duration, or NULL. */
 typedef const cv_backend_v1* (*cv_backend_entry_fn)(void);

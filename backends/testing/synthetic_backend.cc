@@ -4,8 +4,9 @@
 // every byte the host receives without FFmpeg. It implements the whole C
 // ABI, through the same runner and channel as a real backend.
 //
-// Built twice: as `synthetic`, and with CODECVISOR_FAULTY as `faulty`, which
-// also obeys the fault named in the video ("fault=segfault fault_frame=5",
+// Built three times: as `synthetic` (whose entry synthetic_late_v1 also
+// offers a table asking for late frame buffers, as `synthetic_late`), and
+// with CODECVISOR_FAULTY as `faulty`, which also obeys the fault named in the video ("fault=segfault fault_frame=5",
 // see faults.h) or in its manifest's [config] ("fail_init=1"), and exports
 // extra entry symbols that return a bad table; and with CODECVISOR_HOSTILE
 // as `hostile`, which tries to escape its sandbox (attacks.h) in create()
@@ -40,6 +41,7 @@ constexpr bool kFaulty = false;
 constexpr bool kHostile = false;
 constexpr char kName[] = "synthetic";
 #endif
+constexpr char kLateName[] = "synthetic_late";
 
 struct Backend {};
 
@@ -164,7 +166,7 @@ cv_status Decode(cv_session* session, int64_t index, cv_frame_buffer* buffer, cv
   const auto* s = reinterpret_cast<Session*>(session);
   if (cv_status st = Info(session, index, info, error); st != CV_OK) return st;
   const cv_frame_layout layout = codecvisor::testing::SyntheticLayout(s->video, s->format);
-  if (buffer->capacity < layout.size) {
+  if (buffer->data != nullptr && buffer->capacity < layout.size) {
     return Fail(error, CV_ERROR_INTERNAL, "%s: buffer too small", s->label.c_str());
   }
   if (kHostile && !s->video.attack.empty()) {
@@ -172,7 +174,17 @@ cv_status Decode(cv_session* session, int64_t index, cv_frame_buffer* buffer, cv
     std::snprintf(error->message, sizeof(error->message), "%s", verdict.c_str());
     return CV_ERROR_INTERNAL;
   }
-  if (kFaulty && s->video.decode_ms > 0) usleep(static_cast<useconds_t>(s->video.decode_ms) * 1000);
+  if (s->video.decode_ms > 0) usleep(static_cast<useconds_t>(s->video.decode_ms) * 1000);
+  if (buffer->data == nullptr) {  // a late buffer: the frame is "decoded", take it now
+    if (s->video.late_skip == index) return CV_OK;  // broken: returns without a buffer
+    if (cv_status st = buffer->acquire(buffer, error); st != CV_OK) return st;
+    if (s->video.late_twice) {
+      uint8_t* first = buffer->data;
+      if (cv_status st = buffer->acquire(buffer, error); st != CV_OK) return st;
+      if (buffer->data != first) return Fail(error, CV_ERROR_INTERNAL, "%s: acquire lent a second buffer", s->label.c_str());
+    }
+    if (buffer->capacity < layout.size) return Fail(error, CV_ERROR_INTERNAL, "%s: buffer too small", s->label.c_str());
+  }
   const auto& fault = s->video.fault;
   if (kFaulty && !fault.empty()) {
     const bool strike = s->video.fault_rate > 0 ? Chance(s->video.fault_rate)
@@ -185,12 +197,24 @@ cv_status Decode(cv_session* session, int64_t index, cv_frame_buffer* buffer, cv
 
 const cv_backend_v1 kTable = {
     sizeof(cv_backend_v1), CODECVISOR_BACKEND_ABI_VERSION, kName, "1.0", 1, 0.0,
-    Create, Destroy, Open, Close, Metadata, Layout, Info, IndexAt, Decode,
+    Create, Destroy, Open, Close, Metadata, Layout, Info, IndexAt, Decode, /*late_frame_buffer=*/0,
 };
 
 }  // namespace
 
 extern "C" CODECVISOR_BACKEND_EXPORT const cv_backend_v1* codecvisor_backend_v1(void) { return &kTable; }
+
+// The same backend asking for late frame buffers, under its own name
+// (manifest synthetic_late.toml).
+extern "C" CODECVISOR_BACKEND_EXPORT const cv_backend_v1* synthetic_late_v1(void) {
+  static const cv_backend_v1 table = [] {
+    cv_backend_v1 t = kTable;
+    t.name = kLateName;
+    t.late_frame_buffer = 1;
+    return t;
+  }();
+  return &table;
+}
 
 #ifdef CODECVISOR_FAULTY
 // Entry points a broken plugin might export, for manifests that name them.
@@ -200,6 +224,39 @@ extern "C" CODECVISOR_BACKEND_EXPORT const cv_backend_v1* faulty_wrong_abi(void)
   return &table;
 }
 extern "C" CODECVISOR_BACKEND_EXPORT const cv_backend_v1* faulty_null_table(void) { return nullptr; }
+// A table shorter than the first version 1 header's.
+extern "C" CODECVISOR_BACKEND_EXPORT const cv_backend_v1* faulty_short_table(void) {
+  static cv_backend_v1 table = [] {
+    cv_backend_v1 t = kTable;
+    t.name = "shorttable";
+    t.struct_size = CV_BACKEND_V1_MIN_SIZE - sizeof(void*);
+    return t;
+  }();
+  return &table;
+}
+// A table as built against the first version 1 header, named "oldtable":
+// its struct_size ends before late_frame_buffer, so the runner must not
+// read that field (set here, as stray memory past an old table might be)
+// and must lend buffers up front; decode_frame fails if it gets a late one.
+extern "C" CODECVISOR_BACKEND_EXPORT const cv_backend_v1* faulty_first_v1_table(void) {
+  static cv_backend_v1 table = [] {
+    cv_backend_v1 t = kTable;
+    t.name = "oldtable";
+    t.struct_size = CV_BACKEND_V1_MIN_SIZE;
+    t.late_frame_buffer = 1;
+    t.decode_frame = [](cv_session* session, int64_t index, cv_frame_buffer* buffer, cv_frame_info* info,
+                        cv_error* error) {
+      if (buffer->data == nullptr) {
+        std::snprintf(error->message, sizeof(error->message),
+                      "got a late buffer, though this table's struct_size ends before late_frame_buffer");
+        return CV_ERROR_INTERNAL;
+      }
+      return Decode(session, index, buffer, info, error);
+    };
+    return t;
+  }();
+  return &table;
+}
 // A sound table whose create() always fails, named "initfail".
 extern "C" CODECVISOR_BACKEND_EXPORT const cv_backend_v1* faulty_init_fails(void) {
   static cv_backend_v1 table = [] {

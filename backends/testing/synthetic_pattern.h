@@ -34,10 +34,15 @@ struct SyntheticVideo {
   // this probability instead, at random (a flaky plugin, not a poison
   // request: the replay after a crash most likely succeeds).
   double fault_rate = 0;
-  // The `faulty` build sleeps this long in every decode_frame call, before
-  // any fault: a slow plugin, whose calls are in progress when another
-  // session's request kills the process.
+  // Every build sleeps this long in every decode_frame call, before any
+  // fault: a slow plugin, whose calls are in progress when another session's
+  // request kills the process, or whose host has time to free each frame.
   int64_t decode_ms = 0;
+  // For the table with late frame buffers (entry synthetic_late_v1): the
+  // frame whose decode returns without acquiring its buffer (a broken
+  // plugin; -1: none), and whether every decode acquires twice.
+  int64_t late_skip = -1;
+  bool late_twice = false;
   // The `hostile` build's escape attempt (see attacks.h), with the host's
   // pid and a 127.0.0.1 port to attack.
   std::string attack;
@@ -69,6 +74,8 @@ inline std::optional<SyntheticVideo> ParseSyntheticVideo(const std::string& text
     if (key == "fault_frame") v.fault_frame = static_cast<int64_t>(value);
     if (key == "fault_rate") v.fault_rate = value;
     if (key == "decode_ms") v.decode_ms = static_cast<int64_t>(value);
+    if (key == "late_skip") v.late_skip = static_cast<int64_t>(value);
+    if (key == "late_twice") v.late_twice = value != 0;
     if (key == "host_pid") v.host_pid = static_cast<int>(value);
     if (key == "port") v.port = static_cast<int>(value);
   }

@@ -191,7 +191,7 @@ TEST(Dav1dBackendErrorsTest, BadRequests) {
   OpenVideo v;
   ASSERT_EQ(v.Open(path, DefaultOptions()), CV_OK) << v.error();
   std::vector<uint8_t> small(10);
-  cv_frame_buffer buffer{small.data(), small.size()};
+  cv_frame_buffer buffer{.data = small.data(), .capacity = small.size()};
   cv_error error{};
   EXPECT_EQ(Backend().decode_frame(v.get(), 0, &buffer, nullptr, &error), CV_ERROR_INVALID_ARGUMENT);
   EXPECT_THAT(error.message, HasSubstr("the frame buffer holds 10 bytes"));

@@ -100,7 +100,7 @@ cv_frame_layout OpenVideo::Layout() {
 
 cv_status OpenVideo::Decode(int64_t index, std::vector<uint8_t>* out, cv_frame_info* info) {
   out->assign(Layout().size, 0);
-  cv_frame_buffer buffer{out->data(), out->size()};
+  cv_frame_buffer buffer{.data = out->data(), .capacity = out->size()};
   cv_frame_info local{};
   cv_error error{};
   cv_status status = Backend().decode_frame(session_, index, &buffer, info != nullptr ? info : &local, &error);

@@ -43,6 +43,24 @@ TEST(StatsTest, Rounded) {
   EXPECT_DOUBLE_EQ(Rounded(99.95, 0), 100);
 }
 
+TEST(StatsTest, BufferUseCountsFramesPerBufferAndRanksThem) {
+  const char slots[3] = {};
+  BufferUse a;
+  for (int i = 0; i < 6; ++i) a.Add(&slots[i % 2 == 0 ? 0 : (i == 5 ? 2 : 1)]);
+  EXPECT_EQ(a.CountsByRank(), (std::vector<int64_t>{3, 2, 1}));
+  BufferUse b;
+  b.Add(&slots[1], 4);
+  b.Merge(a);
+  EXPECT_EQ(b.CountsByRank(), (std::vector<int64_t>{6, 3, 1}));
+  // Two decoders' slots (different addresses) summed by rank.
+  const std::vector<double> shares = SharesByRank({{6, 3, 1}, {10}});
+  ASSERT_EQ(shares.size(), 3u);
+  EXPECT_DOUBLE_EQ(shares[0], 16.0 / 20);
+  EXPECT_DOUBLE_EQ(shares[1], 3.0 / 20);
+  EXPECT_DOUBLE_EQ(shares[2], 1.0 / 20);
+  EXPECT_TRUE(SharesByRank({}).empty());
+}
+
 TEST(ChunksTest, SequentialChunksRepeatTheVideoWithoutCrossingItsEnd) {
   const std::vector<Chunk> chunks = SequentialChunks(7, 2, 3);
   const std::vector<Chunk> expected = {{.start = 0, .stop = 3}, {.start = 3, .stop = 6}, {.start = 6, .stop = 7},

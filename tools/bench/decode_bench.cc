@@ -140,6 +140,7 @@ struct SideSum {
   double caller_cpu_seconds = 0;
   double session_cpu_seconds = 0;
   double other_cpu_seconds = 0;
+  BufferUse buffers;
 
   double Fps() const { return static_cast<double>(frames) / seconds; }
   double MsPerFrame(double cpu_seconds) const { return cpu_seconds * 1e3 / static_cast<double>(frames); }
@@ -199,6 +200,7 @@ absl::Status TakeTurns(std::span<const std::unique_ptr<DecodePath>> paths, const
       if (!t.ok()) return t.status();
       sums[side].seconds += t->decode_seconds;
       sums[side].frames += t->frames;
+      sums[side].buffers.Merge(t->buffers);
       thread_cpu[side] += t->thread_cpu_seconds;
     }
   }
@@ -257,6 +259,8 @@ absl::StatusOr<DecodeBenchResult> MeasureVideo(const DecodeBenchOptions& o, cons
   std::vector<double> in_caller_cpu, in_other_cpu, out_host_cpu, out_session_cpu, out_other_cpu;
   std::vector<double> ratios, sandbox_costs, cli_ratios;
   std::vector<double> random_in_fps, random_out_fps, random_ratios;
+  // Per round, the sandboxed side's frames per arena slot, most used first.
+  std::vector<std::vector<int64_t>> slot_use;
   // The ffmpeg CLI cannot take turns by chunk: it runs the sequential pass
   // (as `repeats` processes) once before the round's chunks and once after.
   auto cli_pass = [&](SideSum* sum) -> absl::Status {
@@ -308,6 +312,7 @@ absl::StatusOr<DecodeBenchResult> MeasureVideo(const DecodeBenchOptions& o, cons
     out_session_cpu.push_back(sums[kOut].MsPerFrame(sums[kOut].session_cpu_seconds));
     out_other_cpu.push_back(sums[kOut].MsPerFrame(sums[kOut].other_cpu_seconds));
     cli_fps.push_back(cli.Fps());
+    slot_use.push_back(sums[kOut].buffers.CountsByRank());
     ratios.push_back(sums[kOut].Fps() / sums[kIn].Fps());
     sandbox_costs.push_back(1 - sums[kOut].Fps() / sums[kUnsandboxed].Fps());
     cli_ratios.push_back(sums[kOut].Fps() / cli.Fps());
@@ -328,6 +333,7 @@ absl::StatusOr<DecodeBenchResult> MeasureVideo(const DecodeBenchOptions& o, cons
   r.threads = o.threads;
   r.arena_slots = o.arena_slots;
   r.rounds = o.rounds;
+  r.out_of_process_slot_use = SharesByRank(slot_use);
   r.in_process_fps = Median(fps[kIn]);
   r.out_of_process_fps = Median(fps[kOut]);
   r.out_of_process_unsandboxed_fps = Median(fps[kUnsandboxed]);

@@ -118,6 +118,11 @@ struct DecodeBenchResult {
   double out_of_process_session_cpu_ms_per_frame = 0;
   double out_of_process_other_cpu_ms_per_frame = 0;
   double out_of_process_unsandboxed_cpu_ms_per_frame = 0;
+  // The sandboxed side's sequential frames per arena slot, as shares of
+  // all of them, most used slot first (summed by rank over the rounds): how
+  // far the frames rotate through the arena instead of reusing one warm
+  // slot, as the in-process side reuses its one buffer.
+  std::vector<double> out_of_process_slot_use;
   // Opening the file (exact mode scans it), not in the fps figures.
   double in_process_open_ms = 0;
   double out_of_process_open_ms = 0;

@@ -44,6 +44,7 @@ std::string DecodeBenchResult::ToJson() const {
     for (double v : values) w.Double(Rounded(v, 3));
     w.EndArray();
   };
+  rounds_of("out_of_process_slot_use", out_of_process_slot_use);
   rounds_of("round_ratios", round_ratios);
   rounds_of("round_random_ratios", round_random_ratios);
   rounds_of("round_cli_ratios", round_cli_ratios);
@@ -74,6 +75,9 @@ std::string DecodeBenchResult::ToText() const {
                         "CPU ms/frame by thread", in_process_caller_cpu_ms_per_frame,
                         in_process_other_cpu_ms_per_frame, out_of_process_host_cpu_ms_per_frame,
                         out_of_process_session_cpu_ms_per_frame, out_of_process_other_cpu_ms_per_frame);
+  std::string slots;
+  for (double share : out_of_process_slot_use) absl::StrAppendFormat(&slots, " %.0f%%", share * 100);
+  absl::StrAppendFormat(&out, "  %-34s%s\n", "frames per arena slot, most used 1st", slots);
   absl::StrAppendFormat(&out, "  %-34s %8.1f fps, CPU %.3f ms/frame; sandbox cost %.1f%% %s\n",
                         "out of process, no sandbox", out_of_process_unsandboxed_fps,
                         out_of_process_unsandboxed_cpu_ms_per_frame, sandbox_cost * 100,

@@ -74,7 +74,7 @@ class InProcessPath final : public DecodePath {
     const double cpu_before = ThreadCpuSeconds();
     const auto start = Clock::now();
     for (int64_t i = 0; i < chunk.frames(); ++i) {
-      cv_frame_buffer buffer{buffer_.data(), buffer_.size()};
+      cv_frame_buffer buffer{.data = buffer_.data(), .capacity = buffer_.size()};
       cv_frame_info info{};
       cv_error error{};
       if (cv_status s = table_->decode_frame(session_, chunk.index(i), &buffer, &info, &error); s != CV_OK) {
@@ -83,6 +83,7 @@ class InProcessPath final : public DecodePath {
       t.checksum += TouchFrame(buffer_);
       ++t.frames;
     }
+    t.buffers.Add(buffer_.data(), t.frames);
     t.decode_seconds = Seconds(Clock::now() - start);
     t.thread_cpu_seconds = ThreadCpuSeconds() - cpu_before;
     return t;
@@ -128,6 +129,7 @@ class OutOfProcessPath final : public DecodePath {
     const auto start = Clock::now();
     absl::Status s = decoder_->ForEachFrame(SelectionFor(chunk), [&](Frame frame) {
       t.checksum += TouchFrame(frame.data());
+      t.buffers.Add(frame.data().data());
       ++t.frames;
       return absl::OkStatus();
     });

@@ -32,6 +32,7 @@
 #include "absl/status/statusor.h"
 #include "core/host.h"
 #include "tools/bench/chunks.h"
+#include "tools/bench/stats.h"
 
 namespace codecvisor::bench {
 
@@ -51,6 +52,7 @@ struct ChunkTiming {
   double thread_cpu_seconds = 0;
   int64_t frames = 0;
   uint64_t checksum = 0;  // TouchFrame sums: keeps the work observable
+  BufferUse buffers;      // which buffer (arena slot) each frame arrived in
 };
 
 // An open decoder of one video (exact seek mode, RGB24 output, a given

@@ -1,7 +1,8 @@
 // File: tools/bench/stats.h
 //
-// The summary statistics the benchmarks report: medians of rounds and
-// nearest-rank percentiles of samples. Header-only, pure functions.
+// The summary statistics the benchmarks report: medians of rounds,
+// nearest-rank percentiles of samples, and how frames spread over the
+// buffers they arrived in. Header-only.
 
 #ifndef CODECVISOR_TOOLS_BENCH_STATS_H_
 #define CODECVISOR_TOOLS_BENCH_STATS_H_
@@ -9,6 +10,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <utility>
 #include <vector>
 
 namespace codecvisor::bench {
@@ -37,6 +41,51 @@ inline double Percentile(std::vector<double> samples, double p) {
 inline double Rounded(double value, int digits) {
   const double scale = std::pow(10.0, digits);
   return std::round(value * scale) / scale;
+}
+
+// How many frames arrived in each distinct buffer (an arena slot, told
+// apart by its address). Few buffers: a linear search is cheaper than a map
+// on the measured path.
+class BufferUse {
+ public:
+  void Add(const void* buffer, int64_t frames = 1) {
+    for (auto& [b, n] : counts_) {
+      if (b == buffer) {
+        n += frames;
+        return;
+      }
+    }
+    counts_.emplace_back(buffer, frames);
+  }
+  void Merge(const BufferUse& other) {
+    for (const auto& [b, n] : other.counts_) Add(b, n);
+  }
+  // The counts, most used buffer first.
+  std::vector<int64_t> CountsByRank() const {
+    std::vector<int64_t> out;
+    for (const auto& [b, n] : counts_) out.push_back(n);
+    std::sort(out.begin(), out.end(), std::greater<>());
+    return out;
+  }
+
+ private:
+  std::vector<std::pair<const void*, int64_t>> counts_;
+};
+
+// Element-wise sums of count lists (ranked buffers of several decoders,
+// whose addresses differ), as shares of the total, most used rank first.
+inline std::vector<double> SharesByRank(const std::vector<std::vector<int64_t>>& ranked) {
+  std::vector<double> sums;
+  double total = 0;
+  for (const std::vector<int64_t>& counts : ranked) {
+    if (counts.size() > sums.size()) sums.resize(counts.size());
+    for (size_t i = 0; i < counts.size(); ++i) {
+      sums[i] += static_cast<double>(counts[i]);
+      total += static_cast<double>(counts[i]);
+    }
+  }
+  for (double& s : sums) s = total > 0 ? s / total : 0;
+  return sums;
 }
 
 }  // namespace codecvisor::bench

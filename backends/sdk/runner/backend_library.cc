@@ -8,6 +8,11 @@
 
 namespace codecvisor::runner {
 
+bool WantsLateFrameBuffers(const cv_backend_v1& table) {
+  return table.struct_size >= offsetof(cv_backend_v1, late_frame_buffer) + sizeof(table.late_frame_buffer) &&
+         table.late_frame_buffer != 0;
+}
+
 absl::StatusCode ToStatusCode(cv_status status) {
   switch (status) {
     case CV_OK:
@@ -64,10 +69,10 @@ absl::StatusOr<LoadedBackend> LoadBackendLibrary(absl::string_view library, absl
         absl::StrCat("library ", path, ": ABI version ", table->abi_version, ", this codecvisor speaks ",
                      CODECVISOR_BACKEND_ABI_VERSION, "; rebuild the plugin against this SDK"));
   }
-  if (table->struct_size < sizeof(cv_backend_v1)) {
+  if (table->struct_size < CV_BACKEND_V1_MIN_SIZE) {
     return absl::FailedPreconditionError(absl::StrCat("library ", path, ": function table of ",
                                                       table->struct_size, " bytes, expected at least ",
-                                                      sizeof(cv_backend_v1)));
+                                                      CV_BACKEND_V1_MIN_SIZE));
   }
   const void* functions[] = {
       reinterpret_cast<const void*>(table->create),         reinterpret_cast<const void*>(table->destroy),

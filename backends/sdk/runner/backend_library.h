@@ -21,7 +21,8 @@ struct LoadedBackend {
 };
 
 // Loads `library`, resolves `entry` and validates the table: not NULL, ABI
-// version equal to ours, struct_size at least ours, every function present,
+// version equal to ours, struct_size at least CV_BACKEND_V1_MIN_SIZE (a
+// table from an older header of the same version), every function present,
 // and `name` equal to `expected_name`. Each failure is a Status whose message
 // says what is wrong and what to do (kNotFound: library or symbol missing;
 // kFailedPrecondition: ABI or name mismatch; kInvalidArgument: bad table).
@@ -31,6 +32,10 @@ struct LoadedBackend {
                                                                absl::string_view display,
                                                                absl::string_view entry,
                                                                absl::string_view expected_name);
+
+// Whether `table` asks for late frame buffers (cv_frame_buffer.acquire):
+// only if its struct_size covers the field.
+bool WantsLateFrameBuffers(const cv_backend_v1& table);
 
 // A cv_status (vendor) as an absl status code.
 absl::StatusCode ToStatusCode(cv_status status);

@@ -1,8 +1,16 @@
 #include "backends/sdk/runner/session_server.h"
 
+#include <cstddef>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <type_traits>
+
 #include "absl/strings/str_cat.h"
 #include "backends/sdk/runner/abi_convert.h"
+#include "backends/sdk/runner/backend_library.h"
 #include "backends/sdk/runner/crash_hints.h"
+#include "backends/sdk/runner/wake_policy.h"
 
 namespace codecvisor::runner {
 namespace {
@@ -10,8 +18,6 @@ namespace {
 using ipc::Clock;
 
 constexpr auto kIdleWait = std::chrono::hours(24);
-// Frames decoded faster than this may be delivered two per host wake-up.
-constexpr auto kQuietFrameBelow = std::chrono::milliseconds(1);
 
 int64_t FrameCount(const ipc::StreamMetadata& m) {
   return m.num_frames_from_scan >= 0 ? m.num_frames_from_scan : m.num_frames_from_header;
@@ -20,6 +26,44 @@ int64_t FrameCount(const ipc::StreamMetadata& m) {
 absl::Status IndexOutOfRange(int64_t index, int64_t count) {
   return absl::OutOfRangeError(absl::StrCat("frame index ", index, " is out of range: the stream has ",
                                             count, " frames"));
+}
+
+// The buffer one decode_frame call writes into, and the slot behind it:
+// claimed before the call, or, for a backend that wants late buffers, by
+// the backend through `buffer.acquire` (AcquireLateSlot) once its pixels are
+// ready. `buffer` comes first, so acquire() finds the rest from its address.
+struct FrameTarget {
+  cv_frame_buffer buffer{};
+  ipc::BackendChannel* channel = nullptr;
+  std::optional<ipc::BackendArena::Slot> slot;
+  absl::Status acquire_failure;  // why acquire() could not lend a slot
+};
+static_assert(std::is_standard_layout_v<FrameTarget> && offsetof(FrameTarget, buffer) == 0);
+
+void PointAt(FrameTarget* target, const ipc::BackendArena::Slot& slot) {
+  static_assert(CV_BUFFER_PADDING <= ipc::kSlotPadding, "slots must have the padding the SDK promises");
+  target->slot = slot;
+  target->buffer.data = slot.bytes.data();
+  target->buffer.capacity = slot.bytes.size();
+}
+
+cv_status AcquireLateSlot(cv_frame_buffer* buffer, cv_error* error) {
+  auto* target = reinterpret_cast<FrameTarget*>(buffer);
+  if (target->slot.has_value()) {
+    PointAt(target, *target->slot);  // again: the same slot
+    return CV_OK;
+  }
+  absl::StatusOr<ipc::BackendArena::Slot> slot = target->channel->AcquireSlot(Clock::now() + kHostProgressTimeout);
+  if (!slot.ok()) {
+    target->acquire_failure = slot.status();
+    if (error != nullptr) {
+      std::snprintf(error->message, sizeof(error->message), "no frame buffer: %s",
+                    std::string(slot.status().message()).c_str());
+    }
+    return absl::IsResourceExhausted(slot.status()) ? CV_ERROR_RESOURCE_EXHAUSTED : CV_ERROR_INTERNAL;
+  }
+  PointAt(target, *slot);
+  return CV_OK;
 }
 
 absl::StatusOr<int64_t> IndexAt(const VendorSession& s, double seconds) {
@@ -103,30 +147,46 @@ absl::Status SessionServer::ServeFrames(uint64_t id, const ipc::FrameRequest& re
   if (!indices.ok()) return SendError(id, indices.status());
   if (indices->empty()) return channel_->Send({id, ipc::FrameBatch{{}, true}}, Clock::now() + kHostProgressTimeout);
   const ipc::FrameLayout& layout = session_.opened.layout;
+  const bool late = WantsLateFrameBuffers(*session_.vtable);
+  // A slot the host cannot free in time is the caller's doing (it holds
+  // every frame): an error for this request. Any other failure to get one
+  // means the host is gone.
+  auto slot_failure = [&](const absl::Status& failure) {
+    return absl::IsResourceExhausted(failure) ? SendError(id, failure) : failure;
+  };
   for (size_t pos = 0; pos < indices->size(); ++pos) {
     const int64_t index = (*indices)[pos];
-    absl::StatusOr<ipc::BackendArena::Slot> slot = channel_->AcquireSlot(Clock::now() + kHostProgressTimeout);
-    if (!slot.ok()) {
-      if (absl::IsResourceExhausted(slot.status())) return SendError(id, slot.status());
-      return slot.status();  // the host is gone
+    FrameTarget target;
+    target.channel = channel_.get();
+    if (late) {
+      target.buffer.acquire = &AcquireLateSlot;
+    } else {
+      absl::StatusOr<ipc::BackendArena::Slot> slot = channel_->AcquireSlot(Clock::now() + kHostProgressTimeout);
+      if (!slot.ok()) return slot_failure(slot.status());
+      PointAt(&target, *slot);
     }
-    static_assert(CV_BUFFER_PADDING <= ipc::kSlotPadding, "slots must have the padding the SDK promises");
-    cv_frame_buffer buffer{slot->bytes.data(), slot->bytes.size()};
     cv_frame_info info{};
     cv_error error{};
     cv_status st;
     const auto decode_start = Clock::now();
     {
       VendorCall call(session_.hints);
-      st = session_.vtable->decode_frame(session_.session, index, &buffer, &info, &error);
+      st = session_.vtable->decode_frame(session_.session, index, &target.buffer, &info, &error);
     }
     const auto decode_time = Clock::now() - decode_start;
-    if (st != CV_OK) {
-      channel_->arena().Abandon(slot->index);
+    if (st != CV_OK || !target.acquire_failure.ok()) {
+      if (target.slot.has_value()) channel_->arena().Abandon(target.slot->index);
+      if (!target.acquire_failure.ok()) return slot_failure(target.acquire_failure);
       return SendError(id, VendorError(st, error));
     }
+    if (!target.slot.has_value()) {
+      return SendError(id, absl::InternalError(absl::StrCat(
+                               "the backend returned frame ", index,
+                               " without acquiring a buffer for it (it asks for late frame buffers, "
+                               "so decode_frame must call buffer->acquire before it writes)")));
+    }
     ipc::FrameRef ref;
-    ref.slot = slot->index;
+    ref.slot = target.slot->index;
     ref.offset = 0;
     ref.size = layout.size;
     ref.width = layout.width;
@@ -140,15 +200,15 @@ absl::Status SessionServer::ServeFrames(uint64_t id, const ipc::FrameRequest& re
     ref.key_frame = info.key_frame != 0;
     ref.index = index;
     ref.request_position = static_cast<uint32_t>(pos);
-    channel_->arena().Lend(slot->index);
+    channel_->arena().Lend(target.slot->index);
     const bool final = pos + 1 == indices->size();
-    // Waking the host costs both processes a context switch, which at a few
-    // hundred microseconds a frame is a few percent of the decode. A frame
-    // that was cheap to decode goes out without waking the host when the
-    // one before did: the host wakes once per two frames and this one waits
-    // for at most one more frame (as cheap, most likely; the host's own
-    // liveness slice bounds it anyway). The last frame always wakes it.
-    const bool wake = final || channel_->host_wake_pending() || decode_time >= kQuietFrameBelow;
+    // Cheap frames share a host wake-up (wake_policy.h). A frame waits at
+    // most a few cheap decodes for it (the host's own liveness slice
+    // bounds that anyway).
+    const bool wake = ShouldWakeHost({.final = final,
+                                      .decode_time = decode_time,
+                                      .unwoken = channel_->unwoken_responses(),
+                                      .free_slots = channel_->arena().FreeSlots()});
     ipc::FrameBatch batch{{std::move(ref)}, final};
     if (absl::Status s = channel_->Send({id, std::move(batch)}, Clock::now() + kHostProgressTimeout, wake);
         !s.ok()) {
