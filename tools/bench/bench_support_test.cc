@@ -160,6 +160,13 @@ TEST(CpuTimeTest, CountsThisProcessThisThreadAndAnother) {
 
 // Each thread is listed by name with its own CPU time: a named thread that
 // spins shows it; the waiting caller does not take it on.
+TEST(CpuTimeTest, ThreadTimeslicesCountsEveryWakeUp) {
+  const int64_t before = ThreadTimeslices();
+  ASSERT_GE(before, 0);
+  for (int i = 0; i < 5; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_GE(ThreadTimeslices() - before, 5) << "each sleep ends in one more timeslice";
+}
+
 TEST(CpuTimeTest, ThreadsCpuNamesEachThreadWithItsOwnTime) {
   std::atomic<pid_t> spinner_tid{0};
   std::atomic<bool> spun{false}, listed{false};

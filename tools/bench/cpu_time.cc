@@ -48,4 +48,11 @@ absl::StatusOr<std::vector<ThreadCpu>> ThreadsCpu(pid_t pid) {
   return out;
 }
 
+int64_t ThreadTimeslices() {
+  std::ifstream schedstat("/proc/thread-self/schedstat");
+  long long run_ns = 0, wait_ns = 0, slices = 0;
+  if (!(schedstat >> run_ns >> wait_ns >> slices)) return -1;
+  return slices;
+}
+
 }  // namespace codecvisor::bench

@@ -10,6 +10,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,11 @@ double SelfCpuSeconds();
 
 // CPU seconds of the calling thread so far (CLOCK_THREAD_CPUTIME_ID).
 double ThreadCpuSeconds();
+
+// How many times the calling thread has been scheduled in so far (the
+// third field of /proc/thread-self/schedstat): one more each time it woke
+// from a sleep or was preempted and ran again. -1 if it cannot be read.
+int64_t ThreadTimeslices();
 
 // One thread of a process and the CPU time it has run so far.
 struct ThreadCpu {

@@ -140,6 +140,7 @@ struct SideSum {
   double caller_cpu_seconds = 0;
   double session_cpu_seconds = 0;
   double other_cpu_seconds = 0;
+  int64_t caller_timeslices = 0;  // this thread, in the side's chunks
   BufferUse buffers;
 
   double Fps() const { return static_cast<double>(frames) / seconds; }
@@ -201,6 +202,7 @@ absl::Status TakeTurns(std::span<const std::unique_ptr<DecodePath>> paths, const
       sums[side].seconds += t->decode_seconds;
       sums[side].frames += t->frames;
       sums[side].buffers.Merge(t->buffers);
+      sums[side].caller_timeslices += t->thread_timeslices;
       thread_cpu[side] += t->thread_cpu_seconds;
     }
   }
@@ -261,6 +263,8 @@ absl::StatusOr<DecodeBenchResult> MeasureVideo(const DecodeBenchOptions& o, cons
   std::vector<double> random_in_fps, random_out_fps, random_ratios;
   // Per round, the sandboxed side's frames per arena slot, most used first.
   std::vector<std::vector<int64_t>> slot_use;
+  // Per round, times the calling thread was scheduled in per frame.
+  std::vector<double> in_caller_wakeups, out_host_wakeups;
   // The ffmpeg CLI cannot take turns by chunk: it runs the sequential pass
   // (as `repeats` processes) once before the round's chunks and once after.
   auto cli_pass = [&](SideSum* sum) -> absl::Status {
@@ -313,6 +317,8 @@ absl::StatusOr<DecodeBenchResult> MeasureVideo(const DecodeBenchOptions& o, cons
     out_other_cpu.push_back(sums[kOut].MsPerFrame(sums[kOut].other_cpu_seconds));
     cli_fps.push_back(cli.Fps());
     slot_use.push_back(sums[kOut].buffers.CountsByRank());
+    in_caller_wakeups.push_back(static_cast<double>(sums[kIn].caller_timeslices) / static_cast<double>(sums[kIn].frames));
+    out_host_wakeups.push_back(static_cast<double>(sums[kOut].caller_timeslices) / static_cast<double>(sums[kOut].frames));
     ratios.push_back(sums[kOut].Fps() / sums[kIn].Fps());
     sandbox_costs.push_back(1 - sums[kOut].Fps() / sums[kUnsandboxed].Fps());
     cli_ratios.push_back(sums[kOut].Fps() / cli.Fps());
@@ -334,6 +340,8 @@ absl::StatusOr<DecodeBenchResult> MeasureVideo(const DecodeBenchOptions& o, cons
   r.arena_slots = o.arena_slots;
   r.rounds = o.rounds;
   r.out_of_process_slot_use = SharesByRank(slot_use);
+  r.in_process_caller_wakeups_per_frame = Median(in_caller_wakeups);
+  r.out_of_process_host_wakeups_per_frame = Median(out_host_wakeups);
   r.in_process_fps = Median(fps[kIn]);
   r.out_of_process_fps = Median(fps[kOut]);
   r.out_of_process_unsandboxed_fps = Median(fps[kUnsandboxed]);

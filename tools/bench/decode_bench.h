@@ -123,6 +123,12 @@ struct DecodeBenchResult {
   // far the frames rotate through the arena instead of reusing one warm
   // slot, as the in-process side reuses its one buffer.
   std::vector<double> out_of_process_slot_use;
+  // Times the calling thread was scheduled in per sequential frame (median
+  // of rounds; /proc/thread-self/schedstat): in process the decode's caller
+  // (woken by FFmpeg's frame threads), out of process the host (woken by
+  // the backend: fewer than one a frame when cheap frames share a wake-up).
+  double in_process_caller_wakeups_per_frame = 0;
+  double out_of_process_host_wakeups_per_frame = 0;
   // Opening the file (exact mode scans it), not in the fps figures.
   double in_process_open_ms = 0;
   double out_of_process_open_ms = 0;

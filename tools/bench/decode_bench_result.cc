@@ -45,6 +45,8 @@ std::string DecodeBenchResult::ToJson() const {
     w.EndArray();
   };
   rounds_of("out_of_process_slot_use", out_of_process_slot_use);
+  w.Key("in_process_caller_wakeups_per_frame").Double(Rounded(in_process_caller_wakeups_per_frame, 3));
+  w.Key("out_of_process_host_wakeups_per_frame").Double(Rounded(out_of_process_host_wakeups_per_frame, 3));
   rounds_of("round_ratios", round_ratios);
   rounds_of("round_random_ratios", round_random_ratios);
   rounds_of("round_cli_ratios", round_cli_ratios);
@@ -77,7 +79,10 @@ std::string DecodeBenchResult::ToText() const {
                         out_of_process_session_cpu_ms_per_frame, out_of_process_other_cpu_ms_per_frame);
   std::string slots;
   for (double share : out_of_process_slot_use) absl::StrAppendFormat(&slots, " %.0f%%", share * 100);
-  absl::StrAppendFormat(&out, "  %-34s%s\n", "frames per arena slot, most used 1st", slots);
+  absl::StrAppendFormat(&out, "  %-34s%s\n", "frames per slot, most used first", slots);
+  absl::StrAppendFormat(&out, "  %-34s in process: caller %.3f; out of process: host %.3f\n",
+                        "calling thread woken per frame", in_process_caller_wakeups_per_frame,
+                        out_of_process_host_wakeups_per_frame);
   absl::StrAppendFormat(&out, "  %-34s %8.1f fps, CPU %.3f ms/frame; sandbox cost %.1f%% %s\n",
                         "out of process, no sandbox", out_of_process_unsandboxed_fps,
                         out_of_process_unsandboxed_cpu_ms_per_frame, sandbox_cost * 100,

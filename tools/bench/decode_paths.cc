@@ -71,6 +71,7 @@ class InProcessPath final : public DecodePath {
 
   absl::StatusOr<ChunkTiming> Decode(const Chunk& chunk) override {
     ChunkTiming t;
+    const int64_t slices_before = ThreadTimeslices();
     const double cpu_before = ThreadCpuSeconds();
     const auto start = Clock::now();
     for (int64_t i = 0; i < chunk.frames(); ++i) {
@@ -86,6 +87,7 @@ class InProcessPath final : public DecodePath {
     t.buffers.Add(buffer_.data(), t.frames);
     t.decode_seconds = Seconds(Clock::now() - start);
     t.thread_cpu_seconds = ThreadCpuSeconds() - cpu_before;
+    t.thread_timeslices = ThreadTimeslices() - slices_before;
     return t;
   }
 
@@ -125,6 +127,7 @@ class OutOfProcessPath final : public DecodePath {
 
   absl::StatusOr<ChunkTiming> Decode(const Chunk& chunk) override {
     ChunkTiming t;
+    const int64_t slices_before = ThreadTimeslices();
     const double cpu_before = ThreadCpuSeconds();
     const auto start = Clock::now();
     absl::Status s = decoder_->ForEachFrame(SelectionFor(chunk), [&](Frame frame) {
@@ -135,6 +138,7 @@ class OutOfProcessPath final : public DecodePath {
     });
     t.decode_seconds = Seconds(Clock::now() - start);
     t.thread_cpu_seconds = ThreadCpuSeconds() - cpu_before;
+    t.thread_timeslices = ThreadTimeslices() - slices_before;
     if (!s.ok()) return s;
     // The same child must have served the whole chunk: a restart would
     // make its CPU time meaningless and the chunk's timing an outage's.

@@ -50,6 +50,10 @@ struct ChunkTiming {
   // the caller: FFmpeg's frame threads go on working on the next frames
   // after a chunk's last one is out, into whatever runs next.)
   double thread_cpu_seconds = 0;
+  // Times the calling thread was scheduled in over the chunk (each wake-up
+  // from waiting on FFmpeg's threads in process, on the backend out of
+  // process, and each preemption).
+  int64_t thread_timeslices = 0;
   int64_t frames = 0;
   uint64_t checksum = 0;  // TouchFrame sums: keeps the work observable
   BufferUse buffers;      // which buffer (arena slot) each frame arrived in
