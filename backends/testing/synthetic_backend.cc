@@ -6,8 +6,9 @@
 //
 // Built three times: as `synthetic` (whose entry synthetic_late_v1 also
 // offers a table asking for late frame buffers, as `synthetic_late`), and
-// with CODECVISOR_FAULTY as `faulty`, which also obeys the fault named in the video ("fault=segfault fault_frame=5",
-// see faults.h) or in its manifest's [config] ("fail_init=1"), and exports
+// with CODECVISOR_FAULTY as `faulty`, which also obeys the fault named in
+// the video ("fault=segfault fault_frame=5", see faults.h) or in its
+// manifest's [config] ("fail_init=1"), and exports
 // extra entry symbols that return a bad table; and with CODECVISOR_HOSTILE
 // as `hostile`, which tries to escape its sandbox (attacks.h) in create()
 // or decode_frame(). Used by tests only.
@@ -181,9 +182,13 @@ cv_status Decode(cv_session* session, int64_t index, cv_frame_buffer* buffer, cv
     if (s->video.late_twice) {
       uint8_t* first = buffer->data;
       if (cv_status st = buffer->acquire(buffer, error); st != CV_OK) return st;
-      if (buffer->data != first) return Fail(error, CV_ERROR_INTERNAL, "%s: acquire lent a second buffer", s->label.c_str());
+      if (buffer->data != first) {
+        return Fail(error, CV_ERROR_INTERNAL, "%s: acquire lent a second buffer", s->label.c_str());
+      }
     }
-    if (buffer->capacity < layout.size) return Fail(error, CV_ERROR_INTERNAL, "%s: buffer too small", s->label.c_str());
+    if (buffer->capacity < layout.size) {
+      return Fail(error, CV_ERROR_INTERNAL, "%s: buffer too small", s->label.c_str());
+    }
   }
   const auto& fault = s->video.fault;
   if (kFaulty && !fault.empty()) {

@@ -144,6 +144,7 @@ struct SideSum {
   BufferUse buffers;
 
   double Fps() const { return static_cast<double>(frames) / seconds; }
+  double PerFrame(int64_t count) const { return static_cast<double>(count) / static_cast<double>(frames); }
   double MsPerFrame(double cpu_seconds) const { return cpu_seconds * 1e3 / static_cast<double>(frames); }
   double CpuMsPerFrame() const { return MsPerFrame(caller_cpu_seconds + session_cpu_seconds + other_cpu_seconds); }
 };
@@ -317,8 +318,8 @@ absl::StatusOr<DecodeBenchResult> MeasureVideo(const DecodeBenchOptions& o, cons
     out_other_cpu.push_back(sums[kOut].MsPerFrame(sums[kOut].other_cpu_seconds));
     cli_fps.push_back(cli.Fps());
     slot_use.push_back(sums[kOut].buffers.CountsByRank());
-    in_caller_wakeups.push_back(static_cast<double>(sums[kIn].caller_timeslices) / static_cast<double>(sums[kIn].frames));
-    out_host_wakeups.push_back(static_cast<double>(sums[kOut].caller_timeslices) / static_cast<double>(sums[kOut].frames));
+    in_caller_wakeups.push_back(sums[kIn].PerFrame(sums[kIn].caller_timeslices));
+    out_host_wakeups.push_back(sums[kOut].PerFrame(sums[kOut].caller_timeslices));
     ratios.push_back(sums[kOut].Fps() / sums[kIn].Fps());
     sandbox_costs.push_back(1 - sums[kOut].Fps() / sums[kUnsandboxed].Fps());
     cli_ratios.push_back(sums[kOut].Fps() / cli.Fps());

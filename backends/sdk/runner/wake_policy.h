@@ -25,10 +25,10 @@ inline constexpr uint32_t kFramesPerWake = 4;
 inline constexpr uint32_t kFreeSlotsAtWake = 2;
 
 struct FrameSent {
-  bool final = false;                         // the request's last frame
-  std::chrono::nanoseconds decode_time{0};    // the vendor's decode_frame call
-  uint32_t unwoken = 0;                       // frames sent since the host was last woken
-  uint32_t free_slots = 0;                    // free arena slots, this frame's not counted
+  bool final = false;                       // the request's last frame
+  std::chrono::nanoseconds decode_time{0};  // the vendor's decode_frame call
+  uint32_t unwoken = 0;                     // frames sent since the host was last woken
+  uint32_t free_slots = 0;                  // free arena slots, this frame's not counted
 };
 
 inline bool ShouldWakeHost(const FrameSent& f) {

@@ -1,5 +1,7 @@
 #include "backends/sdk/runner/wake_policy.h"
 
+#include <vector>
+
 #include <gtest/gtest.h>
 
 namespace codecvisor::runner {
@@ -15,8 +17,8 @@ std::vector<int> WakingFrames(uint32_t slots, int frames) {
   uint32_t unwoken = 0;
   for (int i = 0; i < frames; ++i) {
     const uint32_t in_use = unwoken + 1;  // the batch so far and this frame
-    const FrameSent f{.final = i + 1 == frames, .decode_time = microseconds(300), .unwoken = unwoken,
-                      .free_slots = slots - in_use};
+    const FrameSent f{
+        .final = i + 1 == frames, .decode_time = microseconds(300), .unwoken = unwoken, .free_slots = slots - in_use};
     if (ShouldWakeHost(f)) {
       woke.push_back(i);
       unwoken = 0;
