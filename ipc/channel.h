@@ -128,7 +128,6 @@ class BackendChannel {
   [[nodiscard]] absl::Status Send(const Response& response, Deadline deadline, bool wake_host = true);
   // Wakes the host if responses were sent without waking it.
   void WakeHost();
-  bool host_wake_pending() const { return unwoken_ > 0; }
   // Responses sent since the host was last woken.
   uint32_t unwoken_responses() const { return unwoken_; }
   // Receives the `count` descriptors the host sent with `token`.

@@ -142,15 +142,6 @@ void BackendArena::Lend(uint32_t index) {
   StateOf(*region_, index).store(static_cast<uint32_t>(SlotState::kLent), std::memory_order_release);
 }
 
-bool BackendArena::HasFreeSlot() const {
-  for (uint32_t slot = 0; slot < region_->geometry().slot_count; ++slot) {
-    if (StateOf(*region_, slot).load(std::memory_order_acquire) == static_cast<uint32_t>(SlotState::kFree)) {
-      return true;
-    }
-  }
-  return false;
-}
-
 uint32_t BackendArena::FreeSlots() const {
   uint32_t free = 0;
   for (uint32_t slot = 0; slot < region_->geometry().slot_count; ++slot) {

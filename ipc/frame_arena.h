@@ -100,7 +100,7 @@ class BackendArena {
   void Abandon(uint32_t index);
   // True if Acquire would not wait now (only the backend claims slots, so
   // it stays true until the backend's next Acquire).
-  bool HasFreeSlot() const;
+  bool HasFreeSlot() const { return FreeSlots() != 0; }
   // How many slots are free now (the host may free more at any moment).
   uint32_t FreeSlots() const;
 

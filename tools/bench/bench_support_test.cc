@@ -158,8 +158,6 @@ TEST(CpuTimeTest, CountsThisProcessThisThreadAndAnother) {
   EXPECT_LT(ThreadCpuSeconds() - thread_mark, 0.5 * thread_spent);
 }
 
-// Each thread is listed by name with its own CPU time: a named thread that
-// spins shows it; the waiting caller does not take it on.
 TEST(CpuTimeTest, ThreadTimeslicesCountsEveryWakeUp) {
   const int64_t before = ThreadTimeslices();
   ASSERT_GE(before, 0);
@@ -167,6 +165,8 @@ TEST(CpuTimeTest, ThreadTimeslicesCountsEveryWakeUp) {
   EXPECT_GE(ThreadTimeslices() - before, 5) << "each sleep ends in one more timeslice";
 }
 
+// Each thread is listed by name with its own CPU time: a named thread that
+// spins shows it; the waiting caller does not take it on.
 TEST(CpuTimeTest, ThreadsCpuNamesEachThreadWithItsOwnTime) {
   std::atomic<pid_t> spinner_tid{0};
   std::atomic<bool> spun{false}, listed{false};

@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -25,6 +26,24 @@ double ThreadCpuSeconds() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
+namespace {
+
+// One thread's /proc/.../schedstat: time on the CPU (ns), time waiting to
+// run (ns), timeslices. Nothing if it cannot be read (the thread exited).
+struct Schedstat {
+  long long run_ns = 0;
+  long long wait_ns = 0;
+  long long timeslices = 0;
+};
+std::optional<Schedstat> ReadSchedstat(const std::string& path) {
+  std::ifstream in(path);
+  Schedstat s;
+  if (!(in >> s.run_ns >> s.wait_ns >> s.timeslices)) return std::nullopt;
+  return s;
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<ThreadCpu>> ThreadsCpu(pid_t pid) {
   const std::string dir = absl::StrCat("/proc/", pid, "/task");
   DIR* tasks = opendir(dir.c_str());
@@ -34,13 +53,11 @@ absl::StatusOr<std::vector<ThreadCpu>> ThreadsCpu(pid_t pid) {
     if (entry->d_name[0] == '.') continue;
     ThreadCpu t;
     t.tid = static_cast<pid_t>(std::strtol(entry->d_name, nullptr, 10));
-    // schedstat: time on the CPU (ns), time waiting to run (ns), timeslices.
-    std::ifstream schedstat(absl::StrCat(dir, "/", entry->d_name, "/schedstat"));
-    long long run_ns = 0;
-    if (!(schedstat >> run_ns)) continue;  // exited meanwhile
+    const std::optional<Schedstat> schedstat = ReadSchedstat(absl::StrCat(dir, "/", entry->d_name, "/schedstat"));
+    if (!schedstat.has_value()) continue;  // exited meanwhile
     std::ifstream comm(absl::StrCat(dir, "/", entry->d_name, "/comm"));
     std::getline(comm, t.name);
-    t.seconds = static_cast<double>(run_ns) * 1e-9;
+    t.seconds = static_cast<double>(schedstat->run_ns) * 1e-9;
     out.push_back(std::move(t));
   }
   closedir(tasks);
@@ -49,10 +66,8 @@ absl::StatusOr<std::vector<ThreadCpu>> ThreadsCpu(pid_t pid) {
 }
 
 int64_t ThreadTimeslices() {
-  std::ifstream schedstat("/proc/thread-self/schedstat");
-  long long run_ns = 0, wait_ns = 0, slices = 0;
-  if (!(schedstat >> run_ns >> wait_ns >> slices)) return -1;
-  return slices;
+  const std::optional<Schedstat> s = ReadSchedstat("/proc/thread-self/schedstat");
+  return s.has_value() ? s->timeslices : -1;
 }
 
 }  // namespace codecvisor::bench
