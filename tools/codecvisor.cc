@@ -79,14 +79,15 @@ const std::map<std::string, SeekMode> kSeekModes = {{"exact", SeekMode::kExact},
 // converted into args->seek_mode after parsing.
 void AddOpenFlags(CLI::App* command, cli::OpenArgs* args, std::string* seek_mode) {
   command->add_option("file", args->file, "the video file")->required();
-  command->add_option("--device", args->device, "decode on this device (NAME or NAME:INDEX); default: $CODECVISOR_DEFAULT_DEVICE, else cpu");
+  command->add_option("--device", args->device,
+                      "decode on this device (NAME or NAME:INDEX); default: $CODECVISOR_DEFAULT_DEVICE, else cpu");
   command->add_option("--stream", args->stream, "video stream index; default: the best video stream")
       ->check(CLI::NonNegativeNumber);
-  command->add_option("--seek-mode", *seek_mode,
-                      "exact: scan the file for an exact frame index (default); approximate: trust the header")
+  command
+      ->add_option("--seek-mode", *seek_mode,
+                   "exact: scan the file for an exact frame index (default); approximate: trust the header")
       ->check(CLI::IsMember({"exact", "approximate"}));
-  command->add_option("--backend-manifest", args->backend_manifests,
-                      "load an extra backend manifest (repeatable)");
+  command->add_option("--backend-manifest", args->backend_manifests, "load an extra backend manifest (repeatable)");
 }
 
 }  // namespace
@@ -116,8 +117,10 @@ int main(int argc, char** argv) {
   auto* decode = app.add_subcommand("decode", "decode frames to PNG, PPM, Y4M or raw RGB24 (all frames by default)");
   AddOpenFlags(decode, &decode_args.open, &decode_seek);
   cli::SelectionFlags& sel = decode_args.selection;
-  auto* frames = decode->add_option("--frames", sel.frames, "frames START:STOP[:STEP] (Python slice; negative counts from the end)")
-                     ->check(SyntaxCheck(cli::ParseFrameRange, "START:STOP[:STEP]"));
+  auto* frames =
+      decode
+          ->add_option("--frames", sel.frames, "frames START:STOP[:STEP] (Python slice; negative counts from the end)")
+          ->check(SyntaxCheck(cli::ParseFrameRange, "START:STOP[:STEP]"));
   auto* indices = decode->add_option("--indices", sel.indices, "frames at these indices, e.g. 0,5,-1")
                       ->check(SyntaxCheck(cli::ParseIndexList, "I,J,..."));
   auto* times = decode->add_option("--times", sel.times, "frames played at these times in seconds, e.g. 1.5,2")
@@ -127,22 +130,26 @@ int main(int argc, char** argv) {
   frames->excludes(indices)->excludes(times)->excludes(time_range);
   indices->excludes(times)->excludes(time_range);
   times->excludes(time_range);
-  decode->add_option("--format", format,
-                     "png, ppm (one file per frame), y4m (one stream), rgb24 (raw; one stream on '-', else one file per frame)")
+  decode
+      ->add_option(
+          "--format", format,
+          "png, ppm (one file per frame), y4m (one stream), rgb24 (raw; one stream on '-', else one file per frame)")
       ->capture_default_str()
       ->check(CLI::IsMember({"png", "ppm", "y4m", "rgb24"}));
   decode->add_option("--threads", decode_args.open.threads, "decoder threads; 0 lets the decoder choose")
       ->check(CLI::Range(0, 256));
-  auto* out = decode->add_option("--out", decode_args.out, "output folder (created if missing), or - for stdout (y4m, rgb24)")
-                  ->required();
+  auto* out =
+      decode->add_option("--out", decode_args.out, "output folder (created if missing), or - for stdout (y4m, rgb24)")
+          ->required();
   decode->add_flag("-q,--quiet", decode_args.quiet, "no progress bar and no summary");
   decode->callback([&] {
     decode_args.open.seek_mode = kSeekModes.at(decode_seek);
     decode_args.format = *cli::ParseFileFormat(format);
     if (decode_args.out == cli::kStdout &&
         (decode_args.format == cli::FileFormat::kPng || decode_args.format == cli::FileFormat::kPpm)) {
-      throw CLI::ValidationError(out->get_name(), format + " writes one file per frame and needs a folder, not "
-                                                  "'-'; use --format y4m or rgb24 for standard output");
+      throw CLI::ValidationError(out->get_name(), format +
+                                                      " writes one file per frame and needs a folder, not "
+                                                      "'-'; use --format y4m or rgb24 for standard output");
     }
     exit_code = cli::RunDecode(decode_args);
   });
@@ -153,12 +160,13 @@ int main(int argc, char** argv) {
   backends->add_flag("--json", backends_args.json, "print one JSON object");
   backends->add_option("--backend-manifest", backends_args.backend_manifests,
                        "load an extra backend manifest (repeatable)");
-  backends->add_option("--reset", backends_args.reset,
-                       "lift the quarantine or load failure of backend NAME, then list. Quarantine is kept per host "
-                       "process: this resets NAME in this command's own host (a fresh one, where nothing is "
-                       "quarantined yet), not in another program using the library, which calls "
-                       "Host::ResetBackend itself; with --start, NAME (like every backend) is then started and its state "
-                       "reported")
+  backends
+      ->add_option("--reset", backends_args.reset,
+                   "lift the quarantine or load failure of backend NAME, then list. Quarantine is kept per host "
+                   "process: this resets NAME in this command's own host (a fresh one, where nothing is "
+                   "quarantined yet), not in another program using the library, which calls "
+                   "Host::ResetBackend itself; with --start, NAME (like every backend) is then started and its state "
+                   "reported")
       ->type_name("NAME");
   backends->add_flag("--start", backends_args.start,
                      "start every backend (after --reset, if given) and list their states, pids and engaged "
@@ -211,7 +219,8 @@ int main(int argc, char** argv) {
   ipc->add_flag("--json", ipc_json, "print one JSON object");
   ipc->add_option("--round-trips", ipc_options.round_trips, "round trips per measurement")->check(CLI::PositiveNumber);
   ipc->add_option("--frames", ipc_options.frames, "frames per measurement")->check(CLI::PositiveNumber);
-  ipc->add_option("--rounds", ipc_options.rounds, "measurement rounds; the median is reported")->check(CLI::PositiveNumber);
+  ipc->add_option("--rounds", ipc_options.rounds, "measurement rounds; the median is reported")
+      ->check(CLI::PositiveNumber);
   ipc->add_option("--slots", ipc_options.slots, "arena slots for the frame measurement")->check(CLI::Range(1, 256));
   ipc->callback([&] { exit_code = codecvisor::RunBenchIpc(ipc_options, ipc_json); });
 
@@ -222,8 +231,8 @@ int main(int argc, char** argv) {
   decode_bench->add_option("file", decode_bench_options.file,
                            "the video to measure; default: generated 1080p and 360p H.264 files of 300 frames");
   decode_bench->add_flag("--json", decode_bench_json, "print one JSON object per video, one per line");
-  decode_bench->add_option("--threads", decode_bench_options.threads,
-                           "decoder threads on every side; 0 lets FFmpeg choose")
+  decode_bench
+      ->add_option("--threads", decode_bench_options.threads, "decoder threads on every side; 0 lets FFmpeg choose")
       ->capture_default_str()
       ->check(CLI::Range(0, 256));
   decode_bench->add_option("--frames", decode_bench_options.frames, "frames per sequential pass")
@@ -232,12 +241,19 @@ int main(int argc, char** argv) {
   decode_bench->add_option("--rounds", decode_bench_options.rounds, "measurement rounds; the median is reported")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  decode_bench->add_option("--random-frames", decode_bench_options.random_frames,
-                           "random indices per random-access pass")
+  decode_bench
+      ->add_option("--random-frames", decode_bench_options.random_frames, "random indices per random-access pass")
       ->capture_default_str()
       ->check(CLI::Range(1, 100000));
-  decode_bench->add_option("--arena-slots", decode_bench_options.arena_slots,
-                           "frame slots of each out-of-process decoder (its cache footprint)")
+  decode_bench
+      ->add_option("--arena-slots", decode_bench_options.arena_slots,
+                   "frame slots of each out-of-process decoder (its cache footprint)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
+  decode_bench
+      ->add_option("--in-process-buffers", decode_bench_options.in_process_buffers,
+                   "buffers the in-process side writes frames into in turn (1: the baseline the targets judge; "
+                   "the arena's slot count: the same cache footprint on both sides)")
       ->capture_default_str()
       ->check(CLI::Range(1, 256));
   decode_bench->callback([&] { exit_code = codecvisor::RunBenchDecode(decode_bench_options, decode_bench_json); });
@@ -260,10 +276,13 @@ int main(int argc, char** argv) {
   codecvisor::bench::SoakBenchOptions soak_options;
   bool soak_json = false;
   auto* soak = bench->add_subcommand(
-      "soak", "reliability under load: decoders on cpu and the faulty test backend while children are killed at "
-              "random; every frame checked; exit 1 on a wrong frame, a failure other than poison, or a leak");
+      "soak",
+      "reliability under load: decoders on cpu and the faulty test backend while children are killed at "
+      "random; every frame checked; exit 1 on a wrong frame, a failure other than poison, or a leak");
   soak->add_flag("--json", soak_json, "print one JSON object");
-  soak->add_option("--seconds", soak_options.seconds, "how long to run")->capture_default_str()->check(CLI::PositiveNumber);
+  soak->add_option("--seconds", soak_options.seconds, "how long to run")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   soak->add_option("--decoders", soak_options.decoders, "concurrent decoders, half on each backend")
       ->capture_default_str()
       ->check(CLI::Range(2, 256));

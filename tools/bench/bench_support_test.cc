@@ -1,3 +1,4 @@
+#include <gtest/gtest.h>
 #include <pthread.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -8,8 +9,6 @@
 #include <fstream>
 #include <thread>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "tools/bench/chunks.h"
 #include "tools/bench/cpu_time.h"
@@ -36,6 +35,24 @@ TEST(StatsTest, PercentileIsNearestRank) {
   EXPECT_EQ(Percentile(v, 100), 50);
   EXPECT_EQ(Percentile({7}, 95), 7);
   EXPECT_EQ(Percentile({}, 50), 0);
+}
+
+TEST(StatsTest, QuartilesAreNearestRank) {
+  std::vector<double> v;
+  for (int i = 1; i <= 8; ++i) v.push_back(9 - i);  // 8..1, unsorted
+  EXPECT_EQ(Quartiles(v), (std::vector<double>{2, 4, 6}));
+  EXPECT_EQ(Quartiles({}), (std::vector<double>{0, 0, 0}));
+}
+
+TEST(StatsTest, PairedSpeedRatiosPairByPosition) {
+  // Baseline 0.5 s against 0.625 s is the measured side at 0.8 of its speed
+  // (times exact in binary, so each quotient is the nearest double).
+  const std::vector<double> baseline = {0.5, 0.25, 0.75};
+  const std::vector<double> measured = {0.625, 0.125, 0.75};
+  EXPECT_EQ(PairedSpeedRatios(baseline, measured), (std::vector<double>{0.8, 2.0, 1.0}));
+  // Only as many pairs as the shorter side has; a time of zero is no pair.
+  const std::vector<double> shorter = {0.625, 0};
+  EXPECT_EQ(PairedSpeedRatios(baseline, shorter), (std::vector<double>{0.8}));
 }
 
 TEST(StatsTest, Rounded) {

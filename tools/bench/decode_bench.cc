@@ -142,6 +142,9 @@ struct SideSum {
   double other_cpu_seconds = 0;
   int64_t caller_timeslices = 0;  // this thread, in the side's chunks
   BufferUse buffers;
+  // Each chunk's wall-clock time, in chunk order: chunk k of every side in
+  // the round is the same work, done within moments of each other.
+  std::vector<double> chunk_seconds;
 
   double Fps() const { return static_cast<double>(frames) / seconds; }
   double PerFrame(int64_t count) const { return static_cast<double>(count) / static_cast<double>(frames); }
@@ -178,8 +181,8 @@ ChildCpu ChildCpuBetween(const std::vector<ThreadCpu>& before, const std::vector
 // in process, what this thread spent in its chunks plus this process's
 // other threads' CPU time (so the Host's own few background wake-ups fall
 // on the in-process side).
-absl::Status TakeTurns(std::span<const std::unique_ptr<DecodePath>> paths, const std::vector<Chunk>& chunks,
-                       int round, std::span<SideSum> sums) {
+absl::Status TakeTurns(std::span<const std::unique_ptr<DecodePath>> paths, const std::vector<Chunk>& chunks, int round,
+                       std::span<SideSum> sums) {
   // Each out-of-process side's child threads (none in process).
   auto child_threads = [&]() -> absl::StatusOr<std::vector<std::vector<ThreadCpu>>> {
     std::vector<std::vector<ThreadCpu>> threads(paths.size());
@@ -201,6 +204,7 @@ absl::Status TakeTurns(std::span<const std::unique_ptr<DecodePath>> paths, const
       absl::StatusOr<ChunkTiming> t = paths[side]->Decode(chunks[k]);
       if (!t.ok()) return t.status();
       sums[side].seconds += t->decode_seconds;
+      sums[side].chunk_seconds.push_back(t->decode_seconds);
       sums[side].frames += t->frames;
       sums[side].buffers.Merge(t->buffers);
       sums[side].caller_timeslices += t->thread_timeslices;
@@ -262,6 +266,12 @@ absl::StatusOr<DecodeBenchResult> MeasureVideo(const DecodeBenchOptions& o, cons
   std::vector<double> in_caller_cpu, in_other_cpu, out_host_cpu, out_session_cpu, out_other_cpu;
   std::vector<double> ratios, sandbox_costs, cli_ratios;
   std::vector<double> random_in_fps, random_out_fps, random_ratios;
+  // Over every round, per chunk, the paired speed ratios: out of process
+  // over in process (sequential and random), sandboxed over unsandboxed.
+  std::vector<double> chunk_ratios, chunk_random_ratios, chunk_sandboxed_speeds;
+  auto append = [](std::vector<double>* to, const std::vector<double>& from) {
+    to->insert(to->end(), from.begin(), from.end());
+  };
   // Per round, the sandboxed side's frames per arena slot, most used first.
   std::vector<std::vector<int64_t>> slot_use;
   // Per round, times the calling thread was scheduled in per frame.
@@ -290,7 +300,7 @@ absl::StatusOr<DecodeBenchResult> MeasureVideo(const DecodeBenchOptions& o, cons
     std::unique_ptr<DecodePath> paths[kPaths];
     {
       absl::StatusOr<std::unique_ptr<DecodePath>> opened[kPaths] = {
-          OpenInProcess(path, o.threads),
+          OpenInProcess(path, o.threads, o.in_process_buffers),
           OpenOutOfProcess(**sandboxed, path, o.threads, o.arena_slots),
           OpenOutOfProcess(**unsandboxed, path, o.threads, o.arena_slots),
       };
@@ -326,7 +336,12 @@ absl::StatusOr<DecodeBenchResult> MeasureVideo(const DecodeBenchOptions& o, cons
     random_in_fps.push_back(random_sums[kIn].Fps());
     random_out_fps.push_back(random_sums[kOut].Fps());
     random_ratios.push_back(random_sums[kOut].Fps() / random_sums[kIn].Fps());
+    append(&chunk_ratios, PairedSpeedRatios(sums[kIn].chunk_seconds, sums[kOut].chunk_seconds));
+    append(&chunk_sandboxed_speeds, PairedSpeedRatios(sums[kUnsandboxed].chunk_seconds, sums[kOut].chunk_seconds));
+    append(&chunk_random_ratios, PairedSpeedRatios(random_sums[kIn].chunk_seconds, random_sums[kOut].chunk_seconds));
   }
+  std::vector<double> chunk_sandbox_costs;
+  for (double speed : chunk_sandboxed_speeds) chunk_sandbox_costs.push_back(1 - speed);
 
   DecodeBenchResult r;
   r.file = path;
@@ -339,6 +354,7 @@ absl::StatusOr<DecodeBenchResult> MeasureVideo(const DecodeBenchOptions& o, cons
   r.random_chunk_frames = kRandomChunkIndices;
   r.threads = o.threads;
   r.arena_slots = o.arena_slots;
+  r.in_process_buffers = o.in_process_buffers;
   r.rounds = o.rounds;
   r.out_of_process_slot_use = SharesByRank(slot_use);
   r.in_process_caller_wakeups_per_frame = Median(in_caller_wakeups);
@@ -364,6 +380,10 @@ absl::StatusOr<DecodeBenchResult> MeasureVideo(const DecodeBenchOptions& o, cons
   r.random_in_process_fps = Median(random_in_fps);
   r.random_out_of_process_fps = Median(random_out_fps);
   r.random_ratio = Median(random_ratios);
+  r.chunk_ratio_quartiles = Quartiles(chunk_ratios);
+  r.chunk_random_ratio_quartiles = Quartiles(chunk_random_ratios);
+  r.chunk_sandbox_cost_quartiles = Quartiles(chunk_sandbox_costs);
+  r.chunk_pairs = static_cast<int>(chunk_ratios.size());
   r.round_ratios = ratios;
   r.round_random_ratios = random_ratios;
   r.round_cli_ratios = cli_ratios;

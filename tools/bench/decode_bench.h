@@ -40,7 +40,11 @@
 // its pass once before the round's chunks and once after. Each fps figure
 // is the median over rounds of the round's fps (all chunks of the side),
 // and each ratio the median of the ratios taken within each round (so it
-// need not equal the ratio of the median fps).
+// need not equal the ratio of the median fps). The quartiles of the ratios
+// taken per chunk pair (chunk k of one side against chunk k of the other)
+// are reported beside them, to show the spread: between the sandboxed and
+// unsandboxed decoders, which differ only by the sandbox, that spread is
+// the machine's own noise.
 //
 // Thread-safety: RunDecodeBench runs on the calling thread (the Host adds
 // its own); call it once at a time.
@@ -74,6 +78,12 @@ struct DecodeBenchOptions {
   // The in-process side writes every frame into one buffer, which stays in
   // cache; each more slot adds a frame's worth to the cache footprint.
   uint32_t arena_slots = 4;
+  // Buffers the in-process side writes its frames into, in turn. 1, the
+  // baseline the targets are judged on; as many as the out-of-process side
+  // spreads its frames over (out_of_process_slot_use) gives both sides the
+  // same cache footprint, so that the ratio shows the channel's own cost
+  // (a diagnostic: each more buffer makes the in-process side slower).
+  uint32_t in_process_buffers = 1;
   uint64_t seed = 20261120;  // of the random indices, the same on both sides
 };
 
@@ -82,12 +92,13 @@ struct DecodeBenchResult {
   std::string codec;
   uint32_t width = 0;
   uint32_t height = 0;
-  int64_t frames = 0;  // the video's frames decoded in a sequential pass,
-  int repeats = 1;     // this many times over (so that a pass lasts ~1 s),
-  int64_t chunk_frames = 0;        // in chunks of this many frames (~0.1 s)
+  int64_t frames = 0;               // the video's frames decoded in a sequential pass,
+  int repeats = 1;                  // this many times over (so that a pass lasts ~1 s),
+  int64_t chunk_frames = 0;         // in chunks of this many frames (~0.1 s)
   int64_t random_chunk_frames = 0;  // random indices per chunk
   uint32_t threads = 0;
   uint32_t arena_slots = 0;
+  uint32_t in_process_buffers = 0;
   int rounds = 0;
 
   double in_process_fps = 0;
@@ -137,6 +148,12 @@ struct DecodeBenchResult {
   double random_in_process_fps = 0;
   double random_out_of_process_fps = 0;
   double random_ratio = 0;
+  // Per chunk pair (see above), over every round: the 25th, 50th and 75th
+  // percentiles of the paired ratios, and how many pairs there were.
+  std::vector<double> chunk_ratio_quartiles;
+  std::vector<double> chunk_random_ratio_quartiles;
+  std::vector<double> chunk_sandbox_cost_quartiles;
+  int chunk_pairs = 0;
   // Each round's ratios, in round order (the medians above are over these):
   // the spread says how far one figure can be trusted on this machine.
   std::vector<double> round_ratios;

@@ -1,11 +1,10 @@
 // DecodeBenchResult's two renderings (decode_bench.h): the JSON line and
 // the text table.
-#include "tools/bench/decode_bench.h"
-
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "tools/bench/decode_bench.h"
 #include "tools/bench/stats.h"
 #include "tools/cli/json.h"
 
@@ -17,6 +16,7 @@ std::string DecodeBenchResult::ToJson() const {
   w.Key("file").String(file).Key("codec").String(codec).Key("width").Int(width).Key("height").Int(height);
   w.Key("frames").Int(frames).Key("repeats").Int(repeats).Key("chunk_frames").Int(chunk_frames);
   w.Key("random_chunk_frames").Int(random_chunk_frames).Key("threads").Int(threads).Key("arena_slots").Int(arena_slots);
+  w.Key("in_process_buffers").Int(in_process_buffers);
   w.Key("rounds").Int(rounds);
   w.Key("in_process_fps").Double(Rounded(in_process_fps, 1));
   w.Key("out_of_process_fps").Double(Rounded(out_of_process_fps, 1));
@@ -47,6 +47,10 @@ std::string DecodeBenchResult::ToJson() const {
   rounds_of("out_of_process_slot_use", out_of_process_slot_use);
   w.Key("in_process_caller_wakeups_per_frame").Double(Rounded(in_process_caller_wakeups_per_frame, 3));
   w.Key("out_of_process_host_wakeups_per_frame").Double(Rounded(out_of_process_host_wakeups_per_frame, 3));
+  w.Key("chunk_pairs").Int(chunk_pairs);
+  rounds_of("chunk_ratio_quartiles", chunk_ratio_quartiles);
+  rounds_of("chunk_random_ratio_quartiles", chunk_random_ratio_quartiles);
+  rounds_of("chunk_sandbox_cost_quartiles", chunk_sandbox_cost_quartiles);
   rounds_of("round_ratios", round_ratios);
   rounds_of("round_random_ratios", round_random_ratios);
   rounds_of("round_cli_ratios", round_cli_ratios);
@@ -62,8 +66,8 @@ std::string DecodeBenchResult::ToJson() const {
 std::string DecodeBenchResult::ToText() const {
   std::string out = absl::StrFormat(
       "%s: %s %ux%u, %d frames (x%d per sequential pass, in turns of %d frames), threads %u, %u arena slots, "
-      "median of %d rounds\n",
-      file, codec, width, height, frames, repeats, chunk_frames, threads, arena_slots, rounds);
+      "%u in-process buffer(s), median of %d rounds\n",
+      file, codec, width, height, frames, repeats, chunk_frames, threads, arena_slots, in_process_buffers, rounds);
   absl::StrAppendFormat(&out, "  %-34s %8.1f fps, CPU %.3f ms/frame (open %.1f ms, not counted)\n",
                         "in process (cpu backend linked in)", in_process_fps, in_process_cpu_ms_per_frame,
                         in_process_open_ms);
@@ -74,9 +78,9 @@ std::string DecodeBenchResult::ToText() const {
   absl::StrAppendFormat(&out,
                         "  %-34s in process: caller %.4f, other threads %.4f; out of process: host %.4f, "
                         "runner session %.4f, child's other threads %.4f\n",
-                        "CPU ms/frame by thread", in_process_caller_cpu_ms_per_frame,
-                        in_process_other_cpu_ms_per_frame, out_of_process_host_cpu_ms_per_frame,
-                        out_of_process_session_cpu_ms_per_frame, out_of_process_other_cpu_ms_per_frame);
+                        "CPU ms/frame by thread", in_process_caller_cpu_ms_per_frame, in_process_other_cpu_ms_per_frame,
+                        out_of_process_host_cpu_ms_per_frame, out_of_process_session_cpu_ms_per_frame,
+                        out_of_process_other_cpu_ms_per_frame);
   std::string slots;
   for (double share : out_of_process_slot_use) absl::StrAppendFormat(&slots, " %.0f%%", share * 100);
   absl::StrAppendFormat(&out, "  %-34s%s\n", "frames per slot, most used first", slots);
@@ -94,6 +98,14 @@ std::string DecodeBenchResult::ToText() const {
                         "out of process %.1f fps; ratio %.3f %s\n",
                         random_frames, random_chunk_frames, random_in_process_fps, random_out_of_process_fps,
                         random_ratio, TargetNote(targets, "random_ratio"));
+  auto quartiles = [](const std::vector<double>& q) {
+    return q.size() == 3 ? absl::StrFormat("%.3f / %.3f / %.3f", q[0], q[1], q[2]) : std::string("-");
+  };
+  absl::StrAppendFormat(&out,
+                        "  per chunk pair (%d), 25th / 50th / 75th percentile: ratio %s; random ratio %s; "
+                        "sandbox cost %s\n",
+                        chunk_pairs, quartiles(chunk_ratio_quartiles), quartiles(chunk_random_ratio_quartiles),
+                        quartiles(chunk_sandbox_cost_quartiles));
   absl::StrAppendFormat(&out, "  host peak RSS: %d kB after %d frames, %d kB after %d frames\n", host_rss_kb_300,
                         kRssFramesFirst, host_rss_kb_3000, kRssFramesLast);
   absl::StrAppendFormat(&out, "  host current RSS: %d kB after %d frames, %d kB after %d frames\n", host_vmrss_kb_300,

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -23,8 +24,8 @@ constexpr int kTouchedBytes = 16;
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 absl::Status BackendError(const std::string& path, const char* call, cv_status status, const cv_error& error) {
-  return absl::InternalError(absl::StrCat(path, ": in-process cpu backend: ", call, " failed (status ", status,
-                                          "): ", error.message));
+  return absl::InternalError(
+      absl::StrCat(path, ": in-process cpu backend: ", call, " failed (status ", status, "): ", error.message));
 }
 
 // One in-process session of the cpu backend, closed on destruction.
@@ -39,7 +40,7 @@ class InProcessPath final : public DecodePath {
   InProcessPath(const InProcessPath&) = delete;
   InProcessPath& operator=(const InProcessPath&) = delete;
 
-  absl::Status Open(uint32_t threads) {
+  absl::Status Open(uint32_t threads, uint32_t buffers) {
     const auto start = Clock::now();
     cv_error error{};
     // The runner passes the manifest's [config]; cpu.toml has none.
@@ -64,7 +65,7 @@ class InProcessPath final : public DecodePath {
     if (cv_status s = table_->get_frame_layout(session_, &layout, &error); s != CV_OK) {
       return BackendError(path_, "get_frame_layout", s, error);
     }
-    buffer_.resize(layout.size);
+    buffers_.assign(std::max<uint32_t>(buffers, 1), std::vector<uint8_t>(layout.size));
     open_seconds_ = Seconds(Clock::now() - start);
     return absl::OkStatus();
   }
@@ -75,16 +76,18 @@ class InProcessPath final : public DecodePath {
     const double cpu_before = ThreadCpuSeconds();
     const auto start = Clock::now();
     for (int64_t i = 0; i < chunk.frames(); ++i) {
-      cv_frame_buffer buffer{.data = buffer_.data(), .capacity = buffer_.size()};
+      std::vector<uint8_t>& out = buffers_[next_buffer_];
+      next_buffer_ = (next_buffer_ + 1) % buffers_.size();
+      cv_frame_buffer buffer{.data = out.data(), .capacity = out.size()};
       cv_frame_info info{};
       cv_error error{};
       if (cv_status s = table_->decode_frame(session_, chunk.index(i), &buffer, &info, &error); s != CV_OK) {
         return BackendError(path_, "decode_frame", s, error);
       }
-      t.checksum += TouchFrame(buffer_);
+      t.checksum += TouchFrame(out);
+      t.buffers.Add(out.data());
       ++t.frames;
     }
-    t.buffers.Add(buffer_.data(), t.frames);
     t.decode_seconds = Seconds(Clock::now() - start);
     t.thread_cpu_seconds = ThreadCpuSeconds() - cpu_before;
     t.thread_timeslices = ThreadTimeslices() - slices_before;
@@ -97,7 +100,8 @@ class InProcessPath final : public DecodePath {
   cv_backend* backend_ = nullptr;
   cv_session* session_ = nullptr;
   int fd_ = -1;
-  std::vector<uint8_t> buffer_;
+  std::vector<std::vector<uint8_t>> buffers_;
+  size_t next_buffer_ = 0;
 };
 
 // The pid of the child running backend `name` (started by now).
@@ -168,9 +172,9 @@ class OutOfProcessPath final : public DecodePath {
   return sum + bytes.back();
 }
 
-absl::StatusOr<std::unique_ptr<DecodePath>> OpenInProcess(const std::string& path, uint32_t threads) {
+absl::StatusOr<std::unique_ptr<DecodePath>> OpenInProcess(const std::string& path, uint32_t threads, uint32_t buffers) {
   auto decoder = std::make_unique<InProcessPath>(path);
-  if (absl::Status s = decoder->Open(threads); !s.ok()) return s;
+  if (absl::Status s = decoder->Open(threads, buffers); !s.ok()) return s;
   return decoder;
 }
 

@@ -81,9 +81,11 @@ class DecodePath {
 };
 
 // The cpu backend in this process: create, open_session, get_frame_layout;
-// then decode_frame per index into one private buffer of layout.size.
-[[nodiscard]] absl::StatusOr<std::unique_ptr<DecodePath>> OpenInProcess(const std::string& path,
-                                                                        uint32_t threads);
+// then decode_frame per index into private buffers of layout.size, taken
+// in turn (`buffers` of them: 1, the plain baseline, keeps its one buffer
+// warm in cache; more give the in-process side an arena's cache footprint).
+[[nodiscard]] absl::StatusOr<std::unique_ptr<DecodePath>> OpenInProcess(const std::string& path, uint32_t threads,
+                                                                        uint32_t buffers = 1);
 
 // The same through `host`: OpenDecoder on "cpu" with `arena_slots` frame
 // slots, then one ForEachFrame per chunk (an index range or an index list).

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -34,6 +35,26 @@ inline double Percentile(std::vector<double> samples, double p) {
   const double rank = std::ceil(p / 100.0 * static_cast<double>(samples.size()));
   const size_t index = static_cast<size_t>(std::clamp(rank, 1.0, static_cast<double>(samples.size()))) - 1;
   return samples[index];
+}
+
+// The 25th, 50th and 75th nearest-rank percentiles of `samples`.
+inline std::vector<double> Quartiles(const std::vector<double>& samples) {
+  return {Percentile(samples, 25), Percentile(samples, 50), Percentile(samples, 75)};
+}
+
+// Paired ratios: baseline_seconds[i] / measured_seconds[i] for every i
+// (the two spans of the same length, each pair the same work done by both
+// sides back to back), i.e. the measured side's speed over the baseline's
+// for that piece of work. Pairs in which either time is not positive are
+// left out.
+inline std::vector<double> PairedSpeedRatios(std::span<const double> baseline_seconds,
+                                             std::span<const double> measured_seconds) {
+  std::vector<double> ratios;
+  const size_t n = std::min(baseline_seconds.size(), measured_seconds.size());
+  for (size_t i = 0; i < n; ++i) {
+    if (baseline_seconds[i] > 0 && measured_seconds[i] > 0) ratios.push_back(baseline_seconds[i] / measured_seconds[i]);
+  }
+  return ratios;
 }
 
 // `value` rounded to `digits` decimals, for output that does not pretend
