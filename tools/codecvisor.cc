@@ -256,6 +256,11 @@ int main(int argc, char** argv) {
                    "the arena's slot count: the same cache footprint on both sides)")
       ->capture_default_str()
       ->check(CLI::Range(1, 256));
+  decode_bench
+      ->add_option("--compare-runner", decode_bench_options.compare_runner,
+                   "another codecvisor-backend build: a fourth decoder, sandboxed, started through it, takes turns "
+                   "with the others on the sequential chunks")
+      ->check(CLI::ExistingFile);
   decode_bench->callback([&] { exit_code = codecvisor::RunBenchDecode(decode_bench_options, decode_bench_json); });
 
   codecvisor::bench::RestartBenchOptions restart_options;

@@ -54,10 +54,12 @@ void Progress(const std::string& line) {
 }
 
 // A Host with only the built-in cpu backend (no third-party discovery, so
-// the environment cannot change what is measured).
-absl::StatusOr<std::unique_ptr<Host>> CreateBenchHost(bool sandbox) {
+// the environment cannot change what is measured), started through
+// `runner` if not empty, else the discovered one.
+absl::StatusOr<std::unique_ptr<Host>> CreateBenchHost(bool sandbox, const std::string& runner = "") {
   absl::StatusOr<InstallLayout> layout = InstallLayout::Discover();
   if (!layout.ok()) return layout.status();
+  if (!runner.empty()) layout->runner = runner;
   HostOptions options;
   options.layout = *layout;
   options.discovery = DiscoveryOptions{{}, layout->builtin_dir, false};
@@ -256,16 +258,27 @@ absl::StatusOr<DecodeBenchResult> MeasureVideo(const DecodeBenchOptions& o, cons
   if (!sandboxed.ok()) return sandboxed.status();
   absl::StatusOr<std::unique_ptr<Host>> unsandboxed = CreateBenchHost(false);
   if (!unsandboxed.ok()) return unsandboxed.status();
+  const bool compare = !o.compare_runner.empty();
+  std::unique_ptr<Host> other_runner;
+  if (compare) {
+    absl::StatusOr<std::unique_ptr<Host>> h = CreateBenchHost(true, o.compare_runner);
+    if (!h.ok()) return h.status();
+    other_runner = *std::move(h);
+  }
 
-  // The decode paths, in this order in the arrays below; the random chunks
-  // run on the first two only.
-  enum Side : size_t { kIn, kOut, kUnsandboxed, kPaths };
+  // The decode paths, in this order in the arrays below (the last only
+  // with a runner to compare); the random chunks run on the first two only.
+  enum Side : size_t { kIn, kOut, kUnsandboxed, kCompare, kPaths };
+  const size_t sides = compare ? kPaths : kCompare;
   // Per round, per side.
   std::vector<double> fps[kPaths], cpu_ms[kPaths], open_ms[kPaths], cli_fps;
   // Per round, the parts of the in-process and sandboxed sides' CPU time.
   std::vector<double> in_caller_cpu, in_other_cpu, out_host_cpu, out_session_cpu, out_other_cpu;
   std::vector<double> ratios, sandbox_costs, cli_ratios;
   std::vector<double> random_in_fps, random_out_fps, random_ratios;
+  // Per round, with a runner to compare: the sandboxed side's speed over
+  // the compared runner's, and that runner's CPU split and wake-ups.
+  std::vector<double> compare_ratios, compare_session_cpu, compare_host_wakeups, chunk_compare_ratios;
   // Over every round, per chunk, the paired speed ratios: out of process
   // over in process (sequential and random), sandboxed over unsandboxed.
   std::vector<double> chunk_ratios, chunk_random_ratios, chunk_sandboxed_speeds;
@@ -303,21 +316,25 @@ absl::StatusOr<DecodeBenchResult> MeasureVideo(const DecodeBenchOptions& o, cons
           OpenInProcess(path, o.threads, o.in_process_buffers),
           OpenOutOfProcess(**sandboxed, path, o.threads, o.arena_slots),
           OpenOutOfProcess(**unsandboxed, path, o.threads, o.arena_slots),
+          compare ? OpenOutOfProcess(*other_runner, path, o.threads, o.arena_slots)
+                  : absl::StatusOr<std::unique_ptr<DecodePath>>(nullptr),
       };
-      for (size_t side = 0; side < kPaths; ++side) {
+      for (size_t side = 0; side < sides; ++side) {
         if (!opened[side].ok()) return opened[side].status();
         paths[side] = *std::move(opened[side]);
         open_ms[side].push_back(paths[side]->open_seconds() * 1e3);
       }
     }
     SideSum sums[kPaths];
-    if (absl::Status s = TakeTurns(paths, sequential, round, sums); !s.ok()) return s;
+    if (absl::Status s = TakeTurns(std::span(paths, sides), sequential, round, std::span(sums, sides)); !s.ok()) {
+      return s;
+    }
     SideSum random_sums[2];
     if (absl::Status s = TakeTurns(std::span(paths, 2), random, round, random_sums); !s.ok()) return s;
     for (std::unique_ptr<DecodePath>& p : paths) p.reset();
     if (absl::Status s = cli_pass(&cli); !s.ok()) return s;
 
-    for (size_t side = 0; side < kPaths; ++side) {
+    for (size_t side = 0; side < sides; ++side) {
       fps[side].push_back(sums[side].Fps());
       cpu_ms[side].push_back(sums[side].CpuMsPerFrame());
     }
@@ -339,6 +356,12 @@ absl::StatusOr<DecodeBenchResult> MeasureVideo(const DecodeBenchOptions& o, cons
     append(&chunk_ratios, PairedSpeedRatios(sums[kIn].chunk_seconds, sums[kOut].chunk_seconds));
     append(&chunk_sandboxed_speeds, PairedSpeedRatios(sums[kUnsandboxed].chunk_seconds, sums[kOut].chunk_seconds));
     append(&chunk_random_ratios, PairedSpeedRatios(random_sums[kIn].chunk_seconds, random_sums[kOut].chunk_seconds));
+    if (compare) {
+      compare_ratios.push_back(sums[kOut].Fps() / sums[kCompare].Fps());
+      compare_session_cpu.push_back(sums[kCompare].MsPerFrame(sums[kCompare].session_cpu_seconds));
+      compare_host_wakeups.push_back(sums[kCompare].PerFrame(sums[kCompare].caller_timeslices));
+      append(&chunk_compare_ratios, PairedSpeedRatios(sums[kCompare].chunk_seconds, sums[kOut].chunk_seconds));
+    }
   }
   std::vector<double> chunk_sandbox_costs;
   for (double speed : chunk_sandboxed_speeds) chunk_sandbox_costs.push_back(1 - speed);
@@ -384,6 +407,15 @@ absl::StatusOr<DecodeBenchResult> MeasureVideo(const DecodeBenchOptions& o, cons
   r.chunk_random_ratio_quartiles = Quartiles(chunk_random_ratios);
   r.chunk_sandbox_cost_quartiles = Quartiles(chunk_sandbox_costs);
   r.chunk_pairs = static_cast<int>(chunk_ratios.size());
+  if (compare) {
+    r.compare_runner = o.compare_runner;
+    r.compare_runner_fps = Median(fps[kCompare]);
+    r.compare_runner_ratio = Median(compare_ratios);
+    r.compare_runner_cpu_ms_per_frame = Median(cpu_ms[kCompare]);
+    r.compare_runner_session_cpu_ms_per_frame = Median(compare_session_cpu);
+    r.compare_runner_host_wakeups_per_frame = Median(compare_host_wakeups);
+    r.chunk_compare_runner_ratio_quartiles = Quartiles(chunk_compare_ratios);
+  }
   r.round_ratios = ratios;
   r.round_random_ratios = random_ratios;
   r.round_cli_ratios = cli_ratios;

@@ -84,6 +84,11 @@ struct DecodeBenchOptions {
   // same cache footprint, so that the ratio shows the channel's own cost
   // (a diagnostic: each more buffer makes the in-process side slower).
   uint32_t in_process_buffers = 1;
+  // Another build of the runner (codecvisor-backend) to set against the
+  // discovered one: when not empty, a fourth decoder, sandboxed, started
+  // through this runner with the same cpu backend library, takes its turns
+  // on the sequential chunks beside the other three (compare_runner_*).
+  std::string compare_runner;
   uint64_t seed = 20261120;  // of the random indices, the same on both sides
 };
 
@@ -154,6 +159,18 @@ struct DecodeBenchResult {
   std::vector<double> chunk_random_ratio_quartiles;
   std::vector<double> chunk_sandbox_cost_quartiles;
   int chunk_pairs = 0;
+  // With DecodeBenchOptions::compare_runner, that runner's side: its fps,
+  // the sandboxed side's speed over it (per round, median; above 1: the
+  // discovered runner is faster), its CPU time per frame (all, and its
+  // session thread's), the host woken per frame, and the per-chunk-pair
+  // quartiles of the speed ratio. Empty / 0 without.
+  std::string compare_runner;
+  double compare_runner_fps = 0;
+  double compare_runner_ratio = 0;
+  double compare_runner_cpu_ms_per_frame = 0;
+  double compare_runner_session_cpu_ms_per_frame = 0;
+  double compare_runner_host_wakeups_per_frame = 0;
+  std::vector<double> chunk_compare_runner_ratio_quartiles;
   // Each round's ratios, in round order (the medians above are over these):
   // the spread says how far one figure can be trusted on this machine.
   std::vector<double> round_ratios;

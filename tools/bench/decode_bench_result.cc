@@ -51,6 +51,15 @@ std::string DecodeBenchResult::ToJson() const {
   rounds_of("chunk_ratio_quartiles", chunk_ratio_quartiles);
   rounds_of("chunk_random_ratio_quartiles", chunk_random_ratio_quartiles);
   rounds_of("chunk_sandbox_cost_quartiles", chunk_sandbox_cost_quartiles);
+  if (!compare_runner.empty()) {
+    w.Key("compare_runner").String(compare_runner);
+    w.Key("compare_runner_fps").Double(Rounded(compare_runner_fps, 1));
+    w.Key("compare_runner_ratio").Double(Rounded(compare_runner_ratio, 3));
+    w.Key("compare_runner_cpu_ms_per_frame").Double(Rounded(compare_runner_cpu_ms_per_frame, 3));
+    w.Key("compare_runner_session_cpu_ms_per_frame").Double(Rounded(compare_runner_session_cpu_ms_per_frame, 4));
+    w.Key("compare_runner_host_wakeups_per_frame").Double(Rounded(compare_runner_host_wakeups_per_frame, 3));
+    rounds_of("chunk_compare_runner_ratio_quartiles", chunk_compare_runner_ratio_quartiles);
+  }
   rounds_of("round_ratios", round_ratios);
   rounds_of("round_random_ratios", round_random_ratios);
   rounds_of("round_cli_ratios", round_cli_ratios);
@@ -106,6 +115,14 @@ std::string DecodeBenchResult::ToText() const {
                         "sandbox cost %s\n",
                         chunk_pairs, quartiles(chunk_ratio_quartiles), quartiles(chunk_random_ratio_quartiles),
                         quartiles(chunk_sandbox_cost_quartiles));
+  if (!compare_runner.empty()) {
+    absl::StrAppendFormat(&out,
+                          "  %-34s %8.1f fps, CPU %.3f ms/frame (session %.4f), host woken %.3f per frame; "
+                          "sandboxed / it %.3f (per chunk pair %s); runner %s\n",
+                          "compared runner, sandboxed", compare_runner_fps, compare_runner_cpu_ms_per_frame,
+                          compare_runner_session_cpu_ms_per_frame, compare_runner_host_wakeups_per_frame,
+                          compare_runner_ratio, quartiles(chunk_compare_runner_ratio_quartiles), compare_runner);
+  }
   absl::StrAppendFormat(&out, "  host peak RSS: %d kB after %d frames, %d kB after %d frames\n", host_rss_kb_300,
                         kRssFramesFirst, host_rss_kb_3000, kRssFramesLast);
   absl::StrAppendFormat(&out, "  host current RSS: %d kB after %d frames, %d kB after %d frames\n", host_vmrss_kb_300,
