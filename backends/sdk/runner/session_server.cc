@@ -208,7 +208,8 @@ absl::Status SessionServer::ServeFrames(uint64_t id, const ipc::FrameRequest& re
     const bool wake = ShouldWakeHost({.final = final,
                                       .decode_time = decode_time,
                                       .unwoken = channel_->unwoken_responses(),
-                                      .free_slots = channel_->arena().FreeSlots()});
+                                      .free_slots = channel_->arena().FreeSlots(),
+                                      .frame_bytes = layout.size});
     ipc::FrameBatch batch{{std::move(ref)}, final};
     if (absl::Status s = channel_->Send({id, std::move(batch)}, Clock::now() + kHostProgressTimeout, wake);
         !s.ok()) {

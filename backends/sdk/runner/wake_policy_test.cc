@@ -1,8 +1,8 @@
 #include "backends/sdk/runner/wake_policy.h"
 
-#include <vector>
-
 #include <gtest/gtest.h>
+
+#include <vector>
 
 namespace codecvisor::runner {
 namespace {
@@ -12,13 +12,18 @@ using std::chrono::microseconds;
 // A stream of cheap frames from a session with `slots` arena slots, whose
 // host frees every slot of a batch as soon as it is woken (before the next
 // frame's slot is taken): which frames wake it.
-std::vector<int> WakingFrames(uint32_t slots, int frames) {
+std::vector<int> WakingFrames(uint32_t slots, int frames, uint64_t frame_bytes = 96 * 64 * 3) {
   std::vector<int> woke;
   uint32_t unwoken = 0;
   for (int i = 0; i < frames; ++i) {
     const uint32_t in_use = unwoken + 1;  // the batch so far and this frame
     const FrameSent f{
-        .final = i + 1 == frames, .decode_time = microseconds(300), .unwoken = unwoken, .free_slots = slots - in_use};
+        .final = i + 1 == frames,
+        .decode_time = microseconds(300),
+        .unwoken = unwoken,
+        .free_slots = slots - in_use,
+        .frame_bytes = frame_bytes,
+    };
     if (ShouldWakeHost(f)) {
       woke.push_back(i);
       unwoken = 0;
@@ -34,6 +39,14 @@ TEST(WakePolicyTest, CheapFramesShareAWakeUpWhileSlotsLast) {
   EXPECT_EQ(WakingFrames(8, 9), (std::vector<int>{3, 7, 8})) << "at most kFramesPerWake per wake-up";
   EXPECT_EQ(WakingFrames(2, 3), (std::vector<int>{0, 1, 2})) << "two slots: every frame wakes the host";
   EXPECT_EQ(WakingFrames(1, 2), (std::vector<int>{0, 1}));
+}
+
+TEST(WakePolicyTest, LargeFramesWakeAtOnce) {
+  // 640x360 RGB24 does not batch; 320x240 RGB24 (230,400 bytes) does.
+  EXPECT_EQ(WakingFrames(4, 4, 640 * 360 * 3), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(WakingFrames(4, 4, 320 * 240 * 3), (std::vector<int>{2, 3}));
+  EXPECT_FALSE(ShouldWakeHost({.unwoken = 0, .free_slots = 7, .frame_bytes = kBatchedFrameBytesMax}));
+  EXPECT_TRUE(ShouldWakeHost({.unwoken = 0, .free_slots = 7, .frame_bytes = kBatchedFrameBytesMax + 1}));
 }
 
 TEST(WakePolicyTest, SlowAndLastFramesWakeAtOnce) {
