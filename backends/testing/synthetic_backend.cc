@@ -162,8 +162,7 @@ cv_status IndexAt(cv_session* session, double seconds, int64_t* index, cv_error*
   return CV_OK;
 }
 
-cv_status Decode(cv_session* session, int64_t index, cv_frame_buffer* buffer, cv_frame_info* info,
-                 cv_error* error) {
+cv_status Decode(cv_session* session, int64_t index, cv_frame_buffer* buffer, cv_frame_info* info, cv_error* error) {
   const auto* s = reinterpret_cast<Session*>(session);
   if (cv_status st = Info(session, index, info, error); st != CV_OK) return st;
   const cv_frame_layout layout = codecvisor::testing::SyntheticLayout(s->video, s->format);
@@ -176,7 +175,8 @@ cv_status Decode(cv_session* session, int64_t index, cv_frame_buffer* buffer, cv
     return CV_ERROR_INTERNAL;
   }
   if (s->video.decode_ms > 0) usleep(static_cast<useconds_t>(s->video.decode_ms) * 1000);
-  if (buffer->data == nullptr) {  // a late buffer: the frame is "decoded", take it now
+  // A late buffer: the frame is "decoded", take it now.
+  if (buffer->data == nullptr) {
     if (s->video.late_skip == index) return CV_OK;  // broken: returns without a buffer
     if (cv_status st = buffer->acquire(buffer, error); st != CV_OK) return st;
     if (s->video.late_twice) {
@@ -201,9 +201,35 @@ cv_status Decode(cv_session* session, int64_t index, cv_frame_buffer* buffer, cv
 }
 
 const cv_backend_v1 kTable = {
-    sizeof(cv_backend_v1), CODECVISOR_BACKEND_ABI_VERSION, kName, "1.0", 1, 0.0,
-    Create, Destroy, Open, Close, Metadata, Layout, Info, IndexAt, Decode, /*late_frame_buffer=*/0,
+    .struct_size = sizeof(cv_backend_v1),
+    .abi_version = CODECVISOR_BACKEND_ABI_VERSION,
+    .name = kName,
+    .version = "1.0",
+    .exact_cpu_output = 1,
+    .psnr_threshold_db = 0.0,
+    .create = Create,
+    .destroy = Destroy,
+    .open_session = Open,
+    .close_session = Close,
+    .get_metadata = Metadata,
+    .get_frame_layout = Layout,
+    .get_frame_info = Info,
+    .index_at_seconds = IndexAt,
+    .decode_frame = Decode,
+    .late_frame_buffer = 0,
 };
+
+// kTable with `edit` applied, built once: each entry point passes its own
+// lambda, so each gets its own instantiation and its own table.
+template <typename Edit>
+const cv_backend_v1* TableVariant(Edit edit) {
+  static const cv_backend_v1 table = [&] {
+    cv_backend_v1 t = kTable;
+    edit(t);
+    return t;
+  }();
+  return &table;
+}
 
 }  // namespace
 
@@ -212,40 +238,31 @@ extern "C" CODECVISOR_BACKEND_EXPORT const cv_backend_v1* codecvisor_backend_v1(
 // The same backend asking for late frame buffers, under its own name
 // (manifest synthetic_late.toml).
 extern "C" CODECVISOR_BACKEND_EXPORT const cv_backend_v1* synthetic_late_v1(void) {
-  static const cv_backend_v1 table = [] {
-    cv_backend_v1 t = kTable;
+  return TableVariant([](cv_backend_v1& t) {
     t.name = kLateName;
     t.late_frame_buffer = 1;
-    return t;
-  }();
-  return &table;
+  });
 }
 
 #ifdef CODECVISOR_FAULTY
 // Entry points a broken plugin might export, for manifests that name them.
 extern "C" CODECVISOR_BACKEND_EXPORT const cv_backend_v1* faulty_wrong_abi(void) {
-  static cv_backend_v1 table = kTable;
-  table.abi_version = 99;
-  return &table;
+  return TableVariant([](cv_backend_v1& t) { t.abi_version = 99; });
 }
 extern "C" CODECVISOR_BACKEND_EXPORT const cv_backend_v1* faulty_null_table(void) { return nullptr; }
 // A table shorter than the first version 1 header's.
 extern "C" CODECVISOR_BACKEND_EXPORT const cv_backend_v1* faulty_short_table(void) {
-  static cv_backend_v1 table = [] {
-    cv_backend_v1 t = kTable;
+  return TableVariant([](cv_backend_v1& t) {
     t.name = "shorttable";
     t.struct_size = CV_BACKEND_V1_MIN_SIZE - sizeof(void*);
-    return t;
-  }();
-  return &table;
+  });
 }
 // A table as built against the first version 1 header, named "oldtable":
 // its struct_size ends before late_frame_buffer, so the runner must not
 // read that field (set here, as stray memory past an old table might be)
 // and must lend buffers up front; decode_frame fails if it gets a late one.
 extern "C" CODECVISOR_BACKEND_EXPORT const cv_backend_v1* faulty_first_v1_table(void) {
-  static cv_backend_v1 table = [] {
-    cv_backend_v1 t = kTable;
+  return TableVariant([](cv_backend_v1& t) {
     t.name = "oldtable";
     t.struct_size = CV_BACKEND_V1_MIN_SIZE;
     t.late_frame_buffer = 1;
@@ -258,21 +275,16 @@ extern "C" CODECVISOR_BACKEND_EXPORT const cv_backend_v1* faulty_first_v1_table(
       }
       return Decode(session, index, buffer, info, error);
     };
-    return t;
-  }();
-  return &table;
+  });
 }
 // A sound table whose create() always fails, named "initfail".
 extern "C" CODECVISOR_BACKEND_EXPORT const cv_backend_v1* faulty_init_fails(void) {
-  static cv_backend_v1 table = [] {
-    cv_backend_v1 t = kTable;
+  return TableVariant([](cv_backend_v1& t) {
     t.name = "initfail";
     t.create = [](const char*, cv_backend**, cv_error* error) {
       std::snprintf(error->message, sizeof(error->message), "synthetic backend told to fail at init");
       return CV_ERROR_INTERNAL;
     };
-    return t;
-  }();
-  return &table;
+  });
 }
 #endif

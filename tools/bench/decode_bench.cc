@@ -12,7 +12,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "backends/sdk/runner/runner_args.h"
 #include "core/host.h"
 #include "tools/bench/chunks.h"
 #include "tools/bench/cpu_time.h"
@@ -21,6 +20,7 @@
 #include "tools/bench/memory_usage.h"
 #include "tools/bench/scratch_dir.h"
 #include "tools/bench/stats.h"
+#include "tools/bench/take_turns.h"
 
 namespace codecvisor::bench {
 namespace {
@@ -127,108 +127,6 @@ std::vector<int64_t> RandomIndices(int count, int64_t frames, uint64_t seed) {
   return indices;
 }
 
-// One side's chunks within one round, summed: every per-round figure is
-// taken over all of a side's chunks in that round.
-struct SideSum {
-  double seconds = 0;
-  int64_t frames = 0;
-  // The side's CPU time (see TakeTurns), in three parts that add up to it:
-  // this thread in the side's chunks (in process the decode's caller, out
-  // of process the host's side of the channel); out of process, the
-  // runner's session threads (the vendor's decode_frame calls run on
-  // them); and every other thread of the side (in process this process's
-  // others, mostly FFmpeg's; out of process the child's others: FFmpeg's,
-  // and the runner's control thread).
-  double caller_cpu_seconds = 0;
-  double session_cpu_seconds = 0;
-  double other_cpu_seconds = 0;
-  int64_t caller_timeslices = 0;  // this thread, in the side's chunks
-  BufferUse buffers;
-  // Each chunk's wall-clock time, in chunk order: chunk k of every side in
-  // the round is the same work, done within moments of each other.
-  std::vector<double> chunk_seconds;
-
-  double Fps() const { return static_cast<double>(frames) / seconds; }
-  double PerFrame(int64_t count) const { return static_cast<double>(count) / static_cast<double>(frames); }
-  double MsPerFrame(double cpu_seconds) const { return cpu_seconds * 1e3 / static_cast<double>(frames); }
-  double CpuMsPerFrame() const { return MsPerFrame(caller_cpu_seconds + session_cpu_seconds + other_cpu_seconds); }
-};
-
-// CPU seconds that `pid`'s threads ran from `before` to `after` (snapshots
-// of ThreadsCpu), split into the runner's session threads and the rest. A
-// thread that started in between counts from zero.
-struct ChildCpu {
-  double session = 0;
-  double other = 0;
-};
-ChildCpu ChildCpuBetween(const std::vector<ThreadCpu>& before, const std::vector<ThreadCpu>& after) {
-  ChildCpu cpu;
-  for (const ThreadCpu& t : after) {
-    double spent = t.seconds;
-    for (const ThreadCpu& b : before) {
-      if (b.tid == t.tid) spent -= b.seconds;
-    }
-    (t.name == runner::kSessionThreadName ? cpu.session : cpu.other) += spent;
-  }
-  return cpu;
-}
-
-// Every side in `paths` (at most one of them in process) decodes every
-// chunk, the sides taking turns chunk by chunk in rotated order
-// (RotatedOrder(paths.size(), chunk + round)), each side's figures summed
-// into sums[side]. CPU time is taken over the whole phase, because
-// FFmpeg's frame threads go on decoding the next frames after a chunk's
-// last one is out, into the next side's turn: out of process, the CPU time
-// of the child's threads plus what this thread spent in the side's chunks;
-// in process, what this thread spent in its chunks plus this process's
-// other threads' CPU time (so the Host's own few background wake-ups fall
-// on the in-process side).
-absl::Status TakeTurns(std::span<const std::unique_ptr<DecodePath>> paths, const std::vector<Chunk>& chunks, int round,
-                       std::span<SideSum> sums) {
-  // Each out-of-process side's child threads (none in process).
-  auto child_threads = [&]() -> absl::StatusOr<std::vector<std::vector<ThreadCpu>>> {
-    std::vector<std::vector<ThreadCpu>> threads(paths.size());
-    for (size_t side = 0; side < paths.size(); ++side) {
-      if (paths[side]->backend_pid() == 0) continue;
-      absl::StatusOr<std::vector<ThreadCpu>> t = ThreadsCpu(paths[side]->backend_pid());
-      if (!t.ok()) return t.status();
-      threads[side] = *std::move(t);
-    }
-    return threads;
-  };
-  absl::StatusOr<std::vector<std::vector<ThreadCpu>>> child_before = child_threads();
-  if (!child_before.ok()) return child_before.status();
-  const double process_cpu_before = SelfCpuSeconds();
-  const double thread_cpu_before = ThreadCpuSeconds();
-  std::vector<double> thread_cpu(paths.size());
-  for (size_t k = 0; k < chunks.size(); ++k) {
-    for (size_t side : RotatedOrder(paths.size(), k + static_cast<size_t>(round))) {
-      absl::StatusOr<ChunkTiming> t = paths[side]->Decode(chunks[k]);
-      if (!t.ok()) return t.status();
-      sums[side].seconds += t->decode_seconds;
-      sums[side].chunk_seconds.push_back(t->decode_seconds);
-      sums[side].frames += t->frames;
-      sums[side].buffers.Merge(t->buffers);
-      sums[side].caller_timeslices += t->thread_timeslices;
-      thread_cpu[side] += t->thread_cpu_seconds;
-    }
-  }
-  const double own_threads_cpu = SelfCpuSeconds() - process_cpu_before - (ThreadCpuSeconds() - thread_cpu_before);
-  absl::StatusOr<std::vector<std::vector<ThreadCpu>>> child_after = child_threads();
-  if (!child_after.ok()) return child_after.status();
-  for (size_t side = 0; side < paths.size(); ++side) {
-    sums[side].caller_cpu_seconds += thread_cpu[side];
-    if (paths[side]->backend_pid() == 0) {
-      sums[side].other_cpu_seconds += own_threads_cpu;
-    } else {
-      const ChildCpu child = ChildCpuBetween((*child_before)[side], (*child_after)[side]);
-      sums[side].session_cpu_seconds += child.session;
-      sums[side].other_cpu_seconds += child.other;
-    }
-  }
-  return absl::OkStatus();
-}
-
 absl::StatusOr<DecodeBenchResult> MeasureVideo(const DecodeBenchOptions& o, const std::string& path,
                                                const StreamMetadata& m, const RssFigures& rss) {
   const int64_t video_frames = m.num_frames_from_scan;
@@ -279,9 +177,9 @@ absl::StatusOr<DecodeBenchResult> MeasureVideo(const DecodeBenchOptions& o, cons
   // Per round, with a runner to compare: the sandboxed side's speed over
   // the compared runner's, and that runner's CPU split and wake-ups.
   std::vector<double> compare_ratios, compare_session_cpu, compare_host_wakeups, chunk_compare_ratios;
-  // Over every round, per chunk, the paired speed ratios: out of process
-  // over in process (sequential and random), sandboxed over unsandboxed.
-  std::vector<double> chunk_ratios, chunk_random_ratios, chunk_sandboxed_speeds;
+  // Over every round, per chunk pair: the speed ratios out of process over
+  // in process (sequential and random), and the sandbox's cost.
+  std::vector<double> chunk_ratios, chunk_random_ratios, chunk_sandbox_costs;
   auto append = [](std::vector<double>* to, const std::vector<double>& from) {
     to->insert(to->end(), from.begin(), from.end());
   };
@@ -354,7 +252,9 @@ absl::StatusOr<DecodeBenchResult> MeasureVideo(const DecodeBenchOptions& o, cons
     random_out_fps.push_back(random_sums[kOut].Fps());
     random_ratios.push_back(random_sums[kOut].Fps() / random_sums[kIn].Fps());
     append(&chunk_ratios, PairedSpeedRatios(sums[kIn].chunk_seconds, sums[kOut].chunk_seconds));
-    append(&chunk_sandboxed_speeds, PairedSpeedRatios(sums[kUnsandboxed].chunk_seconds, sums[kOut].chunk_seconds));
+    for (double speed : PairedSpeedRatios(sums[kUnsandboxed].chunk_seconds, sums[kOut].chunk_seconds)) {
+      chunk_sandbox_costs.push_back(1 - speed);
+    }
     append(&chunk_random_ratios, PairedSpeedRatios(random_sums[kIn].chunk_seconds, random_sums[kOut].chunk_seconds));
     if (compare) {
       compare_ratios.push_back(sums[kOut].Fps() / sums[kCompare].Fps());
@@ -363,8 +263,6 @@ absl::StatusOr<DecodeBenchResult> MeasureVideo(const DecodeBenchOptions& o, cons
       append(&chunk_compare_ratios, PairedSpeedRatios(sums[kCompare].chunk_seconds, sums[kOut].chunk_seconds));
     }
   }
-  std::vector<double> chunk_sandbox_costs;
-  for (double speed : chunk_sandboxed_speeds) chunk_sandbox_costs.push_back(1 - speed);
 
   DecodeBenchResult r;
   r.file = path;
