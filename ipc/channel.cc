@@ -138,6 +138,18 @@ absl::StatusOr<std::unique_ptr<BackendChannel>> BackendChannel::Attach(PeerEnds 
   return std::unique_ptr<BackendChannel>(new BackendChannel(*std::move(region), std::move(ends.socket)));
 }
 
+void BackendChannel::WatchHangups(HangupWatcher* watcher) {
+  liveness_.set_hangups_watched();
+  hangup_watch_ = watcher->Add(socket_.get(), [this] {
+    liveness_.HungUp();
+    // Every bell this end waits on: a request, ring space, a free slot.
+    RegionHeader* h = region_.header();
+    RingDoorbell(&h->request.data_bell);
+    RingDoorbell(&h->response.space_bell);
+    RingDoorbell(&h->slot_bell);
+  });
+}
+
 absl::StatusOr<Request> BackendChannel::Receive(Deadline deadline) {
   absl::Status ready = WaitFor(&region_.header()->request.data_bell, [&] { return requests_.HasData(); },
                                deadline, liveness_, &receive_spin_, "a request from the host");

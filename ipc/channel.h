@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "ipc/doorbell.h"
 #include "ipc/frame_arena.h"
+#include "ipc/hangup_watcher.h"
 #include "ipc/messages.h"
 #include "ipc/region.h"
 #include "ipc/ring.h"
@@ -118,6 +119,12 @@ class BackendChannel {
   // Maps the host's region (checking its header and seals) and takes the socket.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<BackendChannel>> Attach(PeerEnds ends);
 
+  // Lets `watcher` (which must outlive this channel) report the host's
+  // hang-up: every wait then sleeps until woken or its deadline, with no
+  // 10 ms liveness polls, so an idle session costs no wake-ups; the hang-up
+  // wakes them with kUnavailable. Call once, before the first wait.
+  void WatchHangups(HangupWatcher* watcher);
+
   // Waits until `deadline` for the next request.
   [[nodiscard]] absl::StatusOr<Request> Receive(Deadline deadline);
   // Encodes and appends a response, waiting for ring space until `deadline`.
@@ -170,6 +177,8 @@ class BackendChannel {
   SpinPolicy send_spin_;
   SpinPolicy arena_spin_;
   uint32_t unwoken_ = 0;
+  // Last: dropped first, so its callback never sees a half-destroyed channel.
+  HangupWatcher::Watch hangup_watch_;
 };
 
 }  // namespace codecvisor::ipc

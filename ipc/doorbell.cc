@@ -83,7 +83,10 @@ absl::Status WaitFor(DoorbellWord* bell, absl::FunctionRef<bool()> ready, Deadli
     if (!done && !peer.interrupted()) {
       const auto now = Clock::now();
       if (now < deadline) {
-        FutexWait(&bell->seq, seq, std::min<std::chrono::nanoseconds>(deadline - now, kLivenessSlice));
+        // A watched peer's hang-up rings this bell (PeerLiveness::HungUp):
+        // sleep until the deadline. Otherwise poll its socket every slice.
+        const std::chrono::nanoseconds left = deadline - now;
+        FutexWait(&bell->seq, seq, peer.hangups_watched() ? left : std::min<std::chrono::nanoseconds>(left, kLivenessSlice));
       }
       done = ready();
     }

@@ -60,7 +60,9 @@ class SpinPolicy {
 inline constexpr std::chrono::milliseconds kLivenessSlice{10};
 
 // Waits until `ready()` is true. Spins for the policy's budget, then sleeps on
-// `bell` in slices of at most kLivenessSlice, checking `peer` between them.
+// `bell` in slices of at most kLivenessSlice, checking `peer` between them;
+// in one sleep until woken or `deadline` when `peer.hangups_watched()` (its
+// hang-up then rings `bell`: BackendChannel::WatchHangups).
 // Returns OK when ready; kDeadlineExceeded at `deadline`, naming `what`;
 // the liveness error when the peer is gone. `ready` must be cheap and must
 // read shared memory with acquire loads.

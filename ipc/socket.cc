@@ -140,6 +140,7 @@ absl::StatusOr<UniqueFd> OpenPidFd(int pid) {
 }
 
 absl::Status PeerLiveness::Check() const {
+  if (hung_up_.load(std::memory_order_acquire)) return absl::UnavailableError("peer hung up the channel socket");
   if (interrupted()) return absl::CancelledError("channel wait interrupted");
   pollfd p[2] = {{socket_, static_cast<short>(POLLIN | POLLRDHUP), 0},
                  {pidfd_, POLLIN, 0}};

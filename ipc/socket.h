@@ -65,6 +65,17 @@ class PeerLiveness {
   // Makes every later Check() fail with kCancelled, e.g. when the supervisor
   // has seen the peer die through its own watch. Thread-safe.
   void Interrupt() { interrupted_.store(true, std::memory_order_release); }
+  // A hang-up seen by someone else (a HangupWatcher): every later Check()
+  // fails with kUnavailable, and interrupted() is true. Thread-safe.
+  void HungUp() {
+    hung_up_.store(true, std::memory_order_release);
+    Interrupt();
+  }
+  // Hang-ups on the socket are delivered through HungUp() (and a ring of the
+  // doorbells waited on), so waits need not poll the socket between futex
+  // sleeps (doorbell.h). Call before any wait.
+  void set_hangups_watched() { hangups_watched_ = true; }
+  bool hangups_watched() const { return hangups_watched_; }
   // Also watch the peer's pidfd (borrowed). Call before any Check().
   void set_pidfd(int pidfd) { pidfd_ = pidfd; }
   bool interrupted() const { return interrupted_.load(std::memory_order_acquire); }
@@ -73,7 +84,9 @@ class PeerLiveness {
   int socket_;
   int pidfd_;
   bool host_side_;
+  bool hangups_watched_ = false;
   std::atomic<bool> interrupted_{false};
+  std::atomic<bool> hung_up_{false};
 };
 
 }  // namespace codecvisor::ipc

@@ -88,6 +88,7 @@ absl::Status ControlServer::HandleAttach(uint64_t id, const ipc::AttachSession& 
     pending_.erase(it);
     return Reply({id, ToWireError(channel.status())});
   }
+  if (hangups_ != nullptr) (*channel)->WatchHangups(hangups_);
   auto server = std::make_unique<SessionServer>(std::move(it->second), *std::move(channel));
   pending_.erase(it);
   std::thread thread;

@@ -24,10 +24,13 @@ class ControlServer {
  public:
   // `vtable` and `backend` are null when loading failed; `load_status` says why.
   // `sandbox` carries what the runner applied to itself, for the handshake.
+  // `hangups` (may be null; must outlive every session) reports the host's
+  // hang-up on each session channel, so idle sessions do not poll.
   ControlServer(std::unique_ptr<ipc::BackendChannel> control, std::string name,
                 const cv_backend_v1* vtable, cv_backend* backend, absl::Status load_status,
-                ipc::HelloReply sandbox)
+                ipc::HelloReply sandbox, ipc::HangupWatcher* hangups)
       : control_(std::move(control)),
+        hangups_(hangups),
         name_(std::move(name)),
         vtable_(vtable),
         backend_(backend),
@@ -44,6 +47,7 @@ class ControlServer {
   absl::Status Reply(ipc::Response response);
 
   std::unique_ptr<ipc::BackendChannel> control_;
+  ipc::HangupWatcher* hangups_;
   std::string name_;
   const cv_backend_v1* vtable_;
   cv_backend* backend_;

@@ -106,10 +106,21 @@ int Main(int argc, char** argv) {
       load_status = absl::Status(why.code(), absl::StrCat("init failed: ", why.message()));
     }
   }
+  // One thread reports the host's hang-up on every channel, so that idle
+  // waits sleep instead of polling their sockets (ipc/hangup_watcher.h).
+  // Never destroyed: the process ends in ExitProcess, session threads may
+  // still hold watches. Without it, waits poll every 10 ms, as before.
+  absl::StatusOr<std::unique_ptr<ipc::HangupWatcher>> hangups = ipc::HangupWatcher::Start();
+  if (hangups.ok()) {
+    (*control)->WatchHangups(hangups->get());
+  } else {
+    std::fprintf(stderr, "codecvisor-backend: WARNING: idle waits will poll: %s\n",
+                 std::string(hangups.status().message()).c_str());
+  }
   const std::string prefix = absl::StrCat("backend '", name, "': ");
   if (!load_status.ok()) load_status = absl::Status(load_status.code(), prefix + std::string(load_status.message()));
   ControlServer server(*std::move(control), name, load_status.ok() ? vtable : nullptr, backend, load_status,
-                       report);
+                       report, hangups.ok() ? hangups->get() : nullptr);
   const int code = server.Run();
   // Session threads may still be inside vendor code: leave without running
   // static destructors under them.
