@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -232,7 +233,15 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
 
 void BackendProcess::Shutdown() {
   {
-    MutexLock lock(&mu_);
+    // An open in progress holds mu_ for up to its open timeout: kill the
+    // child rather than wait, and that open fails within a liveness slice.
+    bool killed = false;
+    while (!mu_.try_lock()) {
+      if (!killed) Kill();
+      killed = true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    MutexLock lock(&mu_, std::adopt_lock);
     control_.reset();  // hang-up: the runner exits on its own
   }
   if (Reap(Clock::now() + kExitGrace).ok()) return;

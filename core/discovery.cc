@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -93,6 +94,21 @@ Discovery DiscoverBackends(const DiscoveryOptions& options) {
   };
   add(builtin);
   for (const std::string& p : paths) add(p);
+  // A broken manifest is listed under its file's stem. It must not share a
+  // name with a working backend (the host routes a name's devices to the
+  // entry of that name) or with an earlier broken one: such an entry is
+  // listed as "stem (path)". The built-in comes first and keeps `cpu`.
+  std::set<std::string> working;
+  for (const DiscoveredBackend& b : out.backends) {
+    if (b.manifest.ok()) working.insert(b.name);
+  }
+  std::set<std::string> listed;
+  for (DiscoveredBackend& b : out.backends) {
+    if (!b.manifest.ok() && (working.count(b.name) > 0 || listed.count(b.name) > 0)) {
+      b.name = absl::StrCat(b.name, " (", b.manifest_path, ")");
+    }
+    listed.insert(b.name);
+  }
   return out;
 }
 

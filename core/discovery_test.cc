@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <set>
 
 #include <gtest/gtest.h>
 
@@ -60,6 +61,34 @@ TEST_F(DiscoveryTest, BrokenManifestsAreRecordedNotFatal) {
   EXPECT_NE(broken->manifest.status().message().find("broken.toml"), std::string::npos);
   ASSERT_NE(Find(d, "good"), nullptr);
   EXPECT_TRUE(Find(d, "good")->manifest.ok());
+}
+
+// A broken manifest is listed under its file's stem; a broken `cpu.toml`
+// on the search path once replaced the built-in's entry, and the host then
+// routed device `cpu` to a backend that does not exist.
+TEST_F(DiscoveryTest, ABrokenManifestNeverTakesAWorkingBackendsName) {
+  Write("a/cpu.toml", "name = [");
+  Write("a/acme.toml", Manifest("acme", "'acme'"));
+  Write("b/acme.toml", "name = [");
+  Write("b/twice.toml", "name = [");
+  Write("a/twice.toml", "also = [");
+  Discovery d = DiscoverBackends(Options());
+  ASSERT_EQ(d.backends.size(), 6u);
+  std::set<std::string> names;
+  for (const auto& b : d.backends) names.insert(b.name);
+  EXPECT_EQ(names.size(), d.backends.size()) << "every entry has its own name";
+  ASSERT_NE(Find(d, "cpu"), nullptr);
+  EXPECT_TRUE(Find(d, "cpu")->manifest.ok());
+  EXPECT_EQ(Find(d, "cpu")->devices, (std::vector<std::string>{"cpu"}));
+  ASSERT_NE(Find(d, "acme"), nullptr);
+  EXPECT_TRUE(Find(d, "acme")->manifest.ok());
+  const DiscoveredBackend* broken_cpu = Find(d, "cpu (" + root_ + "/a/cpu.toml)");
+  ASSERT_NE(broken_cpu, nullptr);
+  EXPECT_FALSE(broken_cpu->manifest.ok());
+  EXPECT_NE(Find(d, "acme (" + root_ + "/b/acme.toml)"), nullptr);
+  // Two broken ones with one stem: the first keeps it.
+  EXPECT_NE(Find(d, "twice"), nullptr);
+  EXPECT_NE(Find(d, "twice (" + root_ + "/b/twice.toml)"), nullptr);
 }
 
 TEST_F(DiscoveryTest, FirstClaimOfADeviceWinsWithAWarningNamingBoth) {

@@ -1,6 +1,7 @@
 #include "core/host.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 
 #include <cstdlib>
 #include <ctime>
@@ -84,6 +85,12 @@ Host::~Host() {
 }
 
 void Host::Add(DiscoveredBackend b) {
+  if (backends_.count(b.name) > 0) {
+    // Discovery gives every entry its own name; never let one replace another.
+    warnings_.push_back(absl::StrCat("backend '", b.name, "' from ", b.manifest_path, " is already provided by ",
+                                     backends_[b.name].manifest_path, "; ignored"));
+    return;
+  }
   Entry entry;
   entry.manifest_path = b.manifest_path;
   entry.devices = b.devices;
@@ -166,7 +173,12 @@ absl::StatusOr<std::shared_ptr<Supervisor>> Host::SupervisorFor(absl::string_vie
     return absl::NotFoundError(absl::StrCat("no backend serves device '", device,
                                             "'; `codecvisor backends` lists the installed ones"));
   }
-  return backends_[dev->second].supervisor;
+  const Entry& entry = backends_[dev->second];
+  if (entry.supervisor == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat("device '", device, "': backend '", dev->second,
+                                                      "' failed to load: ", entry.failure.message()));
+  }
+  return entry.supervisor;
 }
 
 absl::StatusOr<std::unique_ptr<VideoDecoder>> Host::OpenDecoder(absl::string_view path, DecoderOptions options) {
@@ -175,8 +187,18 @@ absl::StatusOr<std::unique_ptr<VideoDecoder>> Host::OpenDecoder(absl::string_vie
     return absl::InvalidArgumentError(absl::StrCat("arena_slots must be in [1, ", ipc::kMaxSlots, "]"));
   }
   const std::string label(path);
-  ipc::UniqueFd fd(open(label.c_str(), O_RDONLY | O_CLOEXEC));
+  // O_NONBLOCK: opening a FIFO with no writer would otherwise block forever.
+  ipc::UniqueFd fd(open(label.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (!fd.valid()) return ipc::ErrnoStatus(absl::StrCat("open(", label, ")"));
+  struct stat st;
+  if (fstat(fd.get(), &st) != 0) return ipc::ErrnoStatus(absl::StrCat("fstat(", label, ")"));
+  if (!S_ISREG(st.st_mode)) {
+    // The backend seeks and reads at offsets: a pipe, FIFO or folder cannot be decoded.
+    return absl::InvalidArgumentError(absl::StrCat(label, ": not a regular file"));
+  }
+  if (fcntl(fd.get(), F_SETFL, fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK) != 0) {
+    return ipc::ErrnoStatus(absl::StrCat("fcntl(", label, ")"));
+  }
   absl::StatusOr<std::shared_ptr<Supervisor>> supervisor = SupervisorFor(options.device);
   if (!supervisor.ok()) return supervisor.status();
   return VideoDecoder::Open(*std::move(supervisor), std::move(fd), label, std::move(options));

@@ -5,7 +5,9 @@
 
 #include <toml++/toml.h>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/str_join.h"
 
 namespace codecvisor {
@@ -20,6 +22,14 @@ bool ValidName(absl::string_view s, size_t max) {
 }
 
 constexpr const char* kSampleCodecs[] = {"h264", "hevc", "vp9", "av1", "mpeg4"};
+
+// Whether `path` has a ".." component.
+bool HasDotDot(absl::string_view path) {
+  for (absl::string_view part : absl::StrSplit(path, '/')) {
+    if (part == "..") return true;
+  }
+  return false;
+}
 
 bool IsSampleCodec(const std::string& codec) {
   for (const char* c : kSampleCodecs) {
@@ -119,16 +129,26 @@ absl::StatusOr<BackendManifest> ParseManifest(absl::string_view text, absl::stri
         if (array == nullptr) return bad(absl::StrCat("key 'sandbox.", k, "': expected an array of absolute paths"));
         for (const auto& p : *array) {
           const auto* str = p.as_string();
-          if (str == nullptr || str->get().empty() || str->get()[0] != '/') {
+          if (str == nullptr || str->get().empty() || str->get()[0] != '/' ||
+              str->get().find('\0') != std::string::npos) {
             return bad(absl::StrCat("key 'sandbox.", k, "': expected an array of absolute paths"));
+          }
+          // Devices are granted read-write (and ioctl): only device nodes,
+          // never a folder of the user's files.
+          if (k == "devices" && (!absl::StartsWith(str->get(), "/dev/") || HasDotDot(str->get()))) {
+            return bad(absl::StrCat("key 'sandbox.devices': '", str->get(),
+                                    "' is not under /dev/ (devices are opened read-write)"));
           }
           out->push_back(str->get());
         }
         return absl::OkStatus();
       };
-      auto number = [&](uint64_t* out) -> absl::Status {
+      // `max` keeps the limit meaningful (memory_mb << 20 must not wrap).
+      auto number = [&](uint64_t* out, int64_t max) -> absl::Status {
         const auto* i = value.as_integer();
-        if (i == nullptr || i->get() <= 0) return bad(absl::StrCat("key 'sandbox.", k, "': expected a positive integer"));
+        if (i == nullptr || i->get() <= 0 || i->get() > max) {
+          return bad(absl::StrCat("key 'sandbox.", k, "': expected an integer from 1 to ", max));
+        }
         *out = static_cast<uint64_t>(i->get());
         return absl::OkStatus();
       };
@@ -138,13 +158,13 @@ absl::StatusOr<BackendManifest> ParseManifest(absl::string_view text, absl::stri
       } else if (k == "devices") {
         s = paths(&m.sandbox.devices);
       } else if (k == "memory_mb") {
-        s = number(&m.sandbox.memory_mb);
+        s = number(&m.sandbox.memory_mb, int64_t{1} << 30);  // 1 PiB
       } else if (k == "cpu_seconds") {
-        s = number(&m.sandbox.cpu_seconds);
+        s = number(&m.sandbox.cpu_seconds, int64_t{1} << 40);
       } else if (k == "open_files") {
-        s = number(&m.sandbox.open_files);
+        s = number(&m.sandbox.open_files, int64_t{1} << 30);
       } else if (k == "threads") {
-        s = number(&m.sandbox.threads);
+        s = number(&m.sandbox.threads, int64_t{1} << 30);
       } else if (k == "allow_degraded") {
         if (!value.is_boolean()) return bad("key 'sandbox.allow_degraded': expected true or false");
         m.sandbox.allow_degraded = value.as_boolean()->get();

@@ -89,7 +89,12 @@ TEST(ManifestTest, SandboxTableAndNoNetworkEver) {
   EXPECT_EQ(m->sandbox.threads, 32u);
   EXPECT_TRUE(m->sandbox.allow_degraded);
   for (const char* bad : {"[sandbox]\nnetwork=true\n", "[sandbox]\nread_paths=['relative']\n",
-                          "[sandbox]\nmemory_mb=0\n", "[sandbox]\nfoo=1\n"}) {
+                          "[sandbox]\nmemory_mb=0\n", "[sandbox]\nfoo=1\n",
+                          // Devices are opened read-write: never a folder of files.
+                          "[sandbox]\ndevices=['/home']\n", "[sandbox]\ndevices=['/dev/../home/u']\n",
+                          "[sandbox]\ndevices=['/dev']\n", "[sandbox]\nread_paths=[\"/opt/\\u0000x\"]\n",
+                          // memory_mb << 20 must not wrap to a zero limit.
+                          "[sandbox]\nmemory_mb=17592186044416\n", "[sandbox]\nthreads=9223372036854775807\n"}) {
     auto b = ParseManifest(std::string("name='x'\ndevices=['x']\nlibrary='/l.so'\nabi_version=1\n") + bad, "x.toml");
     ASSERT_FALSE(b.ok()) << bad;
     EXPECT_NE(b.status().message().find("sandbox."), std::string::npos) << b.status();

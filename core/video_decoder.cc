@@ -16,6 +16,16 @@ using ipc::Deadline;
 
 constexpr auto kRecoveryWait = std::chrono::seconds(10);
 constexpr int kPoisonDeaths = 2;
+// Deaths of any kind during one request or open before it is given up on.
+// Deaths that blame nobody (an outside SIGKILL, say) are replayed, and the
+// restart budget that would end a crash loop is made whole by any other
+// session's success: without this cap such a request could replay forever.
+constexpr int kMaxReplays = 16;
+
+absl::Status TooManyReplays(const std::string& what, const DeathRecord& last) {
+  return absl::UnavailableError(absl::StrCat("the backend died ", kMaxReplays, " times while ", what,
+                                             " (last: ", last.Describe(), "); giving up"));
+}
 constexpr auto kBusyRetry = std::chrono::milliseconds(50);
 
 std::atomic<uint64_t> next_token{1};
@@ -71,6 +81,13 @@ bool Blamed(const DeathRecord& death, ipc::CrashHints hints, uint64_t token) {
   // Any other death (an exit the sandbox did not see, a fault the runner
   // could not record) blames whoever was inside vendor code.
   return hints.in_call != 0;
+}
+
+// Whether a failed send or receive means the backend died, hung or broke
+// the protocol (so it is replaced), rather than that the request could not
+// be made (too large for the ring, say): only the former is its doing.
+bool IsChannelFailure(const absl::Status& s) {
+  return absl::IsUnavailable(s) || absl::IsCancelled(s) || absl::IsDeadlineExceeded(s) || absl::IsDataLoss(s);
 }
 
 }  // namespace
@@ -156,6 +173,7 @@ absl::Status VideoDecoder::Reopen() {
   std::vector<std::string> deaths;
   const Deadline open_deadline = Clock::now() + options_.open_timeout;
   int busy_retries = 0;
+  int replays = 0;
   for (;;) {
     // Each attempt has the whole open timeout: a backend that hung or died
     // in the last one must not use up the next.
@@ -197,6 +215,7 @@ absl::Status VideoDecoder::Reopen() {
     absl::StatusOr<bool> blamed = Recover(opened.status(), options_.open_timeout, hints, &death);
     if (!blamed.ok()) return Annotate(blamed.status());
     if (*blamed) deaths.push_back(death.Describe());
+    if (++replays >= kMaxReplays) return Annotate(TooManyReplays("opening the file", death));
     if (static_cast<int>(deaths.size()) >= kPoisonDeaths) {
       return Annotate(absl::AbortedError(absl::StrCat("opening the file killed the backend twice (",
                                                       absl::StrJoin(deaths, "; then "),
@@ -206,7 +225,8 @@ absl::Status VideoDecoder::Reopen() {
 }
 
 VideoDecoder::Attempt VideoDecoder::RunOnce(const FrameSelection& selection,
-                                            absl::FunctionRef<absl::Status(Frame)> sink, uint32_t* delivered) {
+                                            absl::FunctionRef<absl::Status(Frame)> sink, uint32_t* delivered,
+                                            absl::Status* sink_error) {
   ipc::HostChannel& channel = *session_.channel;
   const uint32_t slots = channel.geometry().slot_count;
   if (channel.arena().held_count() >= slots) {
@@ -217,14 +237,26 @@ VideoDecoder::Attempt VideoDecoder::RunOnce(const FrameSelection& selection,
   }
   const uint64_t id = next_id_++;
   if (absl::Status s = channel.Send({id, selection}, Clock::now() + options_.request_timeout); !s.ok()) {
-    return {s, true};
+    return {IsChannelFailure(s) ? s : Annotate(s), IsChannelFailure(s)};
   }
   // A re-issued request starts over: frames already delivered are skipped.
   const uint32_t skip = *delivered;
-  absl::Status first_error;
+  absl::Status& first_error = *sink_error;
   uint32_t position = 0;
   for (;;) {
     absl::StatusOr<ipc::Incoming> in = channel.Receive(Clock::now() + options_.request_timeout);
+    if (absl::IsDeadlineExceeded(in.status()) && channel.arena().held_count() >= slots) {
+      // The backend is waiting for a slot, not hung: every one is held by
+      // frames the sink kept. Not its fault; this session is mid-request,
+      // so the next call starts a fresh one (the runner ends this one when
+      // its channel hangs up).
+      session_ = {};
+      return {Annotate(absl::FailedPreconditionError(absl::StrCat(
+                  "no frame for ", options_.request_timeout.count(), " ms while all ", slots,
+                  " frame slots were held by frames still alive; a sink that keeps frames must Detach() "
+                  "them or let them go, or open the decoder with more arena_slots"))),
+              false};
+    }
     if (!in.ok()) return {in.status(), true};
     if (in->response.id != id) {
       return {absl::DataLossError(absl::StrCat("backend answered request ", in->response.id, " while request ",
@@ -254,13 +286,41 @@ VideoDecoder::Attempt VideoDecoder::RunOnce(const FrameSelection& selection,
 
 absl::Status VideoDecoder::ForEachFrame(const FrameSelection& selection,
                                         absl::FunctionRef<absl::Status(Frame)> sink) {
+  // Long lists go in consecutive requests: one must fit the request ring.
+  auto in_pieces = [&](const auto& entries, auto make) -> absl::Status {
+    for (size_t first = 0; first < entries.size(); first += kMaxEntriesPerRequest) {
+      const size_t last = std::min(entries.size(), first + kMaxEntriesPerRequest);
+      if (absl::Status s = ForEachFrameOfOneRequest(make(entries.begin() + first, entries.begin() + last), sink);
+          !s.ok()) {
+        return s;
+      }
+    }
+    return absl::OkStatus();
+  };
+  if (auto* list = std::get_if<ipc::IndexList>(&selection.selection);
+      list != nullptr && list->indices.size() > kMaxEntriesPerRequest) {
+    return in_pieces(list->indices, [](auto b, auto e) { return FrameSelection{ipc::IndexList{{b, e}}}; });
+  }
+  if (auto* list = std::get_if<ipc::PtsList>(&selection.selection);
+      list != nullptr && list->seconds.size() > kMaxEntriesPerRequest) {
+    return in_pieces(list->seconds, [](auto b, auto e) { return FrameSelection{ipc::PtsList{{b, e}}}; });
+  }
+  return ForEachFrameOfOneRequest(selection, sink);
+}
+
+absl::Status VideoDecoder::ForEachFrameOfOneRequest(const FrameSelection& selection,
+                                                    absl::FunctionRef<absl::Status(Frame)> sink) {
   uint32_t delivered = 0;
+  // The sink's first error, kept across replays: once it has failed it gets
+  // no more frames, and the caller gets that error.
+  absl::Status sink_error;
   std::vector<std::string> deaths;
+  int replays = 0;
   for (;;) {
     if (session_.channel == nullptr) {
       if (absl::Status s = Reopen(); !s.ok()) return s;
     }
-    Attempt attempt = RunOnce(selection, sink, &delivered);
+    Attempt attempt = RunOnce(selection, sink, &delivered, &sink_error);
     if (!attempt.channel_failure) {
       if (attempt.status.ok()) supervisor_->RecordSuccess();
       return attempt.status;
@@ -270,6 +330,11 @@ absl::Status VideoDecoder::ForEachFrame(const FrameSelection& selection,
     absl::StatusOr<bool> blamed = Recover(attempt.status, options_.request_timeout, hints, &death);
     if (!blamed.ok()) return Annotate(blamed.status());
     if (*blamed) deaths.push_back(death.Describe());
+    // The backend has been replaced; the caller's sink already said no.
+    if (!sink_error.ok()) return sink_error;
+    if (++replays >= kMaxReplays) {
+      return Annotate(TooManyReplays(absl::StrCat("serving ", DescribeSelection(selection)), death));
+    }
     if (static_cast<int>(deaths.size()) >= kPoisonDeaths) {
       return Annotate(absl::AbortedError(absl::StrCat(
           DescribeSelection(selection), " killed the backend twice (", absl::StrJoin(deaths, "; then "),

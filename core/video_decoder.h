@@ -91,11 +91,20 @@ class VideoDecoder {
 
   // Streams the selected frames to `sink` in request order, zero-copy, with
   // memory bounded by the arena whatever the number of frames. A sink that
-  // keeps frames must keep fewer than the arena's slots, or Detach() them.
-  // The first error (the backend's or the sink's) is returned after the
-  // backend has finished the request, so the decoder stays usable.
+  // keeps frames must keep fewer than the arena's slots, or Detach() them
+  // (or hand them to another thread that lets them go): a request that
+  // finds every slot held for request_timeout ends with kFailedPrecondition,
+  // and the backend is not blamed. The first error (the backend's or the
+  // sink's) is returned after the backend has finished the request, so the
+  // decoder stays usable. Index and time lists longer than
+  // kMaxEntriesPerRequest go to the backend in consecutive requests: frames
+  // of the earlier ones reach the sink before an error in a later one.
   [[nodiscard]] absl::Status ForEachFrame(const FrameSelection& selection,
                                           absl::FunctionRef<absl::Status(Frame)> sink);
+
+  // Indices or times per request to the backend (16 KiB on the wire, within
+  // the session's 64 KiB request ring).
+  static constexpr size_t kMaxEntriesPerRequest = 2048;
 
  private:
   // The outcome of one attempt at a request.
@@ -108,8 +117,14 @@ class VideoDecoder {
                DecoderOptions options);
   // (Re)opens the session on the supervisor's current generation.
   absl::Status Reopen();
+  // `delivered` counts frames passed on (or drained after a sink error)
+  // across replays; `sink_error` is the sink's first error, across replays.
   Attempt RunOnce(const FrameSelection& selection, absl::FunctionRef<absl::Status(Frame)> sink,
-                  uint32_t* delivered);
+                  uint32_t* delivered, absl::Status* sink_error);
+  // One request to the backend (at most kMaxEntriesPerRequest entries),
+  // replayed after crashes until it succeeds or is found to be poison.
+  absl::Status ForEachFrameOfOneRequest(const FrameSelection& selection,
+                                        absl::FunctionRef<absl::Status(Frame)> sink);
   // After a channel failure: has the supervisor replace the backend and
   // says whether this session's request was to blame.
   // `timeout` is the deadline that applied (open or request), for the reason.

@@ -60,10 +60,15 @@ void HostChannel::Interrupt() {
 
 CrashHints ReadCrashHints(const Region& region) {
   const RegionHeader* h = region.header();
+  // Stored plus one (0: none); the backend may have written anything, so
+  // the subtraction is done where it cannot overflow.
+  auto minus_one = [](auto stored) {
+    return static_cast<int32_t>(static_cast<uint32_t>(stored) - 1u);
+  };
   return {h->backend_in_call.load(std::memory_order_acquire), h->backend_fault_signal.load(std::memory_order_acquire),
-          h->backend_violation_syscall.load(std::memory_order_acquire) - 1,
+          minus_one(h->backend_violation_syscall.load(std::memory_order_acquire)),
           h->backend_call_token.load(std::memory_order_acquire),
-          static_cast<int32_t>(h->backend_exit_code.load(std::memory_order_acquire)) - 1};
+          minus_one(h->backend_exit_code.load(std::memory_order_acquire))};
 }
 
 void HostChannel::WatchProcess(UniqueFd pidfd) {

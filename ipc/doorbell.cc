@@ -58,7 +58,12 @@ void SpinPolicy::Record(std::chrono::nanoseconds waited) {
 
 absl::Status WaitFor(DoorbellWord* bell, absl::FunctionRef<bool()> ready, Deadline deadline,
                      const PeerLiveness& peer, SpinPolicy* spin, absl::string_view what) {
-  if (peer.interrupted()) return absl::CancelledError(absl::StrCat("channel interrupted before waiting for ", what));
+  if (peer.interrupted()) {
+    // kUnavailable after a hang-up (PeerLiveness::HungUp), else kCancelled.
+    const absl::Status why = peer.Check();
+    return absl::Status(why.ok() ? absl::StatusCode::kCancelled : why.code(),
+                        absl::StrCat(why.ok() ? "channel interrupted" : why.message(), " before waiting for ", what));
+  }
   if (ready()) return absl::OkStatus();
   const auto start = Clock::now();
   auto record = [&] {

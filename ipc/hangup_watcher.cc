@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <utility>
 #include <vector>
 
@@ -46,6 +48,11 @@ HangupWatcher::HangupWatcher(UniqueFd wake) : wake_(std::move(wake)) {}
 HangupWatcher::~HangupWatcher() {
   {
     MutexLock lock(&mu_);
+    if (!entries_.empty()) {
+      // A Watch would later call Remove() on freed memory: fail loudly now.
+      std::fprintf(stderr, "HangupWatcher destroyed with %zu watches alive\n", entries_.size());
+      std::abort();
+    }
     stopping_ = true;
   }
   Nudge();

@@ -142,6 +142,16 @@ class WatchedChannelTest : public ::testing::Test {
     backend_ = *std::move(backend);
   }
 
+  // Lets a watcher report the host's hang-up on the backend's end.
+  void Watch() {
+    auto watcher = HangupWatcher::Start();
+    ASSERT_TRUE(watcher.ok()) << watcher.status();
+    watcher_ = *std::move(watcher);
+    backend_->WatchHangups(watcher_.get());
+  }
+
+  // First: it must outlive the channel that holds a watch on it.
+  std::unique_ptr<HangupWatcher> watcher_;
   std::unique_ptr<HostChannel> host_;
   std::unique_ptr<BackendChannel> backend_;
 };
@@ -170,16 +180,18 @@ std::pair<int64_t, absl::Status> IdleThenHangUp(BackendChannel& backend, std::un
 }
 
 TEST_F(WatchedChannelTest, AnIdleWatchedWaitSleepsUntilTheHangUpEndsIt) {
-  auto watcher = HangupWatcher::Start();
-  ASSERT_TRUE(watcher.ok()) << watcher.status();
-  backend_->WatchHangups(watcher->get());
+  ASSERT_NO_FATAL_FAILURE(Watch());
   auto [switches, status] = IdleThenHangUp(*backend_, host_, milliseconds(500));
   // Unwatched, the wait wakes every 10 ms to poll the socket (about 50
   // times here); watched, it sleeps through.
   EXPECT_LE(switches, 3) << "the waiting thread was switched in " << switches << " times in 500 ms";
   EXPECT_TRUE(absl::IsUnavailable(status)) << status;
   EXPECT_NE(status.message().find("hung up"), std::string::npos) << status;
-  backend_.reset();  // before the watcher
+  // A wait that starts after the hang-up says the same, at once.
+  const absl::Status later = backend_->Receive(Clock::now() + std::chrono::hours(1)).status();
+  EXPECT_TRUE(absl::IsUnavailable(later)) << later;
+  const absl::Status send = backend_->Send({1, Pong{7}}, Clock::now() + std::chrono::hours(1));
+  EXPECT_TRUE(absl::IsUnavailable(send)) << send;
 }
 
 TEST_F(WatchedChannelTest, AnUnwatchedWaitPollsTheSocketEverySlice) {
@@ -190,9 +202,7 @@ TEST_F(WatchedChannelTest, AnUnwatchedWaitPollsTheSocketEverySlice) {
 }
 
 TEST_F(WatchedChannelTest, AHangUpWakesAWaitForAFreeSlot) {
-  auto watcher = HangupWatcher::Start();
-  ASSERT_TRUE(watcher.ok()) << watcher.status();
-  backend_->WatchHangups(watcher->get());
+  ASSERT_NO_FATAL_FAILURE(Watch());
   // Lend both slots to the host, which never frees them.
   for (int i = 0; i < 2; ++i) {
     auto slot = backend_->AcquireSlot(Clock::now() + seconds(1));
@@ -207,7 +217,6 @@ TEST_F(WatchedChannelTest, AHangUpWakesAWaitForAFreeSlot) {
   ASSERT_EQ(waited.wait_for(kMustHappen), std::future_status::ready) << "the slot wait did not end";
   const absl::Status status = waited.get();
   EXPECT_TRUE(absl::IsUnavailable(status)) << status;
-  backend_.reset();
 }
 
 }  // namespace

@@ -55,6 +55,9 @@ absl::Status Geometry::Validate() const {
 }
 
 uint64_t Geometry::SlotBytesFor(uint64_t frame_bytes) {
+  // The size may come from the backend: one past the limit stays past it
+  // (Validate rejects it) instead of wrapping to a small slot.
+  frame_bytes = std::min<uint64_t>(frame_bytes, kMaxArenaBytes + 1);
   return RoundUp(std::max<uint64_t>(frame_bytes, 1) + kSlotPadding, kPage);
 }
 

@@ -44,7 +44,7 @@ struct Geometry {
   // OK if every field is within the limits above.
   [[nodiscard]] absl::Status Validate() const;
   // `frame_bytes` plus kSlotPadding, rounded up to whole pages, for
-  // slot_bytes.
+  // slot_bytes; past kMaxArenaBytes for any frame_bytes past it (no wrap).
   static uint64_t SlotBytesFor(uint64_t frame_bytes);
 };
 

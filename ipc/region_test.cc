@@ -43,6 +43,19 @@ TEST(RegionTest, RejectsBadGeometry) {
   EXPECT_EQ(Region::Create(g).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// The frame size comes from the backend: a huge one must not wrap into a
+// small slot that the geometry then accepts.
+TEST(RegionTest, SlotBytesForAHugeFrameIsRejectedNotWrapped) {
+  for (uint64_t size : {kMaxArenaBytes + 1, ~uint64_t{0}, ~uint64_t{0} - 300, ~uint64_t{0} - 4000}) {
+    Geometry g;
+    g.slot_count = 1;
+    g.slot_bytes = Geometry::SlotBytesFor(size);
+    EXPECT_GT(g.slot_bytes, kMaxArenaBytes) << size;
+    EXPECT_FALSE(g.Validate().ok()) << size;
+  }
+  EXPECT_EQ(Geometry::SlotBytesFor(4096 - kSlotPadding), 4096u);
+}
+
 TEST(RegionTest, MapRejectsUnsealedOrForeignMemfd) {
   UniqueFd fd(memfd_create("foreign", MFD_CLOEXEC));
   ASSERT_TRUE(fd.valid());

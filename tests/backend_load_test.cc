@@ -130,5 +130,31 @@ TEST_F(FaultTest, MalformedManifestFailsOnlyItsOwnDevice) {
   EXPECT_TRUE(other.ok()) << other.status();
 }
 
+// A broken manifest named like the built-in (a stale `cpu.toml` on the
+// search path) once replaced the built-in's entry, and opening a file on
+// `cpu` then crashed the host on a null supervisor.
+TEST_F(FaultTest, ABrokenManifestNamedLikeTheBuiltinLeavesTheBuiltinServing) {
+  const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/shadow";
+  mkdir(dir.c_str(), 0755);
+  WriteFile("shadow/cpu.toml", "name = [");
+  options_.discovery->search_path = {dir};
+  StartHost();
+  FaultRow& row = Row("broken manifest with the built-in's name");
+  ++row.tries;
+  const BackendStatus shadow = StatusOf("cpu (" + dir + "/cpu.toml)");
+  row.Note("broken one listed as 'cpu (...)': " + shadow.state);
+  EXPECT_EQ(shadow.state, "failed");
+  EXPECT_NE(shadow.diagnostic.find("cpu.toml"), std::string::npos) << shadow.diagnostic;
+  // The open goes to the built-in's entry (whose library this test does not
+  // ship, so that is the error), not to the broken one, and not to a crash.
+  const BackendStatus builtin = StatusOf("cpu");
+  EXPECT_NE(builtin.manifest_path.find("backends/cpu/cpu.toml"), std::string::npos) << builtin.manifest_path;
+  auto d = Open(WriteSyntheticVideo("x.syn"), "cpu");
+  row.Saw("open on cpu: " + CodeName(d.status()));
+  EXPECT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find("backends/cpu/cpu.toml"), std::string::npos) << d.status();
+  EXPECT_EQ(d.status().message().find("shadow"), std::string::npos) << d.status();
+}
+
 }  // namespace
 }  // namespace codecvisor::testing

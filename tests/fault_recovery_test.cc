@@ -362,6 +362,34 @@ TEST_F(FaultTest, RequestInFlightIsReplayedAfterAnOutsideKill) {
   }
 }
 
+// A sink that said no keeps its answer across a replay: the replay once
+// skipped the frames drained after the sink's error and fed it the rest,
+// and the caller got OK with a gap in its frames.
+TEST_F(FaultTest, ASinkErrorSurvivesACrashWhileTheRequestDrains) {
+  FaultRow& row = Row("SIGKILL from outside right after the sink fails a 40-frame request");
+  ++row.tries;
+  const std::string video = WriteSyntheticVideo("sink_error.syn", "decode_ms=5");
+  auto decoder = Open(video, "synthetic");
+  ASSERT_TRUE(decoder.ok()) << decoder.status();
+  int calls = 0;
+  absl::Status s = (*decoder)->ForEachFrame({ipc::IndexRange{0, 40, 1}}, [&](Frame f) {
+    if (!IsSyntheticFrame(f, calls)) return absl::InternalError("wrong frame " + std::to_string(calls));
+    if (++calls < 4) return absl::OkStatus();
+    kill(StatusOf("synthetic").pid, SIGKILL);
+    return absl::ResourceExhaustedError("the sink is full");
+  });
+  row.Note(absl::StrCat("request ", CodeName(s), " after ", calls, " sink calls"));
+  row.Saw(s.message() == "the sink is full" && calls == 4 ? "the sink's own error, no frame after it"
+                                                          : std::string(s.message()));
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_EQ(s.message(), "the sink is full");
+  EXPECT_EQ(calls, 4) << "no frame reaches a sink after its error";
+  auto after = (*decoder)->GetFrameAt(5);
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_TRUE(IsSyntheticFrame(*after, 5));
+  EXPECT_EQ(StatusOf("synthetic").restarts, 1u);
+}
+
 TEST_F(FaultTest, CrashLoopIsQuarantinedUntilReset) {
   // faulty.toml allows 5 restarts a minute. Every open segfaults, so no
   // success ever restores the budget: the 6th crash quarantines.

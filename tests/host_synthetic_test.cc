@@ -5,12 +5,14 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <string>
 #include <thread>
@@ -328,6 +330,110 @@ TEST_F(HostSyntheticTest, UnknownDeviceAndMissingFile) {
   options.device = "acme:1";
   EXPECT_EQ(host_->OpenDecoder(video_, options).status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(host_->OpenDecoder("/nonexistent.mp4").status().code(), absl::StatusCode::kNotFound);
+}
+
+// A FIFO with no writer once blocked open() forever; a folder or a pipe
+// cannot be decoded (the backend reads at offsets): both are clear errors.
+TEST_F(HostSyntheticTest, AFifoOrAFolderIsAnErrorNotAHang) {
+  const std::string fifo = std::string(std::getenv("TEST_TMPDIR")) + "/clip.fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  DecoderOptions options;
+  options.device = "synthetic";
+  for (const std::string& path : {fifo, std::string(std::getenv("TEST_TMPDIR"))}) {
+    auto decoder = host_->OpenDecoder(path, options);
+    ASSERT_EQ(decoder.status().code(), absl::StatusCode::kInvalidArgument) << path << ": " << decoder.status();
+    EXPECT_NE(decoder.status().message().find("not a regular file"), std::string::npos) << decoder.status();
+  }
+}
+
+pid_t SyntheticPid(const Host& host) {
+  for (const auto& backend : host.Backends()) {
+    if (backend.name == "synthetic") return backend.pid;
+  }
+  return 0;
+}
+
+// An index list must fit the 64 KiB request ring: a longer one goes in
+// several requests. Sent whole, it once failed to send, and that failure
+// was taken for a broken backend: killed twice and reported as poison.
+TEST_F(HostSyntheticTest, ALongIndexListIsServedInSeveralRequests) {
+  auto decoder = Open();
+  ASSERT_TRUE(decoder.ok()) << decoder.status();
+  ASSERT_TRUE((*decoder)->GetFrameAt(0).ok());
+  const pid_t pid = SyntheticPid(*host_);
+  std::vector<int64_t> indices(10'000);
+  for (size_t i = 0; i < indices.size(); ++i) indices[i] = static_cast<int64_t>((i * 7) % 40);
+  int64_t seen = 0;
+  absl::Status s = (*decoder)->ForEachFrame({ipc::IndexList{indices}}, [&](Frame f) {
+    if (f.index() != indices[static_cast<size_t>(seen)]) return absl::InternalError("wrong frame");
+    if (seen % 997 == 0) ExpectFrame(f, f.index());
+    ++seen;
+    return absl::OkStatus();
+  });
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(seen, 10'000);
+  std::vector<double> times(5'000);
+  for (size_t i = 0; i < times.size(); ++i) times[i] = 0.5 + static_cast<double>(i % 40) / 10.0;
+  auto played = (*decoder)->GetFramesPlayedAt(times);
+  ASSERT_TRUE(played.ok()) << played.status();
+  ASSERT_EQ(played->size(), times.size());
+  EXPECT_EQ((*played)[4'099].index(), 4'099 % 40);
+  EXPECT_EQ(SyntheticPid(*host_), pid) << "no restart";
+}
+
+// A range is not expanded into a list in the runner: with no frame count
+// known its stop may be anywhere, and a step near INT64_MAX must not wrap.
+TEST_F(HostSyntheticTest, ARangeFarPastAnUnknownEndStopsAtTheEnd) {
+  const std::string unknown = WriteVideo("unknown.syn", "synthetic frames=40 width=32 height=24 fps=10 start=0.5 "
+                                                        "count_unknown=1");
+  DecoderOptions options;
+  options.device = "synthetic";
+  auto decoder = host_->OpenDecoder(unknown, options);
+  ASSERT_TRUE(decoder.ok()) << decoder.status();
+  EXPECT_EQ((*decoder)->metadata().num_frames_from_scan, -1);
+  const pid_t pid = SyntheticPid(*host_);
+  int64_t next = 0;
+  absl::Status s = (*decoder)->ForEachFrame({ipc::IndexRange{0, int64_t{1} << 62, 1}}, [&](Frame f) {
+    ExpectFrame(f, next++);
+    return absl::OkStatus();
+  });
+  EXPECT_EQ(s.code(), absl::StatusCode::kOutOfRange) << s;
+  EXPECT_EQ(next, 40) << "every frame up to the end, then the error";
+  auto last = (*decoder)->GetFramesInRange(39, std::numeric_limits<int64_t>::max(),
+                                           std::numeric_limits<int64_t>::max());
+  ASSERT_TRUE(last.ok()) << last.status();
+  ASSERT_EQ(last->size(), 1u);
+  ExpectFrame((*last)[0], 39);
+  EXPECT_EQ(SyntheticPid(*host_), pid) << "no restart";
+}
+
+// A sink that keeps every frame leaves the backend waiting for a slot: a
+// clear error for the caller, not a hang that gets the backend killed.
+TEST_F(HostSyntheticTest, ASinkKeepingEveryFrameIsAnErrorAndNoBackendIsKilled) {
+  DecoderOptions options;
+  options.arena_slots = 2;
+  options.request_timeout = std::chrono::milliseconds(500);
+  auto decoder = Open(options);
+  ASSERT_TRUE(decoder.ok()) << decoder.status();
+  ASSERT_TRUE((*decoder)->GetFrameAt(0).ok());
+  const pid_t pid = SyntheticPid(*host_);
+  std::vector<Frame> kept;
+  absl::Status s = (*decoder)->ForEachFrame({ipc::IndexRange{0, 6, 1}}, [&](Frame f) {
+    kept.push_back(std::move(f));
+    return absl::OkStatus();
+  });
+  ASSERT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_NE(s.message().find("frame slots were held"), std::string::npos) << s;
+  ASSERT_EQ(kept.size(), 2u);
+  ExpectFrame(kept[0], 0);
+  ExpectFrame(kept[1], 1);
+  EXPECT_EQ(SyntheticPid(*host_), pid) << "the backend was not to blame";
+  kept.clear();
+  auto after = (*decoder)->GetFramesInRange(2, 6);
+  ASSERT_TRUE(after.ok()) << after.status();
+  ASSERT_EQ(after->size(), 4u);
+  for (size_t i = 0; i < after->size(); ++i) ExpectFrame((*after)[i], 2 + static_cast<int64_t>(i));
+  EXPECT_EQ(SyntheticPid(*host_), pid);
 }
 
 TEST_F(HostSyntheticTest, ManyDecodersFromManyThreads) {

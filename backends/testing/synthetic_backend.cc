@@ -124,8 +124,8 @@ cv_status Metadata(cv_session* session, cv_stream_metadata* m, cv_error*) {
   std::snprintf(m->pixel_format, sizeof(m->pixel_format), "rgb24");
   m->width = v.width;
   m->height = v.height;
-  m->num_frames_from_header = v.frames;
-  m->num_frames_from_scan = v.frames;
+  m->num_frames_from_header = v.count_unknown ? -1 : v.frames;
+  m->num_frames_from_scan = v.count_unknown ? -1 : v.frames;
   m->average_fps = v.fps;
   m->duration_seconds = v.frames / v.fps;
   m->begin_stream_seconds = v.start;

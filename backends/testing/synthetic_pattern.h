@@ -43,6 +43,9 @@ struct SyntheticVideo {
   // plugin; -1: none), and whether every decode acquires twice.
   int64_t late_skip = -1;
   bool late_twice = false;
+  // Reports no frame count (-1 from header and scan), as a container with
+  // no count in its header does; frames past the end are still out of range.
+  bool count_unknown = false;
   // The `hostile` build's escape attempt (see attacks.h), with the host's
   // pid and a 127.0.0.1 port to attack.
   std::string attack;
@@ -76,6 +79,7 @@ inline std::optional<SyntheticVideo> ParseSyntheticVideo(const std::string& text
     if (key == "decode_ms") v.decode_ms = static_cast<int64_t>(value);
     if (key == "late_skip") v.late_skip = static_cast<int64_t>(value);
     if (key == "late_twice") v.late_twice = value != 0;
+    if (key == "count_unknown") v.count_unknown = value != 0;
     if (key == "host_pid") v.host_pid = static_cast<int>(value);
     if (key == "port") v.port = static_cast<int>(value);
   }

@@ -77,8 +77,7 @@ absl::StatusOr<int64_t> IndexAt(const VendorSession& s, double seconds) {
 
 }  // namespace
 
-absl::StatusOr<std::vector<int64_t>> ResolveSelection(const ipc::FrameRequest& request,
-                                                      const VendorSession& session) {
+absl::StatusOr<ResolvedFrames> ResolveSelection(const ipc::FrameRequest& request, const VendorSession& session) {
   const int64_t count = FrameCount(session.opened.metadata);
   std::vector<int64_t> out;
   if (auto* list = std::get_if<ipc::IndexList>(&request.selection)) {
@@ -98,7 +97,7 @@ absl::StatusOr<std::vector<int64_t>> ResolveSelection(const ipc::FrameRequest& r
           absl::StrCat("frame range [", range->start, ", ", range->stop, ") is empty or negative"));
     }
     if (count >= 0 && range->stop > count) return IndexOutOfRange(range->stop - 1, count);
-    for (int64_t i = range->start; i < range->stop; i += range->step) out.push_back(i);
+    return ResolvedFrames::Range(range->start, range->stop, range->step);
   } else if (auto* times = std::get_if<ipc::PtsList>(&request.selection)) {
     out.reserve(times->seconds.size());
     for (double t : times->seconds) {
@@ -111,7 +110,7 @@ absl::StatusOr<std::vector<int64_t>> ResolveSelection(const ipc::FrameRequest& r
       return absl::InvalidArgumentError(absl::StrCat("time range [", span->start_seconds, ", ",
                                                      span->stop_seconds, ") is reversed or not a number"));
     }
-    if (span->start_seconds == span->stop_seconds) return out;
+    if (span->start_seconds == span->stop_seconds) return ResolvedFrames::List(std::move(out));
     absl::StatusOr<int64_t> first = IndexAt(session, span->start_seconds);
     if (!first.ok()) return first.status();
     for (int64_t i = *first; count < 0 || i < count; ++i) {
@@ -128,7 +127,7 @@ absl::StatusOr<std::vector<int64_t>> ResolveSelection(const ipc::FrameRequest& r
       out.push_back(i);
     }
   }
-  return out;
+  return ResolvedFrames::List(std::move(out));
 }
 
 SessionServer::~SessionServer() {
@@ -143,7 +142,7 @@ absl::Status SessionServer::SendError(uint64_t id, absl::Status status) {
 }
 
 absl::Status SessionServer::ServeFrames(uint64_t id, const ipc::FrameRequest& request) {
-  absl::StatusOr<std::vector<int64_t>> indices = ResolveSelection(request, session_);
+  absl::StatusOr<ResolvedFrames> indices = ResolveSelection(request, session_);
   if (!indices.ok()) return SendError(id, indices.status());
   if (indices->empty()) return channel_->Send({id, ipc::FrameBatch{{}, true}}, Clock::now() + kHostProgressTimeout);
   const ipc::FrameLayout& layout = session_.opened.layout;
@@ -154,7 +153,7 @@ absl::Status SessionServer::ServeFrames(uint64_t id, const ipc::FrameRequest& re
   auto slot_failure = [&](const absl::Status& failure) {
     return absl::IsResourceExhausted(failure) ? SendError(id, failure) : failure;
   };
-  for (size_t pos = 0; pos < indices->size(); ++pos) {
+  for (uint64_t pos = 0; pos < indices->size(); ++pos) {
     const int64_t index = (*indices)[pos];
     FrameTarget target;
     target.channel = channel_.get();
