@@ -120,8 +120,9 @@ absl::StatusOr<BackendHandle> Supervisor::Acquire(ipc::Deadline deadline) {
         break;
     }
     if (!changed_.WaitUntil(&mu_, deadline) && Clock::now() >= deadline) {
-      return absl::DeadlineExceededError(absl::StrCat("backend '", manifest_.name, "' is ", StateName(state_),
-                                                      " and was not ready in time"));
+      return absl::DeadlineExceededError(absl::StrCat(
+          "backend '", manifest_.name, "' is ", StateName(state_), " and was not ready in time",
+          failure_.ok() ? "" : absl::StrCat(" (last failed start: ", failure_.message(), ")")));
     }
   }
 }
@@ -311,8 +312,26 @@ void Supervisor::WatchLoop() {
         absl::StatusOr<std::unique_ptr<BackendProcess>> started = Spawn();
         if (!started.ok()) {
           MutexLock lock(&mu_);
-          state_ = BackendState::kFailed;
           failure_ = started.status();
+          if (state_ == BackendState::kRestarting) {
+            // It ran before: the cause may pass (a handshake late under
+            // load, threads or memory short for a moment). Count it as a
+            // crash: retried with backoff, quarantined once the restart
+            // budget is spent.
+            const RestartPolicy::Decision decision = policy_.OnCrash(Clock::now());
+            if (!decision.quarantine) {
+              restart_at_ = Clock::now() + decision.delay;
+            } else {
+              state_ = BackendState::kQuarantined;
+              failure_ = absl::FailedPreconditionError(absl::StrCat(
+                  "backend '", manifest_.name, "' (", manifest_.path, ") is quarantined after ",
+                  policy_.crashes_in_window(), " crashes or failed restarts within ",
+                  policy_.limits().window.count() / 1000, " s (last: ", started.status().message(),
+                  "); lift it with `codecvisor backends --reset ", manifest_.name, "` or Host::ResetBackend()"));
+            }
+          } else {
+            state_ = BackendState::kFailed;  // it never ran: a load failure is for the user to fix
+          }
           changed_.NotifyAll();
           continue;
         }
@@ -327,6 +346,7 @@ void Supervisor::WatchLoop() {
       ++generation_;
       started_at_ = Clock::now();
       state_ = BackendState::kReady;
+      failure_ = absl::OkStatus();
       next_heartbeat = Clock::now() + options_.heartbeat_interval;
       changed_.NotifyAll();
       continue;

@@ -4,8 +4,11 @@
 // saw in a FaultRow, for docs/RELIABILITY.md.
 
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <atomic>
+#include <cstdio>
+#include <fstream>
 #include <functional>
 #include <thread>
 
@@ -388,6 +391,50 @@ TEST_F(FaultTest, ASinkErrorSurvivesACrashWhileTheRequestDrains) {
   ASSERT_TRUE(after.ok()) << after.status();
   EXPECT_TRUE(IsSyntheticFrame(*after, 5));
   EXPECT_EQ(StatusOf("synthetic").restarts, 1u);
+}
+
+// A restart that fails (here: the library is missing for a while) is
+// retried with the restart backoff, like a crash, instead of leaving the
+// backend failed until someone resets it; the request in flight goes on.
+TEST_F(FaultTest, AFailedRestartIsRetriedAndTheRequestGoesOn) {
+  FaultRow& row = Row("restart fails while the plugin's library is missing, then it is back");
+  ++row.tries;
+  const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/flaky_install";
+  mkdir(dir.c_str(), 0755);
+  // The synthetic library's second entry, which no other manifest here loads.
+  const std::string lib = dir + "/libcodecvisor_synthetic.so";
+  {
+    std::ifstream in(Runfile("backends/testing/libcodecvisor_synthetic.so"), std::ios::binary);
+    std::ofstream out(lib, std::ios::binary);
+    out << in.rdbuf();
+  }
+  std::ofstream(dir + "/late.toml") << "name='synthetic_late'\ndevices=['flaky']\n"
+                                       "library='libcodecvisor_synthetic.so'\nentry='synthetic_late_v1'\n"
+                                       "abi_version=1\n[restart]\nmax_restarts=50\nwindow_seconds=60\n"
+                                       "backoff_initial_ms=20\nbackoff_max_ms=50\n";
+  ASSERT_TRUE(host_->LoadBackend(dir + "/late.toml").ok());
+  auto decoder = Open(WriteSyntheticVideo("flaky.syn", "decode_ms=2"), "flaky");
+  ASSERT_TRUE(decoder.ok()) << decoder.status();
+  ASSERT_TRUE((*decoder)->GetFrameAt(1).ok());
+  ASSERT_EQ(rename(lib.c_str(), (lib + ".away").c_str()), 0);
+  kill(StatusOf("synthetic_late").pid, SIGKILL);
+  // Wait until a restart has failed on the missing library.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (StatusOf("synthetic_late").diagnostic.find("libcodecvisor_synthetic.so") == std::string::npos &&
+         std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  const BackendStatus failed_once = StatusOf("synthetic_late");
+  row.Note("after a failed restart: state " + failed_once.state);
+  EXPECT_NE(failed_once.diagnostic.find("libcodecvisor_synthetic.so"), std::string::npos) << failed_once.diagnostic;
+  EXPECT_EQ(failed_once.state, "restarting") << failed_once.diagnostic;
+  ASSERT_EQ(rename((lib + ".away").c_str(), lib.c_str()), 0);
+  auto frame = (*decoder)->GetFrameAt(2);
+  row.Saw("next request " + CodeName(frame.status()));
+  ASSERT_TRUE(frame.ok()) << frame.status();
+  EXPECT_TRUE(IsSyntheticFrame(*frame, 2));
+  EXPECT_EQ(StatusOf("synthetic_late").state, "ready");
+  EXPECT_TRUE(StatusOf("synthetic_late").diagnostic.empty()) << StatusOf("synthetic_late").diagnostic;
 }
 
 TEST_F(FaultTest, CrashLoopIsQuarantinedUntilReset) {
