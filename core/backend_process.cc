@@ -215,15 +215,15 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
   engaged.no_new_privs = spec.sandbox.no_new_privs;
   ends = {};  // the child has its copies now
 
-  absl::StatusOr<ipc::UniqueFd> pidfd = [&]() -> absl::StatusOr<ipc::UniqueFd> {
-    int dup = fcntl(child->pidfd.get(), F_DUPFD_CLOEXEC, 0);
-    if (dup < 0) return ipc::ErrnoStatus("dup(pidfd)");
-    return ipc::UniqueFd(dup);
-  }();
-  if (!pidfd.ok()) return Prefixed(pidfd.status(), where);
-  control->WatchProcess(*std::move(pidfd));
+  // From here on the process object stops and reaps the child on any
+  // failure (its destructor).
+  const int child_pidfd = child->pidfd.get();
+  ipc::HostChannel* control_channel = control.get();
   std::unique_ptr<BackendProcess> process(
       new BackendProcess(manifest, std::move(launcher), *std::move(child), std::move(control)));
+  const int dup = fcntl(child_pidfd, F_DUPFD_CLOEXEC, 0);
+  if (dup < 0) return Prefixed(ipc::ErrnoStatus("dup(pidfd)"), where);
+  control_channel->WatchProcess(ipc::UniqueFd(dup));  // no other thread knows the process yet
   if (absl::Status s = process->Handshake(deadline); !s.ok()) return Prefixed(s, where);
   engaged.landlock_abi = process->hello_.sandbox_landlock_abi;
   engaged.seccomp = process->hello_.sandbox_seccomp;

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <climits>
 #include <cstdio>
 #include <optional>
 #include <random>
@@ -241,6 +242,35 @@ TEST(IpcChannelTest, HostSurvivesPeerRewritingRecordsWhileTheyAreRead) {
   }
   std::printf("rewritten records over %d channels: %s\n", rounds, stats.ToString().c_str());
   EXPECT_GT(stats.valid + stats.data_loss, 0);
+}
+
+// Crash hints are written by the backend, which may write anything: the
+// host's decoding of the "plus one" fields must not overflow (UBSan aborts
+// on a signed overflow) and must give back what a sane backend stored.
+TEST(IpcChannelTest, CrashHintsWithExtremeValuesAreReadWithoutOverflow) {
+  Geometry geometry;
+  geometry.slot_count = 1;
+  geometry.slot_bytes = Geometry::SlotBytesFor(4096);
+  auto created = HostChannel::Create(geometry);
+  ASSERT_TRUE(created.ok()) << created.status();
+  auto backend = BackendChannel::Attach(std::move(created->second));
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  RegionHeader* h = (*backend)->header();
+  h->backend_violation_syscall.store(INT32_MIN);
+  h->backend_exit_code.store(0x80000000u);
+  CrashHints hints = created->first->ReadCrashHints();
+  EXPECT_EQ(hints.violation_syscall, INT32_MAX);
+  EXPECT_EQ(hints.exit_code, INT32_MAX);
+  h->backend_violation_syscall.store(0);  // none recorded
+  h->backend_exit_code.store(0);
+  hints = created->first->ReadCrashHints();
+  EXPECT_EQ(hints.violation_syscall, -1);
+  EXPECT_EQ(hints.exit_code, -1);
+  h->backend_violation_syscall.store(60 + 1);  // exit(2) was denied
+  h->backend_exit_code.store(3 + 1);
+  hints = created->first->ReadCrashHints();
+  EXPECT_EQ(hints.violation_syscall, 60);
+  EXPECT_EQ(hints.exit_code, 3);
 }
 
 }  // namespace
