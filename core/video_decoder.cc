@@ -16,16 +16,32 @@ using ipc::Deadline;
 
 constexpr auto kRecoveryWait = std::chrono::seconds(10);
 constexpr int kPoisonDeaths = 2;
-// Deaths of any kind during one request or open before it is given up on.
-// Deaths that blame nobody (an outside SIGKILL, say) are replayed, and the
-// restart budget that would end a crash loop is made whole by any other
-// session's success: without this cap such a request could replay forever.
-constexpr int kMaxReplays = 16;
+// How long one request or open goes on being replayed after its first
+// backend death, whatever the deaths: those that blame nobody (an outside
+// SIGKILL, say) are replayed, and the restart budget that ends a crash loop
+// is made whole by any other session's success, so without this bound such
+// a request could replay forever. Four times its own timeout (request or
+// open) from the first death: every attempt may take a whole timeout.
+class ReplayBound {
+ public:
+  explicit ReplayBound(std::chrono::milliseconds timeout) : timeout_(4 * timeout) {}
+  // After each death: the error that ends the replays, or OK to go on.
+  absl::Status AfterDeath(const std::string& what, const DeathRecord& death) {
+    const auto now = Clock::now();
+    if (deaths_++ == 0) first_ = now;
+    if (now - first_ < timeout_) return absl::OkStatus();
+    return absl::UnavailableError(absl::StrCat(
+        "the backend died ", deaths_, " times in ",
+        std::chrono::duration_cast<std::chrono::milliseconds>(now - first_).count(), " ms while ", what,
+        " (last: ", death.Describe(), "); giving up"));
+  }
 
-absl::Status TooManyReplays(const std::string& what, const DeathRecord& last) {
-  return absl::UnavailableError(absl::StrCat("the backend died ", kMaxReplays, " times while ", what,
-                                             " (last: ", last.Describe(), "); giving up"));
-}
+ private:
+  const std::chrono::milliseconds timeout_;
+  int deaths_ = 0;
+  Clock::time_point first_;
+};
+
 constexpr auto kBusyRetry = std::chrono::milliseconds(50);
 
 std::atomic<uint64_t> next_token{1};
@@ -173,7 +189,7 @@ absl::Status VideoDecoder::Reopen() {
   std::vector<std::string> deaths;
   const Deadline open_deadline = Clock::now() + options_.open_timeout;
   int busy_retries = 0;
-  int replays = 0;
+  ReplayBound replays(options_.open_timeout);
   for (;;) {
     // Each attempt has the whole open timeout: a backend that hung or died
     // in the last one must not use up the next.
@@ -215,12 +231,12 @@ absl::Status VideoDecoder::Reopen() {
     absl::StatusOr<bool> blamed = Recover(opened.status(), options_.open_timeout, hints, &death);
     if (!blamed.ok()) return Annotate(blamed.status());
     if (*blamed) deaths.push_back(death.Describe());
-    if (++replays >= kMaxReplays) return Annotate(TooManyReplays("opening the file", death));
     if (static_cast<int>(deaths.size()) >= kPoisonDeaths) {
       return Annotate(absl::AbortedError(absl::StrCat("opening the file killed the backend twice (",
                                                       absl::StrJoin(deaths, "; then "),
                                                       "); it is poison and is not retried")));
     }
+    if (absl::Status bound = replays.AfterDeath("opening the file", death); !bound.ok()) return Annotate(bound);
   }
 }
 
@@ -315,7 +331,7 @@ absl::Status VideoDecoder::ForEachFrameOfOneRequest(const FrameSelection& select
   // no more frames, and the caller gets that error.
   absl::Status sink_error;
   std::vector<std::string> deaths;
-  int replays = 0;
+  ReplayBound replays(options_.request_timeout);
   for (;;) {
     if (session_.channel == nullptr) {
       if (absl::Status s = Reopen(); !s.ok()) return s;
@@ -332,13 +348,14 @@ absl::Status VideoDecoder::ForEachFrameOfOneRequest(const FrameSelection& select
     if (*blamed) deaths.push_back(death.Describe());
     // The backend has been replaced; the caller's sink already said no.
     if (!sink_error.ok()) return sink_error;
-    if (++replays >= kMaxReplays) {
-      return Annotate(TooManyReplays(absl::StrCat("serving ", DescribeSelection(selection)), death));
-    }
     if (static_cast<int>(deaths.size()) >= kPoisonDeaths) {
       return Annotate(absl::AbortedError(absl::StrCat(
           DescribeSelection(selection), " killed the backend twice (", absl::StrJoin(deaths, "; then "),
           "); the request is poison and is not retried. The backend was restarted; other requests go on")));
+    }
+    if (absl::Status bound = replays.AfterDeath(absl::StrCat("serving ", DescribeSelection(selection)), death);
+        !bound.ok()) {
+      return Annotate(bound);
     }
   }
 }
