@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <atomic>
+#include <cstring>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -41,6 +42,16 @@ class ReplayBound {
   int deaths_ = 0;
   Clock::time_point first_;
 };
+
+// Whether a re-opened session describes the stream exactly as before,
+// bit for bit: a NaN a backend reports (an unknown rate, say) equals
+// itself here, where operator== would call every re-open a different stream.
+bool SameStream(const ipc::StreamMetadata& a, const ipc::StreamMetadata& b) {
+  absl::StatusOr<kj::Array<capnp::word>> x = ipc::EncodeResponse({0, a});
+  absl::StatusOr<kj::Array<capnp::word>> y = ipc::EncodeResponse({0, b});
+  return x.ok() && y.ok() && x->size() == y->size() &&
+         std::memcmp(x->begin(), y->begin(), x->size() * sizeof(capnp::word)) == 0;
+}
 
 constexpr auto kBusyRetry = std::chrono::milliseconds(50);
 
@@ -201,7 +212,7 @@ absl::Status VideoDecoder::Reopen() {
     absl::StatusOr<OpenedSession> opened = handle->process->OpenSession(
         video_.get(), open, options_.arena_slots, attempt_deadline, &channel_failure, &file_token);
     if (opened.ok()) {
-      if (session_opened_before_ && opened->info.metadata != metadata_) {
+      if (session_opened_before_ && !SameStream(opened->info.metadata, metadata_)) {
         return Annotate(absl::DataLossError("the restarted backend describes the stream differently"));
       }
       backend_ = *handle;

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <functional>
@@ -435,6 +436,27 @@ TEST_F(FaultTest, AFailedRestartIsRetriedAndTheRequestGoesOn) {
   EXPECT_TRUE(IsSyntheticFrame(*frame, 2));
   EXPECT_EQ(StatusOf("synthetic_late").state, "ready");
   EXPECT_TRUE(StatusOf("synthetic_late").diagnostic.empty()) << StatusOf("synthetic_late").diagnostic;
+}
+
+// The re-opened session must describe the stream as before; a NaN in the
+// metadata (a backend's "unknown") once made that check fail on every
+// replay ("describes the stream differently").
+TEST_F(FaultTest, AStreamWithANanRateIsReplayedAfterAnOutsideKill) {
+  FaultRow& row = Row("SIGKILL from outside during a request on a stream whose rate is NaN");
+  ++row.tries;
+  auto decoder = Open(WriteSyntheticVideo("nan.syn", "nan_rate=1"), "synthetic");
+  ASSERT_TRUE(decoder.ok()) << decoder.status();
+  EXPECT_TRUE(std::isnan((*decoder)->metadata().average_fps));
+  int64_t next = 0;
+  absl::Status s = (*decoder)->ForEachFrame({ipc::IndexRange{0, 40, 1}}, [&](Frame f) {
+    if (!IsSyntheticFrame(f, next)) return absl::InternalError("wrong frame " + std::to_string(next));
+    if (++next == 15) kill(StatusOf("synthetic").pid, SIGKILL);
+    return absl::OkStatus();
+  });
+  row.Saw("request " + CodeName(s));
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(next, 40);
+  EXPECT_EQ((*decoder)->retries(), 1u);
 }
 
 TEST_F(FaultTest, CrashLoopIsQuarantinedUntilReset) {

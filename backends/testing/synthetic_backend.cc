@@ -126,7 +126,7 @@ cv_status Metadata(cv_session* session, cv_stream_metadata* m, cv_error*) {
   m->height = v.height;
   m->num_frames_from_header = v.count_unknown ? -1 : v.frames;
   m->num_frames_from_scan = v.count_unknown ? -1 : v.frames;
-  m->average_fps = v.fps;
+  m->average_fps = v.nan_rate ? std::nan("") : v.fps;
   m->duration_seconds = v.frames / v.fps;
   m->begin_stream_seconds = v.start;
   m->end_stream_seconds = v.start + v.frames / v.fps;

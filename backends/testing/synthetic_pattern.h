@@ -46,6 +46,8 @@ struct SyntheticVideo {
   // Reports no frame count (-1 from header and scan), as a container with
   // no count in its header does; frames past the end are still out of range.
   bool count_unknown = false;
+  // Reports its average rate as NaN (a vendor's "unknown"); frames keep fps.
+  bool nan_rate = false;
   // The `hostile` build's escape attempt (see attacks.h), with the host's
   // pid and a 127.0.0.1 port to attack.
   std::string attack;
@@ -80,6 +82,7 @@ inline std::optional<SyntheticVideo> ParseSyntheticVideo(const std::string& text
     if (key == "late_skip") v.late_skip = static_cast<int64_t>(value);
     if (key == "late_twice") v.late_twice = value != 0;
     if (key == "count_unknown") v.count_unknown = value != 0;
+    if (key == "nan_rate") v.nan_rate = value != 0;
     if (key == "host_pid") v.host_pid = static_cast<int>(value);
     if (key == "port") v.port = static_cast<int>(value);
   }
