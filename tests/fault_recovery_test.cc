@@ -4,12 +4,8 @@
 // saw in a FaultRow, for docs/RELIABILITY.md.
 
 #include <signal.h>
-#include <sys/stat.h>
 
 #include <atomic>
-#include <cmath>
-#include <cstdio>
-#include <fstream>
 #include <functional>
 #include <thread>
 
@@ -335,128 +331,6 @@ TEST_F(FaultTest, BadFrameLayoutIsAProtocolViolationNotACrash) {
   row.Saw("request " + CodeName(f.status()) + (malformed ? ", a malformed message: child replaced" : ""));
   ASSERT_EQ(f.status().code(), absl::StatusCode::kAborted) << f.status();
   EXPECT_TRUE(malformed) << f.status();
-}
-
-// The request in flight when the backend is killed from outside is
-// re-issued: the caller gets all 40 frames once, in order, bit-identical.
-TEST_F(FaultTest, RequestInFlightIsReplayedAfterAnOutsideKill) {
-  for (bool warm_spare : {false, true}) {
-    options_.supervision.warm_spare = warm_spare;
-    StartHost();
-    FaultRow& row = Row(std::string("SIGKILL from outside during a 40-frame request (") +
-                        (warm_spare ? "with" : "without") + " a warm spare)");
-    ++row.tries;
-    const std::string video = WriteSyntheticVideo("replay.syn");
-    auto decoder = Open(video, "synthetic");
-    ASSERT_TRUE(decoder.ok()) << decoder.status();
-    int64_t next = 0;
-    absl::Status s = (*decoder)->ForEachFrame({ipc::IndexRange{0, 40, 1}}, [&](Frame f) {
-      if (!IsSyntheticFrame(f, next)) return absl::InternalError("wrong frame " + std::to_string(next));
-      if (++next == 15) kill(StatusOf("synthetic").pid, SIGKILL);
-      return absl::OkStatus();
-    });
-    row.Note(absl::StrCat("request ", CodeName(s), ": ", next, " of 40 frames, in order and bit-identical"));
-    row.Note(absl::StrCat("restarts ", StatusOf("synthetic").restarts, ", requests replayed ", (*decoder)->retries(),
-                          ", last exit: ", StatusOf("synthetic").last_exit));
-    ASSERT_TRUE(s.ok()) << s;
-    EXPECT_EQ(next, 40);
-    EXPECT_EQ(StatusOf("synthetic").restarts, 1u);
-    EXPECT_EQ((*decoder)->retries(), 1u);
-    EXPECT_NE(StatusOf("synthetic").last_exit.find("SIGKILL"), std::string::npos) << StatusOf("synthetic").last_exit;
-  }
-}
-
-// A sink that said no keeps its answer across a replay: the replay once
-// skipped the frames drained after the sink's error and fed it the rest,
-// and the caller got OK with a gap in its frames.
-TEST_F(FaultTest, ASinkErrorSurvivesACrashWhileTheRequestDrains) {
-  FaultRow& row = Row("SIGKILL from outside right after the sink fails a 40-frame request");
-  ++row.tries;
-  const std::string video = WriteSyntheticVideo("sink_error.syn", "decode_ms=5");
-  auto decoder = Open(video, "synthetic");
-  ASSERT_TRUE(decoder.ok()) << decoder.status();
-  int calls = 0;
-  absl::Status s = (*decoder)->ForEachFrame({ipc::IndexRange{0, 40, 1}}, [&](Frame f) {
-    if (!IsSyntheticFrame(f, calls)) return absl::InternalError("wrong frame " + std::to_string(calls));
-    if (++calls < 4) return absl::OkStatus();
-    kill(StatusOf("synthetic").pid, SIGKILL);
-    return absl::ResourceExhaustedError("the sink is full");
-  });
-  row.Note(absl::StrCat("request ", CodeName(s), " after ", calls, " sink calls"));
-  row.Saw(s.message() == "the sink is full" && calls == 4 ? "the sink's own error, no frame after it"
-                                                          : std::string(s.message()));
-  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
-  EXPECT_EQ(s.message(), "the sink is full");
-  EXPECT_EQ(calls, 4) << "no frame reaches a sink after its error";
-  auto after = (*decoder)->GetFrameAt(5);
-  ASSERT_TRUE(after.ok()) << after.status();
-  EXPECT_TRUE(IsSyntheticFrame(*after, 5));
-  EXPECT_EQ(StatusOf("synthetic").restarts, 1u);
-}
-
-// A restart that fails (here: the library is missing for a while) is
-// retried with the restart backoff, like a crash, instead of leaving the
-// backend failed until someone resets it; the request in flight goes on.
-TEST_F(FaultTest, AFailedRestartIsRetriedAndTheRequestGoesOn) {
-  FaultRow& row = Row("restart fails while the plugin's library is missing, then it is back");
-  ++row.tries;
-  const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/flaky_install";
-  mkdir(dir.c_str(), 0755);
-  // The synthetic library's second entry, which no other manifest here loads.
-  const std::string lib = dir + "/libcodecvisor_synthetic.so";
-  {
-    std::ifstream in(Runfile("backends/testing/libcodecvisor_synthetic.so"), std::ios::binary);
-    std::ofstream out(lib, std::ios::binary);
-    out << in.rdbuf();
-  }
-  std::ofstream(dir + "/late.toml") << "name='synthetic_late'\ndevices=['flaky']\n"
-                                       "library='libcodecvisor_synthetic.so'\nentry='synthetic_late_v1'\n"
-                                       "abi_version=1\n[restart]\nmax_restarts=50\nwindow_seconds=60\n"
-                                       "backoff_initial_ms=20\nbackoff_max_ms=50\n";
-  ASSERT_TRUE(host_->LoadBackend(dir + "/late.toml").ok());
-  auto decoder = Open(WriteSyntheticVideo("flaky.syn", "decode_ms=2"), "flaky");
-  ASSERT_TRUE(decoder.ok()) << decoder.status();
-  ASSERT_TRUE((*decoder)->GetFrameAt(1).ok());
-  ASSERT_EQ(rename(lib.c_str(), (lib + ".away").c_str()), 0);
-  kill(StatusOf("synthetic_late").pid, SIGKILL);
-  // Wait until a restart has failed on the missing library.
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (StatusOf("synthetic_late").diagnostic.find("libcodecvisor_synthetic.so") == std::string::npos &&
-         std::chrono::steady_clock::now() < until) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  const BackendStatus failed_once = StatusOf("synthetic_late");
-  row.Note("after a failed restart: state " + failed_once.state);
-  EXPECT_NE(failed_once.diagnostic.find("libcodecvisor_synthetic.so"), std::string::npos) << failed_once.diagnostic;
-  EXPECT_EQ(failed_once.state, "restarting") << failed_once.diagnostic;
-  ASSERT_EQ(rename((lib + ".away").c_str(), lib.c_str()), 0);
-  auto frame = (*decoder)->GetFrameAt(2);
-  row.Saw("next request " + CodeName(frame.status()));
-  ASSERT_TRUE(frame.ok()) << frame.status();
-  EXPECT_TRUE(IsSyntheticFrame(*frame, 2));
-  EXPECT_EQ(StatusOf("synthetic_late").state, "ready");
-  EXPECT_TRUE(StatusOf("synthetic_late").diagnostic.empty()) << StatusOf("synthetic_late").diagnostic;
-}
-
-// The re-opened session must describe the stream as before; a NaN in the
-// metadata (a backend's "unknown") once made that check fail on every
-// replay ("describes the stream differently").
-TEST_F(FaultTest, AStreamWithANanRateIsReplayedAfterAnOutsideKill) {
-  FaultRow& row = Row("SIGKILL from outside during a request on a stream whose rate is NaN");
-  ++row.tries;
-  auto decoder = Open(WriteSyntheticVideo("nan.syn", "nan_rate=1"), "synthetic");
-  ASSERT_TRUE(decoder.ok()) << decoder.status();
-  EXPECT_TRUE(std::isnan((*decoder)->metadata().average_fps));
-  int64_t next = 0;
-  absl::Status s = (*decoder)->ForEachFrame({ipc::IndexRange{0, 40, 1}}, [&](Frame f) {
-    if (!IsSyntheticFrame(f, next)) return absl::InternalError("wrong frame " + std::to_string(next));
-    if (++next == 15) kill(StatusOf("synthetic").pid, SIGKILL);
-    return absl::OkStatus();
-  });
-  row.Saw("request " + CodeName(s));
-  ASSERT_TRUE(s.ok()) << s;
-  EXPECT_EQ(next, 40);
-  EXPECT_EQ((*decoder)->retries(), 1u);
 }
 
 TEST_F(FaultTest, CrashLoopIsQuarantinedUntilReset) {

@@ -37,6 +37,16 @@ std::string WriteVideo(const std::string& name, const std::string& text) {
   return path;
 }
 
+// The pid of the backend named `name` (0 while it has no process).
+pid_t BackendPid(const Host& host, const std::string& name) {
+  for (const auto& backend : host.Backends()) {
+    if (backend.name == name) return backend.pid;
+  }
+  return 0;
+}
+
+pid_t SyntheticPid(const Host& host) { return BackendPid(host, "synthetic"); }
+
 class HostSyntheticTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -63,9 +73,7 @@ class HostSyntheticTest : public ::testing::Test {
       ASSERT_TRUE((*decoder)->GetFrameAt(1).ok());
       *d = *std::move(decoder);
     }
-    for (const auto& backend : host_->Backends()) {
-      if (backend.name == "synthetic") *pid = backend.pid;
-    }
+    *pid = SyntheticPid(*host_);
     ASSERT_GT(*pid, 0);
   }
 
@@ -346,13 +354,6 @@ TEST_F(HostSyntheticTest, AFifoOrAFolderIsAnErrorNotAHang) {
   }
 }
 
-pid_t SyntheticPid(const Host& host) {
-  for (const auto& backend : host.Backends()) {
-    if (backend.name == "synthetic") return backend.pid;
-  }
-  return 0;
-}
-
 // An index list must fit the 64 KiB request ring: a longer one goes in
 // several requests. Sent whole, it once failed to send, and that failure
 // was taken for a broken backend: killed twice and reported as poison.
@@ -464,10 +465,7 @@ TEST_F(HostSyntheticTest, ManyDecodersFromManyThreads) {
 TEST_F(HostSyntheticTest, DestroyingTheHostStopsTheChild) {
   auto decoder = Open();
   ASSERT_TRUE(decoder.ok()) << decoder.status();
-  pid_t pid = -1;
-  for (const auto& b : host_->Backends()) {
-    if (b.name == "synthetic") pid = b.pid;
-  }
+  const pid_t pid = SyntheticPid(*host_);
   ASSERT_GT(pid, 0);
   host_.reset();
   EXPECT_EQ(kill(pid, 0), -1) << "the child was reaped";
@@ -491,12 +489,7 @@ class LateBufferHostTest : public HostSyntheticTest {
         WriteVideo("late.syn", "synthetic frames=40 width=32 height=24 fps=10 start=0.5 " + extra), options);
   }
 
-  pid_t LatePid() const {
-    for (const auto& b : host_->Backends()) {
-      if (b.name == "synthetic_late") return b.pid;
-    }
-    return -1;
-  }
+  pid_t LatePid() const { return BackendPid(*host_, "synthetic_late"); }
 };
 
 TEST_F(LateBufferHostTest, EveryAccessMethodReturnsTheRightFrames) {
