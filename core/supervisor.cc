@@ -58,6 +58,7 @@ Supervisor::Supervisor(BackendManifest manifest, InstallLayout layout, std::shar
       policy_(manifest_.restart),
       wake_fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
   watcher_ = std::thread([this] { WatchLoop(); });
+  if (options_.warm_spare || manifest_.warm_spare) spare_maker_ = std::thread([this] { SpareLoop(); });
 }
 
 Supervisor::~Supervisor() { Shutdown(); }
@@ -78,6 +79,7 @@ void Supervisor::Shutdown() {
   }
   Wake();
   if (watcher_.joinable()) watcher_.join();
+  if (spare_maker_.joinable()) spare_maker_.join();
   {
     MutexLock lock(&mu_);
     current = std::move(current_);
@@ -164,14 +166,23 @@ void Supervisor::OnDeath(const ExitStatus& exit, const BackendProcess& process) 
   record.generation = generation_;
   record.exit = exit;
   // A fault recorded on a thread inside a vendor call names its culprit; one
-  // recorded outside any (the runner's fallback to the control region, e.g.
-  // a signal broadcast to every thread) names nobody. So does an exit()
-  // that the sandbox caught inside a vendor call (crash_hints.h).
+  // on a thread in no vendor call (a plugin's worker thread, the runner's
+  // own code: the stray fault the runner records on the control region)
+  // names nobody, even while an open is in vendor code on the control
+  // channel. So does an exit() that the sandbox caught inside a vendor call
+  // (crash_hints.h). The culprit's signal wins over a stray one.
+  bool signal_is_stray = false;
   auto note = [&](ipc::CrashHints hints) {
+    if (hints.in_call != 0) ++record.suspects;
     if (hints.exit_code >= 0) record.exit_recorded |= hints.in_call != 0;
-    if (hints.fault_signal == 0) return;
-    record.culprit_recorded |= hints.in_call != 0;
-    if (record.recorded_signal == 0) record.recorded_signal = hints.fault_signal;
+    const bool culprit = hints.fault_signal != 0 && hints.in_call != 0;
+    const uint32_t signal = hints.fault_signal != 0 ? hints.fault_signal : hints.stray_fault_signal;
+    if (signal == 0) return;
+    record.culprit_recorded |= culprit;
+    if (record.recorded_signal == 0 || (signal_is_stray && culprit)) {
+      record.recorded_signal = signal;
+      signal_is_stray = hints.fault_signal == 0;
+    }
     if (record.violation_syscall < 0) record.violation_syscall = hints.violation_syscall;
   };
   note(process.ControlCrashHints());
@@ -272,11 +283,46 @@ SupervisorStatus Supervisor::Status() const {
   return s;
 }
 
+bool Supervisor::WantSpare() const {
+  return !stopping_ && state_ == BackendState::kReady && spare_ == nullptr && spare_failures_ < kMaxSpareFailures;
+}
+
+void Supervisor::SpareLoop() {
+  for (;;) {
+    {
+      MutexLock lock(&mu_);
+      while (!stopping_ && !WantSpare()) changed_.Wait(&mu_);
+      if (stopping_) return;
+    }
+    absl::StatusOr<std::unique_ptr<BackendProcess>> started = Spawn();
+    std::unique_ptr<BackendProcess> unwanted;
+    {
+      MutexLock lock(&mu_);
+      if (!started.ok()) {
+        ++spare_failures_;
+        continue;
+      }
+      // Stopping, or the watcher restarted the backend cold meanwhile and
+      // a spare is no longer wanted: this one is not kept.
+      if (!WantSpare()) {
+        unwanted = *std::move(started);
+      } else {
+        spare_ = *std::move(started);
+        spare_failures_ = 0;
+      }
+    }
+    if (unwanted != nullptr) {
+      unwanted->Shutdown();
+    } else {
+      Wake();  // the watcher now watches the spare's pidfd too
+    }
+  }
+}
+
 void Supervisor::WatchLoop() {
-  int spare_failures = 0;
   auto next_heartbeat = Clock::now() + options_.heartbeat_interval;
   for (;;) {
-    bool spawn = false, want_spare = false, heartbeat = false;
+    bool spawn = false, heartbeat = false;
     int pidfd = -1, spare_pidfd = -1;
     std::shared_ptr<BackendProcess> current;
     Clock::time_point wake_at = Clock::now() + std::chrono::seconds(1);
@@ -298,8 +344,6 @@ void Supervisor::WatchLoop() {
         }
       }
       if (spare_ != nullptr) spare_pidfd = spare_->pidfd();
-      want_spare = (options_.warm_spare || manifest_.warm_spare) && state_ == BackendState::kReady &&
-                   spare_ == nullptr && spare_failures < kMaxSpareFailures;
     }
 
     if (spawn) {
@@ -352,18 +396,6 @@ void Supervisor::WatchLoop() {
       continue;
     }
 
-    if (want_spare) {
-      absl::StatusOr<std::unique_ptr<BackendProcess>> started = Spawn();
-      MutexLock lock(&mu_);
-      if (started.ok() && !stopping_) {
-        spare_ = *std::move(started);
-        spare_failures = 0;
-      } else {
-        ++spare_failures;
-      }
-      continue;
-    }
-
     if (heartbeat) {
       next_heartbeat = Clock::now() + options_.heartbeat_interval;
       absl::Status alive = current->Ping(Clock::now() + options_.heartbeat_interval);
@@ -398,7 +430,8 @@ void Supervisor::WatchLoop() {
       {
         MutexLock lock(&mu_);
         if (spare_ != nullptr && spare_->pidfd() == spare_pidfd) dead = std::move(spare_);
-        ++spare_failures;
+        ++spare_failures_;
+        changed_.NotifyAll();  // the spare maker starts another
       }
       if (dead != nullptr) dead->Shutdown();
     }

@@ -33,6 +33,7 @@
 #include "core/manifest.h"
 #include "core/process.h"
 #include "core/restart_policy.h"
+#include "core/solo_gate.h"
 #include "ipc/channel.h"
 #include "ipc/mutex.h"
 #include "ipc/unique_fd.h"
@@ -64,6 +65,10 @@ struct DeathRecord {
   // abort() ends in SIGSEGV), and the syscall the sandbox denied, if any.
   uint32_t recorded_signal = 0;
   int32_t violation_syscall = -1;
+  // How many channels (sessions', and the control channel for an open) were
+  // inside vendor code when it died: the suspects of a death that names
+  // no culprit.
+  int suspects = 0;
   std::chrono::system_clock::time_point when;
 
   // "killed by signal 11 (SIGSEGV)", "sandbox violation: syscall socket",
@@ -134,6 +139,9 @@ class Supervisor {
   void SessionClosed();
 
   SupervisorStatus Status() const;
+  // Every request and open on this backend passes it; a suspect passes
+  // alone (solo_gate.h).
+  SoloGate& gate() { return gate_; }
   const BackendManifest& manifest() const { return manifest_; }
 
   // Stops the watcher and every child. Idempotent.
@@ -141,6 +149,10 @@ class Supervisor {
 
  private:
   void WatchLoop();
+  // Keeps a warm spare started, on a thread of its own: a spare's start
+  // (up to spawn_timeout) never delays the watcher's handling of a death.
+  void SpareLoop();
+  bool WantSpare() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Spawns a child (handshake included) without holding mu_.
   absl::StatusOr<std::unique_ptr<BackendProcess>> Spawn();
   // Records the death of the current generation and decides the restart.
@@ -170,9 +182,12 @@ class Supervisor {
   uint64_t restarts_ ABSL_GUARDED_BY(mu_) = 0;
   int sessions_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  int spare_failures_ ABSL_GUARDED_BY(mu_) = 0;  // in a row; spares stop at kMaxSpareFailures
 
+  SoloGate gate_;
   ipc::UniqueFd wake_fd_;  // eventfd: wakes the watcher
   std::thread watcher_;
+  std::thread spare_maker_;  // only with a warm spare
 };
 
 }  // namespace codecvisor

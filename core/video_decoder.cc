@@ -89,25 +89,29 @@ bool IsFaultSignal(const DeathRecord& death) {
   }
 }
 
-// Whether `hints` (the session's region, read after the death) and `death`
-// put the blame on this session's request.
-bool Blamed(const DeathRecord& death, ipc::CrashHints hints, uint64_t token) {
-  if (death.killed_by_supervisor) return death.blamed_session == token;
+// What `hints` (the session's region, read after the death) and `death` say
+// of this session's request.
+RequestBlame Judge(const DeathRecord& death, ipc::CrashHints hints, uint64_t token) {
+  if (death.killed_by_supervisor) return {death.blamed_session == token, false};
   // A fault the runner caught names the culprit's channel exactly.
-  if (IsFaultSignal(death) && death.culprit_recorded) return hints.fault_signal != 0;
+  if (IsFaultSignal(death) && death.culprit_recorded) return {hints.fault_signal != 0, false};
   // A SIGKILL that codecvisor did not send (an operator, the OOM killer)
   // says nothing about any request: blaming whoever happened to be decoding
   // would turn two unrelated kills into a "poison" verdict for an innocent
   // request (the soak benchmark did exactly that). A request that really
   // gets its backend OOM-killed every time is stopped by the restart
   // budget: the backend is quarantined.
-  if (death.exit.signaled && death.exit.code == SIGKILL) return false;
+  if (death.exit.signaled && death.exit.code == SIGKILL) return RequestBlame{};
   // exit()/_exit() from vendor code, caught by the sandbox on the calling
   // thread, names the channel of the call that made it.
-  if (!death.exit.signaled && death.exit_recorded) return hints.exit_code >= 0;
-  // Any other death (an exit the sandbox did not see, a fault the runner
-  // could not record) blames whoever was inside vendor code.
-  return hints.in_call != 0;
+  if (!death.exit.signaled && death.exit_recorded) return {hints.exit_code >= 0, false};
+  // Any other death (a fault on a plugin's own thread, an exit the sandbox
+  // did not see) names nobody: whoever was inside vendor code is a suspect.
+  // A suspect alone in there is to blame; several are not, since all but
+  // one are bystanders. Either way it replays alone, so that its next
+  // death, if it has one, is its own.
+  if (hints.in_call == 0) return RequestBlame{};
+  return {death.suspects <= 1, true};
 }
 
 // Whether a failed send or receive means the backend died, hung or broke
@@ -165,7 +169,7 @@ absl::Status VideoDecoder::Annotate(const absl::Status& status) const {
   return absl::Status(status.code(), absl::StrCat(label_, " (backend '", backend_name(), "'): ", status.message()));
 }
 
-absl::StatusOr<bool> VideoDecoder::Recover(const absl::Status& failure, std::chrono::milliseconds timeout,
+absl::StatusOr<RequestBlame> VideoDecoder::Recover(const absl::Status& failure, std::chrono::milliseconds timeout,
                                            ipc::CrashHints hints, DeathRecord* death) {
   // A hang or a malformed message leaves the child alive: the supervisor
   // kills it for us, and the blame is ours.
@@ -184,7 +188,7 @@ absl::StatusOr<bool> VideoDecoder::Recover(const absl::Status& failure, std::chr
   if (!record.ok()) return record.status();
   *death = *record;
   ++retries_;
-  return Blamed(*death, hints, token_);
+  return Judge(*death, hints, token_);
 }
 
 absl::Status VideoDecoder::Reopen() {
@@ -201,16 +205,24 @@ absl::Status VideoDecoder::Reopen() {
   const Deadline open_deadline = Clock::now() + options_.open_timeout;
   int busy_retries = 0;
   ReplayBound replays(options_.open_timeout);
+  bool alone = false;  // a suspect of the last death: open alone
   for (;;) {
     // Each attempt has the whole open timeout: a backend that hung or died
     // in the last one must not use up the next.
+    // Waiting for a (re)start is not the open: a short open timeout must
+    // not fail an open because a restart under load took longer than it.
+    absl::StatusOr<BackendHandle> handle =
+        supervisor_->Acquire(Clock::now() + std::max<std::chrono::milliseconds>(options_.open_timeout, kRecoveryWait));
     const Deadline attempt_deadline = Clock::now() + options_.open_timeout;
-    absl::StatusOr<BackendHandle> handle = supervisor_->Acquire(attempt_deadline);
     if (!handle.ok()) return Annotate(handle.status());
     bool channel_failure = false;
     uint64_t file_token = 0;
-    absl::StatusOr<OpenedSession> opened = handle->process->OpenSession(
-        video_.get(), open, options_.arena_slots, attempt_deadline, &channel_failure, &file_token);
+    absl::StatusOr<OpenedSession> opened;
+    {
+      SoloGate::Pass pass = PassGate(alone, options_.open_timeout);
+      opened = handle->process->OpenSession(video_.get(), open, options_.arena_slots, attempt_deadline,
+                                            &channel_failure, &file_token);
+    }
     if (opened.ok()) {
       if (session_opened_before_ && !SameStream(opened->info.metadata, metadata_)) {
         return Annotate(absl::DataLossError("the restarted backend describes the stream differently"));
@@ -239,9 +251,10 @@ absl::Status VideoDecoder::Reopen() {
     // the hints name was inside vendor code.
     ipc::CrashHints hints = handle->process->ControlCrashHints();
     if (file_token == 0 || hints.call_token != file_token) hints = {};
-    absl::StatusOr<bool> blamed = Recover(opened.status(), options_.open_timeout, hints, &death);
-    if (!blamed.ok()) return Annotate(blamed.status());
-    if (*blamed) deaths.push_back(death.Describe());
+    absl::StatusOr<RequestBlame> blame = Recover(opened.status(), options_.open_timeout, hints, &death);
+    if (!blame.ok()) return Annotate(blame.status());
+    if (blame->blamed) deaths.push_back(death.Describe());
+    alone = blame->replay_alone;
     if (static_cast<int>(deaths.size()) >= kPoisonDeaths) {
       return Annotate(absl::AbortedError(absl::StrCat("opening the file killed the backend twice (",
                                                       absl::StrJoin(deaths, "; then "),
@@ -251,9 +264,19 @@ absl::Status VideoDecoder::Reopen() {
   }
 }
 
+SoloGate::Pass VideoDecoder::PassGate(bool alone, std::chrono::milliseconds timeout) {
+  SoloGate& gate = supervisor_->gate();
+  if (!alone) return gate.Enter();
+  // Waits for the others at most one timeout, and holds them out at most
+  // one more: a suspect's replay only delays them.
+  const auto now = Clock::now();
+  return gate.EnterSolo(now + timeout, now + 2 * timeout);
+}
+
 VideoDecoder::Attempt VideoDecoder::RunOnce(const FrameSelection& selection,
                                             absl::FunctionRef<absl::Status(Frame)> sink, uint32_t* delivered,
-                                            absl::Status* sink_error) {
+                                            absl::Status* sink_error, bool alone) {
+  SoloGate::Pass pass = PassGate(alone, options_.request_timeout);
   ipc::HostChannel& channel = *session_.channel;
   const uint32_t slots = channel.geometry().slot_count;
   if (channel.arena().held_count() >= slots) {
@@ -343,20 +366,22 @@ absl::Status VideoDecoder::ForEachFrameOfOneRequest(const FrameSelection& select
   absl::Status sink_error;
   std::vector<std::string> deaths;
   ReplayBound replays(options_.request_timeout);
+  bool alone = false;  // a suspect of the last death: replay alone
   for (;;) {
     if (session_.channel == nullptr) {
       if (absl::Status s = Reopen(); !s.ok()) return s;
     }
-    Attempt attempt = RunOnce(selection, sink, &delivered, &sink_error);
+    Attempt attempt = RunOnce(selection, sink, &delivered, &sink_error, alone);
     if (!attempt.channel_failure) {
       if (attempt.status.ok()) supervisor_->RecordSuccess();
       return attempt.status;
     }
     const ipc::CrashHints hints = session_.channel->ReadCrashHints();
     DeathRecord death;
-    absl::StatusOr<bool> blamed = Recover(attempt.status, options_.request_timeout, hints, &death);
-    if (!blamed.ok()) return Annotate(blamed.status());
-    if (*blamed) deaths.push_back(death.Describe());
+    absl::StatusOr<RequestBlame> blame = Recover(attempt.status, options_.request_timeout, hints, &death);
+    if (!blame.ok()) return Annotate(blame.status());
+    if (blame->blamed) deaths.push_back(death.Describe());
+    alone = blame->replay_alone;
     // The backend has been replaced; the caller's sink already said no.
     if (!sink_error.ok()) return sink_error;
     if (static_cast<int>(deaths.size()) >= kPoisonDeaths) {

@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "core/backend_process.h"
 #include "core/frame.h"
+#include "core/solo_gate.h"
 #include "core/supervisor.h"
 #include "ipc/messages.h"
 
@@ -44,7 +45,9 @@ struct DecoderOptions {
   uint32_t arena_slots = 4;
   // Longest wait for the backend to make progress (one response), and for
   // one attempt at opening a file (exact mode scans it whole); an open that
-  // a backend crash interrupts is retried with a fresh timeout.
+  // a backend crash interrupts is retried with a fresh timeout. Waiting for
+  // the backend to (re)start is not counted: that wait is bounded by the
+  // larger of open_timeout and 10 s.
   std::chrono::milliseconds request_timeout{30'000};
   std::chrono::milliseconds open_timeout{120'000};
 };
@@ -63,6 +66,16 @@ std::string DescribeSelection(const FrameSelection& selection);
 // once, bit-identical, and sees only latency. A request blamed for two
 // deaths in a row is poison: it fails with kAborted naming the backend, how
 // it died, the file and the request; the decoder and other sessions go on.
+// A death that names no culprit (a fault on a plugin's own thread) makes
+// every request then inside vendor code a suspect: each replays alone
+// (Supervisor::gate()), and is blamed only when it was alone in there.
+
+// What one backend death makes of one request.
+struct RequestBlame {
+  bool blamed = false;        // counts toward the poison verdict
+  bool replay_alone = false;  // a suspect: its next attempt passes the gate alone
+};
+
 class VideoDecoder {
  public:
   // Opens `video` on `supervisor`'s backend, surviving its crashes as above.
@@ -119,17 +132,20 @@ class VideoDecoder {
   absl::Status Reopen();
   // `delivered` counts frames passed on (or drained after a sink error)
   // across replays; `sink_error` is the sink's first error, across replays.
+  // `alone`: the attempt passes the backend's gate alone (a suspect's replay).
   Attempt RunOnce(const FrameSelection& selection, absl::FunctionRef<absl::Status(Frame)> sink,
-                  uint32_t* delivered, absl::Status* sink_error);
+                  uint32_t* delivered, absl::Status* sink_error, bool alone);
+  // A pass of the backend's gate for one attempt that may take `timeout`.
+  SoloGate::Pass PassGate(bool alone, std::chrono::milliseconds timeout);
   // One request to the backend (at most kMaxEntriesPerRequest entries),
   // replayed after crashes until it succeeds or is found to be poison.
   absl::Status ForEachFrameOfOneRequest(const FrameSelection& selection,
                                         absl::FunctionRef<absl::Status(Frame)> sink);
   // After a channel failure: has the supervisor replace the backend and
-  // says whether this session's request was to blame.
+  // says what the death makes of this session's request.
   // `timeout` is the deadline that applied (open or request), for the reason.
-  absl::StatusOr<bool> Recover(const absl::Status& failure, std::chrono::milliseconds timeout,
-                               ipc::CrashHints hints, DeathRecord* death);
+  absl::StatusOr<RequestBlame> Recover(const absl::Status& failure, std::chrono::milliseconds timeout,
+                                       ipc::CrashHints hints, DeathRecord* death);
   absl::StatusOr<std::vector<Frame>> Collect(const FrameSelection& selection);
   absl::Status Annotate(const absl::Status& status) const;
 

@@ -68,7 +68,8 @@ CrashHints ReadCrashHints(const Region& region) {
   return {h->backend_in_call.load(std::memory_order_acquire), h->backend_fault_signal.load(std::memory_order_acquire),
           minus_one(h->backend_violation_syscall.load(std::memory_order_acquire)),
           h->backend_call_token.load(std::memory_order_acquire),
-          minus_one(h->backend_exit_code.load(std::memory_order_acquire))};
+          minus_one(h->backend_exit_code.load(std::memory_order_acquire)),
+          h->backend_stray_fault_signal.load(std::memory_order_acquire)};
 }
 
 void HostChannel::WatchProcess(UniqueFd pidfd) {

@@ -55,6 +55,7 @@ struct CrashHints {
   int32_t violation_syscall = -1;  // the syscall seccomp trapped, if any
   uint64_t call_token = 0;         // control channel: the file token of the open in the call
   int32_t exit_code = -1;          // what that call passed to exit()/_exit(), if the sandbox caught it
+  uint32_t stray_fault_signal = 0; // control channel: a fault on a thread in no vendor call
 };
 CrashHints ReadCrashHints(const Region& region);
 

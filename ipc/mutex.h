@@ -37,6 +37,8 @@ class CondVar {
   bool WaitUntil(Mutex* mu, std::chrono::time_point<Clock, Duration> deadline) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     return cv_.wait_until(*mu, deadline) == std::cv_status::no_timeout;
   }
+  // Waits until notified.
+  void Wait(Mutex* mu) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { cv_.wait(*mu); }
   void NotifyAll() { cv_.notify_all(); }
 
  private:

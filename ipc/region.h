@@ -20,7 +20,7 @@
 namespace codecvisor::ipc {
 
 inline constexpr uint64_t kRegionMagic = 0x314e4843'56434443;  // "CDCVCHN1"
-inline constexpr uint32_t kRegionVersion = 3;
+inline constexpr uint32_t kRegionVersion = 4;
 inline constexpr uint32_t kMaxSlots = 256;
 // Caps on what a peer may ask the other side to map: 64 MiB per ring, and
 // 8 GiB for the whole arena (two 8K RGB frames fit in 400 MiB).
@@ -78,6 +78,9 @@ struct RegionHeader {
   std::atomic<int32_t> backend_violation_syscall;          // for SIGSYS: the syscall the sandbox denied, +1
   std::atomic<uint64_t> backend_call_token;                // control channel: the open in that call (its file token)
   std::atomic<uint32_t> backend_exit_code;                 // the code that call passed to exit()/_exit(), +1
+  // Control region only: a fault on a thread in no vendor call (a plugin's
+  // own worker thread, the runner's code). It names no request.
+  std::atomic<uint32_t> backend_stray_fault_signal;
   alignas(64) std::atomic<uint32_t> slot_state[kMaxSlots];
 };
 

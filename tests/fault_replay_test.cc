@@ -50,6 +50,43 @@ TEST_F(FaultTest, RequestInFlightIsReplayedAfterAnOutsideKill) {
   }
 }
 
+// A warm spare is started on a thread of its own: the watcher used to start
+// it itself, so a death while a slow plugin's spare was starting (up to
+// spawn_timeout) went unnoticed, and every request waiting on the dead
+// child waited too, until the spare was up.
+TEST_F(FaultTest, ADeathIsHandledWhileAWarmSpareIsStillStarting) {
+  const std::string manifest = WriteFile(
+      "slowstart.toml", "name = 'slowstart'\ndevices = ['slowstart']\nlibrary = '" +
+                            Runfile("backends/testing/libcodecvisor_faulty.so") +
+                            "'\nentry = 'faulty_slow_start'\nabi_version = 1\n"
+                            "[restart]\nbackoff_initial_ms = 1\nbackoff_max_ms = 20\nwarm_spare = true\n");
+  ASSERT_TRUE(host_->LoadBackend(manifest).ok());
+  FaultRow& row = Row("SIGKILL from outside while the warm spare of a plugin that takes 2 s to start is starting");
+  ++row.tries;
+  const std::string video = WriteSyntheticVideo("slowstart.syn");
+  auto decoder = Open(video, "slowstart");  // the first start: 2 s
+  ASSERT_TRUE(decoder.ok()) << decoder.status();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the spare has begun its 2 s start
+  ASSERT_FALSE(StatusOf("slowstart").warm_spare);
+  const auto killed_at = std::chrono::steady_clock::now();
+  ASSERT_EQ(kill(StatusOf("slowstart").pid, SIGKILL), 0);
+  while (StatusOf("slowstart").last_exit.empty() &&
+         std::chrono::steady_clock::now() - killed_at < std::chrono::seconds(10)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  const auto noticed_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - killed_at).count();
+  row.Saw(absl::StrCat("death recorded ", noticed_ms < 1000 ? "within 1 s" : "AFTER MORE THAN 1 S", " of the kill"));
+  EXPECT_NE(StatusOf("slowstart").last_exit.find("SIGKILL"), std::string::npos) << StatusOf("slowstart").last_exit;
+  // The spare still had at least 1.8 s to go: a watcher busy starting it
+  // would have recorded the death no sooner than that.
+  EXPECT_LT(noticed_ms, 1000);
+  auto frame = (*decoder)->GetFrameAt(7);
+  row.Saw("next request " + FrameOutcome(frame, 7));
+  ASSERT_TRUE(frame.ok()) << frame.status();
+  EXPECT_TRUE(IsSyntheticFrame(*frame, 7));
+}
+
 // A sink that said no keeps its answer across a replay: the replay once
 // skipped the frames drained after the sink's error and fed it the rest,
 // and the caller got OK with a gap in its frames.

@@ -1,11 +1,16 @@
 #include "backends/testing/faults.h"
 
+#include <linux/futex.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#include <climits>
 
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 namespace codecvisor::testing {
@@ -28,7 +33,8 @@ uint8_t* FindRegion(uint8_t* inside) {
 
 // Offsets in RegionHeader (ipc/region.h): magic(8) version(4) slots(4)
 // request_ring_bytes(8) response_ring_bytes(8) slot_bytes(8) total(8), then
-// two 256-byte RingControls (head at +0, tail at +64).
+// two 256-byte RingControls (head at +0, tail at +64, the data doorbell's
+// sequence word at +128).
 constexpr size_t kResponseRingBytesAt = 24;
 constexpr size_t kRequestControlAt = 64;
 constexpr size_t kResponseControlAt = kRequestControlAt + 256;
@@ -51,9 +57,13 @@ void WriteGarbage(uint8_t* region, bool oversized) {
   std::memcpy(ring + (at & (response_ring - 1)), header, 8);
   for (int i = 0; i < 64; ++i) ring[(at + 8 + i) & (response_ring - 1)] = static_cast<uint8_t>(0xa5 ^ i * 31);
   tail->store(at + 72);
-  // Stay inside the vendor call so that the runner does not write its own
-  // reply over the record before the host reads it: the host re-checks the
-  // ring at least every liveness slice (10 ms) even without a doorbell.
+  // Ring the host's doorbell, as the runner would: a host asleep until its
+  // deadline reads the record now. Then stay inside the vendor call, so
+  // that the runner does not write its own reply over the record before
+  // the host has read it.
+  auto* bell = reinterpret_cast<std::atomic<uint32_t>*>(region + kResponseControlAt + 128);
+  bell->fetch_add(1);
+  syscall(SYS_futex, bell, FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
   usleep(200'000);
 }
 
@@ -63,6 +73,13 @@ void InjectFault(const std::string& fault, cv_frame_buffer* buffer) {
   if (fault == "segfault") {
     volatile int* null = nullptr;
     *null = 1;
+  } else if (fault == "segfault_thread") {
+    // On a thread of the plugin's own, in no vendor call (as FFmpeg's frame
+    // threads are): the runner cannot tell whose request it served.
+    std::thread([] {
+      volatile int* null = nullptr;
+      *null = 1;
+    }).join();
   } else if (fault == "abort") {
     std::abort();
   } else if (fault == "exit") {

@@ -98,6 +98,7 @@ cv_status Open(cv_backend*, int fd, const cv_open_options* options, cv_session**
   if (!video.has_value()) {
     return Fail(error, CV_ERROR_CORRUPT_DATA, "%s: not a synthetic video description", options->file_label);
   }
+  if (video->open_ms > 0) usleep(static_cast<useconds_t>(video->open_ms) * 1000);
   if (kFaulty && video->fault == "hang_open") {
     for (;;) pause();
   }
@@ -274,6 +275,17 @@ extern "C" CODECVISOR_BACKEND_EXPORT const cv_backend_v1* faulty_first_v1_table(
         return CV_ERROR_INTERNAL;
       }
       return Decode(session, index, buffer, info, error);
+    };
+  });
+}
+// A sound table named "slowstart" whose create() takes 2 s: a plugin slow
+// to load, whose every start (a warm spare's too) is long.
+extern "C" CODECVISOR_BACKEND_EXPORT const cv_backend_v1* faulty_slow_start(void) {
+  return TableVariant([](cv_backend_v1& t) {
+    t.name = "slowstart";
+    t.create = [](const char* config, cv_backend** out, cv_error* error) {
+      usleep(2'000'000);
+      return Create(config, out, error);
     };
   });
 }

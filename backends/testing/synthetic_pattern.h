@@ -26,8 +26,8 @@ struct SyntheticVideo {
   double fps = 25;
   double start = 0;
   // Faults, honoured by the `faulty` build of the backend only: what to do
-  // (segfault, abort, exit, hang, hang_open, alloc, garbage, oversized,
-  // scribble, badref), and at which frame (-1: every frame).
+  // (segfault, segfault_thread, abort, exit, hang, hang_open, alloc, garbage,
+  // oversized, scribble, badref), and at which frame (-1: every frame).
   std::string fault;
   int64_t fault_frame = -1;
   // With fault_rate in (0, 1): the fault strikes each decoded frame with
@@ -38,6 +38,9 @@ struct SyntheticVideo {
   // fault: a slow plugin, whose calls are in progress when another session's
   // request kills the process, or whose host has time to free each frame.
   int64_t decode_ms = 0;
+  // Every build sleeps this long in open_session: an open still inside
+  // vendor code when another session's request kills the process.
+  int64_t open_ms = 0;
   // For the table with late frame buffers (entry synthetic_late_v1): the
   // frame whose decode returns without acquiring its buffer (a broken
   // plugin; -1: none), and whether every decode acquires twice.
@@ -79,6 +82,7 @@ inline std::optional<SyntheticVideo> ParseSyntheticVideo(const std::string& text
     if (key == "fault_frame") v.fault_frame = static_cast<int64_t>(value);
     if (key == "fault_rate") v.fault_rate = value;
     if (key == "decode_ms") v.decode_ms = static_cast<int64_t>(value);
+    if (key == "open_ms") v.open_ms = static_cast<int64_t>(value);
     if (key == "late_skip") v.late_skip = static_cast<int64_t>(value);
     if (key == "late_twice") v.late_twice = value != 0;
     if (key == "count_unknown") v.count_unknown = value != 0;
@@ -87,7 +91,8 @@ inline std::optional<SyntheticVideo> ParseSyntheticVideo(const std::string& text
     if (key == "port") v.port = static_cast<int>(value);
   }
   if (v.frames < 0 || v.width == 0 || v.height == 0 || v.width > 8192 || v.height > 8192 || !(v.fps > 0) ||
-      !(v.fault_rate >= 0 && v.fault_rate < 1) || v.decode_ms < 0 || v.decode_ms > 60'000) {
+      !(v.fault_rate >= 0 && v.fault_rate < 1) || v.decode_ms < 0 || v.decode_ms > 60'000 ||
+      v.open_ms < 0 || v.open_ms > 60'000) {
     return std::nullopt;
   }
   return v;

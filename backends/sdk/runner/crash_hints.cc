@@ -50,11 +50,18 @@ void OnFault(int sig, siginfo_t* info, void* ucontext) {
   // SIGSYS, SA_RESETHAND has put the default action back, so the fault
   // (re-executed on return) or abort()'s second raise kills the process; a
   // seccomp trap ends in ExitProcess below.
+  // A thread in no vendor call (a plugin's worker, the runner's own code)
+  // records on the control region as a stray fault, which blames no
+  // request: it must not land on an open that happens to be in vendor code
+  // on the control channel at that moment.
   ipc::RegionHeader* h = tls_current != nullptr ? tls_current : fallback.load();
   // The first fault is the cause: abort() in a pid-namespace init, for one,
   // ends in a second fault (SIGSEGV) that must not overwrite SIGABRT.
   uint32_t none = 0;
-  if (h != nullptr) h->backend_fault_signal.compare_exchange_strong(none, static_cast<uint32_t>(sig));
+  if (h != nullptr) {
+    (tls_current != nullptr ? h->backend_fault_signal : h->backend_stray_fault_signal)
+        .compare_exchange_strong(none, static_cast<uint32_t>(sig));
+  }
   // The hint is recorded first: the backtrace walks a broken stack and may
   // itself fault (which then kills the process with the default action).
   // Opt-in (crash_backtrace.h); a no-op unless the host asked for it.

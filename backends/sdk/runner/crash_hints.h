@@ -28,9 +28,9 @@ inline constexpr uint32_t kExitMarkerMask = 0xffffff00;
 
 // Installs the fault-signal handlers (SIGSEGV, SIGBUS, SIGFPE, SIGILL,
 // SIGABRT, SIGSYS, SIGTRAP). Each records the signal (and for a seccomp
-// trap, the syscall) for the calling thread's current channel, or for
-// `control` outside any vendor call, then lets the default action kill the
-// process. A trapped exit_group is not a fault: inside a vendor call its
+// trap, the syscall) for the calling thread's current channel, or, on a
+// thread in no vendor call, as `control`'s stray fault (which blames no
+// request), then lets the default action kill the process. A trapped exit_group is not a fault: inside a vendor call its
 // code is recorded for that call's channel, and the process exits with it.
 void InstallCrashHintHandlers(ipc::RegionHeader* control);
 
