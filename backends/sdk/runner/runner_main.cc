@@ -23,6 +23,7 @@
 #include "backends/sdk/runner/crash_hints.h"
 #include "backends/sdk/runner/runner_args.h"
 #include "backends/sdk/runner/sandbox.h"
+#include "backends/sdk/runner/time_slice.h"
 #include "ipc/channel.h"
 
 namespace codecvisor::runner {
@@ -76,6 +77,9 @@ int Main(int argc, char** argv) {
     return 2;
   }
 
+  // Before any thread starts, so that all inherit it (time_slice.h). Only a
+  // scheduling preference: a kernel that refuses leaves the runner as it was.
+  (void)LengthenTimeSlice(2);
   InstallCrashHintHandlers((*control)->header());
   if (flags[kFlagBacktrace] == "1") {
     // Before the sandbox: opens our own executable and loads the unwinder.
