@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -113,6 +114,52 @@ TEST_F(FaultTest, ASinkErrorSurvivesACrashWhileTheRequestDrains) {
   ASSERT_TRUE(after.ok()) << after.status();
   EXPECT_TRUE(IsSyntheticFrame(*after, 5));
   EXPECT_EQ(StatusOf("synthetic").restarts, 1u);
+}
+
+// Outside kills blame nobody, and another session's successes keep the
+// restart budget whole, so without a bound a request whose backend keeps
+// being killed would replay forever. It gives up (kUnavailable) once its
+// backend is still dying four request timeouts after the first death.
+TEST_F(FaultTest, ARequestWhoseBackendKeepsBeingKilledGivesUpInBoundedTime) {
+  FaultRow& row = Row("SIGKILL from outside every 150 ms during a 2 s request (request timeout 300 ms), while "
+                      "another session's requests succeed");
+  ++row.tries;
+  DecoderOptions options;
+  options.request_timeout = std::chrono::milliseconds(300);
+  auto victim = Open(WriteSyntheticVideo("killed_often.syn", "decode_ms=50"), "synthetic", options);
+  ASSERT_TRUE(victim.ok()) << victim.status();
+  auto other = Open(WriteSyntheticVideo("refills_budget.syn"), "synthetic");
+  ASSERT_TRUE(other.ok()) << other.status();
+  std::atomic<bool> done{false};
+  std::atomic<int> kills{0}, other_ok{0};
+  std::thread killer([&] {
+    while (!done) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(150));
+      if (const pid_t pid = StatusOf("synthetic").pid; pid > 0 && kill(pid, SIGKILL) == 0) ++kills;
+    }
+  });
+  std::thread refiller([&] {
+    for (int64_t i = 0; !done; ++i) {
+      if ((*other)->GetFrameAt(i % 10).ok()) ++other_ok;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  });
+  const auto started = std::chrono::steady_clock::now();
+  // 40 frames of 50 ms: each replay decodes from the start, so no attempt
+  // outlives the next kill.
+  const absl::Status s = (*victim)->ForEachFrame({ipc::IndexRange{0, 40, 1}}, [](Frame) { return absl::OkStatus(); });
+  const auto took_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count();
+  done = true;
+  killer.join();
+  refiller.join();
+  const bool gave_up = s.message().find("giving up") != std::string::npos;
+  row.Saw(absl::StrCat("request ", CodeName(s), gave_up ? ", giving up" : "", took_ms < 15'000 ? " within 15 s" : ""));
+  row.Note(absl::StrCat(kills.load(), " kills; the other session's successful requests: ", other_ok.load()));
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_TRUE(gave_up) << s;
+  EXPECT_LT(took_ms, 15'000);
+  EXPECT_GT(other_ok.load(), 0);
 }
 
 // A restart that fails (here: the library is missing for a while) is
