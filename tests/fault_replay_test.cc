@@ -5,6 +5,7 @@
 // that fails is retried. Each test notes what it tried and saw in a
 // FaultRow, for docs/RELIABILITY.md; TearDown checks nothing leaked.
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 
@@ -17,6 +18,10 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "core/manifest.h"
+#include "core/process.h"
+#include "core/supervisor.h"
+#include "core/video_decoder.h"
 #include "tests/fault_test_support.h"
 
 namespace codecvisor::testing {
@@ -160,6 +165,44 @@ TEST_F(FaultTest, ARequestWhoseBackendKeepsBeingKilledGivesUpInBoundedTime) {
   EXPECT_TRUE(gave_up) << s;
   EXPECT_LT(took_ms, 15'000);
   EXPECT_GT(other_ok.load(), 0);
+}
+
+// Shutting a backend down while an open is inside vendor code kills the
+// child instead of waiting for the open to let go of the control channel
+// (up to the open timeout, 120 s by default), and the open fails at once.
+TEST_F(FaultTest, ShuttingABackendDownDuringASlowOpenDoesNotWaitForIt) {
+  FaultRow& row = Row("backend shut down while an open sleeps 60 s in vendor code");
+  ++row.tries;
+  absl::StatusOr<BackendManifest> manifest = LoadManifest(Runfile("backends/testing/synthetic.toml"));
+  ASSERT_TRUE(manifest.ok()) << manifest.status();
+  auto supervisor = std::make_shared<Supervisor>(*manifest, *options_.layout,
+                                                 std::make_shared<SystemProcessLauncher>(), options_.supervision);
+  const std::string video = WriteSyntheticVideo("open_60s.syn", "open_ms=60000");
+  ipc::UniqueFd fd(open(video.c_str(), O_RDONLY | O_CLOEXEC));
+  ASSERT_TRUE(fd.valid());
+  absl::Status opened;
+  std::chrono::steady_clock::time_point open_returned;
+  std::thread opener([&] {
+    opened = VideoDecoder::Open(supervisor, std::move(fd), video, DecoderOptions{}).status();
+    open_returned = std::chrono::steady_clock::now();
+  });
+  // The child is up, then the open is sleeping in vendor code.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (supervisor->Status().state != BackendState::kReady && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto shutdown_at = std::chrono::steady_clock::now();
+  supervisor->Shutdown();
+  const auto shutdown_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - shutdown_at).count();
+  opener.join();
+  const auto open_ms = std::chrono::duration_cast<std::chrono::milliseconds>(open_returned - shutdown_at).count();
+  row.Saw(absl::StrCat("shutdown ", shutdown_ms < 5'000 ? "within 5 s" : "SLOWER THAN 5 S", "; the open ",
+                       CodeName(opened), open_ms < 10'000 ? " within 10 s of it" : " LATER THAN 10 S AFTER IT"));
+  EXPECT_LT(shutdown_ms, 5'000);
+  EXPECT_FALSE(opened.ok());
+  EXPECT_LT(open_ms, 10'000) << opened;
 }
 
 // A restart that fails (here: the library is missing for a while) is
