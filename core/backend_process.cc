@@ -308,8 +308,7 @@ absl::Status BackendProcess::Handshake(ipc::Deadline deadline) {
         exit_ = *exit;
         const ipc::CrashHints hints = ControlCrashHints();
         return absl::UnavailableError(absl::StrCat(
-            "runner ", DescribeExit(*exit, hints.fault_signal != 0 ? hints.fault_signal : hints.stray_fault_signal,
-                                         hints.violation_syscall), " while starting"));
+            "runner ", DescribeExit(*exit, hints.any_fault_signal(), hints.violation_syscall), " while starting"));
       }
     }
     return reply.status();

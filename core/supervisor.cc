@@ -176,7 +176,7 @@ void Supervisor::OnDeath(const ExitStatus& exit, const BackendProcess& process) 
     if (hints.in_call != 0) ++record.suspects;
     if (hints.exit_code >= 0) record.exit_recorded |= hints.in_call != 0;
     const bool culprit = hints.fault_signal != 0 && hints.in_call != 0;
-    const uint32_t signal = hints.fault_signal != 0 ? hints.fault_signal : hints.stray_fault_signal;
+    const uint32_t signal = hints.any_fault_signal();
     if (signal == 0) return;
     record.culprit_recorded |= culprit;
     if (record.recorded_signal == 0 || (signal_is_stray && culprit)) {

@@ -17,28 +17,46 @@ using ipc::Deadline;
 
 constexpr auto kRecoveryWait = std::chrono::seconds(10);
 constexpr int kPoisonDeaths = 2;
-// How long one request or open goes on being replayed after its first
-// backend death, whatever the deaths: those that blame nobody (an outside
+// What one request (or open) has learnt from the backend deaths during it.
+// Two deaths that blame it make it poison. A suspect of the last death
+// replays alone. And however the deaths fall, it is given up four times its
+// own timeout after the first: deaths that blame nobody (an outside
 // SIGKILL, say) are replayed, and the restart budget that ends a crash loop
 // is made whole by any other session's success, so without this bound such
-// a request could replay forever. Four times its own timeout (request or
-// open) from the first death: every attempt may take a whole timeout.
-class ReplayBound {
+// a request could replay forever (every attempt may take a whole timeout).
+class Replays {
  public:
-  explicit ReplayBound(std::chrono::milliseconds timeout) : timeout_(4 * timeout) {}
-  // After each death: the error that ends the replays, or OK to go on.
-  absl::Status AfterDeath(const std::string& what, const DeathRecord& death) {
+  // How the verdicts name the request: "<subject> killed the backend
+  // twice (<deaths>)<poison_tail>", and "... while <doing> ...; giving up".
+  struct Words {
+    std::string subject, doing, poison_tail;
+  };
+
+  explicit Replays(std::chrono::milliseconds timeout) : bound_(4 * timeout) {}
+  // After each death: kAborted for poison, kUnavailable past the bound, or
+  // OK to replay.
+  absl::Status AfterDeath(const RequestBlame& blame, const DeathRecord& death, const Words& words) {
+    if (blame.blamed) blamed_.push_back(death.Describe());
+    alone_ = blame.replay_alone;
+    if (static_cast<int>(blamed_.size()) >= kPoisonDeaths) {
+      return absl::AbortedError(absl::StrCat(words.subject, " killed the backend twice (",
+                                             absl::StrJoin(blamed_, "; then "), ")", words.poison_tail));
+    }
     const auto now = Clock::now();
     if (deaths_++ == 0) first_ = now;
-    if (now - first_ < timeout_) return absl::OkStatus();
+    if (now - first_ < bound_) return absl::OkStatus();
     return absl::UnavailableError(absl::StrCat(
         "the backend died ", deaths_, " times in ",
-        std::chrono::duration_cast<std::chrono::milliseconds>(now - first_).count(), " ms while ", what,
+        std::chrono::duration_cast<std::chrono::milliseconds>(now - first_).count(), " ms while ", words.doing,
         " (last: ", death.Describe(), "); giving up"));
   }
+  // Whether the next attempt passes the backend's gate alone.
+  bool alone() const { return alone_; }
 
  private:
-  const std::chrono::milliseconds timeout_;
+  const std::chrono::milliseconds bound_;
+  std::vector<std::string> blamed_;  // how each death that blamed it ended
+  bool alone_ = false;
   int deaths_ = 0;
   Clock::time_point first_;
 };
@@ -201,25 +219,23 @@ absl::Status VideoDecoder::Reopen() {
   open.device = options_.device;
   open.output_width = options_.output_width;
   open.output_height = options_.output_height;
-  std::vector<std::string> deaths;
   const Deadline open_deadline = Clock::now() + options_.open_timeout;
   int busy_retries = 0;
-  ReplayBound replays(options_.open_timeout);
-  bool alone = false;  // a suspect of the last death: open alone
+  Replays replays(options_.open_timeout);
   for (;;) {
-    // Each attempt has the whole open timeout: a backend that hung or died
-    // in the last one must not use up the next.
     // Waiting for a (re)start is not the open: a short open timeout must
     // not fail an open because a restart under load took longer than it.
     absl::StatusOr<BackendHandle> handle =
         supervisor_->Acquire(Clock::now() + std::max<std::chrono::milliseconds>(options_.open_timeout, kRecoveryWait));
-    const Deadline attempt_deadline = Clock::now() + options_.open_timeout;
     if (!handle.ok()) return Annotate(handle.status());
+    // Each attempt has the whole open timeout: a backend that hung or died
+    // in the last one must not use up the next.
+    const Deadline attempt_deadline = Clock::now() + options_.open_timeout;
     bool channel_failure = false;
     uint64_t file_token = 0;
     absl::StatusOr<OpenedSession> opened;
     {
-      SoloGate::Pass pass = PassGate(alone, options_.open_timeout);
+      SoloGate::Pass pass = PassGate(replays.alone(), options_.open_timeout);
       opened = handle->process->OpenSession(video_.get(), open, options_.arena_slots, attempt_deadline,
                                             &channel_failure, &file_token);
     }
@@ -253,22 +269,19 @@ absl::Status VideoDecoder::Reopen() {
     if (file_token == 0 || hints.call_token != file_token) hints = {};
     absl::StatusOr<RequestBlame> blame = Recover(opened.status(), options_.open_timeout, hints, &death);
     if (!blame.ok()) return Annotate(blame.status());
-    if (blame->blamed) deaths.push_back(death.Describe());
-    alone = blame->replay_alone;
-    if (static_cast<int>(deaths.size()) >= kPoisonDeaths) {
-      return Annotate(absl::AbortedError(absl::StrCat("opening the file killed the backend twice (",
-                                                      absl::StrJoin(deaths, "; then "),
-                                                      "); it is poison and is not retried")));
+    if (absl::Status s = replays.AfterDeath(*blame, death,
+                                            {"opening the file", "opening the file", "; it is poison and is not retried"});
+        !s.ok()) {
+      return Annotate(s);
     }
-    if (absl::Status bound = replays.AfterDeath("opening the file", death); !bound.ok()) return Annotate(bound);
   }
 }
 
 SoloGate::Pass VideoDecoder::PassGate(bool alone, std::chrono::milliseconds timeout) {
   SoloGate& gate = supervisor_->gate();
   if (!alone) return gate.Enter();
-  // Waits for the others at most one timeout, and holds them out at most
-  // one more: a suspect's replay only delays them.
+  // Waits for the others at most one timeout, and holds them out until two
+  // timeouts after asking: a suspect's replay only delays them.
   const auto now = Clock::now();
   return gate.EnterSolo(now + timeout, now + 2 * timeout);
 }
@@ -364,14 +377,12 @@ absl::Status VideoDecoder::ForEachFrameOfOneRequest(const FrameSelection& select
   // The sink's first error, kept across replays: once it has failed it gets
   // no more frames, and the caller gets that error.
   absl::Status sink_error;
-  std::vector<std::string> deaths;
-  ReplayBound replays(options_.request_timeout);
-  bool alone = false;  // a suspect of the last death: replay alone
+  Replays replays(options_.request_timeout);
   for (;;) {
     if (session_.channel == nullptr) {
       if (absl::Status s = Reopen(); !s.ok()) return s;
     }
-    Attempt attempt = RunOnce(selection, sink, &delivered, &sink_error, alone);
+    Attempt attempt = RunOnce(selection, sink, &delivered, &sink_error, replays.alone());
     if (!attempt.channel_failure) {
       if (attempt.status.ok()) supervisor_->RecordSuccess();
       return attempt.status;
@@ -380,18 +391,15 @@ absl::Status VideoDecoder::ForEachFrameOfOneRequest(const FrameSelection& select
     DeathRecord death;
     absl::StatusOr<RequestBlame> blame = Recover(attempt.status, options_.request_timeout, hints, &death);
     if (!blame.ok()) return Annotate(blame.status());
-    if (blame->blamed) deaths.push_back(death.Describe());
-    alone = blame->replay_alone;
     // The backend has been replaced; the caller's sink already said no.
     if (!sink_error.ok()) return sink_error;
-    if (static_cast<int>(deaths.size()) >= kPoisonDeaths) {
-      return Annotate(absl::AbortedError(absl::StrCat(
-          DescribeSelection(selection), " killed the backend twice (", absl::StrJoin(deaths, "; then "),
-          "); the request is poison and is not retried. The backend was restarted; other requests go on")));
-    }
-    if (absl::Status bound = replays.AfterDeath(absl::StrCat("serving ", DescribeSelection(selection)), death);
-        !bound.ok()) {
-      return Annotate(bound);
+    const std::string request = DescribeSelection(selection);
+    if (absl::Status s = replays.AfterDeath(
+            *blame, death,
+            {request, absl::StrCat("serving ", request),
+             "; the request is poison and is not retried. The backend was restarted; other requests go on"});
+        !s.ok()) {
+      return Annotate(s);
     }
   }
 }

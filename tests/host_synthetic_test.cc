@@ -1,98 +1,31 @@
 // The whole host path against a real child process, with the synthetic
 // backend so that every received byte can be checked: Host -> runner spawn
 // -> dlopen -> handshake -> open (fd over SCM_RIGHTS) -> session channel ->
-// frames in the arena -> Frame views.
+// frames in the arena -> Frame views. The runner's threads and the late
+// frame buffers have suites of their own (host_runner_threads_test,
+// host_late_buffer_test); the fixture is in host_test_support.h.
 
-#include <dirent.h>
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
-#include <fstream>
 #include <limits>
-#include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
-#include "backends/sdk/runner/runner_args.h"
 #include "backends/testing/synthetic_pattern.h"
 #include "core/host.h"
-#include "ipc/hangup_watcher.h"
+#include "tests/fault_test_support.h"
+#include "tests/host_test_support.h"
 
-namespace codecvisor {
+namespace codecvisor::testing {
 namespace {
-
-std::string Runfile(const std::string& path) {
-  return std::string(std::getenv("TEST_SRCDIR")) + "/codecvisor/" + path;
-}
-
-std::string WriteVideo(const std::string& name, const std::string& text) {
-  std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
-  std::ofstream(path) << text;
-  return path;
-}
-
-// The pid of the backend named `name` (0 while it has no process).
-pid_t BackendPid(const Host& host, const std::string& name) {
-  for (const auto& backend : host.Backends()) {
-    if (backend.name == name) return backend.pid;
-  }
-  return 0;
-}
-
-pid_t SyntheticPid(const Host& host) { return BackendPid(host, "synthetic"); }
-
-class HostSyntheticTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    HostOptions options;
-    options.layout = InstallLayout{Runfile("backends/sdk/runner/codecvisor-backend"), Runfile("backends/cpu")};
-    auto host = Host::Create(options);
-    ASSERT_TRUE(host.ok()) << host.status();
-    host_ = *std::move(host);
-    ASSERT_TRUE(host_->LoadBackend(Runfile("backends/testing/synthetic.toml")).ok());
-    video_ = WriteVideo("clip.syn", "synthetic frames=40 width=32 height=24 fps=10 start=0.5");
-  }
-
-  absl::StatusOr<std::unique_ptr<VideoDecoder>> Open(DecoderOptions options = {}) {
-    options.device = "synthetic";
-    return host_->OpenDecoder(video_, options);
-  }
-
-  // Two decoders that have each had a frame (so each has its session
-  // thread), and the pid of their backend.
-  void OpenTwoSessions(std::unique_ptr<VideoDecoder>* a, std::unique_ptr<VideoDecoder>* b, pid_t* pid) {
-    for (std::unique_ptr<VideoDecoder>* d : {a, b}) {
-      auto decoder = Open();
-      ASSERT_TRUE(decoder.ok()) << decoder.status();
-      ASSERT_TRUE((*decoder)->GetFrameAt(1).ok());
-      *d = *std::move(decoder);
-    }
-    *pid = SyntheticPid(*host_);
-    ASSERT_GT(*pid, 0);
-  }
-
-  std::unique_ptr<Host> host_;
-  std::string video_;
-};
-
-void ExpectFrame(const Frame& f, int64_t index, OutputFormat format = OutputFormat::kRgb24) {
-  ASSERT_EQ(f.index(), index);
-  ASSERT_EQ(f.width(), 32u);
-  ASSERT_EQ(f.height(), 24u);
-  EXPECT_DOUBLE_EQ(f.pts_seconds(), 0.5 + index / 10.0);
-  const testing::SyntheticVideo v{.frames = 40, .width = 32, .height = 24, .fps = 10, .start = 0.5};
-  std::vector<uint8_t> want(32 * 24 * 3);
-  testing::FillSyntheticFrame(v, static_cast<cv_output_format>(format), index, want.data());
-  auto got = f.data();
-  ASSERT_EQ(got.size(), want.size());
-  EXPECT_TRUE(std::equal(got.begin(), got.end(), want.begin())) << "frame " << index << " bytes differ";
-}
 
 TEST_F(HostSyntheticTest, MetadataComesFromTheBackend) {
   auto decoder = Open();
@@ -109,79 +42,6 @@ TEST_F(HostSyntheticTest, MetadataComesFromTheBackend) {
     }
   }
   EXPECT_TRUE(ready);
-}
-
-// Calls `fn(tid, comm)` for each thread of process `pid` (/proc/PID/task).
-template <typename Fn>
-void ForEachThread(pid_t pid, Fn fn) {
-  const std::string dir = "/proc/" + std::to_string(pid) + "/task";
-  if (DIR* tasks = opendir(dir.c_str())) {
-    while (const dirent* e = readdir(tasks)) {
-      if (e->d_name[0] == '.') continue;
-      std::string comm;
-      std::getline(std::ifstream(dir + "/" + e->d_name + "/comm"), comm);
-      fn(std::string(e->d_name), comm);
-    }
-    closedir(tasks);
-  }
-}
-
-// Threads of process `pid` named `name`.
-int ThreadsNamed(pid_t pid, const std::string& name) {
-  int n = 0;
-  ForEachThread(pid, [&](const std::string&, const std::string& comm) { n += comm == name; });
-  return n;
-}
-
-// Each session is served on a runner thread of its own, named so that
-// tools (bench decode's CPU split, top -H) can tell it from the vendor's
-// threads; it ends when its decoder closes.
-TEST_F(HostSyntheticTest, EachSessionHasANamedRunnerThread) {
-  std::unique_ptr<VideoDecoder> a, b;
-  pid_t pid = 0;
-  ASSERT_NO_FATAL_FAILURE(OpenTwoSessions(&a, &b, &pid));
-  EXPECT_EQ(ThreadsNamed(pid, runner::kSessionThreadName), 2);
-  a.reset();
-  int left = -1;
-  for (int i = 0; i < 200 && left != 1; ++i) {  // the thread ends after the close reaches it
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    left = ThreadsNamed(pid, runner::kSessionThreadName);
-  }
-  EXPECT_EQ(left, 1);
-}
-
-// Context switches (voluntary and not) of the runner's own threads in
-// process `pid`: the main (control) thread, the session threads and the
-// hang-up watcher. Not a sanitizer runtime's background thread.
-int64_t RunnerContextSwitches(pid_t pid) {
-  int64_t total = 0;
-  ForEachThread(pid, [&](const std::string& tid, const std::string& comm) {
-    if (tid != std::to_string(pid) && comm != runner::kSessionThreadName && comm != ipc::kHangupThreadName) return;
-    std::ifstream status("/proc/" + std::to_string(pid) + "/task/" + tid + "/status");
-    for (std::string line; std::getline(status, line);) {
-      if (line.find("ctxt_switches:") != std::string::npos) total += std::stoll(line.substr(line.find(':') + 1));
-    }
-  });
-  return total;
-}
-
-// An open but idle decoder costs no CPU: the runner's control and session
-// threads sleep until the host asks for something (ipc/hangup_watcher.h).
-// Polling the sockets every 10 ms instead would switch them in about 100
-// times a second each, 300 here.
-TEST_F(HostSyntheticTest, AnIdleBackendSleeps) {
-  std::unique_ptr<VideoDecoder> a, b;
-  pid_t pid = 0;
-  ASSERT_NO_FATAL_FAILURE(OpenTwoSessions(&a, &b, &pid));
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  const int64_t before = RunnerContextSwitches(pid);
-  std::this_thread::sleep_for(std::chrono::seconds(1));
-  const int64_t switches = RunnerContextSwitches(pid) - before;
-  // The host's idle heartbeat (every 2 s) may fall in the second: a ping
-  // and its answer on the control thread.
-  EXPECT_LE(switches, 6) << "the idle runner's threads were switched in " << switches << " times in 1 s";
-  // Still serving.
-  EXPECT_TRUE(a->GetFrameAt(3).ok());
 }
 
 TEST_F(HostSyntheticTest, EveryAccessMethodReturnsTheRightFrames) {
@@ -233,7 +93,7 @@ TEST_F(HostSyntheticTest, PlanarOutputIsTheTransposeOfInterleaved) {
   auto f = (*decoder)->GetFrameAt(3);
   ASSERT_TRUE(f.ok()) << f.status();
   ASSERT_EQ(f->num_planes(), 3u);
-  EXPECT_EQ(f->plane(1)[5 * 32 + 9], testing::SyntheticPixel(3, 9, 5, 1));
+  EXPECT_EQ(f->plane(1)[5 * 32 + 9], SyntheticPixel(3, 9, 5, 1));
   ExpectFrame(*f, 3, OutputFormat::kRgb24Planar);
 }
 
@@ -266,26 +126,6 @@ TEST_F(HostSyntheticTest, FramesKeptPastTheArenaBecomeCopiesAndCallsKeepWorking)
     EXPECT_FALSE(kept[i].shared()) << "frame " << i << " was copied to keep a slot free";
   }
   for (int64_t i = 0; i < 6; ++i) ExpectFrame(kept[i], i);
-}
-
-// With 2 slots, both held by the caller: the next frame is a clear error,
-// and a slot given back lets it through.
-void ExpectHoldingEverySlotIsAClearError(absl::StatusOr<std::unique_ptr<VideoDecoder>> decoder) {
-  ASSERT_TRUE(decoder.ok()) << decoder.status();
-  std::vector<Frame> kept;
-  ASSERT_TRUE((*decoder)->ForEachFrame({ipc::IndexRange{0, 2, 1}}, [&](Frame f) {
-    kept.push_back(std::move(f));
-    return absl::OkStatus();
-  }).ok());
-  auto c = (*decoder)->GetFrameAt(2);
-  ASSERT_EQ(c.status().code(), absl::StatusCode::kFailedPrecondition) << c.status();
-  EXPECT_NE(c.status().message().find("frame slots"), std::string::npos);
-  kept[0].Detach();  // gives its slot back
-  auto d = (*decoder)->GetFrameAt(2);
-  ASSERT_TRUE(d.ok()) << d.status();
-  ExpectFrame(*d, 2);
-  ExpectFrame(kept[0], 0);  // still valid as a copy
-  ExpectFrame(kept[1], 1);
 }
 
 TEST_F(HostSyntheticTest, ASinkHoldingEverySlotIsAClearErrorNotAHang) {
@@ -327,7 +167,7 @@ TEST_F(HostSyntheticTest, ErrorsNameTheFileAndLeaveTheDecoderUsable) {
 TEST_F(HostSyntheticTest, NotAVideoIsAClearOpenError) {
   DecoderOptions options;
   options.device = "synthetic";
-  auto decoder = host_->OpenDecoder(WriteVideo("junk.bin", "not a video"), options);
+  auto decoder = host_->OpenDecoder(WriteFile("junk.bin", "not a video"), options);
   ASSERT_EQ(decoder.status().code(), absl::StatusCode::kDataLoss) << decoder.status();
   EXPECT_NE(decoder.status().message().find("junk.bin"), std::string::npos) << decoder.status();
   EXPECT_TRUE(Open().ok()) << "the backend still serves other files";
@@ -385,7 +225,7 @@ TEST_F(HostSyntheticTest, ALongIndexListIsServedInSeveralRequests) {
 // A range is not expanded into a list in the runner: with no frame count
 // known its stop may be anywhere, and a step near INT64_MAX must not wrap.
 TEST_F(HostSyntheticTest, ARangeFarPastAnUnknownEndStopsAtTheEnd) {
-  const std::string unknown = WriteVideo("unknown.syn", "synthetic frames=40 width=32 height=24 fps=10 start=0.5 "
+  const std::string unknown = WriteFile("unknown.syn", "synthetic frames=40 width=32 height=24 fps=10 start=0.5 "
                                                         "count_unknown=1");
   DecoderOptions options;
   options.device = "synthetic";
@@ -450,7 +290,7 @@ TEST_F(HostSyntheticTest, ManyDecodersFromManyThreads) {
       for (int i = 0; i < 10; ++i) {
         auto f = (*decoder)->GetFrameAt((t * 5 + i) % 40);
         if (!f.ok() || f->index() != (t * 5 + i) % 40 ||
-            f->data()[0] != testing::SyntheticPixel(f->index(), 0, 0, 0)) {
+            f->data()[0] != SyntheticPixel(f->index(), 0, 0, 0)) {
           ADD_FAILURE() << "thread " << t << " frame " << i << ": " << f.status();
           return;
         }
@@ -473,100 +313,5 @@ TEST_F(HostSyntheticTest, DestroyingTheHostStopsTheChild) {
   EXPECT_EQ(after.status().code(), absl::StatusCode::kUnavailable) << after.status();
 }
 
-// The same paths with the table that asks for late frame buffers: the
-// backend takes each frame's slot through cv_frame_buffer.acquire once the
-// frame is decoded.
-class LateBufferHostTest : public HostSyntheticTest {
- protected:
-  void SetUp() override {
-    HostSyntheticTest::SetUp();
-    ASSERT_TRUE(host_->LoadBackend(Runfile("backends/testing/synthetic_late.toml")).ok());
-  }
-
-  absl::StatusOr<std::unique_ptr<VideoDecoder>> OpenLate(const std::string& extra, DecoderOptions options = {}) {
-    options.device = "synthetic_late";
-    return host_->OpenDecoder(
-        WriteVideo("late.syn", "synthetic frames=40 width=32 height=24 fps=10 start=0.5 " + extra), options);
-  }
-
-  pid_t LatePid() const { return BackendPid(*host_, "synthetic_late"); }
-};
-
-TEST_F(LateBufferHostTest, EveryAccessMethodReturnsTheRightFrames) {
-  auto decoder = OpenLate("");
-  ASSERT_TRUE(decoder.ok()) << decoder.status();
-  int64_t next = 0;
-  ASSERT_TRUE((*decoder)->ForEachFrame({ipc::IndexRange{0, 40, 1}}, [&](Frame f) {
-    ExpectFrame(f, next++);
-    return absl::OkStatus();
-  }).ok());
-  EXPECT_EQ(next, 40);
-  const int64_t wanted[] = {7, 3, 3, 39, 0};
-  auto some = (*decoder)->GetFramesAt(wanted);
-  ASSERT_TRUE(some.ok()) << some.status();
-  ASSERT_EQ(some->size(), 5u);
-  for (size_t i = 0; i < 5; ++i) ExpectFrame((*some)[i], wanted[i]);
-}
-
-TEST_F(LateBufferHostTest, ABatchLargerThanTheArenaWaitsForSlots) {
-  DecoderOptions options;
-  options.arena_slots = 2;
-  auto decoder = OpenLate("", options);
-  ASSERT_TRUE(decoder.ok()) << decoder.status();
-  auto all = (*decoder)->GetFramesInRange(0, 40);
-  ASSERT_TRUE(all.ok()) << all.status();
-  ASSERT_EQ(all->size(), 40u);
-  for (size_t i = 0; i < all->size(); ++i) ExpectFrame((*all)[i], static_cast<int64_t>(i));
-}
-
-TEST_F(LateBufferHostTest, ASinkHoldingEverySlotIsAClearErrorNotAHang) {
-  DecoderOptions options;
-  options.arena_slots = 2;
-  ExpectHoldingEverySlotIsAClearError(OpenLate("", options));
-}
-
-TEST_F(LateBufferHostTest, AFrameReturnedWithoutItsBufferIsAnErrorAndTheSessionGoesOn) {
-  auto decoder = OpenLate("late_skip=5");
-  ASSERT_TRUE(decoder.ok()) << decoder.status();
-  const pid_t pid = LatePid();
-  ASSERT_GT(pid, 0);
-  int64_t next = 0;
-  absl::Status s = (*decoder)->ForEachFrame({ipc::IndexRange{0, 10, 1}}, [&](Frame f) {
-    ExpectFrame(f, next++);
-    return absl::OkStatus();
-  });
-  EXPECT_EQ(s.code(), absl::StatusCode::kInternal) << s;
-  EXPECT_NE(s.message().find("returned frame 5 without acquiring a buffer"), std::string::npos) << s;
-  EXPECT_EQ(next, 5) << "the frames before the broken one arrive";
-  auto after = (*decoder)->GetFramesInRange(6, 10);
-  ASSERT_TRUE(after.ok()) << after.status();
-  for (size_t i = 0; i < after->size(); ++i) ExpectFrame((*after)[i], 6 + static_cast<int64_t>(i));
-  EXPECT_EQ(LatePid(), pid) << "a plugin's bad answer is an error, not a restart";
-}
-
-TEST_F(LateBufferHostTest, AcquiringAgainLendsTheSameSlot) {
-  auto decoder = OpenLate("late_twice=1");
-  ASSERT_TRUE(decoder.ok()) << decoder.status();
-  auto all = (*decoder)->GetFramesInRange(0, 12);
-  ASSERT_TRUE(all.ok()) << all.status();
-  for (size_t i = 0; i < all->size(); ++i) ExpectFrame((*all)[i], static_cast<int64_t>(i));
-}
-
-// What late buffers are for: a caller that lets go of each frame before the
-// next one is decoded (here 20 ms later) gets every frame in the same slot.
-TEST_F(LateBufferHostTest, FramesLandInOneSlotWhenTheCallerLetsGoOfEach) {
-  auto decoder = OpenLate("decode_ms=20");
-  ASSERT_TRUE(decoder.ok()) << decoder.status();
-  std::set<const uint8_t*> slots;
-  int64_t next = 0;
-  ASSERT_TRUE((*decoder)->ForEachFrame({ipc::IndexRange{0, 8, 1}}, [&](Frame f) {
-    ExpectFrame(f, next++);
-    slots.insert(f.data().data());
-    return absl::OkStatus();
-  }).ok());
-  EXPECT_EQ(next, 8);
-  EXPECT_EQ(slots.size(), 1u) << "frames were spread over " << slots.size() << " slots";
-}
-
 }  // namespace
-}  // namespace codecvisor
+}  // namespace codecvisor::testing

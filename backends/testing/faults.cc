@@ -5,9 +5,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <climits>
-
 #include <atomic>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
