@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -43,6 +44,13 @@ std::string GoodMkv() {
                    "-preset veryfast -bf 2 -g 10 -pix_fmt yuv420p");
 }
 
+// A committed input of the decode fuzzer's seed corpus (testdata/decode_corpus).
+std::string CorpusFile(const std::string& name) {
+  const char* runfiles = std::getenv("TEST_SRCDIR");
+  return absl::StrCat(runfiles != nullptr ? runfiles : ".",
+                      "/codecvisor/backends/cpu/testdata/decode_corpus/", name);
+}
+
 class BadInputTest : public ::testing::Test {
  protected:
   // Every test ends by proving the backend still decodes a good file.
@@ -61,6 +69,42 @@ class BadInputTest : public ::testing::Test {
     EXPECT_NE(s.open_message().find(cause), std::string::npos) << s.open_message();
   }
 };
+
+// The decode fuzzer's finding under UBSan: FFmpeg's AV1 parser copies the
+// sequence header's colour values into AVCodecParameters unchecked, and
+// 254 is in none of FFmpeg's enums; reading it through the enum type was
+// undefined behaviour. The files are 3- and 4-frame 64x48 AV1 streams whose
+// matrix_coefficients (and in the second, primaries 200 and transfer 201)
+// were rewritten in the sequence header. ffprobe says "unknown" for such
+// values, and the CLI converts with BT.601, as for an unspecified matrix.
+TEST_F(BadInputTest, ColourValuesNoEnumHoldsAreUnknownAndConvertAsUnspecified) {
+  struct Case {
+    const char* file;
+    const char* primaries;
+    const char* transfer;
+    int64_t frames;
+  };
+  for (const Case& c : {Case{"regression_ubsan_av1_colorspace_254.ivf", "bt470m", "smpte240m", 3},
+                        Case{"regression_ubsan_av1_cicp_out_of_range.ivf", "unknown", "unknown", 4}}) {
+    SCOPED_TRACE(c.file);
+    const std::string path = CorpusFile(c.file);
+    TestSession s(path);
+    ASSERT_TRUE(s.ok()) << s.open_message();
+    const cv_stream_metadata m = s.Metadata();
+    EXPECT_STREQ(m.codec, "av1");
+    EXPECT_STREQ(m.pixel_format, "yuv420p");
+    EXPECT_STREQ(m.color_space, "unknown");
+    EXPECT_STREQ(m.color_range, "tv");
+    EXPECT_STREQ(m.color_primaries, c.primaries);
+    EXPECT_STREQ(m.color_transfer, c.transfer);
+    EXPECT_EQ(m.width, 64u);
+    EXPECT_EQ(m.height, 48u);
+    EXPECT_EQ(m.num_frames_from_scan, c.frames);
+    for (int64_t i = 0; i < c.frames; ++i) {
+      EXPECT_TRUE(s.DecodeOrFail(i) == CliFrame(path, 0, i, "format=rgb24", 64 * 48 * 3)) << i;
+    }
+  }
+}
 
 TEST_F(BadInputTest, TextFileIsNotAVideo) {
   std::string path = WriteFile("notes.txt", "These are not the frames you are looking for.\n");

@@ -5,13 +5,14 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "backends/cpu/av_enums.h"
 #include "backends/cpu/av_util.h"
 
 namespace codecvisor::cpu {
 namespace {
 
 bool IsVideoStream(const AVStream* stream) {
-  return stream->codecpar->codec_type == AVMEDIA_TYPE_VIDEO &&
+  return EnumValue(stream->codecpar->codec_type) == AVMEDIA_TYPE_VIDEO &&
          (stream->disposition & AV_DISPOSITION_ATTACHED_PIC) == 0;
 }
 
@@ -74,10 +75,7 @@ absl::StatusOr<std::unique_ptr<Demuxer>> Demuxer::Open(int fd, int stream_index)
         absl::StrCat("stream ", stream_index, " is not a video stream (it is ",
                      (s->disposition & AV_DISPOSITION_ATTACHED_PIC) != 0
                          ? "a cover image"
-                         : absl::StrCat("a ",
-                                        av_get_media_type_string(s->codecpar->codec_type) != nullptr
-                                            ? av_get_media_type_string(s->codecpar->codec_type)
-                                            : "unknown",
+                         : absl::StrCat("a ", MediaTypeName(EnumValue(s->codecpar->codec_type)),
                                         " stream"),
                      ")"));
   }

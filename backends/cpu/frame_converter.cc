@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "backends/cpu/av_enums.h"
 #include "backends/cpu/av_util.h"
 
 extern "C" {
@@ -118,13 +119,13 @@ absl::Status FrameConverter::PrepareScaler(const AVFrame* frame) {
   }
   sws_freeContext(scaler_);
   scaler_ = nullptr;
-  auto source = static_cast<AVPixelFormat>(frame->format);
-  if (!sws_isSupportedInput(source)) {
-    const char* name = av_get_pix_fmt_name(source);
+  const std::optional<AVPixelFormat> known = KnownPixelFormat(frame->format);
+  if (!known || !sws_isSupportedInput(*known)) {
     return absl::DataLossError(absl::StrCat("a decoded frame has pixel format ",
-                                            name != nullptr ? name : "none",
+                                            PixelFormatName(frame->format),
                                             ", which cannot be converted"));
   }
+  const AVPixelFormat source = *known;
   SwsContext* s = sws_alloc_context();
   if (s == nullptr) return absl::ResourceExhaustedError("out of memory for the scaler");
   // Option for option what vf_scale's config_props sets (see the header).
@@ -173,12 +174,12 @@ void FrameConverter::ApplyColorDetails(const AVFrame* frame) {
   sws_getColorspaceDetails(scaler_, &inv_table, &in_full, &table, &out_full, &brightness, &contrast,
                            &saturation);
   // vf_scale's parse_yuv_type("auto", frame->colorspace).
-  int colorspace = frame->colorspace;
+  // Both are read as integers: decoders copy them from the bitstream.
+  int colorspace = EnumValue(frame->colorspace);
   if (colorspace < 1 || colorspace > 10 || colorspace == 8) colorspace = AVCOL_SPC_BT470BG;
   const int* coefficients = sws_getCoefficients(colorspace);
-  if (frame->color_range != AVCOL_RANGE_UNSPECIFIED) {
-    in_full = frame->color_range == AVCOL_RANGE_JPEG;
-  }
+  const int range = EnumValue(frame->color_range);
+  if (range != AVCOL_RANGE_UNSPECIFIED) in_full = range == AVCOL_RANGE_JPEG;
   sws_setColorspaceDetails(scaler_, coefficients, in_full, coefficients, out_full, brightness,
                            contrast, saturation);
 }

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "backends/cpu/av_enums.h"
 #include "backends/cpu/av_util.h"
 #include "backends/cpu/stream_metadata.h"
 
@@ -42,17 +43,17 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Open(int fd,
   if (stream->time_base.num <= 0 || stream->time_base.den <= 0) {
     return absl::DataLossError(absl::StrCat("stream ", stream->index, " has no valid time base"));
   }
-  if (par->width <= 0 || par->height <= 0 || par->format < 0) {
+  const std::optional<AVPixelFormat> native = KnownPixelFormat(par->format);
+  if (par->width <= 0 || par->height <= 0 || !native) {
     return absl::DataLossError(
-        absl::StrCat("stream ", stream->index, " (", avcodec_get_name(par->codec_id),
+        absl::StrCat("stream ", stream->index, " (", CodecName(EnumValue(par->codec_id)),
                      ") has no frame size or pixel format: its header could not be decoded"));
   }
   auto decoder = VideoDecoder::Open(stream, options.decoder_threads);
   if (!decoder.ok()) return decoder.status();
   session->decoder_ = *std::move(decoder);
 
-  const auto native = static_cast<AVPixelFormat>(par->format);
-  auto layout = ComputeLayout(options.output_format, native,
+  auto layout = ComputeLayout(options.output_format, *native,
                               options.output_width != 0 ? options.output_width : par->width,
                               options.output_height != 0 ? options.output_height : par->height);
   if (!layout.ok()) return layout.status();
@@ -102,7 +103,7 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Open(int fd,
       std::make_unique<FrameCursor>(session->demuxer_.get(), session->decoder_.get(),
                                     session->index_ ? &*session->index_ : nullptr,
                                     /*at_start=*/options.seek_mode == CV_SEEK_APPROXIMATE);
-  session->converter_ = std::make_unique<FrameConverter>(session->layout_, native);
+  session->converter_ = std::make_unique<FrameConverter>(session->layout_, *native);
   return session;
 }
 

@@ -5,12 +5,12 @@
 #include <cmath>
 #include <cstdio>
 
+#include "backends/cpu/av_enums.h"
 #include "backends/cpu/av_util.h"
 
 extern "C" {
 #include <libavcodec/avcodec.h>
 #include <libavutil/display.h>
-#include <libavutil/pixdesc.h>
 }
 
 namespace codecvisor::cpu {
@@ -47,8 +47,8 @@ cv_stream_metadata DescribeStream(const Demuxer& demuxer, const FrameIndex* inde
   cv_stream_metadata m{};
   m.stream_index = stream->index;
   m.num_video_streams = static_cast<uint32_t>(demuxer.num_video_streams());
-  SetName(m.codec, avcodec_get_name(par->codec_id));
-  SetName(m.pixel_format, av_get_pix_fmt_name(static_cast<AVPixelFormat>(par->format)));
+  SetName(m.codec, CodecName(EnumValue(par->codec_id)));
+  SetName(m.pixel_format, PixelFormatName(par->format));
   m.width = static_cast<uint32_t>(par->width);
   m.height = static_cast<uint32_t>(par->height);
   m.num_frames_from_header = stream->nb_frames > 0 ? stream->nb_frames : -1;
@@ -80,10 +80,11 @@ cv_stream_metadata DescribeStream(const Demuxer& demuxer, const FrameIndex* inde
   }
   if (m.bit_rate < 0) m.bit_rate = 0;
   m.rotation_degrees = RotationDegrees(stream);
-  SetName(m.color_space, av_color_space_name(par->color_space));
-  SetName(m.color_range, av_color_range_name(par->color_range));
-  SetName(m.color_primaries, av_color_primaries_name(par->color_primaries));
-  SetName(m.color_transfer, av_color_transfer_name(par->color_trc));
+  // Parsers copy these from the bitstream unchecked (any 8-bit value).
+  SetName(m.color_space, ColorSpaceName(EnumValue(par->color_space)));
+  SetName(m.color_range, ColorRangeName(EnumValue(par->color_range)));
+  SetName(m.color_primaries, ColorPrimariesName(EnumValue(par->color_primaries)));
+  SetName(m.color_transfer, ColorTransferName(EnumValue(par->color_trc)));
   m.time_base_num = stream->time_base.num;
   m.time_base_den = stream->time_base.den;
   return m;

@@ -3,6 +3,7 @@
 #include "backends/cpu/video_decoder.h"
 
 #include "absl/strings/str_cat.h"
+#include "backends/cpu/av_enums.h"
 #include "backends/cpu/av_util.h"
 
 namespace codecvisor::cpu {
@@ -10,10 +11,12 @@ namespace codecvisor::cpu {
 absl::StatusOr<std::unique_ptr<VideoDecoder>> VideoDecoder::Open(const AVStream* stream,
                                                                  unsigned threads) {
   const AVCodecParameters* par = stream->codecpar;
-  const AVCodec* codec = avcodec_find_decoder(par->codec_id);
+  const int codec_id = EnumValue(par->codec_id);
+  const std::optional<AVCodecID> known = KnownCodecId(codec_id);
+  const AVCodec* codec = known ? avcodec_find_decoder(*known) : nullptr;
   if (codec == nullptr) {
-    return absl::UnimplementedError(absl::StrCat(
-        "has no decoder for codec ", avcodec_get_name(par->codec_id), " in this FFmpeg build"));
+    return absl::UnimplementedError(absl::StrCat("has no decoder for codec ", CodecName(codec_id),
+                                                 " in this FFmpeg build"));
   }
   std::unique_ptr<VideoDecoder> decoder(new VideoDecoder());
   decoder->context_ = avcodec_alloc_context3(codec);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstddef>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -39,6 +40,28 @@ std::string WriteFile(const std::string& name, const std::string& content) {
   const std::string out = TempDir() + "/" + name;
   std::ofstream(out, std::ios::binary) << content;
   return out;
+}
+
+// Colour values in the sequence header that no FFmpeg enum holds (the cpu
+// backend's fuzzer seeds: matrix 254; primaries 200, transfer 201) are
+// named "unknown", as ffprobe names them, and the frames still decode.
+TEST(Dav1dBackendErrorsTest, ColourValuesNoFfmpegEnumHoldsAreUnknown) {
+  const char* runfiles = std::getenv("TEST_SRCDIR");
+  const std::string corpus = std::string(runfiles != nullptr ? runfiles : ".") +
+                             "/codecvisor/backends/cpu/testdata/decode_corpus/";
+  OpenVideo a;
+  ASSERT_EQ(a.Open(corpus + "regression_ubsan_av1_colorspace_254.ivf", DefaultOptions()), CV_OK) << a.error();
+  cv_stream_metadata m = a.Metadata();
+  EXPECT_STREQ(m.color_space, "unknown");
+  EXPECT_STREQ(m.color_primaries, "bt470m");
+  EXPECT_STREQ(m.color_transfer, "smpte240m");
+  OpenVideo b;
+  ASSERT_EQ(b.Open(corpus + "regression_ubsan_av1_cicp_out_of_range.ivf", DefaultOptions()), CV_OK) << b.error();
+  m = b.Metadata();
+  EXPECT_STREQ(m.color_space, "unknown");
+  EXPECT_STREQ(m.color_primaries, "unknown");
+  EXPECT_STREQ(m.color_transfer, "unknown");
+  EXPECT_EQ(m.num_frames_from_scan, 4);
 }
 
 TEST(Dav1dBackendErrorsTest, NotAVideo) {

@@ -27,6 +27,20 @@ void Name(char (&out)[CV_NAME_BYTES], const char* name) {
   std::snprintf(out, sizeof(out), "%s", name != nullptr ? name : "unknown");
 }
 
+// The sequence header's CICP values are any 8-bit number; an FFmpeg enum
+// holds only those FFmpeg defines, so each is range-checked before the cast
+// (casting an integer outside an enum's range is undefined behaviour).
+const char* ColorSpaceName(int v) {
+  return v >= 0 && v < AVCOL_SPC_NB ? av_color_space_name(static_cast<AVColorSpace>(v)) : nullptr;
+}
+const char* ColorPrimariesName(int v) {
+  return v >= 0 && v < AVCOL_PRI_NB ? av_color_primaries_name(static_cast<AVColorPrimaries>(v)) : nullptr;
+}
+const char* ColorTransferName(int v) {
+  return v >= 0 && v < AVCOL_TRC_NB ? av_color_transfer_name(static_cast<AVColorTransferCharacteristic>(v))
+                                    : nullptr;
+}
+
 bool Positive(AVRational r) { return r.num > 0 && r.den > 0; }
 
 AVRational HeaderFps(const AVStream* s) {
@@ -171,10 +185,10 @@ Status Session::DescribeStream(const Dav1dSequenceHeader& seq, AVPixelFormat nat
                                                                  : 0;
   m.rotation_degrees = Rotation(stream);
   // What libavcodec's wrapper reports: the sequence header's CICP values.
-  Name(m.color_space, av_color_space_name(static_cast<AVColorSpace>(seq.mtrx)));
+  Name(m.color_space, ColorSpaceName(static_cast<int>(seq.mtrx)));
   Name(m.color_range, av_color_range_name(seq.color_range ? AVCOL_RANGE_JPEG : AVCOL_RANGE_MPEG));
-  Name(m.color_primaries, av_color_primaries_name(static_cast<AVColorPrimaries>(seq.pri)));
-  Name(m.color_transfer, av_color_transfer_name(static_cast<AVColorTransferCharacteristic>(seq.trc)));
+  Name(m.color_primaries, ColorPrimariesName(static_cast<int>(seq.pri)));
+  Name(m.color_transfer, ColorTransferName(static_cast<int>(seq.trc)));
   m.time_base_num = stream->time_base.num;
   m.time_base_den = stream->time_base.den;
   return Status();
