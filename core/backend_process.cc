@@ -24,6 +24,10 @@ using ipc::Clock;
 // Control-channel geometry: no arena, small rings.
 constexpr ipc::Geometry kControlGeometry{16 << 10, 16 << 10, 0, 0};
 constexpr auto kExitGrace = std::chrono::milliseconds(500);
+// How long a reaped child's output may take to reach the host: its pipe
+// ends at once unless a process it left behind (degraded sandbox, no pid
+// namespace) still holds it.
+constexpr auto kOutputGrace = std::chrono::milliseconds(1000);
 
 absl::Status Prefixed(const absl::Status& s, absl::string_view prefix) {
   return absl::Status(s.code(), absl::StrCat(prefix, s.message()));
@@ -175,11 +179,16 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
   }
   // A clean environment: no secret of the host's reaches plugin code.
   spec.env = {"PATH=/usr/bin:/bin", "LANG=C.UTF-8"};
-  // The backend's stdout goes to our stderr, so that it can never write into
-  // a frame stream the host sends to stdout.
+  // The backend's stdout and stderr are a pipe the host reads and forwards
+  // to its own stderr (core/backend_output.h): the child never holds the
+  // host's terminal or log, nor writes into a frame stream on stdout.
+  int output_pipe[2];
+  if (pipe2(output_pipe, O_CLOEXEC) != 0) return Prefixed(ipc::ErrnoStatus("pipe2"), where);
+  ipc::UniqueFd output_read(output_pipe[0]);
+  ipc::UniqueFd output_write(output_pipe[1]);
   spec.fds = {{devnull.get(), 0},
-              {STDERR_FILENO, 1},
-              {STDERR_FILENO, 2},
+              {output_write.get(), 1},
+              {output_write.get(), 2},
               {ends.memfd.get(), runner::kControlMemfdFd},
               {ends.socket.get(), runner::kControlSocketFd},
               {library.get(), runner::kLibraryFd}};
@@ -214,6 +223,8 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
   engaged.rlimits = !spec.sandbox.rlimits.empty();
   engaged.no_new_privs = spec.sandbox.no_new_privs;
   ends = {};  // the child has its copies now
+  output_write.reset();
+  auto output = std::make_unique<BackendOutput>(manifest.name, std::move(output_read), STDERR_FILENO);
 
   // From here on the process object stops and reaps the child on any
   // failure (its destructor).
@@ -221,6 +232,7 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
   ipc::HostChannel* control_channel = control.get();
   std::unique_ptr<BackendProcess> process(
       new BackendProcess(manifest, std::move(launcher), *std::move(child), std::move(control)));
+  process->output_ = std::move(output);
   const int dup = fcntl(child_pidfd, F_DUPFD_CLOEXEC, 0);
   if (dup < 0) return Prefixed(ipc::ErrnoStatus("dup(pidfd)"), where);
   control_channel->WatchProcess(ipc::UniqueFd(dup));  // no other thread knows the process yet
@@ -260,6 +272,9 @@ absl::StatusOr<ExitStatus> BackendProcess::Reap(ipc::Deadline deadline) {
   absl::StatusOr<ExitStatus> exit = launcher_->Wait(child_, deadline);
   if (!exit.ok()) return exit.status();
   exit_ = *exit;
+  // What it wrote before it died reaches the host's stderr before anyone
+  // hears of the death (a crash backtrace, a vendor's last words).
+  if (output_ != nullptr) output_->Finish(kOutputGrace);
   return *exit_;
 }
 

@@ -16,6 +16,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "ipc/mutex.h"
+#include "core/backend_output.h"
 #include "core/install_layout.h"
 #include "core/manifest.h"
 #include "core/process.h"
@@ -122,6 +123,8 @@ class BackendProcess {
   // channel must not delay seeing the child's death.
   mutable Mutex reap_mu_ ABSL_ACQUIRED_AFTER(mu_);
   std::optional<ExitStatus> exit_ ABSL_GUARDED_BY(reap_mu_);
+  // Forwards the child's stdout and stderr; finished when it is reaped.
+  std::unique_ptr<BackendOutput> output_;
 };
 
 // How a backend process ended, in words: "killed by signal 6 (SIGABRT)",

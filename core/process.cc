@@ -36,6 +36,9 @@ namespace {
     (void)!write(error_pipe, &err, sizeof(err));
     _exit(127);
   };
+  // A session of its own: no controlling terminal, so no TIOCSTI into the
+  // user's shell, and no signals from the terminal's keyboard.
+  if (setsid() < 0) fail(errno);
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail(errno);
   if (getppid() != parent && !spec.sandbox.namespaces) _exit(127);  // the host died before prctl took effect
   if (spec.sandbox.namespaces) {

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/frame_check.h"
 
 namespace codecvisor {
 namespace {
@@ -72,6 +73,7 @@ bool SameStream(const ipc::StreamMetadata& a, const ipc::StreamMetadata& b) {
 }
 
 constexpr auto kBusyRetry = std::chrono::milliseconds(50);
+constexpr int kBusyRetries = 4;  // 0.5 s in all
 
 std::atomic<uint64_t> next_token{1};
 
@@ -188,7 +190,7 @@ absl::Status VideoDecoder::Annotate(const absl::Status& status) const {
 }
 
 absl::StatusOr<RequestBlame> VideoDecoder::Recover(const absl::Status& failure, std::chrono::milliseconds timeout,
-                                           ipc::CrashHints hints, DeathRecord* death) {
+                                           ipc::CrashHints hints, DeathRecord* death, bool replace) {
   // A hang or a malformed message leaves the child alive: the supervisor
   // kills it for us, and the blame is ours.
   std::string reason;
@@ -199,7 +201,8 @@ absl::StatusOr<RequestBlame> VideoDecoder::Recover(const absl::Status& failure, 
   } else {
     reason = std::string(failure.message());
   }
-  const bool kill = absl::IsDeadlineExceeded(failure) || absl::IsDataLoss(failure);
+  if (replace) reason = absl::StrCat("out of resources: ", failure.message());
+  const bool kill = replace || absl::IsDeadlineExceeded(failure) || absl::IsDataLoss(failure);
   absl::StatusOr<DeathRecord> record =
       supervisor_->ReportFailure(backend_.generation, token_, kill, reason, Clock::now() + kRecoveryWait);
   session_ = {};
@@ -250,16 +253,19 @@ absl::Status VideoDecoder::Reopen() {
       supervisor_->WatchChannel(backend_.generation, session_.channel);
       return absl::OkStatus();
     }
-    if (!channel_failure) {
-      // The backend is out of something (threads, memory) right now, often
-      // because another session is hogging it until it is killed: retry
-      // with a backoff while the open deadline allows.
-      if (absl::IsResourceExhausted(opened.status()) && Clock::now() + kBusyRetry * (busy_retries + 1) < open_deadline) {
-        std::this_thread::sleep_for(kBusyRetry * ++busy_retries);
-        continue;
-      }
-      return Annotate(opened.status());
+    // The backend out of something (threads, memory): a passing shortage
+    // gets a few short waits; a lasting one replaces the process, which
+    // counts as a crash for the restart budget, and the open goes on on a
+    // fresh one (an open that exhausts even that one is poison). Waiting
+    // out the open timeout on an exhausted process would stall the caller
+    // for minutes.
+    const bool exhausted = !channel_failure && absl::IsResourceExhausted(opened.status());
+    if (!channel_failure && !exhausted) return Annotate(opened.status());
+    if (exhausted && busy_retries < kBusyRetries && Clock::now() + kBusyRetry * (busy_retries + 1) < open_deadline) {
+      std::this_thread::sleep_for(kBusyRetry * ++busy_retries);
+      continue;
     }
+    busy_retries = 0;
     backend_ = *handle;
     DeathRecord death;
     // Opens are served one at a time on the control channel, and every open
@@ -267,7 +273,7 @@ absl::Status VideoDecoder::Reopen() {
     // the hints name was inside vendor code.
     ipc::CrashHints hints = handle->process->ControlCrashHints();
     if (file_token == 0 || hints.call_token != file_token) hints = {};
-    absl::StatusOr<RequestBlame> blame = Recover(opened.status(), options_.open_timeout, hints, &death);
+    absl::StatusOr<RequestBlame> blame = Recover(opened.status(), options_.open_timeout, hints, &death, exhausted);
     if (!blame.ok()) return Annotate(blame.status());
     if (absl::Status s = replays.AfterDeath(*blame, death,
                                             {"opening the file", "opening the file", "; it is poison and is not retried"});
@@ -305,7 +311,8 @@ VideoDecoder::Attempt VideoDecoder::RunOnce(const FrameSelection& selection,
   // A re-issued request starts over: frames already delivered are skipped.
   const uint32_t skip = *delivered;
   absl::Status& first_error = *sink_error;
-  uint32_t position = 0;
+  FrameCheck check(selection, metadata_.num_frames_from_scan >= 0 ? metadata_.num_frames_from_scan
+                                                                  : metadata_.num_frames_from_header);
   for (;;) {
     absl::StatusOr<ipc::Incoming> in = channel.Receive(Clock::now() + options_.request_timeout);
     if (absl::IsDeadlineExceeded(in.status()) && channel.arena().held_count() >= slots) {
@@ -335,15 +342,19 @@ VideoDecoder::Attempt VideoDecoder::RunOnce(const FrameSelection& selection,
               true};
     }
     for (ipc::FrameLease& lease : in->frames) {
-      if (lease.ref().request_position != position++) {
-        return {absl::DataLossError("backend sent frames out of request order"), true};
-      }
-      if (position <= skip) continue;  // delivered before the restart; the lease frees its slot
+      // A frame the request did not ask for is a protocol violation: the
+      // backend is replaced and the request blamed (the records may be a
+      // plugin's forgery).
+      if (absl::Status s = check.Next(lease.ref()); !s.ok()) return {s, true};
+      if (check.received() <= skip) continue;  // delivered before the restart; the lease frees its slot
       ++*delivered;
       // After a sink error, keep draining so the next request starts clean.
       if (first_error.ok()) first_error = sink(Frame(std::move(lease)));
     }
-    if (batch->final) return {first_error, false};
+    if (batch->final) {
+      if (absl::Status s = check.Final(); !s.ok()) return {s, true};
+      return {first_error, false};
+    }
   }
 }
 

@@ -144,8 +144,10 @@ class VideoDecoder {
   // After a channel failure: has the supervisor replace the backend and
   // says what the death makes of this session's request.
   // `timeout` is the deadline that applied (open or request), for the reason.
+  // `replace`: the backend answered but is out of resources; it is killed
+  // and replaced like a hung one.
   absl::StatusOr<RequestBlame> Recover(const absl::Status& failure, std::chrono::milliseconds timeout,
-                                       ipc::CrashHints hints, DeathRecord* death);
+                                       ipc::CrashHints hints, DeathRecord* death, bool replace = false);
   absl::StatusOr<std::vector<Frame>> Collect(const FrameSelection& selection);
   absl::Status Annotate(const absl::Status& status) const;
 

@@ -3,8 +3,10 @@
 // that dies of a fault signal inside the sandbox writes its crashing
 // thread's stack to its stderr (the host's), naming the vendor's function
 // even though the library hides its symbols; the host's crash hints still
-// say how it died. The child inherits the host's descriptor 2 at spawn, so
-// the test points descriptor 2 at a file while backends run.
+// say how it died. The host forwards the child's stderr to its own
+// descriptor 2 (core/backend_output.h), and finishes forwarding before it
+// handles the death, so the test points descriptor 2 at a file while
+// backends run.
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -75,8 +77,9 @@ class CrashBacktraceTest : public FaultTest {
 TEST_F(CrashBacktraceTest, SegfaultWritesTheCrashingThreadsBacktrace) {
   setenv("CODECVISOR_BACKEND_BACKTRACE", "1", 1);  // read at each spawn
   const std::string err = CrashAndCapture("segfault", "SIGSEGV");
-  EXPECT_NE(err.find("codecvisor-backend: backend 'faulty': fatal signal 11 (SIGSEGV); backtrace of the crashing "
-                     "thread:\n  #0 "),
+  // Each line of the backend's stderr reaches ours with the host's prefix.
+  EXPECT_NE(err.find("codecvisor: backend 'faulty': codecvisor-backend: backend 'faulty': fatal signal 11 "
+                     "(SIGSEGV); backtrace of the crashing thread:\ncodecvisor: backend 'faulty':   #0 "),
             std::string::npos)
       << err;
   // The faulting frame is the vendor's hidden function, named from the

@@ -103,6 +103,21 @@ TEST_F(SandboxTest, LiveBackendHasTheSandboxEngaged) {
   EXPECT_NE(backend.sandbox.find("seccomp"), std::string::npos) << backend.sandbox;
   EXPECT_NE(backend.sandbox.find("landlock"), std::string::npos) << backend.sandbox;
   EXPECT_NE(backend.sandbox.find("namespaces"), std::string::npos) << backend.sandbox;
+  // A session of its own with no controlling terminal, and stdout and
+  // stderr a pipe of the host's, not the host's terminal or log.
+  const std::string stat = ReadFile(proc + "/stat");
+  std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+  std::string state, ppid, pgrp, session, tty;
+  fields >> state >> ppid >> pgrp >> session >> tty;
+  EXPECT_NE(session, std::to_string(getsid(0))) << "the backend is in the host's session";
+  EXPECT_EQ(session, std::to_string(backend.pid)) << "the backend leads no session of its own";
+  EXPECT_EQ(tty, "0") << "the backend has a controlling terminal";
+  for (const char* fd : {"/fd/1", "/fd/2"}) {
+    const std::string target = Link(proc + fd);
+    EXPECT_EQ(target.rfind("pipe:", 0), 0u) << fd << " is " << target;
+    EXPECT_NE(target, Link("/proc/self/fd/2")) << fd << " is the host's stderr";
+  }
+  row.Note("own session, no terminal, stdio " + Link(proc + "/fd/2"));
   // Its environment is the clean one, not ours.
   const std::string environ = ReadFile(proc + "/environ");
   EXPECT_EQ(environ.find("CODECVISOR_TEST_SECRET"), std::string::npos);
@@ -135,6 +150,10 @@ const Escape kEscapes[] = {
     {"raise_rlimit", "seccomp", "sandbox violation: syscall prlimit64"},
     {"setuid", "seccomp", "sandbox violation: syscall setuid"},
     {"mount", "seccomp", "sandbox violation: syscall mount"},
+    {"tiocsti", "stdio pipe", "denied (Inappropriate ioctl for device)"},
+    {"truncate_log", "stdio pipe", "denied (Invalid argument)"},
+    {"rewrite_log", "stdio pipe", "denied (Illegal seek)"},
+    {"open_tty", "landlock", "denied (Permission denied)"},
 };
 
 // Under ThreadSanitizer the runtime sits between the kernel and the
@@ -251,6 +270,79 @@ TEST_F(SandboxTest, EveryEscapeIsDeniedInInitAndInDecode) {
   after.Note("its request " + FrameOutcome(frame, 3));
   after.Verdict(FrameOutcome(frame, 3) == "correct frame");
   EXPECT_TRUE(frame.ok());
+}
+
+// Forged frame records: from inside decode_frame of a request's second
+// frame, the plugin appends well-formed records of its own to the response
+// ring (backends/testing/forger.h): the second frame under stream index
+// 1000, or the true second frame plus a third nobody asked for. The host
+// accepts only the frames it asked for, in number, order and index; any
+// other record replaces the backend and blames the request, which is
+// poison when the replay forges again. The caller never receives a frame
+// under an index it did not ask for.
+class ForgeryTest : public FaultTest, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(ForgeryTest, OnlyTheRequestedFramesAreAccepted) {
+  const std::string fault = GetParam();
+  const std::string video = WriteSyntheticVideo("forge_" + fault + ".syn", "fault=" + fault + " fault_frame=1");
+  DecoderOptions options;
+  options.request_timeout = std::chrono::milliseconds(2000);
+  FaultRow& row = Row(fault + ": forged frame records for a two-frame request, then a good request");
+  for (int run = 0; run < 3; ++run) {
+    ++row.tries;
+    auto decoder = Open(video, "faulty", options);
+    ASSERT_TRUE(decoder.ok()) << decoder.status();
+    const int64_t indices[] = {0, 1};
+    auto frames = (*decoder)->GetFramesAt(indices);
+    if (frames.ok()) {
+      std::string got;
+      for (const Frame& f : *frames) got += " " + std::to_string(f.index());
+      row.Saw("forgery ACCEPTED: frames" + got);
+      ADD_FAILURE() << "run " << run << ": the host accepted frames" << got << " for a request of 0, 1";
+    } else {
+      row.Saw("forged request " + CodeName(frames.status()));
+      EXPECT_EQ(frames.status().code(), absl::StatusCode::kAborted) << frames.status();
+      EXPECT_NE(frames.status().message().find("poison"), absl::string_view::npos) << frames.status();
+    }
+    auto good = (*decoder)->GetFrameAt(0);
+    row.Saw("next request " + FrameOutcome(good, 0));
+    ASSERT_TRUE(good.ok()) << "run " << run << ": " << good.status();
+    EXPECT_TRUE(IsSyntheticFrame(*good, 0));
+  }
+  row.Note(absl::StrCat(StatusOf("faulty").restarts, " restarts"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Forgeries, ForgeryTest, ::testing::Values("forge_index", "forge_count"));
+
+// A backend whose open answers "out of resources" (as the runner does when
+// a plugin has used up the threads it may start) is replaced, and the open
+// tried on a fresh process; an open that exhausts every process is poison.
+// Either way the caller hears within seconds, not after the open timeout.
+TEST_F(FaultTest, AnOpenOutOfResourcesReplacesTheBackendInsteadOfWaitingOutTheTimeout) {
+  FaultRow& row = Row("open answered 'out of resources' every time, open timeout 60 s");
+  DecoderOptions options;
+  options.open_timeout = std::chrono::seconds(60);
+  ++row.tries;
+  const auto start = std::chrono::steady_clock::now();
+  auto decoder = Open(WriteSyntheticVideo("exhausted.syn", "fault=exhausted_open"), "faulty", options);
+  const auto took = std::chrono::steady_clock::now() - start;
+  row.Saw("open " + CodeName(decoder.status()));
+  ASSERT_FALSE(decoder.ok());
+  EXPECT_EQ(decoder.status().code(), absl::StatusCode::kAborted) << decoder.status();
+  EXPECT_NE(decoder.status().message().find("out of resources"), absl::string_view::npos) << decoder.status();
+  EXPECT_NE(decoder.status().message().find("poison"), absl::string_view::npos) << decoder.status();
+  EXPECT_EQ(StatusOf("faulty").restarts, 2) << "each exhausted open replaces the process";
+  // A generous bound next to the 60 s the old retry loop spent: the three
+  // attempts wait 0.5 s each, plus two restarts.
+  EXPECT_LT(took, std::chrono::seconds(30));
+  row.Note(absl::StrCat(StatusOf("faulty").restarts, " restarts"));
+  // The backend serves other files on.
+  ++row.tries;
+  auto good = Open(WriteSyntheticVideo("after_exhausted.syn"), "faulty", options);
+  ASSERT_TRUE(good.ok()) << good.status();
+  auto frame = (*good)->GetFrameAt(2);
+  row.Saw("next open's request " + FrameOutcome(frame, 2));
+  EXPECT_TRUE(frame.ok() && IsSyntheticFrame(*frame, 2));
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/ptrace.h>
 #include <sys/resource.h>
@@ -89,6 +90,14 @@ std::string Attack(const std::string& name, int host_pid, int port) {
   }
   if (name == "setuid") return Verdict("setuid(0)", setuid(0) == 0, errno);
   if (name == "mount") return Verdict("mount a tmpfs", mount("none", "/tmp", "tmpfs", 0, nullptr) == 0, errno);
+  // The host's terminal and log, reached through the child's stdio.
+  if (name == "tiocsti") {
+    char c = '#';
+    return Verdict("push a key into the terminal (TIOCSTI on fd 2)", ioctl(2, TIOCSTI, &c) == 0, errno);
+  }
+  if (name == "truncate_log") return Verdict("truncate the host's log (fd 2)", ftruncate(2, 0) == 0, errno);
+  if (name == "rewrite_log") return Verdict("rewrite the host's log (fd 1)", pwrite(1, "forged\n", 7, 0) == 7, errno);
+  if (name == "open_tty") return OpenAttack("open the controlling terminal", "/dev/tty", O_RDWR);
   return "unknown attack " + name;
 }
 

@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include "backends/testing/forger.h"
+
 namespace codecvisor::testing {
 namespace {
 
@@ -97,6 +99,10 @@ void InjectFault(const std::string& fault, cv_frame_buffer* buffer) {
     }
   } else if (fault == "garbage" || fault == "oversized") {
     if (uint8_t* region = FindRegion(buffer->data)) WriteGarbage(region, fault == "oversized");
+  } else if (fault == "forge_index") {
+    ForgeFrameRecords(buffer->data, Forgery::kWrongIndex);
+  } else if (fault == "forge_count") {
+    ForgeFrameRecords(buffer->data, Forgery::kExtraFrame);
   } else if (fault == "scribble") {
     if (uint8_t* region = FindRegion(buffer->data)) {
       // Everything after the magic and geometry: ring indices, doorbells,

@@ -7,7 +7,7 @@
 // library can reach because it shares the runner's address space: it finds
 // the region by walking back from the frame buffer it was lent to the
 // region's magic, and writes garbage, impossible lengths, or bad frame
-// references there.
+// references there, or forges well-formed frame records (forger.h).
 
 #ifndef CODECVISOR_BACKENDS_TESTING_FAULTS_H_
 #define CODECVISOR_BACKENDS_TESTING_FAULTS_H_

@@ -102,6 +102,10 @@ cv_status Open(cv_backend*, int fd, const cv_open_options* options, cv_session**
   if (kFaulty && video->fault == "hang_open") {
     for (;;) pause();
   }
+  if (kFaulty && video->fault == "exhausted_open") {
+    // As the runner answers when it cannot start a session thread.
+    return Fail(error, CV_ERROR_RESOURCE_EXHAUSTED, "%s: out of threads", options->file_label);
+  }
   if (kFaulty && video->fault == "segfault_open") {
     volatile int* null = nullptr;
     *null = 1;

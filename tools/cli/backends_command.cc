@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "core/backend_output.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/host_setup.h"
 #include "tools/cli/json.h"
@@ -17,9 +18,11 @@ namespace {
 void PrintText(const Host& host, const std::vector<BackendStatus>& backends) {
   std::vector<std::vector<std::string>> rows = {{"NAME", "DEVICES", "STATE", "PID", "RESTARTS", "MANIFEST"}};
   for (const BackendStatus& b : backends) {
-    rows.push_back({b.name, b.devices.empty() ? "-" : absl::StrJoin(b.devices, ","),
+    // What a backend or a manifest says is escaped: it may hold control
+    // characters meant for the terminal.
+    rows.push_back({EscapeForTerminal(b.name), b.devices.empty() ? "-" : EscapeForTerminal(absl::StrJoin(b.devices, ",")),
                     b.warm_spare ? b.state + "+spare" : b.state, b.pid > 0 ? absl::StrCat(b.pid) : "-",
-                    absl::StrCat(b.restarts), b.manifest_path});
+                    absl::StrCat(b.restarts), EscapeForTerminal(b.manifest_path)});
   }
   std::vector<size_t> widths(rows[0].size(), 0);
   for (const auto& row : rows) {
@@ -32,14 +35,14 @@ void PrintText(const Host& host, const std::vector<BackendStatus>& backends) {
     if (r == 0) continue;
     const BackendStatus& b = backends[r - 1];
     if (!b.last_exit.empty()) {
-      absl::StrAppend(&out, "  last exit: ", b.last_exit, b.last_exit_time.empty() ? "" : " at ",
+      absl::StrAppend(&out, "  last exit: ", EscapeForTerminal(b.last_exit), b.last_exit_time.empty() ? "" : " at ",
                       b.last_exit_time, "\n");
     }
     if (!b.sandbox.empty()) absl::StrAppend(&out, "  sandbox: ", b.sandbox, "\n");
-    if (!b.diagnostic.empty()) absl::StrAppend(&out, "  diagnostic: ", b.diagnostic, "\n");
+    if (!b.diagnostic.empty()) absl::StrAppend(&out, "  diagnostic: ", EscapeForTerminal(b.diagnostic), "\n");
   }
   absl::StrAppend(&out, "default device: ", host.default_device(), "\n");
-  for (const std::string& warning : host.warnings()) absl::StrAppend(&out, "warning: ", warning, "\n");
+  for (const std::string& warning : host.warnings()) absl::StrAppend(&out, "warning: ", EscapeForTerminal(warning), "\n");
   std::fwrite(out.data(), 1, out.size(), stdout);
 }
 

@@ -10,6 +10,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "core/backend_output.h"
 
 namespace codecvisor::cli {
 
@@ -72,7 +73,9 @@ absl::Status CheckReadableFile(const std::string& path) {
 }
 
 int ReportFailure(absl::string_view command, absl::string_view subject, const absl::Status& status) {
-  const absl::string_view message = status.message();
+  // Errors quote backends' messages: escaped before they reach a terminal.
+  const std::string escaped = EscapeForTerminal(std::string_view(status.message().data(), status.message().size()));
+  const absl::string_view message = escaped;
   if (subject.empty() || absl::StartsWith(message, subject)) {
     std::fprintf(stderr, "codecvisor %.*s: %.*s\n", static_cast<int>(command.size()), command.data(),
                  static_cast<int>(message.size()), message.data());

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/backend_output.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/host_setup.h"
 #include "tools/cli/json.h"
@@ -49,7 +50,11 @@ void PrintText(const InfoArgs& args, const Host& host, const VideoDecoder& decod
   size_t width = 0;
   for (const auto& row : rows) width = std::max(width, row.first.size());
   std::string out;
-  for (const auto& [key, value] : rows) absl::StrAppendFormat(&out, "%-*s  %s\n", width, key, value);
+  // Names come from the backend (and the file name from the user): a
+  // newline or an escape sequence in them must not reach the terminal.
+  for (const auto& [key, value] : rows) {
+    absl::StrAppendFormat(&out, "%-*s  %s\n", width, key, EscapeForTerminal(value));
+  }
   std::fwrite(out.data(), 1, out.size(), stdout);
 }
 

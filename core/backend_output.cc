@@ -1,0 +1,170 @@
+// File: core/backend_output.cc
+
+#include "core/backend_output.h"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+
+namespace codecvisor {
+namespace {
+
+// Length of the well-formed UTF-8 sequence of a printable code point at
+// the start of `s` (U+00A0 and up: C1 controls are not printable), or 0.
+size_t PrintableUtf8(std::string_view s) {
+  const auto b0 = static_cast<uint8_t>(s[0]);
+  size_t n = b0 >= 0xf0 && b0 <= 0xf4 ? 4 : b0 >= 0xe0 ? 3 : b0 >= 0xc2 && b0 < 0xe0 ? 2 : 0;
+  if (n == 0 || s.size() < n) return 0;
+  uint32_t cp = b0 & (0x7f >> n);
+  for (size_t i = 1; i < n; ++i) {
+    const auto b = static_cast<uint8_t>(s[i]);
+    if ((b & 0xc0) != 0x80) return 0;
+    cp = (cp << 6) | (b & 0x3f);
+  }
+  const bool overlong = (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000);
+  const bool invalid = cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || cp < 0xa0;
+  // U+2028/2029 end lines in some terminals' eyes; U+202A-202E and
+  // U+2066-2069 reorder text (bidi overrides, "Trojan source").
+  const bool risky = cp == 0x2028 || cp == 0x2029 || (cp >= 0x202a && cp <= 0x202e) ||
+                     (cp >= 0x2066 && cp <= 0x2069);
+  return overlong || invalid || risky ? 0 : n;
+}
+
+}  // namespace
+
+std::string EscapeForTerminal(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    const auto c = static_cast<uint8_t>(text[i]);
+    if (c == '\\') {
+      out += "\\\\";
+      ++i;
+    } else if ((c >= 0x20 && c < 0x7f) || c == '\t') {
+      out += static_cast<char>(c);
+      ++i;
+    } else if (const size_t n = c >= 0x80 ? PrintableUtf8(text.substr(i)) : 0; n > 0) {
+      out.append(text.substr(i, n));
+      i += n;
+    } else {
+      char hex[5];
+      std::snprintf(hex, sizeof(hex), "\\x%02x", c);
+      out += hex;
+      ++i;
+    }
+  }
+  return out;
+}
+
+OutputFilter::OutputFilter(std::string name, Emit emit, Clock::time_point now)
+    : prefix_(absl::StrCat("codecvisor: backend '", EscapeForTerminal(name), "': ")),
+      emit_(std::move(emit)),
+      budget_(static_cast<double>(kBurstBytes)),
+      refilled_(now) {}
+
+void OutputFilter::Feed(std::string_view bytes, Clock::time_point now) {
+  while (!bytes.empty()) {
+    const size_t newline = bytes.find('\n');
+    const std::string_view part = bytes.substr(0, newline);
+    const size_t room = kMaxLineBytes - line_.size();
+    line_.append(part.substr(0, room));
+    line_cut_ |= part.size() > room;
+    if (newline == std::string_view::npos) return;
+    EndLine(now);
+    bytes.remove_prefix(newline + 1);
+  }
+}
+
+void OutputFilter::EndLine(Clock::time_point now) {
+  const double elapsed = std::chrono::duration<double>(now - refilled_).count();
+  budget_ = std::min(static_cast<double>(kBurstBytes), budget_ + elapsed * kBytesPerSecond);
+  refilled_ = now;
+  const auto cost = static_cast<double>(line_.size() + 1);
+  if (budget_ < cost) {
+    dropped_ += line_.size() + 1;
+    dropped_total_ += line_.size() + 1;
+  } else {
+    budget_ -= cost;
+    ReportDropped();
+    emit_(absl::StrCat(prefix_, EscapeForTerminal(line_), line_cut_ ? " [line cut]" : "", "\n"));
+  }
+  line_.clear();
+  line_cut_ = false;
+}
+
+void OutputFilter::ReportDropped() {
+  if (dropped_ == 0) return;
+  emit_(absl::StrCat(prefix_, "[", dropped_, " bytes of output dropped: more than ", kBytesPerSecond >> 10,
+                     " KiB/s]\n"));
+  dropped_ = 0;
+}
+
+void OutputFilter::Finish(Clock::time_point now) {
+  if (!line_.empty() || line_cut_) EndLine(now);
+  ReportDropped();
+}
+
+BackendOutput::BackendOutput(std::string name, ipc::UniqueFd read_end, int out)
+    : read_end_(std::move(read_end)), stop_(eventfd(0, EFD_CLOEXEC)) {
+  thread_ = std::thread(&BackendOutput::Run, this, std::move(name), out);
+}
+
+BackendOutput::~BackendOutput() { Finish(std::chrono::milliseconds(0)); }
+
+void BackendOutput::Finish(std::chrono::milliseconds grace) {
+  if (!thread_.joinable()) return;
+  const uint64_t ms = static_cast<uint64_t>(grace.count()) + 1;  // eventfd values are > 0
+  (void)!write(stop_.get(), &ms, sizeof(ms));
+  thread_.join();
+}
+
+void BackendOutput::Run(std::string name, int out) {
+  OutputFilter filter(
+      std::move(name),
+      [out](std::string_view line) {
+        // A full or broken stderr loses the line, never blocks the reader
+        // for long: the host's own stderr is the user's business.
+        for (size_t done = 0; done < line.size();) {
+          const ssize_t n = write(out, line.data() + done, line.size() - done);
+          if (n < 0 && errno == EINTR) continue;
+          if (n <= 0) return;
+          done += static_cast<size_t>(n);
+        }
+      },
+      OutputFilter::Clock::now());
+  std::optional<OutputFilter::Clock::time_point> deadline;
+  char buffer[16 << 10];
+  for (;;) {
+    int timeout = -1;
+    if (deadline && OutputFilter::Clock::now() > *deadline) break;  // however much a flood still sends
+    if (deadline) {
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - OutputFilter::Clock::now());
+      timeout = static_cast<int>(std::max<int64_t>(0, left.count()));
+    }
+    pollfd fds[2] = {{read_end_.get(), POLLIN, 0}, {stop_.get(), POLLIN, 0}};
+    const int ready = poll(fds, deadline ? 1 : 2, timeout);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready == 0) break;  // the grace after Finish() is over
+    if (!deadline && (fds[1].revents & POLLIN) != 0) {
+      uint64_t grace_ms = 1;
+      (void)!read(stop_.get(), &grace_ms, sizeof(grace_ms));
+      deadline = OutputFilter::Clock::now() + std::chrono::milliseconds(grace_ms - 1);
+      continue;
+    }
+    if ((fds[0].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+    const ssize_t n = read(read_end_.get(), buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // every writer is gone
+    filter.Feed(std::string_view(buffer, static_cast<size_t>(n)), OutputFilter::Clock::now());
+  }
+  filter.Finish(OutputFilter::Clock::now());
+}
+
+}  // namespace codecvisor

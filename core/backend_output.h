@@ -1,0 +1,93 @@
+// File: core/backend_output.h
+//
+// A backend's stdout and stderr, as the host shows them. The child never
+// holds a descriptor of the host's terminal or log: its descriptors 1 and 2
+// are the write end of a pipe, and the host reads the other end on a
+// thread of its own (BackendOutput), so a plugin can neither type into the
+// user's terminal (TIOCSTI), nor truncate or rewrite the host's log, nor
+// block on a full pipe. Each line is forwarded to the host's stderr as
+//   codecvisor: backend 'NAME': <line, control characters escaped>
+// within bounds (OutputFilter): lines are cut at kMaxLineBytes, and past a
+// budget of kBurstBytes, refilled at kBytesPerSecond, lines are dropped and
+// counted, with one line saying how much was dropped once the budget is
+// back, or at the end.
+
+#ifndef CODECVISOR_CORE_BACKEND_OUTPUT_H_
+#define CODECVISOR_CORE_BACKEND_OUTPUT_H_
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "ipc/unique_fd.h"
+
+namespace codecvisor {
+
+// `text` made safe for a terminal: printable ASCII and well-formed UTF-8 of
+// printable code points are kept; tab is kept; every other byte (control
+// characters, DEL, C1 controls, bytes of malformed UTF-8) becomes \xNN, and
+// a backslash becomes \\, so the escaping cannot be forged either.
+std::string EscapeForTerminal(std::string_view text);
+
+// Splits a byte stream into bounded, escaped, prefixed lines and applies the
+// rate budget. Pure logic: the clock is a parameter. Not thread-safe.
+class OutputFilter {
+ public:
+  static constexpr size_t kMaxLineBytes = 1024;
+  static constexpr uint64_t kBurstBytes = 64 << 10;
+  static constexpr uint64_t kBytesPerSecond = 16 << 10;
+  using Clock = std::chrono::steady_clock;
+  using Emit = std::function<void(std::string_view line)>;  // a whole line, with its '\n'
+
+  OutputFilter(std::string name, Emit emit, Clock::time_point now);
+  // Feeds bytes the backend wrote; emits every line they complete.
+  void Feed(std::string_view bytes, Clock::time_point now);
+  // The end of the stream: emits a last unterminated line and the count of
+  // anything dropped.
+  void Finish(Clock::time_point now);
+
+  uint64_t dropped_bytes() const { return dropped_total_; }
+
+ private:
+  void EndLine(Clock::time_point now);
+  void ReportDropped();
+
+  std::string prefix_;
+  Emit emit_;
+  std::string line_;       // the current line, at most kMaxLineBytes
+  bool line_cut_ = false;  // bytes of the current line were cut off
+  double budget_;
+  Clock::time_point refilled_;
+  uint64_t dropped_ = 0;        // not yet reported
+  uint64_t dropped_total_ = 0;
+};
+
+// Reads the backend's pipe on a thread and writes the filtered lines to
+// `out` (the host's stderr). Destruction (or Finish()) waits until the
+// child's end is closed by every process that holds it, at most `grace`,
+// then stops: what the backend wrote before it died is never lost.
+class BackendOutput {
+ public:
+  BackendOutput(std::string name, ipc::UniqueFd read_end, int out);
+  BackendOutput(const BackendOutput&) = delete;
+  BackendOutput& operator=(const BackendOutput&) = delete;
+  ~BackendOutput();
+
+  // Waits for the end of the stream until `grace` has passed, then stops
+  // reading. Idempotent.
+  void Finish(std::chrono::milliseconds grace);
+
+ private:
+  void Run(std::string name, int out);
+
+  ipc::UniqueFd read_end_;
+  ipc::UniqueFd stop_;  // an eventfd: Finish's "stop now"
+  std::thread thread_;
+};
+
+}  // namespace codecvisor
+
+#endif  // CODECVISOR_CORE_BACKEND_OUTPUT_H_

@@ -1,0 +1,120 @@
+// File: core/backend_output_test.cc
+
+#include "core/backend_output.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace codecvisor {
+namespace {
+
+using Clock = OutputFilter::Clock;
+using std::chrono::milliseconds;
+
+TEST(EscapeForTerminalTest, KeepsTextAndEscapesEverythingATerminalActsOn) {
+  EXPECT_EQ(EscapeForTerminal("decoded 12 frames\tin 3 ms"), "decoded 12 frames\tin 3 ms");
+  EXPECT_EQ(EscapeForTerminal("\x1b]0;pwned\x07\x1b[2J"), "\\x1b]0;pwned\\x07\\x1b[2J");
+  EXPECT_EQ(EscapeForTerminal("line\nwidth 1920\r"), "line\\x0awidth 1920\\x0d");
+  EXPECT_EQ(EscapeForTerminal(std::string("a\0b\x7f", 4)), "a\\x00b\\x7f");
+  EXPECT_EQ(EscapeForTerminal("C:\\x1b"), "C:\\\\x1b");  // an escape cannot be forged
+  EXPECT_EQ(EscapeForTerminal("caf\xc3\xa9 \xe2\x82\xac"), "caf\xc3\xa9 \xe2\x82\xac");  // é €
+  EXPECT_EQ(EscapeForTerminal("\xc2\x9b" "2J"), "\\xc2\\x9b2J");  // C1 CSI in UTF-8
+  EXPECT_EQ(EscapeForTerminal("\x9b" "2J"), "\\x9b2J");          // C1 CSI as a byte
+  EXPECT_EQ(EscapeForTerminal("\xe2\x80\xae" "cod.exe"), "\\xe2\\x80\\xaecod.exe");  // RLO
+  EXPECT_EQ(EscapeForTerminal("\xc0\x8a"), "\\xc0\\x8a");  // overlong newline
+  EXPECT_EQ(EscapeForTerminal("\xe2\x82"), "\\xe2\\x82");  // cut sequence
+}
+
+class OutputFilterTest : public ::testing::Test {
+ protected:
+  OutputFilter Make() {
+    return OutputFilter("acme", [this](std::string_view line) { lines_.emplace_back(line); }, t0_);
+  }
+  Clock::time_point t0_ = Clock::time_point() + std::chrono::hours(1);
+  std::vector<std::string> lines_;
+};
+
+TEST_F(OutputFilterTest, LinesArePrefixedAndJoinedAcrossReads) {
+  OutputFilter f = Make();
+  f.Feed("hel", t0_);
+  EXPECT_TRUE(lines_.empty());
+  f.Feed("lo\nworld\n\x1b[31mred\n", t0_);
+  f.Feed("no newline", t0_);
+  f.Finish(t0_);
+  EXPECT_EQ(lines_, (std::vector<std::string>{"codecvisor: backend 'acme': hello\n",
+                                              "codecvisor: backend 'acme': world\n",
+                                              "codecvisor: backend 'acme': \\x1b[31mred\n",
+                                              "codecvisor: backend 'acme': no newline\n"}));
+}
+
+TEST_F(OutputFilterTest, ALongLineIsCutAndItsRestNeverBuffered) {
+  OutputFilter f = Make();
+  const std::string huge(1 << 20, 'x');
+  for (int i = 0; i < 8; ++i) f.Feed(huge, t0_);  // 8 MiB without a newline
+  f.Feed("\nnext\n", t0_);
+  ASSERT_EQ(lines_.size(), 2u);
+  EXPECT_EQ(lines_[0], "codecvisor: backend 'acme': " + std::string(OutputFilter::kMaxLineBytes, 'x') +
+                           " [line cut]\n");
+  EXPECT_EQ(lines_[1], "codecvisor: backend 'acme': next\n");
+}
+
+TEST_F(OutputFilterTest, AFloodIsDroppedPastTheBudgetAndCounted) {
+  OutputFilter f = Make();
+  const std::string line(99, 'y');  // 100 bytes with its newline
+  for (int i = 0; i < 10000; ++i) f.Feed(line + "\n", t0_);  // 1 MB at one instant
+  const size_t kept = lines_.size();
+  EXPECT_EQ(kept, OutputFilter::kBurstBytes / 100);
+  EXPECT_EQ(f.dropped_bytes(), (10000 - kept) * 100);
+  // A second later, 16 KiB more budget: the drop is reported first.
+  f.Feed(line + "\n", t0_ + milliseconds(1000));
+  ASSERT_EQ(lines_.size(), kept + 2);
+  EXPECT_EQ(lines_[kept], "codecvisor: backend 'acme': [" + std::to_string((10000 - kept) * 100) +
+                              " bytes of output dropped: more than 16 KiB/s]\n");
+  EXPECT_EQ(lines_[kept + 1], "codecvisor: backend 'acme': " + line + "\n");
+}
+
+TEST_F(OutputFilterTest, ADropAtTheEndIsReported) {
+  OutputFilter f = Make();
+  for (int i = 0; i < 1000; ++i) f.Feed(std::string(999, 'z') + "\n", t0_);
+  f.Finish(t0_);
+  EXPECT_NE(lines_.back().find("bytes of output dropped"), std::string::npos) << lines_.back();
+}
+
+// The forwarder on a real pipe: a writer that floods and never reads
+// anything back is never blocked, and what it wrote before closing arrives.
+TEST(BackendOutputTest, ForwardsUntilTheWriterIsGoneAndNeverBlocksIt) {
+  int from_backend[2], to_host[2];
+  ASSERT_EQ(pipe2(from_backend, O_CLOEXEC), 0);
+  ASSERT_EQ(pipe2(to_host, O_CLOEXEC), 0);
+  ASSERT_EQ(fcntl(to_host[0], F_SETFL, O_NONBLOCK), 0);
+  ASSERT_GE(fcntl(to_host[1], F_SETPIPE_SZ, 1 << 20), 1 << 20);  // holds all the forwarder may write
+  {
+    BackendOutput output("acme", ipc::UniqueFd(from_backend[0]), to_host[1]);
+    const std::string chunk = std::string(4095, 'f') + "\n";
+    for (int i = 0; i < 4096; ++i) {  // 16 MiB: far more than a pipe holds
+      ASSERT_EQ(write(from_backend[1], chunk.data(), chunk.size()), static_cast<ssize_t>(chunk.size()));
+    }
+    ASSERT_EQ(write(from_backend[1], "last words\n", 11), 11);
+    close(from_backend[1]);
+    output.Finish(std::chrono::seconds(10));
+  }
+  std::string got;
+  char buf[1 << 16];
+  for (ssize_t n; (n = read(to_host[0], buf, sizeof(buf))) > 0;) got.append(buf, static_cast<size_t>(n));
+  close(to_host[0]);
+  close(to_host[1]);
+  EXPECT_LT(got.size(), 2 * OutputFilter::kBurstBytes);  // bounded
+  EXPECT_NE(got.find("codecvisor: backend 'acme': fff"), std::string::npos);
+  EXPECT_NE(got.find("f [line cut]\n"), std::string::npos);
+  // What was dropped is reported (before the next line that fits the
+  // budget, or at the end): nothing is lost silently.
+  EXPECT_NE(got.find("bytes of output dropped"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace codecvisor

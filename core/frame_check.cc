@@ -1,0 +1,87 @@
+// File: core/frame_check.cc
+
+#include "core/frame_check.h"
+
+#include <limits>
+#include <variant>
+
+#include "absl/strings/str_cat.h"
+
+namespace codecvisor {
+namespace {
+
+// [start, stop) by step, as the runner counts it; 0 for a range the runner
+// refuses (it answers with an error, never with frames).
+uint64_t RangeSize(const ipc::IndexRange& r) {
+  if (r.step <= 0 || r.start < 0 || r.start > r.stop) return 0;
+  const uint64_t span = static_cast<uint64_t>(r.stop) - static_cast<uint64_t>(r.start);
+  const auto step = static_cast<uint64_t>(r.step);
+  return span / step + (span % step != 0 ? 1 : 0);
+}
+
+}  // namespace
+
+FrameCheck::FrameCheck(const ipc::FrameRequest& request, int64_t frame_count)
+    : request_(request), frame_count_(frame_count) {
+  if (auto* list = std::get_if<ipc::IndexList>(&request.selection)) {
+    expected_ = list->indices.size();
+  } else if (auto* range = std::get_if<ipc::IndexRange>(&request.selection)) {
+    expected_ = RangeSize(*range);
+  } else if (auto* times = std::get_if<ipc::PtsList>(&request.selection)) {
+    expected_ = times->seconds.size();
+  } else {
+    // A time range: as many frames as start in it, at most the whole stream.
+    exact_ = false;
+    expected_ = frame_count >= 0 ? static_cast<uint64_t>(frame_count) : std::numeric_limits<uint64_t>::max();
+  }
+}
+
+std::optional<int64_t> FrameCheck::ExpectedIndex(uint64_t position) const {
+  if (auto* list = std::get_if<ipc::IndexList>(&request_.selection)) {
+    const int64_t i = list->indices[position];
+    return i < 0 && frame_count_ >= 0 ? i + frame_count_ : i;
+  }
+  if (auto* range = std::get_if<ipc::IndexRange>(&request_.selection)) {
+    // Below stop, so no overflow (position < RangeSize).
+    return range->start + static_cast<int64_t>(position * static_cast<uint64_t>(range->step));
+  }
+  if (std::holds_alternative<ipc::PtsRange>(request_.selection) && position > 0) {
+    return previous_index_ + 1;  // a time range's frames are consecutive
+  }
+  return std::nullopt;
+}
+
+absl::Status FrameCheck::Next(const ipc::FrameRef& ref) {
+  const uint64_t position = received_;
+  if (ref.request_position != position) {
+    return absl::DataLossError(absl::StrCat("backend sent frames out of request order (position ",
+                                            ref.request_position, " where ", position, " was due)"));
+  }
+  if (position >= expected_) {
+    return absl::DataLossError(absl::StrCat("backend sent more frames than the request asked for (",
+                                            expected_, (exact_ ? "" : " at most"), ")"));
+  }
+  if (ref.index < 0) return absl::DataLossError(absl::StrCat("backend sent frame index ", ref.index));
+  if (std::optional<int64_t> expected = ExpectedIndex(position); expected && *expected != ref.index) {
+    return absl::DataLossError(absl::StrCat("backend sent frame ", ref.index, " at request position ", position,
+                                            " where frame ", *expected, " was asked for"));
+  }
+  if (auto* span = std::get_if<ipc::PtsRange>(&request_.selection);
+      span != nullptr && !(ref.pts_seconds < span->stop_seconds)) {
+    return absl::DataLossError(absl::StrCat("backend sent a frame at ", ref.pts_seconds,
+                                            " s for a time range that ends at ", span->stop_seconds, " s"));
+  }
+  previous_index_ = ref.index;
+  ++received_;
+  return absl::OkStatus();
+}
+
+absl::Status FrameCheck::Final() const {
+  if (exact_ && received_ != expected_) {
+    return absl::DataLossError(absl::StrCat("backend ended the answer after ", received_, " of ", expected_,
+                                            " requested frames"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace codecvisor

@@ -1,0 +1,53 @@
+// File: core/frame_check.h
+//
+// What the host accepts in answer to one frame request. The runner shares
+// its address space with vendor code, so every frame record may be a
+// forgery: the host checks each against the selection it sent, in number,
+// order and stream index (negative indices resolved as the runner resolves
+// them), and a time range's frames against its stop time and each other.
+// A record that fails is a protocol violation: the caller replaces the
+// backend and blames the request. Pure logic on private values; not
+// thread-safe (one per request attempt).
+
+#ifndef CODECVISOR_CORE_FRAME_CHECK_H_
+#define CODECVISOR_CORE_FRAME_CHECK_H_
+
+#include <cstdint>
+#include <optional>
+
+#include "absl/status/status.h"
+#include "ipc/messages.h"
+
+namespace codecvisor {
+
+class FrameCheck {
+ public:
+  // `frame_count`: the stream's frame count as the session reported it
+  // (from the scan, else the header), or -1 when unknown.
+  FrameCheck(const ipc::FrameRequest& request, int64_t frame_count);
+
+  // The next frame record of the answer. kDataLoss naming what is wrong if
+  // it is not the frame the request asked for at this position.
+  [[nodiscard]] absl::Status Next(const ipc::FrameRef& ref);
+  // The backend said the answer is complete. kDataLoss if frames the
+  // request asked for are missing.
+  [[nodiscard]] absl::Status Final() const;
+
+  uint64_t received() const { return received_; }
+
+ private:
+  // The stream index expected at `position`, when the request fixes it.
+  std::optional<int64_t> ExpectedIndex(uint64_t position) const;
+
+  const ipc::FrameRequest request_;  // a copy: lists hold at most 2048 entries
+  int64_t frame_count_;
+  // Frames the answer must hold exactly, or at most (a time range).
+  uint64_t expected_ = 0;
+  bool exact_ = true;
+  uint64_t received_ = 0;
+  int64_t previous_index_ = -1;
+};
+
+}  // namespace codecvisor
+
+#endif  // CODECVISOR_CORE_FRAME_CHECK_H_

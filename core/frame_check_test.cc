@@ -1,0 +1,116 @@
+// File: core/frame_check_test.cc
+
+#include "core/frame_check.h"
+
+#include <limits>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace codecvisor {
+namespace {
+
+ipc::FrameRef Ref(uint32_t position, int64_t index, double pts_seconds = 0) {
+  ipc::FrameRef ref;
+  ref.request_position = position;
+  ref.index = index;
+  ref.pts_seconds = pts_seconds;
+  return ref;
+}
+
+// Feeds `indices` (positions 0, 1, ...) and returns the first error, or
+// Final()'s verdict.
+absl::Status Answer(const ipc::FrameRequest& request, int64_t count, const std::vector<int64_t>& indices) {
+  FrameCheck check(request, count);
+  for (size_t i = 0; i < indices.size(); ++i) {
+    if (absl::Status s = check.Next(Ref(static_cast<uint32_t>(i), indices[i])); !s.ok()) return s;
+  }
+  return check.Final();
+}
+
+TEST(FrameCheckTest, AnIndexListGetsExactlyItsFramesInOrder) {
+  const ipc::FrameRequest request{ipc::IndexList{{4, 0, 4, -1}}};
+  EXPECT_TRUE(Answer(request, 10, {4, 0, 4, 9}).ok());
+  EXPECT_TRUE(absl::IsDataLoss(Answer(request, 10, {4, 0, 4})));         // one missing
+  EXPECT_TRUE(absl::IsDataLoss(Answer(request, 10, {4, 0, 4, 9, 9})));   // one too many
+  EXPECT_TRUE(absl::IsDataLoss(Answer(request, 10, {4, 0, 5, 9})));      // another frame
+  EXPECT_TRUE(absl::IsDataLoss(Answer(request, 10, {4, 0, 4, -1})));     // -1 unresolved
+}
+
+TEST(FrameCheckTest, TheForgeryOfTheHostileSuiteIsRefused) {
+  // 200 frames of the plugin's choosing for a one-frame request.
+  FrameCheck check({ipc::IndexList{{0}}}, 300);
+  ASSERT_TRUE(check.Next(Ref(0, 0)).ok());
+  const absl::Status s = check.Next(Ref(1, 1000));
+  EXPECT_TRUE(absl::IsDataLoss(s));
+  EXPECT_NE(s.message().find("more frames than the request asked for (1)"), std::string::npos) << s;
+}
+
+TEST(FrameCheckTest, AWrongIndexIsNamed) {
+  FrameCheck check({ipc::IndexList{{0, 1}}}, 300);
+  ASSERT_TRUE(check.Next(Ref(0, 0)).ok());
+  const absl::Status s = check.Next(Ref(1, 1000));
+  EXPECT_EQ(s.message(), "backend sent frame 1000 at request position 1 where frame 1 was asked for");
+}
+
+TEST(FrameCheckTest, PositionsMustFollowEachOther) {
+  FrameCheck check({ipc::IndexList{{0, 1, 2}}}, 300);
+  ASSERT_TRUE(check.Next(Ref(0, 0)).ok());
+  EXPECT_TRUE(absl::IsDataLoss(check.Next(Ref(2, 2))));
+  FrameCheck again({ipc::IndexList{{0, 1, 2}}}, 300);
+  ASSERT_TRUE(again.Next(Ref(0, 0)).ok());
+  EXPECT_TRUE(absl::IsDataLoss(again.Next(Ref(0, 0))));  // a replayed record
+}
+
+TEST(FrameCheckTest, NegativeIndicesStayNegativeWithoutACount) {
+  // The runner resolves -1 only when it knows the count; without one it
+  // refuses it, so no frame may come back for it.
+  EXPECT_TRUE(absl::IsDataLoss(Answer({ipc::IndexList{{-1}}}, -1, {7})));
+  EXPECT_TRUE(Answer({ipc::IndexList{{3}}}, -1, {3}).ok());
+}
+
+TEST(FrameCheckTest, ARangeGetsStartPlusStepTimesPosition) {
+  const ipc::FrameRequest request{ipc::IndexRange{2, 11, 3}};  // 2, 5, 8
+  EXPECT_TRUE(Answer(request, 20, {2, 5, 8}).ok());
+  EXPECT_TRUE(Answer(request, -1, {2, 5, 8}).ok());
+  EXPECT_TRUE(absl::IsDataLoss(Answer(request, 20, {2, 5, 8, 11})));
+  EXPECT_TRUE(absl::IsDataLoss(Answer(request, 20, {2, 5})));
+  EXPECT_TRUE(absl::IsDataLoss(Answer(request, 20, {2, 6, 8})));
+  EXPECT_TRUE(Answer({ipc::IndexRange{5, 5, 1}}, 20, {}).ok());
+  EXPECT_TRUE(absl::IsDataLoss(Answer({ipc::IndexRange{5, 5, 1}}, 20, {5})));
+}
+
+TEST(FrameCheckTest, AHugeRangeNeitherOverflowsNorExpandsAnything) {
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  FrameCheck check({ipc::IndexRange{0, max, max / 2}}, -1);  // 0, max/2, max-1
+  EXPECT_TRUE(check.Next(Ref(0, 0)).ok());
+  EXPECT_TRUE(check.Next(Ref(1, max / 2)).ok());
+  EXPECT_TRUE(check.Next(Ref(2, max - 1)).ok());
+  EXPECT_TRUE(absl::IsDataLoss(check.Next(Ref(3, max))));
+  EXPECT_TRUE(check.Final().ok());
+}
+
+TEST(FrameCheckTest, ATimeListGetsOneFramePerTimeOfAnyIndex) {
+  const ipc::FrameRequest request{ipc::PtsList{{0.5, 0.1, 0.5}}};
+  EXPECT_TRUE(Answer(request, 100, {12, 2, 12}).ok());
+  EXPECT_TRUE(absl::IsDataLoss(Answer(request, 100, {12, 2})));
+  EXPECT_TRUE(absl::IsDataLoss(Answer(request, 100, {12, 2, 12, 13})));
+  EXPECT_TRUE(absl::IsDataLoss(Answer(request, 100, {12, -4, 12})));
+}
+
+TEST(FrameCheckTest, ATimeRangeGetsConsecutiveFramesBeforeItsStop) {
+  const ipc::FrameRequest request{ipc::PtsRange{1.0, 2.0}};
+  FrameCheck check(request, 10);
+  EXPECT_TRUE(check.Next(Ref(0, 4, 0.96)).ok());  // the frame played at 1.0 s
+  EXPECT_TRUE(check.Next(Ref(1, 5, 1.2)).ok());
+  EXPECT_TRUE(absl::IsDataLoss(check.Next(Ref(2, 7, 1.4))));  // skips 6
+  FrameCheck late(request, 10);
+  EXPECT_TRUE(absl::IsDataLoss(late.Next(Ref(0, 9, 2.0))));  // at the stop
+  // Fewer frames than the stream has is fine (the range ends), more is not.
+  EXPECT_TRUE(Answer(request, 10, {}).ok());
+  EXPECT_TRUE(Answer(request, 3, {0, 1, 2}).ok());
+  EXPECT_TRUE(absl::IsDataLoss(Answer(request, 3, {0, 1, 2, 3})));
+}
+
+}  // namespace
+}  // namespace codecvisor
