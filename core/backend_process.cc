@@ -35,7 +35,8 @@ absl::Status Prefixed(const absl::Status& s, absl::string_view prefix) {
 
 }  // namespace
 
-std::string DescribeExit(const ExitStatus& exit, uint32_t recorded_signal, int32_t violation_syscall) {
+std::string DescribeExit(const ExitStatus& exit, uint32_t recorded_signal, int32_t violation_syscall,
+                         bool oom_killed) {
   if (violation_syscall >= 0) {
     char* name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, violation_syscall);
     std::string text = absl::StrCat("sandbox violation: syscall ", name ? name : std::to_string(violation_syscall));
@@ -43,6 +44,9 @@ std::string DescribeExit(const ExitStatus& exit, uint32_t recorded_signal, int32
     return text;
   }
   if (recorded_signal != 0) return ExitStatus{true, static_cast<int>(recorded_signal)}.ToString();
+  if (oom_killed && exit.signaled && exit.code == SIGKILL) {
+    return absl::StrCat(exit.ToString(), ": out of memory (over the memory_mb of its manifest)");
+  }
   return exit.ToString();
 }
 
@@ -95,6 +99,7 @@ std::string EngagedSandbox::Describe() const {
   if (no_new_privs) parts.push_back("no_new_privs");
   if (landlock_abi > 0) parts.push_back(absl::StrCat("landlock v", landlock_abi));
   if (seccomp) parts.push_back("seccomp");
+  if (!cgroup.empty()) parts.push_back(cgroup);
   return parts.empty() ? "none" : absl::StrJoin(parts, ", ");
 }
 
@@ -193,8 +198,31 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
               {ends.socket.get(), runner::kControlSocketFd},
               {library.get(), runner::kLibraryFd}};
   EngagedSandbox engaged;
+  std::unique_ptr<BackendCgroup> cgroup;
   if (spawn.sandbox) {
     spec.sandbox = HostSandbox(manifest.sandbox);
+    // The kernel's memory and task limits on everything the child holds
+    // (core/cgroup.h); RLIMIT_AS and RLIMIT_NPROC stay as a second line.
+    static const CgroupLayout cgroup_layout = ProbeCgroupLayout();
+    absl::StatusOr<std::unique_ptr<BackendCgroup>> made =
+        BackendCgroup::Create(cgroup_layout, manifest.name, manifest.sandbox.memory_mb << 20, manifest.sandbox.threads);
+    if (made.ok()) {
+      cgroup = *std::move(made);
+      spec.sandbox.cgroup_procs = cgroup->procs_files();
+      engaged.cgroup = absl::StrCat("cgroup v", cgroup->version(), " (memory ", manifest.sandbox.memory_mb,
+                                    " MiB, tasks ", manifest.sandbox.threads, ")");
+    } else if (allow_degraded) {
+      std::fprintf(stderr,
+                   "codecvisor: WARNING: backend '%s': no cgroup (%s); its memory and tasks are bounded by rlimits "
+                   "only, as allowed by its manifest or the host\n",
+                   manifest.name.c_str(), std::string(made.status().message()).c_str());
+    } else {
+      return Prefixed(absl::FailedPreconditionError(absl::StrCat(
+                          made.status().message(),
+                          "; the sandbox cannot be set up here (see `codecvisor doctor`); "
+                          "set [sandbox] allow_degraded = true to run with less of it")),
+                      where);
+    }
   } else {
     std::fprintf(stderr, "codecvisor: WARNING: backend '%s' runs WITHOUT a sandbox (sandbox disabled by the host)\n",
                  manifest.name.c_str());
@@ -233,6 +261,7 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
   std::unique_ptr<BackendProcess> process(
       new BackendProcess(manifest, std::move(launcher), *std::move(child), std::move(control)));
   process->output_ = std::move(output);
+  process->cgroup_ = std::move(cgroup);
   const int dup = fcntl(child_pidfd, F_DUPFD_CLOEXEC, 0);
   if (dup < 0) return Prefixed(ipc::ErrnoStatus("dup(pidfd)"), where);
   control_channel->WatchProcess(ipc::UniqueFd(dup));  // no other thread knows the process yet

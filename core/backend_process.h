@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "ipc/mutex.h"
 #include "core/backend_output.h"
+#include "core/cgroup.h"
 #include "core/install_layout.h"
 #include "core/manifest.h"
 #include "core/process.h"
@@ -49,7 +50,9 @@ struct EngagedSandbox {
   bool no_new_privs = false;
   uint32_t landlock_abi = 0;      // 0: not applied
   bool seccomp = false;
-  std::string Describe() const;   // "namespaces, nobody, rlimits, no_new_privs, landlock v6, seccomp"
+  std::string cgroup;             // "cgroup v1 (memory 8192 MiB, tasks 4096)"; empty: none
+  // "user+pid+net+ipc namespaces, uid nobody, rlimits, no_new_privs, landlock v6, seccomp, cgroup v1 (...)"
+  std::string Describe() const;
 };
 
 class BackendProcess {
@@ -81,6 +84,9 @@ class BackendProcess {
   // The control channel's crash hints (see HostChannel::ReadCrashHints):
   // whether an open was inside vendor code when the backend died.
   ipc::CrashHints ControlCrashHints() const { return ipc::ReadCrashHints(*control_region_); }
+  // Whether the kernel killed a task of its cgroup for going over its
+  // memory limit (read after its death, before the cgroup is removed).
+  bool OomKilled() const { return cgroup_ != nullptr && cgroup_->OomKills() > 0; }
 
   // Sends SIGKILL (through the pidfd; never to a reused pid).
   void Kill();
@@ -123,6 +129,9 @@ class BackendProcess {
   // channel must not delay seeing the child's death.
   mutable Mutex reap_mu_ ABSL_ACQUIRED_AFTER(mu_);
   std::optional<ExitStatus> exit_ ABSL_GUARDED_BY(reap_mu_);
+  // The child's cgroup: removed after the child is reaped (the destructor
+  // reaps first, and members go after it).
+  std::unique_ptr<BackendCgroup> cgroup_;
   // Forwards the child's stdout and stderr; finished when it is reaped.
   std::unique_ptr<BackendOutput> output_;
 };
@@ -131,7 +140,9 @@ class BackendProcess {
 // "sandbox violation: syscall socket", "exited with code 3". The runner's
 // crash hints win over the bare exit status: as the init of its pid
 // namespace it cannot always die of the signal that killed it.
-std::string DescribeExit(const ExitStatus& exit, uint32_t recorded_signal, int32_t violation_syscall);
+// `oom_killed`: its memory cgroup counted an OOM kill.
+std::string DescribeExit(const ExitStatus& exit, uint32_t recorded_signal, int32_t violation_syscall,
+                         bool oom_killed = false);
 
 // Turns a protocol Error from a backend into a Status with the matching code.
 absl::Status FromWireError(const ipc::Error& error);

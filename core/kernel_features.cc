@@ -1,5 +1,7 @@
 #include "core/kernel_features.h"
 
+#include "core/cgroup.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/filter.h>
@@ -376,6 +378,7 @@ std::vector<NamedFeature> AllFeatures(const KernelFeatures& f) {
       {"pidfd", "pidfd", N::kAlways, &f.pidfd},
       {"memfd_sealing", "memfd sealing", N::kAlways, &f.memfd_sealing},
       {"clone3", "clone3", N::kAlways, &f.clone3},
+      {"cgroups", "cgroup (memory, pids)", N::kUnlessDegraded, &f.cgroups},
   };
 }
 
@@ -390,6 +393,9 @@ KernelFeatures ProbeKernelFeatures() {
   ProbeNamespaces(child, &f);
   ProbeNoNewPrivs(child, &f);
   ProbeSeccomp(child, &f);
+  const CgroupLayout cgroups = ProbeCgroupLayout();
+  f.cgroups.present = cgroups.version != 0;
+  f.cgroups.detail = cgroups.Describe();
   ProbeLandlock(&f);
   ProbePidfd(&f);
   ProbeMemfd(&f);

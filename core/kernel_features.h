@@ -76,6 +76,9 @@ struct KernelFeatures {
   bool no_new_privs_set = false;  // whether the calling process already has it
   // clone3 with CLONE_PIDFD: how the probe child itself is created.
   KernelFeature clone3;
+  // A cgroup per backend with memory and pids limits (core/cgroup.h): the
+  // hierarchy used, or why none can be.
+  KernelFeature cgroups;
 };
 
 // One entry of KernelFeatures::All(): a stable key for JSON, a label for

@@ -75,9 +75,9 @@ TEST(KernelFeaturesTest, EveryFeatureHasAOneLineDetail) {
     EXPECT_EQ(n.feature->detail.find('\n'), std::string::npos) << n.key << ": " << n.feature->detail;
     EXPECT_NE(std::string(n.label), "");
   }
-  EXPECT_EQ(keys.size(), 10u);
+  EXPECT_EQ(keys.size(), 11u);
   for (const char* key : {"user_namespace", "pid_namespace", "net_namespace", "ipc_namespace", "seccomp",
-                          "landlock", "no_new_privs", "pidfd", "memfd_sealing", "clone3"}) {
+                          "landlock", "no_new_privs", "pidfd", "memfd_sealing", "clone3", "cgroups"}) {
     EXPECT_TRUE(keys.count(key)) << key;
   }
 }

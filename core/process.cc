@@ -41,11 +41,12 @@ namespace {
   if (setsid() < 0) fail(errno);
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail(errno);
   if (getppid() != parent && !spec.sandbox.namespaces) _exit(127);  // the host died before prctl took effect
+  // Wait until the host has written our id maps and moved us into our
+  // cgroup; then become the mapped root, dropping the host's supplementary
+  // groups.
+  char go = 0;
+  if ((spec.sandbox.namespaces || !spec.sandbox.cgroup_procs.empty()) && read(go_pipe, &go, 1) != 1) _exit(127);
   if (spec.sandbox.namespaces) {
-    // Wait until the host has written our id maps, then become the mapped
-    // root, dropping the host's supplementary groups.
-    char go = 0;
-    if (read(go_pipe, &go, 1) != 1) _exit(127);
     // Raw syscalls: glibc's wrappers would try to change the credentials of
     // every thread it remembers from the parent, which do not exist here.
     if (go == 'n' && syscall(SYS_setgroups, 0, nullptr) != 0) fail(errno);
@@ -83,10 +84,13 @@ namespace {
   _exit(127);
 }
 
-bool WriteProcFile(pid_t pid, const char* file, const std::string& text) {
-  const std::string path = absl::StrCat("/proc/", pid, "/", file);
+bool WriteFileText(const std::string& path, const std::string& text) {
   ipc::UniqueFd fd(open(path.c_str(), O_WRONLY | O_CLOEXEC));
   return fd.valid() && write(fd.get(), text.data(), text.size()) == static_cast<ssize_t>(text.size());
+}
+
+bool WriteProcFile(pid_t pid, const char* file, const std::string& text) {
+  return WriteFileText(absl::StrCat("/proc/", pid, "/", file), text);
 }
 
 // Maps the child's root to nobody, or failing that to our own ids. Returns
@@ -199,16 +203,26 @@ absl::StatusOr<ChildProcess> LaunchOnThisThread(const LaunchSpec& spec) {
   ChildProcess child{static_cast<pid_t>(pid), ipc::UniqueFd(pidfd)};
   write_end.reset();
   go_read.reset();
+  char go = 's';
   if (spec.sandbox.namespaces) {
-    const char go = WriteIdMaps(child.pid, spec.sandbox);
+    go = WriteIdMaps(child.pid, spec.sandbox);
     if (go == 0) {
       syscall(SYS_pidfd_send_signal, child.pidfd.get(), SIGKILL, nullptr, 0);
       waitpid(child.pid, nullptr, 0);
       return absl::PermissionDeniedError("cannot write the user namespace id maps of the backend process");
     }
     child.unprivileged_ids = go == 'n';
-    (void)!write(go_write.get(), &go, 1);
   }
+  for (const std::string& procs : spec.sandbox.cgroup_procs) {
+    if (!WriteFileText(procs, absl::StrCat(child.pid))) {
+      const int err = errno;
+      syscall(SYS_pidfd_send_signal, child.pidfd.get(), SIGKILL, nullptr, 0);
+      waitpid(child.pid, nullptr, 0);
+      return absl::PermissionDeniedError(
+          absl::StrCat("cannot move the backend process into its cgroup (", procs, "): ", std::strerror(err)));
+    }
+  }
+  if (spec.sandbox.namespaces || !spec.sandbox.cgroup_procs.empty()) (void)!write(go_write.get(), &go, 1);
   go_write.reset();
   // The child either execs (closing the error pipe) or reports errno; it
   // cannot take longer than this unless something is badly wrong, and the

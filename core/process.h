@@ -34,6 +34,9 @@ struct SandboxSpec {
   // (resource, limit): soft and hard limit both set.
   std::vector<std::pair<int, uint64_t>> rlimits;
   bool no_new_privs = false;
+  // cgroup.procs files the child is moved into (its pid written there by
+  // the host) before it runs anything of its own: it waits for that.
+  std::vector<std::string> cgroup_procs;
 };
 
 struct LaunchSpec {

@@ -46,7 +46,7 @@ const char* StateName(BackendState state) {
 
 std::string DeathRecord::Describe() const {
   if (killed_by_supervisor) return absl::StrCat("killed by codecvisor: ", kill_reason);
-  return DescribeExit(exit, recorded_signal, violation_syscall);
+  return DescribeExit(exit, recorded_signal, violation_syscall, oom_killed);
 }
 
 Supervisor::Supervisor(BackendManifest manifest, InstallLayout layout, std::shared_ptr<ProcessLauncher> launcher,
@@ -190,6 +190,7 @@ void Supervisor::OnDeath(const ExitStatus& exit, const BackendProcess& process) 
   for (auto it = first; it != last; ++it) {
     if (auto channel = it->second.lock()) note(channel->ReadCrashHints());
   }
+  record.oom_killed = process.OomKilled();
   record.when = std::chrono::system_clock::now();
   if (pending_kill_.has_value() && pending_kill_->generation == generation_) {
     record.killed_by_supervisor = true;

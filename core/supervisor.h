@@ -65,6 +65,9 @@ struct DeathRecord {
   // abort() ends in SIGSEGV), and the syscall the sandbox denied, if any.
   uint32_t recorded_signal = 0;
   int32_t violation_syscall = -1;
+  // Its memory cgroup counted an OOM kill: a SIGKILL from the kernel for
+  // going over its memory limit.
+  bool oom_killed = false;
   // How many channels (sessions', and the control channel for an open) were
   // inside vendor code when it died: the suspects of a death that names
   // no culprit.

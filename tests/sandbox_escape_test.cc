@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -118,6 +119,20 @@ TEST_F(SandboxTest, LiveBackendHasTheSandboxEngaged) {
     EXPECT_NE(target, Link("/proc/self/fd/2")) << fd << " is the host's stderr";
   }
   row.Note("own session, no terminal, stdio " + Link(proc + "/fd/2"));
+  // Its own memory and pids cgroup, made by the host with the manifest's
+  // limits (synthetic.toml: the defaults, 8192 MiB and 4096 tasks).
+  const std::string cgroups = ReadFile(proc + "/cgroup");
+  const std::string ours = ReadFile("/proc/self/cgroup");
+  for (const char* controller : {":memory:", ":pids:"}) {
+    const size_t at = cgroups.find(controller);
+    if (at == std::string::npos) continue;  // a v2 host: one line, checked below
+    const std::string path = cgroups.substr(at + std::strlen(controller), cgroups.find('\n', at) - at - std::strlen(controller));
+    EXPECT_NE(path.find("/codecvisor-"), std::string::npos) << controller << " " << path;
+  }
+  EXPECT_NE(cgroups, ours) << "the backend is in the host's cgroups";
+  EXPECT_NE(cgroups.find("/codecvisor-"), std::string::npos) << cgroups;
+  EXPECT_NE(backend.sandbox.find("(memory 8192 MiB, tasks 4096)"), std::string::npos) << backend.sandbox;
+  row.Note("cgroup: " + cgroups.substr(cgroups.find("codecvisor-"), cgroups.find('\n', cgroups.find("codecvisor-")) - cgroups.find("codecvisor-")));
   // Its environment is the clean one, not ours.
   const std::string environ = ReadFile(proc + "/environ");
   EXPECT_EQ(environ.find("CODECVISOR_TEST_SECRET"), std::string::npos);
@@ -313,6 +328,38 @@ TEST_P(ForgeryTest, OnlyTheRequestedFramesAreAccepted) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Forgeries, ForgeryTest, ::testing::Values("forge_index", "forge_count"));
+
+// Memory no mapping accounts for: the faulty backend fills memfds with
+// fallocate up to 2 GiB, four times its manifest's memory_mb (512), and
+// exits with code 42 if it got it all. RLIMIT_AS never sees such memory;
+// the backend's memory cgroup charges every page, so the kernel stops the
+// hog (the fallocate fails, or the cgroup's OOM killer ends the process)
+// long before 2 GiB.
+TEST_F(FaultTest, MemfdsFilledWithFallocateAreChargedToTheBackendsMemoryLimit) {
+  FaultRow& row = Row("memfd_hog: 2 GiB of memfds filled with fallocate, memory_mb 512");
+  DecoderOptions options;
+  options.request_timeout = std::chrono::milliseconds(3000);
+  auto decoder = Open(WriteSyntheticVideo("hog.syn", "fault=memfd_hog fault_frame=2"), "faulty", options);
+  ASSERT_TRUE(decoder.ok()) << decoder.status();
+  ++row.tries;
+  auto frame = (*decoder)->GetFrameAt(2);
+  row.Saw("hog request " + FrameOutcome(frame, 2));
+  const BackendStatus after = StatusOf("faulty");
+  row.Note("last exit: " + (after.last_exit.empty() ? std::string("none") : after.last_exit));
+  EXPECT_EQ(after.last_exit.find("exited with code 42"), std::string::npos) << "the hog held 2 GiB";
+  // Each replay meets the limit again: the OOM kills are the plugin's
+  // doing, and the restart budget quarantines it, saying why.
+  ASSERT_FALSE(frame.ok());
+  EXPECT_NE(frame.status().message().find("out of memory (over the memory_mb of its manifest)"),
+            absl::string_view::npos)
+      << frame.status();
+  // The host lives on, and the backend serves again once reset.
+  ASSERT_TRUE(host_->ResetBackend("faulty").ok());
+  auto good = (*decoder)->GetFrameAt(1);
+  row.Saw("after a reset, request " + FrameOutcome(good, 1));
+  ASSERT_TRUE(good.ok()) << good.status();
+  EXPECT_TRUE(IsSyntheticFrame(*good, 1));
+}
 
 // A backend whose open answers "out of resources" (as the runner does when
 // a plugin has used up the threads it may start) is replaced, and the open

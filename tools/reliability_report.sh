@@ -59,7 +59,8 @@ done
 [ ${#present[@]} -gt 0 ] || { cat "$work/query.log" >&2; echo "reliability_report: no suite found" >&2; exit 2; }
 
 # 2. Run them.
-command=(bazel test --keep_going --nocache_test_results --color=no --curses=no "$@" "${present[@]}")
+mapfile -t cgroups < <(tools/cgroup_flags.sh)
+command=(bazel test --keep_going --nocache_test_results --color=no --curses=no "${cgroups[@]}" "$@" "${present[@]}")
 echo "reliability_report: ${command[*]}" >&2
 set +e
 "${command[@]}" 2>&1 | tee "$work/bazel.log" >&2

@@ -4,4 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/bootstrap.sh
-exec bazel test --keep_going "$@" //...
+mapfile -t cgroups < <(tools/cgroup_flags.sh)
+exec bazel test --keep_going "${cgroups[@]}" "$@" //...

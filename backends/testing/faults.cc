@@ -1,7 +1,9 @@
 #include "backends/testing/faults.h"
 
+#include <fcntl.h>
 #include <linux/futex.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -97,6 +99,16 @@ void InjectFault(const std::string& fault, cv_frame_buffer* buffer) {
       for (size_t i = 0; i < (64 << 20); i += 4096) p[i] = 1;  // make it resident
       blocks.push_back(p);
     }
+  } else if (fault == "memfd_hog") {
+    // Memory no mapping accounts for: memfds filled with fallocate, up to
+    // 2 GiB (RLIMIT_AS never sees them; a memory cgroup charges every
+    // page). Stopped by the kernel, it dies here or fails the frame.
+    for (int i = 0; i < 32; ++i) {
+      const int fd = memfd_create("hog", MFD_CLOEXEC);
+      if (fd < 0 || fallocate(fd, 0, 0, off_t{64} << 20) != 0) return;  // refused: the frame goes on
+      // the descriptor stays open: the memory stays held
+    }
+    _exit(42);  // held it all: the limit did not hold
   } else if (fault == "garbage" || fault == "oversized") {
     if (uint8_t* region = FindRegion(buffer->data)) WriteGarbage(region, fault == "oversized");
   } else if (fault == "forge_index") {

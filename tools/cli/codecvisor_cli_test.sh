@@ -97,7 +97,7 @@ check "backends text" run_cv 0 "$tmp/backends.txt" "$tmp/err" backends
 check "backends header" grep -qE '^NAME +DEVICES +STATE +PID +RESTARTS +MANIFEST$' "$tmp/backends.txt"
 
 # backends --start: each child started, with its pid and engaged sandbox
-sandbox_re='landlock v[0-9]+.*seccomp'
+sandbox_re='landlock v[0-9]+.*seccomp, cgroup v[12] \(memory 8192 MiB, tasks 4096\)'
 check "backends --start" run_cv 0 "$tmp/started.txt" "$tmp/err" backends --start
 check "cpu ready with a pid" grep -qE '^cpu +cpu +ready +[0-9]+ ' "$tmp/started.txt"
 check "cpu sandbox listed" grep -qE "^  sandbox: .*namespaces.*$sandbox_re" "$tmp/started.txt"
@@ -118,9 +118,10 @@ check "--reset help says per process" contains "$("$cv" backends --help)" "per h
 # doctor: on this machine every mechanism is present and cpu starts fully sandboxed
 check "doctor" run_cv 0 "$tmp/doctor.txt" "$tmp/err" doctor
 for feature in 'user namespace' 'pid namespace' 'net namespace' 'ipc namespace' 'seccomp-bpf' 'landlock' \
-    'no_new_privs' 'pidfd' 'memfd sealing' 'clone3'; do
+    'no_new_privs' 'pidfd' 'memfd sealing' 'clone3' 'cgroup \(memory, pids\)'; do
   check "doctor: $feature present" grep -qE "^$feature +present +(always|unless allow_degraded) +[^ ]" "$tmp/doctor.txt"
 done
+check "doctor: cgroup hierarchy" grep -qE '^cgroup \(memory, pids\) +present +unless allow_degraded +cgroup v[12]' "$tmp/doctor.txt"
 check "doctor: landlock ABI" grep -qE '^landlock +present +unless allow_degraded +ABI [1-9][0-9]*$' "$tmp/doctor.txt"
 check "doctor: cpu ready" grep -qE '^backend cpu \(cpu\): ready, pid [0-9]+$' "$tmp/doctor.txt"
 check "doctor: cpu sandbox" grep -qE "^  sandbox: user\+pid\+net\+ipc namespaces, .*$sandbox_re" "$tmp/doctor.txt"

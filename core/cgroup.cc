@@ -1,0 +1,262 @@
+// File: core/cgroup.cc
+
+#include "core/cgroup.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+
+namespace codecvisor {
+namespace {
+
+constexpr char kPrefix[] = "codecvisor-";
+
+struct Mount {
+  std::string root;        // the part of the hierarchy mounted there
+  std::string point;
+  std::string type;        // "cgroup" or "cgroup2"
+  std::vector<std::string> options;  // super options: v1 controllers among them
+};
+
+std::vector<Mount> CgroupMounts(absl::string_view mountinfo) {
+  std::vector<Mount> mounts;
+  for (absl::string_view line : absl::StrSplit(mountinfo, '\n')) {
+    std::vector<absl::string_view> f = absl::StrSplit(line, ' ', absl::SkipEmpty());
+    size_t dash = 0;
+    while (dash < f.size() && f[dash] != "-") ++dash;
+    if (dash < 5 || dash + 3 >= f.size()) continue;
+    if (f[dash + 1] != "cgroup" && f[dash + 1] != "cgroup2") continue;
+    Mount m{std::string(f[3]), std::string(f[4]), std::string(f[dash + 1]), {}};
+    for (absl::string_view o : absl::StrSplit(f[dash + 3], ',')) m.options.emplace_back(o);
+    mounts.push_back(std::move(m));
+  }
+  return mounts;
+}
+
+// The directory of cgroup `path` (as /proc/self/cgroup names it) under `m`.
+std::string DirUnder(const Mount& m, absl::string_view path) {
+  absl::string_view rel = path;
+  if (m.root != "/" && absl::ConsumePrefix(&rel, m.root)) {
+    // the mount shows only the part below its root (a cgroup namespace)
+  }
+  std::string dir = m.point;
+  if (!rel.empty() && rel != "/") absl::StrAppend(&dir, rel.front() == '/' ? "" : "/", rel);
+  return dir;
+}
+
+bool Has(const std::vector<std::string>& v, absl::string_view s) {
+  for (const std::string& x : v) {
+    if (x == s) return true;
+  }
+  return false;
+}
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+absl::Status WriteText(const std::string& path, const std::string& text) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return absl::PermissionDeniedError(absl::StrCat("open(", path, "): ", std::strerror(errno)));
+  const ssize_t n = write(fd, text.data(), text.size());
+  const int err = errno;
+  close(fd);
+  if (n != static_cast<ssize_t>(text.size())) {
+    return absl::PermissionDeniedError(absl::StrCat("write(", path, ", \"", text, "\"): ", std::strerror(err)));
+  }
+  return absl::OkStatus();
+}
+
+// Empty cgroups of hosts that are gone (a host killed before it removed its
+// backends' cgroups): "codecvisor-PID-..." whose PID no longer runs.
+void RemoveStale(const std::string& parent) {
+  DIR* d = opendir(parent.c_str());
+  if (d == nullptr) return;
+  while (dirent* e = readdir(d)) {
+    absl::string_view name = e->d_name;
+    if (!absl::ConsumePrefix(&name, kPrefix)) continue;
+    int pid = 0;
+    if (!absl::SimpleAtoi(name.substr(0, name.find('-')), &pid) || pid <= 0) continue;
+    if (kill(pid, 0) == 0 || errno != ESRCH) continue;
+    (void)rmdir(absl::StrCat(parent, "/", e->d_name).c_str());
+  }
+  closedir(d);
+}
+
+uint64_t Field(const std::string& text, absl::string_view key) {
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (absl::ConsumePrefix(&line, key) && absl::ConsumePrefix(&line, " ")) {
+      uint64_t v = 0;
+      if (absl::SimpleAtoi(line, &v)) return v;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::string CgroupLayout::Describe() const {
+  if (version == 2) return absl::StrCat("cgroup v2 (memory, pids) under ", memory_dir);
+  if (version == 1) return absl::StrCat("cgroup v1: memory under ", memory_dir, ", pids under ", pids_dir);
+  return absl::StrCat("no cgroup: ", missing);
+}
+
+CgroupLayout FindCgroupLayout(absl::string_view proc_self_cgroup, absl::string_view mountinfo) {
+  CgroupLayout layout;
+  const std::vector<Mount> mounts = CgroupMounts(mountinfo);
+  // hierarchy id, controllers, path
+  std::string v2_path, memory_path, pids_path;
+  bool v2_listed = false;
+  for (absl::string_view line : absl::StrSplit(proc_self_cgroup, '\n', absl::SkipEmpty())) {
+    std::vector<absl::string_view> f = absl::StrSplit(line, absl::MaxSplits(':', 2));
+    if (f.size() != 3) continue;
+    if (f[0] == "0" && f[1].empty()) {
+      v2_listed = true;
+      v2_path = std::string(f[2]);
+      continue;
+    }
+    for (absl::string_view c : absl::StrSplit(f[1], ',')) {
+      if (c == "memory") memory_path = std::string(f[2]);
+      if (c == "pids") pids_path = std::string(f[2]);
+    }
+  }
+  // A controller lives in one hierarchy: bound to a v1 mount, it is not in
+  // the v2 one (hybrid hosts), so v1 wins where it holds memory.
+  const Mount *memory = nullptr, *pids = nullptr, *unified = nullptr;
+  for (const Mount& m : mounts) {
+    if (m.type == "cgroup" && Has(m.options, "memory")) memory = &m;
+    if (m.type == "cgroup" && Has(m.options, "pids")) pids = &m;
+    if (m.type == "cgroup2") unified = &m;
+  }
+  if (memory != nullptr && !memory_path.empty()) {
+    if (pids == nullptr || pids_path.empty()) {
+      layout.missing = "the memory controller is a cgroup v1 hierarchy but no pids hierarchy is mounted";
+      return layout;
+    }
+    layout.version = 1;
+    layout.memory_dir = DirUnder(*memory, memory_path);
+    layout.pids_dir = DirUnder(*pids, pids_path);
+    return layout;
+  }
+  if (unified != nullptr && v2_listed) {
+    layout.version = 2;
+    layout.memory_dir = DirUnder(*unified, v2_path);
+    return layout;
+  }
+  layout.missing = "no cgroup filesystem with the memory controller is mounted";
+  return layout;
+}
+
+CgroupLayout ProbeCgroupLayout() {
+  CgroupLayout layout = FindCgroupLayout(ReadText("/proc/self/cgroup"), ReadText("/proc/self/mountinfo"));
+  auto fail = [&](std::string why) {
+    layout.version = 0;
+    layout.missing = std::move(why);
+    return layout;
+  };
+  if (layout.version == 1) {
+    for (const std::string& dir : {layout.memory_dir, layout.pids_dir}) {
+      if (access(dir.c_str(), W_OK) != 0) {
+        return fail(absl::StrCat("cannot create cgroups in ", dir, ": ", std::strerror(errno),
+                                 geteuid() != 0 ? " (not delegated to this user)" : ""));
+      }
+    }
+  } else if (layout.version == 2) {
+    const std::string& dir = layout.memory_dir;
+    const std::string controllers = ReadText(dir + "/cgroup.controllers");
+    for (const char* c : {"memory", "pids"}) {
+      if (!Has(absl::StrSplit(absl::StripAsciiWhitespace(controllers), ' '), c)) {
+        return fail(absl::StrCat("the ", c, " controller is not available in ", dir));
+      }
+    }
+    if (access(dir.c_str(), W_OK) != 0 || access((dir + "/cgroup.subtree_control").c_str(), W_OK) != 0) {
+      return fail(absl::StrCat("cannot create cgroups in ", dir, ": ", std::strerror(errno),
+                               geteuid() != 0 ? " (not delegated to this user; e.g. systemd-run --user -p Delegate=yes)"
+                                              : ""));
+    }
+    const std::string subtree = ReadText(dir + "/cgroup.subtree_control");
+    const std::vector<std::string> enabled = absl::StrSplit(absl::StripAsciiWhitespace(subtree), ' ');
+    const bool delegated = Has(enabled, "memory") && Has(enabled, "pids");
+    const std::string procs = std::string(absl::StripAsciiWhitespace(ReadText(dir + "/cgroup.procs")));
+    if (!delegated && !procs.empty() && dir != "/sys/fs/cgroup") {
+      return fail(absl::StrCat("the host's cgroup ", dir,
+                               " holds processes, so its memory and pids controllers cannot be enabled for a "
+                               "child cgroup (run the host in a cgroup of its own with them delegated)"));
+    }
+  }
+  return layout;
+}
+
+absl::StatusOr<std::unique_ptr<BackendCgroup>> BackendCgroup::Create(const CgroupLayout& layout,
+                                                                     const std::string& backend,
+                                                                     uint64_t memory_bytes, uint64_t max_tasks) {
+  if (layout.version == 0) return absl::FailedPreconditionError(absl::StrCat("no cgroup: ", layout.missing));
+  static std::atomic<uint64_t> next{0};
+  const std::string name = absl::StrCat(kPrefix, getpid(), "-", next.fetch_add(1), "-", backend);
+  std::unique_ptr<BackendCgroup> cg(new BackendCgroup());
+  cg->version_ = layout.version;
+  auto make = [&](const std::string& parent) -> absl::StatusOr<std::string> {
+    RemoveStale(parent);
+    const std::string dir = absl::StrCat(parent, "/", name);
+    if (mkdir(dir.c_str(), 0755) != 0) {
+      return absl::PermissionDeniedError(absl::StrCat("mkdir(", dir, "): ", std::strerror(errno)));
+    }
+    cg->dirs_.push_back(dir);  // removed by the destructor from here on
+    cg->procs_files_.push_back(dir + "/cgroup.procs");
+    return dir;
+  };
+  if (layout.version == 2) {
+    const std::string subtree = layout.memory_dir + "/cgroup.subtree_control";
+    const std::vector<std::string> enabled =
+        absl::StrSplit(absl::StripAsciiWhitespace(ReadText(subtree)), ' ');
+    if (!Has(enabled, "memory") || !Has(enabled, "pids")) {
+      if (absl::Status s = WriteText(subtree, "+memory +pids"); !s.ok()) return s;
+    }
+    absl::StatusOr<std::string> dir = make(layout.memory_dir);
+    if (!dir.ok()) return dir.status();
+    if (absl::Status s = WriteText(*dir + "/memory.max", absl::StrCat(memory_bytes)); !s.ok()) return s;
+    (void)WriteText(*dir + "/memory.swap.max", "0");  // absent without swap accounting
+    if (absl::Status s = WriteText(*dir + "/pids.max", absl::StrCat(max_tasks)); !s.ok()) return s;
+    return cg;
+  }
+  absl::StatusOr<std::string> memory = make(layout.memory_dir);
+  if (!memory.ok()) return memory.status();
+  if (absl::Status s = WriteText(*memory + "/memory.limit_in_bytes", absl::StrCat(memory_bytes)); !s.ok()) return s;
+  absl::StatusOr<std::string> pids = make(layout.pids_dir);
+  if (!pids.ok()) return pids.status();
+  if (absl::Status s = WriteText(*pids + "/pids.max", absl::StrCat(max_tasks)); !s.ok()) return s;
+  return cg;
+}
+
+BackendCgroup::~BackendCgroup() {
+  for (const std::string& dir : dirs_) {
+    // A cgroup stays busy for a moment after its last task is reaped.
+    for (int i = 0; i < 200 && rmdir(dir.c_str()) != 0 && errno == EBUSY; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+}
+
+uint64_t BackendCgroup::OomKills() const {
+  return Field(ReadText(memory_dir() + (version_ == 2 ? "/memory.events" : "/memory.oom_control")), "oom_kill");
+}
+
+}  // namespace codecvisor

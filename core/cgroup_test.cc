@@ -1,0 +1,102 @@
+// File: core/cgroup_test.cc
+//
+// Where backend cgroups go, from /proc texts of the host kinds codecvisor
+// runs on; and, where this machine lets the test make cgroups, a real one.
+
+#include "core/cgroup.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "gtest/gtest.h"
+
+namespace codecvisor {
+namespace {
+
+// This project's machine kind: memory and pids are v1 controllers, the v2
+// mount holds the rest (a hybrid host).
+constexpr char kHybridCgroup[] =
+    "9:name=systemd:/\n8:pids:/\n4:memory:/process_api/0af2\n2:cpu,cpuacct:/\n0::/\n";
+constexpr char kHybridMounts[] =
+    "30 25 0:26 / /sys/fs/cgroup ro,relatime - tmpfs tmpfs rw,mode=755\n"
+    "31 30 0:27 / /sys/fs/cgroup/unified rw,relatime shared:9 - cgroup2 cgroup2 rw\n"
+    "34 30 0:30 / /sys/fs/cgroup/memory rw,relatime shared:12 - cgroup cgroup rw,memory\n"
+    "38 30 0:34 / /sys/fs/cgroup/pids rw,relatime shared:16 - cgroup cgroup rw,pids\n"
+    "35 30 0:31 / /sys/fs/cgroup/cpu,cpuacct rw,relatime - cgroup cgroup rw,cpu,cpuacct\n";
+
+// A current distribution: one v2 hierarchy, the host in a user slice.
+constexpr char kUnifiedCgroup[] = "0::/user.slice/user-1000.slice/session-2.scope\n";
+constexpr char kUnifiedMounts[] =
+    "25 30 0:23 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 cgroup2 "
+    "rw,nsdelegate,memory_recursiveprot\n";
+
+TEST(CgroupLayoutTest, AHybridHostUsesTheV1MemoryAndPidsHierarchies) {
+  const CgroupLayout l = FindCgroupLayout(kHybridCgroup, kHybridMounts);
+  EXPECT_EQ(l.version, 1);
+  EXPECT_EQ(l.memory_dir, "/sys/fs/cgroup/memory/process_api/0af2");
+  EXPECT_EQ(l.pids_dir, "/sys/fs/cgroup/pids");
+  EXPECT_EQ(l.Describe(), "cgroup v1: memory under /sys/fs/cgroup/memory/process_api/0af2, pids under /sys/fs/cgroup/pids");
+}
+
+TEST(CgroupLayoutTest, APureV2HostUsesItsOwnCgroup) {
+  const CgroupLayout l = FindCgroupLayout(kUnifiedCgroup, kUnifiedMounts);
+  EXPECT_EQ(l.version, 2);
+  EXPECT_EQ(l.memory_dir, "/sys/fs/cgroup/user.slice/user-1000.slice/session-2.scope");
+}
+
+TEST(CgroupLayoutTest, ACgroupNamespaceShowsOnlyWhatIsBelowItsRoot) {
+  const CgroupLayout l =
+      FindCgroupLayout("0::/\n", "25 30 0:23 /docker/abc /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n");
+  EXPECT_EQ(l.version, 2);
+  EXPECT_EQ(l.memory_dir, "/sys/fs/cgroup");
+}
+
+TEST(CgroupLayoutTest, WhatIsMissingIsSaid) {
+  EXPECT_EQ(FindCgroupLayout("", "").version, 0);
+  EXPECT_NE(FindCgroupLayout("", "").missing.find("no cgroup filesystem"), std::string::npos);
+  const CgroupLayout no_pids = FindCgroupLayout("4:memory:/\n", "34 30 0:30 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n");
+  EXPECT_EQ(no_pids.version, 0);
+  EXPECT_NE(no_pids.missing.find("no pids hierarchy"), std::string::npos) << no_pids.missing;
+  EXPECT_EQ(no_pids.Describe().rfind("no cgroup: ", 0), 0u);
+}
+
+std::string Read(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// On a machine that lets this process make cgroups (root here; tools/test.sh
+// makes the cgroup hierarchies writable in Bazel's sandbox), a backend
+// cgroup has the limits asked for and is gone after destruction.
+TEST(BackendCgroupTest, MadeWithItsLimitsAndRemoved) {
+  const CgroupLayout layout = ProbeCgroupLayout();
+  ASSERT_NE(layout.version, 0) << layout.missing
+                               << " (in Bazel's sandbox, tools/test.sh makes the cgroup hierarchies writable)";
+  std::string memory_dir;
+  {
+    auto cg = BackendCgroup::Create(layout, "unit", 256 << 20, 64);
+    ASSERT_TRUE(cg.ok()) << cg.status();
+    memory_dir = (*cg)->memory_dir();
+    struct stat st{};
+    ASSERT_EQ(stat(memory_dir.c_str(), &st), 0);
+    if (layout.version == 1) {
+      EXPECT_EQ(std::stoull(Read(memory_dir + "/memory.limit_in_bytes")), 256u << 20);
+      EXPECT_EQ(Read(layout.pids_dir + memory_dir.substr(memory_dir.rfind('/')) + "/pids.max"), "64\n");
+    } else {
+      EXPECT_EQ(Read(memory_dir + "/memory.max"), "268435456\n");
+      EXPECT_EQ(Read(memory_dir + "/pids.max"), "64\n");
+    }
+    EXPECT_EQ((*cg)->procs_files().size(), layout.version == 1 ? 2u : 1u);
+    EXPECT_EQ((*cg)->OomKills(), 0u);
+  }
+  struct stat st{};
+  EXPECT_NE(stat(memory_dir.c_str(), &st), 0) << memory_dir << " was not removed";
+}
+
+}  // namespace
+}  // namespace codecvisor
