@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -174,7 +175,12 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
   spec.argv.push_back(runner::kFlagLandlock);
   spec.argv.push_back(!spawn.sandbox ? "off" : allow_degraded ? "try" : "require");
   spec.argv.push_back(runner::kFlagSeccomp);
-  spec.argv.push_back(spawn.sandbox ? "require" : "off");
+  // CODECVISOR_SECCOMP=log: calls outside the allow list are logged by the
+  // kernel instead of ending the backend (backends/sdk/README.md: finding
+  // the syscalls a plugin needs).
+  const char* seccomp_mode = std::getenv(runner::kSeccompEnv);
+  const bool seccomp_log = seccomp_mode != nullptr && std::string(seccomp_mode) == "log";
+  spec.argv.push_back(!spawn.sandbox ? "off" : seccomp_log ? "log" : "require");
   // A debugging aid for vendors (backends/sdk/README.md): the runner writes
   // the crashing thread's backtrace to its stderr, which is ours.
   const char* backtrace = std::getenv(runner::kBacktraceEnv);
@@ -205,8 +211,21 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
     // (core/cgroup.h); RLIMIT_AS and RLIMIT_NPROC stay as a second line.
     static const CgroupLayout cgroup_layout = ProbeCgroupLayout();
     absl::StatusOr<std::unique_ptr<BackendCgroup>> made =
-        BackendCgroup::Create(cgroup_layout, manifest.name, manifest.sandbox.memory_mb << 20, manifest.sandbox.threads);
-    if (made.ok()) {
+        cgroup_layout.version == 0 ? absl::FailedPreconditionError(cgroup_layout.missing)
+                                   : BackendCgroup::Create(cgroup_layout, manifest.name,
+                                                           manifest.sandbox.memory_mb << 20, manifest.sandbox.threads);
+    if (cgroup_layout.version == 0) {
+      // Not a failure: this user or this machine has no cgroup to give (an
+      // unprivileged host without delegation, a container with a read-only
+      // /sys/fs/cgroup). Said once per host; `codecvisor doctor` says it too.
+      static std::once_flag warned;
+      std::call_once(warned, [] {
+        std::fprintf(stderr,
+                     "codecvisor: WARNING: backends run without a cgroup (%s); their memory and tasks are bounded "
+                     "by RLIMIT_AS and RLIMIT_NPROC only\n",
+                     cgroup_layout.missing.c_str());
+      });
+    } else if (made.ok()) {
       cgroup = *std::move(made);
       spec.sandbox.cgroup_procs = cgroup->procs_files();
       engaged.cgroup = absl::StrCat("cgroup v", cgroup->version(), " (memory ", manifest.sandbox.memory_mb,

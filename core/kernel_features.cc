@@ -378,7 +378,7 @@ std::vector<NamedFeature> AllFeatures(const KernelFeatures& f) {
       {"pidfd", "pidfd", N::kAlways, &f.pidfd},
       {"memfd_sealing", "memfd sealing", N::kAlways, &f.memfd_sealing},
       {"clone3", "clone3", N::kAlways, &f.clone3},
-      {"cgroups", "cgroup (memory, pids)", N::kUnlessDegraded, &f.cgroups},
+      {"cgroups", "cgroup (memory, pids)", N::kWhereAvailable, &f.cgroups},
   };
 }
 

@@ -44,6 +44,10 @@ enum class FeatureNeed {
   // [sandbox] allow_degraded = true (or the host passes
   // SpawnOptions::allow_degraded); then it runs without it, with a warning.
   kUnlessDegraded,
+  // Used where this user and machine have it; without it a backend starts,
+  // and the host says once what is missing (a non-root user without cgroup
+  // delegation, a container with a read-only cgroup filesystem).
+  kWhereAvailable,
 };
 
 struct KernelFeatures {

@@ -95,14 +95,16 @@ bool WriteProcFile(pid_t pid, const char* file, const std::string& text) {
 
 // Maps the child's root to nobody, or failing that to our own ids. Returns
 // the byte that tells the child what it got ('n': nobody, 's': self), or 0.
+// Each map can be written once, so the order matters: only a host with
+// CAP_SETUID and CAP_SETGID over its namespace (root) may map ids other
+// than its own, and an unprivileged one must deny setgroups before it may
+// write its gid map. (A host that is itself nobody maps its own ids: the
+// child is nobody outside either way.)
 char WriteIdMaps(pid_t pid, const SandboxSpec& sandbox) {
-  if (WriteProcFile(pid, "uid_map", absl::StrCat("0 ", sandbox.outside_uid, " 1\n")) &&
-      WriteProcFile(pid, "gid_map", absl::StrCat("0 ", sandbox.outside_gid, " 1\n"))) {
-    return 'n';
+  if (geteuid() == 0 && WriteProcFile(pid, "uid_map", absl::StrCat("0 ", sandbox.outside_uid, " 1\n"))) {
+    return WriteProcFile(pid, "gid_map", absl::StrCat("0 ", sandbox.outside_gid, " 1\n")) ? 'n' : 0;
   }
-  // An unprivileged (or nested) host may only map its own ids, and must
-  // give up setgroups to map its gid.
-  WriteProcFile(pid, "setgroups", "deny");
+  if (!WriteProcFile(pid, "setgroups", "deny")) return 0;
   if (WriteProcFile(pid, "uid_map", absl::StrCat("0 ", geteuid(), " 1\n")) &&
       WriteProcFile(pid, "gid_map", absl::StrCat("0 ", getegid(), " 1\n"))) {
     return 's';
@@ -206,12 +208,15 @@ absl::StatusOr<ChildProcess> LaunchOnThisThread(const LaunchSpec& spec) {
   char go = 's';
   if (spec.sandbox.namespaces) {
     go = WriteIdMaps(child.pid, spec.sandbox);
+    const int err = errno;
     if (go == 0) {
       syscall(SYS_pidfd_send_signal, child.pidfd.get(), SIGKILL, nullptr, 0);
       waitpid(child.pid, nullptr, 0);
-      return absl::PermissionDeniedError("cannot write the user namespace id maps of the backend process");
+      return absl::PermissionDeniedError(absl::StrCat(
+          "cannot write the user namespace id maps of the backend process (uid ", geteuid(), ", gid ", getegid(),
+          "): ", std::strerror(err)));
     }
-    child.unprivileged_ids = go == 'n';
+    child.unprivileged_ids = go == 'n' || (geteuid() == spec.sandbox.outside_uid && getegid() == spec.sandbox.outside_gid);
   }
   for (const std::string& procs : spec.sandbox.cgroup_procs) {
     if (!WriteFileText(procs, absl::StrCat(child.pid))) {

@@ -114,6 +114,36 @@ expect 0 "dav1d decodes from the moved tree" installed "$cv" decode "$av1" --dev
   --indices 0,11 --out "$tmp/av1"
 holds "dav1d frame 11 equals ffmpeg" same_as_ffmpeg "$tmp/av1/frame_000011.ppm" "$av1" 11
 
+# As users other than root: nobody (65534) and an ordinary uid with no
+# passwd entry. Each decodes through a sandboxed child with every mechanism
+# the kernel gives an unprivileged user (its own user namespace, Landlock,
+# seccomp, rlimits); a cgroup needs delegation this machine does not give
+# them, and the host says so once, naming why, and goes on.
+if [ "$(id -u)" != 0 ]; then
+  echo "FAIL the non-root checks switch users and need root to start as" >&2
+  exit 1
+fi
+nr=$(mktemp -d /tmp/codecvisor-nonroot.XXXXXX)
+trap 'rm -rf "$nr"' EXIT
+chmod 755 "$nr"
+cp -r "$tmp/c" "$nr/tree"
+cp "$video" "$nr/clip.mp4"
+chmod -R a+rX "$nr"
+for uid in 65534 4321; do
+  as_user=(setpriv --reuid="$uid" --regid="$uid" --clear-groups env HOME="$nr")
+  mkdir -m 777 "$nr/out-$uid"
+  expect 0 "uid $uid: decode" installed "${as_user[@]}" "$nr/tree/bin/codecvisor" decode "$nr/clip.mp4" \
+    --format ppm --indices 0,7 --out "$nr/out-$uid"
+  holds "uid $uid: frame 7 equals ffmpeg" same_as_ffmpeg "$nr/out-$uid/frame_000007.ppm" "$video" 7
+  holds "uid $uid: says the cgroup is missing and why" \
+    grep -q "backends run without a cgroup (cannot create cgroups in .*not delegated to this user" "$err"
+  expect 0 "uid $uid: backends --start" installed "${as_user[@]}" "$nr/tree/bin/codecvisor" backends --start
+  holds "uid $uid: sandboxed" grep -qE "sandbox: user\+pid\+net\+ipc namespaces, .*landlock v[0-9]+, seccomp" "$out"
+  if [ "$uid" = 65534 ]; then holds "uid $uid: the child is nobody" grep -q "uid nobody" "$out"; fi
+  expect 0 "uid $uid: doctor" installed "${as_user[@]}" "$nr/tree/bin/codecvisor" doctor
+  holds "uid $uid: doctor names the missing cgroup" grep -qE "^cgroup \(memory, pids\) +MISSING +where available" "$out"
+  holds "uid $uid: cpu ready" grep -qE "^backend cpu \(cpu\): ready, pid [0-9]+$" "$out"
+done
 if ((fails)); then
   echo "$fails check(s) failed" >&2
   exit 1

@@ -165,6 +165,17 @@ const Escape kEscapes[] = {
     {"raise_rlimit", "seccomp", "sandbox violation: syscall prlimit64"},
     {"setuid", "seccomp", "sandbox violation: syscall setuid"},
     {"mount", "seccomp", "sandbox violation: syscall mount"},
+    {"clone_namespaces", "seccomp", "sandbox violation: syscall clone"},
+    {"seccomp_listener", "seccomp", "sandbox violation: syscall seccomp"},
+    {"landlock_ruleset", "seccomp", "sandbox violation: syscall landlock_create_ruleset"},
+    {"listmount", "seccomp", "sandbox violation: syscall 458"},
+    {"wx_memfd", "seccomp", "sandbox violation: syscall mmap"},
+    {"personality", "seccomp", "sandbox violation: syscall personality"},
+    {"inotify", "seccomp", "sandbox violation: syscall inotify_init1"},
+    {"flock", "seccomp", "sandbox violation: syscall flock"},
+#if defined(__x86_64__)
+    {"x32", "seccomp (architecture check)", "killed by signal 31 (SIGSYS)"},
+#endif
     {"tiocsti", "stdio pipe", "denied (Inappropriate ioctl for device)"},
     {"truncate_log", "stdio pipe", "denied (Invalid argument)"},
     {"rewrite_log", "stdio pipe", "denied (Illegal seek)"},

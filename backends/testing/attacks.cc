@@ -4,7 +4,15 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sched.h>
+#include <sys/file.h>
+#include <sys/inotify.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/personality.h>
+#include <sys/syscall.h>
+#include <linux/seccomp.h>
+#include <linux/filter.h>
 #include <sys/mount.h>
 #include <sys/ptrace.h>
 #include <sys/resource.h>
@@ -12,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -47,6 +56,44 @@ std::string SocketAttack(const std::string& what, int domain, int type, int port
   int err = errno;
   close(fd);
   return Verdict(what, ok, err);
+}
+
+
+// A thread (not a process) cloned into new UTS and net namespaces, which
+// then renames its host: the way around a block on unshare and setns.
+std::string CloneIntoNamespaces() {
+  static std::atomic<int> renamed{0};
+  static char stack[64 << 10];
+  auto thread = [](void*) -> int {
+    renamed.store(sethostname("escaped", 7) == 0 ? 1 : 2);
+    return 0;
+  };
+  const int flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM |
+                    CLONE_NEWUTS | CLONE_NEWNET;
+  if (clone(thread, stack + sizeof(stack), flags, nullptr) < 0) {
+    return Verdict("clone a thread into new namespaces", false, errno);
+  }
+  for (int i = 0; i < 2000 && renamed.load() == 0; ++i) usleep(1000);
+  return Verdict("clone a thread into new namespaces and sethostname", renamed.load() == 1, EPERM);
+}
+
+// A memfd mapped writable and executable: code the filter never saw.
+std::string WritableExecutableMemfd() {
+  const int fd = memfd_create("code", MFD_CLOEXEC);
+  if (fd < 0 || ftruncate(fd, 4096) != 0) return Verdict("make a memfd", false, errno);
+  void* p = mmap(nullptr, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_SHARED, fd, 0);
+  const int err = errno;
+  close(fd);
+  return Verdict("map a memfd writable and executable", p != MAP_FAILED, err);
+}
+
+// A second seccomp filter with a user-notification listener: a way to
+// answer the plugin's own syscalls from another thread.
+std::string SeccompListener() {
+  sock_filter allow = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+  sock_fprog prog{1, &allow};
+  const long fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+  return Verdict("install a seccomp listener", fd >= 0, errno);
 }
 
 }  // namespace
@@ -97,6 +144,30 @@ std::string Attack(const std::string& name, int host_pid, int port) {
   }
   if (name == "truncate_log") return Verdict("truncate the host's log (fd 2)", ftruncate(2, 0) == 0, errno);
   if (name == "rewrite_log") return Verdict("rewrite the host's log (fd 1)", pwrite(1, "forged\n", 7, 0) == 7, errno);
+  // Calls outside the seccomp allow list: each must end the process.
+  if (name == "clone_namespaces") return CloneIntoNamespaces();
+  if (name == "seccomp_listener") return SeccompListener();
+  if (name == "landlock_ruleset") {
+    return Verdict("create a Landlock ruleset", syscall(SYS_landlock_create_ruleset, nullptr, 0, 1) >= 0, errno);
+  }
+  if (name == "listmount") {
+    // listmount(2) (Linux 6.8, number 458 on x86_64 and arm64): the host's
+    // mounts. The arguments are never read: the filter decides first.
+    return Verdict("list the mounts", syscall(458, nullptr, nullptr, 0, 0) >= 0, errno);
+  }
+  if (name == "wx_memfd") return WritableExecutableMemfd();
+  if (name == "personality") return Verdict("change the personality", personality(0xffffffff) >= 0, errno);
+  if (name == "inotify") return Verdict("watch files with inotify", inotify_init1(IN_CLOEXEC) >= 0, errno);
+  if (name == "flock") return Verdict("lock a file", flock(0, LOCK_EX | LOCK_NB) == 0, errno);
+#if defined(__x86_64__)
+  if (name == "x32") {
+    // getpid through the x32 ABI (the syscall number with bit 30 set),
+    // which no rule of an x86_64 filter covers. (i386's int $0x80 is the
+    // other foreign ABI; some hypervisors fault it before any filter runs.)
+    const long ret = syscall(0x40000000 | SYS_getpid);
+    return Verdict("call getpid through the x32 ABI", ret > 0, errno);
+  }
+#endif
   if (name == "open_tty") return OpenAttack("open the controlling terminal", "/dev/tty", O_RDWR);
   return "unknown attack " + name;
 }

@@ -119,9 +119,9 @@ check "--reset help says per process" contains "$("$cv" backends --help)" "per h
 check "doctor" run_cv 0 "$tmp/doctor.txt" "$tmp/err" doctor
 for feature in 'user namespace' 'pid namespace' 'net namespace' 'ipc namespace' 'seccomp-bpf' 'landlock' \
     'no_new_privs' 'pidfd' 'memfd sealing' 'clone3' 'cgroup \(memory, pids\)'; do
-  check "doctor: $feature present" grep -qE "^$feature +present +(always|unless allow_degraded) +[^ ]" "$tmp/doctor.txt"
+  check "doctor: $feature present" grep -qE "^$feature +present +(always|unless allow_degraded|where available) +[^ ]" "$tmp/doctor.txt"
 done
-check "doctor: cgroup hierarchy" grep -qE '^cgroup \(memory, pids\) +present +unless allow_degraded +cgroup v[12]' "$tmp/doctor.txt"
+check "doctor: cgroup hierarchy" grep -qE '^cgroup \(memory, pids\) +present +where available +cgroup v[12]' "$tmp/doctor.txt"
 check "doctor: landlock ABI" grep -qE '^landlock +present +unless allow_degraded +ABI [1-9][0-9]*$' "$tmp/doctor.txt"
 check "doctor: cpu ready" grep -qE '^backend cpu \(cpu\): ready, pid [0-9]+$' "$tmp/doctor.txt"
 check "doctor: cpu sandbox" grep -qE "^  sandbox: user\+pid\+net\+ipc namespaces, .*$sandbox_re" "$tmp/doctor.txt"

@@ -45,6 +45,7 @@ struct Report {
 
 const char* NeedName(FeatureNeed need, bool json) {
   if (need == FeatureNeed::kAlways) return "always";
+  if (need == FeatureNeed::kWhereAvailable) return json ? "where_available" : "where available";
   return json ? "unless_allow_degraded" : "unless allow_degraded";
 }
 
@@ -89,6 +90,11 @@ Report Diagnose(const DoctorArgs& args) {
   r.features = ProbeKernelFeatures();
   for (const NamedFeature& n : AllFeatures(r.features)) {
     if (n.feature->present) continue;
+    if (n.need == FeatureNeed::kWhereAvailable) {
+      r.warnings.push_back(absl::StrCat(n.label, " is not used: ", n.feature->detail,
+                                        "; backends start without it, with a weaker limit"));
+      continue;
+    }
     (n.need == FeatureNeed::kAlways ? r.missing_always : r.missing_degradable).push_back(n.label);
     r.problems.push_back(absl::StrCat(n.label, " is missing: ", n.feature->detail));
   }

@@ -22,12 +22,13 @@ inline constexpr const char kFlagLibraryFd[] = "--library-fd";  // the library, 
 inline constexpr const char kFlagReadPath[] = "--read-path";    // repeatable: Landlock read-only path
 inline constexpr const char kFlagDevice[] = "--device";         // repeatable: Landlock read-write device
 inline constexpr const char kFlagLandlock[] = "--landlock";     // require | try | off
-inline constexpr const char kFlagSeccomp[] = "--seccomp";       // require | off
+inline constexpr const char kFlagSeccomp[] = "--seccomp";       // require | log | off
 // "1": on a fatal signal, write the crashing thread's backtrace to stderr
 // (crash_backtrace.h). The host passes it when its own environment has
 // CODECVISOR_BACKEND_BACKTRACE=1 (the child's environment is cleaned).
 inline constexpr const char kFlagBacktrace[] = "--backtrace";
 inline constexpr const char kBacktraceEnv[] = "CODECVISOR_BACKEND_BACKTRACE";
+inline constexpr const char kSeccompEnv[] = "CODECVISOR_SECCOMP";  // "log": log refusals, do not enforce
 
 // The vendor library's descriptor in the child, when the host passes one.
 inline constexpr int kLibraryFd = 5;

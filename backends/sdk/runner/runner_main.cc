@@ -51,7 +51,7 @@ absl::Status CompleteSandbox(const std::multimap<std::string, std::string>& all,
     }
   }
   if (flags[kFlagSeccomp] != "off") {
-    absl::Status s = ApplySeccomp();
+    absl::Status s = ApplySeccomp(flags[kFlagSeccomp] == "log" ? SeccompMode::kLog : SeccompMode::kEnforce);
     if (!s.ok()) return absl::FailedPreconditionError(absl::StrCat("sandbox: seccomp: ", s.message()));
     report->sandbox_seccomp = true;
   }

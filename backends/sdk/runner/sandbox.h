@@ -8,9 +8,11 @@
 //    the manifest declares, read-write to the declared devices, nothing
 //    else; no TCP bind or connect; no signals or abstract sockets outside
 //    the sandbox (ABI 6 scoping), where the kernel supports each.
-//  - seccomp-bpf (libseccomp, TSYNC): a deny list of what a decoder never
-//    needs, each violation trapped so that the crash hints record the
-//    syscall before the process dies of SIGSYS.
+//  - seccomp-bpf (libseccomp, TSYNC): an allow list of what a decoder
+//    needs, with clone (threads only), mmap/mprotect (never W+X), ioctl (no
+//    terminal ioctls), fcntl, prctl, kill and prlimit64 checked by argument;
+//    anything else is trapped so that the crash hints record the syscall
+//    before the process ends, and another ABI kills the process.
 // SECURITY: both are irreversible for the process and all its threads.
 
 #ifndef CODECVISOR_BACKENDS_SDK_RUNNER_SANDBOX_H_
@@ -38,8 +40,16 @@ int LandlockAbi();
 // Landlock (the caller decides whether a degraded sandbox is allowed).
 [[nodiscard]] absl::Status ApplyLandlock(const RunnerSandbox& sandbox);
 
-// Installs the seccomp filter on every thread (TSYNC).
-[[nodiscard]] absl::Status ApplySeccomp();
+enum class SeccompMode {
+  kEnforce,  // a call outside the allow list ends the process, named
+  kLog,      // such calls are logged by the kernel and go ahead (making the list)
+};
+
+// Installs the seccomp allow list on every thread (TSYNC). SECURITY: in
+// kEnforce mode, any syscall not on the list ends the whole process (a
+// trap whose handler records the syscall for the host, then exits); a
+// call made through another ABI (i386 int 0x80, x32) kills it outright.
+[[nodiscard]] absl::Status ApplySeccomp(SeccompMode mode = SeccompMode::kEnforce);
 
 }  // namespace codecvisor::runner
 
