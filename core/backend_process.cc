@@ -94,7 +94,8 @@ BackendProcess::BackendProcess(BackendManifest manifest, std::shared_ptr<Process
 
 std::string EngagedSandbox::Describe() const {
   std::vector<std::string> parts;
-  if (namespaces) parts.push_back("user+pid+net+ipc namespaces");
+  if (namespaces) parts.push_back(empty_root ? "user+pid+net+ipc+mount namespaces" : "user+pid+net+ipc namespaces");
+  if (empty_root) parts.push_back("empty root");
   if (unprivileged_ids) parts.push_back("uid nobody");
   if (rlimits) parts.push_back("rlimits");
   if (no_new_privs) parts.push_back("no_new_privs");
@@ -111,6 +112,9 @@ namespace {
 SandboxSpec HostSandbox(const SandboxPolicy& policy) {
   SandboxSpec s;
   s.namespaces = true;
+  // Its filesystem: the system libraries, its declared paths and devices,
+  // and nothing else (core/empty_root.h).
+  s.empty_root = PlanEmptyRoot(policy.read_paths, policy.devices, ProbeHostPath);
   s.no_new_privs = true;
   // File size: 1 GiB. Landlock leaves the child no file to open for
   // writing; the one file it may hold is the host's stderr, which can be a
@@ -266,6 +270,7 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
     return Prefixed(child.status(), where);
   }
   engaged.namespaces = spec.sandbox.namespaces;
+  engaged.empty_root = spec.sandbox.namespaces && !spec.sandbox.empty_root.steps.empty();
   engaged.unprivileged_ids = child->unprivileged_ids;
   engaged.rlimits = !spec.sandbox.rlimits.empty();
   engaged.no_new_privs = spec.sandbox.no_new_privs;

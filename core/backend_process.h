@@ -45,6 +45,7 @@ struct SpawnOptions {
 // What was engaged for one child, for `codecvisor doctor` and the tests.
 struct EngagedSandbox {
   bool namespaces = false;        // user, pid, net, ipc
+  bool empty_root = false;        // and mount: a read-only root of its own (core/empty_root.h)
   bool unprivileged_ids = false;  // root in its namespace, nobody outside
   bool rlimits = false;
   bool no_new_privs = false;

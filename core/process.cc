@@ -27,13 +27,23 @@
 namespace codecvisor {
 namespace {
 
+// What a child that failed before exec reports up the error pipe: the
+// errno, and which part of its set-up failed.
+struct ChildError {
+  int err;
+  int step;  // an index into the empty-root plan, or one of these:
+};
+constexpr int kNoStep = -1;    // the rest of the set-up, or execve
+constexpr int kRootStep = -2;  // the mounts around the empty-root plan's steps
+
 // Between clone and execve only async-signal-safe calls are allowed: the
 // host may have other threads holding locks (minijail's rule). On any
 // failure, the errno goes up the pipe and the child _exits.
 [[noreturn]] void ChildAfterClone(const LaunchSpec& spec, char* const* argv, char* const* envp,
                                   int error_pipe, int go_pipe, pid_t parent) {
-  auto fail = [&](int err) {
-    (void)!write(error_pipe, &err, sizeof(err));
+  auto fail = [&](int err, int step = kNoStep) {
+    const ChildError report{err, step};
+    (void)!write(error_pipe, &report, sizeof(report));
     _exit(127);
   };
   // A session of its own: no controlling terminal, so no TIOCSTI into the
@@ -52,6 +62,10 @@ namespace {
     if (go == 'n' && syscall(SYS_setgroups, 0, nullptr) != 0) fail(errno);
     if (syscall(SYS_setresgid, 0, 0, 0) != 0) fail(errno);
     if (syscall(SYS_setresuid, 0, 0, 0) != 0) fail(errno);
+    if (!spec.sandbox.empty_root.steps.empty()) {
+      int step = kNoStep;
+      if (const int err = ApplyEmptyRoot(spec.sandbox.empty_root, &step); err != 0) fail(err, step < 0 ? kRootStep : step);
+    }
   }
   for (const auto& [resource, limit] : spec.sandbox.rlimits) {
     rlimit r{static_cast<rlim_t>(limit), static_cast<rlim_t>(limit)};
@@ -191,6 +205,7 @@ absl::StatusOr<ChildProcess> LaunchOnThisThread(const LaunchSpec& spec) {
   clone_args args{};
   args.flags = CLONE_PIDFD;
   if (spec.sandbox.namespaces) args.flags |= CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC;
+  if (spec.sandbox.namespaces && !spec.sandbox.empty_root.steps.empty()) args.flags |= CLONE_NEWNS;
   args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
   args.exit_signal = SIGCHLD;
   const pid_t parent = getpid();
@@ -238,12 +253,21 @@ absl::StatusOr<ChildProcess> LaunchOnThisThread(const LaunchSpec& spec) {
     waitpid(child.pid, nullptr, 0);
     return absl::DeadlineExceededError(absl::StrCat("starting ", spec.path, ": the child did not exec within 10 s"));
   }
-  int child_errno = 0;
-  ssize_t got = ipc::RetryEintr([&] { return read(read_end.get(), &child_errno, sizeof(child_errno)); });
-  if (got == sizeof(child_errno)) {
+  ChildError report{0, kNoStep};
+  ssize_t got = ipc::RetryEintr([&] { return read(read_end.get(), &report, sizeof(report)); });
+  if (got == sizeof(report)) {
     // execve (or the set-up before it) failed; reap the child now.
     waitpid(child.pid, nullptr, 0);
-    return ipc::ErrnoStatus(absl::StrCat("starting ", spec.path), child_errno);
+    const auto& steps = spec.sandbox.empty_root.steps;
+    if (report.step == kRootStep || (report.step >= 0 && static_cast<size_t>(report.step) < steps.size())) {
+      return ipc::ErrnoStatus(
+          absl::StrCat("starting ", spec.path, ": building its empty root filesystem (",
+                       report.step == kRootStep ? "private mounts, tmpfs and pivot_root"
+                                                : steps[static_cast<size_t>(report.step)].Describe(),
+                       ")"),
+          report.err);
+    }
+    return ipc::ErrnoStatus(absl::StrCat("starting ", spec.path), report.err);
   }
   return child;
 }

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/empty_root.h"
 #include "ipc/unique_fd.h"
 
 namespace codecvisor {
@@ -37,6 +38,9 @@ struct SandboxSpec {
   // cgroup.procs files the child is moved into (its pid written there by
   // the host) before it runs anything of its own: it waits for that.
   std::vector<std::string> cgroup_procs;
+  // With `namespaces`: a mount namespace too, whose root is built from this
+  // plan (core/empty_root.h) before exec. Empty: the host's filesystem.
+  EmptyRootPlan empty_root;
 };
 
 struct LaunchSpec {

@@ -138,7 +138,7 @@ for uid in 65534 4321; do
   holds "uid $uid: says the cgroup is missing and why" \
     grep -q "backends run without a cgroup (cannot create cgroups in .*not delegated to this user" "$err"
   expect 0 "uid $uid: backends --start" installed "${as_user[@]}" "$nr/tree/bin/codecvisor" backends --start
-  holds "uid $uid: sandboxed" grep -qE "sandbox: user\+pid\+net\+ipc namespaces, .*landlock v[0-9]+, seccomp" "$out"
+  holds "uid $uid: sandboxed" grep -qE "sandbox: user\+pid\+net\+ipc\+mount namespaces, empty root, .*landlock v[0-9]+, seccomp" "$out"
   if [ "$uid" = 65534 ]; then holds "uid $uid: the child is nobody" grep -q "uid nobody" "$out"; fi
   expect 0 "uid $uid: doctor" installed "${as_user[@]}" "$nr/tree/bin/codecvisor" doctor
   holds "uid $uid: doctor names the missing cgroup" grep -qE "^cgroup \(memory, pids\) +MISSING +where available" "$out"

@@ -86,7 +86,7 @@ TEST_F(SandboxTest, LiveBackendHasTheSandboxEngaged) {
   EXPECT_EQ(Field(status, "Seccomp"), "2") << status;
   EXPECT_EQ(Field(status, "NoNewPrivs"), "1") << status;
   std::string own_namespaces;
-  for (const char* ns : {"user", "pid", "net", "ipc"}) {
+  for (const char* ns : {"user", "pid", "net", "ipc", "mnt"}) {
     const std::string theirs = Link(proc + "/ns/" + ns), ours = Link(std::string("/proc/self/ns/") + ns);
     ASSERT_FALSE(theirs.empty()) << ns;
     EXPECT_NE(theirs, ours) << "the backend shares the host's " << ns << " namespace";
@@ -104,6 +104,31 @@ TEST_F(SandboxTest, LiveBackendHasTheSandboxEngaged) {
   EXPECT_NE(backend.sandbox.find("seccomp"), std::string::npos) << backend.sandbox;
   EXPECT_NE(backend.sandbox.find("landlock"), std::string::npos) << backend.sandbox;
   EXPECT_NE(backend.sandbox.find("namespaces"), std::string::npos) << backend.sandbox;
+  // Its root is the empty tmpfs, read-only, with its own /proc and only the
+  // binds the plan names: nothing of the host's /tmp, /home or /etc but
+  // the loader's cache.
+  const std::string mounts = ReadFile(proc + "/mountinfo");
+  std::istringstream mount_lines(mounts);
+  int mount_count = 0;
+  bool root_seen = false;
+  for (std::string line; std::getline(mount_lines, line);) {
+    std::istringstream f(line);
+    std::string id, parent, devno, root, point, options;
+    f >> id >> parent >> devno >> root >> point >> options;
+    ++mount_count;
+    if (point == "/") {
+      root_seen = true;
+      EXPECT_NE(line.find(" - tmpfs codecvisor-root "), std::string::npos) << line;
+      EXPECT_EQ(options.rfind("ro,", 0), 0u) << "a writable root: " << line;
+    }
+    for (const char* hidden : {"/home", "/root", "/etc/shadow", "/var", "/opt"}) {
+      EXPECT_NE(point.rfind(hidden, 0), 0u) << "the host's " << hidden << " is mounted: " << line;
+    }
+  }
+  EXPECT_TRUE(root_seen) << mounts;
+  EXPECT_LE(mount_count, 16) << mounts;
+  EXPECT_NE(backend.sandbox.find("empty root"), std::string::npos) << backend.sandbox;
+  row.Note("root: tmpfs, read-only, " + std::to_string(mount_count) + " mounts");
   // A session of its own with no controlling terminal, and stdout and
   // stderr a pipe of the host's, not the host's terminal or log.
   const std::string stat = ReadFile(proc + "/stat");
@@ -148,10 +173,11 @@ struct Escape {
 
 // seccomp denials kill the process: the host reports the trapped syscall.
 const Escape kEscapes[] = {
-    {"read_shadow", "landlock", "denied (Permission denied)"},
-    {"read_host_mem", "landlock", "denied (Permission denied)"},
-    {"read_host_environ", "landlock", "denied (Permission denied)"},
-    {"write_file", "landlock", "denied (Permission denied)"},
+    {"read_shadow", "empty root", "denied (No such file or directory)"},
+    {"read_host_mem", "empty root (own /proc)", "denied (No such file or directory)"},
+    {"read_host_environ", "empty root (own /proc)", "denied (No such file or directory)"},
+    {"read_own_environ", "landlock", "denied (Permission denied)"},
+    {"write_file", "empty root", "denied (No such file or directory)"},
     {"env_secret", "clean environment", "denied (absent)"},
     {"inet", "seccomp", "sandbox violation: syscall socket"},
     {"inet6", "seccomp", "sandbox violation: syscall socket"},
@@ -165,6 +191,8 @@ const Escape kEscapes[] = {
     {"raise_rlimit", "seccomp", "sandbox violation: syscall prlimit64"},
     {"setuid", "seccomp", "sandbox violation: syscall setuid"},
     {"mount", "seccomp", "sandbox violation: syscall mount"},
+    {"stat_shadow", "empty root", "denied (No such file or directory)"},
+    {"stat_host_pid", "empty root (own /proc)", "denied (No such file or directory)"},
     {"clone_namespaces", "seccomp", "sandbox violation: syscall clone"},
     {"seccomp_listener", "seccomp", "sandbox violation: syscall seccomp"},
     {"landlock_ruleset", "seccomp", "sandbox violation: syscall landlock_create_ruleset"},
@@ -179,7 +207,7 @@ const Escape kEscapes[] = {
     {"tiocsti", "stdio pipe", "denied (Inappropriate ioctl for device)"},
     {"truncate_log", "stdio pipe", "denied (Invalid argument)"},
     {"rewrite_log", "stdio pipe", "denied (Illegal seek)"},
-    {"open_tty", "landlock", "denied (Permission denied)"},
+    {"open_tty", "empty root", "denied (No such file or directory)"},
 };
 
 // Under ThreadSanitizer the runtime sits between the kernel and the

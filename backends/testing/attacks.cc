@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sched.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/inotify.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -103,6 +104,9 @@ std::string Attack(const std::string& name, int host_pid, int port) {
   if (name == "read_shadow") return OpenAttack("read /etc/shadow", "/etc/shadow", O_RDONLY);
   if (name == "read_host_mem") return OpenAttack("read the host's memory", proc + "/mem", O_RDONLY);
   if (name == "read_host_environ") return OpenAttack("read the host's environment", proc + "/environ", O_RDONLY);
+  // Inside the empty root, /proc is there but Landlock (the second line)
+  // grants nothing in it.
+  if (name == "read_own_environ") return OpenAttack("read /proc/self/environ", "/proc/self/environ", O_RDONLY);
   if (name == "write_file") return OpenAttack("write a file", "/tmp/codecvisor-escape", O_WRONLY | O_CREAT | O_TRUNC);
   if (name == "env_secret") {
     const char* secret = std::getenv("CODECVISOR_TEST_SECRET");
@@ -144,6 +148,17 @@ std::string Attack(const std::string& name, int host_pid, int port) {
   }
   if (name == "truncate_log") return Verdict("truncate the host's log (fd 2)", ftruncate(2, 0) == 0, errno);
   if (name == "rewrite_log") return Verdict("rewrite the host's log (fd 1)", pwrite(1, "forged\n", 7, 0) == 7, errno);
+  // The host's filesystem, beyond opening: names and sizes.
+  if (name == "stat_shadow") {
+    struct stat st;
+    return Verdict("stat /etc/shadow", stat("/etc/shadow", &st) == 0, errno);
+  }
+  if (name == "stat_host_pid") {
+    // stat needs no Landlock right: only a /proc of our own pid namespace
+    // keeps the host's processes out of sight.
+    struct stat st;
+    return Verdict("stat the host's /proc entry", stat(proc.c_str(), &st) == 0, errno);
+  }
   // Calls outside the seccomp allow list: each must end the process.
   if (name == "clone_namespaces") return CloneIntoNamespaces();
   if (name == "seccomp_listener") return SeccompListener();

@@ -124,7 +124,7 @@ done
 check "doctor: cgroup hierarchy" grep -qE '^cgroup \(memory, pids\) +present +where available +cgroup v[12]' "$tmp/doctor.txt"
 check "doctor: landlock ABI" grep -qE '^landlock +present +unless allow_degraded +ABI [1-9][0-9]*$' "$tmp/doctor.txt"
 check "doctor: cpu ready" grep -qE '^backend cpu \(cpu\): ready, pid [0-9]+$' "$tmp/doctor.txt"
-check "doctor: cpu sandbox" grep -qE "^  sandbox: user\+pid\+net\+ipc namespaces, .*$sandbox_re" "$tmp/doctor.txt"
+check "doctor: cpu sandbox" grep -qE "^  sandbox: user\+pid\+net\+ipc\+mount namespaces, empty root, .*$sandbox_re" "$tmp/doctor.txt"
 check "doctor: verdict" grep -q '^ok: every mechanism' "$tmp/doctor.txt"
 check "doctor --json" run_cv 0 "$tmp/doctor.json" "$tmp/err" doctor --json
 json=$(cat "$tmp/doctor.json")

@@ -22,7 +22,7 @@ namespace codecvisor::cli {
 namespace {
 
 // The parts of a full sandbox, as EngagedSandbox::Describe() names them.
-constexpr const char* kSandboxParts[] = {"namespaces", "uid nobody", "rlimits", "no_new_privs", "landlock", "seccomp",
+constexpr const char* kSandboxParts[] = {"namespaces", "empty root", "uid nobody", "rlimits", "no_new_privs", "landlock", "seccomp",
                                          "cgroup"};
 
 struct BackendReport {
