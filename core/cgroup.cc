@@ -85,14 +85,32 @@ absl::Status WriteText(const std::string& path, const std::string& text) {
   return absl::OkStatus();
 }
 
+// This host's pid namespace, as a number ("pid:[4026531836]" -> 4026531836):
+// a pid means something only inside the namespace it was read in, and hosts
+// in other pid namespaces (containers, Bazel's test sandboxes) share the
+// cgroup hierarchy.
+std::string PidNamespaceId() {
+  char link[64] = {};
+  const ssize_t n = readlink("/proc/self/ns/pid", link, sizeof(link) - 1);
+  absl::string_view text(link, n > 0 ? static_cast<size_t>(n) : 0);
+  if (!absl::ConsumePrefix(&text, "pid:[") || !absl::ConsumeSuffix(&text, "]")) return "0";
+  return std::string(text);
+}
+
 // Empty cgroups of hosts that are gone (a host killed before it removed its
-// backends' cgroups): "codecvisor-PID-..." whose PID no longer runs.
-void RemoveStale(const std::string& parent) {
+// backends' cgroups): "codecvisor-NS-PID-..." of our own pid namespace NS
+// whose PID no longer runs. Another namespace's are never touched: their
+// pids cannot be checked from here, and one just made is empty until its
+// child joins it.
+void RemoveStale(const std::string& parent, const std::string& own_namespace) {
   DIR* d = opendir(parent.c_str());
   if (d == nullptr) return;
   while (dirent* e = readdir(d)) {
     absl::string_view name = e->d_name;
-    if (!absl::ConsumePrefix(&name, kPrefix)) continue;
+    if (!absl::ConsumePrefix(&name, kPrefix) || !absl::ConsumePrefix(&name, own_namespace) ||
+        !absl::ConsumePrefix(&name, "-")) {
+      continue;
+    }
     int pid = 0;
     if (!absl::SimpleAtoi(name.substr(0, name.find('-')), &pid) || pid <= 0) continue;
     if (kill(pid, 0) == 0 || errno != ESRCH) continue;
@@ -210,11 +228,12 @@ absl::StatusOr<std::unique_ptr<BackendCgroup>> BackendCgroup::Create(const Cgrou
                                                                      uint64_t memory_bytes, uint64_t max_tasks) {
   if (layout.version == 0) return absl::FailedPreconditionError(absl::StrCat("no cgroup: ", layout.missing));
   static std::atomic<uint64_t> next{0};
-  const std::string name = absl::StrCat(kPrefix, getpid(), "-", next.fetch_add(1), "-", backend);
+  static const std::string pid_namespace = PidNamespaceId();
+  const std::string name = absl::StrCat(kPrefix, pid_namespace, "-", getpid(), "-", next.fetch_add(1), "-", backend);
   std::unique_ptr<BackendCgroup> cg(new BackendCgroup());
   cg->version_ = layout.version;
   auto make = [&](const std::string& parent) -> absl::StatusOr<std::string> {
-    RemoveStale(parent);
+    RemoveStale(parent, pid_namespace);
     const std::string dir = absl::StrCat(parent, "/", name);
     if (mkdir(dir.c_str(), 0755) != 0) {
       return absl::PermissionDeniedError(absl::StrCat("mkdir(", dir, "): ", std::strerror(errno)));

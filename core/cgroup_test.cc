@@ -98,5 +98,33 @@ TEST(BackendCgroupTest, MadeWithItsLimitsAndRemoved) {
   EXPECT_NE(stat(memory_dir.c_str(), &st), 0) << memory_dir << " was not removed";
 }
 
+// A cgroup left by a host of this pid namespace that is gone is removed
+// when the next one is made; one named for another pid namespace is never
+// touched, whatever its pid (a host in another container or test sandbox
+// may have just made it, and its pid means nothing here).
+TEST(BackendCgroupTest, OnlyStaleCgroupsOfThisPidNamespaceAreRemoved) {
+  const CgroupLayout layout = ProbeCgroupLayout();
+  ASSERT_NE(layout.version, 0) << layout.missing;
+  char link[64] = {};
+  ASSERT_GT(readlink("/proc/self/ns/pid", link, sizeof(link) - 1), 0);
+  std::string ns(link);
+  ns = ns.substr(ns.find('[') + 1, ns.find(']') - ns.find('[') - 1);
+  // A pid that runs in no namespace of any Linux machine.
+  const std::string dead = "4194305";  // PID_MAX_LIMIT is 4194304
+  const std::string ours = layout.memory_dir + "/codecvisor-" + ns + "-" + dead + "-0-stale";
+  const std::string theirs = layout.memory_dir + "/codecvisor-1" + ns + "-" + dead + "-0-other";
+  ASSERT_EQ(mkdir(ours.c_str(), 0755), 0) << ours;
+  ASSERT_EQ(mkdir(theirs.c_str(), 0755), 0) << theirs;
+  {
+    auto cg = BackendCgroup::Create(layout, "unit", 256 << 20, 64);
+    ASSERT_TRUE(cg.ok()) << cg.status();
+  }
+  struct stat st{};
+  EXPECT_NE(stat(ours.c_str(), &st), 0) << ours << " (this namespace, pid gone) was not removed";
+  EXPECT_EQ(stat(theirs.c_str(), &st), 0) << theirs << " (another namespace) was removed";
+  rmdir(ours.c_str());
+  rmdir(theirs.c_str());
+}
+
 }  // namespace
 }  // namespace codecvisor
