@@ -251,6 +251,16 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
                  manifest.name.c_str());
   }
   absl::StatusOr<ChildProcess> child = launcher->Launch(spec);
+  if (!child.ok() && spawn.sandbox && allow_degraded && !spec.sandbox.empty_root.steps.empty()) {
+    // A kernel that gives user namespaces but no mounts in them (some
+    // hardened configurations): the host's filesystem, Landlock-checked.
+    std::fprintf(stderr,
+                 "codecvisor: WARNING: backend '%s': no empty root (%s); running with a DEGRADED sandbox as "
+                 "allowed by its manifest or the host\n",
+                 manifest.name.c_str(), std::string(child.status().message()).c_str());
+    spec.sandbox.empty_root = {};
+    child = launcher->Launch(spec);
+  }
   if (!child.ok() && spawn.sandbox && allow_degraded) {
     std::fprintf(stderr,
                  "codecvisor: WARNING: backend '%s': no namespaces (%s); running with a DEGRADED sandbox as "
