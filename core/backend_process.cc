@@ -100,7 +100,7 @@ std::string EngagedSandbox::Describe() const {
   if (rlimits) parts.push_back("rlimits");
   if (no_new_privs) parts.push_back("no_new_privs");
   if (landlock_abi > 0) parts.push_back(absl::StrCat("landlock v", landlock_abi));
-  if (seccomp) parts.push_back("seccomp");
+  if (seccomp) parts.push_back(seccomp_log_only ? "seccomp (log only)" : "seccomp");
   if (!cgroup.empty()) parts.push_back(cgroup);
   return parts.empty() ? "none" : absl::StrJoin(parts, ", ");
 }
@@ -183,7 +183,13 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
   // kernel instead of ending the backend (backends/sdk/README.md: finding
   // the syscalls a plugin needs).
   const char* seccomp_mode = std::getenv(runner::kSeccompEnv);
-  const bool seccomp_log = seccomp_mode != nullptr && std::string(seccomp_mode) == "log";
+  const bool seccomp_log = spawn.sandbox && seccomp_mode != nullptr && std::string(seccomp_mode) == "log";
+  if (seccomp_log) {
+    std::fprintf(stderr,
+                 "codecvisor: WARNING: backend '%s': seccomp only logs (%s=log): a call outside its allow list is "
+                 "logged by the kernel and goes ahead\n",
+                 manifest.name.c_str(), runner::kSeccompEnv);
+  }
   spec.argv.push_back(!spawn.sandbox ? "off" : seccomp_log ? "log" : "require");
   // A debugging aid for vendors (backends/sdk/README.md): the runner writes
   // the crashing thread's backtrace to its stderr, which is ours.
@@ -302,6 +308,7 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
   if (absl::Status s = process->Handshake(deadline); !s.ok()) return Prefixed(s, where);
   engaged.landlock_abi = process->hello_.sandbox_landlock_abi;
   engaged.seccomp = process->hello_.sandbox_seccomp;
+  engaged.seccomp_log_only = seccomp_log;
   process->sandbox_ = engaged;
   return process;
 }

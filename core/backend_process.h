@@ -51,6 +51,7 @@ struct EngagedSandbox {
   bool no_new_privs = false;
   uint32_t landlock_abi = 0;      // 0: not applied
   bool seccomp = false;
+  bool seccomp_log_only = false;  // CODECVISOR_SECCOMP=log: refusals logged, not enforced
   std::string cgroup;             // "cgroup v1 (memory 8192 MiB, tasks 4096)"; empty: none
   // "user+pid+net+ipc namespaces, uid nobody, rlimits, no_new_privs, landlock v6, seccomp, cgroup v1 (...)"
   std::string Describe() const;

@@ -214,7 +214,12 @@ CgroupLayout ProbeCgroupLayout() {
     const std::vector<std::string> enabled = absl::StrSplit(absl::StripAsciiWhitespace(subtree), ' ');
     const bool delegated = Has(enabled, "memory") && Has(enabled, "pids");
     const std::string procs = std::string(absl::StripAsciiWhitespace(ReadText(dir + "/cgroup.procs")));
-    if (!delegated && !procs.empty() && dir != "/sys/fs/cgroup") {
+    // Only the real root cgroup (which has no memory.max) may hold
+    // processes and enable controllers for its children; a cgroup
+    // namespace's root, mounted at the same place in a container, may not.
+    struct stat root_check;
+    const bool real_root = stat((dir + "/memory.max").c_str(), &root_check) != 0;
+    if (!delegated && !procs.empty() && !real_root) {
       return fail(absl::StrCat("the host's cgroup ", dir,
                                " holds processes, so its memory and pids controllers cannot be enabled for a "
                                "child cgroup (run the host in a cgroup of its own with them delegated)"));
@@ -259,6 +264,9 @@ absl::StatusOr<std::unique_ptr<BackendCgroup>> BackendCgroup::Create(const Cgrou
   absl::StatusOr<std::string> memory = make(layout.memory_dir);
   if (!memory.ok()) return memory.status();
   if (absl::Status s = WriteText(*memory + "/memory.limit_in_bytes", absl::StrCat(memory_bytes)); !s.ok()) return s;
+  // Memory and swap together, where swap is accounted: pages swapped out
+  // would otherwise leave the limit. (Absent without swap accounting.)
+  (void)WriteText(*memory + "/memory.memsw.limit_in_bytes", absl::StrCat(memory_bytes));
   absl::StatusOr<std::string> pids = make(layout.pids_dir);
   if (!pids.ok()) return pids.status();
   if (absl::Status s = WriteText(*pids + "/pids.max", absl::StrCat(max_tasks)); !s.ok()) return s;

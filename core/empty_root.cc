@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <set>
 
 #include "absl/strings/match.h"
@@ -151,10 +152,61 @@ EmptyRootPlan PlanEmptyRoot(const std::vector<std::string>& read_only, const std
   return plan;
 }
 
+namespace {
+
+// mount_setattr(2) (Linux 5.12), not in Debian 12's glibc: makes a whole
+// bound tree read-only, submounts included, touching no other flag (so
+// none of those the kernel locks in a user namespace).
+struct MountAttr {
+  uint64_t attr_set, attr_clr, propagation, userns_fd;
+};
+constexpr uint64_t kMountAttrReadOnly = 0x1;
+
+int MakeReadOnly(const MountStep& step) {
+  MountAttr attr{kMountAttrReadOnly, 0, 0, 0};
+  if (syscall(SYS_mount_setattr, AT_FDCWD, step.target.c_str(), AT_RECURSIVE, &attr, sizeof(attr)) == 0) return 0;
+  if (errno != ENOSYS) return errno;
+  // An older kernel: the top mount only, repeating its locked flags.
+  if (mount(nullptr, step.target.c_str(), nullptr, MS_BIND | MS_REMOUNT | MS_RDONLY | step.mount_flags, nullptr) != 0) {
+    return errno;
+  }
+  return 0;
+}
+
+// "/proc/self/fd/N" into `out` (32 bytes), without allocating.
+void FdPath(int fd, char* out) {
+  static constexpr char kPrefix[] = "/proc/self/fd/";
+  size_t n = 0;
+  for (const char* p = kPrefix; *p != '\0'; ++p) out[n++] = *p;
+  char digits[12];
+  size_t d = 0;
+  do {
+    digits[d++] = static_cast<char>('0' + fd % 10);
+    fd /= 10;
+  } while (fd > 0 && d < sizeof(digits));
+  while (d > 0) out[n++] = digits[--d];
+  out[n] = '\0';
+}
+
+}  // namespace
+
 int ApplyEmptyRoot(const EmptyRootPlan& plan, int* failed_step) {
   *failed_step = -1;
   // Nothing mounted from here on reaches the host's namespace.
   if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return errno;
+  // Each source, opened while the host's tree is still what it sees.
+  int sources[kMaxEmptyRootBinds];
+  size_t binds = 0;
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    if (plan.steps[i].kind != MountStep::kBind) continue;
+    *failed_step = static_cast<int>(i);
+    if (binds == kMaxEmptyRootBinds) return E2BIG;
+    sources[binds] = open(plan.steps[i].source.c_str(), O_PATH | O_CLOEXEC);
+    if (sources[binds] < 0) return errno;
+    ++binds;
+  }
+  binds = 0;
+  *failed_step = -1;
   if (mount("codecvisor-root", kEmptyRootStage, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") != 0) {
     return errno;
   }
@@ -178,10 +230,11 @@ int ApplyEmptyRoot(const EmptyRootPlan& plan, int* failed_step) {
       case MountStep::kBind:
         // Recursive: a bind of a locked mount must not uncover what is
         // mounted below it.
-        if (mount(step.source.c_str(), target, nullptr, MS_BIND | MS_REC, nullptr) != 0) return errno;
-        if (!step.writable &&
-            mount(nullptr, target, nullptr, MS_BIND | MS_REMOUNT | MS_RDONLY | step.mount_flags, nullptr) != 0) {
-          return errno;
+        char source[32];
+        FdPath(sources[binds++], source);
+        if (mount(source, target, nullptr, MS_BIND | MS_REC, nullptr) != 0) return errno;
+        if (!step.writable) {
+          if (const int err = MakeReadOnly(step); err != 0) return err;
         }
         break;
       case MountStep::kProc:

@@ -22,8 +22,10 @@
 #define CODECVISOR_CORE_EMPTY_ROOT_H_
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
+
 
 namespace codecvisor {
 
@@ -47,7 +49,7 @@ struct MountStep {
     kBind,       // bind source on target; read-only unless `writable`
     kProc,       // a fresh proc at target
   } kind;
-  std::string source;
+  std::string source;             // the host's path (kBind), or the link's text (kSymlink)
   std::string target;             // under the staging folder (kStage)
   bool writable = false;          // kBind: a device
   unsigned long mount_flags = 0;  // kBind: flags of the source's mount, kept on the read-only remount
@@ -57,6 +59,10 @@ struct MountStep {
 struct EmptyRootPlan {
   std::vector<MountStep> steps;
 };
+
+// At most this many binds (system paths, read paths, devices): the child
+// holds a descriptor on each source while it builds the root, on its stack.
+inline constexpr size_t kMaxEmptyRootBinds = 128;
 
 // Where the new root is built in the child's mount namespace before it
 // becomes "/": every Linux system has this folder, and the tmpfs mounted
@@ -78,6 +84,11 @@ const std::vector<std::string>& SystemReadOnlyPaths();
 // In the child, between clone and exec, as root of its own user and mount
 // namespaces: makes its mounts private, builds the plan on a tmpfs at
 // kEmptyRootStage, pivots into it and makes it read-only. Async-signal-safe.
+// Every bind's source is opened (O_PATH) before the tmpfs is mounted and
+// bound through that descriptor, so a source below kEmptyRootStage (a
+// video's folder in /tmp) is the host's, not the staging tmpfs; a read-only
+// bind is made read-only with its submounts (mount_setattr, Linux 5.12;
+// the top mount alone before that).
 // Returns 0, or an errno with *failed_step set to the index of the step that
 // failed (-1 for the pivot and the remounts around the steps).
 int ApplyEmptyRoot(const EmptyRootPlan& plan, int* failed_step);

@@ -55,7 +55,12 @@ constexpr int kRootStep = -2;  // the mounts around the empty-root plan's steps
   // cgroup; then become the mapped root, dropping the host's supplementary
   // groups.
   char go = 0;
-  if ((spec.sandbox.namespaces || !spec.sandbox.cgroup_procs.empty()) && read(go_pipe, &go, 1) != 1) _exit(127);
+  if (spec.sandbox.namespaces || !spec.sandbox.cgroup_procs.empty()) {
+    ssize_t got;
+    while ((got = read(go_pipe, &go, 1)) < 0 && errno == EINTR) {
+    }
+    if (got != 1) fail(got < 0 ? errno : EPIPE);  // the host gave up on us
+  }
   if (spec.sandbox.namespaces) {
     // Raw syscalls: glibc's wrappers would try to change the credentials of
     // every thread it remembers from the parent, which do not exist here.

@@ -165,6 +165,41 @@ TEST_F(SandboxTest, LiveBackendHasTheSandboxEngaged) {
                                                                        : "the host's environment INHERITED");
 }
 
+// A read path below the folder where the child stages its new root (/tmp):
+// the child binds the host's file, opened before the staging tmpfs hides
+// it, and reads the host's bytes through it.
+TEST_F(SandboxTest, AReadPathUnderTheStagingFolderIsTheHostsFile) {
+  FaultRow& row = Row("a manifest read path under /tmp, where the empty root is staged");
+  ++row.tries;
+  char path[] = "/tmp/codecvisor-read-path-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  const std::string text = "the host's bytes\n";
+  ASSERT_EQ(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  fchmod(fd, 0644);
+  close(fd);
+  const std::string manifest = WriteFile("read_path.toml", "name='synthetic'\ndevices=['synthetic']\nlibrary='" +
+                                                               Runfile("backends/testing/libcodecvisor_synthetic.so") +
+                                                               "'\nabi_version=1\n[sandbox]\nread_paths=['" + path + "']\n");
+  auto host = Host::Create(options_);
+  ASSERT_TRUE(host.ok()) << host.status();
+  ASSERT_TRUE((*host)->LoadBackend(manifest).ok());
+  DecoderOptions d;
+  d.device = "synthetic";
+  auto decoder = (*host)->OpenDecoder(WriteSyntheticVideo("read_path.syn"), d);
+  row.Note("open " + CodeName(decoder.status()));
+  ASSERT_TRUE(decoder.ok()) << decoder.status();
+  pid_t pid = 0;
+  for (const BackendStatus& b : (*host)->Backends()) pid = b.name == "synthetic" ? b.pid : pid;
+  ASSERT_GT(pid, 0);
+  // Through the child's root, as the child sees it.
+  const std::string seen = ReadFile("/proc/" + std::to_string(pid) + "/root" + path);
+  row.Note(seen == text ? "the child reads the host's file" : "the child reads '" + seen + "'");
+  row.Verdict(seen == text);
+  EXPECT_EQ(seen, text);
+  unlink(path);
+}
+
 struct Escape {
   const char* attack;
   const char* mechanism;  // what must deny it
@@ -198,6 +233,7 @@ const Escape kEscapes[] = {
     {"landlock_ruleset", "seccomp", "sandbox violation: syscall landlock_create_ruleset"},
     {"listmount", "seccomp", "sandbox violation: syscall 458"},
     {"wx_memfd", "seccomp", "sandbox violation: syscall mmap"},
+    {"sigsys_handler", "seccomp", "sandbox violation: syscall rt_sigaction"},
     {"personality", "seccomp", "sandbox violation: syscall personality"},
     {"inotify", "seccomp", "sandbox violation: syscall inotify_init1"},
     {"flock", "seccomp", "sandbox violation: syscall flock"},

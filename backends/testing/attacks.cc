@@ -171,6 +171,20 @@ std::string Attack(const std::string& name, int host_pid, int port) {
     return Verdict("list the mounts", syscall(458, nullptr, nullptr, 0, 0) >= 0, errno);
   }
   if (name == "wx_memfd") return WritableExecutableMemfd();
+  if (name == "sigsys_handler") {
+    // Replace the runner's SIGSYS handler, passing SIGSYS with high bits
+    // set (the kernel reads an int; a filter that compares 64 bits and
+    // refuses only "== SIGSYS" lets it through). With its own handler a
+    // plugin would survive every refused call.
+    struct kernel_sigaction {
+      void (*handler)(int);
+      unsigned long flags;
+      void (*restorer)();
+      unsigned long mask;
+    } act{SIG_IGN, 0, nullptr, 0};
+    const long r = syscall(SYS_rt_sigaction, 0x100000000UL | SIGSYS, &act, nullptr, sizeof(act.mask));
+    return Verdict("replace the SIGSYS handler", r == 0, errno);
+  }
   if (name == "personality") return Verdict("change the personality", personality(0xffffffff) >= 0, errno);
   if (name == "inotify") return Verdict("watch files with inotify", inotify_init1(IN_CLOEXEC) >= 0, errno);
   if (name == "flock") return Verdict("lock a file", flock(0, LOCK_EX | LOCK_NB) == 0, errno);

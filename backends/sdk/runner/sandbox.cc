@@ -176,8 +176,10 @@ absl::Status ApplySeccomp(SeccompMode mode) {
   };
   for (const char* name : kAllowedSyscalls) add(SCMP_ACT_ALLOW, seccomp_syscall_resolve_name(name));
 
-  // Memory: never writable and executable at once (no code written at run
-  // time, so a W+X mapping of a memfd cannot smuggle some in).
+  // Memory: no mapping is writable and executable at once. (This does not
+  // stop code written into a writable mapping that is later made, or mapped
+  // again, executable: a plugin is native code already; it makes an
+  // exploited decoder's job harder, no more.)
   constexpr scmp_datum_t kWX = PROT_WRITE | PROT_EXEC;
   for (int nr : {SCMP_SYS(mmap), SCMP_SYS(mprotect)}) {
     for (scmp_datum_t prot : {scmp_datum_t{0}, scmp_datum_t{PROT_WRITE}, scmp_datum_t{PROT_EXEC}}) {
@@ -230,8 +232,17 @@ absl::Status ApplySeccomp(SeccompMode mode) {
   add(SCMP_ACT_ALLOW, SCMP_SYS(prlimit64), {SCMP_A0(SCMP_CMP_EQ, 0), SCMP_A2(SCMP_CMP_EQ, 0)});
   // The SIGSYS handler that reports refusals must stay ours: every other
   // signal's action may change, and SIGSYS's may be read.
-  add(SCMP_ACT_ALLOW, SCMP_SYS(rt_sigaction), {SCMP_A0(SCMP_CMP_NE, SIGSYS)});
-  add(SCMP_ACT_ALLOW, SCMP_SYS(rt_sigaction), {SCMP_A0(SCMP_CMP_EQ, SIGSYS), SCMP_A1(SCMP_CMP_EQ, 0)});
+  // libseccomp compares all 64 bits of an argument while the kernel reads
+  // an int, so every test of an int argument is an equality on its low 32
+  // bits: `!= SIGSYS` would pass 0x100000000 | SIGSYS, which the kernel
+  // takes as SIGSYS.
+  constexpr scmp_datum_t kLow32 = 0xffffffff;
+  for (int sig = 1; sig <= SIGRTMAX; ++sig) {
+    if (sig == SIGSYS) continue;
+    add(SCMP_ACT_ALLOW, SCMP_SYS(rt_sigaction), {SCMP_A0(SCMP_CMP_MASKED_EQ, kLow32, static_cast<scmp_datum_t>(sig))});
+  }
+  add(SCMP_ACT_ALLOW, SCMP_SYS(rt_sigaction),
+      {SCMP_A0(SCMP_CMP_MASKED_EQ, kLow32, SIGSYS), SCMP_A1(SCMP_CMP_EQ, 0)});
   // exit()/_exit() of the process: trapped unless marked, so that the
   // SIGSYS handler can tell the host which vendor call ended the process
   // (crash_hints.h); the handler then exits with the same code, marked.
