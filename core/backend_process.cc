@@ -133,6 +133,40 @@ SandboxSpec HostSandbox(const SandboxPolicy& policy) {
   return s;
 }
 
+// The kernel's memory and task limits on everything the child holds
+// (core/cgroup.h); RLIMIT_AS and RLIMIT_NPROC stay as a second line.
+// nullptr where the backend runs without one: this user or machine has no
+// cgroup to give (said once per host), or making it failed and the manifest
+// or host allows a degraded sandbox (said each time).
+absl::StatusOr<std::unique_ptr<BackendCgroup>> MakeCgroup(const BackendManifest& manifest, bool allow_degraded) {
+  static const CgroupLayout layout = ProbeCgroupLayout();
+  if (layout.version == 0) {
+    // Not a failure: an unprivileged host without delegation, a container
+    // with a read-only /sys/fs/cgroup. `codecvisor doctor` says it too.
+    static std::once_flag warned;
+    std::call_once(warned, [] {
+      std::fprintf(stderr,
+                   "codecvisor: WARNING: backends run without a cgroup (%s); their memory and tasks are bounded "
+                   "by RLIMIT_AS and RLIMIT_NPROC only\n",
+                   layout.missing.c_str());
+    });
+    return nullptr;
+  }
+  absl::StatusOr<std::unique_ptr<BackendCgroup>> made =
+      BackendCgroup::Create(layout, manifest.name, manifest.sandbox.memory_mb << 20, manifest.sandbox.threads);
+  if (made.ok()) return made;
+  if (!allow_degraded) {
+    return absl::FailedPreconditionError(absl::StrCat(made.status().message(),
+                                                      "; the sandbox cannot be set up here (see `codecvisor doctor`); "
+                                                      "set [sandbox] allow_degraded = true to run with less of it"));
+  }
+  std::fprintf(stderr,
+               "codecvisor: WARNING: backend '%s': no cgroup (%s); its memory and tasks are bounded by rlimits "
+               "only, as allowed by its manifest or the host\n",
+               manifest.name.c_str(), std::string(made.status().message()).c_str());
+  return nullptr;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const BackendManifest& manifest,
@@ -217,40 +251,13 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
   std::unique_ptr<BackendCgroup> cgroup;
   if (spawn.sandbox) {
     spec.sandbox = HostSandbox(manifest.sandbox);
-    // The kernel's memory and task limits on everything the child holds
-    // (core/cgroup.h); RLIMIT_AS and RLIMIT_NPROC stay as a second line.
-    static const CgroupLayout cgroup_layout = ProbeCgroupLayout();
-    absl::StatusOr<std::unique_ptr<BackendCgroup>> made =
-        cgroup_layout.version == 0 ? absl::FailedPreconditionError(cgroup_layout.missing)
-                                   : BackendCgroup::Create(cgroup_layout, manifest.name,
-                                                           manifest.sandbox.memory_mb << 20, manifest.sandbox.threads);
-    if (cgroup_layout.version == 0) {
-      // Not a failure: this user or this machine has no cgroup to give (an
-      // unprivileged host without delegation, a container with a read-only
-      // /sys/fs/cgroup). Said once per host; `codecvisor doctor` says it too.
-      static std::once_flag warned;
-      std::call_once(warned, [] {
-        std::fprintf(stderr,
-                     "codecvisor: WARNING: backends run without a cgroup (%s); their memory and tasks are bounded "
-                     "by RLIMIT_AS and RLIMIT_NPROC only\n",
-                     cgroup_layout.missing.c_str());
-      });
-    } else if (made.ok()) {
-      cgroup = *std::move(made);
+    absl::StatusOr<std::unique_ptr<BackendCgroup>> made = MakeCgroup(manifest, allow_degraded);
+    if (!made.ok()) return Prefixed(made.status(), where);
+    cgroup = *std::move(made);
+    if (cgroup != nullptr) {
       spec.sandbox.cgroup_procs = cgroup->procs_files();
       engaged.cgroup = absl::StrCat("cgroup v", cgroup->version(), " (memory ", manifest.sandbox.memory_mb,
                                     " MiB, tasks ", manifest.sandbox.threads, ")");
-    } else if (allow_degraded) {
-      std::fprintf(stderr,
-                   "codecvisor: WARNING: backend '%s': no cgroup (%s); its memory and tasks are bounded by rlimits "
-                   "only, as allowed by its manifest or the host\n",
-                   manifest.name.c_str(), std::string(made.status().message()).c_str());
-    } else {
-      return Prefixed(absl::FailedPreconditionError(absl::StrCat(
-                          made.status().message(),
-                          "; the sandbox cannot be set up here (see `codecvisor doctor`); "
-                          "set [sandbox] allow_degraded = true to run with less of it")),
-                      where);
     }
   } else {
     std::fprintf(stderr, "codecvisor: WARNING: backend '%s' runs WITHOUT a sandbox (sandbox disabled by the host)\n",

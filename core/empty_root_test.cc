@@ -92,12 +92,15 @@ TEST(EmptyRootTest, AMergedUsrHostGetsItsLinksAndOneBindOfUsr) {
 TEST(EmptyRootTest, ARemountKeepsTheFlagsTheKernelLocksOnTheSourceMount) {
   const FakeHost host = MergedUsr();
   const EmptyRootPlan plan = PlanEmptyRoot({}, {}, host.Probe());
+  int binds = 0;
   for (const MountStep& s : plan.steps) {
     if (s.kind == MountStep::kBind && s.source == "/sys/devices/system/cpu") {
+      ++binds;
       EXPECT_EQ(s.mount_flags, static_cast<unsigned long>(MS_NOSUID | MS_NODEV | MS_NOEXEC));
       EXPECT_FALSE(s.writable);
     }
   }
+  EXPECT_EQ(binds, 1) << "the CPU topology is bound once";
 }
 
 TEST(EmptyRootTest, ASplitLayoutBindsEachLibraryFolder) {

@@ -1,7 +1,7 @@
 // File: core/kernel_features.h
 //
 // What the running kernel offers of the mechanisms the backend sandbox and
-// the channel are built on (../shared/DESIGN.md, "Sandbox"), for
+// the channel are built on (docs/SANDBOX.md), for
 // `codecvisor doctor` and for diagnostics. Each mechanism is tried, not
 // guessed from the kernel version: namespaces, no_new_privs and a seccomp
 // filter in a short-lived probe child, the rest with calls that change
