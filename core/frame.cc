@@ -1,6 +1,6 @@
 #include "core/frame.h"
 
-namespace codecvisor {
+namespace codecvisor::internal {
 
 Frame::Frame(ipc::FrameLease lease) : ref_(lease.ref()), lease_(std::move(lease)) {
   // Plane offsets become relative to the frame's own first byte; validated
@@ -34,4 +34,4 @@ void Frame::Detach() {
   lease_.Reset();
 }
 
-}  // namespace codecvisor
+}  // namespace codecvisor::internal

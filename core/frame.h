@@ -17,7 +17,7 @@
 #include "ipc/frame_arena.h"
 #include "ipc/messages.h"
 
-namespace codecvisor {
+namespace codecvisor::internal {
 
 using ipc::OutputFormat;
 
@@ -62,6 +62,6 @@ class Frame {
   std::vector<uint8_t> owned_;  // set once copied
 };
 
-}  // namespace codecvisor
+}  // namespace codecvisor::internal
 
 #endif  // CODECVISOR_CORE_FRAME_H_

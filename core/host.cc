@@ -9,7 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
-namespace codecvisor {
+namespace codecvisor::internal {
 namespace {
 
 std::string DefaultDevice(const HostOptions& options) {
@@ -241,4 +241,4 @@ std::vector<std::string> Host::warnings() const {
   return warnings_;
 }
 
-}  // namespace codecvisor
+}  // namespace codecvisor::internal

@@ -36,7 +36,7 @@
 #include "core/video_decoder.h"
 #include "ipc/mutex.h"
 
-namespace codecvisor {
+namespace codecvisor::internal {
 
 struct HostOptions {
   // The device used when a decoder names none. Empty: CODECVISOR_DEFAULT_DEVICE,
@@ -128,6 +128,6 @@ class Host {
 // Splits "acme:1" into ("acme", 1) and "cpu" into ("cpu", -1).
 [[nodiscard]] absl::StatusOr<std::pair<std::string, int>> ParseDevice(absl::string_view device);
 
-}  // namespace codecvisor
+}  // namespace codecvisor::internal
 
 #endif  // CODECVISOR_CORE_HOST_H_

@@ -10,7 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "core/frame_check.h"
 
-namespace codecvisor {
+namespace codecvisor::internal {
 namespace {
 
 using ipc::Clock;
@@ -455,4 +455,4 @@ absl::StatusOr<std::vector<Frame>> VideoDecoder::GetFramesPlayedInRange(double s
   return Collect({ipc::PtsRange{start, stop}});
 }
 
-}  // namespace codecvisor
+}  // namespace codecvisor::internal

@@ -27,7 +27,7 @@
 #include "core/supervisor.h"
 #include "ipc/messages.h"
 
-namespace codecvisor {
+namespace codecvisor::internal {
 
 using ipc::SeekMode;
 using ipc::StreamMetadata;
@@ -164,6 +164,6 @@ class VideoDecoder {
   uint64_t retries_ = 0;
 };
 
-}  // namespace codecvisor
+}  // namespace codecvisor::internal
 
 #endif  // CODECVISOR_CORE_VIDEO_DECODER_H_

@@ -13,6 +13,8 @@
 #include "tests/fault_test_support.h"
 
 namespace codecvisor::testing {
+
+using ::codecvisor::internal::BackendStatus;
 namespace {
 
 std::string FaultyManifest(const std::string& name, const std::string& library, const std::string& entry,

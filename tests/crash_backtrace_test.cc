@@ -18,6 +18,8 @@
 #include "tests/fault_test_support.h"
 
 namespace codecvisor::testing {
+
+using ::codecvisor::internal::DecoderOptions;
 namespace {
 
 // Descriptor 2 goes to `path` for the object's lifetime.

@@ -13,6 +13,10 @@
 #include "tests/fault_test_support.h"
 
 namespace codecvisor::testing {
+
+using ::codecvisor::internal::BackendStatus;
+using ::codecvisor::internal::VideoDecoder;
+using ::codecvisor::internal::DecoderOptions;
 namespace {
 
 constexpr int kRuns = 20;

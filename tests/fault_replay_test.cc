@@ -25,6 +25,11 @@
 #include "tests/fault_test_support.h"
 
 namespace codecvisor::testing {
+
+using ::codecvisor::internal::BackendStatus;
+using ::codecvisor::internal::VideoDecoder;
+using ::codecvisor::internal::DecoderOptions;
+using ::codecvisor::internal::Frame;
 namespace {
 
 // The request in flight when the backend is killed from outside is

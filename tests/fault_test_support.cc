@@ -13,6 +13,12 @@
 
 namespace codecvisor::testing {
 
+using ::codecvisor::internal::Host;
+using ::codecvisor::internal::BackendStatus;
+using ::codecvisor::internal::VideoDecoder;
+using ::codecvisor::internal::DecoderOptions;
+using ::codecvisor::internal::Frame;
+
 std::string Runfile(const std::string& path) {
   return std::string(std::getenv("TEST_SRCDIR")) + "/codecvisor/" + path;
 }

@@ -23,6 +23,13 @@
 
 namespace codecvisor::testing {
 
+using ::codecvisor::internal::Host;
+using ::codecvisor::internal::HostOptions;
+using ::codecvisor::internal::BackendStatus;
+using ::codecvisor::internal::VideoDecoder;
+using ::codecvisor::internal::DecoderOptions;
+using ::codecvisor::internal::Frame;
+
 std::string Runfile(const std::string& path);
 // Writes `text` to a file in TEST_TMPDIR and returns its path.
 std::string WriteFile(const std::string& name, const std::string& text);

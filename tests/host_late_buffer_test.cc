@@ -16,6 +16,10 @@
 #include "tests/host_test_support.h"
 
 namespace codecvisor::testing {
+
+using ::codecvisor::internal::VideoDecoder;
+using ::codecvisor::internal::DecoderOptions;
+using ::codecvisor::internal::Frame;
 namespace {
 
 class LateBufferHostTest : public HostSyntheticTest {

@@ -19,6 +19,8 @@
 #include "tests/host_test_support.h"
 
 namespace codecvisor::testing {
+
+using ::codecvisor::internal::VideoDecoder;
 namespace {
 
 // Calls `fn(tid, comm)` for each thread of process `pid` (/proc/PID/task).

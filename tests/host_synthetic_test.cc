@@ -25,6 +25,11 @@
 #include "tests/host_test_support.h"
 
 namespace codecvisor::testing {
+
+using ::codecvisor::internal::VideoDecoder;
+using ::codecvisor::internal::DecoderOptions;
+using ::codecvisor::internal::Frame;
+using ::codecvisor::internal::OutputFormat;
 namespace {
 
 TEST_F(HostSyntheticTest, MetadataComesFromTheBackend) {

@@ -8,6 +8,13 @@
 
 namespace codecvisor::testing {
 
+using ::codecvisor::internal::Host;
+using ::codecvisor::internal::HostOptions;
+using ::codecvisor::internal::VideoDecoder;
+using ::codecvisor::internal::DecoderOptions;
+using ::codecvisor::internal::Frame;
+using ::codecvisor::internal::OutputFormat;
+
 pid_t BackendPid(const Host& host, const std::string& name) {
   for (const auto& backend : host.Backends()) {
     if (backend.name == name) return backend.pid;

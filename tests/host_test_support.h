@@ -20,6 +20,12 @@
 
 namespace codecvisor::testing {
 
+using ::codecvisor::internal::Host;
+using ::codecvisor::internal::VideoDecoder;
+using ::codecvisor::internal::DecoderOptions;
+using ::codecvisor::internal::Frame;
+using ::codecvisor::internal::OutputFormat;
+
 // The pid of the backend named `name` (0 while it has no process).
 pid_t BackendPid(const Host& host, const std::string& name);
 inline pid_t SyntheticPid(const Host& host) { return BackendPid(host, "synthetic"); }

@@ -24,6 +24,13 @@
 #include "tools/conformance/samples.h"
 
 namespace codecvisor {
+
+using ::codecvisor::internal::Host;
+using ::codecvisor::internal::HostOptions;
+using ::codecvisor::internal::BackendStatus;
+using ::codecvisor::internal::DecoderOptions;
+using ::codecvisor::internal::Frame;
+using ::codecvisor::internal::SeekMode;
 namespace {
 
 std::string Runfile(const std::string& path) {

@@ -26,6 +26,12 @@
 #include "tests/fault_test_support.h"
 
 namespace codecvisor::testing {
+
+using ::codecvisor::internal::Host;
+using ::codecvisor::internal::HostOptions;
+using ::codecvisor::internal::BackendStatus;
+using ::codecvisor::internal::DecoderOptions;
+using ::codecvisor::internal::Frame;
 namespace {
 
 std::string ReadFile(const std::string& path) {

@@ -18,6 +18,8 @@
 #include "tools/cli/selection.h"
 
 namespace codecvisor {
+
+using ::codecvisor::internal::SeekMode;
 namespace {
 
 int RunBenchIpc(const bench::IpcBenchOptions& options, bool json) {

@@ -23,6 +23,10 @@
 #include "tools/bench/take_turns.h"
 
 namespace codecvisor::bench {
+
+using ::codecvisor::internal::Host;
+using ::codecvisor::internal::HostOptions;
+using ::codecvisor::internal::StreamMetadata;
 namespace {
 
 constexpr double kRatioTarget = 0.97;

@@ -15,6 +15,16 @@
 #include "tools/bench/cpu_time.h"
 
 namespace codecvisor::bench {
+
+using ::codecvisor::internal::Host;
+using ::codecvisor::internal::BackendStatus;
+using ::codecvisor::internal::VideoDecoder;
+using ::codecvisor::internal::DecoderOptions;
+using ::codecvisor::internal::Frame;
+using ::codecvisor::internal::FrameSelection;
+using ::codecvisor::internal::StreamMetadata;
+using ::codecvisor::internal::SeekMode;
+using ::codecvisor::internal::OutputFormat;
 namespace {
 
 using Clock = std::chrono::steady_clock;

@@ -36,6 +36,9 @@
 
 namespace codecvisor::bench {
 
+using ::codecvisor::internal::Host;
+using ::codecvisor::internal::StreamMetadata;
+
 // The host-side work done on every decoded frame on both paths: reads a
 // few bytes spread over the frame (so each frame's memory is touched, as a
 // consumer would, without adding a full pass over it) and sums them.

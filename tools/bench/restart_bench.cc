@@ -19,6 +19,13 @@
 #include "tools/cli/json.h"
 
 namespace codecvisor::bench {
+
+using ::codecvisor::internal::Host;
+using ::codecvisor::internal::HostOptions;
+using ::codecvisor::internal::BackendStatus;
+using ::codecvisor::internal::VideoDecoder;
+using ::codecvisor::internal::DecoderOptions;
+using ::codecvisor::internal::Frame;
 namespace {
 
 using Clock = std::chrono::steady_clock;

@@ -25,6 +25,14 @@
 #include "tools/common/process_census.h"
 
 namespace codecvisor::bench {
+
+using ::codecvisor::internal::Host;
+using ::codecvisor::internal::HostOptions;
+using ::codecvisor::internal::BackendStatus;
+using ::codecvisor::internal::VideoDecoder;
+using ::codecvisor::internal::DecoderOptions;
+using ::codecvisor::internal::Frame;
+using ::codecvisor::internal::DescribeSelection;
 namespace {
 
 using Clock = std::chrono::steady_clock;

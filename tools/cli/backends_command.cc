@@ -13,6 +13,9 @@
 #include "tools/cli/json.h"
 
 namespace codecvisor::cli {
+
+using ::codecvisor::internal::Host;
+using ::codecvisor::internal::BackendStatus;
 namespace {
 
 void PrintText(const Host& host, const std::vector<BackendStatus>& backends) {

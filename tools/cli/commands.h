@@ -24,6 +24,8 @@
 
 namespace codecvisor::cli {
 
+using ::codecvisor::internal::SeekMode;
+
 // Flags shared by the commands that open a video.
 struct OpenArgs {
   std::string file;

@@ -12,6 +12,14 @@
 #include "tools/cli/progress.h"
 
 namespace codecvisor::cli {
+
+using ::codecvisor::internal::Host;
+using ::codecvisor::internal::VideoDecoder;
+using ::codecvisor::internal::DecoderOptions;
+using ::codecvisor::internal::Frame;
+using ::codecvisor::internal::FrameSelection;
+using ::codecvisor::internal::StreamMetadata;
+using ::codecvisor::internal::OutputFormat;
 namespace {
 
 bool IsYuv420(const std::string& pixel_format) {

@@ -19,6 +19,9 @@
 #include "tools/cli/json.h"
 
 namespace codecvisor::cli {
+
+using ::codecvisor::internal::Host;
+using ::codecvisor::internal::BackendStatus;
 namespace {
 
 // The parts of a full sandbox, as EngagedSandbox::Describe() names them.

@@ -14,6 +14,11 @@
 
 namespace codecvisor::cli {
 
+using ::codecvisor::internal::Host;
+using ::codecvisor::internal::BackendStatus;
+using ::codecvisor::internal::DecoderOptions;
+using ::codecvisor::internal::SeekMode;
+
 absl::StatusOr<std::unique_ptr<Host>> CreateHost(const std::vector<std::string>& manifests,
                                                  std::vector<ManifestFailure>* failures) {
   absl::StatusOr<std::unique_ptr<Host>> host = Host::Create();

@@ -22,6 +22,11 @@
 
 namespace codecvisor::cli {
 
+using ::codecvisor::internal::Host;
+using ::codecvisor::internal::BackendStatus;
+using ::codecvisor::internal::DecoderOptions;
+using ::codecvisor::internal::SeekMode;
+
 // How long `backends --start` and `doctor` wait for one backend to start.
 inline constexpr std::chrono::milliseconds kBackendStartTimeout{15'000};
 

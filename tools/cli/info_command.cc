@@ -13,6 +13,10 @@
 #include "tools/cli/json.h"
 
 namespace codecvisor::cli {
+
+using ::codecvisor::internal::Host;
+using ::codecvisor::internal::VideoDecoder;
+using ::codecvisor::internal::StreamMetadata;
 namespace {
 
 // Frame counts and names the backend does not know: -1 and "" on the wire.

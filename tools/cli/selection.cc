@@ -9,6 +9,9 @@
 #include "absl/strings/str_split.h"
 
 namespace codecvisor::cli {
+
+using ::codecvisor::internal::FrameSelection;
+using ::codecvisor::internal::StreamMetadata;
 namespace {
 
 absl::Status Invalid(absl::string_view text, absl::string_view why) {

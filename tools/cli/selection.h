@@ -22,6 +22,9 @@
 
 namespace codecvisor::cli {
 
+using ::codecvisor::internal::FrameSelection;
+using ::codecvisor::internal::StreamMetadata;
+
 // The selection flags as typed; empty means not given. At most one may be
 // set (the command line enforces it; BuildSelection checks it again).
 struct SelectionFlags {

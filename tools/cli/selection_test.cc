@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 namespace codecvisor::cli {
+
+using ::codecvisor::internal::FrameSelection;
+using ::codecvisor::internal::StreamMetadata;
 namespace {
 
 StreamMetadata Stream(int64_t scanned, int64_t header = -1) {

@@ -16,6 +16,14 @@
 #include "tools/conformance/suite.h"
 
 namespace codecvisor::conformance {
+
+using ::codecvisor::internal::Host;
+using ::codecvisor::internal::BackendStatus;
+using ::codecvisor::internal::VideoDecoder;
+using ::codecvisor::internal::DecoderOptions;
+using ::codecvisor::internal::Frame;
+using ::codecvisor::internal::SeekMode;
+using ::codecvisor::internal::OutputFormat;
 namespace {
 
 int CountIf(const std::vector<CheckResult>& checks, bool passed) {

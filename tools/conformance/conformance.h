@@ -29,6 +29,8 @@
 
 namespace codecvisor::conformance {
 
+using ::codecvisor::internal::HostOptions;
+
 struct ConformanceTarget {
   // The backend to check, by name. Empty: the manifest's name.
   std::string backend;

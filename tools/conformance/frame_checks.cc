@@ -12,6 +12,12 @@
 #include "tools/conformance/suite.h"
 
 namespace codecvisor::conformance::internal {
+
+using ::codecvisor::internal::VideoDecoder;
+using ::codecvisor::internal::Frame;
+using ::codecvisor::internal::StreamMetadata;
+using ::codecvisor::internal::SeekMode;
+using ::codecvisor::internal::OutputFormat;
 namespace {
 
 // Runs one access method and checks that it returned exactly the frames at

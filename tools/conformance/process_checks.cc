@@ -20,6 +20,13 @@
 #include "tools/conformance/suite.h"
 
 namespace codecvisor::conformance::internal {
+
+using ::codecvisor::internal::BackendStatus;
+using ::codecvisor::internal::VideoDecoder;
+using ::codecvisor::internal::Frame;
+using ::codecvisor::internal::StreamMetadata;
+using ::codecvisor::internal::SeekMode;
+using ::codecvisor::internal::OutputFormat;
 namespace {
 
 std::string ReadText(const std::string& path) {

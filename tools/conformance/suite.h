@@ -28,6 +28,13 @@
 
 namespace codecvisor::conformance::internal {
 
+using ::codecvisor::internal::Host;
+using ::codecvisor::internal::BackendStatus;
+using ::codecvisor::internal::VideoDecoder;
+using ::codecvisor::internal::Frame;
+using ::codecvisor::internal::SeekMode;
+using ::codecvisor::internal::OutputFormat;
+
 using Clock = std::chrono::steady_clock;
 
 class Suite {
