@@ -1,7 +1,9 @@
 #include "core/install_layout.h"
 
+#include <dlfcn.h>
 #include <unistd.h>
 
+#include <climits>
 #include <cstdlib>
 #include <vector>
 
@@ -18,6 +20,16 @@ std::string SelfExe() {
   char buf[4096];
   ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+}
+
+// The file holding this code: libcodecvisor.so when the host library is
+// linked as a shared library, else the program.
+std::string SelfObject() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&SelfExe), &info) == 0 || info.dli_fname == nullptr) return "";
+  char resolved[PATH_MAX];
+  if (realpath(info.dli_fname, resolved) == nullptr) return "";
+  return resolved;
 }
 
 std::string Parent(const std::string& p) {
@@ -49,8 +61,12 @@ absl::StatusOr<InstallLayout> InstallLayout::Discover() {
     InstallLayout l{root + "/codecvisor/backends/sdk/runner/codecvisor-backend", root + "/codecvisor/backends/cpu"};
     if (accept(l)) return l;
   }
-  if (!exe.empty()) {
-    const std::string prefix = Parent(Parent(exe));
+  // An installed prefix: PREFIX/bin/codecvisor or PREFIX/lib/libcodecvisor.so.
+  std::vector<std::string> objects;
+  if (const std::string self = SelfObject(); !self.empty() && self != exe) objects.push_back(self);
+  if (!exe.empty()) objects.push_back(exe);
+  for (const std::string& object : objects) {
+    const std::string prefix = Parent(Parent(object));
     InstallLayout l{prefix + "/libexec/codecvisor/codecvisor-backend", prefix + "/lib/codecvisor/backends"};
     if (accept(l)) return l;
   }

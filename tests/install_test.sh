@@ -44,15 +44,23 @@ holds "no --prefix says why" grep -q "no --prefix given" "$err"
 expect 2 "unknown argument fails" "$installer" --prefix "$a" --bogus
 expect 0 "install" "$installer" --prefix "$a"
 cp "$out" "$tmp/install.log"
-for f in bin/codecvisor libexec/codecvisor/codecvisor-backend include/codecvisor/codecvisor_backend.h \
-    lib/codecvisor/backends/cpu.toml lib/codecvisor/backends/libcodecvisor_cpu.so; do
+installed_files=(bin/codecvisor libexec/codecvisor/codecvisor-backend include/codecvisor/codecvisor_backend.h
+  lib/codecvisor/backends/cpu.toml lib/codecvisor/backends/libcodecvisor_cpu.so
+  lib/libcodecvisor.so.0.1.0 lib/pkgconfig/codecvisor.pc)
+for h in "$TEST_SRCDIR"/codecvisor/api/include/codecvisor/*.h; do
+  installed_files+=("include/codecvisor/$(basename "$h")")
+done
+for f in "${installed_files[@]}" lib/libcodecvisor.so.0 lib/libcodecvisor.so; do
   holds "installed $f" [ -f "$a/$f" ]
   holds "log names $f" grep -qx "installed $a/$f" "$tmp/install.log"
 done
+holds "soname link" [ "$(readlink "$a/lib/libcodecvisor.so.0")" = libcodecvisor.so.0.1.0 ]
+holds "development link" [ "$(readlink "$a/lib/libcodecvisor.so")" = libcodecvisor.so.0 ]
+holds "the library's soname" grep -q "SONAME.*libcodecvisor.so.0" <(readelf -d "$a/lib/libcodecvisor.so.0.1.0")
 holds "CLI executable" [ -x "$a/bin/codecvisor" ]
 holds "runner executable" [ -x "$a/libexec/codecvisor/codecvisor-backend" ]
 expect 0 "install again (idempotent)" "$installer" --prefix="$a"
-holds "no stray files" [ "$(find "$a" -type f | wc -l)" = 5 ]
+holds "no stray files" [ "$(find "$a" -type f | wc -l)" = "${#installed_files[@]}" ]
 # A relative prefix is the caller's folder (BUILD_WORKING_DIRECTORY under bazel run).
 mkdir -p "$tmp/wd"
 expect 0 "relative prefix" env BUILD_WORKING_DIRECTORY="$tmp/wd" "$installer" --prefix rel
@@ -78,6 +86,25 @@ holds "info is the cpu backend's" grep -qF '"backend":"cpu"' "$out"
 holds "info has the size" grep -qF '"width":96' "$out"
 expect 0 "decode ppm" installed "$cv" decode "$video" --format ppm --indices 0,7 --out "$tmp/ppm"
 holds "ppm frame 7 equals ffmpeg" same_as_ffmpeg "$tmp/ppm/frame_000007.ppm" "$video" 7
+
+# The C++ API from the moved tree, outside Bazel: the README's quick start,
+# compiled with plain `c++ $(pkg-config --cflags --libs codecvisor)`.
+cp "$TEST_SRCDIR/codecvisor/examples/cpp_quickstart/quickstart.cc" "$tmp/quickstart.cc"
+expect 0 "pkg-config finds codecvisor in the moved tree" env PKG_CONFIG_PATH="$b/lib/pkgconfig" \
+  pkg-config --cflags --libs codecvisor
+include_dir=$(sed -n 's/.*-I\([^ ]*\).*/\1/p' "$out")
+holds "pkg-config points into the moved tree" [ "$(realpath "$include_dir")" = "$(realpath "$b/include")" ]
+expect 0 "quick start compiles against the installed tree" \
+  c++ "$tmp/quickstart.cc" $(PKG_CONFIG_PATH="$b/lib/pkgconfig" pkg-config --cflags --libs codecvisor) \
+  -o "$tmp/quickstart"
+linked=$(ldd "$tmp/quickstart" | sed -n 's/.*libcodecvisor.so.0 => \([^ ]*\) .*/\1/p')
+holds "quick start links the installed library" [ "$(realpath "$linked")" = "$(realpath "$b/lib/libcodecvisor.so.0.1.0")" ]
+expect 0 "quick start decodes" installed "$tmp/quickstart" "$video" 7
+holds "quick start's frame 7 equals ffmpeg" same_as_ffmpeg "$out" "$video" 7
+holds "quick start says what it decoded" grep -q "h264 96x64, frame 7 at 0.280 s" "$err"
+expect 1 "quick start on a missing file fails" installed "$tmp/quickstart" "$tmp/missing.mp4"
+holds "with the library's diagnostic" grep -q "NOT_FOUND: open($tmp/missing.mp4)" "$err"
+
 # Decoded by a sandboxed child: the installed runner, not an in-process path.
 expect 0 "backends --start" installed "$cv" backends --start
 holds "child sandboxed" grep -q "seccomp" "$out"

@@ -4,6 +4,10 @@
 #
 #   PREFIX/bin/codecvisor                          the CLI
 #   PREFIX/libexec/codecvisor/codecvisor-backend   the trusted runner
+#   PREFIX/lib/libcodecvisor.so.0.1.0              the C++ library, with its
+#   PREFIX/lib/libcodecvisor.so.0, libcodecvisor.so  soname and link names
+#   PREFIX/lib/pkgconfig/codecvisor.pc             `pkg-config codecvisor`
+#   PREFIX/include/codecvisor/*.h                  the C++ API (codecvisor.h)
 #   PREFIX/include/codecvisor/codecvisor_backend.h the vendor SDK header
 #   PREFIX/lib/codecvisor/backends/cpu.toml        the built-in backend's manifest
 #   PREFIX/lib/codecvisor/backends/libcodecvisor_cpu.so
@@ -20,8 +24,9 @@ set -euo pipefail
 
 usage() {
   echo "usage: bazel run [-c opt] //:install -- --prefix DIR" >&2
-  echo "installs bin/codecvisor, libexec/codecvisor/codecvisor-backend," >&2
-  echo "include/codecvisor/codecvisor_backend.h and lib/codecvisor/backends/ (cpu.toml, libcodecvisor_cpu.so)" >&2
+  echo "installs bin/codecvisor, libexec/codecvisor/codecvisor-backend, lib/libcodecvisor.so," >&2
+  echo "lib/pkgconfig/codecvisor.pc, include/codecvisor/ (the C++ API and the SDK header)" >&2
+  echo "and lib/codecvisor/backends/ (cpu.toml, libcodecvisor_cpu.so)" >&2
 }
 
 prefix=""
@@ -75,6 +80,22 @@ put() {
 put 0755 "$src/tools/codecvisor" "$prefix/bin/codecvisor"
 put 0755 "$src/backends/sdk/runner/codecvisor-backend" "$prefix/libexec/codecvisor/codecvisor-backend"
 put 0644 "$src/backends/sdk/codecvisor_backend.h" "$prefix/include/codecvisor/codecvisor_backend.h"
+for header in "$src"/api/include/codecvisor/*.h; do
+  put 0644 "$header" "$prefix/include/codecvisor/$(basename "$header")"
+done
+pc="$src/api/codecvisor.pc"
+version=$(sed -n 's/^Version: //p' "$pc")
+soname="libcodecvisor.so.${version%%.*}"
+put 0755 "$src/api/$soname" "$prefix/lib/libcodecvisor.so.$version"
+# link NAME TARGET: PREFIX/lib/NAME -> TARGET, replaced atomically.
+link() {
+  ln -sfn "$2" "$prefix/lib/.$1.install.$$"
+  mv -fT "$prefix/lib/.$1.install.$$" "$prefix/lib/$1"
+  echo "installed $prefix/lib/$1"
+}
+link "$soname" "libcodecvisor.so.$version"
+link libcodecvisor.so "$soname"
+put 0644 "$pc" "$prefix/lib/pkgconfig/codecvisor.pc"
 put 0644 "$src/backends/cpu/cpu.toml" "$prefix/lib/codecvisor/backends/cpu.toml"
 put 0755 "$src/backends/cpu/libcodecvisor_cpu.so" "$prefix/lib/codecvisor/backends/libcodecvisor_cpu.so"
 echo "codecvisor installed in $prefix: run $prefix/bin/codecvisor backends"

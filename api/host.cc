@@ -1,0 +1,70 @@
+#include "codecvisor/host.h"
+
+#include <utility>
+
+#include "api/convert.h"
+#include "api/video_decoder_impl.h"
+#include "core/discovery.h"
+#include "core/host.h"
+#include "core/install_layout.h"
+
+namespace codecvisor {
+
+struct Host::Impl {
+  std::unique_ptr<internal::Host> host;
+};
+
+Host::Host(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Host::~Host() = default;
+
+Result<std::unique_ptr<Host>> Host::Create(HostOptions options) {
+  internal::HostOptions o;
+  o.default_device = options.default_device;
+  o.eager_spawn = options.eager_spawn;
+  o.supervision.warm_spare = options.warm_spare;
+  if (options.backend_path.has_value() || options.autoload.has_value()) {
+    absl::StatusOr<InstallLayout> layout = InstallLayout::Discover();
+    if (!layout.ok()) return api::FromAbsl(layout.status());
+    DiscoveryOptions discovery = DiscoveryOptionsFromEnvironment(layout->builtin_dir);
+    if (options.backend_path.has_value()) discovery.search_path = *options.backend_path;
+    if (options.autoload.has_value()) discovery.autoload = *options.autoload;
+    o.layout = *std::move(layout);
+    o.discovery = std::move(discovery);
+  }
+  absl::StatusOr<std::unique_ptr<internal::Host>> host = internal::Host::Create(std::move(o));
+  if (!host.ok()) return api::FromAbsl(host.status());
+  auto impl = std::make_unique<Impl>();
+  impl->host = *std::move(host);
+  return std::unique_ptr<Host>(new Host(std::move(impl)));
+}
+
+Result<std::unique_ptr<VideoDecoder>> Host::OpenDecoder(const std::string& path, DecoderOptions options) {
+  absl::StatusOr<std::unique_ptr<internal::VideoDecoder>> decoder =
+      impl_->host->OpenDecoder(path, api::ToInternal(options));
+  if (!decoder.ok()) return api::FromAbsl(decoder.status());
+  auto impl = std::make_unique<VideoDecoder::Impl>();
+  impl->metadata = api::FromIpc((*decoder)->metadata());
+  impl->decoder = *std::move(decoder);
+  return std::unique_ptr<VideoDecoder>(new VideoDecoder(std::move(impl)));
+}
+
+Status Host::LoadBackend(const std::string& manifest_path) {
+  return api::FromAbsl(impl_->host->LoadBackend(manifest_path));
+}
+
+Status Host::ResetBackend(const std::string& name) { return api::FromAbsl(impl_->host->ResetBackend(name)); }
+
+Status Host::StartBackend(const std::string& name, std::chrono::milliseconds timeout) {
+  return api::FromAbsl(impl_->host->StartBackend(name, timeout));
+}
+
+std::vector<BackendInfo> Host::Backends() const {
+  std::vector<BackendInfo> out;
+  for (const internal::BackendStatus& s : impl_->host->Backends()) out.push_back(api::FromInternal(s));
+  return out;
+}
+
+std::vector<std::string> Host::warnings() const { return impl_->host->warnings(); }
+const std::string& Host::default_device() const { return impl_->host->default_device(); }
+
+}  // namespace codecvisor

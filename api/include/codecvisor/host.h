@@ -1,0 +1,113 @@
+// File: codecvisor/host.h
+//
+// codecvisor::Host: the entry point. Creating one discovers the installed
+// backends (the built-in FFmpeg "cpu" one always; vendors' from
+// CODECVISOR_BACKEND_PATH and the install prefix, unless
+// CODECVISOR_DEVICE_BACKEND_AUTOLOAD=0) by reading their manifests only: no
+// backend code ever runs in the calling process. Each backend runs as a
+// sandboxed child process, started on first use and restarted if it dies.
+// A broken plugin never breaks Create(): it is listed as failed, and only a
+// decoder asking for its device gets its diagnostic.
+//
+// Thread-safety: every method may be called from any thread. Destroying the
+// Host stops its backends' processes within a bounded time; decoders that
+// outlive it fail with kUnavailable and nothing worse.
+//
+// Fork: a Host belongs to the process that created it. A child forked from
+// it (e.g. a DataLoader worker) must create its own Host.
+
+#ifndef CODECVISOR_HOST_H_
+#define CODECVISOR_HOST_H_
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "codecvisor/status.h"
+#include "codecvisor/types.h"
+#include "codecvisor/video_decoder.h"
+
+namespace codecvisor {
+
+struct HostOptions {
+  // The device of decoders that name none. Empty: CODECVISOR_DEFAULT_DEVICE,
+  // else "cpu".
+  std::string default_device;
+  // Folders searched for vendors' manifests (*.toml), before the install
+  // prefix's. Unset: CODECVISOR_BACKEND_PATH (colon-separated).
+  std::optional<std::vector<std::string>> backend_path;
+  // false: only the built-in cpu backend. Unset: false when
+  // CODECVISOR_DEVICE_BACKEND_AUTOLOAD=0, else true.
+  std::optional<bool> autoload;
+  // Start every backend's process now rather than on first use.
+  bool eager_spawn = false;
+  // Keep a second process of each backend ready, so a crash costs a
+  // failover rather than a cold start.
+  bool warm_spare = false;
+};
+
+// What `codecvisor backends` shows for one backend.
+struct BackendInfo {
+  std::string name;
+  std::vector<std::string> devices;
+  std::string manifest_path;
+  // "discovered", "failed", "spawning", "ready", "restarting", "quarantined"
+  std::string state;
+  std::string diagnostic;  // why it failed or is quarantined
+  pid_t pid = -1;          // of the running process, -1 if none
+  double uptime_seconds = 0;
+  int sessions = 0;        // open decoders
+  uint64_t restarts = 0;
+  std::string last_exit;       // "killed by signal 11 (SIGSEGV)"; empty if none
+  std::string last_exit_time;  // ISO 8601, UTC
+  bool warm_spare = false;     // a spare process is ready
+  std::string sandbox;         // what confines the running process
+  // From the running process' handshake (empty / zero until it has run).
+  std::string version;
+  bool exact_cpu_output = false;  // bit-exact with the cpu backend
+  double psnr_threshold_db = 0;   // else at least this close to it
+  std::vector<SeekMode> seek_modes;
+  std::vector<OutputFormat> output_formats;
+  uint32_t max_sessions = 0;
+};
+
+class Host {
+ public:
+  static Result<std::unique_ptr<Host>> Create(HostOptions options = {});
+  ~Host();
+  Host(const Host&) = delete;
+  Host& operator=(const Host&) = delete;
+
+  // Opens the video at `path` on the device of `options` (the default device
+  // if empty). The Host opens the file; the backend only gets its descriptor.
+  Result<std::unique_ptr<VideoDecoder>> OpenDecoder(const std::string& path, DecoderOptions options = {});
+
+  // Registers the backend whose manifest is at `manifest_path`, as discovery
+  // would (reading the manifest only). kInvalidArgument for a malformed
+  // manifest, kAlreadyExists for a name already taken.
+  Status LoadBackend(const std::string& manifest_path);
+  // Lifts backend `name`'s quarantine or load failure.
+  Status ResetBackend(const std::string& name);
+  // Starts backend `name`'s process now and waits up to `timeout` until it
+  // is ready (sandboxed, through its handshake).
+  Status StartBackend(const std::string& name, std::chrono::milliseconds timeout);
+
+  std::vector<BackendInfo> Backends() const;
+  // Discovery's warnings, e.g. a device claimed by two manifests.
+  std::vector<std::string> warnings() const;
+  const std::string& default_device() const;
+
+ private:
+  struct Impl;
+  explicit Host(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace codecvisor
+
+#endif  // CODECVISOR_HOST_H_

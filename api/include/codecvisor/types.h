@@ -1,0 +1,128 @@
+// File: codecvisor/types.h
+//
+// The value types of codecvisor's C++ API: how frames are laid out, which
+// frames a request selects, what a stream is, and how a decoder is opened.
+// Plain structs and enums, copyable, with no behaviour beyond validation.
+
+#ifndef CODECVISOR_TYPES_H_
+#define CODECVISOR_TYPES_H_
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace codecvisor {
+
+// How frame indices map to positions in the file. kExact scans the file
+// once at open and seeks by its index; kApproximate trusts the header's
+// frame count and rate (faster to open, may be off on variable-rate files).
+enum class SeekMode { kExact, kApproximate };
+
+// The pixels a decoder returns. kRgb24 is interleaved HWC (torchcodec's
+// "NHWC"), kRgb24Planar three planes R, G, B (CHW, "NCHW"); kNative is the
+// stream's own pixel format, one plane per component.
+enum class OutputFormat { kRgb24, kRgb24Planar, kNative };
+
+const char* SeekModeName(SeekMode mode);          // "exact", "approximate"
+const char* OutputFormatName(OutputFormat format);  // "rgb24", "rgb24-planar", "native"
+
+struct Rational {
+  int64_t num = 0;
+  int64_t den = 1;
+  bool operator==(const Rational&) const = default;
+};
+
+// One video stream, as the backend reports it. Counts and times that the
+// file does not say are -1 (counts) or 0 (times, rates).
+struct StreamMetadata {
+  int32_t stream_index = -1;
+  std::string codec;            // "h264", "vp9", ...
+  uint32_t width = 0;           // as decoded
+  uint32_t height = 0;
+  std::string pixel_format;     // "yuv420p", ...
+  int64_t num_frames_from_header = -1;
+  int64_t num_frames_from_scan = -1;  // exact mode only
+  double average_fps = 0;
+  double duration_seconds = 0;
+  double begin_stream_seconds = 0;
+  double end_stream_seconds = 0;
+  int64_t bit_rate = 0;
+  double rotation_degrees = 0;
+  std::string color_space;
+  std::string color_range;
+  std::string color_primaries;
+  std::string color_transfer;
+  Rational time_base;
+  uint32_t num_video_streams = 0;
+
+  // The number of frames: from the scan when there was one, else the header's.
+  int64_t num_frames() const { return num_frames_from_scan >= 0 ? num_frames_from_scan : num_frames_from_header; }
+  bool operator==(const StreamMetadata&) const = default;
+};
+
+// Which frames one request asks for, by index or by presentation time.
+// Negative indices count from the end, as in Python.
+class FrameSelection {
+ public:
+  struct Indices {
+    std::vector<int64_t> indices;
+    bool operator==(const Indices&) const = default;
+  };
+  struct Range {  // start, start + step, ... below stop
+    int64_t start = 0;
+    int64_t stop = 0;
+    int64_t step = 1;
+    bool operator==(const Range&) const = default;
+  };
+  struct PlayedAt {  // the frame on screen at each time
+    std::vector<double> seconds;
+    bool operator==(const PlayedAt&) const = default;
+  };
+  struct PlayedInRange {  // every frame played in [start, stop)
+    double start_seconds = 0;
+    double stop_seconds = 0;
+    bool operator==(const PlayedInRange&) const = default;
+  };
+  using Variant = std::variant<Indices, Range, PlayedAt, PlayedInRange>;
+
+  static FrameSelection AtIndices(std::vector<int64_t> indices) { return FrameSelection(Indices{std::move(indices)}); }
+  static FrameSelection InRange(int64_t start, int64_t stop, int64_t step = 1) {
+    return FrameSelection(Range{start, stop, step});
+  }
+  static FrameSelection PlayedAtSeconds(std::vector<double> seconds) {
+    return FrameSelection(PlayedAt{std::move(seconds)});
+  }
+  static FrameSelection PlayedInSeconds(double start, double stop) { return FrameSelection(PlayedInRange{start, stop}); }
+
+  const Variant& get() const { return selection_; }
+  // "frame indices [3, 9]", "frames played in [1, 2) s".
+  std::string ToString() const;
+  bool operator==(const FrameSelection&) const = default;
+
+ private:
+  explicit FrameSelection(Variant selection) : selection_(std::move(selection)) {}
+  Variant selection_;
+};
+
+struct DecoderOptions {
+  std::string device;             // "cpu", "acme:1"; empty: the host's default device
+  int32_t stream_index = -1;      // -1: the best video stream
+  SeekMode seek_mode = SeekMode::kExact;
+  OutputFormat output_format = OutputFormat::kRgb24;
+  uint32_t decoder_threads = 0;   // 0: the decoder chooses
+  uint32_t output_width = 0;      // 0 (both): the stream's own size
+  uint32_t output_height = 0;
+  // How many frames can be in flight or held zero-copy at once.
+  uint32_t arena_slots = 4;
+  // Longest wait for the backend to make progress on one request, and for
+  // one attempt at opening the file. A backend that takes longer is
+  // killed and restarted, and the request replayed once.
+  std::chrono::milliseconds request_timeout{30'000};
+  std::chrono::milliseconds open_timeout{120'000};
+};
+
+}  // namespace codecvisor
+
+#endif  // CODECVISOR_TYPES_H_

@@ -1,0 +1,71 @@
+// File: codecvisor/video_decoder.h
+//
+// codecvisor::VideoDecoder: one open video on one backend, with torchcodec's
+// access methods. Every call is a request to the backend's sandboxed child
+// process. If that process crashes or hangs mid-request, it is restarted
+// and the request replayed: the caller sees latency, every frame once. A
+// request that kills its backend twice is "poison" and fails with kAborted;
+// the decoder stays usable. Open decoders with Host::OpenDecoder.
+//
+// Thread-safety: one thread at a time per decoder (as torchcodec's); many
+// decoders may be used at once from many threads.
+
+#ifndef CODECVISOR_VIDEO_DECODER_H_
+#define CODECVISOR_VIDEO_DECODER_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "codecvisor/frame.h"
+#include "codecvisor/status.h"
+#include "codecvisor/types.h"
+
+namespace codecvisor {
+
+class VideoDecoder {
+ public:
+  ~VideoDecoder();
+  VideoDecoder(const VideoDecoder&) = delete;
+  VideoDecoder& operator=(const VideoDecoder&) = delete;
+
+  const StreamMetadata& metadata() const;
+  // What error messages call the video (its path).
+  const std::string& label() const;
+  // The backend serving this decoder ("cpu", a vendor's name).
+  const std::string& backend_name() const;
+  // How many times a request was replayed after its backend failed.
+  uint64_t retries() const;
+
+  // Frame `index` (negative counts from the end).
+  Result<Frame> GetFrameAt(int64_t index);
+  // The frames at `indices`, in that order; duplicates allowed.
+  Result<std::vector<Frame>> GetFramesAt(std::span<const int64_t> indices);
+  // Frames start, start + step, ... below stop.
+  Result<std::vector<Frame>> GetFramesInRange(int64_t start, int64_t stop, int64_t step = 1);
+  // The frame on screen at `seconds`.
+  Result<Frame> GetFramePlayedAt(double seconds);
+  Result<std::vector<Frame>> GetFramesPlayedAt(std::span<const double> seconds);
+  // Every frame played in [start, stop).
+  Result<std::vector<Frame>> GetFramesPlayedInRange(double start, double stop);
+
+  // Streams the selected frames to `sink` in request order, zero copy, with
+  // memory bounded by the arena however many frames are selected. A sink
+  // that keeps frames must keep fewer than arena_slots or Detach() them. The
+  // first error (the backend's or the sink's) is returned once the backend
+  // has finished the request, so the decoder stays usable.
+  Status ForEachFrame(const FrameSelection& selection, const std::function<Status(Frame)>& sink);
+
+ private:
+  friend class Host;
+  struct Impl;
+  explicit VideoDecoder(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace codecvisor
+
+#endif  // CODECVISOR_VIDEO_DECODER_H_

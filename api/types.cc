@@ -1,0 +1,32 @@
+#include "codecvisor/types.h"
+
+#include "api/convert.h"
+#include "codecvisor/codecvisor.h"
+#include "core/video_decoder.h"
+
+namespace codecvisor {
+
+const char* SeekModeName(SeekMode mode) { return mode == SeekMode::kApproximate ? "approximate" : "exact"; }
+
+const char* OutputFormatName(OutputFormat format) {
+  switch (format) {
+    case OutputFormat::kRgb24:
+      return "rgb24";
+    case OutputFormat::kRgb24Planar:
+      return "rgb24-planar";
+    case OutputFormat::kNative:
+      return "native";
+  }
+  return "rgb24";
+}
+
+std::string FrameSelection::ToString() const { return internal::DescribeSelection(api::ToIpc(*this)); }
+
+// codecvisor.h's constants and the library come from one version (version.bzl).
+static_assert(kVersionMajor == CODECVISOR_VERSION_MAJOR && kVersionMinor == CODECVISOR_VERSION_MINOR &&
+                  kVersionPatch == CODECVISOR_VERSION_PATCH,
+              "codecvisor.h's version differs from api/version.bzl");
+
+const char* Version() { return CODECVISOR_VERSION_STRING; }
+
+}  // namespace codecvisor

@@ -1,0 +1,64 @@
+#include "codecvisor/video_decoder.h"
+
+#include <utility>
+
+#include "api/convert.h"
+#include "api/frame_impl.h"
+#include "api/video_decoder_impl.h"
+
+namespace codecvisor {
+namespace {
+
+Frame Wrap(internal::Frame frame) { return api::FrameAccess::Wrap(std::move(frame)); }
+
+Result<std::vector<Frame>> WrapAll(absl::StatusOr<std::vector<internal::Frame>> frames) {
+  if (!frames.ok()) return api::FromAbsl(frames.status());
+  std::vector<Frame> out;
+  out.reserve(frames->size());
+  for (internal::Frame& f : *frames) out.push_back(Wrap(std::move(f)));
+  return out;
+}
+
+Result<Frame> WrapOne(absl::StatusOr<internal::Frame> frame) {
+  if (!frame.ok()) return api::FromAbsl(frame.status());
+  return Wrap(*std::move(frame));
+}
+
+}  // namespace
+
+VideoDecoder::VideoDecoder(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+VideoDecoder::~VideoDecoder() = default;
+
+const StreamMetadata& VideoDecoder::metadata() const { return impl_->metadata; }
+const std::string& VideoDecoder::label() const { return impl_->decoder->label(); }
+const std::string& VideoDecoder::backend_name() const { return impl_->decoder->backend_name(); }
+uint64_t VideoDecoder::retries() const { return impl_->decoder->retries(); }
+
+Result<Frame> VideoDecoder::GetFrameAt(int64_t index) { return WrapOne(impl_->decoder->GetFrameAt(index)); }
+
+Result<std::vector<Frame>> VideoDecoder::GetFramesAt(std::span<const int64_t> indices) {
+  return WrapAll(impl_->decoder->GetFramesAt(indices));
+}
+
+Result<std::vector<Frame>> VideoDecoder::GetFramesInRange(int64_t start, int64_t stop, int64_t step) {
+  return WrapAll(impl_->decoder->GetFramesInRange(start, stop, step));
+}
+
+Result<Frame> VideoDecoder::GetFramePlayedAt(double seconds) {
+  return WrapOne(impl_->decoder->GetFramePlayedAt(seconds));
+}
+
+Result<std::vector<Frame>> VideoDecoder::GetFramesPlayedAt(std::span<const double> seconds) {
+  return WrapAll(impl_->decoder->GetFramesPlayedAt(seconds));
+}
+
+Result<std::vector<Frame>> VideoDecoder::GetFramesPlayedInRange(double start, double stop) {
+  return WrapAll(impl_->decoder->GetFramesPlayedInRange(start, stop));
+}
+
+Status VideoDecoder::ForEachFrame(const FrameSelection& selection, const std::function<Status(Frame)>& sink) {
+  return api::FromAbsl(impl_->decoder->ForEachFrame(
+      api::ToIpc(selection), [&sink](internal::Frame frame) { return api::ToAbsl(sink(Wrap(std::move(frame)))); }));
+}
+
+}  // namespace codecvisor

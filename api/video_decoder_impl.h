@@ -1,0 +1,24 @@
+// File: api/video_decoder_impl.h
+//
+// What a public codecvisor::VideoDecoder holds: the internal decoder and
+// its metadata converted once. Made by Host::OpenDecoder.
+
+#ifndef CODECVISOR_API_VIDEO_DECODER_IMPL_H_
+#define CODECVISOR_API_VIDEO_DECODER_IMPL_H_
+
+#include <memory>
+
+#include "codecvisor/types.h"
+#include "codecvisor/video_decoder.h"
+#include "core/video_decoder.h"
+
+namespace codecvisor {
+
+struct VideoDecoder::Impl {
+  std::unique_ptr<internal::VideoDecoder> decoder;
+  StreamMetadata metadata;
+};
+
+}  // namespace codecvisor
+
+#endif  // CODECVISOR_API_VIDEO_DECODER_IMPL_H_

@@ -1,0 +1,232 @@
+// The public C++ API (include/codecvisor/) end to end: a Host discovering
+// real manifests, the synthetic backend in a real sandboxed child, frames
+// checked byte for byte, and errors as Status values with the right codes.
+// Nothing here includes a header behind the API except the synthetic
+// backend's pixel pattern, the reference the frames are checked against.
+
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/testing/synthetic_pattern.h"
+#include "codecvisor/codecvisor.h"
+#include "gtest/gtest.h"
+
+namespace codecvisor {
+namespace {
+
+std::string Runfile(const std::string& path) { return std::string(std::getenv("TEST_SRCDIR")) + "/codecvisor/" + path; }
+
+std::string Temp(const std::string& name, const std::string& text) {
+  const std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+constexpr uint32_t kWidth = 32, kHeight = 24;
+const testing::SyntheticVideo kClip{.frames = 40, .width = kWidth, .height = kHeight, .fps = 10, .start = 0.5};
+
+class ApiHostTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    HostOptions options;
+    options.backend_path = {Runfile("backends/testing")};  // synthetic.toml, faulty.toml, ...
+    auto host = Host::Create(options);
+    ASSERT_TRUE(host.ok()) << host.status().ToString();
+    host_ = *std::move(host);
+    clip_ = Temp("clip.syn", "synthetic frames=40 width=32 height=24 fps=10 start=0.5");
+  }
+
+  std::unique_ptr<VideoDecoder> Open(DecoderOptions options = {}) {
+    options.device = "synthetic";
+    auto decoder = host_->OpenDecoder(clip_, options);
+    EXPECT_TRUE(decoder.ok()) << decoder.status().ToString();
+    return decoder.ok() ? *std::move(decoder) : nullptr;
+  }
+
+  static void ExpectFrame(const Frame& f, int64_t index, OutputFormat format = OutputFormat::kRgb24) {
+    ASSERT_EQ(f.index(), index);
+    ASSERT_EQ(f.width(), kWidth);
+    ASSERT_EQ(f.height(), kHeight);
+    EXPECT_EQ(f.format(), format);
+    EXPECT_DOUBLE_EQ(f.pts_seconds(), 0.5 + index / 10.0);
+    EXPECT_DOUBLE_EQ(f.duration_seconds(), 0.1);
+    std::vector<uint8_t> want(kWidth * kHeight * 3);
+    testing::FillSyntheticFrame(kClip, format == OutputFormat::kRgb24 ? CV_OUTPUT_RGB24 : CV_OUTPUT_RGB24_PLANAR,
+                                index, want.data());
+    ASSERT_EQ(f.data().size(), want.size());
+    EXPECT_TRUE(std::equal(want.begin(), want.end(), f.data().begin())) << "frame " << index;
+  }
+
+  static std::vector<int64_t> Indices(const std::vector<Frame>& frames) {
+    std::vector<int64_t> out;
+    for (const Frame& f : frames) out.push_back(f.index());
+    return out;
+  }
+
+  std::unique_ptr<Host> host_;
+  std::string clip_;
+};
+
+TEST_F(ApiHostTest, DiscoversTheBuiltInAndThePathsBackendsWithoutStartingThem) {
+  std::vector<std::string> names;
+  for (const BackendInfo& b : host_->Backends()) {
+    names.push_back(b.name);
+    if (b.name == "cpu" || b.name == "synthetic") {
+      EXPECT_EQ(b.state, "discovered") << b.name;
+      EXPECT_EQ(b.pid, -1) << b.name;
+    }
+  }
+  EXPECT_NE(std::find(names.begin(), names.end(), "cpu"), names.end());
+  EXPECT_NE(std::find(names.begin(), names.end(), "synthetic"), names.end());
+  EXPECT_EQ(host_->default_device(), "cpu");
+}
+
+TEST_F(ApiHostTest, AutoloadOffLeavesOnlyTheBuiltInBackend) {
+  HostOptions options;
+  options.backend_path = {Runfile("backends/testing")};
+  options.autoload = false;
+  auto host = Host::Create(options);
+  ASSERT_TRUE(host.ok()) << host.status().ToString();
+  std::vector<BackendInfo> backends = (*host)->Backends();
+  ASSERT_EQ(backends.size(), 1u);
+  EXPECT_EQ(backends[0].name, "cpu");
+}
+
+TEST_F(ApiHostTest, MetadataAndEveryAccessMethod) {
+  auto d = Open();
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->backend_name(), "synthetic");
+  EXPECT_EQ(d->label(), clip_);
+  EXPECT_EQ(d->metadata().width, kWidth);
+  EXPECT_EQ(d->metadata().height, kHeight);
+  EXPECT_EQ(d->metadata().num_frames(), 40);
+  EXPECT_DOUBLE_EQ(d->metadata().average_fps, 10);
+
+  auto one = d->GetFrameAt(7);
+  ASSERT_TRUE(one.ok()) << one.status().ToString();
+  ExpectFrame(*one, 7);
+  auto last = d->GetFrameAt(-1);
+  ASSERT_TRUE(last.ok());
+  ExpectFrame(*last, 39);
+
+  const std::vector<int64_t> wanted = {5, 1, 5};
+  auto at = d->GetFramesAt(wanted);
+  ASSERT_TRUE(at.ok()) << at.status().ToString();
+  EXPECT_EQ(Indices(*at), wanted);
+  for (const Frame& f : *at) ExpectFrame(f, f.index());
+  at->clear();  // gives the arena slots back
+
+  auto range = d->GetFramesInRange(0, 40, 10);
+  ASSERT_TRUE(range.ok());
+  EXPECT_EQ(Indices(*range), (std::vector<int64_t>{0, 10, 20, 30}));
+  range->clear();
+
+  auto played = d->GetFramePlayedAt(1.05);
+  ASSERT_TRUE(played.ok());
+  EXPECT_EQ(played->index(), 5);
+  const std::vector<double> times = {0.5, 2.0};
+  auto played_at = d->GetFramesPlayedAt(times);
+  ASSERT_TRUE(played_at.ok());
+  EXPECT_EQ(Indices(*played_at), (std::vector<int64_t>{0, 15}));
+  played_at->clear();
+  auto played_in = d->GetFramesPlayedInRange(1.0, 1.3);
+  ASSERT_TRUE(played_in.ok());
+  EXPECT_EQ(Indices(*played_in), (std::vector<int64_t>{5, 6, 7}));
+}
+
+TEST_F(ApiHostTest, FramesAreZeroCopyUntilDetached) {
+  auto d = Open();
+  ASSERT_NE(d, nullptr);
+  auto f = d->GetFrameAt(3);
+  ASSERT_TRUE(f.ok());
+  EXPECT_TRUE(f->shared());
+  Frame copy = f->CopyOut();
+  EXPECT_FALSE(copy.shared());
+  ExpectFrame(copy, 3);
+  f->Detach();
+  EXPECT_FALSE(f->shared());
+  ExpectFrame(*f, 3);
+  Frame moved = std::move(*f);
+  ExpectFrame(moved, 3);
+}
+
+TEST_F(ApiHostTest, PlanarOutputHasThreePlanes) {
+  DecoderOptions options;
+  options.output_format = OutputFormat::kRgb24Planar;
+  auto d = Open(options);
+  ASSERT_NE(d, nullptr);
+  auto f = d->GetFrameAt(2);
+  ASSERT_TRUE(f.ok());
+  ASSERT_EQ(f->num_planes(), 3u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(f->plane(i).size(), kWidth * kHeight);
+  ExpectFrame(*f, 2, OutputFormat::kRgb24Planar);
+}
+
+TEST_F(ApiHostTest, ForEachFrameStreamsAndStopsAtTheSinksError) {
+  auto d = Open();
+  ASSERT_NE(d, nullptr);
+  std::vector<int64_t> seen;
+  Status s = d->ForEachFrame(FrameSelection::InRange(0, 40), [&](Frame f) {
+    ExpectFrame(f, f.index());
+    seen.push_back(f.index());
+    return Status();
+  });
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(seen.size(), 40u);
+
+  seen.clear();
+  s = d->ForEachFrame(FrameSelection::AtIndices({1, 2, 3}), [&](Frame f) {
+    seen.push_back(f.index());
+    return f.index() == 2 ? Status(StatusCode::kCancelled, "enough") : Status();
+  });
+  EXPECT_EQ(s.code(), StatusCode::kCancelled);
+  EXPECT_NE(s.message().find("enough"), std::string::npos) << s.ToString();
+  EXPECT_EQ(seen, (std::vector<int64_t>{1, 2}));
+  auto after = d->GetFrameAt(9);  // still usable
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  ExpectFrame(*after, 9);
+}
+
+TEST_F(ApiHostTest, MisuseIsAStatusWithTheRightCode) {
+  auto d = Open();
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->GetFrameAt(40).status().code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(d->GetFrameAt(-41).status().code(), StatusCode::kOutOfRange);
+
+  auto missing = host_->OpenDecoder(Temp("x", "") + ".missing");
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  DecoderOptions unknown;
+  unknown.device = "acme";
+  auto no_device = host_->OpenDecoder(clip_, unknown);
+  EXPECT_EQ(no_device.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(no_device.status().message().find("acme"), std::string::npos) << no_device.status().ToString();
+  DecoderOptions no_slots;
+  no_slots.device = "synthetic";
+  no_slots.arena_slots = 0;
+  EXPECT_EQ(host_->OpenDecoder(clip_, no_slots).status().code(), StatusCode::kInvalidArgument);
+
+  EXPECT_EQ(host_->LoadBackend(Temp("bad.toml", "name = ")).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(host_->ResetBackend("nope").code(), StatusCode::kNotFound);
+}
+
+TEST_F(ApiHostTest, AStartedBackendReportsItsProcessAndHandshake) {
+  Status s = host_->StartBackend("synthetic", std::chrono::seconds(30));
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  for (const BackendInfo& b : host_->Backends()) {
+    if (b.name != "synthetic") continue;
+    EXPECT_EQ(b.state, "ready");
+    EXPECT_GT(b.pid, 0);
+    EXPECT_FALSE(b.version.empty());
+    EXPECT_FALSE(b.seek_modes.empty());
+    EXPECT_FALSE(b.output_formats.empty());
+    EXPECT_NE(b.sandbox.find("seccomp"), std::string::npos) << b.sandbox;
+    return;
+  }
+  FAIL() << "synthetic not listed";
+}
+
+}  // namespace
+}  // namespace codecvisor
