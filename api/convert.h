@@ -7,7 +7,7 @@
 #ifndef CODECVISOR_API_CONVERT_H_
 #define CODECVISOR_API_CONVERT_H_
 
-#include "absl/status/status.h"
+#include "api/absl_interop.h"
 #include "codecvisor/host.h"
 #include "codecvisor/status.h"
 #include "codecvisor/types.h"
@@ -17,8 +17,8 @@
 
 namespace codecvisor::api {
 
-Status FromAbsl(const absl::Status& status);
-absl::Status ToAbsl(const Status& status);
+using ::codecvisor::FromAbsl;
+using ::codecvisor::ToAbsl;
 
 SeekMode FromIpc(ipc::SeekMode mode);
 ipc::SeekMode ToIpc(SeekMode mode);

@@ -153,6 +153,25 @@ TEST_F(ApiHostTest, FramesAreZeroCopyUntilDetached) {
   ExpectFrame(moved, 3);
 }
 
+TEST_F(ApiHostTest, AFrameOutlivesItsDecoderAndHost) {
+  auto d = Open();
+  ASSERT_NE(d, nullptr);
+  auto f = d->GetFrameAt(11);
+  ASSERT_TRUE(f.ok());
+  ASSERT_TRUE(f->shared());
+  d.reset();
+  host_.reset();  // stops the backend's process
+  ExpectFrame(*f, 11);
+}
+
+TEST_F(ApiHostTest, ADecoderOutlivingItsHostFailsAsUnavailable) {
+  auto d = Open();
+  ASSERT_NE(d, nullptr);
+  host_.reset();
+  auto f = d->GetFrameAt(1);
+  EXPECT_EQ(f.status().code(), StatusCode::kUnavailable) << f.status().ToString();
+}
+
 TEST_F(ApiHostTest, PlanarOutputHasThreePlanes) {
   DecoderOptions options;
   options.output_format = OutputFormat::kRgb24Planar;
@@ -188,6 +207,20 @@ TEST_F(ApiHostTest, ForEachFrameStreamsAndStopsAtTheSinksError) {
   auto after = d->GetFrameAt(9);  // still usable
   ASSERT_TRUE(after.ok()) << after.status().ToString();
   ExpectFrame(*after, 9);
+}
+
+TEST_F(ApiHostTest, ListsLongerThanOneRequestComeBackWholeAndInOrder) {
+  auto d = Open();
+  ASSERT_NE(d, nullptr);
+  std::vector<int64_t> wanted;
+  for (int64_t i = 0; i < 5000; ++i) wanted.push_back((i * 7) % 40);  // > 2 requests' worth
+  std::vector<int64_t> seen;
+  Status s = d->ForEachFrame(FrameSelection::AtIndices(wanted), [&](Frame f) {
+    seen.push_back(f.index());
+    return Status();
+  });
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(seen, wanted);
 }
 
 TEST_F(ApiHostTest, MisuseIsAStatusWithTheRightCode) {

@@ -102,6 +102,15 @@ holds "quick start links the installed library" [ "$(realpath "$linked")" = "$(r
 expect 0 "quick start decodes" installed "$tmp/quickstart" "$video" 7
 holds "quick start's frame 7 equals ffmpeg" same_as_ffmpeg "$out" "$video" 7
 holds "quick start says what it decoded" grep -q "h264 96x64, frame 7 at 0.280 s" "$err"
+# The README's quick start, extracted from README.md as written there.
+sed -n '/<!-- cpp-quickstart -->/,/<!-- \/cpp-quickstart -->/p' "$TEST_SRCDIR/codecvisor/README.md" |
+  sed '/^<!--/d; /^```/d' >"$tmp/readme_quickstart.cc"
+holds "README has a quick start" grep -q "GetFrameAt" "$tmp/readme_quickstart.cc"
+expect 0 "README's quick start compiles as written" \
+  c++ "$tmp/readme_quickstart.cc" $(PKG_CONFIG_PATH="$b/lib/pkgconfig" pkg-config --cflags --libs codecvisor) \
+  -o "$tmp/readme_quickstart"
+expect 0 "README's quick start decodes" installed "$tmp/readme_quickstart" "$video"
+holds "README's quick start prints frame 0" grep -qx "96x64 at 0.000 s" "$out"
 expect 1 "quick start on a missing file fails" installed "$tmp/quickstart" "$tmp/missing.mp4"
 holds "with the library's diagnostic" grep -q "NOT_FOUND: open($tmp/missing.mp4)" "$err"
 

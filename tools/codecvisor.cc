@@ -19,7 +19,6 @@
 
 namespace codecvisor {
 
-using ::codecvisor::internal::SeekMode;
 namespace {
 
 int RunBenchIpc(const bench::IpcBenchOptions& options, bool json) {

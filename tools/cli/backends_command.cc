@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "api/absl_interop.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -14,13 +15,11 @@
 
 namespace codecvisor::cli {
 
-using ::codecvisor::internal::Host;
-using ::codecvisor::internal::BackendStatus;
 namespace {
 
-void PrintText(const Host& host, const std::vector<BackendStatus>& backends) {
+void PrintText(const Host& host, const std::vector<BackendInfo>& backends) {
   std::vector<std::vector<std::string>> rows = {{"NAME", "DEVICES", "STATE", "PID", "RESTARTS", "MANIFEST"}};
-  for (const BackendStatus& b : backends) {
+  for (const BackendInfo& b : backends) {
     // What a backend or a manifest says is escaped: it may hold control
     // characters meant for the terminal.
     rows.push_back({EscapeForTerminal(b.name), b.devices.empty() ? "-" : EscapeForTerminal(absl::StrJoin(b.devices, ",")),
@@ -36,7 +35,7 @@ void PrintText(const Host& host, const std::vector<BackendStatus>& backends) {
     for (size_t c = 0; c + 1 < rows[r].size(); ++c) absl::StrAppendFormat(&out, "%-*s  ", widths[c], rows[r][c]);
     absl::StrAppend(&out, rows[r].back(), "\n");
     if (r == 0) continue;
-    const BackendStatus& b = backends[r - 1];
+    const BackendInfo& b = backends[r - 1];
     if (!b.last_exit.empty()) {
       absl::StrAppend(&out, "  last exit: ", EscapeForTerminal(b.last_exit), b.last_exit_time.empty() ? "" : " at ",
                       b.last_exit_time, "\n");
@@ -49,7 +48,7 @@ void PrintText(const Host& host, const std::vector<BackendStatus>& backends) {
   std::fwrite(out.data(), 1, out.size(), stdout);
 }
 
-void PrintJson(const Host& host, const std::vector<BackendStatus>& backends) {
+void PrintJson(const Host& host, const std::vector<BackendInfo>& backends) {
   JsonWriter w;
   auto optional_string = [&](const char* key, const std::string& value) {
     w.Key(key);
@@ -58,7 +57,7 @@ void PrintJson(const Host& host, const std::vector<BackendStatus>& backends) {
   w.BeginObject();
   w.Key("default_device").String(host.default_device());
   w.Key("backends").BeginArray();
-  for (const BackendStatus& b : backends) {
+  for (const BackendInfo& b : backends) {
     w.BeginObject();
     w.Key("name").String(b.name);
     w.Key("devices").BeginArray();
@@ -93,7 +92,7 @@ int RunBackends(const BackendsArgs& args) {
   absl::StatusOr<std::unique_ptr<Host>> host = CreateHost(args.backend_manifests, &failures);
   if (!host.ok()) return ReportFailure("backends", "", host.status());
   if (!args.reset.empty()) {
-    if (absl::Status reset = (*host)->ResetBackend(args.reset); !reset.ok()) {
+    if (absl::Status reset = ToAbsl((*host)->ResetBackend(args.reset)); !reset.ok()) {
       return ReportFailure("backends", absl::StrCat("--reset ", args.reset), reset);
     }
     std::fprintf(stderr,
@@ -105,8 +104,8 @@ int RunBackends(const BackendsArgs& args) {
   // failed, with the diagnostic) and repeated on stderr.
   std::vector<absl::Status> start_failures;
   if (args.start) {
-    for (const BackendStatus& b : (*host)->Backends()) {
-      absl::Status started = (*host)->StartBackend(b.name, kBackendStartTimeout);
+    for (const BackendInfo& b : (*host)->Backends()) {
+      absl::Status started = ToAbsl((*host)->StartBackend(b.name, kBackendStartTimeout));
       if (!started.ok()) start_failures.push_back(started);
     }
     for (const ManifestFailure& failure : failures) {
@@ -114,7 +113,7 @@ int RunBackends(const BackendsArgs& args) {
                                                                                 ": ", failure.status.message())));
     }
   }
-  std::vector<BackendStatus> backends = (*host)->Backends();
+  std::vector<BackendInfo> backends = (*host)->Backends();
   for (const ManifestFailure& failure : failures) backends.push_back(FailedManifestStatus(failure));
   if (args.json) {
     PrintJson(**host, backends);

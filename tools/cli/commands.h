@@ -18,13 +18,12 @@
 #include <string>
 #include <vector>
 
-#include "core/video_decoder.h"
+#include "codecvisor/codecvisor.h"
 #include "tools/cli/frame_writers.h"
 #include "tools/cli/selection.h"
 
 namespace codecvisor::cli {
 
-using ::codecvisor::internal::SeekMode;
 
 // Flags shared by the commands that open a video.
 struct OpenArgs {

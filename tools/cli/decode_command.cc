@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "api/absl_interop.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "tools/cli/commands.h"
@@ -13,13 +14,6 @@
 
 namespace codecvisor::cli {
 
-using ::codecvisor::internal::Host;
-using ::codecvisor::internal::VideoDecoder;
-using ::codecvisor::internal::DecoderOptions;
-using ::codecvisor::internal::Frame;
-using ::codecvisor::internal::FrameSelection;
-using ::codecvisor::internal::StreamMetadata;
-using ::codecvisor::internal::OutputFormat;
 namespace {
 
 bool IsYuv420(const std::string& pixel_format) {
@@ -35,7 +29,7 @@ absl::StatusOr<std::unique_ptr<VideoDecoder>> OpenFor(Host& host, const DecodeAr
   DecoderOptions options = DecoderOptionsFor(args.open);
   if (args.format == FileFormat::kY4m) {
     options.output_format = OutputFormat::kNative;
-    absl::StatusOr<std::unique_ptr<VideoDecoder>> native = host.OpenDecoder(args.open.file, options);
+    absl::StatusOr<std::unique_ptr<VideoDecoder>> native = ToAbsl(host.OpenDecoder(args.open.file, options));
     if (native.ok() && IsYuv420((*native)->metadata().pixel_format)) return native;
     // Other failures would only repeat: report them as they are.
     if (!native.ok() && !absl::IsUnimplemented(native.status()) && !absl::IsInvalidArgument(native.status())) {
@@ -43,7 +37,7 @@ absl::StatusOr<std::unique_ptr<VideoDecoder>> OpenFor(Host& host, const DecodeAr
     }
   }
   options.output_format = OutputFormat::kRgb24;
-  return host.OpenDecoder(args.open.file, options);
+  return ToAbsl(host.OpenDecoder(args.open.file, options));
 }
 
 // The writer's view of a frame: its planes as they lie in the arena.
@@ -58,7 +52,7 @@ WriterOptions WriterOptionsFor(const DecodeArgs& args, const StreamMetadata& met
   options.format = args.format;
   options.out = args.out;
   options.input_path = args.open.file;
-  if (std::optional<ipc::Rational> fps = FrameRateAsRational(metadata.average_fps)) {
+  if (std::optional<Rational> fps = FrameRateAsRational(metadata.average_fps)) {
     options.fps = *fps;
   } else if (args.format == FileFormat::kY4m) {
     std::fprintf(stderr, "codecvisor decode: %s: frame rate unknown; the y4m header says 25 fps\n",
@@ -91,20 +85,18 @@ int RunDecode(const DecodeArgs& args) {
 
   const double open_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ProgressBar progress(stderr, !args.quiet && IsTerminal(stderr), SelectedFrameCount(*selection));
-  // Long index or time lists go in several requests (the protocol's
-  // per-request limit); each streams its frames straight to the writer.
-  for (const FrameSelection& request : SplitSelection(*selection)) {
-    absl::Status decoded = decoder.ForEachFrame(request, [&](Frame frame) -> absl::Status {
-      if (absl::Status s = (*writer)->Write(frame.index(), ViewOf(frame)); !s.ok()) {
-        return absl::Status(s.code(), absl::StrCat("frame ", frame.index(), ": ", s.message()));
-      }
-      progress.Advance();
-      return absl::OkStatus();
-    });
-    if (!decoded.ok()) {
-      progress.Clear();
-      return fail(decoded);
+  // One request, however long (the decoder cuts long index and time lists
+  // into requests the protocol takes); frames stream straight to the writer.
+  absl::Status decoded = ToAbsl(decoder.ForEachFrame(*selection, [&](Frame frame) -> Status {
+    if (absl::Status s = (*writer)->Write(frame.index(), ViewOf(frame)); !s.ok()) {
+      return Status(static_cast<StatusCode>(s.code()), absl::StrCat("frame ", frame.index(), ": ", s.message()));
     }
+    progress.Advance();
+    return Status();
+  }));
+  if (!decoded.ok()) {
+    progress.Clear();
+    return fail(decoded);
   }
   if (absl::Status s = (*writer)->Finish(); !s.ok()) {
     progress.Clear();

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "api/absl_interop.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -20,8 +21,6 @@
 
 namespace codecvisor::cli {
 
-using ::codecvisor::internal::Host;
-using ::codecvisor::internal::BackendStatus;
 namespace {
 
 // The parts of a full sandbox, as EngagedSandbox::Describe() names them.
@@ -29,7 +28,7 @@ constexpr const char* kSandboxParts[] = {"namespaces", "empty root", "uid nobody
                                          "cgroup"};
 
 struct BackendReport {
-  BackendStatus status;
+  BackendInfo status;
   std::optional<bool> allow_degraded;  // unknown when the manifest did not load
   std::vector<std::string> not_engaged;  // parts missing from a running child's sandbox
   std::vector<std::string> notes;
@@ -52,10 +51,10 @@ const char* NeedName(FeatureNeed need, bool json) {
   return json ? "unless_allow_degraded" : "unless allow_degraded";
 }
 
-BackendReport Examine(const Report& report, BackendStatus status, const std::optional<absl::Status>& start) {
+BackendReport Examine(const Report& report, BackendInfo status, const std::optional<absl::Status>& start) {
   BackendReport b;
   b.status = std::move(status);
-  const BackendStatus& s = b.status;
+  const BackendInfo& s = b.status;
   if (!s.manifest_path.empty()) {
     absl::StatusOr<BackendManifest> manifest = LoadManifest(s.manifest_path);
     if (manifest.ok()) b.allow_degraded = manifest->sandbox.allow_degraded;
@@ -109,12 +108,12 @@ Report Diagnose(const DoctorArgs& args) {
     return r;
   }
   std::map<std::string, absl::Status> started;
-  for (const BackendStatus& b : (*host)->Backends()) {
-    started.emplace(b.name, (*host)->StartBackend(b.name, kBackendStartTimeout));
+  for (const BackendInfo& b : (*host)->Backends()) {
+    started.emplace(b.name, ToAbsl((*host)->StartBackend(b.name, kBackendStartTimeout)));
   }
-  std::vector<BackendStatus> statuses = (*host)->Backends();
+  std::vector<BackendInfo> statuses = (*host)->Backends();
   for (const ManifestFailure& failure : failures) statuses.push_back(FailedManifestStatus(failure));
-  for (BackendStatus& s : statuses) {
+  for (BackendInfo& s : statuses) {
     auto it = started.find(s.name);
     std::optional<absl::Status> start;
     if (it != started.end()) start = it->second;
@@ -151,7 +150,7 @@ void PrintText(const Report& r) {
     absl::StrAppend(&out, "backends: none examined: cannot create the host: ", r.host_error, "\n");
   } else {
     for (const BackendReport& b : r.backends) {
-      const BackendStatus& s = b.status;
+      const BackendInfo& s = b.status;
       absl::StrAppend(&out, "backend ", s.name, " (", s.devices.empty() ? "-" : absl::StrJoin(s.devices, ","), "): ",
                       s.state, s.pid > 0 ? absl::StrCat(", pid ", s.pid) : "", "\n");
       if (!s.sandbox.empty()) absl::StrAppend(&out, "  sandbox: ", s.sandbox, "\n");
@@ -198,7 +197,7 @@ void PrintJson(const Report& r) {
   optional_string("host_error", r.host_error);
   w.Key("backends").BeginArray();
   for (const BackendReport& b : r.backends) {
-    const BackendStatus& s = b.status;
+    const BackendInfo& s = b.status;
     w.BeginObject();
     w.Key("name").String(s.name);
     strings("devices", s.devices);

@@ -48,7 +48,7 @@ struct WriterOptions {
   std::string out;         // a folder (created if missing), or kStdout
   std::string input_path;  // names the y4m file in a folder
   // y4m header fields (see Y4mStreamInfo).
-  ipc::Rational fps{25, 1};
+  Rational fps{25, 1};
   std::string color_range;
   bool chroma_left = false;
 };

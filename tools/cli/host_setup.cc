@@ -10,21 +10,18 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "api/absl_interop.h"
 #include "core/backend_output.h"
 
 namespace codecvisor::cli {
 
-using ::codecvisor::internal::Host;
-using ::codecvisor::internal::BackendStatus;
-using ::codecvisor::internal::DecoderOptions;
-using ::codecvisor::internal::SeekMode;
 
 absl::StatusOr<std::unique_ptr<Host>> CreateHost(const std::vector<std::string>& manifests,
                                                  std::vector<ManifestFailure>* failures) {
-  absl::StatusOr<std::unique_ptr<Host>> host = Host::Create();
+  absl::StatusOr<std::unique_ptr<Host>> host = ToAbsl(Host::Create());
   if (!host.ok()) return host.status();
   for (const std::string& manifest : manifests) {
-    absl::Status loaded = (*host)->LoadBackend(manifest);
+    absl::Status loaded = ToAbsl((*host)->LoadBackend(manifest));
     if (loaded.ok()) continue;
     if (failures == nullptr) {
       return absl::Status(loaded.code(), absl::StrCat("--backend-manifest ", manifest, ": ", loaded.message()));
@@ -34,8 +31,8 @@ absl::StatusOr<std::unique_ptr<Host>> CreateHost(const std::vector<std::string>&
   return host;
 }
 
-BackendStatus FailedManifestStatus(const ManifestFailure& failure) {
-  BackendStatus s;
+BackendInfo FailedManifestStatus(const ManifestFailure& failure) {
+  BackendInfo s;
   s.name = std::filesystem::path(failure.path).stem().string();
   s.manifest_path = failure.path;
   s.state = "failed";
@@ -91,7 +88,5 @@ int ReportFailure(absl::string_view command, absl::string_view subject, const ab
   }
   return 1;
 }
-
-const char* SeekModeName(SeekMode mode) { return mode == SeekMode::kExact ? "exact" : "approximate"; }
 
 }  // namespace codecvisor::cli

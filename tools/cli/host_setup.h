@@ -17,15 +17,11 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "core/host.h"
+#include "codecvisor/host.h"
 #include "tools/cli/commands.h"
 
 namespace codecvisor::cli {
 
-using ::codecvisor::internal::Host;
-using ::codecvisor::internal::BackendStatus;
-using ::codecvisor::internal::DecoderOptions;
-using ::codecvisor::internal::SeekMode;
 
 // How long `backends --start` and `doctor` wait for one backend to start.
 inline constexpr std::chrono::milliseconds kBackendStartTimeout{15'000};
@@ -46,7 +42,7 @@ struct ManifestFailure {
 // A manifest named with --backend-manifest that did not load, as a failed
 // entry of the backend list: the host never registered it, so, as discovery
 // does for an unreadable manifest, it is named after its file.
-BackendStatus FailedManifestStatus(const ManifestFailure& failure);
+BackendInfo FailedManifestStatus(const ManifestFailure& failure);
 
 // The DecoderOptions for the shared flags.
 DecoderOptions DecoderOptionsFor(const OpenArgs& args);
@@ -67,7 +63,6 @@ void PrintWarnings(absl::string_view command, const Host& host);
 // when the cause does not already start with it) and returns 1.
 int ReportFailure(absl::string_view command, absl::string_view subject, const absl::Status& status);
 
-const char* SeekModeName(SeekMode mode);
 
 }  // namespace codecvisor::cli
 

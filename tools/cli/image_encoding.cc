@@ -221,19 +221,19 @@ bool CodecSitesChromaLeft(absl::string_view codec) {
   return false;
 }
 
-std::optional<ipc::Rational> FrameRateAsRational(double fps) {
+std::optional<Rational> FrameRateAsRational(double fps) {
   if (!std::isfinite(fps) || fps <= 0 || fps > 1e6) return std::nullopt;
   for (int64_t den : {int64_t{1}, int64_t{1001}}) {
     const int64_t num = std::llround(fps * static_cast<double>(den));
     if (num > 0 && std::fabs(static_cast<double>(num) / static_cast<double>(den) - fps) <= fps * 1e-9) {
-      return ipc::Rational{num, den};
+      return Rational{num, den};
     }
   }
   const int64_t den = 1'000'000;
   const int64_t num = std::llround(fps * static_cast<double>(den));
   if (num <= 0) return std::nullopt;
   const int64_t g = std::gcd(num, den);
-  return ipc::Rational{num / g, den / g};
+  return Rational{num / g, den / g};
 }
 
 }  // namespace codecvisor::cli

@@ -25,7 +25,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "ipc/messages.h"
+#include "codecvisor/types.h"
 
 struct AVCodecContext;
 struct AVFrame;
@@ -105,7 +105,7 @@ class Yuv444Converter {
 struct Y4mStreamInfo {
   uint32_t width = 0;
   uint32_t height = 0;
-  ipc::Rational fps{25, 1};
+  Rational fps{25, 1};
   std::string pixel_format;  // "yuv420p", "yuvj420p" or "yuv444p"
   // "LIMITED" or "FULL" (the XCOLORRANGE tag), empty when unknown;
   // yuvj420p is always FULL.
@@ -134,7 +134,7 @@ bool CodecSitesChromaLeft(absl::string_view codec);
 // A frame rate as a rational for the y4m header: exact for integer rates
 // and NTSC rates (N*1000/1001), else to a millionth. nullopt for a rate
 // that is not positive and finite.
-std::optional<ipc::Rational> FrameRateAsRational(double fps);
+std::optional<Rational> FrameRateAsRational(double fps);
 
 }  // namespace codecvisor::cli
 

@@ -164,12 +164,12 @@ TEST(Yuv444Test, ConvertsKnownColours) {
 
 TEST(FrameRateTest, ExactForCommonRates) {
   auto r = [](double fps) { return FrameRateAsRational(fps); };
-  EXPECT_EQ(r(25), (ipc::Rational{25, 1}));
-  EXPECT_EQ(r(30000.0 / 1001), (ipc::Rational{30000, 1001}));
-  EXPECT_EQ(r(24000.0 / 1001), (ipc::Rational{24000, 1001}));
-  EXPECT_EQ(r(60000.0 / 1001), (ipc::Rational{60000, 1001}));
-  EXPECT_EQ(r(12.5), (ipc::Rational{25, 2}));
-  EXPECT_EQ(r(23.976), (ipc::Rational{2997, 125}));
+  EXPECT_EQ(r(25), (Rational{25, 1}));
+  EXPECT_EQ(r(30000.0 / 1001), (Rational{30000, 1001}));
+  EXPECT_EQ(r(24000.0 / 1001), (Rational{24000, 1001}));
+  EXPECT_EQ(r(60000.0 / 1001), (Rational{60000, 1001}));
+  EXPECT_EQ(r(12.5), (Rational{25, 2}));
+  EXPECT_EQ(r(23.976), (Rational{2997, 125}));
   EXPECT_EQ(r(0), std::nullopt);
   EXPECT_EQ(r(-25), std::nullopt);
   EXPECT_EQ(r(std::nan("")), std::nullopt);

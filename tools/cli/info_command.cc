@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "api/absl_interop.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/backend_output.h"
@@ -14,9 +15,6 @@
 
 namespace codecvisor::cli {
 
-using ::codecvisor::internal::Host;
-using ::codecvisor::internal::VideoDecoder;
-using ::codecvisor::internal::StreamMetadata;
 namespace {
 
 // Frame counts and names the backend does not know: -1 and "" on the wire.
@@ -109,7 +107,8 @@ int RunInfo(const InfoArgs& args) {
   absl::StatusOr<std::unique_ptr<Host>> host = CreateHost(args.open.backend_manifests);
   if (!host.ok()) return ReportFailure("info", "", host.status());
   PrintWarnings("info", **host);
-  absl::StatusOr<std::unique_ptr<VideoDecoder>> decoder = (*host)->OpenDecoder(file, DecoderOptionsFor(args.open));
+  absl::StatusOr<std::unique_ptr<VideoDecoder>> decoder =
+      ToAbsl((*host)->OpenDecoder(file, DecoderOptionsFor(args.open)));
   if (!decoder.ok()) return ReportFailure("info", file, decoder.status());
   if (args.json) {
     PrintJson(args, **host, **decoder);

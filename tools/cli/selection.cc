@@ -10,8 +10,6 @@
 
 namespace codecvisor::cli {
 
-using ::codecvisor::internal::FrameSelection;
-using ::codecvisor::internal::StreamMetadata;
 namespace {
 
 absl::Status Invalid(absl::string_view text, absl::string_view why) {
@@ -54,7 +52,7 @@ absl::StatusOr<int64_t> FromEnd(int64_t index, int64_t count, absl::string_view 
 absl::StatusOr<FrameSelection> ResolveFrameRange(absl::string_view text, int64_t count, int64_t scanned) {
   absl::StatusOr<FrameRangeSpec> spec = ParseFrameRange(text);
   if (!spec.ok()) return spec.status();
-  ipc::IndexRange range;
+  FrameSelection::Range range;
   range.step = spec->step;
   absl::StatusOr<int64_t> start = FromEnd(spec->start.value_or(0), count, text);
   if (!start.ok()) return start.status();
@@ -77,7 +75,7 @@ absl::StatusOr<FrameSelection> ResolveFrameRange(absl::string_view text, int64_t
     return Invalid(text, absl::StrCat("selects no frames (frames ", range.start, " to ", range.stop,
                                       count >= 0 ? absl::StrCat(" of ", count) : std::string(), ")"));
   }
-  return FrameSelection{range};
+  return FrameSelection::InRange(range.start, range.stop, range.step);
 }
 
 }  // namespace
@@ -126,7 +124,7 @@ absl::StatusOr<std::vector<double>> ParseTimeList(absl::string_view text) {
   return out;
 }
 
-absl::StatusOr<ipc::PtsRange> ParseTimeRange(absl::string_view text) {
+absl::StatusOr<FrameSelection::PlayedInRange> ParseTimeRange(absl::string_view text) {
   std::vector<absl::string_view> parts = absl::StrSplit(text, ':');
   if (parts.size() != 2) return Invalid(text, "expected START:STOP in seconds");
   absl::StatusOr<double> start = ParseSeconds(text, parts[0]);
@@ -134,13 +132,7 @@ absl::StatusOr<ipc::PtsRange> ParseTimeRange(absl::string_view text) {
   absl::StatusOr<double> stop = ParseSeconds(text, parts[1]);
   if (!stop.ok()) return stop.status();
   if (!(*stop > *start)) return Invalid(text, "STOP must be greater than START");
-  return ipc::PtsRange{*start, *stop};
-}
-
-int64_t KnownFrameCount(const StreamMetadata& metadata) {
-  if (metadata.num_frames_from_scan >= 0) return metadata.num_frames_from_scan;
-  if (metadata.num_frames_from_header >= 0) return metadata.num_frames_from_header;
-  return -1;
+  return FrameSelection::PlayedInRange{*start, *stop};
 }
 
 absl::StatusOr<FrameSelection> BuildSelection(const SelectionFlags& flags, const StreamMetadata& metadata) {
@@ -149,7 +141,7 @@ absl::StatusOr<FrameSelection> BuildSelection(const SelectionFlags& flags, const
   if (given > 1) {
     return absl::InvalidArgumentError("give at most one of --frames, --indices, --times and --time-range");
   }
-  const int64_t count = KnownFrameCount(metadata);
+  const int64_t count = metadata.num_frames();
   if (!flags.frames.empty()) {
     absl::StatusOr<FrameSelection> range = ResolveFrameRange(flags.frames, count, metadata.num_frames_from_scan);
     if (!range.ok()) return absl::Status(range.status().code(), absl::StrCat("--frames ", range.status().message()));
@@ -158,24 +150,24 @@ absl::StatusOr<FrameSelection> BuildSelection(const SelectionFlags& flags, const
   if (!flags.indices.empty()) {
     absl::StatusOr<std::vector<int64_t>> indices = ParseIndexList(flags.indices);
     if (!indices.ok()) return indices.status();
-    return FrameSelection{ipc::IndexList{*std::move(indices)}};
+    return FrameSelection::AtIndices(*std::move(indices));
   }
   if (!flags.times.empty()) {
     absl::StatusOr<std::vector<double>> times = ParseTimeList(flags.times);
     if (!times.ok()) return times.status();
-    return FrameSelection{ipc::PtsList{*std::move(times)}};
+    return FrameSelection::PlayedAtSeconds(*std::move(times));
   }
   if (!flags.time_range.empty()) {
-    absl::StatusOr<ipc::PtsRange> range = ParseTimeRange(flags.time_range);
+    absl::StatusOr<FrameSelection::PlayedInRange> range = ParseTimeRange(flags.time_range);
     if (!range.ok()) return range.status();
-    return FrameSelection{*range};
+    return FrameSelection::PlayedInSeconds(range->start_seconds, range->stop_seconds);
   }
   // Every frame.
-  if (count >= 0) return FrameSelection{ipc::IndexRange{0, count, 1}};
+  if (count >= 0) return FrameSelection::InRange(0, count);
   double end = metadata.end_stream_seconds;
   if (!(end > metadata.begin_stream_seconds)) end = metadata.begin_stream_seconds + metadata.duration_seconds;
   if (end > metadata.begin_stream_seconds) {
-    return FrameSelection{ipc::PtsRange{metadata.begin_stream_seconds, end}};
+    return FrameSelection::PlayedInSeconds(metadata.begin_stream_seconds, end);
   }
   return absl::InvalidArgumentError(
       "the stream has neither a frame count nor a duration, so 'every frame' is unknown; "
@@ -183,38 +175,19 @@ absl::StatusOr<FrameSelection> BuildSelection(const SelectionFlags& flags, const
 }
 
 std::optional<int64_t> SelectedFrameCount(const FrameSelection& selection) {
-  if (auto* list = std::get_if<ipc::IndexList>(&selection.selection)) {
+  if (auto* list = std::get_if<FrameSelection::Indices>(&selection.get())) {
     return static_cast<int64_t>(list->indices.size());
   }
-  if (auto* list = std::get_if<ipc::PtsList>(&selection.selection)) {
+  if (auto* list = std::get_if<FrameSelection::PlayedAt>(&selection.get())) {
     return static_cast<int64_t>(list->seconds.size());
   }
-  if (auto* range = std::get_if<ipc::IndexRange>(&selection.selection)) {
+  if (auto* range = std::get_if<FrameSelection::Range>(&selection.get())) {
     if (range->stop <= range->start || range->step <= 0) return 0;
     // In unsigned arithmetic so that extreme values cannot overflow.
     const uint64_t span = static_cast<uint64_t>(range->stop) - static_cast<uint64_t>(range->start);
     return static_cast<int64_t>((span - 1) / static_cast<uint64_t>(range->step) + 1);
   }
   return std::nullopt;
-}
-
-std::vector<FrameSelection> SplitSelection(const FrameSelection& selection, size_t max_entries) {
-  auto split = [&](const auto& values, auto wrap) {
-    std::vector<FrameSelection> out;
-    for (size_t at = 0; at < values.size(); at += max_entries) {
-      const size_t end = std::min(values.size(), at + max_entries);
-      out.push_back(wrap(values.begin() + at, values.begin() + end));
-    }
-    return out;
-  };
-  if (max_entries == 0) return {selection};
-  if (auto* list = std::get_if<ipc::IndexList>(&selection.selection); list && list->indices.size() > max_entries) {
-    return split(list->indices, [](auto b, auto e) { return FrameSelection{ipc::IndexList{{b, e}}}; });
-  }
-  if (auto* list = std::get_if<ipc::PtsList>(&selection.selection); list && list->seconds.size() > max_entries) {
-    return split(list->seconds, [](auto b, auto e) { return FrameSelection{ipc::PtsList{{b, e}}}; });
-  }
-  return {selection};
 }
 
 }  // namespace codecvisor::cli

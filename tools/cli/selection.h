@@ -18,12 +18,10 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "core/video_decoder.h"
+#include "codecvisor/codecvisor.h"
 
 namespace codecvisor::cli {
 
-using ::codecvisor::internal::FrameSelection;
-using ::codecvisor::internal::StreamMetadata;
 
 // The selection flags as typed; empty means not given. At most one may be
 // set (the command line enforces it; BuildSelection checks it again).
@@ -56,11 +54,7 @@ struct FrameRangeSpec {
 
 // "START:STOP" in seconds, both finite, START < STOP: every frame played in
 // [START, STOP).
-[[nodiscard]] absl::StatusOr<ipc::PtsRange> ParseTimeRange(absl::string_view text);
-
-// The stream's frame count, from the scan when there was one (exact seek
-// mode), else from the container header; -1 when neither knows.
-int64_t KnownFrameCount(const StreamMetadata& metadata);
+[[nodiscard]] absl::StatusOr<FrameSelection::PlayedInRange> ParseTimeRange(absl::string_view text);
 
 // The request for `flags` on a stream with `metadata`. With no flag set,
 // every frame: indices [0, frame count) when the count is known, else every
@@ -75,11 +69,6 @@ int64_t KnownFrameCount(const StreamMetadata& metadata);
 // How many frames `selection` yields, when that is known before decoding
 // (index and time lists, index ranges); nullopt for time ranges.
 std::optional<int64_t> SelectedFrameCount(const FrameSelection& selection);
-
-// `selection` cut into requests of at most `max_entries` indices or times
-// each (the protocol's per-request limit), in order; ranges stay whole.
-std::vector<FrameSelection> SplitSelection(const FrameSelection& selection,
-                                           size_t max_entries = ipc::kMaxRequestEntries);
 
 }  // namespace codecvisor::cli
 

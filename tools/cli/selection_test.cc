@@ -4,8 +4,6 @@
 
 namespace codecvisor::cli {
 
-using ::codecvisor::internal::FrameSelection;
-using ::codecvisor::internal::StreamMetadata;
 namespace {
 
 StreamMetadata Stream(int64_t scanned, int64_t header = -1) {
@@ -19,7 +17,7 @@ StreamMetadata Stream(int64_t scanned, int64_t header = -1) {
 }
 
 FrameSelection Range(int64_t start, int64_t stop, int64_t step = 1) {
-  return FrameSelection{ipc::IndexRange{start, stop, step}};
+  return FrameSelection::InRange(start, stop, step);
 }
 
 TEST(ParseFrameRangeTest, GoodInputs) {
@@ -98,7 +96,7 @@ TEST(BuildSelectionTest, NoFlagMeansEveryFrame) {
 
   auto by_time = BuildSelection({}, Stream(-1, -1));
   ASSERT_TRUE(by_time.ok()) << by_time.status();
-  EXPECT_EQ(*by_time, FrameSelection{(ipc::PtsRange{0.5, 4.5})});
+  EXPECT_EQ(*by_time, FrameSelection::PlayedInSeconds(0.5, 4.5));
 
   StreamMetadata nothing;
   EXPECT_EQ(BuildSelection({}, nothing).status().code(), absl::StatusCode::kInvalidArgument);
@@ -142,13 +140,13 @@ TEST(BuildSelectionTest, BadRanges) {
 TEST(BuildSelectionTest, ListsAndTimes) {
   SelectionFlags flags;
   flags.indices = "1,5,-1";
-  EXPECT_EQ(*BuildSelection(flags, Stream(40)), FrameSelection{(ipc::IndexList{{1, 5, -1}})});
+  EXPECT_EQ(*BuildSelection(flags, Stream(40)), FrameSelection::AtIndices({1, 5, -1}));
   flags = {};
   flags.times = "1.5,2.0";
-  EXPECT_EQ(*BuildSelection(flags, Stream(40)), FrameSelection{(ipc::PtsList{{1.5, 2.0}})});
+  EXPECT_EQ(*BuildSelection(flags, Stream(40)), FrameSelection::PlayedAtSeconds({1.5, 2.0}));
   flags = {};
   flags.time_range = "1:2";
-  EXPECT_EQ(*BuildSelection(flags, Stream(40)), FrameSelection{(ipc::PtsRange{1, 2})});
+  EXPECT_EQ(*BuildSelection(flags, Stream(40)), FrameSelection::PlayedInSeconds(1, 2));
 }
 
 TEST(BuildSelectionTest, TwoFlagsAreAnError) {
@@ -164,25 +162,9 @@ TEST(SelectedFrameCountTest, KnownForIndicesAndTimeLists) {
   EXPECT_EQ(SelectedFrameCount(Range(0, 1, 100)), 1);
   EXPECT_EQ(SelectedFrameCount(Range(5, 5)), 0);
   EXPECT_EQ(SelectedFrameCount(Range(INT64_MIN, INT64_MAX, INT64_MAX)), 3) << "no overflow";
-  EXPECT_EQ(SelectedFrameCount(FrameSelection{ipc::IndexList{{1, 1, 2}}}), 3);
-  EXPECT_EQ(SelectedFrameCount(FrameSelection{ipc::PtsList{{1.5}}}), 1);
-  EXPECT_EQ(SelectedFrameCount(FrameSelection{ipc::PtsRange{0, 1}}), std::nullopt);
-}
-
-TEST(SplitSelectionTest, ListsAreCutRangesStayWhole) {
-  std::vector<int64_t> indices(25);
-  for (int64_t i = 0; i < 25; ++i) indices[i] = i;
-  auto parts = SplitSelection(FrameSelection{ipc::IndexList{indices}}, 10);
-  ASSERT_EQ(parts.size(), 3u);
-  EXPECT_EQ(parts[0], FrameSelection{(ipc::IndexList{{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}})});
-  EXPECT_EQ(parts[2], FrameSelection{(ipc::IndexList{{20, 21, 22, 23, 24}})});
-
-  auto times = SplitSelection(FrameSelection{ipc::PtsList{{1, 2, 3}}}, 2);
-  ASSERT_EQ(times.size(), 2u);
-  EXPECT_EQ(times[1], FrameSelection{(ipc::PtsList{{3}})});
-
-  EXPECT_EQ(SplitSelection(Range(0, 1'000'000), 10).size(), 1u);
-  EXPECT_EQ(SplitSelection(FrameSelection{ipc::IndexList{{1, 2}}}, 10).size(), 1u);
+  EXPECT_EQ(SelectedFrameCount(FrameSelection::AtIndices({1, 1, 2})), 3);
+  EXPECT_EQ(SelectedFrameCount(FrameSelection::PlayedAtSeconds({1.5})), 1);
+  EXPECT_EQ(SelectedFrameCount(FrameSelection::PlayedInSeconds(0, 1)), std::nullopt);
 }
 
 }  // namespace
