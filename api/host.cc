@@ -39,13 +39,12 @@ Result<std::unique_ptr<Host>> Host::Create(HostOptions options) {
 }
 
 Result<std::unique_ptr<VideoDecoder>> Host::OpenDecoder(const std::string& path, DecoderOptions options) {
-  absl::StatusOr<std::unique_ptr<internal::VideoDecoder>> decoder =
-      impl_->host->OpenDecoder(path, api::ToInternal(options));
-  if (!decoder.ok()) return api::FromAbsl(decoder.status());
-  auto impl = std::make_unique<VideoDecoder::Impl>();
-  impl->metadata = api::FromIpc((*decoder)->metadata());
-  impl->decoder = *std::move(decoder);
-  return std::unique_ptr<VideoDecoder>(new VideoDecoder(std::move(impl)));
+  return api::DecoderAccess::Wrap(impl_->host->OpenDecoder(path, api::ToInternal(options)));
+}
+
+Result<std::unique_ptr<VideoDecoder>> Host::OpenDecoderFromBytes(std::string_view bytes, const std::string& label,
+                                                                 DecoderOptions options) {
+  return api::DecoderAccess::Wrap(impl_->host->OpenDecoderFromBytes(absl::string_view(bytes.data(), bytes.size()), label, api::ToInternal(options)));
 }
 
 Status Host::LoadBackend(const std::string& manifest_path) {

@@ -26,6 +26,15 @@ Result<Frame> WrapOne(absl::StatusOr<internal::Frame> frame) {
 
 }  // namespace
 
+Result<std::unique_ptr<VideoDecoder>> api::DecoderAccess::Wrap(
+    absl::StatusOr<std::unique_ptr<internal::VideoDecoder>> decoder) {
+  if (!decoder.ok()) return FromAbsl(decoder.status());
+  auto impl = std::make_unique<VideoDecoder::Impl>();
+  impl->metadata = FromIpc((*decoder)->metadata());
+  impl->decoder = *std::move(decoder);
+  return std::unique_ptr<VideoDecoder>(new VideoDecoder(std::move(impl)));
+}
+
 VideoDecoder::VideoDecoder(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 VideoDecoder::~VideoDecoder() = default;
 

@@ -8,6 +8,8 @@
 
 #include <memory>
 
+#include "absl/status/statusor.h"
+#include "codecvisor/status.h"
 #include "codecvisor/types.h"
 #include "codecvisor/video_decoder.h"
 #include "core/video_decoder.h"
@@ -18,6 +20,15 @@ struct VideoDecoder::Impl {
   std::unique_ptr<internal::VideoDecoder> decoder;
   StreamMetadata metadata;
 };
+
+namespace api {
+
+// Makes public VideoDecoders from internal ones (its constructor is private).
+struct DecoderAccess {
+  static Result<std::unique_ptr<VideoDecoder>> Wrap(absl::StatusOr<std::unique_ptr<internal::VideoDecoder>> decoder);
+};
+
+}  // namespace api
 
 }  // namespace codecvisor
 

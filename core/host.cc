@@ -1,7 +1,9 @@
 #include "core/host.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <ctime>
@@ -182,10 +184,6 @@ absl::StatusOr<std::shared_ptr<Supervisor>> Host::SupervisorFor(absl::string_vie
 }
 
 absl::StatusOr<std::unique_ptr<VideoDecoder>> Host::OpenDecoder(absl::string_view path, DecoderOptions options) {
-  if (options.device.empty()) options.device = default_device_;
-  if (options.arena_slots == 0 || options.arena_slots > ipc::kMaxSlots) {
-    return absl::InvalidArgumentError(absl::StrCat("arena_slots must be in [1, ", ipc::kMaxSlots, "]"));
-  }
   const std::string label(path);
   // O_NONBLOCK: opening a FIFO with no writer would otherwise block forever.
   ipc::UniqueFd fd(open(label.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
@@ -199,9 +197,39 @@ absl::StatusOr<std::unique_ptr<VideoDecoder>> Host::OpenDecoder(absl::string_vie
   if (fcntl(fd.get(), F_SETFL, fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK) != 0) {
     return ipc::ErrnoStatus(absl::StrCat("fcntl(", label, ")"));
   }
+  return OpenDescriptor(std::move(fd), label, std::move(options));
+}
+
+absl::StatusOr<std::unique_ptr<VideoDecoder>> Host::OpenDecoderFromBytes(absl::string_view bytes, std::string label,
+                                                                         DecoderOptions options) {
+  if (bytes.empty()) return absl::InvalidArgumentError(absl::StrCat(label, ": no bytes to decode"));
+  ipc::UniqueFd fd(memfd_create("codecvisor-video", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  if (!fd.valid()) return ipc::ErrnoStatus("memfd_create");
+  if (ftruncate(fd.get(), static_cast<off_t>(bytes.size())) != 0) {
+    return ipc::ErrnoStatus(absl::StrCat("ftruncate(", bytes.size(), " bytes) for ", label));
+  }
+  for (size_t done = 0; done < bytes.size();) {
+    const ssize_t n = pwrite(fd.get(), bytes.data() + done, bytes.size() - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return ipc::ErrnoStatus(absl::StrCat("writing ", label, " to a memfd"));
+    done += static_cast<size_t>(n);
+  }
+  // Sealed: neither side can change the bytes or their size from now on.
+  if (fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0) {
+    return ipc::ErrnoStatus(absl::StrCat("sealing the memfd of ", label));
+  }
+  return OpenDescriptor(std::move(fd), std::move(label), std::move(options));
+}
+
+absl::StatusOr<std::unique_ptr<VideoDecoder>> Host::OpenDescriptor(ipc::UniqueFd fd, std::string label,
+                                                                   DecoderOptions options) {
+  if (options.device.empty()) options.device = default_device_;
+  if (options.arena_slots == 0 || options.arena_slots > ipc::kMaxSlots) {
+    return absl::InvalidArgumentError(absl::StrCat("arena_slots must be in [1, ", ipc::kMaxSlots, "]"));
+  }
   absl::StatusOr<std::shared_ptr<Supervisor>> supervisor = SupervisorFor(options.device);
   if (!supervisor.ok()) return supervisor.status();
-  return VideoDecoder::Open(*std::move(supervisor), std::move(fd), label, std::move(options));
+  return VideoDecoder::Open(*std::move(supervisor), std::move(fd), std::move(label), std::move(options));
 }
 
 std::vector<BackendStatus> Host::Backends() const {

@@ -80,6 +80,13 @@ class Host {
   [[nodiscard]] absl::StatusOr<std::unique_ptr<VideoDecoder>> OpenDecoder(absl::string_view path,
                                                                           DecoderOptions options = {});
 
+  // Opens an encoded video held in memory (`label` names it in errors). The
+  // bytes are copied into a sealed memfd that the backend reads like a file:
+  // nothing touches the disk, and the backend cannot change what it reads.
+  [[nodiscard]] absl::StatusOr<std::unique_ptr<VideoDecoder>> OpenDecoderFromBytes(absl::string_view bytes,
+                                                                                   std::string label,
+                                                                                   DecoderOptions options = {});
+
   // Registers the backend described by the manifest at `manifest_path`, as
   // discovery would: only reads the manifest. kInvalidArgument for a
   // malformed manifest, kAlreadyExists for a name that is taken.
@@ -107,6 +114,9 @@ class Host {
   // a failed entry.
   void Add(DiscoveredBackend backend) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<std::shared_ptr<Supervisor>> SupervisorFor(absl::string_view device);
+  // Opens the video behind `fd` (a regular file or a sealed memfd).
+  absl::StatusOr<std::unique_ptr<VideoDecoder>> OpenDescriptor(ipc::UniqueFd fd, std::string label,
+                                                               DecoderOptions options);
 
   struct Entry {
     std::string manifest_path;

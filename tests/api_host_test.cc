@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -221,6 +222,21 @@ TEST_F(ApiHostTest, ListsLongerThanOneRequestComeBackWholeAndInOrder) {
   });
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(seen, wanted);
+}
+
+TEST_F(ApiHostTest, BytesInMemoryDecodeLikeTheFile) {
+  std::ifstream in(clip_);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  DecoderOptions options;
+  options.device = "synthetic";
+  auto d = host_->OpenDecoderFromBytes(bytes, "clip in memory", options);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ((*d)->label(), "clip in memory");
+  EXPECT_EQ((*d)->metadata().num_frames(), 40);
+  auto f = (*d)->GetFrameAt(-2);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  ExpectFrame(*f, 38);
+  EXPECT_EQ(host_->OpenDecoderFromBytes("", "nothing", options).status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST_F(ApiHostTest, MisuseIsAStatusWithTheRightCode) {

@@ -13,6 +13,7 @@ packages=(
   libdav1d-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libabsl-dev libseccomp-dev libtomlplusplus-dev libcli11-dev
+  python3-dev pybind11-dev python3-numpy python3-torch python3-pytest python3-av python3-pip
 )
 
 missing=()

@@ -26,6 +26,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "codecvisor/status.h"
@@ -86,6 +87,12 @@ class Host {
   // Opens the video at `path` on the device of `options` (the default device
   // if empty). The Host opens the file; the backend only gets its descriptor.
   Result<std::unique_ptr<VideoDecoder>> OpenDecoder(const std::string& path, DecoderOptions options = {});
+
+  // Opens an encoded video held in memory; `label` names it in errors. The
+  // bytes are copied once into a sealed memfd the backend reads like a file:
+  // nothing is written to disk, and the backend cannot change them.
+  Result<std::unique_ptr<VideoDecoder>> OpenDecoderFromBytes(std::string_view bytes, const std::string& label,
+                                                             DecoderOptions options = {});
 
   // Registers the backend whose manifest is at `manifest_path`, as discovery
   // would (reading the manifest only). kInvalidArgument for a malformed

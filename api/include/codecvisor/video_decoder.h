@@ -25,6 +25,9 @@
 #include "codecvisor/types.h"
 
 namespace codecvisor {
+namespace api {
+struct DecoderAccess;
+}  // namespace api
 
 class VideoDecoder {
  public:
@@ -60,7 +63,7 @@ class VideoDecoder {
   Status ForEachFrame(const FrameSelection& selection, const std::function<Status(Frame)>& sink);
 
  private:
-  friend class Host;
+  friend struct api::DecoderAccess;
   struct Impl;
   explicit VideoDecoder(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
