@@ -75,8 +75,39 @@ debian_system_libs = repository_rule(
     environ = ["PKG_CONFIG_PATH"],
 )
 
+def _debian_python_impl(rctx):
+    # The Python package's extension module builds against Debian's Python
+    # (/usr/bin/python3, the one that sees python3-torch) and pybind11.
+    python = "/usr/bin/python3"
+    res = rctx.execute([python, "-c", "import sysconfig; print(sysconfig.get_paths()['include'])"])
+    if res.return_code != 0:
+        fail("%s cannot say where its headers are (%s); run tools/bootstrap.sh" % (python, res.stderr.strip()))
+    include = res.stdout.strip()
+    if not rctx.path(include + "/Python.h").exists:
+        fail("%s/Python.h missing; run tools/bootstrap.sh (python3-dev)" % include)
+    if not rctx.path("/usr/include/pybind11/pybind11.h").exists:
+        fail("pybind11 headers missing; run tools/bootstrap.sh (pybind11-dev)")
+    rctx.symlink(include, "python_include")
+    rctx.symlink("/usr/include/pybind11", "pybind11_include/pybind11")
+    rctx.file("WORKSPACE", "")
+    rctx.file("BUILD", "\n".join([
+        'package(default_visibility = ["//visibility:public"])',
+        "",
+        "# Headers only: an extension module takes its Python symbols from the",
+        "# interpreter that loads it.",
+        "cc_library(",
+        '    name = "pybind11",',
+        '    hdrs = glob(["python_include/**/*.h", "pybind11_include/**/*.h"]),',
+        '    includes = ["python_include", "pybind11_include"],',
+        ")",
+        "",
+    ]))
+
+debian_python = repository_rule(implementation = _debian_python_impl, local = True)
+
 def codecvisor_dependencies():
     debian_rules_cc(name = "rules_cc")
     native.local_repository(name = "rules_java", path = "/usr/share/bazel/rules/java")
     local_coverage_tools(name = "remote_coverage_tools")
     debian_system_libs(name = "system")
+    debian_python(name = "python")

@@ -1,0 +1,19 @@
+"""codecvisor: torchcodec's VideoDecoder, with every decoding backend in a
+sandboxed, supervised child process.
+
+    from codecvisor.decoders import VideoDecoder
+    decoder = VideoDecoder("clip.mp4")
+    frames = decoder.get_frames_in_range(0, 10)   # FrameBatch, uint8 (10, 3, H, W)
+
+Importing codecvisor runs no plugin code and starts nothing: backends are
+discovered (from manifests and ``codecvisor.backends`` entry points, unless
+CODECVISOR_DEVICE_BACKEND_AUTOLOAD=0) and started on first use.
+"""
+
+from . import backends, decoders
+from ._codecvisor import __version__
+from ._errors import BackendError, CodecvisorError, NoSuchDeviceError
+from ._frame import Frame, FrameBatch
+
+__all__ = ["BackendError", "CodecvisorError", "Frame", "FrameBatch", "NoSuchDeviceError", "backends", "decoders",
+           "__version__"]

@@ -1,0 +1,52 @@
+"""The exceptions codecvisor raises, and how a C++ Status becomes one.
+
+Misuse raises what torchcodec raises for the same misuse (IndexError for an
+index or time out of range, ValueError for a bad argument, TypeError for a
+bad source). Anything the backend did wrong raises BackendError, whose
+message is the host's diagnostic: the backend, the file, the request and,
+when it died, how.
+"""
+
+
+class CodecvisorError(RuntimeError):
+    """Base class of codecvisor's own errors. ``code`` is the C++ status code
+    name ("DATA_LOSS", "ABORTED", ...), or None."""
+
+    def __init__(self, message, code=None):
+        super().__init__(message)
+        self.code = code
+
+
+class BackendError(CodecvisorError):
+    """The backend failed: it crashed twice on one request (a poison
+    request, code ABORTED), hung past its deadline (DEADLINE_EXCEEDED), is
+    quarantined or gone (FAILED_PRECONDITION, UNAVAILABLE), or could not
+    decode a corrupt file (DATA_LOSS)."""
+
+
+class NoSuchDeviceError(CodecvisorError, ValueError):
+    """No backend serves the requested device, or its plugin failed to load
+    (the message says why)."""
+
+
+_BACKEND_CODES = {
+    "ABORTED", "DEADLINE_EXCEEDED", "UNAVAILABLE", "FAILED_PRECONDITION", "DATA_LOSS", "INTERNAL",
+    "RESOURCE_EXHAUSTED", "UNKNOWN", "CANCELLED", "PERMISSION_DENIED",
+}
+
+
+def translate(error):
+    """The Python exception for a _codecvisor.StatusError."""
+    code = getattr(error, "code", None)
+    message = str(error)
+    if code == "OUT_OF_RANGE":
+        return IndexError(message)
+    if code in ("INVALID_ARGUMENT", "UNIMPLEMENTED"):
+        return ValueError(message)
+    if code == "NOT_FOUND":
+        if message.startswith("open("):
+            return FileNotFoundError(message)
+        return NoSuchDeviceError(message, code)
+    if code in _BACKEND_CODES:
+        return BackendError(message, code)
+    return CodecvisorError(message, code)

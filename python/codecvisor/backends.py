@@ -1,0 +1,60 @@
+"""codecvisor.backends: which decoding backends this process can use.
+
+Backends are found from manifests only (the built-in "cpu" one, folders on
+CODECVISOR_BACKEND_PATH, the install prefix, and Python entry points in the
+``codecvisor.backends`` group); no plugin code runs in this process. A broken
+plugin is listed with its diagnostic and fails only a decoder that names its
+device.
+"""
+
+import dataclasses
+from typing import List, Optional
+
+from . import _codecvisor, _errors, _host
+
+
+@dataclasses.dataclass
+class BackendInfo:
+    name: str
+    devices: List[str]
+    source: str               # "built-in", "path", or "entry point NAME = VALUE (DIST VERSION)"
+    manifest_path: Optional[str]
+    state: str                # discovered, failed, spawning, ready, restarting, quarantined
+    diagnostic: str           # why it failed or is quarantined
+    pid: Optional[int] = None
+    restarts: int = 0
+    sandbox: str = ""
+    version: str = ""
+
+
+def list() -> List[BackendInfo]:  # noqa: A001 (torch-style name)
+    host = _host.get()
+    from_entry_points = {}
+    failed = []
+    for plugin, reason in _host.plugin_failures():
+        failed.append(BackendInfo(name=plugin.entry_point.split("=")[0].strip(), devices=[],
+                                  source=f"entry point {plugin.entry_point} ({plugin.distribution})",
+                                  manifest_path=plugin.manifest_path, state="failed", diagnostic=reason))
+    for plugin in _host.loaded_plugins():
+        from_entry_points[plugin.manifest_path] = f"entry point {plugin.entry_point} ({plugin.distribution})"
+    out = []
+    for b in host.backends():
+        path = b["manifest_path"]
+        source = from_entry_points.get(path, "built-in" if b["name"] == "cpu" else "path")
+        out.append(BackendInfo(name=b["name"], devices=b["devices"], source=source, manifest_path=path,
+                               state=b["state"], diagnostic=b["diagnostic"], pid=b["pid"] if b["pid"] > 0 else None,
+                               restarts=b["restarts"], sandbox=b["sandbox"], version=b["version"]))
+    return out + failed
+
+
+def start(name: str, timeout: float = 15.0) -> None:
+    """Starts backend ``name``'s process now (else it starts on first use);
+    raises with its diagnostic if it cannot."""
+    try:
+        _host.get().start_backend(name, timeout)
+    except _codecvisor.StatusError as e:
+        raise _errors.translate(e) from None
+
+
+def warnings() -> List[str]:
+    return _host.get().warnings()

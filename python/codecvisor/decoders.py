@@ -1,0 +1,336 @@
+"""codecvisor.decoders: torchcodec's VideoDecoder, decoding in sandboxed,
+supervised backend processes. Switch by changing the import::
+
+    from codecvisor.decoders import VideoDecoder   # was: from torchcodec.decoders import ...
+"""
+
+import dataclasses
+import numbers
+import os
+from typing import List, Optional, Sequence, Union
+
+from . import _codecvisor, _errors, _frame, _host, _tensor
+from ._frame import Frame, FrameBatch
+
+_SPACES = "  "
+
+
+@dataclasses.dataclass
+class VideoStreamMetadata:
+    """Metadata of the decoded video stream, with torchcodec's field names.
+
+    ``*_from_content`` fields come from the scan an exact-mode decoder makes
+    when it opens (None in approximate mode); ``*_from_header`` ones from
+    the container (None in exact mode, where the scan supersedes them).
+    """
+
+    duration_seconds_from_header: Optional[float]
+    begin_stream_seconds_from_header: Optional[float]
+    bit_rate: Optional[float]
+    codec: Optional[str]
+    stream_index: int
+    begin_stream_seconds_from_content: Optional[float]
+    end_stream_seconds_from_content: Optional[float]
+    width: Optional[int]
+    height: Optional[int]
+    num_frames_from_header: Optional[int]
+    num_frames_from_content: Optional[int]
+    average_fps_from_header: Optional[float]
+    rotation: Optional[float]
+    pixel_format: Optional[str]
+    color_space: Optional[str]
+    color_range: Optional[str]
+
+    @property
+    def duration_seconds(self) -> Optional[float]:
+        if self.end_stream_seconds_from_content is None or self.begin_stream_seconds_from_content is None:
+            return self.duration_seconds_from_header
+        return self.end_stream_seconds_from_content - self.begin_stream_seconds_from_content
+
+    @property
+    def begin_stream_seconds(self) -> float:
+        if self.begin_stream_seconds_from_content is not None:
+            return self.begin_stream_seconds_from_content
+        return self.begin_stream_seconds_from_header or 0.0
+
+    @property
+    def end_stream_seconds(self) -> Optional[float]:
+        if self.end_stream_seconds_from_content is not None:
+            return self.end_stream_seconds_from_content
+        duration = self.duration_seconds
+        return None if duration is None else self.begin_stream_seconds + duration
+
+    @property
+    def num_frames(self) -> Optional[int]:
+        if self.num_frames_from_content is not None:
+            return self.num_frames_from_content
+        return self.num_frames_from_header
+
+    @property
+    def average_fps(self) -> Optional[float]:
+        begin, end = self.begin_stream_seconds_from_content, self.end_stream_seconds_from_content
+        if begin is None or end is None or self.num_frames is None or end == begin:
+            return self.average_fps_from_header
+        return self.num_frames / (end - begin)
+
+    def __repr__(self):
+        s = "VideoStreamMetadata:\n"
+        for field in dataclasses.fields(self):
+            s += f"{_SPACES}{field.name}: {getattr(self, field.name)}\n"
+        for name in ("duration_seconds", "begin_stream_seconds", "end_stream_seconds", "num_frames", "average_fps"):
+            s += f"{_SPACES}{name}: {getattr(self, name)}\n"
+        return s
+
+    @staticmethod
+    def _from_native(m: dict) -> "VideoStreamMetadata":
+        scanned = m["num_frames_from_scan"] >= 0
+
+        def positive(x):
+            return x if x > 0 else None
+
+        return VideoStreamMetadata(
+            duration_seconds_from_header=None if scanned else positive(m["duration_seconds"]),
+            begin_stream_seconds_from_header=None if scanned else m["begin_stream_seconds"],
+            bit_rate=positive(float(m["bit_rate"])),
+            codec=m["codec"] or None,
+            stream_index=m["stream_index"],
+            begin_stream_seconds_from_content=m["begin_stream_seconds"] if scanned else None,
+            end_stream_seconds_from_content=m["end_stream_seconds"] if scanned else None,
+            width=m["width"] or None,
+            height=m["height"] or None,
+            num_frames_from_header=m["num_frames_from_header"] if m["num_frames_from_header"] >= 0 else None,
+            num_frames_from_content=m["num_frames_from_scan"] if scanned else None,
+            average_fps_from_header=positive(m["average_fps"]),
+            rotation=m["rotation_degrees"],
+            pixel_format=m["pixel_format"] or None,
+            color_space=m["color_space"] or None,
+            color_range=m["color_range"] or None,
+        )
+
+
+def _read_source(source):
+    """("path", str) or ("bytes", bytes-like) for a torchcodec source."""
+    if isinstance(source, (str, os.PathLike)):
+        return "path", os.fspath(source)
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return "bytes", source
+    if _tensor.have_torch() and isinstance(source, _tensor.torch.Tensor):
+        if source.dtype != _tensor.torch.uint8 or source.dim() != 1:
+            raise ValueError(f"a tensor source must be 1-D uint8 encoded bytes, not {source.dtype} {tuple(source.shape)}")
+        return "bytes", source.contiguous().cpu().numpy()
+    if hasattr(source, "read") and hasattr(source, "seek"):
+        # Read whole in this process; the backend gets a sealed copy, never
+        # a descriptor of the caller's choosing.
+        source.seek(0)
+        data = source.read()
+        if not isinstance(data, (bytes, bytearray)):
+            raise TypeError(f"{type(source).__name__}.read() returned {type(data).__name__}, not bytes")
+        return "bytes", bytes(data)
+    raise TypeError(f"Unknown source type: {type(source)}. Supported types are str, os.PathLike, bytes, "
+                    "bytearray, memoryview, a 1-D uint8 torch.Tensor, and file-like objects with read and seek.")
+
+
+class VideoDecoder:
+    """A single-stream video decoder with torchcodec's interface, whose
+    decoding runs in a sandboxed backend process.
+
+    Args:
+        source: a path (str or os.PathLike), encoded bytes (bytes, bytearray,
+            memoryview, a 1-D uint8 tensor), or a file-like object with
+            ``read`` and ``seek``.
+        stream_index: the stream to decode; None: the best video stream.
+        dimension_order: "NCHW" (default) or "NHWC".
+        num_ffmpeg_threads: decoder threads; 0 lets the decoder choose.
+        device: "cpu" (None means "cpu", or CODECVISOR_DEFAULT_DEVICE), or
+            a plugin's device such as "acme:0". A plugin is used only when
+            its device is named.
+        seek_mode: "exact" (scans the file at open; exact indices and
+            metadata) or "approximate" (trusts the header; faster to open).
+        timeout: seconds a request may wait for the backend to make
+            progress before it is killed, restarted and the request replayed
+            (default 30).
+
+    A backend that crashes or hangs is restarted and the request replayed;
+    a request that crashes it twice raises BackendError. Decoders survive
+    fork (a DataLoader worker reopens from the source) and pickle as their
+    source and options.
+    """
+
+    def __init__(self, source: Union[str, os.PathLike, bytes, "torch.Tensor"], *, stream_index: Optional[int] = None,
+                 dimension_order: str = "NCHW", num_ffmpeg_threads: int = 1, device=None,
+                 seek_mode: str = "exact", timeout: Optional[float] = None):
+        if dimension_order not in ("NCHW", "NHWC"):
+            raise ValueError(f"Invalid dimension order ({dimension_order}). Supported values are NCHW, NHWC.")
+        if seek_mode not in ("exact", "approximate"):
+            raise ValueError(f"Invalid seek mode ({seek_mode}). Supported values are exact, approximate.")
+        if not isinstance(num_ffmpeg_threads, int) or num_ffmpeg_threads < 0:
+            raise ValueError(f"num_ffmpeg_threads = {num_ffmpeg_threads!r} should be an int >= 0.")
+        if stream_index is not None and (not isinstance(stream_index, int) or stream_index < 0):
+            raise ValueError(f"stream_index = {stream_index!r} should be None or an int >= 0.")
+        if timeout is not None and not timeout > 0:
+            raise ValueError(f"timeout = {timeout!r} should be None or a positive number of seconds.")
+        self._kind, self._source = _read_source(source)
+        self._label = self._source if self._kind == "path" else f"<{len(self._source)} bytes>"
+        self._options = dict(device="" if device is None else str(device),
+                             stream_index=-1 if stream_index is None else stream_index,
+                             planar=dimension_order == "NCHW", threads=num_ffmpeg_threads,
+                             seek_mode=seek_mode, timeout=0.0 if timeout is None else float(timeout))
+        self._dimension_order = dimension_order
+        self._seek_mode = seek_mode
+        self._native = None
+        self._pid = None
+        self._open()
+
+    def _open(self):
+        host = _host.get()
+        try:
+            if self._kind == "path":
+                native = host.open_path(self._source, **self._options)
+            else:
+                native = host.open_bytes(self._source, self._label, **self._options)
+        except _codecvisor.StatusError as e:
+            raise _errors.translate(e) from None
+        metadata = VideoStreamMetadata._from_native(native.metadata())
+        if self._native is not None and metadata != self.metadata:
+            raise _errors.CodecvisorError(f"{self._label}: reopened with different metadata")
+        self._native, self._pid = native, os.getpid()
+        self.metadata = metadata
+        self.stream_index = metadata.stream_index
+        self._num_frames = metadata.num_frames
+
+    def _decoder(self):
+        if self._native is None:
+            raise ValueError("the decoder is closed")
+        if self._pid != os.getpid():  # forked: the parent's decoder is not ours
+            self._native = None
+            self._open()
+        return self._native
+
+    def _call(self, method, *args):
+        try:
+            arrays = getattr(self._decoder(), method)(*args)
+        except _codecvisor.StatusError as e:
+            raise _errors.translate(e) from None
+        return _frame.batch_from(arrays) if len(arrays[0]) else self._empty_batch()
+
+    # --- torchcodec's surface -------------------------------------------
+
+    def __len__(self) -> int:
+        if self._num_frames is None:
+            raise TypeError(f"{self._label}: the number of frames is unknown (the header has none; "
+                            "use seek_mode='exact')")
+        return self._num_frames
+
+    def __getitem__(self, key):
+        if isinstance(key, numbers.Integral):
+            index = int(key)
+            n = len(self)
+            if index < 0:
+                index += n
+            if not 0 <= index < n:
+                raise IndexError(f"Index {int(key)} is out of bounds; length is {n}")
+            return self._call("frames_at", [index]).data[0]
+        if isinstance(key, slice):
+            start, stop, step = key.indices(len(self))
+            if step > 0:
+                return self._call("frames_in_range", start, max(start, stop), step).data
+            return self._call("frames_at", list(range(start, stop, step))).data
+        raise TypeError(f"Unsupported key type: {type(key)}. Supported types are int and slice.")
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    def get_frame_at(self, index: int) -> Frame:
+        n = self._num_frames
+        if n is not None and not -n <= index < n:
+            raise IndexError(f"Index {index} is out of bounds; must be in the range [0, {n}).")
+        return self._call("frames_at", [int(index)])[0]
+
+    def get_frames_at(self, indices: Sequence[int]) -> FrameBatch:
+        return self._call("frames_at", [int(i) for i in indices])
+
+    def get_frames_in_range(self, start: int, stop: int, step: int = 1) -> FrameBatch:
+        n = self._num_frames
+        if n is not None and not 0 <= start < n:
+            raise IndexError(f"Start index {start} is out of bounds; must be in the range [0, {n}).")
+        if stop < start:
+            raise IndexError(f"Stop index ({stop}) must not be less than the start index ({start}).")
+        if not step > 0:
+            raise IndexError(f"Step ({step}) must be greater than 0.")
+        if n is not None:
+            stop = min(stop, n)
+        return self._call("frames_in_range", int(start), int(stop), int(step))
+
+    def _check_played(self, seconds, error=IndexError):
+        begin, end = self.metadata.begin_stream_seconds, self.metadata.end_stream_seconds
+        if end is not None and not begin <= seconds < end:
+            raise error(f"Invalid pts in seconds: {seconds}. It must be greater than or equal to {begin} "
+                        f"and less than {end}.")
+
+    def get_frame_played_at(self, seconds: float) -> Frame:
+        self._check_played(seconds)
+        return self._call("frames_played_at", [float(seconds)])[0]
+
+    def get_frames_played_at(self, seconds: Sequence[float]) -> FrameBatch:
+        for s in seconds:
+            self._check_played(s)
+        return self._call("frames_played_at", [float(s) for s in seconds])
+
+    def get_frames_played_in_range(self, start_seconds: float, stop_seconds: float) -> FrameBatch:
+        if not start_seconds <= stop_seconds:
+            raise ValueError(f"Invalid start seconds: {start_seconds}. It must be less than or equal to "
+                             f"stop seconds ({stop_seconds}).")
+        begin, end = self.metadata.begin_stream_seconds, self.metadata.end_stream_seconds
+        if end is not None and not begin <= start_seconds < end:
+            raise ValueError(f"Invalid start seconds: {start_seconds}. It must be greater than or equal to "
+                             f"{begin} and less than or equal to {end}.")
+        if end is not None and not stop_seconds <= end:
+            raise ValueError(f"Invalid stop seconds: {stop_seconds}. It must be less than or equal to {end}.")
+        if start_seconds == stop_seconds:
+            return self._empty_batch()
+        return self._call("frames_played_in_range", float(start_seconds), float(stop_seconds))
+
+    def _empty_batch(self) -> FrameBatch:
+        import numpy as np
+        h, w = self.metadata.height or 0, self.metadata.width or 0
+        shape = (0, 3, h, w) if self._dimension_order == "NCHW" else (0, h, w, 3)
+        return _frame.batch_from((np.zeros(shape, np.uint8), np.zeros(0), np.zeros(0)))
+
+    # --- codecvisor's additions -----------------------------------------
+
+    @property
+    def backend(self) -> str:
+        """The backend serving this decoder ("cpu", or a plugin's name)."""
+        return self._decoder().backend_name()
+
+    @property
+    def retries(self) -> int:
+        """Requests replayed after a backend crash or hang."""
+        return self._decoder().retries()
+
+    def close(self):
+        """Ends the decoder's session now (also when garbage-collected)."""
+        if self._native is not None:
+            if self._pid == os.getpid():
+                self._native.close()
+            self._native = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __getstate__(self):
+        source = self._source if self._kind == "path" else bytes(self._source)
+        return dict(kind=self._kind, source=source, options=self._options, order=self._dimension_order,
+                    seek_mode=self._seek_mode)
+
+    def __setstate__(self, state):
+        self._kind, self._source, self._options = state["kind"], state["source"], state["options"]
+        self._dimension_order, self._seek_mode = state["order"], state["seek_mode"]
+        self._label = self._source if self._kind == "path" else f"<{len(self._source)} bytes>"
+        self._native = None
+        self._pid = None
+        self._open()

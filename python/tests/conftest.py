@@ -1,0 +1,46 @@
+"""Shared fixtures: videos made with the ffmpeg CLI, and its rgb24 decode of
+them as the reference every frame is compared with, byte for byte."""
+
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+FFMPEG = ["/usr/bin/ffmpeg", "-nostdin", "-v", "error", "-y"]
+WIDTH, HEIGHT, FPS, SECONDS = 96, 64, 25, 2
+
+
+def make_video(path, args):
+    subprocess.run(FFMPEG + args + [str(path)], check=True)
+    return str(path)
+
+
+def ffmpeg_frames(path):
+    """Every frame of the video as ffmpeg's CLI converts it: (N, H, W, 3) uint8."""
+    raw = subprocess.run(FFMPEG[:-1] + ["-i", path, "-f", "rawvideo", "-pix_fmt", "rgb24", "-fps_mode", "passthrough",
+                                        "-"], check=True, capture_output=True).stdout
+    return np.frombuffer(raw, np.uint8).reshape(-1, HEIGHT, WIDTH, 3)
+
+
+@pytest.fixture(scope="session")
+def video(tmp_path_factory):
+    """2 s of 96x64 H.264 at 25 fps, a keyframe every 10 frames."""
+    return make_video(tmp_path_factory.mktemp("videos") / "clip.mp4",
+                      ["-f", "lavfi", "-i", f"testsrc=size={WIDTH}x{HEIGHT}:rate={FPS}", "-t", str(SECONDS),
+                       "-c:v", "libx264", "-g", "10", "-pix_fmt", "yuv420p"])
+
+
+@pytest.fixture(scope="session")
+def reference(video):
+    return ffmpeg_frames(video)
+
+
+def runfile(path):
+    return os.path.join(os.environ["TEST_SRCDIR"], "codecvisor", path)
+
+
+@pytest.fixture(scope="session")
+def synthetic_dir():
+    """The folder holding the synthetic test backend's manifest and library."""
+    return runfile("backends/testing")

@@ -1,0 +1,206 @@
+"""codecvisor.decoders.VideoDecoder against torchcodec's documented behaviour,
+with every frame compared byte for byte with the ffmpeg CLI."""
+
+import io
+import pathlib
+import pickle
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+import codecvisor
+from codecvisor.decoders import VideoDecoder
+
+from conftest import FPS, HEIGHT, WIDTH
+
+
+def hwc(tensor):
+    return tensor.permute(1, 2, 0).numpy() if tensor.dim() == 3 else tensor.permute(0, 2, 3, 1).numpy()
+
+
+def test_metadata_has_torchcodecs_fields(video):
+    m = VideoDecoder(video).metadata
+    assert (m.width, m.height, m.codec, m.stream_index) == (WIDTH, HEIGHT, "h264", 0)
+    assert m.num_frames_from_content == 50 and m.num_frames == 50
+    assert m.num_frames_from_header == 50
+    assert m.begin_stream_seconds_from_content == 0.0 and m.end_stream_seconds_from_content == pytest.approx(2.0)
+    assert m.duration_seconds == pytest.approx(2.0) and m.average_fps == pytest.approx(FPS)
+    assert m.average_fps_from_header == pytest.approx(FPS)
+    assert m.bit_rate > 0 and m.rotation == 0
+    assert "num_frames: 50" in repr(m)
+
+
+def test_approximate_mode_takes_the_header(video):
+    m = VideoDecoder(video, seek_mode="approximate").metadata
+    assert m.num_frames_from_content is None and m.begin_stream_seconds_from_content is None
+    assert m.num_frames == 50 and m.duration_seconds_from_header == pytest.approx(2.0)
+
+
+def test_every_frame_is_ffmpegs(video, reference):
+    d = VideoDecoder(video)
+    batch = d.get_frames_in_range(0, len(d))
+    assert batch.data.dtype == torch.uint8 and tuple(batch.data.shape) == (50, 3, HEIGHT, WIDTH)
+    assert batch.data.is_contiguous()
+    np.testing.assert_array_equal(hwc(batch.data), reference)
+    assert batch.pts_seconds.dtype == torch.float64
+    np.testing.assert_allclose(batch.pts_seconds.numpy(), np.arange(50) / FPS)
+    np.testing.assert_allclose(batch.duration_seconds.numpy(), np.full(50, 1 / FPS))
+
+
+def test_nhwc_is_interleaved(video, reference):
+    d = VideoDecoder(video, dimension_order="NHWC")
+    assert tuple(d[3].shape) == (HEIGHT, WIDTH, 3)
+    np.testing.assert_array_equal(d[3].numpy(), reference[3])
+    np.testing.assert_array_equal(d[0:50:7].numpy(), reference[0:50:7])
+
+
+def test_indexing_like_a_sequence(video, reference):
+    d = VideoDecoder(video)
+    assert len(d) == 50
+    np.testing.assert_array_equal(hwc(d[0]), reference[0])
+    np.testing.assert_array_equal(hwc(d[-1]), reference[-1])
+    np.testing.assert_array_equal(hwc(d[10:20:3]), reference[10:20:3])
+    np.testing.assert_array_equal(hwc(d[-5:]), reference[-5:])
+    np.testing.assert_array_equal(hwc(d[40:10:-10]), reference[40:10:-10])
+    assert tuple(d[30:10].shape) == (0, 3, HEIGHT, WIDTH)
+    np.testing.assert_array_equal(hwc(d[np.int64(7)]), reference[7])
+    for bad in (50, -51):
+        with pytest.raises(IndexError):
+            d[bad]
+    with pytest.raises(TypeError):
+        d["0"]
+
+
+def test_frame_and_batch_accessors(video, reference):
+    d = VideoDecoder(video)
+    f = d.get_frame_at(12)
+    assert isinstance(f, codecvisor.Frame)
+    assert f.pts_seconds == pytest.approx(12 / FPS) and f.duration_seconds == pytest.approx(1 / FPS)
+    np.testing.assert_array_equal(hwc(f.data), reference[12])
+    data, pts, duration = f
+    assert pts == f.pts_seconds
+
+    b = d.get_frames_at([5, 1, 5, 49])
+    assert isinstance(b, codecvisor.FrameBatch) and len(b) == 4
+    np.testing.assert_array_equal(hwc(b.data), reference[[5, 1, 5, 49]])
+    assert b[1].pts_seconds == pytest.approx(1 / FPS)
+    assert len(b[1:3]) == 2
+    assert [round(x.pts_seconds * FPS) for x in b] == [5, 1, 5, 49]
+
+    r = d.get_frames_in_range(10, 20, 5)
+    np.testing.assert_array_equal(hwc(r.data), reference[[10, 15]])
+    assert len(d.get_frames_in_range(45, 1000)) == 5  # stop past the end is clamped
+
+
+def test_time_access_is_half_open(video, reference):
+    d = VideoDecoder(video)
+    f = d.get_frame_played_at(0.5)
+    np.testing.assert_array_equal(hwc(f.data), reference[12])
+    f = d.get_frame_played_at(0.519)  # still frame 12 (0.48 + 0.04 > 0.519)
+    assert f.pts_seconds == pytest.approx(0.48)
+    b = d.get_frames_played_at([0.0, 1.0, 1.99])
+    np.testing.assert_array_equal(hwc(b.data), reference[[0, 25, 49]])
+    r = d.get_frames_played_in_range(1.0, 1.2)
+    np.testing.assert_allclose(r.pts_seconds.numpy(), [1.0, 1.04, 1.08, 1.12, 1.16])
+    assert len(d.get_frames_played_in_range(1.0, 1.0)) == 0
+    with pytest.raises(IndexError):
+        d.get_frame_played_at(2.0)  # the end is excluded
+    with pytest.raises(IndexError):
+        d.get_frame_played_at(-0.1)
+    with pytest.raises(IndexError):
+        d.get_frames_played_at([0.5, 5.0])
+    with pytest.raises(ValueError):
+        d.get_frames_played_in_range(1.0, 0.5)
+    with pytest.raises(ValueError):
+        d.get_frames_played_in_range(1.0, 2.5)
+
+
+def test_range_misuse_raises_torchcodecs_errors(video):
+    d = VideoDecoder(video)
+    with pytest.raises(IndexError):
+        d.get_frame_at(50)
+    with pytest.raises(IndexError):
+        d.get_frames_in_range(50, 60)
+    with pytest.raises(IndexError):
+        d.get_frames_in_range(10, 5)
+    with pytest.raises(IndexError):
+        d.get_frames_in_range(0, 10, 0)
+    with pytest.raises(IndexError):
+        d.get_frames_at([0, 50])
+
+
+@pytest.mark.parametrize("kind", ["str", "path", "bytes", "bytearray", "memoryview", "tensor", "file"])
+def test_every_source_kind(video, reference, kind):
+    data = pathlib.Path(video).read_bytes()
+    source = {
+        "str": video,
+        "path": pathlib.Path(video),
+        "bytes": data,
+        "bytearray": bytearray(data),
+        "memoryview": memoryview(data),
+        "tensor": torch.frombuffer(bytearray(data), dtype=torch.uint8),
+        "file": io.BytesIO(data),
+    }[kind]
+    d = VideoDecoder(source)
+    assert len(d) == 50
+    np.testing.assert_array_equal(hwc(d[33]), reference[33])
+
+
+def test_bad_arguments(video, tmp_path):
+    with pytest.raises(TypeError):
+        VideoDecoder(12)
+    with pytest.raises(ValueError):
+        VideoDecoder(video, dimension_order="CHW")
+    with pytest.raises(ValueError):
+        VideoDecoder(video, seek_mode="fast")
+    with pytest.raises(ValueError):
+        VideoDecoder(video, num_ffmpeg_threads=-1)
+    with pytest.raises(FileNotFoundError):
+        VideoDecoder(str(tmp_path / "missing.mp4"))
+    with pytest.raises(codecvisor.NoSuchDeviceError) as e:
+        VideoDecoder(video, device="acme:0")
+    assert "acme" in str(e.value)
+
+
+def test_a_corrupt_file_is_a_clear_error(tmp_path):
+    garbage = tmp_path / "garbage.mp4"
+    garbage.write_bytes(b"\x00\x00\x00\x18ftypmp42" + bytes(range(256)) * 40)
+    with pytest.raises(codecvisor.CodecvisorError) as e:
+        VideoDecoder(str(garbage))
+    assert "garbage.mp4" in str(e.value)
+
+
+def test_close_and_context_manager(video):
+    with VideoDecoder(video) as d:
+        assert d.backend == "cpu"
+        d[0]
+    with pytest.raises(ValueError):
+        d[0]
+    d.close()  # twice is harmless
+
+
+def test_pickles_as_source_and_options(video, reference):
+    for source in (video, pathlib.Path(video).read_bytes()):
+        d = VideoDecoder(source, dimension_order="NHWC", seek_mode="approximate")
+        e = pickle.loads(pickle.dumps(d))
+        assert e.metadata == d.metadata
+        np.testing.assert_array_equal(e[4].numpy(), reference[4])
+
+
+def test_without_torch_frames_are_numpy_arrays(video, reference):
+    code = (
+        "import sys; sys.modules['torch'] = None\n"
+        "import numpy as np\n"
+        "from codecvisor.decoders import VideoDecoder\n"
+        f"d = VideoDecoder({video!r}, dimension_order='NHWC')\n"
+        "b = d.get_frames_at([0, 7])\n"
+        "assert isinstance(b.data, np.ndarray) and b.data.dtype == np.uint8, type(b.data)\n"
+        "sys.stdout.buffer.write(b.data.tobytes())\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True)
+    assert run.returncode == 0, run.stderr.decode()
+    got = np.frombuffer(run.stdout, np.uint8).reshape(2, HEIGHT, WIDTH, 3)
+    np.testing.assert_array_equal(got, reference[[0, 7]])
