@@ -4,7 +4,8 @@
 #   run_pytest.sh tests/test_x.py [pytest args]
 set -euo pipefail
 root="$TEST_SRCDIR/codecvisor/python"
-export PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}"
+# tests/ too: spawned DataLoader workers import the test modules by name.
+export PYTHONPATH="$root:$root/tests${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONDONTWRITEBYTECODE=1
 cd "$root/tests"
 exec /usr/bin/python3 -m pytest -p no:cacheprovider -q --basetemp="$TEST_TMPDIR/pytest" "$@"

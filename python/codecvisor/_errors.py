@@ -19,9 +19,13 @@ class CodecvisorError(RuntimeError):
 
 class BackendError(CodecvisorError):
     """The backend failed: it crashed twice on one request (a poison
-    request, code ABORTED), hung past its deadline (DEADLINE_EXCEEDED), is
-    quarantined or gone (FAILED_PRECONDITION, UNAVAILABLE), or could not
-    decode a corrupt file (DATA_LOSS)."""
+    request, code ABORTED), hung past its deadline (DEADLINE_EXCEEDED), or is
+    quarantined or gone (FAILED_PRECONDITION, UNAVAILABLE)."""
+
+
+class VideoError(CodecvisorError):
+    """The video itself cannot be decoded: corrupt, truncated, or in a format
+    the backend does not read (code DATA_LOSS)."""
 
 
 class NoSuchDeviceError(CodecvisorError, ValueError):
@@ -30,7 +34,7 @@ class NoSuchDeviceError(CodecvisorError, ValueError):
 
 
 _BACKEND_CODES = {
-    "ABORTED", "DEADLINE_EXCEEDED", "UNAVAILABLE", "FAILED_PRECONDITION", "DATA_LOSS", "INTERNAL",
+    "ABORTED", "DEADLINE_EXCEEDED", "UNAVAILABLE", "FAILED_PRECONDITION", "INTERNAL",
     "RESOURCE_EXHAUSTED", "UNKNOWN", "CANCELLED", "PERMISSION_DENIED",
 }
 
@@ -47,6 +51,8 @@ def translate(error):
         if message.startswith("open("):
             return FileNotFoundError(message)
         return NoSuchDeviceError(message, code)
+    if code == "DATA_LOSS":
+        return VideoError(message, code)
     if code in _BACKEND_CODES:
         return BackendError(message, code)
     return CodecvisorError(message, code)

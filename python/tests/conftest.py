@@ -7,6 +7,14 @@ import subprocess
 import numpy as np
 import pytest
 
+def runfile(path):
+    return os.path.join(os.environ["TEST_SRCDIR"], "codecvisor", path)
+
+
+# The synthetic and faulty test backends, for every test in this process
+# (read when the process's Host is made, on first use).
+os.environ.setdefault("CODECVISOR_BACKEND_PATH", runfile("backends/testing"))
+
 FFMPEG = ["/usr/bin/ffmpeg", "-nostdin", "-v", "error", "-y"]
 WIDTH, HEIGHT, FPS, SECONDS = 96, 64, 25, 2
 
@@ -36,11 +44,7 @@ def reference(video):
     return ffmpeg_frames(video)
 
 
-def runfile(path):
-    return os.path.join(os.environ["TEST_SRCDIR"], "codecvisor", path)
-
-
-@pytest.fixture(scope="session")
-def synthetic_dir():
-    """The folder holding the synthetic test backend's manifest and library."""
-    return runfile("backends/testing")
+def synthetic_clip(path, description):
+    """A clip for the synthetic backend: 'frames=40 width=32 height=24 fps=10 ...'."""
+    path.write_text("synthetic " + description)
+    return str(path)

@@ -168,7 +168,7 @@ def test_bad_arguments(video, tmp_path):
 def test_a_corrupt_file_is_a_clear_error(tmp_path):
     garbage = tmp_path / "garbage.mp4"
     garbage.write_bytes(b"\x00\x00\x00\x18ftypmp42" + bytes(range(256)) * 40)
-    with pytest.raises(codecvisor.CodecvisorError) as e:
+    with pytest.raises(codecvisor.VideoError) as e:
         VideoDecoder(str(garbage))
     assert "garbage.mp4" in str(e.value)
 

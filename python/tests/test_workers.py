@@ -1,0 +1,128 @@
+"""Decoders in threads and in DataLoader worker processes: the GIL is
+released while a backend works, and a decoder made in the parent works in
+fork and spawn workers without touching the parent's backends."""
+
+import os
+import threading
+import time
+
+import numpy as np
+import pytest
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+import codecvisor
+from codecvisor.decoders import VideoDecoder
+
+from conftest import synthetic_clip
+
+
+def hwc(tensor):
+    return tensor.permute(0, 2, 3, 1).numpy()
+
+
+def test_the_gil_is_released_while_the_backend_works(tmp_path):
+    # Each decode sleeps 400 ms in the backend: a thread that ticks every
+    # 5 ms can only tick meanwhile if the call let go of the GIL.
+    d = VideoDecoder(synthetic_clip(tmp_path / "slow.syn", "frames=4 width=32 height=24 fps=10 decode_ms=400"),
+                     device="synthetic")
+    ticks, stop = [], threading.Event()
+
+    def tick():
+        while not stop.is_set():
+            ticks.append(time.monotonic())
+            time.sleep(0.005)
+
+    ticker = threading.Thread(target=tick)
+    ticker.start()
+    start = time.monotonic()
+    d[1]
+    end = time.monotonic()
+    stop.set()
+    ticker.join()
+    assert end - start >= 0.4
+    inside = [t for t in ticks if start + 0.1 < t < end - 0.1]
+    assert len(inside) >= 5, f"{len(inside)} ticks during a {end - start:.2f} s call"
+
+
+def test_decoders_in_threads_return_their_own_frames(video, reference):
+    results, errors = {}, []
+
+    def work(k):
+        try:
+            d = VideoDecoder(video)
+            results[k] = hwc(d.get_frames_at(list(range(k, 50, 4))).data)
+        except Exception as e:  # reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for k in range(4):
+        np.testing.assert_array_equal(results[k], reference[k::4])
+
+
+class Frames(Dataset):
+    """A dataset that opens its decoder in __init__, in the parent."""
+
+    def __init__(self, video):
+        self.decoder = VideoDecoder(video)
+
+    def __len__(self):
+        return len(self.decoder)
+
+    def __getitem__(self, i):
+        return self.decoder[i], os.getpid()
+
+
+def cpu_backend_pid():
+    return next(b.pid for b in codecvisor.backends.list() if b.name == "cpu")
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_a_parents_decoder_works_in_dataloader_workers(video, reference, method):
+    dataset = Frames(video)
+    np.testing.assert_array_equal(hwc(dataset.decoder[0:1]), reference[0:1])
+    parent_backend = cpu_backend_pid()
+    assert parent_backend is not None
+    loader = DataLoader(dataset, batch_size=5, num_workers=2, multiprocessing_context=method)
+    frames, pids = [], set()
+    for batch, pid in loader:
+        frames.append(batch)
+        pids.update(pid.tolist())
+    np.testing.assert_array_equal(hwc(torch.cat(frames)), reference)
+    assert len(pids) == 2 and os.getpid() not in pids
+    # The parent's decoder and backend process are untouched.
+    assert cpu_backend_pid() == parent_backend
+    np.testing.assert_array_equal(hwc(dataset.decoder[7:8]), reference[7:8])
+
+
+class Poisoned(Dataset):
+    def __init__(self, clip):
+        self.clip = clip
+        self.decoder = None
+
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        if self.decoder is None:
+            self.decoder = VideoDecoder(self.clip, device="faulty")
+        return self.decoder[i]
+
+
+def test_a_poison_frame_in_a_worker_is_a_clear_exception(tmp_path):
+    # Frame 5 crashes the faulty backend every time: after a replay it is
+    # poison, and the training loop gets BackendError, not a dead worker.
+    clip = synthetic_clip(tmp_path / "poison.syn", "frames=8 width=32 height=24 fps=10 fault=segfault fault_frame=5")
+    loader = DataLoader(Poisoned(clip), batch_size=1, num_workers=1, multiprocessing_context="fork")
+    seen = []
+    with pytest.raises(codecvisor.BackendError) as e:
+        for batch in loader:
+            seen.append(batch)
+    assert len(seen) == 5
+    message = str(e.value)
+    assert "SIGSEGV" in message and "poison" in message and "poison.syn" in message, message
