@@ -5,6 +5,7 @@
 
 #include <climits>
 #include <cstdlib>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -61,12 +62,18 @@ absl::StatusOr<InstallLayout> InstallLayout::Discover() {
     InstallLayout l{root + "/codecvisor/backends/sdk/runner/codecvisor-backend", root + "/codecvisor/backends/cpu"};
     if (accept(l)) return l;
   }
-  // An installed prefix: PREFIX/bin/codecvisor or PREFIX/lib/libcodecvisor.so.
-  std::vector<std::string> objects;
-  if (const std::string self = SelfObject(); !self.empty() && self != exe) objects.push_back(self);
-  if (!exe.empty()) objects.push_back(exe);
-  for (const std::string& object : objects) {
-    const std::string prefix = Parent(Parent(object));
+  // An installed prefix around the code: PREFIX/lib/libcodecvisor.so,
+  // PREFIX/lib/python3/site-packages/codecvisor/_codecvisor.so, or the
+  // program, PREFIX/bin/codecvisor.
+  std::vector<std::pair<std::string, int>> objects;  // file, folders between it and the prefix
+  if (const std::string self = SelfObject(); !self.empty() && self != exe) {
+    objects.push_back({self, 1});
+    objects.push_back({self, 4});
+  }
+  if (!exe.empty()) objects.push_back({exe, 1});
+  for (const auto& [object, depth] : objects) {
+    std::string prefix = Parent(object);
+    for (int i = 0; i < depth; ++i) prefix = Parent(prefix);
     InstallLayout l{prefix + "/libexec/codecvisor/codecvisor-backend", prefix + "/lib/codecvisor/backends"};
     if (accept(l)) return l;
   }

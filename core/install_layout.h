@@ -20,8 +20,9 @@ struct InstallLayout {
   // Looks, in order, at:
   //  1. CODECVISOR_RUNNER and CODECVISOR_BUILTIN_BACKENDS (both must be set);
   //  2. a Bazel runfiles tree (RUNFILES_DIR, TEST_SRCDIR, or <exe>.runfiles);
-  //  3. an installed prefix around libcodecvisor.so (PREFIX/lib) when the
-  //     library is linked shared, then around the program (PREFIX/bin):
+  //  3. an installed prefix around the code: libcodecvisor.so (PREFIX/lib)
+  //     or the Python extension (PREFIX/lib/python3/site-packages/codecvisor)
+  //     when linked shared, then around the program (PREFIX/bin):
   //     PREFIX/libexec/codecvisor/codecvisor-backend and
   //     PREFIX/lib/codecvisor/backends.
   // kNotFound lists every place it looked.

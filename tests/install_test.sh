@@ -50,6 +50,10 @@ installed_files=(bin/codecvisor libexec/codecvisor/codecvisor-backend include/co
 for h in "$TEST_SRCDIR"/codecvisor/api/include/codecvisor/*.h; do
   installed_files+=("include/codecvisor/$(basename "$h")")
 done
+for m in "$TEST_SRCDIR"/codecvisor/python/codecvisor/*.py; do
+  installed_files+=("lib/python3/site-packages/codecvisor/$(basename "$m")")
+done
+installed_files+=(lib/python3/site-packages/codecvisor/_codecvisor.so)
 for f in "${installed_files[@]}" lib/libcodecvisor.so.0 lib/libcodecvisor.so; do
   holds "installed $f" [ -f "$a/$f" ]
   holds "log names $f" grep -qx "installed $a/$f" "$tmp/install.log"
@@ -113,6 +117,36 @@ expect 0 "README's quick start decodes" installed "$tmp/readme_quickstart" "$vid
 holds "README's quick start prints frame 0" grep -qx "96x64 at 0.000 s" "$out"
 expect 1 "quick start on a missing file fails" installed "$tmp/quickstart" "$tmp/missing.mp4"
 holds "with the library's diagnostic" grep -q "NOT_FOUND: open($tmp/missing.mp4)" "$err"
+
+# The Python package from the moved tree, with Debian's Python (torch
+# tensors) and with another interpreter that has numpy but no torch (pyenv's
+# 3.11 when there is one, else Debian's with its site-packages off).
+site="$b/lib/python3/site-packages"
+py_check='
+import sys, numpy as np
+from codecvisor.decoders import VideoDecoder
+d = VideoDecoder(sys.argv[1], dimension_order="NHWC")
+f = d[7]
+print(type(f).__module__, tuple(f.shape), d.backend)
+sys.stdout.flush()
+sys.stdout.buffer.write(b"P6\n96 64\n255\n" + np.asarray(f).tobytes())
+'
+expect 0 "python: import and decode from the installed tree" \
+  installed env PYTHONPATH="$site" /usr/bin/python3 -c "$py_check" "$video"
+holds "python: a torch tensor from the cpu backend" grep -aq "^torch (64, 96, 3) cpu$" "$out"
+holds "python: frame 7 equals ffmpeg" same_as_ffmpeg <(sed '1d' "$out") "$video" 7
+numpy_only="$tmp/numpy_only"
+mkdir -p "$numpy_only"
+ln -s "$(/usr/bin/python3 -c 'import numpy, os; print(os.path.dirname(numpy.__file__))')" "$numpy_only/numpy"
+other_python=(/usr/bin/python3 -S)
+pyenv_python="${PYENV_ROOT:-/root/.pyenv}/versions/3.11.7/bin/python3"
+if [[ -x $pyenv_python ]]; then
+  other_python=("$pyenv_python")
+fi
+expect 0 "python: another interpreter without torch (${other_python[*]})" \
+  installed env PYTHONPATH="$site:$numpy_only" "${other_python[@]}" -c "$py_check" "$video"
+holds "python: numpy arrays without torch" grep -aq "^numpy (64, 96, 3) cpu$" "$out"
+holds "python: the same frame 7" same_as_ffmpeg <(sed '1d' "$out") "$video" 7
 
 # Decoded by a sandboxed child: the installed runner, not an in-process path.
 expect 0 "backends --start" installed "$cv" backends --start

@@ -9,6 +9,7 @@
 #   PREFIX/lib/pkgconfig/codecvisor.pc             `pkg-config codecvisor`
 #   PREFIX/include/codecvisor/*.h                  the C++ API (codecvisor.h)
 #   PREFIX/include/codecvisor/codecvisor_backend.h the vendor SDK header
+#   PREFIX/lib/python3/site-packages/codecvisor/   the Python package
 #   PREFIX/lib/codecvisor/backends/cpu.toml        the built-in backend's manifest
 #   PREFIX/lib/codecvisor/backends/libcodecvisor_cpu.so
 #
@@ -25,7 +26,8 @@ set -euo pipefail
 usage() {
   echo "usage: bazel run [-c opt] //:install -- --prefix DIR" >&2
   echo "installs bin/codecvisor, libexec/codecvisor/codecvisor-backend, lib/libcodecvisor.so," >&2
-  echo "lib/pkgconfig/codecvisor.pc, include/codecvisor/ (the C++ API and the SDK header)" >&2
+  echo "lib/pkgconfig/codecvisor.pc, include/codecvisor/ (the C++ API and the SDK header)," >&2
+  echo "lib/python3/site-packages/codecvisor/ (the Python package)" >&2
   echo "and lib/codecvisor/backends/ (cpu.toml, libcodecvisor_cpu.so)" >&2
 }
 
@@ -96,6 +98,11 @@ link() {
 link "$soname" "libcodecvisor.so.$version"
 link libcodecvisor.so "$soname"
 put 0644 "$pc" "$prefix/lib/pkgconfig/codecvisor.pc"
+py="$prefix/lib/python3/site-packages/codecvisor"
+for module in "$src"/python/codecvisor/*.py; do
+  put 0644 "$module" "$py/$(basename "$module")"
+done
+put 0755 "$src/python/codecvisor/_codecvisor.so" "$py/_codecvisor.so"
 put 0644 "$src/backends/cpu/cpu.toml" "$prefix/lib/codecvisor/backends/cpu.toml"
 put 0755 "$src/backends/cpu/libcodecvisor_cpu.so" "$prefix/lib/codecvisor/backends/libcodecvisor_cpu.so"
 echo "codecvisor installed in $prefix: run $prefix/bin/codecvisor backends"
