@@ -1,0 +1,48 @@
+"""10,000 decoders opened and let go: no growth in descriptors, threads,
+processes or memory."""
+
+import gc
+import os
+
+from codecvisor.decoders import VideoDecoder
+
+from conftest import synthetic_clip
+
+
+def census():
+    pid = os.getpid()
+    children = 0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                children += int(fields[1]) == pid  # ppid
+            except OSError:
+                pass  # gone meanwhile
+    with open("/proc/self/status") as f:
+        rss_kib = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+    return dict(fds=len(os.listdir("/proc/self/fd")), threads=len(os.listdir("/proc/self/task")),
+                children=children, rss_kib=rss_kib)
+
+
+def test_ten_thousand_decoders_leave_nothing_behind(tmp_path):
+    clip = synthetic_clip(tmp_path / "clip.syn", "frames=4 width=32 height=24 fps=10")
+
+    def churn(n):
+        for i in range(n):
+            d = VideoDecoder(clip, device="synthetic")
+            assert d[i % 4].shape == (3, 24, 32)
+            if i % 2:
+                d.close()  # the other half is let go to the garbage collector
+            del d
+        gc.collect()
+
+    churn(500)  # warm up: the backend process, its threads, allocator pools
+    before = census()
+    churn(10_000)
+    after = census()
+    assert after["fds"] == before["fds"], (before, after)
+    assert after["threads"] == before["threads"], (before, after)
+    assert after["children"] == before["children"] == 1, (before, after)  # the synthetic backend's process
+    assert after["rss_kib"] - before["rss_kib"] < 16 * 1024, (before, after)
