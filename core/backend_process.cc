@@ -1,10 +1,10 @@
 #include "core/backend_process.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <unistd.h>
 
-#include <seccomp.h>
 #include <sys/resource.h>
 
 #include <cstdio>
@@ -35,21 +35,6 @@ absl::Status Prefixed(const absl::Status& s, absl::string_view prefix) {
 }
 
 }  // namespace
-
-std::string DescribeExit(const ExitStatus& exit, uint32_t recorded_signal, int32_t violation_syscall,
-                         bool oom_killed) {
-  if (violation_syscall >= 0) {
-    char* name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, violation_syscall);
-    std::string text = absl::StrCat("sandbox violation: syscall ", name ? name : std::to_string(violation_syscall));
-    std::free(name);
-    return text;
-  }
-  if (recorded_signal != 0) return ExitStatus{true, static_cast<int>(recorded_signal)}.ToString();
-  if (oom_killed && exit.signaled && exit.code == SIGKILL) {
-    return absl::StrCat(exit.ToString(), ": out of memory (over the memory_mb of its manifest)");
-  }
-  return exit.ToString();
-}
 
 absl::Status FromWireError(const ipc::Error& error) {
   absl::StatusCode code = absl::StatusCode::kUnknown;
@@ -336,6 +321,11 @@ void BackendProcess::Shutdown() {
   if (Reap(Clock::now() + kExitGrace).ok()) return;
   Kill();
   (void)Reap(Clock::now() + std::chrono::seconds(5));
+}
+
+bool BackendProcess::Exited() const {
+  pollfd p{child_.pidfd.get(), POLLIN, 0};
+  return poll(&p, 1, 0) == 1;
 }
 
 void BackendProcess::Kill() {
