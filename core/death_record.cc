@@ -14,6 +14,23 @@ std::string DeathRecord::Describe() const {
   return DescribeExit(exit, recorded_signal, violation_syscall, oom_killed);
 }
 
+void AddCrashHints(std::span<const ipc::CrashHints> channels, DeathRecord* record) {
+  bool signal_is_stray = false;
+  for (const ipc::CrashHints& hints : channels) {
+    if (hints.in_call != 0) ++record->suspects;
+    if (hints.exit_code >= 0) record->exit_recorded |= hints.in_call != 0;
+    const bool culprit = hints.fault_signal != 0 && hints.in_call != 0;
+    const uint32_t signal = hints.any_fault_signal();
+    if (signal == 0) continue;
+    record->culprit_recorded |= culprit;
+    if (record->recorded_signal == 0 || (signal_is_stray && culprit)) {
+      record->recorded_signal = signal;
+      signal_is_stray = hints.fault_signal == 0;
+    }
+    if (record->violation_syscall < 0) record->violation_syscall = hints.violation_syscall;
+  }
+}
+
 std::string DescribeExit(const ExitStatus& exit, uint32_t recorded_signal, int32_t violation_syscall,
                          bool oom_killed) {
   if (violation_syscall >= 0) {

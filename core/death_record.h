@@ -8,9 +8,11 @@
 
 #include <chrono>
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include "core/process.h"
+#include "ipc/channel.h"
 
 namespace codecvisor {
 
@@ -49,6 +51,17 @@ struct DeathRecord {
   // or "killed by codecvisor: <reason>".
   std::string Describe() const;
 };
+
+// Adds to `record` what the runner recorded on each channel of the dead
+// child (`channels`: the control channel's hints first, then each
+// session's): the suspects (channels inside a vendor call); whether a
+// fault on a thread inside a vendor call names its culprit (one on a
+// thread in no vendor call, a plugin's worker or the runner's own code,
+// names nobody, even while an open is in vendor code); whether an exit()
+// the sandbox caught inside a vendor call names one; the signal it died
+// of (the culprit's wins over a stray one, else the first recorded); and
+// the first syscall the sandbox denied.
+void AddCrashHints(std::span<const ipc::CrashHints> channels, DeathRecord* record);
 
 // How a backend process ended, in words: "killed by signal 6 (SIGABRT)",
 // "sandbox violation: syscall socket", "exited with code 3". The runner's

@@ -1,6 +1,7 @@
 #include "core/supervisor.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 
@@ -183,31 +184,12 @@ void Supervisor::OnDeath(const ExitStatus& exit, const RunningBackend& process) 
   DeathRecord record;
   record.generation = generation_;
   record.exit = exit;
-  // A fault recorded on a thread inside a vendor call names its culprit; one
-  // on a thread in no vendor call (a plugin's worker thread, the runner's
-  // own code: the stray fault the runner records on the control region)
-  // names nobody, even while an open is in vendor code on the control
-  // channel. So does an exit() that the sandbox caught inside a vendor call
-  // (crash_hints.h). The culprit's signal wins over a stray one.
-  bool signal_is_stray = false;
-  auto note = [&](ipc::CrashHints hints) {
-    if (hints.in_call != 0) ++record.suspects;
-    if (hints.exit_code >= 0) record.exit_recorded |= hints.in_call != 0;
-    const bool culprit = hints.fault_signal != 0 && hints.in_call != 0;
-    const uint32_t signal = hints.any_fault_signal();
-    if (signal == 0) return;
-    record.culprit_recorded |= culprit;
-    if (record.recorded_signal == 0 || (signal_is_stray && culprit)) {
-      record.recorded_signal = signal;
-      signal_is_stray = hints.fault_signal == 0;
-    }
-    if (record.violation_syscall < 0) record.violation_syscall = hints.violation_syscall;
-  };
-  note(process.ControlCrashHints());
+  std::vector<ipc::CrashHints> hints = {process.ControlCrashHints()};
   auto [first, last] = channels_.equal_range(generation_);
   for (auto it = first; it != last; ++it) {
-    if (auto channel = it->second.lock()) note(channel->ReadCrashHints());
+    if (auto channel = it->second.lock()) hints.push_back(channel->ReadCrashHints());
   }
+  AddCrashHints(hints, &record);
   record.oom_killed = process.OomKilled();
   record.when = std::chrono::system_clock::now();
   if (pending_kill_.has_value() && pending_kill_->generation == generation_) {
