@@ -1,5 +1,6 @@
 #include "core/exit_watcher.h"
 
+#include <pthread.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -76,6 +77,7 @@ void ExitWatcher::Remove(uint64_t id) {
 }
 
 void ExitWatcher::Loop() {
+  pthread_setname_np(pthread_self(), kExitWatcherThreadName);
   int epoll;
   {
     MutexLock lock(&mu_);

@@ -26,6 +26,10 @@
 
 namespace codecvisor {
 
+// The watcher thread's name (/proc/self/task/TID/comm), so that tests and
+// `top -H` can count it.
+inline constexpr char kExitWatcherThreadName[] = "cv-exit-watch";
+
 class ExitWatcher {
  public:
   ExitWatcher() = default;
