@@ -1,4 +1,4 @@
-// The faulty backend's process-level faults, each 20 times: the host
+// The faulty backend's process-level faults, each kRuns times (below): the host
 // survives, every request returns correct frames or the documented error,
 // and nothing leaks (checked in TearDown). Each test notes what it tried and
 // saw in a FaultRow, for docs/RELIABILITY.md.
