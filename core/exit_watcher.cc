@@ -45,6 +45,8 @@ absl::Status ExitWatcher::StartLocked() {
   stop_ = std::move(stop);
   try {
     thread_ = std::thread([this] { Loop(); });
+    // Named here, not by the thread itself, so that it has its name as soon as Add returns.
+    pthread_setname_np(thread_.native_handle(), kExitWatcherThreadName);
   } catch (const std::system_error& e) {
     epoll_.reset();
     stop_.reset();
@@ -77,7 +79,6 @@ void ExitWatcher::Remove(uint64_t id) {
 }
 
 void ExitWatcher::Loop() {
-  pthread_setname_np(pthread_self(), kExitWatcherThreadName);
   int epoll;
   {
     MutexLock lock(&mu_);

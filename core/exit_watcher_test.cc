@@ -38,7 +38,6 @@ TEST(ExitWatcherTest, NoThreadUntilTheFirstWatch) {
 }
 
 TEST(ExitWatcherTest, OneThreadWatchesAHundredDescriptors) {
-  const int before = ThreadCountForTest();
   ExitWatcher watcher;
   std::vector<ipc::UniqueFd> fds;
   std::vector<uint64_t> ids;
@@ -48,7 +47,7 @@ TEST(ExitWatcherTest, OneThreadWatchesAHundredDescriptors) {
     ASSERT_TRUE(id.ok()) << id.status();
     ids.push_back(*id);
   }
-  EXPECT_EQ(ThreadCountForTest(), before + 1);
+  EXPECT_EQ(ThreadCountForTest(kExitWatcherThreadName), 1);
   for (uint64_t id : ids) watcher.Remove(id);
 }
 
