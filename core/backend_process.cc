@@ -1,10 +1,10 @@
 #include "core/backend_process.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <unistd.h>
 
-#include <seccomp.h>
 #include <sys/resource.h>
 
 #include <cstdio>
@@ -35,21 +35,6 @@ absl::Status Prefixed(const absl::Status& s, absl::string_view prefix) {
 }
 
 }  // namespace
-
-std::string DescribeExit(const ExitStatus& exit, uint32_t recorded_signal, int32_t violation_syscall,
-                         bool oom_killed) {
-  if (violation_syscall >= 0) {
-    char* name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, violation_syscall);
-    std::string text = absl::StrCat("sandbox violation: syscall ", name ? name : std::to_string(violation_syscall));
-    std::free(name);
-    return text;
-  }
-  if (recorded_signal != 0) return ExitStatus{true, static_cast<int>(recorded_signal)}.ToString();
-  if (oom_killed && exit.signaled && exit.code == SIGKILL) {
-    return absl::StrCat(exit.ToString(), ": out of memory (over the memory_mb of its manifest)");
-  }
-  return exit.ToString();
-}
 
 absl::Status FromWireError(const ipc::Error& error) {
   absl::StatusCode code = absl::StatusCode::kUnknown;
@@ -196,23 +181,17 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
   LaunchSpec spec;
   spec.path = layout.runner;
   spec.exec_fd = runner.get();
-  spec.argv = {"codecvisor-backend", runner::kFlagName, manifest.name, runner::kFlagLibrary, manifest.library,
-               runner::kFlagEntry, manifest.entry, runner::kFlagLibraryFd, std::to_string(runner::kLibraryFd)};
-  if (!manifest.config.empty()) {
-    spec.argv.push_back(runner::kFlagConfig);
-    spec.argv.push_back(manifest.config);
-  }
-  for (const std::string& p : manifest.sandbox.read_paths) {
-    spec.argv.push_back(runner::kFlagReadPath);
-    spec.argv.push_back(p);
-  }
-  for (const std::string& d : manifest.sandbox.devices) {
-    spec.argv.push_back(runner::kFlagDevice);
-    spec.argv.push_back(d);
-  }
-  spec.argv.push_back(runner::kFlagLandlock);
-  spec.argv.push_back(!spawn.sandbox ? "off" : allow_degraded ? "try" : "require");
-  spec.argv.push_back(runner::kFlagSeccomp);
+  runner::RunnerArgs args;
+  args.name = manifest.name;
+  args.library = manifest.library;
+  args.entry = manifest.entry;
+  args.library_fd = runner::kLibraryFd;
+  args.config = manifest.config;
+  args.read_paths = manifest.sandbox.read_paths;
+  args.devices = manifest.sandbox.devices;
+  args.landlock = !spawn.sandbox    ? runner::RunnerArgs::Landlock::kOff
+                  : allow_degraded ? runner::RunnerArgs::Landlock::kTry
+                                   : runner::RunnerArgs::Landlock::kRequire;
   // CODECVISOR_SECCOMP=log: calls outside the allow list are logged by the
   // kernel instead of ending the backend (backends/sdk/README.md: finding
   // the syscalls a plugin needs).
@@ -224,14 +203,14 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
                  "logged by the kernel and goes ahead\n",
                  manifest.name.c_str(), runner::kSeccompEnv);
   }
-  spec.argv.push_back(!spawn.sandbox ? "off" : seccomp_log ? "log" : "require");
+  args.seccomp = !spawn.sandbox ? runner::RunnerArgs::Seccomp::kOff
+                 : seccomp_log  ? runner::RunnerArgs::Seccomp::kLog
+                                : runner::RunnerArgs::Seccomp::kRequire;
   // A debugging aid for vendors (backends/sdk/README.md): the runner writes
   // the crashing thread's backtrace to its stderr, which is ours.
   const char* backtrace = std::getenv(runner::kBacktraceEnv);
-  if (backtrace != nullptr && std::string(backtrace) == "1") {
-    spec.argv.push_back(runner::kFlagBacktrace);
-    spec.argv.push_back("1");
-  }
+  args.backtrace = backtrace != nullptr && std::string(backtrace) == "1";
+  spec.argv = args.ToArgv();
   // A clean environment: no secret of the host's reaches plugin code.
   spec.env = {"PATH=/usr/bin:/bin", "LANG=C.UTF-8"};
   // The backend's stdout and stderr are a pipe the host reads and forwards
@@ -338,6 +317,11 @@ void BackendProcess::Shutdown() {
   (void)Reap(Clock::now() + std::chrono::seconds(5));
 }
 
+bool BackendProcess::Exited() const {
+  pollfd p{child_.pidfd.get(), POLLIN, 0};
+  return poll(&p, 1, 0) == 1;
+}
+
 void BackendProcess::Kill() {
   if (child_.pid > 0) launcher_->Signal(child_, SIGKILL);
 }
@@ -399,8 +383,11 @@ absl::Status BackendProcess::Handshake(ipc::Deadline deadline) {
       if (exit.ok()) {
         exit_ = *exit;
         const ipc::CrashHints hints = ControlCrashHints();
+        // Its stderr, forwarded, says which flag; a runner from another build is the usual cause.
+        const bool rejected = !exit->signaled && exit->code == runner::ExitCode(runner::RunnerExit::kBadInvocation);
         return absl::UnavailableError(absl::StrCat(
-            "runner ", DescribeExit(*exit, hints.any_fault_signal(), hints.violation_syscall), " while starting"));
+            "runner ", DescribeExit(*exit, hints.any_fault_signal(), hints.violation_syscall), " while starting",
+            rejected ? " (it rejected its command line; reinstall codecvisor so that host and runner match)" : ""));
       }
     }
     return reply.status();

@@ -18,29 +18,15 @@
 #include "ipc/mutex.h"
 #include "core/backend_output.h"
 #include "core/cgroup.h"
+#include "core/death_record.h"
 #include "core/install_layout.h"
 #include "core/manifest.h"
 #include "core/process.h"
+#include "core/supervisor_env.h"
 #include "ipc/channel.h"
 #include "ipc/messages.h"
 
 namespace codecvisor {
-
-// A session opened on a backend and attached to its own channel.
-struct OpenedSession {
-  std::shared_ptr<ipc::HostChannel> channel;  // shared: the supervisor may interrupt it
-  ipc::SessionOpened info;
-};
-
-// How much of the sandbox to apply (core/README.md, "Sandbox").
-struct SpawnOptions {
-  // Off only for benchmarks and debugging: the child then runs with the
-  // host's privileges, and a warning says so.
-  bool sandbox = true;
-  // Run with what the kernel offers when a mechanism is missing, warning
-  // loudly, instead of refusing to start. The manifest can ask for it too.
-  bool allow_degraded = false;
-};
 
 // What was engaged for one child, for `codecvisor doctor` and the tests.
 struct EngagedSandbox {
@@ -57,7 +43,7 @@ struct EngagedSandbox {
   std::string Describe() const;
 };
 
-class BackendProcess {
+class BackendProcess final : public RunningBackend {
  public:
   // Spawns the runner for `manifest`, waits for the handshake until
   // `deadline`. If the backend cannot load, the error carries the runner's
@@ -70,8 +56,8 @@ class BackendProcess {
   // sees the hang-up), then SIGKILLs it if it is still there after a grace
   // period, and reaps it. Never blocks for more than about a second.
   // Idempotent; sessions still open see their backend gone (kUnavailable).
-  void Shutdown();
-  ~BackendProcess() { Shutdown(); }
+  void Shutdown() override;
+  ~BackendProcess() override { Shutdown(); }
 
   // Opens `video_fd` with `options` and attaches a session channel with
   // `slots` arena slots sized for the session's frames. Errors from the
@@ -80,29 +66,32 @@ class BackendProcess {
   // the protocol mid-way (then the process must be replaced). `*file_token`
   // is set to the token this open sent with its file (0 if it sent none),
   // which the crash hints name if the backend died inside this open.
-  [[nodiscard]] absl::StatusOr<OpenedSession> OpenSession(int video_fd, ipc::OpenSession options,
-                                                          uint32_t slots, ipc::Deadline deadline,
-                                                          bool* channel_failure, uint64_t* file_token);
+  absl::StatusOr<OpenedSession> OpenSession(int video_fd, ipc::OpenSession options, uint32_t slots,
+                                            ipc::Deadline deadline, bool* channel_failure,
+                                            uint64_t* file_token) override;
   // The control channel's crash hints (see HostChannel::ReadCrashHints):
   // whether an open was inside vendor code when the backend died.
-  ipc::CrashHints ControlCrashHints() const { return ipc::ReadCrashHints(*control_region_); }
+  ipc::CrashHints ControlCrashHints() const override { return ipc::ReadCrashHints(*control_region_); }
   // Whether the kernel killed a task of its cgroup for going over its
   // memory limit (read after its death, before the cgroup is removed).
-  bool OomKilled() const { return cgroup_ != nullptr && cgroup_->OomKills() > 0; }
+  bool OomKilled() const override { return cgroup_ != nullptr && cgroup_->OomKills() > 0; }
 
   // Sends SIGKILL (through the pidfd; never to a reused pid).
-  void Kill();
+  void Kill() override;
+  // Whether its pidfd is readable. Never blocks.
+  bool Exited() const override;
   // Reaps the child if it has exited by `deadline`, once; later calls return
   // the same status.
-  [[nodiscard]] absl::StatusOr<ExitStatus> Reap(ipc::Deadline deadline);
+  absl::StatusOr<ExitStatus> Reap(ipc::Deadline deadline) override;
   // A heartbeat on the control channel. OK without asking if the channel is
   // busy (an open in progress is proof of life enough).
-  [[nodiscard]] absl::Status Ping(ipc::Deadline deadline);
+  absl::Status Ping(ipc::Deadline deadline) override;
   // The child's pidfd, readable once it has exited. Valid for the object's
   // lifetime (the child is reaped through it, never by pid).
-  int pidfd() const { return child_.pidfd.get(); }
-  pid_t pid() const { return child_.pid; }
-  const ipc::HelloReply& hello() const { return hello_; }
+  int pidfd() const override { return child_.pidfd.get(); }
+  pid_t pid() const override { return child_.pid; }
+  const ipc::HelloReply& hello() const override { return hello_; }
+  std::string DescribeSandbox() const override { return sandbox_.Describe(); }
   const BackendManifest& manifest() const { return manifest_; }
   const EngagedSandbox& sandbox() const { return sandbox_; }
 
@@ -137,14 +126,6 @@ class BackendProcess {
   // Forwards the child's stdout and stderr; finished when it is reaped.
   std::unique_ptr<BackendOutput> output_;
 };
-
-// How a backend process ended, in words: "killed by signal 6 (SIGABRT)",
-// "sandbox violation: syscall socket", "exited with code 3". The runner's
-// crash hints win over the bare exit status: as the init of its pid
-// namespace it cannot always die of the signal that killed it.
-// `oom_killed`: its memory cgroup counted an OOM kill.
-std::string DescribeExit(const ExitStatus& exit, uint32_t recorded_signal, int32_t violation_syscall,
-                         bool oom_killed = false);
 
 // Turns a protocol Error from a backend into a Status with the matching code.
 absl::Status FromWireError(const ipc::Error& error);

@@ -10,6 +10,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "core/system_supervisor_env.h"
 
 namespace codecvisor::internal {
 namespace {
@@ -47,7 +48,7 @@ Host::Host(HostOptions options, InstallLayout layout)
     : options_(std::move(options)),
       layout_(std::move(layout)),
       default_device_(DefaultDevice(options_)),
-      launcher_(std::make_shared<SystemProcessLauncher>()) {}
+      env_(std::make_shared<SystemSupervisorEnv>(layout_, std::make_shared<SystemProcessLauncher>())) {}
 
 absl::StatusOr<std::unique_ptr<Host>> Host::Create(HostOptions options) {
   InstallLayout layout;
@@ -97,7 +98,7 @@ void Host::Add(DiscoveredBackend b) {
   entry.manifest_path = b.manifest_path;
   entry.devices = b.devices;
   if (b.manifest.ok()) {
-    entry.supervisor = std::make_shared<Supervisor>(*b.manifest, layout_, launcher_, options_.supervision);
+    entry.supervisor = std::make_shared<Supervisor>(*b.manifest, env_, options_.supervision);
   } else {
     entry.failure = b.manifest.status();
   }

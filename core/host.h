@@ -128,7 +128,8 @@ class Host {
   const HostOptions options_;
   const InstallLayout layout_;
   const std::string default_device_;
-  std::shared_ptr<ProcessLauncher> launcher_;
+  // One per host: every backend's exit is seen on its one watcher thread.
+  std::shared_ptr<SupervisorEnv> env_;
   mutable Mutex mu_;
   std::map<std::string, Entry> backends_ ABSL_GUARDED_BY(mu_);       // by name
   std::map<std::string, std::string> devices_ ABSL_GUARDED_BY(mu_);  // device -> name

@@ -1,11 +1,7 @@
 #include "core/supervisor.h"
 
-#include <poll.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cstdlib>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 
@@ -18,11 +14,6 @@ constexpr size_t kDeathsKept = 16;
 constexpr int kMaxSpareFailures = 3;
 constexpr auto kReapWait = std::chrono::seconds(5);
 constexpr auto kDeathGrace = std::chrono::seconds(1);
-
-bool Exited(int pidfd) {
-  pollfd p{pidfd, POLLIN, 0};
-  return poll(&p, 1, 0) == 1;
-}
 
 }  // namespace
 
@@ -44,42 +35,36 @@ const char* StateName(BackendState state) {
   return "unknown";
 }
 
-std::string DeathRecord::Describe() const {
-  if (killed_by_supervisor) return absl::StrCat("killed by codecvisor: ", kill_reason);
-  return DescribeExit(exit, recorded_signal, violation_syscall, oom_killed);
-}
-
-Supervisor::Supervisor(BackendManifest manifest, InstallLayout layout, std::shared_ptr<ProcessLauncher> launcher,
-                       SupervisorOptions options)
-    : manifest_(std::move(manifest)),
-      layout_(std::move(layout)),
-      launcher_(std::move(launcher)),
-      options_(options),
-      policy_(manifest_.restart),
-      wake_fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
-  watcher_ = std::thread([this] { WatchLoop(); });
-  if (options_.warm_spare || manifest_.warm_spare) spare_maker_ = std::thread([this] { SpareLoop(); });
-}
+Supervisor::Supervisor(BackendManifest manifest, std::shared_ptr<SupervisorEnv> env, SupervisorOptions options)
+    : manifest_(std::move(manifest)), env_(std::move(env)), options_(options), policy_(manifest_.restart) {}
 
 Supervisor::~Supervisor() { Shutdown(); }
 
-void Supervisor::Wake() {
-  uint64_t one = 1;
-  (void)!write(wake_fd_.get(), &one, sizeof(one));
+void Supervisor::StartThreadsLocked() {
+  if (threads_started_ || stopping_ || !env_->RunsThreads()) return;
+  threads_started_ = true;
+  worker_ = std::thread([this] { WorkLoop(); });
+  if (options_.warm_spare || manifest_.warm_spare) spare_maker_ = std::thread([this] { SpareLoop(); });
 }
 
 void Supervisor::Shutdown() {
-  std::shared_ptr<BackendProcess> current;
-  std::unique_ptr<BackendProcess> spare;
+  std::shared_ptr<RunningBackend> current;
+  std::unique_ptr<RunningBackend> spare;
+  std::map<const RunningBackend*, uint64_t> watches;
   {
     MutexLock lock(&mu_);
-    if (stopping_ && !watcher_.joinable()) return;
     stopping_ = true;
     changed_.NotifyAll();
   }
-  Wake();
-  if (watcher_.joinable()) watcher_.join();
+  // No thread starts once stopping_ is set.
+  if (worker_.joinable()) worker_.join();
   if (spare_maker_.joinable()) spare_maker_.join();
+  {
+    MutexLock lock(&mu_);
+    watches = std::move(watches_);
+    watches_.clear();
+  }
+  for (const auto& [backend, id] : watches) env_->Unwatch(id);
   {
     MutexLock lock(&mu_);
     current = std::move(current_);
@@ -91,15 +76,23 @@ void Supervisor::Shutdown() {
   if (spare != nullptr) spare->Shutdown();
 }
 
-absl::StatusOr<std::unique_ptr<BackendProcess>> Supervisor::Spawn() {
-  return BackendProcess::Start(manifest_, layout_, launcher_, options_.spawn, Clock::now() + options_.spawn_timeout);
+absl::StatusOr<std::unique_ptr<RunningBackend>> Supervisor::Spawn() {
+  return env_->Start(manifest_, options_.spawn, Clock::now() + options_.spawn_timeout);
+}
+
+absl::Status Supervisor::Watch(const RunningBackend& backend) {
+  absl::StatusOr<uint64_t> id = env_->WatchExit(backend, [this, b = &backend] { OnExit(b); });
+  if (!id.ok()) return id.status();
+  watches_[&backend] = *id;
+  return absl::OkStatus();
 }
 
 void Supervisor::SpawnEagerly() {
   MutexLock lock(&mu_);
   if (state_ == BackendState::kDiscovered) {
     state_ = BackendState::kSpawning;
-    Wake();
+    StartThreadsLocked();
+    changed_.NotifyAll();
   }
 }
 
@@ -115,7 +108,8 @@ absl::StatusOr<BackendHandle> Supervisor::Acquire(ipc::Deadline deadline) {
         return failure_;
       case BackendState::kDiscovered:
         state_ = BackendState::kSpawning;
-        Wake();
+        StartThreadsLocked();
+        changed_.NotifyAll();
         break;
       case BackendState::kSpawning:
       case BackendState::kRestarting:
@@ -142,7 +136,7 @@ absl::StatusOr<DeathRecord> Supervisor::ReportFailure(uint64_t generation, uint6
       return absl::UnavailableError(absl::StrCat("backend '", manifest_.name, "' generation ", generation,
                                                  " is gone and its exit was not recorded"));
     }
-    if (!pending_kill_.has_value() && Clock::now() >= kill_after && !Exited(current_->pidfd())) {
+    if (!pending_kill_.has_value() && Clock::now() >= kill_after && !current_->Exited()) {
       // Still alive although a session gave up on it: a hang or a protocol
       // violation. Kill it, and blame only this session's request.
       DeathRecord kill;
@@ -152,7 +146,6 @@ absl::StatusOr<DeathRecord> Supervisor::ReportFailure(uint64_t generation, uint6
       kill.blamed_session = session;
       pending_kill_ = kill;
       current_->Kill();
-      Wake();
     }
     const auto wake = pending_kill_.has_value() || Clock::now() >= kill_after ? deadline : std::min(deadline, kill_after);
     if (!changed_.WaitUntil(&mu_, wake) && Clock::now() >= deadline) {
@@ -161,35 +154,42 @@ absl::StatusOr<DeathRecord> Supervisor::ReportFailure(uint64_t generation, uint6
   }
 }
 
-void Supervisor::OnDeath(const ExitStatus& exit, const BackendProcess& process) {
+void Supervisor::OnExit(const RunningBackend* backend) {
+  // The watch is forgotten in the last critical section that touches this
+  // supervisor: until then Shutdown() finds it and waits for this call.
+  std::shared_ptr<RunningBackend> current;
+  std::unique_ptr<RunningBackend> dead_spare;
+  {
+    MutexLock lock(&mu_);
+    if (current_.get() == backend) {
+      current = current_;
+    } else {
+      watches_.erase(backend);
+      if (spare_.get() == backend) {
+        dead_spare = std::move(spare_);
+        ++spare_failures_;
+        changed_.NotifyAll();  // the spare maker starts another
+      }
+    }
+  }
+  if (dead_spare != nullptr) dead_spare->Shutdown();
+  if (current == nullptr) return;
+  absl::StatusOr<ExitStatus> exit = current->Reap(Clock::now() + kReapWait);
+  MutexLock lock(&mu_);
+  watches_.erase(backend);
+  if (current_ == current) OnDeath(exit.ok() ? *exit : ExitStatus{true, 9}, *current);
+}
+
+void Supervisor::OnDeath(const ExitStatus& exit, const RunningBackend& process) {
   DeathRecord record;
   record.generation = generation_;
   record.exit = exit;
-  // A fault recorded on a thread inside a vendor call names its culprit; one
-  // on a thread in no vendor call (a plugin's worker thread, the runner's
-  // own code: the stray fault the runner records on the control region)
-  // names nobody, even while an open is in vendor code on the control
-  // channel. So does an exit() that the sandbox caught inside a vendor call
-  // (crash_hints.h). The culprit's signal wins over a stray one.
-  bool signal_is_stray = false;
-  auto note = [&](ipc::CrashHints hints) {
-    if (hints.in_call != 0) ++record.suspects;
-    if (hints.exit_code >= 0) record.exit_recorded |= hints.in_call != 0;
-    const bool culprit = hints.fault_signal != 0 && hints.in_call != 0;
-    const uint32_t signal = hints.any_fault_signal();
-    if (signal == 0) return;
-    record.culprit_recorded |= culprit;
-    if (record.recorded_signal == 0 || (signal_is_stray && culprit)) {
-      record.recorded_signal = signal;
-      signal_is_stray = hints.fault_signal == 0;
-    }
-    if (record.violation_syscall < 0) record.violation_syscall = hints.violation_syscall;
-  };
-  note(process.ControlCrashHints());
+  std::vector<ipc::CrashHints> hints = {process.ControlCrashHints()};
   auto [first, last] = channels_.equal_range(generation_);
   for (auto it = first; it != last; ++it) {
-    if (auto channel = it->second.lock()) note(channel->ReadCrashHints());
+    if (auto channel = it->second.lock()) hints.push_back(channel->ReadCrashHints());
   }
+  AddCrashHints(hints, &record);
   record.oom_killed = process.OomKilled();
   record.when = std::chrono::system_clock::now();
   if (pending_kill_.has_value() && pending_kill_->generation == generation_) {
@@ -203,7 +203,7 @@ void Supervisor::OnDeath(const ExitStatus& exit, const BackendProcess& process) 
   InterruptChannels(generation_);
   current_.reset();
   if (stopping_) return;
-  const RestartPolicy::Decision decision = policy_.OnCrash(Clock::now());
+  const RestartPolicy::Decision decision = policy_.OnCrash(env_->Now());
   if (decision.quarantine) {
     state_ = BackendState::kQuarantined;
     failure_ = absl::FailedPreconditionError(absl::StrCat(
@@ -213,7 +213,7 @@ void Supervisor::OnDeath(const ExitStatus& exit, const BackendProcess& process) 
         "` or Host::ResetBackend()"));
   } else {
     state_ = BackendState::kRestarting;
-    restart_at_ = Clock::now() + decision.delay;
+    restart_at_ = env_->Now() + decision.delay;
     ++restarts_;
   }
   changed_.NotifyAll();
@@ -272,9 +272,9 @@ SupervisorStatus Supervisor::Status() const {
   s.diagnostic = failure_.ok() ? "" : std::string(failure_.message());
   if (current_ != nullptr) {
     s.pid = current_->pid();
-    s.sandbox = current_->sandbox().Describe();
+    s.sandbox = current_->DescribeSandbox();
     s.hello = current_->hello();
-    s.uptime = Clock::now() - started_at_;
+    s.uptime = env_->Now() - started_at_;
   }
   s.generation = generation_;
   s.sessions = sessions_;
@@ -285,7 +285,8 @@ SupervisorStatus Supervisor::Status() const {
 }
 
 bool Supervisor::WantSpare() const {
-  return !stopping_ && state_ == BackendState::kReady && spare_ == nullptr && spare_failures_ < kMaxSpareFailures;
+  return !stopping_ && (options_.warm_spare || manifest_.warm_spare) && state_ == BackendState::kReady &&
+         spare_ == nullptr && spare_failures_ < kMaxSpareFailures;
 }
 
 void Supervisor::SpareLoop() {
@@ -295,147 +296,180 @@ void Supervisor::SpareLoop() {
       while (!stopping_ && !WantSpare()) changed_.Wait(&mu_);
       if (stopping_) return;
     }
-    absl::StatusOr<std::unique_ptr<BackendProcess>> started = Spawn();
-    std::unique_ptr<BackendProcess> unwanted;
+    StartSpare();
+  }
+}
+
+void Supervisor::StartSpare() {
+  absl::StatusOr<std::unique_ptr<RunningBackend>> started = Spawn();
+  std::unique_ptr<RunningBackend> unwanted;
+  {
+    MutexLock lock(&mu_);
+    if (!started.ok()) {
+      ++spare_failures_;
+      return;
+    }
+    // Stopping, or the worker restarted the backend cold meanwhile and a
+    // spare is no longer wanted: this one is not kept. Nor is one whose
+    // exit cannot be watched.
+    if (!WantSpare() || !Watch(**started).ok()) {
+      unwanted = *std::move(started);
+    } else {
+      spare_ = *std::move(started);
+      spare_failures_ = 0;
+    }
+  }
+  if (unwanted != nullptr) unwanted->Shutdown();
+}
+
+Supervisor::Work Supervisor::NextWork(Clock::time_point now, Clock::time_point* due) {
+  *due = Clock::time_point::max();
+  if (state_ == BackendState::kSpawning || (state_ == BackendState::kRestarting && now >= restart_at_)) {
+    return Work::kSpawn;
+  }
+  if (state_ == BackendState::kRestarting) *due = restart_at_;
+  if (current_ != nullptr && options_.heartbeat_interval.count() > 0) {
+    if (now >= next_heartbeat_) return Work::kHeartbeat;
+    *due = std::min(*due, next_heartbeat_);
+  }
+  return Work::kNone;
+}
+
+void Supervisor::DoWork(Work work) {
+  switch (work) {
+    case Work::kSpawn:
+      StartBackend();
+      break;
+    case Work::kHeartbeat:
+      Heartbeat();
+      break;
+    case Work::kNone:
+      break;
+  }
+}
+
+void Supervisor::WorkLoop() {
+  MutexLock lock(&mu_);
+  while (!stopping_) {
+    Clock::time_point due;
+    const Work work = NextWork(env_->Now(), &due);
+    if (work == Work::kNone) {
+      // The env's clock is the real one here: `due` is a real deadline.
+      if (due == Clock::time_point::max()) {
+        changed_.Wait(&mu_);
+      } else {
+        changed_.WaitUntil(&mu_, due);
+      }
+      continue;
+    }
+    mu_.Unlock();
+    DoWork(work);
+    mu_.Lock();
+  }
+}
+
+void Supervisor::RunDueWorkForTest() {
+  for (;;) {
+    Work work;
+    bool spare;
     {
       MutexLock lock(&mu_);
-      if (!started.ok()) {
-        ++spare_failures_;
-        continue;
-      }
-      // Stopping, or the watcher restarted the backend cold meanwhile and
-      // a spare is no longer wanted: this one is not kept.
-      if (!WantSpare()) {
-        unwanted = *std::move(started);
-      } else {
-        spare_ = *std::move(started);
-        spare_failures_ = 0;
-      }
+      if (stopping_) return;
+      Clock::time_point due;
+      work = NextWork(env_->Now(), &due);
+      spare = WantSpare();
     }
-    if (unwanted != nullptr) {
-      unwanted->Shutdown();
+    if (work != Work::kNone) {
+      DoWork(work);
+    } else if (spare) {
+      StartSpare();
     } else {
-      Wake();  // the watcher now watches the spare's pidfd too
+      return;
     }
   }
 }
 
-void Supervisor::WatchLoop() {
-  auto next_heartbeat = Clock::now() + options_.heartbeat_interval;
-  for (;;) {
-    bool spawn = false, heartbeat = false;
-    int pidfd = -1, spare_pidfd = -1;
-    std::shared_ptr<BackendProcess> current;
-    Clock::time_point wake_at = Clock::now() + std::chrono::seconds(1);
-    {
-      MutexLock lock(&mu_);
-      if (stopping_) return;
-      const auto now = Clock::now();
-      if (state_ == BackendState::kSpawning || (state_ == BackendState::kRestarting && now >= restart_at_)) {
-        spawn = true;
-      } else if (state_ == BackendState::kRestarting) {
-        wake_at = restart_at_;
-      }
-      if (current_ != nullptr) {
-        current = current_;
-        pidfd = current_->pidfd();
-        if (options_.heartbeat_interval.count() > 0) {
-          heartbeat = now >= next_heartbeat;
-          wake_at = std::min(wake_at, next_heartbeat);
-        }
-      }
-      if (spare_ != nullptr) spare_pidfd = spare_->pidfd();
-    }
+void Supervisor::OnFailedRestart(const absl::Status& why) {
+  // It ran before: the cause may pass (a handshake late under load, threads
+  // or memory short for a moment). Count it as a crash: retried with
+  // backoff, quarantined once the restart budget is spent.
+  const RestartPolicy::Decision decision = policy_.OnCrash(env_->Now());
+  if (!decision.quarantine) {
+    restart_at_ = env_->Now() + decision.delay;
+    return;
+  }
+  state_ = BackendState::kQuarantined;
+  failure_ = absl::FailedPreconditionError(absl::StrCat(
+      "backend '", manifest_.name, "' (", manifest_.path, ") is quarantined after ", policy_.crashes_in_window(),
+      " crashes or failed restarts within ", policy_.limits().window.count() / 1000, " s (last: ", why.message(),
+      "); lift it with `codecvisor backends --reset ", manifest_.name, "` or Host::ResetBackend()"));
+}
 
-    if (spawn) {
-      std::unique_ptr<BackendProcess> process;
-      {
-        MutexLock lock(&mu_);
-        process = std::move(spare_);  // a warm spare makes failover skip the cold start
-      }
-      if (process == nullptr) {
-        absl::StatusOr<std::unique_ptr<BackendProcess>> started = Spawn();
-        if (!started.ok()) {
-          MutexLock lock(&mu_);
-          failure_ = started.status();
-          if (state_ == BackendState::kRestarting) {
-            // It ran before: the cause may pass (a handshake late under
-            // load, threads or memory short for a moment). Count it as a
-            // crash: retried with backoff, quarantined once the restart
-            // budget is spent.
-            const RestartPolicy::Decision decision = policy_.OnCrash(Clock::now());
-            if (!decision.quarantine) {
-              restart_at_ = Clock::now() + decision.delay;
-            } else {
-              state_ = BackendState::kQuarantined;
-              failure_ = absl::FailedPreconditionError(absl::StrCat(
-                  "backend '", manifest_.name, "' (", manifest_.path, ") is quarantined after ",
-                  policy_.crashes_in_window(), " crashes or failed restarts within ",
-                  policy_.limits().window.count() / 1000, " s (last: ", started.status().message(),
-                  "); lift it with `codecvisor backends --reset ", manifest_.name, "` or Host::ResetBackend()"));
-            }
-          } else {
-            state_ = BackendState::kFailed;  // it never ran: a load failure is for the user to fix
-          }
-          changed_.NotifyAll();
-          continue;
-        }
-        process = *std::move(started);
-      }
-      MutexLock lock(&mu_);
-      if (stopping_) {
-        current_ = std::move(process);  // Shutdown() stops it
-        return;
-      }
-      current_ = std::move(process);
-      ++generation_;
-      started_at_ = Clock::now();
-      state_ = BackendState::kReady;
-      failure_ = absl::OkStatus();
-      next_heartbeat = Clock::now() + options_.heartbeat_interval;
-      changed_.NotifyAll();
-      continue;
+void Supervisor::StartBackend() {
+  std::unique_ptr<RunningBackend> process;
+  {
+    MutexLock lock(&mu_);
+    process = std::move(spare_);  // a warm spare makes failover skip the cold start
+  }
+  absl::Status failed;
+  if (process == nullptr) {
+    absl::StatusOr<std::unique_ptr<RunningBackend>> started = Spawn();
+    if (started.ok()) {
+      process = *std::move(started);
+    } else {
+      failed = started.status();
     }
+  }
+  std::unique_ptr<RunningBackend> unwatched;  // stopped once mu_ is released
+  MutexLock lock(&mu_);
+  if (process != nullptr && stopping_) {
+    current_ = std::move(process);  // Shutdown() stops it
+    return;
+  }
+  if (process != nullptr && !watches_.count(process.get())) {
+    if (absl::Status s = Watch(*process); !s.ok()) {
+      failed = absl::Status(s.code(), absl::StrCat("backend '", manifest_.name, "': cannot watch its process: ",
+                                                   s.message()));
+      unwatched = std::move(process);
+    }
+  }
+  if (process == nullptr) {
+    failure_ = failed;
+    if (state_ == BackendState::kRestarting) {
+      OnFailedRestart(failed);
+    } else {
+      state_ = BackendState::kFailed;  // it never ran: a load failure is for the user to fix
+    }
+    changed_.NotifyAll();
+    return;
+  }
+  current_ = std::move(process);
+  ++generation_;
+  started_at_ = env_->Now();
+  state_ = BackendState::kReady;
+  failure_ = absl::OkStatus();
+  next_heartbeat_ = env_->Now() + options_.heartbeat_interval;
+  changed_.NotifyAll();
+}
 
-    if (heartbeat) {
-      next_heartbeat = Clock::now() + options_.heartbeat_interval;
-      absl::Status alive = current->Ping(Clock::now() + options_.heartbeat_interval);
-      if (!alive.ok() && !Exited(pidfd)) {
-        MutexLock lock(&mu_);
-        if (current_ == current && !pending_kill_.has_value()) {
-          DeathRecord kill;
-          kill.generation = generation_;
-          kill.killed_by_supervisor = true;
-          kill.kill_reason = absl::StrCat("no answer to a heartbeat: ", alive.message());
-          pending_kill_ = kill;
-          current->Kill();
-        }
-      }
-      continue;
-    }
-
-    pollfd fds[3] = {{wake_fd_.get(), POLLIN, 0}, {pidfd, POLLIN, 0}, {spare_pidfd, POLLIN, 0}};
-    const auto ms = std::chrono::ceil<std::chrono::milliseconds>(wake_at - Clock::now()).count();
-    poll(fds, 3, static_cast<int>(std::clamp<int64_t>(ms, 0, 1000)));
-    if (fds[0].revents & POLLIN) {
-      uint64_t drained;
-      (void)!read(wake_fd_.get(), &drained, sizeof(drained));
-    }
-    if (pidfd >= 0 && (fds[1].revents & POLLIN)) {
-      absl::StatusOr<ExitStatus> exit = current->Reap(Clock::now() + kReapWait);
-      MutexLock lock(&mu_);
-      if (current_ == current) OnDeath(exit.ok() ? *exit : ExitStatus{true, 9}, *current);
-    }
-    if (spare_pidfd >= 0 && (fds[2].revents & POLLIN)) {
-      std::unique_ptr<BackendProcess> dead;
-      {
-        MutexLock lock(&mu_);
-        if (spare_ != nullptr && spare_->pidfd() == spare_pidfd) dead = std::move(spare_);
-        ++spare_failures_;
-        changed_.NotifyAll();  // the spare maker starts another
-      }
-      if (dead != nullptr) dead->Shutdown();
-    }
+void Supervisor::Heartbeat() {
+  std::shared_ptr<RunningBackend> current;
+  {
+    MutexLock lock(&mu_);
+    next_heartbeat_ = env_->Now() + options_.heartbeat_interval;
+    current = current_;
+  }
+  if (current == nullptr) return;
+  absl::Status alive = current->Ping(Clock::now() + options_.heartbeat_interval);
+  if (alive.ok() || current->Exited()) return;
+  MutexLock lock(&mu_);
+  if (current_ == current && !pending_kill_.has_value()) {
+    DeathRecord kill;
+    kill.generation = generation_;
+    kill.killed_by_supervisor = true;
+    kill.kill_reason = absl::StrCat("no answer to a heartbeat: ", alive.message());
+    pending_kill_ = kill;
+    current->Kill();
   }
 }
 

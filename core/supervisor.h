@@ -1,16 +1,24 @@
 // File: core/supervisor.h
 //
 // Supervisor: keeps one backend running. It spawns the backend's child on
-// first use (or eagerly), sees it die at once (a watcher thread polls the
-// child's pidfd), reaps it, interrupts every channel still waiting on it,
+// first use (or eagerly), sees it die at once (its env calls back when the
+// child exits), reaps it, interrupts every channel still waiting on it,
 // and restarts it under a RestartPolicy: the first restart immediately,
 // then with exponential backoff, and quarantine after too many crashes in a
 // window. Optionally it keeps a warm spare, a second child already started
 // and through its handshake, so that failover skips the cold start.
 //
+// Every effect on the system goes through a SupervisorEnv
+// (core/supervisor_env.h): with a fake one the whole state machine runs in
+// a unit test, driven by RunDueWorkForTest() and a fake clock.
+//
 // Sessions (VideoDecoder) do the replay: they report a failure, learn from
 // the DeathRecord whether their request was to blame, re-open on the new
 // generation and re-issue what was in flight.
+//
+// Threads: none until the backend is first wanted; then one worker
+// (starts, restarts, heartbeats) and, with a warm spare, one that starts
+// spares. Exits are seen on the env's thread (one per Host).
 //
 // Thread-safety: every method may be called from any thread.
 
@@ -28,59 +36,21 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "core/backend_process.h"
-#include "core/install_layout.h"
+#include "core/death_record.h"
 #include "core/manifest.h"
-#include "core/process.h"
 #include "core/restart_policy.h"
 #include "core/solo_gate.h"
+#include "core/supervisor_env.h"
 #include "ipc/channel.h"
 #include "ipc/mutex.h"
-#include "ipc/unique_fd.h"
 
 namespace codecvisor {
 
 enum class BackendState { kDiscovered, kFailed, kSpawning, kReady, kRestarting, kQuarantined };
 const char* StateName(BackendState state);
 
-// How one generation (one child process) of a backend ended.
-struct DeathRecord {
-  uint64_t generation = 0;
-  ExitStatus exit;
-  // Set when the supervisor killed it: a hang or a protocol violation seen
-  // by session `blamed_session`; only that session's request is to blame.
-  bool killed_by_supervisor = false;
-  std::string kill_reason;
-  uint64_t blamed_session = 0;
-  // Whether some channel of this generation (a session's or the control
-  // channel) carries the fault signal: then exactly that request is to
-  // blame, and the others that were inside vendor code are bystanders.
-  bool culprit_recorded = false;
-  // Whether some channel records that its vendor call ended the process
-  // with exit()/_exit() (the sandbox catches those): then exactly that
-  // request is to blame for an exit.
-  bool exit_recorded = false;
-  // What the runner recorded as it died: the fault signal (as the init of
-  // its pid namespace it cannot always die of that signal itself, e.g.
-  // abort() ends in SIGSEGV), and the syscall the sandbox denied, if any.
-  uint32_t recorded_signal = 0;
-  int32_t violation_syscall = -1;
-  // Its memory cgroup counted an OOM kill: a SIGKILL from the kernel for
-  // going over its memory limit.
-  bool oom_killed = false;
-  // How many channels (sessions', and the control channel for an open) were
-  // inside vendor code when it died: the suspects of a death that names
-  // no culprit.
-  int suspects = 0;
-  std::chrono::system_clock::time_point when;
-
-  // "killed by signal 11 (SIGSEGV)", "sandbox violation: syscall socket",
-  // or "killed by codecvisor: <reason>".
-  std::string Describe() const;
-};
-
 struct BackendHandle {
-  std::shared_ptr<BackendProcess> process;
+  std::shared_ptr<RunningBackend> process;
   uint64_t generation = 0;
 };
 
@@ -109,8 +79,8 @@ struct SupervisorStatus {
 
 class Supervisor {
  public:
-  Supervisor(BackendManifest manifest, InstallLayout layout, std::shared_ptr<ProcessLauncher> launcher,
-             SupervisorOptions options);
+  // Starts no thread and no child: both wait for the backend's first use.
+  Supervisor(BackendManifest manifest, std::shared_ptr<SupervisorEnv> env, SupervisorOptions options);
   ~Supervisor();
   Supervisor(const Supervisor&) = delete;
   Supervisor& operator=(const Supervisor&) = delete;
@@ -147,36 +117,62 @@ class Supervisor {
   SoloGate& gate() { return gate_; }
   const BackendManifest& manifest() const { return manifest_; }
 
-  // Stops the watcher and every child. Idempotent.
+  // Stops the threads and every child. Idempotent.
   void Shutdown();
 
+  // With an env that runs no threads (a fake): does, on the caller's
+  // thread, every piece of work now due (a start, a restart whose backoff
+  // is over, a heartbeat, a warm spare), as the worker threads would.
+  void RunDueWorkForTest();
+
  private:
-  void WatchLoop();
+  enum class Work { kNone, kSpawn, kHeartbeat };
+
+  // Starts the worker threads if the env runs threads and they are not
+  // running yet (the backend is wanted for the first time).
+  void StartThreadsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // What is due at `now`; otherwise kNone and, in `*due`, when to look again.
+  Work NextWork(ipc::Clock::time_point now, ipc::Clock::time_point* due) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void DoWork(Work work) ABSL_LOCKS_EXCLUDED(mu_);
+  // Starts the backend (or promotes the warm spare) and makes it current.
+  void StartBackend() ABSL_LOCKS_EXCLUDED(mu_);
+  void Heartbeat() ABSL_LOCKS_EXCLUDED(mu_);
+  void WorkLoop();
   // Keeps a warm spare started, on a thread of its own: a spare's start
-  // (up to spawn_timeout) never delays the watcher's handling of a death.
+  // (up to spawn_timeout) never delays the handling of a death.
   void SpareLoop();
+  // Starts one spare and keeps it if it is still wanted.
+  void StartSpare() ABSL_LOCKS_EXCLUDED(mu_);
   bool WantSpare() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Spawns a child (handshake included) without holding mu_.
-  absl::StatusOr<std::unique_ptr<BackendProcess>> Spawn();
+  absl::StatusOr<std::unique_ptr<RunningBackend>> Spawn();
+  // Has the env call OnExit when `backend` exits.
+  absl::Status Watch(const RunningBackend& backend) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The env saw `backend` (current or spare) exit.
+  void OnExit(const RunningBackend* backend) ABSL_LOCKS_EXCLUDED(mu_);
   // Records the death of the current generation and decides the restart.
-  void OnDeath(const ExitStatus& exit, const BackendProcess& process) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnDeath(const ExitStatus& exit, const RunningBackend& process) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A restart's start failed: counted as a crash, retried or quarantined.
+  void OnFailedRestart(const absl::Status& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void InterruptChannels(uint64_t generation) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void Wake();
 
   const BackendManifest manifest_;
-  const InstallLayout layout_;
-  const std::shared_ptr<ProcessLauncher> launcher_;
+  const std::shared_ptr<SupervisorEnv> env_;
   const SupervisorOptions options_;
 
   mutable Mutex mu_;
   CondVar changed_;  // state, current_ or deaths_ changed
   BackendState state_ ABSL_GUARDED_BY(mu_) = BackendState::kDiscovered;
   absl::Status failure_ ABSL_GUARDED_BY(mu_);
-  std::shared_ptr<BackendProcess> current_ ABSL_GUARDED_BY(mu_);
-  std::unique_ptr<BackendProcess> spare_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<RunningBackend> current_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<RunningBackend> spare_ ABSL_GUARDED_BY(mu_);
+  // The env's exit watches of the children above, for Shutdown.
+  std::map<const RunningBackend*, uint64_t> watches_ ABSL_GUARDED_BY(mu_);
   uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
-  std::chrono::steady_clock::time_point started_at_ ABSL_GUARDED_BY(mu_);
-  std::chrono::steady_clock::time_point restart_at_ ABSL_GUARDED_BY(mu_);
+  // Times on the env's clock.
+  ipc::Clock::time_point started_at_ ABSL_GUARDED_BY(mu_);
+  ipc::Clock::time_point restart_at_ ABSL_GUARDED_BY(mu_);
+  ipc::Clock::time_point next_heartbeat_ ABSL_GUARDED_BY(mu_);
   // A kill the supervisor made, waiting for the child to die.
   std::optional<DeathRecord> pending_kill_ ABSL_GUARDED_BY(mu_);
   std::map<uint64_t, DeathRecord> deaths_ ABSL_GUARDED_BY(mu_);  // the last few generations
@@ -187,10 +183,11 @@ class Supervisor {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   int spare_failures_ ABSL_GUARDED_BY(mu_) = 0;  // in a row; spares stop at kMaxSpareFailures
 
+  bool threads_started_ ABSL_GUARDED_BY(mu_) = false;
+
   SoloGate gate_;
-  ipc::UniqueFd wake_fd_;  // eventfd: wakes the watcher
-  std::thread watcher_;
-  std::thread spare_maker_;  // only with a warm spare
+  std::thread worker_;       // from the first use on, with an env that runs threads
+  std::thread spare_maker_;  // likewise, only with a warm spare
 };
 
 }  // namespace codecvisor

@@ -1,13 +1,12 @@
 #include "core/video_decoder.h"
 
-#include <signal.h>
-
 #include <atomic>
 #include <cstring>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/blame.h"
 #include "core/frame_check.h"
 
 namespace codecvisor::internal {
@@ -17,50 +16,6 @@ using ipc::Clock;
 using ipc::Deadline;
 
 constexpr auto kRecoveryWait = std::chrono::seconds(10);
-constexpr int kPoisonDeaths = 2;
-// What one request (or open) has learnt from the backend deaths during it.
-// Two deaths that blame it make it poison. A suspect of the last death
-// replays alone. And however the deaths fall, it is given up four times its
-// own timeout after the first: deaths that blame nobody (an outside
-// SIGKILL, say) are replayed, and the restart budget that ends a crash loop
-// is made whole by any other session's success, so without this bound such
-// a request could replay forever (every attempt may take a whole timeout).
-class Replays {
- public:
-  // How the verdicts name the request: "<subject> killed the backend
-  // twice (<deaths>)<poison_tail>", and "... while <doing> ...; giving up".
-  struct Words {
-    std::string subject, doing, poison_tail;
-  };
-
-  explicit Replays(std::chrono::milliseconds timeout) : bound_(4 * timeout) {}
-  // After each death: kAborted for poison, kUnavailable past the bound, or
-  // OK to replay.
-  absl::Status AfterDeath(const RequestBlame& blame, const DeathRecord& death, const Words& words) {
-    if (blame.blamed) blamed_.push_back(death.Describe());
-    alone_ = blame.replay_alone;
-    if (static_cast<int>(blamed_.size()) >= kPoisonDeaths) {
-      return absl::AbortedError(absl::StrCat(words.subject, " killed the backend twice (",
-                                             absl::StrJoin(blamed_, "; then "), ")", words.poison_tail));
-    }
-    const auto now = Clock::now();
-    if (deaths_++ == 0) first_ = now;
-    if (now - first_ < bound_) return absl::OkStatus();
-    return absl::UnavailableError(absl::StrCat(
-        "the backend died ", deaths_, " times in ",
-        std::chrono::duration_cast<std::chrono::milliseconds>(now - first_).count(), " ms while ", words.doing,
-        " (last: ", death.Describe(), "); giving up"));
-  }
-  // Whether the next attempt passes the backend's gate alone.
-  bool alone() const { return alone_; }
-
- private:
-  const std::chrono::milliseconds bound_;
-  std::vector<std::string> blamed_;  // how each death that blamed it ended
-  bool alone_ = false;
-  int deaths_ = 0;
-  Clock::time_point first_;
-};
 
 // Whether a re-opened session describes the stream exactly as before,
 // bit for bit: a NaN a backend reports (an unknown rate, say) equals
@@ -88,50 +43,6 @@ std::string ShortList(const std::vector<T>& v) {
   constexpr size_t kShown = 8;
   std::vector<T> head(v.begin(), v.begin() + std::min(v.size(), kShown));
   return absl::StrCat("[", absl::StrJoin(head, ", "), v.size() > kShown ? ", ...]" : "]");
-}
-
-bool IsFaultSignal(const DeathRecord& death) {
-  // A sandbox violation ends with exit code 128 + SIGSYS (the runner is the
-  // init of its pid namespace), recorded by the runner.
-  if (death.violation_syscall >= 0) return true;
-  if (!death.exit.signaled) return false;
-  switch (death.exit.code) {
-    case SIGSEGV:
-    case SIGBUS:
-    case SIGFPE:
-    case SIGILL:
-    case SIGABRT:
-    case SIGSYS:
-    case SIGTRAP:
-      return true;
-    default:
-      return false;
-  }
-}
-
-// What `hints` (the session's region, read after the death) and `death` say
-// of this session's request.
-RequestBlame Judge(const DeathRecord& death, ipc::CrashHints hints, uint64_t token) {
-  if (death.killed_by_supervisor) return {death.blamed_session == token, false};
-  // A fault the runner caught names the culprit's channel exactly.
-  if (IsFaultSignal(death) && death.culprit_recorded) return {hints.fault_signal != 0, false};
-  // A SIGKILL that codecvisor did not send (an operator, the OOM killer)
-  // says nothing about any request: blaming whoever happened to be decoding
-  // would turn two unrelated kills into a "poison" verdict for an innocent
-  // request (the soak benchmark did exactly that). A request that really
-  // gets its backend OOM-killed every time is stopped by the restart
-  // budget: the backend is quarantined.
-  if (death.exit.signaled && death.exit.code == SIGKILL) return RequestBlame{};
-  // exit()/_exit() from vendor code, caught by the sandbox on the calling
-  // thread, names the channel of the call that made it.
-  if (!death.exit.signaled && death.exit_recorded) return {hints.exit_code >= 0, false};
-  // Any other death (a fault on a plugin's own thread, an exit the sandbox
-  // did not see) names nobody: whoever was inside vendor code is a suspect.
-  // A suspect alone in there is to blame; several are not, since all but
-  // one are bystanders. Either way it replays alone, so that its next
-  // death, if it has one, is its own.
-  if (hints.in_call == 0) return RequestBlame{};
-  return {death.suspects <= 1, true};
 }
 
 // Whether a failed send or receive means the backend died, hung or broke
@@ -275,8 +186,8 @@ absl::Status VideoDecoder::Reopen() {
     if (file_token == 0 || hints.call_token != file_token) hints = {};
     absl::StatusOr<RequestBlame> blame = Recover(opened.status(), options_.open_timeout, hints, &death, exhausted);
     if (!blame.ok()) return Annotate(blame.status());
-    if (absl::Status s = replays.AfterDeath(*blame, death,
-                                            {"opening the file", "opening the file", "; it is poison and is not retried"});
+    if (absl::Status s = replays.AfterDeath(
+            *blame, death, {"opening the file", "opening the file", "; it is poison and is not retried"}, Clock::now());
         !s.ok()) {
       return Annotate(s);
     }
@@ -408,7 +319,8 @@ absl::Status VideoDecoder::ForEachFrameOfOneRequest(const FrameSelection& select
     if (absl::Status s = replays.AfterDeath(
             *blame, death,
             {request, absl::StrCat("serving ", request),
-             "; the request is poison and is not retried. The backend was restarted; other requests go on"});
+             "; the request is poison and is not retried. The backend was restarted; other requests go on"},
+            Clock::now());
         !s.ok()) {
       return Annotate(s);
     }

@@ -22,6 +22,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "core/backend_process.h"
+#include "core/blame.h"
 #include "core/frame.h"
 #include "core/solo_gate.h"
 #include "core/supervisor.h"
@@ -69,12 +70,6 @@ std::string DescribeSelection(const FrameSelection& selection);
 // A death that names no culprit (a fault on a plugin's own thread) makes
 // every request then inside vendor code a suspect: each replays alone
 // (Supervisor::gate()), and is blamed only when it was alone in there.
-
-// What one backend death makes of one request.
-struct RequestBlame {
-  bool blamed = false;        // counts toward the poison verdict
-  bool replay_alone = false;  // a suspect: its next attempt passes the gate alone
-};
 
 class VideoDecoder {
  public:

@@ -21,6 +21,7 @@
 #include "core/manifest.h"
 #include "core/process.h"
 #include "core/supervisor.h"
+#include "core/system_supervisor_env.h"
 #include "core/video_decoder.h"
 #include "tests/fault_test_support.h"
 
@@ -180,8 +181,9 @@ TEST_F(FaultTest, ShuttingABackendDownDuringASlowOpenDoesNotWaitForIt) {
   ++row.tries;
   absl::StatusOr<BackendManifest> manifest = LoadManifest(Runfile("backends/testing/synthetic.toml"));
   ASSERT_TRUE(manifest.ok()) << manifest.status();
-  auto supervisor = std::make_shared<Supervisor>(*manifest, *options_.layout,
-                                                 std::make_shared<SystemProcessLauncher>(), options_.supervision);
+  auto supervisor = std::make_shared<Supervisor>(
+      *manifest, std::make_shared<SystemSupervisorEnv>(*options_.layout, std::make_shared<SystemProcessLauncher>()),
+      options_.supervision);
   const std::string video = WriteSyntheticVideo("open_60s.syn", "open_ms=60000");
   ipc::UniqueFd fd(open(video.c_str(), O_RDONLY | O_CLOEXEC));
   ASSERT_TRUE(fd.valid());

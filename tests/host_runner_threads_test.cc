@@ -1,8 +1,10 @@
 // The runner's threads, seen from /proc while the synthetic backend serves
 // real sessions: one named thread per session, and none of them awake while
-// the decoders are idle.
+// the decoders are idle. And the host's: one exit watcher for all its
+// backends, none for a backend never used.
 
 #include <dirent.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -11,11 +13,14 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
 #include "backends/sdk/runner/runner_args.h"
+#include "core/exit_watcher.h"
 #include "ipc/hangup_watcher.h"
+#include "tests/fault_test_support.h"
 #include "tests/host_test_support.h"
 
 namespace codecvisor::testing {
@@ -94,6 +99,67 @@ TEST_F(HostSyntheticTest, AnIdleBackendSleeps) {
   EXPECT_LE(switches, 6) << "the idle runner's threads were switched in " << switches << " times in 1 s";
   // Still serving.
   EXPECT_TRUE(a->GetFrameAt(3).ok());
+}
+
+// A host with a hundred manifests has no exit watcher until a backend
+// starts, then one for all of them (two running here); a backend that is never used costs no
+// thread. A child killed from outside is seen dead by that watcher with no
+// request in flight and no heartbeat (turned off here) to notice it.
+TEST(HostThreadsTest, OneExitWatcherForAHundredBackends) {
+  HostOptions options;
+  options.layout = InstallLayout{Runfile("backends/sdk/runner/codecvisor-backend"), Runfile("backends/cpu")};
+  options.supervision.heartbeat_interval = std::chrono::milliseconds(0);
+  absl::StatusOr<std::unique_ptr<Host>> host = Host::Create(options);
+  ASSERT_TRUE(host.ok()) << host.status();
+  const std::string library = Runfile("backends/testing/libcodecvisor_synthetic.so");
+  int all_threads_before = 0;
+  ForEachThread(getpid(), [&](const std::string&, const std::string&) { ++all_threads_before; });
+  // Never used, so never started: the library's own name is never checked.
+  for (int i = 0; i < 100; ++i) {
+    const std::string name = "unused" + std::to_string(i);
+    const std::string manifest = WriteFile(name + ".toml", "name = \"" + name + "\"\ndevices = [\"" + name +
+                                                               "\"]\nlibrary = \"" + library + "\"\nabi_version = 1\n");
+    absl::Status loaded = (*host)->LoadBackend(manifest);
+    ASSERT_TRUE(loaded.ok()) << loaded;
+  }
+  int all_threads_after = 0;
+  ForEachThread(getpid(), [&](const std::string&, const std::string&) { ++all_threads_after; });
+  EXPECT_EQ(all_threads_after, all_threads_before) << "discovered backends started threads";
+  EXPECT_EQ(ThreadsNamed(getpid(), kExitWatcherThreadName), 0);
+  for (const char* manifest : {"backends/testing/synthetic.toml", "backends/testing/faulty.toml"}) {
+    absl::Status loaded = (*host)->LoadBackend(Runfile(manifest));
+    ASSERT_TRUE(loaded.ok()) << loaded;
+  }
+
+  const std::string video = WriteFile("threads.syn", "synthetic frames=40 width=32 height=24 fps=10 start=0.5");
+  std::vector<std::unique_ptr<VideoDecoder>> decoders;
+  for (const char* device : {"synthetic", "faulty"}) {
+    DecoderOptions decoder_options;
+    decoder_options.device = device;
+    absl::StatusOr<std::unique_ptr<VideoDecoder>> decoder = (*host)->OpenDecoder(video, decoder_options);
+    ASSERT_TRUE(decoder.ok()) << decoder.status();
+    ASSERT_TRUE((*decoder)->GetFrameAt(1).ok());
+    decoders.push_back(*std::move(decoder));
+  }
+  EXPECT_EQ(ThreadsNamed(getpid(), kExitWatcherThreadName), 1);
+
+  const pid_t pid = BackendPid(**host, "synthetic");
+  ASSERT_GT(pid, 0);
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  // Only the watcher can record this death. The bound is for a broken
+  // build, not a measure: the watcher sees it as soon as the kernel does.
+  std::string last_exit;
+  for (int i = 0; i < 1000 && last_exit.empty(); ++i) {
+    for (const BackendStatus& b : (*host)->Backends()) {
+      if (b.name == "synthetic") last_exit = b.last_exit;
+    }
+    if (last_exit.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(last_exit, "killed by signal 9 (SIGKILL)");
+  // The decoder replays on the restarted child.
+  absl::StatusOr<Frame> frame = decoders[0]->GetFrameAt(2);
+  ASSERT_TRUE(frame.ok()) << frame.status();
+  ExpectFrame(*frame, 2);
 }
 
 }  // namespace

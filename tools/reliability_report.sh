@@ -16,7 +16,7 @@ tools/bootstrap.sh
 
 # Suites that record rows, then the conformance suites (PASS/FAIL lines).
 suites=(
-  //tests:fault_recovery_test
+  //tests:fault_recovery_long_test
   //tests:fault_replay_test
   //tests:backend_load_test
   //tests:sandbox_escape_test

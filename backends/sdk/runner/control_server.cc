@@ -117,7 +117,7 @@ int ControlServer::Run() {
         std::fprintf(stderr, "codecvisor-backend '%s': control channel failed: %s\n", name_.c_str(),
                      request.status().ToString().c_str());
       }
-      return load_status_.ok() ? 0 : 3;  // the host is gone
+      return ExitCode(load_status_.ok() ? RunnerExit::kHostHungUp : RunnerExit::kLoadFailed);  // the host is gone
     }
     const uint64_t id = request->id;
     absl::Status handled;
@@ -126,13 +126,13 @@ int ControlServer::Run() {
       if (!load_status_.ok()) {
         // Say exactly why, then leave: a backend that cannot load serves nothing.
         (void)Reply({id, ToWireError(load_status_)});
-        return 3;
+        return ExitCode(RunnerExit::kLoadFailed);
       }
       if (hello.protocol_version != ipc::kProtocolVersion) {
         (void)Reply({id, ipc::Error{ipc::ErrorCode::kProtocolMismatch,
                                     absl::StrCat("host speaks protocol ", hello.protocol_version,
                                                  ", runner speaks ", ipc::kProtocolVersion)}});
-        return 3;
+        return ExitCode(RunnerExit::kLoadFailed);
       }
       ipc::HelloReply reply = sandbox_;
       reply.backend_name = name_;
@@ -168,7 +168,7 @@ int ControlServer::Run() {
       // The control channel failed: nothing more can be served.
       std::fprintf(stderr, "codecvisor-backend '%s': %s request failed: %s\n", name_.c_str(),
                    ipc::KindName(*request), handled.ToString().c_str());
-      return 4;
+      return ExitCode(RunnerExit::kChannelBroken);
     }
   }
 }

@@ -37,8 +37,10 @@ class ControlServer {
         load_status_(std::move(load_status)),
         sandbox_(std::move(sandbox)) {}
 
-  // Serves until the host hangs up. Returns the process exit code: 0 after a
-  // normal shutdown, 3 when the backend failed to load (after reporting it).
+  // Serves until the host hangs up. Returns the process exit code
+  // (RunnerExit, runner_args.h): kHostHungUp after a normal shutdown,
+  // kLoadFailed when the backend failed to load (after reporting it),
+  // kChannelBroken when the control channel failed.
   int Run();
 
  private:

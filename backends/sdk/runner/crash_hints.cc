@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "backends/sdk/runner/crash_backtrace.h"
+#include "backends/sdk/runner/runner_args.h"
 
 namespace codecvisor::runner {
 namespace {
@@ -71,7 +72,7 @@ void OnFault(int sig, siginfo_t* info, void* ucontext) {
     // A trapped syscall is skipped, not retried: stop now. (As the init of
     // its pid namespace the runner cannot kill itself with a signal, so it
     // exits; the host reads the hint to say why.)
-    ExitProcess(128 + SIGSYS);
+    ExitProcess(ExitCode(RunnerExit::kSandboxViolation));
   }
 }
 

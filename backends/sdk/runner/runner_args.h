@@ -1,10 +1,21 @@
 // File: backends/sdk/runner/runner_args.h
 //
-// How the host starts `codecvisor-backend`: shared by the spawner (core/)
-// and the runner so the two cannot drift apart.
+// How the host starts `codecvisor-backend` and how it ends: one struct for
+// the command line, written by the spawner (core/backend_process.cc) with
+// ToArgv() and read by the runner with Parse(), and one enum for the exit
+// codes, so the two sides cannot drift apart.
+//
+// Thread-safety: plain data and pure functions.
 
 #ifndef CODECVISOR_BACKENDS_SDK_RUNNER_RUNNER_ARGS_H_
 #define CODECVISOR_BACKENDS_SDK_RUNNER_RUNNER_ARGS_H_
+
+#include <signal.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
 
 namespace codecvisor::runner {
 
@@ -12,6 +23,19 @@ namespace codecvisor::runner {
 // other descriptor is closed before exec.
 inline constexpr int kControlMemfdFd = 3;
 inline constexpr int kControlSocketFd = 4;
+
+// How the runner ends. The host reads them as exit statuses ("exited with
+// code 3"); a vendor's own exit() shows its own code instead.
+enum class RunnerExit : int {
+  kHostHungUp = 0,        // the host closed the control channel: a normal shutdown
+  kBadInvocation = 2,     // a command line Parse() rejects, or no control channel
+  kLoadFailed = 3,        // the backend did not load or init (said over the channel first)
+  kChannelBroken = 4,     // the control channel failed mid-way
+  // A syscall outside the sandbox's allow list: the runner, as the init of
+  // its pid namespace, ends as a SIGSYS death would read.
+  kSandboxViolation = 128 + SIGSYS,
+};
+inline constexpr int ExitCode(RunnerExit e) { return static_cast<int>(e); }
 
 // Command-line flags, each followed by its value.
 inline constexpr const char kFlagName[] = "--name";        // backend name from the manifest
@@ -38,6 +62,36 @@ inline constexpr int kLibraryFd = 5;
 // the main thread; any other thread of the runner is the vendor's own (an
 // FFmpeg frame thread, say). Benchmarks tell them apart by this.
 inline constexpr const char kSessionThreadName[] = "cv-session";
+
+// The runner's command line. Every flag takes one value; read paths and
+// devices repeat.
+struct RunnerArgs {
+  enum class Landlock { kRequire, kTry, kOff };
+  enum class Seccomp { kRequire, kLog, kOff };
+
+  std::string name;     // required: the manifest's name
+  std::string library;  // required: the vendor library's path (for messages, and to open without library_fd)
+  std::string entry;    // empty: CODECVISOR_BACKEND_ENTRY
+  std::string config;   // "key=value" lines for create()
+  int library_fd = -1;  // the library opened by the host; -1: open `library`
+  std::vector<std::string> read_paths;
+  std::vector<std::string> devices;
+  Landlock landlock = Landlock::kRequire;
+  Seccomp seccomp = Seccomp::kRequire;
+  bool backtrace = false;
+
+  // argv[0] ("codecvisor-backend") and the flags; only what differs from
+  // the defaults, besides name, library and the two sandbox modes.
+  std::vector<std::string> ToArgv() const;
+  // Reads argv[1..argc). kInvalidArgument naming the flag for an unknown
+  // flag, a flag without its value, a repeated single flag, a value out of
+  // its set, or a missing name or library.
+  [[nodiscard]] static absl::StatusOr<RunnerArgs> Parse(int argc, const char* const* argv);
+  // The same from a vector (argv[0] included), for tests.
+  [[nodiscard]] static absl::StatusOr<RunnerArgs> Parse(const std::vector<std::string>& argv);
+
+  bool operator==(const RunnerArgs&) const = default;
+};
 
 }  // namespace codecvisor::runner
 

@@ -2,9 +2,7 @@
 // channel on descriptors 3 and 4; it loads the vendor library named on its
 // command line and serves the host until the host hangs up.
 //
-// Exit codes: 0 normal shutdown; 2 bad command line or control channel;
-// 3 the backend failed to load or init (reported over the channel first);
-// 4 the control channel broke.
+// Exit codes: RunnerExit (runner_args.h).
 
 #include <signal.h>
 #include <unistd.h>
@@ -12,7 +10,6 @@
 #include <cstdio>
 #include <cstring>
 #include <cstdlib>
-#include <map>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -31,18 +28,16 @@ namespace {
 
 // The sandbox, completed before any vendor code runs. A mechanism that is
 // required and unavailable makes loading fail with that reason.
-absl::Status CompleteSandbox(const std::multimap<std::string, std::string>& all,
-                             std::map<std::string, std::string>& flags, ipc::HelloReply* report) {
+absl::Status CompleteSandbox(const RunnerArgs& args, ipc::HelloReply* report) {
   RunnerSandbox sandbox;
-  for (auto [it, end] = all.equal_range(kFlagReadPath); it != end; ++it) sandbox.read_paths.push_back(it->second);
-  for (auto [it, end] = all.equal_range(kFlagDevice); it != end; ++it) sandbox.devices.push_back(it->second);
-  if (flags.count(kFlagLibraryFd)) sandbox.library_fd = std::atoi(flags[kFlagLibraryFd].c_str());
-  const std::string landlock = flags.count(kFlagLandlock) ? flags[kFlagLandlock] : "require";
-  if (landlock != "off") {
+  sandbox.read_paths = args.read_paths;
+  sandbox.devices = args.devices;
+  if (args.library_fd >= 0) sandbox.library_fd = args.library_fd;
+  if (args.landlock != RunnerArgs::Landlock::kOff) {
     absl::Status s = ApplyLandlock(sandbox);
     if (s.ok()) {
       report->sandbox_landlock_abi = static_cast<uint32_t>(LandlockAbi());
-    } else if (landlock == "require") {
+    } else if (args.landlock == RunnerArgs::Landlock::kRequire) {
       return absl::FailedPreconditionError(absl::StrCat("sandbox: Landlock: ", s.message(),
                                                         "; set [sandbox] allow_degraded = true to run without it"));
     } else {
@@ -50,8 +45,9 @@ absl::Status CompleteSandbox(const std::multimap<std::string, std::string>& all,
                    std::string(s.message()).c_str());
     }
   }
-  if (flags[kFlagSeccomp] != "off") {
-    absl::Status s = ApplySeccomp(flags[kFlagSeccomp] == "log" ? SeccompMode::kLog : SeccompMode::kEnforce);
+  if (args.seccomp != RunnerArgs::Seccomp::kOff) {
+    absl::Status s =
+        ApplySeccomp(args.seccomp == RunnerArgs::Seccomp::kLog ? SeccompMode::kLog : SeccompMode::kEnforce);
     if (!s.ok()) return absl::FailedPreconditionError(absl::StrCat("sandbox: seccomp: ", s.message()));
     report->sandbox_seccomp = true;
   }
@@ -59,33 +55,33 @@ absl::Status CompleteSandbox(const std::multimap<std::string, std::string>& all,
 }
 
 int Main(int argc, char** argv) {
-  std::multimap<std::string, std::string> all;
-  for (int i = 1; i + 1 < argc; i += 2) all.emplace(argv[i], argv[i + 1]);
-  std::map<std::string, std::string> flags(all.begin(), all.end());
-  const std::string name = flags[kFlagName];
-  const std::string library = flags[kFlagLibrary];
-  const std::string entry = flags.count(kFlagEntry) ? flags[kFlagEntry] : CODECVISOR_BACKEND_ENTRY;
-  if (name.empty() || library.empty() || argc % 2 != 1) {
-    std::fprintf(stderr, "usage: codecvisor-backend --name NAME --library PATH [--entry SYMBOL] [--config TEXT]\n"
-                         "(started by the codecvisor host with its control channel on fds 3 and 4)\n");
-    return 2;
+  absl::StatusOr<RunnerArgs> parsed = RunnerArgs::Parse(argc, argv);
+  if (!parsed.ok()) {
+    std::fprintf(stderr, "codecvisor-backend: %s\n"
+                         "usage: codecvisor-backend --name NAME --library PATH [--entry SYMBOL] [--config TEXT]\n"
+                         "(started by the codecvisor host with its control channel on fds 3 and 4)\n",
+                 std::string(parsed.status().message()).c_str());
+    return ExitCode(RunnerExit::kBadInvocation);
   }
+  const RunnerArgs& args = *parsed;
+  const std::string& name = args.name;
+  const std::string& library = args.library;
+  const std::string entry = args.entry.empty() ? CODECVISOR_BACKEND_ENTRY : args.entry;
   absl::StatusOr<std::unique_ptr<ipc::BackendChannel>> control =
       ipc::BackendChannel::Attach({ipc::UniqueFd(kControlMemfdFd), ipc::UniqueFd(kControlSocketFd)});
   if (!control.ok()) {
     std::fprintf(stderr, "codecvisor-backend: control channel: %s\n", control.status().ToString().c_str());
-    return 2;
+    return ExitCode(RunnerExit::kBadInvocation);
   }
 
   // Before any thread starts, so that all inherit it (time_slice.h). Only a
   // scheduling preference: a kernel that refuses leaves the runner as it was.
   (void)LengthenTimeSlice(2);
   InstallCrashHintHandlers((*control)->header());
-  if (flags[kFlagBacktrace] == "1") {
+  if (args.backtrace) {
     // Before the sandbox: opens our own executable and loads the unwinder.
-    const int library_fd = flags.count(kFlagLibraryFd) ? std::atoi(flags[kFlagLibraryFd].c_str()) : -1;
-    PrepareCrashBacktrace(name, library_fd, library_fd >= 0 ? absl::StrCat("/proc/self/fd/", library_fd) : library,
-                          library);
+    PrepareCrashBacktrace(name, args.library_fd,
+                          args.library_fd >= 0 ? absl::StrCat("/proc/self/fd/", args.library_fd) : library, library);
   }
   // Past RLIMIT_FSIZE (set by the host), a write to stderr should fail, not
   // kill the backend.
@@ -93,9 +89,8 @@ int Main(int argc, char** argv) {
   const cv_backend_v1* vtable = nullptr;
   cv_backend* backend = nullptr;
   ipc::HelloReply report;
-  absl::Status load_status = CompleteSandbox(all, flags, &report);
-  const std::string open_path =
-      flags.count(kFlagLibraryFd) ? absl::StrCat("/proc/self/fd/", flags[kFlagLibraryFd]) : library;
+  absl::Status load_status = CompleteSandbox(args, &report);
+  const std::string open_path = args.library_fd >= 0 ? absl::StrCat("/proc/self/fd/", args.library_fd) : library;
   absl::StatusOr<LoadedBackend> loaded =
       load_status.ok() ? LoadBackendLibrary(open_path, library, entry, name) : load_status;
   if (!loaded.ok()) {
@@ -104,7 +99,7 @@ int Main(int argc, char** argv) {
     vtable = loaded->table;
     cv_error error{};
     VendorCall call((*control)->header());
-    cv_status st = vtable->create(flags[kFlagConfig].c_str(), &backend, &error);
+    cv_status st = vtable->create(args.config.c_str(), &backend, &error);
     if (st != CV_OK) {
       absl::Status why = VendorError(st, error);
       load_status = absl::Status(why.code(), absl::StrCat("init failed: ", why.message()));

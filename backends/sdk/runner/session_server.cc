@@ -19,15 +19,6 @@ using ipc::Clock;
 
 constexpr auto kIdleWait = std::chrono::hours(24);
 
-int64_t FrameCount(const ipc::StreamMetadata& m) {
-  return m.num_frames_from_scan >= 0 ? m.num_frames_from_scan : m.num_frames_from_header;
-}
-
-absl::Status IndexOutOfRange(int64_t index, int64_t count) {
-  return absl::OutOfRangeError(absl::StrCat("frame index ", index, " is out of range: the stream has ",
-                                            count, " frames"));
-}
-
 // The buffer one decode_frame call writes into, and the slot behind it:
 // claimed before the call, or, for a backend that wants late buffers, by
 // the backend through `buffer.acquire` (AcquireLateSlot) once its pixels are
@@ -66,69 +57,7 @@ cv_status AcquireLateSlot(cv_frame_buffer* buffer, cv_error* error) {
   return CV_OK;
 }
 
-absl::StatusOr<int64_t> IndexAt(const VendorSession& s, double seconds) {
-  int64_t index = -1;
-  cv_error error{};
-  VendorCall call(s.hints);
-  cv_status st = s.vtable->index_at_seconds(s.session, seconds, &index, &error);
-  if (st != CV_OK) return VendorError(st, error);
-  return index;
-}
-
 }  // namespace
-
-absl::StatusOr<ResolvedFrames> ResolveSelection(const ipc::FrameRequest& request, const VendorSession& session) {
-  const int64_t count = FrameCount(session.opened.metadata);
-  std::vector<int64_t> out;
-  if (auto* list = std::get_if<ipc::IndexList>(&request.selection)) {
-    out.reserve(list->indices.size());
-    for (int64_t i : list->indices) {
-      // Negative indices count from the end, as in Python.
-      const int64_t resolved = (i < 0 && count >= 0) ? i + count : i;
-      if (resolved < 0 || (count >= 0 && resolved >= count)) return IndexOutOfRange(i, count);
-      out.push_back(resolved);
-    }
-  } else if (auto* range = std::get_if<ipc::IndexRange>(&request.selection)) {
-    if (range->step <= 0) {
-      return absl::InvalidArgumentError(absl::StrCat("frame range step must be positive, got ", range->step));
-    }
-    if (range->start < 0 || range->start > range->stop) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("frame range [", range->start, ", ", range->stop, ") is empty or negative"));
-    }
-    if (count >= 0 && range->stop > count) return IndexOutOfRange(range->stop - 1, count);
-    return ResolvedFrames::Range(range->start, range->stop, range->step);
-  } else if (auto* times = std::get_if<ipc::PtsList>(&request.selection)) {
-    out.reserve(times->seconds.size());
-    for (double t : times->seconds) {
-      absl::StatusOr<int64_t> index = IndexAt(session, t);
-      if (!index.ok()) return index.status();
-      out.push_back(*index);
-    }
-  } else if (auto* span = std::get_if<ipc::PtsRange>(&request.selection)) {
-    if (!(span->start_seconds <= span->stop_seconds)) {
-      return absl::InvalidArgumentError(absl::StrCat("time range [", span->start_seconds, ", ",
-                                                     span->stop_seconds, ") is reversed or not a number"));
-    }
-    if (span->start_seconds == span->stop_seconds) return ResolvedFrames::List(std::move(out));
-    absl::StatusOr<int64_t> first = IndexAt(session, span->start_seconds);
-    if (!first.ok()) return first.status();
-    for (int64_t i = *first; count < 0 || i < count; ++i) {
-      cv_frame_info info{};
-      cv_error error{};
-      cv_status st;
-      {
-        VendorCall call(session.hints);
-        st = session.vtable->get_frame_info(session.session, i, &info, &error);
-      }
-      if (st == CV_ERROR_OUT_OF_RANGE) break;
-      if (st != CV_OK) return VendorError(st, error);
-      if (info.pts_seconds >= span->stop_seconds) break;
-      out.push_back(i);
-    }
-  }
-  return ResolvedFrames::List(std::move(out));
-}
 
 SessionServer::~SessionServer() {
   if (session_.session != nullptr) {

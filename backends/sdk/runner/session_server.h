@@ -15,6 +15,7 @@
 #include "backends/sdk/codecvisor_backend.h"
 #include "ipc/channel.h"
 #include "ipc/messages.h"
+#include "backends/sdk/runner/resolve_selection.h"
 #include "ipc/unique_fd.h"
 
 namespace codecvisor::runner {
@@ -22,60 +23,6 @@ namespace codecvisor::runner {
 // How long the runner waits for the host to free an arena slot or make room
 // in the response ring before it gives up on the request.
 inline constexpr std::chrono::seconds kHostProgressTimeout{60};
-
-// A vendor session and what the runner knows about it.
-struct VendorSession {
-  const cv_backend_v1* vtable = nullptr;
-  cv_session* session = nullptr;
-  ipc::UniqueFd video_fd;
-  ipc::SessionOpened opened;
-  // The region whose crash hints cover calls for this session: the control
-  // channel's until the session is attached, then its own.
-  ipc::RegionHeader* hints = nullptr;
-};
-
-// The stream indices a request selects, in request order: a list, or a
-// range kept as start and step. A range is never expanded: with no frame
-// count known its stop can lie far past the end (the vendor's out-of-range
-// answer ends it), and a range of a long video is long.
-class ResolvedFrames {
- public:
-  static ResolvedFrames List(std::vector<int64_t> indices) {
-    ResolvedFrames r;
-    r.list_ = std::move(indices);
-    r.size_ = r.list_.size();
-    return r;
-  }
-  // [start, stop) by `step`; needs 0 <= start <= stop and step > 0.
-  static ResolvedFrames Range(int64_t start, int64_t stop, int64_t step) {
-    ResolvedFrames r;
-    r.range_ = true;
-    r.start_ = start;
-    r.step_ = step;
-    const uint64_t span = static_cast<uint64_t>(stop - start);
-    r.size_ = span / static_cast<uint64_t>(step) + (span % static_cast<uint64_t>(step) != 0 ? 1 : 0);
-    return r;
-  }
-  uint64_t size() const { return size_; }
-  bool empty() const { return size_ == 0; }
-  // The `i`-th index, i < size(); a range's cannot overflow (it is below stop).
-  int64_t operator[](uint64_t i) const {
-    return range_ ? start_ + static_cast<int64_t>(i * static_cast<uint64_t>(step_)) : list_[i];
-  }
-
- private:
-  bool range_ = false;
-  std::vector<int64_t> list_;
-  int64_t start_ = 0;
-  int64_t step_ = 1;
-  uint64_t size_ = 0;
-};
-
-// Resolves a frame request into stream indices, resolving negative indices
-// (from the end) and times through the vendor. An index or time outside the
-// stream is kOutOfRange naming it; so is a range's stop past a known end.
-[[nodiscard]] absl::StatusOr<ResolvedFrames> ResolveSelection(const ipc::FrameRequest& request,
-                                                              const VendorSession& session);
 
 class SessionServer {
  public:

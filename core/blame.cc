@@ -1,0 +1,68 @@
+#include "core/blame.h"
+
+#include <signal.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace codecvisor {
+
+bool IsFaultSignal(const DeathRecord& death) {
+  // A sandbox violation ends with exit code 128 + SIGSYS (the runner is the
+  // init of its pid namespace), recorded by the runner.
+  if (death.violation_syscall >= 0) return true;
+  if (!death.exit.signaled) return false;
+  switch (death.exit.code) {
+    case SIGSEGV:
+    case SIGBUS:
+    case SIGFPE:
+    case SIGILL:
+    case SIGABRT:
+    case SIGSYS:
+    case SIGTRAP:
+      return true;
+    default:
+      return false;
+  }
+}
+
+RequestBlame Judge(const DeathRecord& death, ipc::CrashHints hints, uint64_t session) {
+  if (death.killed_by_supervisor) return {death.blamed_session == session, false};
+  // A fault the runner caught names the culprit's channel exactly.
+  if (IsFaultSignal(death) && death.culprit_recorded) return {hints.fault_signal != 0, false};
+  // A SIGKILL that codecvisor did not send (an operator, the OOM killer)
+  // says nothing about any request: blaming whoever happened to be decoding
+  // would turn two unrelated kills into a "poison" verdict for an innocent
+  // request (the soak benchmark did exactly that). A request that really
+  // gets its backend OOM-killed every time is stopped by the restart
+  // budget: the backend is quarantined.
+  if (death.exit.signaled && death.exit.code == SIGKILL) return RequestBlame{};
+  // exit()/_exit() from vendor code, caught by the sandbox on the calling
+  // thread, names the channel of the call that made it.
+  if (!death.exit.signaled && death.exit_recorded) return {hints.exit_code >= 0, false};
+  // Any other death (a fault on a plugin's own thread, an exit the sandbox
+  // did not see) names nobody: whoever was inside vendor code is a suspect.
+  // A suspect alone in there is to blame; several are not, since all but
+  // one are bystanders. Either way it replays alone, so that its next
+  // death, if it has one, is its own.
+  if (hints.in_call == 0) return RequestBlame{};
+  return {death.suspects <= 1, true};
+}
+
+absl::Status Replays::AfterDeath(const RequestBlame& blame, const DeathRecord& death, const Words& words,
+                                 Clock::time_point now) {
+  if (blame.blamed) blamed_.push_back(death.Describe());
+  alone_ = blame.replay_alone;
+  if (static_cast<int>(blamed_.size()) >= kPoisonDeaths) {
+    return absl::AbortedError(absl::StrCat(words.subject, " killed the backend twice (",
+                                           absl::StrJoin(blamed_, "; then "), ")", words.poison_tail));
+  }
+  if (deaths_++ == 0) first_ = now;
+  if (now - first_ < bound_) return absl::OkStatus();
+  return absl::UnavailableError(absl::StrCat(
+      "the backend died ", deaths_, " times in ",
+      std::chrono::duration_cast<std::chrono::milliseconds>(now - first_).count(), " ms while ", words.doing,
+      " (last: ", death.Describe(), "); giving up"));
+}
+
+}  // namespace codecvisor

@@ -1,0 +1,49 @@
+#include "core/death_record.h"
+
+#include <seccomp.h>
+#include <signal.h>
+
+#include <cstdlib>
+
+#include "absl/strings/str_cat.h"
+
+namespace codecvisor {
+
+std::string DeathRecord::Describe() const {
+  if (killed_by_supervisor) return absl::StrCat("killed by codecvisor: ", kill_reason);
+  return DescribeExit(exit, recorded_signal, violation_syscall, oom_killed);
+}
+
+void AddCrashHints(std::span<const ipc::CrashHints> channels, DeathRecord* record) {
+  bool signal_is_stray = false;
+  for (const ipc::CrashHints& hints : channels) {
+    if (hints.in_call != 0) ++record->suspects;
+    if (hints.exit_code >= 0) record->exit_recorded |= hints.in_call != 0;
+    const bool culprit = hints.fault_signal != 0 && hints.in_call != 0;
+    const uint32_t signal = hints.any_fault_signal();
+    if (signal == 0) continue;
+    record->culprit_recorded |= culprit;
+    if (record->recorded_signal == 0 || (signal_is_stray && culprit)) {
+      record->recorded_signal = signal;
+      signal_is_stray = hints.fault_signal == 0;
+    }
+    if (record->violation_syscall < 0) record->violation_syscall = hints.violation_syscall;
+  }
+}
+
+std::string DescribeExit(const ExitStatus& exit, uint32_t recorded_signal, int32_t violation_syscall,
+                         bool oom_killed) {
+  if (violation_syscall >= 0) {
+    char* name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, violation_syscall);
+    std::string text = absl::StrCat("sandbox violation: syscall ", name ? name : std::to_string(violation_syscall));
+    std::free(name);
+    return text;
+  }
+  if (recorded_signal != 0) return ExitStatus{true, static_cast<int>(recorded_signal)}.ToString();
+  if (oom_killed && exit.signaled && exit.code == SIGKILL) {
+    return absl::StrCat(exit.ToString(), ": out of memory (over the memory_mb of its manifest)");
+  }
+  return exit.ToString();
+}
+
+}  // namespace codecvisor

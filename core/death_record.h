@@ -1,0 +1,76 @@
+// File: core/death_record.h
+//
+// How one backend child ended, as the supervisor records it for the
+// sessions that judge their requests by it (core/blame.h). Plain data.
+
+#ifndef CODECVISOR_CORE_DEATH_RECORD_H_
+#define CODECVISOR_CORE_DEATH_RECORD_H_
+
+#include <chrono>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "core/process.h"
+#include "ipc/channel.h"
+
+namespace codecvisor {
+
+// How one generation (one child process) of a backend ended.
+struct DeathRecord {
+  uint64_t generation = 0;
+  ExitStatus exit;
+  // Set when the supervisor killed it: a hang or a protocol violation seen
+  // by session `blamed_session`; only that session's request is to blame.
+  bool killed_by_supervisor = false;
+  std::string kill_reason;
+  uint64_t blamed_session = 0;
+  // Whether some channel of this generation (a session's or the control
+  // channel) carries the fault signal: then exactly that request is to
+  // blame, and the others that were inside vendor code are bystanders.
+  bool culprit_recorded = false;
+  // Whether some channel records that its vendor call ended the process
+  // with exit()/_exit() (the sandbox catches those): then exactly that
+  // request is to blame for an exit.
+  bool exit_recorded = false;
+  // What the runner recorded as it died: the fault signal (as the init of
+  // its pid namespace it cannot always die of that signal itself, e.g.
+  // abort() ends in SIGSEGV), and the syscall the sandbox denied, if any.
+  uint32_t recorded_signal = 0;
+  int32_t violation_syscall = -1;
+  // Its memory cgroup counted an OOM kill: a SIGKILL from the kernel for
+  // going over its memory limit.
+  bool oom_killed = false;
+  // How many channels (sessions', and the control channel for an open) were
+  // inside vendor code when it died: the suspects of a death that names
+  // no culprit.
+  int suspects = 0;
+  std::chrono::system_clock::time_point when;
+
+  // "killed by signal 11 (SIGSEGV)", "sandbox violation: syscall socket",
+  // or "killed by codecvisor: <reason>".
+  std::string Describe() const;
+};
+
+// Adds to `record` what the runner recorded on each channel of the dead
+// child (`channels`: the control channel's hints first, then each
+// session's): the suspects (channels inside a vendor call); whether a
+// fault on a thread inside a vendor call names its culprit (one on a
+// thread in no vendor call, a plugin's worker or the runner's own code,
+// names nobody, even while an open is in vendor code); whether an exit()
+// the sandbox caught inside a vendor call names one; the signal it died
+// of (the culprit's wins over a stray one, else the first recorded); and
+// the first syscall the sandbox denied.
+void AddCrashHints(std::span<const ipc::CrashHints> channels, DeathRecord* record);
+
+// How a backend process ended, in words: "killed by signal 6 (SIGABRT)",
+// "sandbox violation: syscall socket", "exited with code 3". The runner's
+// crash hints win over the bare exit status: as the init of its pid
+// namespace it cannot always die of the signal that killed it.
+// `oom_killed`: its memory cgroup counted an OOM kill.
+std::string DescribeExit(const ExitStatus& exit, uint32_t recorded_signal, int32_t violation_syscall,
+                         bool oom_killed = false);
+
+}  // namespace codecvisor
+
+#endif  // CODECVISOR_CORE_DEATH_RECORD_H_

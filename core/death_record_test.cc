@@ -1,0 +1,77 @@
+#include "core/death_record.h"
+
+#include <signal.h>
+
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace codecvisor {
+namespace {
+
+ipc::CrashHints Hints(uint32_t in_call, uint32_t fault = 0, uint32_t stray = 0, int32_t syscall = -1,
+                      int32_t exit_code = -1) {
+  ipc::CrashHints h;
+  h.in_call = in_call;
+  h.fault_signal = fault;
+  h.stray_fault_signal = stray;
+  h.violation_syscall = syscall;
+  h.exit_code = exit_code;
+  return h;
+}
+
+TEST(AddCrashHintsTest, Table) {
+  struct Case {
+    std::string name;
+    std::vector<ipc::CrashHints> channels;  // control first
+    int suspects;
+    bool culprit;
+    bool exit_recorded;
+    uint32_t signal;
+    int32_t syscall;
+  };
+  const std::vector<Case> cases = {
+      {"nothing recorded", {Hints(0), Hints(0)}, 0, false, false, 0, -1},
+      {"two sessions inside, no fault", {Hints(0), Hints(1), Hints(1)}, 2, false, false, 0, -1},
+      {"a session's fault in its call", {Hints(0), Hints(1, SIGSEGV), Hints(1)}, 2, true, false, SIGSEGV, -1},
+      {"an open's fault", {Hints(1, SIGBUS), Hints(0)}, 1, true, false, SIGBUS, -1},
+      {"a stray fault names nobody", {Hints(0, 0, SIGSEGV), Hints(1)}, 1, false, false, SIGSEGV, -1},
+      {"a stray fault while an open is inside", {Hints(1, 0, SIGABRT)}, 1, false, false, SIGABRT, -1},
+      {"the culprit's signal wins over a stray one",
+       {Hints(0, 0, SIGABRT), Hints(1, SIGSEGV)}, 1, true, false, SIGSEGV, -1},
+      {"the first culprit's signal stays", {Hints(0), Hints(1, SIGSEGV), Hints(1, SIGFPE)}, 2, true, false, SIGSEGV,
+       -1},
+      {"a sandbox violation in a call", {Hints(0), Hints(1, SIGSYS, 0, 41)}, 1, true, false, SIGSYS, 41},
+      {"exit() caught in a call", {Hints(0), Hints(1, 0, 0, -1, 3), Hints(1)}, 2, false, true, 0, -1},
+      {"exit() outside any call names nobody", {Hints(0, 0, 0, -1, 3)}, 0, false, false, 0, -1},
+  };
+  for (const Case& c : cases) {
+    DeathRecord record;
+    AddCrashHints(c.channels, &record);
+    EXPECT_EQ(record.suspects, c.suspects) << c.name;
+    EXPECT_EQ(record.culprit_recorded, c.culprit) << c.name;
+    EXPECT_EQ(record.exit_recorded, c.exit_recorded) << c.name;
+    EXPECT_EQ(record.recorded_signal, c.signal) << c.name;
+    EXPECT_EQ(record.violation_syscall, c.syscall) << c.name;
+  }
+}
+
+TEST(DescribeTest, NamesHowItEnded) {
+  DeathRecord d;
+  d.exit = {true, SIGKILL};
+  EXPECT_EQ(d.Describe(), "killed by signal 9 (SIGKILL)");
+  d.oom_killed = true;
+  EXPECT_EQ(d.Describe(), "killed by signal 9 (SIGKILL): out of memory (over the memory_mb of its manifest)");
+  d.exit = {false, 128 + SIGSEGV};
+  d.recorded_signal = SIGSEGV;  // the runner, as init, exits instead
+  EXPECT_EQ(d.Describe(), "killed by signal 11 (SIGSEGV)");
+  d.violation_syscall = 41;
+  EXPECT_EQ(d.Describe(), "sandbox violation: syscall socket");
+  d.killed_by_supervisor = true;
+  d.kill_reason = "no answer within 30000 ms";
+  EXPECT_EQ(d.Describe(), "killed by codecvisor: no answer within 30000 ms");
+}
+
+}  // namespace
+}  // namespace codecvisor

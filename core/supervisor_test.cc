@@ -1,0 +1,440 @@
+// The supervision state machine on a fake env (core/fake_supervisor_env.h):
+// every child, death and tick of the clock is the test's, so each case is
+// deterministic and takes microseconds. What the children do to requests
+// (blame, poison, the replay bound) is judged by core/blame.h on the
+// DeathRecords the supervisor writes.
+
+#include "core/supervisor.h"
+
+#include <signal.h>
+
+#include <atomic>
+#include <memory>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "core/blame.h"
+#include "core/fake_supervisor_env.h"
+
+namespace codecvisor {
+namespace {
+
+using std::chrono::milliseconds;
+
+constexpr ExitStatus kSegv{true, SIGSEGV};
+constexpr uint64_t kSession = 7;
+constexpr uint64_t kOtherSession = 8;
+
+class SupervisorTest : public ::testing::Test {
+ protected:
+  // max_restarts 3 in 60 s; backoff 10 ms doubling up to 40 ms.
+  void Make(bool warm_spare = false, milliseconds heartbeat = milliseconds(0)) {
+    BackendManifest manifest;
+    manifest.name = "fake";
+    manifest.path = "/backends/fake.toml";
+    manifest.restart = {3, milliseconds(60'000), milliseconds(10), milliseconds(40)};
+    SupervisorOptions options;
+    options.heartbeat_interval = heartbeat;
+    options.warm_spare = warm_spare;
+    supervisor_ = std::make_unique<Supervisor>(manifest, env_, options);
+  }
+
+  // Acquire without waiting: the fake env runs no thread that could change
+  // anything meanwhile.
+  absl::StatusOr<BackendHandle> AcquireNow() { return supervisor_->Acquire(ipc::Clock::now()); }
+
+  // Starts the backend as a first request would.
+  void StartReady() {
+    ASSERT_FALSE(AcquireNow().ok());  // first use: the start is now due
+    supervisor_->RunDueWorkForTest();
+    ASSERT_EQ(supervisor_->Status().state, BackendState::kReady);
+  }
+
+  // The current child, by the serial of the env's last start.
+  FakeChild* Current() { return env_->child(env_->children()); }
+
+  // Reports a failure from `session` on a separate thread (it waits for the
+  // child to die), delivers the supervisor's kill, and returns the record.
+  absl::StatusOr<DeathRecord> ReportHang(uint64_t generation, uint64_t session) {
+    absl::StatusOr<DeathRecord> record = absl::UnknownError("not reported");
+    FakeChild* child = Current();
+    std::thread reporter([&] {
+      record = supervisor_->ReportFailure(generation, session, true, "no answer within 30000 ms",
+                                          ipc::Clock::now() + std::chrono::seconds(30));
+    });
+    while (child->kills() == 0) std::this_thread::yield();
+    env_->DeliverKills();
+    reporter.join();
+    return record;
+  }
+
+  std::shared_ptr<FakeSupervisorEnv> env_ = std::make_shared<FakeSupervisorEnv>();
+  std::unique_ptr<Supervisor> supervisor_;
+};
+
+TEST_F(SupervisorTest, NothingStartsBeforeFirstUse) {
+  Make();
+  supervisor_->RunDueWorkForTest();
+  EXPECT_EQ(env_->starts(), 0);
+  EXPECT_EQ(env_->watches(), 0);
+  EXPECT_EQ(supervisor_->Status().state, BackendState::kDiscovered);
+}
+
+TEST_F(SupervisorTest, FirstUseStartsTheBackendAndWatchesIt) {
+  Make();
+  absl::StatusOr<BackendHandle> pending = AcquireNow();
+  EXPECT_EQ(pending.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(supervisor_->Status().state, BackendState::kSpawning);
+  supervisor_->RunDueWorkForTest();
+  absl::StatusOr<BackendHandle> handle = AcquireNow();
+  ASSERT_TRUE(handle.ok()) << handle.status();
+  EXPECT_EQ(handle->generation, 1u);
+  EXPECT_EQ(env_->starts(), 1);
+  EXPECT_EQ(env_->watches(), 1);
+}
+
+TEST_F(SupervisorTest, ACrashRestartsAtOnceAndIsRecorded) {
+  Make();
+  StartReady();
+  env_->Exit(Current(), kSegv);
+  SupervisorStatus st = supervisor_->Status();
+  EXPECT_EQ(st.state, BackendState::kRestarting);
+  ASSERT_TRUE(st.last_exit.has_value());
+  EXPECT_EQ(st.last_exit->generation, 1u);
+  EXPECT_EQ(st.last_exit->Describe(), "killed by signal 11 (SIGSEGV)");
+  supervisor_->RunDueWorkForTest();  // no time passes: the first restart is immediate
+  st = supervisor_->Status();
+  EXPECT_EQ(st.state, BackendState::kReady);
+  EXPECT_EQ(st.generation, 2u);
+  EXPECT_EQ(st.restarts, 1u);
+  EXPECT_EQ(env_->starts(), 2);
+  // A session that saw generation 1 fail learns how it ended.
+  absl::StatusOr<DeathRecord> record =
+      supervisor_->ReportFailure(1, kSession, false, "hung up", ipc::Clock::now() + std::chrono::seconds(1));
+  ASSERT_TRUE(record.ok()) << record.status();
+  EXPECT_FALSE(record->killed_by_supervisor);
+  EXPECT_EQ(record->exit.code, SIGSEGV);
+}
+
+TEST_F(SupervisorTest, LaterCrashesBackOffOnTheClock) {
+  Make();
+  StartReady();
+  env_->Exit(Current(), kSegv);
+  supervisor_->RunDueWorkForTest();
+  env_->Exit(Current(), kSegv);  // the second crash in the window waits 10 ms
+  supervisor_->RunDueWorkForTest();
+  EXPECT_EQ(supervisor_->Status().state, BackendState::kRestarting);
+  EXPECT_EQ(env_->starts(), 2);
+  env_->Advance(milliseconds(9));
+  supervisor_->RunDueWorkForTest();
+  EXPECT_EQ(env_->starts(), 2);
+  env_->Advance(milliseconds(1));
+  supervisor_->RunDueWorkForTest();
+  EXPECT_EQ(env_->starts(), 3);
+  EXPECT_EQ(supervisor_->Status().state, BackendState::kReady);
+  env_->Exit(Current(), kSegv);  // the third: 20 ms
+  env_->Advance(milliseconds(19));
+  supervisor_->RunDueWorkForTest();
+  EXPECT_EQ(env_->starts(), 3);
+  env_->Advance(milliseconds(1));
+  supervisor_->RunDueWorkForTest();
+  EXPECT_EQ(env_->starts(), 4);
+}
+
+TEST_F(SupervisorTest, TooManyCrashesQuarantineUntilReset) {
+  Make();
+  StartReady();
+  for (int crash = 1; crash <= 3; ++crash) {
+    env_->Exit(Current(), kSegv);
+    env_->Advance(milliseconds(40));
+    supervisor_->RunDueWorkForTest();
+    ASSERT_EQ(supervisor_->Status().state, BackendState::kReady) << crash;
+  }
+  env_->Exit(Current(), kSegv);  // the fourth within the window
+  EXPECT_EQ(supervisor_->Status().state, BackendState::kQuarantined);
+  env_->Advance(milliseconds(10'000));
+  supervisor_->RunDueWorkForTest();
+  EXPECT_EQ(env_->starts(), 4);  // not restarted
+  absl::StatusOr<BackendHandle> handle = AcquireNow();
+  EXPECT_EQ(handle.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(handle.status().message().find("quarantined after 4 crashes within 60 s (last: killed by signal 11"),
+            std::string::npos)
+      << handle.status();
+  EXPECT_NE(handle.status().message().find("codecvisor backends --reset fake"), std::string::npos);
+  supervisor_->Reset();
+  StartReady();
+  EXPECT_EQ(env_->starts(), 5);
+}
+
+TEST_F(SupervisorTest, ASuccessMakesTheBudgetWhole) {
+  Make();
+  StartReady();
+  for (int crash = 1; crash <= 10; ++crash) {
+    env_->Exit(Current(), kSegv);
+    supervisor_->RunDueWorkForTest();  // always the first crash of a quiet period: immediate
+    ASSERT_EQ(supervisor_->Status().state, BackendState::kReady) << crash;
+    supervisor_->RecordSuccess();
+  }
+  EXPECT_EQ(env_->starts(), 11);
+}
+
+TEST_F(SupervisorTest, AFirstStartThatFailsIsNotRetried) {
+  Make();
+  env_->FailNextStarts({absl::NotFoundError("library libfake.so: cannot open shared object file")});
+  ASSERT_FALSE(AcquireNow().ok());
+  supervisor_->RunDueWorkForTest();
+  EXPECT_EQ(supervisor_->Status().state, BackendState::kFailed);
+  absl::StatusOr<BackendHandle> handle = AcquireNow();
+  EXPECT_EQ(handle.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(handle.status().message().find("libfake.so"), std::string::npos);
+  env_->Advance(milliseconds(60'000));
+  supervisor_->RunDueWorkForTest();
+  EXPECT_EQ(env_->starts(), 1);
+  supervisor_->Reset();
+  StartReady();
+  EXPECT_EQ(env_->starts(), 2);
+}
+
+TEST_F(SupervisorTest, AFailedRestartCountsAsACrash) {
+  Make();
+  StartReady();
+  env_->FailNextStarts({absl::DeadlineExceededError("handshake late"), absl::DeadlineExceededError("handshake late"),
+                        absl::DeadlineExceededError("handshake late")});
+  env_->Exit(Current(), kSegv);
+  supervisor_->RunDueWorkForTest();  // immediate restart fails; the next waits 10 ms
+  EXPECT_EQ(supervisor_->Status().state, BackendState::kRestarting);
+  EXPECT_EQ(env_->starts(), 2);
+  env_->Advance(milliseconds(10));
+  supervisor_->RunDueWorkForTest();  // fails; the next waits 20 ms
+  EXPECT_EQ(env_->starts(), 3);
+  env_->Advance(milliseconds(20));
+  supervisor_->RunDueWorkForTest();  // fails: four crashes in the window
+  EXPECT_EQ(env_->starts(), 4);
+  SupervisorStatus st = supervisor_->Status();
+  EXPECT_EQ(st.state, BackendState::kQuarantined);
+  EXPECT_NE(st.diagnostic.find("crashes or failed restarts"), std::string::npos) << st.diagnostic;
+  EXPECT_NE(st.diagnostic.find("handshake late"), std::string::npos) << st.diagnostic;
+}
+
+TEST_F(SupervisorTest, AHangKillsTheChildAndBlamesOnlyTheReportingSession) {
+  Make();
+  StartReady();
+  absl::StatusOr<DeathRecord> record = ReportHang(1, kSession);
+  ASSERT_TRUE(record.ok()) << record.status();
+  EXPECT_EQ(env_->child(1)->kills(), 1);
+  EXPECT_TRUE(record->killed_by_supervisor);
+  EXPECT_EQ(record->Describe(), "killed by codecvisor: no answer within 30000 ms");
+  EXPECT_TRUE(Judge(*record, {}, kSession).blamed);
+  EXPECT_FALSE(Judge(*record, {}, kOtherSession).blamed);
+  // The other session, reporting the same generation later, gets the same
+  // record and kills nothing more.
+  absl::StatusOr<DeathRecord> other =
+      supervisor_->ReportFailure(1, kOtherSession, true, "hung up", ipc::Clock::now() + std::chrono::seconds(1));
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(other->blamed_session, kSession);
+  EXPECT_EQ(env_->child(1)->kills(), 1);
+}
+
+TEST_F(SupervisorTest, AChildThatDiedBeforeTheReportIsNotKilled) {
+  Make();
+  StartReady();
+  env_->Exit(Current(), kSegv);
+  absl::StatusOr<DeathRecord> record =
+      supervisor_->ReportFailure(1, kSession, true, "malformed message", ipc::Clock::now() + std::chrono::seconds(1));
+  ASSERT_TRUE(record.ok());
+  EXPECT_FALSE(record->killed_by_supervisor);
+  EXPECT_EQ(env_->child(1)->kills(), 0);
+}
+
+TEST_F(SupervisorTest, AMissedHeartbeatKillsTheChild) {
+  Make(/*warm_spare=*/false, /*heartbeat=*/milliseconds(2'000));
+  StartReady();
+  Current()->SetPingStatus(absl::DeadlineExceededError("no pong"));
+  env_->Advance(milliseconds(1'999));
+  supervisor_->RunDueWorkForTest();
+  EXPECT_EQ(Current()->kills(), 0);  // not due yet
+  env_->Advance(milliseconds(1));
+  supervisor_->RunDueWorkForTest();
+  EXPECT_EQ(Current()->kills(), 1);
+  env_->DeliverKills();
+  SupervisorStatus st = supervisor_->Status();
+  ASSERT_TRUE(st.last_exit.has_value());
+  EXPECT_TRUE(st.last_exit->killed_by_supervisor);
+  EXPECT_EQ(st.last_exit->blamed_session, 0u);  // no request is to blame
+  EXPECT_EQ(st.last_exit->Describe(), "killed by codecvisor: no answer to a heartbeat: no pong");
+}
+
+TEST_F(SupervisorTest, AnAnsweredHeartbeatKillsNothing) {
+  Make(/*warm_spare=*/false, /*heartbeat=*/milliseconds(2'000));
+  StartReady();
+  for (int i = 0; i < 5; ++i) {
+    env_->Advance(milliseconds(2'000));
+    supervisor_->RunDueWorkForTest();
+  }
+  EXPECT_EQ(Current()->kills(), 0);
+  EXPECT_EQ(supervisor_->Status().state, BackendState::kReady);
+}
+
+TEST_F(SupervisorTest, AFaultInAnOpenNamesItsCulprit) {
+  Make();
+  StartReady();
+  ipc::CrashHints control;
+  control.in_call = 1;
+  control.fault_signal = SIGSEGV;
+  Current()->SetControlCrashHints(control);
+  env_->Exit(Current(), ExitStatus{false, 128 + SIGSEGV});  // the runner, as init, cannot die of it
+  DeathRecord death = *supervisor_->Status().last_exit;
+  EXPECT_TRUE(death.culprit_recorded);
+  EXPECT_EQ(death.suspects, 1);
+  EXPECT_EQ(death.recorded_signal, static_cast<uint32_t>(SIGSEGV));
+  EXPECT_EQ(death.Describe(), "killed by signal 11 (SIGSEGV)");
+}
+
+TEST_F(SupervisorTest, AStrayFaultNamesNoCulprit) {
+  Make();
+  StartReady();
+  ipc::CrashHints control;
+  control.stray_fault_signal = SIGSEGV;  // a plugin's own thread
+  Current()->SetControlCrashHints(control);
+  env_->Exit(Current(), kSegv);
+  DeathRecord death = *supervisor_->Status().last_exit;
+  EXPECT_FALSE(death.culprit_recorded);
+  EXPECT_EQ(death.suspects, 0);
+  EXPECT_EQ(death.recorded_signal, static_cast<uint32_t>(SIGSEGV));
+}
+
+TEST_F(SupervisorTest, AnOomKillIsNamedAndBlamesNobody) {
+  Make();
+  StartReady();
+  Current()->SetOomKilled(true);
+  env_->Exit(Current(), ExitStatus{true, SIGKILL});
+  DeathRecord death = *supervisor_->Status().last_exit;
+  EXPECT_TRUE(death.oom_killed);
+  EXPECT_NE(death.Describe().find("out of memory"), std::string::npos) << death.Describe();
+  ipc::CrashHints in_call;
+  in_call.in_call = 1;
+  EXPECT_FALSE(Judge(death, in_call, kSession).blamed);
+}
+
+// Poison: a request whose hang kills the backend twice fails with kAborted;
+// the restarts go on for everyone else.
+TEST_F(SupervisorTest, ARequestThatHangsTheBackendTwiceIsPoison) {
+  Make();
+  StartReady();
+  Replays replays(milliseconds(30'000));
+  const Replays::Words words{"frame indices [3]", "serving frame indices [3]", "; poison"};
+  for (uint64_t generation = 1; generation <= 2; ++generation) {
+    absl::StatusOr<DeathRecord> death = ReportHang(generation, kSession);
+    ASSERT_TRUE(death.ok()) << death.status();
+    absl::Status verdict = replays.AfterDeath(Judge(*death, {}, kSession), *death, words, env_->Now());
+    if (generation == 1) {
+      EXPECT_TRUE(verdict.ok()) << verdict;
+      supervisor_->RunDueWorkForTest();
+    } else {
+      EXPECT_EQ(verdict.code(), absl::StatusCode::kAborted);
+      EXPECT_EQ(verdict.message(),
+                "frame indices [3] killed the backend twice (killed by codecvisor: no answer within 30000 ms; "
+                "then killed by codecvisor: no answer within 30000 ms); poison");
+    }
+  }
+  env_->Advance(milliseconds(10));
+  supervisor_->RunDueWorkForTest();
+  EXPECT_EQ(supervisor_->Status().state, BackendState::kReady);
+}
+
+// Bystanders: a fault on a plugin thread with two requests inside vendor
+// code blames neither; each replays alone, and the one that is then alone
+// at the next such death is blamed.
+TEST_F(SupervisorTest, SuspectsOfAStrayFaultReplayAloneAndOnlyALoneOneIsBlamed) {
+  Make();
+  StartReady();
+  env_->Exit(Current(), kSegv);
+  DeathRecord shared = *supervisor_->Status().last_exit;
+  shared.suspects = 2;  // what two session channels inside vendor code would add
+  ipc::CrashHints inside;
+  inside.in_call = 1;
+  const RequestBlame first = Judge(shared, inside, kSession);
+  EXPECT_FALSE(first.blamed);
+  EXPECT_TRUE(first.replay_alone);
+  DeathRecord alone = shared;
+  alone.suspects = 1;
+  const RequestBlame second = Judge(alone, inside, kSession);
+  EXPECT_TRUE(second.blamed);
+  EXPECT_TRUE(second.replay_alone);
+  EXPECT_FALSE(Judge(alone, {}, kOtherSession).blamed);  // not inside: a bystander
+}
+
+// The replay bound: deaths that blame nobody are replayed, but one request
+// gives up four of its timeouts after the first death, even while other
+// sessions' successes keep the restart budget whole.
+TEST_F(SupervisorTest, ARequestWhoseBackendKeepsBeingKilledGivesUpAtTheBound) {
+  Make();
+  StartReady();
+  Replays replays(milliseconds(1'000));
+  const Replays::Words words{"frame indices [0]", "serving frame indices [0]", ""};
+  absl::Status verdict;
+  int deaths = 0;
+  while (verdict.ok() && deaths < 100) {
+    env_->Exit(Current(), ExitStatus{true, SIGKILL});  // from outside
+    ++deaths;
+    DeathRecord death = *supervisor_->Status().last_exit;
+    verdict = replays.AfterDeath(Judge(death, {}, kSession), death, words, env_->Now());
+    supervisor_->RecordSuccess();  // another session's request
+    env_->Advance(milliseconds(500));
+    supervisor_->RunDueWorkForTest();
+    ASSERT_EQ(supervisor_->Status().state, BackendState::kReady);
+  }
+  EXPECT_EQ(deaths, 9);  // deaths at 0, 0.5, ..., 4 s: the one at 4 s is past the bound
+  EXPECT_EQ(verdict.code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(verdict.message().find("the backend died 9 times in 4000 ms while serving frame indices [0]"),
+            std::string::npos)
+      << verdict;
+}
+
+TEST_F(SupervisorTest, AWarmSpareTakesOverWithoutAColdStart) {
+  Make(/*warm_spare=*/true);
+  StartReady();  // and the spare
+  EXPECT_EQ(env_->starts(), 2);
+  EXPECT_TRUE(supervisor_->Status().spare_ready);
+  EXPECT_EQ(env_->watches(), 2);
+  FakeChild* spare = env_->child(2);
+  env_->Exit(env_->child(1), kSegv);
+  supervisor_->RunDueWorkForTest();  // the spare becomes current; a new spare starts
+  absl::StatusOr<BackendHandle> handle = AcquireNow();
+  ASSERT_TRUE(handle.ok());
+  EXPECT_EQ(handle->process->pid(), 1000 + spare->serial());
+  EXPECT_EQ(handle->generation, 2u);
+  EXPECT_EQ(env_->starts(), 3);
+  EXPECT_TRUE(supervisor_->Status().spare_ready);
+}
+
+TEST_F(SupervisorTest, ADeadSpareIsReplacedUntilThreeFail) {
+  Make(/*warm_spare=*/true);
+  StartReady();
+  env_->Exit(env_->child(2), kSegv);  // the spare dies
+  EXPECT_EQ(supervisor_->Status().state, BackendState::kReady);  // the backend is untouched
+  EXPECT_TRUE(env_->child(2)->shut_down());
+  supervisor_->RunDueWorkForTest();
+  EXPECT_EQ(env_->starts(), 3);
+  env_->FailNextStarts({absl::InternalError("spare 1"), absl::InternalError("spare 2")});
+  env_->Exit(env_->child(3), kSegv);  // one failure...
+  supervisor_->RunDueWorkForTest();   // ...and two failed starts: no more spares
+  EXPECT_EQ(env_->starts(), 5);
+  EXPECT_FALSE(supervisor_->Status().spare_ready);
+  supervisor_->RunDueWorkForTest();
+  EXPECT_EQ(env_->starts(), 5);
+}
+
+TEST_F(SupervisorTest, ShutdownStopsEveryChildAndEveryWatch) {
+  Make(/*warm_spare=*/true);
+  StartReady();
+  supervisor_->Shutdown();
+  EXPECT_TRUE(env_->child(1)->shut_down());
+  EXPECT_TRUE(env_->child(2)->shut_down());
+  EXPECT_EQ(env_->watches(), 0);
+  EXPECT_EQ(AcquireNow().status().code(), absl::StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace codecvisor
