@@ -13,6 +13,7 @@ packages=(
   libdav1d-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libabsl-dev libseccomp-dev libtomlplusplus-dev libcli11-dev
+  jq
 )
 
 missing=()

@@ -350,7 +350,7 @@ absl::StatusOr<std::vector<DecodeBenchResult>> RunDecodeBench(const DecodeBenchO
     for (const GeneratedVideo& g : kGenerated) {
       Progress(absl::StrCat("encoding ", g.name));
       videos.push_back(scratch->File(g.name));
-      if (absl::Status s = MakeTestVideo(videos.back(), g.width, g.height, std::max(o.frames, 300)); !s.ok()) {
+      if (absl::Status s = MakeBenchVideo(videos.back(), g.width, g.height, std::max(o.frames, 300)); !s.ok()) {
         return s;
       }
     }

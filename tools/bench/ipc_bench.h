@@ -7,8 +7,10 @@
 #define CODECVISOR_TOOLS_BENCH_IPC_BENCH_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "tools/bench/targets.h"
 
 namespace codecvisor::bench {
 
@@ -41,8 +43,10 @@ struct IpcBenchResult {
   int width = 0;
   int height = 0;
   int slots = 0;
+  // rtt_ratio <= 1.5 and frame_ratio >= 0.9.
+  std::vector<TargetCheck> targets;
 
-  std::string ToJson() const;
+  std::string ToJson() const;  // one line, no newline
   std::string ToText() const;
 };
 
