@@ -8,20 +8,21 @@
 # Each figure is one run's: on a shared machine, rerun before trusting a
 # small difference (the ratios are measured side by side within the run,
 # the absolute figures are not). Builds codecvisor-bench optimised first
-# (tools/codecvisor-bench.sh).
+# (tools/codecvisor-bench.sh), unless $CODECVISOR_BENCH names a
+# codecvisor-bench binary to run instead (a copy of another build, say).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
-bench="$repo/tools/codecvisor-bench.sh"
+bench=${CODECVISOR_BENCH:-"$repo/tools/codecvisor-bench.sh"}
 
 # The figures each table shows, in order, as "key|what it is".
 ipc_figures=(
-  "futex_rtt_us|raw futex ping-pong between two processes, us (the baseline)"
+  "futex_rtt_us|raw futex ping-pong between two processes, us: the baseline"
   "channel_rtt_us|Ping -> Pong over the channel: encode, ring, doorbell, copy-out, decode, us"
   "rtt_ratio|channel / futex round trip"
   "frame_fps|1080p RGB24 frames through the arena: the backend writes every byte, the host reads every byte"
   "local_fps|the same writes and reads by two threads of one process"
   "frame_ratio|arena / two threads"
-  "single_thread_fps|one thread writing then reading one buffer (no data crosses cores)"
+  "single_thread_fps|one thread writing then reading one buffer: no data crosses cores"
   "single_thread_ratio|arena / one thread"
 )
 decode_figures=(
@@ -77,7 +78,7 @@ table() {
       "| --- |\($runs | map(" --- |") | join("")) --- | --- |",
       (split("\n")[] | select(length > 0) | split("|") as [$key, $what]
        | ($runs[0] | check($key)) as $check
-       | "| `\($key)` (\($what)) | \($runs | map(.[$key] | cell) | join(" | ")) | \($check.target // "") | "
+       | "| `\($key)`: \($what) | \($runs | map(.[$key] | cell) | join(" | ")) | \($check.target // "") | "
          + (if $check == null then "" else ($runs | map(if check($key).met then "yes" else "no" end) | join(" / ")) end)
          + " |")'
   echo

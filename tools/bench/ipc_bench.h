@@ -1,6 +1,6 @@
 // File: tools/bench/ipc_bench.h
 //
-// `codecvisor bench ipc`: the channel's costs against their baselines,
+// `codecvisor-bench ipc`: the channel's costs against their baselines,
 // measured side by side in one run (forked peer processes, real memfd).
 
 #ifndef CODECVISOR_TOOLS_BENCH_IPC_BENCH_H_
