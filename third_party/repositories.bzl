@@ -43,6 +43,9 @@ _PKG_CONFIG_LIBS = {
     "cli11": ["CLI11"],
     "dav1d": ["dav1d"],
     "ffmpeg": ["libavformat", "libavcodec", "libavutil", "libswscale"],
+    # Without libavformat: for code that encodes or converts pixels and
+    # never opens a file (the CLI's PNG and y4m output).
+    "avcodec_swscale": ["libavcodec", "libavutil", "libswscale"],
     "gtest": ["gtest", "gmock"],
     "gtest_main": ["gtest_main", "gmock"],
     "seccomp": ["libseccomp"],

@@ -1,7 +1,8 @@
 // The `codecvisor` command line. Each subcommand is a thin layer over the
-// library; this file only parses arguments and hands them to tools/cli/
-// (or tools/bench/). Usage errors exit with CLI11's codes; failures of the
-// work itself with 1, after one line on stderr.
+// library; this file only parses arguments and hands them to tools/cli/.
+// Usage errors exit with CLI11's codes; failures of the work itself with 1,
+// after one line on stderr. The benchmarks are a binary of their own
+// (tools/bench/bench_main.cc), so nothing here decodes in process.
 
 #include <cstdio>
 #include <iostream>
@@ -9,10 +10,6 @@
 #include <string>
 
 #include "CLI/CLI.hpp"
-#include "tools/bench/decode_bench.h"
-#include "tools/bench/ipc_bench.h"
-#include "tools/bench/restart_bench.h"
-#include "tools/bench/soak_bench.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/frame_writers.h"
 #include "tools/cli/selection.h"
@@ -20,46 +17,6 @@
 namespace codecvisor {
 
 namespace {
-
-int RunBenchIpc(const bench::IpcBenchOptions& options, bool json) {
-  auto result = bench::RunIpcBench(options);
-  if (!result.ok()) {
-    std::cerr << "codecvisor bench ipc: " << result.status() << "\n";
-    return 1;
-  }
-  std::cout << (json ? result->ToJson() + "\n" : result->ToText());
-  return 0;
-}
-
-int RunBenchDecode(const bench::DecodeBenchOptions& options, bool json) {
-  auto results = bench::RunDecodeBench(options);
-  if (!results.ok()) {
-    std::cerr << "codecvisor bench decode: " << results.status().message() << "\n";
-    return 1;
-  }
-  for (const bench::DecodeBenchResult& r : *results) std::cout << (json ? r.ToJson() + "\n" : r.ToText());
-  return 0;
-}
-
-int RunBenchRestart(const bench::RestartBenchOptions& options, bool json) {
-  auto result = bench::RunRestartBench(options);
-  if (!result.ok()) {
-    std::cerr << "codecvisor bench restart: " << result.status().message() << "\n";
-    return 1;
-  }
-  std::cout << (json ? result->ToJson() + "\n" : result->ToText());
-  return 0;
-}
-
-int RunBenchSoak(const bench::SoakBenchOptions& options, bool json) {
-  auto result = bench::RunSoakBench(options);
-  if (!result.ok()) {
-    std::cerr << "codecvisor bench soak: " << result.status().message() << "\n";
-    return 1;
-  }
-  std::cout << (json ? result->ToJson() + "\n" : result->ToText());
-  return result->ok() ? 0 : 1;
-}
 
 // A CLI11 check that runs one of the selection parsers, so that bad syntax
 // is a usage error reported by the parser with the flag's name.
@@ -209,96 +166,6 @@ int main(int argc, char** argv) {
     conformance_args.timeout = std::chrono::seconds(conformance_timeout_s);
     exit_code = cli::RunConformance(conformance_args);
   });
-
-  // bench
-  auto* bench = app.add_subcommand("bench", "measure codecvisor against its baselines");
-  bench->require_subcommand(1);
-
-  codecvisor::bench::IpcBenchOptions ipc_options;
-  bool ipc_json = false;
-  auto* ipc = bench->add_subcommand("ipc", "channel round trip and frame throughput vs. raw futex and local memory");
-  ipc->add_flag("--json", ipc_json, "print one JSON object");
-  ipc->add_option("--round-trips", ipc_options.round_trips, "round trips per measurement")->check(CLI::PositiveNumber);
-  ipc->add_option("--frames", ipc_options.frames, "frames per measurement")->check(CLI::PositiveNumber);
-  ipc->add_option("--rounds", ipc_options.rounds, "measurement rounds; the median is reported")
-      ->check(CLI::PositiveNumber);
-  ipc->add_option("--slots", ipc_options.slots, "arena slots for the frame measurement")->check(CLI::Range(1, 256));
-  ipc->callback([&] { exit_code = codecvisor::RunBenchIpc(ipc_options, ipc_json); });
-
-  codecvisor::bench::DecodeBenchOptions decode_bench_options;
-  bool decode_bench_json = false;
-  auto* decode_bench = bench->add_subcommand(
-      "decode", "decode throughput: in process vs. out of process (sandboxed and not) vs. the ffmpeg CLI; host RSS");
-  decode_bench->add_option("file", decode_bench_options.file,
-                           "the video to measure; default: generated 1080p and 360p H.264 files of 300 frames");
-  decode_bench->add_flag("--json", decode_bench_json, "print one JSON object per video, one per line");
-  decode_bench
-      ->add_option("--threads", decode_bench_options.threads, "decoder threads on every side; 0 lets FFmpeg choose")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 256));
-  decode_bench->add_option("--frames", decode_bench_options.frames, "frames per sequential pass")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  decode_bench->add_option("--rounds", decode_bench_options.rounds, "measurement rounds; the median is reported")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  decode_bench
-      ->add_option("--random-frames", decode_bench_options.random_frames, "random indices per random-access pass")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 100000));
-  decode_bench
-      ->add_option("--arena-slots", decode_bench_options.arena_slots,
-                   "frame slots of each out-of-process decoder (its cache footprint)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 256));
-  decode_bench
-      ->add_option("--in-process-buffers", decode_bench_options.in_process_buffers,
-                   "buffers the in-process side writes frames into in turn (1: the baseline the targets judge; "
-                   "the arena's slot count: the same cache footprint on both sides)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 256));
-  decode_bench
-      ->add_option("--compare-runner", decode_bench_options.compare_runner,
-                   "another codecvisor-backend build: a fourth decoder, sandboxed, started through it, takes turns "
-                   "with the others on the sequential chunks")
-      ->check(CLI::ExistingFile);
-  decode_bench->callback([&] { exit_code = codecvisor::RunBenchDecode(decode_bench_options, decode_bench_json); });
-
-  codecvisor::bench::RestartBenchOptions restart_options;
-  bool restart_json = false;
-  auto* restart = bench->add_subcommand(
-      "restart", "discovery, cold start and crash failover (cold and warm spare) with the synthetic test backend");
-  restart->add_flag("--json", restart_json, "print one JSON object");
-  restart->add_option("--crashes", restart_options.crashes, "backend kills per failover figure")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  restart->add_option("--rounds", restart_options.rounds, "host creations per discovery and cold-start median")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  restart->add_option("--synthetic-library", restart_options.synthetic_library,
-                      "libcodecvisor_synthetic.so (//backends/testing); default: next to this binary");
-  restart->callback([&] { exit_code = codecvisor::RunBenchRestart(restart_options, restart_json); });
-
-  codecvisor::bench::SoakBenchOptions soak_options;
-  bool soak_json = false;
-  auto* soak = bench->add_subcommand(
-      "soak",
-      "reliability under load: decoders on cpu and the faulty test backend while children are killed at "
-      "random; every frame checked; exit 1 on a wrong frame, a failure other than poison, or a leak");
-  soak->add_flag("--json", soak_json, "print one JSON object");
-  soak->add_option("--seconds", soak_options.seconds, "how long to run")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  soak->add_option("--decoders", soak_options.decoders, "concurrent decoders, half on each backend")
-      ->capture_default_str()
-      ->check(CLI::Range(2, 256));
-  soak->add_option("--crash-interval-ms", soak_options.crash_interval_ms, "mean time between injected kills")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  soak->add_option("--faulty-library", soak_options.faulty_library,
-                   "libcodecvisor_faulty.so (//backends/testing); default: next to this binary");
-  soak->add_option("--seed", soak_options.seed, "random seed; 0: from the clock");
-  soak->callback([&] { exit_code = codecvisor::RunBenchSoak(soak_options, soak_json); });
 
   CLI11_PARSE(app, argc, argv);
   return exit_code;

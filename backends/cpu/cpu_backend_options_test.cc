@@ -57,7 +57,7 @@ TEST(CpuBackendTest, ColourTagsAndRotationAreReported) {
       "-color_range tv");
   // The mov muxer writes a display matrix for a "rotate" tag on stream copy.
   std::string path =
-      MakeVideo("tagged.mp4", absl::StrCat("-i '", encoded, "' -c copy -metadata:s:v:0 rotate=90"));
+      MakeVideo("tagged.mp4", absl::StrCat("-i ", encoded, " -c copy -metadata:s:v:0 rotate=90"));
   TestSession s(path);
   ASSERT_TRUE(s.ok()) << s.open_message();
   cv_stream_metadata m = s.Metadata();

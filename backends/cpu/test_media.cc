@@ -4,10 +4,8 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -19,6 +17,8 @@
 #include "absl/strings/str_split.h"
 #include "backends/cpu/cpu_backend.h"
 #include "gtest/gtest.h"
+#include "tools/common/subprocess.h"
+#include "tools/common/test_video.h"
 
 namespace codecvisor::cpu::testing {
 namespace {
@@ -53,7 +53,7 @@ const TestVideo kVideos[] = {
      0, true},
     {"vfr.mkv",
      "-f lavfi -i testsrc2=size=96x64:rate=25 -frames:v 60 "
-     "-vf \"setpts='if(lt(N,20),N,20+(N-20)*3)/25/TB'\" -fps_mode vfr -c:v libx264 "
+     "-vf setpts='if(lt(N,20),N,20+(N-20)*3)/25/TB' -fps_mode vfr -c:v libx264 "
      "-preset veryfast -bf 2 -g 16 -pix_fmt yuv420p",
      0, false},
     {"mjpeg_full_range.avi",
@@ -93,20 +93,12 @@ const TestVideo& FindTestVideo(const std::string& name) {
 std::string TestVideoPath(const TestVideo& video) { return MakeVideo(video.name, video.args); }
 
 std::string Run(const std::string& command) {
-  std::string out;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) {
-    ADD_FAILURE() << "cannot run: " << command;
-    return out;
+  absl::StatusOr<std::string> out = tools::RunForOutput({"/bin/sh", "-c", command});
+  if (!out.ok()) {
+    ADD_FAILURE() << out.status();
+    return "";
   }
-  char buf[65536];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
-  int status = pclose(pipe);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    ADD_FAILURE() << "command failed (" << status << "): " << command;
-  }
-  return out;
+  return *std::move(out);
 }
 
 std::string TempPath(const std::string& name) {
@@ -118,7 +110,7 @@ std::string MakeVideo(const std::string& name, const std::string& args) {
   std::string path = TempPath(name);
   struct stat st;
   if (stat(path.c_str(), &st) != 0) {
-    Run(absl::StrCat("/usr/bin/ffmpeg -nostdin -y -v error ", args, " '", path, "' 2>&1"));
+    if (absl::Status made = tools::MakeTestVideo(args, path); !made.ok()) ADD_FAILURE() << made;
   }
   return path;
 }

@@ -32,15 +32,17 @@ const TestVideo& FindTestVideo(const std::string& name);
 // Makes the video (once per test binary) and returns its path.
 std::string TestVideoPath(const TestVideo& video);
 
-// Runs `command` with /bin/sh and returns its stdout (binary-safe). Records a
-// test failure (with the command) if it exits non-zero.
+// Runs `command` with /bin/sh (tools/common/subprocess.h) and returns its
+// stdout (binary-safe). Records a test failure, with the command and the
+// end of its stderr, if it exits non-zero.
 std::string Run(const std::string& command);
 
 // $TEST_TMPDIR/name (or /tmp/name outside Bazel).
 std::string TempPath(const std::string& name);
 
-// Runs `ffmpeg -y -v error <args> <TempPath(name)>` unless that file exists,
-// and returns the path.
+// Runs `ffmpeg -y -v error <args> <TempPath(name)>` unless that file exists
+// (tools/common/test_video.h: `args` are split at spaces, with no shell
+// quoting), and returns the path.
 std::string MakeVideo(const std::string& name, const std::string& args);
 
 // Writes `bytes` to TempPath(name) and returns the path.

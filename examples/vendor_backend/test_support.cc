@@ -14,6 +14,8 @@
 #include <sstream>
 
 #include "gtest/gtest.h"
+#include "tools/common/subprocess.h"
+#include "tools/common/test_video.h"
 
 namespace dav1d_plugin::testing {
 namespace {
@@ -142,16 +144,9 @@ std::string TempDir() {
 }
 
 std::string Run(const std::string& command) {
-  FILE* pipe = popen(command.c_str(), "r");
-  EXPECT_NE(pipe, nullptr) << command;
-  if (pipe == nullptr) return "";
-  std::string out;
-  char chunk[1 << 16];
-  size_t n;
-  while ((n = std::fread(chunk, 1, sizeof(chunk), pipe)) > 0) out.append(chunk, n);
-  int rc = pclose(pipe);
-  EXPECT_EQ(rc, 0) << "command failed: " << command;
-  return out;
+  absl::StatusOr<std::string> out = codecvisor::tools::RunForOutput({"/bin/sh", "-c", command});
+  EXPECT_TRUE(out.ok()) << out.status();
+  return out.ok() ? *std::move(out) : "";
 }
 
 std::string MakeVideo(const std::string& name, const std::string& args) {
@@ -159,7 +154,8 @@ std::string MakeVideo(const std::string& name, const std::string& args) {
   auto it = made.find(name);
   if (it != made.end()) return it->second;
   const std::string path = TempDir() + "/" + name;
-  Run("/usr/bin/ffmpeg -nostdin -v error -y " + args + " '" + path + "' </dev/null");
+  const absl::Status encoded = codecvisor::tools::MakeTestVideo(args, path);
+  EXPECT_TRUE(encoded.ok()) << encoded;
   made[name] = path;
   return path;
 }

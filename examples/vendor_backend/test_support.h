@@ -2,8 +2,9 @@
 //
 // Test helpers for the dav1d plugin: the plugin loaded in process through
 // dlopen exactly as the runner loads it, AV1 sample videos made at test time
-// with /usr/bin/ffmpeg, and the ffmpeg CLI's own decode of them as the
-// reference. Test-only; not thread-safe.
+// with the ffmpeg CLI (tools/common/test_video.h), and the CLI's own decode
+// of them as the reference. Test-only (the plugin itself depends on the SDK
+// header and system libraries only); not thread-safe.
 
 #ifndef CODECVISOR_EXAMPLES_VENDOR_BACKEND_TEST_SUPPORT_H_
 #define CODECVISOR_EXAMPLES_VENDOR_BACKEND_TEST_SUPPORT_H_
@@ -60,7 +61,7 @@ const std::vector<SampleVideo>& SampleVideos();
 // The folder the tests write into ($TEST_TMPDIR, or a fresh temporary one).
 std::string TempDir();
 // `name` made once per process with ffmpeg `args` ("-f lavfi -i ..." and
-// encoder options); returns its path.
+// encoder options, split at spaces: no shell quoting); returns its path.
 std::string MakeVideo(const std::string& name, const std::string& args);
 // Runs a shell command; its stdout, or the test fails.
 std::string Run(const std::string& command);

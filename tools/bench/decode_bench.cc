@@ -173,7 +173,7 @@ absl::StatusOr<DecodeBenchResult> MeasureVideo(const DecodeBenchOptions& o, cons
   enum Side : size_t { kIn, kOut, kUnsandboxed, kCompare, kPaths };
   const size_t sides = compare ? kPaths : kCompare;
   // Per round, per side.
-  std::vector<double> fps[kPaths], cpu_ms[kPaths], open_ms[kPaths], cli_fps;
+  std::vector<double> fps[kPaths], cpu_ms[kPaths], cli_fps;
   // Per round, the parts of the in-process and sandboxed sides' CPU time.
   std::vector<double> in_caller_cpu, in_other_cpu, out_host_cpu, out_session_cpu, out_other_cpu;
   std::vector<double> ratios, sandbox_costs, cli_ratios;
@@ -224,7 +224,6 @@ absl::StatusOr<DecodeBenchResult> MeasureVideo(const DecodeBenchOptions& o, cons
       for (size_t side = 0; side < sides; ++side) {
         if (!opened[side].ok()) return opened[side].status();
         paths[side] = *std::move(opened[side]);
-        open_ms[side].push_back(paths[side]->open_seconds() * 1e3);
       }
     }
     SideSum sums[kPaths];
@@ -299,8 +298,6 @@ absl::StatusOr<DecodeBenchResult> MeasureVideo(const DecodeBenchOptions& o, cons
   r.out_of_process_session_cpu_ms_per_frame = Median(out_session_cpu);
   r.out_of_process_other_cpu_ms_per_frame = Median(out_other_cpu);
   r.out_of_process_unsandboxed_cpu_ms_per_frame = Median(cpu_ms[kUnsandboxed]);
-  r.in_process_open_ms = Median(open_ms[kIn]);
-  r.out_of_process_open_ms = Median(open_ms[kOut]);
   r.random_frames = o.random_frames;
   r.random_in_process_fps = Median(random_in_fps);
   r.random_out_of_process_fps = Median(random_out_fps);
@@ -319,12 +316,8 @@ absl::StatusOr<DecodeBenchResult> MeasureVideo(const DecodeBenchOptions& o, cons
     r.chunk_compare_runner_ratio_quartiles = Quartiles(chunk_compare_ratios);
   }
   r.round_ratios = ratios;
-  r.round_random_ratios = random_ratios;
-  r.round_cli_ratios = cli_ratios;
   r.host_rss_kb_300 = rss.after_300.peak;
   r.host_rss_kb_3000 = rss.after_3000.peak;
-  r.host_vmrss_kb_300 = rss.after_300.rss;
-  r.host_vmrss_kb_3000 = rss.after_3000.rss;
   r.host_shared_kb_300 = rss.after_300.shared;
   r.host_shared_kb_3000 = rss.after_3000.shared;
   r.host_private_kb_300 = rss.after_300.rss - rss.after_300.shared;
@@ -354,7 +347,7 @@ absl::StatusOr<std::vector<DecodeBenchResult>> RunDecodeBench(const DecodeBenchO
     for (const GeneratedVideo& g : kGenerated) {
       Progress(absl::StrCat("encoding ", g.name));
       videos.push_back(scratch->File(g.name));
-      if (absl::Status s = MakeTestVideo(videos.back(), g.width, g.height, std::max(o.frames, 300)); !s.ok()) {
+      if (absl::Status s = MakeBenchVideo(videos.back(), g.width, g.height, std::max(o.frames, 300)); !s.ok()) {
         return s;
       }
     }

@@ -1,6 +1,6 @@
 // File: tools/bench/decode_bench.h
 //
-// `codecvisor bench decode`: what decoding through a sandboxed backend
+// `codecvisor-bench decode`: what decoding through a sandboxed backend
 // process costs against decoding in process, measured side by side in one
 // run, per video:
 //
@@ -145,9 +145,6 @@ struct DecodeBenchResult {
   // the backend: fewer than one a frame when cheap frames share a wake-up).
   double in_process_caller_wakeups_per_frame = 0;
   double out_of_process_host_wakeups_per_frame = 0;
-  // Opening the file (exact mode scans it), not in the fps figures.
-  double in_process_open_ms = 0;
-  double out_of_process_open_ms = 0;
 
   int random_frames = 0;
   double random_in_process_fps = 0;
@@ -171,21 +168,17 @@ struct DecodeBenchResult {
   double compare_runner_session_cpu_ms_per_frame = 0;
   double compare_runner_host_wakeups_per_frame = 0;
   std::vector<double> chunk_compare_runner_ratio_quartiles;
-  // Each round's ratios, in round order (the medians above are over these):
+  // Each round's `ratio`, in round order (the median above is over these):
   // the spread says how far one figure can be trusted on this machine.
   std::vector<double> round_ratios;
-  std::vector<double> round_random_ratios;
-  std::vector<double> round_cli_ratios;
 
-  // The host process's peak RSS (VmHWM, reset before the phase) and its
-  // current RSS (VmRSS) after 300 and after 3000 frames decoded out of
-  // process, measured before any in-process decoding in this process.
+  // The host process's peak RSS (VmHWM, reset before the phase) after 300
+  // and after 3000 frames decoded out of process, measured before any
+  // in-process decoding in this process.
   int64_t host_rss_kb_300 = 0;
   int64_t host_rss_kb_3000 = 0;
-  int64_t host_vmrss_kb_300 = 0;
-  int64_t host_vmrss_kb_3000 = 0;
-  // Of the current RSS: the shared pages (RssShmem: the frame arena's, the
-  // channel's) and the host's own (VmRSS - RssShmem). The arena is a fixed
+  // Its current RSS (VmRSS) then, in two parts: the shared pages (RssShmem:
+  // the frame arena's, the channel's) and the host's own (VmRSS - RssShmem). The arena is a fixed
   // mapping; which of its pages count in the host's RSS depends only on
   // which slots the backend happened to use and the host read (it prefers
   // the lowest free slot, so a slot first needed after 300 frames shows up

@@ -33,8 +33,6 @@ std::string DecodeBenchResult::ToJson() const {
   w.Key("out_of_process_session_cpu_ms_per_frame").Double(Rounded(out_of_process_session_cpu_ms_per_frame, 4));
   w.Key("out_of_process_other_cpu_ms_per_frame").Double(Rounded(out_of_process_other_cpu_ms_per_frame, 4));
   w.Key("out_of_process_unsandboxed_cpu_ms_per_frame").Double(Rounded(out_of_process_unsandboxed_cpu_ms_per_frame, 3));
-  w.Key("in_process_open_ms").Double(Rounded(in_process_open_ms, 1));
-  w.Key("out_of_process_open_ms").Double(Rounded(out_of_process_open_ms, 1));
   w.Key("random_frames").Int(random_frames);
   w.Key("random_in_process_fps").Double(Rounded(random_in_process_fps, 1));
   w.Key("random_out_of_process_fps").Double(Rounded(random_out_of_process_fps, 1));
@@ -61,10 +59,7 @@ std::string DecodeBenchResult::ToJson() const {
     rounds_of("chunk_compare_runner_ratio_quartiles", chunk_compare_runner_ratio_quartiles);
   }
   rounds_of("round_ratios", round_ratios);
-  rounds_of("round_random_ratios", round_random_ratios);
-  rounds_of("round_cli_ratios", round_cli_ratios);
   w.Key("host_rss_kb_300").Int(host_rss_kb_300).Key("host_rss_kb_3000").Int(host_rss_kb_3000);
-  w.Key("host_vmrss_kb_300").Int(host_vmrss_kb_300).Key("host_vmrss_kb_3000").Int(host_vmrss_kb_3000);
   w.Key("host_shared_kb_300").Int(host_shared_kb_300).Key("host_shared_kb_3000").Int(host_shared_kb_3000);
   w.Key("host_private_kb_300").Int(host_private_kb_300).Key("host_private_kb_3000").Int(host_private_kb_3000);
   WriteTargets(w, targets);
@@ -77,13 +72,11 @@ std::string DecodeBenchResult::ToText() const {
       "%s: %s %ux%u, %d frames (x%d per sequential pass, in turns of %d frames), threads %u, %u arena slots, "
       "%u in-process buffer(s), median of %d rounds\n",
       file, codec, width, height, frames, repeats, chunk_frames, threads, arena_slots, in_process_buffers, rounds);
-  absl::StrAppendFormat(&out, "  %-34s %8.1f fps, CPU %.3f ms/frame (open %.1f ms, not counted)\n",
-                        "in process (cpu backend linked in)", in_process_fps, in_process_cpu_ms_per_frame,
-                        in_process_open_ms);
-  absl::StrAppendFormat(&out, "  %-34s %8.1f fps, CPU %.3f ms/frame (host %.3f; open %.1f ms); ratio %.3f %s\n",
+  absl::StrAppendFormat(&out, "  %-34s %8.1f fps, CPU %.3f ms/frame\n", "in process (cpu backend linked in)",
+                        in_process_fps, in_process_cpu_ms_per_frame);
+  absl::StrAppendFormat(&out, "  %-34s %8.1f fps, CPU %.3f ms/frame (host %.3f); ratio %.3f %s\n",
                         "out of process, sandboxed", out_of_process_fps, out_of_process_cpu_ms_per_frame,
-                        out_of_process_host_cpu_ms_per_frame, out_of_process_open_ms, ratio,
-                        TargetNote(targets, "ratio"));
+                        out_of_process_host_cpu_ms_per_frame, ratio, TargetNote(targets, "ratio"));
   absl::StrAppendFormat(&out,
                         "  %-34s in process: caller %.4f, other threads %.4f; out of process: host %.4f, "
                         "runner session %.4f, child's other threads %.4f\n",
@@ -125,8 +118,9 @@ std::string DecodeBenchResult::ToText() const {
   }
   absl::StrAppendFormat(&out, "  host peak RSS: %d kB after %d frames, %d kB after %d frames\n", host_rss_kb_300,
                         kRssFramesFirst, host_rss_kb_3000, kRssFramesLast);
-  absl::StrAppendFormat(&out, "  host current RSS: %d kB after %d frames, %d kB after %d frames\n", host_vmrss_kb_300,
-                        kRssFramesFirst, host_vmrss_kb_3000, kRssFramesLast);
+  absl::StrAppendFormat(&out, "  host current RSS: %d kB after %d frames, %d kB after %d frames\n",
+                        host_shared_kb_300 + host_private_kb_300, kRssFramesFirst,
+                        host_shared_kb_3000 + host_private_kb_3000, kRssFramesLast);
   absl::StrAppendFormat(&out, "    of which shared (frame arena, channel): %d kB, then %d kB\n", host_shared_kb_300,
                         host_shared_kb_3000);
   absl::StrAppendFormat(&out, "    the host's own: %d kB, then %d kB %s\n", host_private_kb_300, host_private_kb_3000,

@@ -51,7 +51,6 @@ class InProcessPath final : public DecodePath {
   InProcessPath& operator=(const InProcessPath&) = delete;
 
   absl::Status Open(uint32_t threads, uint32_t buffers) {
-    const auto start = Clock::now();
     cv_error error{};
     // The runner passes the manifest's [config]; cpu.toml has none.
     if (cv_status s = table_->create("", &backend_, &error); s != CV_OK) {
@@ -76,7 +75,6 @@ class InProcessPath final : public DecodePath {
       return BackendError(path_, "get_frame_layout", s, error);
     }
     buffers_.assign(std::max<uint32_t>(buffers, 1), std::vector<uint8_t>(layout.size));
-    open_seconds_ = Seconds(Clock::now() - start);
     return absl::OkStatus();
   }
 
@@ -131,11 +129,8 @@ FrameSelection SelectionFor(const Chunk& chunk) {
 // child (for its CPU time).
 class OutOfProcessPath final : public DecodePath {
  public:
-  OutOfProcessPath(const Host& host, std::string path, std::unique_ptr<VideoDecoder> decoder, pid_t backend,
-                   double open_seconds)
-      : host_(host), path_(std::move(path)), decoder_(std::move(decoder)), backend_(backend) {
-    open_seconds_ = open_seconds;
-  }
+  OutOfProcessPath(const Host& host, std::string path, std::unique_ptr<VideoDecoder> decoder, pid_t backend)
+      : host_(host), path_(std::move(path)), decoder_(std::move(decoder)), backend_(backend) {}
 
   pid_t backend_pid() const override { return backend_; }
 
@@ -196,13 +191,11 @@ absl::StatusOr<std::unique_ptr<DecodePath>> OpenOutOfProcess(Host& host, const s
   options.output_format = OutputFormat::kRgb24;
   options.decoder_threads = threads;
   options.arena_slots = arena_slots;
-  const auto start = Clock::now();
   absl::StatusOr<std::unique_ptr<VideoDecoder>> decoder = host.OpenDecoder(path, options);
   if (!decoder.ok()) return decoder.status();
-  const double open_seconds = Seconds(Clock::now() - start);
   absl::StatusOr<pid_t> backend = BackendPid(host, (*decoder)->backend_name());
   if (!backend.ok()) return backend.status();
-  return std::make_unique<OutOfProcessPath>(host, path, *std::move(decoder), *backend, open_seconds);
+  return std::make_unique<OutOfProcessPath>(host, path, *std::move(decoder), *backend);
 }
 
 absl::StatusOr<StreamMetadata> ProbeStream(Host& host, const std::string& path) {

@@ -1,6 +1,6 @@
 // File: tools/bench/decode_paths.h
 //
-// The two ways `codecvisor bench decode` runs the same decode work, each an
+// The two ways `codecvisor-bench decode` runs the same decode work, each an
 // open decoder that decodes one chunk of frames at a time:
 //
 //  - in process: the cpu backend's own code (//backends/cpu:cpu_backend)
@@ -73,14 +73,8 @@ class DecodePath {
   // Decodes `chunk`'s frames in order. Fails with the backend's message.
   [[nodiscard]] virtual absl::StatusOr<ChunkTiming> Decode(const Chunk& chunk) = 0;
 
-  // How long opening took (exact mode scans the file): not in any fps.
-  double open_seconds() const { return open_seconds_; }
-
   // The backend child that decodes, or 0 in process.
   virtual pid_t backend_pid() const { return 0; }
-
- protected:
-  double open_seconds_ = 0;
 };
 
 // The cpu backend in this process: create, open_session, get_frame_layout;

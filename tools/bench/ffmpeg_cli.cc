@@ -4,14 +4,15 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "tools/bench/run_program.h"
+#include "tools/common/subprocess.h"
+#include "tools/common/test_video.h"
 
 namespace codecvisor::bench {
 
-absl::Status MakeTestVideo(const std::string& path, int width, int height, int frames) {
-  return RunProgram({"ffmpeg", "-nostdin", "-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i",
-                     absl::StrCat("testsrc2=size=", width, "x", height, ":rate=30"), "-frames:v",
-                     absl::StrCat(frames), "-c:v", "libx264", "-pix_fmt", "yuv420p", path});
+absl::Status MakeBenchVideo(const std::string& path, int width, int height, int frames) {
+  std::vector<std::string> args = tools::TestPatternInput(width, height, 30);
+  args.insert(args.end(), {"-frames:v", absl::StrCat(frames), "-c:v", "libx264", "-pix_fmt", "yuv420p"});
+  return tools::MakeTestVideo(args, path);
 }
 
 absl::StatusOr<double> TimeFfmpegDecode(const std::string& path, uint32_t threads, int64_t frames,
@@ -23,7 +24,7 @@ absl::StatusOr<double> TimeFfmpegDecode(const std::string& path, uint32_t thread
   }
   argv.insert(argv.end(), {"-pix_fmt", "rgb24", "-f", "null", "-"});
   const auto start = std::chrono::steady_clock::now();
-  if (absl::Status s = RunProgram(argv); !s.ok()) return s;
+  if (absl::Status s = tools::RunForOutput(argv).status(); !s.ok()) return s;
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 

@@ -1,8 +1,9 @@
 // File: tools/bench/ffmpeg_cli.h
 //
-// What the benchmarks ask of the ffmpeg command-line program: make test
-// videos, and decode a file as the baseline codecvisor is compared with.
-// Runs /usr/bin/ffmpeg (found in PATH) as a child; thread-safe.
+// What the benchmarks ask of the ffmpeg command-line program: make their
+// test videos, and decode a file as the baseline codecvisor is compared
+// with. Runs ffmpeg (found in PATH) as a child through
+// tools/common/subprocess.h; thread-safe.
 
 #ifndef CODECVISOR_TOOLS_BENCH_FFMPEG_CLI_H_
 #define CODECVISOR_TOOLS_BENCH_FFMPEG_CLI_H_
@@ -15,8 +16,9 @@
 namespace codecvisor::bench {
 
 // Encodes `frames` frames of the testsrc2 pattern at `width`x`height`,
-// 30 fps, as H.264 (libx264, yuv420p, its default settings) into `path`.
-[[nodiscard]] absl::Status MakeTestVideo(const std::string& path, int width, int height, int frames);
+// 30 fps, as H.264 (libx264, yuv420p, its default settings) into `path`:
+// the videos every figure of `bench decode` and `bench soak` is taken on.
+[[nodiscard]] absl::Status MakeBenchVideo(const std::string& path, int width, int height, int frames);
 
 // Runs `ffmpeg -threads T -i FILE [-frames:v N] -pix_fmt rgb24 -f null -`
 // (the first `frames` frames of the best video stream, converted to RGB24

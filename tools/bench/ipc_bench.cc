@@ -16,6 +16,8 @@
 #include "absl/strings/str_format.h"
 #include "ipc/channel.h"
 #include "ipc/doorbell.h"
+#include "tools/bench/stats.h"
+#include "tools/cli/json.h"
 
 namespace codecvisor::bench {
 namespace {
@@ -53,11 +55,6 @@ class Child {
  private:
   pid_t pid_ = -1;
 };
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
@@ -290,26 +287,34 @@ absl::StatusOr<IpcBenchResult> RunIpcBench(const IpcBenchOptions& o) {
   r.width = o.width;
   r.height = o.height;
   r.slots = o.slots;
+  r.targets = {{"rtt_ratio", "<= 1.5", r.rtt_ratio <= 1.5}, {"frame_ratio", ">= 0.9", r.frame_ratio >= 0.9}};
   return r;
 }
 
 std::string IpcBenchResult::ToJson() const {
-  return absl::StrFormat(
-      "{\"futex_rtt_us\": %.3f, \"channel_rtt_us\": %.3f, \"rtt_ratio\": %.3f, "
-      "\"frame_fps\": %.1f, \"local_fps\": %.1f, \"frame_ratio\": %.3f, "
-      "\"single_thread_fps\": %.1f, \"single_thread_ratio\": %.3f, "
-      "\"frame_width\": %d, \"frame_height\": %d, \"frame_format\": \"rgb24\", \"arena_slots\": %d}",
-      futex_rtt_us, channel_rtt_us, rtt_ratio, frame_fps, local_fps, frame_ratio, single_thread_fps, single_thread_ratio, width, height, slots);
+  cli::JsonWriter w;
+  w.BeginObject();
+  w.Key("futex_rtt_us").Double(Rounded(futex_rtt_us, 3)).Key("channel_rtt_us").Double(Rounded(channel_rtt_us, 3));
+  w.Key("rtt_ratio").Double(Rounded(rtt_ratio, 3));
+  w.Key("frame_fps").Double(Rounded(frame_fps, 1)).Key("local_fps").Double(Rounded(local_fps, 1));
+  w.Key("frame_ratio").Double(Rounded(frame_ratio, 3));
+  w.Key("single_thread_fps").Double(Rounded(single_thread_fps, 1));
+  w.Key("single_thread_ratio").Double(Rounded(single_thread_ratio, 3));
+  w.Key("frame_width").Int(width).Key("frame_height").Int(height).Key("frame_format").String("rgb24");
+  w.Key("arena_slots").Int(slots);
+  WriteTargets(w, targets);
+  w.EndObject();
+  return w.str();
 }
 
 std::string IpcBenchResult::ToText() const {
   return absl::StrFormat(
-      "round trip: futex %.2f us, channel %.2f us, ratio %.2f (target <= 1.5)\n"
+      "round trip: futex %.2f us, channel %.2f us, ratio %.2f %s\n"
       "frames %dx%d rgb24, %d arena slots: arena (two processes) %.1f fps, local (two threads, %d private "
-      "buffers) %.1f fps, ratio %.3f (target >= 0.9)\n"
+      "buffers) %.1f fps, ratio %.3f %s\n"
       "  one thread writing then reading one buffer: %.1f fps; arena / that %.3f\n",
-      futex_rtt_us, channel_rtt_us, rtt_ratio, width, height, slots, frame_fps, slots, local_fps, frame_ratio,
-      single_thread_fps, single_thread_ratio);
+      futex_rtt_us, channel_rtt_us, rtt_ratio, TargetNote(targets, "rtt_ratio"), width, height, slots, frame_fps,
+      slots, local_fps, frame_ratio, TargetNote(targets, "frame_ratio"), single_thread_fps, single_thread_ratio);
 }
 
 }  // namespace codecvisor::bench

@@ -1,14 +1,16 @@
 // File: tools/bench/ipc_bench.h
 //
-// `codecvisor bench ipc`: the channel's costs against their baselines,
+// `codecvisor-bench ipc`: the channel's costs against their baselines,
 // measured side by side in one run (forked peer processes, real memfd).
 
 #ifndef CODECVISOR_TOOLS_BENCH_IPC_BENCH_H_
 #define CODECVISOR_TOOLS_BENCH_IPC_BENCH_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "tools/bench/targets.h"
 
 namespace codecvisor::bench {
 
@@ -41,8 +43,10 @@ struct IpcBenchResult {
   int width = 0;
   int height = 0;
   int slots = 0;
+  // rtt_ratio <= 1.5 and frame_ratio >= 0.9.
+  std::vector<TargetCheck> targets;
 
-  std::string ToJson() const;
+  std::string ToJson() const;  // one line, no newline
   std::string ToText() const;
 };
 

@@ -1,6 +1,6 @@
 // File: tools/bench/restart_bench.h
 //
-// `codecvisor bench restart`: what discovery, a cold start and a failover
+// `codecvisor-bench restart`: what discovery, a cold start and a failover
 // cost, with the synthetic test backend (backends/testing/) in real
 // sandboxed child processes:
 //
@@ -42,9 +42,8 @@ struct RestartBenchOptions {
   int crashes = 50;    // kills per failover figure
   int rounds = 11;     // host creations per discovery and cold-spawn median
   int manifests = 100;
-  // Path of libcodecvisor_synthetic.so (//backends/testing). Empty: look in
-  // <this binary>.runfiles/codecvisor/backends/testing/, then in
-  // <this binary's folder>/../backends/testing/ (bazel-bin's layout).
+  // Path of libcodecvisor_synthetic.so (//backends/testing). Empty: look
+  // next to this binary (FindTestBackendLibrary, test_backend_library.h).
   std::string synthetic_library;
 };
 

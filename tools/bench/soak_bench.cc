@@ -263,7 +263,7 @@ absl::StatusOr<SoakBenchResult> RunSoakBench(const SoakBenchOptions& options) {
     if (absl::StatusOr<std::string> written = dir.WriteFile(file, text); !written.ok()) return written.status();
   }
   const std::string h264 = dir.File("clip.mp4");
-  if (absl::Status s = MakeTestVideo(h264, 160, 120, static_cast<int>(kFrames)); !s.ok()) return s;
+  if (absl::Status s = MakeBenchVideo(h264, 160, 120, static_cast<int>(kFrames)); !s.ok()) return s;
   // The faulty backend's clips: a flaky one (crashes at random on its own,
   // about once per 5000 frames) and a poison one.
   absl::StatusOr<std::string> flaky =

@@ -1,6 +1,6 @@
 // File: tools/bench/soak_bench.h
 //
-// `codecvisor bench soak`: reliability under load. Decoders run at once on
+// `codecvisor-bench soak`: reliability under load. Decoders run at once on
 // two backends, the cpu one (real H.264) and the faulty test backend (which
 // also crashes at random on its own), while a chaos thread SIGKILLs one of
 // the two children at random, on average every `crash_interval_ms`. One

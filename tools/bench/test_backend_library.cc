@@ -17,12 +17,12 @@ absl::StatusOr<std::string> FindTestBackendLibrary(const std::string& library, c
   std::error_code ec;
   const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (!ec) {
-    const std::filesystem::path candidates[] = {
-        exe.string() + ".runfiles/codecvisor/backends/testing/" + library,
-        exe.parent_path().parent_path() / "backends/testing" / library,
-    };
-    for (const auto& c : candidates) {
-      if (access(c.c_str(), R_OK) == 0) return c.string();
+    const std::filesystem::path runfiles = exe.string() + ".runfiles/codecvisor/backends/testing/" + library;
+    if (access(runfiles.c_str(), R_OK) == 0) return runfiles.string();
+    // bazel-bin's layout: backends/testing/ beside the package folders.
+    for (std::filesystem::path dir = exe.parent_path(); dir != dir.parent_path(); dir = dir.parent_path()) {
+      const std::filesystem::path candidate = dir / "backends/testing" / library;
+      if (access(candidate.c_str(), R_OK) == 0) return candidate.string();
     }
   }
   return absl::NotFoundError(absl::StrCat("the test backend ", library,

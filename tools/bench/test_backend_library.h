@@ -16,8 +16,8 @@ namespace codecvisor::bench {
 
 // `given` if set (it must be readable); else `library` (e.g.
 // "libcodecvisor_faulty.so") in <this binary>.runfiles/codecvisor/
-// backends/testing/, then in <this binary's folder>/../backends/testing/
-// (bazel-bin's layout). kNotFound says how to build it; `flag` names the
+// backends/testing/, then in backends/testing/ under the nearest folder
+// above this binary that has one (bazel-bin's layout). kNotFound says how to build it; `flag` names the
 // command-line flag that gives it.
 [[nodiscard]] absl::StatusOr<std::string> FindTestBackendLibrary(const std::string& library, const std::string& given,
                                                                  const std::string& flag);

@@ -148,26 +148,4 @@ check "conformance needs a backend" run_cv 105 "$tmp/stdout" "$tmp/err" conforma
 check "conformance of an unknown backend" run_cv 1 "$tmp/stdout" "$tmp/err" conformance --backend nope
 check "conformance names what is installed" grep -q "no backend named 'nope' (installed: cpu" "$tmp/err"
 
-# bench ipc is still there
-check "bench ipc --help" run_cv 0 "$tmp/stdout" "$tmp/err" bench ipc --help
-
-# bench decode runs every side on a short clip, a second runner build (here
-# the same one) included, and reports them
-runner="$TEST_SRCDIR/codecvisor/backends/sdk/runner/codecvisor-backend"
-check "bench decode --json" run_cv 0 "$tmp/bench.json" "$tmp/err" bench decode "$video" --json --frames 25 \
-  --rounds 1 --random-frames 5 --in-process-buffers 2 --compare-runner "$runner"
-json=$(cat "$tmp/bench.json")
-for field in '"width":96' '"in_process_buffers":2' '"chunk_pairs":' '"chunk_ratio_quartiles":[' \
-    "\"compare_runner\":\"$runner\"" '"compare_runner_fps":' '"chunk_compare_runner_ratio_quartiles":['; do
-  check "bench decode json has $field" contains "$json" "$field"
-done
-# Every side decoded frames (a figure of 0 would mean a side never ran).
-for field in in_process_fps out_of_process_fps compare_runner_fps compare_runner_host_wakeups_per_frame chunk_pairs; do
-  check "bench decode $field > 0" grep -qE "\"$field\":(0\\.0*[1-9]|[1-9])" "$tmp/bench.json"
-done
-check "bench decode without a runner to compare has none" run_cv 0 "$tmp/bench2.json" "$tmp/err" bench decode \
-  "$video" --json --frames 25 --rounds 1 --random-frames 5
-check "no compare_runner fields" bash -c '! grep -q compare_runner "$1"' _ "$tmp/bench2.json"
-check "--compare-runner must exist" run_cv 105 "$tmp/stdout" "$tmp/err" bench decode "$video" --compare-runner /nonexistent
-
 [[ $fails == 0 ]] || { echo "$fails checks failed" >&2; exit 1; }

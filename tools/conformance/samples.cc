@@ -8,7 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "tools/conformance/subprocess.h"
+#include "tools/common/subprocess.h"
+#include "tools/common/test_video.h"
 
 namespace codecvisor::conformance {
 namespace {
@@ -42,7 +43,7 @@ absl::StatusOr<double> ParseRate(absl::string_view text) {
 
 absl::Status ProbeStream(Sample* sample) {
   absl::StatusOr<std::string> out =
-      RunForOutput({"ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries",
+      tools::RunForOutput({"ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries",
                     "stream=codec_name,width,height,avg_frame_rate", "-of", "default=noprint_wrappers=1",
                     sample->path});
   if (!out.ok()) return out.status();
@@ -68,7 +69,7 @@ absl::Status ProbeStream(Sample* sample) {
 }
 
 absl::Status ProbeFrames(Sample* sample) {
-  absl::StatusOr<std::string> out = RunForOutput({"ffprobe", "-v", "error", "-select_streams", "v:0",
+  absl::StatusOr<std::string> out = tools::RunForOutput({"ffprobe", "-v", "error", "-select_streams", "v:0",
                                                   "-show_entries", "frame=pts,pkt_duration", "-of", "csv=p=0",
                                                   sample->path});
   if (!out.ok()) return out.status();
@@ -97,13 +98,11 @@ absl::Status EncodeVideo(absl::string_view codec, int width, int height, int fra
   if (encoder == EncoderArgs().end()) {
     return absl::InvalidArgumentError(absl::StrCat("no sample codec '", codec, "'"));
   }
-  std::vector<std::string> make = {"ffmpeg", "-nostdin", "-y", "-v", "error", "-f", "lavfi", "-i",
-                                   absl::StrCat("testsrc2=size=", width, "x", height, ":rate=24"),
-                                   "-frames:v", absl::StrCat(frames), "-pix_fmt", "yuv420p"};
-  make.insert(make.end(), encoder->second.begin(), encoder->second.end());
-  if (start_seconds != 0) make.insert(make.end(), {"-output_ts_offset", absl::StrCat(start_seconds)});
-  make.push_back(path);
-  return RunForOutput(make).status();
+  std::vector<std::string> args = tools::TestPatternInput(width, height, 24);
+  args.insert(args.end(), {"-frames:v", absl::StrCat(frames), "-pix_fmt", "yuv420p"});
+  args.insert(args.end(), encoder->second.begin(), encoder->second.end());
+  if (start_seconds != 0) args.insert(args.end(), {"-output_ts_offset", absl::StrCat(start_seconds)});
+  return tools::MakeTestVideo(args, path);
 }
 
 absl::StatusOr<Sample> MakeSample(absl::string_view codec, absl::string_view folder) {
@@ -114,7 +113,7 @@ absl::StatusOr<Sample> MakeSample(absl::string_view codec, absl::string_view fol
   if (absl::Status s = ProbeStream(&sample); !s.ok()) return s;
   if (absl::Status s = ProbeFrames(&sample); !s.ok()) return s;
   absl::StatusOr<std::string> frames =
-      RunForOutput({"ffmpeg", "-nostdin", "-v", "error", "-i", sample.path, "-map", "0:v:0", "-vf", "format=rgb24",
+      tools::RunForOutput({"ffmpeg", "-nostdin", "-v", "error", "-i", sample.path, "-map", "0:v:0", "-vf", "format=rgb24",
                     "-fps_mode", "passthrough", "-f", "rawvideo", "-"});
   if (!frames.ok()) return frames.status();
   sample.rgb24 = *std::move(frames);

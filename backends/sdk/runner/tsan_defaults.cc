@@ -2,9 +2,8 @@
 // builds (the function is a weak hook the TSan runtime calls; other builds
 // never call it).
 //
-// - Vendor libraries' races are suppressed by tsan_suppressions.cc (also
-//   linked into the codecvisor binary, whose benchmarks run the cpu
-//   backend's code in process).
+// - Vendor libraries' races are suppressed by
+//   third_party/tsan_suppressions.cc.
 // - symbolize=0: to symbolize a report TSan forks llvm-symbolizer, and the
 //   sandbox denies fork, which killed the backend (a "sandbox violation:
 //   syscall fork"). Reports come out with module+offset frames, which

@@ -1,26 +1,23 @@
 // File: backends/sdk/runner/wake_policy.h
 //
-// When a session thread wakes the host for a frame it sends. Waking costs
-// both processes a context switch: on the 2-vCPU machines here the host
-// spends about 20 us of CPU per wake-up, the frames' handling included
-// (`bench decode` at 360p: 0.008 ms of host CPU per frame over 0.371
-// wake-ups per frame), a few percent of a frame that decodes in well under
-// a millisecond; so cheap frames share a wake-up. The host frees the
-// batch's slots while the next frame decodes, so a batch ends while enough
-// slots are still free that the backend never waits for one.
+// When a session thread wakes the host for a frame it sends. Pure, on the
+// figures it is given; thread-compatible.
+//
+// Waking costs both processes a context switch: tens of microseconds of
+// host CPU per wake-up, the frame's handling included, which is a few
+// percent of a frame that decodes in well under a millisecond; so cheap
+// frames share a wake-up. The host frees the batch's slots while the next
+// frame decodes, so a batch ends while enough slots are still free that
+// the backend never waits for one.
 //
 // But the frames of a batch must sit in different slots, and each frame is
 // then written into a slot last written a batch earlier, out of the
 // writing core's cache; a frame that wakes the host alone lets the next
-// one reuse the same, warm slot (late frame buffers). So only small frames
-// share a wake-up. At 640x360 RGB24 (691,200 bytes) batching gained
-// nothing: in 6 runs of `bench decode` on a 360p H.264 video with
-// `--compare-runner` set to a runner that batched such frames 3 to a
-// wake-up, frames woken one by one ran 1.000-1.021 times as fast (median
-// of rounds; per chunk pair 0.985-1.007), the session thread spent
-// 0.001-0.009 ms less CPU a frame, the host woke 0.85 times a frame
-// instead of 0.38-0.48, and 82% of frames reused one slot (2026-11-21, the
-// 2-vCPU Xeon with 1 MiB of L2 per core; README.md). Each frame also
+// one reuse the same, warm slot. So only frames small enough that a batch
+// of them stays in a core's cache (1 MiB of L2) share a wake-up: a 640x360
+// RGB24 frame (691,200 bytes) wakes the host alone, which measured no
+// slower than batching such frames 3 to a wake-up (`codecvisor-bench
+// decode --compare-runner`; docs/bench-decode-history.md). Each frame also
 // reaches the caller as soon as it is decoded.
 
 #ifndef CODECVISOR_BACKENDS_SDK_RUNNER_WAKE_POLICY_H_

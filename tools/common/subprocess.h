@@ -1,13 +1,14 @@
-// File: tools/conformance/subprocess.h
+// File: tools/common/subprocess.h
 //
-// Runs a helper program (ffmpeg, ffprobe) and collects what it writes on
-// standard output: the conformance suite's reference frames and timestamps
-// come from the CLI tools. Bounded in time and in bytes, so that a stuck or
-// runaway tool becomes an error rather than a hang. Thread-safe (no shared
-// state); blocks the calling thread.
+// Runs a helper program (ffmpeg, ffprobe, a shell) and collects what it
+// writes on standard output: the one way codecvisor's tools and tests run
+// another program and wait for it (the conformance suite's references, the
+// benchmarks' baselines, the test videos of test_video.h). Bounded in time
+// and in bytes, so that a stuck or runaway tool becomes an error rather
+// than a hang. Thread-safe (no shared state); blocks the calling thread.
 
-#ifndef CODECVISOR_TOOLS_CONFORMANCE_SUBPROCESS_H_
-#define CODECVISOR_TOOLS_CONFORMANCE_SUBPROCESS_H_
+#ifndef CODECVISOR_TOOLS_COMMON_SUBPROCESS_H_
+#define CODECVISOR_TOOLS_COMMON_SUBPROCESS_H_
 
 #include <chrono>
 #include <cstddef>
@@ -16,7 +17,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace codecvisor::conformance {
+namespace codecvisor::tools {
 
 struct OutputLimits {
   size_t max_stdout_bytes = size_t{1} << 30;
@@ -31,6 +32,6 @@ struct OutputLimits {
 [[nodiscard]] absl::StatusOr<std::string> RunForOutput(const std::vector<std::string>& argv,
                                                        const OutputLimits& limits = {});
 
-}  // namespace codecvisor::conformance
+}  // namespace codecvisor::tools
 
-#endif  // CODECVISOR_TOOLS_CONFORMANCE_SUBPROCESS_H_
+#endif  // CODECVISOR_TOOLS_COMMON_SUBPROCESS_H_

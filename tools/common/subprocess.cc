@@ -1,4 +1,4 @@
-#include "tools/conformance/subprocess.h"
+#include "tools/common/subprocess.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,7 +16,7 @@
 
 extern char** environ;
 
-namespace codecvisor::conformance {
+namespace codecvisor::tools {
 namespace {
 
 constexpr size_t kStderrTail = 1500;
@@ -111,4 +111,4 @@ absl::StatusOr<std::string> RunForOutput(const std::vector<std::string>& argv, c
       absl::StrCat("`", command, "` ", ended, ": ", absl::StripTrailingAsciiWhitespace(errors)));
 }
 
-}  // namespace codecvisor::conformance
+}  // namespace codecvisor::tools

@@ -1,0 +1,27 @@
+#include "tools/bench/memory_usage.h"
+
+#include <gtest/gtest.h>
+#include <vector>
+
+namespace codecvisor::bench {
+namespace {
+
+TEST(MemoryUsageTest, ReadsAndResetsThePeak) {
+  auto rss = ProcStatusKb("VmRSS");
+  ASSERT_TRUE(rss.ok()) << rss.status();
+  EXPECT_GT(*rss, 0);
+  EXPECT_FALSE(ProcStatusKb("NoSuchField").ok());
+  {
+    std::vector<char> big(64 << 20, 1);  // raise the peak by 64 MiB
+    asm volatile("" : : "r"(big.data()) : "memory");
+  }
+  ASSERT_TRUE(ResetPeakRss().ok());
+  auto hwm = ProcStatusKb("VmHWM");
+  ASSERT_TRUE(hwm.ok());
+  auto now = ProcStatusKb("VmRSS");
+  ASSERT_TRUE(now.ok());
+  EXPECT_LT(*hwm, *now + (32 << 10)) << "the 64 MiB peak survived the reset";
+}
+
+}  // namespace
+}  // namespace codecvisor::bench
