@@ -15,7 +15,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "ipc/mutex.h"
+#include "base/mutex.h"
 #include "core/backend_output.h"
 #include "core/cgroup.h"
 #include "core/death_record.h"

@@ -21,7 +21,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "ipc/mutex.h"
+#include "base/mutex.h"
 #include "ipc/unique_fd.h"
 
 namespace codecvisor {

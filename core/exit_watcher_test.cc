@@ -13,7 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "core/thread_count_for_test.h"
-#include "ipc/mutex.h"
+#include "base/mutex.h"
 #include "ipc/unique_fd.h"
 
 namespace codecvisor {

@@ -23,7 +23,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "core/supervisor_env.h"
-#include "ipc/mutex.h"
+#include "base/mutex.h"
 
 namespace codecvisor {
 

@@ -34,7 +34,7 @@
 #include "core/process.h"
 #include "core/supervisor.h"
 #include "core/video_decoder.h"
-#include "ipc/mutex.h"
+#include "base/mutex.h"
 
 namespace codecvisor::internal {
 

@@ -20,7 +20,7 @@
 
 #include <chrono>
 
-#include "ipc/mutex.h"
+#include "base/mutex.h"
 
 namespace codecvisor {
 

@@ -42,7 +42,7 @@
 #include "core/solo_gate.h"
 #include "core/supervisor_env.h"
 #include "ipc/channel.h"
-#include "ipc/mutex.h"
+#include "base/mutex.h"
 
 namespace codecvisor {
 

@@ -18,7 +18,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "ipc/mutex.h"
+#include "base/mutex.h"
 #include "ipc/doorbell.h"
 #include "ipc/messages.h"
 #include "ipc/region.h"

@@ -26,7 +26,7 @@
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
-#include "ipc/mutex.h"
+#include "base/mutex.h"
 #include "ipc/unique_fd.h"
 
 namespace codecvisor::ipc {

@@ -16,7 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/host.h"
-#include "ipc/mutex.h"
+#include "base/mutex.h"
 #include "tools/bench/ffmpeg_cli.h"
 #include "tools/bench/memory_usage.h"
 #include "tools/bench/scratch_dir.h"

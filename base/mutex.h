@@ -1,12 +1,12 @@
-// File: ipc/mutex.h
+// File: base/mutex.h
 //
 // The mutex codecvisor's own code locks: std::mutex with Clang's
 // thread-safety annotations, so ABSL_GUARDED_BY is checked at compile time.
 // Not absl::Mutex: Debian's Abseil is not built with ThreadSanitizer, which
 // then cannot see its locking and reports races that are not there.
 
-#ifndef CODECVISOR_IPC_MUTEX_H_
-#define CODECVISOR_IPC_MUTEX_H_
+#ifndef CODECVISOR_BASE_MUTEX_H_
+#define CODECVISOR_BASE_MUTEX_H_
 
 #include <chrono>
 #include <condition_variable>
@@ -60,4 +60,4 @@ class ABSL_SCOPED_LOCKABLE MutexLock {
 
 }  // namespace codecvisor
 
-#endif  // CODECVISOR_IPC_MUTEX_H_
+#endif  // CODECVISOR_BASE_MUTEX_H_
