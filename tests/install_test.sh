@@ -7,6 +7,20 @@
 # is built against the installed SDK header only, installed, and used.
 set -euo pipefail
 
+# Under a sanitizer (--sanitizer=NAME from the BUILD file) the installed
+# library is instrumented: programs built here against it are too, and
+# Python preloads the sanitizer's runtime (base/sanitizer_env.sh).
+sanitizer=""
+if [[ ${1:-} == --sanitizer=* ]]; then sanitizer=${1#--sanitizer=}; fi
+source "$TEST_SRCDIR/codecvisor/base/sanitizer_env.sh"
+sanitizer_env "$sanitizer"
+cxx=(c++)
+if [[ -n $sanitizer ]]; then cxx=(clang++ "${SANITIZER_CFLAGS[@]}"); fi
+python_preload=()
+if [[ -n $SANITIZER_PRELOAD ]]; then
+  python_preload=(LD_PRELOAD="$SANITIZER_PRELOAD" ASAN_OPTIONS="$(python_asan_options)")
+fi
+
 installer="$TEST_SRCDIR/codecvisor/install"
 tmp="$TEST_TMPDIR"
 a="$tmp/a"
@@ -99,7 +113,7 @@ expect 0 "pkg-config finds codecvisor in the moved tree" env PKG_CONFIG_PATH="$b
 include_dir=$(sed -n 's/.*-I\([^ ]*\).*/\1/p' "$out")
 holds "pkg-config points into the moved tree" [ "$(realpath "$include_dir")" = "$(realpath "$b/include")" ]
 expect 0 "quick start compiles against the installed tree" \
-  c++ "$tmp/quickstart.cc" $(PKG_CONFIG_PATH="$b/lib/pkgconfig" pkg-config --cflags --libs codecvisor) \
+  "${cxx[@]}" "$tmp/quickstart.cc" $(PKG_CONFIG_PATH="$b/lib/pkgconfig" pkg-config --cflags --libs codecvisor) \
   -o "$tmp/quickstart"
 linked=$(ldd "$tmp/quickstart" | sed -n 's/.*libcodecvisor.so.0 => \([^ ]*\) .*/\1/p')
 holds "quick start links the installed library" [ "$(realpath "$linked")" = "$(realpath "$b/lib/libcodecvisor.so.0.1.0")" ]
@@ -111,7 +125,7 @@ sed -n '/<!-- cpp-quickstart -->/,/<!-- \/cpp-quickstart -->/p' "$TEST_SRCDIR/co
   sed '/^<!--/d; /^```/d' >"$tmp/readme_quickstart.cc"
 holds "README has a quick start" grep -q "GetFrameAt" "$tmp/readme_quickstart.cc"
 expect 0 "README's quick start compiles as written" \
-  c++ "$tmp/readme_quickstart.cc" $(PKG_CONFIG_PATH="$b/lib/pkgconfig" pkg-config --cflags --libs codecvisor) \
+  "${cxx[@]}" "$tmp/readme_quickstart.cc" $(PKG_CONFIG_PATH="$b/lib/pkgconfig" pkg-config --cflags --libs codecvisor) \
   -o "$tmp/readme_quickstart"
 expect 0 "README's quick start decodes" installed "$tmp/readme_quickstart" "$video"
 holds "README's quick start prints frame 0" grep -qx "96x64 at 0.000 s" "$out"
@@ -132,7 +146,7 @@ sys.stdout.flush()
 sys.stdout.buffer.write(b"P6\n96 64\n255\n" + np.asarray(f).tobytes())
 '
 expect 0 "python: import and decode from the installed tree" \
-  installed env PYTHONPATH="$site" /usr/bin/python3 -c "$py_check" "$video"
+  installed env "${python_preload[@]}" PYTHONPATH="$site" /usr/bin/python3 -c "$py_check" "$video"
 holds "python: a torch tensor from the cpu backend" grep -aq "^torch (64, 96, 3) cpu$" "$out"
 holds "python: frame 7 equals ffmpeg" same_as_ffmpeg <(sed '1d' "$out") "$video" 7
 numpy_only="$tmp/numpy_only"
@@ -144,7 +158,7 @@ if [[ -x $pyenv_python ]]; then
   other_python=("$pyenv_python")
 fi
 expect 0 "python: another interpreter without torch (${other_python[*]})" \
-  installed env PYTHONPATH="$site:$numpy_only" "${other_python[@]}" -c "$py_check" "$video"
+  installed env "${python_preload[@]}" PYTHONPATH="$site:$numpy_only" "${other_python[@]}" -c "$py_check" "$video"
 holds "python: numpy arrays without torch" grep -aq "^numpy (64, 96, 3) cpu$" "$out"
 holds "python: the same frame 7" same_as_ffmpeg <(sed '1d' "$out") "$video" 7
 
