@@ -5,9 +5,11 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "api/absl_interop.h"
@@ -61,6 +63,17 @@ void PrintWarnings(absl::string_view command, const Host& host) {
 }
 
 absl::Status CheckReadableFile(const std::string& path) {
+  // "scheme://...": a URL, which the backends do not open; say so rather
+  // than "No such file or directory".
+  const size_t colon = path.find("://");
+  if (colon != std::string::npos && colon > 0 &&
+      std::all_of(path.begin(), path.begin() + colon, [](char c) {
+        return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '-' || c == '.';
+      }) &&
+      absl::ascii_isalpha(static_cast<unsigned char>(path[0]))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": URLs are not supported; give the path of a local file (for file://, the path itself)"));
+  }
   struct stat st;
   if (stat(path.c_str(), &st) != 0) {
     const int err = errno;
@@ -70,6 +83,14 @@ absl::Status CheckReadableFile(const std::string& path) {
   if (access(path.c_str(), R_OK) != 0) {
     const int err = errno;
     return absl::Status(absl::ErrnoToStatusCode(err), absl::StrCat(path, ": ", std::strerror(err)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckDeviceFlag(absl::string_view device) {
+  const size_t colon = device.find(':');
+  if (device.substr(0, colon) == "cpu" && colon != absl::string_view::npos) {
+    return absl::InvalidArgumentError(absl::StrCat("'", device, "': the cpu device has no index; use --device cpu"));
   }
   return absl::OkStatus();
 }
