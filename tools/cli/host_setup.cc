@@ -62,21 +62,30 @@ void PrintWarnings(absl::string_view command, const Host& host) {
   }
 }
 
-absl::Status CheckReadableFile(const std::string& path) {
-  // "scheme://...": a URL, which the backends do not open; say so rather
-  // than "No such file or directory".
+namespace {
+
+// "scheme://...", e.g. http://, file://: what the backends do not open.
+bool LooksLikeUrl(const std::string& path) {
   const size_t colon = path.find("://");
-  if (colon != std::string::npos && colon > 0 &&
-      std::all_of(path.begin(), path.begin() + colon, [](char c) {
-        return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '-' || c == '.';
-      }) &&
-      absl::ascii_isalpha(static_cast<unsigned char>(path[0]))) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": URLs are not supported; give the path of a local file (for file://, the path itself)"));
+  if (colon == std::string::npos || colon == 0 || !absl::ascii_isalpha(static_cast<unsigned char>(path[0]))) {
+    return false;
   }
+  return std::all_of(path.begin(), path.begin() + colon, [](char c) {
+    return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '-' || c == '.';
+  });
+}
+
+}  // namespace
+
+absl::Status CheckReadableFile(const std::string& path) {
   struct stat st;
   if (stat(path.c_str(), &st) != 0) {
     const int err = errno;
+    // A URL, not a missing file: say so rather than "No such file".
+    if (LooksLikeUrl(path)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ": URLs are not supported; give the path of a local file (for file://, the path itself)"));
+    }
     return absl::Status(absl::ErrnoToStatusCode(err), absl::StrCat(path, ": ", std::strerror(err)));
   }
   if (S_ISDIR(st.st_mode)) return absl::InvalidArgumentError(absl::StrCat(path, ": is a folder, not a video"));

@@ -57,7 +57,8 @@ void PrintWarnings(absl::string_view command, const Host& host);
 
 // OK when `path` is a readable file; else an error naming it and the cause,
 // so that a typo fails before any backend process is started. A URL
-// ("http://...", "file://...") is kInvalidArgument: "URLs are not supported".
+// ("http://...", "file://...") that is not also a local path is
+// kInvalidArgument: "URLs are not supported".
 [[nodiscard]] absl::Status CheckReadableFile(const std::string& path);
 
 // The --device check the command line runs: "cpu:N" is kInvalidArgument,
