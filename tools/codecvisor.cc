@@ -1,7 +1,8 @@
 // The `codecvisor` command line. Each subcommand is a thin layer over the
 // library; this file only parses arguments and hands them to tools/cli/.
-// Usage errors exit with CLI11's codes; failures of the work itself with 1,
-// after one line on stderr. The benchmarks are a binary of their own
+// Usage errors exit with CLI11's codes (listed in --help and
+// tools/README.md); failures of the work itself with 1, after one line on
+// stderr. The benchmarks are a binary of their own
 // (tools/bench/bench_main.cc), so nothing here decodes in process.
 
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include "CLI/CLI.hpp"
 #include "tools/cli/commands.h"
 #include "tools/cli/frame_writers.h"
+#include "tools/cli/host_setup.h"
 #include "tools/cli/selection.h"
 
 namespace codecvisor {
@@ -37,10 +39,25 @@ const std::map<std::string, SeekMode> kSeekModes = {{"exact", SeekMode::kExact},
 // converted into args->seek_mode after parsing.
 void AddOpenFlags(CLI::App* command, cli::OpenArgs* args, std::string* seek_mode) {
   command->add_option("file", args->file, "the video file")->required();
-  command->add_option("--device", args->device,
-                      "decode on this device (NAME or NAME:INDEX); default: $CODECVISOR_DEFAULT_DEVICE, else cpu");
+  command
+      ->add_option("--device", args->device,
+                   "decode on this device (NAME or NAME:INDEX; cpu takes no index); default: "
+                   "$CODECVISOR_DEFAULT_DEVICE, else cpu")
+      ->check(CLI::Validator(
+          [](std::string& device) {
+            absl::Status s = cli::CheckDeviceFlag(device);
+            return s.ok() ? std::string() : std::string(s.message());
+          },
+          "DEVICE"));
   command->add_option("--stream", args->stream, "video stream index; default: the best video stream")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            // Parsed again by CLI11 after the check; here only the sign.
+            return !text.empty() && text[0] == '-'
+                       ? "'" + text + "' is not a stream index: give 0 or more, or omit --stream for the best video stream"
+                       : std::string();
+          },
+          "INDEX"));
   command
       ->add_option("--seek-mode", *seek_mode,
                    "exact: scan the file for an exact frame index (default); approximate: trust the header")
@@ -55,6 +72,13 @@ int main(int argc, char** argv) {
   using namespace codecvisor;
   CLI::App app{"codecvisor: video decoding through sandboxed, supervised backend processes"};
   app.require_subcommand(1);
+  app.footer(
+      "Exit codes: 0 success (also a --frames slice that selects no frames); 1 the work failed (one line on "
+      "stderr names the file and the cause; doctor and conformance: a check failed or a backend did not start). "
+      "Usage errors, from CLI11, after its message: 104 a value of the wrong type (--stream abc), 105 a value that "
+      "fails its check, 106 a required option or the subcommand missing (or an unknown subcommand), 108 options "
+      "that exclude each other, 109 an unknown option or an extra argument. Other codes from 100 to 127 are "
+      "CLI11's own and not expected.");
   int exit_code = 0;
 
   // info
@@ -100,6 +124,9 @@ int main(int argc, char** argv) {
       decode->add_option("--out", decode_args.out, "output folder (created if missing), or - for stdout (y4m, rgb24)")
           ->required();
   decode->add_flag("-q,--quiet", decode_args.quiet, "no progress bar and no summary");
+  decode->add_flag("--json", decode_args.json,
+                   "once done, print one JSON object on stdout: every frame written with its index, pts_seconds, "
+                   "duration_seconds and file, in request order (not with --out -)");
   decode->callback([&] {
     decode_args.open.seek_mode = kSeekModes.at(decode_seek);
     decode_args.format = *cli::ParseFileFormat(format);
@@ -108,6 +135,9 @@ int main(int argc, char** argv) {
       throw CLI::ValidationError(out->get_name(), format +
                                                       " writes one file per frame and needs a folder, not "
                                                       "'-'; use --format y4m or rgb24 for standard output");
+    }
+    if (decode_args.out == cli::kStdout && decode_args.json) {
+      throw CLI::ValidationError("--json", "stdout carries the frames with --out -; give --out DIR for --json");
     }
     exit_code = cli::RunDecode(decode_args);
   });

@@ -5,6 +5,7 @@
 // selection, resizing (against the CLI's scale filter), decoder threads, and
 // independent concurrent sessions.
 
+#include <cstdint>
 #include <string>
 #include <utility>
 
@@ -70,6 +71,36 @@ TEST(CpuBackendTest, ColourTagsAndRotationAreReported) {
   // Frames are not rotated (the CLI would insert a transpose filter): they
   // are those of the untagged file.
   EXPECT_TRUE(s.DecodeOrFail(4) == CliFrame(encoded, 0, 4, "format=rgb24", 64 * 48 * 3));
+}
+
+// bit_rate is the stream's, as ffprobe's stream entry (and torchcodec,
+// which reads the codec parameters) report it: Matroska and WebM record no
+// per-stream rate, so it is 0 there, never the container's overall rate.
+TEST(CpuBackendTest, BitRateIsTheStreamsAsFfprobeReportsIt) {
+  const std::string encoded = MakeVideo(
+      "bit_rate_source.mp4", "-f lavfi -i testsrc2=size=64x48:rate=10 -frames:v 20 -c:v libx264 -pix_fmt yuv420p");
+  const std::string mkv = MakeVideo("bit_rate.mkv", absl::StrCat("-i ", encoded, " -c copy"));
+  const std::string webm = MakeVideo(
+      "bit_rate.webm", "-f lavfi -i testsrc2=size=64x48:rate=10 -frames:v 20 -c:v libvpx -b:v 200k");
+  for (const std::string& path : {encoded, mkv, webm}) {
+    SCOPED_TRACE(path);
+    auto probe = [&](const std::string& entries) {
+      std::string out = testing::Run(absl::StrCat("ffprobe -v error -select_streams v:0 -show_entries ", entries,
+                                         " -of default=noprint_wrappers=1:nokey=1 ", path));
+      while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+      return out;
+    };
+    const std::string stream_rate = probe("stream=bit_rate");
+    const std::string format_rate = probe("format=bit_rate");
+    ASSERT_NE(format_rate, "N/A");  // every file has a container rate
+    TestSession s(path);
+    ASSERT_TRUE(s.ok()) << s.open_message();
+    const int64_t want = stream_rate == "N/A" ? 0 : std::stoll(stream_rate);
+    EXPECT_EQ(s.Metadata().bit_rate, want) << "ffprobe: stream " << stream_rate << ", format " << format_rate;
+    // Matroska and WebM have no per-stream rate: 0, not the container's.
+    if (path != encoded) EXPECT_EQ(stream_rate, "N/A");
+    if (path == encoded) EXPECT_GT(want, 0);
+  }
 }
 
 TEST(CpuBackendTest, NonZeroStartTime) {

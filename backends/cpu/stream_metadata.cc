@@ -74,11 +74,11 @@ cv_stream_metadata DescribeStream(const Demuxer& demuxer, const FrameIndex* inde
   } else if (index != nullptr && m.duration_seconds > 0) {
     m.average_fps = index->size() / m.duration_seconds;
   }
-  m.bit_rate = par->bit_rate;
-  if (m.bit_rate <= 0 && format->nb_streams == 1 && format->bit_rate > 0) {
-    m.bit_rate = format->bit_rate;  // the container's rate is the stream's
-  }
-  if (m.bit_rate < 0) m.bit_rate = 0;
+  // The stream's own rate, as ffprobe's stream bit_rate and torchcodec
+  // (codecpar) report it: 0 when the container does not record one
+  // (Matroska, WebM). Never the container's rate, which counts every stream
+  // and the muxing overhead.
+  m.bit_rate = par->bit_rate > 0 ? par->bit_rate : 0;
   m.rotation_degrees = RotationDegrees(stream);
   // Parsers copy these from the bitstream unchecked (any 8-bit value).
   SetName(m.color_space, ColorSpaceName(EnumValue(par->color_space)));

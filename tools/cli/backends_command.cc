@@ -55,6 +55,7 @@ void PrintJson(const Host& host, const std::vector<BackendInfo>& backends) {
     value.empty() ? w.Null() : w.String(value);
   };
   w.BeginObject();
+  w.Key("schema_version").Int(kJsonSchemaVersion);
   w.Key("default_device").String(host.default_device());
   w.Key("backends").BeginArray();
   for (const BackendInfo& b : backends) {

@@ -44,6 +44,7 @@ for field in '"backend":"cpu"' '"codec":"h264"' '"width":96' '"height":64' '"pix
     '"num_frames_from_scan":25' '"average_fps":25' '"seek_mode":"exact"'; do
   check "info json has $field" contains "$json" "$field"
 done
+check "info json has schema_version" contains "$json" '{"schema_version":1,'
 check "info json is one line" [ "$(wc -l <"$tmp/info.json")" = 1 ]
 check "info text" run_cv 0 "$tmp/info.txt" "$tmp/err" info "$video" --seek-mode approximate
 check "info text has pixel_format" grep -qE '^pixel_format +yuv420p$' "$tmp/info.txt"
@@ -78,8 +79,46 @@ check "time range frames" [ "$(ls "$tmp/tr" | tr '\n' ' ')" = "frame_000005.ppm 
 # failures: one line naming the file, exit 1; bad usage: CLI11's codes
 check "missing file" run_cv 1 "$tmp/stdout" "$tmp/err" decode "$tmp/nope.mp4" --out "$tmp/x"
 check "missing file message" grep -q "^codecvisor decode: $tmp/nope.mp4: No such file or directory$" "$tmp/err"
-check "past the end" run_cv 1 "$tmp/stdout" "$tmp/err" decode "$video" --frames 0:26 --out "$tmp/x"
-check "past the end message" grep -q "past the end of the stream (25 frames)" "$tmp/err"
+# --frames is a Python slice: clamped at the ends, and an empty slice is no frames
+check "stop past the end" run_cv 0 "$tmp/stdout" "$tmp/err" decode "$video" --format ppm --frames 20:26 --out "$tmp/past"
+check "stop past the end is clamped" [ "$(ls "$tmp/past" | tr '\n' ' ')" = "frame_000020.ppm frame_000021.ppm frame_000022.ppm frame_000023.ppm frame_000024.ppm " ]
+check "negative start before the first frame" run_cv 0 "$tmp/stdout" "$tmp/err" decode "$video" --format ppm --frames=-30:2 --out "$tmp/neg"
+check "negative start is clamped to 0" [ "$(ls "$tmp/neg" | tr '\n' ' ')" = "frame_000000.ppm frame_000001.ppm " ]
+check "empty slice" run_cv 0 "$tmp/stdout" "$tmp/err" decode "$video" --frames 30:40 --json --out "$tmp/empty"
+check "empty slice message" grep -q "^codecvisor decode: $tmp/clip.mp4: --frames 30:40 selects no frames (of 25); nothing written$" "$tmp/err"
+check "empty slice json" [ "$(cat "$tmp/stdout")" = "{\"schema_version\":1,\"file\":\"$video\",\"format\":\"png\",\"frames\":[]}" ]
+check "empty slice writes nothing" [ ! -e "$tmp/empty" ]
+
+# repeated indices: every frame kept, named by its position in the request
+check "decode repeated indices" run_cv 0 "$tmp/stdout" "$tmp/err" decode "$video" --format ppm --indices 5,3,5,-20 --out "$tmp/rep"
+check "repeated indices summary" grep -q "wrote 4 frames (ppm)" "$tmp/err"
+check "repeated indices file names" [ "$(ls "$tmp/rep" | tr '\n' ' ')" = "000000_frame_000005.ppm 000001_frame_000003.ppm 000002_frame_000005.ppm 000003_frame_000005.ppm " ]
+check "repeated frame 5 pixels" cmp "$tmp/rep/000002_frame_000005.ppm" <(printf 'P6\n96 64\n255\n'; ref_frame 5)
+check "repeated frame 3 pixels" cmp "$tmp/rep/000001_frame_000003.ppm" <(printf 'P6\n96 64\n255\n'; ref_frame 3)
+
+# --json: each frame written with its index, pts and duration (as ffprobe reports them) and its file
+check "decode --json" run_cv 0 "$tmp/decode.json" "$tmp/err" decode "$video" --format ppm --indices 2,0 --json --out "$tmp/js"
+check "decode json is one line" [ "$(wc -l <"$tmp/decode.json")" = 1 ]
+check "decode json" [ "$(cat "$tmp/decode.json")" = "{\"schema_version\":1,\"file\":\"$video\",\"format\":\"ppm\",\"frames\":[{\"index\":2,\"pts_seconds\":0.08,\"duration_seconds\":0.04,\"file\":\"$tmp/js/frame_000002.ppm\"},{\"index\":0,\"pts_seconds\":0,\"duration_seconds\":0.04,\"file\":\"$tmp/js/frame_000000.ppm\"}]}" ]
+check "ffprobe agrees on frame 2's pts" [ "$(/usr/bin/ffprobe -v error -select_streams v:0 -show_entries frame=pts_time,pkt_duration_time -of csv=p=0 "$video" | grep . | sed -n 3p | cut -d, -f1,2)" = "0.080000,0.040000" ]
+check "decode json y4m names the stream file" run_cv 0 "$tmp/decode.json" "$tmp/err" decode "$video" --format y4m --frames 0:1 --json --out "$tmp/jy"
+check "decode json y4m file" contains "$(cat "$tmp/decode.json")" "\"index\":0,\"pts_seconds\":0,\"duration_seconds\":0.04,\"file\":\"$tmp/jy/clip.y4m\""
+check "--json with --out - is bad usage" run_cv 105 "$tmp/stdout" "$tmp/err" decode "$video" --format y4m --json --out -
+
+# inputs and flags the CLI refuses with a clear message
+check "http URL" run_cv 1 "$tmp/stdout" "$tmp/err" info "http://example.com/clip.mp4"
+check "http URL message" grep -q "^codecvisor info: http://example.com/clip.mp4: URLs are not supported" "$tmp/err"
+check "file URL" run_cv 1 "$tmp/stdout" "$tmp/err" decode "file://$video" --out "$tmp/x"
+check "file URL message" grep -q "URLs are not supported" "$tmp/err"
+check "--stream -1 is bad usage" run_cv 105 "$tmp/stdout" "$tmp/err" info "$video" --stream=-1
+check "--stream -1 message" grep -q "'-1' is not a stream index: give 0 or more" "$tmp/err"
+check "--stream -1 message is short" [ "$(wc -c <"$tmp/err")" -lt 300 ]
+check "--device cpu:1 is bad usage" run_cv 105 "$tmp/stdout" "$tmp/err" info "$video" --device cpu:1
+check "--device cpu:1 message" grep -q "the cpu device has no index; use --device cpu" "$tmp/err"
+check "--device cpu is fine" run_cv 0 "$tmp/stdout" "$tmp/err" info "$video" --device cpu
+check "an extra argument exits 109" run_cv 109 "$tmp/stdout" "$tmp/err" info "$video" extra
+check "an unknown option exits 109" run_cv 109 "$tmp/stdout" "$tmp/err" info "$video" --bogus
+check "exit codes in --help" contains "$("$cv" --help)" "109 an unknown option or an extra argument"
 check "not a video" run_cv 1 "$tmp/stdout" "$tmp/err" info "$tmp/ref.rgb"
 check "not a video names the file" grep -q "$tmp/ref.rgb" "$tmp/err"
 check "unknown device" run_cv 1 "$tmp/stdout" "$tmp/err" info "$video" --device acme
@@ -92,6 +131,7 @@ check "no partial output" [ ! -e "$tmp/x" ] || [ -z "$(ls -A "$tmp/x")" ]
 
 # backends
 check "backends --json" run_cv 0 "$tmp/backends.json" "$tmp/err" backends --json
+check "backends json has schema_version" contains "$(cat "$tmp/backends.json")" '{"schema_version":1,'
 check "backends lists cpu" contains "$(cat "$tmp/backends.json")" '"name":"cpu","devices":["cpu"]'
 check "backends text" run_cv 0 "$tmp/backends.txt" "$tmp/err" backends
 check "backends header" grep -qE '^NAME +DEVICES +STATE +PID +RESTARTS +MANIFEST$' "$tmp/backends.txt"
@@ -128,7 +168,7 @@ check "doctor: cpu sandbox" grep -qE "^  sandbox: user\+pid\+net\+ipc\+mount nam
 check "doctor: verdict" grep -q '^ok: every mechanism' "$tmp/doctor.txt"
 check "doctor --json" run_cv 0 "$tmp/doctor.json" "$tmp/err" doctor --json
 json=$(cat "$tmp/doctor.json")
-for field in '"ok":true' '"user_namespace":{"present":true' '"seccomp":{"present":true' \
+for field in '{"schema_version":1,"ok":true' '"user_namespace":{"present":true' '"seccomp":{"present":true' \
     '"landlock":{"present":true' '"name":"cpu","devices":["cpu"],"state":"ready","pid":' '"problems":[]'; do
   check "doctor json has $field" contains "$json" "$field"
 done

@@ -47,6 +47,10 @@ struct DecodeArgs {
   FileFormat format = FileFormat::kPng;
   std::string out;  // a folder, or "-" for standard output
   bool quiet = false;
+  // Print one JSON object on stdout once every frame is written: each
+  // frame's index, pts_seconds, duration_seconds and file (tools/README.md).
+  // Not with out "-", where stdout carries the frames.
+  bool json = false;
 };
 
 struct BackendsArgs {
@@ -80,7 +84,8 @@ int RunInfo(const InfoArgs& args);
 // Decodes the selected frames (all by default) into args.out, streaming:
 // memory stays bounded by the decoder's arena whatever the frame count.
 // Draws a progress bar when stderr is a terminal and prints a one-line
-// summary unless quiet.
+// summary unless quiet. A selection of no frames (an empty --frames slice)
+// writes nothing and exits 0.
 int RunDecode(const DecodeArgs& args);
 
 // Lists every registered backend: name, devices, state, pid, manifest,

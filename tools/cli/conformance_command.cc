@@ -15,6 +15,7 @@ namespace {
 std::string ToJson(const conformance::ConformanceReport& report) {
   JsonWriter w;
   w.BeginObject();
+  w.Key("schema_version").Int(kJsonSchemaVersion);
   w.Key("backend").String(report.backend);
   w.Key("manifest").String(report.manifest_path);
   w.Key("version").String(report.backend_version);

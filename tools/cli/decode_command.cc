@@ -4,12 +4,14 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "api/absl_interop.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/host_setup.h"
+#include "tools/cli/json.h"
 #include "tools/cli/progress.h"
 
 namespace codecvisor::cli {
@@ -47,7 +49,8 @@ ImageView ViewOf(const Frame& frame) {
   return image;
 }
 
-WriterOptions WriterOptionsFor(const DecodeArgs& args, const StreamMetadata& metadata) {
+WriterOptions WriterOptionsFor(const DecodeArgs& args, const StreamMetadata& metadata,
+                                const FrameSelection& selection) {
   WriterOptions options;
   options.format = args.format;
   options.out = args.out;
@@ -59,9 +62,39 @@ WriterOptions WriterOptionsFor(const DecodeArgs& args, const StreamMetadata& met
                  args.open.file.c_str());
   }
   options.chroma_left = CodecSitesChromaLeft(metadata.codec);
+  options.name_by_position = MayRepeatFrames(selection, metadata);
   if (metadata.color_range == "tv") options.color_range = "LIMITED";
   if (metadata.color_range == "pc") options.color_range = "FULL";
   return options;
+}
+
+// One frame written, for --json: torchcodec's Frame fields and the file.
+struct WrittenFrame {
+  int64_t index;
+  double pts_seconds;
+  double duration_seconds;
+  std::string file;
+};
+
+// The --json document (tools/README.md has its schema).
+void PrintJson(const DecodeArgs& args, const std::vector<WrittenFrame>& frames) {
+  JsonWriter w;
+  w.BeginObject();
+  w.Key("schema_version").Int(kJsonSchemaVersion);
+  w.Key("file").String(args.open.file);
+  w.Key("format").String(FileFormatName(args.format));
+  w.Key("frames").BeginArray();
+  for (const WrittenFrame& f : frames) {
+    w.BeginObject();
+    w.Key("index").Int(f.index);
+    w.Key("pts_seconds").Double(f.pts_seconds);
+    w.Key("duration_seconds").Double(f.duration_seconds);
+    w.Key("file").String(f.file);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+  std::printf("%s\n", w.str().c_str());
 }
 
 }  // namespace
@@ -80,8 +113,20 @@ int RunDecode(const DecodeArgs& args) {
 
   absl::StatusOr<FrameSelection> selection = BuildSelection(args.selection, decoder.metadata());
   if (!selection.ok()) return fail(selection.status());
-  absl::StatusOr<std::unique_ptr<FrameWriter>> writer = MakeFrameWriter(WriterOptionsFor(args, decoder.metadata()));
+  if (SelectedFrameCount(*selection) == 0) {
+    // An empty slice, as in Python: no frames, no output, and no error.
+    if (!args.quiet) {
+      const std::string what = args.selection.frames.empty() ? "the stream" : "--frames " + args.selection.frames;
+      std::fprintf(stderr, "codecvisor decode: %s: %s selects no frames (of %lld); nothing written\n", file.c_str(),
+                   what.c_str(), static_cast<long long>(decoder.metadata().num_frames()));
+    }
+    if (args.json) PrintJson(args, {});
+    return std::fflush(stdout) == 0 ? 0 : fail(absl::InternalError("cannot write stdout"));
+  }
+  absl::StatusOr<std::unique_ptr<FrameWriter>> writer =
+      MakeFrameWriter(WriterOptionsFor(args, decoder.metadata(), *selection));
   if (!writer.ok()) return fail(writer.status());
+  std::vector<WrittenFrame> written;  // for --json only
 
   const double open_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ProgressBar progress(stderr, !args.quiet && IsTerminal(stderr), SelectedFrameCount(*selection));
@@ -90,6 +135,9 @@ int RunDecode(const DecodeArgs& args) {
   absl::Status decoded = ToAbsl(decoder.ForEachFrame(*selection, [&](Frame frame) -> Status {
     if (absl::Status s = (*writer)->Write(frame.index(), ViewOf(frame)); !s.ok()) {
       return Status(static_cast<StatusCode>(s.code()), absl::StrCat("frame ", frame.index(), ": ", s.message()));
+    }
+    if (args.json) {
+      written.push_back({frame.index(), frame.pts_seconds(), frame.duration_seconds(), (*writer)->last_path()});
     }
     progress.Advance();
     return Status();
@@ -103,6 +151,7 @@ int RunDecode(const DecodeArgs& args) {
     return fail(s);
   }
   progress.Clear();
+  if (args.json) PrintJson(args, written);
   if (!args.quiet) {
     const double seconds = progress.elapsed_seconds();
     std::fprintf(stderr, "codecvisor decode: %s: wrote %lld frames (%s) to %s in %.2f s, %.1f fps (open %.2f s)\n",
@@ -114,7 +163,7 @@ int RunDecode(const DecodeArgs& args) {
                    file.c_str(), static_cast<unsigned long long>(decoder.retries()));
     }
   }
-  return 0;
+  return std::fflush(stdout) == 0 ? 0 : fail(absl::InternalError("cannot write stdout"));
 }
 
 }  // namespace codecvisor::cli

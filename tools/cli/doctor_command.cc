@@ -181,6 +181,7 @@ void PrintJson(const Report& r) {
     w.EndArray();
   };
   w.BeginObject();
+  w.Key("schema_version").Int(kJsonSchemaVersion);
   w.Key("ok").Bool(r.ok());
   w.Key("kernel").String(r.features.kernel);
   w.Key("features").BeginObject();

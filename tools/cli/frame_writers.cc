@@ -88,19 +88,27 @@ absl::Status WriteWholeFile(const std::string& path, absl::string_view bytes) {
 // png, ppm, rgb24: one file per frame in a folder.
 class FilePerFrameWriter : public FrameWriter {
  public:
-  FilePerFrameWriter(FileFormat format, std::string dir) : format_(format), dir_(std::move(dir)) {}
+  FilePerFrameWriter(FileFormat format, std::string dir, bool name_by_position)
+      : format_(format), dir_(std::move(dir)), name_by_position_(name_by_position) {}
 
   absl::Status Write(int64_t index, const ImageView& image) override {
     absl::StatusOr<std::string> bytes = Encode(image);
     if (!bytes.ok()) return bytes.status();
-    return WriteWholeFile(absl::StrCat(dir_, "/", FrameFileName(index, format_)), *bytes);
+    const std::string path = absl::StrCat(
+        dir_, "/", name_by_position_ ? FrameFileNameAt(position_, index, format_) : FrameFileName(index, format_));
+    if (absl::Status s = WriteWholeFile(path, *bytes); !s.ok()) return s;
+    ++position_;
+    last_path_ = path;
+    return absl::OkStatus();
   }
 
   absl::Status Finish() override { return absl::OkStatus(); }
 
   std::string destination() const override {
-    return absl::StrCat(dir_, "/frame_NNNNNN.", format_ == FileFormat::kRgb24 ? "rgb" : FileFormatName(format_));
+    return absl::StrCat(dir_, name_by_position_ ? "/NNNNNN_frame_NNNNNN." : "/frame_NNNNNN.",
+                        format_ == FileFormat::kRgb24 ? "rgb" : FileFormatName(format_));
   }
+  std::string last_path() const override { return last_path_; }
 
  private:
   absl::StatusOr<std::string> Encode(const ImageView& image) {
@@ -122,6 +130,9 @@ class FilePerFrameWriter : public FrameWriter {
 
   FileFormat format_;
   std::string dir_;
+  bool name_by_position_;
+  int64_t position_ = 0;  // frames written so far
+  std::string last_path_;
   PngEncoder png_;
 };
 
@@ -141,6 +152,7 @@ class RawStreamWriter : public FrameWriter {
 
   absl::Status Finish() override { return out_->Commit(); }
   std::string destination() const override { return out_->path(); }
+  std::string last_path() const override { return out_->path(); }
 
  private:
   std::unique_ptr<OutputFile> out_;
@@ -183,6 +195,7 @@ class Y4mWriter : public FrameWriter {
 
   absl::Status Finish() override { return out_->Commit(); }
   std::string destination() const override { return out_->path(); }
+  std::string last_path() const override { return out_->path(); }
 
  private:
   std::unique_ptr<OutputFile> out_;
@@ -224,6 +237,10 @@ std::string FrameFileName(int64_t index, FileFormat format) {
   return absl::StrFormat("frame_%06d.%s", index, format == FileFormat::kRgb24 ? "rgb" : FileFormatName(format));
 }
 
+std::string FrameFileNameAt(int64_t position, int64_t index, FileFormat format) {
+  return absl::StrFormat("%06d_%s", position, FrameFileName(index, format));
+}
+
 absl::StatusOr<std::unique_ptr<FrameWriter>> MakeFrameWriter(const WriterOptions& options) {
   const bool to_stdout = options.out == kStdout;
   if (to_stdout && (options.format == FileFormat::kPng || options.format == FileFormat::kPpm)) {
@@ -242,7 +259,7 @@ absl::StatusOr<std::unique_ptr<FrameWriter>> MakeFrameWriter(const WriterOptions
   }
   if (options.format == FileFormat::kPng || options.format == FileFormat::kPpm ||
       (options.format == FileFormat::kRgb24 && !to_stdout)) {
-    return std::unique_ptr<FrameWriter>(new FilePerFrameWriter(options.format, options.out));
+    return std::unique_ptr<FrameWriter>(new FilePerFrameWriter(options.format, options.out, options.name_by_position));
   }
   const std::string path =
       to_stdout ? std::string(kStdout) : absl::StrCat(options.out, "/", Stem(options.input_path), ".y4m");

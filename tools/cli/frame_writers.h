@@ -3,7 +3,11 @@
 // Where `codecvisor decode` puts frames, in which format:
 //   png, ppm, rgb24 to a folder: one file per frame, named by the frame's
 //       index in the stream: DIR/frame_000042.png (.ppm, .rgb). rgb24
-//       files are the bare rows, width * height * 3 bytes.
+//       files are the bare rows, width * height * 3 bytes. When the
+//       request may yield a frame twice (WriterOptions::name_by_position),
+//       each name starts with the frame's position in the request, from 0:
+//       DIR/000002_frame_000042.png, so that repeats do not overwrite each
+//       other and the names sort in request order.
 //   rgb24 to "-": the bare RGB24 frames concatenated, in request order, on
 //       standard output (nothing else is written there).
 //   y4m to a folder or "-": one YUV4MPEG2 stream, DIR/<input stem>.y4m or
@@ -51,6 +55,9 @@ struct WriterOptions {
   Rational fps{25, 1};
   std::string color_range;
   bool chroma_left = false;
+  // One file per frame: prefix each name with the frame's position in the
+  // request (see above). Set when the request may repeat a frame.
+  bool name_by_position = false;
 };
 
 class FrameWriter {
@@ -65,6 +72,9 @@ class FrameWriter {
   [[nodiscard]] virtual absl::Status Finish() = 0;
   // Where the output goes, for messages: "out/frame_%06d.png", "stdout".
   virtual std::string destination() const = 0;
+  // Where the last frame written went: its own file ("out/frame_000042.png"),
+  // the stream file ("out/clip.y4m"), or "stdout". Empty before any Write.
+  virtual std::string last_path() const = 0;
 };
 
 // The writer for `options`; creates the output folder. kInvalidArgument
@@ -74,6 +84,9 @@ class FrameWriter {
 
 // "frame_000042.png": the file name of frame `index` in a folder.
 std::string FrameFileName(int64_t index, FileFormat format);
+// "000002_frame_000042.png": the name of frame `index` written at
+// `position` (from 0) of a request that may repeat frames.
+std::string FrameFileNameAt(int64_t position, int64_t index, FileFormat format);
 
 }  // namespace codecvisor::cli
 

@@ -67,6 +67,22 @@ TEST_F(FrameWritersTest, PpmFilesInACreatedFolder) {
   EXPECT_EQ(ReadFile(out / "frame_000007.ppm"), "P6\n2 2\n255\n" + std::string(rgb_.begin(), rgb_.end()));
 }
 
+// A request that repeats a frame (--indices 5,3,5) keeps every frame, in
+// request order: names start with the position in the request.
+TEST_F(FrameWritersTest, RepeatedFramesNamedByPositionDoNotOverwrite) {
+  EXPECT_EQ(FrameFileNameAt(2, 42, FileFormat::kPng), "000002_frame_000042.png");
+  WriterOptions options = Options(FileFormat::kPpm, dir_.string(), "clip.mp4");
+  options.name_by_position = true;
+  auto writer = MakeFrameWriter(options);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  EXPECT_EQ((*writer)->last_path(), "");
+  for (int64_t index : {5, 3, 5}) ASSERT_TRUE((*writer)->Write(index, Rgb()).ok());
+  EXPECT_EQ((*writer)->last_path(), (dir_ / "000002_frame_000005.ppm").string());
+  ASSERT_TRUE((*writer)->Finish().ok());
+  EXPECT_EQ(Listing(dir_), (std::vector<std::string>{"000000_frame_000005.ppm", "000001_frame_000003.ppm",
+                                                     "000002_frame_000005.ppm"}));
+}
+
 TEST_F(FrameWritersTest, PngFilesAreWholePngs) {
   auto writer = MakeFrameWriter(Options(FileFormat::kPng, dir_.string(), "clip.mp4"));
   ASSERT_TRUE(writer.ok()) << writer.status();

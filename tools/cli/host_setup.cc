@@ -5,9 +5,11 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "api/absl_interop.h"
@@ -60,16 +62,44 @@ void PrintWarnings(absl::string_view command, const Host& host) {
   }
 }
 
+namespace {
+
+// "scheme://...", e.g. http://, file://: what the backends do not open.
+bool LooksLikeUrl(const std::string& path) {
+  const size_t colon = path.find("://");
+  if (colon == std::string::npos || colon == 0 || !absl::ascii_isalpha(static_cast<unsigned char>(path[0]))) {
+    return false;
+  }
+  return std::all_of(path.begin(), path.begin() + colon, [](char c) {
+    return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '-' || c == '.';
+  });
+}
+
+}  // namespace
+
 absl::Status CheckReadableFile(const std::string& path) {
   struct stat st;
   if (stat(path.c_str(), &st) != 0) {
     const int err = errno;
+    // A URL, not a missing file: say so rather than "No such file".
+    if (LooksLikeUrl(path)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ": URLs are not supported; give the path of a local file (for file://, the path itself)"));
+    }
     return absl::Status(absl::ErrnoToStatusCode(err), absl::StrCat(path, ": ", std::strerror(err)));
   }
   if (S_ISDIR(st.st_mode)) return absl::InvalidArgumentError(absl::StrCat(path, ": is a folder, not a video"));
   if (access(path.c_str(), R_OK) != 0) {
     const int err = errno;
     return absl::Status(absl::ErrnoToStatusCode(err), absl::StrCat(path, ": ", std::strerror(err)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckDeviceFlag(absl::string_view device) {
+  const size_t colon = device.find(':');
+  if (device.substr(0, colon) == "cpu" && colon != absl::string_view::npos) {
+    return absl::InvalidArgumentError(absl::StrCat("'", device, "': the cpu device has no index; use --device cpu"));
   }
   return absl::OkStatus();
 }

@@ -56,8 +56,15 @@ std::string DeviceFor(const OpenArgs& args, const Host& host);
 void PrintWarnings(absl::string_view command, const Host& host);
 
 // OK when `path` is a readable file; else an error naming it and the cause,
-// so that a typo fails before any backend process is started.
+// so that a typo fails before any backend process is started. A URL
+// ("http://...", "file://...") that is not also a local path is
+// kInvalidArgument: "URLs are not supported".
 [[nodiscard]] absl::Status CheckReadableFile(const std::string& path);
+
+// The --device check the command line runs: "cpu:N" is kInvalidArgument,
+// since the cpu device has no index (the host would ignore it). Other
+// devices are checked by the host when it opens the decoder.
+[[nodiscard]] absl::Status CheckDeviceFlag(absl::string_view device);
 
 // Prints "codecvisor COMMAND: SUBJECT: cause" on stderr (the subject only
 // when the cause does not already start with it) and returns 1.

@@ -72,6 +72,7 @@ void PrintJson(const InfoArgs& args, const Host& host, const VideoDecoder& decod
     value.empty() ? w.Null() : w.String(value);
   };
   w.BeginObject();
+  w.Key("schema_version").Int(kJsonSchemaVersion);
   w.Key("file").String(args.open.file);
   w.Key("backend").String(decoder.backend_name());
   w.Key("device").String(DeviceFor(args.open, host));

@@ -23,6 +23,12 @@
 namespace codecvisor::cli {
 
 // `text` as a JSON string literal, quotes included.
+// The version of every `--json` document the CLI prints (info, decode,
+// backends, doctor, conformance), written first as "schema_version". Raised
+// when a field is removed or changes meaning; adding a field keeps it.
+// tools/README.md documents each schema.
+inline constexpr int kJsonSchemaVersion = 1;
+
 std::string JsonQuote(absl::string_view text);
 
 // `value` as a JSON number: the shortest text that reads back as the same

@@ -1,6 +1,8 @@
 #include "tools/cli/selection.h"
 
+#include <algorithm>
 #include <cmath>
+#include <set>
 #include <variant>
 
 #include "absl/strings/ascii.h"
@@ -38,44 +40,42 @@ absl::StatusOr<double> ParseSeconds(absl::string_view whole, absl::string_view f
   return value;
 }
 
-// `index` with negative values counted from the end of `count` frames.
-absl::StatusOr<int64_t> FromEnd(int64_t index, int64_t count, absl::string_view text) {
-  if (index >= 0) return index;
-  if (count < 0) {
-    return Invalid(text, "a negative index counts from the end, but the stream's frame count is unknown "
-                         "(try --seek-mode exact, or give non-negative indices)");
+// A bound of a slice as Python's slice.indices() resolves it: negative
+// values count from the end of `count` frames, then the result is clamped
+// to [0, limit]. `limit` is the exact frame count, or -1 when only the
+// header's hint (or nothing) is known: a STOP past a hint is left as given.
+absl::StatusOr<int64_t> SliceBound(int64_t value, int64_t count, int64_t limit, absl::string_view text) {
+  if (value < 0) {
+    if (count < 0) {
+      return Invalid(text, "a negative index counts from the end, but the stream's frame count is unknown "
+                           "(try --seek-mode exact, or give non-negative indices)");
+    }
+    value = std::max<int64_t>(count + value, 0);
   }
-  return std::max<int64_t>(count + index, 0);
+  return limit >= 0 ? std::min(value, limit) : value;
 }
 
 // `count` is the best known frame count; `scanned` the exact one, or -1.
+// A Python slice: bounds past either end are clamped, and a slice that
+// selects nothing is an empty range, not an error.
 absl::StatusOr<FrameSelection> ResolveFrameRange(absl::string_view text, int64_t count, int64_t scanned) {
   absl::StatusOr<FrameRangeSpec> spec = ParseFrameRange(text);
   if (!spec.ok()) return spec.status();
-  FrameSelection::Range range;
-  range.step = spec->step;
-  absl::StatusOr<int64_t> start = FromEnd(spec->start.value_or(0), count, text);
+  absl::StatusOr<int64_t> start = SliceBound(spec->start.value_or(0), count, scanned, text);
   if (!start.ok()) return start.status();
-  range.start = *start;
+  int64_t stop;
   if (spec->stop.has_value()) {
-    absl::StatusOr<int64_t> stop = FromEnd(*spec->stop, count, text);
-    if (!stop.ok()) return stop.status();
-    range.stop = *stop;
+    absl::StatusOr<int64_t> resolved = SliceBound(*spec->stop, count, scanned, text);
+    if (!resolved.ok()) return resolved.status();
+    stop = *resolved;
   } else if (count >= 0) {
-    range.stop = count;
+    stop = count;
   } else {
     return Invalid(text, "an open STOP means the end of the stream, but its frame count is unknown "
                          "(try --seek-mode exact, or give STOP)");
   }
-  if (scanned >= 0 && range.stop > scanned) {
-    return Invalid(text, absl::StrCat("STOP ", range.stop, " is past the end of the stream (", scanned,
-                                      " frames)"));
-  }
-  if (range.stop <= range.start) {
-    return Invalid(text, absl::StrCat("selects no frames (frames ", range.start, " to ", range.stop,
-                                      count >= 0 ? absl::StrCat(" of ", count) : std::string(), ")"));
-  }
-  return FrameSelection::InRange(range.start, range.stop, range.step);
+  // Empty: START == STOP, which SelectedFrameCount reports as 0 frames.
+  return FrameSelection::InRange(*start, std::max(*start, stop), spec->step);
 }
 
 }  // namespace
@@ -172,6 +172,21 @@ absl::StatusOr<FrameSelection> BuildSelection(const SelectionFlags& flags, const
   return absl::InvalidArgumentError(
       "the stream has neither a frame count nor a duration, so 'every frame' is unknown; "
       "try --seek-mode exact, or select frames with --frames START:STOP");
+}
+
+bool MayRepeatFrames(const FrameSelection& selection, const StreamMetadata& metadata) {
+  if (auto* list = std::get_if<FrameSelection::PlayedAt>(&selection.get())) return list->seconds.size() > 1;
+  auto* list = std::get_if<FrameSelection::Indices>(&selection.get());
+  if (list == nullptr) return false;  // ranges never repeat a frame
+  const int64_t count = metadata.num_frames();
+  std::set<int64_t> seen;
+  for (int64_t index : list->indices) {
+    // Negative indices count from the end; without a count the decoder
+    // refuses them, so nothing is written either way.
+    if (index < 0 && count >= 0) index += count;
+    if (!seen.insert(index).second) return true;
+  }
+  return false;
 }
 
 std::optional<int64_t> SelectedFrameCount(const FrameSelection& selection) {

@@ -35,6 +35,8 @@ struct SelectionFlags {
 // --frames as parsed: Python slice syntax with a positive step. An omitted
 // START is 0, an omitted STOP the end of the stream, and negative values
 // count from the end, so both need the stream's frame count to resolve.
+// As in Python, bounds past either end are clamped and a slice may select
+// nothing (frames[30:40] of 25 frames is empty, not an error).
 struct FrameRangeSpec {
   std::optional<int64_t> start;
   std::optional<int64_t> stop;
@@ -58,17 +60,24 @@ struct FrameRangeSpec {
 
 // The request for `flags` on a stream with `metadata`. With no flag set,
 // every frame: indices [0, frame count) when the count is known, else every
-// frame played between the stream's begin and end times. kInvalidArgument
-// for bad syntax, two flags at once, a range that selects nothing, one
-// whose STOP is past the end of a scanned stream (a header's count is only
-// a hint, so it is not checked), or one that needs a frame count the
-// stream does not have.
+// frame played between the stream's begin and end times. --frames
+// resolves like a Python slice: bounds are clamped to a scanned stream's
+// frame count (a header's count is only a hint, so a STOP past it is kept),
+// and a slice that selects nothing is an empty range (SelectedFrameCount
+// 0). kInvalidArgument for bad syntax, two flags at once, or a range that
+// needs a frame count the stream does not have.
 [[nodiscard]] absl::StatusOr<FrameSelection> BuildSelection(const SelectionFlags& flags,
                                                             const StreamMetadata& metadata);
 
 // How many frames `selection` yields, when that is known before decoding
 // (index and time lists, index ranges); nullopt for time ranges.
 std::optional<int64_t> SelectedFrameCount(const FrameSelection& selection);
+
+// Whether `selection` may yield the same frame more than once: an index
+// list with a repeat (after counting negative indices from the end), or a
+// list of more than one time (two times may fall in one frame, which is
+// known only once decoded). Ranges never repeat a frame.
+bool MayRepeatFrames(const FrameSelection& selection, const StreamMetadata& metadata);
 
 }  // namespace codecvisor::cli
 

@@ -116,18 +116,25 @@ TEST(BuildSelectionTest, FrameRangesResolveAgainstTheCount) {
   EXPECT_EQ(*BuildSelection(flags, Stream(40)), Range(0, 5)) << "clamped like a Python slice";
 }
 
-TEST(BuildSelectionTest, BadRanges) {
+// --frames is a real Python slice: range(40)[START:STOP:STEP].
+TEST(BuildSelectionTest, FrameRangesAreClampedLikePythonSlices) {
   SelectionFlags flags;
-  flags.frames = "10:5";
-  auto empty = BuildSelection(flags, Stream(40));
-  EXPECT_EQ(empty.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(empty.status().message().find("selects no frames"), std::string::npos) << empty.status();
-
   flags.frames = "0:41";
-  auto past = BuildSelection(flags, Stream(40));
-  EXPECT_NE(past.status().message().find("past the end"), std::string::npos) << past.status();
-  EXPECT_TRUE(BuildSelection(flags, Stream(-1, 40)).ok()) << "a header count is a hint, not a limit";
+  EXPECT_EQ(*BuildSelection(flags, Stream(40)), Range(0, 40)) << "a STOP past the end is clamped";
+  flags.frames = "-100:-90";
+  EXPECT_EQ(SelectedFrameCount(*BuildSelection(flags, Stream(40))), 0) << "range(40)[-100:-90] is empty";
+  flags.frames = "10:5";
+  EXPECT_EQ(SelectedFrameCount(*BuildSelection(flags, Stream(40))), 0) << "an empty slice is no frames, not an error";
+  flags.frames = "45:50";
+  EXPECT_EQ(*BuildSelection(flags, Stream(40)), Range(40, 40)) << "past the end: empty";
+  flags.frames = "-5:-1:2";
+  EXPECT_EQ(*BuildSelection(flags, Stream(40)), Range(35, 39, 2));
+  flags.frames = "0:41";
+  EXPECT_EQ(*BuildSelection(flags, Stream(-1, 40)), Range(0, 41)) << "a header count is a hint, not a limit";
+}
 
+TEST(BuildSelectionTest, RangesThatNeedACount) {
+  SelectionFlags flags;
   flags.frames = "5:";
   auto open = BuildSelection(flags, Stream(-1, -1));
   EXPECT_NE(open.status().message().find("frame count is unknown"), std::string::npos) << open.status();
@@ -135,6 +142,16 @@ TEST(BuildSelectionTest, BadRanges) {
   EXPECT_FALSE(BuildSelection(flags, Stream(-1, -1)).ok());
   flags.frames = "5:10";
   EXPECT_EQ(*BuildSelection(flags, Stream(-1, -1)), Range(5, 10)) << "explicit bounds need no count";
+}
+
+TEST(MayRepeatFramesTest, RepeatedIndicesAndTimeLists) {
+  EXPECT_TRUE(MayRepeatFrames(FrameSelection::AtIndices({5, 3, 5}), Stream(40)));
+  EXPECT_TRUE(MayRepeatFrames(FrameSelection::AtIndices({39, -1}), Stream(40))) << "-1 is 39";
+  EXPECT_FALSE(MayRepeatFrames(FrameSelection::AtIndices({5, 3, -1}), Stream(40)));
+  EXPECT_TRUE(MayRepeatFrames(FrameSelection::PlayedAtSeconds({1.0, 1.01}), Stream(40)));
+  EXPECT_FALSE(MayRepeatFrames(FrameSelection::PlayedAtSeconds({1.0}), Stream(40)));
+  EXPECT_FALSE(MayRepeatFrames(Range(0, 40), Stream(40)));
+  EXPECT_FALSE(MayRepeatFrames(FrameSelection::PlayedInSeconds(0, 1), Stream(40)));
 }
 
 TEST(BuildSelectionTest, ListsAndTimes) {
