@@ -141,7 +141,7 @@ TEST(CpuBackendTest, ChoosesAmongVideoStreams) {
   o.stream_index = 2;  // the audio stream
   TestSession audio(path, o);
   EXPECT_EQ(audio.open_status(), CV_ERROR_NOT_FOUND);
-  EXPECT_NE(audio.open_message().find("stream 2 is not a video stream"), std::string::npos)
+  EXPECT_NE(audio.open_message().find("stream 2 is not a video stream (it is an audio stream)"), std::string::npos)
       << audio.open_message();
   EXPECT_NE(audio.open_message().find("two_streams.mkv"), std::string::npos);
 }

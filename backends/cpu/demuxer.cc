@@ -4,12 +4,21 @@
 
 #include <utility>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "backends/cpu/av_enums.h"
 #include "backends/cpu/av_util.h"
 
 namespace codecvisor::cpu {
 namespace {
+
+// "an audio", "a subtitle".
+std::string WithArticle(absl::string_view noun) {
+  const bool vowel = !noun.empty() && absl::StrContains("aeiou", absl::ascii_tolower(noun[0]));
+  return absl::StrCat(vowel ? "an " : "a ", noun);
+}
 
 bool IsVideoStream(const AVStream* stream) {
   return EnumValue(stream->codecpar->codec_type) == AVMEDIA_TYPE_VIDEO &&
@@ -75,7 +84,7 @@ absl::StatusOr<std::unique_ptr<Demuxer>> Demuxer::Open(int fd, int stream_index)
         absl::StrCat("stream ", stream_index, " is not a video stream (it is ",
                      (s->disposition & AV_DISPOSITION_ATTACHED_PIC) != 0
                          ? "a cover image"
-                         : absl::StrCat("a ", MediaTypeName(EnumValue(s->codecpar->codec_type)),
+                         : absl::StrCat(WithArticle(MediaTypeName(EnumValue(s->codecpar->codec_type))),
                                         " stream"),
                      ")"));
   }
