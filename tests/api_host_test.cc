@@ -4,7 +4,6 @@
 // Nothing here includes a header behind the API except the synthetic
 // backend's pixel pattern, the reference the frames are checked against.
 
-#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <memory>
@@ -14,17 +13,12 @@
 #include "backends/testing/synthetic_pattern.h"
 #include "codecvisor/codecvisor.h"
 #include "gtest/gtest.h"
+#include "tests/test_paths.h"
 
 namespace codecvisor {
 namespace {
 
-std::string Runfile(const std::string& path) { return std::string(std::getenv("TEST_SRCDIR")) + "/codecvisor/" + path; }
-
-std::string Temp(const std::string& name, const std::string& text) {
-  const std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
-  std::ofstream(path) << text;
-  return path;
-}
+using testing::Runfile;
 
 constexpr uint32_t kWidth = 32, kHeight = 24;
 const testing::SyntheticVideo kClip{.frames = 40, .width = kWidth, .height = kHeight, .fps = 10, .start = 0.5};
@@ -37,7 +31,7 @@ class ApiHostTest : public ::testing::Test {
     auto host = Host::Create(options);
     ASSERT_TRUE(host.ok()) << host.status().ToString();
     host_ = *std::move(host);
-    clip_ = Temp("clip.syn", "synthetic frames=40 width=32 height=24 fps=10 start=0.5");
+    clip_ = testing::WriteFile("clip.syn", "synthetic frames=40 width=32 height=24 fps=10 start=0.5");
   }
 
   std::unique_ptr<VideoDecoder> Open(DecoderOptions options = {}) {
@@ -245,7 +239,7 @@ TEST_F(ApiHostTest, MisuseIsAStatusWithTheRightCode) {
   EXPECT_EQ(d->GetFrameAt(40).status().code(), StatusCode::kOutOfRange);
   EXPECT_EQ(d->GetFrameAt(-41).status().code(), StatusCode::kOutOfRange);
 
-  auto missing = host_->OpenDecoder(Temp("x", "") + ".missing");
+  auto missing = host_->OpenDecoder(testing::WriteFile("x", "") + ".missing");
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
   DecoderOptions unknown;
   unknown.device = "acme";
@@ -257,7 +251,7 @@ TEST_F(ApiHostTest, MisuseIsAStatusWithTheRightCode) {
   no_slots.arena_slots = 0;
   EXPECT_EQ(host_->OpenDecoder(clip_, no_slots).status().code(), StatusCode::kInvalidArgument);
 
-  EXPECT_EQ(host_->LoadBackend(Temp("bad.toml", "name = ")).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(host_->LoadBackend(testing::WriteFile("bad.toml", "name = ")).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(host_->ResetBackend("nope").code(), StatusCode::kNotFound);
 }
 

@@ -9,14 +9,13 @@
 #include <map>
 #include <string>
 
+#include "tests/test_paths.h"
 #include "tools/conformance/conformance.h"
 
 namespace codecvisor::conformance {
 namespace {
 
-std::string Runfile(const std::string& path) {
-  return std::string(std::getenv("TEST_SRCDIR")) + "/codecvisor/" + path;
-}
+using ::codecvisor::testing::Runfile;
 
 ConformanceOptions Options() {
   ConformanceOptions options;

@@ -19,16 +19,6 @@ using ::codecvisor::internal::VideoDecoder;
 using ::codecvisor::internal::DecoderOptions;
 using ::codecvisor::internal::Frame;
 
-std::string Runfile(const std::string& path) {
-  return std::string(std::getenv("TEST_SRCDIR")) + "/codecvisor/" + path;
-}
-
-std::string WriteFile(const std::string& name, const std::string& text) {
-  std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
-  std::ofstream(path) << text;
-  return path;
-}
-
 std::string WriteSyntheticVideo(const std::string& name, const std::string& extra) {
   return WriteFile(name, "synthetic frames=40 width=32 height=24 fps=10 " + extra);
 }

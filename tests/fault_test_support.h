@@ -20,6 +20,7 @@
 #include <gtest/gtest.h>
 
 #include "core/host.h"
+#include "tests/test_paths.h"
 
 namespace codecvisor::testing {
 
@@ -30,9 +31,6 @@ using ::codecvisor::internal::VideoDecoder;
 using ::codecvisor::internal::DecoderOptions;
 using ::codecvisor::internal::Frame;
 
-std::string Runfile(const std::string& path);
-// Writes `text` to a file in TEST_TMPDIR and returns its path.
-std::string WriteFile(const std::string& name, const std::string& text);
 // A synthetic video description with 40 frames of 32x24 at 10 fps.
 std::string WriteSyntheticVideo(const std::string& name, const std::string& extra = "");
 

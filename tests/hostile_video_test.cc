@@ -21,6 +21,7 @@
 #include "absl/strings/str_join.h"
 #include "core/host.h"
 #include "tests/reliability_log.h"
+#include "tests/test_paths.h"
 #include "tools/conformance/samples.h"
 
 namespace codecvisor {
@@ -33,11 +34,8 @@ using ::codecvisor::internal::Frame;
 using ::codecvisor::internal::SeekMode;
 namespace {
 
-std::string Runfile(const std::string& path) {
-  return std::string(std::getenv("TEST_SRCDIR")) + "/codecvisor/" + path;
-}
-
-std::string TempPath(const std::string& name) { return std::string(std::getenv("TEST_TMPDIR")) + "/" + name; }
+using ::codecvisor::testing::Runfile;
+using ::codecvisor::testing::TempPath;
 
 std::string ReadBytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

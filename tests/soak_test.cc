@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "tests/reliability_log.h"
+#include "tests/test_paths.h"
 #include "tools/bench/soak_bench.h"
 
 namespace codecvisor::bench {
@@ -23,9 +24,7 @@ namespace {
 
 double g_seconds = 20;
 
-std::string Runfile(const std::string& path) {
-  return std::string(std::getenv("TEST_SRCDIR")) + "/codecvisor/" + path;
-}
+using ::codecvisor::testing::Runfile;
 
 // The soak's figures as rows of the reliability report, each passing on the
 // same condition the test expects below.

@@ -7,6 +7,8 @@ message is the host's diagnostic: the backend, the file, the request and,
 when it died, how.
 """
 
+import os
+
 
 class CodecvisorError(RuntimeError):
     """Base class of codecvisor's own errors. ``code`` is the C++ status code
@@ -39,8 +41,9 @@ _BACKEND_CODES = {
 }
 
 
-def translate(error):
-    """The Python exception for a _codecvisor.StatusError."""
+def translate(error, path=None):
+    """The Python exception for a _codecvisor.StatusError; `path` is the file
+    the failed call opened, if it opened one."""
     code = getattr(error, "code", None)
     message = str(error)
     if code == "OUT_OF_RANGE":
@@ -48,7 +51,7 @@ def translate(error):
     if code in ("INVALID_ARGUMENT", "UNIMPLEMENTED"):
         return ValueError(message)
     if code == "NOT_FOUND":
-        if message.startswith("open("):
+        if path is not None and not os.path.exists(path):
             return FileNotFoundError(message)
         return NoSuchDeviceError(message, code)
     if code == "DATA_LOSS":

@@ -189,7 +189,7 @@ class VideoDecoder:
             else:
                 native = host.open_bytes(self._source, self._label, **self._options)
         except _codecvisor.StatusError as e:
-            raise _errors.translate(e) from None
+            raise _errors.translate(e, self._source if self._kind == "path" else None) from None
         metadata = VideoStreamMetadata._from_native(native.metadata())
         if self._native is not None and metadata != self.metadata:
             raise _errors.CodecvisorError(f"{self._label}: reopened with different metadata")

@@ -134,7 +134,7 @@ int RunDecode(const DecodeArgs& args) {
   // into requests the protocol takes); frames stream straight to the writer.
   absl::Status decoded = ToAbsl(decoder.ForEachFrame(*selection, [&](Frame frame) -> Status {
     if (absl::Status s = (*writer)->Write(frame.index(), ViewOf(frame)); !s.ok()) {
-      return Status(static_cast<StatusCode>(s.code()), absl::StrCat("frame ", frame.index(), ": ", s.message()));
+      return FromAbsl(absl::Status(s.code(), absl::StrCat("frame ", frame.index(), ": ", s.message())));
     }
     if (args.json) {
       written.push_back({frame.index(), frame.pts_seconds(), frame.duration_seconds(), (*writer)->last_path()});
