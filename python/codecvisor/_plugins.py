@@ -56,7 +56,7 @@ def _resolve(ep) -> List[PluginManifest]:
         if parent == folder and name.endswith(".toml") and (not attr or name == attr):
             tomls.append(str(dist.locate_file(f)))
     if not tomls:
-        wanted = f"{folder}/{attr}" if attr else f"a *.toml manifest in {folder}/"
+        wanted = f"{folder}/{attr}" if attr else f"*.toml manifest in {folder}/"
         return [PluginManifest(label, dist_label, None, f"{dist_label} installs no {wanted}")]
     return [PluginManifest(label, dist_label, os.path.abspath(p), None) for p in sorted(tomls)]
 

@@ -9,21 +9,27 @@ import subprocess
 import sys
 import textwrap
 
+import numpy as np
 import pytest
 
-from conftest import runfile, synthetic_clip
+from conftest import ffmpeg_frames, make_video, runfile, synthetic_clip
 
 # What the child process reports: every backend listed, and what decoding
-# one frame on each device did.
+# on each device did (its arguments are DEVICE=VIDEO pairs; every frame
+# decoded is saved to OUT/DEVICE.npy).
 CHILD = textwrap.dedent("""
-    import json, sys
+    import json, os, sys
+    import numpy as np
     import codecvisor
     from codecvisor.decoders import VideoDecoder
     out = {"backends": [b.__dict__ for b in codecvisor.backends.list()], "decode": {}}
-    for device in sys.argv[2:]:
+    for pair in sys.argv[2:]:
+        device, video = pair.split("=", 1)
         try:
-            d = VideoDecoder(sys.argv[1], device=device)
-            out["decode"][device] = ["ok", d.backend, list(d[0].shape)]
+            d = VideoDecoder(video, device=device, dimension_order="NHWC")
+            frames = d[:]
+            np.save(os.path.join(sys.argv[1], device + ".npy"), np.asarray(frames))
+            out["decode"][device] = ["ok", d.backend, list(frames.shape)]
         except Exception as e:
             out["decode"][device] = [type(e).__name__, str(e)]
     print(json.dumps(out))
@@ -70,18 +76,19 @@ def manifest(name, library):
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    """Five plugin packages pip-installed (offline) into one folder."""
+    """Five plugin packages pip-installed (offline) into one folder: the dav1d
+    example plugin, and four broken ones."""
     root = tmp_path_factory.mktemp("plugins")
-    synthetic_lib = open(runfile("backends/testing/libcodecvisor_synthetic.so"), "rb").read()
+    dav1d_lib = open(runfile("examples/vendor_backend/libcodecvisor_dav1d.so"), "rb").read()
+    dav1d_toml = open(runfile("examples/vendor_backend/dav1d.toml")).read()
     # A library whose constructor aborts: it dies as the sandboxed backend loads it.
     crash_c = root / "crash.c"
     crash_c.write_text("#include <stdlib.h>\n__attribute__((constructor)) static void boom(void) { abort(); }\n"
                        "int codecvisor_backend_v1;\n")
     subprocess.run(["cc", "-shared", "-fPIC", "-o", str(root / "libcrash.so"), str(crash_c)], check=True)
     folders = [
-        package(root, "good_plugin", 'synthetic = "good_plugin:synthetic.toml"',
-                {"synthetic.toml": manifest("synthetic", "libcodecvisor_synthetic.so"),
-                 "libcodecvisor_synthetic.so": synthetic_lib}),
+        package(root, "dav1d_plugin", 'dav1d = "dav1d_plugin:dav1d.toml"',
+                {"dav1d.toml": dav1d_toml, "libcodecvisor_dav1d.so": dav1d_lib}),
         package(root, "garbage_plugin", 'garbage = "garbage_plugin"', {"garbage.toml": "name = = [ not toml"}),
         package(root, "nolib_plugin", 'nolib = "nolib_plugin"', {"nolib.toml": manifest("nolib", "libmissing.so")}),
         package(root, "crash_plugin", 'crash = "crash_plugin"',
@@ -94,14 +101,25 @@ def site(tmp_path_factory):
     return target
 
 
-def run_child(site, tmp_path, devices, **env):
+@pytest.fixture(scope="module")
+def av1_clip(tmp_path_factory):
+    """A 96x64 AV1 clip in Matroska, for the dav1d plugin."""
+    return make_video(tmp_path_factory.mktemp("av1") / "clip.mkv",
+                      ["-f", "lavfi", "-i", "testsrc=size=96x64:rate=25", "-frames:v", "12", "-c:v", "libaom-av1",
+                       "-cpu-used", "8", "-g", "5", "-pix_fmt", "yuv420p"])
+
+
+def run_child(site, tmp_path, decodes, **env):
+    """Runs CHILD with the plugins of `site` on its path; `decodes` maps each
+    device to the video to decode on it. Returns its report and where it
+    saved the frames."""
     markers = tmp_path / "markers"
     markers.mkdir(exist_ok=True)
-    clip = synthetic_clip(tmp_path / "clip.syn", "frames=4 width=32 height=24 fps=10")
     child_env = dict(os.environ, PLUGIN_MARKERS=str(markers), **env)
     child_env.pop("CODECVISOR_BACKEND_PATH", None)  # plugins come from entry points only
     child_env["PYTHONPATH"] = f"{site}:{child_env['PYTHONPATH']}"
-    run = subprocess.run([sys.executable, "-c", CHILD, clip] + devices, env=child_env, capture_output=True,
+    pairs = [f"{device}={video}" for device, video in decodes.items()]
+    run = subprocess.run([sys.executable, "-c", CHILD, str(tmp_path)] + pairs, env=child_env, capture_output=True,
                          text=True)
     assert run.returncode == 0, run.stderr
     assert os.listdir(markers) == [], "a plugin's Python code ran in the user's process"
@@ -112,34 +130,41 @@ def by_name(result):
     return {b["name"]: b for b in result["backends"]}
 
 
-def test_plugins_are_found_from_entry_points_without_running_them(site, tmp_path):
-    result = run_child(site, tmp_path, ["synthetic", "garbage", "nolib", "crash", "nowhere"])
+def test_plugins_are_found_from_entry_points_without_running_them(site, tmp_path, av1_clip):
+    not_a_video = synthetic_clip(tmp_path / "clip.syn", "frames=4 width=32 height=24 fps=10")
+    result = run_child(site, tmp_path, {"dav1d": av1_clip, "garbage": not_a_video, "nolib": not_a_video,
+                                        "crash": not_a_video, "nowhere": not_a_video})
     backends = by_name(result)
-    good = backends["synthetic"]
-    assert good["source"].startswith("entry point synthetic = good_plugin:synthetic.toml (good-plugin 1.0)")
+    good = backends["dav1d"]
+    assert good["source"].startswith("entry point dav1d = dav1d_plugin:dav1d.toml (dav1d-plugin 1.0)"), good
     assert good["manifest_path"].startswith(str(site))
-    assert result["decode"]["synthetic"] == ["ok", "synthetic", [3, 24, 32]]
+    assert good["devices"] == ["dav1d"]
+    assert result["decode"]["dav1d"] == ["ok", "dav1d", [12, 64, 96, 3]], result["decode"]["dav1d"]
+    # The plugin's frames, decoded in its sandboxed process, are ffmpeg's.
+    assert np.array_equal(np.load(tmp_path / "dav1d.npy"), ffmpeg_frames(av1_clip))
     assert backends["cpu"]["source"] == "built-in"
 
 
-def test_a_broken_plugin_is_listed_with_why_and_fails_only_its_device(site, tmp_path):
-    result = run_child(site, tmp_path, ["garbage", "nolib", "crash", "empty", "cpu"])
+def test_a_broken_plugin_is_listed_with_why_and_fails_only_its_device(site, tmp_path, video):
+    not_a_video = synthetic_clip(tmp_path / "clip.syn", "frames=4 width=32 height=24 fps=10")
+    result = run_child(site, tmp_path, {"garbage": not_a_video, "nolib": not_a_video, "crash": not_a_video,
+                                        "empty": not_a_video, "cpu": video})
     backends, decode = by_name(result), result["decode"]
     assert backends["garbage"]["state"] == "failed"
     assert "garbage.toml" in backends["garbage"]["diagnostic"]
     assert backends["empty"]["state"] == "failed"
-    assert "installs no a *.toml manifest in empty_plugin/" in backends["empty"]["diagnostic"]
+    assert "installs no *.toml manifest in empty_plugin/" in backends["empty"]["diagnostic"]
     assert decode["garbage"][0] == "NoSuchDeviceError"
     # The manifest is sound, so it is listed; the library fails when used.
     assert backends["nolib"]["state"] == "discovered"
     assert decode["nolib"][0] == "NoSuchDeviceError" and "libmissing.so: cannot open shared object file" in \
         decode["nolib"][1], decode["nolib"]
     assert decode["crash"][0] == "BackendError" and "SIGABRT" in decode["crash"][1], decode["crash"]
-    # The built-in backend still serves its device (and finds a .syn file is no video).
-    assert decode["cpu"][0] == "VideoError", decode["cpu"]
+    # The built-in backend still serves its device, whatever the plugins did.
+    assert decode["cpu"] == ["ok", "cpu", [50, 64, 96, 3]], decode["cpu"]
 
 
-def test_autoload_off_ignores_every_plugin(site, tmp_path):
-    result = run_child(site, tmp_path, ["synthetic"], CODECVISOR_DEVICE_BACKEND_AUTOLOAD="0")
+def test_autoload_off_ignores_every_plugin(site, tmp_path, av1_clip):
+    result = run_child(site, tmp_path, {"dav1d": av1_clip}, CODECVISOR_DEVICE_BACKEND_AUTOLOAD="0")
     assert set(by_name(result)) == {"cpu"}
-    assert result["decode"]["synthetic"][0] == "NoSuchDeviceError"
+    assert result["decode"]["dav1d"][0] == "NoSuchDeviceError"
