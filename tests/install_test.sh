@@ -58,7 +58,8 @@ holds "no --prefix says why" grep -q "no --prefix given" "$err"
 expect 2 "unknown argument fails" "$installer" --prefix "$a" --bogus
 expect 0 "install" "$installer" --prefix "$a"
 cp "$out" "$tmp/install.log"
-installed_files=(bin/codecvisor libexec/codecvisor/codecvisor-backend include/codecvisor/codecvisor_backend.h
+installed_files=(bin/codecvisor libexec/codecvisor/codecvisor-backend libexec/codecvisor/codecvisor-decode-inprocess
+  include/codecvisor/codecvisor_backend.h
   lib/codecvisor/backends/cpu.toml lib/codecvisor/backends/libcodecvisor_cpu.so
   lib/libcodecvisor.so.0.1.0 lib/pkgconfig/codecvisor.pc)
 for h in "$TEST_SRCDIR"/codecvisor/api/include/codecvisor/*.h; do
@@ -161,6 +162,25 @@ expect 0 "python: another interpreter without torch (${other_python[*]})" \
   installed env "${python_preload[@]}" PYTHONPATH="$site:$numpy_only" "${other_python[@]}" -c "$py_check" "$video"
 holds "python: numpy arrays without torch" grep -aq "^numpy (64, 96, 3) cpu$" "$out"
 holds "python: the same frame 7" same_as_ffmpeg <(sed '1d' "$out") "$video" 7
+
+# The Python bench from the installed tree, on tiny clips, one round: every
+# figure measured, the C++ in-process baseline found next to the runner.
+bench_check='
+import json, sys
+report = json.load(sys.stdin)
+rows = report["results"]
+assert not report["notes"], report["notes"]
+assert all(r["codecvisor"] > 0 and r["other"] > 0 and r["ratio"] > 0 for r in rows), rows
+baselines = {(r["figure"], r["baseline"]) for r in rows}
+for threads in (0, 1):
+    assert (f"all frames 96x64, threads={threads}", "C++ in-process") in baselines, baselines
+    assert (f"all frames 96x64, threads={threads}", "PyAV") in baselines, baselines
+assert len(rows) == 13, len(rows)
+'
+expect 0 "python bench: one round on tiny clips" installed env "${python_preload[@]}" PYTHONPATH="$site" \
+  /usr/bin/python3 -m codecvisor.bench --sizes 96x64 --seconds 1 --short-clips 2 --rounds 1 --json \
+  --folder "$tmp/bench"
+holds "python bench: every figure, C++ in-process included" /usr/bin/python3 -c "$bench_check" <"$out"
 
 # Decoded by a sandboxed child: the installed runner, not an in-process path.
 expect 0 "backends --start" installed "$cv" backends --start

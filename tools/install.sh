@@ -4,6 +4,8 @@
 #
 #   PREFIX/bin/codecvisor                          the CLI
 #   PREFIX/libexec/codecvisor/codecvisor-backend   the trusted runner
+#   PREFIX/libexec/codecvisor/codecvisor-decode-inprocess  the Python
+#                                                  bench's in-process baseline
 #   PREFIX/lib/libcodecvisor.so.0.1.0              the C++ library, with its
 #   PREFIX/lib/libcodecvisor.so.0, libcodecvisor.so  soname and link names
 #   PREFIX/lib/pkgconfig/codecvisor.pc             `pkg-config codecvisor`
@@ -25,7 +27,7 @@ set -euo pipefail
 
 usage() {
   echo "usage: bazel run [-c opt] //:install -- --prefix DIR" >&2
-  echo "installs bin/codecvisor, libexec/codecvisor/codecvisor-backend, lib/libcodecvisor.so," >&2
+  echo "installs bin/codecvisor, libexec/codecvisor/ (codecvisor-backend, codecvisor-decode-inprocess), lib/libcodecvisor.so," >&2
   echo "lib/pkgconfig/codecvisor.pc, include/codecvisor/ (the C++ API and the SDK header)," >&2
   echo "lib/python3/site-packages/codecvisor/ (the Python package)" >&2
   echo "and lib/codecvisor/backends/ (cpu.toml, libcodecvisor_cpu.so)" >&2
@@ -81,6 +83,7 @@ put() {
 
 put 0755 "$src/tools/codecvisor" "$prefix/bin/codecvisor"
 put 0755 "$src/backends/sdk/runner/codecvisor-backend" "$prefix/libexec/codecvisor/codecvisor-backend"
+put 0755 "$src/tools/bench/codecvisor-decode-inprocess" "$prefix/libexec/codecvisor/codecvisor-decode-inprocess"
 put 0644 "$src/backends/sdk/codecvisor_backend.h" "$prefix/include/codecvisor/codecvisor_backend.h"
 for header in "$src"/api/include/codecvisor/*.h; do
   put 0644 "$header" "$prefix/include/codecvisor/$(basename "$header")"

@@ -66,8 +66,17 @@ template <typename T>
 class Owned {
  public:
   explicit Owned(std::unique_ptr<T> object) : object_(std::move(object)), owner_(getpid()) {}
+  // Runs when Python collects the object, with the GIL held: destroying it
+  // may wait for the backend (a close message, up to 100 ms when its
+  // channel is full), so other Python threads run meanwhile, except while
+  // the interpreter shuts down, when handing the GIL over is unsafe.
   ~Owned() {
-    if (getpid() != owner_) (void)object_.release();  // the parent's; it is not ours to stop
+    if (getpid() != owner_) {
+      (void)object_.release();  // the parent's; it is not ours to stop
+    } else if (object_ != nullptr && PyGILState_Check() && !_Py_IsFinalizing()) {
+      py::gil_scoped_release release;
+      object_.reset();
+    }
   }
   Owned(const Owned&) = delete;
   Owned& operator=(const Owned&) = delete;

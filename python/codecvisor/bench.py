@@ -1,17 +1,23 @@
 """python3 -m codecvisor.bench: codecvisor's Python package against PyAV
-doing the same job in the same process, side by side in one run, on clips
-it makes with the ffmpeg CLI.
+doing the same job in the same process, and against codecvisor's C++
+in-process decoder, side by side in one run, on clips it makes with the
+ffmpeg CLI.
 
-Each figure is a ratio codecvisor / PyAV of throughput, with its quartiles
-over rounds (each round runs both sides, in alternating order). The decoder
-thread setting is the same on both sides: FFmpeg's automatic count (0) and 1
-(the DataLoader figures use 1). Figures: all frames of a 1080p and a 360p
-H.264 clip; 10 frames at random indices, exact (PyAV seeks to the keyframe
-before each and decodes forward); short 2 s clips opened and read 8 frames
-each, in both seek modes; a DataLoader over those clips with 0 and 2
-workers. Also the peak RSS of this process.
+Each figure is a ratio of throughputs, codecvisor / baseline, with its
+quartiles over rounds (each round runs every side, in rotating order). The
+decoder thread setting is the same on every side: FFmpeg's automatic count
+(0) and 1 (the DataLoader figures use 1). Figures: all frames of a 1080p and
+a 360p H.264 clip, against PyAV and against the C++ in-process decoder (the
+cpu backend's code linked into `codecvisor-decode-inprocess`, no sandbox,
+no channel, frames decoded into one warm buffer: the decoder's own cost); 10 frames at random
+indices, exact (PyAV seeks to the keyframe before each and decodes
+forward); short 2 s clips opened and read 8 frames each, in both seek
+modes; a DataLoader over those clips with 0 and 2 workers; two Python
+threads each decoding the 360p clip against one thread doing it twice (the
+GIL is released while a backend decodes). Also the peak RSS of this
+process.
 
-    python3 -m codecvisor.bench [--rounds 5] [--json] [--quick]
+    python3 -m codecvisor.bench [--rounds 5] [--json] [--quick] [--inprocess PATH]
 """
 
 import argparse
@@ -24,6 +30,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import numpy as np
@@ -91,6 +98,50 @@ def cv_frames_at(path, indices, threads, seek_mode="exact"):
     return n
 
 
+# --- the C++ in-process decoder ----------------------------------------
+
+def find_inprocess(explicit):
+    """The codecvisor-decode-inprocess binary: --inprocess, else
+    $CODECVISOR_DECODE_INPROCESS, else next to the runner of the install
+    this package belongs to (PREFIX/lib/python3/site-packages/codecvisor ->
+    PREFIX/libexec/codecvisor), else None."""
+    if explicit:
+        return explicit
+    if os.environ.get("CODECVISOR_DECODE_INPROCESS"):
+        return os.environ["CODECVISOR_DECODE_INPROCESS"]
+    prefix = os.path.abspath(os.path.join(os.path.dirname(__file__), *[os.pardir] * 4))
+    candidate = os.path.join(prefix, "libexec", "codecvisor", "codecvisor-decode-inprocess")
+    return candidate if os.access(candidate, os.X_OK) else None
+
+
+def cpp_all_frames(binary, path, frames, threads):
+    """Runs the in-process decoder on frames [0, frames); returns (frames,
+    seconds) as it timed them (open, memory and decode, not its start)."""
+    out = subprocess.run([binary, path, "--frames", str(frames), "--threads", str(threads)], check=True,
+                         capture_output=True, text=True).stdout
+    report = json.loads(out)
+    return report["frames"], report["seconds"]
+
+
+def two_threads(path, threads):
+    """The clip decoded twice, by two Python threads at once."""
+    counts = [0, 0]
+
+    def work(i):
+        counts[i] = cv_all_frames(path, threads)
+
+    workers = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    return sum(counts)
+
+
+def one_thread_twice(path, threads):
+    return cv_all_frames(path, threads) + cv_all_frames(path, threads)
+
+
 class CodecvisorClips:
     """A map-style dataset: sample i is 8 frames of clip i (NCHW tensor)."""
 
@@ -122,6 +173,8 @@ def load_all(dataset, workers):
 
 
 EIGHT = [0, 7, 14, 21, 28, 35, 42, 49]
+# The all-frames clips: label, size, length in seconds.
+CLIP_SIZES = [("1080p", "1920x1080", 10), ("360p", "640x360", 20), ("96x64", "96x64", 4)]
 
 
 def timed(fn, *args):
@@ -137,66 +190,82 @@ def quartiles(xs):
     return q[0], statistics.median(xs), q[2]
 
 
-def side_by_side(name, rounds, ours, theirs, unit):
-    """Runs both `rounds` times, alternating who goes first; work per call is
-    the count each returns (frames, files)."""
-    ratios, ours_rates, theirs_rates = [], [], []
+def side_by_side(name, rounds, unit, ours, **baselines):
+    """Runs `ours` and each baseline `rounds` times, rotating who goes first;
+    each returns (work done, seconds). One result per baseline: the ratio
+    ours / baseline of work per second, with its quartiles over rounds."""
+    sides = [("codecvisor", ours)] + list(baselines.items())
+    rates = {who: [] for who, _ in sides}
     for r in range(rounds):
-        pair = [("ours", ours), ("theirs", theirs)]
-        if r % 2:
-            pair.reverse()
-        rates = {}
-        for who, fn in pair:
+        order = sides[r % len(sides):] + sides[:r % len(sides)]
+        for who, fn in order:
             gc.collect()
             n, seconds = fn()
-            rates[who] = n / seconds
-        ours_rates.append(rates["ours"])
-        theirs_rates.append(rates["theirs"])
-        ratios.append(rates["ours"] / rates["theirs"])
-    q1, median, q3 = quartiles(ratios)
-    return dict(figure=name, unit=unit, codecvisor=statistics.median(ours_rates), pyav=statistics.median(theirs_rates),
-                ratio=median, ratio_q1=q1, ratio_q3=q3, rounds=rounds)
+            rates[who].append(n / seconds)
+    results = []
+    for who in baselines:
+        ratios = [a / b for a, b in zip(rates["codecvisor"], rates[who])]
+        q1, median, q3 = quartiles(ratios)
+        results.append(dict(figure=name, baseline=who, unit=unit, codecvisor=statistics.median(rates["codecvisor"]),
+                            other=statistics.median(rates[who]), ratio=median, ratio_q1=q1, ratio_q3=q3,
+                            rounds=rounds))
+    return results
 
 
 def run(args):
     folder = args.folder or tempfile.mkdtemp(prefix="codecvisor-bench-")
-    clips = {"1080p": make_clip(folder, "1080p.mp4", "1920x1080", 4 if args.quick else 10),
-             "360p": make_clip(folder, "360p.mp4", "640x360", 4 if args.quick else 20)}
-    short = [make_clip(folder, f"short{i:03d}.mp4", "320x240", 2, gop=25) for i in range(20 if args.quick else 200)]
-    results = []
+    os.makedirs(folder, exist_ok=True)
+    seconds = args.seconds or (4 if args.quick else None)
+    clips = {label: make_clip(folder, f"{label}.mp4", size, seconds or default_seconds)
+             for label, size, default_seconds in CLIP_SIZES if label in args.sizes}
+    big = "1080p" if "1080p" in clips else next(iter(clips))
+    small = "360p" if "360p" in clips else big
+    count = args.short_clips if args.short_clips is not None else (20 if args.quick else 200)
+    short = [make_clip(folder, f"short{i:03d}.mp4", "320x240", 2, gop=25) for i in range(count)]
+    inprocess = find_inprocess(args.inprocess)
+    results, notes = [], []
+    if inprocess is None:
+        notes.append("C++ in-process figures not measured: no codecvisor-decode-inprocess (give --inprocess PATH, "
+                     "or run the package from an install made by //:install)")
     for threads in (0, 1):
         for label, clip in clips.items():
-            results.append(side_by_side(f"all frames {label}, threads={threads}", args.rounds,
-                                        lambda: timed(cv_all_frames, clip, threads),
-                                        lambda: timed(pyav_all_frames, clip, threads), "frames/s"))
-        n = VideoDecoder(clips["1080p"]).metadata.num_frames
+            frames = len(VideoDecoder(clip))
+            baselines = dict(PyAV=lambda: timed(pyav_all_frames, clip, threads))
+            if inprocess:
+                baselines["C++ in-process"] = lambda: cpp_all_frames(inprocess, clip, frames, threads)
+            results += side_by_side(f"all frames {label}, threads={threads}", args.rounds, "frames/s",
+                                    lambda: timed(cv_all_frames, clip, threads), **baselines)
+        n = VideoDecoder(clips[big]).metadata.num_frames
         rng = random.Random(1234)
-        indices = sorted(rng.sample(range(n), 10))
-        results.append(side_by_side(f"10 random frames 1080p exact, threads={threads}", args.rounds,
-                                    lambda: timed(cv_frames_at, clips["1080p"], indices, threads),
-                                    lambda: timed(pyav_frames_at, clips["1080p"], indices, threads), "frames/s"))
-        eight = EIGHT
+        indices = sorted(rng.sample(range(n), min(10, n)))
+        results += side_by_side(f"{len(indices)} random frames {big} exact, threads={threads}", args.rounds,
+                                "frames/s", lambda: timed(cv_frames_at, clips[big], indices, threads),
+                                PyAV=lambda: timed(pyav_frames_at, clips[big], indices, threads))
         for mode in ("exact", "approximate"):
             def ours(mode=mode):
                 start = time.perf_counter()
                 for c in short:
-                    cv_frames_at(c, eight, threads, mode)
+                    cv_frames_at(c, EIGHT, threads, mode)
                 return len(short), time.perf_counter() - start
 
             def theirs():
                 start = time.perf_counter()
                 for c in short:
-                    pyav_frames_at(c, eight, threads)
+                    pyav_frames_at(c, EIGHT, threads)
                 return len(short), time.perf_counter() - start
 
-            results.append(side_by_side(f"{len(short)} short clips, open + 8 frames, {mode}, threads={threads}",
-                                        args.rounds, ours, theirs, "files/s"))
+            results += side_by_side(f"{len(short)} short clips, open + 8 frames, {mode}, threads={threads}",
+                                    args.rounds, "files/s", ours, PyAV=theirs)
     for workers in (0, 2):
-        results.append(side_by_side(f"DataLoader over {len(short)} short clips, 8 frames each, {workers} workers",
-                                    args.rounds, lambda: timed(load_all, CodecvisorClips(short), workers),
-                                    lambda: timed(load_all, PyAVClips(short), workers), "samples/s"))
+        results += side_by_side(f"DataLoader over {len(short)} short clips, 8 frames each, {workers} workers",
+                                args.rounds, "samples/s", lambda: timed(load_all, CodecvisorClips(short), workers),
+                                PyAV=lambda: timed(load_all, PyAVClips(short), workers))
+    results += side_by_side(f"{small} all frames twice: 2 Python threads at once, threads=1", args.rounds,
+                            "frames/s", lambda: timed(two_threads, clips[small], 1),
+                            **{"1 thread, one after the other": lambda: timed(one_thread_twice, clips[small], 1)})
     peak_rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return dict(results=results, peak_rss_mib=peak_rss_mib, machine=machine())
+    return dict(results=results, notes=notes, peak_rss_mib=peak_rss_mib, machine=machine(),
+                load_average=os.getloadavg())
 
 
 def machine():
@@ -212,21 +281,34 @@ def machine():
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python3 -m codecvisor.bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--quick", action="store_true", help="shorter clips and 20 short clips instead of 200")
+    parser.add_argument("--quick", action="store_true", help="4 s clips and 20 short clips instead of 200")
+    parser.add_argument("--sizes", type=lambda v: v.split(","), default=None,
+                        help="which all-frames clips, of " + ",".join(c[0] for c in CLIP_SIZES) + " (default 1080p,360p)")
+    parser.add_argument("--seconds", type=float, help="length of the all-frames clips")
+    parser.add_argument("--short-clips", type=int, help="how many 2 s clips (default 200, 20 with --quick)")
     parser.add_argument("--folder", help="where the clips are made (kept); default a new temporary folder")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--inprocess", help="the codecvisor-decode-inprocess binary (default: the installed one)")
     args = parser.parse_args(argv)
+    if args.sizes is None:
+        args.sizes = ["1080p", "360p"]
+    unknown = set(args.sizes) - {c[0] for c in CLIP_SIZES}
+    if unknown:
+        parser.error(f"unknown clip size {', '.join(sorted(unknown))}")
     report = run(args)
     if args.json:
         print(json.dumps(report))
         return
-    print(f"codecvisor vs PyAV ({report['machine']}), {args.rounds} rounds; ratio = codecvisor / PyAV")
-    print(f"{'figure':<58} {'codecvisor':>11} {'PyAV':>9} {'ratio':>6}  quartiles")
+    load = ", ".join(f"{x:.2f}" for x in report["load_average"])
+    print(f"codecvisor vs baselines ({report['machine']}, load average at the end {load}), {args.rounds} rounds; "
+          "ratio = codecvisor / baseline")
+    print(f"{'figure':<62} {'baseline':<30} {'codecvisor':>11} {'baseline':>9} {'ratio':>6}  quartiles")
     for r in report["results"]:
-        print(f"{r['figure']:<58} {r['codecvisor']:>11.1f} {r['pyav']:>9.1f} {r['ratio']:>6.3f}  "
+        print(f"{r['figure']:<62} {r['baseline']:<30} {r['codecvisor']:>11.1f} {r['other']:>9.1f} {r['ratio']:>6.3f}  "
               f"[{r['ratio_q1']:.3f}, {r['ratio_q3']:.3f}] {r['unit']}")
+    for note in report["notes"]:
+        print(note)
     print(f"peak RSS of this process: {report['peak_rss_mib']:.0f} MiB")
-
 
 if __name__ == "__main__":
     main()

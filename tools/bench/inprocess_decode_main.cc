@@ -1,0 +1,50 @@
+// `codecvisor-decode-inprocess FILE --frames N [--threads T] [--buffers B]`:
+// the baseline of the Python bench's "C++ in-process decoder" figures.
+// Decodes frames [0, N) of FILE to RGB24 with the cpu backend's own code
+// linked into this process (no sandbox, no channel), into B private frame
+// buffers taken in turn (1 by default: one buffer kept warm, so that the
+// figure is the decoder's own cost, with no page faults of fresh memory),
+// and prints one JSON object: {"frames": N, "seconds": S, "checksum": C},
+// where S covers opening the decoder, allocating the buffers and decoding,
+// not this process's start. Exit 1 with one line on stderr if decoding
+// fails.
+
+#include <cstdint>
+#include <iostream>
+#include <string>
+
+#include "CLI/CLI.hpp"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "tools/bench/chunks.h"
+#include "tools/bench/decode_paths.h"
+
+int main(int argc, char** argv) {
+  using namespace codecvisor::bench;
+  CLI::App app{"codecvisor-decode-inprocess: decode frames [0, N) of a video in this process, timed"};
+  std::string file;
+  int64_t frames = 0;
+  uint32_t threads = 1;
+  uint32_t buffers = 1;
+  app.add_option("file", file, "the video")->required()->check(CLI::ExistingFile);
+  app.add_option("--frames", frames, "frames to decode, from frame 0")->required()->check(CLI::Range(1, 100'000));
+  app.add_option("--threads", threads, "decoder threads; 0 lets FFmpeg choose");
+  app.add_option("--buffers", buffers, "frame buffers, taken in turn")->check(CLI::Range(1, 100'000));
+  CLI11_PARSE(app, argc, argv);
+
+  const absl::Time start = absl::Now();
+  absl::StatusOr<std::unique_ptr<DecodePath>> decoder = OpenInProcess(file, threads, buffers);
+  if (!decoder.ok()) {
+    std::cerr << "codecvisor-decode-inprocess: " << decoder.status().message() << "\n";
+    return 1;
+  }
+  absl::StatusOr<ChunkTiming> timing = (*decoder)->Decode(Chunk{.start = 0, .stop = frames});
+  if (!timing.ok()) {
+    std::cerr << "codecvisor-decode-inprocess: " << timing.status().message() << "\n";
+    return 1;
+  }
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  std::cout << "{\"frames\": " << timing->frames << ", \"seconds\": " << seconds << ", \"checksum\": "
+            << timing->checksum << "}\n";
+  return 0;
+}
