@@ -208,8 +208,7 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
                                 : runner::RunnerArgs::Seccomp::kRequire;
   // A debugging aid for vendors (backends/sdk/README.md): the runner writes
   // the crashing thread's backtrace to its stderr, which is ours.
-  const char* backtrace = std::getenv(runner::kBacktraceEnv);
-  args.backtrace = backtrace != nullptr && std::string(backtrace) == "1";
+  args.backtrace = BacktraceEnabled();
   spec.argv = args.ToArgv();
   // A clean environment: no secret of the host's reaches plugin code.
   spec.env = {"PATH=/usr/bin:/bin", "LANG=C.UTF-8"};
@@ -387,7 +386,8 @@ absl::Status BackendProcess::Handshake(ipc::Deadline deadline) {
         const bool rejected = !exit->signaled && exit->code == runner::ExitCode(runner::RunnerExit::kBadInvocation);
         return absl::UnavailableError(absl::StrCat(
             "runner ", DescribeExit(*exit, hints.any_fault_signal(), hints.violation_syscall), " while starting",
-            rejected ? " (it rejected its command line; reinstall codecvisor so that host and runner match)" : ""));
+            rejected ? " (it rejected its command line; reinstall codecvisor so that host and runner match)" : "",
+            CrashAdvice(*exit, hints.any_fault_signal(), hints.violation_syscall, BacktraceEnabled())));
       }
     }
     return reply.status();

@@ -51,18 +51,21 @@ RequestBlame Judge(const DeathRecord& death, ipc::CrashHints hints, uint64_t ses
 
 absl::Status Replays::AfterDeath(const RequestBlame& blame, const DeathRecord& death, const Words& words,
                                  Clock::time_point now) {
-  if (blame.blamed) blamed_.push_back(death.Describe());
+  if (blame.blamed) {
+    blamed_.push_back(death.Describe());
+    if (advice_.empty()) advice_ = CrashAdvice(death, BacktraceEnabled());
+  }
   alone_ = blame.replay_alone;
   if (static_cast<int>(blamed_.size()) >= kPoisonDeaths) {
     return absl::AbortedError(absl::StrCat(words.subject, " killed the backend twice (",
-                                           absl::StrJoin(blamed_, "; then "), ")", words.poison_tail));
+                                           absl::StrJoin(blamed_, "; then "), ")", words.poison_tail, advice_));
   }
   if (deaths_++ == 0) first_ = now;
   if (now - first_ < bound_) return absl::OkStatus();
   return absl::UnavailableError(absl::StrCat(
       "the backend died ", deaths_, " times in ",
       std::chrono::duration_cast<std::chrono::milliseconds>(now - first_).count(), " ms while ", words.doing,
-      " (last: ", death.Describe(), "); giving up"));
+      " (last: ", death.Describe(), "); giving up", CrashAdvice(death, BacktraceEnabled())));
 }
 
 }  // namespace codecvisor

@@ -76,6 +76,7 @@ class Replays {
  private:
   const std::chrono::milliseconds bound_;
   std::vector<std::string> blamed_;  // how each death that blamed it ended
+  std::string advice_;                // CrashAdvice for the first of them
   bool alone_ = false;
   int deaths_ = 0;
   Clock::time_point first_;

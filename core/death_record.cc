@@ -4,8 +4,10 @@
 #include <signal.h>
 
 #include <cstdlib>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
+#include "backends/sdk/runner/runner_args.h"
 
 namespace codecvisor {
 
@@ -44,6 +46,35 @@ std::string DescribeExit(const ExitStatus& exit, uint32_t recorded_signal, int32
     return absl::StrCat(exit.ToString(), ": out of memory (over the memory_mb of its manifest)");
   }
   return exit.ToString();
+}
+
+std::string CrashAdvice(const ExitStatus& exit, uint32_t recorded_signal, int32_t violation_syscall,
+                        bool backtrace_enabled) {
+  if (violation_syscall >= 0) return "";
+  const int signal = recorded_signal != 0 ? static_cast<int>(recorded_signal) : exit.signaled ? exit.code : 0;
+  switch (signal) {
+    case SIGSEGV:
+    case SIGBUS:
+    case SIGFPE:
+    case SIGILL:
+    case SIGABRT:
+    case SIGTRAP:
+      break;
+    default:
+      return "";
+  }
+  if (backtrace_enabled) return "; the crashing thread's backtrace is on the backend's stderr";
+  return absl::StrCat("; for the crashing thread's backtrace, run with ", runner::kBacktraceEnv, "=1");
+}
+
+std::string CrashAdvice(const DeathRecord& death, bool backtrace_enabled) {
+  if (death.killed_by_supervisor) return "";
+  return CrashAdvice(death.exit, death.recorded_signal, death.violation_syscall, backtrace_enabled);
+}
+
+bool BacktraceEnabled() {
+  const char* value = std::getenv(runner::kBacktraceEnv);
+  return value != nullptr && std::string_view(value) == "1";
 }
 
 }  // namespace codecvisor

@@ -71,6 +71,19 @@ void AddCrashHints(std::span<const ipc::CrashHints> channels, DeathRecord* recor
 std::string DescribeExit(const ExitStatus& exit, uint32_t recorded_signal, int32_t violation_syscall,
                          bool oom_killed = false);
 
+// What a vendor can do about a crash, to append to its message: for a fault
+// signal (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP) that was not a
+// sandbox violation, how to see where it happened ("; for the crashing
+// thread's backtrace, run with CODECVISOR_BACKEND_BACKTRACE=1"), or, when
+// `backtrace_enabled`, where that backtrace went. "" for any other end.
+std::string CrashAdvice(const ExitStatus& exit, uint32_t recorded_signal, int32_t violation_syscall,
+                        bool backtrace_enabled);
+std::string CrashAdvice(const DeathRecord& death, bool backtrace_enabled);
+
+// Whether this process's environment has CODECVISOR_BACKEND_BACKTRACE=1,
+// which makes the backends it starts print a crash's backtrace.
+bool BacktraceEnabled();
+
 }  // namespace codecvisor
 
 #endif  // CODECVISOR_CORE_DEATH_RECORD_H_

@@ -73,5 +73,28 @@ TEST(DescribeTest, NamesHowItEnded) {
   EXPECT_EQ(d.Describe(), "killed by codecvisor: no answer within 30000 ms");
 }
 
+TEST(CrashAdviceTest, NamesTheBacktraceSwitchForFaultsOnly) {
+  DeathRecord d;
+  d.exit = {false, 128 + SIGSEGV};
+  d.recorded_signal = SIGSEGV;
+  EXPECT_EQ(CrashAdvice(d, false), "; for the crashing thread's backtrace, run with CODECVISOR_BACKEND_BACKTRACE=1");
+  EXPECT_EQ(CrashAdvice(d, true), "; the crashing thread's backtrace is on the backend's stderr");
+  d.recorded_signal = 0;
+  d.exit = {true, SIGABRT};
+  EXPECT_NE(CrashAdvice(d, false), "");
+  d.exit = {true, SIGKILL};  // an operator or the OOM killer: no vendor fault
+  EXPECT_EQ(CrashAdvice(d, false), "");
+  d.exit = {false, 3};  // exit(3)
+  EXPECT_EQ(CrashAdvice(d, false), "");
+  d.exit = {false, 128 + SIGSYS};
+  d.violation_syscall = 41;  // named by Describe(): a backtrace adds nothing
+  EXPECT_EQ(CrashAdvice(d, false), "");
+  d = DeathRecord{};
+  d.exit = {true, SIGKILL};
+  d.recorded_signal = SIGSEGV;
+  d.killed_by_supervisor = true;  // a hang: the supervisor's SIGKILL
+  EXPECT_EQ(CrashAdvice(d, false), "");
+}
+
 }  // namespace
 }  // namespace codecvisor

@@ -10,6 +10,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/system_supervisor_env.h"
 
 namespace codecvisor::internal {
@@ -130,10 +131,18 @@ absl::Status Host::LoadBackend(absl::string_view manifest_path) {
   return absl::OkStatus();
 }
 
+absl::Status Host::NotInstalled(absl::string_view what, absl::string_view name) const {
+  std::vector<std::string> names;
+  for (const auto& [backend, entry] : backends_) names.push_back(backend);
+  return absl::NotFoundError(absl::StrCat(
+      "no ", what, " '", name, "' (installed backends: ", names.empty() ? "none" : absl::StrJoin(names, ", "),
+      "); a plugin installed elsewhere is found by putting its manifest's folder on CODECVISOR_BACKEND_PATH"));
+}
+
 absl::Status Host::ResetBackend(absl::string_view name) {
   MutexLock lock(&mu_);
   auto it = backends_.find(std::string(name));
-  if (it == backends_.end()) return absl::NotFoundError(absl::StrCat("no backend named '", name, "'"));
+  if (it == backends_.end()) return NotInstalled("backend named", name);
   if (it->second.supervisor == nullptr) {
     return absl::FailedPreconditionError(absl::StrCat("backend '", name, "' has a broken manifest: ",
                                                       it->second.failure.message()));
@@ -147,7 +156,7 @@ absl::Status Host::StartBackend(absl::string_view name, std::chrono::millisecond
   {
     MutexLock lock(&mu_);
     auto it = backends_.find(std::string(name));
-    if (it == backends_.end()) return absl::NotFoundError(absl::StrCat("no backend named '", name, "'"));
+    if (it == backends_.end()) return NotInstalled("backend named", name);
     if (it->second.supervisor == nullptr) {
       return absl::FailedPreconditionError(absl::StrCat("backend '", name, "' has a broken manifest: ",
                                                         it->second.failure.message()));
@@ -173,8 +182,7 @@ absl::StatusOr<std::shared_ptr<Supervisor>> Host::SupervisorFor(absl::string_vie
             "; fix or remove the plugin, or set CODECVISOR_DEVICE_BACKEND_AUTOLOAD=0"));
       }
     }
-    return absl::NotFoundError(absl::StrCat("no backend serves device '", device,
-                                            "'; `codecvisor backends` lists the installed ones"));
+    return NotInstalled("backend serves device", device);
   }
   const Entry& entry = backends_[dev->second];
   if (entry.supervisor == nullptr) {

@@ -113,6 +113,10 @@ class Host {
   // Adds a discovered backend: a supervisor if its manifest is sound, else
   // a failed entry.
   void Add(DiscoveredBackend backend) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // kNotFound for a backend name or device (`what`: "backend named",
+  // "backend serves device") that no manifest gave: lists what there is and
+  // where else plugins are found.
+  absl::Status NotInstalled(absl::string_view what, absl::string_view name) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<std::shared_ptr<Supervisor>> SupervisorFor(absl::string_view device);
   // Opens the video behind `fd` (a regular file or a sealed memfd).
   absl::StatusOr<std::unique_ptr<VideoDecoder>> OpenDescriptor(ipc::UniqueFd fd, std::string label,

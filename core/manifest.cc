@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/str_join.h"
+#include "backends/sdk/codecvisor_backend.h"
 
 namespace codecvisor {
 namespace {
@@ -87,6 +88,13 @@ absl::StatusOr<BackendManifest> ParseManifest(absl::string_view text, absl::stri
   const auto* abi = table["abi_version"].as_integer();
   if (abi == nullptr) return bad("key 'abi_version': missing, or not an integer");
   m.abi_version = abi->get();
+  if (m.abi_version != CODECVISOR_BACKEND_ABI_VERSION) {
+    return bad(absl::StrCat("key 'abi_version': ", m.abi_version, ", but this codecvisor speaks backend ABI ",
+                            CODECVISOR_BACKEND_ABI_VERSION,
+                            " (CODECVISOR_BACKEND_ABI_VERSION in codecvisor_backend.h): rebuild the plugin against "
+                            "this codecvisor's header and set abi_version = ",
+                            CODECVISOR_BACKEND_ABI_VERSION));
+  }
 
   if (auto node = table["restart"]; node) {
     const auto* restart = node.as_table();

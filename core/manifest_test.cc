@@ -46,6 +46,8 @@ TEST(ManifestTest, ErrorsNameTheFileAndTheKey) {
       {"name='x'\ndevices=[1]\nlibrary='l'\nabi_version=1", "key 'devices'"},
       {"name='x'\ndevices=['x']\nabi_version=1", "key 'library'"},
       {"name='x'\ndevices=['x']\nlibrary='l'", "key 'abi_version'"},
+      {"name='x'\ndevices=['x']\nlibrary='l'\nabi_version=99", "key 'abi_version': 99, but this codecvisor speaks"},
+      {"name='x'\ndevices=['x']\nlibrary='l'\nabi_version=0", "set abi_version = 1"},
       {"name='x'\ndevices=['x']\nlibrary='l'\nabi_version=1\nconfig=3", "key 'config'"},
   };
   for (const Case& c : cases) {

@@ -210,7 +210,7 @@ void Supervisor::OnDeath(const ExitStatus& exit, const RunningBackend& process) 
         "backend '", manifest_.name, "' (", manifest_.path, ") is quarantined after ",
         policy_.crashes_in_window(), " crashes within ", policy_.limits().window.count() / 1000,
         " s (last: ", record.Describe(), "); lift it with `codecvisor backends --reset ", manifest_.name,
-        "` or Host::ResetBackend()"));
+        "` or Host::ResetBackend()", CrashAdvice(record, BacktraceEnabled())));
   } else {
     state_ = BackendState::kRestarting;
     restart_at_ = env_->Now() + decision.delay;

@@ -76,8 +76,8 @@ def manifest(name, library):
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    """Five plugin packages pip-installed (offline) into one folder: the dav1d
-    example plugin, and four broken ones."""
+    """Six plugin packages pip-installed (offline) into one folder: the dav1d
+    example plugin, and five broken ones."""
     root = tmp_path_factory.mktemp("plugins")
     dav1d_lib = open(runfile("examples/vendor_backend/libcodecvisor_dav1d.so"), "rb").read()
     dav1d_toml = open(runfile("examples/vendor_backend/dav1d.toml")).read()
@@ -86,6 +86,10 @@ def site(tmp_path_factory):
     crash_c.write_text("#include <stdlib.h>\n__attribute__((constructor)) static void boom(void) { abort(); }\n"
                        "int codecvisor_backend_v1;\n")
     subprocess.run(["cc", "-shared", "-fPIC", "-o", str(root / "libcrash.so"), str(crash_c)], check=True)
+    # A library that uses a function of a vendor library it was not linked with.
+    undef_c = root / "undef.c"
+    undef_c.write_text("void vendor_dep_init(void);\nvoid *codecvisor_backend_v1(void) { vendor_dep_init(); return 0; }\n")
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(root / "libundef.so"), str(undef_c)], check=True)
     folders = [
         package(root, "dav1d_plugin", 'dav1d = "dav1d_plugin:dav1d.toml"',
                 {"dav1d.toml": dav1d_toml, "libcodecvisor_dav1d.so": dav1d_lib}),
@@ -94,6 +98,8 @@ def site(tmp_path_factory):
         package(root, "crash_plugin", 'crash = "crash_plugin"',
                 {"crash.toml": manifest("crash", "libcrash.so"), "libcrash.so": (root / "libcrash.so").read_bytes()}),
         package(root, "empty_plugin", 'empty = "empty_plugin"', {}),
+        package(root, "undef_plugin", 'undef = "undef_plugin"',
+                {"undef.toml": manifest("undef", "libundef.so"), "libundef.so": (root / "libundef.so").read_bytes()}),
     ]
     target = root / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-index", "--no-build-isolation",
@@ -148,7 +154,7 @@ def test_plugins_are_found_from_entry_points_without_running_them(site, tmp_path
 def test_a_broken_plugin_is_listed_with_why_and_fails_only_its_device(site, tmp_path, video):
     not_a_video = synthetic_clip(tmp_path / "clip.syn", "frames=4 width=32 height=24 fps=10")
     result = run_child(site, tmp_path, {"garbage": not_a_video, "nolib": not_a_video, "crash": not_a_video,
-                                        "empty": not_a_video, "cpu": video})
+                                        "empty": not_a_video, "undef": not_a_video, "cpu": video})
     backends, decode = by_name(result), result["decode"]
     assert backends["garbage"]["state"] == "failed"
     assert "garbage.toml" in backends["garbage"]["diagnostic"]
@@ -160,6 +166,11 @@ def test_a_broken_plugin_is_listed_with_why_and_fails_only_its_device(site, tmp_
     assert decode["nolib"][0] == "NoSuchDeviceError" and "libmissing.so: cannot open shared object file" in \
         decode["nolib"][1], decode["nolib"]
     assert decode["crash"][0] == "BackendError" and "SIGABRT" in decode["crash"][1], decode["crash"]
+    assert "run with CODECVISOR_BACKEND_BACKTRACE=1" in decode["crash"][1], decode["crash"]
+    # A symbol of a library the vendor forgot to link: named, with the fix.
+    assert decode["undef"][0] == "NoSuchDeviceError", decode["undef"]
+    assert "the plugin uses vendor_dep_init, which no library it is linked against defines" in decode["undef"][1], \
+        decode["undef"]
     # The built-in backend still serves its device, whatever the plugins did.
     assert decode["cpu"] == ["ok", "cpu", [50, 64, 96, 3]], decode["cpu"]
 

@@ -35,6 +35,32 @@ absl::StatusCode ToStatusCode(cv_status status) {
   return absl::StatusCode::kUnknown;
 }
 
+std::string LoadFailureAdvice(absl::string_view why, absl::string_view display) {
+  // "LIB: undefined symbol: SYM": LIB (the plugin, or a library it links)
+  // references SYM and nothing loaded defines it.
+  constexpr absl::string_view kUndefined = ": undefined symbol: ";
+  if (size_t at = why.find(kUndefined); at != absl::string_view::npos) {
+    const absl::string_view needer = why.substr(0, at);
+    const absl::string_view symbol = why.substr(at + kUndefined.size());
+    return absl::StrCat("; ", needer == display ? "the plugin" : needer, " uses ", symbol,
+                        ", which no library it is linked against defines: link the plugin against the library that "
+                        "defines it (its -l flag; -Wl,--no-undefined makes the link fail when one is missing)");
+  }
+  // "DEP: cannot open shared object file: ...": a DT_NEEDED library of the
+  // plugin's that the loader cannot find (the plugin itself was opened by
+  // path, so its own name here means it is missing).
+  constexpr absl::string_view kCannotOpen = ": cannot open shared object file";
+  if (size_t at = why.find(kCannotOpen); at != absl::string_view::npos) {
+    const absl::string_view missing = why.substr(0, at);
+    if (missing != display) {
+      return absl::StrCat("; the plugin is linked against ", missing,
+                          ", which the loader cannot find: install it in the system's library path, or link the "
+                          "plugin with an rpath ($ORIGIN) to where it is installed");
+    }
+  }
+  return "; reinstall the plugin";
+}
+
 absl::StatusOr<LoadedBackend> LoadBackendLibrary(absl::string_view library, absl::string_view display,
                                                  absl::string_view entry, absl::string_view expected_name) {
   const std::string open_path(library);
@@ -49,7 +75,7 @@ absl::StatusOr<LoadedBackend> LoadBackendLibrary(absl::string_view library, absl
     if (open_path != path) {
       for (size_t at; (at = why.find(open_path)) != std::string::npos;) why.replace(at, open_path.size(), path);
     }
-    return absl::NotFoundError(absl::StrCat("library ", path, ": ", why, "; reinstall the plugin"));
+    return absl::NotFoundError(absl::StrCat("library ", path, ": ", why, LoadFailureAdvice(why, path)));
   }
   const std::string symbol(entry);
   dlerror();

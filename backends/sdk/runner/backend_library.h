@@ -33,6 +33,14 @@ struct LoadedBackend {
                                                                absl::string_view entry,
                                                                absl::string_view expected_name);
 
+// What to do about dlopen's error `why` for the plugin library `display`
+// (dlerror's text, with `display` as the library's name), as a clause to
+// append: the plugin itself missing or not a loadable library -> reinstall
+// it; a library it links missing -> install that library where the loader
+// looks; a symbol that none of its libraries defines -> link the plugin
+// against the library that defines it.
+std::string LoadFailureAdvice(absl::string_view why, absl::string_view display);
+
 // Whether `table` asks for late frame buffers (cv_frame_buffer.acquire):
 // only if its struct_size covers the field.
 bool WantsLateFrameBuffers(const cv_backend_v1& table);

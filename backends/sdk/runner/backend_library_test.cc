@@ -1,0 +1,34 @@
+#include "backends/sdk/runner/backend_library.h"
+
+#include <gtest/gtest.h>
+
+namespace codecvisor::runner {
+namespace {
+
+TEST(LoadFailureAdviceTest, AMissingPluginIsReinstalled) {
+  EXPECT_EQ(LoadFailureAdvice("/p/libx.so: cannot open shared object file: No such file or directory", "/p/libx.so"),
+            "; reinstall the plugin");
+  EXPECT_EQ(LoadFailureAdvice("/p/libx.so: invalid ELF header", "/p/libx.so"), "; reinstall the plugin");
+}
+
+TEST(LoadFailureAdviceTest, AMissingDependencyIsNamed) {
+  const std::string advice =
+      LoadFailureAdvice("libdep.so.3: cannot open shared object file: No such file or directory", "/p/libx.so");
+  EXPECT_EQ(advice.rfind("; the plugin is linked against libdep.so.3, which the loader cannot find", 0), 0u)
+      << advice;
+}
+
+TEST(LoadFailureAdviceTest, AnUndefinedSymbolSaysWhoNeedsItAndHowToLink) {
+  const std::string own = LoadFailureAdvice("/p/libx.so: undefined symbol: vendor_dep_init", "/p/libx.so");
+  EXPECT_EQ(own.rfind("; the plugin uses vendor_dep_init, which no library it is linked against defines: link the "
+                      "plugin against the library that defines it",
+                      0),
+            0u)
+      << own;
+  EXPECT_EQ(own.find("reinstall"), std::string::npos) << own;
+  const std::string dep = LoadFailureAdvice("/usr/lib/libdep.so.3: undefined symbol: helper", "/p/libx.so");
+  EXPECT_EQ(dep.rfind("; /usr/lib/libdep.so.3 uses helper", 0), 0u) << dep;
+}
+
+}  // namespace
+}  // namespace codecvisor::runner
