@@ -22,6 +22,7 @@ Result<std::unique_ptr<Host>> Host::Create(HostOptions options) {
   o.default_device = options.default_device;
   o.eager_spawn = options.eager_spawn;
   o.supervision.warm_spare = options.warm_spare;
+  o.history_file = options.history_file;
   if (options.backend_path.has_value() || options.autoload.has_value()) {
     absl::StatusOr<InstallLayout> layout = InstallLayout::Discover();
     if (!layout.ok()) return api::FromAbsl(layout.status());

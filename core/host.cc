@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/backend_history.h"
 #include "core/system_supervisor_env.h"
 
 namespace codecvisor::internal {
@@ -78,6 +79,26 @@ absl::StatusOr<std::unique_ptr<Host>> Host::Create(HostOptions options) {
 }
 
 Host::~Host() {
+  if (!options_.history_file.empty()) {
+    std::vector<BackendSighting> seen;
+    for (const BackendStatus& b : Backends()) {
+      seen.push_back({.name = b.name,
+                      .manifest = b.manifest_path,
+                      .state = b.state,
+                      .diagnostic = b.diagnostic,
+                      .restarts = b.restarts,
+                      .last_exit = b.last_exit,
+                      .last_exit_time = b.last_exit_time});
+    }
+    // Written only when it changes (most hosts see no failure). Best effort:
+    // a history that cannot be written costs only the record.
+    absl::StatusOr<BackendHistory> before = ReadBackendHistory(options_.history_file);
+    BackendHistory after = before.ok() ? *before : BackendHistory{};
+    AddSightings(seen, &after);
+    if (!before.ok() || after != *before) {
+      (void)UpdateBackendHistory(options_.history_file, [&](BackendHistory* h) { AddSightings(seen, h); });
+    }
+  }
   std::vector<std::shared_ptr<Supervisor>> supervisors;
   {
     MutexLock lock(&mu_);

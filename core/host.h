@@ -49,6 +49,9 @@ struct HostOptions {
   // Start every backend's child at creation rather than on first use.
   bool eager_spawn = false;
   SupervisorOptions supervision;
+  // When not empty, the host adds what it saw of its backends' failures to
+  // this file as it is destroyed (core/backend_history.h).
+  std::string history_file;
 };
 
 // What `codecvisor backends` shows for one backend.

@@ -150,15 +150,16 @@ int main(int argc, char** argv) {
                        "load an extra backend manifest (repeatable)");
   backends
       ->add_option("--reset", backends_args.reset,
-                   "lift the quarantine or load failure of backend NAME, then list. Quarantine is kept per host "
-                   "process: this resets NAME in this command's own host (a fresh one, where nothing is "
-                   "quarantined yet), not in another program using the library, which calls "
-                   "Host::ResetBackend itself; with --start, NAME (like every backend) is then started and its state "
-                   "reported")
+                   "clear backend NAME's record of earlier crashes and quarantine (the backend history file), "
+                   "lift its quarantine or load failure in this command's own host, then list. Quarantine itself is "
+                   "kept per host process: another program using the library calls Host::ResetBackend itself")
       ->type_name("NAME");
-  backends->add_flag("--start", backends_args.start,
-                     "start every backend (after --reset, if given) and list their states, pids and engaged "
-                     "sandboxes; exit 1 if one cannot start");
+  auto* start_flag = backends->add_flag("--start", backends_args.start, "exit 1 if a backend cannot start");
+  backends->add_flag("--no-check", backends_args.no_check,
+                     "list the manifests without starting the backends (by default each one is started, all at "
+                     "once, after --reset if given, so that the list shows its pid and sandbox, or why its "
+                     "library cannot load)")
+      ->excludes(start_flag);
   backends->callback([&] { exit_code = cli::RunBackends(backends_args); });
 
   // doctor

@@ -2,12 +2,14 @@
 
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "api/absl_interop.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "core/backend_history.h"
 #include "core/backend_output.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/host_setup.h"
@@ -17,7 +19,32 @@ namespace codecvisor::cli {
 
 namespace {
 
-void PrintText(const Host& host, const std::vector<BackendInfo>& backends) {
+// What earlier processes saw of each backend (core/backend_history.h).
+struct History {
+  std::string path;
+  BackendHistory records;
+  std::string problem;  // why it could not be read, if it could not
+
+  const BackendRecord* Find(const std::string& name) const {
+    auto it = records.find(name);
+    return it == records.end() ? nullptr : &it->second;
+  }
+};
+
+History LoadHistory() {
+  History h;
+  h.path = DefaultBackendHistoryPath();
+  if (h.path.empty()) return h;
+  absl::StatusOr<BackendHistory> records = ReadBackendHistory(h.path);
+  if (records.ok()) {
+    h.records = *std::move(records);
+  } else {
+    h.problem = std::string(records.status().message());
+  }
+  return h;
+}
+
+void PrintText(const Host& host, const std::vector<BackendInfo>& backends, const History& history) {
   std::vector<std::vector<std::string>> rows = {{"NAME", "DEVICES", "STATE", "PID", "RESTARTS", "MANIFEST"}};
   for (const BackendInfo& b : backends) {
     // What a backend or a manifest says is escaped: it may hold control
@@ -42,13 +69,25 @@ void PrintText(const Host& host, const std::vector<BackendInfo>& backends) {
     }
     if (!b.sandbox.empty()) absl::StrAppend(&out, "  sandbox: ", b.sandbox, "\n");
     if (!b.diagnostic.empty()) absl::StrAppend(&out, "  diagnostic: ", EscapeForTerminal(b.diagnostic), "\n");
+    if (const BackendRecord* r = history.Find(b.name); r != nullptr) {
+      absl::StrAppend(&out, "  earlier runs: ", r->restarts, " restart", r->restarts == 1 ? "" : "s");
+      if (!r->last_exit.empty()) {
+        absl::StrAppend(&out, ", last exit: ", EscapeForTerminal(r->last_exit),
+                        r->last_exit_time.empty() ? "" : " at ", EscapeForTerminal(r->last_exit_time));
+      }
+      absl::StrAppend(&out, "\n");
+      if (!r->quarantine.empty()) {
+        absl::StrAppend(&out, "  quarantined in an earlier run: ", EscapeForTerminal(r->quarantine), "\n");
+      }
+    }
   }
+  if (!history.problem.empty()) absl::StrAppend(&out, "warning: ", EscapeForTerminal(history.problem), "\n");
   absl::StrAppend(&out, "default device: ", host.default_device(), "\n");
   for (const std::string& warning : host.warnings()) absl::StrAppend(&out, "warning: ", EscapeForTerminal(warning), "\n");
   std::fwrite(out.data(), 1, out.size(), stdout);
 }
 
-void PrintJson(const Host& host, const std::vector<BackendInfo>& backends) {
+void PrintJson(const Host& host, const std::vector<BackendInfo>& backends, const History& history) {
   JsonWriter w;
   auto optional_string = [&](const char* key, const std::string& value) {
     w.Key(key);
@@ -76,12 +115,25 @@ void PrintJson(const Host& host, const std::vector<BackendInfo>& backends) {
     optional_string("sandbox", b.sandbox);
     w.Key("manifest").String(b.manifest_path);
     optional_string("diagnostic", b.diagnostic);
+    w.Key("history");
+    if (const BackendRecord* r = history.Find(b.name); r != nullptr) {
+      w.BeginObject();
+      w.Key("restarts").Int(static_cast<int64_t>(r->restarts));
+      optional_string("last_exit", r->last_exit);
+      optional_string("last_exit_time", r->last_exit_time);
+      optional_string("quarantine", r->quarantine);
+      w.EndObject();
+    } else {
+      w.Null();
+    }
     w.EndObject();
   }
   w.EndArray();
   w.Key("warnings").BeginArray();
   for (const std::string& warning : host.warnings()) w.String(warning);
   w.EndArray();
+  optional_string("history_file", history.path);
+  optional_string("history_problem", history.problem);
   w.EndObject();
   std::printf("%s\n", w.str().c_str());
 }
@@ -96,18 +148,31 @@ int RunBackends(const BackendsArgs& args) {
     if (absl::Status reset = ToAbsl((*host)->ResetBackend(args.reset)); !reset.ok()) {
       return ReportFailure("backends", absl::StrCat("--reset ", args.reset), reset);
     }
+    std::string cleared;
+    if (const std::string path = DefaultBackendHistoryPath(); !path.empty()) {
+      absl::Status erased = UpdateBackendHistory(path, [&](BackendHistory* h) { h->erase(args.reset); });
+      cleared = erased.ok() ? absl::StrCat("cleared its record in ", path, " and ")
+                            : absl::StrCat("could not clear its record (", erased.message(), "); ");
+    }
     std::fprintf(stderr,
-                 "codecvisor backends: reset backend '%s' in this command's own host (quarantine is kept per "
-                 "host process)\n",
-                 args.reset.c_str());
+                 "codecvisor backends: reset backend '%s': %sreset it in this command's own host (quarantine is "
+                 "kept per host process)\n",
+                 args.reset.c_str(), cleared.c_str());
   }
-  // Started one after the other, in name order; a failure is listed (state
-  // failed, with the diagnostic) and repeated on stderr.
+  // Started all at once (each start is a child loading its library and
+  // answering the handshake); a failure is listed (state failed, with the
+  // diagnostic), and repeated on stderr with --start.
   std::vector<absl::Status> start_failures;
-  if (args.start) {
-    for (const BackendInfo& b : (*host)->Backends()) {
-      absl::Status started = ToAbsl((*host)->StartBackend(b.name, kBackendStartTimeout));
-      if (!started.ok()) start_failures.push_back(started);
+  if (!args.no_check) {
+    const std::vector<BackendInfo> listed = (*host)->Backends();
+    std::vector<absl::Status> started(listed.size());
+    std::vector<std::thread> starters;
+    for (size_t i = 0; i < listed.size(); ++i) {
+      starters.emplace_back([&, i] { started[i] = ToAbsl((*host)->StartBackend(listed[i].name, kBackendStartTimeout)); });
+    }
+    for (std::thread& t : starters) t.join();
+    for (const absl::Status& s : started) {
+      if (!s.ok()) start_failures.push_back(s);
     }
     for (const ManifestFailure& failure : failures) {
       start_failures.push_back(absl::Status(failure.status.code(), absl::StrCat("--backend-manifest ", failure.path,
@@ -116,12 +181,14 @@ int RunBackends(const BackendsArgs& args) {
   }
   std::vector<BackendInfo> backends = (*host)->Backends();
   for (const ManifestFailure& failure : failures) backends.push_back(FailedManifestStatus(failure));
+  const History history = LoadHistory();
   if (args.json) {
-    PrintJson(**host, backends);
+    PrintJson(**host, backends, history);
   } else {
-    PrintText(**host, backends);
+    PrintText(**host, backends, history);
   }
   if (std::fflush(stdout) != 0) return ReportFailure("backends", "", absl::InternalError("cannot write stdout"));
+  if (!args.start) return 0;
   for (const absl::Status& failure : start_failures) ReportFailure("backends", "", failure);
   return start_failures.empty() ? 0 : 1;
 }

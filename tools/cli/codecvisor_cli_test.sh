@@ -133,7 +133,7 @@ check "no partial output" [ ! -e "$tmp/x" ] || [ -z "$(ls -A "$tmp/x")" ]
 check "backends --json" run_cv 0 "$tmp/backends.json" "$tmp/err" backends --json
 check "backends json has schema_version" contains "$(cat "$tmp/backends.json")" '{"schema_version":1,'
 check "backends lists cpu" contains "$(cat "$tmp/backends.json")" '"name":"cpu","devices":["cpu"]'
-check "backends text" run_cv 0 "$tmp/backends.txt" "$tmp/err" backends
+check "backends text" run_cv 0 "$tmp/backends.txt" "$tmp/err" backends --no-check
 check "backends header" grep -qE '^NAME +DEVICES +STATE +PID +RESTARTS +MANIFEST$' "$tmp/backends.txt"
 
 # backends --start: each child started, with its pid and engaged sandbox
@@ -146,10 +146,10 @@ check "json: cpu ready, pid, sandbox" grep -qE \
   "\"name\":\"cpu\".*\"state\":\"ready\",\"pid\":[0-9]+,.*\"sandbox\":\"[^\"]*$sandbox_re" "$tmp/started.json"
 check "backends --start with a broken manifest" run_cv 1 "$tmp/stdout" "$tmp/err" backends --start --backend-manifest "$tmp/nope.toml"
 check "broken manifest listed" grep -qE "^nope +- +failed " "$tmp/stdout"
-check "backends without --start starts nothing" grep -qE '^cpu +cpu +discovered +- ' "$tmp/backends.txt"
+check "backends --no-check starts nothing" grep -qE '^cpu +cpu +discovered +- ' "$tmp/backends.txt"
 # --reset: in this command's own host; unknown names fail
 check "backends --reset cpu --start" run_cv 0 "$tmp/reset.txt" "$tmp/err" backends --reset cpu --start
-check "reset reported" grep -q "reset backend 'cpu' in this command's own host" "$tmp/err"
+check "reset reported" grep -q "reset backend 'cpu': .*reset it in this command's own host" "$tmp/err"
 check "reset then started" grep -qE '^cpu +cpu +ready +[0-9]+ ' "$tmp/reset.txt"
 check "backends --reset unknown" run_cv 1 "$tmp/stdout" "$tmp/err" backends --reset nope
 check "reset unknown message" grep -q "^codecvisor backends: --reset nope: no backend named 'nope' (installed backends: cpu.*CODECVISOR_BACKEND_PATH" "$tmp/err"

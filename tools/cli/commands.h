@@ -56,12 +56,16 @@ struct DecodeArgs {
 struct BackendsArgs {
   std::vector<std::string> backend_manifests;
   bool json = false;
-  // Host::ResetBackend on this backend first. Quarantine and the restart
-  // budget live in the Host that saw the crashes, so this lifts them only in
-  // this command's own Host; a library user calls ResetBackend in its own.
+  // Host::ResetBackend on this backend first, and its record in the
+  // backend history cleared. Quarantine and the restart budget live in the
+  // Host that saw the crashes, so this lifts them only in this command's
+  // own Host; a library user calls ResetBackend in its own.
   std::string reset;
-  // Host::StartBackend on every backend before listing, so that the list
-  // shows each one's pid and engaged sandbox, or why it cannot start.
+  // Unless no_check, every backend is started (all at once) before listing,
+  // which loads its library in its sandboxed child: the list shows each
+  // one's pid and engaged sandbox, or why it cannot load.
+  bool no_check = false;
+  // Exit 1 if a backend cannot start.
   bool start = false;
 };
 

@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "api/absl_interop.h"
+#include "core/backend_history.h"
 #include "core/backend_output.h"
 
 namespace codecvisor::cli {
@@ -20,7 +21,9 @@ namespace codecvisor::cli {
 
 absl::StatusOr<std::unique_ptr<Host>> CreateHost(const std::vector<std::string>& manifests,
                                                  std::vector<ManifestFailure>* failures) {
-  absl::StatusOr<std::unique_ptr<Host>> host = ToAbsl(Host::Create());
+  HostOptions options;
+  options.history_file = DefaultBackendHistoryPath();  // `codecvisor backends` shows it
+  absl::StatusOr<std::unique_ptr<Host>> host = ToAbsl(Host::Create(options));
   if (!host.ok()) return host.status();
   for (const std::string& manifest : manifests) {
     absl::Status loaded = ToAbsl((*host)->LoadBackend(manifest));

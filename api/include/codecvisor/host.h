@@ -50,6 +50,11 @@ struct HostOptions {
   // Keep a second process of each backend ready, so a crash costs a
   // failover rather than a cold start.
   bool warm_spare = false;
+  // When not empty, a TOML file to which the host adds, as it is destroyed,
+  // what it saw of its backends' failures (restarts, last exit,
+  // quarantine), for later processes to show: the `codecvisor` commands use
+  // $XDG_STATE_HOME/codecvisor/backends.toml (else ~/.local/state/...).
+  std::string history_file;
 };
 
 // What `codecvisor backends` shows for one backend.

@@ -1,0 +1,193 @@
+#include "core/backend_history.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+#include <toml++/toml.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace codecvisor {
+namespace {
+
+absl::Status Errno(absl::string_view what, const std::string& path) {
+  return absl::InternalError(absl::StrCat(what, " ", path, ": ", std::strerror(errno)));
+}
+
+// mkdir -p with mode 0700 for each folder it makes.
+absl::Status MakeFolders(const std::string& folder) {
+  if (folder.empty()) return absl::OkStatus();
+  struct stat st;
+  if (stat(folder.c_str(), &st) == 0) {
+    return S_ISDIR(st.st_mode) ? absl::OkStatus() : absl::FailedPreconditionError(absl::StrCat(folder, ": not a folder"));
+  }
+  const size_t slash = folder.find_last_of('/');
+  if (slash != std::string::npos && slash > 0) {
+    if (absl::Status s = MakeFolders(folder.substr(0, slash)); !s.ok()) return s;
+  }
+  if (mkdir(folder.c_str(), 0700) != 0 && errno != EEXIST) return Errno("mkdir", folder);
+  return absl::OkStatus();
+}
+
+std::string Folder(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? "" : path.substr(0, slash);
+}
+
+}  // namespace
+
+void AddSightings(const std::vector<BackendSighting>& seen, BackendHistory* history) {
+  for (const BackendSighting& s : seen) {
+    const bool quarantined = s.state == "quarantined";
+    auto it = history->find(s.name);
+    if (it == history->end()) {
+      if (s.restarts == 0 && s.last_exit.empty() && !quarantined) continue;  // nothing worth keeping
+      it = history->emplace(s.name, BackendRecord{}).first;
+    }
+    BackendRecord& r = it->second;
+    r.manifest = s.manifest;
+    r.restarts += s.restarts;
+    if (!s.last_exit.empty()) {
+      r.last_exit = s.last_exit;
+      r.last_exit_time = s.last_exit_time;
+    }
+    if (quarantined) r.quarantine = s.diagnostic;
+  }
+}
+
+absl::StatusOr<BackendHistory> ParseBackendHistory(absl::string_view text, absl::string_view path) {
+  toml::table root;
+  try {
+    root = toml::parse(std::string_view(text.data(), text.size()), std::string_view(path.data(), path.size()));
+  } catch (const toml::parse_error& e) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": not a backend history (", std::string(e.description()), ")"));
+  }
+  BackendHistory history;
+  const toml::table* backends = root["backend"].as_table();
+  if (backends == nullptr) return history;
+  for (const auto& [key, node] : *backends) {
+    const std::string name(key.str());
+    const toml::table* t = node.as_table();
+    if (t == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": backend.", name, " is not a table"));
+    }
+    BackendRecord r;
+    r.manifest = (*t)["manifest"].value_or(std::string());
+    const int64_t restarts = (*t)["restarts"].value_or(int64_t{0});
+    if (restarts < 0) return absl::InvalidArgumentError(absl::StrCat(path, ": backend.", name, ".restarts < 0"));
+    r.restarts = static_cast<uint64_t>(restarts);
+    r.last_exit = (*t)["last_exit"].value_or(std::string());
+    r.last_exit_time = (*t)["last_exit_time"].value_or(std::string());
+    r.quarantine = (*t)["quarantine"].value_or(std::string());
+    history.emplace(name, std::move(r));
+  }
+  return history;
+}
+
+std::string FormatBackendHistory(const BackendHistory& history) {
+  toml::table backends;
+  for (const auto& [name, r] : history) {
+    toml::table t;
+    t.insert("manifest", r.manifest);
+    t.insert("restarts", static_cast<int64_t>(r.restarts));
+    if (!r.last_exit.empty()) t.insert("last_exit", r.last_exit);
+    if (!r.last_exit_time.empty()) t.insert("last_exit_time", r.last_exit_time);
+    if (!r.quarantine.empty()) t.insert("quarantine", r.quarantine);
+    backends.insert(name, std::move(t));
+  }
+  toml::table root;
+  root.insert("backend", std::move(backends));
+  std::ostringstream out;
+  out << "# Backend failures seen by codecvisor hosts; `codecvisor backends --reset NAME` clears one.\n" << root << "\n";
+  return out.str();
+}
+
+std::string DefaultBackendHistoryPath() {
+  constexpr char kFile[] = "/codecvisor/backends.toml";
+  if (const char* state = std::getenv("XDG_STATE_HOME"); state != nullptr && state[0] == '/') {
+    return absl::StrCat(state, kFile);
+  }
+  if (const char* home = std::getenv("HOME"); home != nullptr && home[0] == '/') {
+    return absl::StrCat(home, "/.local/state", kFile);
+  }
+  return "";
+}
+
+absl::StatusOr<BackendHistory> ReadBackendHistory(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return BackendHistory{};
+    return Errno("cannot read", path);
+  }
+  std::string text;
+  char buffer[4096];
+  for (;;) {
+    const ssize_t n = read(fd, buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      absl::Status failed = Errno("cannot read", path);
+      close(fd);
+      return failed;
+    }
+    if (n == 0) break;
+    text.append(buffer, static_cast<size_t>(n));
+    if (text.size() > (1 << 20)) {
+      close(fd);
+      return absl::InvalidArgumentError(absl::StrCat(path, ": over 1 MiB, not a backend history"));
+    }
+  }
+  close(fd);
+  return ParseBackendHistory(text, path);
+}
+
+absl::Status UpdateBackendHistory(const std::string& path, absl::FunctionRef<void(BackendHistory*)> change) {
+  if (absl::Status s = MakeFolders(Folder(path)); !s.ok()) return s;
+  const std::string lock_path = path + ".lock";
+  const int lock = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock < 0) return Errno("cannot open", lock_path);
+  struct Unlock {
+    int fd;
+    ~Unlock() { close(fd); }  // closing drops the flock
+  } unlock{lock};
+  if (flock(lock, LOCK_EX) != 0) return Errno("cannot lock", lock_path);
+  absl::StatusOr<BackendHistory> history = ReadBackendHistory(path);
+  BackendHistory updated = history.ok() ? *std::move(history) : BackendHistory{};  // a broken file starts afresh
+  change(&updated);
+  const std::string tmp = absl::StrCat(path, ".", getpid(), ".tmp");
+  {
+    const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) return Errno("cannot create", tmp);
+    const std::string text = FormatBackendHistory(updated);
+    size_t done = 0;
+    while (done < text.size()) {
+      const ssize_t n = write(fd, text.data() + done, text.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        absl::Status failed = Errno("cannot write", tmp);
+        close(fd);
+        unlink(tmp.c_str());
+        return failed;
+      }
+      done += static_cast<size_t>(n);
+    }
+    if (close(fd) != 0) {
+      unlink(tmp.c_str());
+      return Errno("cannot write", tmp);
+    }
+  }
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    absl::Status failed = Errno("cannot replace", path);
+    unlink(tmp.c_str());
+    return failed;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace codecvisor
