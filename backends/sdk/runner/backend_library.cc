@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 namespace codecvisor::runner {
@@ -75,7 +76,10 @@ absl::StatusOr<LoadedBackend> LoadBackendLibrary(absl::string_view library, absl
     if (open_path != path) {
       for (size_t at; (at = why.find(open_path)) != std::string::npos;) why.replace(at, open_path.size(), path);
     }
-    return absl::NotFoundError(absl::StrCat("library ", path, ": ", why, LoadFailureAdvice(why, path)));
+    const std::string advice = LoadFailureAdvice(why, path);
+    // "PATH: ..." would follow "library PATH: " twice.
+    if (absl::StartsWith(why, path + ": ")) why.erase(0, path.size() + 2);
+    return absl::NotFoundError(absl::StrCat("library ", path, ": ", why, advice));
   }
   const std::string symbol(entry);
   dlerror();

@@ -116,8 +116,8 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "codecvisor-backend: WARNING: idle waits will poll: %s\n",
                  std::string(hangups.status().message()).c_str());
   }
-  const std::string prefix = absl::StrCat("backend '", name, "': ");
-  if (!load_status.ok()) load_status = absl::Status(load_status.code(), prefix + std::string(load_status.message()));
+  // load_status goes to the host as is: the host names the backend and its
+  // manifest in front of it.
   ControlServer server(*std::move(control), name, load_status.ok() ? vtable : nullptr, backend, load_status,
                        report, hangups.ok() ? hangups->get() : nullptr);
   const int code = server.Run();
