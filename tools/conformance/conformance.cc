@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "absl/cleanup/cleanup.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -199,7 +200,12 @@ void Suite::CheckSamples() {
     for (const std::string& path : manifest_.conformance.samples) files.push_back({.path = path, .reference = {}});
   }
   for (const SampleFile& file : files) {
-    CheckSample(file.path.substr(file.path.rfind('/') + 1), LoadSample(file.path, file.reference));
+    // Check names are identifiers (GoogleTest case names in the Bazel macro).
+    std::string suffix = file.path.substr(file.path.rfind('/') + 1);
+    for (char& c : suffix) {
+      if (!absl::ascii_isalnum(static_cast<unsigned char>(c))) c = '_';
+    }
+    CheckSample(suffix, LoadSample(file.path, file.reference));
   }
 }
 
