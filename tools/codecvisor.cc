@@ -195,22 +195,18 @@ int main(int argc, char** argv) {
                    "(repeatable); its reference is ffmpeg's RGB24 unless --reference is given")
       ->check(CLI::ExistingFile)
       ->type_name("FILE");
-  auto* reference =
-      conformance
+  conformance
           ->add_option("--reference", conformance_args.reference,
                        "the one --sample's expected frames, packed RGB24, concatenated in presentation order (for a "
                        "file FFmpeg cannot read; needs --reference-timestamps)")
           ->check(CLI::ExistingFile)
           ->type_name("FRAMES");
-  auto* reference_timestamps =
-      conformance
+  conformance
           ->add_option("--reference-timestamps", conformance_args.reference_timestamps,
                        "the reference's stream and frames: lines 'width W', 'height H', 'time_base NUM/DEN', "
                        "optional 'codec NAME' and 'average_fps F', then 'PTS DURATION' per frame")
           ->check(CLI::ExistingFile)
           ->type_name("FILE");
-  reference->needs(reference_timestamps);
-  reference_timestamps->needs(reference);
   conformance
       ->add_option("--min-psnr-floor", conformance_args.min_psnr_floor_db,
                    "the least PSNR (dB) a backend may declare instead of exact output; a lower claim fails the "
@@ -220,6 +216,9 @@ int main(int argc, char** argv) {
   conformance->callback([&] {
     if (conformance_args.backend.empty() && conformance_args.manifest.empty()) {
       throw CLI::ValidationError("conformance", "give --backend NAME or --backend-manifest PATH");
+    }
+    if (conformance_args.reference.empty() != conformance_args.reference_timestamps.empty()) {
+      throw CLI::ValidationError("--reference", "give both --reference FRAMES and --reference-timestamps FILE");
     }
     if (!conformance_args.reference.empty() && conformance_args.samples.size() != 1) {
       throw CLI::ValidationError("--reference", "a reference is for exactly one --sample FILE");
