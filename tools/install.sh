@@ -33,7 +33,8 @@ usage() {
   echo "installs bin/codecvisor, libexec/codecvisor/ (codecvisor-backend, codecvisor-decode-inprocess), lib/libcodecvisor.so," >&2
   echo "lib/pkgconfig/codecvisor.pc, include/codecvisor/ (the C++ API and the SDK header)," >&2
   echo "lib/python3/site-packages/codecvisor/ (the Python package)" >&2
-  echo "and lib/codecvisor/backends/ (cpu.toml, libcodecvisor_cpu.so)" >&2
+  echo "lib/codecvisor/backends/ (cpu.toml, libcodecvisor_cpu.so)," >&2
+  echo "and for backend vendors lib/pkgconfig/codecvisor-backend.pc and share/codecvisor/ (the SDK README, a skeleton plugin)" >&2
 }
 
 prefix=""
