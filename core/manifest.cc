@@ -22,8 +22,6 @@ bool ValidName(absl::string_view s, size_t max) {
   return true;
 }
 
-constexpr const char* kSampleCodecs[] = {"h264", "hevc", "vp9", "av1", "mpeg4"};
-
 // Whether `path` has a ".." component.
 bool HasDotDot(absl::string_view path) {
   for (absl::string_view part : absl::StrSplit(path, '/')) {
@@ -33,7 +31,7 @@ bool HasDotDot(absl::string_view path) {
 }
 
 bool IsSampleCodec(const std::string& codec) {
-  for (const char* c : kSampleCodecs) {
+  for (const char* c : kConformanceSampleCodecs) {
     if (codec == c) return true;
   }
   return false;
@@ -187,18 +185,27 @@ absl::StatusOr<BackendManifest> ParseManifest(absl::string_view text, absl::stri
   if (auto node = table["conformance"]; node) {
     const auto* conformance = node.as_table();
     if (conformance == nullptr) return bad("key 'conformance': not a table");
+    const std::string sample_codecs = absl::StrJoin(kConformanceSampleCodecs, ", ");
+    if (conformance->contains("samples") && !conformance->contains("codecs")) m.conformance.codecs.clear();
     for (const auto& entry : *conformance) {
       const std::string k(entry.first.str());
-      if (k != "codecs") return bad(absl::StrCat("key 'conformance.", k, "': unknown (codecs)"));
+      if (k != "codecs" && k != "samples") return bad(absl::StrCat("key 'conformance.", k, "': unknown (codecs, samples)"));
       const auto* array = entry.second.as_array();
-      if (array == nullptr || array->empty()) return bad("key 'conformance.codecs': expected a non-empty array");
-      m.conformance.codecs.clear();
-      for (const auto& codec : *array) {
-        const auto* str = codec.as_string();
-        if (str == nullptr || !IsSampleCodec(str->get())) {
-          return bad(absl::StrCat("key 'conformance.codecs': each must be one of ", absl::StrJoin(kSampleCodecs, ", ")));
+      if (array == nullptr || array->empty()) return bad(absl::StrCat("key 'conformance.", k, "': expected a non-empty array"));
+      std::vector<std::string>& values = k == "codecs" ? m.conformance.codecs : m.conformance.samples;
+      values.clear();
+      for (const auto& value : *array) {
+        const auto* str = value.as_string();
+        if (str == nullptr || str->get().empty()) {
+          return bad(absl::StrCat("key 'conformance.", k, "': expected an array of non-empty strings"));
         }
-        m.conformance.codecs.push_back(str->get());
+        if (k == "codecs" && !IsSampleCodec(str->get())) {
+          return bad(absl::StrCat("key 'conformance.codecs': the sample generator cannot make '", str->get(),
+                                  "' (it makes ", sample_codecs, "); name your own files with "
+                                  "[conformance] samples = [\"clip.ext\"] or run codecvisor conformance --sample FILE"));
+        }
+        const std::string& v = str->get();
+        values.push_back(k == "samples" && v[0] != '/' ? absl::StrCat(Folder(path), "/", v) : v);
       }
     }
   }

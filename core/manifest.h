@@ -39,11 +39,19 @@ struct SandboxPolicy {
   bool allow_degraded = false;
 };
 
-// [conformance]: the codecs the conformance suite (tools/conformance) makes
-// its sample videos in. Whether output must be bit-exact or within a PSNR is
-// the backend's own claim, in its capabilities (codecvisor_backend.h).
+// The codecs the conformance suite's sample generator (tools/conformance)
+// can encode: the one list of them.
+inline constexpr const char* kConformanceSampleCodecs[] = {"h264", "hevc", "vp9", "av1", "mpeg4"};
+
+// [conformance]: the samples the conformance suite (tools/conformance)
+// checks the backend on: videos it generates in `codecs`, and the vendor's
+// own files in `samples`. Whether output must be bit-exact or within a PSNR
+// is the backend's own claim, in its capabilities (codecvisor_backend.h).
 struct ConformanceClaims {
-  std::vector<std::string> codecs = {"h264"};  // h264, hevc, vp9, av1, mpeg4
+  // Of kConformanceSampleCodecs; {"h264"} when the table names neither key,
+  // empty when it names only `samples`.
+  std::vector<std::string> codecs = {"h264"};
+  std::vector<std::string> samples;  // absolute: resolved against the manifest's folder
 };
 
 struct BackendManifest {

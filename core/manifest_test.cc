@@ -113,7 +113,21 @@ TEST(ManifestTest, ConformanceClaims) {
   ASSERT_TRUE(av1.ok()) << av1.status();
   EXPECT_EQ(av1->conformance.codecs, (std::vector<std::string>{"av1", "vp9"}));
 
-  for (const char* bad : {"[conformance]\ncodecs=['prores']\n", "[conformance]\ncodecs=[]\n", "[conformance]\ncodecs='av1'\n",
+  auto own = ParseManifest(head + "[conformance]\nsamples=['clip.y4m','/data/b.y4m']\n", "/v/x.toml");
+  ASSERT_TRUE(own.ok()) << own.status();
+  EXPECT_TRUE(own->conformance.codecs.empty()) << "only the vendor's samples";
+  EXPECT_EQ(own->conformance.samples, (std::vector<std::string>{"/v/clip.y4m", "/data/b.y4m"}));
+  auto both = ParseManifest(head + "[conformance]\nsamples=['c.y4m']\ncodecs=['vp9']\n", "x.toml");
+  ASSERT_TRUE(both.ok()) << both.status();
+  EXPECT_EQ(both->conformance.codecs, (std::vector<std::string>{"vp9"}));
+
+  auto y4m = ParseManifest(head + "[conformance]\ncodecs=['y4m']\n", "x.toml");
+  ASSERT_FALSE(y4m.ok());
+  EXPECT_NE(y4m.status().message().find("cannot make 'y4m'"), std::string::npos) << y4m.status();
+  EXPECT_NE(y4m.status().message().find("--sample"), std::string::npos) << y4m.status();
+
+  for (const char* bad : {"[conformance]\ncodecs=['prores']\n", "[conformance]\ncodecs=[]\n", "[conformance]\nsamples=[]\n",
+                          "[conformance]\nsamples=['']\n", "[conformance]\nsamples=[3]\n", "[conformance]\ncodecs='av1'\n",
                           "[conformance]\ncodecs=[1]\n", "[conformance]\nexact=true\n", "conformance=1\n"}) {
     auto b = ParseManifest(head + bad, "x.toml");
     ASSERT_FALSE(b.ok()) << bad;

@@ -6,6 +6,7 @@
         name = "acme_conformance",
         manifest = ":acme.toml",
         library = ":libacme.so",
+        samples = [":clip.y4m"],  # the files the manifest's [conformance] samples names
     )
 
 makes a test that starts the backend described by `manifest` through the
@@ -21,20 +22,22 @@ _RUNTIME = [
     "//backends/cpu:libcodecvisor_cpu.so",
 ]
 
-def backend_conformance_test(name, manifest, library, data = [], size = "large", tags = [], **kwargs):
+def backend_conformance_test(name, manifest, library, samples = [], data = [], size = "large", tags = [], **kwargs):
     """One conformance test target for the backend of `manifest`.
 
     Args:
       name: the test's name.
       manifest: the backend's manifest (a label of a .toml file).
       library: the backend's shared library, named by the manifest.
+      samples: the sample files the manifest's [conformance] `samples` names
+        (relative to the manifest, so in its package or below).
       data: anything else the backend needs at run time.
       size: the test size; the suite makes videos and decodes them several ways.
       tags: test tags.
       **kwargs: passed to cc_test.
     """
     runfiles = []
-    for label in [manifest, library] + data + _RUNTIME:
+    for label in [manifest, library] + samples + data + _RUNTIME:
         if label not in runfiles:
             runfiles.append(label)
     cc_test(

@@ -10,12 +10,16 @@
 #include <string>
 
 #include "tests/test_paths.h"
+#include "tools/common/subprocess.h"
+#include "tools/common/test_video.h"
 #include "tools/conformance/conformance.h"
 
 namespace codecvisor::conformance {
 namespace {
 
 using ::codecvisor::testing::Runfile;
+using ::codecvisor::testing::TempPath;
+using ::codecvisor::testing::WriteFile;
 
 ConformanceOptions Options() {
   ConformanceOptions options;
@@ -50,6 +54,54 @@ TEST(ConformanceSuiteTest, FailsABackendThatCannotDecodeTheSamples) {
   }
   EXPECT_FALSE(report->ok());
   EXPECT_GE(report->failed(), 7);
+}
+
+std::map<std::string, CheckResult> ByName(const ConformanceReport& report) {
+  std::map<std::string, CheckResult> by_name;
+  for (const CheckResult& c : report.checks) by_name[c.name] = c;
+  return by_name;
+}
+
+// The vendor's own file, with a reference the vendor gives: the cpu backend
+// (bit-exact) passes against ffmpeg's own frames, and a reference with one
+// frame altered fails the frame checks, saying where and by how much.
+TEST(ConformanceSuiteTest, OwnSampleWithTheVendorsReference) {
+  const std::string clip = TempPath("own.y4m");
+  ASSERT_TRUE(tools::MakeTestVideo("-f lavfi -i testsrc2=size=64x48:rate=24 -frames:v 12 -pix_fmt yuv420p", clip).ok());
+  absl::StatusOr<std::string> frames = tools::RunForOutput(
+      {"ffmpeg", "-nostdin", "-v", "error", "-i", clip, "-f", "rawvideo", "-pix_fmt", "rgb24", "-"});
+  ASSERT_TRUE(frames.ok()) << frames.status();
+  std::string stamps = "width 64\nheight 48\ntime_base 1/24\ncodec rawvideo\n";
+  for (int i = 0; i < 12; ++i) stamps += std::to_string(i) + " 1\n";
+  const std::string timestamps = WriteFile("own.timestamps", stamps);
+  const std::string good = WriteFile("own.rgb24", *frames);
+  std::string altered = *frames;
+  const size_t frame = 64 * 48 * 3;
+  for (size_t i = 0; i < 16 * 64 * 3; ++i) altered[7 * frame + 32 * 64 * 3 + i] = '\xff';  // rows 32-47 of frame 7
+  const std::string bad = WriteFile("bad.rgb24", altered);
+
+  ConformanceTarget cpu{.backend = "cpu", .manifest_path = ""};
+  ConformanceOptions options = Options();
+  options.samples = {{.path = clip, .reference = {good, timestamps}}};
+  absl::StatusOr<ConformanceReport> report = RunConformance(cpu, options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  for (const CheckResult& c : report->checks) EXPECT_TRUE(c.passed) << c.name << ": " << c.detail;
+  std::map<std::string, CheckResult> by_name = ByName(*report);
+  ASSERT_TRUE(by_name.count("frames_own_y4m"));
+  EXPECT_NE(by_name["frames_own_y4m"].detail.find("bit-exact with the reference"), std::string::npos)
+      << by_name["frames_own_y4m"].detail;
+  EXPECT_FALSE(by_name.count("frames_h264")) << "--sample replaces the generated samples";
+
+  options.samples = {{.path = clip, .reference = {bad, timestamps}}};
+  report = RunConformance(cpu, options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  by_name = ByName(*report);
+  EXPECT_TRUE(by_name["metadata_own_y4m"].passed) << by_name["metadata_own_y4m"].detail;
+  const std::string& why = by_name["frames_own_y4m"].detail;
+  EXPECT_FALSE(by_name["frames_own_y4m"].passed);
+  EXPECT_NE(why.find("frame 7 of " + clip + ": not bit-exact with the reference " + bad), std::string::npos) << why;
+  EXPECT_NE(why.find("worst 16x16 block at x=0 y=32"), std::string::npos) << why;
+  EXPECT_NE(why.find("PSNR"), std::string::npos) << why;
 }
 
 TEST(ConformanceSuiteTest, UnknownBackendIsAnErrorNotAReport) {

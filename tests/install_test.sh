@@ -26,25 +26,9 @@ tmp="$TEST_TMPDIR"
 a="$tmp/a"
 b="$tmp/b"
 ffmpeg=(/usr/bin/ffmpeg -nostdin -v error)
-fails=0
-
-# holds NAME CMD...: a check that CMD succeeds.
-holds() {
-  local name=$1
-  shift
-  if "$@"; then echo "ok   $name"; else echo "FAIL $name" >&2; fails=$((fails + 1)); fi
-}
-# expect RC NAME CMD...: a check that CMD exits with RC; its stdout is left
-# in $out and its stderr in $err.
 out="$tmp/out"
 err="$tmp/err"
-expect() {
-  local want=$1 name=$2 rc=0
-  shift 2
-  "$@" >"$out" 2>"$err" || rc=$?
-  holds "$name" [ "$rc" = "$want" ] || true
-  [[ $rc == "$want" ]] || echo "  $*: exit $rc, wanted $want; stderr: $(cat "$err")" >&2
-}
+source "$TEST_SRCDIR/codecvisor/tests/sh_checks.sh"
 # The installed CLI with none of the variables that would point it back at
 # Bazel's runfiles or at another install.
 installed() {
@@ -69,6 +53,8 @@ for m in "$TEST_SRCDIR"/codecvisor/python/codecvisor/*.py; do
   installed_files+=("lib/python3/site-packages/codecvisor/$(basename "$m")")
 done
 installed_files+=(lib/python3/site-packages/codecvisor/_codecvisor.so)
+installed_files+=(lib/pkgconfig/codecvisor-backend.pc share/codecvisor/README.md
+  share/codecvisor/skeleton/{Makefile,skeleton.c,skeleton.lds,skeleton.toml})
 for f in "${installed_files[@]}" lib/libcodecvisor.so.0 lib/libcodecvisor.so; do
   holds "installed $f" [ -f "$a/$f" ]
   holds "log names $f" grep -qx "installed $a/$f" "$tmp/install.log"

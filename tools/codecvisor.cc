@@ -180,8 +180,9 @@ int main(int argc, char** argv) {
   auto* conformance = app.add_subcommand(
       "conformance",
       "run the backend conformance suite against an installed backend (or one given by manifest): handshake, "
-      "sandbox, metadata and frames against ffprobe and ffmpeg, every access method and seek mode, bad input, "
-      "8 concurrent sessions, recovery from a kill mid-request, clean shutdown. Exit 0 when every check passes");
+      "sandbox, metadata and frames against ffprobe and ffmpeg (or your own reference), every access method and "
+      "seek mode, bad input, 8 concurrent sessions, recovery from a kill mid-request, clean shutdown; on the "
+      "manifest's [conformance] samples, or your own files with --sample. Exit 0 when every check passes");
   conformance->add_option("--backend", conformance_args.backend, "the backend's name (see `codecvisor backends`)")
       ->type_name("NAME");
   conformance->add_option("--backend-manifest", conformance_args.manifest,
@@ -190,9 +191,41 @@ int main(int argc, char** argv) {
   conformance->add_option("--timeout", conformance_timeout_s, "seconds to wait for the backend at each step")
       ->capture_default_str()
       ->check(CLI::Range(1, 3600));
+  // An existing file, shown in --help by the option's own type name alone.
+  const CLI::Validator existing_file = CLI::Validator(CLI::ExistingFile).description("");
+  conformance
+      ->add_option("--sample", conformance_args.samples,
+                   "check on this file of your own instead of the manifest's [conformance] codecs and samples "
+                   "(repeatable); its reference is ffmpeg's RGB24 unless --reference is given")
+      ->check(existing_file)
+      ->type_name("FILE");
+  conformance
+          ->add_option("--reference", conformance_args.reference,
+                       "the one --sample's expected frames, packed RGB24, concatenated in presentation order (for a "
+                       "file FFmpeg cannot read; needs --reference-timestamps)")
+          ->check(existing_file)
+          ->type_name("FRAMES");
+  conformance
+          ->add_option("--reference-timestamps", conformance_args.reference_timestamps,
+                       "the reference's stream and frames: lines 'width W', 'height H', 'time_base NUM/DEN', "
+                       "optional 'codec NAME' and 'average_fps F', then 'PTS DURATION' per frame")
+          ->check(existing_file)
+          ->type_name("FILE");
+  conformance
+      ->add_option("--min-psnr-floor", conformance_args.min_psnr_floor_db,
+                   "the least PSNR (dB) a backend may declare instead of exact output; a lower claim fails the "
+                   "handshake check and frames are held to the floor")
+      ->capture_default_str()
+      ->check(CLI::Range(0.01, 200.0));
   conformance->callback([&] {
     if (conformance_args.backend.empty() && conformance_args.manifest.empty()) {
       throw CLI::ValidationError("conformance", "give --backend NAME or --backend-manifest PATH");
+    }
+    if (conformance_args.reference.empty() != conformance_args.reference_timestamps.empty()) {
+      throw CLI::ValidationError("--reference", "give both --reference FRAMES and --reference-timestamps FILE");
+    }
+    if (!conformance_args.reference.empty() && conformance_args.samples.size() != 1) {
+      throw CLI::ValidationError("--reference", "a reference is for exactly one --sample FILE");
     }
     conformance_args.timeout = std::chrono::seconds(conformance_timeout_s);
     exit_code = cli::RunConformance(conformance_args);

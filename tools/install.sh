@@ -14,6 +14,9 @@
 #   PREFIX/lib/python3/site-packages/codecvisor/   the Python package
 #   PREFIX/lib/codecvisor/backends/cpu.toml        the built-in backend's manifest
 #   PREFIX/lib/codecvisor/backends/libcodecvisor_cpu.so
+#   PREFIX/lib/pkgconfig/codecvisor-backend.pc     `pkg-config codecvisor-backend`: the SDK
+#   PREFIX/share/codecvisor/README.md              the SDK README, for backend vendors
+#   PREFIX/share/codecvisor/skeleton/              a minimal backend to start from
 #
 # The CLI finds the runner and the backends relative to its own path, and
 # manifests name their libraries relative to themselves, so the tree keeps
@@ -30,7 +33,8 @@ usage() {
   echo "installs bin/codecvisor, libexec/codecvisor/ (codecvisor-backend, codecvisor-decode-inprocess), lib/libcodecvisor.so," >&2
   echo "lib/pkgconfig/codecvisor.pc, include/codecvisor/ (the C++ API and the SDK header)," >&2
   echo "lib/python3/site-packages/codecvisor/ (the Python package)" >&2
-  echo "and lib/codecvisor/backends/ (cpu.toml, libcodecvisor_cpu.so)" >&2
+  echo "lib/codecvisor/backends/ (cpu.toml, libcodecvisor_cpu.so)," >&2
+  echo "and for backend vendors lib/pkgconfig/codecvisor-backend.pc and share/codecvisor/ (the SDK README, a skeleton plugin)" >&2
 }
 
 prefix=""
@@ -108,4 +112,9 @@ done
 put 0755 "$src/python/codecvisor/_codecvisor.so" "$py/_codecvisor.so"
 put 0644 "$src/backends/cpu/cpu.toml" "$prefix/lib/codecvisor/backends/cpu.toml"
 put 0755 "$src/backends/cpu/libcodecvisor_cpu.so" "$prefix/lib/codecvisor/backends/libcodecvisor_cpu.so"
+put 0644 "$src/backends/sdk/codecvisor-backend.pc" "$prefix/lib/pkgconfig/codecvisor-backend.pc"
+put 0644 "$src/backends/sdk/README.md" "$prefix/share/codecvisor/README.md"
+for file in Makefile skeleton.c skeleton.lds skeleton.toml; do
+  put 0644 "$src/backends/sdk/skeleton/$file" "$prefix/share/codecvisor/skeleton/$file"
+done
 echo "codecvisor installed in $prefix: run $prefix/bin/codecvisor backends"

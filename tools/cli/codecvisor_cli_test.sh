@@ -185,6 +185,15 @@ for field in '"backend":"cpu"' '"failed":0' '"name":"handshake","passed":true' '
   check "conformance json has $field" contains "$json" "$field"
 done
 check "conformance needs a backend" run_cv 105 "$tmp/stdout" "$tmp/err" conformance
+check "conformance --sample of a missing file" run_cv 105 "$tmp/stdout" "$tmp/err" conformance --backend cpu \
+  --sample "$tmp/no_such.mkv"
+check "conformance --reference needs its timestamps" run_cv 105 "$tmp/stdout" "$tmp/err" conformance --backend cpu \
+  --sample "$tmp/conf.json" --reference "$tmp/conf.json"
+check "conformance says what the reference needs" grep -q "give both --reference FRAMES and --reference-timestamps" "$tmp/err"
+check "conformance --reference is for one sample" run_cv 105 "$tmp/stdout" "$tmp/err" conformance --backend cpu \
+  --reference "$tmp/conf.json" --reference-timestamps "$tmp/conf.json"
+check "conformance --min-psnr-floor must be positive" run_cv 105 "$tmp/stdout" "$tmp/err" conformance --backend cpu \
+  --min-psnr-floor 0
 check "conformance of an unknown backend" run_cv 1 "$tmp/stdout" "$tmp/err" conformance --backend nope
 check "conformance names what is installed" grep -q "no backend named 'nope' (installed: cpu" "$tmp/err"
 

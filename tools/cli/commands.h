@@ -79,6 +79,10 @@ struct ConformanceArgs {
   std::string manifest;  // registered first when given
   bool json = false;
   std::chrono::milliseconds timeout{60'000};
+  std::vector<std::string> samples;   // the vendor's own files; empty: the manifest's [conformance]
+  std::string reference;              // raw RGB24 frames of the one sample (with reference_timestamps)
+  std::string reference_timestamps;
+  double min_psnr_floor_db = 30;
 };
 
 // Prints every StreamMetadata field of the chosen stream, with the backend

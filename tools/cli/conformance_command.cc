@@ -41,6 +41,10 @@ int RunConformance(const ConformanceArgs& args) {
   conformance::ConformanceTarget target{.backend = args.backend, .manifest_path = args.manifest};
   conformance::ConformanceOptions options;
   options.timeout = args.timeout;
+  options.min_psnr_floor_db = args.min_psnr_floor_db;
+  for (const std::string& path : args.samples) {
+    options.samples.push_back({.path = path, .reference = {args.reference, args.reference_timestamps}});
+  }
   // The text report streams as the checks finish; JSON comes at the end.
   if (!args.json) {
     options.on_check = [](const conformance::CheckResult& c) {

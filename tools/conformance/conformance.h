@@ -8,8 +8,10 @@
 // against the PSNR it declares), every access method and both seek modes,
 // errors on bad input, 8 concurrent sessions, recovery from a backend
 // killed in the middle of a request, and a clean shutdown (no child, no
-// descriptor left). The sample videos are made with the ffmpeg CLI in the
-// codecs the backend's manifest lists under [conformance].
+// descriptor left). The samples are videos made with the ffmpeg CLI in the
+// codecs the backend's manifest lists under [conformance] `codecs`, plus
+// the vendor's own files (`samples` there, or ConformanceOptions::samples),
+// checked against ffmpeg's RGB24 or a reference the vendor gives.
 //
 // Used by `codecvisor conformance` and by the backend_conformance_test
 // Bazel macro (tests/conformance.bzl). Not thread-safe: one run at a time
@@ -26,6 +28,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/host.h"
+#include "tools/conformance/samples.h"
 
 namespace codecvisor::conformance {
 
@@ -46,8 +49,25 @@ struct CheckResult {
   double seconds = 0;
 };
 
+// One of the vendor's own sample files. Without `reference.frames`, the
+// suite computes the reference with the ffmpeg CLI; otherwise it is the
+// vendor's (samples.h, VendorReference).
+struct SampleFile {
+  std::string path;
+  VendorReference reference;
+};
+
+// The least PSNR a backend may declare, unless the run lowers it.
+inline constexpr double kDefaultMinPsnrFloorDb = 30;
+
 struct ConformanceOptions {
   HostOptions host;
+  // The samples to check instead of the manifest's [conformance] codecs and
+  // samples. Empty: the manifest's.
+  std::vector<SampleFile> samples;
+  // A declared PSNR below this fails the handshake check, and frames are
+  // then held to this floor instead.
+  double min_psnr_floor_db = kDefaultMinPsnrFloorDb;
   // Where the sample and bad-input videos go. Empty: a new folder under
   // $TMPDIR, removed afterwards.
   std::string scratch_dir;

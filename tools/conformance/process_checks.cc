@@ -93,10 +93,17 @@ absl::Status Suite::Handshake(std::string* detail) {
   }
   exact_ = caps.exact_cpu_output;
   min_psnr_db_ = caps.psnr_threshold_db;
-  if (!exact_ && !(min_psnr_db_ > 0)) {
-    return absl::InternalError("capabilities: claims neither exact CPU output nor a PSNR threshold");
-  }
   ready_ = true;
+  if (!exact_ && !(min_psnr_db_ >= options_.min_psnr_floor_db)) {
+    const double declared = min_psnr_db_;
+    // The frame checks still run, held to the floor.
+    min_psnr_db_ = options_.min_psnr_floor_db;
+    return absl::InternalError(absl::StrFormat(
+        "capabilities: psnr_threshold_db is %.2f dB (exact_cpu_output 0), below the floor of %.2f dB: declare "
+        "the PSNR your RGB24 output keeps against the reference, at least the floor (or run conformance with "
+        "--min-psnr-floor DB to accept a lower one); the frame checks below hold frames to %.2f dB",
+        declared, options_.min_psnr_floor_db, options_.min_psnr_floor_db));
+  }
   *detail = absl::StrCat("pid ", status->pid, ", ready in ", absl::StrFormat("%.1f", ms), " ms, version '",
                          hello.backend_version, "', ",
                          exact_ ? std::string("bit-exact output") : absl::StrFormat("PSNR >= %.1f dB", min_psnr_db_),
@@ -156,8 +163,12 @@ absl::Status Suite::BadInput(const Sample& sample, std::string* detail) {
       corrupt[at + i] = static_cast<char>(noise >> 24);
     }
   }
+  const size_t dot = sample.path.rfind('.');
+  const std::string extension = dot != std::string::npos && sample.path.find('/', dot) == std::string::npos
+                                    ? sample.path.substr(dot)
+                                    : std::string();
   const std::vector<std::pair<std::string, std::string>> damaged = {
-      {"truncated.mkv", bytes.substr(0, bytes.size() / 3)}, {"corrupt.mkv", corrupt}};
+      {"truncated" + extension, bytes.substr(0, bytes.size() / 3)}, {"corrupt" + extension, corrupt}};
   for (const auto& entry : damaged) {
     const std::string path = absl::StrCat(scratch_, "/", entry.first);
     if (absl::Status s = WriteBytes(path, entry.second); !s.ok()) return s;
@@ -227,7 +238,8 @@ absl::Status Suite::Concurrency(std::string* detail) {
         return Compare(frame, sample, next++, "concurrent sequential decode");
       });
       if (!result.ok()) return;
-      const std::vector<int64_t> indices = {sample.num_frames() - 2, static_cast<int64_t>(t) % 7, 19};
+      const int64_t n = sample.num_frames();
+      const std::vector<int64_t> indices = {n - 2, static_cast<int64_t>(t) % 7 * n / 36, 19 * n / 36};
       absl::StatusOr<std::vector<Frame>> frames = (*decoder)->GetFramesAt(indices);
       if (!frames.ok()) {
         result = frames.status();

@@ -1,13 +1,21 @@
 #include "tools/conformance/samples.h"
 
+#include <unistd.h>
+
 #include <cmath>
 #include <limits>
 #include <map>
 
+#include <fstream>
+#include <iterator>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "core/manifest.h"
 #include "tools/common/subprocess.h"
 #include "tools/common/test_video.h"
 
@@ -17,18 +25,18 @@ namespace {
 constexpr int kWidth = 128, kHeight = 96, kFrames = 36;
 constexpr double kStartSeconds = 0.5;
 
-// The encoder arguments for each sample codec: small and quick to encode,
-// with B-frames (reordering) where the codec has them.
-const std::map<std::string, std::vector<std::string>>& EncoderArgs() {
-  static const auto* args = new std::map<std::string, std::vector<std::string>>{
-      {"h264", {"-c:v", "libx264", "-preset", "veryfast", "-bf", "2", "-g", "12"}},
-      {"hevc", {"-c:v", "libx265", "-preset", "ultrafast", "-x265-params",
-                "keyint=12:min-keyint=12:bframes=2:log-level=error"}},
-      {"vp9", {"-c:v", "libvpx-vp9", "-deadline", "realtime", "-cpu-used", "8", "-g", "12"}},
-      {"av1", {"-c:v", "libaom-av1", "-cpu-used", "8", "-g", "12"}},
-      {"mpeg4", {"-c:v", "mpeg4", "-bf", "2", "-g", "12", "-q:v", "4"}},
-  };
-  return *args;
+// The encoder arguments for each codec of kConformanceSampleCodecs: small
+// and quick to encode, with B-frames (reordering) where the codec has them.
+std::vector<std::string> ArgsFor(absl::string_view codec) {
+  if (codec == "h264") return {"-c:v", "libx264", "-preset", "veryfast", "-bf", "2", "-g", "12"};
+  if (codec == "hevc") {
+    return {"-c:v", "libx265", "-preset", "ultrafast", "-x265-params",
+            "keyint=12:min-keyint=12:bframes=2:log-level=error"};
+  }
+  if (codec == "vp9") return {"-c:v", "libvpx-vp9", "-deadline", "realtime", "-cpu-used", "8", "-g", "12"};
+  if (codec == "av1") return {"-c:v", "libaom-av1", "-cpu-used", "8", "-g", "12"};
+  if (codec == "mpeg4") return {"-c:v", "mpeg4", "-bf", "2", "-g", "12", "-q:v", "4"};
+  return {};
 }
 
 absl::StatusOr<double> ParseRate(absl::string_view text) {
@@ -85,6 +93,31 @@ absl::Status ProbeFrames(Sample* sample) {
   return absl::OkStatus();
 }
 
+// The stream and frames of `sample->path` from ffprobe, and its RGB24
+// reference from the ffmpeg CLI.
+absl::Status ProbeWithFfmpeg(Sample* sample) {
+  if (absl::Status s = ProbeStream(sample); !s.ok()) return s;
+  if (absl::Status s = ProbeFrames(sample); !s.ok()) return s;
+  absl::StatusOr<std::string> frames =
+      tools::RunForOutput({"ffmpeg", "-nostdin", "-v", "error", "-i", sample->path, "-map", "0:v:0", "-vf",
+                           "format=rgb24", "-fps_mode", "passthrough", "-f", "rawvideo", "-"});
+  if (!frames.ok()) return frames.status();
+  sample->rgb24 = *std::move(frames);
+  sample->reference = "ffmpeg's RGB24";
+  if (sample->pts.empty() || sample->rgb24.size() != sample->pts.size() * sample->frame_bytes()) {
+    return absl::InternalError(absl::StrCat("ffmpeg gave ", sample->rgb24.size(), " bytes of RGB24 for ",
+                                            sample->pts.size(), " frames of ", sample->stream.width, "x",
+                                            sample->stream.height, " in ", sample->path));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path, absl::string_view what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(what, " ", path, ": cannot be read"));
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
 }  // namespace
 
 std::span<const uint8_t> Sample::Frame(int64_t index) const {
@@ -92,15 +125,26 @@ std::span<const uint8_t> Sample::Frame(int64_t index) const {
   return {reinterpret_cast<const uint8_t*>(rgb24.data()) + static_cast<size_t>(index) * size, size};
 }
 
+absl::StatusOr<std::vector<std::string>> EncoderArgs(absl::string_view codec) {
+  for (const char* known : kConformanceSampleCodecs) {
+    if (codec == known) {
+      std::vector<std::string> args = ArgsFor(codec);
+      if (args.empty()) return absl::InternalError(absl::StrCat("no encoder settings for sample codec '", codec, "'"));
+      return args;
+    }
+  }
+  return absl::InvalidArgumentError(absl::StrCat("the sample generator cannot make '", codec, "' (it makes ",
+                                                 absl::StrJoin(kConformanceSampleCodecs, ", "),
+                                                 "); give your own file with --sample FILE or [conformance] samples"));
+}
+
 absl::Status EncodeVideo(absl::string_view codec, int width, int height, int frames, double start_seconds,
                          const std::string& path) {
-  auto encoder = EncoderArgs().find(std::string(codec));
-  if (encoder == EncoderArgs().end()) {
-    return absl::InvalidArgumentError(absl::StrCat("no sample codec '", codec, "'"));
-  }
+  absl::StatusOr<std::vector<std::string>> encoder = EncoderArgs(codec);
+  if (!encoder.ok()) return encoder.status();
   std::vector<std::string> args = tools::TestPatternInput(width, height, 24);
   args.insert(args.end(), {"-frames:v", absl::StrCat(frames), "-pix_fmt", "yuv420p"});
-  args.insert(args.end(), encoder->second.begin(), encoder->second.end());
+  args.insert(args.end(), encoder->begin(), encoder->end());
   if (start_seconds != 0) args.insert(args.end(), {"-output_ts_offset", absl::StrCat(start_seconds)});
   return tools::MakeTestVideo(args, path);
 }
@@ -110,17 +154,93 @@ absl::StatusOr<Sample> MakeSample(absl::string_view codec, absl::string_view fol
   sample.codec = std::string(codec);
   sample.path = absl::StrCat(folder, "/sample_", codec, ".mkv");
   if (absl::Status s = EncodeVideo(codec, kWidth, kHeight, kFrames, kStartSeconds, sample.path); !s.ok()) return s;
-  if (absl::Status s = ProbeStream(&sample); !s.ok()) return s;
-  if (absl::Status s = ProbeFrames(&sample); !s.ok()) return s;
-  absl::StatusOr<std::string> frames =
-      tools::RunForOutput({"ffmpeg", "-nostdin", "-v", "error", "-i", sample.path, "-map", "0:v:0", "-vf", "format=rgb24",
-                    "-fps_mode", "passthrough", "-f", "rawvideo", "-"});
-  if (!frames.ok()) return frames.status();
-  sample.rgb24 = *std::move(frames);
-  if (sample.pts.empty() || sample.rgb24.size() != sample.pts.size() * sample.frame_bytes()) {
-    return absl::InternalError(absl::StrCat("ffmpeg gave ", sample.rgb24.size(), " bytes of RGB24 for ",
-                                            sample.pts.size(), " frames of ", sample.stream.width, "x",
-                                            sample.stream.height, " in ", sample.path));
+  if (absl::Status s = ProbeWithFfmpeg(&sample); !s.ok()) return s;
+  return sample;
+}
+
+absl::Status ParseTimestamps(absl::string_view text, absl::string_view file, Sample* sample) {
+  int line_number = 0;
+  bool has_time_base = false, has_rate = false;
+  int64_t total_duration = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    ++line_number;
+    line = absl::StripAsciiWhitespace(line.substr(0, line.find('#')));
+    if (line.empty()) continue;
+    auto bad = [&](absl::string_view why) {
+      return absl::InvalidArgumentError(absl::StrCat("reference timestamps ", file, " line ", line_number, ": ", why));
+    };
+    std::vector<absl::string_view> fields = absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
+    if (fields.size() != 2) return bad(absl::StrCat("expected 'KEY VALUE' or 'PTS DURATION', got '", line, "'"));
+    int64_t pts = 0, duration = 0;
+    if (absl::SimpleAtoi(fields[0], &pts)) {
+      if (!absl::SimpleAtoi(fields[1], &duration) || duration <= 0) return bad("a frame's duration must be a positive integer");
+      if (!sample->pts.empty() && pts <= sample->pts.back()) return bad("pts must increase (presentation order)");
+      sample->pts.push_back(pts);
+      sample->durations.push_back(duration);
+      total_duration += duration;
+    } else if (fields[0] == "width" || fields[0] == "height") {
+      uint32_t& v = fields[0] == "width" ? sample->stream.width : sample->stream.height;
+      if (!absl::SimpleAtoi(fields[1], &v) || v == 0 || v > 16384) return bad(absl::StrCat(fields[0], ": 1 to 16384"));
+    } else if (fields[0] == "time_base") {
+      std::pair<absl::string_view, absl::string_view> r = absl::StrSplit(fields[1], '/');
+      if (!absl::SimpleAtoi(r.first, &sample->time_base_num) || !absl::SimpleAtoi(r.second, &sample->time_base_den) ||
+          sample->time_base_num <= 0 || sample->time_base_den <= 0) {
+        return bad("time_base: NUM/DEN, both positive, e.g. 1/24");
+      }
+      has_time_base = true;
+    } else if (fields[0] == "codec") {
+      sample->stream.codec = std::string(fields[1]);
+    } else if (fields[0] == "average_fps") {
+      if (!absl::SimpleAtod(fields[1], &sample->stream.average_fps) || !(sample->stream.average_fps > 0)) {
+        return bad("average_fps: a positive number");
+      }
+      has_rate = true;
+    } else {
+      return bad(absl::StrCat("unknown key '", fields[0], "' (width, height, time_base, codec, average_fps)"));
+    }
+  }
+  auto missing = [&](absl::string_view what) {
+    return absl::InvalidArgumentError(absl::StrCat("reference timestamps ", file, ": no ", what));
+  };
+  if (sample->stream.width == 0 || sample->stream.height == 0) return missing("'width' and 'height'");
+  if (!has_time_base) return missing("'time_base'");
+  if (sample->pts.empty()) return missing("frame line ('PTS DURATION')");
+  if (!has_rate) {
+    sample->stream.average_fps = static_cast<double>(sample->pts.size()) * static_cast<double>(sample->time_base_den) /
+                                 (static_cast<double>(total_duration) * static_cast<double>(sample->time_base_num));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Sample> LoadSample(const std::string& path, const VendorReference& reference) {
+  Sample sample;
+  sample.path = path;
+  sample.codec = path.substr(path.rfind('/') + 1);
+  if (access(path.c_str(), R_OK) != 0) return absl::NotFoundError(absl::StrCat("sample ", path, ": cannot be read"));
+  if (reference.frames.empty()) {
+    if (absl::Status s = ProbeWithFfmpeg(&sample); !s.ok()) {
+      return absl::Status(s.code(), absl::StrCat(s.message(), " (if FFmpeg cannot read ", path,
+                                                 ", give your own reference: --reference FRAMES.rgb24 "
+                                                 "--reference-timestamps FILE)"));
+    }
+  } else {
+    absl::StatusOr<std::string> text = ReadFile(reference.timestamps, "reference timestamps");
+    if (!text.ok()) return text.status();
+    if (absl::Status s = ParseTimestamps(*text, reference.timestamps, &sample); !s.ok()) return s;
+    absl::StatusOr<std::string> frames = ReadFile(reference.frames, "reference frames");
+    if (!frames.ok()) return frames.status();
+    sample.rgb24 = *std::move(frames);
+    sample.reference = absl::StrCat("the reference ", reference.frames);
+    if (sample.rgb24.size() != sample.pts.size() * sample.frame_bytes()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "reference frames ", reference.frames, ": ", sample.rgb24.size(), " bytes, but ", reference.timestamps,
+          " lists ", sample.pts.size(), " frames of ", sample.stream.width, "x", sample.stream.height,
+          " RGB24 (", sample.pts.size() * sample.frame_bytes(), " bytes)"));
+    }
+  }
+  if (sample.num_frames() < kMinSampleFrames) {
+    return absl::InvalidArgumentError(absl::StrCat("sample ", path, " has ", sample.num_frames(),
+                                                   " frames; the suite needs at least ", kMinSampleFrames));
   }
   return sample;
 }
@@ -135,6 +255,64 @@ double Psnr(std::span<const uint8_t> decoded, std::span<const uint8_t> reference
   if (squared == 0) return std::numeric_limits<double>::infinity();
   const double mse = squared / static_cast<double>(decoded.size());
   return 10 * std::log10(255.0 * 255.0 / mse);
+}
+
+}  // namespace codecvisor::conformance
+
+namespace codecvisor::conformance {
+namespace {
+
+double PsnrOf(double squared, double count) {
+  if (squared == 0) return std::numeric_limits<double>::infinity();
+  return 10 * std::log10(255.0 * 255.0 * count / squared);
+}
+
+}  // namespace
+
+FrameDifference Difference(std::span<const uint8_t> decoded, std::span<const uint8_t> reference, uint32_t width,
+                           uint32_t height) {
+  FrameDifference out;
+  const size_t pixels = size_t{width} * height;
+  if (decoded.size() != pixels * 3 || reference.size() != pixels * 3 || pixels == 0) return out;
+  constexpr uint32_t kBlock = 16;
+  const uint32_t blocks_x = (width + kBlock - 1) / kBlock, blocks_y = (height + kBlock - 1) / kBlock;
+  std::vector<double> block_squared(size_t{blocks_x} * blocks_y, 0);
+  double channel_squared[3] = {0, 0, 0};
+  for (uint32_t y = 0; y < height; ++y) {
+    for (uint32_t x = 0; x < width; ++x) {
+      for (size_t c = 0; c < 3; ++c) {
+        const size_t at = (size_t{y} * width + x) * 3 + c;
+        const int d = int{decoded[at]} - int{reference[at]};
+        const double d2 = static_cast<double>(d * d);
+        channel_squared[c] += d2;
+        block_squared[size_t{y / kBlock} * blocks_x + x / kBlock] += d2;
+        if (std::abs(d) > out.max_difference) {
+          out.max_difference = std::abs(d);
+          out.max_x = x;
+          out.max_y = y;
+        }
+      }
+    }
+  }
+  for (size_t c = 0; c < 3; ++c) out.channel_psnr[c] = PsnrOf(channel_squared[c], static_cast<double>(pixels));
+  out.psnr = PsnrOf(channel_squared[0] + channel_squared[1] + channel_squared[2], static_cast<double>(pixels) * 3);
+  size_t worst = 0;
+  for (size_t b = 1; b < block_squared.size(); ++b) {
+    if (block_squared[b] > block_squared[worst]) worst = b;
+  }
+  out.worst_block_x = static_cast<uint32_t>(worst % blocks_x) * kBlock;
+  out.worst_block_y = static_cast<uint32_t>(worst / blocks_x) * kBlock;
+  const double block_w = std::min(kBlock, width - out.worst_block_x), block_h = std::min(kBlock, height - out.worst_block_y);
+  out.worst_block_psnr = PsnrOf(block_squared[worst], block_w * block_h * 3);
+  return out;
+}
+
+std::string Describe(const FrameDifference& d) {
+  return absl::StrFormat(
+      "PSNR %.2f dB (R %.2f, G %.2f, B %.2f), largest difference %d at x=%u y=%u, worst 16x16 block at x=%u y=%u "
+      "(%.2f dB)",
+      d.psnr, d.channel_psnr[0], d.channel_psnr[1], d.channel_psnr[2], d.max_difference, d.max_x, d.max_y,
+      d.worst_block_x, d.worst_block_y, d.worst_block_psnr);
 }
 
 }  // namespace codecvisor::conformance

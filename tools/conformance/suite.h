@@ -70,7 +70,12 @@ class Suite {
   absl::StatusOr<BackendStatus> Status() const;
   // Checks `frame` against frame `index` of `sample`: size, pts, duration
   // and pixels (exactly, or at the declared PSNR).
-  absl::Status Compare(const Frame& frame, const Sample& sample, int64_t index, absl::string_view what) const;
+  // `psnr`, when given, receives the frame's PSNR (+inf when identical).
+  absl::Status Compare(const Frame& frame, const Sample& sample, int64_t index, absl::string_view what,
+                       double* psnr = nullptr) const;
+  // Makes or loads the samples to check, running the checks of each one.
+  void CheckSamples();
+  void CheckSample(const std::string& suffix, absl::StatusOr<Sample> sample);
   double Seconds(int64_t pts) const { return static_cast<double>(pts) * time_base_; }
 
   ConformanceTarget target_;
