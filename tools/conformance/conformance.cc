@@ -152,7 +152,8 @@ absl::Status Suite::Prepare() {
     std::vector<std::string> known;
     for (const BackendStatus& s : host_->Backends()) known.push_back(s.name);
     return absl::NotFoundError(absl::StrCat("no backend named '", name, "' (installed: ", absl::StrJoin(known, ", "),
-                                            ")"));
+                                            "); a plugin installed elsewhere is found by putting its manifest's folder "
+                                            "on CODECVISOR_BACKEND_PATH, or give its manifest with --backend-manifest"));
   }
   report_.manifest_path = status->manifest_path;
   if (status->devices.empty()) {

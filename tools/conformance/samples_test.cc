@@ -79,7 +79,7 @@ TEST(ParseTimestampsTest, KeysAndFrames) {
 
 TEST(ParseTimestampsTest, ErrorsNameTheFileAndLine) {
   const std::string head = "width 4\nheight 2\ntime_base 1/25\n";
-  for (const std::string bad : {head + "0 1\n0 1\n", head + "0 0\n", head + "0 1 2\n", head + "speed 3\n",
+  for (const std::string& bad : {head + "0 1\n0 1\n", head + "0 0\n", head + "0 1 2\n", head + "speed 3\n",
                                 std::string("width 4\nheight 2\n0 1\n"), head, head + "time_base 0/1\n0 1\n"}) {
     Sample sample;
     absl::Status status = ParseTimestamps(bad, "t.txt", &sample);
