@@ -53,9 +53,14 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Open(int fd,
   if (!decoder.ok()) return decoder.status();
   session->decoder_ = *std::move(decoder);
 
+  // Rotated as the CLI autorotates (FrameOutput): sizes are post-rotation.
+  const Rotation rotation = RotationFromDegrees(DisplayMatrixDegrees(stream));
+  const bool swap = SwapsSides(rotation);
+  const uint32_t width = static_cast<uint32_t>(swap ? par->height : par->width);
+  const uint32_t height = static_cast<uint32_t>(swap ? par->width : par->height);
   auto layout = ComputeLayout(options.output_format, *native,
-                              options.output_width != 0 ? options.output_width : par->width,
-                              options.output_height != 0 ? options.output_height : par->height);
+                              options.output_width != 0 ? options.output_width : width,
+                              options.output_height != 0 ? options.output_height : height);
   if (!layout.ok()) return layout.status();
   session->layout_ = *layout;
 
@@ -103,7 +108,11 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Open(int fd,
       std::make_unique<FrameCursor>(session->demuxer_.get(), session->decoder_.get(),
                                     session->index_ ? &*session->index_ : nullptr,
                                     /*at_start=*/options.seek_mode == CV_SEEK_APPROXIMATE);
-  session->converter_ = std::make_unique<FrameConverter>(session->layout_, *native);
+  auto output = FrameOutput::Create(session->layout_, *native, static_cast<uint32_t>(par->width),
+                                    static_cast<uint32_t>(par->height), rotation,
+                                    options.output_width != 0 || options.output_height != 0);
+  if (!output.ok()) return output.status();
+  session->output_ = *std::move(output);
   return session;
 }
 
@@ -197,7 +206,7 @@ absl::Status CpuSession::DecodeFrame(int64_t index, cv_frame_buffer* buffer, cv_
     if (buffer->data == nullptr) return absl::InternalError("the runner's acquire() lent no frame buffer");
     if (absl::Status s = CheckCapacity(*buffer); !s.ok()) return s;
   }
-  if (absl::Status s = converter_->Convert(*frame, buffer->data); !s.ok()) return s;
+  if (absl::Status s = output_->Write(*frame, buffer->data); !s.ok()) return s;
   if (info == nullptr) return absl::OkStatus();
   if (index_) return GetFrameInfo(index, info);
   const double tb = av_q2d(demuxer_->stream()->time_base);

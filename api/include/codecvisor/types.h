@@ -39,7 +39,7 @@ struct Rational {
 struct StreamMetadata {
   int32_t stream_index = -1;
   std::string codec;            // "h264", "vp9", ...
-  uint32_t width = 0;           // as decoded
+  uint32_t width = 0;           // as output: after the display rotation, if applied
   uint32_t height = 0;
   std::string pixel_format;     // "yuv420p", ...
   int64_t num_frames_from_header = -1;
