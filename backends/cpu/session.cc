@@ -88,6 +88,9 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Open(int fd,
     if (stream->nb_frames > 0) {
       session->num_frames_ = std::min(stream->nb_frames, FrameIndex::kMaxFrames);
     } else if (session->metadata_.duration_seconds > 0) {
+      // As torchcodec estimates it, rounded (StreamMetadata::num_frames()
+      // in the public API computes the same from the metadata).
+      session->count_estimated_ = true;
       session->num_frames_ = std::clamp<int64_t>(
           ClampToInt64(std::round(session->metadata_.duration_seconds * av_q2d(fps))), 0,
           FrameIndex::kMaxFrames);
@@ -121,6 +124,13 @@ absl::Status CpuSession::CheckIndex(int64_t index) const {
   if (index < 0) {
     return absl::OutOfRangeError(
         absl::StrCat("frame ", index, " is out of range: indices start at 0"));
+  }
+  if (count_estimated_) {
+    return absl::OutOfRangeError(absl::StrFormat(
+        "frame %d is past the end: the stream has about %d frames, estimated from its duration "
+        "(%.6g s) and frame rate (%.6g/s) because its header has no frame count; exact mode "
+        "counts them",
+        index, num_frames_, metadata_.duration_seconds, metadata_.average_fps));
   }
   return absl::OutOfRangeError(absl::StrCat("frame ", index, " is past the end: the stream has ",
                                             num_frames_, " frames",

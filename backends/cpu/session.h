@@ -88,6 +88,7 @@ class CpuSession {
   cv_stream_metadata metadata_{};
   cv_frame_layout layout_{};
   int64_t num_frames_ = 0;
+  bool count_estimated_ = false;  // approximate mode: duration x rate
   // Approximate mode's nominal timeline.
   AVRational frame_rate_{0, 1};
   int64_t begin_pts_ = 0;
