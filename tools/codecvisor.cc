@@ -37,8 +37,17 @@ const std::map<std::string, SeekMode> kSeekModes = {{"exact", SeekMode::kExact},
 
 // The flags shared by the subcommands that open a video; `seek_mode` is
 // converted into args->seek_mode after parsing.
+void AddLogLevelFlag(CLI::App* command, std::string* level) {
+  command
+      ->add_option("--loglevel", *level,
+                   "the backends' own log lines (FFmpeg's for cpu), as ffmpeg's -loglevel names them; each goes "
+                   "to stderr as one whole line. Default: quiet")
+      ->check(CLI::IsMember(std::vector<std::string>(std::begin(cli::kLogLevels), std::end(cli::kLogLevels))));
+}
+
 void AddOpenFlags(CLI::App* command, cli::OpenArgs* args, std::string* seek_mode) {
   command->add_option("file", args->file, "the video file")->required();
+  AddLogLevelFlag(command, &args->log_level);
   command
       ->add_option("--device", args->device,
                    "decode on this device (NAME or NAME:INDEX; cpu takes no index); default: "
@@ -186,6 +195,7 @@ int main(int argc, char** argv) {
   conformance->add_option("--backend-manifest", conformance_args.manifest,
                           "register this manifest first and check its backend");
   conformance->add_flag("--json", conformance_args.json, "print one JSON object");
+  AddLogLevelFlag(conformance, &conformance_args.log_level);
   conformance->add_option("--timeout", conformance_timeout_s, "seconds to wait for the backend at each step")
       ->capture_default_str()
       ->check(CLI::Range(1, 3600));

@@ -177,6 +177,23 @@ check "doctor json is one line" [ "$(wc -l <"$tmp/doctor.json")" = 1 ]
 check "doctor with a broken manifest" run_cv 1 "$tmp/doctor.txt" "$tmp/err" doctor --backend-manifest "$tmp/nope.toml"
 check "doctor names it" grep -q "^problem: backend 'nope' is not ready (failed): .*nope.toml" "$tmp/doctor.txt"
 
+# AV1 in Matroska: no frame count in the header. libdav1d logs its version
+# at FFmpeg's info level: quiet by default, one whole prefixed line per
+# message with --loglevel.
+av1="$tmp/clip_av1.mkv"
+"${ffmpeg[@]}" -y -f lavfi -i testsrc=size=64x48:rate=25 -frames:v 30 -c:v libaom-av1 -cpu-used 8 -g 10 "$av1"
+"${ffmpeg[@]}" -i "$av1" -f rawvideo -pix_fmt rgb24 - >"$tmp/ref_av1.rgb"
+check "decode av1" run_cv 0 "$tmp/stdout" "$tmp/err" decode "$av1" --format ppm --indices 3 --out "$tmp/av1"
+check "ffmpeg is quiet by default" bash -c "! grep -q libdav1d '$tmp/err'"
+check "decode av1 --loglevel info" run_cv 0 "$tmp/stdout" "$tmp/err" decode "$av1" --format ppm --indices 3 --out "$tmp/av1" --loglevel info
+check "--loglevel info shows ffmpeg's lines" grep -qE "^codecvisor: backend 'cpu': \[libdav1d @ 0x[0-9a-f]+\] libdav1d " "$tmp/err"
+check "--loglevel takes ffmpeg's names only" run_cv 105 "$tmp/stdout" "$tmp/err" info "$av1" --loglevel loud
+# approximate mode counts from duration x rate: -1 is the last frame
+check "approximate --indices -1 without a header count" run_cv 0 "$tmp/stdout" "$tmp/err" decode "$av1" --seek-mode approximate --format ppm --indices -1 --out "$tmp/av1_last"
+check "approximate -1 is frame 29" cmp "$tmp/av1_last/frame_000029.ppm" <(printf 'P6\n64 48\n255\n'; tail -c +$((29 * 64 * 48 * 3 + 1)) "$tmp/ref_av1.rgb")
+check "approximate past the estimate" run_cv 1 "$tmp/stdout" "$tmp/err" decode "$av1" --seek-mode approximate --indices 30 --out "$tmp/av1_past"
+check "past the estimate says so" grep -q "the stream has about 30 frames, estimated from its duration" "$tmp/err"
+
 # conformance: the whole suite against the built-in backend, as JSON
 check "conformance --backend cpu --json" run_cv 0 "$tmp/conf.json" "$tmp/err" conformance --backend cpu --json
 json=$(cat "$tmp/conf.json")

@@ -34,6 +34,9 @@ struct OpenArgs {
   uint32_t threads = 0;  // decoder threads; 0: the decoder chooses
   // Extra manifests to load with Host::LoadBackend, in order.
   std::vector<std::string> backend_manifests;
+  // --loglevel: the backends' own log level (FFmpeg's, for cpu); empty
+  // keeps $CODECVISOR_BACKEND_LOG_LEVEL, else quiet.
+  std::string log_level;
 };
 
 struct InfoArgs {
@@ -75,6 +78,7 @@ struct ConformanceArgs {
   std::string manifest;  // registered first when given
   bool json = false;
   std::chrono::milliseconds timeout{60'000};
+  std::string log_level;  // as OpenArgs::log_level
 };
 
 // Prints every StreamMetadata field of the chosen stream, with the backend

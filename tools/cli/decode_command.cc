@@ -104,6 +104,7 @@ int RunDecode(const DecodeArgs& args) {
   const auto start = std::chrono::steady_clock::now();
   auto fail = [&](const absl::Status& status) { return ReportFailure("decode", file, status); };
   if (absl::Status s = CheckReadableFile(file); !s.ok()) return fail(s);
+  SetBackendLogLevel(args.open.log_level);
   absl::StatusOr<std::unique_ptr<Host>> host = CreateHost(args.open.backend_manifests);
   if (!host.ok()) return ReportFailure("decode", "", host.status());
   if (!args.quiet) PrintWarnings("decode", **host);
@@ -129,7 +130,9 @@ int RunDecode(const DecodeArgs& args) {
   std::vector<WrittenFrame> written;  // for --json only
 
   const double open_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  ProgressBar progress(stderr, !args.quiet && IsTerminal(stderr), SelectedFrameCount(*selection));
+  // No bar while backends may log: their lines would break it mid-line.
+  ProgressBar progress(stderr, !args.quiet && !BackendsMayLog() && IsTerminal(stderr),
+                       SelectedFrameCount(*selection));
   // One request, however long (the decoder cuts long index and time lists
   // into requests the protocol takes); frames stream straight to the writer.
   absl::Status decoded = ToAbsl(decoder.ForEachFrame(*selection, [&](Frame frame) -> Status {
