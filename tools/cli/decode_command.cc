@@ -124,6 +124,7 @@ int RunDecode(const DecodeArgs& args) {
     if (args.json) PrintJson(args, {});
     return std::fflush(stdout) == 0 ? 0 : fail(absl::InternalError("cannot write stdout"));
   }
+  UnlinkTemporaryFilesOnSignal();  // Ctrl-C leaves no partial file behind
   absl::StatusOr<std::unique_ptr<FrameWriter>> writer =
       MakeFrameWriter(WriterOptionsFor(args, decoder.metadata(), *selection));
   if (!writer.ok()) return fail(writer.status());
