@@ -133,6 +133,12 @@ int main(int argc, char** argv) {
       decode->add_option("--out", decode_args.out, "output folder (created if missing), or - for stdout (y4m, rgb24)")
           ->required();
   decode->add_flag("-q,--quiet", decode_args.quiet, "no progress bar and no summary");
+  decode
+      ->add_flag("--skip-bad-frames", decode_args.skip_bad_frames,
+                 "skip frames that cannot be decoded (damaged data) instead of stopping at the first; they are "
+                 "named on stderr and in --json's \"skipped\" (with --frames, --indices or every frame)")
+      ->excludes(times)
+      ->excludes(time_range);
   decode->add_flag("--json", decode_args.json,
                    "once done, print one JSON object on stdout: every frame written with its index, pts_seconds, "
                    "duration_seconds and file, in request order (not with --out -)");

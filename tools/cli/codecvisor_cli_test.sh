@@ -194,6 +194,21 @@ check "approximate -1 is frame 29" cmp "$tmp/av1_last/frame_000029.ppm" <(printf
 check "approximate past the estimate" run_cv 1 "$tmp/stdout" "$tmp/err" decode "$av1" --seek-mode approximate --indices 30 --out "$tmp/av1_past"
 check "past the estimate says so" grep -q "the stream has about 30 frames, estimated from its duration" "$tmp/err"
 
+# A damaged file (20 KB of fixed text over the middle): exact mode stops at
+# the first frame that cannot be decoded; --skip-bad-frames writes the rest
+# and names the ones skipped.
+dmg="$tmp/damaged.mp4"
+"${ffmpeg[@]}" -y -f lavfi -i testsrc2=size=320x240:rate=25 -frames:v 200 -c:v libx264 -preset veryfast -bf 2 -g 50 -pix_fmt yuv420p "$dmg"
+printf 'codecvisor%.0s' $(seq 2000) | dd of="$dmg" bs=1 seek=$(($(stat -c %s "$dmg") / 2)) conv=notrunc status=none
+check "damaged file fails by default" run_cv 1 "$tmp/stdout" "$tmp/err" decode "$dmg" --format ppm --out "$tmp/dmg1" --quiet
+check "the failure names the frame" grep -qE "frame [0-9]+ \(pts [0-9]+\) could not be decoded" "$tmp/err"
+check "--skip-bad-frames" run_cv 0 "$tmp/dmg.json" "$tmp/err" decode "$dmg" --format ppm --out "$tmp/dmg2" --skip-bad-frames --json
+skipped=$(grep -oE 'skipped [0-9]+ undecodable frames' "$tmp/err" | grep -oE '[0-9]+' || echo 0)
+check "some frames were skipped" [ "$skipped" -gt 0 ]
+check "the others were written" [ $(($(ls "$tmp/dmg2" | wc -l) + skipped)) = 200 ]
+check "--json lists the skipped" grep -qE '"skipped":\[[0-9]+(,[0-9]+)*\]\}$' "$tmp/dmg.json"
+check "--skip-bad-frames takes no time selection" run_cv 108 "$tmp/stdout" "$tmp/err" decode "$dmg" --skip-bad-frames --times 1 --out "$tmp/x"
+
 # conformance: the whole suite against the built-in backend, as JSON
 check "conformance --backend cpu --json" run_cv 0 "$tmp/conf.json" "$tmp/err" conformance --backend cpu --json
 json=$(cat "$tmp/conf.json")

@@ -54,6 +54,10 @@ struct DecodeArgs {
   // frame's index, pts_seconds, duration_seconds and file (tools/README.md).
   // Not with out "-", where stdout carries the frames.
   bool json = false;
+  // --skip-bad-frames: a frame that cannot be decoded is skipped and named
+  // in the summary (and --json's "skipped") instead of ending the command.
+  // Index selections only (--frames, --indices, or every frame).
+  bool skip_bad_frames = false;
 };
 
 struct BackendsArgs {
