@@ -213,7 +213,7 @@ check "--skip-bad-frames takes no time selection" run_cv 108 "$tmp/stdout" "$tmp
 check "conformance --backend cpu --json" run_cv 0 "$tmp/conf.json" "$tmp/err" conformance --backend cpu --json
 json=$(cat "$tmp/conf.json")
 for field in '"backend":"cpu"' '"failed":0' '"name":"handshake","passed":true' '"name":"frames_av1","passed":true' \
-    '"name":"crash_recovery","passed":true' '"name":"shutdown","passed":true'; do
+    '"name":"rotation_h264","passed":true' '"name":"crash_recovery","passed":true' '"name":"shutdown","passed":true'; do
   check "conformance json has $field" contains "$json" "$field"
 done
 check "conformance needs a backend" run_cv 105 "$tmp/stdout" "$tmp/err" conformance

@@ -215,6 +215,16 @@ absl::StatusOr<ConformanceReport> Suite::Run() {
     Check(absl::StrCat("approximate_", codec), [&](std::string* d) { return Approximate(s, d); });
     Check(absl::StrCat("planar_", codec), [&](std::string* d) { return Planar(s, d); });
   }
+  if (!samples_.empty()) {
+    // Rotation on the first codec's sample, remuxed into MP4 with a display matrix.
+    const std::string name = absl::StrCat("rotation_", samples_.front().codec);
+    absl::StatusOr<Sample> rotated = MakeRotatedSample(samples_.front(), scratch_);
+    if (rotated.ok()) {
+      Check(name, [&](std::string* d) { return Rotation(*rotated, d); });
+    } else {
+      Skip(name, absl::StrCat("no rotated sample: ", rotated.status().message()));
+    }
+  }
   if (samples_.empty()) {
     for (const char* name : {"bad_input", "concurrency", "crash_recovery"}) Skip(name, "no sample video decoded");
   } else {

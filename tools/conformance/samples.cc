@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -44,9 +45,10 @@ absl::StatusOr<double> ParseRate(absl::string_view text) {
 absl::Status ProbeStream(Sample* sample) {
   absl::StatusOr<std::string> out =
       tools::RunForOutput({"ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries",
-                    "stream=codec_name,width,height,avg_frame_rate", "-of", "default=noprint_wrappers=1",
-                    sample->path});
+                    "stream=codec_name,width,height,avg_frame_rate:stream_side_data=rotation", "-of",
+                    "default=noprint_wrappers=1", sample->path});
   if (!out.ok()) return out.status();
+  bool quarter_turn = false;
   for (absl::string_view line : absl::StrSplit(*out, '\n', absl::SkipEmpty())) {
     std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(line, absl::MaxSplits('=', 1));
     const absl::string_view value = absl::StripAsciiWhitespace(kv.second);
@@ -56,6 +58,8 @@ absl::Status ProbeStream(Sample* sample) {
       if (!absl::SimpleAtoi(value, &sample->stream.width)) return absl::InternalError("ffprobe: bad width");
     } else if (kv.first == "height") {
       if (!absl::SimpleAtoi(value, &sample->stream.height)) return absl::InternalError("ffprobe: bad height");
+    } else if (kv.first == "rotation") {
+      quarter_turn = value == "90" || value == "-90";
     } else if (kv.first == "avg_frame_rate") {
       absl::StatusOr<double> fps = ParseRate(value);
       if (!fps.ok()) return fps.status();
@@ -65,6 +69,8 @@ absl::Status ProbeStream(Sample* sample) {
   if (sample->stream.width == 0 || sample->stream.height == 0) {
     return absl::InternalError(absl::StrCat("ffprobe found no video stream in ", sample->path));
   }
+  // The size frames come out at: the CLI rotates them.
+  if (quarter_turn) std::swap(sample->stream.width, sample->stream.height);
   return absl::OkStatus();
 }
 
@@ -81,6 +87,25 @@ absl::Status ProbeFrames(Sample* sample) {
     }
     sample->pts.push_back(pts);
     sample->durations.push_back(duration);
+  }
+  return absl::OkStatus();
+}
+
+// Probes `sample->path`: its stream, every frame's pts and duration, and
+// the ffmpeg CLI's RGB24 frames (autorotated, as the CLI does by default).
+absl::Status ProbeReference(Sample* sample_ptr) {
+  Sample& sample = *sample_ptr;
+  if (absl::Status s = ProbeStream(&sample); !s.ok()) return s;
+  if (absl::Status s = ProbeFrames(&sample); !s.ok()) return s;
+  absl::StatusOr<std::string> frames =
+      tools::RunForOutput({"ffmpeg", "-nostdin", "-v", "error", "-i", sample.path, "-map", "0:v:0", "-vf", "format=rgb24",
+                    "-fps_mode", "passthrough", "-f", "rawvideo", "-"});
+  if (!frames.ok()) return frames.status();
+  sample.rgb24 = *std::move(frames);
+  if (sample.pts.empty() || sample.rgb24.size() != sample.pts.size() * sample.frame_bytes()) {
+    return absl::InternalError(absl::StrCat("ffmpeg gave ", sample.rgb24.size(), " bytes of RGB24 for ",
+                                            sample.pts.size(), " frames of ", sample.stream.width, "x",
+                                            sample.stream.height, " in ", sample.path));
   }
   return absl::OkStatus();
 }
@@ -110,20 +135,26 @@ absl::StatusOr<Sample> MakeSample(absl::string_view codec, absl::string_view fol
   sample.codec = std::string(codec);
   sample.path = absl::StrCat(folder, "/sample_", codec, ".mkv");
   if (absl::Status s = EncodeVideo(codec, kWidth, kHeight, kFrames, kStartSeconds, sample.path); !s.ok()) return s;
-  if (absl::Status s = ProbeStream(&sample); !s.ok()) return s;
-  if (absl::Status s = ProbeFrames(&sample); !s.ok()) return s;
-  absl::StatusOr<std::string> frames =
-      tools::RunForOutput({"ffmpeg", "-nostdin", "-v", "error", "-i", sample.path, "-map", "0:v:0", "-vf", "format=rgb24",
-                    "-fps_mode", "passthrough", "-f", "rawvideo", "-"});
-  if (!frames.ok()) return frames.status();
-  sample.rgb24 = *std::move(frames);
-  if (sample.pts.empty() || sample.rgb24.size() != sample.pts.size() * sample.frame_bytes()) {
-    return absl::InternalError(absl::StrCat("ffmpeg gave ", sample.rgb24.size(), " bytes of RGB24 for ",
-                                            sample.pts.size(), " frames of ", sample.stream.width, "x",
-                                            sample.stream.height, " in ", sample.path));
-  }
+  if (absl::Status s = ProbeReference(&sample); !s.ok()) return s;
   return sample;
 }
+
+absl::StatusOr<Sample> MakeRotatedSample(const Sample& source, absl::string_view folder) {
+  Sample sample;
+  sample.codec = source.codec;
+  sample.path = absl::StrCat(folder, "/sample_", source.codec, "_rotated.mp4");
+  // The mov muxer writes a display matrix for a "rotate" tag on stream copy.
+  if (absl::Status s = tools::MakeTestVideo({"-i", source.path, "-map", "0:v:0", "-c", "copy", "-metadata:s:v:0",
+                                             "rotate=-90"},
+                                            sample.path);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = ProbeReference(&sample); !s.ok()) return s;
+  return sample;
+}
+
+
 
 double Psnr(std::span<const uint8_t> decoded, std::span<const uint8_t> reference) {
   if (decoded.size() != reference.size() || decoded.empty()) return 0;
