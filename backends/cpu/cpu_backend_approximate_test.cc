@@ -73,6 +73,33 @@ TEST(ApproximateModeTest, CountWithoutAHeaderCountIsAnEstimate) {
   EXPECT_EQ(message.find("according to its header"), std::string::npos) << message;
 }
 
+// An undamaged variable-rate HEVC stream with open GOPs: after a jump,
+// sequential reads return the next frames in order even where they are far
+// from their nominal times (the damage checks stay out of the way).
+TEST(ApproximateModeTest, OpenGopAfterASeekIsNotDamage) {
+  const std::string path = MakeVideo(
+      "hevc_open_gop_vfr.mkv",
+      "-f lavfi -i testsrc2=size=64x48:rate=25 -frames:v 96 "
+      "-vf setpts='if(lt(N,40),N,40+(N-40)*3)/25/TB' -fps_mode vfr -c:v libx265 -preset ultrafast "
+      "-x265-params keyint=24:min-keyint=24:bframes=3:open-gop=1:log-level=error -pix_fmt yuv420p");
+  TestSession exact(path);
+  TestSession approx(path, Approximate());
+  ASSERT_TRUE(exact.ok() && approx.ok()) << approx.open_message();
+  cv_frame_info first{};
+  approx.DecodeOrFail(30, &first);  // a jump: seeks to a key frame before it
+  cv_frame_info want{};
+  exact.DecodeOrFail(30, &want);
+  ASSERT_EQ(first.pts, want.pts);
+  // Sequential from there: the next frames in order, whatever their times.
+  for (int64_t i = 31; i < 60; ++i) {
+    cv_frame_info got{};
+    std::string pixels, message;
+    ASSERT_EQ(approx.Decode(i, &pixels, &got, &message), CV_OK) << "frame " << i << ": " << message;
+    exact.DecodeOrFail(i, &want);
+    EXPECT_EQ(got.pts, want.pts) << "frame " << i;
+  }
+}
+
 // 20 KB of random bytes (fixed seed) over the middle of an MP4's media
 // data: the sample tables are intact, some frames cannot be decoded.
 std::string DamagedMp4() {

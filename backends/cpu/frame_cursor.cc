@@ -49,8 +49,11 @@ absl::StatusOr<bool> FrameCursor::NextFrame() {
       if (frame_->pts != AV_NOPTS_VALUE) {
         // Packets sent before this frame's in presentation order whose
         // frames never came out: the decoder dropped them (damaged data).
+        // The first frame after a seek is exempt: decoders drop the leading
+        // pictures of an open GOP (HEVC RASL) whose references precede it.
         auto later = sent_pts_.lower_bound(frame_->pts);
-        if (later != sent_pts_.begin()) frame_follows_loss_ = true;
+        if (later != sent_pts_.begin() && !first_after_seek_) frame_follows_loss_ = true;
+        first_after_seek_ = false;
         damage_seen_ = damage_seen_ || frame_follows_loss_;
         sent_pts_.erase(sent_pts_.begin(), later);
         sent_pts_.erase(frame_->pts);
@@ -145,6 +148,7 @@ absl::Status FrameCursor::SeekTo(int64_t timestamp) {
   errors_without_frame_ = 0;
   errors_pending_ = frame_follows_loss_ = false;
   sent_pts_.clear();
+  first_after_seek_ = true;
   return absl::OkStatus();
 }
 

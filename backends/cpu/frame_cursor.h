@@ -111,6 +111,7 @@ class FrameCursor {
   bool frame_follows_loss_ = false;  // frames were dropped just before frame_
   std::set<int64_t> sent_pts_;       // pts of packets sent, frames not out yet
   bool damage_seen_ = false;         // frames were lost at least once
+  bool first_after_seek_ = false;    // no frame decoded since the last seek
   // Approximate mode: the last stretch of frames lost to damage, as the
   // end of the frame before it (kUnknown: the start) and the pts of the
   // frame after it.
