@@ -106,6 +106,20 @@ TEST(ConvertTest, DecoderOptionsKeepEveryField) {
   EXPECT_EQ(i.open_timeout, std::chrono::milliseconds(5678));
 }
 
+TEST(StreamMetadataTest, NumFramesFallsBackToTheEstimate) {
+  StreamMetadata m;
+  m.average_fps = 25;
+  m.duration_seconds = 1.2;
+  EXPECT_EQ(m.num_frames(), 30);  // no scan, no header count: duration x rate
+  m.num_frames_from_header = 31;
+  EXPECT_EQ(m.num_frames(), 31);
+  m.num_frames_from_scan = 29;
+  EXPECT_EQ(m.num_frames(), 29);
+  StreamMetadata unknown;
+  unknown.average_fps = 25;
+  EXPECT_EQ(unknown.num_frames(), -1);
+}
+
 TEST(ConvertTest, MetadataKeepsEveryField) {
   ipc::StreamMetadata m;
   m.stream_index = 1;

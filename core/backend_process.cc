@@ -212,6 +212,11 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
   spec.argv = args.ToArgv();
   // A clean environment: no secret of the host's reaches plugin code.
   spec.env = {"PATH=/usr/bin:/bin", "LANG=C.UTF-8"};
+  // Except the log level the user asked backends for (the CLI's --loglevel;
+  // backends/cpu/ffmpeg_log.h): a level name, not a secret.
+  if (const char* level = std::getenv("CODECVISOR_BACKEND_LOG_LEVEL"); level != nullptr) {
+    spec.env.push_back(std::string("CODECVISOR_BACKEND_LOG_LEVEL=") + level);
+  }
   // The backend's stdout and stderr are a pipe the host reads and forwards
   // to its own stderr (core/backend_output.h): the child never holds the
   // host's terminal or log, nor writes into a frame stream on stdout.

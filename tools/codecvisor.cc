@@ -37,8 +37,17 @@ const std::map<std::string, SeekMode> kSeekModes = {{"exact", SeekMode::kExact},
 
 // The flags shared by the subcommands that open a video; `seek_mode` is
 // converted into args->seek_mode after parsing.
+void AddLogLevelFlag(CLI::App* command, std::string* level) {
+  command
+      ->add_option("--loglevel", *level,
+                   "the backends' own log lines (FFmpeg's for cpu), as ffmpeg's -loglevel names them; each goes "
+                   "to stderr as one whole line. Default: quiet")
+      ->check(CLI::IsMember(std::vector<std::string>(std::begin(cli::kLogLevels), std::end(cli::kLogLevels))));
+}
+
 void AddOpenFlags(CLI::App* command, cli::OpenArgs* args, std::string* seek_mode) {
   command->add_option("file", args->file, "the video file")->required();
+  AddLogLevelFlag(command, &args->log_level);
   command
       ->add_option("--device", args->device,
                    "decode on this device (NAME or NAME:INDEX; cpu takes no index); default: "
@@ -124,6 +133,12 @@ int main(int argc, char** argv) {
       decode->add_option("--out", decode_args.out, "output folder (created if missing), or - for stdout (y4m, rgb24)")
           ->required();
   decode->add_flag("-q,--quiet", decode_args.quiet, "no progress bar and no summary");
+  decode
+      ->add_flag("--skip-bad-frames", decode_args.skip_bad_frames,
+                 "skip frames that cannot be decoded (damaged data) instead of stopping at the first; they are "
+                 "named on stderr and in --json's \"skipped\" (with --frames, --indices or every frame)")
+      ->excludes(times)
+      ->excludes(time_range);
   decode->add_flag("--json", decode_args.json,
                    "once done, print one JSON object on stdout: every frame written with its index, pts_seconds, "
                    "duration_seconds and file, in request order (not with --out -)");
@@ -188,6 +203,7 @@ int main(int argc, char** argv) {
   conformance->add_option("--backend-manifest", conformance_args.manifest,
                           "register this manifest first and check its backend");
   conformance->add_flag("--json", conformance_args.json, "print one JSON object");
+  AddLogLevelFlag(conformance, &conformance_args.log_level);
   conformance->add_option("--timeout", conformance_timeout_s, "seconds to wait for the backend at each step")
       ->capture_default_str()
       ->check(CLI::Range(1, 3600));

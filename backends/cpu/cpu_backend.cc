@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "backends/cpu/ffmpeg_log.h"
 #include "backends/cpu/session.h"
 
 extern "C" {
@@ -101,6 +102,7 @@ cv_status Create(const char* /*config*/, cv_backend** out, cv_error* error) {
   // The cpu backend reads no [config] keys; unknown ones are ignored.
   return Guarded(error, [&] {
     if (out == nullptr) return Fail(error, CV_ERROR_INVALID_ARGUMENT, "create: out is NULL");
+    ApplyFfmpegLogLevel();
     *out = new cv_backend();
     return CV_OK;
   });

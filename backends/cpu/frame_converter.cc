@@ -105,6 +105,27 @@ absl::StatusOr<cv_frame_layout> ComputeLayout(cv_output_format format, AVPixelFo
   return layout;
 }
 
+void WriteRgb24(const uint8_t* rgb, int stride, const cv_frame_layout& layout, uint8_t* dst) {
+  const int row_bytes = static_cast<int>(layout.width * 3);
+  if (layout.format != CV_OUTPUT_RGB24_PLANAR) {
+    av_image_copy_plane(dst + layout.plane_offset[0], static_cast<int>(layout.plane_stride[0]), rgb,
+                        stride, row_bytes, static_cast<int>(layout.height));
+    return;
+  }
+  uint8_t* r = dst + layout.plane_offset[0];
+  uint8_t* g = dst + layout.plane_offset[1];
+  uint8_t* b = dst + layout.plane_offset[2];
+  for (uint32_t y = 0; y < layout.height; ++y) {
+    const uint8_t* row = rgb + ptrdiff_t{stride} * y;
+    const size_t first = size_t{layout.width} * y;
+    for (uint32_t x = 0; x < layout.width; ++x) {
+      r[first + x] = row[3 * x];
+      g[first + x] = row[3 * x + 1];
+      b[first + x] = row[3 * x + 2];
+    }
+  }
+}
+
 FrameConverter::FrameConverter(const cv_frame_layout& layout, AVPixelFormat native)
     : layout_(layout), native_(native) {
   scaler_output_ = layout.format == CV_OUTPUT_NATIVE ? native : AV_PIX_FMT_RGB24;
@@ -219,18 +240,7 @@ absl::Status FrameConverter::Convert(const AVFrame* frame, uint8_t* dst) {
   if (rows < 0) {
     return absl::DataLossError(absl::StrCat("swscale failed: ", AvErrorText(rows)));
   }
-  if (layout_.format == CV_OUTPUT_RGB24_PLANAR) {
-    const uint8_t* rgb = scratch_.data();
-    uint8_t* r = dst + layout_.plane_offset[0];
-    uint8_t* g = dst + layout_.plane_offset[1];
-    uint8_t* b = dst + layout_.plane_offset[2];
-    const size_t pixels = size_t{layout_.width} * layout_.height;
-    for (size_t i = 0; i < pixels; ++i) {
-      r[i] = rgb[3 * i];
-      g[i] = rgb[3 * i + 1];
-      b[i] = rgb[3 * i + 2];
-    }
-  }
+  if (layout_.format == CV_OUTPUT_RGB24_PLANAR) WriteRgb24(planes[0], strides[0], layout_, dst);
   return absl::OkStatus();
 }
 

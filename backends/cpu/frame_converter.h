@@ -53,6 +53,11 @@ inline constexpr uint64_t kMaxOutputPixels = uint64_t{1} << 28;
 absl::StatusOr<cv_frame_layout> ComputeLayout(cv_output_format format, AVPixelFormat native,
                                               uint32_t width, uint32_t height);
 
+// Writes an interleaved RGB24 picture of layout.width x layout.height
+// (`stride` bytes a row) into `dst` at `layout`, which is RGB24 (rows
+// copied) or RGB24_PLANAR (split into R, G, B planes).
+void WriteRgb24(const uint8_t* rgb, int stride, const cv_frame_layout& layout, uint8_t* dst);
+
 class FrameConverter {
  public:
   // A converter into `layout` (from ComputeLayout). `native` is the

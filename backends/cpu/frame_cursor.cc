@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 
@@ -19,6 +20,9 @@ constexpr int kMaxErrorsWithoutFrame = 256;
 constexpr int kStartPointsTried = 2;
 // Approximate mode: how far before the target the second seek aims.
 constexpr double kApproximateBackoffSeconds = 10.0;
+// Packets whose frames the cursor waits for; far more than any decoder's
+// delay (beyond it, tracking starts over).
+constexpr size_t kMaxTrackedPackets = 1024;
 
 }  // namespace
 
@@ -29,7 +33,9 @@ FrameCursor::FrameCursor(Demuxer* demuxer, VideoDecoder* decoder, const FrameInd
       index_(index),
       positioned_(at_start),
       last_ts_(kUnknown),
-      last_read_ts_(kUnknown) {}
+      last_read_ts_(kUnknown),
+      lost_from_ts_(kUnknown),
+      lost_to_ts_(kUnknown) {}
 
 absl::StatusOr<bool> FrameCursor::NextFrame() {
   for (;;) {
@@ -38,6 +44,20 @@ absl::StatusOr<bool> FrameCursor::NextFrame() {
     if (ret == 0) {
       have_frame_ = true;
       errors_without_frame_ = 0;
+      frame_follows_loss_ = errors_pending_;
+      errors_pending_ = false;
+      if (frame_->pts != AV_NOPTS_VALUE) {
+        // Packets sent before this frame's in presentation order whose
+        // frames never came out: the decoder dropped them (damaged data).
+        // The first frame after a seek is exempt: decoders drop the leading
+        // pictures of an open GOP (HEVC RASL) whose references precede it.
+        auto later = sent_pts_.lower_bound(frame_->pts);
+        if (later != sent_pts_.begin() && !first_after_seek_) frame_follows_loss_ = true;
+        first_after_seek_ = false;
+        damage_seen_ = damage_seen_ || frame_follows_loss_;
+        sent_pts_.erase(sent_pts_.begin(), later);
+        sent_pts_.erase(frame_->pts);
+      }
       int64_t ts = FrameTimestamp(frame_.get());
       if (ts == AV_NOPTS_VALUE) {
         // No timestamp: take the next slot of the timeline.
@@ -59,6 +79,7 @@ absl::StatusOr<bool> FrameCursor::NextFrame() {
     }
     if (ret != AVERROR(EAGAIN)) {
       last_error_ = ret;
+      errors_pending_ = true;
       if (++errors_without_frame_ > kMaxErrorsWithoutFrame) {
         positioned_ = false;
         return absl::DataLossError(absl::StrCat("the ", decoder_->name(), " decoder failed ",
@@ -81,12 +102,17 @@ absl::StatusOr<bool> FrameCursor::NextFrame() {
       if (i >= 0) last_read_order_ = (*index_)[i].decode_order;
     }
     ret = decoder_->Send(packet_.get());
+    if (ret >= 0 && packet_->pts != AV_NOPTS_VALUE && !(packet_->flags & AV_PKT_FLAG_DISCARD)) {
+      if (sent_pts_.size() >= kMaxTrackedPackets) sent_pts_.clear();
+      sent_pts_.insert(packet_->pts);
+    }
     if (ret < 0) {
       // EAGAIN: the decoder wants frames taken out first; send it again then.
       if (ret == AVERROR(EAGAIN)) {
         pending_packet_ = true;
       } else {
         last_error_ = ret;
+        errors_pending_ = true;
       }
       if (++errors_without_frame_ > kMaxErrorsWithoutFrame) {
         positioned_ = false;
@@ -120,6 +146,9 @@ absl::Status FrameCursor::SeekTo(int64_t timestamp) {
   last_read_order_ = -1;
   last_index_ = -1;
   errors_without_frame_ = 0;
+  errors_pending_ = frame_follows_loss_ = false;
+  sent_pts_.clear();
+  first_after_seek_ = true;
   return absl::OkStatus();
 }
 
@@ -174,15 +203,50 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeExact(int64_t index) {
       absl::StrCat("frame ", index, " (pts ", target.pts, ") could not be decoded").c_str());
 }
 
+absl::Status FrameCursor::LostFrameError(int64_t index, int64_t target_pts) const {
+  return NotDecodedError(absl::StrCat(
+      "frame ", index, " (about pts ", target_pts,
+      ") cannot be identified: the decoder dropped damaged frames between pts ",
+      lost_from_ts_ == kUnknown ? std::string("of the start") : absl::StrCat(lost_from_ts_),
+      " and ", lost_to_ts_,
+      " and lost the frames there, so approximate mode cannot tell which frame is which; exact "
+      "mode identifies frames by their timestamps").c_str());
+}
+
+bool FrameCursor::InLostStretch(int64_t target_pts, int64_t tolerance) const {
+  return lost_to_ts_ != kUnknown && SaturatingAdd(target_pts, tolerance) < lost_to_ts_ &&
+         (lost_from_ts_ == kUnknown || SaturatingSub(target_pts, tolerance) > lost_from_ts_);
+}
+
+bool FrameCursor::LostBefore(int64_t target_pts, int64_t tolerance, int64_t previous_end) {
+  if (!frame_follows_loss_) return false;
+  if (target_pts != kUnknown && last_ts_ <= SaturatingAdd(target_pts, tolerance)) return false;
+  if (previous_end != kUnknown && last_ts_ <= SaturatingAdd(previous_end, tolerance)) return false;
+  lost_from_ts_ = previous_end;
+  lost_to_ts_ = last_ts_;
+  return true;
+}
+
 absl::StatusOr<const AVFrame*> FrameCursor::DecodeApproximate(int64_t index, int64_t target_pts,
                                                               int64_t frame_duration) {
   if (have_frame_ && index == last_index_) return frame_.get();
   last_error_ = 0;
   const int64_t tolerance = frame_duration / 2;
   const AVStream* stream = demuxer_->stream();
+  // A stretch already known to be lost to damage fails at once; the frame
+  // after it is kept and is the frame at its own time.
+  if (InLostStretch(target_pts, tolerance)) return LostFrameError(index, target_pts);
+  if (have_frame_ && last_ts_ >= SaturatingSub(target_pts, tolerance) &&
+      last_ts_ <= SaturatingAdd(target_pts, tolerance) && lost_to_ts_ == last_ts_) {
+    last_index_ = index;
+    return frame_.get();
+  }
 
   if (positioned_ && !at_end_ && index == last_index_ + 1) {
-    // Sequential: the next frame, whatever its timestamp.
+    // Sequential: the next frame, whatever its timestamp, unless frames
+    // were lost to damage just before it.
+    const int64_t previous_end =
+        have_frame_ ? SaturatingAdd(last_ts_, std::max<int64_t>(frame_->pkt_duration, 1)) : kUnknown;
     absl::StatusOr<bool> got = NextFrame();
     if (!got.ok()) return got.status();
     if (!*got) {
@@ -191,23 +255,40 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeApproximate(int64_t index, int
                        " is past the end: the stream ended before it (the header's frame "
                        "count or rate is inaccurate; exact mode counts the frames)"));
     }
+    // The previous frame was index - 1: any frame lost after it shifts
+    // this one's position, whatever the nominal timeline says.
+    if (LostBefore(kUnknown, tolerance, previous_end)) return LostFrameError(index, target_pts);
+    // Once damage has been seen, positions are no longer trusted: the
+    // frame must also be at its nominal time.
+    if (damage_seen_ && (last_ts_ < SaturatingSub(target_pts, tolerance) ||
+                         last_ts_ > SaturatingAdd(target_pts, tolerance))) {
+      lost_from_ts_ = previous_end;
+      lost_to_ts_ = last_ts_;
+      return LostFrameError(index, target_pts);
+    }
     last_index_ = index;
     return frame_.get();
   }
 
+  const int64_t start = stream->start_time != AV_NOPTS_VALUE ? stream->start_time : 0;
   bool forward = positioned_ && !at_end_ && index > last_index_ &&
                  (last_ts_ == kUnknown || last_ts_ < SaturatingSub(target_pts, tolerance));
   if (forward) {
-    // Seek instead if the header's index has a key frame we have not read.
+    // Seek instead if the header's index has a key frame we have not read
+    // (nothing read yet counts as read up to the start, so that a first
+    // request for a late frame seeks like any other); without an index, a
+    // first request beyond the first frame seeks too.
     const AVIndexEntry* key = avformat_index_get_entry_from_timestamp(
         const_cast<AVStream*>(stream), target_pts, AVSEEK_FLAG_BACKWARD);
-    if (key != nullptr && last_read_ts_ != kUnknown && key->timestamp > last_read_ts_) {
+    const int64_t read_up_to = last_read_ts_ != kUnknown ? last_read_ts_ : start;
+    if (key != nullptr && key->timestamp > read_up_to) forward = false;
+    if (key == nullptr && last_read_ts_ == kUnknown &&
+        SaturatingSub(target_pts, tolerance) > start) {
       forward = false;
     }
   }
   const int64_t backoff =
       static_cast<int64_t>(kApproximateBackoffSeconds / av_q2d(stream->time_base));
-  const int64_t start = stream->start_time != AV_NOPTS_VALUE ? stream->start_time : 0;
   const int64_t seeks[] = {target_pts, std::max(start, SaturatingSub(target_pts, backoff)), start};
   for (int attempt = forward ? -1 : 0; attempt < 3; ++attempt) {
     if (attempt >= 0) {
@@ -215,6 +296,7 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeApproximate(int64_t index, int
       if (absl::Status s = SeekTo(seeks[attempt]); !s.ok()) return s;
     }
     bool first = true;
+    int64_t previous_end = kUnknown;
     for (;;) {
       absl::StatusOr<bool> got = NextFrame();
       if (!got.ok()) return got.status();
@@ -226,11 +308,15 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeApproximate(int64_t index, int
       }
       if (last_ts_ < SaturatingSub(target_pts, tolerance)) {
         first = false;
+        previous_end = SaturatingAdd(last_ts_, std::max<int64_t>(frame_->pkt_duration, 1));
         continue;
       }
       // A seek that lands after the target retries from further back.
       if (first && attempt >= 0 && attempt < 2 && last_ts_ > SaturatingAdd(target_pts, tolerance))
         break;
+      if (LostBefore(target_pts, tolerance, previous_end)) {
+        return LostFrameError(index, target_pts);
+      }
       last_index_ = index;
       return frame_.get();
     }

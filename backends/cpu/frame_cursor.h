@@ -18,6 +18,13 @@
 //
 // Corrupt data: packets the decoder rejects are skipped, as the ffmpeg CLI
 // does; a frame that never comes out is an error for that request only.
+// Approximate mode labels frames by position, so when frames were lost
+// (decode errors, or packets whose frames never came out) before a frame
+// later than the one asked for, the
+// request fails rather than return that frame under the wrong index; the
+// lost stretch is remembered, so later requests inside it fail at once and
+// the frame after it is returned for its own index. Once frames have been
+// lost, sequential reads also check each frame against its nominal time.
 //
 // Not thread-safe: one session drives it.
 
@@ -25,6 +32,7 @@
 #define CODECVISOR_BACKENDS_CPU_FRAME_CURSOR_H_
 
 #include <cstdint>
+#include <set>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -72,6 +80,16 @@ class FrameCursor {
   std::vector<int64_t> SeekTimestamps(int64_t index) const;
   // The error for a frame that could not be produced.
   absl::Status NotDecodedError(const char* what) const;
+  // Approximate mode, after decoding the frame in frame_: true (and the
+  // lost stretch recorded) when frames were lost just before it (decode
+  // errors, or packets sent earlier in presentation order whose frames
+  // never came out) and it lies beyond both the target (`target_pts` +
+  // `tolerance`; kUnknown: any) and the end of the frame before it
+  // (`previous_end`, kUnknown if none): this one is not the frame asked for.
+  bool LostBefore(int64_t target_pts, int64_t tolerance, int64_t previous_end);
+  // Whether `target_pts` lies inside the recorded lost stretch.
+  bool InLostStretch(int64_t target_pts, int64_t tolerance) const;
+  absl::Status LostFrameError(int64_t index, int64_t target_pts) const;
 
   Demuxer* demuxer_;
   VideoDecoder* decoder_;
@@ -89,6 +107,16 @@ class FrameCursor {
   int64_t last_read_ts_;          // max(pts, dts) of the last packet read
   int64_t last_index_ = -1;       // approximate: the index frame_ was returned as
   int errors_without_frame_ = 0;
+  bool errors_pending_ = false;      // decode errors since the last frame
+  bool frame_follows_loss_ = false;  // frames were dropped just before frame_
+  std::set<int64_t> sent_pts_;       // pts of packets sent, frames not out yet
+  bool damage_seen_ = false;         // frames were lost at least once
+  bool first_after_seek_ = false;    // no frame decoded since the last seek
+  // Approximate mode: the last stretch of frames lost to damage, as the
+  // end of the frame before it (kUnknown: the start) and the pts of the
+  // frame after it.
+  int64_t lost_from_ts_;
+  int64_t lost_to_ts_;
   int64_t seeks_ = 0;
   int last_error_ = 0;  // the last AVERROR from the decoder or demuxer
 };

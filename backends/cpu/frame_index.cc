@@ -13,8 +13,10 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
   FrameIndex index;
   PacketPtr packet = MakePacket();
   int64_t order = 0;
+  bool last_corrupt = false;
   while (demuxer.ReadPacket(packet.get())) {
     if ((packet->flags & AV_PKT_FLAG_DISCARD) != 0) continue;
+    last_corrupt = (packet->flags & AV_PKT_FLAG_CORRUPT) != 0;
     if (order >= kMaxFrames) {
       return absl::ResourceExhaustedError(absl::StrCat("has more than ", kMaxFrames,
                                                        " frames in stream ", demuxer.stream_index(),
@@ -34,6 +36,11 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
     entry.key = (packet->flags & AV_PKT_FLAG_KEY) != 0;
     index.frames_.push_back(entry);
   }
+  // A file cut short ends in a packet the demuxer could read only part of
+  // (AV_PKT_FLAG_CORRUPT): its frame does not decode, so it is not counted.
+  // Such packets earlier in the file are kept: damaged data often still
+  // decodes (concealed), as the CLI shows.
+  if (last_corrupt && !index.frames_.empty()) index.frames_.pop_back();
   if (index.frames_.empty()) {
     return absl::DataLossError(absl::StrCat(
         "stream ", demuxer.stream_index(), " has no packets",

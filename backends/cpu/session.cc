@@ -53,9 +53,14 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Open(int fd,
   if (!decoder.ok()) return decoder.status();
   session->decoder_ = *std::move(decoder);
 
+  // Rotated as the CLI autorotates (FrameOutput): sizes are post-rotation.
+  const Rotation rotation = RotationFromDegrees(DisplayMatrixDegrees(stream));
+  const bool swap = SwapsSides(rotation);
+  const uint32_t width = static_cast<uint32_t>(swap ? par->height : par->width);
+  const uint32_t height = static_cast<uint32_t>(swap ? par->width : par->height);
   auto layout = ComputeLayout(options.output_format, *native,
-                              options.output_width != 0 ? options.output_width : par->width,
-                              options.output_height != 0 ? options.output_height : par->height);
+                              options.output_width != 0 ? options.output_width : width,
+                              options.output_height != 0 ? options.output_height : height);
   if (!layout.ok()) return layout.status();
   session->layout_ = *layout;
 
@@ -83,6 +88,9 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Open(int fd,
     if (stream->nb_frames > 0) {
       session->num_frames_ = std::min(stream->nb_frames, FrameIndex::kMaxFrames);
     } else if (session->metadata_.duration_seconds > 0) {
+      // As torchcodec estimates it, rounded (StreamMetadata::num_frames()
+      // in the public API computes the same from the metadata).
+      session->count_estimated_ = true;
       session->num_frames_ = std::clamp<int64_t>(
           ClampToInt64(std::round(session->metadata_.duration_seconds * av_q2d(fps))), 0,
           FrameIndex::kMaxFrames);
@@ -103,7 +111,11 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Open(int fd,
       std::make_unique<FrameCursor>(session->demuxer_.get(), session->decoder_.get(),
                                     session->index_ ? &*session->index_ : nullptr,
                                     /*at_start=*/options.seek_mode == CV_SEEK_APPROXIMATE);
-  session->converter_ = std::make_unique<FrameConverter>(session->layout_, *native);
+  auto output = FrameOutput::Create(session->layout_, *native, static_cast<uint32_t>(par->width),
+                                    static_cast<uint32_t>(par->height), rotation,
+                                    options.output_width != 0 || options.output_height != 0);
+  if (!output.ok()) return output.status();
+  session->output_ = *std::move(output);
   return session;
 }
 
@@ -112,6 +124,13 @@ absl::Status CpuSession::CheckIndex(int64_t index) const {
   if (index < 0) {
     return absl::OutOfRangeError(
         absl::StrCat("frame ", index, " is out of range: indices start at 0"));
+  }
+  if (count_estimated_) {
+    return absl::OutOfRangeError(absl::StrFormat(
+        "frame %d is past the end: the stream has about %d frames, estimated from its duration "
+        "(%.6g s) and frame rate (%.6g/s) because its header has no frame count; exact mode "
+        "counts them",
+        index, num_frames_, metadata_.duration_seconds, metadata_.average_fps));
   }
   return absl::OutOfRangeError(absl::StrCat("frame ", index, " is past the end: the stream has ",
                                             num_frames_, " frames",
@@ -197,7 +216,7 @@ absl::Status CpuSession::DecodeFrame(int64_t index, cv_frame_buffer* buffer, cv_
     if (buffer->data == nullptr) return absl::InternalError("the runner's acquire() lent no frame buffer");
     if (absl::Status s = CheckCapacity(*buffer); !s.ok()) return s;
   }
-  if (absl::Status s = converter_->Convert(*frame, buffer->data); !s.ok()) return s;
+  if (absl::Status s = output_->Write(*frame, buffer->data); !s.ok()) return s;
   if (info == nullptr) return absl::OkStatus();
   if (index_) return GetFrameInfo(index, info);
   const double tb = av_q2d(demuxer_->stream()->time_base);

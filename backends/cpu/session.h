@@ -4,6 +4,10 @@
 // the header, opens the decoder and, in exact mode, scans the stream's
 // packets once (no decoding) into a FrameIndex.
 //
+// Frames are rotated as the stream's display matrix says (FrameOutput:
+// rotation and conversion in the CLI's order); metadata and layout sizes
+// are post-rotation.
+//
 // Seek modes. Exact: frames are the scanned packets ordered by pts; indices,
 // times and the frame count are exact. Approximate: the header's frame count
 // (else duration x frame rate) and frame rate; frame i is nominally at
@@ -26,9 +30,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "backends/cpu/demuxer.h"
-#include "backends/cpu/frame_converter.h"
 #include "backends/cpu/frame_cursor.h"
 #include "backends/cpu/frame_index.h"
+#include "backends/cpu/frame_output.h"
 #include "backends/cpu/video_decoder.h"
 #include "backends/sdk/codecvisor_backend.h"
 
@@ -80,10 +84,11 @@ class CpuSession {
   std::unique_ptr<VideoDecoder> decoder_;
   std::optional<FrameIndex> index_;  // exact mode only
   std::unique_ptr<FrameCursor> cursor_;
-  std::unique_ptr<FrameConverter> converter_;
+  std::unique_ptr<FrameOutput> output_;
   cv_stream_metadata metadata_{};
   cv_frame_layout layout_{};
   int64_t num_frames_ = 0;
+  bool count_estimated_ = false;  // approximate mode: duration x rate
   // Approximate mode's nominal timeline.
   AVRational frame_rate_{0, 1};
   int64_t begin_pts_ = 0;

@@ -7,6 +7,7 @@
 
 #include "backends/cpu/av_enums.h"
 #include "backends/cpu/av_util.h"
+#include "backends/cpu/frame_rotator.h"
 
 extern "C" {
 #include <libavcodec/avcodec.h>
@@ -20,17 +21,17 @@ void SetName(char (&out)[CV_NAME_BYTES], const char* name) {
   std::snprintf(out, sizeof(out), "%s", name != nullptr ? name : "unknown");
 }
 
-double RotationDegrees(const AVStream* stream) {
+bool Valid(AVRational r) { return r.num > 0 && r.den > 0; }
+
+}  // namespace
+
+double DisplayMatrixDegrees(const AVStream* stream) {
   size_t size = 0;
   const uint8_t* matrix = av_stream_get_side_data(stream, AV_PKT_DATA_DISPLAYMATRIX, &size);
   if (matrix == nullptr || size < 9 * sizeof(int32_t)) return 0;
   double degrees = av_display_rotation_get(reinterpret_cast<const int32_t*>(matrix));
   return std::isfinite(degrees) ? degrees + 0.0 : 0;  // + 0.0 turns -0 into 0
 }
-
-bool Valid(AVRational r) { return r.num > 0 && r.den > 0; }
-
-}  // namespace
 
 AVRational HeaderFrameRate(const AVStream* stream) {
   if (Valid(stream->avg_frame_rate)) return stream->avg_frame_rate;
@@ -49,8 +50,11 @@ cv_stream_metadata DescribeStream(const Demuxer& demuxer, const FrameIndex* inde
   m.num_video_streams = static_cast<uint32_t>(demuxer.num_video_streams());
   SetName(m.codec, CodecName(EnumValue(par->codec_id)));
   SetName(m.pixel_format, PixelFormatName(par->format));
-  m.width = static_cast<uint32_t>(par->width);
-  m.height = static_cast<uint32_t>(par->height);
+  // The size frames come out at: after the rotation FrameRotator applies.
+  m.rotation_degrees = DisplayMatrixDegrees(stream);
+  const bool swap = SwapsSides(RotationFromDegrees(m.rotation_degrees));
+  m.width = static_cast<uint32_t>(swap ? par->height : par->width);
+  m.height = static_cast<uint32_t>(swap ? par->width : par->height);
   m.num_frames_from_header = stream->nb_frames > 0 ? stream->nb_frames : -1;
   m.num_frames_from_scan = index != nullptr ? index->size() : -1;
 
@@ -79,7 +83,6 @@ cv_stream_metadata DescribeStream(const Demuxer& demuxer, const FrameIndex* inde
   // (Matroska, WebM). Never the container's rate, which counts every stream
   // and the muxing overhead.
   m.bit_rate = par->bit_rate > 0 ? par->bit_rate : 0;
-  m.rotation_degrees = RotationDegrees(stream);
   // Parsers copy these from the bitstream unchecked (any 8-bit value).
   SetName(m.color_space, ColorSpaceName(EnumValue(par->color_space)));
   SetName(m.color_range, ColorRangeName(EnumValue(par->color_range)));

@@ -7,7 +7,8 @@
 // (first pts; last pts + its duration). Approximate mode: from the header
 // (the stream's start_time, else 0; the stream's duration, else the
 // container's). Rotation is av_display_rotation_get's angle of the display
-// matrix side data (counter-clockwise degrees, as ffprobe prints it).
+// matrix side data (counter-clockwise degrees, as ffprobe prints it); width
+// and height are the frames' after the rotation FrameRotator applies.
 
 #ifndef CODECVISOR_BACKENDS_CPU_STREAM_METADATA_H_
 #define CODECVISOR_BACKENDS_CPU_STREAM_METADATA_H_
@@ -25,6 +26,10 @@ namespace codecvisor::cpu {
 // The header's average frame rate (avg_frame_rate, else r_frame_rate), or
 // {0, 1} if it gives neither.
 AVRational HeaderFrameRate(const AVStream* stream);
+
+// av_display_rotation_get's angle of the stream's display matrix, 0 when it
+// has none (or a degenerate one).
+double DisplayMatrixDegrees(const AVStream* stream);
 
 // Describes the demuxer's selected stream. `index` is the exact-mode frame
 // table, or nullptr in approximate mode.

@@ -71,6 +71,14 @@ const TestVideo kVideos[] = {
      "-f lavfi -i sine=frequency=440:sample_rate=8000 -map 0:v -map 1:v -map 2:a -t 2 "
      "-c:v:0 libx264 -preset veryfast -bf 2 -c:v:1 mpeg4 -c:a aac -pix_fmt yuv420p",
      1, true},
+    // Display matrices, copied into MP4 by the mov muxer's "rotate" tag.
+    // ffprobe's rotation 90, -90 and -180 make the CLI insert
+    // transpose=cclock, transpose=clock, and hflip+vflip: B-frames, an odd
+    // size and 10-bit samples each go through one of them.
+    {"h264_rotation_90.mp4", "-c copy -metadata:s:v:0 rotate=90", 0, true, "h264.mp4"},
+    {"vp9_odd_rotation_-90.mp4", "-c copy -metadata:s:v:0 rotate=-90", 0, true, "vp9_odd.webm"},
+    {"hevc_10bit_rotation_180.mp4", "-c copy -metadata:s:v:0 rotate=180", 0, true,
+     "hevc_10bit.mkv"},
 };
 
 }  // namespace
@@ -90,7 +98,11 @@ const TestVideo& FindTestVideo(const std::string& name) {
   return kVideos[0];
 }
 
-std::string TestVideoPath(const TestVideo& video) { return MakeVideo(video.name, video.args); }
+std::string TestVideoPath(const TestVideo& video) {
+  if (video.remux_of == nullptr) return MakeVideo(video.name, video.args);
+  const std::string source = TestVideoPath(FindTestVideo(video.remux_of));
+  return MakeVideo(video.name, absl::StrCat("-i ", source, " ", video.args));
+}
 
 std::string Run(const std::string& command) {
   absl::StatusOr<std::string> out = tools::RunForOutput({"/bin/sh", "-c", command});

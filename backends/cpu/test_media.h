@@ -18,11 +18,14 @@
 namespace codecvisor::cpu::testing {
 
 // One test video: `args` are the ffmpeg arguments before the output path.
+// With `remux_of`, `args` are the output options of a stream copy of that
+// catalogue video (e.g. to give it a display matrix).
 struct TestVideo {
   const char* name;
   const char* args;
   int stream;          // the video stream tests use
   bool constant_rate;  // approximate mode finds the same frames as exact mode
+  const char* remux_of = nullptr;
 };
 void PrintTo(const TestVideo& video, std::ostream* os);
 

@@ -88,7 +88,7 @@ typedef struct cv_stream_metadata {
   uint32_t num_video_streams;
   char codec[CV_NAME_BYTES];          /* e.g. "h264" */
   char pixel_format[CV_NAME_BYTES];   /* the decoder's, e.g. "yuv420p" */
-  uint32_t width;                     /* coded display size, before rotation */
+  uint32_t width;                     /* frame size after any rotation the backend applies */
   uint32_t height;
   int64_t num_frames_from_header;     /* -1 if the container does not say */
   int64_t num_frames_from_scan;       /* -1 in approximate mode */

@@ -55,6 +55,10 @@ TEST_P(Dav1dBackendTest, MetadataMatchesFfprobe) {
   const std::vector<int64_t> pts = ProbeFramePts(path_);
   EXPECT_EQ(m.num_frames_from_scan, static_cast<int64_t>(pts.size()));
   EXPECT_EQ(m.num_video_streams, 1u);
+  // The stream's own rate as ffprobe reports it ("N/A": 0), never the
+  // container's (Matroska and WebM record none per stream).
+  const std::string rate = ProbeStream(path_, "bit_rate");
+  EXPECT_EQ(m.bit_rate, rate == "N/A" ? 0 : std::stoll(rate)) << "ffprobe: " << rate;
   EXPECT_GT(m.average_fps, 0);
   EXPECT_GT(m.time_base_den, 0);
   const double tb = static_cast<double>(m.time_base_num) / m.time_base_den;

@@ -180,9 +180,9 @@ Status Session::DescribeStream(const Dav1dSequenceHeader& seq, AVPixelFormat nat
   } else if (m.duration_seconds > 0) {
     m.average_fps = num_frames_ / m.duration_seconds;
   }
-  m.bit_rate = par->bit_rate > 0                                 ? par->bit_rate
-               : format->nb_streams == 1 && format->bit_rate > 0 ? format->bit_rate
-                                                                 : 0;
+  // The stream's own rate, as ffprobe's stream entry and torchcodec (the codec parameters) give
+  // it: 0 where the container records none (Matroska, WebM), never the container's overall rate.
+  m.bit_rate = par->bit_rate > 0 ? par->bit_rate : 0;
   m.rotation_degrees = Rotation(stream);
   // What libavcodec's wrapper reports: the sequence header's CICP values.
   Name(m.color_space, ColorSpaceName(static_cast<int>(seq.mtrx)));

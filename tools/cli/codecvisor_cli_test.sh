@@ -177,11 +177,43 @@ check "doctor json is one line" [ "$(wc -l <"$tmp/doctor.json")" = 1 ]
 check "doctor with a broken manifest" run_cv 1 "$tmp/doctor.txt" "$tmp/err" doctor --backend-manifest "$tmp/nope.toml"
 check "doctor names it" grep -q "^problem: backend 'nope' is not ready (failed): .*nope.toml" "$tmp/doctor.txt"
 
+# AV1 in Matroska: no frame count in the header. libdav1d logs its version
+# at FFmpeg's info level: quiet by default, one whole prefixed line per
+# message with --loglevel.
+av1="$tmp/clip_av1.mkv"
+"${ffmpeg[@]}" -y -f lavfi -i testsrc=size=64x48:rate=25 -frames:v 30 -c:v libaom-av1 -cpu-used 8 -g 10 "$av1"
+"${ffmpeg[@]}" -i "$av1" -f rawvideo -pix_fmt rgb24 - >"$tmp/ref_av1.rgb"
+check "decode av1" run_cv 0 "$tmp/stdout" "$tmp/err" decode "$av1" --format ppm --indices 3 --out "$tmp/av1"
+check "ffmpeg is quiet by default" bash -c "! grep -q libdav1d '$tmp/err'"
+check "decode av1 --loglevel info" run_cv 0 "$tmp/stdout" "$tmp/err" decode "$av1" --format ppm --indices 3 --out "$tmp/av1" --loglevel info
+check "--loglevel info shows ffmpeg's lines" grep -qE "^codecvisor: backend 'cpu': \[libdav1d @ 0x[0-9a-f]+\] libdav1d " "$tmp/err"
+check "--loglevel takes ffmpeg's names only" run_cv 105 "$tmp/stdout" "$tmp/err" info "$av1" --loglevel loud
+# approximate mode counts from duration x rate: -1 is the last frame
+check "approximate --indices -1 without a header count" run_cv 0 "$tmp/stdout" "$tmp/err" decode "$av1" --seek-mode approximate --format ppm --indices -1 --out "$tmp/av1_last"
+check "approximate -1 is frame 29" cmp "$tmp/av1_last/frame_000029.ppm" <(printf 'P6\n64 48\n255\n'; tail -c +$((29 * 64 * 48 * 3 + 1)) "$tmp/ref_av1.rgb")
+check "approximate past the estimate" run_cv 1 "$tmp/stdout" "$tmp/err" decode "$av1" --seek-mode approximate --indices 30 --out "$tmp/av1_past"
+check "past the estimate says so" grep -q "the stream has about 30 frames, estimated from its duration" "$tmp/err"
+
+# A damaged file (20 KB of fixed text over the middle): exact mode stops at
+# the first frame that cannot be decoded; --skip-bad-frames writes the rest
+# and names the ones skipped.
+dmg="$tmp/damaged.mp4"
+"${ffmpeg[@]}" -y -f lavfi -i testsrc2=size=320x240:rate=25 -frames:v 200 -c:v libx264 -preset veryfast -bf 2 -g 50 -pix_fmt yuv420p "$dmg"
+printf 'codecvisor%.0s' $(seq 2000) | dd of="$dmg" bs=1 seek=$(($(stat -c %s "$dmg") / 2)) conv=notrunc status=none
+check "damaged file fails by default" run_cv 1 "$tmp/stdout" "$tmp/err" decode "$dmg" --format ppm --out "$tmp/dmg1" --quiet
+check "the failure names the frame" grep -qE "frame [0-9]+ \(pts [0-9]+\) could not be decoded" "$tmp/err"
+check "--skip-bad-frames" run_cv 0 "$tmp/dmg.json" "$tmp/err" decode "$dmg" --format ppm --out "$tmp/dmg2" --skip-bad-frames --json
+skipped=$(grep -oE 'skipped [0-9]+ undecodable frames' "$tmp/err" | grep -oE '[0-9]+' || echo 0)
+check "some frames were skipped" [ "$skipped" -gt 0 ]
+check "the others were written" [ $(($(ls "$tmp/dmg2" | wc -l) + skipped)) = 200 ]
+check "--json lists the skipped" grep -qE '"skipped":\[[0-9]+(,[0-9]+)*\]\}$' "$tmp/dmg.json"
+check "--skip-bad-frames takes no time selection" run_cv 108 "$tmp/stdout" "$tmp/err" decode "$dmg" --skip-bad-frames --times 1 --out "$tmp/x"
+
 # conformance: the whole suite against the built-in backend, as JSON
 check "conformance --backend cpu --json" run_cv 0 "$tmp/conf.json" "$tmp/err" conformance --backend cpu --json
 json=$(cat "$tmp/conf.json")
 for field in '"backend":"cpu"' '"failed":0' '"name":"handshake","passed":true' '"name":"frames_av1","passed":true' \
-    '"name":"crash_recovery","passed":true' '"name":"shutdown","passed":true'; do
+    '"name":"rotation_h264","passed":true' '"name":"crash_recovery","passed":true' '"name":"shutdown","passed":true'; do
   check "conformance json has $field" contains "$json" "$field"
 done
 check "conformance needs a backend" run_cv 105 "$tmp/stdout" "$tmp/err" conformance

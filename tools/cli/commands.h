@@ -34,6 +34,9 @@ struct OpenArgs {
   uint32_t threads = 0;  // decoder threads; 0: the decoder chooses
   // Extra manifests to load with Host::LoadBackend, in order.
   std::vector<std::string> backend_manifests;
+  // --loglevel: the backends' own log level (FFmpeg's, for cpu); empty
+  // keeps $CODECVISOR_BACKEND_LOG_LEVEL, else quiet.
+  std::string log_level;
 };
 
 struct InfoArgs {
@@ -51,6 +54,10 @@ struct DecodeArgs {
   // frame's index, pts_seconds, duration_seconds and file (tools/README.md).
   // Not with out "-", where stdout carries the frames.
   bool json = false;
+  // --skip-bad-frames: a frame that cannot be decoded is skipped and named
+  // in the summary (and --json's "skipped") instead of ending the command.
+  // Index selections only (--frames, --indices, or every frame).
+  bool skip_bad_frames = false;
 };
 
 struct BackendsArgs {
@@ -83,6 +90,7 @@ struct ConformanceArgs {
   std::string reference;              // raw RGB24 frames of the one sample (with reference_timestamps)
   std::string reference_timestamps;
   double min_psnr_floor_db = 30;
+  std::string log_level;  // as OpenArgs::log_level
 };
 
 // Prints every StreamMetadata field of the chosen stream, with the backend

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_format.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/host_setup.h"
 #include "tools/cli/json.h"
 #include "tools/conformance/conformance.h"
 
@@ -38,6 +39,7 @@ std::string ToJson(const conformance::ConformanceReport& report) {
 }  // namespace
 
 int RunConformance(const ConformanceArgs& args) {
+  SetBackendLogLevel(args.log_level);
   conformance::ConformanceTarget target{.backend = args.backend, .manifest_path = args.manifest};
   conformance::ConformanceOptions options;
   options.timeout = args.timeout;

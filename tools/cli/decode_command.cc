@@ -3,7 +3,9 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "api/absl_interop.h"
@@ -76,8 +78,29 @@ struct WrittenFrame {
   std::string file;
 };
 
+// The selection as a list of indices, so that --skip-bad-frames can resume
+// after the frame that failed; nullopt for time selections.
+std::optional<std::vector<int64_t>> IndexList(const FrameSelection& selection) {
+  if (auto* list = std::get_if<FrameSelection::Indices>(&selection.get())) return list->indices;
+  auto* range = std::get_if<FrameSelection::Range>(&selection.get());
+  if (range == nullptr) return std::nullopt;
+  std::vector<int64_t> out;
+  for (int64_t i = range->start; i < range->stop && range->step > 0; i += range->step) out.push_back(i);
+  return out;
+}
+
+// "101, 102, 115" (the first 20, then "and N more").
+std::string ListIndices(const std::vector<int64_t>& indices) {
+  constexpr size_t kShown = 20;
+  std::string out;
+  for (size_t i = 0; i < indices.size() && i < kShown; ++i) absl::StrAppend(&out, i > 0 ? ", " : "", indices[i]);
+  if (indices.size() > kShown) absl::StrAppend(&out, " and ", indices.size() - kShown, " more");
+  return out;
+}
+
 // The --json document (tools/README.md has its schema).
-void PrintJson(const DecodeArgs& args, const std::vector<WrittenFrame>& frames) {
+void PrintJson(const DecodeArgs& args, const std::vector<WrittenFrame>& frames,
+               const std::vector<int64_t>& skipped = {}) {
   JsonWriter w;
   w.BeginObject();
   w.Key("schema_version").Int(kJsonSchemaVersion);
@@ -93,6 +116,11 @@ void PrintJson(const DecodeArgs& args, const std::vector<WrittenFrame>& frames) 
     w.EndObject();
   }
   w.EndArray();
+  if (args.skip_bad_frames) {
+    w.Key("skipped").BeginArray();
+    for (int64_t index : skipped) w.Int(index);
+    w.EndArray();
+  }
   w.EndObject();
   std::printf("%s\n", w.str().c_str());
 }
@@ -104,6 +132,7 @@ int RunDecode(const DecodeArgs& args) {
   const auto start = std::chrono::steady_clock::now();
   auto fail = [&](const absl::Status& status) { return ReportFailure("decode", file, status); };
   if (absl::Status s = CheckReadableFile(file); !s.ok()) return fail(s);
+  SetBackendLogLevel(args.open.log_level);
   absl::StatusOr<std::unique_ptr<Host>> host = CreateHost(args.open.backend_manifests);
   if (!host.ok()) return ReportFailure("decode", "", host.status());
   if (!args.quiet) PrintWarnings("decode", **host);
@@ -123,25 +152,53 @@ int RunDecode(const DecodeArgs& args) {
     if (args.json) PrintJson(args, {});
     return std::fflush(stdout) == 0 ? 0 : fail(absl::InternalError("cannot write stdout"));
   }
+  UnlinkTemporaryFilesOnSignal();  // Ctrl-C leaves no partial file behind
   absl::StatusOr<std::unique_ptr<FrameWriter>> writer =
       MakeFrameWriter(WriterOptionsFor(args, decoder.metadata(), *selection));
   if (!writer.ok()) return fail(writer.status());
   std::vector<WrittenFrame> written;  // for --json only
 
   const double open_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  ProgressBar progress(stderr, !args.quiet && IsTerminal(stderr), SelectedFrameCount(*selection));
-  // One request, however long (the decoder cuts long index and time lists
-  // into requests the protocol takes); frames stream straight to the writer.
-  absl::Status decoded = ToAbsl(decoder.ForEachFrame(*selection, [&](Frame frame) -> Status {
+  // No bar while backends may log: their lines would break it mid-line.
+  ProgressBar progress(stderr, !args.quiet && !BackendsMayLog() && IsTerminal(stderr),
+                       SelectedFrameCount(*selection));
+  int64_t delivered = 0;      // frames the current request has delivered
+  bool writer_failed = false;
+  auto sink = [&](Frame frame) -> Status {
     if (absl::Status s = (*writer)->Write(frame.index(), ViewOf(frame)); !s.ok()) {
+      writer_failed = true;
       return FromAbsl(absl::Status(s.code(), absl::StrCat("frame ", frame.index(), ": ", s.message())));
     }
     if (args.json) {
       written.push_back({frame.index(), frame.pts_seconds(), frame.duration_seconds(), (*writer)->last_path()});
     }
+    ++delivered;
     progress.Advance();
     return Status();
-  }));
+  };
+  // One request, however long (the decoder cuts long index and time lists
+  // into requests the protocol takes); frames stream straight to the writer.
+  // With --skip-bad-frames, a frame the backend cannot decode (DataLoss)
+  // ends its request; the next one resumes after it.
+  absl::Status decoded = ToAbsl(decoder.ForEachFrame(*selection, sink));
+  std::vector<int64_t> skipped;
+  if (args.skip_bad_frames) {
+    const std::vector<int64_t> list = IndexList(*selection).value_or(std::vector<int64_t>{});
+    size_t next = 0;
+    while (absl::IsDataLoss(decoded) && !writer_failed) {
+      next += static_cast<size_t>(delivered);
+      if (next >= list.size()) break;
+      skipped.push_back(list[next++]);
+      delivered = 0;
+      if (next == list.size()) {
+        decoded = absl::OkStatus();
+        break;
+      }
+      decoded = ToAbsl(decoder.ForEachFrame(
+          FrameSelection::AtIndices(std::vector<int64_t>(list.begin() + static_cast<ptrdiff_t>(next), list.end())),
+          sink));
+    }
+  }
   if (!decoded.ok()) {
     progress.Clear();
     return fail(decoded);
@@ -151,7 +208,11 @@ int RunDecode(const DecodeArgs& args) {
     return fail(s);
   }
   progress.Clear();
-  if (args.json) PrintJson(args, written);
+  if (args.json) PrintJson(args, written, skipped);
+  if (!skipped.empty()) {
+    std::fprintf(stderr, "codecvisor decode: %s: skipped %zu undecodable frames: %s\n", file.c_str(), skipped.size(),
+                 ListIndices(skipped).c_str());
+  }
   if (!args.quiet) {
     const double seconds = progress.elapsed_seconds();
     std::fprintf(stderr, "codecvisor decode: %s: wrote %lld frames (%s) to %s in %.2f s, %.1f fps (open %.2f s)\n",

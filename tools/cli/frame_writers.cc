@@ -4,8 +4,11 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
@@ -13,6 +16,41 @@
 
 namespace codecvisor::cli {
 namespace {
+
+// The temporary files being written, for the signal handler to unlink. A
+// slot's path is written before it is marked used and cleared only after it
+// is marked free, so the handler reads whole paths (a path too long for a
+// slot is not registered: the file is still removed on a normal exit).
+struct TempSlot {
+  std::atomic<bool> used{false};
+  char path[4096];
+};
+TempSlot temp_slots[8];
+
+int RegisterTemp(const std::string& path) {
+  if (path.size() >= sizeof(TempSlot::path)) return -1;
+  for (int i = 0; i < static_cast<int>(std::size(temp_slots)); ++i) {
+    TempSlot& slot = temp_slots[i];
+    if (slot.used.load(std::memory_order_acquire)) continue;
+    std::memcpy(slot.path, path.c_str(), path.size() + 1);
+    slot.used.store(true, std::memory_order_release);
+    return i;
+  }
+  return -1;
+}
+
+void UnregisterTemp(int slot) {
+  if (slot >= 0) temp_slots[slot].used.store(false, std::memory_order_release);
+}
+
+extern "C" void UnlinkTempsAndReraise(int signal_number) {
+  // Async-signal-safe only: unlink, signal, raise.
+  for (TempSlot& slot : temp_slots) {
+    if (slot.used.load(std::memory_order_acquire)) unlink(slot.path);
+  }
+  std::signal(signal_number, SIG_DFL);
+  std::raise(signal_number);
+}
 
 absl::Status ErrnoError(int err, absl::string_view what) {
   return absl::Status(absl::ErrnoToStatusCode(err), absl::StrCat(what, ": ", std::strerror(err)));
@@ -34,15 +72,18 @@ class OutputFile {
     const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
     const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
     file->temp_ = absl::StrCat(dir, ".", name, ".", getpid(), ".tmp");
+    file->slot_ = RegisterTemp(file->temp_);
     file->fd_ = open(file->temp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (file->fd_ < 0) return ErrnoError(errno, absl::StrCat("cannot create ", file->temp_));
     return file;
   }
 
   ~OutputFile() {
-    if (temp_.empty()) return;
-    if (fd_ >= 0) close(fd_);
-    unlink(temp_.c_str());
+    if (!temp_.empty()) {
+      if (fd_ >= 0) close(fd_);
+      unlink(temp_.c_str());
+    }
+    UnregisterTemp(slot_);
   }
 
   absl::Status Write(absl::string_view bytes) {
@@ -66,6 +107,8 @@ class OutputFile {
       return ErrnoError(errno, absl::StrCat("cannot rename ", temp_, " to ", path_));
     }
     temp_.clear();
+    UnregisterTemp(slot_);
+    slot_ = -1;
     return absl::OkStatus();
   }
 
@@ -73,6 +116,7 @@ class OutputFile {
 
  private:
   OutputFile() = default;
+  int slot_ = -1;  // in temp_slots while the temporary file exists
   int fd_ = -1;
   std::string path_;
   std::string temp_;  // empty once committed, and for stdout
@@ -269,6 +313,10 @@ absl::StatusOr<std::unique_ptr<FrameWriter>> MakeFrameWriter(const WriterOptions
     return std::unique_ptr<FrameWriter>(new RawStreamWriter(*std::move(file)));
   }
   return std::unique_ptr<FrameWriter>(new Y4mWriter(*std::move(file), options));
+}
+
+void UnlinkTemporaryFilesOnSignal() {
+  for (int signal_number : {SIGINT, SIGTERM, SIGHUP}) std::signal(signal_number, UnlinkTempsAndReraise);
 }
 
 }  // namespace codecvisor::cli

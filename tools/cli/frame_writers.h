@@ -20,7 +20,9 @@
 // Files appear whole or not at all: each is written under a temporary
 // name in the same folder and renamed when complete, so a failed or
 // interrupted decode never leaves a truncated frame_000042.png behind
-// (a y4m stream file is renamed by Finish()).
+// (a y4m stream file is renamed by Finish()); temporary files are removed
+// on failure, and on SIGINT/SIGTERM/SIGHUP once UnlinkTemporaryFilesOnSignal
+// is installed.
 //
 // Thread-safety: a FrameWriter is used by one thread at a time.
 
@@ -81,6 +83,13 @@ class FrameWriter {
 // for png/ppm to standard output; an error naming the folder if it cannot
 // be created.
 [[nodiscard]] absl::StatusOr<std::unique_ptr<FrameWriter>> MakeFrameWriter(const WriterOptions& options);
+
+// Installs handlers for SIGINT, SIGTERM and SIGHUP that unlink the
+// temporary files being written (an interrupted decode leaves no hidden
+// ".frame_000042.png.PID.tmp" or half a y4m stream), then die of the signal
+// as they would have (exit status 128 + signal for the shell). Call once,
+// from the main thread, before writing.
+void UnlinkTemporaryFilesOnSignal();
 
 // "frame_000042.png": the file name of frame `index` in a folder.
 std::string FrameFileName(int64_t index, FileFormat format);

@@ -1,5 +1,9 @@
 #include "tools/cli/frame_writers.h"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -48,6 +52,29 @@ class FrameWritersTest : public ::testing::Test {
   fs::path dir_;
   std::vector<uint8_t> rgb_;
 };
+
+// An interrupted decode: a y4m stream file is a temporary file until
+// Finish(); SIGINT (in a child process, which dies of it) must remove it.
+TEST_F(FrameWritersTest, SignalRemovesTemporaryFiles) {
+  const fs::path out = dir_ / "interrupted";
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    UnlinkTemporaryFilesOnSignal();
+    WriterOptions options = Options(FileFormat::kY4m, out.string(), "clip.mp4");
+    auto writer = MakeFrameWriter(options);
+    if (!writer.ok() || !(*writer)->Write(0, Rgb()).ok()) _exit(3);
+    // The stream file exists, under its temporary name, until Finish().
+    if (Listing(out).size() != 1) _exit(4);
+    raise(SIGINT);
+    _exit(5);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "child exited with " << WEXITSTATUS(status);
+  EXPECT_EQ(WTERMSIG(status), SIGINT);
+  EXPECT_EQ(Listing(out), std::vector<std::string>{}) << "a temporary file was left behind";
+}
 
 TEST_F(FrameWritersTest, FileNamesUseTheStreamIndex) {
   EXPECT_EQ(FrameFileName(42, FileFormat::kPng), "frame_000042.png");

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
@@ -120,6 +121,19 @@ int ReportFailure(absl::string_view command, absl::string_view subject, const ab
                  message.data());
   }
   return 1;
+}
+
+namespace {
+constexpr char kLogLevelEnv[] = "CODECVISOR_BACKEND_LOG_LEVEL";
+}  // namespace
+
+void SetBackendLogLevel(const std::string& level) {
+  if (!level.empty()) setenv(kLogLevelEnv, level.c_str(), 1);
+}
+
+bool BackendsMayLog() {
+  const char* level = std::getenv(kLogLevelEnv);
+  return level != nullptr && *level != '\0' && std::string(level) != "quiet";
 }
 
 }  // namespace codecvisor::cli

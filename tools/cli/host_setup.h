@@ -44,6 +44,20 @@ struct ManifestFailure {
 // does for an unreadable manifest, it is named after its file.
 BackendInfo FailedManifestStatus(const ManifestFailure& failure);
 
+// The level names --loglevel takes (the ffmpeg CLI's -loglevel names).
+inline constexpr const char* kLogLevels[] = {"quiet", "panic", "fatal", "error", "warning",
+                                             "info",  "verbose", "debug", "trace"};
+
+// Passes --loglevel `level` to the backends this process starts, through
+// $CODECVISOR_BACKEND_LOG_LEVEL (which the host hands to their processes);
+// nothing when `level` is empty. Backends are quiet by default. Their lines
+// reach stderr whole, each prefixed "codecvisor: backend 'NAME': ".
+void SetBackendLogLevel(const std::string& level);
+
+// Whether backends may write log lines (a level other than quiet asked for,
+// here or in the environment): a progress bar would then be broken mid-line.
+bool BackendsMayLog();
+
 // The DecoderOptions for the shared flags.
 DecoderOptions DecoderOptionsFor(const OpenArgs& args);
 

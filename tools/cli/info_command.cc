@@ -105,6 +105,7 @@ void PrintJson(const InfoArgs& args, const Host& host, const VideoDecoder& decod
 int RunInfo(const InfoArgs& args) {
   const std::string& file = args.open.file;
   if (absl::Status s = CheckReadableFile(file); !s.ok()) return ReportFailure("info", file, s);
+  SetBackendLogLevel(args.open.log_level);
   absl::StatusOr<std::unique_ptr<Host>> host = CreateHost(args.open.backend_manifests);
   if (!host.ok()) return ReportFailure("info", "", host.status());
   PrintWarnings("info", **host);

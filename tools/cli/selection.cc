@@ -150,6 +150,24 @@ absl::StatusOr<FrameSelection> BuildSelection(const SelectionFlags& flags, const
   if (!flags.indices.empty()) {
     absl::StatusOr<std::vector<int64_t>> indices = ParseIndexList(flags.indices);
     if (!indices.ok()) return indices.status();
+    if (metadata.num_frames_from_scan < 0 && metadata.num_frames_from_header < 0) {
+      // The decoder counts negative indices from a scanned or header count;
+      // without either, from the estimate (duration x rate) here.
+      for (int64_t& index : *indices) {
+        if (index >= 0) continue;
+        if (count < 0) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "--indices ", index, " counts from the end, but the stream's frame count is unknown "
+              "(its header has neither a count nor a duration); try --seek-mode exact"));
+        }
+        if (index < -count) {
+          return absl::OutOfRangeError(absl::StrCat(
+              "--indices ", index, " is before the first frame: the stream has about ", count,
+              " frames (estimated from its duration and frame rate; --seek-mode exact counts them)"));
+        }
+        index += count;
+      }
+    }
     return FrameSelection::AtIndices(*std::move(indices));
   }
   if (!flags.times.empty()) {
@@ -162,8 +180,11 @@ absl::StatusOr<FrameSelection> BuildSelection(const SelectionFlags& flags, const
     if (!range.ok()) return range.status();
     return FrameSelection::PlayedInSeconds(range->start_seconds, range->stop_seconds);
   }
-  // Every frame.
-  if (count >= 0) return FrameSelection::InRange(0, count);
+  // Every frame: by index when the stream says how many (an estimate from
+  // the duration could overshoot), else by time.
+  if (metadata.num_frames_from_scan >= 0 || metadata.num_frames_from_header >= 0) {
+    return FrameSelection::InRange(0, count);
+  }
   double end = metadata.end_stream_seconds;
   if (!(end > metadata.begin_stream_seconds)) end = metadata.begin_stream_seconds + metadata.duration_seconds;
   if (end > metadata.begin_stream_seconds) {

@@ -166,6 +166,27 @@ TEST(BuildSelectionTest, ListsAndTimes) {
   EXPECT_EQ(*BuildSelection(flags, Stream(40)), FrameSelection::PlayedInSeconds(1, 2));
 }
 
+// Approximate mode on a stream whose header has no frame count: negative
+// indices count from the estimate duration x rate, or fail saying why.
+TEST(BuildSelectionTest, NegativeIndicesWithoutAFrameCount) {
+  StreamMetadata m;
+  m.average_fps = 25;
+  m.duration_seconds = 5;
+  SelectionFlags flags;
+  flags.indices = "-1,3,-125";
+  EXPECT_EQ(*BuildSelection(flags, m), FrameSelection::AtIndices({124, 3, 0}));
+  flags.indices = "-126";
+  absl::Status before = BuildSelection(flags, m).status();
+  EXPECT_EQ(before.code(), absl::StatusCode::kOutOfRange);
+  EXPECT_NE(before.message().find("about 125 frames"), absl::string_view::npos) << before;
+  m.duration_seconds = 0;
+  flags.indices = "-1";
+  absl::Status unknown = BuildSelection(flags, m).status();
+  EXPECT_EQ(unknown.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(unknown.message().find("frame count is unknown"), absl::string_view::npos) << unknown;
+  EXPECT_EQ(unknown.message().find("-1 frames"), absl::string_view::npos) << unknown;
+}
+
 TEST(BuildSelectionTest, TwoFlagsAreAnError) {
   SelectionFlags flags;
   flags.indices = "1";

@@ -231,6 +231,18 @@ absl::StatusOr<ConformanceReport> Suite::Run() {
     Skip("sandbox", "the backend did not start");
   }
   CheckSamples();
+  // Rotation on the first generated sample, remuxed into MP4 with a
+  // display matrix (a vendor's own files are checked as they are).
+  if (options_.samples.empty() && !manifest_.conformance.codecs.empty() && !samples_.empty() &&
+      samples_.front().codec == manifest_.conformance.codecs.front()) {
+    const std::string name = absl::StrCat("rotation_", samples_.front().codec);
+    absl::StatusOr<Sample> rotated = MakeRotatedSample(samples_.front(), scratch_);
+    if (rotated.ok()) {
+      Check(name, [&](std::string* d) { return Rotation(*rotated, d); });
+    } else {
+      Skip(name, absl::StrCat("no rotated sample: ", rotated.status().message()));
+    }
+  }
   if (samples_.empty()) {
     for (const char* name : {"bad_input", "concurrency", "crash_recovery"}) Skip(name, "no sample video decoded");
   } else {

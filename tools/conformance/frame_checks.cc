@@ -196,6 +196,31 @@ absl::Status Suite::Approximate(const Sample& sample, std::string* detail) {
   return absl::OkStatus();
 }
 
+absl::Status Suite::Rotation(const Sample& rotated, std::string* detail) {
+  absl::StatusOr<std::unique_ptr<VideoDecoder>> decoder = Open(rotated.path);
+  if (!decoder.ok()) return decoder.status();
+  const StreamMetadata& m = (*decoder)->metadata();
+  const uint32_t w = rotated.stream.width, h = rotated.stream.height;  // after the CLI's rotation
+  if (m.rotation_degrees != -90) {
+    return absl::InternalError(
+        absl::StrCat(rotated.path, ": rotation_degrees ", m.rotation_degrees, ", ffprobe's display matrix says -90"));
+  }
+  if (m.width == h && m.height == w) {
+    *detail = absl::StrCat("not claimed: rotation_degrees -90 reported, frames left at the coded ", m.width, "x",
+                           m.height);
+    return absl::OkStatus();
+  }
+  // Metadata() sets the time base Seconds() uses: this sample's, then back.
+  const double time_base = time_base_;
+  std::string metadata, frames;
+  absl::Status status = Metadata(rotated, &metadata);
+  if (status.ok()) status = Sequential(rotated, &frames);
+  time_base_ = time_base;
+  if (!status.ok()) return status;
+  *detail = absl::StrCat("display matrix -90, rotated to ", m.width, "x", m.height, ": ", frames);
+  return absl::OkStatus();
+}
+
 absl::Status Suite::Planar(const Sample& sample, std::string* detail) {
   absl::StatusOr<std::unique_ptr<VideoDecoder>> decoder = Open(sample.path, SeekMode::kExact, OutputFormat::kRgb24Planar);
   if (!decoder.ok()) return decoder.status();

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <utility>
 
 #include <fstream>
 #include <iterator>
@@ -52,9 +53,10 @@ absl::StatusOr<double> ParseRate(absl::string_view text) {
 absl::Status ProbeStream(Sample* sample) {
   absl::StatusOr<std::string> out =
       tools::RunForOutput({"ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries",
-                    "stream=codec_name,width,height,avg_frame_rate", "-of", "default=noprint_wrappers=1",
-                    sample->path});
+                    "stream=codec_name,width,height,avg_frame_rate:stream_side_data=rotation", "-of",
+                    "default=noprint_wrappers=1", sample->path});
   if (!out.ok()) return out.status();
+  bool quarter_turn = false;
   for (absl::string_view line : absl::StrSplit(*out, '\n', absl::SkipEmpty())) {
     std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(line, absl::MaxSplits('=', 1));
     const absl::string_view value = absl::StripAsciiWhitespace(kv.second);
@@ -64,6 +66,8 @@ absl::Status ProbeStream(Sample* sample) {
       if (!absl::SimpleAtoi(value, &sample->stream.width)) return absl::InternalError("ffprobe: bad width");
     } else if (kv.first == "height") {
       if (!absl::SimpleAtoi(value, &sample->stream.height)) return absl::InternalError("ffprobe: bad height");
+    } else if (kv.first == "rotation") {
+      quarter_turn = value == "90" || value == "-90";
     } else if (kv.first == "avg_frame_rate") {
       absl::StatusOr<double> fps = ParseRate(value);
       if (!fps.ok()) return fps.status();
@@ -73,6 +77,8 @@ absl::Status ProbeStream(Sample* sample) {
   if (sample->stream.width == 0 || sample->stream.height == 0) {
     return absl::InternalError(absl::StrCat("ffprobe found no video stream in ", sample->path));
   }
+  // The size frames come out at: the CLI rotates them.
+  if (quarter_turn) std::swap(sample->stream.width, sample->stream.height);
   return absl::OkStatus();
 }
 
@@ -94,7 +100,7 @@ absl::Status ProbeFrames(Sample* sample) {
 }
 
 // The stream and frames of `sample->path` from ffprobe, and its RGB24
-// reference from the ffmpeg CLI.
+// reference from the ffmpeg CLI (autorotated, as the CLI does by default).
 absl::Status ProbeWithFfmpeg(Sample* sample) {
   if (absl::Status s = ProbeStream(sample); !s.ok()) return s;
   if (absl::Status s = ProbeFrames(sample); !s.ok()) return s;
@@ -242,6 +248,21 @@ absl::StatusOr<Sample> LoadSample(const std::string& path, const VendorReference
     return absl::InvalidArgumentError(absl::StrCat("sample ", path, " has ", sample.num_frames(),
                                                    " frames; the suite needs at least ", kMinSampleFrames));
   }
+  return sample;
+}
+
+absl::StatusOr<Sample> MakeRotatedSample(const Sample& source, absl::string_view folder) {
+  Sample sample;
+  sample.codec = source.codec;
+  sample.path = absl::StrCat(folder, "/sample_", source.codec, "_rotated.mp4");
+  // The mov muxer writes a display matrix for a "rotate" tag on stream copy.
+  if (absl::Status s = tools::MakeTestVideo({"-i", source.path, "-map", "0:v:0", "-c", "copy", "-metadata:s:v:0",
+                                             "rotate=-90"},
+                                            sample.path);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = ProbeWithFfmpeg(&sample); !s.ok()) return s;
   return sample;
 }
 

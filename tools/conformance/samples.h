@@ -96,6 +96,12 @@ struct VendorReference {
 // kMinSampleFrames frames.
 [[nodiscard]] absl::StatusOr<Sample> LoadSample(const std::string& path, const VendorReference& reference);
 
+// `source` copied (no re-encoding) into an MP4 whose display matrix turns
+// it a quarter turn (ffprobe's rotation -90: the ffmpeg CLI autorotates it
+// with transpose=clock), with its own reference: the CLI's autorotated
+// frames, and stream.width/height those of the rotated frames.
+[[nodiscard]] absl::StatusOr<Sample> MakeRotatedSample(const Sample& source, absl::string_view folder);
+
 // Peak signal-to-noise ratio of `decoded` against `reference` (same size),
 // over all bytes, in dB; +infinity when they are identical.
 double Psnr(std::span<const uint8_t> decoded, std::span<const uint8_t> reference);

@@ -59,6 +59,11 @@ class Suite {
   absl::Status AccessMethods(const Sample& sample, std::string* detail);
   absl::Status Approximate(const Sample& sample, std::string* detail);
   absl::Status Planar(const Sample& sample, std::string* detail);
+  // A copy of a sample with a display matrix of a quarter turn: a backend
+  // that rotates (reports the rotated size) must match the CLI's
+  // autorotated frames and ffprobe as Metadata and Sequential check; one
+  // that reports the coded size and the angle passes as "not claimed".
+  absl::Status Rotation(const Sample& rotated, std::string* detail);
   absl::Status BadInput(const Sample& sample, std::string* detail);
   absl::Status Concurrency(std::string* detail);
   absl::Status CrashRecovery(const Sample& sample, std::string* detail);

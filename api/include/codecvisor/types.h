@@ -8,6 +8,7 @@
 #define CODECVISOR_TYPES_H_
 
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <variant>
@@ -39,7 +40,7 @@ struct Rational {
 struct StreamMetadata {
   int32_t stream_index = -1;
   std::string codec;            // "h264", "vp9", ...
-  uint32_t width = 0;           // as decoded
+  uint32_t width = 0;           // as output: after the display rotation, if applied
   uint32_t height = 0;
   std::string pixel_format;     // "yuv420p", ...
   int64_t num_frames_from_header = -1;
@@ -57,8 +58,17 @@ struct StreamMetadata {
   Rational time_base;
   uint32_t num_video_streams = 0;
 
-  // The number of frames: from the scan when there was one, else the header's.
-  int64_t num_frames() const { return num_frames_from_scan >= 0 ? num_frames_from_scan : num_frames_from_header; }
+  // The number of frames: from the scan when there was one, else the header's, else (as
+  // torchcodec does) estimated as round(duration_seconds x average_fps), which is the count the
+  // cpu backend's approximate mode then uses; -1 when none of them is known.
+  int64_t num_frames() const {
+    if (num_frames_from_scan >= 0) return num_frames_from_scan;
+    if (num_frames_from_header >= 0) return num_frames_from_header;
+    if (duration_seconds > 0 && average_fps > 0 && duration_seconds * average_fps < 9e18) {
+      return std::llround(duration_seconds * average_fps);
+    }
+    return -1;
+  }
   bool operator==(const StreamMetadata&) const = default;
 };
 

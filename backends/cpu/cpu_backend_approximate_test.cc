@@ -1,0 +1,155 @@
+// File: backends/cpu/cpu_backend_approximate_test.cc
+//
+// Approximate mode beyond the catalogue's conformance checks: the first
+// request for a late frame seeks, a stream without a frame count in its
+// header gets an estimate that says it is one, and a damaged file never
+// yields a frame under another frame's index.
+
+#include <cstdint>
+#include <random>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/test_media.h"
+#include "gtest/gtest.h"
+
+namespace codecvisor::cpu {
+namespace {
+
+using testing::FindTestVideo;
+using testing::MakeVideo;
+using testing::ReadFile;
+using testing::TestSession;
+using testing::TestVideoPath;
+using testing::WriteFile;
+
+TestSession::Options Approximate() {
+  TestSession::Options o;
+  o.seek_mode = CV_SEEK_APPROXIMATE;
+  return o;
+}
+
+// 12 s at 25 fps, a key frame every 100 frames.
+std::string LongGops() {
+  return MakeVideo("long_gops.mp4",
+                   "-f lavfi -i testsrc2=size=64x48:rate=25 -frames:v 300 -c:v libx264 "
+                   "-preset veryfast -bf 2 -g 100 -keyint_min 100 -sc_threshold 0 -pix_fmt yuv420p");
+}
+
+TEST(ApproximateModeTest, FirstRequestForALateFrameSeeks) {
+  TestSession exact(LongGops());
+  TestSession approx(LongGops(), Approximate());
+  ASSERT_TRUE(exact.ok() && approx.ok()) << approx.open_message();
+  cv_frame_info got{}, want{};
+  std::string pixels = approx.DecodeOrFail(250, &got);
+  EXPECT_EQ(SeeksForTest(approx.get()), 1) << "the first request decoded from the start";
+  EXPECT_TRUE(pixels == exact.DecodeOrFail(250, &want));
+  EXPECT_EQ(got.pts, want.pts);
+  // A first request inside the first GOP reads on from the start.
+  TestSession early(LongGops(), Approximate());
+  early.DecodeOrFail(40, &got);
+  EXPECT_EQ(SeeksForTest(early.get()), 0);
+  exact.DecodeOrFail(40, &want);
+  EXPECT_EQ(got.pts, want.pts);
+}
+
+// Matroska records no frame count: the count is estimated from the
+// duration and the frame rate, as torchcodec does, and messages say so.
+TEST(ApproximateModeTest, CountWithoutAHeaderCountIsAnEstimate) {
+  const std::string path = TestVideoPath(FindTestVideo("av1.mkv"));  // 30 frames, 25 fps
+  TestSession s(path, Approximate());
+  ASSERT_TRUE(s.ok()) << s.open_message();
+  cv_stream_metadata m = s.Metadata();
+  EXPECT_EQ(m.num_frames_from_header, -1);
+  EXPECT_EQ(m.num_frames_from_scan, -1);
+  EXPECT_NEAR(m.duration_seconds * m.average_fps, 30, 0.5);
+  cv_frame_info info{};
+  s.DecodeOrFail(29, &info);
+  std::string pixels, message;
+  EXPECT_EQ(s.Decode(30, &pixels, nullptr, &message), CV_ERROR_OUT_OF_RANGE);
+  EXPECT_NE(message.find("about 30 frames"), std::string::npos) << message;
+  EXPECT_NE(message.find("duration"), std::string::npos) << message;
+  EXPECT_EQ(message.find("according to its header"), std::string::npos) << message;
+}
+
+// An undamaged variable-rate HEVC stream with open GOPs: after a jump,
+// sequential reads return the next frames in order even where they are far
+// from their nominal times (the damage checks stay out of the way).
+TEST(ApproximateModeTest, OpenGopAfterASeekIsNotDamage) {
+  const std::string path = MakeVideo(
+      "hevc_open_gop_vfr.mkv",
+      "-f lavfi -i testsrc2=size=64x48:rate=25 -frames:v 96 "
+      "-vf setpts='if(lt(N,40),N,40+(N-40)*3)/25/TB' -fps_mode vfr -c:v libx265 -preset ultrafast "
+      "-x265-params keyint=24:min-keyint=24:bframes=3:open-gop=1:log-level=error -pix_fmt yuv420p");
+  TestSession exact(path);
+  TestSession approx(path, Approximate());
+  ASSERT_TRUE(exact.ok() && approx.ok()) << approx.open_message();
+  cv_frame_info first{};
+  approx.DecodeOrFail(30, &first);  // a jump: seeks to a key frame before it
+  cv_frame_info want{};
+  exact.DecodeOrFail(30, &want);
+  ASSERT_EQ(first.pts, want.pts);
+  // Sequential from there: the next frames in order, whatever their times.
+  for (int64_t i = 31; i < 60; ++i) {
+    cv_frame_info got{};
+    std::string pixels, message;
+    ASSERT_EQ(approx.Decode(i, &pixels, &got, &message), CV_OK) << "frame " << i << ": " << message;
+    exact.DecodeOrFail(i, &want);
+    EXPECT_EQ(got.pts, want.pts) << "frame " << i;
+  }
+}
+
+// 20 KB of random bytes (fixed seed) over the middle of an MP4's media
+// data: the sample tables are intact, some frames cannot be decoded.
+std::string DamagedMp4() {
+  const std::string good =
+      MakeVideo("undamaged.mp4",
+                "-f lavfi -i testsrc2=size=320x240:rate=25 -frames:v 200 -c:v libx264 "
+                "-preset veryfast -bf 2 -g 50 -pix_fmt yuv420p");
+  std::string bytes = ReadFile(good);
+  EXPECT_GT(bytes.size(), 100000u);
+  std::mt19937 random(19);
+  const size_t at = bytes.size() / 2;
+  for (size_t i = 0; i < 20000 && at + i < bytes.size(); ++i) bytes[at + i] = random() & 0xff;
+  return WriteFile("damaged.mp4", bytes);
+}
+
+TEST(ApproximateModeTest, DamagedFileNeverMislabelsAFrame) {
+  const std::string path = DamagedMp4();
+  TestSession exact(path);
+  ASSERT_TRUE(exact.ok()) << exact.open_message();
+  const cv_backend_v1* t = codecvisor_backend_v1();
+  const int64_t n = exact.Metadata().num_frames_from_scan;
+  ASSERT_EQ(n, 200);
+  // Sequential, then a few jumps, in one session each.
+  std::vector<int64_t> orders[2];
+  for (int64_t i = 0; i < n; ++i) orders[0].push_back(i);
+  orders[1] = {120, 121, 99, 101, 150, 102, 103, 180};
+  for (const std::vector<int64_t>& order : orders) {
+    TestSession approx(path, Approximate());
+    ASSERT_TRUE(approx.ok()) << approx.open_message();
+    int failed = 0;
+    for (int64_t i : order) {
+      cv_frame_info got{}, want{};
+      cv_error error{};
+      ASSERT_EQ(t->get_frame_info(exact.get(), i, &want, &error), CV_OK);
+      std::string pixels, message;
+      cv_status status = approx.Decode(i, &pixels, &got, &message);
+      if (status != CV_OK) {
+        ++failed;
+        EXPECT_EQ(status, CV_ERROR_CORRUPT_DATA) << "frame " << i << ": " << message;
+        EXPECT_NE(message.find("damaged.mp4"), std::string::npos) << message;
+        continue;
+      }
+      EXPECT_EQ(got.pts, want.pts) << "frame " << i << " came out as the frame at pts " << got.pts;
+    }
+    if (order.size() == static_cast<size_t>(n)) {
+      EXPECT_GT(failed, 0) << "the damage made no frame undecodable";
+      EXPECT_LT(failed, n / 2);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace codecvisor::cpu
