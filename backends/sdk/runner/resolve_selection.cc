@@ -1,5 +1,7 @@
 #include "backends/sdk/runner/resolve_selection.h"
 
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "backends/sdk/runner/abi_convert.h"
 #include "backends/sdk/runner/crash_hints.h"
@@ -7,13 +9,33 @@
 namespace codecvisor::runner {
 namespace {
 
-int64_t FrameCount(const ipc::StreamMetadata& m) {
-  return m.num_frames_from_scan >= 0 ? m.num_frames_from_scan : m.num_frames_from_header;
+// The stream's frame count: from the scan, else the header, else (as
+// torchcodec does, and as the public StreamMetadata::num_frames()) estimated
+// as round(duration x average rate); -1 when none is known.
+struct FrameCount {
+  int64_t frames = -1;
+  bool estimated = false;
+};
+
+FrameCount CountFrames(const ipc::StreamMetadata& m) {
+  if (m.num_frames_from_scan >= 0) return {m.num_frames_from_scan, false};
+  if (m.num_frames_from_header >= 0) return {m.num_frames_from_header, false};
+  const double estimate = m.duration_seconds * m.average_fps;
+  if (m.duration_seconds > 0 && m.average_fps > 0 && estimate < 9e18) return {std::llround(estimate), true};
+  return {};
 }
 
-absl::Status IndexOutOfRange(int64_t index, int64_t count) {
-  return absl::OutOfRangeError(absl::StrCat("frame index ", index, " is out of range: the stream has ",
-                                            count, " frames"));
+absl::Status IndexOutOfRange(int64_t index, const FrameCount& count) {
+  if (count.frames < 0) {
+    return absl::OutOfRangeError(absl::StrCat("frame index ", index,
+                                              " cannot be resolved: the stream's frame count is unknown (no scan, "
+                                              "no count in its header, no duration and rate to estimate it from)"));
+  }
+  return absl::OutOfRangeError(absl::StrCat(
+      "frame index ", index, " is out of range: the stream has ",
+      count.estimated ? absl::StrCat("about ", count.frames,
+                                     " frames (estimated from its duration and frame rate: its header has no count)")
+                      : absl::StrCat(count.frames, " frames")));
 }
 
 absl::StatusOr<int64_t> IndexAt(const VendorSession& s, double seconds) {
@@ -28,14 +50,15 @@ absl::StatusOr<int64_t> IndexAt(const VendorSession& s, double seconds) {
 }  // namespace
 
 absl::StatusOr<ResolvedFrames> ResolveSelection(const ipc::FrameRequest& request, const VendorSession& session) {
-  const int64_t count = FrameCount(session.opened.metadata);
+  const FrameCount known = CountFrames(session.opened.metadata);
+  const int64_t count = known.frames;
   std::vector<int64_t> out;
   if (auto* list = std::get_if<ipc::IndexList>(&request.selection)) {
     out.reserve(list->indices.size());
     for (int64_t i : list->indices) {
       // Negative indices count from the end, as in Python.
       const int64_t resolved = (i < 0 && count >= 0) ? i + count : i;
-      if (resolved < 0 || (count >= 0 && resolved >= count)) return IndexOutOfRange(i, count);
+      if (resolved < 0 || (count >= 0 && resolved >= count)) return IndexOutOfRange(i, known);
       out.push_back(resolved);
     }
   } else if (auto* range = std::get_if<ipc::IndexRange>(&request.selection)) {
@@ -46,7 +69,7 @@ absl::StatusOr<ResolvedFrames> ResolveSelection(const ipc::FrameRequest& request
       return absl::InvalidArgumentError(
           absl::StrCat("frame range [", range->start, ", ", range->stop, ") is empty or negative"));
     }
-    if (count >= 0 && range->stop > count) return IndexOutOfRange(range->stop - 1, count);
+    if (count >= 0 && range->stop > count) return IndexOutOfRange(range->stop - 1, known);
     return ResolvedFrames::Range(range->start, range->stop, range->step);
   } else if (auto* times = std::get_if<ipc::PtsList>(&request.selection)) {
     out.reserve(times->seconds.size());

@@ -113,12 +113,31 @@ TEST_F(ResolveSelectionTest, WithNoFrameCountIndicesAreTakenAsGiven) {
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(Expand(*got), (std::vector<int64_t>{100, 0}));
   // A negative index cannot be resolved without an end.
-  EXPECT_EQ(ResolveSelection({ipc::IndexList{{-1}}}, session_).status().code(), absl::StatusCode::kOutOfRange);
+  absl::Status negative = ResolveSelection({ipc::IndexList{{-1}}}, session_).status();
+  EXPECT_EQ(negative.code(), absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(negative.message(),
+            "frame index -1 cannot be resolved: the stream's frame count is unknown (no scan, no count in its "
+            "header, no duration and rate to estimate it from)");
   // A range is kept unexpanded: its stop may lie past the end.
   got = ResolveSelection({ipc::IndexRange{0, 1'000'000'000'000, 1}}, session_);
   ASSERT_TRUE(got.ok());
   EXPECT_EQ(got->size(), 1'000'000'000'000u);
   EXPECT_EQ((*got)[999'999'999'999], 999'999'999'999);
+}
+
+TEST_F(ResolveSelectionTest, WithoutAHeaderCountTheDurationGivesAnEstimate) {
+  session_.opened.metadata.num_frames_from_scan = -1;
+  session_.opened.metadata.num_frames_from_header = -1;
+  session_.opened.metadata.duration_seconds = 0.96;  // x 10 fps: about 10 frames
+  session_.opened.metadata.average_fps = 10;
+  absl::StatusOr<ResolvedFrames> got = ResolveSelection({ipc::IndexList{{-1, -10}}}, session_);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(Expand(*got), (std::vector<int64_t>{9, 0}));
+  absl::Status past = ResolveSelection({ipc::IndexList{{10}}}, session_).status();
+  EXPECT_EQ(past.code(), absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(past.message(),
+            "frame index 10 is out of range: the stream has about 10 frames (estimated from its duration and frame "
+            "rate: its header has no count)");
 }
 
 TEST_F(ResolveSelectionTest, TheHeadersCountServesWhenThereWasNoScan) {
