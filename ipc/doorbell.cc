@@ -95,8 +95,9 @@ absl::Status WaitFor(DoorbellWord* bell, absl::FunctionRef<bool()> ready, Deadli
   }
   if (ready()) return absl::OkStatus();
   const auto start = Clock::now();
+  bool poll_missed = false;
   auto done = [&] {
-    if (policy != nullptr) policy->RecordWait(Clock::now() - start);
+    if (policy != nullptr) policy->RecordWait(Clock::now() - start, poll_missed);
     return absl::OkStatus();
   };
   const WaitPlan plan = policy != nullptr ? policy->Plan({.idle_cores = IdleCores()}) : WaitPlan{};
@@ -105,15 +106,17 @@ absl::Status WaitFor(DoorbellWord* bell, absl::FunctionRef<bool()> ready, Deadli
   }
   if (const auto nap_end = start + plan.nap; plan.nap.count() > 0 && nap_end < deadline && !peer.interrupted()) {
     const auto now = Clock::now();
-    if (now < nap_end &&
-        SleepOnce(bell, ready, peer, std::min<std::chrono::nanoseconds>(nap_end - now, kLivenessSlice))) {
-      return done();
-    }
+    const bool answered =
+        now < nap_end && SleepOnce(bell, ready, peer, std::min<std::chrono::nanoseconds>(nap_end - now, kLivenessSlice));
+    // Running again only past the nap's end: whatever woke it, a timed
+    // wake-up takes at least this long. (Before it, a ring ended the nap.)
     const auto woke = Clock::now();
-    if (woke >= nap_end) policy->RecordOversleep(woke - nap_end);  // else a ring (or a spurious return) ended it
+    if (woke >= nap_end) policy->RecordOversleep(woke - nap_end);
+    if (answered) return done();
     if (plan.poll.count() > 0 && PollUntil(ready, std::min(deadline, woke + plan.poll), plan.yield, peer)) {
       return done();
     }
+    poll_missed = true;
   }
   for (;;) {
     // A watched peer's hang-up rings this bell (PeerLiveness::HungUp):

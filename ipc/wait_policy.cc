@@ -1,6 +1,7 @@
 #include "ipc/wait_policy.h"
 
 #include <algorithm>
+#include <bit>
 
 namespace codecvisor::ipc {
 namespace {
@@ -15,9 +16,10 @@ std::chrono::nanoseconds KthSmallest(const std::array<std::chrono::nanoseconds, 
 
 }  // namespace
 
-void WaitPolicy::RecordWait(nanoseconds waited) {
+void WaitPolicy::RecordWait(nanoseconds waited, bool poll_missed) {
   waits_[wait_count_ % kHistory] = std::max(waited, nanoseconds(0));
   ++wait_count_;
+  missed_ = ((missed_ << 1) | (poll_missed ? 1u : 0u)) & ((1u << kHistory) - 1);
 }
 
 void WaitPolicy::RecordOversleep(nanoseconds late) {
@@ -44,7 +46,7 @@ WaitPlan WaitPolicy::Plan(const WaitConditions& conditions) const {
   if (expected <= kSpinWhole) return {.spin = std::clamp(expected * 2, kMinSpin, kSpinWhole), .yield = busy};
   // Every core has work: a sleeping vCPU does not halt, so a wake-up is
   // cheap, and spinning would take a decoder's core.
-  if (busy || expected > kMaxNapWait) return {};
+  if (busy || expected > kMaxNapWait || std::popcount(missed_) >= kMissesToStop) return {};
   const nanoseconds nap = expected - lead();
   const nanoseconds poll =
       std::clamp(kLeadMargin + expected * kPollPerMille / 1000, kMinPoll, kMaxPoll);

@@ -25,6 +25,7 @@
 #include <array>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 
 namespace codecvisor::ipc {
 
@@ -70,16 +71,21 @@ class WaitPolicy {
   static constexpr nanoseconds kLeadMargin{20'000};
   // The poll after a nap lasts the lead's margin plus this share of the
   // expected wait (the CPU a waiter may spend on a wait, in per mille)...
-  static constexpr int kPollPerMille = 20;
+  static constexpr int kPollPerMille = 10;
   // ...at least kMinPoll, at most kMaxPoll.
   static constexpr nanoseconds kMinPoll{20'000};
-  static constexpr nanoseconds kMaxPoll{200'000};
+  static constexpr nanoseconds kMaxPoll{100'000};
+  // When this many of the last kHistory waits napped and polled in vain
+  // (answers too irregular to time: a loaded machine), waits sleep until
+  // enough waits have passed since.
+  static constexpr int kMissesToStop = 4;
 
   WaitPlan Plan(const WaitConditions& conditions) const;
 
   // Feeds back how long one wait took, from its start until the condition
-  // held (however it was waited for).
-  void RecordWait(nanoseconds waited);
+  // held (however it was waited for), and whether it napped and its poll
+  // ended before the answer came.
+  void RecordWait(nanoseconds waited, bool poll_missed = false);
   // Feeds back how far past its planned end a nap that was not rung ended.
   void RecordOversleep(nanoseconds late);
 
@@ -94,6 +100,7 @@ class WaitPolicy {
   static constexpr size_t kHistory = 8;
   std::array<nanoseconds, kHistory> waits_{};
   size_t wait_count_ = 0;
+  uint32_t missed_ = 0;  // bit i: the i-th last wait's poll missed
   std::array<nanoseconds, kHistory> oversleeps_{};
   size_t oversleep_count_ = 0;
 };

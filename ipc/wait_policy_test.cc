@@ -80,6 +80,25 @@ TEST(WaitPolicyTest, ItPlansForTheLowQuartileOfTheLastEightWaits) {
   EXPECT_EQ(p.expected_wait(), 1ms);
 }
 
+// Answers too irregular for a nap's poll to catch: the waits sleep, and
+// try napping again once the misses have left the history.
+TEST(WaitPolicyTest, AfterPollsMissRepeatedlyWaitsSleepForAWhile) {
+  WaitPolicy p;
+  RecordWaits(p, 500us);
+  for (int i = 0; i < WaitPolicy::kMissesToStop - 1; ++i) p.RecordWait(500us, /*poll_missed=*/true);
+  EXPECT_GT(p.Plan(kIdleCore).nap, 0ns);
+  p.RecordWait(500us, /*poll_missed=*/true);
+  EXPECT_EQ(p.Plan(kIdleCore), WaitPlan{});
+  // Sleeping waits push the misses out; the oldest leaves after
+  // 8 - (kMissesToStop - 1) of them.
+  for (int i = 0; i < 8 - WaitPolicy::kMissesToStop; ++i) {
+    p.RecordWait(500us);
+    EXPECT_EQ(p.Plan(kIdleCore), WaitPlan{}) << i;
+  }
+  p.RecordWait(500us);
+  EXPECT_GT(p.Plan(kIdleCore).nap, 0ns);
+}
+
 TEST(WaitPolicyTest, WithNoIdleCoreFrameLengthWaitsSleepAndLeaveTheCore) {
   WaitPolicy p;
   RecordWaits(p, 500us);
