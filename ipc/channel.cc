@@ -16,10 +16,10 @@ std::span<const uint8_t> AsBytes(const kj::Array<capnp::word>& words) {
 
 // Appends `words` to `ring`, waiting for space on its space doorbell.
 absl::Status WriteWaiting(RingWriter& ring, std::span<const uint8_t> bytes, Deadline deadline,
-                          const PeerLiveness& peer, SpinPolicy* spin, absl::string_view what, bool wake = true) {
+                          const PeerLiveness& peer, WaitPolicy* policy, absl::string_view what, bool wake = true) {
   if (bytes.size() > ring.max_payload()) return ring.Write(bytes);  // reports the size error
   absl::Status room = WaitFor(&ring.control()->space_bell, [&] { return ring.HasRoomFor(bytes.size()); },
-                              deadline, peer, spin, what);
+                              deadline, peer, policy, what);
   if (!room.ok()) return room;
   return ring.Write(bytes, wake);
 }
@@ -86,7 +86,7 @@ absl::Status HostChannel::Send(const Request& request, Deadline deadline) {
   if (!broken_.ok()) return broken_;
   absl::StatusOr<kj::Array<capnp::word>> words = EncodeRequest(request);
   if (!words.ok()) return words.status();
-  return Fail(WriteWaiting(requests_, AsBytes(*words), deadline, liveness_, &send_spin_,
+  return Fail(WriteWaiting(requests_, AsBytes(*words), deadline, liveness_, &send_wait_,
                            absl::StrCat("room in the request ring for a ", KindName(request),
                                         " request")));
 }
@@ -103,7 +103,7 @@ absl::StatusOr<Incoming> HostChannel::Receive(Deadline deadline) {
   if (!broken_.ok()) return broken_;
   absl::Status ready = WaitFor(&region_->header()->response.data_bell,
                                [&] { return responses_.HasData(); }, deadline, liveness_,
-                               &receive_spin_, "a response from the backend");
+                               &receive_wait_, "a response from the backend");
   if (!ready.ok()) return Fail(ready);
   // A backend that always has a response ready never makes us sleep, so the
   // socket is also checked here, at a bounded rate.
@@ -158,7 +158,7 @@ void BackendChannel::WatchHangups(HangupWatcher* watcher) {
 
 absl::StatusOr<Request> BackendChannel::Receive(Deadline deadline) {
   absl::Status ready = WaitFor(&region_.header()->request.data_bell, [&] { return requests_.HasData(); },
-                               deadline, liveness_, &receive_spin_, "a request from the host");
+                               deadline, liveness_, &receive_wait_, "a request from the host");
   if (!ready.ok()) return ready;
   absl::StatusOr<kj::Array<capnp::word>> words = requests_.Read();
   if (!words.ok()) return words.status();
@@ -172,14 +172,14 @@ absl::Status BackendChannel::Send(const Response& response, Deadline deadline, b
   // The host frees ring space only when it reads: wake it before waiting.
   if (unwoken_ > 0 && !responses_.HasRoomFor(bytes.size())) WakeHost();
   absl::Status written =
-      WriteWaiting(responses_, bytes, deadline, liveness_, &send_spin_, "room in the response ring", wake_host);
+      WriteWaiting(responses_, bytes, deadline, liveness_, &send_wait_, "room in the response ring", wake_host);
   if (written.ok()) unwoken_ = wake_host ? 0 : unwoken_ + 1;
   return written;
 }
 
 absl::StatusOr<BackendArena::Slot> BackendChannel::AcquireSlot(Deadline deadline) {
   if (unwoken_ > 0 && !arena_.HasFreeSlot()) WakeHost();
-  return arena_.Acquire(deadline, liveness_, &arena_spin_);
+  return arena_.Acquire(deadline, liveness_, &arena_wait_);
 }
 
 void BackendChannel::WakeHost() {

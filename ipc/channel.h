@@ -111,8 +111,8 @@ class HostChannel {
   PeerLiveness liveness_;
   RingWriter requests_;
   RingReader responses_;
-  SpinPolicy send_spin_;
-  SpinPolicy receive_spin_;
+  WaitPolicy send_wait_;
+  WaitPolicy receive_wait_;
   Clock::time_point last_socket_check_{};
   absl::Status broken_;
 };
@@ -176,9 +176,9 @@ class BackendChannel {
   RingReader requests_;
   RingWriter responses_;
   BackendArena arena_;
-  SpinPolicy receive_spin_;
-  SpinPolicy send_spin_;
-  SpinPolicy arena_spin_;
+  WaitPolicy receive_wait_;
+  WaitPolicy send_wait_;
+  WaitPolicy arena_wait_;
   uint32_t unwoken_ = 0;
   // Last: dropped first, so its callback never sees a half-destroyed channel.
   HangupWatcher::Watch hangup_watch_;

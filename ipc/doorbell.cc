@@ -3,12 +3,14 @@
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <time.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <climits>
 
 #include "absl/strings/str_cat.h"
+#include "ipc/idle_cores.h"
 
 namespace codecvisor::ipc {
 namespace {
@@ -48,16 +50,43 @@ void WakeDoorbell(DoorbellWord* bell) {
   if (bell->waiters.load(std::memory_order_seq_cst) != 0) FutexWake(&bell->seq, INT_MAX);
 }
 
-void SpinPolicy::Record(std::chrono::nanoseconds waited) {
-  if (waited <= kMaxSpin) {
-    budget_ = std::clamp(std::max(budget_, waited * 2), kMinSpin, kMaxSpin);
-  } else {
-    budget_ = budget_ / 2 < kMinSpin ? std::chrono::nanoseconds(0) : budget_ / 2;
+namespace {
+
+// Checks `ready` in a loop until `until`; false if it never held or the
+// peer was interrupted.
+bool PollUntil(absl::FunctionRef<bool()> ready, Clock::time_point until, bool yield, const PeerLiveness& peer) {
+  for (uint32_t i = 1;; ++i) {
+    if (yield) {
+      sched_yield();
+    } else {
+      CpuRelax();
+    }
+    if (ready()) return true;
+    if ((yield || (i & 63) == 0) && (Clock::now() >= until || peer.interrupted())) return false;
   }
 }
 
+// One futex sleep on `bell` for at most `timeout`, registered as a waiter
+// so that a ring ends it. True if `ready` held before or after it.
+bool SleepOnce(DoorbellWord* bell, absl::FunctionRef<bool()> ready, const PeerLiveness& peer,
+               std::chrono::nanoseconds timeout) {
+  bell->waiters.fetch_add(1, std::memory_order_seq_cst);
+  const uint32_t seq = bell->seq.load(std::memory_order_seq_cst);
+  bool done = ready();
+  // Interrupt() sets its flag before ringing: once registered as a waiter
+  // we either see the flag here or are woken by the ring.
+  if (!done && !peer.interrupted() && timeout.count() > 0) {
+    FutexWait(&bell->seq, seq, timeout);
+    done = ready();
+  }
+  bell->waiters.fetch_sub(1, std::memory_order_relaxed);
+  return done;
+}
+
+}  // namespace
+
 absl::Status WaitFor(DoorbellWord* bell, absl::FunctionRef<bool()> ready, Deadline deadline,
-                     const PeerLiveness& peer, SpinPolicy* spin, absl::string_view what) {
+                     const PeerLiveness& peer, WaitPolicy* policy, absl::string_view what) {
   if (peer.interrupted()) {
     // kUnavailable after a hang-up (PeerLiveness::HungUp), else kCancelled.
     const absl::Status why = peer.Check();
@@ -66,37 +95,37 @@ absl::Status WaitFor(DoorbellWord* bell, absl::FunctionRef<bool()> ready, Deadli
   }
   if (ready()) return absl::OkStatus();
   const auto start = Clock::now();
-  auto record = [&] {
-    if (spin != nullptr) spin->Record(Clock::now() - start);
+  bool poll_missed = false;
+  auto done = [&] {
+    if (policy != nullptr) policy->RecordWait(Clock::now() - start, poll_missed);
     return absl::OkStatus();
   };
-  // Adaptive spin: most answers from a busy peer arrive within microseconds.
-  if (spin != nullptr && spin->budget().count() > 0) {
-    const auto spin_until = std::min(deadline, start + spin->budget());
-    for (uint32_t i = 1;; ++i) {
-      CpuRelax();
-      if (ready()) return record();
-      if ((i & 63) == 0 && (Clock::now() >= spin_until || peer.interrupted())) break;
+  const WaitPlan plan = policy != nullptr ? policy->Plan({.idle_cores = IdleCores()}) : WaitPlan{};
+  if (plan.spin.count() > 0 && PollUntil(ready, std::min(deadline, start + plan.spin), plan.yield, peer)) {
+    return done();
+  }
+  if (const auto nap_end = start + plan.nap; plan.nap.count() > 0 && nap_end < deadline && !peer.interrupted()) {
+    const auto now = Clock::now();
+    const bool answered =
+        now < nap_end && SleepOnce(bell, ready, peer, std::min<std::chrono::nanoseconds>(nap_end - now, kLivenessSlice));
+    // Running again only past the nap's end: whatever woke it, a timed
+    // wake-up takes at least this long. (Before it, a ring ended the nap.)
+    const auto woke = Clock::now();
+    if (woke >= nap_end) policy->RecordOversleep(woke - nap_end);
+    if (answered) return done();
+    if (plan.poll.count() > 0 && PollUntil(ready, std::min(deadline, woke + plan.poll), plan.yield, peer)) {
+      return done();
     }
+    poll_missed = true;
   }
   for (;;) {
-    bell->waiters.fetch_add(1, std::memory_order_seq_cst);
-    const uint32_t seq = bell->seq.load(std::memory_order_seq_cst);
-    bool done = ready();
-    // Interrupt() sets its flag before ringing: once registered as a waiter
-    // we either see the flag here or are woken by the ring.
-    if (!done && !peer.interrupted()) {
-      const auto now = Clock::now();
-      if (now < deadline) {
-        // A watched peer's hang-up rings this bell (PeerLiveness::HungUp):
-        // sleep until the deadline. Otherwise poll its socket every slice.
-        const std::chrono::nanoseconds left = deadline - now;
-        FutexWait(&bell->seq, seq, peer.hangups_watched() ? left : std::min<std::chrono::nanoseconds>(left, kLivenessSlice));
-      }
-      done = ready();
+    // A watched peer's hang-up rings this bell (PeerLiveness::HungUp):
+    // sleep until the deadline. Otherwise poll its socket every slice.
+    const std::chrono::nanoseconds left = deadline - Clock::now();
+    if (SleepOnce(bell, ready, peer,
+                  peer.hangups_watched() ? left : std::min<std::chrono::nanoseconds>(left, kLivenessSlice))) {
+      return done();
     }
-    bell->waiters.fetch_sub(1, std::memory_order_relaxed);
-    if (done) return record();
     if (absl::Status alive = peer.Check(); !alive.ok()) {
       return absl::Status(alive.code(), absl::StrCat(alive.message(), " while waiting for ", what));
     }

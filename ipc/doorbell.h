@@ -18,6 +18,7 @@
 #include "absl/status/status.h"
 #include "ipc/socket.h"
 #include "ipc/unique_fd.h"
+#include "ipc/wait_policy.h"
 
 namespace codecvisor::ipc {
 
@@ -37,38 +38,22 @@ void RingDoorbell(DoorbellWord* bell);
 void AdvanceDoorbell(DoorbellWord* bell);
 void WakeDoorbell(DoorbellWord* bell);
 
-// The spin-before-sleep budget of one waiter, learned from how long its
-// waits actually took: a wait that ended within kMaxSpin would have been
-// cheaper spun, so the budget grows to cover it (twice its length); a longer
-// wait halves the budget, down to zero. A busy peer answering within
-// microseconds is met by spinning; an idle one costs no CPU. Not
-// thread-safe: one per waiting thread.
-class SpinPolicy {
- public:
-  static constexpr std::chrono::nanoseconds kMaxSpin{50'000};
-  static constexpr std::chrono::nanoseconds kMinSpin{1'000};
-
-  std::chrono::nanoseconds budget() const { return budget_; }
-  // Feeds back the length of one completed wait (spun or slept).
-  void Record(std::chrono::nanoseconds waited);
-
- private:
-  std::chrono::nanoseconds budget_{kMaxSpin / 4};
-};
-
 // Longest single futex sleep: how stale a liveness check can get.
 inline constexpr std::chrono::milliseconds kLivenessSlice{10};
 
-// Waits until `ready()` is true. Spins for the policy's budget, then sleeps on
-// `bell` in slices of at most kLivenessSlice, checking `peer` between them;
-// in one sleep until woken or `deadline` when `peer.hangups_watched()` (its
-// hang-up then rings `bell`: BackendChannel::WatchHangups).
+// Waits until `ready()` is true, as `policy` plans it (ipc/wait_policy.h:
+// spin, nap until the answer is about due, poll), then sleeping on `bell`
+// in slices of at most kLivenessSlice, checking `peer` between them; in one
+// sleep until woken or `deadline` when `peer.hangups_watched()` (its
+// hang-up then rings `bell`: BackendChannel::WatchHangups). Feeds the
+// wait's length (and a nap's oversleep) back to `policy`; with no policy
+// it sleeps at once.
 // Returns OK when ready; kDeadlineExceeded at `deadline`, naming `what`;
 // the liveness error when the peer is gone. `ready` must be cheap and must
 // read shared memory with acquire loads.
 [[nodiscard]] absl::Status WaitFor(DoorbellWord* bell, absl::FunctionRef<bool()> ready,
                                    Deadline deadline, const PeerLiveness& peer,
-                                   SpinPolicy* spin, absl::string_view what);
+                                   WaitPolicy* policy, absl::string_view what);
 
 // One futex wait on `word` while it still holds `expected`, for at most
 // `timeout`. Spurious returns are allowed.

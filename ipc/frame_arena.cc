@@ -126,11 +126,11 @@ bool BackendArena::TryClaim(uint32_t* index) {
 }
 
 absl::StatusOr<BackendArena::Slot> BackendArena::Acquire(Deadline deadline, const PeerLiveness& peer,
-                                                         SpinPolicy* spin) {
+                                                         WaitPolicy* policy) {
   if (region_->geometry().slot_count == 0) return absl::FailedPreconditionError("channel has no arena");
   uint32_t index = 0;
   absl::Status waited = WaitFor(&region_->header()->slot_bell, [&] { return TryClaim(&index); },
-                                deadline, peer, spin, "a free frame slot (the host holds them all)");
+                                deadline, peer, policy, "a free frame slot (the host holds them all)");
   if (!waited.ok()) {
     if (absl::IsDeadlineExceeded(waited)) return absl::ResourceExhaustedError(waited.message());
     return waited;

@@ -93,7 +93,7 @@ class BackendArena {
   // Claims a free slot, waiting on the slot doorbell until `deadline` if all
   // are lent (backpressure). kResourceExhausted at the deadline.
   [[nodiscard]] absl::StatusOr<Slot> Acquire(Deadline deadline, const PeerLiveness& peer,
-                                             SpinPolicy* spin);
+                                             WaitPolicy* policy);
   // Marks a claimed slot as lent, just before its FrameRef is sent.
   void Lend(uint32_t index);
   // Returns a claimed slot unused (e.g. the decode failed).

@@ -110,14 +110,14 @@ class BackendArenaTest : public ::testing::Test {
     close(fds_[0]);
     close(fds_[1]);
   }
-  absl::StatusOr<BackendArena::Slot> Acquire(Deadline deadline) { return backend_->Acquire(deadline, *alive_, &spin_); }
+  absl::StatusOr<BackendArena::Slot> Acquire(Deadline deadline) { return backend_->Acquire(deadline, *alive_, &wait_); }
   std::atomic<uint32_t>* state() { return region_->header()->slot_state; }
 
   absl::StatusOr<Region> region_ = Region::Create(Small());
   int fds_[2] = {-1, -1};
   std::optional<PeerLiveness> alive_;
   std::optional<BackendArena> backend_;
-  SpinPolicy spin_;
+  WaitPolicy wait_;
   const Deadline far_ = Clock::now() + std::chrono::seconds(5);
 };
 

@@ -35,6 +35,14 @@ absl::Status CheckRing(const char* name, uint64_t bytes) {
   return absl::OkStatus();
 }
 
+// Maps the whole region with every page in place: the host's mapping
+// allocates the memfd's pages, the backend's maps them, so no frame pays
+// a first-touch page fault (about 10 us each on a VM; a 1080p slot has
+// 1,500 pages). Costs that time once, when the session opens.
+void* MapPopulated(int fd, uint64_t bytes) {
+  return mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+}
+
 }  // namespace
 
 absl::Status Geometry::Validate() const {
@@ -105,7 +113,7 @@ absl::StatusOr<Region> Region::Create(const Geometry& geometry) {
   // SECURITY: without these seals the backend could shrink the memfd and make
   // the host's next access to the arena raise SIGBUS.
   if (fcntl(fd.get(), F_ADD_SEALS, kSeals) != 0) return ErrnoStatus("fcntl(F_ADD_SEALS)");
-  void* base = mmap(nullptr, layout.total, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
+  void* base = MapPopulated(fd.get(), layout.total);
   if (base == MAP_FAILED) return ErrnoStatus("mmap(channel memfd)");
   // A fresh memfd reads as zeros: every index, doorbell and slot state starts at 0.
   auto* header = new (base) RegionHeader{};
@@ -145,7 +153,7 @@ absl::StatusOr<Region> Region::Map(UniqueFd memfd) {
     return absl::DataLossError(absl::StrCat("channel memfd is ", st.st_size,
                                             " bytes; its geometry needs ", layout.total));
   }
-  void* base = mmap(nullptr, layout.total, PROT_READ | PROT_WRITE, MAP_SHARED, memfd.get(), 0);
+  void* base = MapPopulated(memfd.get(), layout.total);
   if (base == MAP_FAILED) return ErrnoStatus("mmap(channel memfd)");
   return Region(std::move(memfd), static_cast<uint8_t*>(base), g);
 }

@@ -97,6 +97,8 @@ struct Layout {
 // Thread-safe to read concurrently; it holds no mutable state of its own.
 class Region {
  public:
+  // Both sides map every page of the region at once (MAP_POPULATE), so
+  // that no frame pays a first-touch page fault.
   // Host side: creates, sizes, initialises and seals a memfd for `geometry`.
   [[nodiscard]] static absl::StatusOr<Region> Create(const Geometry& geometry);
   // Backend side: maps a region the host created, checking the header and

@@ -4,6 +4,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <fstream>
+#include <string>
+
 #include <gtest/gtest.h>
 
 namespace codecvisor::ipc {
@@ -22,6 +26,37 @@ TEST(RegionTest, CreateThenMapSeesTheSameGeometryAndBytes) {
   // Two mappings of one memfd: a write through one is seen through the other.
   host->slot(3)[100] = 0xab;
   EXPECT_EQ(peer->slot(3)[100], 0xab);
+}
+
+// Resident KiB of this process's mapping that starts at `base`, from
+// /proc/self/smaps; -1 if there is none.
+long RssKb(const void* base) {
+  std::ifstream smaps("/proc/self/smaps");
+  const uintptr_t want = reinterpret_cast<uintptr_t>(base);
+  bool in_mapping = false;
+  for (std::string line; std::getline(smaps, line);) {
+    unsigned long start = 0, end = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &start, &end) == 2) {
+      in_mapping = start == want;
+      continue;
+    }
+    long kb = 0;
+    if (in_mapping && std::sscanf(line.c_str(), "Rss: %ld kB", &kb) == 1) return kb;
+  }
+  return -1;
+}
+
+// Every page of the region, frame slots included, is mapped on both sides
+// before the first frame: no frame takes a page fault.
+TEST(RegionTest, BothSidesMapEveryPageAtOnce) {
+  const Geometry g{4096, 8192, 3, Geometry::SlotBytesFor(1 << 20)};
+  auto host = Region::Create(g);
+  ASSERT_TRUE(host.ok()) << host.status();
+  auto peer = Region::Map(UniqueFd(dup(host->fd())));
+  ASSERT_TRUE(peer.ok()) << peer.status();
+  const long total_kb = static_cast<long>(host->layout().total / 1024);
+  EXPECT_EQ(RssKb(host->header()), total_kb);
+  EXPECT_EQ(RssKb(peer->header()), total_kb);
 }
 
 TEST(RegionTest, MemfdIsSealedAgainstResizing) {

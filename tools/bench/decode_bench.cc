@@ -293,6 +293,8 @@ absl::StatusOr<DecodeBenchResult> MeasureVideo(const DecodeBenchOptions& o, cons
   r.in_process_cpu_ms_per_frame = Median(cpu_ms[kIn]);
   r.out_of_process_cpu_ms_per_frame = Median(cpu_ms[kOut]);
   r.out_of_process_host_cpu_ms_per_frame = Median(out_host_cpu);
+  r.out_of_process_host_cpu_share =
+      r.in_process_cpu_ms_per_frame > 0 ? r.out_of_process_host_cpu_ms_per_frame / r.in_process_cpu_ms_per_frame : 0;
   r.in_process_caller_cpu_ms_per_frame = Median(in_caller_cpu);
   r.in_process_other_cpu_ms_per_frame = Median(in_other_cpu);
   r.out_of_process_session_cpu_ms_per_frame = Median(out_session_cpu);

@@ -119,6 +119,10 @@ struct DecodeBenchResult {
   double in_process_cpu_ms_per_frame = 0;
   double out_of_process_cpu_ms_per_frame = 0;
   double out_of_process_host_cpu_ms_per_frame = 0;  // the host's part of it
+  // The host's part over a frame's CPU in process: what the host's thread
+  // (receiving, claiming, waiting: a spinning or polling wait costs CPU,
+  // ipc/wait_policy.h) adds per frame, as a share of decoding it.
+  double out_of_process_host_cpu_share = 0;
   // Where that CPU time goes, thread by thread (each the median of its
   // rounds, so the parts need not add up to the medians above exactly):
   // in process, the decode's calling thread (the decode_frame calls:

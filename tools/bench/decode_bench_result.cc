@@ -28,6 +28,7 @@ std::string DecodeBenchResult::ToJson() const {
   w.Key("in_process_cpu_ms_per_frame").Double(Rounded(in_process_cpu_ms_per_frame, 3));
   w.Key("out_of_process_cpu_ms_per_frame").Double(Rounded(out_of_process_cpu_ms_per_frame, 3));
   w.Key("out_of_process_host_cpu_ms_per_frame").Double(Rounded(out_of_process_host_cpu_ms_per_frame, 3));
+  w.Key("out_of_process_host_cpu_share").Double(Rounded(out_of_process_host_cpu_share, 3));
   w.Key("in_process_caller_cpu_ms_per_frame").Double(Rounded(in_process_caller_cpu_ms_per_frame, 4));
   w.Key("in_process_other_cpu_ms_per_frame").Double(Rounded(in_process_other_cpu_ms_per_frame, 4));
   w.Key("out_of_process_session_cpu_ms_per_frame").Double(Rounded(out_of_process_session_cpu_ms_per_frame, 4));
@@ -74,9 +75,10 @@ std::string DecodeBenchResult::ToText() const {
       file, codec, width, height, frames, repeats, chunk_frames, threads, arena_slots, in_process_buffers, rounds);
   absl::StrAppendFormat(&out, "  %-34s %8.1f fps, CPU %.3f ms/frame\n", "in process (cpu backend linked in)",
                         in_process_fps, in_process_cpu_ms_per_frame);
-  absl::StrAppendFormat(&out, "  %-34s %8.1f fps, CPU %.3f ms/frame (host %.3f); ratio %.3f %s\n",
+  absl::StrAppendFormat(&out, "  %-34s %8.1f fps, CPU %.3f ms/frame (host %.3f, %.1f%% of in process); ratio %.3f %s\n",
                         "out of process, sandboxed", out_of_process_fps, out_of_process_cpu_ms_per_frame,
-                        out_of_process_host_cpu_ms_per_frame, ratio, TargetNote(targets, "ratio"));
+                        out_of_process_host_cpu_ms_per_frame, out_of_process_host_cpu_share * 100, ratio,
+                        TargetNote(targets, "ratio"));
   absl::StrAppendFormat(&out,
                         "  %-34s in process: caller %.4f, other threads %.4f; out of process: host %.4f, "
                         "runner session %.4f, child's other threads %.4f\n",

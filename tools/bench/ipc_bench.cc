@@ -16,6 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "ipc/channel.h"
 #include "ipc/doorbell.h"
+#include "tools/bench/cpu_time.h"
 #include "tools/bench/stats.h"
 #include "tools/cli/json.h"
 
@@ -78,6 +79,11 @@ double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).coun
   for (size_t i = words * 8; i < size; ++i) sum += data[i];
   return sum;
 }
+
+// Makes `value` count as used, so that the reads computing it are kept.
+// (A branch on it that only prints an empty string is not enough: the
+// compiler drops that print, then the value, then the reads.)
+void KeepObservable(uint64_t value) { asm volatile("" : : "r"(value) : "memory"); }
 
 // Raw futex ping-pong between two processes: the floor for any wake-up based
 // round trip.
@@ -149,9 +155,27 @@ int ServePeer(ipc::PeerEnds ends, uint32_t width, uint32_t height) {
   }
 }
 
+// CPU seconds the threads of process `pid` have run so far; 0 if it
+// cannot be read.
+double ProcessCpuSeconds(pid_t pid) {
+  absl::StatusOr<std::vector<ThreadCpu>> threads = ThreadsCpu(pid);
+  double sum = 0;
+  if (threads.ok()) {
+    for (const ThreadCpu& t : *threads) sum += t.seconds;
+  }
+  return sum;
+}
+
+// Frames per second over a run, and the CPU each side spent per frame.
+struct FrameRun {
+  double fps = 0;
+  double consumer_cpu_us = 0;  // the host, or the reading thread
+  double producer_cpu_us = 0;  // the peer process, or the writing thread
+};
+
 struct ChannelResults {
   double rtt_us = 0;
-  double fps = 0;
+  FrameRun frames;
 };
 
 absl::StatusOr<ChannelResults> MeasureChannel(const IpcBenchOptions& o) {
@@ -188,8 +212,12 @@ absl::StatusOr<ChannelResults> MeasureChannel(const IpcBenchOptions& o) {
   }
   r.rtt_us = Seconds(Clock::now() - start) * 1e6 / o.round_trips;
 
-  // Frames: the forked peer knows the frame size from its copy of `o`.
+  // Frames: the forked peer knows the frame size from its copy of `o`. The
+  // arena's pages are in place on both sides since the channel was made
+  // (ipc/region.h), as the local path's buffers are before its clock.
   uint64_t sink = 0;
+  const double host_cpu_before = ThreadCpuSeconds();
+  const double peer_cpu_before = ProcessCpuSeconds(child.pid());
   start = Clock::now();
   if (absl::Status s = host->Send({++id, ipc::FrameRequest{ipc::IndexRange{0, o.frames, 1}}},
                                   Clock::now() + kDeadline);
@@ -207,7 +235,9 @@ absl::StatusOr<ChannelResults> MeasureChannel(const IpcBenchOptions& o) {
       lease.Reset();
     }
   }
-  r.fps = o.frames / Seconds(Clock::now() - start);
+  r.frames.fps = o.frames / Seconds(Clock::now() - start);
+  r.frames.consumer_cpu_us = (ThreadCpuSeconds() - host_cpu_before) * 1e6 / o.frames;
+  r.frames.producer_cpu_us = (ProcessCpuSeconds(child.pid()) - peer_cpu_before) * 1e6 / o.frames;
   if (sink == 0) return absl::InternalError("frames were all zero");
   if (absl::Status s = host->Send({++id, ipc::Close{}}, Clock::now() + kDeadline); !s.ok()) return s;
   if (absl::Status s = child.Wait(); !s.ok()) return s;
@@ -224,8 +254,7 @@ double MeasureSingleThreadFps(const IpcBenchOptions& o) {
     sink += Checksum(buffer.data(), size);
   }
   const double fps = o.frames / Seconds(Clock::now() - start);
-  // Keep the work observable so it cannot be optimised away.
-  if (sink == 0) std::fputs("", stderr);
+  KeepObservable(sink);
   return fps;
 }
 
@@ -233,20 +262,25 @@ double MeasureSingleThreadFps(const IpcBenchOptions& o) {
 // through `slots` private buffers: what crossing from one core to another
 // costs with no IPC at all. frame_fps close to this means the arena adds
 // nothing beyond the hand-off itself.
-double MeasureHandoffFps(const IpcBenchOptions& o) {
+FrameRun MeasureHandoff(const IpcBenchOptions& o) {
   const size_t size = size_t(o.width) * o.height * 3;
+  // Zero-filled: every page is in place before the clock starts.
   std::vector<std::vector<uint8_t>> buffers(o.slots, std::vector<uint8_t>(size));
   std::atomic<int64_t> produced{0}, consumed{0};
   auto wait_until = [](auto done) {
     while (!done()) std::this_thread::yield();
   };
+  double producer_cpu = 0;
+  const double consumer_cpu_before = ThreadCpuSeconds();
   const auto start = Clock::now();
   std::thread producer([&] {
+    const double before = ThreadCpuSeconds();
     for (int64_t i = 0; i < o.frames; ++i) {
       wait_until([&] { return i - consumed.load(std::memory_order_acquire) < o.slots; });
       FillFrame(buffers[i % o.slots].data(), size, static_cast<uint64_t>(i));
       produced.store(i + 1, std::memory_order_release);
     }
+    producer_cpu = ThreadCpuSeconds() - before;
   });
   uint64_t sink = 0;
   for (int64_t i = 0; i < o.frames; ++i) {
@@ -254,16 +288,20 @@ double MeasureHandoffFps(const IpcBenchOptions& o) {
     sink += Checksum(buffers[i % o.slots].data(), size);
     consumed.store(i + 1, std::memory_order_release);
   }
+  FrameRun r;
+  r.consumer_cpu_us = (ThreadCpuSeconds() - consumer_cpu_before) * 1e6 / o.frames;
   producer.join();
-  const double fps = o.frames / Seconds(Clock::now() - start);
-  if (sink == 0) std::fputs("", stderr);
-  return fps;
+  r.fps = o.frames / Seconds(Clock::now() - start);
+  r.producer_cpu_us = producer_cpu * 1e6 / o.frames;
+  KeepObservable(sink);
+  return r;
 }
 
 }  // namespace
 
 absl::StatusOr<IpcBenchResult> RunIpcBench(const IpcBenchOptions& o) {
   std::vector<double> futex, channel, frames, single, handoff;
+  std::vector<double> host_cpu, peer_cpu, reader_cpu, writer_cpu;
   for (int round = 0; round < o.rounds; ++round) {
     auto f = FutexRoundTripUs(o.round_trips);
     if (!f.ok()) return f.status();
@@ -271,9 +309,14 @@ absl::StatusOr<IpcBenchResult> RunIpcBench(const IpcBenchOptions& o) {
     if (!c.ok()) return c.status();
     futex.push_back(*f);
     channel.push_back(c->rtt_us);
-    frames.push_back(c->fps);
+    frames.push_back(c->frames.fps);
+    host_cpu.push_back(c->frames.consumer_cpu_us);
+    peer_cpu.push_back(c->frames.producer_cpu_us);
     single.push_back(MeasureSingleThreadFps(o));
-    handoff.push_back(MeasureHandoffFps(o));
+    const FrameRun local = MeasureHandoff(o);
+    handoff.push_back(local.fps);
+    reader_cpu.push_back(local.consumer_cpu_us);
+    writer_cpu.push_back(local.producer_cpu_us);
   }
   IpcBenchResult r;
   r.futex_rtt_us = Median(futex);
@@ -282,6 +325,10 @@ absl::StatusOr<IpcBenchResult> RunIpcBench(const IpcBenchOptions& o) {
   r.frame_fps = Median(frames);
   r.local_fps = Median(handoff);
   r.frame_ratio = r.frame_fps / r.local_fps;
+  r.host_cpu_us_per_frame = Median(host_cpu);
+  r.peer_cpu_us_per_frame = Median(peer_cpu);
+  r.local_reader_cpu_us_per_frame = Median(reader_cpu);
+  r.local_writer_cpu_us_per_frame = Median(writer_cpu);
   r.single_thread_fps = Median(single);
   r.single_thread_ratio = r.frame_fps / r.single_thread_fps;
   r.width = o.width;
@@ -298,6 +345,10 @@ std::string IpcBenchResult::ToJson() const {
   w.Key("rtt_ratio").Double(Rounded(rtt_ratio, 3));
   w.Key("frame_fps").Double(Rounded(frame_fps, 1)).Key("local_fps").Double(Rounded(local_fps, 1));
   w.Key("frame_ratio").Double(Rounded(frame_ratio, 3));
+  w.Key("host_cpu_us_per_frame").Double(Rounded(host_cpu_us_per_frame, 1));
+  w.Key("peer_cpu_us_per_frame").Double(Rounded(peer_cpu_us_per_frame, 1));
+  w.Key("local_reader_cpu_us_per_frame").Double(Rounded(local_reader_cpu_us_per_frame, 1));
+  w.Key("local_writer_cpu_us_per_frame").Double(Rounded(local_writer_cpu_us_per_frame, 1));
   w.Key("single_thread_fps").Double(Rounded(single_thread_fps, 1));
   w.Key("single_thread_ratio").Double(Rounded(single_thread_ratio, 3));
   w.Key("frame_width").Int(width).Key("frame_height").Int(height).Key("frame_format").String("rgb24");
@@ -312,9 +363,11 @@ std::string IpcBenchResult::ToText() const {
       "round trip: futex %.2f us, channel %.2f us, ratio %.2f %s\n"
       "frames %dx%d rgb24, %d arena slots: arena (two processes) %.1f fps, local (two threads, %d private "
       "buffers) %.1f fps, ratio %.3f %s\n"
+      "  CPU us/frame: arena host %.1f, backend %.1f; local reader %.1f, writer %.1f\n"
       "  one thread writing then reading one buffer: %.1f fps; arena / that %.3f\n",
       futex_rtt_us, channel_rtt_us, rtt_ratio, TargetNote(targets, "rtt_ratio"), width, height, slots, frame_fps,
-      slots, local_fps, frame_ratio, TargetNote(targets, "frame_ratio"), single_thread_fps, single_thread_ratio);
+      slots, local_fps, frame_ratio, TargetNote(targets, "frame_ratio"), host_cpu_us_per_frame,
+      peer_cpu_us_per_frame, local_reader_cpu_us_per_frame, local_writer_cpu_us_per_frame, single_thread_fps, single_thread_ratio);
 }
 
 }  // namespace codecvisor::bench

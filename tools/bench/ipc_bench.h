@@ -36,6 +36,13 @@ struct IpcBenchResult {
   // what the arena and the second process add.
   double local_fps = 0;
   double frame_ratio = 0;
+  // CPU per frame of each side of each path, waiting included (a spinning
+  // wait costs CPU, a sleeping one does not): the host's thread and the
+  // whole peer process; the local path's reading and writing threads.
+  double host_cpu_us_per_frame = 0;
+  double peer_cpu_us_per_frame = 0;
+  double local_reader_cpu_us_per_frame = 0;
+  double local_writer_cpu_us_per_frame = 0;
   // The strictest baseline: one thread writing then reading one buffer, so
   // no data ever crosses cores. Reported for transparency.
   double single_thread_fps = 0;
