@@ -50,14 +50,16 @@ absl::StatusOr<int64_t> IndexAt(const VendorSession& s, double seconds) {
 }  // namespace
 
 absl::StatusOr<ResolvedFrames> ResolveSelection(const ipc::FrameRequest& request, const VendorSession& session) {
+  // An estimated count places negative indices; only a known one bounds the
+  // others (past an estimate, the backend finds the end itself).
   const FrameCount known = CountFrames(session.opened.metadata);
-  const int64_t count = known.frames;
+  const int64_t count = known.estimated ? -1 : known.frames;
   std::vector<int64_t> out;
   if (auto* list = std::get_if<ipc::IndexList>(&request.selection)) {
     out.reserve(list->indices.size());
     for (int64_t i : list->indices) {
       // Negative indices count from the end, as in Python.
-      const int64_t resolved = (i < 0 && count >= 0) ? i + count : i;
+      const int64_t resolved = (i < 0 && known.frames >= 0) ? i + known.frames : i;
       if (resolved < 0 || (count >= 0 && resolved >= count)) return IndexOutOfRange(i, known);
       out.push_back(resolved);
     }
