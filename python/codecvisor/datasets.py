@@ -35,29 +35,15 @@ worker k of n of that rank's DataLoader the k-th of every n of those. Each
 source is read by exactly one worker of one rank per epoch.
 """
 
-import dataclasses
-import os
 from typing import Any, Callable, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 import torch
 import torch.utils.data
 
-from ._errors import CodecvisorError
+from . import _reading
 from ._frame import FrameBatch
+from ._reading import Skipped
 from .decoders import VideoDecoder
-
-_ON_ERROR = ("skip", "raise")
-
-
-@dataclasses.dataclass(frozen=True)
-class Skipped:
-    """A sample that was skipped: its index in the dataset, its source (a
-    path, or "<N bytes>"), the exception's type name and message."""
-
-    index: int
-    source: str
-    error: str
-    message: str
 
 
 class ClipBatch(NamedTuple):
@@ -86,20 +72,13 @@ def clip_data(clips: FrameBatch):
     return clips.data
 
 
-def _describe(source) -> str:
-    if isinstance(source, (str, os.PathLike)):
-        return os.fspath(source)
-    return f"<{len(source)} bytes>" if hasattr(source, "__len__") else type(source).__name__
-
-
 class _ClipReader:
     """Reads one sample: open, sample, close; a bad file per `on_error`."""
 
     def __init__(self, samples: Sequence[Tuple[Any, Any]], sampler: Callable[[VideoDecoder], FrameBatch], *,
                  transform: Callable[[FrameBatch], Any] = clip_data, on_error: str = "skip",
                  decoder_options: Optional[dict] = None):
-        if on_error not in _ON_ERROR:
-            raise ValueError(f"on_error = {on_error!r} should be one of {', '.join(_ON_ERROR)}.")
+        _reading.check_on_error(on_error)
         if not callable(sampler):
             raise TypeError(f"sampler should be a callable taking a VideoDecoder, not {type(sampler).__name__}")
         self.samples = list(samples)
@@ -116,14 +95,8 @@ class _ClipReader:
 
     def _read(self, index: int):
         source, label = self.samples[index]
-        try:
-            with VideoDecoder(source, **self.decoder_options) as decoder:
-                clips = self.sampler(decoder)
-        except (CodecvisorError, OSError) as e:
-            if self.on_error == "raise":
-                raise
-            return Skipped(index, _describe(source), type(e).__name__, str(e))
-        return self.transform(clips), label
+        clips = _reading.read(index, source, self.sampler, self.on_error, self.decoder_options)
+        return clips if isinstance(clips, Skipped) else (self.transform(clips), label)
 
 
 class ClipDataset(_ClipReader, torch.utils.data.Dataset):
