@@ -18,6 +18,7 @@ import codecvisor.dask
 from codecvisor.dask import Skipped, map_videos, video_bag
 from codecvisor.decoders import VideoDecoder
 
+import readme_snippets
 from conftest import synthetic_clip
 
 OPTIONS = dict(device="faulty", timeout=5.0)
@@ -139,3 +140,11 @@ def test_arguments_are_checked(tmp_path):
         video_bag("stats", [])
     with pytest.raises(ValueError, match="no backend serves device 'acme:0'"):
         codecvisor.dask.backend_for("acme:0")
+
+
+def test_the_readmes_dask_snippet(client, video):
+    paths = [video] * 4
+    namespace = readme_snippets.run(readme_snippets.DASK, dict(paths=paths, scheduler_address=client.scheduler.address))
+    namespace["client"].close()
+    expected = namespace["mean_color"](VideoDecoder(video))
+    check_equal(namespace["means"], [expected] * 4)

@@ -17,6 +17,7 @@ from codecvisor.datasets import ClipDataset, ClipIterableDataset, Skipped, colla
 from codecvisor.decoders import VideoDecoder
 from codecvisor.samplers import clips_at_regular_indices
 
+import readme_snippets
 from conftest import synthetic_clip
 
 CRASH, HANG = 6, 17  # the bad ones among 20
@@ -185,3 +186,10 @@ def test_an_iterable_dataset_reads_its_ranks_share(tmp_path):
         assert dataset.indices() == list(range(rank, 10, 2))
         labels = [label for _, label in DataLoader(dataset, batch_size=None, num_workers=2)]
         assert sorted(labels) == list(range(rank, 10, 2))
+
+
+def test_the_readmes_dataloader_snippet(video, tmp_path):
+    paths = [video] * 5 + [str(tmp_path / "missing.mp4")]
+    namespace = readme_snippets.run(readme_snippets.DATALOADER, dict(paths=paths, labels=list(range(6))))
+    assert [(s.index, s.error) for s in namespace["skipped"]] == [(5, "FileNotFoundError")]
+    assert tuple(namespace["clips"].shape[1:]) == (2, 8, 3, 64, 96)

@@ -3,7 +3,7 @@ process group (gloo, over 127.0.0.1), each reading its share of 20 clips
 with 2 DataLoader workers, one clip crashing the backend and one hanging
 it. The ranks' shares are disjoint and cover the dataset, each good clip
 arrives once in the world, and the bad ones are reported by the rank that
-read them."""
+read them. The README's torch.distributed snippets run in the same world."""
 
 import json
 import os
@@ -16,14 +16,23 @@ from torch.utils.data import DataLoader, DistributedSampler
 
 from codecvisor.datasets import ClipDataset, ClipIterableDataset, collate_clips
 
+import readme_snippets
 from test_dataset import CRASH, HANG, OPTIONS, SAMPLER, clips, run_epoch
 
 WORLD = 2
 
 
-def rank_main(rank, init_method, pairs, out):
-    dist.init_process_group("gloo", init_method=init_method, rank=rank, world_size=WORLD)
-    report = {}
+def rank_main(rank, port, pairs, out):
+    # The README's snippets, as torchrun would start them: the process
+    # group from the environment; a dataset of good clips.
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(WORLD))
+    good = [pair for pair in pairs if pair[1] not in (CRASH, HANG)][:6]
+    namespace = dict(dataset=ClipDataset(good, SAMPLER, decoder_options=OPTIONS), DataLoader=DataLoader,
+                     collate_clips=collate_clips, clip_sampler=SAMPLER, paths=[p for p, _ in good],
+                     labels=[label for _, label in good], epochs=1)
+    readme_snippets.run(readme_snippets.DISTRIBUTED_SAMPLER, namespace)
+    readme_snippets.run(readme_snippets.ITERABLE, namespace)
+    report = dict(readme_shares=[list(namespace["share"]), namespace["shards"].indices()])
     # Map-style: the DistributedSampler's share, spread over 2 workers.
     dataset = ClipDataset(pairs, SAMPLER, decoder_options=OPTIONS)
     sampler = DistributedSampler(dataset, shuffle=True, seed=11)
@@ -56,7 +65,7 @@ def free_port():
 def test_two_ranks_read_disjoint_shares_that_cover_the_dataset(tmp_path, monkeypatch):
     monkeypatch.setenv("GLOO_SOCKET_IFNAME", "lo")
     pairs = clips(tmp_path)
-    torch.multiprocessing.spawn(rank_main, args=(f"tcp://127.0.0.1:{free_port()}", pairs, str(tmp_path)),
+    torch.multiprocessing.spawn(rank_main, args=(free_port(), pairs, str(tmp_path)),
                                 nprocs=WORLD, join=True)
     reports = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(WORLD)]
     for kind in ("map", "iterable"):
@@ -67,6 +76,9 @@ def test_two_ranks_read_disjoint_shares_that_cover_the_dataset(tmp_path, monkeyp
             delivered = {int(label): n for label, n in report[kind]["delivered"].items()}
             assert delivered == {label: 1 for label in share - {CRASH, HANG}}, kind
             assert sorted(report[kind]["skipped"]) == sorted(share & {CRASH, HANG}), kind
+    for snippet in range(2):
+        shares = [set(r["readme_shares"][snippet]) for r in reports]
+        assert not shares[0] & shares[1] and shares[0] | shares[1] == set(range(6))
     for rank, report in enumerate(reports):
         assert report["pickled_place"] == [rank, WORLD]
         assert report["place_without_group"] == [0, 1]
