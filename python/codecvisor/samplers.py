@@ -13,16 +13,16 @@ mean in ``torchcodec.samplers``.
 What codecvisor adds: all the frames of one call are one request to the
 backend. The distinct frames the clips need are asked for once, sorted (the
 backend decodes each of them once, in stream order, however the clips
-overlap), and copied back into clip order here. A backend crash during the
-request is replayed like any other request; a poison request raises
-``BackendError``.
+overlap), and the binding copies each into every place the clips repeat
+it. A backend crash during the request is replayed like any other request;
+a poison request raises ``BackendError``.
 
 The random samplers draw from torch's global generator, as torchcodec's do
 (``torch.manual_seed`` makes them reproducible), or from the
 ``torch.Generator`` passed as ``generator``. Needs torch.
 """
 
-from typing import Callable, List, Optional, Sequence, Union
+from typing import List, Optional, Sequence, Union
 
 import numpy as np
 import torch
@@ -68,15 +68,15 @@ def _as_clips(flat: FrameBatch, num_clips: int, num_frames_per_clip: int) -> Fra
                       flat.duration_seconds.reshape(num_clips, num_frames_per_clip))
 
 
-def _fetch(positions: Sequence[Number], request: Callable[[List[Number]], FrameBatch]) -> FrameBatch:
+def _fetch(decoder, positions: Sequence[Number], by_time: bool) -> FrameBatch:
     """The frames at `positions` (clip order, repeats allowed) from one
-    request for the distinct ones, sorted."""
+    request for the distinct ones, sorted; the binding copies each into
+    every position that repeats it."""
     distinct, where = np.unique(np.asarray(positions), return_inverse=True)
-    batch = request(distinct.tolist())
-    if len(batch) != len(distinct):
-        raise RuntimeError(f"the decoder returned {len(batch)} frames for {len(distinct)} requested")
-    take = torch.from_numpy(where.astype(np.int64))
-    return FrameBatch(batch.data[take], batch.pts_seconds[take], batch.duration_seconds[take])
+    batch = decoder._frames_scattered(distinct.tolist(), where.tolist(), by_time)
+    if len(batch) != len(positions):
+        raise RuntimeError(f"the decoder returned {len(batch)} frames for {len(positions)} positions")
+    return batch
 
 
 # --- by frame index -------------------------------------------------------
@@ -122,7 +122,7 @@ def _index_sampler(random: bool, decoder, num_clips: int, num_frames_per_clip: i
     indices: List[int] = []
     for s in starts.tolist():
         indices += _complete_clip(list(range(s, min(s + span, num_frames), step)), num_frames_per_clip, policy)
-    return _as_clips(_fetch(indices, decoder.get_frames_at), num_clips, num_frames_per_clip)
+    return _as_clips(_fetch(decoder, indices, by_time=False), num_clips, num_frames_per_clip)
 
 
 def clips_at_random_indices(decoder, *, num_clips: int = 1, num_frames_per_clip: int = 1,
@@ -227,7 +227,7 @@ def _time_sampler(random: bool, decoder, num_clips: Optional[int], seconds_betwe
     for s in starts:
         clip = [s + i * between for i in range(num_frames_per_clip)]
         seconds += _complete_clip([float(t) for t in clip if t < stream_end], num_frames_per_clip, policy)
-    return _as_clips(_fetch(seconds, decoder.get_frames_played_at), num_clips, num_frames_per_clip)
+    return _as_clips(_fetch(decoder, seconds, by_time=True), num_clips, num_frames_per_clip)
 
 
 def clips_at_random_timestamps(decoder, *, num_clips: int = 1, num_frames_per_clip: int = 1,

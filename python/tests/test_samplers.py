@@ -144,21 +144,21 @@ def test_index_arguments_are_checked(make, sampler, arguments, message):
         sampler(make(30), **arguments)
 
 
-def record_requests(decoder, method):
-    """Replaces decoder.`method` with one that records each call's list."""
-    requests, fetch = [], getattr(decoder, method)
+def record_requests(decoder):
+    """Records the frames each backend request of the decoder asks for."""
+    requests, fetch = [], decoder._frames_scattered
 
-    def spy(wanted):
-        requests.append(list(wanted))
-        return fetch(wanted)
+    def spy(distinct, where, by_time):
+        requests.append(list(distinct))
+        return fetch(distinct, where, by_time)
 
-    setattr(decoder, method, spy)
+    decoder._frames_scattered = spy
     return requests
 
 
 def test_all_frames_go_in_one_request_for_the_distinct_indices(make):
     d = make(40)
-    requests = record_requests(d, "get_frames_at")
+    requests = record_requests(d)
     clips = clips_at_regular_indices(d, num_clips=6, num_frames_per_clip=8, sampling_range_start=4,
                                      sampling_range_end=10)
     # Starts 4, 5, 6, 7, 8, 9: 48 frames, 13 of them distinct.
@@ -264,9 +264,18 @@ def test_time_arguments_are_checked(make, call, message):
 
 def test_time_samplers_send_one_request(make):
     d = make(24)
-    requests = record_requests(d, "get_frames_played_at")
+    requests = record_requests(d)
     clips = clips_at_regular_timestamps(d, seconds_between_clip_starts=0.25, num_frames_per_clip=4,
                                         sampling_range_end=1.0)
     assert len(requests) == 1 and requests[0] == sorted(set(requests[0]))
     assert requests[0] == [i / FPS for i in range(10)]
     assert indices(clips) == [[s, s + 1, s + 2, s + 3] for s in (0, 2, 4, 6)]
+
+
+def test_the_scatter_hook_checks_its_map(make):
+    d = make(10)
+    with pytest.raises(ValueError, match="not asked for"):
+        d._frames_scattered([1, 2], [0, 2])
+    batch = d._frames_scattered([3, 5], [1, 0, 1, 1])
+    assert np.rint(batch.pts_seconds.numpy() * FPS).tolist() == [5, 3, 5, 5]
+    assert batch.data[:, 0, 0, 0].tolist() == [35, 21, 35, 35] and batch.data.is_contiguous()
