@@ -184,13 +184,18 @@ class BatchMemory {
 
 // The frames of one request, copied as they arrive into one buffer laid
 // out as the batch tensor: N x H x W x 3 (interleaved) or N x 3 x H x W.
+// Scattered (the samplers' hook): arriving frame k goes to every output
+// position in targets[k], so a request for distinct frames fills a batch
+// that repeats some; the repeats cost a copy, not a decode.
 class Batch {
  public:
   explicit Batch(size_t expected) : expected_(expected) {}
+  explicit Batch(std::vector<std::vector<uint32_t>> targets, size_t outputs)
+      : expected_(outputs), targets_(std::move(targets)), pts_(outputs), durations_(outputs) {}
 
   Status Add(const Frame& f) {
     const size_t w = f.width(), h = f.height();
-    if (frames_ == 0) {
+    if (arrived_ == 0) {
       width_ = w;
       height_ = h;
       planar_ = f.format() == OutputFormat::kRgb24Planar;
@@ -198,30 +203,28 @@ class Batch {
     } else if (w != width_ || h != height_) {
       return Status(StatusCode::kInternal, "frames of one stream changed size mid-request");
     }
-    const size_t at = frames_ * frame_bytes_;
+    if (scattered()) return AddScattered(f);
+    const size_t at = arrived_ * frame_bytes_;
     if (at + frame_bytes_ > memory_.size()) {
       // First frame: room for what the request should bring; then double.
-      BatchMemory bigger(std::max(frames_ == 0 ? frame_bytes_ * std::max<size_t>(expected_, 1) : 0,
+      BatchMemory bigger(std::max(arrived_ == 0 ? frame_bytes_ * std::max<size_t>(expected_, 1) : 0,
                                   2 * memory_.size() + frame_bytes_));
       if (at > 0) std::memcpy(bigger.data(), memory_.data(), at);
       memory_ = std::move(bigger);
     }
-    uint8_t* out = memory_.data() + at;
-    // Rows are copied one by one: a backend may pad its rows (stride > row).
-    const size_t planes = planar_ ? 3 : 1;
-    const size_t row = planar_ ? w : w * 3;
-    if (f.num_planes() != planes) return Status(StatusCode::kInternal, "unexpected plane count");
-    for (size_t p = 0; p < planes; ++p) {
-      const std::span<const uint8_t> plane = f.plane(p);
-      const size_t stride = f.stride(p);
-      if (stride < row || plane.size() < stride * (h - 1) + row) {
-        return Status(StatusCode::kInternal, "a frame plane is smaller than its size says");
-      }
-      for (size_t y = 0; y < h; ++y) std::memcpy(out + (p * h + y) * row, plane.data() + y * stride, row);
-    }
+    if (Status s = CopyPixels(f, memory_.data() + at); !s.ok()) return s;
     pts_.push_back(f.pts_seconds());
     durations_.push_back(f.duration_seconds());
-    ++frames_;
+    ++arrived_;
+    return Status();
+  }
+
+  // Whether every frame asked for came (a scattered batch must be whole).
+  Status Complete() const {
+    if (scattered() && arrived_ != targets_.size()) {
+      return Status(StatusCode::kInternal, "the backend sent " + std::to_string(arrived_) + " of " +
+                                               std::to_string(targets_.size()) + " frames");
+    }
     return Status();
   }
 
@@ -229,7 +232,7 @@ class Batch {
   py::tuple ToNumpy() {
     auto* memory = new BatchMemory(std::move(memory_));
     py::capsule owner(memory, [](void* p) { delete static_cast<BatchMemory*>(p); });
-    const py::ssize_t n = static_cast<py::ssize_t>(frames_), h = height_, w = width_;
+    const py::ssize_t n = static_cast<py::ssize_t>(scattered() ? expected_ : arrived_), h = height_, w = width_;
     std::vector<py::ssize_t> shape = planar_ ? std::vector<py::ssize_t>{n, 3, h, w} : std::vector<py::ssize_t>{n, h, w, 3};
     py::array_t<uint8_t> data(shape, memory->data(), owner);
     return py::make_tuple(data, py::array_t<double>(pts_.size(), pts_.data()),
@@ -237,10 +240,45 @@ class Batch {
   }
 
  private:
+  bool scattered() const { return !targets_.empty(); }
+
+  Status AddScattered(const Frame& f) {
+    if (arrived_ >= targets_.size()) return Status(StatusCode::kInternal, "the backend sent more frames than asked");
+    if (memory_.size() == 0) memory_ = BatchMemory(frame_bytes_ * expected_);
+    const std::vector<uint32_t>& to = targets_[arrived_++];
+    if (to.empty()) return Status();
+    uint8_t* first = memory_.data() + to[0] * frame_bytes_;
+    if (Status s = CopyPixels(f, first); !s.ok()) return s;
+    for (size_t i = 1; i < to.size(); ++i) std::memcpy(memory_.data() + to[i] * frame_bytes_, first, frame_bytes_);
+    for (uint32_t p : to) {
+      pts_[p] = f.pts_seconds();
+      durations_[p] = f.duration_seconds();
+    }
+    return Status();
+  }
+
+  // The frame's pixels at `out`, rows one by one: a backend may pad its
+  // rows (stride > row).
+  Status CopyPixels(const Frame& f, uint8_t* out) const {
+    const size_t planes = planar_ ? 3 : 1;
+    const size_t row = planar_ ? width_ : width_ * 3;
+    if (f.num_planes() != planes) return Status(StatusCode::kInternal, "unexpected plane count");
+    for (size_t p = 0; p < planes; ++p) {
+      const std::span<const uint8_t> plane = f.plane(p);
+      const size_t stride = f.stride(p);
+      if (stride < row || plane.size() < stride * (height_ - 1) + row) {
+        return Status(StatusCode::kInternal, "a frame plane is smaller than its size says");
+      }
+      for (size_t y = 0; y < height_; ++y) std::memcpy(out + (p * height_ + y) * row, plane.data() + y * stride, row);
+    }
+    return Status();
+  }
+
   const size_t expected_;
+  const std::vector<std::vector<uint32_t>> targets_;
   BatchMemory memory_;
   std::vector<double> pts_, durations_;
-  size_t frames_ = 0, width_ = 0, height_ = 0, frame_bytes_ = 0;
+  size_t arrived_ = 0, width_ = 0, height_ = 0, frame_bytes_ = 0;
   bool planar_ = false;
 };
 
@@ -254,20 +292,36 @@ class PyDecoder {
   void close() { decoder_.Reset(); }
 
   py::tuple Decode(const FrameSelection& selection, size_t expected) {
-    VideoDecoder& decoder = decoder_.get("this decoder");
     Batch batch(expected);
+    return Fill(selection, batch);
+  }
+
+  py::tuple Fill(const FrameSelection& selection, Batch& batch) {
+    VideoDecoder& decoder = decoder_.get("this decoder");
     Status status;
     {
       py::gil_scoped_release release;
       status = decoder.ForEachFrame(selection, [&batch](Frame f) { return batch.Add(f); });
     }
     Check(status);
+    Check(batch.Complete());
     return batch.ToNumpy();
   }
 
  private:
   Owned<VideoDecoder> decoder_;
 };
+
+py::tuple Scattered(PyDecoder& d, const FrameSelection& request, size_t distinct, const std::vector<uint32_t>& where) {
+  std::vector<std::vector<uint32_t>> targets(distinct);
+  for (uint32_t p = 0; p < where.size(); ++p) {
+    if (where[p] >= distinct) throw StatusError{Status(StatusCode::kInvalidArgument, "where[] names a frame not asked for")};
+    targets[where[p]].push_back(p);
+  }
+  if (distinct == 0) return d.Decode(request, 0);
+  Batch batch(std::move(targets), where.size());
+  return d.Fill(request, batch);
+}
 
 DecoderOptions MakeOptions(const std::string& device, int32_t stream_index, bool planar, uint32_t threads,
                            const std::string& seek_mode, double timeout_seconds) {
@@ -381,6 +435,22 @@ void Define(pybind11::module_& m) {
             return d.Decode(FrameSelection::AtIndices(std::move(indices)), n);
           },
           py::arg("indices"))
+      // The samplers' hook: one request for distinct frames (indices, or
+      // times), output position p holding frame where[p] of them.
+      .def(
+          "frames_at_scattered",
+          [](PyDecoder& d, std::vector<int64_t> indices, const std::vector<uint32_t>& where) {
+            const size_t distinct = indices.size();
+            return Scattered(d, FrameSelection::AtIndices(std::move(indices)), distinct, where);
+          },
+          py::arg("indices"), py::arg("where"))
+      .def(
+          "frames_played_at_scattered",
+          [](PyDecoder& d, std::vector<double> seconds, const std::vector<uint32_t>& where) {
+            const size_t distinct = seconds.size();
+            return Scattered(d, FrameSelection::PlayedAtSeconds(std::move(seconds)), distinct, where);
+          },
+          py::arg("seconds"), py::arg("where"))
       .def(
           "frames_in_range",
           [](PyDecoder& d, int64_t start, int64_t stop, int64_t step) {

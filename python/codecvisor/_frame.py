@@ -25,7 +25,8 @@ class Frame:
 @dataclasses.dataclass
 class FrameBatch:
     """Frames in one contiguous uint8 tensor (N, C, H, W) or (N, H, W, C), with
-    float64 tensors of their pts and durations."""
+    float64 tensors of their pts and durations; or clips (codecvisor.samplers),
+    5-D, with pts and durations (clips, frames)."""
 
     data: Any
     pts_seconds: Any
@@ -39,7 +40,9 @@ class FrameBatch:
             yield self[i]
 
     def __getitem__(self, key) -> Union[Frame, "FrameBatch"]:
-        if isinstance(key, int):
+        # An int picks a Frame from frames (4-D), and a clip, itself a
+        # FrameBatch, from the samplers' clips (5-D).
+        if isinstance(key, int) and self.data.ndim == 4:
             return Frame(self.data[key], float(self.pts_seconds[key]), float(self.duration_seconds[key]))
         return FrameBatch(self.data[key], self.pts_seconds[key], self.duration_seconds[key])
 

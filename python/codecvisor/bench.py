@@ -17,7 +17,7 @@ threads each decoding the 360p clip against one thread doing it twice (the
 GIL is released while a backend decodes). Also the peak RSS of this
 process.
 
-    python3 -m codecvisor.bench [--rounds 5] [--json] [--quick] [--inprocess PATH]
+    python3 -m codecvisor.bench [--rounds 5] [--json] [--quick] [--inprocess PATH] [--training]
 """
 
 import argparse
@@ -213,7 +213,7 @@ def side_by_side(name, rounds, unit, ours, **baselines):
 
 
 def run(args):
-    folder = args.folder or tempfile.mkdtemp(prefix="codecvisor-bench-")
+    folder = args.folder = args.folder or tempfile.mkdtemp(prefix="codecvisor-bench-")
     os.makedirs(folder, exist_ok=True)
     seconds = args.seconds or (4 if args.quick else None)
     clips = {label: make_clip(folder, f"{label}.mp4", size, seconds or default_seconds)
@@ -278,6 +278,13 @@ def machine():
     return f"{os.cpu_count()} CPUs, {model}, kernel {os.uname().release}"
 
 
+def print_results(results):
+    print(f"{'figure':<62} {'baseline':<30} {'codecvisor':>11} {'baseline':>9} {'ratio':>6}  quartiles")
+    for r in results:
+        print(f"{r['figure']:<62} {r['baseline']:<30} {r['codecvisor']:>11.1f} {r['other']:>9.1f} {r['ratio']:>6.3f}  "
+              f"[{r['ratio_q1']:.3f}, {r['ratio_q3']:.3f}] {r['unit']}")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python3 -m codecvisor.bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
@@ -289,6 +296,9 @@ def main(argv=None):
     parser.add_argument("--folder", help="where the clips are made (kept); default a new temporary folder")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--inprocess", help="the codecvisor-decode-inprocess binary (default: the installed one)")
+    parser.add_argument("--training", action="store_true",
+                        help="also the training figures: clip samplers, a DataLoader epoch, a Dask job "
+                             "(python3 -m codecvisor._bench_training runs them alone)")
     args = parser.parse_args(argv)
     if args.sizes is None:
         args.sizes = ["1080p", "360p"]
@@ -296,16 +306,16 @@ def main(argv=None):
     if unknown:
         parser.error(f"unknown clip size {', '.join(sorted(unknown))}")
     report = run(args)
+    if args.training:
+        from . import _bench_training
+        _bench_training.run(args, report)
     if args.json:
         print(json.dumps(report))
         return
     load = ", ".join(f"{x:.2f}" for x in report["load_average"])
     print(f"codecvisor vs baselines ({report['machine']}, load average at the end {load}), {args.rounds} rounds; "
           "ratio = codecvisor / baseline")
-    print(f"{'figure':<62} {'baseline':<30} {'codecvisor':>11} {'baseline':>9} {'ratio':>6}  quartiles")
-    for r in report["results"]:
-        print(f"{r['figure']:<62} {r['baseline']:<30} {r['codecvisor']:>11.1f} {r['other']:>9.1f} {r['ratio']:>6.3f}  "
-              f"[{r['ratio_q1']:.3f}, {r['ratio_q3']:.3f}] {r['unit']}")
+    print_results(report["results"])
     for note in report["notes"]:
         print(note)
     print(f"peak RSS of this process: {report['peak_rss_mib']:.0f} MiB")

@@ -291,6 +291,16 @@ class VideoDecoder:
             return self._empty_batch()
         return self._call("frames_played_in_range", float(start_seconds), float(stop_seconds))
 
+    def _frames_scattered(self, distinct: Sequence, where: Sequence[int], by_time: bool = False) -> FrameBatch:
+        """The samplers' hook: one request for the `distinct` frames (indices,
+        or times played with by_time), returned as a batch whose frame p is
+        distinct[where[p]]; a repeated frame costs a copy, not a decode."""
+        if by_time:
+            for s in distinct:
+                self._check_played(s)
+            return self._call("frames_played_at_scattered", [float(s) for s in distinct], list(where))
+        return self._call("frames_at_scattered", [int(i) for i in distinct], list(where))
+
     def _empty_batch(self) -> FrameBatch:
         import numpy as np
         h, w = self.metadata.height or 0, self.metadata.width or 0

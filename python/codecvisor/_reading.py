@@ -1,0 +1,52 @@
+"""Reading one source for a batch job (a Dataset sample, a Dask task): open
+its decoder, run the job on it, close it; a file that cannot be read is
+either raised or turned into a Skipped record, by the caller's policy."""
+
+import dataclasses
+import os
+from typing import Any, Callable
+
+from ._errors import CodecvisorError
+from .decoders import VideoDecoder
+
+ON_ERROR = ("skip", "raise")
+
+# What a bad file or backend raises: missing or unreadable (OSError),
+# corrupt (VideoError), a poison or hung request, a quarantined backend
+# (BackendError), no backend for the device (NoSuchDeviceError). Anything
+# else (a job's own bug, a sampler argument the video cannot satisfy) is
+# always raised.
+SKIPPABLE = (CodecvisorError, OSError)
+
+
+@dataclasses.dataclass(frozen=True)
+class Skipped:
+    """A source that was skipped: its index in the job's list, the source
+    (a path, or "<N bytes>"), the exception's type name and message."""
+
+    index: int
+    source: str
+    error: str
+    message: str
+
+
+def check_on_error(on_error: str) -> None:
+    if on_error not in ON_ERROR:
+        raise ValueError(f"on_error = {on_error!r} should be one of {', '.join(ON_ERROR)}.")
+
+
+def describe(source) -> str:
+    if isinstance(source, (str, os.PathLike)):
+        return os.fspath(source)
+    return f"<{len(source)} bytes>" if hasattr(source, "__len__") else type(source).__name__
+
+
+def read(index: int, source, job: Callable[[VideoDecoder], Any], on_error: str, decoder_options: dict):
+    """job(decoder) for `source`, or a Skipped record (on_error="skip")."""
+    try:
+        with VideoDecoder(source, **decoder_options) as decoder:
+            return job(decoder)
+    except SKIPPABLE as e:
+        if on_error == "raise":
+            raise
+        return Skipped(index, describe(source), type(e).__name__, str(e))

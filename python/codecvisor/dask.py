@@ -1,0 +1,162 @@
+"""codecvisor.dask: one decode job over many videos, on a Dask cluster.
+
+    from distributed import Client
+    import codecvisor.dask
+
+    def mean_color(decoder):                 # runs on a worker, once per video
+        return decoder[::10].float().mean(dim=(0, 2, 3)).numpy()
+
+    client = Client("tcp://scheduler:8786")
+    means = codecvisor.dask.map_videos(mean_color, paths, client=client)
+
+Videos go to the workers in partitions of a ``dask.bag``
+(``files_per_partition`` each; ``video_bag`` gives the bag itself, to go on
+with Dask, e.g. ``.to_dataframe()``). Each video's task opens a decoder
+with ``decoder_options``, calls ``job(decoder)`` and closes the decoder.
+
+Warm backends. A worker process keeps one codecvisor host, with its backend
+processes, for its whole life: the package makes one per process, so the
+backend one task started serves every later task of that worker.
+``map_videos`` also registers ``WarmBackends``, a worker plugin that starts
+the backend of the decoders' device when each worker starts (or restarts),
+so that no task pays for the start.
+
+Failures. A video that cannot be read (missing, corrupt, a poison request,
+a backend hung past the decoder's ``timeout``, a quarantined backend)
+becomes a ``Skipped`` record in its place in the results with
+``on_error="skip"`` (the default), or fails the whole computation with
+``on_error="raise"``. A worker process that dies (killed, out of memory)
+loses its tasks and Dask runs them again elsewhere, so results stay
+complete; a job that kills every worker it runs on fails after the
+scheduler's ``allowed-failures``.
+
+Results are what ``job`` returns (numpy arrays, or anything picklable), or
+with ``output_dir`` (a folder every worker can write) each result is saved
+there as ``NNNNNN.npz`` (its index in ``sources``; an array as ``result``,
+a dict of arrays under its keys) and its path is returned instead.
+"""
+
+import os
+import tempfile
+import warnings
+from typing import Any, Callable, List, Optional, Sequence
+
+import dask.bag
+import distributed
+import numpy as np
+
+from . import _host, _reading, backends
+from ._errors import CodecvisorError
+from ._reading import Skipped
+from .decoders import VideoDecoder
+
+
+def backend_for(device: str) -> str:
+    """The name of the backend that serves `device` ("cpu", "acme:0")."""
+    family = device.split(":")[0]
+    for b in backends.list():
+        if device in b.devices or family in b.devices:
+            return b.name
+    raise ValueError(f"no backend serves device {device!r}; codecvisor.backends.list() shows what there is")
+
+
+class WarmBackends(distributed.WorkerPlugin):
+    """A worker plugin that starts the backends of `devices` in each worker
+    process when it starts. A backend that cannot start is a warning on the
+    worker; the tasks that need it then fail (or are skipped) as usual."""
+
+    def __init__(self, devices: Sequence[Optional[str]] = (None,)):
+        self.devices = tuple(devices)  # None: the host's default device
+
+    def setup(self, worker=None):
+        for device in self.devices:
+            try:
+                backends.start(backend_for(device or _host.get().default_device()))
+            except (CodecvisorError, ValueError) as e:
+                warnings.warn(f"codecvisor: cannot start the backend of device {device!r}: {e}")
+
+
+def warm_workers(client: distributed.Client, devices: Sequence[Optional[str]] = (None,)) -> None:
+    """Registers WarmBackends for `devices` on every worker, present and
+    future (idempotent: registering again replaces it)."""
+    plugin = WarmBackends(devices)
+    name = "codecvisor-warm-backends"
+    register = getattr(client, "register_plugin", None)  # newer distributed
+    if register is not None:
+        register(plugin, name=name)
+    else:
+        client.register_worker_plugin(plugin, name=name)
+
+
+def _save(result: Any, path: str) -> str:
+    arrays = result if isinstance(result, dict) else {"result": result}
+    # Written whole then renamed: a task run again after its worker died
+    # never leaves a torn file.
+    fd, partial = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".partial-", suffix=".npz")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **{k: np.asarray(v) for k, v in arrays.items()})
+        os.replace(partial, path)
+    except BaseException:
+        os.unlink(partial)
+        raise
+    return path
+
+
+def _run(item, job, on_error: str, decoder_options: dict, output_dir: Optional[str]):
+    index, source = item
+    result = _reading.read(index, source, job, on_error, decoder_options)
+    if output_dir is None or isinstance(result, Skipped):
+        return result
+    return _save(result, os.path.join(output_dir, f"{index:06d}.npz"))
+
+
+def video_bag(job: Callable[[VideoDecoder], Any], sources: Sequence[Any], *, decoder_options: Optional[dict] = None,
+              files_per_partition: int = 4, on_error: str = "skip",
+              output_dir: Optional[str] = None) -> dask.bag.Bag:
+    """The lazy dask.bag of job results (or Skipped records, or file paths),
+    in the order of `sources`; arguments as ``map_videos``'s."""
+    _reading.check_on_error(on_error)
+    if not callable(job):
+        raise TypeError(f"job should be a callable taking a VideoDecoder, not {type(job).__name__}")
+    if files_per_partition < 1:
+        raise ValueError(f"files_per_partition = {files_per_partition!r} should be >= 1")
+    if output_dir is not None:
+        output_dir = os.path.abspath(output_dir)
+        os.makedirs(output_dir, exist_ok=True)
+    items = list(enumerate(sources))
+    bag = dask.bag.from_sequence(items, partition_size=files_per_partition) if items else dask.bag.from_sequence([])
+    return bag.map(_run, job, on_error, dict(decoder_options or {}), output_dir)
+
+
+def map_videos(job: Callable[[VideoDecoder], Any], sources: Sequence[Any], *,
+               client: Optional[distributed.Client] = None, decoder_options: Optional[dict] = None,
+               files_per_partition: int = 4, on_error: str = "skip", output_dir: Optional[str] = None,
+               warm: bool = True) -> List[Any]:
+    """Runs ``job(decoder)`` for every source on the cluster of `client`
+    (default: the current client) and returns the results in the order of
+    `sources`.
+
+    Args:
+        job: called on a worker with each source's VideoDecoder; its result
+            must pickle (numpy arrays travel best). A job given here is
+            pickled by Dask: a module-level function or a functools.partial
+            of one.
+        sources: paths (that every worker can open), or bytes.
+        decoder_options: VideoDecoder keyword arguments (device, seek_mode,
+            timeout, num_ffmpeg_threads, dimension_order).
+        files_per_partition: videos per Dask task.
+        on_error: "skip": a video that cannot be read gives a Skipped record;
+            "raise": its exception fails the computation.
+        output_dir: save each result there as NNNNNN.npz and return paths.
+        warm: register WarmBackends for the decoders' device first.
+    """
+    client = client or distributed.get_client()
+    bag = video_bag(job, sources, decoder_options=decoder_options, files_per_partition=files_per_partition,
+                    on_error=on_error, output_dir=output_dir)
+    if warm:
+        warm_workers(client, [(decoder_options or {}).get("device")])
+    return client.compute(bag).result()
+
+
+__all__ = ["Skipped", "WarmBackends", "backend_for", "map_videos", "video_bag", "warm_workers"]

@@ -1,0 +1,150 @@
+"""codecvisor.dask on a real distributed.LocalCluster: 2 worker processes
+(not threads), the scheduler on 127.0.0.1. Results over 40 videos equal a
+single-process run, also when a worker is killed in the middle of the job
+and when one video is poison; each worker keeps its warm backend across
+tasks."""
+
+import functools
+import logging
+import os
+import signal
+
+import numpy as np
+import pytest
+from distributed import Client, LocalCluster
+
+import codecvisor
+import codecvisor.dask
+from codecvisor.dask import Skipped, map_videos, video_bag
+from codecvisor.decoders import VideoDecoder
+
+import readme_snippets
+from conftest import synthetic_clip
+
+OPTIONS = dict(device="faulty", timeout=5.0)
+POISON = 7
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
+                           dashboard_address=None, silence_logs=logging.ERROR)
+    client = Client(cluster)
+    yield client
+    client.close()
+    cluster.close()
+
+
+def videos(folder, poison=None):
+    """40 synthetic videos; video i has 10 + i frames."""
+    return [synthetic_clip(folder / f"v{i:02d}.syn", f"frames={10 + i} width=16 height=8 fps=10"
+                           + (" fault=segfault" if i == poison else "")) for i in range(40)]
+
+
+def stats(decoder):
+    """Per-video statistics: frame count and mean of every channel over every third frame."""
+    frames = decoder.get_frames_in_range(0, len(decoder), 3).data
+    return np.concatenate([[len(decoder)], frames.double().mean(dim=(0, 2, 3)).numpy()])
+
+
+def stats_or_die(marker, victim_frames, decoder):
+    """stats, but the first task to reach the video with `victim_frames`
+    frames kills its own worker process (the marker file says it did)."""
+    if len(decoder) == victim_frames:
+        try:
+            fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            pass
+        else:
+            os.write(fd, str(os.getpid()).encode())
+            os.close(fd)
+            os.kill(os.getpid(), signal.SIGKILL)
+    return stats(decoder)
+
+
+def backend_pid():
+    return next(b.pid for b in codecvisor.backends.list() if b.name == "faulty")
+
+
+def where(decoder):
+    return os.getpid(), backend_pid()
+
+
+def single_process(paths):
+    return [stats(VideoDecoder(p, **OPTIONS)) for p in paths]
+
+
+def check_equal(results, expected):
+    assert len(results) == len(expected)
+    for got, want in zip(results, expected):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_results_equal_a_single_process_run(client, tmp_path):
+    paths = videos(tmp_path)
+    results = map_videos(stats, paths, client=client, decoder_options=OPTIONS)
+    check_equal(results, single_process(paths))
+    assert video_bag(stats, paths, files_per_partition=5).npartitions == 8
+
+
+def test_each_worker_keeps_its_warm_backend_across_tasks(client, tmp_path):
+    codecvisor.dask.warm_workers(client, ["faulty"])
+    started = client.run(backend_pid)  # by the plugin, before any task
+    assert len(started) == 2 and all(pid is not None for pid in started.values())
+    placed = map_videos(where, videos(tmp_path), client=client, decoder_options=OPTIONS, files_per_partition=2)
+    backend_of = {}
+    for worker, backend in placed:
+        assert backend_of.setdefault(worker, backend) == backend
+    assert set(backend_of.values()) <= set(started.values())
+
+
+def test_a_worker_killed_mid_job_leaves_the_results_complete(client, tmp_path):
+    paths = videos(tmp_path)
+    marker = tmp_path / "killed"
+    before = set(client.run(os.getpid).values())
+    results = map_videos(functools.partial(stats_or_die, str(marker), 30), paths, client=client,
+                         decoder_options=OPTIONS)
+    check_equal(results, single_process(paths))
+    victim = int(marker.read_text())
+    assert victim in before
+    client.wait_for_workers(2)
+    after = set(client.run(os.getpid).values())
+    assert victim not in after and len(after) == 2
+
+
+def test_a_poison_video_is_reported_not_fatal(client, tmp_path):
+    paths = videos(tmp_path, poison=POISON)
+    results = map_videos(stats, paths, client=client, decoder_options=OPTIONS)
+    skipped = results.pop(POISON)
+    assert isinstance(skipped, Skipped) and skipped.index == POISON and skipped.error == "BackendError"
+    assert "SIGSEGV" in skipped.message and skipped.source == paths[POISON]
+    check_equal(results, single_process(paths[:POISON] + paths[POISON + 1:]))
+    with pytest.raises(codecvisor.BackendError, match="poison"):
+        map_videos(stats, [paths[POISON]], client=client, decoder_options=OPTIONS, on_error="raise")
+
+
+def test_results_can_be_written_to_files(client, tmp_path):
+    paths = videos(tmp_path)[:10]
+    written = map_videos(stats, paths, client=client, decoder_options=OPTIONS, output_dir=str(tmp_path / "out"))
+    assert written == [str(tmp_path / "out" / f"{i:06d}.npz") for i in range(10)]
+    check_equal([np.load(p)["result"] for p in written], single_process(paths))
+    assert sorted(os.listdir(tmp_path / "out")) == [f"{i:06d}.npz" for i in range(10)]
+
+
+def test_arguments_are_checked(tmp_path):
+    with pytest.raises(ValueError, match="on_error"):
+        video_bag(stats, [], on_error="ignore")
+    with pytest.raises(ValueError, match="files_per_partition"):
+        video_bag(stats, [], files_per_partition=0)
+    with pytest.raises(TypeError, match="job"):
+        video_bag("stats", [])
+    with pytest.raises(ValueError, match="no backend serves device 'acme:0'"):
+        codecvisor.dask.backend_for("acme:0")
+
+
+def test_the_readmes_dask_snippet(client, video):
+    paths = [video] * 4
+    namespace = readme_snippets.run(readme_snippets.DASK, dict(paths=paths, scheduler_address=client.scheduler.address))
+    namespace["client"].close()
+    expected = namespace["mean_color"](VideoDecoder(video))
+    check_equal(namespace["means"], [expected] * 4)

@@ -1,0 +1,195 @@
+"""codecvisor.datasets and the decoder's timeout: DataLoader epochs over clip
+datasets in which one file crashes the backend every time and one hangs it.
+The epoch completes, every good clip arrives exactly once, and the bad ones
+arrive as Skipped records (or raise, when asked)."""
+
+import collections
+import functools
+import os
+import time
+
+import pytest
+import torch
+from torch.utils.data import DataLoader
+
+import codecvisor
+from codecvisor.datasets import ClipDataset, ClipIterableDataset, Skipped, collate_clips, share
+from codecvisor.decoders import VideoDecoder
+from codecvisor.samplers import clips_at_regular_indices
+
+import readme_snippets
+from conftest import synthetic_clip
+
+CRASH, HANG = 6, 17  # the bad ones among 20
+SAMPLER = functools.partial(clips_at_regular_indices, num_clips=2, num_frames_per_clip=3)
+OPTIONS = dict(device="faulty", timeout=1.0)
+
+
+def clips(folder, n=20, bad=((CRASH, "fault=segfault"), (HANG, "fault=hang"))):
+    """(path, label) pairs; clip i has 12 + i frames, so its second clip
+    starts at frame 9 + i."""
+    faults = dict(bad)
+    return [(synthetic_clip(folder / f"clip{i:02d}.syn", f"frames={12 + i} width=8 height=4 fps=10 "
+                            + faults.get(i, "")), i) for i in range(n)]
+
+
+def check_clips(data, label):
+    """`data` is the (2, 3, 3, 4, 8) clip tensor of sample `label`."""
+    assert tuple(data.shape) == (2, 3, 3, 4, 8)
+    first_pixels = data[:, :, 0, 0, 0].tolist()
+    assert first_pixels == [[0, 7, 14], [7 * (9 + label + k) % 256 for k in range(3)]]
+
+
+def run_epoch(loader):
+    """Labels delivered (with a count each) and skipped records."""
+    delivered, skipped = collections.Counter(), []
+    for batch in loader:
+        skipped += batch.skipped
+        if batch.clips is None:
+            continue
+        for data, label in zip(batch.clips, batch.labels.tolist()):
+            check_clips(data, label)
+            delivered[label] += 1
+    return delivered, skipped
+
+
+def check_bad_ones(skipped, expected=(CRASH, HANG)):
+    by_index = {s.index: s for s in skipped}
+    assert sorted(by_index) == sorted(expected) and len(skipped) == len(expected)
+    if CRASH in by_index:
+        crash = by_index[CRASH]
+        assert crash.error == "BackendError" and "SIGSEGV" in crash.message, crash
+        assert crash.source.endswith(f"clip{CRASH:02d}.syn")
+    if HANG in by_index:
+        hang = by_index[HANG]
+        assert hang.error == "BackendError" and "no answer within 1000 ms" in hang.message, hang
+        assert hang.source.endswith(f"clip{HANG:02d}.syn")
+
+
+# --- the decoder's timeout -------------------------------------------------
+
+def faulty_pid():
+    return next(b.pid for b in codecvisor.backends.list() if b.name == "faulty")
+
+
+def test_a_hung_backend_is_killed_at_the_deadline(tmp_path):
+    hung = VideoDecoder(synthetic_clip(tmp_path / "hang.syn", "frames=5 fault=hang"), device="faulty", timeout=0.5)
+    before = faulty_pid()
+    with pytest.raises(codecvisor.BackendError) as e:
+        hung.get_frame_at(2)
+    # Killed (and reaped) at the deadline, twice: once for the request and
+    # once for its replay, which makes it a poison request; a new process
+    # serves the next one.
+    message = str(e.value)
+    assert e.value.code == "ABORTED" and message.count("no answer within 500 ms") == 2, message
+    with pytest.raises(ProcessLookupError):
+        os.kill(before, 0)
+    good = VideoDecoder(synthetic_clip(tmp_path / "good.syn", "frames=5"), device="faulty", timeout=0.5)
+    assert good.get_frame_at(2).pts_seconds == pytest.approx(2 / 25)
+    assert faulty_pid() not in (None, before)
+
+
+def test_a_slow_backend_within_the_timeout_is_left_alone(tmp_path):
+    d = VideoDecoder(synthetic_clip(tmp_path / "slow.syn", "frames=3 decode_ms=200"), device="faulty", timeout=5)
+    assert len(d.get_frames_at([0, 1, 2])) == 3
+    assert d.retries == 0
+
+
+@pytest.mark.parametrize("timeout", [0, -1.0])
+def test_the_timeout_must_be_positive(tmp_path, timeout):
+    with pytest.raises(ValueError, match="timeout"):
+        VideoDecoder(synthetic_clip(tmp_path / "v.syn", "frames=3"), device="faulty", timeout=timeout)
+
+
+# --- map-style ----------------------------------------------------------------
+
+def test_an_epoch_with_two_workers_survives_a_crashing_and_a_hanging_file(tmp_path):
+    dataset = ClipDataset(clips(tmp_path), SAMPLER, decoder_options=OPTIONS)
+    loader = DataLoader(dataset, batch_size=4, num_workers=2, collate_fn=collate_clips)
+    delivered, skipped = run_epoch(loader)
+    assert delivered == collections.Counter(set(range(20)) - {CRASH, HANG})
+    check_bad_ones(skipped)
+
+
+def test_the_raise_policy_stops_the_epoch_at_the_bad_file(tmp_path):
+    dataset = ClipDataset(clips(tmp_path, n=8), SAMPLER, on_error="raise", decoder_options=OPTIONS)
+    loader = DataLoader(dataset, batch_size=2, num_workers=1, collate_fn=collate_clips)
+    seen = []
+    with pytest.raises(codecvisor.BackendError, match="SIGSEGV"):
+        for batch in loader:
+            seen += batch.labels.tolist()
+    assert seen == list(range(CRASH))
+
+
+def test_missing_and_corrupt_files_are_skipped_with_their_reason(tmp_path):
+    (tmp_path / "junk.mp4").write_bytes(b"not a video at all" * 100)
+    good = synthetic_clip(tmp_path / "good.syn", "frames=12 width=8 height=4 fps=10")
+    dataset = ClipDataset([(str(tmp_path / "missing.mp4"), 0), (str(tmp_path / "junk.mp4"), 1), (good, 0)], SAMPLER)
+    missing, junk = dataset[0], dataset[1]
+    assert isinstance(missing, Skipped) and missing.error == "FileNotFoundError" and missing.index == 0
+    assert isinstance(junk, Skipped) and junk.error == "VideoError" and junk.source.endswith("junk.mp4")
+    assert isinstance(ClipDataset([(good, 0)], SAMPLER, decoder_options=dict(device="faulty"))[0], tuple)
+    batch = collate_clips([missing, junk])
+    assert batch.clips is None and batch.labels is None and batch.skipped == [missing, junk]
+
+
+def test_a_quarantined_backend_skips_what_follows(tmp_path):
+    # Three poison files crash the faulty backend six times in a few
+    # milliseconds, past its restart budget (5 per minute): it is
+    # quarantined and the good files after them are skipped too, counted.
+    pairs = clips(tmp_path, n=6, bad=[(i, "fault=segfault") for i in range(3)])
+    # Unbatched, each sample arrives as it is: a (clips, label) pair or a Skipped record.
+    loader = DataLoader(ClipDataset(pairs, SAMPLER, decoder_options=OPTIONS), batch_size=None, num_workers=1)
+    skipped = list(loader)
+    assert all(isinstance(s, Skipped) for s in skipped) and [s.index for s in skipped] == list(range(6))
+    assert "quarantined" in skipped[-1].message, skipped[-1]
+
+
+def test_samples_are_checked(tmp_path):
+    with pytest.raises(ValueError, match="on_error"):
+        ClipDataset([], SAMPLER, on_error="ignore")
+    with pytest.raises(ValueError, match=r"samples\[1\] should be a \(source, label\) pair"):
+        ClipDataset([("a.mp4", 0), "b.mp4"], SAMPLER)
+    with pytest.raises(TypeError, match="sampler"):
+        ClipDataset([("a.mp4", 0)], "clips_at_random_indices")
+    with pytest.raises(IndexError):
+        ClipDataset([("a.mp4", 0)], SAMPLER)[1]
+
+
+# --- iterable -------------------------------------------------------------------
+
+def test_shares_are_disjoint_and_cover_the_dataset():
+    order = torch.randperm(23, generator=torch.Generator().manual_seed(1)).tolist()
+    for world, workers_per_rank in [(1, [1]), (2, [2, 2]), (3, [1, 2, 4]), (4, [3, 1, 2, 2])]:
+        shares = [share(23, r, world, k, n, order) for r, n in enumerate(workers_per_rank) for k in range(n)]
+        flat = [i for s in shares for i in s]
+        assert sorted(flat) == list(range(23)), (world, workers_per_rank)
+    with pytest.raises(ValueError):
+        share(10, 2, 2, 0, 1)
+
+
+def test_an_iterable_epoch_with_two_workers_reads_each_file_once(tmp_path):
+    dataset = ClipIterableDataset(clips(tmp_path), SAMPLER, decoder_options=OPTIONS, shuffle=True, seed=3)
+    loader = DataLoader(dataset, batch_size=3, num_workers=2, collate_fn=collate_clips)
+    for epoch in range(2):
+        dataset.set_epoch(epoch)
+        delivered, skipped = run_epoch(loader)
+        assert delivered == collections.Counter(set(range(20)) - {CRASH, HANG})
+        check_bad_ones(skipped)
+    assert dataset.order() != ClipIterableDataset(clips(tmp_path), SAMPLER, shuffle=True, seed=3).order()
+
+
+def test_an_iterable_dataset_reads_its_ranks_share(tmp_path):
+    pairs = clips(tmp_path, n=10, bad=())
+    for rank in range(2):
+        dataset = ClipIterableDataset(pairs, SAMPLER, decoder_options=OPTIONS, rank=rank, world_size=2)
+        assert dataset.indices() == list(range(rank, 10, 2))
+        labels = [label for _, label in DataLoader(dataset, batch_size=None, num_workers=2)]
+        assert sorted(labels) == list(range(rank, 10, 2))
+
+
+def test_the_readmes_dataloader_snippet(video, tmp_path):
+    paths = [video] * 5 + [str(tmp_path / "missing.mp4")]
+    namespace = readme_snippets.run(readme_snippets.DATALOADER, dict(paths=paths, labels=list(range(6))))
+    assert [(s.index, s.error) for s in namespace["skipped"]] == [(5, "FileNotFoundError")]
+    assert tuple(namespace["clips"].shape[1:]) == (2, 8, 3, 64, 96)
