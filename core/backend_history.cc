@@ -7,18 +7,18 @@
 
 #include <cerrno>
 #include <cstdlib>
-#include <cstring>
 #include <sstream>
 
 #include <toml++/toml.h>
 
 #include "absl/strings/str_cat.h"
+#include "ipc/unique_fd.h"
 
 namespace codecvisor {
 namespace {
 
 absl::Status Errno(absl::string_view what, const std::string& path) {
-  return absl::InternalError(absl::StrCat(what, " ", path, ": ", std::strerror(errno)));
+  return ipc::ErrnoStatus(absl::StrCat(what, " ", path));
 }
 
 // mkdir -p with mode 0700 for each folder it makes.
@@ -121,73 +121,51 @@ std::string DefaultBackendHistoryPath() {
 }
 
 absl::StatusOr<BackendHistory> ReadBackendHistory(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
+  ipc::UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) {
     if (errno == ENOENT) return BackendHistory{};
     return Errno("cannot read", path);
   }
   std::string text;
   char buffer[4096];
   for (;;) {
-    const ssize_t n = read(fd, buffer, sizeof(buffer));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      absl::Status failed = Errno("cannot read", path);
-      close(fd);
-      return failed;
-    }
+    const ssize_t n = ipc::RetryEintr([&] { return read(fd.get(), buffer, sizeof(buffer)); });
+    if (n < 0) return Errno("cannot read", path);
     if (n == 0) break;
     text.append(buffer, static_cast<size_t>(n));
     if (text.size() > (1 << 20)) {
-      close(fd);
       return absl::InvalidArgumentError(absl::StrCat(path, ": over 1 MiB, not a backend history"));
     }
   }
-  close(fd);
   return ParseBackendHistory(text, path);
 }
 
 absl::Status UpdateBackendHistory(const std::string& path, absl::FunctionRef<void(BackendHistory*)> change) {
   if (absl::Status s = MakeFolders(Folder(path)); !s.ok()) return s;
   const std::string lock_path = path + ".lock";
-  const int lock = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (lock < 0) return Errno("cannot open", lock_path);
-  struct Unlock {
-    int fd;
-    ~Unlock() { close(fd); }  // closing drops the flock
-  } unlock{lock};
-  if (flock(lock, LOCK_EX) != 0) return Errno("cannot lock", lock_path);
+  ipc::UniqueFd lock(open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  if (!lock.valid()) return Errno("cannot open", lock_path);
+  // Held until `lock` closes.
+  if (ipc::RetryEintr([&] { return flock(lock.get(), LOCK_EX); }) != 0) return Errno("cannot lock", lock_path);
   absl::StatusOr<BackendHistory> history = ReadBackendHistory(path);
   BackendHistory updated = history.ok() ? *std::move(history) : BackendHistory{};  // a broken file starts afresh
   change(&updated);
   const std::string tmp = absl::StrCat(path, ".", getpid(), ".tmp");
-  {
-    const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0) return Errno("cannot create", tmp);
-    const std::string text = FormatBackendHistory(updated);
-    size_t done = 0;
-    while (done < text.size()) {
-      const ssize_t n = write(fd, text.data() + done, text.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        absl::Status failed = Errno("cannot write", tmp);
-        close(fd);
-        unlink(tmp.c_str());
-        return failed;
-      }
+  const std::string text = FormatBackendHistory(updated);
+  absl::Status written = [&]() -> absl::Status {
+    ipc::UniqueFd fd(open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+    if (!fd.valid()) return Errno("cannot create", tmp);
+    for (size_t done = 0; done < text.size();) {
+      const ssize_t n = ipc::RetryEintr([&] { return write(fd.get(), text.data() + done, text.size() - done); });
+      if (n <= 0) return Errno("cannot write", tmp);
       done += static_cast<size_t>(n);
     }
-    if (close(fd) != 0) {
-      unlink(tmp.c_str());
-      return Errno("cannot write", tmp);
-    }
-  }
-  if (rename(tmp.c_str(), path.c_str()) != 0) {
-    absl::Status failed = Errno("cannot replace", path);
-    unlink(tmp.c_str());
-    return failed;
-  }
-  return absl::OkStatus();
+    if (close(fd.release()) != 0) return Errno("cannot write", tmp);
+    if (rename(tmp.c_str(), path.c_str()) != 0) return Errno("cannot replace", path);
+    return absl::OkStatus();
+  }();
+  if (!written.ok()) unlink(tmp.c_str());
+  return written;
 }
 
 }  // namespace codecvisor

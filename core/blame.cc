@@ -11,19 +11,7 @@ bool IsFaultSignal(const DeathRecord& death) {
   // A sandbox violation ends with exit code 128 + SIGSYS (the runner is the
   // init of its pid namespace), recorded by the runner.
   if (death.violation_syscall >= 0) return true;
-  if (!death.exit.signaled) return false;
-  switch (death.exit.code) {
-    case SIGSEGV:
-    case SIGBUS:
-    case SIGFPE:
-    case SIGILL:
-    case SIGABRT:
-    case SIGSYS:
-    case SIGTRAP:
-      return true;
-    default:
-      return false;
-  }
+  return death.exit.signaled && (IsCrashSignal(death.exit.code) || death.exit.code == SIGSYS);
 }
 
 RequestBlame Judge(const DeathRecord& death, ipc::CrashHints hints, uint64_t session) {

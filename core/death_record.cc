@@ -48,10 +48,7 @@ std::string DescribeExit(const ExitStatus& exit, uint32_t recorded_signal, int32
   return exit.ToString();
 }
 
-std::string CrashAdvice(const ExitStatus& exit, uint32_t recorded_signal, int32_t violation_syscall,
-                        bool backtrace_enabled) {
-  if (violation_syscall >= 0) return "";
-  const int signal = recorded_signal != 0 ? static_cast<int>(recorded_signal) : exit.signaled ? exit.code : 0;
+bool IsCrashSignal(int signal) {
   switch (signal) {
     case SIGSEGV:
     case SIGBUS:
@@ -59,10 +56,17 @@ std::string CrashAdvice(const ExitStatus& exit, uint32_t recorded_signal, int32_
     case SIGILL:
     case SIGABRT:
     case SIGTRAP:
-      break;
+      return true;
     default:
-      return "";
+      return false;
   }
+}
+
+std::string CrashAdvice(const ExitStatus& exit, uint32_t recorded_signal, int32_t violation_syscall,
+                        bool backtrace_enabled) {
+  if (violation_syscall >= 0) return "";
+  const int signal = recorded_signal != 0 ? static_cast<int>(recorded_signal) : exit.signaled ? exit.code : 0;
+  if (!IsCrashSignal(signal)) return "";
   if (backtrace_enabled) return "; the crashing thread's backtrace is on the backend's stderr";
   return absl::StrCat("; for the crashing thread's backtrace, run with ", runner::kBacktraceEnv, "=1");
 }

@@ -71,6 +71,11 @@ void AddCrashHints(std::span<const ipc::CrashHints> channels, DeathRecord* recor
 std::string DescribeExit(const ExitStatus& exit, uint32_t recorded_signal, int32_t violation_syscall,
                          bool oom_killed = false);
 
+// Whether `signal` is one that faulting code raises on itself (SIGSEGV,
+// SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP), as opposed to one sent from
+// outside (SIGKILL, SIGTERM) or the sandbox's SIGSYS.
+bool IsCrashSignal(int signal);
+
 // What a vendor can do about a crash, to append to its message: for a fault
 // signal (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP) that was not a
 // sandbox violation, how to see where it happened ("; for the crashing

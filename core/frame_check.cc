@@ -21,8 +21,8 @@ uint64_t RangeSize(const ipc::IndexRange& r) {
 
 }  // namespace
 
-FrameCheck::FrameCheck(const ipc::FrameRequest& request, int64_t frame_count)
-    : request_(request), frame_count_(frame_count) {
+FrameCheck::FrameCheck(const ipc::FrameRequest& request, int64_t frame_count, int64_t estimated_count)
+    : request_(request), negative_base_(frame_count >= 0 ? frame_count : estimated_count) {
   if (auto* list = std::get_if<ipc::IndexList>(&request.selection)) {
     expected_ = list->indices.size();
   } else if (auto* range = std::get_if<ipc::IndexRange>(&request.selection)) {
@@ -39,7 +39,7 @@ FrameCheck::FrameCheck(const ipc::FrameRequest& request, int64_t frame_count)
 std::optional<int64_t> FrameCheck::ExpectedIndex(uint64_t position) const {
   if (auto* list = std::get_if<ipc::IndexList>(&request_.selection)) {
     const int64_t i = list->indices[position];
-    return i < 0 && frame_count_ >= 0 ? i + frame_count_ : i;
+    return i < 0 && negative_base_ >= 0 ? i + negative_base_ : i;
   }
   if (auto* range = std::get_if<ipc::IndexRange>(&request_.selection)) {
     // Below stop, so no overflow (position < RangeSize).

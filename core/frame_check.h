@@ -23,8 +23,10 @@ namespace codecvisor {
 class FrameCheck {
  public:
   // `frame_count`: the stream's frame count as the session reported it
-  // (from the scan, else the header), or -1 when unknown.
-  FrameCheck(const ipc::FrameRequest& request, int64_t frame_count);
+  // (from the scan, else the header), or -1 when unknown; `estimated_count`
+  // places negative indices when it is unknown, as the runner does
+  // (ipc::StreamMetadata::estimated_frame_count()).
+  FrameCheck(const ipc::FrameRequest& request, int64_t frame_count, int64_t estimated_count = -1);
 
   // The next frame record of the answer. kDataLoss naming what is wrong if
   // it is not the frame the request asked for at this position.
@@ -40,7 +42,7 @@ class FrameCheck {
   std::optional<int64_t> ExpectedIndex(uint64_t position) const;
 
   const ipc::FrameRequest request_;  // a copy: lists hold at most 2048 entries
-  int64_t frame_count_;
+  int64_t negative_base_;  // what negative indices count back from
   // Frames the answer must hold exactly, or at most (a time range).
   uint64_t expected_ = 0;
   bool exact_ = true;

@@ -20,8 +20,9 @@ ipc::FrameRef Ref(uint32_t position, int64_t index, double pts_seconds = 0) {
 
 // Feeds `indices` (positions 0, 1, ...) and returns the first error, or
 // Final()'s verdict.
-absl::Status Answer(const ipc::FrameRequest& request, int64_t count, const std::vector<int64_t>& indices) {
-  FrameCheck check(request, count);
+absl::Status Answer(const ipc::FrameRequest& request, int64_t count, const std::vector<int64_t>& indices,
+                    int64_t estimated = -1) {
+  FrameCheck check(request, count, estimated);
   for (size_t i = 0; i < indices.size(); ++i) {
     if (absl::Status s = check.Next(Ref(static_cast<uint32_t>(i), indices[i])); !s.ok()) return s;
   }
@@ -67,6 +68,14 @@ TEST(FrameCheckTest, NegativeIndicesStayNegativeWithoutACount) {
   // refuses it, so no frame may come back for it.
   EXPECT_TRUE(absl::IsDataLoss(Answer({ipc::IndexList{{-1}}}, -1, {7})));
   EXPECT_TRUE(Answer({ipc::IndexList{{3}}}, -1, {3}).ok());
+}
+
+TEST(FrameCheckTest, AnEstimatedCountPlacesNegativeIndicesAsTheRunnerDoes) {
+  // No scan, no header count: the runner counts -1 back from round(duration
+  // x rate), and so must the host.
+  EXPECT_TRUE(Answer({ipc::IndexList{{-1, 2}}}, -1, {29, 2}, /*estimated=*/30).ok());
+  EXPECT_TRUE(absl::IsDataLoss(Answer({ipc::IndexList{{-1}}}, -1, {28}, /*estimated=*/30)));
+  EXPECT_TRUE(Answer({ipc::IndexList{{-1}}}, 10, {9}, /*estimated=*/30).ok());  // a known count wins
 }
 
 TEST(FrameCheckTest, ARangeGetsStartPlusStepTimesPosition) {

@@ -205,12 +205,7 @@ void Supervisor::OnDeath(const ExitStatus& exit, const RunningBackend& process) 
   if (stopping_) return;
   const RestartPolicy::Decision decision = policy_.OnCrash(env_->Now());
   if (decision.quarantine) {
-    state_ = BackendState::kQuarantined;
-    failure_ = absl::FailedPreconditionError(absl::StrCat(
-        "backend '", manifest_.name, "' (", manifest_.path, ") is quarantined after ",
-        policy_.crashes_in_window(), " crashes within ", policy_.limits().window.count() / 1000,
-        " s (last: ", record.Describe(), "); lift it with `codecvisor backends --reset ", manifest_.name,
-        "` or Host::ResetBackend()", CrashAdvice(record, BacktraceEnabled())));
+    Quarantine("crashes", record.Describe(), CrashAdvice(record, BacktraceEnabled()));
   } else {
     state_ = BackendState::kRestarting;
     restart_at_ = env_->Now() + decision.delay;
@@ -398,11 +393,15 @@ void Supervisor::OnFailedRestart(const absl::Status& why) {
     restart_at_ = env_->Now() + decision.delay;
     return;
   }
+  Quarantine("crashes or failed restarts", why.message(), "");
+}
+
+void Supervisor::Quarantine(absl::string_view what, absl::string_view last, absl::string_view advice) {
   state_ = BackendState::kQuarantined;
   failure_ = absl::FailedPreconditionError(absl::StrCat(
-      "backend '", manifest_.name, "' (", manifest_.path, ") is quarantined after ", policy_.crashes_in_window(),
-      " crashes or failed restarts within ", policy_.limits().window.count() / 1000, " s (last: ", why.message(),
-      "); lift it with `codecvisor backends --reset ", manifest_.name, "` or Host::ResetBackend()"));
+      "backend '", manifest_.name, "' (", manifest_.path, ") is quarantined after ", policy_.crashes_in_window(), " ",
+      what, " within ", policy_.limits().window.count() / 1000, " s (last: ", last, "); lift it with `codecvisor "
+      "backends --reset ", manifest_.name, "` or Host::ResetBackend()", advice));
 }
 
 void Supervisor::StartBackend() {

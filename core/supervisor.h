@@ -154,6 +154,11 @@ class Supervisor {
   void OnDeath(const ExitStatus& exit, const RunningBackend& process) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A restart's start failed: counted as a crash, retried or quarantined.
   void OnFailedRestart(const absl::Status& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Enters kQuarantined with the message saying why: the restart budget was
+  // spent on `what` ("crashes"), the `last` of which ended so; `advice` is
+  // appended.
+  void Quarantine(absl::string_view what, absl::string_view last, absl::string_view advice)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void InterruptChannels(uint64_t generation) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const BackendManifest manifest_;

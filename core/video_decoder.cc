@@ -222,8 +222,7 @@ VideoDecoder::Attempt VideoDecoder::RunOnce(const FrameSelection& selection,
   // A re-issued request starts over: frames already delivered are skipped.
   const uint32_t skip = *delivered;
   absl::Status& first_error = *sink_error;
-  FrameCheck check(selection, metadata_.num_frames_from_scan >= 0 ? metadata_.num_frames_from_scan
-                                                                  : metadata_.num_frames_from_header);
+  FrameCheck check(selection, metadata_.known_frame_count(), metadata_.estimated_frame_count());
   for (;;) {
     absl::StatusOr<ipc::Incoming> in = channel.Receive(Clock::now() + options_.request_timeout);
     if (absl::IsDeadlineExceeded(in.status()) && channel.arena().held_count() >= slots) {

@@ -100,14 +100,23 @@ absl::Status WaitFor(DoorbellWord* bell, absl::FunctionRef<bool()> ready, Deadli
     if (policy != nullptr) policy->RecordWait(Clock::now() - start, poll_missed);
     return absl::OkStatus();
   };
-  const WaitPlan plan = policy != nullptr ? policy->Plan({.idle_cores = IdleCores()}) : WaitPlan{};
+  // A wait expected longer than any nap sleeps whatever the cores do: no
+  // /proc read for it.
+  const WaitPlan plan =
+      policy == nullptr ? WaitPlan{}
+      : policy->expected_wait() > WaitPolicy::kMaxNapWait ? policy->Plan({.idle_cores = 0})
+                                                          : policy->Plan({.idle_cores = IdleCores()});
   if (plan.spin.count() > 0 && PollUntil(ready, std::min(deadline, start + plan.spin), plan.yield, peer)) {
     return done();
   }
   if (const auto nap_end = start + plan.nap; plan.nap.count() > 0 && nap_end < deadline && !peer.interrupted()) {
-    const auto now = Clock::now();
-    const bool answered =
-        now < nap_end && SleepOnce(bell, ready, peer, std::min<std::chrono::nanoseconds>(nap_end - now, kLivenessSlice));
+    // In slices of kLivenessSlice, checking the peer between them, like the
+    // sleep below: a nap may be longer than one slice.
+    bool answered = false;
+    for (auto now = Clock::now(); !answered && now < nap_end && !peer.interrupted(); now = Clock::now()) {
+      answered = SleepOnce(bell, ready, peer, std::min<std::chrono::nanoseconds>(nap_end - now, kLivenessSlice));
+      if (!answered && !peer.Check().ok()) break;  // reported by the loop below
+    }
     // Running again only past the nap's end: whatever woke it, a timed
     // wake-up takes at least this long. (Before it, a ring ended the nap.)
     const auto woke = Clock::now();

@@ -9,6 +9,7 @@
 #ifndef CODECVISOR_IPC_MESSAGES_H_
 #define CODECVISOR_IPC_MESSAGES_H_
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <variant>
@@ -115,6 +116,21 @@ struct StreamMetadata {
   Rational time_base;
   uint32_t num_video_streams = 0;
   bool operator==(const StreamMetadata&) const = default;
+
+  // The count from the scan, else the header; -1 when neither knows it.
+  int64_t known_frame_count() const {
+    return num_frames_from_scan >= 0 ? num_frames_from_scan : num_frames_from_header;
+  }
+  // known_frame_count(), else (as torchcodec does) round(duration x average
+  // rate); -1 when none of them is known. Only places negative indices:
+  // past an estimate, the backend finds the end.
+  int64_t estimated_frame_count() const {
+    if (const int64_t known = known_frame_count(); known >= 0) return known;
+    if (duration_seconds > 0 && average_fps > 0 && duration_seconds * average_fps < 9e18) {
+      return std::llround(duration_seconds * average_fps);
+    }
+    return -1;
+  }
 };
 
 struct MetadataRequest {

@@ -14,10 +14,6 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/sdk/codecvisor_backend.h"
 
-extern "C" {
-#include <libavutil/log.h>
-}
-
 namespace {
 
 // Frames larger than this are not decoded: a header may claim any size,
@@ -33,7 +29,6 @@ const cv_backend_v1* Table() {
 
 cv_backend* Backend() {
   static cv_backend* backend = [] {
-    av_log_set_level(AV_LOG_QUIET);  // corrupt input makes FFmpeg chatty
     cv_backend* b = nullptr;
     cv_error error{};
     if (Table()->create("", &b, &error) != CV_OK) __builtin_trap();

@@ -46,7 +46,8 @@ absl::StatusOr<bool> FrameCursor::NextFrame() {
       errors_without_frame_ = 0;
       frame_follows_loss_ = errors_pending_;
       errors_pending_ = false;
-      if (frame_->pts != AV_NOPTS_VALUE) {
+      if (index_ == nullptr && frame_->pts != AV_NOPTS_VALUE) {
+        // (Approximate mode only: exact mode finds frames by the index.)
         // Packets sent before this frame's in presentation order whose
         // frames never came out: the decoder dropped them (damaged data).
         // The first frame after a seek is exempt: decoders drop the leading
@@ -102,7 +103,7 @@ absl::StatusOr<bool> FrameCursor::NextFrame() {
       if (i >= 0) last_read_order_ = (*index_)[i].decode_order;
     }
     ret = decoder_->Send(packet_.get());
-    if (ret >= 0 && packet_->pts != AV_NOPTS_VALUE && !(packet_->flags & AV_PKT_FLAG_DISCARD)) {
+    if (index_ == nullptr && ret >= 0 && packet_->pts != AV_NOPTS_VALUE && !(packet_->flags & AV_PKT_FLAG_DISCARD)) {
       if (sent_pts_.size() >= kMaxTrackedPackets) sent_pts_.clear();
       sent_pts_.insert(packet_->pts);
     }

@@ -63,6 +63,12 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Open(int fd,
                               options.output_height != 0 ? options.output_height : height);
   if (!layout.ok()) return layout.status();
   session->layout_ = *layout;
+  // Before the scan: a rotation it cannot reproduce is refused at once.
+  auto output = FrameOutput::Create(session->layout_, *native, static_cast<uint32_t>(par->width),
+                                    static_cast<uint32_t>(par->height), rotation,
+                                    options.output_width != 0 || options.output_height != 0);
+  if (!output.ok()) return output.status();
+  session->output_ = *std::move(output);
 
   const AVRational fps = HeaderFrameRate(stream);
   if (options.seek_mode == CV_SEEK_EXACT) {
@@ -111,11 +117,6 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Open(int fd,
       std::make_unique<FrameCursor>(session->demuxer_.get(), session->decoder_.get(),
                                     session->index_ ? &*session->index_ : nullptr,
                                     /*at_start=*/options.seek_mode == CV_SEEK_APPROXIMATE);
-  auto output = FrameOutput::Create(session->layout_, *native, static_cast<uint32_t>(par->width),
-                                    static_cast<uint32_t>(par->height), rotation,
-                                    options.output_width != 0 || options.output_height != 0);
-  if (!output.ok()) return output.status();
-  session->output_ = *std::move(output);
   return session;
 }
 

@@ -70,14 +70,7 @@ class Owned {
   // may wait for the backend (a close message, up to 100 ms when its
   // channel is full), so other Python threads run meanwhile, except while
   // the interpreter shuts down, when handing the GIL over is unsafe.
-  ~Owned() {
-    if (getpid() != owner_) {
-      (void)object_.release();  // the parent's; it is not ours to stop
-    } else if (object_ != nullptr && PyGILState_Check() && !_Py_IsFinalizing()) {
-      py::gil_scoped_release release;
-      object_.reset();
-    }
-  }
+  ~Owned() { Reset(); }
   Owned(const Owned&) = delete;
   Owned& operator=(const Owned&) = delete;
 
@@ -86,13 +79,16 @@ class Owned {
     if (object_ == nullptr) throw ForkedError{std::string(what) + " is closed"};
     return *object_;
   }
-  // Destroys it now (in its own process), e.g. on close().
+  // Destroys it now (in its own process), e.g. on close(), with the GIL
+  // released: closing may wait for the backend.
   void Reset() {
-    if (getpid() == owner_) {
-      py::gil_scoped_release release;  // closing waits for the backend
+    if (getpid() != owner_) {
+      (void)object_.release();  // the parent's; it is not ours to stop
+    } else if (object_ != nullptr && PyGILState_Check() && !_Py_IsFinalizing()) {
+      py::gil_scoped_release release;
       object_.reset();
     } else {
-      (void)object_.release();
+      object_.reset();
     }
   }
 
@@ -318,7 +314,6 @@ py::tuple Scattered(PyDecoder& d, const FrameSelection& request, size_t distinct
     if (where[p] >= distinct) throw StatusError{Status(StatusCode::kInvalidArgument, "where[] names a frame not asked for")};
     targets[where[p]].push_back(p);
   }
-  if (distinct == 0) return d.Decode(request, 0);
   Batch batch(std::move(targets), where.size());
   return d.Fill(request, batch);
 }

@@ -230,15 +230,19 @@ def run(args):
     if inprocess is None:
         notes.append("C++ in-process figures not measured: no codecvisor-decode-inprocess (give --inprocess PATH, "
                      "or run the package from an install made by //:install)")
+    counts = {}
+    for label, clip in clips.items():
+        with VideoDecoder(clip) as d:
+            counts[label] = len(d)
     for threads in (0, 1):
         for label, clip in clips.items():
-            frames = len(VideoDecoder(clip))
+            frames = counts[label]
             baselines = dict(PyAV=lambda: timed(pyav_all_frames, clip, threads))
             if inprocess:
                 baselines["C++ in-process"] = lambda: cpp_all_frames(inprocess, clip, frames, threads)
             results += side_by_side(f"all frames {label}, threads={threads}", args.rounds, "frames/s",
                                     lambda: timed(cv_all_frames, clip, threads), **baselines)
-        n = VideoDecoder(clips[big]).metadata.num_frames
+        n = counts[big]
         rng = random.Random(1234)
         indices = sorted(rng.sample(range(n), min(10, n)))
         results += side_by_side(f"{len(indices)} random frames {big} exact, threads={threads}", args.rounds,
@@ -266,9 +270,15 @@ def run(args):
     results += side_by_side(f"{small} all frames twice: 2 Python threads at once, threads=1", args.rounds,
                             "frames/s", lambda: timed(two_threads, clips[small], 1),
                             **{"1 thread, one after the other": lambda: timed(one_thread_twice, clips[small], 1)})
-    peak_rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return dict(results=results, notes=notes, peak_rss_mib=peak_rss_mib, machine=machine(),
-                load_average=os.getloadavg())
+    return dict(results=results, notes=notes, machine=machine())
+
+
+def finish(report):
+    """The peak RSS of this process and the load average, once every figure
+    is measured."""
+    report["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    report["load_average"] = os.getloadavg()
+    return report
 
 
 def machine():
@@ -312,6 +322,7 @@ def main(argv=None):
     if args.training:
         from . import _bench_training
         _bench_training.run(args, report)
+    finish(report)
     if args.json:
         print(json.dumps(report))
         return

@@ -6,7 +6,6 @@ arrive as Skipped records (or raise, when asked)."""
 import collections
 import functools
 import os
-import time
 
 import pytest
 import torch

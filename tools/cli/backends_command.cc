@@ -162,22 +162,15 @@ int RunBackends(const BackendsArgs& args) {
   // Started all at once (each start is a child loading its library and
   // answering the handshake); a failure is listed (state failed, with the
   // diagnostic), and repeated on stderr with --start.
-  std::vector<absl::Status> start_failures;
+  std::vector<absl::Status> started;
   if (!args.no_check) {
     const std::vector<BackendInfo> listed = (*host)->Backends();
-    std::vector<absl::Status> started(listed.size());
+    started.resize(listed.size());
     std::vector<std::thread> starters;
     for (size_t i = 0; i < listed.size(); ++i) {
       starters.emplace_back([&, i] { started[i] = ToAbsl((*host)->StartBackend(listed[i].name, kBackendStartTimeout)); });
     }
     for (std::thread& t : starters) t.join();
-    for (const absl::Status& s : started) {
-      if (!s.ok()) start_failures.push_back(s);
-    }
-    for (const ManifestFailure& failure : failures) {
-      start_failures.push_back(absl::Status(failure.status.code(), absl::StrCat("--backend-manifest ", failure.path,
-                                                                                ": ", failure.status.message())));
-    }
   }
   std::vector<BackendInfo> backends = (*host)->Backends();
   for (const ManifestFailure& failure : failures) backends.push_back(FailedManifestStatus(failure));
@@ -189,8 +182,18 @@ int RunBackends(const BackendsArgs& args) {
   }
   if (std::fflush(stdout) != 0) return ReportFailure("backends", "", absl::InternalError("cannot write stdout"));
   if (!args.start) return 0;
-  for (const absl::Status& failure : start_failures) ReportFailure("backends", "", failure);
-  return start_failures.empty() ? 0 : 1;
+  bool failed = false;
+  for (const absl::Status& s : started) {
+    if (s.ok()) continue;
+    ReportFailure("backends", "", s);
+    failed = true;
+  }
+  for (const ManifestFailure& failure : failures) {
+    ReportFailure("backends", "", absl::Status(failure.status.code(), absl::StrCat("--backend-manifest ", failure.path,
+                                                                                   ": ", failure.status.message())));
+    failed = true;
+  }
+  return failed ? 1 : 0;
 }
 
 }  // namespace codecvisor::cli

@@ -266,6 +266,17 @@ absl::StatusOr<Sample> MakeRotatedSample(const Sample& source, absl::string_view
   return sample;
 }
 
+namespace {
+
+// PSNR in dB of a summed squared difference over `count` bytes; +infinity
+// when there is no difference.
+double PsnrOf(double squared, double count) {
+  if (squared == 0) return std::numeric_limits<double>::infinity();
+  return 10 * std::log10(255.0 * 255.0 * count / squared);
+}
+
+}  // namespace
+
 double Psnr(std::span<const uint8_t> decoded, std::span<const uint8_t> reference) {
   if (decoded.size() != reference.size() || decoded.empty()) return 0;
   double squared = 0;
@@ -273,22 +284,8 @@ double Psnr(std::span<const uint8_t> decoded, std::span<const uint8_t> reference
     const double d = static_cast<double>(decoded[i]) - reference[i];
     squared += d * d;
   }
-  if (squared == 0) return std::numeric_limits<double>::infinity();
-  const double mse = squared / static_cast<double>(decoded.size());
-  return 10 * std::log10(255.0 * 255.0 / mse);
+  return PsnrOf(squared, static_cast<double>(decoded.size()));
 }
-
-}  // namespace codecvisor::conformance
-
-namespace codecvisor::conformance {
-namespace {
-
-double PsnrOf(double squared, double count) {
-  if (squared == 0) return std::numeric_limits<double>::infinity();
-  return 10 * std::log10(255.0 * 255.0 * count / squared);
-}
-
-}  // namespace
 
 FrameDifference Difference(std::span<const uint8_t> decoded, std::span<const uint8_t> reference, uint32_t width,
                            uint32_t height) {

@@ -1,7 +1,5 @@
 #include "backends/sdk/runner/resolve_selection.h"
 
-#include <cmath>
-
 #include "absl/strings/str_cat.h"
 #include "backends/sdk/runner/abi_convert.h"
 #include "backends/sdk/runner/crash_hints.h"
@@ -9,20 +7,14 @@
 namespace codecvisor::runner {
 namespace {
 
-// The stream's frame count: from the scan, else the header, else (as
-// torchcodec does, and as the public StreamMetadata::num_frames()) estimated
-// as round(duration x average rate); -1 when none is known.
+// What the session knows of its frame count, for messages.
 struct FrameCount {
   int64_t frames = -1;
   bool estimated = false;
 };
 
 FrameCount CountFrames(const ipc::StreamMetadata& m) {
-  if (m.num_frames_from_scan >= 0) return {m.num_frames_from_scan, false};
-  if (m.num_frames_from_header >= 0) return {m.num_frames_from_header, false};
-  const double estimate = m.duration_seconds * m.average_fps;
-  if (m.duration_seconds > 0 && m.average_fps > 0 && estimate < 9e18) return {std::llround(estimate), true};
-  return {};
+  return {m.estimated_frame_count(), m.known_frame_count() < 0 && m.estimated_frame_count() >= 0};
 }
 
 absl::Status IndexOutOfRange(int64_t index, const FrameCount& count) {
