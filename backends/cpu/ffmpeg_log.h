@@ -18,10 +18,11 @@
 #include <optional>
 
 #include "absl/strings/string_view.h"
+#include "backends/sdk/codecvisor_backend.h"
 
 namespace codecvisor::cpu {
 
-inline constexpr char kLogLevelEnv[] = "CODECVISOR_BACKEND_LOG_LEVEL";
+inline constexpr char kLogLevelEnv[] = CODECVISOR_BACKEND_LOG_LEVEL_ENV;
 
 // AV_LOG_* for one of quiet, panic, fatal, error, warning, info, verbose,
 // debug, trace; nullopt for anything else.

@@ -40,6 +40,13 @@ extern "C" {
 #define CODECVISOR_BACKEND_ABI_VERSION 1
 #define CODECVISOR_BACKEND_ENTRY "codecvisor_backend_v1"
 
+/* The environment variable through which the host tells a backend how much
+ * its libraries may log to stderr, in the ffmpeg CLI's -loglevel names
+ * (quiet, panic, fatal, error, warning, info, verbose, debug, trace). Unset,
+ * empty or unknown means quiet: a backend's errors reach the user through
+ * cv_error, and a library must not write to a user's terminal. */
+#define CODECVISOR_BACKEND_LOG_LEVEL_ENV "CODECVISOR_BACKEND_LOG_LEVEL"
+
 /* Every enumerated field and return value is an int32_t, so the layout
  * does not depend on how a compiler sizes enums (-fshort-enums), and an
  * unknown value is just a number, not undefined behaviour. The named

@@ -2,6 +2,8 @@
 
 #include "av1_stream.h"
 
+#include "log_level.h"
+
 #include <cerrno>
 #include <cstring>
 
@@ -28,6 +30,7 @@ Status Av1Stream::Open(Container* container, uint32_t threads, std::unique_ptr<A
   settings.max_frame_delay = 0;  // libdav1d's choice, as libavcodec leaves it
   settings.all_layers = 0;       // libavcodec's default: the highest spatial layer only
   settings.apply_grain = 1;
+  settings.logger = {nullptr, &Dav1dLog};  // quiet unless the host asks for logs
   if (int ret = dav1d_open(&s->dav1d_, &settings); ret < 0) {
     return Status(ret == DAV1D_ERR(ENOMEM) ? CV_ERROR_RESOURCE_EXHAUSTED : CV_ERROR_INTERNAL,
                   Sprintf("libdav1d %s could not start: %s", dav1d_version(), std::strerror(-ret)));

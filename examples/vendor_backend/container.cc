@@ -2,6 +2,8 @@
 
 #include "container.h"
 
+#include "log_level.h"
+
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -110,6 +112,7 @@ Status Container::Open(int fd, int stream_index, std::unique_ptr<Container>* out
   }
   if (st.st_size == 0) return Status(CV_ERROR_CORRUPT_DATA, "is empty (0 bytes), not a video");
 
+  ApplyLogLevel();
   std::unique_ptr<Container> c(new Container());
   c->fd_ = fd;
   auto* buffer = static_cast<uint8_t*>(av_malloc(kIoBufferBytes));

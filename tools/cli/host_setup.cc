@@ -14,6 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "api/absl_interop.h"
+#include "backends/sdk/codecvisor_backend.h"
 #include "core/backend_history.h"
 #include "core/backend_output.h"
 
@@ -124,7 +125,7 @@ int ReportFailure(absl::string_view command, absl::string_view subject, const ab
 }
 
 namespace {
-constexpr char kLogLevelEnv[] = "CODECVISOR_BACKEND_LOG_LEVEL";
+constexpr char kLogLevelEnv[] = CODECVISOR_BACKEND_LOG_LEVEL_ENV;
 }  // namespace
 
 void SetBackendLogLevel(const std::string& level) {
