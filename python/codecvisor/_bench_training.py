@@ -31,6 +31,8 @@ from . import bench
 from .decoders import VideoDecoder
 
 CLIPS, FRAMES = 8, 8
+EPOCH_CLIPS = 2  # clips per sample in the DataLoader epoch
+SAMPLED = ("1080p", "360p")  # of bench.CLIP_SIZES
 # One decoder thread on both sides: PyAV's log callback takes the GIL from
 # FFmpeg's frame threads, which deadlocks when a seek makes them log.
 THREADS = 1
@@ -38,18 +40,14 @@ THREADS = 1
 
 # --- clip sampling -----------------------------------------------------------
 
-def _draw_clips(decoder, seed):
+def _clips(decoder, seed):
+    """The frame indices clips_at_random_indices fetches after
+    torch.manual_seed(seed), clip by clip, found without decoding."""
     import torch
-    from .samplers import clips_at_random_indices
+    from .samplers import _index_positions
     torch.manual_seed(seed)
-    return clips_at_random_indices(decoder, num_clips=CLIPS, num_frames_per_clip=FRAMES)
-
-
-def _clip_indices(decoder, seed):
-    """The frame indices the sampler picks for `seed`, clip by clip."""
-    fps = decoder.metadata.average_fps
-    pts = _draw_clips(decoder, seed).pts_seconds.numpy()
-    return [[int(round((p - decoder.metadata.begin_stream_seconds) * fps)) for p in clip] for clip in pts]
+    flat = _index_positions(True, decoder, CLIPS, FRAMES, 1, 0, None, "repeat_last", None)
+    return [flat[c * FRAMES:(c + 1) * FRAMES] for c in range(CLIPS)]
 
 
 def _pyav_clips(path, clips):
@@ -71,52 +69,84 @@ def _pyav_clips(path, clips):
     return got
 
 
-def _sampling(report, rounds, label, path):
+def _sampler_side(path):
+    """Round k: clips_at_random_indices after torch.manual_seed(k)."""
+    import torch
+    from .samplers import clips_at_random_indices
     decoder = VideoDecoder(path, num_ffmpeg_threads=THREADS)
     seeds = iter(range(10_000))
-    state = {}
 
-    def sampler():
-        state["seed"] = next(seeds)
+    def side():
+        torch.manual_seed(next(seeds))
         start = time.perf_counter()
-        n = len(_draw_clips(decoder, state["seed"]))
+        n = len(clips_at_random_indices(decoder, num_clips=CLIPS, num_frames_per_clip=FRAMES))
         return n, time.perf_counter() - start
+    return side, decoder
 
-    def per_clip():
-        clips = _clip_indices(decoder, state["seed"])  # the clips the sampler just drew
+
+def _per_clip_side(path):
+    """Round k: the clips of seed k, one get_frames_at call each."""
+    decoder = VideoDecoder(path, num_ffmpeg_threads=THREADS)
+    seeds = iter(range(10_000))
+
+    def side():
+        clips = _clips(decoder, next(seeds))
         start = time.perf_counter()
         for clip in clips:
             decoder.get_frames_at(clip)
         return len(clips), time.perf_counter() - start
+    return side, decoder
 
-    def pyav():
-        clips = _clip_indices(decoder, state["seed"])
+
+def _pyav_side(path, planner):
+    """Round k: the clips of seed k, PyAV seeking to each."""
+    seeds = iter(range(10_000))
+
+    def side():
+        clips = _clips(planner, next(seeds))
         start = time.perf_counter()
         n = _pyav_clips(path, clips)
         return n, time.perf_counter() - start
+    return side
 
-    # Each baseline fetches the clips of the sampler's latest draw (the same
-    # round's, or the previous one's when it goes first).
+
+def _sampling(report, rounds, label, path):
+    # Round k of every side fetches the same clips (seed k), each side from
+    # its own decoder, so that no side finds frames another side just decoded.
+    sampler, sampler_decoder = _sampler_side(path)
+    per_clip, per_clip_decoder = _per_clip_side(path)
     for result in bench.side_by_side(f"clips_at_random_indices {CLIPS}x{FRAMES} {label}", rounds, "clips/s",
-                                     sampler, **{"per-clip get_frames_at": per_clip, "PyAV seeking": pyav}):
+                                     sampler, **{"per-clip get_frames_at": per_clip,
+                                                 "PyAV seeking": _pyav_side(path, per_clip_decoder)}):
         _add(report, result)
-    decoder.close()
+    sampler_decoder.close()
+    per_clip_decoder.close()
 
 
 # --- DataLoader epochs -----------------------------------------------------------
 
-def _epoch(clips, workers):
+def _epoch_side(clips, workers):
+    """Each call times one epoch of the same DataLoader. Its workers are
+    persistent and started, with their hosts and backends, by an untimed
+    first epoch: the figure is the steady epoch of a training run, not the
+    workers' start."""
     from torch.utils.data import DataLoader
     from .datasets import ClipDataset, collate_clips
     from .samplers import clips_at_random_indices
-    sampler = functools.partial(clips_at_random_indices, num_clips=2, num_frames_per_clip=FRAMES)
+    sampler = functools.partial(clips_at_random_indices, num_clips=EPOCH_CLIPS, num_frames_per_clip=FRAMES)
     dataset = ClipDataset([(c, i) for i, c in enumerate(clips)], sampler,
                           decoder_options=dict(num_ffmpeg_threads=1))
-    start = time.perf_counter()
-    n = 0
-    for batch in DataLoader(dataset, batch_size=4, num_workers=workers, collate_fn=collate_clips):
-        n += len(batch.labels)
-    return n, time.perf_counter() - start
+    loader = DataLoader(dataset, batch_size=4, num_workers=workers, collate_fn=collate_clips,
+                        persistent_workers=workers > 0)
+
+    def epoch():
+        start = time.perf_counter()
+        n = 0
+        for batch in loader:
+            n += len(batch.labels)
+        return n, time.perf_counter() - start
+    epoch()
+    return epoch
 
 
 # --- Dask -------------------------------------------------------------------------
@@ -157,14 +187,14 @@ def run(args, report):
     """Appends the training figures to report["results"]; args as bench's
     (rounds, quick, folder)."""
     folder = args.folder or tempfile.mkdtemp(prefix="codecvisor-bench-")
-    long_clips = {"1080p": bench.make_clip(folder, "1080p.mp4", "1920x1080", 4 if args.quick else 10),
-                  "360p": bench.make_clip(folder, "360p.mp4", "640x360", 4 if args.quick else 20)}
+    long_clips = {label: bench.make_clip(folder, f"{label}.mp4", size, 4 if args.quick else seconds)
+                  for label, size, seconds in bench.CLIP_SIZES if label in SAMPLED}
     # 200 short clips even when quick: an epoch over fewer would time the workers' start.
     short = [bench.make_clip(folder, f"short{i:03d}.mp4", "320x240", 2, gop=25) for i in range(200)]
     for label, path in long_clips.items():
         _sampling(report, args.rounds, label, path)
     for result in bench.side_by_side(f"DataLoader epoch over {len(short)} short clips, 2 workers", args.rounds,
-                                     "samples/s", lambda: _epoch(short, 2), **{"0 workers": lambda: _epoch(short, 0)}):
+                                     "samples/s", _epoch_side(short, 2), **{"0 workers": _epoch_side(short, 0)}):
         _add(report, result)
     _dask(report, args.rounds, short[:40])
     return report

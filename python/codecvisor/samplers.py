@@ -102,6 +102,16 @@ def _index_range(start: int, end: Optional[int], span: int, num_frames: int):
 def _index_sampler(random: bool, decoder, num_clips: int, num_frames_per_clip: int, num_indices_between_frames: int,
                    sampling_range_start: int, sampling_range_end: Optional[int], policy: str,
                    generator: Optional[torch.Generator]) -> FrameBatch:
+    indices = _index_positions(random, decoder, num_clips, num_frames_per_clip, num_indices_between_frames,
+                               sampling_range_start, sampling_range_end, policy, generator)
+    return _as_clips(_fetch(decoder, indices, by_time=False), num_clips, num_frames_per_clip)
+
+
+def _index_positions(random: bool, decoder, num_clips: int, num_frames_per_clip: int, num_indices_between_frames: int,
+                     sampling_range_start: int, sampling_range_end: Optional[int], policy: str,
+                     generator: Optional[torch.Generator]) -> List[int]:
+    """The frame indices the index samplers fetch, clip after clip (drawing
+    from the generator as the sampler does, decoding nothing)."""
     _check_common(decoder, num_frames_per_clip, policy)
     if num_clips <= 0:
         raise ValueError(f"num_clips ({num_clips}) must be > 0")
@@ -119,7 +129,7 @@ def _index_sampler(random: bool, decoder, num_clips: int, num_frames_per_clip: i
     indices: List[int] = []
     for s in starts.tolist():
         indices += _complete_clip(list(range(s, min(s + span, num_frames), step)), num_frames_per_clip, policy)
-    return _as_clips(_fetch(decoder, indices, by_time=False), num_clips, num_frames_per_clip)
+    return indices
 
 
 def clips_at_random_indices(decoder, *, num_clips: int = 1, num_frames_per_clip: int = 1,
