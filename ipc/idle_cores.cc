@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -43,26 +44,36 @@ int ReadIdleCores() {
 
 }  // namespace
 
-int IdleCores() {
-  constexpr int64_t kRefreshNs = 10'000'000;
-  static std::atomic<int> cached{0};
-  static std::atomic<int64_t> read_at{-kRefreshNs};  // steady-clock ns; INT64_MAX once /proc failed
-  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                          std::chrono::steady_clock::now().time_since_epoch())
-                          .count();
-  int64_t last = read_at.load(std::memory_order_acquire);
+CachedIdleCores::CachedIdleCores(std::function<int64_t()> now_ns, std::function<int()> read, int64_t refresh_ns)
+    : now_ns_(std::move(now_ns)), read_(std::move(read)), refresh_ns_(refresh_ns) {}
+
+int CachedIdleCores::Get() {
+  const int64_t now = now_ns_();
+  int64_t last = read_at_.load(std::memory_order_acquire);
   if (last == INT64_MAX) return -1;
-  // One thread refreshes; the others use the value it last read.
-  if (now - last >= kRefreshNs && read_at.compare_exchange_strong(last, now, std::memory_order_acq_rel)) {
-    const int idle = ReadIdleCores();
+  const bool due = !ever_read_.load(std::memory_order_acquire) || now - last >= refresh_ns_;
+  if (due && read_at_.compare_exchange_strong(last, now, std::memory_order_acq_rel)) {
+    const int idle = read_();
     if (idle < 0) {
-      read_at.store(INT64_MAX, std::memory_order_release);
+      read_at_.store(INT64_MAX, std::memory_order_release);
       return -1;
     }
-    cached.store(idle, std::memory_order_relaxed);
+    cached_.store(idle, std::memory_order_relaxed);
+    ever_read_.store(true, std::memory_order_release);
     return idle;
   }
-  return cached.load(std::memory_order_relaxed);
+  return cached_.load(std::memory_order_relaxed);
+}
+
+int IdleCores() {
+  static CachedIdleCores cache(
+      [] {
+        return static_cast<int64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::steady_clock::now().time_since_epoch())
+                                        .count());
+      },
+      ReadIdleCores, 10'000'000);
+  return cache.Get();
 }
 
 }  // namespace codecvisor::ipc

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+
 namespace codecvisor::ipc {
 namespace {
 
@@ -20,6 +22,58 @@ TEST(IdleCoresTest, TheCallerIsNotCountedAsRunnable) {
   EXPECT_EQ(IdleCoresFrom(2, 3), 0);
   EXPECT_EQ(IdleCoresFrom(2, 9), 0);
   EXPECT_EQ(IdleCoresFrom(2, 0), 2);
+}
+
+struct FakeSource {
+  int64_t now_ns = 1'000'000;
+  int value = 1;
+  int reads = 0;
+};
+
+CachedIdleCores CacheOver(FakeSource& src) {
+  return CachedIdleCores([&src] { return src.now_ns; },
+                         [&src] {
+                           ++src.reads;
+                           return src.value;
+                         },
+                         /*refresh_ns=*/10'000'000);
+}
+
+TEST(CachedIdleCoresTest, ReadsOnFirstUseThenKeepsTheValueUntilItIsOld) {
+  FakeSource src;
+  CachedIdleCores cache = CacheOver(src);
+  EXPECT_EQ(cache.Get(), 1);
+  EXPECT_EQ(src.reads, 1);
+  src.value = 2;
+  src.now_ns += 9'999'999;  // not yet 10 ms
+  EXPECT_EQ(cache.Get(), 1);
+  EXPECT_EQ(src.reads, 1);
+  src.now_ns += 1;  // 10 ms since the read
+  EXPECT_EQ(cache.Get(), 2);
+  EXPECT_EQ(src.reads, 2);
+  src.value = 0;
+  EXPECT_EQ(cache.Get(), 2);  // the refresh restarted the 10 ms
+  EXPECT_EQ(src.reads, 2);
+}
+
+TEST(CachedIdleCoresTest, ReadsOnFirstUseWhateverTheClockSays) {
+  FakeSource src;
+  src.now_ns = 0;
+  src.value = 2;
+  CachedIdleCores cache = CacheOver(src);
+  EXPECT_EQ(cache.Get(), 2);
+  EXPECT_EQ(src.reads, 1);
+}
+
+TEST(CachedIdleCoresTest, AFailedReadIsFinal) {
+  FakeSource src;
+  src.value = -1;
+  CachedIdleCores cache = CacheOver(src);
+  EXPECT_EQ(cache.Get(), -1);
+  src.value = 2;
+  src.now_ns += 1'000'000'000;
+  EXPECT_EQ(cache.Get(), -1);
+  EXPECT_EQ(src.reads, 1);
 }
 
 TEST(IdleCoresTest, ThisMachineIsReadable) {

@@ -24,6 +24,10 @@ ipc_figures=(
   "frame_ratio|arena / two threads"
   "single_thread_fps|one thread writing then reading one buffer: no data crosses cores"
   "single_thread_ratio|arena / one thread"
+  "host_cpu_us_per_frame|CPU per frame of the host's reading thread, us"
+  "peer_cpu_us_per_frame|CPU per frame of the backend's writing thread, us"
+  "local_reader_cpu_us_per_frame|CPU per frame of the local reading thread, us"
+  "local_writer_cpu_us_per_frame|CPU per frame of the local writing thread, us"
 )
 decode_figures=(
   "in_process_fps|the cpu backend's code linked in, frames/s"
@@ -39,6 +43,7 @@ decode_figures=(
   "out_of_process_cpu_ms_per_frame|CPU per frame out of process (host and child), ms"
   "in_process_caller_cpu_ms_per_frame|of which in process: the caller's thread, ms"
   "out_of_process_host_cpu_ms_per_frame|of which out of process: the host's thread, ms"
+  "out_of_process_host_cpu_share|the host's thread / CPU per frame in process"
   "out_of_process_session_cpu_ms_per_frame|of which out of process: the runner's session thread, ms"
   "in_process_other_cpu_ms_per_frame|of which in process: other threads (FFmpeg's), ms"
   "out_of_process_other_cpu_ms_per_frame|of which out of process: the child's other threads, ms"
@@ -66,9 +71,10 @@ machine="$(nproc) CPUs ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo 
 # one per video for decode) and prints its table: a value column per line.
 table() {
   local name=$1 figures_var="$1_figures[@]"
-  local json
+  local json load
+  load=$(cut -d' ' -f1-3 /proc/loadavg)
   json=$("$bench" "$name" --json)
-  printf '`codecvisor-bench %s --json` on %s:\n\n' "$name" "$machine"
+  printf '`codecvisor-bench %s --json` on %s, load average %s before the run:\n\n' "$name" "$machine" "$load"
   printf '%s\n' "${!figures_var}" | jq -Rrs --argjson runs "$(jq -s . <<<"$json")" '
     def cell: if type == "array" then map(tostring) | join(" / ") elif . == null then "-" else tostring end;
     def column: if .width then "\(.width)x\(.height)" else "value" end;

@@ -52,7 +52,7 @@ rc=0
 has "$tmp/decode.json" '"width":96' '"in_process_buffers":2' '"chunk_pairs":' '"chunk_ratio_quartiles":[' \
   "\"compare_runner\":\"$runner\"" '"compare_runner_fps":' '"chunk_compare_runner_ratio_quartiles":[' \
   '"figure":"ratio"' '"figure":"random_ratio"' '"figure":"cli_ratio"' '"figure":"sandbox_cost"' \
-  '"figure":"host_private_kb_3000"'
+  '"figure":"out_of_process_host_cpu_share"' '"figure":"host_private_kb_3000"'
 positive "$tmp/decode.json" in_process_fps out_of_process_fps out_of_process_unsandboxed_fps ffmpeg_cli_fps \
   compare_runner_fps compare_runner_host_wakeups_per_frame chunk_pairs host_private_kb_3000
 "$bench" decode "$video" --json --frames 25 --rounds 1 --random-frames 5 >"$tmp/decode2.json" 2>"$tmp/err" ||

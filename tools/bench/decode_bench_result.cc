@@ -75,9 +75,10 @@ std::string DecodeBenchResult::ToText() const {
       file, codec, width, height, frames, repeats, chunk_frames, threads, arena_slots, in_process_buffers, rounds);
   absl::StrAppendFormat(&out, "  %-34s %8.1f fps, CPU %.3f ms/frame\n", "in process (cpu backend linked in)",
                         in_process_fps, in_process_cpu_ms_per_frame);
-  absl::StrAppendFormat(&out, "  %-34s %8.1f fps, CPU %.3f ms/frame (host %.3f, %.1f%% of in process); ratio %.3f %s\n",
+  absl::StrAppendFormat(&out, "  %-34s %8.1f fps, CPU %.3f ms/frame (host %.3f, %.1f%% of in process %s); ratio %.3f %s\n",
                         "out of process, sandboxed", out_of_process_fps, out_of_process_cpu_ms_per_frame,
-                        out_of_process_host_cpu_ms_per_frame, out_of_process_host_cpu_share * 100, ratio,
+                        out_of_process_host_cpu_ms_per_frame, out_of_process_host_cpu_share * 100,
+                        TargetNote(targets, "out_of_process_host_cpu_share"), ratio,
                         TargetNote(targets, "ratio"));
   absl::StrAppendFormat(&out,
                         "  %-34s in process: caller %.4f, other threads %.4f; out of process: host %.4f, "
