@@ -16,7 +16,6 @@
 // - Errors: a non-OK Status raises StatusError(code, message); the Python
 //   layer maps the code to the exception type torchcodec raises.
 
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -30,6 +29,7 @@
 #include <vector>
 
 #include "codecvisor/codecvisor.h"
+#include "python/codecvisor/batch_memory.h"
 #include "pybind11/chrono.h"
 #include "pybind11/numpy.h"
 #include "pybind11/pybind11.h"
@@ -139,44 +139,6 @@ py::dict BackendDict(const BackendInfo& b) {
   d["version"] = b.version;
   return d;
 }
-
-// Memory for a batch: anonymous pages backed by huge pages where the kernel
-// gives them, populated in one call. Faulting a fresh 4 KiB page costs about
-// 10 us on a VM, which at 360p would cost more than decoding the frame.
-class BatchMemory {
- public:
-  BatchMemory() = default;
-  explicit BatchMemory(size_t bytes) : size_(RoundUp(std::max<size_t>(bytes, 1))) {
-    void* p = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) throw std::bad_alloc();
-    data_ = static_cast<uint8_t*>(p);
-    if (size_ >= kHugePage) (void)madvise(data_, size_, MADV_HUGEPAGE);  // best effort
-#ifdef MADV_POPULATE_WRITE
-    (void)madvise(data_, size_, MADV_POPULATE_WRITE);  // best effort (Linux 5.14+)
-#endif
-  }
-  ~BatchMemory() {
-    if (data_ != nullptr) munmap(data_, size_);
-  }
-  BatchMemory(BatchMemory&& o) noexcept : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)) {}
-  BatchMemory& operator=(BatchMemory&& o) noexcept {
-    std::swap(data_, o.data_);
-    std::swap(size_, o.size_);
-    return *this;
-  }
-  uint8_t* data() const { return data_; }
-  size_t size() const { return size_; }
-
- private:
-  static constexpr size_t kHugePage = size_t{2} << 20;
-  // Whole huge pages for large batches, whole pages for small ones.
-  static size_t RoundUp(size_t n) {
-    const size_t unit = n >= kHugePage / 2 ? kHugePage : 4096;
-    return (n + unit - 1) / unit * unit;
-  }
-  uint8_t* data_ = nullptr;
-  size_t size_ = 0;
-};
 
 // The frames of one request, copied as they arrive into one buffer laid
 // out as the batch tensor: N x H x W x 3 (interleaved) or N x 3 x H x W.
