@@ -115,12 +115,15 @@ def find_inprocess(explicit):
 
 
 def cpp_all_frames(binary, path, frames, threads):
-    """Runs the in-process decoder on frames [0, frames); returns (frames,
-    seconds) as it timed them (open, memory and decode, not its start)."""
+    """Runs the in-process decoder on frames [0, frames), keeping every frame
+    in memory allocated as a batch's is (the job codecvisor does here);
+    returns (frames, seconds) as it timed them (open, memory and decode, not
+    its start)."""
     # A sanitizer runtime preloaded into this Python must not reach the
     # binary, which carries its own.
     env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
-    out = subprocess.run([binary, path, "--frames", str(frames), "--threads", str(threads)], check=True,
+    out = subprocess.run([binary, path, "--frames", str(frames), "--threads", str(threads),
+                          "--buffers", str(frames)], check=True,
                          capture_output=True, text=True, env=env).stdout
     report = json.loads(out)
     return report["frames"], report["seconds"]

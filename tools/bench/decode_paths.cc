@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/cpu_backend.h"
+#include "python/codecvisor/batch_memory.h"
 #include "tools/bench/cpu_time.h"
 
 namespace codecvisor::bench {
@@ -74,7 +75,9 @@ class InProcessPath final : public DecodePath {
     if (cv_status s = table_->get_frame_layout(session_, &layout, &error); s != CV_OK) {
       return BackendError(path_, "get_frame_layout", s, error);
     }
-    buffers_.assign(std::max<uint32_t>(buffers, 1), std::vector<uint8_t>(layout.size));
+    frame_bytes_ = layout.size;
+    buffer_count_ = std::max<uint32_t>(buffers, 1);
+    memory_ = python::BatchMemory(frame_bytes_ * buffer_count_);
     return absl::OkStatus();
   }
 
@@ -84,8 +87,8 @@ class InProcessPath final : public DecodePath {
     const double cpu_before = ThreadCpuSeconds();
     const auto start = Clock::now();
     for (int64_t i = 0; i < chunk.frames(); ++i) {
-      std::vector<uint8_t>& out = buffers_[next_buffer_];
-      next_buffer_ = (next_buffer_ + 1) % buffers_.size();
+      const std::span<uint8_t> out(memory_.data() + next_buffer_ * frame_bytes_, frame_bytes_);
+      next_buffer_ = (next_buffer_ + 1) % buffer_count_;
       cv_frame_buffer buffer{.data = out.data(), .capacity = out.size()};
       cv_frame_info info{};
       cv_error error{};
@@ -108,7 +111,11 @@ class InProcessPath final : public DecodePath {
   cv_backend* backend_ = nullptr;
   cv_session* session_ = nullptr;
   int fd_ = -1;
-  std::vector<std::vector<uint8_t>> buffers_;
+  // The frame buffers, taken in turn: one region allocated as the Python
+  // package's batches are.
+  python::BatchMemory memory_;
+  size_t frame_bytes_ = 0;
+  size_t buffer_count_ = 1;
   size_t next_buffer_ = 0;
 };
 

@@ -1,10 +1,12 @@
 // `codecvisor-decode-inprocess FILE --frames N [--threads T] [--buffers B]`:
 // the baseline of the Python bench's "C++ in-process decoder" figures.
 // Decodes frames [0, N) of FILE to RGB24 with the cpu backend's own code
-// linked into this process (no sandbox, no channel), into B private frame
-// buffers taken in turn (1 by default: one buffer kept warm, so that the
-// figure is the decoder's own cost, with no page faults of fresh memory),
-// and prints one JSON object: {"frames": N, "seconds": S, "checksum": C},
+// linked into this process (no sandbox, no channel), into B frame buffers
+// taken in turn, in one region allocated as the Python package allocates a
+// batch (huge pages, populated). With B = N every frame is kept, as a batch
+// keeps them: the job the Python bench compares with. B = 1 keeps one
+// buffer warm: the decoder's own cost, with no memory to fill. It prints
+// one JSON object: {"frames": N, "seconds": S, "checksum": C},
 // where S covers opening the decoder, allocating the buffers and decoding,
 // not this process's start. Exit 1 with one line on stderr if decoding
 // fails.

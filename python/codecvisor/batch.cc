@@ -1,0 +1,88 @@
+#include "python/codecvisor/batch.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include "pybind11/numpy.h"
+
+namespace codecvisor::python {
+
+namespace py = pybind11;
+
+Status Batch::Add(const Frame& f) {
+  const size_t w = f.width(), h = f.height();
+  if (arrived_ == 0) {
+    width_ = w;
+    height_ = h;
+    planar_ = f.format() == OutputFormat::kRgb24Planar;
+    frame_bytes_ = w * h * 3;
+  } else if (w != width_ || h != height_) {
+    return Status(StatusCode::kInternal, "frames of one stream changed size mid-request");
+  }
+  if (scattered()) return AddScattered(f);
+  const size_t at = arrived_ * frame_bytes_;
+  if (at + frame_bytes_ > memory_.size()) {
+    // First frame: room for what the request should bring; then double.
+    BatchMemory bigger(std::max(arrived_ == 0 ? frame_bytes_ * std::max<size_t>(expected_, 1) : 0,
+                                2 * memory_.size() + frame_bytes_));
+    if (at > 0) std::memcpy(bigger.data(), memory_.data(), at);
+    memory_ = std::move(bigger);
+  }
+  if (Status s = CopyPixels(f, memory_.data() + at); !s.ok()) return s;
+  pts_.push_back(f.pts_seconds());
+  durations_.push_back(f.duration_seconds());
+  ++arrived_;
+  return Status();
+}
+
+Status Batch::Complete() const {
+  if (scattered() && arrived_ != targets_.size()) {
+    return Status(StatusCode::kInternal, "the backend sent " + std::to_string(arrived_) + " of " +
+                                             std::to_string(targets_.size()) + " frames");
+  }
+  return Status();
+}
+
+py::tuple Batch::ToNumpy() {
+  auto* memory = new BatchMemory(std::move(memory_));
+  py::capsule owner(memory, [](void* p) { delete static_cast<BatchMemory*>(p); });
+  const py::ssize_t n = static_cast<py::ssize_t>(scattered() ? expected_ : arrived_), h = height_, w = width_;
+  std::vector<py::ssize_t> shape = planar_ ? std::vector<py::ssize_t>{n, 3, h, w} : std::vector<py::ssize_t>{n, h, w, 3};
+  py::array_t<uint8_t> data(shape, memory->data(), owner);
+  return py::make_tuple(data, py::array_t<double>(pts_.size(), pts_.data()),
+                        py::array_t<double>(durations_.size(), durations_.data()));
+}
+
+Status Batch::AddScattered(const Frame& f) {
+  if (arrived_ >= targets_.size()) return Status(StatusCode::kInternal, "the backend sent more frames than asked");
+  if (memory_.size() == 0) memory_ = BatchMemory(frame_bytes_ * expected_);
+  const std::vector<uint32_t>& to = targets_[arrived_++];
+  if (to.empty()) return Status();
+  uint8_t* first = memory_.data() + to[0] * frame_bytes_;
+  if (Status s = CopyPixels(f, first); !s.ok()) return s;
+  for (size_t i = 1; i < to.size(); ++i) std::memcpy(memory_.data() + to[i] * frame_bytes_, first, frame_bytes_);
+  for (uint32_t p : to) {
+    pts_[p] = f.pts_seconds();
+    durations_[p] = f.duration_seconds();
+  }
+  return Status();
+}
+
+Status Batch::CopyPixels(const Frame& f, uint8_t* out) const {
+  const size_t planes = planar_ ? 3 : 1;
+  const size_t row = planar_ ? width_ : width_ * 3;
+  if (f.num_planes() != planes) return Status(StatusCode::kInternal, "unexpected plane count");
+  for (size_t p = 0; p < planes; ++p) {
+    const std::span<const uint8_t> plane = f.plane(p);
+    const size_t stride = f.stride(p);
+    if (stride < row || plane.size() < stride * (height_ - 1) + row) {
+      return Status(StatusCode::kInternal, "a frame plane is smaller than its size says");
+    }
+    for (size_t y = 0; y < height_; ++y) std::memcpy(out + (p * height_ + y) * row, plane.data() + y * stride, row);
+  }
+  return Status();
+}
+
+}  // namespace codecvisor::python

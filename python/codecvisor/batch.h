@@ -1,0 +1,53 @@
+// Batch: the frames of one request, copied as they arrive into one buffer
+// laid out as the batch tensor: N x H x W x 3 (interleaved) or N x 3 x H x W.
+// Scattered (the samplers' hook): arriving frame k goes to every output
+// position in targets[k], so a request for distinct frames fills a batch
+// that repeats some; the repeats cost a copy, not a decode.
+
+#ifndef CODECVISOR_PYTHON_CODECVISOR_BATCH_H_
+#define CODECVISOR_PYTHON_CODECVISOR_BATCH_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "codecvisor/codecvisor.h"
+#include "pybind11/pybind11.h"
+#include "python/codecvisor/batch_memory.h"
+
+namespace codecvisor::python {
+
+class Batch {
+ public:
+  // `expected` frames in request order (the memory grows if more come).
+  explicit Batch(size_t expected) : expected_(expected) {}
+  // `outputs` frames; arriving frame k goes to every position in targets[k].
+  Batch(std::vector<std::vector<uint32_t>> targets, size_t outputs)
+      : expected_(outputs), targets_(std::move(targets)), pts_(outputs), durations_(outputs) {}
+
+  // Copies the next arriving frame in (called with the GIL released).
+  Status Add(const Frame& f);
+  // Whether every frame asked for came (a scattered batch must be whole).
+  Status Complete() const;
+  // (data, pts_seconds, duration_seconds) as numpy arrays that own their
+  // memory; needs the GIL.
+  pybind11::tuple ToNumpy();
+
+ private:
+  bool scattered() const { return !targets_.empty(); }
+  Status AddScattered(const Frame& f);
+  // The frame's pixels at `out`, rows one by one: a backend may pad its
+  // rows (stride > row).
+  Status CopyPixels(const Frame& f, uint8_t* out) const;
+
+  const size_t expected_;
+  const std::vector<std::vector<uint32_t>> targets_;
+  BatchMemory memory_;
+  std::vector<double> pts_, durations_;
+  size_t arrived_ = 0, width_ = 0, height_ = 0, frame_bytes_ = 0;
+  bool planar_ = false;
+};
+
+}  // namespace codecvisor::python
+
+#endif  // CODECVISOR_PYTHON_CODECVISOR_BATCH_H_

@@ -1,0 +1,55 @@
+// _codecvisor.Decoder: a VideoDecoder whose requests return batches (numpy
+// arrays the caller owns), waiting on the backend with the GIL released.
+
+#ifndef CODECVISOR_PYTHON_CODECVISOR_DECODER_BINDINGS_H_
+#define CODECVISOR_PYTHON_CODECVISOR_DECODER_BINDINGS_H_
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "codecvisor/codecvisor.h"
+#include "pybind11/pybind11.h"
+#include "python/codecvisor/batch.h"
+#include "python/codecvisor/dicts.h"
+#include "python/codecvisor/owned.h"
+#include "python/codecvisor/status_bridge.h"
+
+namespace codecvisor::python {
+
+class PyDecoder {
+ public:
+  explicit PyDecoder(std::unique_ptr<VideoDecoder> decoder) : decoder_(std::move(decoder)) {}
+
+  pybind11::dict metadata() { return MetadataDict(decoder_.get("this decoder").metadata()); }
+  std::string backend_name() { return decoder_.get("this decoder").backend_name(); }
+  uint64_t retries() { return decoder_.get("this decoder").retries(); }
+  void close() { decoder_.Reset(); }
+
+  pybind11::tuple Decode(const FrameSelection& selection, size_t expected) {
+    Batch batch(expected);
+    return Fill(selection, batch);
+  }
+
+  pybind11::tuple Fill(const FrameSelection& selection, Batch& batch) {
+    VideoDecoder& decoder = decoder_.get("this decoder");
+    Status status;
+    {
+      pybind11::gil_scoped_release release;
+      status = decoder.ForEachFrame(selection, [&batch](Frame f) { return batch.Add(f); });
+    }
+    Check(status);
+    Check(batch.Complete());
+    return batch.ToNumpy();
+  }
+
+ private:
+  Owned<VideoDecoder> decoder_;
+};
+
+void DefineDecoder(pybind11::module_& m);
+
+}  // namespace codecvisor::python
+
+#endif  // CODECVISOR_PYTHON_CODECVISOR_DECODER_BINDINGS_H_

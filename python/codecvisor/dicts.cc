@@ -1,0 +1,52 @@
+#include "python/codecvisor/dicts.h"
+
+#include "pybind11/stl.h"
+
+namespace codecvisor::python {
+
+namespace py = pybind11;
+
+py::dict MetadataDict(const StreamMetadata& m) {
+  py::dict d;
+  d["stream_index"] = m.stream_index;
+  d["codec"] = m.codec;
+  d["width"] = m.width;
+  d["height"] = m.height;
+  d["pixel_format"] = m.pixel_format;
+  d["num_frames_from_header"] = m.num_frames_from_header;
+  d["num_frames_from_scan"] = m.num_frames_from_scan;
+  d["average_fps"] = m.average_fps;
+  d["duration_seconds"] = m.duration_seconds;
+  d["begin_stream_seconds"] = m.begin_stream_seconds;
+  d["end_stream_seconds"] = m.end_stream_seconds;
+  d["bit_rate"] = m.bit_rate;
+  d["rotation_degrees"] = m.rotation_degrees;
+  d["color_space"] = m.color_space;
+  d["color_range"] = m.color_range;
+  d["color_primaries"] = m.color_primaries;
+  d["color_transfer"] = m.color_transfer;
+  d["time_base"] = py::make_tuple(m.time_base.num, m.time_base.den);
+  d["num_video_streams"] = m.num_video_streams;
+  return d;
+}
+
+py::dict BackendDict(const BackendInfo& b) {
+  py::dict d;
+  d["name"] = b.name;
+  d["devices"] = b.devices;
+  d["manifest_path"] = b.manifest_path;
+  d["state"] = b.state;
+  d["diagnostic"] = b.diagnostic;
+  d["pid"] = b.pid;
+  d["uptime_seconds"] = b.uptime_seconds;
+  d["sessions"] = b.sessions;
+  d["restarts"] = b.restarts;
+  d["last_exit"] = b.last_exit;
+  d["last_exit_time"] = b.last_exit_time;
+  d["warm_spare"] = b.warm_spare;
+  d["sandbox"] = b.sandbox;
+  d["version"] = b.version;
+  return d;
+}
+
+}  // namespace codecvisor::python

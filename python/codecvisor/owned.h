@@ -1,0 +1,57 @@
+// Owned<T>: an object of the C++ API that only the process that made it may
+// use or destroy (a forked child leaks it).
+
+#ifndef CODECVISOR_PYTHON_CODECVISOR_OWNED_H_
+#define CODECVISOR_PYTHON_CODECVISOR_OWNED_H_
+
+#include <unistd.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "pybind11/pybind11.h"
+#include "python/codecvisor/status_bridge.h"
+
+namespace codecvisor::python {
+
+// Ownership that a forked child must not exercise: used only by the process
+// that made it, leaked (not destroyed) by any other.
+template <typename T>
+class Owned {
+ public:
+  explicit Owned(std::unique_ptr<T> object) : object_(std::move(object)), owner_(getpid()) {}
+  // Runs when Python collects the object, with the GIL held: destroying it
+  // may wait for the backend (a close message, up to 100 ms when its
+  // channel is full), so other Python threads run meanwhile, except while
+  // the interpreter shuts down, when handing the GIL over is unsafe.
+  ~Owned() { Reset(); }
+  Owned(const Owned&) = delete;
+  Owned& operator=(const Owned&) = delete;
+
+  T& get(const char* what) {
+    if (getpid() != owner_) throw ForkedError{std::string(what) + " was made in process " + std::to_string(owner_)};
+    if (object_ == nullptr) throw ForkedError{std::string(what) + " is closed"};
+    return *object_;
+  }
+  // Destroys it now (in its own process), e.g. on close(), with the GIL
+  // released: closing may wait for the backend.
+  void Reset() {
+    if (getpid() != owner_) {
+      (void)object_.release();  // the parent's; it is not ours to stop
+    } else if (object_ != nullptr && PyGILState_Check() && !_Py_IsFinalizing()) {
+      pybind11::gil_scoped_release release;
+      object_.reset();
+    } else {
+      object_.reset();
+    }
+  }
+
+ private:
+  std::unique_ptr<T> object_;
+  const pid_t owner_;
+};
+
+}  // namespace codecvisor::python
+
+#endif  // CODECVISOR_PYTHON_CODECVISOR_OWNED_H_
