@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "backends/sdk/codecvisor_backend.h"
 #include "backends/sdk/runner/runner_args.h"
 
 namespace codecvisor {
@@ -214,8 +215,8 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
   spec.env = {"PATH=/usr/bin:/bin", "LANG=C.UTF-8"};
   // Except the log level the user asked backends for (the CLI's --loglevel;
   // backends/cpu/ffmpeg_log.h): a level name, not a secret.
-  if (const char* level = std::getenv("CODECVISOR_BACKEND_LOG_LEVEL"); level != nullptr) {
-    spec.env.push_back(std::string("CODECVISOR_BACKEND_LOG_LEVEL=") + level);
+  if (const char* level = std::getenv(CODECVISOR_BACKEND_LOG_LEVEL_ENV); level != nullptr) {
+    spec.env.push_back(std::string(CODECVISOR_BACKEND_LOG_LEVEL_ENV "=") + level);
   }
   // The backend's stdout and stderr are a pipe the host reads and forwards
   // to its own stderr (core/backend_output.h): the child never holds the

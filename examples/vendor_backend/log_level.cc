@@ -31,13 +31,21 @@ int RequestedLogLevel() {
   return AV_LOG_QUIET;
 }
 
+namespace {
+// The environment is read once: the host sets it before the runner starts.
+int LogLevel() {
+  static const int level = RequestedLogLevel();
+  return level;
+}
+}  // namespace
+
 void ApplyLogLevel() {
   static std::once_flag once;
-  std::call_once(once, [] { av_log_set_level(RequestedLogLevel()); });
+  std::call_once(once, [] { av_log_set_level(LogLevel()); });
 }
 
 void Dav1dLog(void*, const char* format, va_list ap) {
-  if (RequestedLogLevel() < AV_LOG_ERROR) return;
+  if (LogLevel() < AV_LOG_ERROR) return;
   std::vfprintf(stderr, format, ap);
 }
 

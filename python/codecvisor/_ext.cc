@@ -3,7 +3,7 @@
 // it (decoders.py, backends.py, ...) give it torchcodec's surface.
 //
 // One file per responsibility: status_bridge (errors), owned (fork-safe
-// ownership), batch and batch_memory (a request's frames), dicts (records
+// ownership), batch (a request's frames), dicts (records
 // as dicts), decoder_bindings and host_bindings (the two classes).
 //
 // Boundary rules (python/README.md has the whole design):

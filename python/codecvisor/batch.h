@@ -13,7 +13,7 @@
 
 #include "codecvisor/codecvisor.h"
 #include "pybind11/pybind11.h"
-#include "python/codecvisor/batch_memory.h"
+#include "base/batch_memory.h"
 
 namespace codecvisor::python {
 

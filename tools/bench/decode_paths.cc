@@ -12,7 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/cpu_backend.h"
-#include "python/codecvisor/batch_memory.h"
+#include "base/batch_memory.h"
 #include "tools/bench/cpu_time.h"
 
 namespace codecvisor::bench {
@@ -77,7 +77,7 @@ class InProcessPath final : public DecodePath {
     }
     frame_bytes_ = layout.size;
     buffer_count_ = std::max<uint32_t>(buffers, 1);
-    memory_ = python::BatchMemory(frame_bytes_ * buffer_count_);
+    memory_ = BatchMemory(frame_bytes_ * buffer_count_);
     return absl::OkStatus();
   }
 
@@ -113,7 +113,7 @@ class InProcessPath final : public DecodePath {
   int fd_ = -1;
   // The frame buffers, taken in turn: one region allocated as the Python
   // package's batches are.
-  python::BatchMemory memory_;
+  BatchMemory memory_;
   size_t frame_bytes_ = 0;
   size_t buffer_count_ = 1;
   size_t next_buffer_ = 0;

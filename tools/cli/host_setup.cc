@@ -124,16 +124,12 @@ int ReportFailure(absl::string_view command, absl::string_view subject, const ab
   return 1;
 }
 
-namespace {
-constexpr char kLogLevelEnv[] = CODECVISOR_BACKEND_LOG_LEVEL_ENV;
-}  // namespace
-
 void SetBackendLogLevel(const std::string& level) {
-  if (!level.empty()) setenv(kLogLevelEnv, level.c_str(), 1);
+  if (!level.empty()) setenv(CODECVISOR_BACKEND_LOG_LEVEL_ENV, level.c_str(), 1);
 }
 
 bool BackendsMayLog() {
-  const char* level = std::getenv(kLogLevelEnv);
+  const char* level = std::getenv(CODECVISOR_BACKEND_LOG_LEVEL_ENV);
   return level != nullptr && *level != '\0' && std::string(level) != "quiet";
 }
 

@@ -1,16 +1,16 @@
 // Memory for a batch of frames: anonymous pages backed by huge pages where
 // the kernel gives them, populated in one call. Faulting a fresh 4 KiB page
 // costs about 10 us on a VM, which at 360p would cost more than decoding the
-// frame. Used by the extension's batches and by the C++ in-process baseline
-// of the Python bench, so both sides of that figure pay the same for memory.
+// frame. The Python extension's batches and the benches' in-process
+// baselines use it, so both sides of a comparison pay the same for memory.
 
-#ifndef CODECVISOR_PYTHON_CODECVISOR_BATCH_MEMORY_H_
-#define CODECVISOR_PYTHON_CODECVISOR_BATCH_MEMORY_H_
+#ifndef CODECVISOR_BASE_BATCH_MEMORY_H_
+#define CODECVISOR_BASE_BATCH_MEMORY_H_
 
 #include <cstddef>
 #include <cstdint>
 
-namespace codecvisor::python {
+namespace codecvisor {
 
 class BatchMemory {
  public:
@@ -32,6 +32,6 @@ class BatchMemory {
   size_t size_ = 0;
 };
 
-}  // namespace codecvisor::python
+}  // namespace codecvisor
 
-#endif  // CODECVISOR_PYTHON_CODECVISOR_BATCH_MEMORY_H_
+#endif  // CODECVISOR_BASE_BATCH_MEMORY_H_

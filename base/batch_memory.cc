@@ -1,4 +1,4 @@
-#include "python/codecvisor/batch_memory.h"
+#include "base/batch_memory.h"
 
 #include <sys/mman.h>
 
@@ -6,7 +6,7 @@
 #include <new>
 #include <utility>
 
-namespace codecvisor::python {
+namespace codecvisor {
 namespace {
 
 constexpr size_t kHugePage = size_t{2} << 20;
@@ -42,4 +42,4 @@ BatchMemory& BatchMemory::operator=(BatchMemory&& o) noexcept {
   return *this;
 }
 
-}  // namespace codecvisor::python
+}  // namespace codecvisor
