@@ -24,6 +24,14 @@ constexpr double kApproximateBackoffSeconds = 10.0;
 // delay (beyond it, tracking starts over).
 constexpr size_t kMaxTrackedPackets = 1024;
 
+// Whether `stream`'s index has an entry after `pts`.
+bool IndexPasses(const AVStream* stream, int64_t pts) {
+  AVStream* s = const_cast<AVStream*>(stream);  // FFmpeg's getters take a non-const stream
+  const int entries = avformat_index_get_entries_count(s);
+  const AVIndexEntry* last = entries > 0 ? avformat_index_get_entry(s, entries - 1) : nullptr;
+  return last != nullptr && last->timestamp > pts;
+}
+
 }  // namespace
 
 FrameCursor::FrameCursor(Demuxer* demuxer, VideoDecoder* decoder, const FrameIndex* index,
@@ -285,6 +293,15 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeApproximate(int64_t index, int
     if (key != nullptr && key->timestamp > read_up_to) forward = false;
     if (key == nullptr && last_read_ts_ == kUnknown &&
         SaturatingSub(target_pts, tolerance) > start) {
+      forward = false;
+    }
+    // Before the first seek an index may hold only the key frames the open
+    // happened to read (Matroska loads its cues on the first seek): one
+    // with no entry past the target cannot say that no key frame lies
+    // between what was read and the target, so a target past what was read
+    // seeks, and the seek finds out.
+    if (forward && seeks_ == 0 && SaturatingSub(target_pts, tolerance) > read_up_to &&
+        !IndexPasses(stream, target_pts)) {
       forward = false;
     }
   }
