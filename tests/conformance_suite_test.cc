@@ -1,7 +1,7 @@
 // The conformance suite must be able to fail. Run against the synthetic
 // test backend, which speaks the protocol and is sandboxed but decodes only
 // its own text descriptions, it passes the handshake, sandbox and shutdown
-// checks and fails every check that decodes the sample, naming the file.
+// checks and fails every check that decodes a sample, naming the file.
 
 #include <gtest/gtest.h>
 
@@ -52,8 +52,12 @@ TEST(ConformanceSuiteTest, FailsABackendThatCannotDecodeTheSamples) {
     EXPECT_FALSE(by_name[fails].passed) << fails;
     EXPECT_NE(by_name[fails].detail.find("sample_h264.mkv"), std::string::npos) << by_name[fails].detail;
   }
+  ASSERT_TRUE(by_name.count("first_seek_h264"));
+  EXPECT_FALSE(by_name["first_seek_h264"].passed);
+  EXPECT_NE(by_name["first_seek_h264"].detail.find("long_h264.mkv"), std::string::npos)
+      << by_name["first_seek_h264"].detail;
   EXPECT_FALSE(report->ok());
-  EXPECT_GE(report->failed(), 7);
+  EXPECT_GE(report->failed(), 8);
 }
 
 std::map<std::string, CheckResult> ByName(const ConformanceReport& report) {
@@ -91,6 +95,11 @@ TEST(ConformanceSuiteTest, OwnSampleWithTheVendorsReference) {
   EXPECT_NE(by_name["frames_own_y4m"].detail.find("bit-exact with the reference"), std::string::npos)
       << by_name["frames_own_y4m"].detail;
   EXPECT_FALSE(by_name.count("frames_h264")) << "--sample replaces the generated samples";
+  // The first approximate request for its last frame reads that frame
+  // alone, not the eleven before it.
+  ASSERT_TRUE(by_name.count("first_seek_own_y4m"));
+  EXPECT_NE(by_name["first_seek_own_y4m"].detail.find("frame 11 of " + clip), std::string::npos)
+      << by_name["first_seek_own_y4m"].detail;
 
   options.samples = {{.path = clip, .reference = {bad, timestamps}}};
   report = RunConformance(cpu, options);

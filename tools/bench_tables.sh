@@ -3,7 +3,7 @@
 # benchmark (figure / value / target / met), its caption naming the command
 # and the machine: README.md's "Measured" section is this script's output.
 #
-#   tools/bench_tables.sh [BENCH...]     BENCH: ipc, decode, restart (default: all three)
+#   tools/bench_tables.sh [BENCH...]     BENCH: ipc, decode, seek, restart (default: all four)
 #
 # Each figure is one run's: on a shared machine, rerun before trusting a
 # small difference (the ratios are measured side by side within the run,
@@ -53,6 +53,16 @@ decode_figures=(
   "host_private_kb_300|the host's own RSS after 300 frames, KiB"
   "host_private_kb_3000|the host's own RSS after 3000 frames, KiB"
 )
+seek_figures=(
+  "index|the frame asked for by a fresh decoder (the backend already running)"
+  "approximate_ms|approximate mode: open + that frame, ms"
+  "exact_ms|exact mode (scans the file first): open + that frame, ms"
+  "ffmpeg_ss_ms|ffmpeg -ss T -i F -frames:v 1 -pix_fmt rgb24 -f rawvideo -, ms"
+  "approx_first_vs_ffmpeg_ss|approximate / ffmpeg -ss, per round, median"
+  "approx_first_vs_ffmpeg_ss_quartiles|the same: 25th / 50th / 75th percentile over rounds"
+  "approx_first_vs_exact|approximate / exact, per round, median"
+  "approx_first_vs_exact_quartiles|the same: 25th / 50th / 75th percentile over rounds"
+)
 restart_figures=(
   "discovery_ms_100|host creation with 100 manifests, no spawn, ms"
   "discovery_ms_builtin|host creation with the built-in manifest only, ms"
@@ -91,10 +101,10 @@ table() {
 }
 
 benches=("$@")
-[ ${#benches[@]} -gt 0 ] || benches=(ipc decode restart)
+[ ${#benches[@]} -gt 0 ] || benches=(ipc decode seek restart)
 for b in "${benches[@]}"; do
   case $b in
-    ipc | decode | restart) table "$b" ;;
-    *) echo "bench_tables.sh: unknown benchmark '$b' (ipc, decode, restart)" >&2; exit 2 ;;
+    ipc | decode | seek | restart) table "$b" ;;
+    *) echo "bench_tables.sh: unknown benchmark '$b' (ipc, decode, seek, restart)" >&2; exit 2 ;;
   esac
 done

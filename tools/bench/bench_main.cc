@@ -1,5 +1,5 @@
-// `codecvisor-bench`: the benchmarks' command line (ipc, decode, restart,
-// soak). It only parses arguments and hands them to the benchmark
+// `codecvisor-bench`: the benchmarks' command line (ipc, decode, seek,
+// restart, soak). It only parses arguments and hands them to the benchmark
 // libraries beside it; each prints a table, or one JSON object per line
 // with --json. A binary apart from the product's `codecvisor`, because
 // `decode` links the cpu backend's code in process as its baseline. Usage
@@ -13,6 +13,7 @@
 #include "tools/bench/decode_bench.h"
 #include "tools/bench/ipc_bench.h"
 #include "tools/bench/restart_bench.h"
+#include "tools/bench/seek_bench.h"
 #include "tools/bench/soak_bench.h"
 
 namespace codecvisor::bench {
@@ -96,6 +97,23 @@ int main(int argc, char** argv) {
   decode_bench->callback([&] { 
     exit_code = bench::Report("decode", bench::RunDecodeBench(decode_bench_options), decode_bench_json);
    });
+
+  bench::SeekBenchOptions seek_options;
+  bool seek_json = false;
+  auto* seek = app.add_subcommand(
+      "seek", "a fresh decoder's first access to a late frame: approximate mode vs. exact mode and ffmpeg -ss");
+  seek->add_option("file", seek_options.file,
+                   "the video to measure; default: a generated 1080p H.264 file, 20 s, a key frame every 250 frames");
+  seek->add_flag("--json", seek_json, "print one JSON object");
+  seek->add_option("--index", seek_options.index, "the frame to access; negative counts from the end")
+      ->capture_default_str();
+  seek->add_option("--rounds", seek_options.rounds, "measurement rounds; the median is reported")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  seek->add_option("--threads", seek_options.threads, "decoder threads on every side; 0 lets FFmpeg choose")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 256));
+  seek->callback([&] { exit_code = bench::Report("seek", bench::RunSeekBench(seek_options), seek_json); });
 
   bench::RestartBenchOptions restart_options;
   bool restart_json = false;

@@ -35,10 +35,11 @@ video="$tmp/clip.mp4"
   -bf 2 "$video"
 
 # Every subcommand is there with its flags; there is nothing else.
-for sub in ipc decode restart soak; do "$bench" "$sub" --help >"$tmp/help_$sub"; done
+for sub in ipc decode seek restart soak; do "$bench" "$sub" --help >"$tmp/help_$sub"; done
 has "$tmp/help_ipc" --slots --rounds --round-trips --frames --json
 has "$tmp/help_decode" --threads --frames --rounds --random-frames --arena-slots --in-process-buffers \
   --compare-runner --json
+has "$tmp/help_seek" --index --rounds --threads --json
 has "$tmp/help_restart" --crashes --rounds --synthetic-library --json
 has "$tmp/help_soak" --seconds --decoders --crash-interval-ms --faulty-library --seed --json
 rc=0
@@ -61,6 +62,21 @@ positive "$tmp/decode.json" in_process_fps out_of_process_fps out_of_process_uns
 rc=0
 "$bench" decode "$video" --compare-runner /nonexistent >/dev/null 2>&1 || rc=$?
 [[ $rc == 105 ]] || fail "--compare-runner /nonexistent: exit $rc, wanted 105 (a usage error)"
+
+# seek: every side, each round's ratios and the target, on the short clip.
+"$bench" seek "$video" --json --index 20 --rounds 2 >"$tmp/seek.json" 2>"$tmp/err" || fail "seek: $(cat "$tmp/err")"
+[[ $(wc -l <"$tmp/seek.json") == 1 ]] || fail "seek printed more than one JSON line"
+has "$tmp/seek.json" '"width":96' '"frames":25' '"index":20' '"rounds":2' '"approx_first_vs_ffmpeg_ss_quartiles":[' \
+  '"approx_first_vs_exact_quartiles":[' '"figure":"approx_first_vs_ffmpeg_ss","target":"<= 1.2"'
+grep -qE '"round_approx_first_vs_ffmpeg_ss":\[[0-9.]+,[0-9.]+\]' "$tmp/seek.json" || fail "not one ratio per round"
+grep -qE '"round_approx_first_vs_exact":\[[0-9.]+,[0-9.]+\]' "$tmp/seek.json" || fail "not one ratio per round"
+positive "$tmp/seek.json" approximate_ms exact_ms ffmpeg_ss_ms approx_first_vs_ffmpeg_ss approx_first_vs_exact
+"$bench" seek "$video" --index=-1 --rounds 1 >"$tmp/seek.txt" 2>"$tmp/err" || fail "seek --index -1: $(cat "$tmp/err")"
+has "$tmp/seek.txt" "first access to frame 24" "approximate / ffmpeg -ss:"
+rc=0
+"$bench" seek "$video" --index 25 --rounds 1 >/dev/null 2>"$tmp/err" || rc=$?
+[[ $rc == 1 ]] || fail "seek --index past the end: exit $rc, wanted 1"
+has "$tmp/err" "--index 25: $video has 25 frames"
 
 # ipc: both measurements, judged against their targets.
 "$bench" ipc --json --round-trips 200 --frames 10 --rounds 1 >"$tmp/ipc.json" || fail "ipc"

@@ -25,7 +25,6 @@
 namespace codecvisor::bench {
 
 using ::codecvisor::internal::Host;
-using ::codecvisor::internal::HostOptions;
 using ::codecvisor::internal::StreamMetadata;
 namespace {
 
@@ -58,20 +57,6 @@ constexpr GeneratedVideo kGenerated[] = {{"testsrc2_1080p.mp4", 1920, 1080}, {"t
 // Progress on stderr, only for a person watching a terminal.
 void Progress(const std::string& line) {
   if (isatty(STDERR_FILENO)) std::fprintf(stderr, "bench decode: %s\n", line.c_str());
-}
-
-// A Host with only the built-in cpu backend (no third-party discovery, so
-// the environment cannot change what is measured), started through
-// `runner` if not empty, else the discovered one.
-absl::StatusOr<std::unique_ptr<Host>> CreateBenchHost(bool sandbox, const std::string& runner = "") {
-  absl::StatusOr<InstallLayout> layout = InstallLayout::Discover();
-  if (!layout.ok()) return layout.status();
-  if (!runner.empty()) layout->runner = runner;
-  HostOptions options;
-  options.layout = *layout;
-  options.discovery = DiscoveryOptions{{}, layout->builtin_dir, false};
-  options.supervision.spawn.sandbox = sandbox;
-  return Host::Create(options);
 }
 
 // One reading of the host's memory (kB).

@@ -18,6 +18,7 @@
 namespace codecvisor::bench {
 
 using ::codecvisor::internal::Host;
+using ::codecvisor::internal::HostOptions;
 using ::codecvisor::internal::BackendStatus;
 using ::codecvisor::internal::VideoDecoder;
 using ::codecvisor::internal::DecoderOptions;
@@ -182,6 +183,17 @@ class OutOfProcessPath final : public DecodePath {
   const size_t step = bytes.size() / kTouchedBytes + 1;
   for (size_t i = 0; i < bytes.size(); i += step) sum += bytes[i];
   return sum + bytes.back();
+}
+
+absl::StatusOr<std::unique_ptr<Host>> CreateBenchHost(bool sandbox, const std::string& runner) {
+  absl::StatusOr<InstallLayout> layout = InstallLayout::Discover();
+  if (!layout.ok()) return layout.status();
+  if (!runner.empty()) layout->runner = runner;
+  HostOptions options;
+  options.layout = *layout;
+  options.discovery = DiscoveryOptions{{}, layout->builtin_dir, false};
+  options.supervision.spawn.sandbox = sandbox;
+  return Host::Create(options);
 }
 
 absl::StatusOr<std::unique_ptr<DecodePath>> OpenInProcess(const std::string& path, uint32_t threads, uint32_t buffers) {

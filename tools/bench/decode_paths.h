@@ -39,6 +39,11 @@ namespace codecvisor::bench {
 using ::codecvisor::internal::Host;
 using ::codecvisor::internal::StreamMetadata;
 
+// A Host with only the built-in cpu backend (no third-party discovery, so
+// the environment cannot change what is measured), its children sandboxed
+// or not, started through `runner` if not empty, else the discovered one.
+[[nodiscard]] absl::StatusOr<std::unique_ptr<Host>> CreateBenchHost(bool sandbox, const std::string& runner = "");
+
 // The host-side work done on every decoded frame on both paths: reads a
 // few bytes spread over the frame (so each frame's memory is touched, as a
 // consumer would, without adding a full pass over it) and sums them.

@@ -229,4 +229,9 @@ check "conformance --min-psnr-floor must be positive" run_cv 105 "$tmp/stdout" "
 check "conformance of an unknown backend" run_cv 1 "$tmp/stdout" "$tmp/err" conformance --backend nope
 check "conformance names what is installed" grep -q "no backend named 'nope' (installed: cpu.*CODECVISOR_BACKEND_PATH" "$tmp/err"
 
+# Every --json output opens with its schema version (tools/README.md), the
+# conformance report's too.
+check "conformance json has schema_version" contains "$(cat "$tmp/conf.json")" '{"schema_version":1,'
+check "conformance json is one line" [ "$(wc -l <"$tmp/conf.json")" = 1 ]
+
 [[ $fails == 0 ]] || { echo "$fails checks failed" >&2; exit 1; }

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -54,26 +55,38 @@ class FrameWritersTest : public ::testing::Test {
 };
 
 // An interrupted decode: a y4m stream file is a temporary file until
-// Finish(); SIGINT (in a child process, which dies of it) must remove it.
-TEST_F(FrameWritersTest, SignalRemovesTemporaryFiles) {
-  const fs::path out = dir_ / "interrupted";
+// Finish(); `signal_number` (in a child process, which dies of it) must
+// remove it from `out`.
+void ExpectSignalRemovesTemporaryFile(const fs::path& out, const std::vector<uint8_t>& rgb, int signal_number) {
   const pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
     UnlinkTemporaryFilesOnSignal();
     WriterOptions options = Options(FileFormat::kY4m, out.string(), "clip.mp4");
     auto writer = MakeFrameWriter(options);
-    if (!writer.ok() || !(*writer)->Write(0, Rgb()).ok()) _exit(3);
+    if (!writer.ok() || !(*writer)->Write(0, ImageView{2, 2, "rgb24", {{rgb, 6}}}).ok()) _exit(3);
     // The stream file exists, under its temporary name, until Finish().
     if (Listing(out).size() != 1) _exit(4);
-    raise(SIGINT);
+    raise(signal_number);
     _exit(5);
   }
   int status = 0;
   ASSERT_EQ(waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFSIGNALED(status)) << "child exited with " << WEXITSTATUS(status);
-  EXPECT_EQ(WTERMSIG(status), SIGINT);
+  EXPECT_EQ(WTERMSIG(status), signal_number) << "it dies of the signal, as it would have";
   EXPECT_EQ(Listing(out), std::vector<std::string>{}) << "a temporary file was left behind";
+}
+
+TEST_F(FrameWritersTest, SignalRemovesTemporaryFiles) {
+  ExpectSignalRemovesTemporaryFile(dir_ / "interrupted", rgb_, SIGINT);
+}
+
+// A kill (SIGTERM) and a closed terminal (SIGHUP) clean up as Ctrl-C does.
+TEST_F(FrameWritersTest, TermAndHangupRemoveTemporaryFilesToo) {
+  for (int signal_number : {SIGTERM, SIGHUP}) {
+    SCOPED_TRACE(strsignal(signal_number));
+    ExpectSignalRemovesTemporaryFile(dir_ / ("signal_" + std::to_string(signal_number)), rgb_, signal_number);
+  }
 }
 
 TEST_F(FrameWritersTest, FileNamesUseTheStreamIndex) {

@@ -41,6 +41,16 @@ int ConformanceReport::failed() const { return CountIf(checks, false); }
 namespace internal {
 namespace {
 
+// What the checks of a vendor's sample are called after: the file's name,
+// made an identifier (GoogleTest case names in the Bazel macro).
+std::string CheckSuffix(const std::string& path) {
+  std::string suffix = path.substr(path.rfind('/') + 1);
+  for (char& c : suffix) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return suffix;
+}
+
 // The frame's RGB24 pixels, rows packed (the arena's stride may pad them).
 std::string PackedRgb24(const Frame& frame) {
   const size_t row = size_t{frame.width()} * 3;
@@ -200,14 +210,22 @@ void Suite::CheckSamples() {
     for (const std::string& codec : manifest_.conformance.codecs) CheckSample(codec, MakeSample(codec, scratch_));
     for (const std::string& path : manifest_.conformance.samples) files.push_back({.path = path, .reference = {}});
   }
-  for (const SampleFile& file : files) {
-    // Check names are identifiers (GoogleTest case names in the Bazel macro).
-    std::string suffix = file.path.substr(file.path.rfind('/') + 1);
-    for (char& c : suffix) {
-      if (!absl::ascii_isalnum(static_cast<unsigned char>(c))) c = '_';
-    }
-    CheckSample(suffix, LoadSample(file.path, file.reference));
+  for (const SampleFile& file : files) CheckSample(CheckSuffix(file.path), LoadSample(file.path, file.reference));
+}
+
+void Suite::CheckFirstSeek() {
+  const bool generated = options_.samples.empty() && !manifest_.conformance.codecs.empty();
+  if (generated) {
+    const std::string& codec = manifest_.conformance.codecs.front();
+    const std::string name = absl::StrCat("first_seek_", codec);
+    if (!ready_) return Skip(name, "the backend did not start");
+    absl::StatusOr<Sample> sample = MakeLongSample(codec, scratch_);
+    if (!sample.ok()) return Skip(name, absl::StrCat("no long sample: ", sample.status().message()));
+    return Check(name, [&](std::string* d) { return FirstSeek(*sample, d); });
   }
+  if (samples_.empty()) return Skip("first_seek", "no sample video decoded");
+  const Sample& sample = samples_.front();
+  Check(absl::StrCat("first_seek_", CheckSuffix(sample.path)), [&](std::string* d) { return FirstSeek(sample, d); });
 }
 
 absl::StatusOr<ConformanceReport> Suite::Run() {
@@ -243,6 +261,7 @@ absl::StatusOr<ConformanceReport> Suite::Run() {
       Skip(name, absl::StrCat("no rotated sample: ", rotated.status().message()));
     }
   }
+  CheckFirstSeek();
   if (samples_.empty()) {
     for (const char* name : {"bad_input", "concurrency", "crash_recovery"}) Skip(name, "no sample video decoded");
   } else {

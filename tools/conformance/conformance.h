@@ -6,7 +6,9 @@
 // that the sandbox is engaged, metadata against ffprobe, frames against the
 // ffmpeg CLI (bit for bit when the backend claims exact CPU output, else
 // against the PSNR it declares), every access method and both seek modes,
-// errors on bad input, 8 concurrent sessions, recovery from a backend
+// that approximate mode's first request for a late frame seeks rather
+// than decoding from the start (counted in bytes the backend reads, not
+// in time: first_seek.h), errors on bad input, 8 concurrent sessions, recovery from a backend
 // killed in the middle of a request, and a clean shutdown (no child, no
 // descriptor left). The samples are videos made with the ffmpeg CLI in the
 // codecs the backend's manifest lists under [conformance] `codecs`, plus

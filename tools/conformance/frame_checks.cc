@@ -1,6 +1,6 @@
 // The suite's checks of what a backend decodes: metadata against ffprobe,
 // every frame against the ffmpeg CLI, the access methods, approximate seek
-// and planar output (see suite.h).
+// and its first request, and planar output (see suite.h).
 
 #include <algorithm>
 #include <cmath>
@@ -10,10 +10,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "tools/conformance/first_seek.h"
+#include "tools/conformance/process_io.h"
 #include "tools/conformance/suite.h"
 
 namespace codecvisor::conformance::internal {
 
+using ::codecvisor::internal::BackendStatus;
 using ::codecvisor::internal::VideoDecoder;
 using ::codecvisor::internal::Frame;
 using ::codecvisor::internal::StreamMetadata;
@@ -193,6 +196,47 @@ absl::Status Suite::Approximate(const Sample& sample, std::string* detail) {
   if (!at.ok()) return at.status();
   if (absl::Status s = Compare(*at, sample, played, "approximate seek, played at a time"); !s.ok()) return s;
   *detail = absl::StrCat("indices ", absl::StrJoin(indices, ","), " and a time, from header metadata");
+  return absl::OkStatus();
+}
+
+absl::Status Suite::FirstSeek(const Sample& sample, std::string* detail) {
+  const int64_t target = sample.num_frames() - 1;
+  const std::string what = absl::StrCat("frame ", target, " of ", sample.path);
+  absl::StatusOr<std::vector<PacketInfo>> packets = ProbePackets(sample.path);
+  if (!packets.ok()) return packets.status();
+  absl::StatusOr<KeyFrameSpan> span = SpanBefore(*packets, sample.pts[target]);
+  if (!span.ok()) return absl::Status(span.status().code(), absl::StrCat(what, ": ", span.status().message()));
+  absl::StatusOr<BackendStatus> backend = Status();
+  if (!backend.ok()) return backend.status();
+  const pid_t pid = backend->pid;
+  absl::StatusOr<int64_t> before_open = BytesRead(pid);
+  if (!before_open.ok()) return before_open.status();
+  absl::StatusOr<std::unique_ptr<VideoDecoder>> decoder = Open(sample.path, SeekMode::kApproximate);
+  if (!decoder.ok()) return decoder.status();
+  absl::StatusOr<int64_t> after_open = BytesRead(pid);
+  if (!after_open.ok()) return after_open.status();
+  absl::StatusOr<Frame> frame = (*decoder)->GetFrameAt(target);
+  if (!frame.ok()) return frame.status();
+  absl::StatusOr<int64_t> after_frame = BytesRead(pid);
+  if (!after_frame.ok()) return after_frame.status();
+  backend = Status();
+  if (!backend.ok()) return backend.status();
+  if (backend->pid != pid) {
+    return absl::InternalError(absl::StrCat(what, ": the backend process changed (pid ", pid, ", now ", backend->pid,
+                                            ") during the request; its reads cannot be counted"));
+  }
+  // Compare() reads times in this sample's time base.
+  const double time_base = time_base_;
+  const auto& tb = (*decoder)->metadata().time_base;
+  time_base_ = static_cast<double>(tb.num) / static_cast<double>(tb.den);
+  absl::Status same = Compare(*frame, sample, target, "approximate mode's first request");
+  time_base_ = time_base;
+  if (!same.ok()) return same;
+  const int64_t open_bytes = *after_open - *before_open, request_bytes = *after_frame - *after_open;
+  if (absl::Status s = JudgeFirstRequest(*span, open_bytes, request_bytes, what); !s.ok()) return s;
+  *detail = absl::StrCat(what, ", the first request of a fresh approximate-mode decoder: read ", request_bytes,
+                         " bytes (", open_bytes, " to open), against ", span->bytes_before,
+                         " bytes of packets before its key frame");
   return absl::OkStatus();
 }
 

@@ -24,6 +24,7 @@ namespace codecvisor::conformance {
 namespace {
 
 constexpr int kWidth = 128, kHeight = 96, kFrames = 36;
+constexpr int kLongWidth = 320, kLongHeight = 240, kLongFrames = 240;
 constexpr double kStartSeconds = 0.5;
 
 // The encoder arguments for each codec of kConformanceSampleCodecs: small
@@ -155,13 +156,27 @@ absl::Status EncodeVideo(absl::string_view codec, int width, int height, int fra
   return tools::MakeTestVideo(args, path);
 }
 
-absl::StatusOr<Sample> MakeSample(absl::string_view codec, absl::string_view folder) {
+namespace {
+
+// Encodes `frames` frames of `codec` at `width`x`height` into `path` (see
+// EncodeVideo) and probes its reference.
+absl::StatusOr<Sample> MakeSampleFile(absl::string_view codec, int width, int height, int frames, std::string path) {
   Sample sample;
   sample.codec = std::string(codec);
-  sample.path = absl::StrCat(folder, "/sample_", codec, ".mkv");
-  if (absl::Status s = EncodeVideo(codec, kWidth, kHeight, kFrames, kStartSeconds, sample.path); !s.ok()) return s;
+  sample.path = std::move(path);
+  if (absl::Status s = EncodeVideo(codec, width, height, frames, kStartSeconds, sample.path); !s.ok()) return s;
   if (absl::Status s = ProbeWithFfmpeg(&sample); !s.ok()) return s;
   return sample;
+}
+
+}  // namespace
+
+absl::StatusOr<Sample> MakeSample(absl::string_view codec, absl::string_view folder) {
+  return MakeSampleFile(codec, kWidth, kHeight, kFrames, absl::StrCat(folder, "/sample_", codec, ".mkv"));
+}
+
+absl::StatusOr<Sample> MakeLongSample(absl::string_view codec, absl::string_view folder) {
+  return MakeSampleFile(codec, kLongWidth, kLongHeight, kLongFrames, absl::StrCat(folder, "/long_", codec, ".mkv"));
 }
 
 absl::Status ParseTimestamps(absl::string_view text, absl::string_view file, Sample* sample) {

@@ -74,6 +74,11 @@ inline constexpr int64_t kMinSampleFrames = 12;
 // failed, e.g. an ffmpeg without the needed encoder.
 [[nodiscard]] absl::StatusOr<Sample> MakeSample(absl::string_view codec, absl::string_view folder);
 
+// Makes a long sample for `codec` in `folder`, as MakeSample but 240
+// frames of 320x240 (20 key frames, 10 s), for the first-request seek
+// check: its last key frame is far into the file.
+[[nodiscard]] absl::StatusOr<Sample> MakeLongSample(absl::string_view codec, absl::string_view folder);
+
 // A vendor's reference for a file of its own: `frames`, every frame as
 // packed RGB24, concatenated in presentation order; `timestamps`, a text
 // file (format in ParseTimestamps).

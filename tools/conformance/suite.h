@@ -4,7 +4,8 @@
 // Suite that owns the Host, the samples and the report, and runs each
 // check. Its methods live in three files by what they check:
 // conformance.cc (set-up, running checks, frame comparison),
-// frame_checks.cc (metadata, frames, access methods, seek modes, planar)
+// frame_checks.cc (metadata, frames, access methods, seek modes, the
+// first approximate request, planar)
 // and process_checks.cc (handshake, sandbox, bad input, concurrency, crash
 // recovery, shutdown). Not thread-safe, except where a check runs its own
 // threads (Concurrency).
@@ -64,6 +65,14 @@ class Suite {
   // autorotated frames and ffprobe as Metadata and Sequential check; one
   // that reports the coded size and the angle passes as "not claimed".
   absl::Status Rotation(const Sample& rotated, std::string* detail);
+  // A fresh approximate-mode decoder's first request, for the last frame
+  // of a sample with key frames far into the file: passes when it read
+  // less than half of the bytes before that frame's key frame, i.e. it
+  // sought rather than decoding from the start (first_seek.h).
+  absl::Status FirstSeek(const Sample& sample, std::string* detail);
+  // Runs FirstSeek on a long sample of the first codec the manifest
+  // lists, else on the first of the vendor's samples.
+  void CheckFirstSeek();
   absl::Status BadInput(const Sample& sample, std::string* detail);
   absl::Status Concurrency(std::string* detail);
   absl::Status CrashRecovery(const Sample& sample, std::string* detail);
