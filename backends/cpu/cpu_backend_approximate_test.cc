@@ -54,6 +54,23 @@ TEST(ApproximateModeTest, FirstRequestForALateFrameSeeks) {
   EXPECT_EQ(got.pts, want.pts);
 }
 
+// The same in Matroska, whose demuxer indexes key frames as it reads them
+// until a seek loads the cues: the few it indexed while the file was
+// opened do not stand for the whole index.
+TEST(ApproximateModeTest, FirstRequestForALateFrameSeeksInMatroska) {
+  const std::string path = MakeVideo("many_gops.mkv",
+                                     "-f lavfi -i testsrc2=size=320x240:rate=24 -frames:v 240 -c:v libx264 "
+                                     "-preset veryfast -bf 2 -g 12 -pix_fmt yuv420p");
+  TestSession exact(path);
+  TestSession approx(path, Approximate());
+  ASSERT_TRUE(exact.ok() && approx.ok()) << approx.open_message();
+  cv_frame_info got{}, want{};
+  std::string pixels = approx.DecodeOrFail(239, &got);
+  EXPECT_EQ(SeeksForTest(approx.get()), 1) << "the first request decoded from the start";
+  EXPECT_TRUE(pixels == exact.DecodeOrFail(239, &want));
+  EXPECT_EQ(got.pts, want.pts);
+}
+
 // Matroska records no frame count: the count is estimated from the
 // duration and the frame rate, as torchcodec does, and messages say so.
 TEST(ApproximateModeTest, CountWithoutAHeaderCountIsAnEstimate) {
