@@ -49,6 +49,8 @@ check "the schema version stays 1" contains "$(cat "$tmp/out")" '{"schema_versio
 plugins="$tmp/plugins"
 mkdir -p "$plugins"
 cat >"$tmp/liar.c" <<'C'
+#define _POSIX_C_SOURCE 200809L /* pread */
+
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
