@@ -169,16 +169,16 @@ liar=(--backend-manifest "$plugins/liar.toml" --device liar)
 check "an honest plugin's list" run_cv 0 info "$(says honest honest)" "${liar[@]}"
 check "its streams" grep -qE '^stream 1 +audio \(codec unknown\)$' "$tmp/out"
 check "a duplicate index is refused" run_cv 1 info "$(says duplicate duplicate)" "${liar[@]}"
-check "it says so" grep -q "the backend's list of the file's streams is invalid: entry 1 has stream index 0 after 0" \
+check "the duplicate is named" grep -q "the backend's list of the file's streams is invalid: entry 1 has stream index 0 after 0" \
   "$tmp/err"
 check "an index out of range is refused" run_cv 1 info "$(says range range)" "${liar[@]}"
-check "it says so" grep -q "entry 1 has stream index 5000, outside \[0, 1024)" "$tmp/err"
+check "the index is named" grep -q "entry 1 has stream index 5000, outside \[0, 1024)" "$tmp/err"
 check "the opened stream not a video is refused" run_cv 1 info "$(says notvideo notvideo)" "${liar[@]}"
-check "it says so" grep -q "the opened stream 0 is not listed as a video stream" "$tmp/err"
+check "the opened stream is named" grep -q "the opened stream 0 is not listed as a video stream" "$tmp/err"
 check "an unknown type is refused" run_cv 1 info "$(says type type)" "${liar[@]}"
-check "it says so" grep -q "backend 'liar' listed stream 1 with type 42, which no CV_STREAM_\* names" "$tmp/err"
+check "the type is named" grep -q "backend 'liar' listed stream 1 with type 42, which no CV_STREAM_\* names" "$tmp/err"
 check "a count past the room given is refused" run_cv 1 info "$(says count count)" "${liar[@]}"
-check "it says so" grep -q "backend 'liar' listed 1025 streams in room for 1024" "$tmp/err"
+check "the count is named" grep -q "backend 'liar' listed 1025 streams in room for 1024" "$tmp/err"
 
 # ---- a plugin without get_streams: unknown, not an error
 older=(--backend-manifest "$plugins/older.toml" --device older)
