@@ -141,6 +141,12 @@ TEST(ConvertTest, MetadataKeepsEveryField) {
   m.color_transfer = "bt709";
   m.time_base = {1, 1000};
   m.num_video_streams = 2;
+  m.streams = {{0, ipc::StreamType::kVideo, "vp9", 640, 360, 0, 0},
+               {1, ipc::StreamType::kAudio, "opus", 0, 0, 48000, 2},
+               {2, ipc::StreamType::kSubtitle, "webvtt", 0, 0, 0, 0},
+               {3, ipc::StreamType::kData, "", 0, 0, 0, 0},
+               {4, ipc::StreamType::kAttachment, "ttf", 0, 0, 0, 0},
+               {5, ipc::StreamType::kUnknown, "", 0, 0, 0, 0}};
   const StreamMetadata p = api::FromIpc(m);
   EXPECT_EQ(p.stream_index, 1);
   EXPECT_EQ(p.codec, "vp9");
@@ -162,6 +168,27 @@ TEST(ConvertTest, MetadataKeepsEveryField) {
   EXPECT_EQ(p.color_transfer, "bt709");
   EXPECT_EQ(p.time_base, (Rational{1, 1000}));
   EXPECT_EQ(p.num_video_streams, 2u);
+  EXPECT_EQ(p.streams, (std::vector<StreamInfo>{{0, StreamType::kVideo, "vp9", 640, 360, 0, 0},
+                                                {1, StreamType::kAudio, "opus", 0, 0, 48000, 2},
+                                                {2, StreamType::kSubtitle, "webvtt", 0, 0, 0, 0},
+                                                {3, StreamType::kData, "", 0, 0, 0, 0},
+                                                {4, StreamType::kAttachment, "ttf", 0, 0, 0, 0},
+                                                {5, StreamType::kUnknown, "", 0, 0, 0, 0}}));
+}
+
+TEST(ConvertTest, StreamTypesHaveTheirNames) {
+  EXPECT_STREQ(StreamTypeName(StreamType::kUnknown), "unknown");
+  EXPECT_STREQ(StreamTypeName(StreamType::kVideo), "video");
+  EXPECT_STREQ(StreamTypeName(StreamType::kAudio), "audio");
+  EXPECT_STREQ(StreamTypeName(StreamType::kSubtitle), "subtitle");
+  EXPECT_STREQ(StreamTypeName(StreamType::kData), "data");
+  EXPECT_STREQ(StreamTypeName(StreamType::kAttachment), "attachment");
+}
+
+TEST(ConvertTest, AnOlderBackendsMetadataHasNoStreams) {
+  ipc::StreamMetadata m;
+  m.stream_index = 0;
+  EXPECT_TRUE(api::FromIpc(m).streams.empty());
 }
 
 TEST(FrameTest, AnEmptyOrMovedFromFrameHasNoBytes) {

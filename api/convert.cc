@@ -38,6 +38,24 @@ ipc::OutputFormat ToIpc(OutputFormat format) {
   return ipc::OutputFormat::kRgb24;
 }
 
+StreamType FromIpc(ipc::StreamType type) {
+  switch (type) {
+    case ipc::StreamType::kUnknown:
+      return StreamType::kUnknown;
+    case ipc::StreamType::kVideo:
+      return StreamType::kVideo;
+    case ipc::StreamType::kAudio:
+      return StreamType::kAudio;
+    case ipc::StreamType::kSubtitle:
+      return StreamType::kSubtitle;
+    case ipc::StreamType::kData:
+      return StreamType::kData;
+    case ipc::StreamType::kAttachment:
+      return StreamType::kAttachment;
+  }
+  return StreamType::kUnknown;
+}
+
 StreamMetadata FromIpc(const ipc::StreamMetadata& m) {
   StreamMetadata out;
   out.stream_index = m.stream_index;
@@ -59,6 +77,10 @@ StreamMetadata FromIpc(const ipc::StreamMetadata& m) {
   out.color_transfer = m.color_transfer;
   out.time_base = {m.time_base.num, m.time_base.den};
   out.num_video_streams = m.num_video_streams;
+  out.streams.reserve(m.streams.size());
+  for (const ipc::StreamInfo& s : m.streams) {
+    out.streams.push_back({s.index, FromIpc(s.type), s.codec, s.width, s.height, s.sample_rate, s.channels});
+  }
   return out;
 }
 

@@ -25,6 +25,7 @@ ipc::SeekMode ToIpc(SeekMode mode);
 OutputFormat FromIpc(ipc::OutputFormat format);
 ipc::OutputFormat ToIpc(OutputFormat format);
 
+StreamType FromIpc(ipc::StreamType type);
 StreamMetadata FromIpc(const ipc::StreamMetadata& metadata);
 ipc::FrameRequest ToIpc(const FrameSelection& selection);
 

@@ -20,6 +20,24 @@ const char* OutputFormatName(OutputFormat format) {
   return "rgb24";
 }
 
+const char* StreamTypeName(StreamType type) {
+  switch (type) {
+    case StreamType::kUnknown:
+      return "unknown";
+    case StreamType::kVideo:
+      return "video";
+    case StreamType::kAudio:
+      return "audio";
+    case StreamType::kSubtitle:
+      return "subtitle";
+    case StreamType::kData:
+      return "data";
+    case StreamType::kAttachment:
+      return "attachment";
+  }
+  return "unknown";
+}
+
 std::string FrameSelection::ToString() const { return internal::DescribeSelection(api::ToIpc(*this)); }
 
 // codecvisor.h's constants and the library come from one version (version.bzl).

@@ -17,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "backends/sdk/codecvisor_backend.h"
 #include "backends/sdk/runner/runner_args.h"
+#include "core/stream_list_check.h"
 
 namespace codecvisor {
 namespace {
@@ -427,6 +428,8 @@ absl::StatusOr<OpenedSession> BackendProcess::OpenSession(int video_fd, ipc::Ope
   if (opened == nullptr) {
     return absl::DataLossError(absl::StrCat("backend answered open with ", ipc::KindName(*reply)));
   }
+  // A protocol violation, as a malformed message is: the backend is replaced.
+  if (absl::Status s = CheckStreamList(opened->metadata); !s.ok()) return s;
   ipc::Geometry geometry;
   geometry.slot_count = slots;
   geometry.slot_bytes = ipc::Geometry::SlotBytesFor(opened->layout.size);

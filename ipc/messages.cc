@@ -68,6 +68,18 @@ void Fill(wire::StreamMetadata::Builder b, const StreamMetadata& m) {
   b.initTimeBase().setNum(m.time_base.num);
   b.getTimeBase().setDen(m.time_base.den);
   b.setNumVideoStreams(m.num_video_streams);
+  auto streams = b.initStreams(static_cast<unsigned>(m.streams.size()));
+  for (size_t i = 0; i < m.streams.size(); ++i) {
+    const StreamInfo& from = m.streams[i];
+    auto to = streams[i];
+    to.setIndex(from.index);
+    to.setType(ToEnum<wire::StreamType>(from.type));
+    to.setCodec(AsText(from.codec));
+    to.setWidth(from.width);
+    to.setHeight(from.height);
+    to.setSampleRate(from.sample_rate);
+    to.setChannels(from.channels);
+  }
 }
 
 void Fill(capnp::List<wire::Plane>::Builder out, const std::vector<Plane>& planes) {
@@ -236,6 +248,13 @@ StreamMetadata Read(wire::StreamMetadata::Reader r) {
   m.color_transfer = FromText(r.getColorTransfer(), "colorTransfer");
   m.time_base = {r.getTimeBase().getNum(), r.getTimeBase().getDen()};
   m.num_video_streams = r.getNumVideoStreams();
+  CheckCount(r.getStreams().size(), kMaxStreams, "streams");
+  m.streams.reserve(r.getStreams().size());
+  for (auto s : r.getStreams()) {
+    m.streams.push_back({s.getIndex(), FromEnum(s.getType(), StreamType::kAttachment, "stream type"),
+                         FromText(s.getCodec(), "stream codec"), s.getWidth(), s.getHeight(), s.getSampleRate(),
+                         s.getChannels()});
+  }
   return m;
 }
 

@@ -31,6 +31,7 @@ inline constexpr size_t kMaxDevices = 64;
 inline constexpr size_t kMaxFramesPerBatch = 256;
 inline constexpr size_t kMaxPlanes = 4;
 inline constexpr size_t kMaxRequestEntries = 100'000;  // indices or times in one request
+inline constexpr size_t kMaxStreams = 1024;  // StreamMetadata::streams; also the highest index + 1
 // Cap'n Proto traversal limit: a 1 MiB message is 128 Ki words; twice that
 // allows for the pointer overhead and nothing like an amplification attack.
 inline constexpr uint64_t kTraversalLimitWords = 256 << 10;
@@ -89,6 +90,20 @@ struct OpenSession {
   bool operator==(const OpenSession&) const = default;
 };
 
+enum class StreamType { kUnknown = 0, kVideo = 1, kAudio = 2, kSubtitle = 3, kData = 4, kAttachment = 5 };
+
+// One stream of the file, of any type (protocol.capnp's StreamInfo).
+struct StreamInfo {
+  int32_t index = 0;
+  StreamType type = StreamType::kUnknown;
+  std::string codec;
+  uint32_t width = 0;  // video only
+  uint32_t height = 0;
+  uint32_t sample_rate = 0;  // audio only
+  uint32_t channels = 0;
+  bool operator==(const StreamInfo&) const = default;
+};
+
 struct Rational {
   int64_t num = 0;
   int64_t den = 1;
@@ -115,6 +130,8 @@ struct StreamMetadata {
   std::string color_transfer;
   Rational time_base;
   uint32_t num_video_streams = 0;
+  // Every stream of the file; empty when the backend does not list them.
+  std::vector<StreamInfo> streams;
   bool operator==(const StreamMetadata&) const = default;
 
   // The count from the scan, else the header; -1 when neither knows it.

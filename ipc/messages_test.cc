@@ -1,6 +1,7 @@
 #include "ipc/messages.h"
 
 #include <cstring>
+#include <variant>
 
 #include <gtest/gtest.h>
 
@@ -32,6 +33,11 @@ StreamMetadata SampleMetadata() {
   m.color_transfer = "bt709";
   m.time_base = {1, 90000};
   m.num_video_streams = 2;
+  m.streams = {{0, StreamType::kVideo, "h264", 640, 360, 0, 0},
+               {1, StreamType::kVideo, "h264", 1080, 1920, 0, 0},
+               {2, StreamType::kAudio, "aac", 0, 0, 48000, 2},
+               {3, StreamType::kSubtitle, "subrip", 0, 0, 0, 0},
+               {4, StreamType::kAttachment, "", 0, 0, 0, 0}};
   return m;
 }
 
@@ -180,6 +186,47 @@ TEST(MessagesTest, UnknownEnumValueIsRejected) {
   auto r = DecodeResponse(words);
   ASSERT_EQ(r.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_NE(r.status().message().find("unknown value 999"), std::string::npos) << r.status();
+}
+
+// A backend built before StreamMetadata.streams existed sends none: an
+// empty list, not an error.
+TEST(MessagesTest, MetadataWithoutAStreamListHasNoStreams) {
+  capnp::MallocMessageBuilder builder;
+  auto root = builder.initRoot<wire::Response>();
+  root.setId(3);
+  auto m = root.initMetadata();
+  m.setStreamIndex(0);
+  m.setCodec("h264");
+  auto r = DecodeResponse(capnp::messageToFlatArray(builder));
+  ASSERT_TRUE(r.ok()) << r.status();
+  const auto& decoded = std::get<StreamMetadata>(r->body);
+  EXPECT_EQ(decoded.codec, "h264");
+  EXPECT_TRUE(decoded.streams.empty());
+}
+
+TEST(MessagesTest, StreamListsBreakingLimitsAreRejected) {
+  StreamMetadata many = SampleMetadata();
+  many.streams.assign(kMaxStreams + 1, {0, StreamType::kData, "bin_data"});
+  auto words = EncodeResponse({1, many});
+  ASSERT_TRUE(words.ok()) << words.status();
+  auto r = DecodeResponse(*words);
+  ASSERT_EQ(r.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(r.status().message().find("streams has 1025 entries; at most 1024"), std::string::npos) << r.status();
+
+  StreamMetadata long_name = SampleMetadata();
+  long_name.streams[2].codec.assign(kMaxTextBytes + 1, 'a');
+  words = EncodeResponse({1, long_name});
+  ASSERT_TRUE(words.ok()) << words.status();
+  r = DecodeResponse(*words);
+  ASSERT_EQ(r.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(r.status().message().find("stream codec is"), std::string::npos) << r.status();
+
+  capnp::MallocMessageBuilder builder;
+  auto streams = builder.initRoot<wire::Response>().initMetadata().initStreams(1);
+  streams[0].setType(static_cast<wire::StreamType>(6));
+  r = DecodeResponse(capnp::messageToFlatArray(builder));
+  ASSERT_EQ(r.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(r.status().message().find("stream type: unknown value 6"), std::string::npos) << r.status();
 }
 
 TEST(MessagesTest, DeeplyNestedOrHugeListsHitReaderLimits) {

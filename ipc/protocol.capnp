@@ -117,6 +117,31 @@ struct StreamMetadata {
   colorTransfer @16 :Text;
   timeBase @17 :Rational;
   numVideoStreams @18 :UInt32;
+  # Every stream of the file, by ascending index (at most 1024). Empty from
+  # a backend that does not list them (one built before this field): the
+  # host then says the streams are unknown. The host checks what it gets
+  # (core/stream_list_check.h); the stream above is one of the videos.
+  streams @19 :List(StreamInfo);
+}
+
+enum StreamType {
+  unknown @0;
+  video @1;
+  audio @2;
+  subtitle @3;
+  data @4;
+  attachment @5;
+}
+
+# One stream of the file, of any type, as the container describes it.
+struct StreamInfo {
+  index @0 :Int32;             # the container's stream index, from 0
+  type @1 :StreamType;
+  codec @2 :Text;              # e.g. "h264", "aac", "subrip"; empty if unknown
+  width @3 :UInt32;            # video: as stored, before any display rotation; else 0
+  height @4 :UInt32;
+  sampleRate @5 :UInt32;       # audio: in Hz, 0 if unknown; else 0
+  channels @6 :UInt32;         # audio: 0 if unknown; else 0
 }
 
 # ---- frames ------------------------------------------------------------------

@@ -12,6 +12,7 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -172,6 +173,18 @@ cv_status GetFrameLayout(cv_session* session, cv_frame_layout* out, cv_error* er
   return CV_OK;
 }
 
+cv_status GetStreams(cv_session* session, cv_stream_info* out, uint32_t capacity, uint32_t* count,
+                     cv_error* error) {
+  if (session == nullptr || count == nullptr || (out == nullptr && capacity > 0)) {
+    return Fail(error, CV_ERROR_INVALID_ARGUMENT, "get_streams: session, out or count is NULL");
+  }
+  const std::vector<cv_stream_info>& streams = session->impl->streams();
+  const size_t n = std::min<size_t>(streams.size(), capacity);
+  std::copy_n(streams.begin(), n, out);
+  *count = static_cast<uint32_t>(n);
+  return CV_OK;
+}
+
 cv_status GetFrameInfo(cv_session* session, int64_t index, cv_frame_info* out, cv_error* error) {
   if (session == nullptr || out == nullptr) {
     return Fail(error, CV_ERROR_INVALID_ARGUMENT, "get_frame_info: session or out is NULL");
@@ -223,6 +236,7 @@ constexpr cv_backend_v1 kTable = {
     .index_at_seconds = &IndexAtSeconds,
     .decode_frame = &DecodeFrame,
     .late_frame_buffer = 1,
+    .get_streams = &GetStreams,
 };
 
 }  // namespace

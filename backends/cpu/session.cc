@@ -90,6 +90,7 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Open(int fd,
   }
   session->metadata_ =
       DescribeStream(*session->demuxer_, session->index_ ? &*session->index_ : nullptr);
+  session->streams_ = DescribeStreams(session->demuxer_->format());
   if (options.seek_mode == CV_SEEK_APPROXIMATE) {
     if (stream->nb_frames > 0) {
       session->num_frames_ = std::min(stream->nb_frames, FrameIndex::kMaxFrames);

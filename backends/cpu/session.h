@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -54,6 +55,8 @@ class CpuSession {
 
   const cv_stream_metadata& metadata() const { return metadata_; }
   const cv_frame_layout& layout() const { return layout_; }
+  // Every stream of the file (DescribeStreams).
+  const std::vector<cv_stream_info>& streams() const { return streams_; }
   int64_t num_frames() const { return num_frames_; }
 
   // Describes frame `index` without decoding (approximate mode: nominal pts
@@ -87,6 +90,7 @@ class CpuSession {
   std::unique_ptr<FrameOutput> output_;
   cv_stream_metadata metadata_{};
   cv_frame_layout layout_{};
+  std::vector<cv_stream_info> streams_;
   int64_t num_frames_ = 0;
   bool count_estimated_ = false;  // approximate mode: duration x rate
   // Approximate mode's nominal timeline.

@@ -23,6 +23,25 @@ void SetName(char (&out)[CV_NAME_BYTES], const char* name) {
 
 bool Valid(AVRational r) { return r.num > 0 && r.den > 0; }
 
+cv_stream_type StreamType(int media_type) {
+  switch (media_type) {
+    case AVMEDIA_TYPE_VIDEO:
+      return CV_STREAM_VIDEO;
+    case AVMEDIA_TYPE_AUDIO:
+      return CV_STREAM_AUDIO;
+    case AVMEDIA_TYPE_SUBTITLE:
+      return CV_STREAM_SUBTITLE;
+    case AVMEDIA_TYPE_DATA:
+      return CV_STREAM_DATA;
+    case AVMEDIA_TYPE_ATTACHMENT:
+      return CV_STREAM_ATTACHMENT;
+    default:
+      return CV_STREAM_UNKNOWN;
+  }
+}
+
+uint32_t NonNegative(int value) { return value > 0 ? static_cast<uint32_t>(value) : 0; }
+
 }  // namespace
 
 double DisplayMatrixDegrees(const AVStream* stream) {
@@ -91,6 +110,27 @@ cv_stream_metadata DescribeStream(const Demuxer& demuxer, const FrameIndex* inde
   m.time_base_num = stream->time_base.num;
   m.time_base_den = stream->time_base.den;
   return m;
+}
+
+std::vector<cv_stream_info> DescribeStreams(const AVFormatContext* format) {
+  std::vector<cv_stream_info> streams;
+  for (unsigned i = 0; i < format->nb_streams && i < CV_MAX_STREAMS; ++i) {
+    const AVCodecParameters* par = format->streams[i]->codecpar;
+    cv_stream_info s{};
+    s.index = static_cast<int32_t>(i);
+    s.type = StreamType(EnumValue(par->codec_type));
+    const int codec = EnumValue(par->codec_id);
+    if (codec != AV_CODEC_ID_NONE) SetName(s.codec, CodecName(codec));
+    if (s.type == CV_STREAM_VIDEO) {
+      s.width = NonNegative(par->width);
+      s.height = NonNegative(par->height);
+    } else if (s.type == CV_STREAM_AUDIO) {
+      s.sample_rate = NonNegative(par->sample_rate);
+      s.channels = NonNegative(par->ch_layout.nb_channels);
+    }
+    streams.push_back(s);
+  }
+  return streams;
 }
 
 }  // namespace codecvisor::cpu

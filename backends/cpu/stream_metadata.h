@@ -13,6 +13,8 @@
 #ifndef CODECVISOR_BACKENDS_CPU_STREAM_METADATA_H_
 #define CODECVISOR_BACKENDS_CPU_STREAM_METADATA_H_
 
+#include <vector>
+
 #include "backends/cpu/demuxer.h"
 #include "backends/cpu/frame_index.h"
 #include "backends/sdk/codecvisor_backend.h"
@@ -34,6 +36,12 @@ double DisplayMatrixDegrees(const AVStream* stream);
 // Describes the demuxer's selected stream. `index` is the exact-mode frame
 // table, or nullptr in approximate mode.
 cv_stream_metadata DescribeStream(const Demuxer& demuxer, const FrameIndex* index);
+
+// Every stream of the container, by index (at most CV_MAX_STREAMS): its
+// type, codec (ffprobe's codec_name; "" for none), stored size for video,
+// sample rate and channels for audio. A type FFmpeg does not define, or
+// one of no kind listed in cv_stream_type, is CV_STREAM_UNKNOWN.
+std::vector<cv_stream_info> DescribeStreams(const AVFormatContext* format);
 
 }  // namespace codecvisor::cpu
 

@@ -113,6 +113,30 @@ typedef struct cv_stream_metadata {
   int64_t time_base_den;
 } cv_stream_metadata;
 
+/* The type of a stream of the file (cv_stream_info.type). */
+typedef int32_t cv_stream_type;
+#define CV_STREAM_UNKNOWN 0
+#define CV_STREAM_VIDEO 1
+#define CV_STREAM_AUDIO 2
+#define CV_STREAM_SUBTITLE 3
+#define CV_STREAM_DATA 4
+#define CV_STREAM_ATTACHMENT 5
+
+/* One stream of the file, of any type, as the container describes it
+ * (get_streams). Fields that do not apply to the type are 0. */
+typedef struct cv_stream_info {
+  int32_t index;                      /* the container's stream index, from 0 */
+  cv_stream_type type;
+  char codec[CV_NAME_BYTES];          /* e.g. "h264", "aac", "subrip"; "" if unknown */
+  uint32_t width;                     /* video: as stored, before any display rotation */
+  uint32_t height;
+  uint32_t sample_rate;               /* audio: in Hz, 0 if unknown */
+  uint32_t channels;                  /* audio: 0 if unknown */
+} cv_stream_info;
+
+/* The most streams get_streams reports (the capacity the runner passes). */
+#define CV_MAX_STREAMS 1024
+
 #define CV_MAX_PLANES 4
 /* Where every output frame of a session goes in the runner's buffer. Fixed
  * for the session's lifetime (the output size and format do not change). */
@@ -218,6 +242,16 @@ typedef struct cv_backend_v1 {
 
   /* Non-zero: decode_frame gets late buffers (see cv_frame_buffer). */
   int32_t late_frame_buffer;
+
+  /* Lists every stream of the open file (video, audio, subtitles, ...) so
+   * that a user can see what there is and pick one: writes one entry per
+   * stream into out[0..capacity), by ascending index with no index twice,
+   * and sets *count to the entries written. A file with more than
+   * `capacity` streams lists its first `capacity`. Called once, after
+   * get_metadata. May be NULL: codecvisor then says the file's streams are
+   * unknown. */
+  cv_status (*get_streams)(cv_session* session, cv_stream_info* out, uint32_t capacity, uint32_t* count,
+                           cv_error* error);
 } cv_backend_v1;
 
 /* The size of a version 1 table before any field was added: the least

@@ -7,7 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -27,6 +29,20 @@ constexpr int kQuietLogOffset = 64;
 
 bool IsVideo(const AVStream* s) {
   return s->codecpar->codec_type == AVMEDIA_TYPE_VIDEO && (s->disposition & AV_DISPOSITION_ATTACHED_PIC) == 0;
+}
+
+// The SDK's name for a libavformat media type.
+cv_stream_type SdkStreamType(AVMediaType type) {
+  static constexpr struct {
+    AVMediaType av;
+    cv_stream_type sdk;
+  } kTypes[] = {{AVMEDIA_TYPE_VIDEO, CV_STREAM_VIDEO},       {AVMEDIA_TYPE_AUDIO, CV_STREAM_AUDIO},
+                {AVMEDIA_TYPE_SUBTITLE, CV_STREAM_SUBTITLE}, {AVMEDIA_TYPE_DATA, CV_STREAM_DATA},
+                {AVMEDIA_TYPE_ATTACHMENT, CV_STREAM_ATTACHMENT}};
+  for (const auto& t : kTypes) {
+    if (t.av == type) return t.sdk;
+  }
+  return CV_STREAM_UNKNOWN;
 }
 
 // SECURITY: a playlist or reference demuxer (hls, concat, mov's dref) must
@@ -182,6 +198,28 @@ Status Container::Open(int fd, int stream_index, std::unique_ptr<Container>* out
   c->stream_ = stream;
   *out = std::move(c);
   return Status();
+}
+
+uint32_t Container::ListStreams(cv_stream_info* out, uint32_t capacity) const {
+  uint32_t n = 0;
+  for (; n < format_->nb_streams && n < capacity; ++n) {
+    const AVCodecParameters* par = format_->streams[n]->codecpar;
+    cv_stream_info& info = out[n];
+    info = cv_stream_info{};
+    info.index = static_cast<int32_t>(n);
+    info.type = SdkStreamType(par->codec_type);
+    if (par->codec_id != AV_CODEC_ID_NONE) {
+      std::snprintf(info.codec, sizeof(info.codec), "%s", avcodec_get_name(par->codec_id));
+    }
+    if (info.type == CV_STREAM_VIDEO) {
+      info.width = static_cast<uint32_t>(std::max(par->width, 0));
+      info.height = static_cast<uint32_t>(std::max(par->height, 0));
+    } else if (info.type == CV_STREAM_AUDIO) {
+      info.sample_rate = static_cast<uint32_t>(std::max(par->sample_rate, 0));
+      info.channels = static_cast<uint32_t>(std::max(par->ch_layout.nb_channels, 0));
+    }
+  }
+  return n;
 }
 
 Container::~Container() {

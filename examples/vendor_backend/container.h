@@ -40,6 +40,9 @@ class Container {
   const AVFormatContext* format() const { return format_; }
   const AVStream* stream() const { return stream_; }
   int num_video_streams() const { return num_video_streams_; }
+  // Describes the file's streams, every type, into out[0..capacity) by
+  // index; returns how many it wrote.
+  uint32_t ListStreams(cv_stream_info* out, uint32_t capacity) const;
 
   // The next packet of the selected stream into `packet`: true, or false at
   // the end or on a read error (then last_error() is that error, else 0).

@@ -128,6 +128,16 @@ cv_status GetFrameLayout(cv_session* session, cv_frame_layout* out, cv_error* er
   });
 }
 
+cv_status GetStreams(cv_session* session, cv_stream_info* out, uint32_t capacity, uint32_t* count, cv_error* error) {
+  if (out == nullptr && capacity > 0) {
+    return Fail(error, CV_ERROR_INVALID_ARGUMENT, "get_streams: the output array is NULL");
+  }
+  return OnSession("get_streams", session, count, error, [&](Session& s, uint32_t* n) {
+    *n = s.ListStreams(out, capacity);
+    return Status();
+  });
+}
+
 cv_status GetFrameInfo(cv_session* session, int64_t index, cv_frame_info* out, cv_error* error) {
   return OnSession("get_frame_info", session, out, error,
                    [index](Session& s, cv_frame_info* info) { return s.GetFrameInfo(index, info); });
@@ -165,6 +175,8 @@ constexpr cv_backend_v1 kBackend = {
     .get_frame_info = &GetFrameInfo,
     .index_at_seconds = &IndexAtSeconds,
     .decode_frame = &DecodeFrame,
+    .late_frame_buffer = 0,
+    .get_streams = &GetStreams,
 };
 
 }  // namespace

@@ -98,6 +98,23 @@ TEST(Dav1dBackendErrorsTest, PicksTheAv1StreamAndChecksStreamIndices) {
   EXPECT_EQ(best.Metadata().width, 48u);
   std::vector<uint8_t> frame;
   EXPECT_EQ(best.Decode(3, &frame), CV_OK) << best.error();
+  // Every stream of the file is listed, whichever one is open.
+  const std::vector<cv_stream_info> streams = best.Streams();
+  ASSERT_EQ(streams.size(), 3u);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(streams[i].index, i);
+  EXPECT_EQ(streams[0].type, CV_STREAM_VIDEO);
+  EXPECT_STREQ(streams[0].codec, "mpeg4");
+  EXPECT_EQ(streams[0].width, 64u);
+  EXPECT_EQ(streams[0].height, 48u);
+  EXPECT_EQ(streams[1].type, CV_STREAM_VIDEO);
+  EXPECT_STREQ(streams[1].codec, "av1");
+  EXPECT_EQ(streams[1].width, 48u);
+  EXPECT_EQ(streams[2].type, CV_STREAM_AUDIO);
+  EXPECT_STREQ(streams[2].codec, "pcm_s16le");
+  EXPECT_EQ(streams[2].sample_rate, 8000u);
+  EXPECT_EQ(streams[2].channels, 1u);
+  EXPECT_EQ(streams[2].width, 0u);
+  ASSERT_EQ(best.Streams(2).size(), 2u) << "a list longer than the room given is cut to it";
 
   cv_open_options o = DefaultOptions();
   o.stream_index = 0;

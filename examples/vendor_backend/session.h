@@ -31,6 +31,8 @@ class Session {
 
   const cv_stream_metadata& metadata() const { return metadata_; }
   const cv_frame_layout& layout() const { return converter_->layout(); }
+  // The ABI's get_streams: every stream of the file, as the container has them.
+  uint32_t ListStreams(cv_stream_info* out, uint32_t capacity) const { return container_->ListStreams(out, capacity); }
 
   // The ABI's get_frame_info, index_at_seconds and decode_frame.
   // OUT_OF_RANGE for an index or time outside the stream.

@@ -93,6 +93,16 @@ cv_stream_metadata OpenVideo::Metadata() {
   return m;
 }
 
+std::vector<cv_stream_info> OpenVideo::Streams(uint32_t capacity) {
+  std::vector<cv_stream_info> streams(capacity);
+  uint32_t count = 0;
+  cv_error error{};
+  EXPECT_EQ(Backend().get_streams(session_, streams.data(), capacity, &count, &error), CV_OK) << error.message;
+  EXPECT_LE(count, capacity);
+  streams.resize(count < capacity ? count : capacity);
+  return streams;
+}
+
 cv_frame_layout OpenVideo::Layout() {
   cv_frame_layout l{};
   cv_error error{};

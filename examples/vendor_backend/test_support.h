@@ -38,6 +38,8 @@ class OpenVideo {
 
   cv_stream_metadata Metadata();
   cv_frame_layout Layout();
+  // get_streams with room for `capacity` entries: the entries written.
+  std::vector<cv_stream_info> Streams(uint32_t capacity = CV_MAX_STREAMS);
   // Decodes frame `index`; the status, with the pixels in `out`.
   cv_status Decode(int64_t index, std::vector<uint8_t>* out, cv_frame_info* info = nullptr);
 

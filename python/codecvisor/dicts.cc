@@ -27,6 +27,19 @@ py::dict MetadataDict(const StreamMetadata& m) {
   d["color_transfer"] = m.color_transfer;
   d["time_base"] = py::make_tuple(m.time_base.num, m.time_base.den);
   d["num_video_streams"] = m.num_video_streams;
+  py::list streams;  // empty: the backend does not list the file's streams
+  for (const StreamInfo& s : m.streams) {
+    py::dict entry;
+    entry["index"] = s.index;
+    entry["type"] = StreamTypeName(s.type);
+    entry["codec"] = s.codec;
+    entry["width"] = s.width;
+    entry["height"] = s.height;
+    entry["sample_rate"] = s.sample_rate;
+    entry["channels"] = s.channels;
+    streams.append(entry);
+  }
+  d["streams"] = streams;
   return d;
 }
 

@@ -1,4 +1,5 @@
-// `codecvisor info`: the metadata of the stream codecvisor decodes.
+// `codecvisor info`: the metadata of the stream codecvisor decodes, and
+// every stream of the file with its index and type.
 
 #include <cstdio>
 #include <string>
@@ -22,9 +23,56 @@ std::string CountText(int64_t count) { return count >= 0 ? absl::StrCat(count) :
 std::string NameText(const std::string& name) { return name.empty() ? "unknown" : name; }
 std::string NumberText(double value) { return absl::StrFormat("%.10g", value); }
 
+// "video h264 1920x1080", "audio aac 48000 Hz 2 channels", "subtitle subrip".
+std::string StreamText(const StreamInfo& s) {
+  std::string text = absl::StrCat(StreamTypeName(s.type), " ", s.codec.empty() ? "(codec unknown)" : s.codec);
+  if (s.type == StreamType::kVideo) absl::StrAppend(&text, " ", s.width, "x", s.height);
+  if (s.type == StreamType::kAudio) {
+    if (s.sample_rate > 0) absl::StrAppend(&text, " ", s.sample_rate, " Hz");
+    if (s.channels > 0) absl::StrAppend(&text, " ", s.channels, s.channels == 1 ? " channel" : " channels");
+  }
+  return text;
+}
+
+// One row per stream of the file, after a row with their number; a backend
+// that does not list them gets one row saying so.
+void AppendStreamRows(const StreamMetadata& m, std::vector<std::pair<std::string, std::string>>* rows) {
+  if (m.streams.empty()) {
+    rows->emplace_back("streams", "unknown (the backend does not list the file's streams)");
+    return;
+  }
+  rows->emplace_back("streams", absl::StrCat(m.streams.size()));
+  for (const StreamInfo& s : m.streams) rows->emplace_back(absl::StrCat("stream ", s.index), StreamText(s));
+}
+
+// "streams": an array of {index, type, codec, ...}, or null when unknown.
+void WriteStreams(const StreamMetadata& m, JsonWriter& w) {
+  w.Key("streams");
+  if (m.streams.empty()) {
+    w.Null();
+    return;
+  }
+  auto positive = [&](const char* key, uint32_t value) {
+    w.Key(key);
+    value > 0 ? w.Int(value) : w.Null();
+  };
+  w.BeginArray();
+  for (const StreamInfo& s : m.streams) {
+    w.BeginObject().Key("index").Int(s.index).Key("type").String(StreamTypeName(s.type)).Key("codec");
+    s.codec.empty() ? w.Null() : w.String(s.codec);
+    if (s.type == StreamType::kVideo) w.Key("width").Int(s.width).Key("height").Int(s.height);
+    if (s.type == StreamType::kAudio) {
+      positive("sample_rate", s.sample_rate);
+      positive("channels", s.channels);
+    }
+    w.EndObject();
+  }
+  w.EndArray();
+}
+
 void PrintText(const InfoArgs& args, const Host& host, const VideoDecoder& decoder) {
   const StreamMetadata& m = decoder.metadata();
-  const std::vector<std::pair<std::string, std::string>> rows = {
+  std::vector<std::pair<std::string, std::string>> rows = {
       {"file", args.open.file},
       {"backend", decoder.backend_name()},
       {"device", DeviceFor(args.open, host)},
@@ -49,6 +97,7 @@ void PrintText(const InfoArgs& args, const Host& host, const VideoDecoder& decod
       {"color_transfer", NameText(m.color_transfer)},
       {"time_base", absl::StrCat(m.time_base.num, "/", m.time_base.den)},
   };
+  AppendStreamRows(m, &rows);
   size_t width = 0;
   for (const auto& row : rows) width = std::max(width, row.first.size());
   std::string out;
@@ -96,6 +145,7 @@ void PrintJson(const InfoArgs& args, const Host& host, const VideoDecoder& decod
   name("color_primaries", m.color_primaries);
   name("color_transfer", m.color_transfer);
   w.Key("time_base").BeginObject().Key("num").Int(m.time_base.num).Key("den").Int(m.time_base.den).EndObject();
+  WriteStreams(m, w);
   w.EndObject();
   std::printf("%s\n", w.str().c_str());
 }

@@ -29,6 +29,23 @@ enum class OutputFormat { kRgb24, kRgb24Planar, kNative };
 const char* SeekModeName(SeekMode mode);          // "exact", "approximate"
 const char* OutputFormatName(OutputFormat format);  // "rgb24", "rgb24-planar", "native"
 
+// The type of a stream of a file.
+enum class StreamType { kUnknown, kVideo, kAudio, kSubtitle, kData, kAttachment };
+
+const char* StreamTypeName(StreamType type);  // "unknown", "video", "audio", "subtitle", "data", "attachment"
+
+// One stream of a file, of any type, as the container describes it.
+struct StreamInfo {
+  int32_t index = 0;            // the container's stream index (what DecoderOptions::stream_index takes)
+  StreamType type = StreamType::kUnknown;
+  std::string codec;            // "h264", "aac", "subrip", ...; empty if unknown
+  uint32_t width = 0;           // video: as stored, before any display rotation; else 0
+  uint32_t height = 0;
+  uint32_t sample_rate = 0;     // audio: in Hz, 0 if unknown; else 0
+  uint32_t channels = 0;        // audio: 0 if unknown; else 0
+  bool operator==(const StreamInfo&) const = default;
+};
+
 struct Rational {
   int64_t num = 0;
   int64_t den = 1;
@@ -57,6 +74,10 @@ struct StreamMetadata {
   std::string color_transfer;
   Rational time_base;
   uint32_t num_video_streams = 0;
+  // Every stream of the file (video, audio, subtitles, ...) by ascending
+  // index, checked by the host; empty when the backend does not list them
+  // (one built before get_streams), which means unknown, not none.
+  std::vector<StreamInfo> streams;
 
   // The number of frames: from the scan when there was one, else the header's, else (as
   // torchcodec does) estimated as round(duration_seconds x average_fps), which is the count the

@@ -11,6 +11,7 @@
 #include "backends/sdk/runner/abi_convert.h"
 #include "backends/sdk/runner/crash_hints.h"
 #include "backends/sdk/runner/runner_args.h"
+#include "backends/sdk/runner/stream_list.h"
 
 namespace codecvisor::runner {
 namespace {
@@ -63,9 +64,12 @@ absl::Status ControlServer::HandleOpen(uint64_t id, const ipc::OpenSession& open
     return fail(absl::InternalError(absl::StrCat("backend '", name_, "' reported a frame layout with ",
                                                  layout.num_planes, " planes and ", layout.size, " bytes")));
   }
+  absl::StatusOr<std::vector<ipc::StreamInfo>> streams = ListStreams(*vtable_, session.session, name_);
+  if (!streams.ok()) return fail(streams.status());
   call.reset();
   session.opened.session_id = next_session_id_++;
   session.opened.metadata = FromAbi(metadata);
+  session.opened.metadata.streams = *std::move(streams);
   session.opened.layout = FromAbi(layout);
   ipc::SessionOpened reply = session.opened;
   pending_.emplace(reply.session_id, std::move(session));

@@ -1,0 +1,87 @@
+#include "core/stream_list_check.h"
+
+#include <gtest/gtest.h>
+
+#include "absl/strings/match.h"
+
+namespace codecvisor {
+namespace {
+
+using ipc::StreamInfo;
+using ipc::StreamType;
+
+// Stream 1 opened, among a video, an audio and a subtitle stream.
+ipc::StreamMetadata Opened() {
+  ipc::StreamMetadata m;
+  m.stream_index = 1;
+  m.codec = "h264";
+  m.streams = {{0, StreamType::kAudio, "aac", 0, 0, 48000, 2},
+               {1, StreamType::kVideo, "h264", 640, 360, 0, 0},
+               {2, StreamType::kSubtitle, "subrip", 0, 0, 0, 0},
+               {5, StreamType::kUnknown, "", 0, 0, 0, 0}};
+  return m;
+}
+
+// Expects kDataLoss whose message contains `want`.
+void ExpectLie(const ipc::StreamMetadata& m, const std::string& want) {
+  const absl::Status s = CheckStreamList(m);
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "the backend's list of the file's streams is invalid: ")) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), want)) << s << "\nexpected: " << want;
+}
+
+TEST(StreamListCheckTest, AnHonestListPasses) { EXPECT_TRUE(CheckStreamList(Opened()).ok()); }
+
+// A backend built before the list existed sends none.
+TEST(StreamListCheckTest, AnEmptyListIsAnOlderBackendNotALie) {
+  ipc::StreamMetadata m = Opened();
+  m.streams.clear();
+  EXPECT_TRUE(CheckStreamList(m).ok());
+}
+
+TEST(StreamListCheckTest, ADuplicateIndexIsALie) {
+  ipc::StreamMetadata m = Opened();
+  m.streams[2].index = 1;
+  ExpectLie(m, "entry 2 has stream index 1 after 1 (indices must ascend, each listed once)");
+}
+
+TEST(StreamListCheckTest, DescendingIndicesAreALie) {
+  ipc::StreamMetadata m = Opened();
+  std::swap(m.streams[0], m.streams[2]);
+  ExpectLie(m, "entry 1 has stream index 1 after 2");
+}
+
+TEST(StreamListCheckTest, AnIndexOutOfRangeIsALie) {
+  ipc::StreamMetadata m = Opened();
+  m.streams[3].index = static_cast<int32_t>(ipc::kMaxStreams);
+  ExpectLie(m, "entry 3 has stream index 1024, outside [0, 1024)");
+  m.streams[0].index = -1;
+  ExpectLie(m, "entry 0 has stream index -1, outside [0, 1024)");
+}
+
+TEST(StreamListCheckTest, AnUnknownTypeIsALie) {
+  ipc::StreamMetadata m = Opened();
+  m.streams[2].type = static_cast<StreamType>(6);
+  ExpectLie(m, "stream 2 has type 6, which is not a stream type");
+}
+
+TEST(StreamListCheckTest, AHugeCountIsALie) {
+  ipc::StreamMetadata m = Opened();
+  m.streams.clear();
+  for (int32_t i = 0; i <= static_cast<int32_t>(ipc::kMaxStreams); ++i) {
+    m.streams.push_back({i, i == 1 ? StreamType::kVideo : StreamType::kData, "", 0, 0, 0, 0});
+  }
+  ExpectLie(m, "1025 entries; at most 1024");
+}
+
+TEST(StreamListCheckTest, TheOpenedStreamMustBeAListedVideo) {
+  ipc::StreamMetadata m = Opened();
+  m.streams[1].type = StreamType::kAudio;
+  ExpectLie(m, "the opened stream 1 is not listed as a video stream");
+  m = Opened();
+  m.stream_index = 3;
+  ExpectLie(m, "the opened stream 3 is not listed");
+}
+
+}  // namespace
+}  // namespace codecvisor
