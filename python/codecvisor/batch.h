@@ -2,7 +2,10 @@
 // laid out as the batch tensor: N x H x W x 3 (interleaved) or N x 3 x H x W.
 // Scattered (the samplers' hook): arriving frame k goes to every output
 // position in targets[k], so a request for distinct frames fills a batch
-// that repeats some; the repeats cost a copy, not a decode.
+// that repeats some; the repeats cost a copy, not a decode. Frames are
+// copied with non-temporal stores (base/stream_copy.h): the batch is read
+// later, and the backend decoding the next frames on the other core keeps
+// its cache.
 
 #ifndef CODECVISOR_PYTHON_CODECVISOR_BATCH_H_
 #define CODECVISOR_PYTHON_CODECVISOR_BATCH_H_
@@ -36,6 +39,13 @@ class Batch {
  private:
   bool scattered() const { return !targets_.empty(); }
   Status AddScattered(const Frame& f);
+  // Replaces the memory with a larger one holding its first `used` bytes.
+  void Grow(size_t used);
+  // Where the frame at output `position` goes, its pages made resident:
+  // each frame's pages are populated as it arrives, so the first frame
+  // does not wait for the whole batch's (the backend decodes on meanwhile
+  // into the arena's other slots).
+  uint8_t* FrameAt(size_t position);
   // The frame's pixels at `out`, rows one by one: a backend may pad its
   // rows (stride > row).
   Status CopyPixels(const Frame& f, uint8_t* out) const;

@@ -9,7 +9,8 @@ decoder thread setting is the same on every side: FFmpeg's automatic count
 (0) and 1 (the DataLoader figures use 1). Figures: all frames of a 1080p and
 a 360p H.264 clip, against PyAV and against the C++ in-process decoder (the
 cpu backend's code linked into `codecvisor-decode-inprocess`, no sandbox,
-no channel, frames decoded into one warm buffer: the decoder's own cost); 10 frames at random
+no channel, every frame decoded straight into memory allocated as a
+batch's is, base/batch_memory: the job with nothing but the decoder); 10 frames at random
 indices, exact (PyAV seeks to the keyframe before each and decodes
 forward); short 2 s clips opened and read 8 frames each, in both seek
 modes; a DataLoader over those clips with 0 and 2 workers; two Python
