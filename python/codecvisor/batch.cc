@@ -5,7 +5,6 @@
 #include <string>
 #include <utility>
 
-#include "base/stream_copy.h"
 #include "pybind11/numpy.h"
 
 namespace codecvisor::python {
@@ -57,7 +56,7 @@ Status Batch::AddScattered(const Frame& f) {
   if (to.empty()) return Status();
   uint8_t* first = FrameAt(to[0]);
   if (Status s = CopyPixels(f, first); !s.ok()) return s;
-  for (size_t i = 1; i < to.size(); ++i) CopyStreaming(FrameAt(to[i]), first, frame_bytes_);
+  for (size_t i = 1; i < to.size(); ++i) std::memcpy(FrameAt(to[i]), first, frame_bytes_);
   for (uint32_t p : to) {
     pts_[p] = f.pts_seconds();
     durations_[p] = f.duration_seconds();
@@ -72,7 +71,7 @@ void Batch::Grow(size_t used) {
                      BatchMemory::Pages::kOnDemand);
   if (used > 0) {
     bigger.Populate(0, used);
-    CopyStreaming(bigger.data(), memory_.data(), used);
+    std::memcpy(bigger.data(), memory_.data(), used);
   }
   memory_ = std::move(bigger);
 }
@@ -95,7 +94,7 @@ Status Batch::CopyPixels(const Frame& f, uint8_t* out) const {
     }
     uint8_t* to = out + p * height_ * row;
     if (stride == row) {  // rows without padding: one copy of the plane
-      CopyStreaming(to, plane.data(), row * height_);
+      std::memcpy(to, plane.data(), row * height_);
       continue;
     }
     for (size_t y = 0; y < height_; ++y) std::memcpy(to + y * row, plane.data() + y * stride, row);

@@ -2,10 +2,7 @@
 // laid out as the batch tensor: N x H x W x 3 (interleaved) or N x 3 x H x W.
 // Scattered (the samplers' hook): arriving frame k goes to every output
 // position in targets[k], so a request for distinct frames fills a batch
-// that repeats some; the repeats cost a copy, not a decode. Frames are
-// copied with non-temporal stores (base/stream_copy.h): the batch is read
-// later, and the backend decoding the next frames on the other core keeps
-// its cache.
+// that repeats some; the repeats cost a copy, not a decode.
 
 #ifndef CODECVISOR_PYTHON_CODECVISOR_BATCH_H_
 #define CODECVISOR_PYTHON_CODECVISOR_BATCH_H_
