@@ -23,14 +23,8 @@ Status Batch::Add(const Frame& f) {
   }
   if (scattered()) return AddScattered(f);
   const size_t at = arrived_ * frame_bytes_;
-  if (at + frame_bytes_ > memory_.size()) {
-    // First frame: room for what the request should bring; then double.
-    BatchMemory bigger(std::max(arrived_ == 0 ? frame_bytes_ * std::max<size_t>(expected_, 1) : 0,
-                                2 * memory_.size() + frame_bytes_));
-    if (at > 0) std::memcpy(bigger.data(), memory_.data(), at);
-    memory_ = std::move(bigger);
-  }
-  if (Status s = CopyPixels(f, memory_.data() + at); !s.ok()) return s;
+  if (at + frame_bytes_ > memory_.size()) Grow(at);
+  if (Status s = CopyPixels(f, FrameAt(arrived_)); !s.ok()) return s;
   pts_.push_back(f.pts_seconds());
   durations_.push_back(f.duration_seconds());
   ++arrived_;
@@ -57,17 +51,35 @@ py::tuple Batch::ToNumpy() {
 
 Status Batch::AddScattered(const Frame& f) {
   if (arrived_ >= targets_.size()) return Status(StatusCode::kInternal, "the backend sent more frames than asked");
-  if (memory_.size() == 0) memory_ = BatchMemory(frame_bytes_ * expected_);
+  if (memory_.size() == 0) memory_ = BatchMemory(frame_bytes_ * expected_, BatchMemory::Pages::kOnDemand);
   const std::vector<uint32_t>& to = targets_[arrived_++];
   if (to.empty()) return Status();
-  uint8_t* first = memory_.data() + to[0] * frame_bytes_;
+  uint8_t* first = FrameAt(to[0]);
   if (Status s = CopyPixels(f, first); !s.ok()) return s;
-  for (size_t i = 1; i < to.size(); ++i) std::memcpy(memory_.data() + to[i] * frame_bytes_, first, frame_bytes_);
+  for (size_t i = 1; i < to.size(); ++i) std::memcpy(FrameAt(to[i]), first, frame_bytes_);
   for (uint32_t p : to) {
     pts_[p] = f.pts_seconds();
     durations_[p] = f.duration_seconds();
   }
   return Status();
+}
+
+void Batch::Grow(size_t used) {
+  // First frame: room for what the request should bring; then double.
+  BatchMemory bigger(std::max(used == 0 ? frame_bytes_ * std::max<size_t>(expected_, 1) : 0,
+                              2 * memory_.size() + frame_bytes_),
+                     BatchMemory::Pages::kOnDemand);
+  if (used > 0) {
+    bigger.Populate(0, used);
+    std::memcpy(bigger.data(), memory_.data(), used);
+  }
+  memory_ = std::move(bigger);
+}
+
+uint8_t* Batch::FrameAt(size_t position) {
+  const size_t at = position * frame_bytes_;
+  memory_.Populate(at, frame_bytes_);
+  return memory_.data() + at;
 }
 
 Status Batch::CopyPixels(const Frame& f, uint8_t* out) const {
@@ -80,7 +92,12 @@ Status Batch::CopyPixels(const Frame& f, uint8_t* out) const {
     if (stride < row || plane.size() < stride * (height_ - 1) + row) {
       return Status(StatusCode::kInternal, "a frame plane is smaller than its size says");
     }
-    for (size_t y = 0; y < height_; ++y) std::memcpy(out + (p * height_ + y) * row, plane.data() + y * stride, row);
+    uint8_t* to = out + p * height_ * row;
+    if (stride == row) {  // rows without padding: one copy of the plane
+      std::memcpy(to, plane.data(), row * height_);
+      continue;
+    }
+    for (size_t y = 0; y < height_; ++y) std::memcpy(to + y * row, plane.data() + y * stride, row);
   }
   return Status();
 }

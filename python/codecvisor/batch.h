@@ -36,6 +36,13 @@ class Batch {
  private:
   bool scattered() const { return !targets_.empty(); }
   Status AddScattered(const Frame& f);
+  // Replaces the memory with a larger one holding its first `used` bytes.
+  void Grow(size_t used);
+  // Where the frame at output `position` goes, its pages made resident:
+  // each frame's pages are populated as it arrives, so the first frame
+  // does not wait for the whole batch's (the backend decodes on meanwhile
+  // into the arena's other slots).
+  uint8_t* FrameAt(size_t position);
   // The frame's pixels at `out`, rows one by one: a backend may pad its
   // rows (stride > row).
   Status CopyPixels(const Frame& f, uint8_t* out) const;

@@ -9,7 +9,8 @@ decoder thread setting is the same on every side: FFmpeg's automatic count
 (0) and 1 (the DataLoader figures use 1). Figures: all frames of a 1080p and
 a 360p H.264 clip, against PyAV and against the C++ in-process decoder (the
 cpu backend's code linked into `codecvisor-decode-inprocess`, no sandbox,
-no channel, frames decoded into one warm buffer: the decoder's own cost); 10 frames at random
+no channel, every frame decoded straight into memory allocated as a
+batch's is, base/batch_memory: the job with nothing but the decoder); 10 frames at random
 indices, exact (PyAV seeks to the keyframe before each and decodes
 forward); short 2 s clips opened and read 8 frames each, in both seek
 modes; a DataLoader over those clips with 0 and 2 workers; two Python
@@ -18,6 +19,7 @@ GIL is released while a backend decodes). Also the peak RSS of this
 process.
 
     python3 -m codecvisor.bench [--rounds 5] [--json] [--quick] [--inprocess PATH] [--training]
+                                [--sizes 1080p,360p] [--all-frames-only]
 """
 
 import argparse
@@ -227,6 +229,8 @@ def run(args):
     big = "1080p" if "1080p" in clips else next(iter(clips))
     small = "360p" if "360p" in clips else big
     count = args.short_clips if args.short_clips is not None else (20 if args.quick else 200)
+    if args.all_frames_only:
+        count = 0
     short = [make_clip(folder, f"short{i:03d}.mp4", "320x240", 2, gop=25) for i in range(count)]
     inprocess = find_inprocess(args.inprocess)
     results, notes = [], []
@@ -245,6 +249,8 @@ def run(args):
                 baselines["C++ in-process"] = lambda: cpp_all_frames(inprocess, clip, frames, threads)
             results += side_by_side(f"all frames {label}, threads={threads}", args.rounds, "frames/s",
                                     lambda: timed(cv_all_frames, clip, threads), **baselines)
+        if args.all_frames_only:
+            continue
         n = counts[big]
         rng = random.Random(1234)
         indices = sorted(rng.sample(range(n), min(10, n)))
@@ -266,6 +272,8 @@ def run(args):
 
             results += side_by_side(f"{len(short)} short clips, open + 8 frames, {mode}, threads={threads}",
                                     args.rounds, "files/s", ours, PyAV=theirs)
+    if args.all_frames_only:
+        return dict(results=results, notes=notes, machine=machine())
     for workers in (0, 2):
         results += side_by_side(f"DataLoader over {len(short)} short clips, 8 frames each, {workers} workers",
                                 args.rounds, "samples/s", lambda: timed(load_all, CodecvisorClips(short), workers),
@@ -311,6 +319,8 @@ def main(argv=None):
     parser.add_argument("--short-clips", type=int, help="how many 2 s clips (default 200, 20 with --quick)")
     parser.add_argument("--folder", help="where the clips are made (kept); default a new temporary folder")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--all-frames-only", action="store_true",
+                        help="only the all-frames figures (against PyAV and the C++ in-process decoder)")
     parser.add_argument("--inprocess", help="the codecvisor-decode-inprocess binary (default: the installed one)")
     parser.add_argument("--training", action="store_true",
                         help="also the training figures: clip samplers, a DataLoader epoch, a Dask job "
