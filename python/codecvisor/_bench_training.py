@@ -6,7 +6,10 @@ same run (bench.side_by_side: rounds alternate who goes first).
   in clips/s, against the same clips fetched by one get_frames_at call per
   clip, and against PyAV seeking to each clip and decoding forward.
 - A DataLoader epoch over 200 short clips (ClipDataset, 2 random clips of
-  8 frames per video) with 2 workers against 0 workers, in samples/s.
+  8 frames per video) with 2 workers against 0 workers, in samples/s, and
+  the CPU seconds an epoch takes in each kind of process: the main one, the
+  DataLoader workers, and the backends (the codecvisor-backend children of
+  either), from /proc (the median over rounds).
 - codecvisor.dask.map_videos over 40 of them (per-video channel
   means of every 5th frame) on a LocalCluster of 2 worker processes
   against 1, in files/s.
@@ -21,6 +24,8 @@ import argparse
 import functools
 import json
 import logging
+import os
+import statistics
 import sys
 import tempfile
 import time
@@ -46,7 +51,7 @@ def _clips(decoder, seed):
     import torch
     from .samplers import _index_positions
     torch.manual_seed(seed)
-    flat = _index_positions(True, decoder, CLIPS, FRAMES, 1, 0, None, "repeat_last", None)
+    flat = _index_positions(decoder, random=True, num_clips=CLIPS, num_frames_per_clip=FRAMES)
     return [flat[c * FRAMES:(c + 1) * FRAMES] for c in range(CLIPS)]
 
 
@@ -125,8 +130,39 @@ def _sampling(report, rounds, label, path):
 
 # --- DataLoader epochs -----------------------------------------------------------
 
-def _epoch_side(clips, workers):
-    """Each call times one epoch of the same DataLoader. Its workers are
+def _cpu_seconds(pid):
+    """User + system CPU seconds process `pid` has used (0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _processes():
+    """{kind: [pid]} for this process ("main"), its DataLoader workers and
+    the backend processes of either ("backends")."""
+    parent_of, name_of = {}, {}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:  # gone
+            continue
+        name, rest = stat.split(" (", 1)[1].rsplit(")", 1)
+        parent_of[int(entry)], name_of[int(entry)] = int(rest.split()[1]), name
+    main = os.getpid()
+    children = [p for p, parent in parent_of.items() if parent == main]
+    workers = [p for p in children if not name_of[p].startswith("codecvisor-back")]
+    backends = [p for p, parent in parent_of.items()
+                if parent in (main, *workers) and name_of[p].startswith("codecvisor-back")]
+    return dict(main=[main], workers=workers, backends=backends)
+
+
+def _epoch_side(clips, workers, cpu):
+    """Each call times one epoch of the same DataLoader and appends the CPU
+    seconds it took per kind of process to `cpu`. Its workers are
     persistent and started, with their hosts and backends, by an untimed
     first epoch: the figure is the steady epoch of a training run, not the
     workers' start."""
@@ -140,13 +176,30 @@ def _epoch_side(clips, workers):
                         persistent_workers=workers > 0)
 
     def epoch():
+        processes = _processes()
+        before = {kind: [_cpu_seconds(p) for p in pids] for kind, pids in processes.items()}
         start = time.perf_counter()
         n = 0
         for batch in loader:
             n += len(batch.labels)
-        return n, time.perf_counter() - start
+        seconds = time.perf_counter() - start
+        cpu.append({kind: sum(_cpu_seconds(p) - b for p, b in zip(pids, before[kind]))
+                    for kind, pids in processes.items()})
+        return n, seconds
     epoch()
+    cpu.clear()
     return epoch
+
+
+def _epochs(report, rounds, clips):
+    cpu = {2: [], 0: []}
+    for result in bench.side_by_side(f"DataLoader epoch over {len(clips)} short clips, 2 workers", rounds,
+                                     "samples/s", _epoch_side(clips, 2, cpu[2]),
+                                     **{"0 workers": _epoch_side(clips, 0, cpu[0])}):
+        _add(report, result)
+    report["epoch_cpu_seconds"] = {f"{workers} workers": {kind: statistics.median(r[kind] for r in rounds_cpu)
+                                                          for kind in rounds_cpu[0]}
+                                   for workers, rounds_cpu in cpu.items()}
 
 
 # --- Dask -------------------------------------------------------------------------
@@ -193,9 +246,7 @@ def run(args, report):
     short = [bench.make_clip(folder, f"short{i:03d}.mp4", "320x240", 2, gop=25) for i in range(200)]
     for label, path in long_clips.items():
         _sampling(report, args.rounds, label, path)
-    for result in bench.side_by_side(f"DataLoader epoch over {len(short)} short clips, 2 workers", args.rounds,
-                                     "samples/s", _epoch_side(short, 2), **{"0 workers": _epoch_side(short, 0)}):
-        _add(report, result)
+    _epochs(report, args.rounds, short)
     _dask(report, args.rounds, short[:40])
     return report
 
@@ -214,6 +265,10 @@ def main(argv=None):
         return
     print(f"codecvisor training figures ({report['machine']}), {args.rounds} rounds; ratio = first / baseline")
     bench.print_results(report["results"])
+    print("CPU seconds of one DataLoader epoch (median over rounds), by process kind:")
+    for side, kinds in report["epoch_cpu_seconds"].items():
+        print(f"  {side}: " + ", ".join(f"{kind} {seconds:.2f}" for kind, seconds in kinds.items())
+              + f"; total {sum(kinds.values()):.2f}")
 
 
 if __name__ == "__main__":
