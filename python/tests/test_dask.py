@@ -156,6 +156,15 @@ def test_a_poison_video_is_reported_not_fatal(client, tmp_path):
         map_videos(stats, [paths[POISON]], client=client, decoder_options=OPTIONS, on_error="raise")
 
 
+def test_a_job_run_again_reads_the_videos_again(client, tmp_path):
+    paths = videos(tmp_path)[:6]
+    first = map_videos(stats, paths, client=client, decoder_options=OPTIONS)
+    synthetic_clip(tmp_path / "v00.syn", "frames=31 width=16 height=8 fps=10")  # the first video changes
+    again = map_videos(stats, paths, client=client, decoder_options=OPTIONS, warm=False)  # straight after
+    assert first[0][0] == 10 and again[0][0] == 31
+    check_equal(again, single_process(paths))
+
+
 def test_results_can_be_written_to_files(client, tmp_path):
     paths = videos(tmp_path)[:10]
     written = map_videos(stats, paths, client=client, decoder_options=OPTIONS, output_dir=str(tmp_path / "out"))
