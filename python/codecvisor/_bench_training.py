@@ -6,16 +6,18 @@ same run (bench.side_by_side: rounds alternate who goes first).
   in clips/s, against the same clips fetched by one get_frames_at call per
   clip, and against PyAV seeking to each clip and decoding forward.
 - A DataLoader epoch over 200 short clips (ClipDataset, 2 random clips of
-  8 frames per video) with 2 workers against 0 workers, in samples/s, and
-  the CPU seconds an epoch takes in each kind of process: the main one, the
-  DataLoader workers, and the backends (the codecvisor-backend children of
-  either), from /proc (the median over rounds).
+  8 frames per video) with 2 workers against 0 workers, in samples/s.
 - codecvisor.dask.map_videos over 40 of them (per-video channel
   means of every 5th frame) on a LocalCluster of 2 worker processes
   against 1, in files/s.
 
 Each result has bench's keys: ``codecvisor`` is the rate of the first side
-and ``other`` that of the baseline, which ``baseline`` names.
+and ``other`` that of the baseline, which ``baseline`` names. For the
+sampler against per-clip calls and for the DataLoader epochs,
+``cpu_seconds`` also gives the CPU seconds a call or an epoch takes in
+each kind of process: the main one, the DataLoader workers, and the
+backends (the codecvisor-backend children of either), from /proc (the
+median over rounds).
 
     python3 -m codecvisor._bench_training [--rounds 3] [--quick] [--json]
 """
@@ -120,15 +122,18 @@ def _sampling(report, rounds, label, path):
     # its own decoder, so that no side finds frames another side just decoded.
     sampler, sampler_decoder = _sampler_side(path)
     per_clip, per_clip_decoder = _per_clip_side(path)
-    for result in bench.side_by_side(f"clips_at_random_indices {CLIPS}x{FRAMES} {label}", rounds, "clips/s",
-                                     sampler, **{"per-clip get_frames_at": per_clip,
-                                                 "PyAV seeking": _pyav_side(path, per_clip_decoder)}):
+    figure = f"clips_at_random_indices {CLIPS}x{FRAMES} {label}"
+    cpu = {"clips_at_random_indices": [], "per-clip get_frames_at": []}
+    for result in bench.side_by_side(figure, rounds, "clips/s", _with_cpu(sampler, cpu["clips_at_random_indices"]),
+                                     **{"per-clip get_frames_at": _with_cpu(per_clip, cpu["per-clip get_frames_at"]),
+                                        "PyAV seeking": _pyav_side(path, per_clip_decoder)}):
         _add(report, result)
+    _add_cpu(report, f"{figure}, one call", cpu)
     sampler_decoder.close()
     per_clip_decoder.close()
 
 
-# --- DataLoader epochs -----------------------------------------------------------
+# --- CPU per kind of process ----------------------------------------------------
 
 def _cpu_seconds(pid):
     """User + system CPU seconds process `pid` has used (0 once it is gone)."""
@@ -160,9 +165,29 @@ def _processes():
     return dict(main=[main], workers=workers, backends=backends)
 
 
-def _epoch_side(clips, workers, cpu):
-    """Each call times one epoch of the same DataLoader and appends the CPU
-    seconds it took per kind of process to `cpu`. Its workers are
+def _with_cpu(side, log):
+    """`side`, also appending to `log` the CPU seconds each call took per
+    kind of process."""
+    def run():
+        processes = _processes()
+        before = {kind: [_cpu_seconds(p) for p in pids] for kind, pids in processes.items()}
+        result = side()
+        log.append({kind: sum(_cpu_seconds(p) - b for p, b in zip(pids, before[kind]))
+                    for kind, pids in processes.items()})
+        return result
+    return run
+
+
+def _add_cpu(report, figure, cpu):
+    """Records the median CPU seconds per kind of process of each side in `cpu` ({side: log})."""
+    report.setdefault("cpu_seconds", {})[figure] = {
+        side: {kind: statistics.median(r[kind] for r in log) for kind in log[0]} for side, log in cpu.items()}
+
+
+# --- DataLoader epochs -----------------------------------------------------------
+
+def _epoch_side(clips, workers):
+    """Each call times one epoch of the same DataLoader. Its workers are
     persistent and started, with their hosts and backends, by an untimed
     first epoch: the figure is the steady epoch of a training run, not the
     workers' start."""
@@ -176,30 +201,22 @@ def _epoch_side(clips, workers, cpu):
                         persistent_workers=workers > 0)
 
     def epoch():
-        processes = _processes()
-        before = {kind: [_cpu_seconds(p) for p in pids] for kind, pids in processes.items()}
         start = time.perf_counter()
         n = 0
         for batch in loader:
             n += len(batch.labels)
-        seconds = time.perf_counter() - start
-        cpu.append({kind: sum(_cpu_seconds(p) - b for p, b in zip(pids, before[kind]))
-                    for kind, pids in processes.items()})
-        return n, seconds
+        return n, time.perf_counter() - start
     epoch()
-    cpu.clear()
     return epoch
 
 
 def _epochs(report, rounds, clips):
-    cpu = {2: [], 0: []}
-    for result in bench.side_by_side(f"DataLoader epoch over {len(clips)} short clips, 2 workers", rounds,
-                                     "samples/s", _epoch_side(clips, 2, cpu[2]),
-                                     **{"0 workers": _epoch_side(clips, 0, cpu[0])}):
+    figure = f"DataLoader epoch over {len(clips)} short clips, 2 workers"
+    cpu = {"2 workers": [], "0 workers": []}
+    for result in bench.side_by_side(figure, rounds, "samples/s", _with_cpu(_epoch_side(clips, 2), cpu["2 workers"]),
+                                     **{"0 workers": _with_cpu(_epoch_side(clips, 0), cpu["0 workers"])}):
         _add(report, result)
-    report["epoch_cpu_seconds"] = {f"{workers} workers": {kind: statistics.median(r[kind] for r in rounds_cpu)
-                                                          for kind in rounds_cpu[0]}
-                                   for workers, rounds_cpu in cpu.items()}
+    _add_cpu(report, "DataLoader epoch", cpu)
 
 
 # --- Dask -------------------------------------------------------------------------
@@ -265,10 +282,11 @@ def main(argv=None):
         return
     print(f"codecvisor training figures ({report['machine']}), {args.rounds} rounds; ratio = first / baseline")
     bench.print_results(report["results"])
-    print("CPU seconds of one DataLoader epoch (median over rounds), by process kind:")
-    for side, kinds in report["epoch_cpu_seconds"].items():
-        print(f"  {side}: " + ", ".join(f"{kind} {seconds:.2f}" for kind, seconds in kinds.items())
-              + f"; total {sum(kinds.values()):.2f}")
+    print("CPU seconds (median over rounds) by kind of process: main (this one), DataLoader workers, backends")
+    for figure, sides in report["cpu_seconds"].items():
+        for side, kinds in sides.items():
+            print(f"  {figure}, {side}: " + ", ".join(f"{kind} {seconds:.2f}" for kind, seconds in kinds.items())
+                  + f"; total {sum(kinds.values()):.2f}")
 
 
 if __name__ == "__main__":
