@@ -7,6 +7,9 @@ same run (bench.side_by_side: rounds alternate who goes first).
   clip, and against PyAV seeking to each clip and decoding forward.
 - A DataLoader epoch over 200 short clips (ClipDataset, 2 random clips of
   8 frames per video) with 2 workers against 0 workers, in samples/s.
+- The CPU of stacking one such batch into a new shared tensor (torch's
+  collate in a worker), the same with its pages made first (collate_clips
+  in a worker), and into memory written before.
 - codecvisor.dask.map_videos over 40 of them (per-video channel
   means of every 5th frame) on a LocalCluster of 2 worker processes
   against 1, in files/s.
@@ -19,7 +22,7 @@ each kind of process: the main one, the DataLoader workers, and the
 backends (the codecvisor-backend children of either), from /proc (the
 median over rounds).
 
-    python3 -m codecvisor._bench_training [--rounds 3] [--quick] [--json]
+    python3 -m codecvisor._bench_training [--rounds 3] [--quick] [--figures sampling,stack,epoch,dask] [--json]
 """
 
 import argparse
@@ -40,6 +43,7 @@ from .decoders import VideoDecoder
 CLIPS, FRAMES = 8, 8
 EPOCH_CLIPS = 2  # clips per sample in the DataLoader epoch
 SAMPLED = ("1080p", "360p")  # of bench.CLIP_SIZES
+FIGURES = ("sampling", "stack", "epoch", "dask")
 # One decoder thread on both sides: PyAV's log callback takes the GIL from
 # FFmpeg's frame threads, which deadlocks when a seek makes them log.
 THREADS = 1
@@ -219,6 +223,37 @@ def _epochs(report, rounds, clips):
     _add_cpu(report, "DataLoader epoch", cpu)
 
 
+def _stack_cpu(report, rounds):
+    """CPU milliseconds of stacking one epoch batch (4 samples of 2 clips of
+    8 frames of 320x240) the ways a DataLoader can: into a new shared tensor
+    (torch's collate in a worker), the same with its pages made first
+    (collate_clips in a worker), and into memory written before (what
+    reusing batch memory would cost)."""
+    import torch
+    from . import _shared_batch
+    samples = [torch.full((EPOCH_CLIPS, FRAMES, 3, 240, 320), k, dtype=torch.uint8) for k in range(4)]
+
+    def new_shared():
+        storage = samples[0].storage()._new_shared(len(samples) * samples[0].numel())
+        return samples[0].new(storage).resize_(len(samples), *samples[0].shape)
+
+    def populated():
+        out = new_shared()
+        _shared_batch.populate(out.data_ptr(), out.numel())
+        return out
+
+    written = torch.stack(samples)
+    ways = {"new shared tensor": new_shared, "new shared tensor, pages made first": populated,
+            "memory written before": lambda: written}
+    cpu = {way: [] for way in ways}
+    for _ in range(rounds * 10):
+        for way, out in ways.items():
+            start = time.process_time()
+            torch.stack(samples, 0, out=out())
+            cpu[way].append((time.process_time() - start) * 1e3)
+    report["stack_cpu_ms"] = {way: statistics.median(ms) for way, ms in cpu.items()}
+
+
 # --- Dask -------------------------------------------------------------------------
 
 def _channel_means(decoder):
@@ -256,15 +291,22 @@ def _add(report, result):
 def run(args, report):
     """Appends the training figures to report["results"]; args as bench's
     (rounds, quick, folder)."""
+    figures = getattr(args, "figures", None) or FIGURES
     folder = args.folder or tempfile.mkdtemp(prefix="codecvisor-bench-")
-    long_clips = {label: bench.make_clip(folder, f"{label}.mp4", size, 4 if args.quick else seconds)
-                  for label, size, seconds in bench.CLIP_SIZES if label in SAMPLED}
+    if "sampling" in figures:
+        for label, size, seconds in bench.CLIP_SIZES:
+            if label in SAMPLED:
+                path = bench.make_clip(folder, f"{label}.mp4", size, 4 if args.quick else seconds)
+                _sampling(report, args.rounds, label, path)
+    if "stack" in figures:
+        _stack_cpu(report, args.rounds)
     # 200 short clips even when quick: an epoch over fewer would time the workers' start.
-    short = [bench.make_clip(folder, f"short{i:03d}.mp4", "320x240", 2, gop=25) for i in range(200)]
-    for label, path in long_clips.items():
-        _sampling(report, args.rounds, label, path)
-    _epochs(report, args.rounds, short)
-    _dask(report, args.rounds, short[:40])
+    if "epoch" in figures or "dask" in figures:
+        short = [bench.make_clip(folder, f"short{i:03d}.mp4", "320x240", 2, gop=25) for i in range(200)]
+    if "epoch" in figures:
+        _epochs(report, args.rounds, short)
+    if "dask" in figures:
+        _dask(report, args.rounds, short[:40])
     return report
 
 
@@ -274,6 +316,8 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="4 s long clips instead of 10 and 20 s")
     parser.add_argument("--folder", help="where the clips are made (kept); default a new temporary folder")
+    parser.add_argument("--figures", type=lambda v: v.split(","), default=FIGURES,
+                        help="which, of " + ",".join(FIGURES) + " (default all)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     report = run(args, dict(results=[], machine=bench.machine()))
@@ -281,9 +325,14 @@ def main(argv=None):
         print(json.dumps(report))
         return
     print(f"codecvisor training figures ({report['machine']}), {args.rounds} rounds; ratio = first / baseline")
-    bench.print_results(report["results"])
-    print("CPU seconds (median over rounds) by kind of process: main (this one), DataLoader workers, backends")
-    for figure, sides in report["cpu_seconds"].items():
+    if report["results"]:
+        bench.print_results(report["results"])
+    for way, ms in report.get("stack_cpu_ms", {}).items():
+        print(f"stacking a DataLoader batch ({EPOCH_CLIPS}x{FRAMES} frames of 320x240 x 4) into {way}: "
+              f"{ms:.1f} ms of CPU (median)")
+    if report.get("cpu_seconds"):
+        print("CPU seconds (median over rounds) by kind of process: main (this one), DataLoader workers, backends")
+    for figure, sides in report.get("cpu_seconds", {}).items():
         for side, kinds in sides.items():
             print(f"  {figure}, {side}: " + ", ".join(f"{kind} {seconds:.2f}" for kind, seconds in kinds.items())
                   + f"; total {sum(kinds.values()):.2f}")
