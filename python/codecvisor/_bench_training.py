@@ -7,20 +7,30 @@ same run (bench.side_by_side: rounds alternate who goes first).
   clip, and against PyAV seeking to each clip and decoding forward.
 - A DataLoader epoch over 200 short clips (ClipDataset, 2 random clips of
   8 frames per video) with 2 workers against 0 workers, in samples/s.
+- The CPU of stacking one such batch into a new shared tensor (torch's
+  collate in a worker), the same with its pages made first (collate_clips
+  in a worker), and into memory written before.
 - codecvisor.dask.map_videos over 40 of them (per-video channel
   means of every 5th frame) on a LocalCluster of 2 worker processes
   against 1, in files/s.
 
 Each result has bench's keys: ``codecvisor`` is the rate of the first side
-and ``other`` that of the baseline, which ``baseline`` names.
+and ``other`` that of the baseline, which ``baseline`` names. For the
+sampler against per-clip calls and for the DataLoader epochs,
+``cpu_seconds`` also gives the CPU seconds a call or an epoch takes in
+each kind of process: the main one, the DataLoader workers, and the
+backends (the codecvisor-backend children of either), from /proc (the
+median over rounds).
 
-    python3 -m codecvisor._bench_training [--rounds 3] [--quick] [--json]
+    python3 -m codecvisor._bench_training [--rounds 3] [--quick] [--figures sampling,stack,epoch,dask] [--json]
 """
 
 import argparse
 import functools
 import json
 import logging
+import os
+import statistics
 import sys
 import tempfile
 import time
@@ -33,6 +43,7 @@ from .decoders import VideoDecoder
 CLIPS, FRAMES = 8, 8
 EPOCH_CLIPS = 2  # clips per sample in the DataLoader epoch
 SAMPLED = ("1080p", "360p")  # of bench.CLIP_SIZES
+FIGURES = ("sampling", "stack", "epoch", "dask")
 # One decoder thread on both sides: PyAV's log callback takes the GIL from
 # FFmpeg's frame threads, which deadlocks when a seek makes them log.
 THREADS = 1
@@ -46,7 +57,7 @@ def _clips(decoder, seed):
     import torch
     from .samplers import _index_positions
     torch.manual_seed(seed)
-    flat = _index_positions(True, decoder, CLIPS, FRAMES, 1, 0, None, "repeat_last", None)
+    flat = _index_positions(decoder, random=True, num_clips=CLIPS, num_frames_per_clip=FRAMES)
     return [flat[c * FRAMES:(c + 1) * FRAMES] for c in range(CLIPS)]
 
 
@@ -115,12 +126,66 @@ def _sampling(report, rounds, label, path):
     # its own decoder, so that no side finds frames another side just decoded.
     sampler, sampler_decoder = _sampler_side(path)
     per_clip, per_clip_decoder = _per_clip_side(path)
-    for result in bench.side_by_side(f"clips_at_random_indices {CLIPS}x{FRAMES} {label}", rounds, "clips/s",
-                                     sampler, **{"per-clip get_frames_at": per_clip,
-                                                 "PyAV seeking": _pyav_side(path, per_clip_decoder)}):
+    figure = f"clips_at_random_indices {CLIPS}x{FRAMES} {label}"
+    cpu = {"clips_at_random_indices": [], "per-clip get_frames_at": []}
+    for result in bench.side_by_side(figure, rounds, "clips/s", _with_cpu(sampler, cpu["clips_at_random_indices"]),
+                                     **{"per-clip get_frames_at": _with_cpu(per_clip, cpu["per-clip get_frames_at"]),
+                                        "PyAV seeking": _pyav_side(path, per_clip_decoder)}):
         _add(report, result)
+    _add_cpu(report, f"{figure}, one call", cpu)
     sampler_decoder.close()
     per_clip_decoder.close()
+
+
+# --- CPU per kind of process ----------------------------------------------------
+
+def _cpu_seconds(pid):
+    """User + system CPU seconds process `pid` has used (0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _processes():
+    """{kind: [pid]} for this process ("main"), its DataLoader workers and
+    the backend processes of either ("backends")."""
+    parent_of, name_of = {}, {}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:  # gone
+            continue
+        name, rest = stat.split(" (", 1)[1].rsplit(")", 1)
+        parent_of[int(entry)], name_of[int(entry)] = int(rest.split()[1]), name
+    main = os.getpid()
+    children = [p for p, parent in parent_of.items() if parent == main]
+    workers = [p for p in children if not name_of[p].startswith("codecvisor-back")]
+    backends = [p for p, parent in parent_of.items()
+                if parent in (main, *workers) and name_of[p].startswith("codecvisor-back")]
+    return dict(main=[main], workers=workers, backends=backends)
+
+
+def _with_cpu(side, log):
+    """`side`, also appending to `log` the CPU seconds each call took per
+    kind of process."""
+    def run():
+        processes = _processes()
+        before = {kind: [_cpu_seconds(p) for p in pids] for kind, pids in processes.items()}
+        result = side()
+        log.append({kind: sum(_cpu_seconds(p) - b for p, b in zip(pids, before[kind]))
+                    for kind, pids in processes.items()})
+        return result
+    return run
+
+
+def _add_cpu(report, figure, cpu):
+    """Records the median CPU seconds per kind of process of each side in `cpu` ({side: log})."""
+    report.setdefault("cpu_seconds", {})[figure] = {
+        side: {kind: statistics.median(r[kind] for r in log) for kind in log[0]} for side, log in cpu.items()}
 
 
 # --- DataLoader epochs -----------------------------------------------------------
@@ -147,6 +212,46 @@ def _epoch_side(clips, workers):
         return n, time.perf_counter() - start
     epoch()
     return epoch
+
+
+def _epochs(report, rounds, clips):
+    figure = f"DataLoader epoch over {len(clips)} short clips, 2 workers"
+    cpu = {"2 workers": [], "0 workers": []}
+    for result in bench.side_by_side(figure, rounds, "samples/s", _with_cpu(_epoch_side(clips, 2), cpu["2 workers"]),
+                                     **{"0 workers": _with_cpu(_epoch_side(clips, 0), cpu["0 workers"])}):
+        _add(report, result)
+    _add_cpu(report, "DataLoader epoch", cpu)
+
+
+def _stack_cpu(report, rounds):
+    """CPU milliseconds of stacking one epoch batch (4 samples of 2 clips of
+    8 frames of 320x240) the ways a DataLoader can: into a new shared tensor
+    (torch's collate in a worker), the same with its pages made first
+    (collate_clips in a worker), and into memory written before (what
+    reusing batch memory would cost)."""
+    import torch
+    from . import _shared_batch
+    samples = [torch.full((EPOCH_CLIPS, FRAMES, 3, 240, 320), k, dtype=torch.uint8) for k in range(4)]
+
+    def new_shared():
+        storage = samples[0].storage()._new_shared(len(samples) * samples[0].numel())
+        return samples[0].new(storage).resize_(len(samples), *samples[0].shape)
+
+    def populated():
+        out = new_shared()
+        _shared_batch.populate(out.data_ptr(), out.numel())
+        return out
+
+    written = torch.stack(samples)
+    ways = {"new shared tensor": new_shared, "new shared tensor, pages made first": populated,
+            "memory written before": lambda: written}
+    cpu = {way: [] for way in ways}
+    for _ in range(rounds * 10):
+        for way, out in ways.items():
+            start = time.process_time()
+            torch.stack(samples, 0, out=out())
+            cpu[way].append((time.process_time() - start) * 1e3)
+    report["stack_cpu_ms"] = {way: statistics.median(ms) for way, ms in cpu.items()}
 
 
 # --- Dask -------------------------------------------------------------------------
@@ -186,17 +291,22 @@ def _add(report, result):
 def run(args, report):
     """Appends the training figures to report["results"]; args as bench's
     (rounds, quick, folder)."""
+    figures = getattr(args, "figures", None) or FIGURES
     folder = args.folder or tempfile.mkdtemp(prefix="codecvisor-bench-")
-    long_clips = {label: bench.make_clip(folder, f"{label}.mp4", size, 4 if args.quick else seconds)
-                  for label, size, seconds in bench.CLIP_SIZES if label in SAMPLED}
+    if "sampling" in figures:
+        for label, size, seconds in bench.CLIP_SIZES:
+            if label in SAMPLED:
+                path = bench.make_clip(folder, f"{label}.mp4", size, 4 if args.quick else seconds)
+                _sampling(report, args.rounds, label, path)
+    if "stack" in figures:
+        _stack_cpu(report, args.rounds)
     # 200 short clips even when quick: an epoch over fewer would time the workers' start.
-    short = [bench.make_clip(folder, f"short{i:03d}.mp4", "320x240", 2, gop=25) for i in range(200)]
-    for label, path in long_clips.items():
-        _sampling(report, args.rounds, label, path)
-    for result in bench.side_by_side(f"DataLoader epoch over {len(short)} short clips, 2 workers", args.rounds,
-                                     "samples/s", _epoch_side(short, 2), **{"0 workers": _epoch_side(short, 0)}):
-        _add(report, result)
-    _dask(report, args.rounds, short[:40])
+    if "epoch" in figures or "dask" in figures:
+        short = [bench.make_clip(folder, f"short{i:03d}.mp4", "320x240", 2, gop=25) for i in range(200)]
+    if "epoch" in figures:
+        _epochs(report, args.rounds, short)
+    if "dask" in figures:
+        _dask(report, args.rounds, short[:40])
     return report
 
 
@@ -206,6 +316,8 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="4 s long clips instead of 10 and 20 s")
     parser.add_argument("--folder", help="where the clips are made (kept); default a new temporary folder")
+    parser.add_argument("--figures", type=lambda v: v.split(","), default=FIGURES,
+                        help="which, of " + ",".join(FIGURES) + " (default all)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     report = run(args, dict(results=[], machine=bench.machine()))
@@ -213,7 +325,17 @@ def main(argv=None):
         print(json.dumps(report))
         return
     print(f"codecvisor training figures ({report['machine']}), {args.rounds} rounds; ratio = first / baseline")
-    bench.print_results(report["results"])
+    if report["results"]:
+        bench.print_results(report["results"])
+    for way, ms in report.get("stack_cpu_ms", {}).items():
+        print(f"stacking a DataLoader batch ({EPOCH_CLIPS}x{FRAMES} frames of 320x240 x 4) into {way}: "
+              f"{ms:.1f} ms of CPU (median)")
+    if report.get("cpu_seconds"):
+        print("CPU seconds (median over rounds) by kind of process: main (this one), DataLoader workers, backends")
+    for figure, sides in report.get("cpu_seconds", {}).items():
+        for side, kinds in sides.items():
+            print(f"  {figure}, {side}: " + ", ".join(f"{kind} {seconds:.2f}" for kind, seconds in kinds.items())
+                  + f"; total {sum(kinds.values()):.2f}")
 
 
 if __name__ == "__main__":

@@ -156,7 +156,15 @@ def map_videos(job: Callable[[VideoDecoder], Any], sources: Sequence[Any], *,
                     on_error=on_error, output_dir=output_dir)
     if warm:
         warm_workers(client, [(decoder_options or {}).get("device")])
-    return client.compute(bag).result()
+    future = client.compute(bag)
+    try:
+        return future.result()
+    finally:
+        # The cluster forgets the results now (cancel waits for the
+        # scheduler), not when this process collects the future: a later
+        # job over the same sources reads them again rather than getting
+        # these results back, which may be stale by then.
+        client.cancel(future)
 
 
 __all__ = ["Skipped", "WarmBackends", "backend_for", "map_videos", "video_bag", "warm_workers"]

@@ -39,8 +39,9 @@ from typing import Any, Callable, Iterator, List, NamedTuple, Optional, Sequence
 
 import torch
 import torch.utils.data
+from torch.utils.data._utils.collate import collate, default_collate_fn_map
 
-from . import _reading
+from . import _reading, _shared_batch
 from ._frame import FrameBatch
 from ._reading import Skipped
 from .decoders import VideoDecoder
@@ -56,14 +57,25 @@ class ClipBatch(NamedTuple):
     skipped: List[Skipped]
 
 
+def _stack(tensors, *, collate_fn_map=None):
+    # In a worker the batch goes to the training process in shared memory,
+    # new for every batch: populated in one call rather than page by page.
+    if torch.utils.data.get_worker_info() is None or tensors[0].device.type != "cpu":
+        return torch.stack(tensors, 0)
+    return _shared_batch.stack_shared(tensors)
+
+
+_COLLATE_FNS = {**default_collate_fn_map, torch.Tensor: _stack}
+
+
 def collate_clips(samples: Sequence[Any]) -> ClipBatch:
     """collate_fn for a DataLoader over a clip dataset: stacks the good
-    samples and lists the skipped ones."""
+    samples as torch's default collate does and lists the skipped ones."""
     skipped = [s for s in samples if isinstance(s, Skipped)]
     good = [s for s in samples if not isinstance(s, Skipped)]
     if not good:
         return ClipBatch(None, None, skipped)
-    clips, labels = torch.utils.data.default_collate(good)
+    clips, labels = collate(good, collate_fn_map=_COLLATE_FNS)
     return ClipBatch(clips, labels, skipped)
 
 

@@ -102,14 +102,17 @@ def _index_range(start: int, end: Optional[int], span: int, num_frames: int):
 def _index_sampler(random: bool, decoder, num_clips: int, num_frames_per_clip: int, num_indices_between_frames: int,
                    sampling_range_start: int, sampling_range_end: Optional[int], policy: str,
                    generator: Optional[torch.Generator]) -> FrameBatch:
-    indices = _index_positions(random, decoder, num_clips, num_frames_per_clip, num_indices_between_frames,
-                               sampling_range_start, sampling_range_end, policy, generator)
+    indices = _index_positions(decoder, random=random, num_clips=num_clips, num_frames_per_clip=num_frames_per_clip,
+                               num_indices_between_frames=num_indices_between_frames,
+                               sampling_range_start=sampling_range_start, sampling_range_end=sampling_range_end,
+                               policy=policy, generator=generator)
     return _as_clips(_fetch(decoder, indices, by_time=False), num_clips, num_frames_per_clip)
 
 
-def _index_positions(random: bool, decoder, num_clips: int, num_frames_per_clip: int, num_indices_between_frames: int,
-                     sampling_range_start: int, sampling_range_end: Optional[int], policy: str,
-                     generator: Optional[torch.Generator]) -> List[int]:
+def _index_positions(decoder, *, random: bool, num_clips: int, num_frames_per_clip: int,
+                     num_indices_between_frames: int = 1, sampling_range_start: int = 0,
+                     sampling_range_end: Optional[int] = None, policy: str = "repeat_last",
+                     generator: Optional[torch.Generator] = None) -> List[int]:
     """The frame indices the index samplers fetch, clip after clip (drawing
     from the generator as the sampler does, decoding nothing)."""
     _check_common(decoder, num_frames_per_clip, policy)

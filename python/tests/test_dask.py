@@ -63,11 +63,34 @@ def stats_or_die(marker, victim_frames, decoder):
 
 
 def backend_pid():
+    """The faulty backend's process as this process's codecvisor host lists it."""
     return next(b.pid for b in codecvisor.backends.list() if b.name == "faulty")
 
 
+def faulty_backend_children():
+    """The pids of this process's child processes that run the faulty
+    backend, as /proc shows them (whichever host started them)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:  # exited meanwhile
+            continue
+        parent = int(stat[stat.rindex(")") + 2:].split()[1])
+        if parent == os.getpid() and b"--name" in argv[:-1] and argv[argv.index(b"--name") + 1] == b"faulty":
+            found.append(int(entry))
+    return sorted(found)
+
+
 def where(decoder):
-    return os.getpid(), backend_pid()
+    """Which worker read the video, and the faulty backend processes it ran
+    meanwhile: its child processes, and its host's listed one."""
+    return os.getpid(), faulty_backend_children(), backend_pid()
 
 
 def single_process(paths):
@@ -87,15 +110,25 @@ def test_results_equal_a_single_process_run(client, tmp_path):
     assert video_bag(stats, paths, files_per_partition=5).npartitions == 8
 
 
-def test_each_worker_keeps_its_warm_backend_across_tasks(client, tmp_path):
+def test_each_worker_keeps_one_warm_host_across_tasks(client, tmp_path):
     codecvisor.dask.warm_workers(client, ["faulty"])
-    started = client.run(backend_pid)  # by the plugin, before any task
-    assert len(started) == 2 and all(pid is not None for pid in started.values())
-    placed = map_videos(where, videos(tmp_path), client=client, decoder_options=OPTIONS, files_per_partition=2)
-    backend_of = {}
-    for worker, backend in placed:
-        assert backend_of.setdefault(worker, backend) == backend
-    assert set(backend_of.values()) <= set(started.values())
+    warm = client.run(faulty_backend_children)  # worker address: its backend processes, before the tasks
+    assert len(warm) == 2 and all(len(pids) == 1 for pids in warm.values()), warm
+    worker_pids = client.run(os.getpid)
+    # 20 one-video tasks pinned to each worker, both workers at once.
+    paths = videos(tmp_path)
+    addresses = sorted(warm)
+    futures = [client.compute(video_bag(where, paths[k::2], decoder_options=OPTIONS, files_per_partition=1),
+                              workers=[address]) for k, address in enumerate(addresses)]
+    for address, future in zip(addresses, futures):
+        placed = future.result()
+        assert len(placed) == 20
+        for worker, children, listed in placed:
+            # Every task ran in this worker process, beside the one backend
+            # process that was warm before the first task: a decoder that
+            # made its own host, or a host made again, would start another.
+            assert worker == worker_pids[address]
+            assert children == warm[address] and listed == warm[address][0]
 
 
 def test_a_worker_killed_mid_job_leaves_the_results_complete(client, tmp_path):
@@ -121,6 +154,15 @@ def test_a_poison_video_is_reported_not_fatal(client, tmp_path):
     check_equal(results, single_process(paths[:POISON] + paths[POISON + 1:]))
     with pytest.raises(codecvisor.BackendError, match="poison"):
         map_videos(stats, [paths[POISON]], client=client, decoder_options=OPTIONS, on_error="raise")
+
+
+def test_a_job_run_again_reads_the_videos_again(client, tmp_path):
+    paths = videos(tmp_path)[:6]
+    first = map_videos(stats, paths, client=client, decoder_options=OPTIONS)
+    synthetic_clip(tmp_path / "v00.syn", "frames=31 width=16 height=8 fps=10")  # the first video changes
+    again = map_videos(stats, paths, client=client, decoder_options=OPTIONS, warm=False)  # straight after
+    assert first[0][0] == 10 and again[0][0] == 31
+    check_equal(again, single_process(paths))
 
 
 def test_results_can_be_written_to_files(client, tmp_path):

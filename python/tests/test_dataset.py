@@ -4,7 +4,9 @@ The epoch completes, every good clip arrives exactly once, and the bad ones
 arrive as Skipped records (or raise, when asked)."""
 
 import collections
+import ctypes
 import functools
+import mmap
 import os
 
 import pytest
@@ -12,6 +14,7 @@ import torch
 from torch.utils.data import DataLoader
 
 import codecvisor
+from codecvisor import _shared_batch
 from codecvisor.datasets import ClipDataset, ClipIterableDataset, Skipped, collate_clips, share
 from codecvisor.decoders import VideoDecoder
 from codecvisor.samplers import clips_at_regular_indices
@@ -153,6 +156,52 @@ def test_samples_are_checked(tmp_path):
         ClipDataset([("a.mp4", 0)], "clips_at_random_indices")
     with pytest.raises(IndexError):
         ClipDataset([("a.mp4", 0)], SAMPLER)[1]
+
+
+# --- batches made in a worker ---------------------------------------------------
+
+def clip_and_times(clips):
+    return {"data": clips.data, "pts": clips.pts_seconds}
+
+
+def test_a_workers_batches_collate_as_torchs_default_collate(tmp_path):
+    dataset = ClipDataset(clips(tmp_path, n=6, bad=()), SAMPLER, transform=clip_and_times, decoder_options=OPTIONS)
+    batches = list(DataLoader(dataset, batch_size=3, num_workers=1, collate_fn=collate_clips))
+    assert len(batches) == 2
+    for k, batch in enumerate(batches):
+        want, labels = torch.utils.data.default_collate([dataset[i] for i in range(3 * k, 3 * k + 3)])
+        assert batch.skipped == [] and batch.labels.tolist() == labels.tolist() == [3 * k, 3 * k + 1, 3 * k + 2]
+        assert batch.clips.keys() == want.keys()
+        for key in want:
+            assert batch.clips[key].dtype == want[key].dtype and torch.equal(batch.clips[key], want[key])
+
+
+def resident_pages(tensor):
+    """(pages of `tensor`'s memory that exist, pages it spans), by mincore."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    start = tensor.data_ptr() - tensor.data_ptr() % mmap.PAGESIZE
+    length = tensor.data_ptr() + tensor.numel() * tensor.element_size() - start
+    vec = (ctypes.c_ubyte * ((length + mmap.PAGESIZE - 1) // mmap.PAGESIZE))()
+    assert libc.mincore(ctypes.c_void_p(start), ctypes.c_size_t(length), vec) == 0, ctypes.get_errno()
+    return sum(b & 1 for b in vec), len(vec)
+
+
+def new_shared(numel):
+    return torch.empty(0, dtype=torch.int32).set_(torch.IntStorage._new_shared(numel))
+
+
+@pytest.mark.skipif(tuple(map(int, os.uname().release.split(".")[:2])) < (5, 14),
+                    reason="MADV_POPULATE_WRITE needs Linux 5.14")
+def test_a_shared_batch_is_stacked_on_pages_made_in_one_call():
+    made, spanned = resident_pages(new_shared(300_000))
+    assert made < spanned // 2  # a new shared tensor's pages fault in when first written
+    populated = new_shared(300_000)
+    assert _shared_batch.populate(populated.data_ptr(), 4 * 300_000)
+    made, spanned = resident_pages(populated)
+    assert made == spanned > 250
+    samples = [torch.arange(k, k + 150_000, dtype=torch.int32).reshape(3, 50_000) for k in range(4)]
+    stacked = _shared_batch.stack_shared(samples)
+    assert stacked.is_shared() and torch.equal(stacked, torch.stack(samples))
 
 
 # --- iterable -------------------------------------------------------------------
