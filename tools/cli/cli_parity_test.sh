@@ -8,26 +8,7 @@ set -euo pipefail
 cv="$TEST_SRCDIR/codecvisor/tools/codecvisor"
 tmp="$TEST_TMPDIR"
 ffmpeg=(/usr/bin/ffmpeg -nostdin -v error)
-fails=0
-
-check() {  # check NAME COMMAND...: runs the command, counts a failure
-  local name=$1
-  shift
-  if "$@"; then
-    echo "ok   $name"
-  else
-    echo "FAIL $name" >&2
-    fails=$((fails + 1))
-  fi
-}
-# run_cv RC STDOUT_FILE STDERR_FILE ARGS...: runs codecvisor, checks its exit code.
-run_cv() {
-  local want=$1 out=$2 err=$3
-  shift 3
-  local rc=0
-  "$cv" "$@" >"$out" 2>"$err" || rc=$?
-  [[ $rc == "$want" ]] || { echo "  codecvisor $*: exit $rc, wanted $want; stderr: $(cat "$err")" >&2; return 1; }
-}
+source "$TEST_SRCDIR/codecvisor/tools/cli/cli_checks.sh"
 # only_cli_lines FILE: every line of FILE is the CLI's own ("codecvisor
 # decode: ..."), none is FFmpeg's ("[h264 @ 0x...] ...").
 only_cli_lines() {

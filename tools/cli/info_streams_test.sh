@@ -11,20 +11,7 @@ cv="$TEST_SRCDIR/codecvisor/tools/codecvisor"
 sdk="$TEST_SRCDIR/codecvisor/backends/sdk"
 tmp="$TEST_TMPDIR"
 ffmpeg=(/usr/bin/ffmpeg -nostdin -v error)
-fails=0
-
-check() {  # check NAME COMMAND...: runs the command, counts a failure
-  local name=$1
-  shift
-  if "$@"; then echo "ok   $name"; else echo "FAIL $name" >&2; fails=$((fails + 1)); fi
-}
-contains() { [[ $1 == *"$2"* ]] || { echo "  expected to find: $2" >&2; echo "  in: $1" >&2; return 1; }; }
-run_cv() {  # run_cv RC ARGS...: stdout in $tmp/out, stderr in $tmp/err
-  local want=$1 rc=0
-  shift
-  "$cv" "$@" >"$tmp/out" 2>"$tmp/err" || rc=$?
-  [[ $rc == "$want" ]] || { echo "  codecvisor $*: exit $rc, wanted $want; stderr: $(cat "$tmp/err")" >&2; return 1; }
-}
+source "$TEST_SRCDIR/codecvisor/tools/cli/cli_checks.sh"
 
 # ---- a real file through the cpu backend
 multi="$tmp/multi.mkv"
@@ -34,13 +21,13 @@ printf 'not really a font' >"$tmp/font.ttf"
   -i "$tmp/subs.srt" -map 0:v -map 1:a -map 2:s -t 1 -c:v libx264 -pix_fmt yuv420p -c:a aac -ac 2 -c:s srt \
   -attach "$tmp/font.ttf" -metadata:s:t mimetype=application/x-truetype-font "$multi"
 
-check "info lists the streams" run_cv 0 info "$multi"
+check "info lists the streams" run_cv 0 "$tmp/out" "$tmp/err" info "$multi"
 check "their number" grep -qE '^streams +4$' "$tmp/out"
 check "stream 0 is the video" grep -qE '^stream 0 +video h264 96x64$' "$tmp/out"
 check "stream 1 is the audio" grep -qE '^stream 1 +audio aac 22050 Hz 2 channels$' "$tmp/out"
 check "stream 2 is the subtitles" grep -qE '^stream 2 +subtitle subrip$' "$tmp/out"
 check "stream 3 is the attachment" grep -qE '^stream 3 +attachment ttf$' "$tmp/out"
-check "info --json lists the streams" run_cv 0 info "$multi" --json
+check "info --json lists the streams" run_cv 0 "$tmp/out" "$tmp/err" info "$multi" --json
 check "info json streams" contains "$(cat "$tmp/out")" \
   '"streams":[{"index":0,"type":"video","codec":"h264","width":96,"height":64},{"index":1,"type":"audio","codec":"aac","sample_rate":22050,"channels":2},{"index":2,"type":"subtitle","codec":"subrip"},{"index":3,"type":"attachment","codec":"ttf"}]}'
 check "the schema version stays 1" contains "$(cat "$tmp/out")" '{"schema_version":1,'
@@ -166,26 +153,26 @@ manifest older >"$plugins/older.toml"
 says() { printf '%s' "$2" >"$tmp/$1.video"; echo "$tmp/$1.video"; }
 liar=(--backend-manifest "$plugins/liar.toml" --device liar)
 
-check "an honest plugin's list" run_cv 0 info "$(says honest honest)" "${liar[@]}"
+check "an honest plugin's list" run_cv 0 "$tmp/out" "$tmp/err" info "$(says honest honest)" "${liar[@]}"
 check "its streams" grep -qE '^stream 1 +audio \(codec unknown\)$' "$tmp/out"
-check "a duplicate index is refused" run_cv 1 info "$(says duplicate duplicate)" "${liar[@]}"
+check "a duplicate index is refused" run_cv 1 "$tmp/out" "$tmp/err" info "$(says duplicate duplicate)" "${liar[@]}"
 check "the duplicate is named" grep -q "the backend's list of the file's streams is invalid: entry 1 has stream index 0 after 0" \
   "$tmp/err"
-check "an index out of range is refused" run_cv 1 info "$(says range range)" "${liar[@]}"
+check "an index out of range is refused" run_cv 1 "$tmp/out" "$tmp/err" info "$(says range range)" "${liar[@]}"
 check "the index is named" grep -q "entry 1 has stream index 5000, outside \[0, 1024)" "$tmp/err"
-check "the opened stream not a video is refused" run_cv 1 info "$(says notvideo notvideo)" "${liar[@]}"
+check "the opened stream not a video is refused" run_cv 1 "$tmp/out" "$tmp/err" info "$(says notvideo notvideo)" "${liar[@]}"
 check "the opened stream is named" grep -q "the opened stream 0 is not listed as a video stream" "$tmp/err"
-check "an unknown type is refused" run_cv 1 info "$(says type type)" "${liar[@]}"
+check "an unknown type is refused" run_cv 1 "$tmp/out" "$tmp/err" info "$(says type type)" "${liar[@]}"
 check "the type is named" grep -q "backend 'liar' listed stream 1 with type 42, which no CV_STREAM_\* names" "$tmp/err"
-check "a count past the room given is refused" run_cv 1 info "$(says count count)" "${liar[@]}"
+check "a count past the room given is refused" run_cv 1 "$tmp/out" "$tmp/err" info "$(says count count)" "${liar[@]}"
 check "the count is named" grep -q "backend 'liar' listed 1025 streams in room for 1024" "$tmp/err"
 
 # ---- a plugin without get_streams: unknown, not an error
 older=(--backend-manifest "$plugins/older.toml" --device older)
-check "an older plugin's info" run_cv 0 info "$(says older honest)" "${older[@]}"
+check "an older plugin's info" run_cv 0 "$tmp/out" "$tmp/err" info "$(says older honest)" "${older[@]}"
 check "says the streams are unknown" grep -qE "^streams +unknown \(the backend does not list the file's streams\)$" \
   "$tmp/out"
-check "an older plugin's info --json" run_cv 0 info "$(says older honest)" "${older[@]}" --json
+check "an older plugin's info --json" run_cv 0 "$tmp/out" "$tmp/err" info "$(says older honest)" "${older[@]}" --json
 check "streams is null" contains "$(cat "$tmp/out")" '"streams":null}'
 
 [[ $fails == 0 ]] || { echo "$fails checks failed" >&2; exit 1; }
