@@ -1,10 +1,20 @@
 #include "base/batch_memory.h"
 
+#include <pthread.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <new>
+#include <optional>
 #include <utility>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/time/clock.h"
+#include "base/batch_memory_cache.h"
+#include "base/mutex.h"
 
 namespace codecvisor {
 namespace {
@@ -18,13 +28,111 @@ size_t RoundUp(size_t n) {
   return (n + unit - 1) / unit * unit;
 }
 
+// CODECVISOR_BATCH_CACHE_MIB, else an eighth of physical memory.
+size_t DefaultCacheBytes() {
+  if (const char* v = std::getenv("CODECVISOR_BATCH_CACHE_MIB"); v != nullptr) {
+    size_t mib = 0;
+    if (absl::SimpleAtoi(v, &mib)) return mib << 20;
+  }
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) / 8 : 0;
+}
+
+void Unmap(const std::vector<BatchMemoryCache::Mapping>& mappings) {
+  for (const BatchMemoryCache::Mapping& m : mappings) munmap(m.data, m.size);
+}
+
+// The process's cache. Leaked on purpose: batches may be freed during
+// static destruction.
+class GlobalCache {
+ public:
+  static GlobalCache& Get() {
+    static GlobalCache* cache = [] {
+      auto* c = new GlobalCache(DefaultCacheBytes());
+      pthread_atfork(&Prepare, &Parent, &Child);
+      return c;
+    }();
+    return *cache;
+  }
+
+  std::optional<BatchMemoryCache::Mapping> Take(size_t bytes) {
+    std::vector<BatchMemoryCache::Mapping> release;
+    std::optional<BatchMemoryCache::Mapping> m;
+    {
+      MutexLock lock(&mu_);
+      m = cache_->Take(bytes, absl::Now(), &release);
+    }
+    Unmap(release);
+    // Memory in use forks as any other.
+    if (m.has_value()) (void)madvise(m->data, m->size, MADV_DOFORK);
+    return m;
+  }
+
+  // Keeps the mapping or unmaps it.
+  void Give(BatchMemoryCache::Mapping m) {
+    if (limit_bytes() == 0) {
+      munmap(m.data, m.size);
+      return;
+    }
+    (void)madvise(m.data, m.size, MADV_DONTFORK);
+    (void)madvise(m.data, m.size, MADV_FREE);
+    std::vector<BatchMemoryCache::Mapping> release;
+    {
+      MutexLock lock(&mu_);
+      cache_->Keep(m, absl::Now(), &release);
+    }
+    Unmap(release);
+  }
+
+  void SetLimitBytes(size_t bytes) {
+    std::vector<BatchMemoryCache::Mapping> release;
+    {
+      MutexLock lock(&mu_);
+      release = cache_->Clear();
+      cache_.emplace(BatchMemoryCache::Limits{.bytes = bytes});
+    }
+    Unmap(release);
+  }
+
+  size_t bytes() {
+    MutexLock lock(&mu_);
+    return cache_->bytes();
+  }
+
+ private:
+  explicit GlobalCache(size_t bytes) { cache_.emplace(BatchMemoryCache::Limits{.bytes = bytes}); }
+
+  size_t limit_bytes() {
+    MutexLock lock(&mu_);
+    return cache_->limits().bytes;
+  }
+
+  // fork: no other thread may hold the lock while the child is made; the
+  // child's cache names mappings it did not inherit (MADV_DONTFORK), so it
+  // forgets them.
+  static void Prepare() ABSL_NO_THREAD_SAFETY_ANALYSIS { Get().mu_.Lock(); }
+  static void Parent() ABSL_NO_THREAD_SAFETY_ANALYSIS { Get().mu_.Unlock(); }
+  static void Child() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    Get().cache_->Clear();
+    Get().mu_.Unlock();
+  }
+
+  Mutex mu_;
+  std::optional<BatchMemoryCache> cache_ ABSL_GUARDED_BY(mu_);
+};
+
 }  // namespace
 
 BatchMemory::BatchMemory(size_t bytes, Pages pages) : size_(RoundUp(std::max<size_t>(bytes, 1))) {
-  void* p = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) throw std::bad_alloc();
-  data_ = static_cast<uint8_t*>(p);
-  if (size_ >= kHugePage) (void)madvise(data_, size_, MADV_HUGEPAGE);  // best effort
+  if (std::optional<BatchMemoryCache::Mapping> kept = GlobalCache::Get().Take(size_); kept.has_value()) {
+    data_ = kept->data;
+    size_ = kept->size;
+  } else {
+    void* p = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    data_ = static_cast<uint8_t*>(p);
+    if (size_ >= kHugePage) (void)madvise(data_, size_, MADV_HUGEPAGE);  // best effort
+  }
   if (pages == Pages::kPopulated) Populate(0, size_);
 }
 
@@ -40,8 +148,12 @@ void BatchMemory::Populate(size_t offset, size_t bytes) {
 #endif
 }
 
+void BatchMemory::SetCacheLimitBytes(size_t bytes) { GlobalCache::Get().SetLimitBytes(bytes); }
+
+size_t BatchMemory::CachedBytes() { return GlobalCache::Get().bytes(); }
+
 BatchMemory::~BatchMemory() {
-  if (data_ != nullptr) munmap(data_, size_);
+  if (data_ != nullptr) GlobalCache::Get().Give({data_, size_});
 }
 
 BatchMemory::BatchMemory(BatchMemory&& o) noexcept

@@ -1,8 +1,10 @@
 #include "base/batch_memory.h"
 
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <utility>
 #include <vector>
@@ -51,20 +53,34 @@ bool KernelPopulates() {
 #endif
 }
 
-TEST(BatchMemoryTest, SmallSizesRoundToPagesLargeOnesToHugePages) {
+// Whether [data, data + bytes) is mapped in this process at all.
+bool Mapped(const uint8_t* data, size_t bytes) {
+  std::vector<unsigned char> v(bytes / 4096 + 1);
+  return mincore(const_cast<uint8_t*>(data), bytes, v.data()) == 0 || errno != ENOMEM;
+}
+
+// Each test starts with an empty cache of a known limit, whatever the
+// environment says.
+class BatchMemoryTest : public ::testing::Test {
+ protected:
+  void SetUp() override { BatchMemory::SetCacheLimitBytes(0); }
+  void TearDown() override { BatchMemory::SetCacheLimitBytes(0); }
+};
+
+TEST_F(BatchMemoryTest, SmallSizesRoundToPagesLargeOnesToHugePages) {
   EXPECT_EQ(BatchMemory(1).size(), 4096u);
   EXPECT_EQ(BatchMemory(5000).size(), 8192u);
   EXPECT_EQ(BatchMemory(kHugePage + 1).size(), 2 * kHugePage);
   EXPECT_EQ(BatchMemory(0).size(), 4096u);
 }
 
-TEST(BatchMemoryTest, PopulatedMemoryIsResidentAtOnce) {
+TEST_F(BatchMemoryTest, PopulatedMemoryIsResidentAtOnce) {
   if (!KernelPopulates()) GTEST_SKIP() << "no MADV_POPULATE_WRITE";
   BatchMemory m(3 * kHugePage);
   EXPECT_TRUE(AllResident(m, 0, m.size()));
 }
 
-TEST(BatchMemoryTest, OnDemandMemoryIsResidentOnlyWherePopulated) {
+TEST_F(BatchMemoryTest, OnDemandMemoryIsResidentOnlyWherePopulated) {
   if (!KernelPopulates()) GTEST_SKIP() << "no MADV_POPULATE_WRITE";
   BatchMemory m(8 * kHugePage, BatchMemory::Pages::kOnDemand);
   EXPECT_TRUE(NoneResident(m, 0, m.size()));
@@ -75,7 +91,7 @@ TEST(BatchMemoryTest, OnDemandMemoryIsResidentOnlyWherePopulated) {
   EXPECT_TRUE(NoneResident(m, 4 * kHugePage, 4 * kHugePage));
 }
 
-TEST(BatchMemoryTest, MovesTransferTheMapping) {
+TEST_F(BatchMemoryTest, MovesTransferTheMapping) {
   BatchMemory a(4096);
   a.data()[0] = 42;
   BatchMemory b(std::move(a));
@@ -85,6 +101,85 @@ TEST(BatchMemoryTest, MovesTransferTheMapping) {
   c = std::move(b);
   EXPECT_EQ(c.data()[0], 42);
   EXPECT_EQ(c.size(), 4096u);
+}
+
+TEST_F(BatchMemoryTest, FreedMemoryIsReusedAlreadyResident) {
+  BatchMemory::SetCacheLimitBytes(64 << 20);
+  uint8_t* first = nullptr;
+  {
+    BatchMemory m(4 * kHugePage);
+    first = m.data();
+    m.data()[0] = 7;
+  }
+  EXPECT_EQ(BatchMemory::CachedBytes(), 4 * kHugePage);
+  BatchMemory again(4 * kHugePage, BatchMemory::Pages::kOnDemand);
+  EXPECT_EQ(again.data(), first);
+  EXPECT_EQ(BatchMemory::CachedBytes(), 0u);
+  if (KernelPopulates()) EXPECT_TRUE(AllResident(again, 0, again.size()));
+}
+
+TEST_F(BatchMemoryTest, ASmallBatchDoesNotTakeALargeMapping) {
+  BatchMemory::SetCacheLimitBytes(64 << 20);
+  { BatchMemory large(8 * kHugePage); }
+  BatchMemory small(2 * kHugePage);
+  EXPECT_EQ(BatchMemory::CachedBytes(), 8 * kHugePage);
+}
+
+TEST_F(BatchMemoryTest, WithTheCacheOffFreedMemoryIsUnmapped) {
+  uint8_t* data = nullptr;
+  {
+    BatchMemory m(2 * kHugePage);
+    data = m.data();
+    ASSERT_TRUE(Mapped(data, m.size()));
+  }
+  EXPECT_EQ(BatchMemory::CachedBytes(), 0u);
+  EXPECT_FALSE(Mapped(data, 2 * kHugePage));
+}
+
+TEST_F(BatchMemoryTest, LoweringTheLimitUnmapsWhatWasKept) {
+  BatchMemory::SetCacheLimitBytes(64 << 20);
+  uint8_t* data = nullptr;
+  {
+    BatchMemory m(2 * kHugePage);
+    data = m.data();
+  }
+  ASSERT_TRUE(Mapped(data, 2 * kHugePage));
+  BatchMemory::SetCacheLimitBytes(0);
+  EXPECT_FALSE(Mapped(data, 2 * kHugePage));
+}
+
+// A forked child starts with an empty cache: the kept mappings were not
+// inherited (so neither side pays a copy-on-write fault for them), and
+// handing them out there would crash. Memory in use is inherited as usual.
+TEST_F(BatchMemoryTest, AForkedChildInheritsBatchesInUseButNotTheCache) {
+  BatchMemory::SetCacheLimitBytes(64 << 20);
+  uint8_t* kept = nullptr;
+  {
+    BatchMemory m(2 * kHugePage);
+    kept = m.data();
+  }
+  BatchMemory in_use(4 * kHugePage);  // too large for the kept one
+  in_use.data()[100] = 42;
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    int failures = 0;
+    if (BatchMemory::CachedBytes() != 0) failures |= 1;
+    if (Mapped(kept, 2 * kHugePage)) failures |= 2;
+    if (in_use.data()[100] != 42) failures |= 4;
+    BatchMemory fresh(2 * kHugePage);
+    fresh.data()[0] = 1;
+    if (fresh.data() == kept && !Mapped(kept, 2 * kHugePage)) failures |= 8;
+    _exit(failures);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  // The parent's cache is untouched.
+  EXPECT_EQ(BatchMemory::CachedBytes(), 2 * kHugePage);
+  BatchMemory again(2 * kHugePage);
+  EXPECT_EQ(again.data(), kept);
 }
 
 }  // namespace

@@ -433,7 +433,7 @@ absl::StatusOr<OpenedSession> BackendProcess::OpenSession(int video_fd, ipc::Ope
   ipc::Geometry geometry;
   geometry.slot_count = slots;
   geometry.slot_bytes = ipc::Geometry::SlotBytesFor(opened->layout.size);
-  auto created = ipc::HostChannel::Create(geometry);
+  auto created = ipc::HostChannel::Create(geometry, session_regions_.get());
   if (!created.ok()) {
     bool ignored;
     (void)Call({0, ipc::Close{opened->session_id}}, deadline, &ignored);

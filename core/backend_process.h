@@ -25,6 +25,7 @@
 #include "core/supervisor_env.h"
 #include "ipc/channel.h"
 #include "ipc/messages.h"
+#include "ipc/region_cache.h"
 
 namespace codecvisor {
 
@@ -116,6 +117,10 @@ class BackendProcess final : public RunningBackend {
   // to hang up), so its crash hints can be read after the child died.
   const std::shared_ptr<const ipc::Region> control_region_;
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  // Closed sessions' regions, for this process's next sessions (populating
+  // a new one costs about as much as decoding a few frames). Never shared
+  // with another process: it dies with this object.
+  const std::shared_ptr<ipc::RegionCache> session_regions_ = ipc::RegionCache::Make(2);
   // Reaping is separate from control traffic: a long open on the control
   // channel must not delay seeing the child's death.
   mutable Mutex reap_mu_ ABSL_ACQUIRED_AFTER(mu_);

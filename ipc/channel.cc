@@ -39,15 +39,18 @@ HostChannel::HostChannel(std::shared_ptr<Region> region, UniqueFd socket)
                  region_->geometry().response_ring_bytes) {}
 
 absl::StatusOr<std::pair<std::unique_ptr<HostChannel>, PeerEnds>> HostChannel::Create(
-    const Geometry& geometry) {
-  absl::StatusOr<Region> region = Region::Create(geometry);
-  if (!region.ok()) return region.status();
+    const Geometry& geometry, RegionCache* cache) {
+  std::shared_ptr<Region> shared = cache != nullptr ? cache->Take(geometry) : nullptr;
+  if (shared == nullptr) {
+    absl::StatusOr<Region> region = Region::Create(geometry);
+    if (!region.ok()) return region.status();
+    shared = cache != nullptr ? cache->Adopt(*std::move(region)) : std::make_shared<Region>(*std::move(region));
+  }
   auto sockets = MakeSocketPair();
   if (!sockets.ok()) return sockets.status();
   // The backend gets its own descriptor of the memfd, not ours.
-  UniqueFd peer_memfd(fcntl(region->fd(), F_DUPFD_CLOEXEC, 0));
+  UniqueFd peer_memfd(fcntl(shared->fd(), F_DUPFD_CLOEXEC, 0));
   if (!peer_memfd.valid()) return ErrnoStatus("dup(channel memfd)");
-  auto shared = std::make_shared<Region>(*std::move(region));
   std::unique_ptr<HostChannel> host(new HostChannel(std::move(shared), std::move(sockets->first)));
   return std::make_pair(std::move(host), PeerEnds{std::move(peer_memfd), std::move(sockets->second)});
 }
@@ -128,6 +131,12 @@ absl::StatusOr<Incoming> HostChannel::Receive(Deadline deadline) {
 }
 
 // ---- BackendChannel ----------------------------------------------------------
+
+BackendChannel::~BackendChannel() {
+  // The hang-up callback rings this region's doorbells: stop it first.
+  hangup_watch_ = HangupWatcher::Watch();
+  region_.header()->backend_detached.store(1, std::memory_order_release);
+}
 
 BackendChannel::BackendChannel(Region region, UniqueFd socket)
     : region_(std::move(region)),

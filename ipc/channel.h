@@ -25,6 +25,7 @@
 #include "ipc/hangup_watcher.h"
 #include "ipc/messages.h"
 #include "ipc/region.h"
+#include "ipc/region_cache.h"
 #include "ipc/ring.h"
 #include "ipc/socket.h"
 #include "ipc/unique_fd.h"
@@ -64,8 +65,11 @@ CrashHints ReadCrashHints(const Region& region);
 class HostChannel {
  public:
   // Creates the region and socketpair. The PeerEnds go to the backend.
+  // With a `cache`, the region is one the same backend's earlier session
+  // left there when it fits, and goes back there when its last holder
+  // lets go (ipc/region_cache.h).
   [[nodiscard]] static absl::StatusOr<std::pair<std::unique_ptr<HostChannel>, PeerEnds>> Create(
-      const Geometry& geometry);
+      const Geometry& geometry, RegionCache* cache = nullptr);
 
   // Lets liveness checks also watch the backend's pidfd (recommended: the
   // socket alone misses a dead backend whose children still hold it).
@@ -121,6 +125,9 @@ class BackendChannel {
  public:
   // Maps the host's region (checking its header and seals) and takes the socket.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<BackendChannel>> Attach(PeerEnds ends);
+  // Marks the region detached (RegionHeader::backend_detached): whoever
+  // destroys the channel must be done with every pointer into it.
+  ~BackendChannel();
 
   // Lets `watcher` (which must outlive this channel) report the host's
   // hang-up: every wait then sleeps until woken or its deadline, with no

@@ -115,16 +115,21 @@ absl::StatusOr<Region> Region::Create(const Geometry& geometry) {
   if (fcntl(fd.get(), F_ADD_SEALS, kSeals) != 0) return ErrnoStatus("fcntl(F_ADD_SEALS)");
   void* base = MapPopulated(fd.get(), layout.total);
   if (base == MAP_FAILED) return ErrnoStatus("mmap(channel memfd)");
-  // A fresh memfd reads as zeros: every index, doorbell and slot state starts at 0.
-  auto* header = new (base) RegionHeader{};
+  Region region(std::move(fd), static_cast<uint8_t*>(base), geometry);
+  region.Reset();
+  return region;
+}
+
+void Region::Reset() {
+  // Every index, doorbell, slot state and hint starts at 0.
+  auto* header = new (base_) RegionHeader{};
   header->magic = kRegionMagic;
   header->version = kRegionVersion;
-  header->slot_count = geometry.slot_count;
-  header->request_ring_bytes = geometry.request_ring_bytes;
-  header->response_ring_bytes = geometry.response_ring_bytes;
-  header->slot_bytes = geometry.slot_bytes;
-  header->total_bytes = layout.total;
-  return Region(std::move(fd), static_cast<uint8_t*>(base), geometry);
+  header->slot_count = geometry_.slot_count;
+  header->request_ring_bytes = geometry_.request_ring_bytes;
+  header->response_ring_bytes = geometry_.response_ring_bytes;
+  header->slot_bytes = geometry_.slot_bytes;
+  header->total_bytes = layout_.total;
 }
 
 absl::StatusOr<Region> Region::Map(UniqueFd memfd) {

@@ -20,7 +20,7 @@
 namespace codecvisor::ipc {
 
 inline constexpr uint64_t kRegionMagic = 0x314e4843'56434443;  // "CDCVCHN1"
-inline constexpr uint32_t kRegionVersion = 4;
+inline constexpr uint32_t kRegionVersion = 5;
 inline constexpr uint32_t kMaxSlots = 256;
 // Caps on what a peer may ask the other side to map: 64 MiB per ring, and
 // 8 GiB for the whole arena (two 8K RGB frames fit in 400 MiB).
@@ -81,6 +81,11 @@ struct RegionHeader {
   // Control region only: a fault on a thread in no vendor call (a plugin's
   // own worker thread, the runner's code). It names no request.
   std::atomic<uint32_t> backend_stray_fault_signal;
+  // Set by the runner when its side of a session channel is done with the
+  // region for good (the vendor session is closed, nothing of it writes
+  // here any more): the host may then give the region to the same
+  // backend's next session (ipc/region_cache.h).
+  std::atomic<uint32_t> backend_detached;
   alignas(64) std::atomic<uint32_t> slot_state[kMaxSlots];
 };
 
@@ -104,6 +109,11 @@ class Region {
   // Backend side: maps a region the host created, checking the header and
   // that the memfd is sealed and as large as the header claims.
   [[nodiscard]] static absl::StatusOr<Region> Map(UniqueFd memfd);
+
+  // Host side: makes the header what Create wrote (indices, doorbells,
+  // slot states and hints back to zero), for a region reused by another
+  // session. The rings' and slots' bytes are left as they are.
+  void Reset();
 
   Region(Region&& other) noexcept;
   Region& operator=(Region&& other) noexcept;

@@ -4,7 +4,8 @@ in-process decoder, side by side in one run, on clips it makes with the
 ffmpeg CLI.
 
 Each figure is a ratio of throughputs, codecvisor / baseline, with its
-quartiles over rounds (each round runs every side, in rotating order). The
+quartiles over rounds (each round runs every side, in rotating order,
+after one untimed warm-up run of each). The
 decoder thread setting is the same on every side: FFmpeg's automatic count
 (0) and 1 (the DataLoader figures use 1). Figures: all frames of a 1080p and
 a 360p H.264 clip, against PyAV and against the C++ in-process decoder (the
@@ -204,6 +205,11 @@ def side_by_side(name, rounds, unit, ours, **baselines):
     ours / baseline of work per second, with its quartiles over rounds."""
     sides = [("codecvisor", ours)] + list(baselines.items())
     rates = {who: [] for who, _ in sides}
+    # One untimed run of each side first: the first use of fresh memory in
+    # a process can cost seconds per GB on a VM, and the C++ in-process
+    # decoder warms itself up the same way before its clock starts.
+    for _, fn in sides:
+        fn()
     for r in range(rounds):
         order = sides[r % len(sides):] + sides[:r % len(sides)]
         for who, fn in order:
