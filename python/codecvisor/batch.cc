@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "base/stream_copy.h"
 #include "pybind11/numpy.h"
 
 namespace codecvisor::python {
@@ -18,6 +19,7 @@ Status Batch::Add(const Frame& f) {
     height_ = h;
     planar_ = f.format() == OutputFormat::kRgb24Planar;
     frame_bytes_ = w * h * 3;
+    stream_ = frame_bytes_ * std::max<size_t>(expected_, 1) >= kStreamedBatchBytes;
   } else if (w != width_ || h != height_) {
     return Status(StatusCode::kInternal, "frames of one stream changed size mid-request");
   }
@@ -56,7 +58,7 @@ Status Batch::AddScattered(const Frame& f) {
   if (to.empty()) return Status();
   uint8_t* first = FrameAt(to[0]);
   if (Status s = CopyPixels(f, first); !s.ok()) return s;
-  for (size_t i = 1; i < to.size(); ++i) std::memcpy(FrameAt(to[i]), first, frame_bytes_);
+  for (size_t i = 1; i < to.size(); ++i) Copy(FrameAt(to[i]), first, frame_bytes_);
   for (uint32_t p : to) {
     pts_[p] = f.pts_seconds();
     durations_[p] = f.duration_seconds();
@@ -82,6 +84,14 @@ uint8_t* Batch::FrameAt(size_t position) {
   return memory_.data() + at;
 }
 
+void Batch::Copy(uint8_t* to, const uint8_t* from, size_t bytes) const {
+  if (stream_) {
+    StreamCopy(to, from, bytes);
+  } else {
+    std::memcpy(to, from, bytes);
+  }
+}
+
 Status Batch::CopyPixels(const Frame& f, uint8_t* out) const {
   const size_t planes = planar_ ? 3 : 1;
   const size_t row = planar_ ? width_ : width_ * 3;
@@ -94,10 +104,10 @@ Status Batch::CopyPixels(const Frame& f, uint8_t* out) const {
     }
     uint8_t* to = out + p * height_ * row;
     if (stride == row) {  // rows without padding: one copy of the plane
-      std::memcpy(to, plane.data(), row * height_);
+      Copy(to, plane.data(), row * height_);
       continue;
     }
-    for (size_t y = 0; y < height_; ++y) std::memcpy(to + y * row, plane.data() + y * stride, row);
+    for (size_t y = 0; y < height_; ++y) Copy(to + y * row, plane.data() + y * stride, row);
   }
   return Status();
 }

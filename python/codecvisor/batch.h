@@ -46,6 +46,13 @@ class Batch {
   // The frame's pixels at `out`, rows one by one: a backend may pad its
   // rows (stride > row).
   Status CopyPixels(const Frame& f, uint8_t* out) const;
+  // memcpy, or for a large batch StreamCopy: its frames go to memory
+  // without evicting the backend's and the caller's working sets from the
+  // shared cache, and nobody reads them before the batch is whole.
+  void Copy(uint8_t* to, const uint8_t* from, size_t bytes) const;
+
+  // A batch this large is copied into with non-temporal stores.
+  static constexpr size_t kStreamedBatchBytes = size_t{8} << 20;
 
   const size_t expected_;
   const std::vector<std::vector<uint32_t>> targets_;
@@ -53,6 +60,7 @@ class Batch {
   std::vector<double> pts_, durations_;
   size_t arrived_ = 0, width_ = 0, height_ = 0, frame_bytes_ = 0;
   bool planar_ = false;
+  bool stream_ = false;
 };
 
 }  // namespace codecvisor::python
