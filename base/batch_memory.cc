@@ -1,6 +1,7 @@
 #include "base/batch_memory.h"
 
 #include <pthread.h>
+#include <time.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -28,14 +29,24 @@ size_t RoundUp(size_t n) {
   return (n + unit - 1) / unit * unit;
 }
 
-// CODECVISOR_BATCH_CACHE_MIB, else an eighth of physical memory.
+// CODECVISOR_BATCH_CACHE_MIB, else an eighth of physical memory, at most
+// 2 GiB.
 size_t DefaultCacheBytes() {
+  constexpr size_t kMostMiB = size_t{1} << 30;  // no overflow below
   if (const char* v = std::getenv("CODECVISOR_BATCH_CACHE_MIB"); v != nullptr) {
     size_t mib = 0;
-    if (absl::SimpleAtoi(v, &mib)) return mib << 20;
+    if (absl::SimpleAtoi(v, &mib)) return std::min(mib, kMostMiB) << 20;
   }
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) / 8 : 0;
+  const size_t eighth = pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) / 8 : 0;
+  return std::min(eighth, size_t{2} << 30);
+}
+
+// A monotonic time for the cache's idle limit (only differences matter).
+absl::Time MonotonicNow() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return absl::TimeFromTimespec(ts);
 }
 
 void Unmap(const std::vector<BatchMemoryCache::Mapping>& mappings) {
@@ -60,26 +71,36 @@ class GlobalCache {
     std::optional<BatchMemoryCache::Mapping> m;
     {
       MutexLock lock(&mu_);
-      m = cache_->Take(bytes, absl::Now(), &release);
+      m = cache_->Take(bytes, MonotonicNow(), &release);
+      // Memory in use forks as any other; under the lock, so that no fork
+      // (which takes it) sees the mapping out of the cache but unforkable.
+      if (m.has_value()) (void)madvise(m->data, m->size, MADV_DOFORK);
     }
     Unmap(release);
-    // Memory in use forks as any other.
-    if (m.has_value()) (void)madvise(m->data, m->size, MADV_DOFORK);
     return m;
   }
 
-  // Keeps the mapping or unmaps it.
-  void Give(BatchMemoryCache::Mapping m) {
-    if (limit_bytes() == 0) {
+  // Keeps the mapping or unmaps it. Never throws: it runs in destructors.
+  void Give(BatchMemoryCache::Mapping m) noexcept {
+    std::vector<BatchMemoryCache::Mapping> release;
+    try {
+      release.reserve(kMostMappings + 1);
+    } catch (const std::bad_alloc&) {
       munmap(m.data, m.size);
       return;
     }
-    (void)madvise(m.data, m.size, MADV_DONTFORK);
-    (void)madvise(m.data, m.size, MADV_FREE);
-    std::vector<BatchMemoryCache::Mapping> release;
     {
       MutexLock lock(&mu_);
-      cache_->Keep(m, absl::Now(), &release);
+      const BatchMemoryCache::Limits& limits = cache_->limits();
+      if (m.size <= limits.bytes && limits.mappings > 0) {
+        (void)madvise(m.data, m.size, MADV_DONTFORK);
+        (void)madvise(m.data, m.size, MADV_FREE);
+        // Cannot throw: `release` has room for every kept mapping and `m`,
+        // and the cache reserved room for its limit.
+        cache_->Keep(m, MonotonicNow(), &release);
+      } else {
+        release.push_back(m);
+      }
     }
     Unmap(release);
   }
@@ -89,7 +110,7 @@ class GlobalCache {
     {
       MutexLock lock(&mu_);
       release = cache_->Clear();
-      cache_.emplace(BatchMemoryCache::Limits{.bytes = bytes});
+      cache_.emplace(BatchMemoryCache::Limits{.bytes = bytes, .mappings = kMostMappings});
     }
     Unmap(release);
   }
@@ -100,12 +121,11 @@ class GlobalCache {
   }
 
  private:
-  explicit GlobalCache(size_t bytes) { cache_.emplace(BatchMemoryCache::Limits{.bytes = bytes}); }
-
-  size_t limit_bytes() {
-    MutexLock lock(&mu_);
-    return cache_->limits().bytes;
+  explicit GlobalCache(size_t bytes) {
+    cache_.emplace(BatchMemoryCache::Limits{.bytes = bytes, .mappings = kMostMappings});
   }
+
+  static constexpr size_t kMostMappings = 16;
 
   // fork: no other thread may hold the lock while the child is made; the
   // child's cache names mappings it did not inherit (MADV_DONTFORK), so it

@@ -7,14 +7,17 @@
 //
 // Freed memory is kept in a process-wide cache (base/batch_memory_cache)
 // and handed to the next batch of about the same size, already resident.
-// The cache holds at most an eighth of the machine's memory, 16 mappings,
-// and nothing idle for more than 10 seconds; CODECVISOR_BATCH_CACHE_MIB
-// sets its byte limit (0 turns it off). A kept mapping is marked
-// MADV_FREE, so the kernel may reclaim it under memory pressure (the next
-// batch then faults fresh pages in), and MADV_DONTFORK, so a fork neither
-// copies it nor makes the parent's next write to it a copy-on-write fault;
-// a forked child starts with an empty cache. Memory in use by a batch is
-// never in the cache and forks as usual.
+// The cache holds at most an eighth of the machine's memory (2 GiB at
+// most) in 16 mappings; one idle for more than 10 seconds is given back at
+// the next allocation or free, so a process that stops decoding keeps what
+// it had until then. CODECVISOR_BATCH_CACHE_MIB sets the byte limit (0
+// turns the cache off). A kept mapping is marked MADV_FREE, so the kernel
+// may reclaim it under memory pressure (the next batch then faults fresh
+// pages in; on CPUs without a hardware dirty bit, such as some arm64, the
+// first write to each reused page faults), and MADV_DONTFORK, so a fork
+// neither copies it nor makes the parent's next write to it a
+// copy-on-write fault; a forked child starts with an empty cache. Memory
+// in use by a batch is never in the cache and forks as usual.
 
 #ifndef CODECVISOR_BASE_BATCH_MEMORY_H_
 #define CODECVISOR_BASE_BATCH_MEMORY_H_

@@ -10,7 +10,7 @@
 // than decoding the frames that fill it; a kept mapping is already
 // resident. The cache is bounded three ways: total bytes, number of
 // mappings, and idle time (a mapping nobody took for `max_idle` is given
-// back at the next call).
+// back at the next Take or Keep: an idle process keeps what it had).
 
 #ifndef CODECVISOR_BASE_BATCH_MEMORY_CACHE_H_
 #define CODECVISOR_BASE_BATCH_MEMORY_CACHE_H_
@@ -38,7 +38,9 @@ class BatchMemoryCache {
     absl::Duration max_idle = absl::Seconds(10);
   };
 
-  explicit BatchMemoryCache(Limits limits) : limits_(limits) {}
+  // Reserves room for `limits.mappings`, so that Keep never allocates for
+  // the cache itself.
+  explicit BatchMemoryCache(Limits limits) : limits_(limits) { kept_.reserve(limits.mappings); }
 
   // The smallest kept mapping of at least `bytes` and at most a quarter
   // more (a small batch must not pin a large mapping), the most recently

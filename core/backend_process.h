@@ -120,7 +120,7 @@ class BackendProcess final : public RunningBackend {
   // Closed sessions' regions, for this process's next sessions (populating
   // a new one costs about as much as decoding a few frames). Never shared
   // with another process: it dies with this object.
-  const std::shared_ptr<ipc::RegionCache> session_regions_ = ipc::RegionCache::Make(2);
+  const std::shared_ptr<ipc::RegionCache> session_regions_ = ipc::RegionCache::Make({});
   // Reaping is separate from control traffic: a long open on the control
   // channel must not delay seeing the child's death.
   mutable Mutex reap_mu_ ABSL_ACQUIRED_AFTER(mu_);

@@ -19,16 +19,25 @@
 //   side is still attached is skipped. A hostile backend that lies about
 //   that can only garble its own next session, which the host then
 //   handles as any malformed message.
-// - At most `max_regions` are kept (the oldest goes first); a region that
-//   comes back after the cache is gone is unmapped.
-// - After a fork the child must not use the parent's cache (the memfd is
-//   shared with the parent): the Python package gives a forked child its
-//   own host, and so its own backends and caches.
+// - Bounded: at most `max_regions` (the oldest goes first), none larger
+//   than `max_region_bytes`, and one idle for `max_idle` is unmapped at
+//   the next Take or return. Shmem pages cannot be reclaimed without swap,
+//   so the bounds are tight.
+// - Fork: the pages are MAP_SHARED with any child forked while the region
+//   existed, which may still view them (frames it inherited). A region
+//   shared out before a fork is never kept, so the parent never writes a
+//   new session's frames under a child's frames; a child letting go of an
+//   inherited region unmaps it without touching the cache (whose lock a
+//   parent thread may have held at the fork).
 
 #ifndef CODECVISOR_IPC_REGION_CACHE_H_
 #define CODECVISOR_IPC_REGION_CACHE_H_
 
+#include <sys/types.h>
+
+#include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <memory>
 
@@ -39,9 +48,13 @@ namespace codecvisor::ipc {
 
 class RegionCache : public std::enable_shared_from_this<RegionCache> {
  public:
-  static std::shared_ptr<RegionCache> Make(size_t max_regions) {
-    return std::shared_ptr<RegionCache>(new RegionCache(max_regions));
-  }
+  struct Limits {
+    size_t max_regions = 2;
+    uint64_t max_region_bytes = uint64_t{128} << 20;
+    std::chrono::steady_clock::duration max_idle = std::chrono::seconds(30);
+  };
+
+  static std::shared_ptr<RegionCache> Make(Limits limits);
 
   // A kept region of exactly `geometry` whose backend side has detached,
   // its header reset; nullptr when none. The newest fitting one first.
@@ -51,14 +64,25 @@ class RegionCache : public std::enable_shared_from_this<RegionCache> {
 
   size_t size() const;
 
- private:
-  explicit RegionCache(size_t max_regions) : max_regions_(max_regions) {}
-  std::shared_ptr<Region> Share(std::unique_ptr<Region> region);
-  void Return(std::unique_ptr<Region> region);
+  // Forks of this process so far (counted by pthread_atfork handlers).
+  static uint64_t Forks();
 
-  const size_t max_regions_;
+ private:
+  struct Kept {
+    std::unique_ptr<Region> region;
+    std::chrono::steady_clock::time_point since;
+  };
+
+  explicit RegionCache(Limits limits) : limits_(limits) {}
+  std::shared_ptr<Region> Share(std::unique_ptr<Region> region);
+  void Return(std::unique_ptr<Region> region, uint64_t forks_when_shared);
+  // Moves the regions idle past max_idle into `*dropped`.
+  void Expire(std::chrono::steady_clock::time_point now, std::deque<Kept>* dropped)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const Limits limits_;
   mutable Mutex mu_;
-  std::deque<std::unique_ptr<Region>> kept_ ABSL_GUARDED_BY(mu_);  // oldest first
+  std::deque<Kept> kept_ ABSL_GUARDED_BY(mu_);  // oldest first
 };
 
 }  // namespace codecvisor::ipc

@@ -1,8 +1,14 @@
 #include "ipc/region_cache.h"
 
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <thread>
+#include <vector>
 #include <memory>
 #include <utility>
 #include <variant>
@@ -37,7 +43,7 @@ ino_t Inode(const Region& r) {
 void MarkDetached(Region& r) { r.header()->backend_detached.store(1, std::memory_order_release); }
 
 TEST(RegionCacheTest, AReleasedDetachedRegionComesBackReset) {
-  auto cache = RegionCache::Make(2);
+  auto cache = RegionCache::Make({.max_regions = 2});
   ino_t inode = 0;
   {
     std::shared_ptr<Region> r = cache->Adopt(NewRegion(SmallGeometry()));
@@ -62,7 +68,7 @@ TEST(RegionCacheTest, AReleasedDetachedRegionComesBackReset) {
 }
 
 TEST(RegionCacheTest, ARegionTheBackendStillHasIsNotHandedOut) {
-  auto cache = RegionCache::Make(2);
+  auto cache = RegionCache::Make({.max_regions = 2});
   { std::shared_ptr<Region> r = cache->Adopt(NewRegion(SmallGeometry())); }
   EXPECT_EQ(cache->size(), 1u);
   EXPECT_EQ(cache->Take(SmallGeometry()), nullptr);
@@ -70,7 +76,7 @@ TEST(RegionCacheTest, ARegionTheBackendStillHasIsNotHandedOut) {
 }
 
 TEST(RegionCacheTest, OnlyTheSameGeometryFits) {
-  auto cache = RegionCache::Make(2);
+  auto cache = RegionCache::Make({.max_regions = 2});
   {
     std::shared_ptr<Region> r = cache->Adopt(NewRegion(SmallGeometry(2)));
     MarkDetached(*r);
@@ -83,7 +89,7 @@ TEST(RegionCacheTest, OnlyTheSameGeometryFits) {
 }
 
 TEST(RegionCacheTest, KeepsAtMostItsLimitDroppingTheOldest) {
-  auto cache = RegionCache::Make(2);
+  auto cache = RegionCache::Make({.max_regions = 2});
   ino_t inodes[3];
   for (int i = 0; i < 3; ++i) {
     std::shared_ptr<Region> r = cache->Adopt(NewRegion(SmallGeometry()));
@@ -100,15 +106,85 @@ TEST(RegionCacheTest, KeepsAtMostItsLimitDroppingTheOldest) {
   EXPECT_EQ(cache->Take(SmallGeometry()), nullptr);
 }
 
+// Whether [base, base + bytes) is mapped in this process.
+bool Mapped(uint8_t* base, size_t bytes) {
+  std::vector<unsigned char> pages(bytes / 4096 + 1);
+  return mincore(base, bytes, pages.data()) == 0 || errno != ENOMEM;
+}
+
 TEST(RegionCacheTest, ARegionReleasedAfterTheCacheIsGoneIsUnmapped) {
-  auto cache = RegionCache::Make(2);
+  auto cache = RegionCache::Make({.max_regions = 2});
   std::shared_ptr<Region> r = cache->Adopt(NewRegion(SmallGeometry()));
+  uint8_t* base = r->base();
+  const size_t bytes = r->layout().total;
+  MarkDetached(*r);
   cache.reset();
-  r.reset();  // no cache to go back to; must not crash or leak (ASan checks)
+  ASSERT_TRUE(Mapped(base, bytes));
+  r.reset();
+  EXPECT_FALSE(Mapped(base, bytes));
+}
+
+TEST(RegionCacheTest, ARegionOverTheByteLimitIsNotKept) {
+  Geometry big = SmallGeometry(4);
+  auto cache = RegionCache::Make({.max_regions = 2, .max_region_bytes = Layout::For(big).total - 1});
+  {
+    std::shared_ptr<Region> r = cache->Adopt(NewRegion(big));
+    MarkDetached(*r);
+  }
+  EXPECT_EQ(cache->size(), 0u);
+  {
+    std::shared_ptr<Region> r = cache->Adopt(NewRegion(SmallGeometry(1)));
+    MarkDetached(*r);
+  }
+  EXPECT_EQ(cache->size(), 1u);
+}
+
+TEST(RegionCacheTest, AnIdleRegionIsUnmappedAtTheNextCall) {
+  auto cache = RegionCache::Make({.max_regions = 2, .max_idle = std::chrono::milliseconds(1)});
+  uint8_t* base = nullptr;
+  size_t bytes = 0;
+  {
+    std::shared_ptr<Region> r = cache->Adopt(NewRegion(SmallGeometry()));
+    base = r->base();
+    bytes = r->layout().total;
+    MarkDetached(*r);
+  }
+  EXPECT_EQ(cache->size(), 1u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(cache->Take(SmallGeometry()), nullptr);
+  EXPECT_EQ(cache->size(), 0u);
+  EXPECT_FALSE(Mapped(base, bytes));
+}
+
+// A child forked while a region was out may still view its pages (they
+// are MAP_SHARED): the parent must not put a new session's frames there,
+// and the child lets go of it without touching the cache.
+TEST(RegionCacheTest, ARegionOutAtAForkIsNeverKeptOnEitherSide) {
+  auto cache = RegionCache::Make({.max_regions = 2});
+  std::shared_ptr<Region> r = cache->Adopt(NewRegion(SmallGeometry()));
+  MarkDetached(*r);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    r.reset();
+    _exit(cache->size() == 0 ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  r.reset();
+  EXPECT_EQ(cache->size(), 0u);
+  // One shared after the fork is kept again.
+  {
+    std::shared_ptr<Region> later = cache->Adopt(NewRegion(SmallGeometry()));
+    MarkDetached(*later);
+  }
+  EXPECT_EQ(cache->size(), 1u);
 }
 
 TEST(RegionCacheTest, AZeroLimitKeepsNothing) {
-  auto cache = RegionCache::Make(0);
+  auto cache = RegionCache::Make({.max_regions = 0});
   {
     std::shared_ptr<Region> r = cache->Adopt(NewRegion(SmallGeometry()));
     MarkDetached(*r);
@@ -119,7 +195,7 @@ TEST(RegionCacheTest, AZeroLimitKeepsNothing) {
 // The whole path: a session's channel, its backend end detaching when it
 // is destroyed, and the next session's channel on the same pages, working.
 TEST(RegionCacheTest, TheNextSessionsChannelReusesTheRegionAndWorks) {
-  auto cache = RegionCache::Make(2);
+  auto cache = RegionCache::Make({.max_regions = 2});
   const auto deadline = [] { return Clock::now() + std::chrono::seconds(10); };
   ino_t first_inode = 0;
   for (int session = 0; session < 3; ++session) {
@@ -142,8 +218,15 @@ TEST(RegionCacheTest, TheNextSessionsChannelReusesTheRegionAndWorks) {
       ASSERT_TRUE(reply.ok()) << reply.status();
       EXPECT_EQ(reply->response.id, id);
     }
-    backend->reset();  // the runner's side lets go first, as at a session's end
-    host.reset();
+    // Either side may let go first: the region waits in the cache for the
+    // runner's mark either way.
+    if (session % 2 == 0) {
+      backend->reset();
+      host.reset();
+    } else {
+      host.reset();
+      backend->reset();
+    }
     EXPECT_EQ(cache->size(), 1u);
   }
 }
