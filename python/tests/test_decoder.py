@@ -14,7 +14,7 @@ import torch
 import codecvisor
 from codecvisor.decoders import VideoDecoder
 
-from conftest import FPS, HEIGHT, WIDTH
+from conftest import FFMPEG, FPS, HEIGHT, WIDTH, make_video
 
 
 def hwc(tensor):
@@ -48,6 +48,35 @@ def test_every_frame_is_ffmpegs(video, reference):
     assert batch.pts_seconds.dtype == torch.float64
     np.testing.assert_allclose(batch.pts_seconds.numpy(), np.arange(50) / FPS)
     np.testing.assert_allclose(batch.duration_seconds.numpy(), np.full(50, 1 / FPS))
+
+
+@pytest.fixture(scope="module")
+def wide_video(tmp_path_factory):
+    """30 frames of 638x360: a 20 MB batch, which is filled with
+    non-temporal stores, in rows of 1914 bytes (no multiple of 16)."""
+    path = make_video(tmp_path_factory.mktemp("wide") / "wide.mp4",
+                      ["-f", "lavfi", "-i", "testsrc2=size=638x360:rate=25", "-t", "1.2", "-c:v", "libx264",
+                       "-g", "12", "-pix_fmt", "yuv420p"])
+    raw = subprocess.run(FFMPEG[:-1] + ["-i", path, "-f", "rawvideo", "-pix_fmt", "rgb24", "-"], check=True,
+                         capture_output=True).stdout
+    return path, np.frombuffer(raw, np.uint8).reshape(-1, 360, 638, 3)
+
+
+@pytest.mark.parametrize("order", ["NHWC", "NCHW"])
+def test_a_batch_over_8_mib_is_ffmpegs(wide_video, order):
+    path, reference = wide_video
+    assert len(reference) == 30
+    with VideoDecoder(path, dimension_order=order) as d:
+        batch = d.get_frames_in_range(0, 30).data
+        assert batch.numel() >= 8 << 20
+        got = batch.numpy() if order == "NHWC" else hwc(batch)
+        np.testing.assert_array_equal(got, reference)
+        # Repeated frames (copies of the first copy) too: 15 frames, 10 MB.
+        indices = [29, 3] * 6 + [17, 29, 0]
+        repeated = d.get_frames_at(indices).data
+        assert repeated.numel() >= 8 << 20
+        got = repeated.numpy() if order == "NHWC" else hwc(repeated)
+        np.testing.assert_array_equal(got, reference[indices])
 
 
 def test_nhwc_is_interleaved(video, reference):
