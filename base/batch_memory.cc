@@ -156,16 +156,21 @@ BatchMemory::BatchMemory(size_t bytes, Pages pages) : size_(RoundUp(std::max<siz
   if (pages == Pages::kPopulated) Populate(0, size_);
 }
 
-void BatchMemory::Populate(size_t offset, size_t bytes) {
+bool PopulatePages(void* address, size_t bytes) {
+  if (bytes == 0) return true;
 #ifdef MADV_POPULATE_WRITE
-  const size_t first = offset / kPage * kPage;
-  if (bytes == 0 || first >= size_) return;
-  const size_t end = std::min(size_, (offset + bytes + kPage - 1) / kPage * kPage);
-  (void)madvise(data_ + first, end - first, MADV_POPULATE_WRITE);  // best effort (Linux 5.14+)
+  const uintptr_t start = reinterpret_cast<uintptr_t>(address);
+  const uintptr_t first = start / kPage * kPage;
+  return madvise(reinterpret_cast<void*>(first), start + bytes - first, MADV_POPULATE_WRITE) == 0;
 #else
-  (void)offset;
-  (void)bytes;
+  (void)address;
+  return false;
 #endif
+}
+
+void BatchMemory::Populate(size_t offset, size_t bytes) {
+  if (bytes == 0 || offset >= size_) return;
+  (void)PopulatePages(data_ + offset, std::min(bytes, size_ - offset));  // best effort
 }
 
 void BatchMemory::SetCacheLimitBytes(size_t bytes) { GlobalCache::Get().SetLimitBytes(bytes); }

@@ -27,6 +27,12 @@
 
 namespace codecvisor {
 
+// Makes the pages of [address, address + bytes) resident and writable in
+// one call (MADV_POPULATE_WRITE, Linux 5.14+), instead of one fault per
+// page as they are first written; false where the kernel cannot (the pages
+// then fault in as before). The range is widened to whole pages.
+bool PopulatePages(void* address, size_t bytes);
+
 class BatchMemory {
  public:
   // When the pages are made resident: all at once by the constructor, or

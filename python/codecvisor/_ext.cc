@@ -20,6 +20,9 @@
 // - Errors: a non-OK Status raises StatusError(code, message); the Python
 //   layer maps the code to the exception type torchcodec raises.
 
+#include <cstdint>
+
+#include "base/batch_memory.h"
 #include "codecvisor/codecvisor.h"
 #include "pybind11/pybind11.h"
 #include "python/codecvisor/decoder_bindings.h"
@@ -32,4 +35,10 @@ PYBIND11_MODULE(_codecvisor, m) {
   codecvisor::python::RegisterErrors(m);
   codecvisor::python::DefineDecoder(m);
   codecvisor::python::DefineHost(m);
+  m.def(
+      "populate_pages",
+      [](uintptr_t address, size_t bytes) { return codecvisor::PopulatePages(reinterpret_cast<void*>(address), bytes); },
+      pybind11::arg("address"), pybind11::arg("bytes"), pybind11::call_guard<pybind11::gil_scoped_release>(),
+      "Makes the writable pages of [address, address + bytes) of this process present in one call; False where "
+      "the kernel cannot (they then fault in when first written).");
 }

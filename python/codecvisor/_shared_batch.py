@@ -10,27 +10,16 @@ costs more than the stacking copy; ``madvise(MADV_POPULATE_WRITE)`` (Linux
 and the pages fault in as before.
 """
 
-import ctypes
-import mmap
-
 import torch
 
-MADV_POPULATE_WRITE = 23  # linux/mman.h
-
-_libc = ctypes.CDLL(None, use_errno=True)
-_madvise = _libc.madvise
-_madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-_madvise.restype = ctypes.c_int
+from . import _codecvisor
 
 
 def populate(address: int, size: int) -> bool:
     """Makes the writable pages of [address, address + size) present, in
     one call; False where the kernel cannot (the pages then fault in when
     first written)."""
-    if size <= 0:
-        return True
-    start = address - address % mmap.PAGESIZE
-    return _madvise(start, address + size - start, MADV_POPULATE_WRITE) == 0
+    return size <= 0 or _codecvisor.populate_pages(address, size)
 
 
 def stack_shared(tensors) -> torch.Tensor:
