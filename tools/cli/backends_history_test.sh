@@ -11,19 +11,8 @@ testing="$TEST_SRCDIR/codecvisor/backends/testing"
 tmp="$TEST_TMPDIR"
 export XDG_STATE_HOME="$tmp/state"
 history="$XDG_STATE_HOME/codecvisor/backends.toml"
-fails=0
-
-check() {  # check NAME COMMAND...
-  local name=$1
-  shift
-  if "$@"; then echo "ok   $name"; else echo "FAIL $name" >&2; fails=$((fails + 1)); fi
-}
-run_cv() {  # run_cv RC ARGS...: stdout in $tmp/out, stderr in $tmp/err
-  local want=$1 rc=0
-  shift
-  "$cv" "$@" >"$tmp/out" 2>"$tmp/err" || rc=$?
-  [[ $rc == "$want" ]] || { echo "  codecvisor $*: exit $rc, wanted $want; stderr: $(cat "$tmp/err")" >&2; return 1; }
-}
+source "$TEST_SRCDIR/codecvisor/tools/cli/cli_checks.sh"
+out="$tmp/out" err="$tmp/err"
 
 # The faulty test backend, and two plugins whose libraries cannot load.
 plugins="$tmp/plugins"
@@ -39,7 +28,7 @@ export CODECVISOR_BACKEND_PATH="$plugins"
 
 # By default every backend is started: the broken ones say why, the
 # command still lists everything and exits 0 (--start makes it exit 1).
-check "backends checks by default" run_cv 0 backends
+check "backends checks by default" run_cv 0 "$out" "$err" backends
 check "cpu started" grep -qE '^cpu +cpu +ready +[0-9]+ ' "$tmp/out"
 check "faulty started" grep -qE '^faulty +faulty +ready +[0-9]+ ' "$tmp/out"
 check "nolib failed" grep -qE '^nolib +nolib +failed ' "$tmp/out"
@@ -48,24 +37,24 @@ check "undef failed" grep -qE '^undef +undef +failed ' "$tmp/out"
 check "undef names the symbol and the fix" grep -q \
   "diagnostic: .*the plugin uses vendor_dep_init, which no library it is linked against defines: link the plugin" \
   "$tmp/out"
-check "backends --start fails for them" run_cv 1 backends --start
+check "backends --start fails for them" run_cv 1 "$out" "$err" backends --start
 check "--start repeats why on stderr" grep -q "^codecvisor backends: .*libmissing.so" "$tmp/err"
-check "--no-check starts nothing" run_cv 0 backends --no-check
+check "--no-check starts nothing" run_cv 0 "$out" "$err" backends --no-check
 check "--no-check: nolib only discovered" grep -qE '^nolib +nolib +discovered +- ' "$tmp/out"
-check "--no-check excludes --start" run_cv 108 backends --no-check --start
+check "--no-check excludes --start" run_cv 108 "$out" "$err" backends --no-check --start
 check "no history yet" [ ! -e "$history" ]
 
 # A poison request: its frame crashes the backend every time. That command
 # exits with the error; the next `backends` shows the crashes it caused.
 printf 'synthetic frames=8 width=32 height=24 fps=10 fault=segfault fault_frame=5\n' >"$tmp/poison.syn"
-check "poison decode fails" run_cv 1 decode "$tmp/poison.syn" --device faulty --indices 5 --out "$tmp/frames"
+check "poison decode fails" run_cv 1 "$out" "$err" decode "$tmp/poison.syn" --device faulty --indices 5 --out "$tmp/frames"
 check "poison message names the backtrace switch" grep -q "CODECVISOR_BACKEND_BACKTRACE=1" "$tmp/err"
 check "history written" [ -s "$history" ]
 check "history is private" [ "$(stat -c %a "$history")" = 600 ]
-check "backends after the crash" run_cv 0 backends
+check "backends after the crash" run_cv 0 "$out" "$err" backends
 check "earlier crash shown" grep -qE '^  earlier runs: [1-9][0-9]* restarts?, last exit: killed by signal 11 \(SIGSEGV\) at 20' \
   "$tmp/out"
-check "backends --json after the crash" run_cv 0 backends --json
+check "backends --json after the crash" run_cv 0 "$out" "$err" backends --json
 check "json history" grep -qE '"name":"faulty".*"history":\{"restarts":[1-9][0-9]*,"last_exit":"killed by signal 11 \(SIGSEGV\)"' \
   "$tmp/out"
 check "json names the file" grep -qF "\"history_file\":\"$history\"" "$tmp/out"
@@ -75,21 +64,21 @@ check "cpu has no history" grep -qE '"name":"cpu"[^}]*"history":null}' "$tmp/out
 restarts() { sed -n 's/^  earlier runs: \([0-9]*\) restart.*/\1/p' "$tmp/out" | head -n 1; }
 "$cv" backends >"$tmp/out"
 before=$(restarts)
-check "second poison decode fails" run_cv 1 decode "$tmp/poison.syn" --device faulty --indices 5 --out "$tmp/frames"
+check "second poison decode fails" run_cv 1 "$out" "$err" decode "$tmp/poison.syn" --device faulty --indices 5 --out "$tmp/frames"
 "$cv" backends >"$tmp/out"
 check "restarts add up ($before, then $(restarts))" [ "$(restarts)" -gt "$before" ]
 
 # --reset clears the record.
-check "backends --reset faulty" run_cv 0 backends --reset faulty
+check "backends --reset faulty" run_cv 0 "$out" "$err" backends --reset faulty
 check "reset says it cleared the record" grep -q "reset backend 'faulty': cleared its record in $history" "$tmp/err"
 check "record gone" bash -c "! grep -q 'earlier runs' '$tmp/out'"
 
 # A history file that is not TOML: a warning, never a failure; the next
 # write replaces it.
 echo 'backend = [ not toml' >"$history"
-check "backends with a broken history" run_cv 0 backends --no-check
+check "backends with a broken history" run_cv 0 "$out" "$err" backends --no-check
 check "broken history warned about" grep -q "^warning: $history: not a backend history" "$tmp/out"
-check "decode with a broken history" run_cv 1 decode "$tmp/poison.syn" --device faulty --indices 5 --out "$tmp/frames"
+check "decode with a broken history" run_cv 1 "$out" "$err" decode "$tmp/poison.syn" --device faulty --indices 5 --out "$tmp/frames"
 check "history rewritten" grep -q '^\[backend.faulty\]' "$history"
 
 echo "$fails checks failed"
