@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "base/mutex.h"
 #include "core/backend_output.h"
+#include "core/backend_sandbox.h"
 #include "core/cgroup.h"
 #include "core/death_record.h"
 #include "core/install_layout.h"
@@ -28,21 +29,6 @@
 #include "ipc/region_cache.h"
 
 namespace codecvisor {
-
-// What was engaged for one child, for `codecvisor doctor` and the tests.
-struct EngagedSandbox {
-  bool namespaces = false;        // user, pid, net, ipc
-  bool empty_root = false;        // and mount: a read-only root of its own (core/empty_root.h)
-  bool unprivileged_ids = false;  // root in its namespace, nobody outside
-  bool rlimits = false;
-  bool no_new_privs = false;
-  uint32_t landlock_abi = 0;      // 0: not applied
-  bool seccomp = false;
-  bool seccomp_log_only = false;  // CODECVISOR_SECCOMP=log: refusals logged, not enforced
-  std::string cgroup;             // "cgroup v1 (memory 8192 MiB, tasks 4096)"; empty: none
-  // "user+pid+net+ipc namespaces, uid nobody, rlimits, no_new_privs, landlock v6, seccomp, cgroup v1 (...)"
-  std::string Describe() const;
-};
 
 class BackendProcess final : public RunningBackend {
  public:

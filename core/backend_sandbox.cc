@@ -1,0 +1,81 @@
+#include "core/backend_sandbox.h"
+
+#include <sys/resource.h>
+
+#include <cstdio>
+#include <mutex>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/empty_root.h"
+
+namespace codecvisor {
+
+std::string EngagedSandbox::Describe() const {
+  std::vector<std::string> parts;
+  if (namespaces) parts.push_back(empty_root ? "user+pid+net+ipc+mount namespaces" : "user+pid+net+ipc namespaces");
+  if (empty_root) parts.push_back("empty root");
+  if (unprivileged_ids) parts.push_back("uid nobody");
+  if (rlimits) parts.push_back("rlimits");
+  if (no_new_privs) parts.push_back("no_new_privs");
+  if (landlock_abi > 0) parts.push_back(absl::StrCat("landlock v", landlock_abi));
+  if (seccomp) parts.push_back(seccomp_log_only ? "seccomp (log only)" : "seccomp");
+  if (!cgroup.empty()) parts.push_back(cgroup);
+  return parts.empty() ? "none" : absl::StrJoin(parts, ", ");
+}
+
+SandboxSpec HostSandbox(const SandboxPolicy& policy) {
+  SandboxSpec s;
+  s.namespaces = true;
+  // Its filesystem: the system libraries, its declared paths and devices,
+  // and nothing else (core/empty_root.h).
+  s.empty_root = PlanEmptyRoot(policy.read_paths, policy.devices, ProbeHostPath);
+  s.no_new_privs = true;
+  // File size: 1 GiB. Landlock leaves the child no file to open for
+  // writing; the one file it may hold is the host's stderr, which can be a
+  // large log, so the runner ignores SIGXFSZ and a write past the limit
+  // just fails.
+  s.rlimits = {{RLIMIT_CORE, 0},
+               {RLIMIT_FSIZE, uint64_t{1} << 30},
+               {RLIMIT_CPU, policy.cpu_seconds},
+               {RLIMIT_NOFILE, policy.open_files},
+               {RLIMIT_NPROC, policy.threads}};
+#ifndef CODECVISOR_SANITIZER
+  // Sanitizer runtimes reserve terabytes of shadow address space, so an
+  // address-space limit would stop an instrumented runner from starting.
+  s.rlimits.emplace_back(RLIMIT_AS, policy.memory_mb << 20);
+#endif
+  return s;
+}
+
+absl::StatusOr<std::unique_ptr<BackendCgroup>> MakeCgroup(const BackendManifest& manifest, bool allow_degraded) {
+  static const CgroupLayout layout = ProbeCgroupLayout();
+  if (layout.version == 0) {
+    // Not a failure: an unprivileged host without delegation, a container
+    // with a read-only /sys/fs/cgroup. `codecvisor doctor` says it too.
+    static std::once_flag warned;
+    std::call_once(warned, [] {
+      std::fprintf(stderr,
+                   "codecvisor: WARNING: backends run without a cgroup (%s); their memory and tasks are bounded "
+                   "by RLIMIT_AS and RLIMIT_NPROC only\n",
+                   layout.missing.c_str());
+    });
+    return nullptr;
+  }
+  absl::StatusOr<std::unique_ptr<BackendCgroup>> made =
+      BackendCgroup::Create(layout, manifest.name, manifest.sandbox.memory_mb << 20, manifest.sandbox.threads);
+  if (made.ok()) return made;
+  if (!allow_degraded) {
+    return absl::FailedPreconditionError(absl::StrCat(made.status().message(),
+                                                      "; the sandbox cannot be set up here (see `codecvisor doctor`); "
+                                                      "set [sandbox] allow_degraded = true to run with less of it"));
+  }
+  std::fprintf(stderr,
+               "codecvisor: WARNING: backend '%s': no cgroup (%s); its memory and tasks are bounded by rlimits "
+               "only, as allowed by its manifest or the host\n",
+               manifest.name.c_str(), std::string(made.status().message()).c_str());
+  return nullptr;
+}
+
+}  // namespace codecvisor

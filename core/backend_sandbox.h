@@ -1,0 +1,52 @@
+// File: core/backend_sandbox.h
+//
+// The host's part of a backend child's sandbox: what it asks the launcher
+// for (namespaces, an empty root, rlimits, no_new_privs: HostSandbox), the
+// cgroup that bounds the child's memory and tasks (MakeCgroup), and what
+// was engaged, in words (EngagedSandbox). The runner adds Landlock and
+// seccomp inside the child (backends/sdk/runner/sandbox.h).
+
+#ifndef CODECVISOR_CORE_BACKEND_SANDBOX_H_
+#define CODECVISOR_CORE_BACKEND_SANDBOX_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "core/cgroup.h"
+#include "core/manifest.h"
+#include "core/process.h"
+
+namespace codecvisor {
+
+// What was engaged for one child, for `codecvisor doctor` and the tests.
+struct EngagedSandbox {
+  bool namespaces = false;        // user, pid, net, ipc
+  bool empty_root = false;        // and mount: a read-only root of its own (core/empty_root.h)
+  bool unprivileged_ids = false;  // root in its namespace, nobody outside
+  bool rlimits = false;
+  bool no_new_privs = false;
+  uint32_t landlock_abi = 0;      // 0: not applied
+  bool seccomp = false;
+  bool seccomp_log_only = false;  // CODECVISOR_SECCOMP=log: refusals logged, not enforced
+  std::string cgroup;             // "cgroup v1 (memory 8192 MiB, tasks 4096)"; empty: none
+  // "user+pid+net+ipc namespaces, uid nobody, rlimits, no_new_privs, landlock v6, seccomp, cgroup v1 (...)"
+  std::string Describe() const;
+};
+
+// The host's half of the sandbox (core/README.md): rlimits from the
+// manifest's policy, new namespaces, an empty root, no_new_privs.
+SandboxSpec HostSandbox(const SandboxPolicy& policy);
+
+// The kernel's memory and task limits on everything the child holds
+// (core/cgroup.h); RLIMIT_AS and RLIMIT_NPROC stay as a second line.
+// nullptr where the backend runs without one: this user or machine has no
+// cgroup to give (said once per host), or making it failed and the manifest
+// or host allows a degraded sandbox (said each time). An error where it
+// failed and neither allows that.
+absl::StatusOr<std::unique_ptr<BackendCgroup>> MakeCgroup(const BackendManifest& manifest, bool allow_degraded);
+
+}  // namespace codecvisor
+
+#endif  // CODECVISOR_CORE_BACKEND_SANDBOX_H_
