@@ -161,7 +161,7 @@ baselines = {(r["figure"], r["baseline"]) for r in rows}
 for threads in (0, 1):
     assert (f"all frames 96x64, threads={threads}", "C++ in-process") in baselines, baselines
     assert (f"all frames 96x64, threads={threads}", "PyAV") in baselines, baselines
-assert len(rows) == 13, len(rows)
+assert len(rows) == 17, len(rows)
 '
 expect 0 "python bench: one round on tiny clips" installed env "${python_preload[@]}" PYTHONPATH="$site" \
   /usr/bin/python3 -m codecvisor.bench --sizes 96x64 --seconds 1 --short-clips 2 --rounds 1 --json \

@@ -16,8 +16,9 @@ indices, exact (PyAV seeks to the keyframe before each and decodes
 forward); short 2 s clips opened and read 8 frames each, in both seek
 modes; a DataLoader over those clips with 0 and 2 workers; two Python
 threads each decoding the 360p clip against one thread doing it twice (the
-GIL is released while a backend decodes). Also the peak RSS of this
-process.
+GIL is released while a backend decodes); a new decoder opened and frame 0
+read, 5 times, on the 1080p clip, against PyAV and the C++ in-process
+decoder (`--frames 1`). Also the peak RSS of this process.
 
     python3 -m codecvisor.bench [--rounds 5] [--json] [--quick] [--inprocess PATH] [--training]
                                 [--sizes 1080p,360p] [--all-frames-only]
@@ -68,6 +69,14 @@ def pyav_all_frames(path, threads):
     return len(frames)
 
 
+def pyav_first_frames(path, threads, opens):
+    for _ in range(opens):
+        container, stream = pyav_open(path, threads)
+        next(container.decode(stream)).to_ndarray(format="rgb24")
+        container.close()
+    return opens
+
+
 def pyav_frames_at(path, indices, threads):
     """Exact frames by index: seek to the keyframe before each, decode forward."""
     container, stream = pyav_open(path, threads)
@@ -92,6 +101,14 @@ def cv_all_frames(path, threads):
     n = len(d.get_frames_in_range(0, len(d)))
     d.close()
     return n
+
+
+def cv_first_frames(path, threads, opens):
+    """Opens a new decoder and reads frame 0, `opens` times."""
+    for _ in range(opens):
+        with VideoDecoder(path, num_ffmpeg_threads=threads, dimension_order="NHWC") as d:
+            d[0]
+    return opens
 
 
 def cv_frames_at(path, indices, threads, seek_mode="exact"):
@@ -130,6 +147,14 @@ def cpp_all_frames(binary, path, frames, threads):
                          capture_output=True, text=True, env=env).stdout
     report = json.loads(out)
     return report["frames"], report["seconds"]
+
+
+def cpp_first_frames(binary, path, threads, opens):
+    """`opens` runs of the in-process decoder on frame 0: (opens, the
+    seconds they timed: open, memory and the frame, each after its own
+    untimed warm-up open)."""
+    seconds = sum(cpp_all_frames(binary, path, 1, threads)[1] for _ in range(opens))
+    return opens, seconds
 
 
 def two_threads(path, threads):
@@ -182,6 +207,7 @@ def load_all(dataset, workers):
 
 
 EIGHT = [0, 7, 14, 21, 28, 35, 42, 49]
+OPENS = 5  # decoders opened per round in the open + frame 0 figure
 # The all-frames clips: label, size, length in seconds.
 CLIP_SIZES = [("1080p", "1920x1080", 10), ("360p", "640x360", 20), ("96x64", "96x64", 4)]
 
@@ -257,6 +283,11 @@ def run(args):
                                     lambda: timed(cv_all_frames, clip, threads), **baselines)
         if args.all_frames_only:
             continue
+        baselines = dict(PyAV=lambda: timed(pyav_first_frames, clips[big], threads, OPENS))
+        if inprocess:
+            baselines["C++ in-process"] = lambda: cpp_first_frames(inprocess, clips[big], threads, OPENS)
+        results += side_by_side(f"open + frame 0 {big}, {OPENS} times, threads={threads}", args.rounds, "opens/s",
+                                lambda: timed(cv_first_frames, clips[big], threads, OPENS), **baselines)
         n = counts[big]
         rng = random.Random(1234)
         indices = sorted(rng.sample(range(n), min(10, n)))
