@@ -22,8 +22,16 @@ def census():
                 pass  # gone meanwhile
     with open("/proc/self/status") as f:
         rss_kib = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
-    return dict(fds=len(os.listdir("/proc/self/fd")), threads=len(os.listdir("/proc/self/task")),
-                children=children, rss_kib=rss_kib)
+    fds = channels = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue  # the listing's own descriptor, closed by now
+        fds += 1
+        channels += "codecvisor-channel" in target
+    return dict(fds=fds, channels=channels, threads=len(os.listdir("/proc/self/task")), children=children,
+                rss_kib=rss_kib)
 
 
 def test_ten_thousand_decoders_leave_nothing_behind(tmp_path):
@@ -42,7 +50,12 @@ def test_ten_thousand_decoders_leave_nothing_behind(tmp_path):
     before = census()
     churn(10_000)
     after = census()
-    assert after["fds"] == before["fds"], (before, after)
+    # Channel memfds: the backend's control channel, and the regions of up
+    # to 2 closed sessions that it keeps for its next ones
+    # (ipc/region_cache.h), 0 to 2 depending on when its runner let go of
+    # the last ones. Every other descriptor is exactly as before.
+    assert after["fds"] - after["channels"] == before["fds"] - before["channels"], (before, after)
+    assert 1 <= before["channels"] <= 3 and 1 <= after["channels"] <= 3, (before, after)
     assert after["threads"] == before["threads"], (before, after)
     assert after["children"] == before["children"] == 1, (before, after)  # the synthetic backend's process
     assert after["rss_kib"] - before["rss_kib"] < 16 * 1024, (before, after)
