@@ -91,8 +91,7 @@ class GlobalCache {
     }
     {
       MutexLock lock(&mu_);
-      const BatchMemoryCache::Limits& limits = cache_->limits();
-      if (m.size <= limits.bytes && limits.mappings > 0) {
+      if (cache_->Fits(m.size)) {
         (void)madvise(m.data, m.size, MADV_DONTFORK);
         (void)madvise(m.data, m.size, MADV_FREE);
         // Cannot throw: `release` has room for every kept mapping and `m`,
@@ -110,7 +109,7 @@ class GlobalCache {
     {
       MutexLock lock(&mu_);
       release = cache_->Clear();
-      cache_.emplace(BatchMemoryCache::Limits{.bytes = bytes, .mappings = kMostMappings});
+      Reset(bytes);
     }
     Unmap(release);
   }
@@ -121,7 +120,11 @@ class GlobalCache {
   }
 
  private:
-  explicit GlobalCache(size_t bytes) {
+  // No other thread can see the cache yet.
+  explicit GlobalCache(size_t bytes) ABSL_NO_THREAD_SAFETY_ANALYSIS { Reset(bytes); }
+
+  // An empty cache of `bytes`.
+  void Reset(size_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     cache_.emplace(BatchMemoryCache::Limits{.bytes = bytes, .mappings = kMostMappings});
   }
 

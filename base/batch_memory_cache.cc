@@ -23,7 +23,7 @@ std::optional<BatchMemoryCache::Mapping> BatchMemoryCache::Take(size_t bytes, ab
 
 void BatchMemoryCache::Keep(Mapping m, absl::Time now, std::vector<Mapping>* release) {
   Expire(now, release);
-  if (m.size > limits_.bytes || limits_.mappings == 0) {
+  if (!Fits(m.size)) {
     release->push_back(m);
     return;
   }

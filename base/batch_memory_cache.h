@@ -48,6 +48,10 @@ class BatchMemoryCache {
   // max_idle are appended to `*release`.
   std::optional<Mapping> Take(size_t bytes, absl::Time now, std::vector<Mapping>* release);
 
+  // Whether a mapping of `bytes` may be kept at all (within the byte limit,
+  // and the cache keeps any).
+  bool Fits(size_t bytes) const { return bytes <= limits_.bytes && limits_.mappings > 0; }
+
   // Keeps `m` as the most recent. What no longer fits the limits (the
   // oldest first, or `m` itself when it alone is over the byte limit) and
   // what has been idle past max_idle is appended to `*release`.
