@@ -10,6 +10,12 @@
 #
 #   tools/bench_quiet.sh                 about 10 minutes on a 2-CPU machine
 #
+# BUSY=1 keeps the machine busy while it measures, to check that the
+# targets do not depend on an idle machine: one compile after another
+# (g++ -O2 of a file that includes <regex>, one process at a time, at
+# normal priority) runs from before the first run until the last ends, and
+# every run's row says so.
+#
 # $DECODE_ROUNDS and $IPC_ROUNDS set each run's --rounds; $CODECVISOR_BENCH
 # names a codecvisor-bench binary to run instead of building one
 # (tools/codecvisor-bench.sh).
@@ -20,6 +26,21 @@ runs=${RUNS:-3}
 decode_rounds=${DECODE_ROUNDS:-3}
 ipc_rounds=${IPC_ROUNDS:-5}
 out=$(mktemp -d /tmp/bench_quiet.XXXXXX)
+busy=${BUSY:-0}
+
+# One compile after another until killed: a build on one core.
+compile_loop() {
+  printf '#include <regex>\n#include <string>\nbool f(const std::string& s) { return std::regex_match(s, std::regex("(a|b)*c")); }\n' \
+    >"$out/busy.cc"
+  while :; do g++ -O2 -std=c++20 -c "$out/busy.cc" -o "$out/busy.o"; done
+}
+if [[ $busy == 1 ]]; then
+  command -v g++ >/dev/null || { echo "BUSY=1 needs g++" >&2; exit 1; }
+  compile_loop &
+  busy_pid=$!
+  trap 'kill $busy_pid 2>/dev/null; pkill -P $busy_pid 2>/dev/null; wait $busy_pid 2>/dev/null || true' EXIT
+  sleep 5  # the load average starts to show it
+fi
 
 # One line: the idle settings that decide how fast a halted vCPU wakes.
 idle_settings() {
@@ -44,6 +65,7 @@ run() {
   local load settings
   load=$(cut -d' ' -f1-3 /proc/loadavg)
   settings=$(idle_settings)
+  [[ $busy == 1 ]] && settings="busy: a compile loop; $settings"
   printf 'run %d %s: load %s; %s\n' "$n" "$name" "$load" "$settings" >&2
   local start=$SECONDS
   "$bench" "$name" --json "$@" | jq -c --arg bench "$name" --argjson run "$n" --arg load "$load" \
@@ -56,8 +78,8 @@ for ((n = 1; n <= runs; n++)); do
   run ipc "$n" --rounds "$ipc_rounds"
 done
 
-printf '\n`tools/bench_quiet.sh` (RUNS=%d, decode --rounds %d, ipc --rounds %d) on %d CPUs, Linux %s; JSON in %s\n\n' \
-  "$runs" "$decode_rounds" "$ipc_rounds" "$(nproc)" "$(uname -r)" "$out/runs.jsonl"
+printf '\n`%stools/bench_quiet.sh` (RUNS=%d, decode --rounds %d, ipc --rounds %d) on %d CPUs, Linux %s; JSON in %s\n\n' \
+  "$([[ $busy == 1 ]] && echo 'BUSY=1 ')" "$runs" "$decode_rounds" "$ipc_rounds" "$(nproc)" "$(uname -r)" "$out/runs.jsonl"
 jq -rs '
   def fmt: if type == "number" then (. * 1000 | round / 1000 | tostring) else tostring end;
   def what: if .width then "decode \(.height)p" else .bench end;

@@ -8,8 +8,9 @@ same run (bench.side_by_side: rounds alternate who goes first).
 - A DataLoader epoch over 200 short clips (ClipDataset, 2 random clips of
   8 frames per video) with 2 workers against 0 workers, in samples/s.
 - The CPU of stacking one such batch into a new shared tensor (torch's
-  collate in a worker), the same with its pages made first (collate_clips
-  in a worker), and into memory written before.
+  collate in a worker), the same with its pages made first, into memory
+  written before, and into a reused pool buffer (collate_clips in a
+  worker).
 - codecvisor.dask.map_videos over 40 of them (per-video channel
   means of every 5th frame) on a LocalCluster of 2 worker processes
   against 1, in files/s.
@@ -226,11 +227,11 @@ def _epochs(report, rounds, clips):
 def _stack_cpu(report, rounds):
     """CPU milliseconds of stacking one epoch batch (4 samples of 2 clips of
     8 frames of 320x240) the ways a DataLoader can: into a new shared tensor
-    (torch's collate in a worker), the same with its pages made first
-    (collate_clips in a worker), and into memory written before (what
-    reusing batch memory would cost)."""
+    (torch's collate in a worker), the same with its pages made first,
+    into memory written before, and into a reused pool buffer
+    (collate_clips in a worker: _batch_pool)."""
     import torch
-    from . import _shared_batch
+    from . import _batch_pool, _shared_batch
     samples = [torch.full((EPOCH_CLIPS, FRAMES, 3, 240, 320), k, dtype=torch.uint8) for k in range(4)]
 
     def new_shared():
@@ -244,12 +245,16 @@ def _stack_cpu(report, rounds):
 
     written = torch.stack(samples)
     ways = {"new shared tensor": new_shared, "new shared tensor, pages made first": populated,
-            "memory written before": lambda: written}
+            "memory written before": lambda: written,
+            "a reused pool buffer (collate_clips in a worker)": None}
     cpu = {way: [] for way in ways}
     for _ in range(rounds * 10):
         for way, out in ways.items():
             start = time.process_time()
-            torch.stack(samples, 0, out=out())
+            if out is None:
+                _batch_pool.stack(samples)  # the buffer is free again when its batch dies
+            else:
+                torch.stack(samples, 0, out=out())
             cpu[way].append((time.process_time() - start) * 1e3)
     report["stack_cpu_ms"] = {way: statistics.median(ms) for way, ms in cpu.items()}
 

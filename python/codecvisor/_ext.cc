@@ -20,7 +20,9 @@
 // - Errors: a non-OK Status raises StatusError(code, message); the Python
 //   layer maps the code to the exception type torchcodec raises.
 
+#include <atomic>
 #include <cstdint>
+#include <stdexcept>
 
 #include "base/batch_memory.h"
 #include "codecvisor/codecvisor.h"
@@ -41,4 +43,20 @@ PYBIND11_MODULE(_codecvisor, m) {
       pybind11::arg("address"), pybind11::arg("bytes"), pybind11::call_guard<pybind11::gil_scoped_release>(),
       "Makes the writable pages of [address, address + bytes) of this process present in one call; False where "
       "the kernel cannot (they then fault in when first written).");
+  m.def(
+      "compare_exchange_u32",
+      [](uintptr_t address, uint32_t expected, uint32_t desired) {
+        if (address == 0 || address % alignof(uint32_t) != 0) {
+          throw std::invalid_argument("compare_exchange_u32: the address is null or not 4-byte aligned");
+        }
+        // The word may be shared with another process (a DataLoader
+        // worker's batch buffer): lock-free atomics on it are.
+        std::atomic_ref<uint32_t> word(*reinterpret_cast<uint32_t*>(address));
+        static_assert(std::atomic_ref<uint32_t>::is_always_lock_free);
+        return word.compare_exchange_strong(expected, desired, std::memory_order_acq_rel, std::memory_order_acquire);
+      },
+      pybind11::arg("address"), pybind11::arg("expected"), pybind11::arg("desired"),
+      "Atomically sets the 32-bit word at `address` (4-byte aligned, in this process's writable memory) to "
+      "`desired` if it holds `expected` (acquire-release); True if it did. With expected == desired, an atomic "
+      "test of the word.");
 }

@@ -41,7 +41,7 @@ import torch
 import torch.utils.data
 from torch.utils.data._utils.collate import collate, default_collate_fn_map
 
-from . import _reading, _shared_batch
+from . import _batch_pool, _reading, _shared_batch
 from ._frame import FrameBatch
 from ._reading import Skipped
 from .decoders import VideoDecoder
@@ -56,13 +56,21 @@ class ClipBatch(NamedTuple):
     labels: Any
     skipped: List[Skipped]
 
+    def __reduce__(self):
+        # From a DataLoader worker: clips stacked into one of the worker's
+        # reusable buffers go as that buffer and a lease (_batch_pool).
+        sent = _batch_pool.sendable(self.clips)
+        return ClipBatch, (self.clips if sent is None else sent, self.labels, self.skipped)
+
+
+def _in_worker(tensors) -> bool:
+    return torch.utils.data.get_worker_info() is not None and tensors[0].device.type == "cpu"
+
 
 def _stack(tensors, *, collate_fn_map=None):
     # In a worker the batch goes to the training process in shared memory,
     # new for every batch: populated in one call rather than page by page.
-    if torch.utils.data.get_worker_info() is None or tensors[0].device.type != "cpu":
-        return torch.stack(tensors, 0)
-    return _shared_batch.stack_shared(tensors)
+    return _shared_batch.stack_shared(tensors) if _in_worker(tensors) else torch.stack(tensors, 0)
 
 
 _COLLATE_FNS = {**default_collate_fn_map, torch.Tensor: _stack}
@@ -75,6 +83,12 @@ def collate_clips(samples: Sequence[Any]) -> ClipBatch:
     good = [s for s in samples if not isinstance(s, Skipped)]
     if not good:
         return ClipBatch(None, None, skipped)
+    if all(isinstance(s, (tuple, list)) and len(s) == 2 and isinstance(s[0], torch.Tensor) for s in good) \
+            and _in_worker([s[0] for s in good]):
+        # The clips of a worker's batch go into one of its reusable buffers.
+        clips = _batch_pool.stack([s[0] for s in good])
+        labels = collate([s[1] for s in good], collate_fn_map=_COLLATE_FNS)
+        return ClipBatch(clips, labels, skipped)
     clips, labels = collate(good, collate_fn_map=_COLLATE_FNS)
     return ClipBatch(clips, labels, skipped)
 

@@ -1,0 +1,266 @@
+"""Shared-memory buffers that a DataLoader worker reuses for the batches it
+sends to the training process.
+
+torch sends a worker's batch in a new shared-memory tensor each time: the
+worker pays for new pages (tens of ms for a batch of clips) and the
+training process maps and faults in each batch afresh. Here each worker
+keeps a few memfd buffers (``WorkerPool``); ``collate_clips`` stacks a
+batch's clips into a free one, and ``ClipBatch`` pickles it as the buffer's
+descriptor and a lease number. The training process maps each buffer once
+(``_Mappings``) and gives the tensor a view of it; when that tensor dies the
+buffer is free again. The protocol (the state word, who owns a buffer when,
+deaths and forks) is in python/README.md, "Batches from DataLoader workers".
+"""
+
+import collections
+import itertools
+import mmap
+import os
+import threading
+import weakref
+from multiprocessing import reduction
+from typing import Optional, Sequence
+
+import numpy as np
+import torch
+
+from . import _codecvisor, _shared_batch
+
+HEADER = mmap.PAGESIZE  # a buffer's first page holds its state word; the batch starts after it
+FREE = 0  # the state word of a buffer no batch holds; else the number of the lease that holds it
+MIN_BYTES = 1 << 20  # smaller batches go torch's way: their new pages cost little
+MAX_BUFFERS = 8  # per worker
+MAX_BYTES = 512 << 20  # of all of a worker's buffers together
+FIT = 1.25  # a buffer is used for batches down to 1/FIT of its size
+
+
+def _claim(address: int, expected: int, desired: int) -> bool:
+    return _codecvisor.compare_exchange_u32(address, expected, desired)
+
+
+class _Buffer:
+    """One memfd of HEADER + capacity bytes, mapped and populated, in the worker that made it."""
+
+    def __init__(self, capacity: int):
+        self.capacity = capacity
+        self.fd = os.memfd_create("codecvisor-batch", os.MFD_CLOEXEC)
+        try:
+            os.ftruncate(self.fd, HEADER + capacity)
+            self.map = mmap.mmap(self.fd, HEADER + capacity)
+        except BaseException:
+            os.close(self.fd)
+            raise
+        self.bytes = np.frombuffer(self.map, dtype=np.uint8)
+        self.state = self.bytes.ctypes.data
+        _shared_batch.populate(self.state, HEADER + capacity)
+
+    def is_free(self) -> bool:
+        return _claim(self.state, FREE, FREE)
+
+    def close(self):
+        os.close(self.fd)  # the mapping goes with the last view of it
+
+
+class _Lease:
+    """A batch in a buffer. Until it is sent, the worker frees the buffer
+    when the batch's memory dies; once sent, the receiving process does."""
+
+    def __init__(self, buffer: _Buffer, number: int, nbytes: int):
+        self.buffer, self.number, self.nbytes = buffer, number, nbytes
+        self.sent = False
+        self.pid = os.getpid()
+
+    def drop(self):
+        # A forked child's copy of the batch dying frees nothing: the
+        # parent may still be using it.
+        if not self.sent and self.pid == os.getpid():
+            _claim(self.buffer.state, self.number, FREE)
+
+
+class WorkerPool:
+    """A worker's buffers: at most MAX_BUFFERS, MAX_BYTES in all. Thread-safe."""
+
+    def __init__(self):
+        self.pid = os.getpid()
+        self._lock = threading.Lock()
+        self._buffers = []
+        self._numbers = itertools.cycle(range(1, 1 << 32))
+        self._leases = {}  # data address of each batch not yet sent -> its lease
+
+    def output(self, shape: Sequence[int], dtype: torch.dtype) -> Optional[torch.Tensor]:
+        """A tensor of `shape` and `dtype` in a free buffer, or None when the
+        batch is small or every buffer is held and no room is left."""
+        nbytes = int(np.prod(shape)) * torch.empty((), dtype=dtype).element_size()
+        if nbytes < MIN_BYTES or nbytes > MAX_BYTES:
+            return None
+        with self._lock:
+            lease = self._lease(nbytes)
+            if lease is None:
+                return None
+            array = np.ndarray(nbytes, np.uint8, buffer=lease.buffer.map, offset=HEADER)
+            address = array.ctypes.data
+            self._leases[address] = lease
+        weakref.finalize(array, self._forget, address, lease)
+        return torch.from_numpy(array).view(dtype).view(*shape)
+
+    def _lease(self, nbytes: int) -> Optional[_Lease]:
+        for buffer in sorted(self._buffers, key=lambda b: b.capacity):
+            if nbytes <= buffer.capacity <= nbytes * FIT:
+                number = next(self._numbers)
+                if _claim(buffer.state, FREE, number):
+                    return _Lease(buffer, number, nbytes)
+        # Room for a new buffer, made by closing free ones (none fits).
+        capacity = -(-nbytes // mmap.PAGESIZE) * mmap.PAGESIZE
+
+        def room():
+            return (len(self._buffers) < MAX_BUFFERS
+                    and sum(b.capacity for b in self._buffers) + capacity <= MAX_BYTES)
+        for buffer in [b for b in self._buffers if b.is_free()]:
+            if room():
+                break
+            self._buffers.remove(buffer)
+            buffer.close()
+        if not room():
+            return None
+        buffer = _Buffer(capacity)
+        self._buffers.append(buffer)
+        number = next(self._numbers)
+        _claim(buffer.state, FREE, number)
+        return _Lease(buffer, number, nbytes)
+
+    def _forget(self, address: int, lease: _Lease):
+        if lease.pid != os.getpid():
+            return  # a forked child's copy: its parent's pool and lock, not ours
+        with self._lock:
+            if self._leases.get(address) is lease:
+                del self._leases[address]
+        lease.drop()
+
+    def take_for_sending(self, tensor) -> Optional["_Sent"]:
+        """What `tensor` pickles as, if it is a whole batch of this pool not
+        sent yet (from then on the receiver frees its buffer); else None."""
+        if not isinstance(tensor, torch.Tensor) or tensor.device.type != "cpu" or not tensor.is_contiguous():
+            return None
+        with self._lock:
+            lease = self._leases.get(tensor.data_ptr())
+            if lease is None or lease.sent or tensor.numel() * tensor.element_size() != lease.nbytes:
+                return None
+            lease.sent = True
+            del self._leases[tensor.data_ptr()]
+        return _Sent(lease.buffer.fd, lease.number, tensor.dtype, tuple(tensor.shape), lease.nbytes)
+
+
+_pool: Optional[WorkerPool] = None
+_pool_lock = threading.Lock()
+
+
+def worker_pool() -> WorkerPool:
+    """This process's pool (a forked child makes its own)."""
+    global _pool
+    with _pool_lock:
+        if _pool is None or _pool.pid != os.getpid():
+            _pool = WorkerPool()
+        return _pool
+
+
+def stack(tensors: Sequence[torch.Tensor]) -> torch.Tensor:
+    """``torch.stack(tensors)`` for a batch a worker sends: into a pool
+    buffer, or into a new shared tensor when none is free."""
+    out = worker_pool().output((len(tensors), *tensors[0].shape), tensors[0].dtype)
+    if out is None:
+        return _shared_batch.stack_shared(tensors)
+    return torch.stack(tensors, 0, out=out)
+
+
+def sendable(tensor) -> Optional["_Sent"]:
+    """What a batch made by ``stack`` pickles as (see WorkerPool.take_for_sending)."""
+    return None if _pool is None or _pool.pid != os.getpid() else _pool.take_for_sending(tensor)
+
+
+class _Sent:
+    """A batch on its way: its buffer's descriptor (duplicated for the
+    receiver by multiprocessing), its lease, dtype and shape."""
+
+    def __init__(self, fd, number, dtype, shape, nbytes):
+        self.fd, self.number, self.dtype, self.shape, self.nbytes = fd, number, dtype, shape, nbytes
+
+    def __reduce__(self):
+        return _receive, (reduction.DupFd(self.fd), self.number, self.dtype, self.shape, self.nbytes)
+
+
+class _Received:
+    """A worker's buffer mapped in the receiving process."""
+
+    def __init__(self, fd: int):
+        size = os.fstat(fd).st_size
+        if size <= HEADER:
+            raise ValueError(f"a batch buffer of {size} bytes has no room for a batch")
+        self.map = mmap.mmap(fd, size)
+        self.bytes = np.frombuffer(self.map, dtype=np.uint8)
+        self.state = self.bytes.ctypes.data
+        self.pid = os.getpid()
+
+    def release(self, number: int):
+        if self.pid == os.getpid():  # not a forked child's copy of the batch
+            _claim(self.state, number, FREE)
+
+
+class _Mappings:
+    """The buffers this process has received, by inode; the least recently
+    used past `limit` are let go (a batch still alive keeps its mapping)."""
+
+    def __init__(self, limit: int = 4 * MAX_BUFFERS):
+        self.limit = limit
+        self._lock = threading.Lock()
+        self._by_inode = collections.OrderedDict()
+
+    def get(self, fd: int) -> _Received:
+        st = os.fstat(fd)
+        key = (st.st_dev, st.st_ino)
+        with self._lock:
+            received = self._by_inode.get(key)
+            if received is None:
+                received = self._by_inode[key] = _Received(fd)
+                while len(self._by_inode) > self.limit:
+                    self._by_inode.popitem(last=False)
+            self._by_inode.move_to_end(key)
+            return received
+
+    def forget_in_child(self):
+        # After fork(), in the child: the lock may have been held by a
+        # thread the child does not have.
+        self._lock = threading.Lock()
+        self._by_inode = collections.OrderedDict()
+
+    def __len__(self):
+        return len(self._by_inode)
+
+
+mappings = _Mappings()
+
+
+def _after_fork_in_child():
+    global _pool, _pool_lock
+    _pool_lock = threading.Lock()  # a parent's thread may have held it
+    if _pool is not None:  # the parent's: its descriptors are not ours to keep
+        for buffer in _pool._buffers:
+            buffer.close()
+        _pool = None
+    mappings.forget_in_child()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _receive(dup_fd, number, dtype, shape, nbytes):
+    fd = dup_fd.detach()
+    try:
+        received = mappings.get(fd)
+    finally:
+        os.close(fd)
+    if nbytes > len(received.bytes) - HEADER:
+        received.release(number)
+        raise ValueError(f"a batch of {nbytes} bytes does not fit its buffer of {len(received.bytes) - HEADER}")
+    array = np.ndarray(nbytes, np.uint8, buffer=received.map, offset=HEADER)
+    weakref.finalize(array, received.release, number)
+    return torch.from_numpy(array).view(dtype).view(*shape)
