@@ -14,7 +14,11 @@
 # targets do not depend on an idle machine: one compile after another
 # (g++ -O2 of a file that includes <regex>, one process at a time, at
 # normal priority) runs from before the first run until the last ends, and
-# every run's row says so.
+# every run's row says so. The loop runs in a session of its own, as a
+# build started from another terminal does: with autogroup scheduling
+# (Linux's default) the CPU is shared fairly between sessions, and a loop
+# in the bench's own session would take its share from the in-process
+# decoder only (the backend process has a session of its own).
 #
 # $DECODE_ROUNDS and $IPC_ROUNDS set each run's --rounds; $CODECVISOR_BENCH
 # names a codecvisor-bench binary to run instead of building one
@@ -36,9 +40,12 @@ compile_loop() {
 }
 if [[ $busy == 1 ]]; then
   command -v g++ >/dev/null || { echo "BUSY=1 needs g++" >&2; exit 1; }
-  compile_loop &
+  export -f compile_loop
+  export out
+  setsid bash -c compile_loop &
   busy_pid=$!
-  trap 'kill $busy_pid 2>/dev/null; pkill -P $busy_pid 2>/dev/null; wait $busy_pid 2>/dev/null || true' EXIT
+  # setsid made the loop's shell a process group leader: end the group.
+  trap 'kill -- -$busy_pid 2>/dev/null; wait $busy_pid 2>/dev/null || true' EXIT
   sleep 5  # the load average starts to show it
 fi
 
