@@ -6,14 +6,13 @@ worker pays for new pages (tens of ms for a batch of clips) and the
 training process maps and faults in each batch afresh. Here each worker
 keeps a few memfd buffers (``WorkerPool``); ``collate_clips`` stacks a
 batch's clips into a free one, and ``ClipBatch`` pickles it as the buffer's
-descriptor and a lease number. The training process maps each buffer once
-(``_Mappings``) and gives the tensor a view of it; when that tensor dies the
+descriptor and a lease number (multiprocessing's pickler only: ``datasets``
+registers it). The training process maps each buffer once (``_Mappings``) and gives the tensor a view of it; when that tensor dies the
 buffer is free again. The protocol (the state word, who owns a buffer when,
 deaths and forks) is in python/README.md, "Batches from DataLoader workers".
 """
 
 import collections
-import itertools
 import mmap
 import os
 import threading
@@ -82,9 +81,11 @@ class WorkerPool:
 
     def __init__(self):
         self.pid = os.getpid()
-        self._lock = threading.Lock()
+        # Reentrant: a garbage collection while it is held may run a
+        # batch's finalizer (_forget) on the same thread.
+        self._lock = threading.RLock()
         self._buffers = []
-        self._numbers = itertools.cycle(range(1, 1 << 32))
+        self._last_number = 0
         self._leases = {}  # data address of each batch not yet sent -> its lease
 
     def output(self, shape: Sequence[int], dtype: torch.dtype) -> Optional[torch.Tensor]:
@@ -103,28 +104,28 @@ class WorkerPool:
         weakref.finalize(array, self._forget, address, lease)
         return torch.from_numpy(array).view(dtype).view(*shape)
 
-    def _lease(self, nbytes: int) -> Optional[_Lease]:
-        for buffer in sorted(self._buffers, key=lambda b: b.capacity):
-            if nbytes <= buffer.capacity <= nbytes * FIT:
-                number = next(self._numbers)
-                if _claim(buffer.state, FREE, number):
-                    return _Lease(buffer, number, nbytes)
-        # Room for a new buffer, made by closing free ones (none fits).
-        capacity = -(-nbytes // mmap.PAGESIZE) * mmap.PAGESIZE
+    def _next_number(self) -> int:
+        self._last_number = self._last_number % 0xFFFFFFFF + 1  # 1 .. 2**32 - 1: never FREE
+        return self._last_number
 
-        def room():
-            return (len(self._buffers) < MAX_BUFFERS
-                    and sum(b.capacity for b in self._buffers) + capacity <= MAX_BYTES)
-        for buffer in [b for b in self._buffers if b.is_free()]:
-            if room():
+    def _lease(self, nbytes: int) -> Optional[_Lease]:
+        number = self._next_number()
+        for buffer in sorted(self._buffers, key=lambda b: b.capacity):
+            if nbytes <= buffer.capacity <= nbytes * FIT and _claim(buffer.state, FREE, number):
+                return _Lease(buffer, number, nbytes)
+        # A new buffer, if there is room once free ones (none fits) are closed.
+        capacity = -(-nbytes // mmap.PAGESIZE) * mmap.PAGESIZE
+        free = [b for b in self._buffers if b.is_free()]
+        held = [b for b in self._buffers if b not in free]
+        if len(held) >= MAX_BUFFERS or sum(b.capacity for b in held) + capacity > MAX_BYTES:
+            return None
+        for buffer in free:
+            if len(self._buffers) < MAX_BUFFERS and sum(b.capacity for b in self._buffers) + capacity <= MAX_BYTES:
                 break
             self._buffers.remove(buffer)
             buffer.close()
-        if not room():
-            return None
         buffer = _Buffer(capacity)
         self._buffers.append(buffer)
-        number = next(self._numbers)
         _claim(buffer.state, FREE, number)
         return _Lease(buffer, number, nbytes)
 
@@ -147,7 +148,7 @@ class WorkerPool:
                 return None
             lease.sent = True
             del self._leases[tensor.data_ptr()]
-        return _Sent(lease.buffer.fd, lease.number, tensor.dtype, tuple(tensor.shape), lease.nbytes)
+        return _Sent(lease.buffer.fd, lease.number, tensor.dtype, tuple(tensor.shape), lease.nbytes, self.pid)
 
 
 _pool: Optional[WorkerPool] = None
@@ -179,13 +180,14 @@ def sendable(tensor) -> Optional["_Sent"]:
 
 class _Sent:
     """A batch on its way: its buffer's descriptor (duplicated for the
-    receiver by multiprocessing), its lease, dtype and shape."""
+    receiver by multiprocessing), its lease, dtype, shape and size, and the
+    sending worker's pid."""
 
-    def __init__(self, fd, number, dtype, shape, nbytes):
-        self.fd, self.number, self.dtype, self.shape, self.nbytes = fd, number, dtype, shape, nbytes
+    def __init__(self, fd, number, dtype, shape, nbytes, sender):
+        self.fd, self.number, self.dtype, self.shape, self.nbytes, self.sender = fd, number, dtype, shape, nbytes, sender
 
     def __reduce__(self):
-        return _receive, (reduction.DupFd(self.fd), self.number, self.dtype, self.shape, self.nbytes)
+        return _receive, (reduction.DupFd(self.fd), self.number, self.dtype, self.shape, self.nbytes, self.sender)
 
 
 class _Received:
@@ -205,26 +207,40 @@ class _Received:
             _claim(self.state, number, FREE)
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
+
+
 class _Mappings:
-    """The buffers this process has received, by inode; the least recently
-    used past `limit` are let go (a batch still alive keeps its mapping)."""
+    """The buffers this process has received, by inode, with the pid of the
+    worker that sent each. A new one lets go of those whose worker has
+    exited, then of the least recently used past `limit`. Letting go drops
+    this cache's reference only: a batch still alive keeps its mapping."""
 
     def __init__(self, limit: int = 4 * MAX_BUFFERS):
         self.limit = limit
         self._lock = threading.Lock()
-        self._by_inode = collections.OrderedDict()
+        self._by_inode = collections.OrderedDict()  # (st_dev, st_ino) -> (_Received, sender pid)
 
-    def get(self, fd: int) -> _Received:
+    def get(self, fd: int, sender: int) -> _Received:
         st = os.fstat(fd)
         key = (st.st_dev, st.st_ino)
         with self._lock:
-            received = self._by_inode.get(key)
-            if received is None:
-                received = self._by_inode[key] = _Received(fd)
+            entry = self._by_inode.get(key)
+            if entry is None:
+                for old in [k for k, (_, pid) in self._by_inode.items() if not _alive(pid)]:
+                    del self._by_inode[old]
+                entry = self._by_inode[key] = (_Received(fd), sender)
                 while len(self._by_inode) > self.limit:
                     self._by_inode.popitem(last=False)
             self._by_inode.move_to_end(key)
-            return received
+            return entry[0]
 
     def forget_in_child(self):
         # After fork(), in the child: the lock may have been held by a
@@ -252,10 +268,10 @@ def _after_fork_in_child():
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def _receive(dup_fd, number, dtype, shape, nbytes):
+def _receive(dup_fd, number, dtype, shape, nbytes, sender):
     fd = dup_fd.detach()
     try:
-        received = mappings.get(fd)
+        received = mappings.get(fd, sender)
     finally:
         os.close(fd)
     if nbytes > len(received.bytes) - HEADER:

@@ -35,6 +35,7 @@ worker k of n of that rank's DataLoader the k-th of every n of those. Each
 source is read by exactly one worker of one rank per epoch.
 """
 
+from multiprocessing.reduction import ForkingPickler
 from typing import Any, Callable, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 import torch
@@ -56,11 +57,17 @@ class ClipBatch(NamedTuple):
     labels: Any
     skipped: List[Skipped]
 
-    def __reduce__(self):
-        # From a DataLoader worker: clips stacked into one of the worker's
-        # reusable buffers go as that buffer and a lease (_batch_pool).
-        sent = _batch_pool.sendable(self.clips)
-        return ClipBatch, (self.clips if sent is None else sent, self.labels, self.skipped)
+
+def _reduce_clip_batch(batch: ClipBatch):
+    # Sent from a DataLoader worker to the training process: clips stacked
+    # into one of the worker's reusable buffers go as that buffer and a
+    # lease (_batch_pool). Only multiprocessing's pickler does this; copies
+    # and other pickles of a batch are plain.
+    sent = _batch_pool.sendable(batch.clips)
+    return ClipBatch, (batch.clips if sent is None else sent, batch.labels, batch.skipped)
+
+
+ForkingPickler.register(ClipBatch, _reduce_clip_batch)
 
 
 def _in_worker(tensors) -> bool:

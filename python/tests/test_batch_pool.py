@@ -3,6 +3,7 @@ batches, and collate_clips/ClipBatch sending them. In-process checks of the
 pool's rules (pickling through multiprocessing's own pickler, as a worker's
 queue does), then DataLoader epochs with fork and spawn workers."""
 
+import copy
 import ctypes
 import functools
 import gc
@@ -141,7 +142,6 @@ def test_a_batch_of_another_dtype_keeps_its_values(pool):
     stacked = _batch_pool.stack(floats)
     assert stacked.dtype == torch.float32 and torch.equal(stacked, torch.stack(floats))
     received = pickle.loads(send(ClipBatch(stacked, None, [])))
-    assert b"_receive" in send(ClipBatch(_batch_pool.stack(floats), None, []))
     assert received.clips.dtype == torch.float32 and torch.equal(received.clips, torch.stack(floats))
 
 
@@ -151,6 +151,16 @@ def test_the_receiver_refuses_a_batch_longer_than_its_buffer(pool):
     sent.nbytes *= 4
     with pytest.raises(ValueError, match="does not fit its buffer"):
         pickle.loads(ForkingPickler.dumps(sent))
+    assert header_state(stacked.data_ptr()) == _batch_pool.FREE  # refused, and freed
+
+
+def test_only_multiprocessing_sends_a_batch_as_its_buffer(pool):
+    stacked = _batch_pool.stack(samples(1))
+    batch = ClipBatch(stacked, None, [])
+    plain = pickle.dumps(batch)
+    assert b"_receive" not in plain and torch.equal(pickle.loads(plain).clips, stacked)
+    assert copy.copy(batch).clips is stacked and torch.equal(copy.deepcopy(batch).clips, stacked)
+    assert pool.take_for_sending(stacked) is not None  # still unsent after all that
 
 
 # --- DataLoader epochs ------------------------------------------------------------
@@ -187,6 +197,36 @@ def test_an_epochs_batches_come_in_a_few_reused_buffers(tmp_path, context):
     assert len(addresses) <= 4
     for address in addresses:
         assert header_state(address) == _batch_pool.FREE
+
+
+def test_persistent_workers_reuse_their_buffers_across_epochs_and_a_break(tmp_path):
+    n = 16
+    data = dataset(tmp_path, n)
+    want = expected(data, n)
+    loader = DataLoader(data, batch_size=2, num_workers=1, collate_fn=collate_clips, persistent_workers=True)
+    addresses = set()
+    for epoch in range(3):
+        for k, batch in enumerate(loader):
+            addresses.add(batch.clips.data_ptr())
+            for clip, label in zip(batch.clips, batch.labels.tolist()):
+                assert torch.equal(clip, want[label])
+            if epoch == 1 and k == 2:
+                break  # the batches already in flight are drained when the next epoch starts
+    del batch, clip
+    gc.collect()
+    assert len(addresses) <= 4
+    assert all(header_state(address) == _batch_pool.FREE for address in addresses)
+    del loader
+
+
+def test_an_exited_workers_buffers_are_let_go_when_the_next_arrives(tmp_path):
+    data = dataset(tmp_path, 4)
+    before = set(_batch_pool.mappings._by_inode)
+    assert len(list(DataLoader(data, batch_size=2, num_workers=1, collate_fn=collate_clips))) == 2
+    first = set(_batch_pool.mappings._by_inode) - before
+    assert first  # the loader's worker has exited (the loader joins it); its buffers are still mapped
+    for batch in DataLoader(data, batch_size=2, num_workers=1, collate_fn=collate_clips):
+        assert not set(_batch_pool.mappings._by_inode) & first
 
 
 def test_an_epoch_whose_batches_are_all_kept_is_delivered_intact(tmp_path):
