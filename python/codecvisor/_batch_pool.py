@@ -124,7 +124,10 @@ class WorkerPool:
                 break
             self._buffers.remove(buffer)
             buffer.close()
-        buffer = _Buffer(capacity)
+        try:
+            buffer = _Buffer(capacity)
+        except OSError:  # no memfd, descriptors or memory for one: torch's way
+            return None
         self._buffers.append(buffer)
         _claim(buffer.state, FREE, number)
         return _Lease(buffer, number, nbytes)

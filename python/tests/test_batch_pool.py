@@ -126,6 +126,15 @@ def test_held_batches_past_the_limit_take_torchs_way_and_are_never_overwritten(p
         assert torch.equal(t, torch.stack(samples(k)))
 
 
+def test_a_buffer_that_cannot_be_made_leaves_the_batch_to_torch(pool, monkeypatch):
+    def no_memfd(*args):
+        raise OSError(24, "Too many open files")
+    monkeypatch.setattr(os, "memfd_create", no_memfd)
+    stacked = _batch_pool.stack(samples(1))
+    assert stacked.is_shared() and torch.equal(stacked, torch.stack(samples(1)))
+    assert pool._buffers == []
+
+
 def test_a_buffer_is_reused_only_for_batches_it_fits(pool):
     big = _batch_pool.stack(samples(1, n=4))
     address = big.data_ptr()
