@@ -15,7 +15,7 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
-from codecvisor import _batch_pool
+from codecvisor import _batch_pool, _codecvisor
 from codecvisor.datasets import ClipBatch, ClipDataset, collate_clips
 from codecvisor.samplers import clips_at_regular_indices
 
@@ -124,6 +124,17 @@ def test_held_batches_past_the_limit_take_torchs_way_and_are_never_overwritten(p
     assert len(shared) == 3  # past the limit: new shared tensors
     for k, t in enumerate(held):
         assert torch.equal(t, torch.stack(samples(k)))
+
+
+def test_the_state_word_is_swapped_only_from_the_expected_value():
+    word = ctypes.c_uint32(7)
+    address = ctypes.addressof(word)
+    assert not _codecvisor.compare_exchange_u32(address, 6, 0) and word.value == 7
+    assert _codecvisor.compare_exchange_u32(address, 7, 0) and word.value == 0
+    with pytest.raises(ValueError, match="not 4-byte aligned"):
+        _codecvisor.compare_exchange_u32(address + 1, 0, 1)
+    with pytest.raises(ValueError, match="null"):
+        _codecvisor.compare_exchange_u32(0, 0, 1)
 
 
 def test_a_buffer_that_cannot_be_made_leaves_the_batch_to_torch(pool, monkeypatch):
