@@ -7,9 +7,10 @@ training process maps and faults in each batch afresh. Here each worker
 keeps a few memfd buffers (``WorkerPool``); ``collate_clips`` stacks a
 batch's clips into a free one, and ``ClipBatch`` pickles it as the buffer's
 descriptor and a lease number (multiprocessing's pickler only: ``datasets``
-registers it). The training process maps each buffer once (``_Mappings``) and gives the tensor a view of it; when that tensor dies the
-buffer is free again. The protocol (the state word, who owns a buffer when,
-deaths and forks) is in python/README.md, "Batches from DataLoader workers".
+registers it). The training process maps each buffer once (``_Mappings``)
+and gives the tensor a view of it; when that tensor dies the buffer is free
+again. The protocol (the state word, who owns a buffer when, deaths and
+forks) is in python/README.md, "Batches from DataLoader workers".
 """
 
 import collections
