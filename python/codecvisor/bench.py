@@ -55,6 +55,12 @@ def make_clip(folder, name, size, seconds, gop=250):
 
 def pyav_open(path, threads):
     import av
+    import av.logging
+    # PyAV's own log callback takes the GIL on FFmpeg's threads: one that
+    # logs while the calling thread holds the GIL and waits for it (a seek
+    # with frame threads) deadlocks. FFmpeg's default callback, errors only.
+    av.logging.set_level(av.logging.ERROR)
+    av.logging.restore_default_callback()
     container = av.open(path)
     stream = container.streams.video[0]
     stream.thread_type = "AUTO" if threads != 1 else "SLICE"
