@@ -116,12 +116,14 @@ class WorkerPool:
                 return _Lease(buffer, number, nbytes)
         # A new buffer, if there is room once free ones (none fits) are closed.
         capacity = -(-nbytes // mmap.PAGESIZE) * mmap.PAGESIZE
+
+        def room_beside(buffers):
+            return len(buffers) < MAX_BUFFERS and sum(b.capacity for b in buffers) + capacity <= MAX_BYTES
         free = [b for b in self._buffers if b.is_free()]
-        held = [b for b in self._buffers if b not in free]
-        if len(held) >= MAX_BUFFERS or sum(b.capacity for b in held) + capacity > MAX_BYTES:
+        if not room_beside([b for b in self._buffers if b not in free]):
             return None
         for buffer in free:
-            if len(self._buffers) < MAX_BUFFERS and sum(b.capacity for b in self._buffers) + capacity <= MAX_BYTES:
+            if room_beside(self._buffers):
                 break
             self._buffers.remove(buffer)
             buffer.close()
@@ -159,11 +161,16 @@ _pool: Optional[WorkerPool] = None
 _pool_lock = threading.Lock()
 
 
+def _own_pool() -> Optional[WorkerPool]:
+    """This process's pool if it has made one (not one inherited by fork)."""
+    return _pool if _pool is not None and _pool.pid == os.getpid() else None
+
+
 def worker_pool() -> WorkerPool:
     """This process's pool (a forked child makes its own)."""
     global _pool
     with _pool_lock:
-        if _pool is None or _pool.pid != os.getpid():
+        if _own_pool() is None:
             _pool = WorkerPool()
         return _pool
 
@@ -179,7 +186,8 @@ def stack(tensors: Sequence[torch.Tensor]) -> torch.Tensor:
 
 def sendable(tensor) -> Optional["_Sent"]:
     """What a batch made by ``stack`` pickles as (see WorkerPool.take_for_sending)."""
-    return None if _pool is None or _pool.pid != os.getpid() else _pool.take_for_sending(tensor)
+    pool = _own_pool()
+    return None if pool is None else pool.take_for_sending(tensor)
 
 
 class _Sent:
@@ -251,9 +259,6 @@ class _Mappings:
         # thread the child does not have.
         self._lock = threading.Lock()
         self._by_inode = collections.OrderedDict()
-
-    def __len__(self):
-        return len(self._by_inode)
 
 
 mappings = _Mappings()

@@ -25,6 +25,7 @@ decoder (`--frames 1`). Also the peak RSS of this process.
 """
 
 import argparse
+import functools
 import gc
 import json
 import os
@@ -53,14 +54,19 @@ def make_clip(folder, name, size, seconds, gop=250):
 
 # --- PyAV, doing what each codecvisor call does -------------------------
 
-def pyav_open(path, threads):
-    import av
-    import av.logging
+@functools.cache
+def _pyav_logging_off_frame_threads():
     # PyAV's own log callback takes the GIL on FFmpeg's threads: one that
     # logs while the calling thread holds the GIL and waits for it (a seek
     # with frame threads) deadlocks. FFmpeg's default callback, errors only.
+    import av.logging
     av.logging.set_level(av.logging.ERROR)
     av.logging.restore_default_callback()
+
+
+def pyav_open(path, threads):
+    import av
+    _pyav_logging_off_frame_threads()
     container = av.open(path)
     stream = container.streams.video[0]
     stream.thread_type = "AUTO" if threads != 1 else "SLICE"
