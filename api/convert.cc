@@ -107,6 +107,7 @@ internal::DecoderOptions ToInternal(const DecoderOptions& o) {
   out.stream_index = o.stream_index;
   out.seek_mode = ToIpc(o.seek_mode);
   out.output_format = ToIpc(o.output_format);
+  out.native_formats = o.native_formats;
   out.decoder_threads = o.decoder_threads;
   out.output_width = o.output_width;
   out.output_height = o.output_height;

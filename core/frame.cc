@@ -1,5 +1,7 @@
 #include "core/frame.h"
 
+#include <algorithm>
+
 namespace codecvisor::internal {
 
 Frame::Frame(ipc::FrameLease lease) : ref_(lease.ref()), lease_(std::move(lease)) {
@@ -11,7 +13,12 @@ Frame::Frame(ipc::FrameLease lease) : ref_(lease.ref()), lease_(std::move(lease)
 
 std::span<const uint8_t> Frame::data() const {
   if (lease_.valid()) return lease_.bytes();
-  return owned_;
+  return std::span<const uint8_t>(owned_).first(owned_.size() - std::min(owned_.size(), kReadPadding));
+}
+
+void Frame::Own(std::span<const uint8_t> bytes) {
+  owned_.assign(bytes.size() + kReadPadding, 0);
+  std::copy(bytes.begin(), bytes.end(), owned_.begin());
 }
 
 std::span<const uint8_t> Frame::plane(size_t i) const {
@@ -22,15 +29,13 @@ std::span<const uint8_t> Frame::plane(size_t i) const {
 Frame Frame::CopyOut() const {
   Frame copy;
   copy.ref_ = ref_;
-  auto bytes = data();
-  copy.owned_.assign(bytes.begin(), bytes.end());
+  copy.Own(data());
   return copy;
 }
 
 void Frame::Detach() {
   if (!lease_.valid()) return;
-  auto bytes = lease_.bytes();
-  owned_.assign(bytes.begin(), bytes.end());
+  Own(lease_.bytes());
   lease_.Reset();
 }
 

@@ -16,6 +16,7 @@
 
 #include "ipc/frame_arena.h"
 #include "ipc/messages.h"
+#include "ipc/region.h"
 
 namespace codecvisor::internal {
 
@@ -45,7 +46,11 @@ class Frame {
   std::span<const uint8_t> plane(size_t i) const;
   uint32_t stride(size_t i) const { return ref_.planes[i].stride; }
   // All of the frame's bytes, planes in order as laid out by the backend.
+  // At least kReadPadding readable bytes follow them (the slot's padding, or
+  // zeros after an owned copy), for converters whose SIMD loads run past
+  // the last pixel.
   std::span<const uint8_t> data() const;
+  static constexpr size_t kReadPadding = ipc::kSlotPadding;
 
   // True while the frame views shared memory rather than owning its bytes.
   // SECURITY: the backend could still rewrite a shared frame's pixels; copy
@@ -57,6 +62,9 @@ class Frame {
   void Detach();
 
  private:
+  // owned_ = `bytes` and kReadPadding zeros.
+  void Own(std::span<const uint8_t> bytes);
+
   ipc::FrameRef ref_;          // plane offsets relative to data()
   ipc::FrameLease lease_;      // set while shared
   std::vector<uint8_t> owned_;  // set once copied

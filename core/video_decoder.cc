@@ -133,6 +133,7 @@ absl::Status VideoDecoder::Reopen() {
   open.device = options_.device;
   open.output_width = options_.output_width;
   open.output_height = options_.output_height;
+  open.native_formats = options_.native_formats;
   const Deadline open_deadline = Clock::now() + options_.open_timeout;
   int busy_retries = 0;
   Replays replays(options_.open_timeout);

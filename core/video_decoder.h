@@ -42,6 +42,9 @@ struct DecoderOptions {
   uint32_t decoder_threads = 0;       // 0: the decoder chooses
   uint32_t output_width = 0;          // 0: the stream's own size
   uint32_t output_height = 0;
+  // Native pixel formats the caller converts itself (OpenSession's
+  // native_formats): frames of such a stream may come as kNative.
+  std::vector<std::string> native_formats;
   // Arena slots: how many frames can be in flight or held zero-copy at once.
   uint32_t arena_slots = 4;
   // Longest wait for the backend to make progress (one response), and for

@@ -25,6 +25,10 @@ absl::Status ValidateFrameRef(const FrameRef& ref, const Geometry& geometry) {
   if (ref.offset > geometry.slot_bytes || ref.size > geometry.slot_bytes - ref.offset) {
     return Bad(ref, absl::StrCat("extends past the slot's ", geometry.slot_bytes, " bytes"));
   }
+  if (geometry.slot_bytes - ref.offset - ref.size < kSlotPadding) {
+    return Bad(ref, absl::StrCat("leaves fewer than ", kSlotPadding, " bytes of the slot's ", geometry.slot_bytes,
+                                 " after it"));
+  }
   if (ref.width == 0 || ref.height == 0 || ref.width > kMaxFrameSide || ref.height > kMaxFrameSide) {
     return Bad(ref, absl::StrCat("impossible size ", ref.width, "x", ref.height));
   }

@@ -28,7 +28,8 @@ namespace codecvisor::ipc {
 // Largest frame side we accept from a backend (16K video is 15360 wide).
 inline constexpr uint32_t kMaxFrameSide = 32768;
 
-// OK if `ref` describes bytes wholly inside one slot of `geometry`, with
+// OK if `ref` describes bytes wholly inside one slot of `geometry`, followed
+// there by at least kSlotPadding more (region.h), with
 // planes that fit in [offset, offset + size) and match its format. Pure
 // arithmetic on private values, overflow-checked; kDataLoss otherwise.
 [[nodiscard]] absl::Status ValidateFrameRef(const FrameRef& ref, const Geometry& geometry);

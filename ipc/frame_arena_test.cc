@@ -47,6 +47,13 @@ TEST(ValidateFrameRefTest, RejectsEveryOutOfBoundsReference) {
   f.size = g.slot_bytes + 1;
   expect_bad(f, "size past the slot");
   f = Rgb(0);
+  f.offset = g.slot_bytes - f.size - kSlotPadding + 1;
+  for (Plane& p : f.planes) p.offset = f.offset;
+  expect_bad(f, "inside the slot, but leaving less than its padding after it");
+  f.offset -= 1;
+  for (Plane& p : f.planes) p.offset = f.offset;
+  EXPECT_TRUE(ValidateFrameRef(f, g).ok()) << "exactly the padding left";
+  f = Rgb(0);
   f.planes[0].stride = 0xffffffff;
   f.planes[0].rows = 0xffffffff;
   expect_bad(f, "plane of 2^64 bytes");

@@ -134,6 +134,8 @@ struct RequestEncoder {
     o.setDevice(AsText(s.device));
     o.setOutputWidth(s.output_width);
     o.setOutputHeight(s.output_height);
+    auto formats = o.initNativeFormats(static_cast<unsigned>(s.native_formats.size()));
+    for (size_t i = 0; i < s.native_formats.size(); ++i) formats.set(i, AsText(s.native_formats[i]));
   }
   void operator()(const MetadataRequest&) { b.setMetadata(); }
   void operator()(const FrameRequest& r) {
@@ -316,6 +318,8 @@ Request Read(wire::Request::Reader r) {
       s.device = FromText(o.getDevice(), "device");
       s.output_width = o.getOutputWidth();
       s.output_height = o.getOutputHeight();
+      CheckCount(o.getNativeFormats().size(), kMaxNativeFormats, "nativeFormats");
+      for (auto f : o.getNativeFormats()) s.native_formats.push_back(FromText(f, "nativeFormat"));
       out.body = std::move(s);
       break;
     }

@@ -28,6 +28,7 @@ inline constexpr uint32_t kProtocolVersion = 1;
 // bound: a text longer than this is rejected, not truncated.
 inline constexpr size_t kMaxTextBytes = 16 << 10;
 inline constexpr size_t kMaxDevices = 64;
+inline constexpr size_t kMaxNativeFormats = 16;  // OpenSession::native_formats
 inline constexpr size_t kMaxFramesPerBatch = 256;
 inline constexpr size_t kMaxPlanes = 4;
 inline constexpr size_t kMaxRequestEntries = 100'000;  // indices or times in one request
@@ -87,6 +88,9 @@ struct OpenSession {
   std::string device;
   uint32_t output_width = 0;
   uint32_t output_height = 0;
+  // Native pixel formats the host converts itself (protocol.capnp); at most
+  // kMaxNativeFormats.
+  std::vector<std::string> native_formats;
   bool operator==(const OpenSession&) const = default;
 };
 

@@ -71,6 +71,7 @@ std::vector<Request> AllRequests() {
   open.device = "acme:1";
   open.output_width = 640;
   open.output_height = 360;
+  open.native_formats = {"yuv420p", "nv12"};
   return {
       {1, Hello{kProtocolVersion, "codecvisor test"}},
       {2, open},
@@ -202,6 +203,20 @@ TEST(MessagesTest, MetadataWithoutAStreamListHasNoStreams) {
   const auto& decoded = std::get<StreamMetadata>(r->body);
   EXPECT_EQ(decoded.codec, "h264");
   EXPECT_TRUE(decoded.streams.empty());
+}
+
+TEST(MessagesTest, TooManyNativeFormatsAreRejected) {
+  OpenSession open;
+  open.native_formats.assign(kMaxNativeFormats + 1, "yuv420p");
+  auto words = EncodeRequest({1, open});
+  ASSERT_TRUE(words.ok()) << words.status();
+  auto r = DecodeRequest(*words);
+  ASSERT_EQ(r.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(r.status().message().find("nativeFormats has 17 entries; at most 16"), std::string::npos) << r.status();
+  open.native_formats.resize(kMaxNativeFormats);
+  words = EncodeRequest({1, open});
+  ASSERT_TRUE(words.ok()) << words.status();
+  EXPECT_TRUE(DecodeRequest(*words).ok());
 }
 
 TEST(MessagesTest, StreamListsBreakingLimitsAreRejected) {

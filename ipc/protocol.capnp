@@ -73,6 +73,10 @@ struct OpenSession {
   device @6 :Text;           # the device string the caller asked for, e.g. "acme:1"
   outputWidth @7 :UInt32;    # 0: the stream's own size
   outputHeight @8 :UInt32;
+  # Native pixel formats the host converts itself: when the stream is not
+  # rotated and its decoded format is one of these, frames come in that
+  # format (FrameRef.format = native) instead of outputFormat.
+  nativeFormats @9 :List(Text);
 }
 
 struct SessionOpened {

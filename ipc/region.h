@@ -32,7 +32,9 @@ inline constexpr uint64_t kMaxArenaBytes = 8ull << 30;
 // are multiples of the page size.
 // Slack after each frame in its slot: a backend's converter may write this
 // far past the frame's last byte (CV_BUFFER_PADDING in the SDK header; the
-// runner checks the two agree). Never read by the host.
+// runner checks the two agree), and the host's RGB converter may read this
+// far past it (swscale loads whole blocks of pixels), never using what it
+// reads there. The host refuses a frame that leaves less in its slot.
 inline constexpr uint64_t kSlotPadding = 256;
 
 struct Geometry {

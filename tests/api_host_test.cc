@@ -179,6 +179,19 @@ TEST_F(ApiHostTest, PlanarOutputHasThreePlanes) {
   ExpectFrame(*f, 2, OutputFormat::kRgb24Planar);
 }
 
+// A backend that does not know native_formats (the synthetic one reads no
+// such field) sends the RGB asked for, which callers handle as before.
+TEST_F(ApiHostTest, ABackendIgnoringNativeFormatsSendsRgb) {
+  DecoderOptions options;
+  options.native_formats = RgbConverter::Formats();
+  options.native_formats.push_back("rgb24");  // even its own pixel format
+  auto d = Open(options);
+  ASSERT_NE(d, nullptr);
+  auto f = d->GetFrameAt(3);
+  ASSERT_TRUE(f.ok());
+  ExpectFrame(*f, 3);
+}
+
 TEST_F(ApiHostTest, ForEachFrameStreamsAndStopsAtTheSinksError) {
   auto d = Open();
   ASSERT_NE(d, nullptr);

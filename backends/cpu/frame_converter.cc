@@ -8,21 +8,16 @@
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/av_enums.h"
 #include "backends/cpu/av_util.h"
+#include "media/cli_scaler.h"
 
 extern "C" {
 #include <libavutil/imgutils.h>
-#include <libavutil/opt.h>
 #include <libavutil/pixdesc.h>
 #include <libswscale/swscale.h>
 }
 
 namespace codecvisor::cpu {
 namespace {
-
-// vf_scale's option defaults (libavfilter/vf_scale.c, FFmpeg 5.1).
-constexpr int kDefaultChromaPosition = -513;
-// vf_scale's override for progressive yuv420p: MPEG-2 chroma siting.
-constexpr int kYuv420pVerticalChromaPosition = 128;
 
 void SetName(char (&out)[CV_NAME_BYTES], const char* name) {
   std::snprintf(out, sizeof(out), "%s", name);
@@ -112,18 +107,8 @@ void WriteRgb24(const uint8_t* rgb, int stride, const cv_frame_layout& layout, u
                         stride, row_bytes, static_cast<int>(layout.height));
     return;
   }
-  uint8_t* r = dst + layout.plane_offset[0];
-  uint8_t* g = dst + layout.plane_offset[1];
-  uint8_t* b = dst + layout.plane_offset[2];
-  for (uint32_t y = 0; y < layout.height; ++y) {
-    const uint8_t* row = rgb + ptrdiff_t{stride} * y;
-    const size_t first = size_t{layout.width} * y;
-    for (uint32_t x = 0; x < layout.width; ++x) {
-      r[first + x] = row[3 * x];
-      g[first + x] = row[3 * x + 1];
-      b[first + x] = row[3 * x + 2];
-    }
-  }
+  media::SplitRgb24(rgb, stride, layout.width, layout.height, dst + layout.plane_offset[0],
+                    dst + layout.plane_offset[1], dst + layout.plane_offset[2]);
 }
 
 FrameConverter::FrameConverter(const cv_frame_layout& layout, AVPixelFormat native)
@@ -146,42 +131,11 @@ absl::Status FrameConverter::PrepareScaler(const AVFrame* frame) {
                                             PixelFormatName(frame->format),
                                             ", which cannot be converted"));
   }
-  const AVPixelFormat source = *known;
-  SwsContext* s = sws_alloc_context();
-  if (s == nullptr) return absl::ResourceExhaustedError("out of memory for the scaler");
-  // Option for option what vf_scale's config_props sets (see the header).
-  av_opt_set_int(s, "srcw", frame->width, 0);
-  av_opt_set_int(s, "srch", frame->height, 0);
-  av_opt_set_int(s, "src_format", source, 0);
-  av_opt_set_int(s, "dstw", layout_.width, 0);
-  av_opt_set_int(s, "dsth", layout_.height, 0);
-  av_opt_set_int(s, "dst_format", scaler_output_, 0);
-  // The CLI's scalers get no flags (its debug log: "flags:''", "flags:0x0");
-  // sws_init_context then picks SWS_BICUBIC. Passing 0 keeps whatever
-  // default this libswscale has, as the CLI does.
-  av_opt_set_int(s, "sws_flags", 0, 0);
-  av_opt_set_double(s, "param0", SWS_PARAM_DEFAULT, 0);
-  av_opt_set_double(s, "param1", SWS_PARAM_DEFAULT, 0);
-  // One thread: sessions run in parallel already. Slicing does not change
-  // the result (the CLI's threaded filter output is identical).
-  av_opt_set_int(s, "threads", 1, 0);
-  av_opt_set_int(s, "src_h_chr_pos", kDefaultChromaPosition, 0);
-  av_opt_set_int(
-      s, "src_v_chr_pos",
-      source == AV_PIX_FMT_YUV420P ? kYuv420pVerticalChromaPosition : kDefaultChromaPosition, 0);
-  av_opt_set_int(s, "dst_h_chr_pos", kDefaultChromaPosition, 0);
-  av_opt_set_int(s, "dst_v_chr_pos",
-                 scaler_output_ == AV_PIX_FMT_YUV420P ? kYuv420pVerticalChromaPosition
-                                                      : kDefaultChromaPosition,
-                 0);
-  int ret = sws_init_context(s, nullptr, nullptr);
-  if (ret < 0) {
-    sws_freeContext(s);
-    return absl::DataLossError(absl::StrCat("cannot convert frames of ", frame->width, "x",
-                                            frame->height, " ", av_get_pix_fmt_name(source), ": ",
-                                            AvErrorText(ret)));
-  }
-  scaler_ = s;
+  absl::StatusOr<SwsContext*> s = media::NewCliScaler(
+      frame->width, frame->height, *known, static_cast<int>(layout_.width),
+      static_cast<int>(layout_.height), scaler_output_);
+  if (!s.ok()) return s.status();
+  scaler_ = *s;
   scaler_width_ = frame->width;
   scaler_height_ = frame->height;
   scaler_format_ = frame->format;
@@ -189,20 +143,7 @@ absl::Status FrameConverter::PrepareScaler(const AVFrame* frame) {
 }
 
 void FrameConverter::ApplyColorDetails(const AVFrame* frame) {
-  int* inv_table = nullptr;
-  int* table = nullptr;
-  int in_full = 0, out_full = 0, brightness = 0, contrast = 0, saturation = 0;
-  sws_getColorspaceDetails(scaler_, &inv_table, &in_full, &table, &out_full, &brightness, &contrast,
-                           &saturation);
-  // vf_scale's parse_yuv_type("auto", frame->colorspace).
-  // Both are read as integers: decoders copy them from the bitstream.
-  int colorspace = EnumValue(frame->colorspace);
-  if (colorspace < 1 || colorspace > 10 || colorspace == 8) colorspace = AVCOL_SPC_BT470BG;
-  const int* coefficients = sws_getCoefficients(colorspace);
-  const int range = EnumValue(frame->color_range);
-  if (range != AVCOL_RANGE_UNSPECIFIED) in_full = range == AVCOL_RANGE_JPEG;
-  sws_setColorspaceDetails(scaler_, coefficients, in_full, coefficients, out_full, brightness,
-                           contrast, saturation);
+  media::SetCliColorDetails(scaler_, EnumValue(frame->colorspace), EnumValue(frame->color_range));
 }
 
 absl::Status FrameConverter::Convert(const AVFrame* frame, uint8_t* dst) {
@@ -225,11 +166,16 @@ absl::Status FrameConverter::Convert(const AVFrame* frame, uint8_t* dst) {
 
   uint8_t* planes[4] = {};
   int strides[4] = {};
-  if (layout_.format == CV_OUTPUT_RGB24_PLANAR) {
+  const int width = static_cast<int>(layout_.width);
+  // Planar RGB, and rows swscale would leave short (media/cli_scaler.h),
+  // go through interleaved rows with room for whole blocks.
+  const bool via_scratch = layout_.format == CV_OUTPUT_RGB24_PLANAR ||
+                           (layout_.format == CV_OUTPUT_RGB24 && !media::TightRgb24Rows(width));
+  if (via_scratch) {
     // swscale may write past the last pixel (CV_BUFFER_PADDING, SDK header).
-    scratch_.resize(uint64_t{layout_.width} * layout_.height * 3 + CV_BUFFER_PADDING);
+    scratch_.resize(uint64_t(media::Rgb24Stride(width)) * layout_.height + CV_BUFFER_PADDING);
     planes[0] = scratch_.data();
-    strides[0] = static_cast<int>(layout_.width * 3);
+    strides[0] = media::Rgb24Stride(width);
   } else {
     for (uint32_t p = 0; p < layout_.num_planes; ++p) {
       planes[p] = dst + layout_.plane_offset[p];
@@ -240,7 +186,7 @@ absl::Status FrameConverter::Convert(const AVFrame* frame, uint8_t* dst) {
   if (rows < 0) {
     return absl::DataLossError(absl::StrCat("swscale failed: ", AvErrorText(rows)));
   }
-  if (layout_.format == CV_OUTPUT_RGB24_PLANAR) WriteRgb24(planes[0], strides[0], layout_, dst);
+  if (via_scratch) WriteRgb24(planes[0], strides[0], layout_, dst);
   return absl::OkStatus();
 }
 

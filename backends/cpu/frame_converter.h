@@ -5,17 +5,11 @@
 //
 // Bit-exactness. RGB output must equal what
 //   ffmpeg -i FILE -map 0:S -vf "select=eq(n\,N),format=rgb24" -f rawvideo -
-// writes. There the pixel conversion is done by the scale filter libavfilter
-// auto-inserts before `format`, which FFmpeg 5.1's CLI creates with no sws
-// flags (swscale then uses bicubic). So the converter builds its SwsContext
-// the way vf_scale's config_props does (sws_flags 0, param0/param1
-// SWS_PARAM_DEFAULT, horizontal chroma positions -513, vertical 128 for a
-// yuv420p input or output, ranges left unset) and before every frame makes
-// vf_scale's sws_setColorspaceDetails call ("in_color_matrix=auto": the
-// frame's colorspace coefficients, BT.601 when unspecified, both ways; the
-// frame's colour range when it has one). Resized output matches
-// "-vf scale=W:H,format=rgb24" (one conversion; `-s WxH` would convert,
-// then scale RGB). Tested against the CLI in cpu_backend_test.cc.
+// writes: the converter's scaler is media/cli_scaler's, set up as the CLI's
+// scale filter sets up its own, with the frame's colour details before every
+// frame. Resized output matches "-vf scale=W:H,format=rgb24" (one
+// conversion; `-s WxH` would convert, then scale RGB). Tested against the CLI
+// in cpu_backend_test.cc.
 //
 // Not thread-safe: one per session (it caches the SwsContext).
 
@@ -68,9 +62,10 @@ class FrameConverter {
   ~FrameConverter();
 
   // Writes `frame` into `dst`, which holds at least layout.size bytes. RGB is
-  // converted by sws_scale straight into `dst`; native frames of the layout's
-  // size and format are copied with av_image_copy_plane, others scaled with
-  // sws_scale. RGB24_PLANAR is converted to interleaved RGB in a per-session
+  // converted by sws_scale straight into `dst` when its rows take whole
+  // blocks of pixels (media::TightRgb24Rows), else through scratch rows;
+  // native frames of the layout's size and format are copied with
+  // av_image_copy_plane, others scaled with sws_scale. RGB24_PLANAR is converted to interleaved RGB in a per-session
   // scratch buffer and split into planes, so that it is exactly the
   // transpose of RGB24 (swscale's own planar path rounds differently).
   // DataLoss for a frame swscale cannot take; the frame may differ in size
@@ -90,7 +85,7 @@ class FrameConverter {
   int scaler_width_ = 0;
   int scaler_height_ = 0;
   int scaler_format_ = AV_PIX_FMT_NONE;
-  std::vector<uint8_t> scratch_;  // RGB24_PLANAR only
+  std::vector<uint8_t> scratch_;  // interleaved rows, when not straight into dst
 };
 
 }  // namespace codecvisor::cpu

@@ -8,9 +8,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "backends/cpu/av_enums.h"
 #include "backends/cpu/av_util.h"
 #include "backends/cpu/stream_metadata.h"
+
+extern "C" {
+#include <libavutil/pixdesc.h>
+}
 
 namespace codecvisor::cpu {
 namespace {
@@ -27,6 +33,23 @@ absl::Status ValidateOptions(const cv_open_options& options) {
                                                    kMaxOutputSide, " per side"));
   }
   return absl::OkStatus();
+}
+
+// What the session outputs: native frames instead of RGB when the host
+// converts this stream's native format itself and nothing but a conversion
+// would happen here (no rotation, no resizing); else what was asked for.
+cv_output_format OutputFormatFor(const cv_open_options& options, AVPixelFormat native,
+                                 Rotation rotation) {
+  const char* name = av_get_pix_fmt_name(native);
+  if (options.output_format == CV_OUTPUT_NATIVE || rotation != Rotation::kNone ||
+      options.output_width != 0 || options.output_height != 0 || name == nullptr ||
+      options.native_formats == nullptr) {
+    return options.output_format;
+  }
+  for (absl::string_view f : absl::StrSplit(options.native_formats, ',')) {
+    if (f == name) return CV_OUTPUT_NATIVE;
+  }
+  return options.output_format;
 }
 
 }  // namespace
@@ -58,7 +81,7 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Open(int fd,
   const bool swap = SwapsSides(rotation);
   const uint32_t width = static_cast<uint32_t>(swap ? par->height : par->width);
   const uint32_t height = static_cast<uint32_t>(swap ? par->width : par->height);
-  auto layout = ComputeLayout(options.output_format, *native,
+  auto layout = ComputeLayout(OutputFormatFor(options, *native, rotation), *native,
                               options.output_width != 0 ? options.output_width : width,
                               options.output_height != 0 ? options.output_height : height);
   if (!layout.ok()) return layout.status();

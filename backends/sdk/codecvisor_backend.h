@@ -87,6 +87,15 @@ typedef struct cv_open_options {
   uint32_t output_height;         /* 0: the stream's own height */
   const char* device;             /* the device string asked for, e.g. "cpu", "acme:1" */
   const char* file_label;         /* the caller's name for the file, for messages only */
+  /* Native pixel formats the host converts itself, comma-separated (e.g.
+   * "yuv420p,nv12"); "" or NULL: none. When output_format is RGB24 or
+   * RGB24_PLANAR, the stream is not rotated, no output size is asked for,
+   * and the decoder's pixel format is one of these, a backend may lay its
+   * frames out as CV_OUTPUT_NATIVE instead (get_frame_layout says which it
+   * chose); the host then converts them exactly as the cpu backend would
+   * have. A backend that ignores this field sends RGB, as asked. Read it
+   * only when struct_size covers it: older runners do not set it. */
+  const char* native_formats;
 } cv_open_options;
 
 #define CV_NAME_BYTES 64

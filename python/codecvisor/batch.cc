@@ -17,7 +17,6 @@ Status Batch::Add(const Frame& f) {
   if (arrived_ == 0) {
     width_ = w;
     height_ = h;
-    planar_ = f.format() == OutputFormat::kRgb24Planar;
     frame_bytes_ = w * h * 3;
     stream_ = frame_bytes_ * std::max<size_t>(expected_, 1) >= kStreamedBatchBytes;
   } else if (w != width_ || h != height_) {
@@ -26,7 +25,7 @@ Status Batch::Add(const Frame& f) {
   if (scattered()) return AddScattered(f);
   const size_t at = arrived_ * frame_bytes_;
   if (at + frame_bytes_ > memory_.size()) Grow(at);
-  if (Status s = CopyPixels(f, FrameAt(arrived_)); !s.ok()) return s;
+  if (Status s = CopyPixels(f, FrameAt(arrived_), memory_.size() - at); !s.ok()) return s;
   pts_.push_back(f.pts_seconds());
   durations_.push_back(f.duration_seconds());
   ++arrived_;
@@ -57,7 +56,9 @@ Status Batch::AddScattered(const Frame& f) {
   const std::vector<uint32_t>& to = targets_[arrived_++];
   if (to.empty()) return Status();
   uint8_t* first = FrameAt(to[0]);
-  if (Status s = CopyPixels(f, first); !s.ok()) return s;
+  // Exactly the frame's room: frames land out of order, so a conversion
+  // must not spill into a neighbour already written.
+  if (Status s = CopyPixels(f, first, frame_bytes_); !s.ok()) return s;
   for (size_t i = 1; i < to.size(); ++i) Copy(FrameAt(to[i]), first, frame_bytes_);
   for (uint32_t p : to) {
     pts_[p] = f.pts_seconds();
@@ -67,9 +68,11 @@ Status Batch::AddScattered(const Frame& f) {
 }
 
 void Batch::Grow(size_t used) {
-  // First frame: room for what the request should bring; then double.
+  // First frame: room for what the request should bring; then double. The
+  // slack after the last frame lets its conversion write straight in.
   BatchMemory bigger(std::max(used == 0 ? frame_bytes_ * std::max<size_t>(expected_, 1) : 0,
-                              2 * memory_.size() + frame_bytes_),
+                              2 * memory_.size() + frame_bytes_) +
+                         RgbConverter::kSlack,
                      BatchMemory::Pages::kOnDemand);
   if (used > 0) {
     bigger.Populate(0, used);
@@ -92,7 +95,16 @@ void Batch::Copy(uint8_t* to, const uint8_t* from, size_t bytes) const {
   }
 }
 
-Status Batch::CopyPixels(const Frame& f, uint8_t* out) const {
+Status Batch::CopyPixels(const Frame& f, uint8_t* out, size_t room) const {
+  const OutputFormat want = planar_ ? OutputFormat::kRgb24Planar : OutputFormat::kRgb24;
+  if (f.format() == OutputFormat::kNative) {
+    if (rgb_ == nullptr) return Status(StatusCode::kInternal, "the backend sent a native frame, which was not asked for");
+    return rgb_->Convert(f, want, std::span<uint8_t>(out, room));
+  }
+  if (f.format() != want) {
+    return Status(StatusCode::kInternal, std::string("the backend sent a ") + OutputFormatName(f.format()) +
+                                             " frame for a " + OutputFormatName(want) + " request");
+  }
   const size_t planes = planar_ ? 3 : 1;
   const size_t row = planar_ ? width_ : width_ * 3;
   if (f.num_planes() != planes) return Status(StatusCode::kInternal, "unexpected plane count");

@@ -1,5 +1,8 @@
 // Batch: the frames of one request, copied as they arrive into one buffer
 // laid out as the batch tensor: N x H x W x 3 (interleaved) or N x 3 x H x W.
+// A frame the backend sent in its native format (DecoderOptions::
+// native_formats) is converted to RGB straight into its place by the
+// request's RgbConverter instead of copied.
 // Scattered (the samplers' hook): arriving frame k goes to every output
 // position in targets[k], so a request for distinct frames fills a batch
 // that repeats some; the repeats cost a copy, not a decode.
@@ -19,11 +22,19 @@ namespace codecvisor::python {
 
 class Batch {
  public:
-  // `expected` frames in request order (the memory grows if more come).
-  explicit Batch(size_t expected) : expected_(expected) {}
+  // `expected` frames in request order (the memory grows if more come), as
+  // `format` (kRgb24: interleaved, kRgb24Planar: planar).
+  Batch(size_t expected, OutputFormat format) : expected_(expected), planar_(format == OutputFormat::kRgb24Planar) {}
   // `outputs` frames; arriving frame k goes to every position in targets[k].
-  Batch(std::vector<std::vector<uint32_t>> targets, size_t outputs)
-      : expected_(outputs), targets_(std::move(targets)), pts_(outputs), durations_(outputs) {}
+  Batch(std::vector<std::vector<uint32_t>> targets, size_t outputs, OutputFormat format)
+      : expected_(outputs),
+        targets_(std::move(targets)),
+        pts_(outputs),
+        durations_(outputs),
+        planar_(format == OutputFormat::kRgb24Planar) {}
+
+  // Converts the native frames that come (none without one: an error).
+  void UseConverter(RgbConverter* rgb) { rgb_ = rgb; }
 
   // Copies the next arriving frame in (called with the GIL released).
   Status Add(const Frame& f);
@@ -43,9 +54,11 @@ class Batch {
   // does not wait for the whole batch's (the backend decodes on meanwhile
   // into the arena's other slots).
   uint8_t* FrameAt(size_t position);
-  // The frame's pixels at `out`, rows one by one: a backend may pad its
-  // rows (stride > row).
-  Status CopyPixels(const Frame& f, uint8_t* out) const;
+  // The frame's pixels at `out`, rows one by one (a backend may pad its
+  // rows: stride > row), or converted from its native format. `room`: bytes
+  // from `out` that may be written, at least frame_bytes_; a conversion
+  // with RgbConverter::kSlack more writes straight into it.
+  Status CopyPixels(const Frame& f, uint8_t* out, size_t room) const;
   // memcpy, or for a large batch StreamCopy: its frames go to memory
   // without evicting the backend's and the caller's working sets from the
   // shared cache, and nobody reads them before the batch is whole.
@@ -59,8 +72,9 @@ class Batch {
   BatchMemory memory_;
   std::vector<double> pts_, durations_;
   size_t arrived_ = 0, width_ = 0, height_ = 0, frame_bytes_ = 0;
-  bool planar_ = false;
+  const bool planar_;
   bool stream_ = false;
+  RgbConverter* rgb_ = nullptr;
 };
 
 }  // namespace codecvisor::python

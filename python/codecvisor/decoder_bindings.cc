@@ -16,7 +16,7 @@ py::tuple Scattered(PyDecoder& d, const FrameSelection& request, size_t distinct
     if (where[p] >= distinct) throw StatusError{Status(StatusCode::kInvalidArgument, "where[] names a frame not asked for")};
     targets[where[p]].push_back(p);
   }
-  Batch batch(std::move(targets), where.size());
+  Batch batch(std::move(targets), where.size(), d.format());
   return d.Fill(request, batch);
 }
 

@@ -12,6 +12,7 @@
 #include "codecvisor/codecvisor.h"
 #include "pybind11/pybind11.h"
 #include "python/codecvisor/batch.h"
+#include "python/codecvisor/converter_pool.h"
 #include "python/codecvisor/dicts.h"
 #include "python/codecvisor/owned.h"
 #include "python/codecvisor/status_bridge.h"
@@ -20,7 +21,11 @@ namespace codecvisor::python {
 
 class PyDecoder {
  public:
-  explicit PyDecoder(std::unique_ptr<VideoDecoder> decoder) : decoder_(std::move(decoder)) {}
+  // `format`: what batches hold, kRgb24 or kRgb24Planar.
+  PyDecoder(std::unique_ptr<VideoDecoder> decoder, OutputFormat format)
+      : decoder_(std::move(decoder)), format_(format) {}
+
+  OutputFormat format() const { return format_; }
 
   pybind11::dict metadata() { return MetadataDict(decoder_.get("this decoder").metadata()); }
   std::string backend_name() { return decoder_.get("this decoder").backend_name(); }
@@ -28,7 +33,7 @@ class PyDecoder {
   void close() { decoder_.Reset(); }
 
   pybind11::tuple Decode(const FrameSelection& selection, size_t expected) {
-    Batch batch(expected);
+    Batch batch(expected, format_);
     return Fill(selection, batch);
   }
 
@@ -37,7 +42,10 @@ class PyDecoder {
     Status status;
     {
       pybind11::gil_scoped_release release;
+      std::unique_ptr<RgbConverter> rgb = converters_.Take(decoder);
+      batch.UseConverter(rgb.get());
       status = decoder.ForEachFrame(selection, [&batch](Frame f) { return batch.Add(f); });
+      converters_.Give(std::move(rgb));
     }
     Check(status);
     Check(batch.Complete());
@@ -46,6 +54,8 @@ class PyDecoder {
 
  private:
   Owned<VideoDecoder> decoder_;
+  const OutputFormat format_;
+  ConverterPool converters_;
 };
 
 void DefineDecoder(pybind11::module_& m);

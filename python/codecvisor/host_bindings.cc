@@ -28,6 +28,9 @@ DecoderOptions MakeOptions(const std::string& device, int32_t stream_index, bool
   o.device = device;
   o.stream_index = stream_index;
   o.output_format = planar ? OutputFormat::kRgb24Planar : OutputFormat::kRgb24;
+  // Batches are copies anyway: the backend may send native frames, which
+  // the batch converts straight into its memory (batch.h).
+  o.native_formats = RgbConverter::Formats();
   o.decoder_threads = threads;
   o.seek_mode = seek_mode == "approximate" ? SeekMode::kApproximate : SeekMode::kExact;
   if (timeout_seconds > 0) {
@@ -59,7 +62,7 @@ class PyHost {
       py::gil_scoped_release release;
       return host.OpenDecoder(path, options);
     }();
-    return std::make_unique<PyDecoder>(Take(std::move(decoder)));
+    return std::make_unique<PyDecoder>(Take(std::move(decoder)), options.output_format);
   }
 
   std::unique_ptr<PyDecoder> OpenBytes(const py::buffer& bytes, const std::string& label,
@@ -74,7 +77,7 @@ class PyHost {
       py::gil_scoped_release release;  // `bytes` stays alive: the caller holds it
       return host.OpenDecoderFromBytes(view, label, options);
     }();
-    return std::make_unique<PyDecoder>(Take(std::move(decoder)));
+    return std::make_unique<PyDecoder>(Take(std::move(decoder)), options.output_format);
   }
 
   py::list Backends() {

@@ -8,6 +8,7 @@
 
 #include "codecvisor/frame.h"
 #include "codecvisor/host.h"
+#include "codecvisor/rgb_converter.h"
 #include "codecvisor/status.h"
 #include "codecvisor/types.h"
 #include "codecvisor/video_decoder.h"

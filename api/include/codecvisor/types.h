@@ -145,6 +145,13 @@ struct DecoderOptions {
   uint32_t decoder_threads = 0;   // 0: the decoder chooses
   uint32_t output_width = 0;      // 0 (both): the stream's own size
   uint32_t output_height = 0;
+  // Native pixel formats this caller converts to RGB itself (RgbConverter::
+  // Formats()). When output_format is kRgb24 or kRgb24Planar, the stream is
+  // not rotated, no output size is asked for, and its pixel format is one of
+  // these, the backend may send its frames as kNative instead (each Frame's
+  // format() says); an RgbConverter then gives the same bytes the backend's
+  // RGB would have had. Empty: frames come as output_format.
+  std::vector<std::string> native_formats;
   // How many frames can be in flight or held zero-copy at once.
   uint32_t arena_slots = 4;
   // Longest wait for the backend to make progress on one request, and for

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <string>
 
+#include "absl/strings/str_join.h"
 #include "backends/sdk/runner/backend_library.h"
 
 namespace codecvisor::runner {
@@ -52,7 +53,7 @@ ipc::FrameLayout FromAbi(const cv_frame_layout& l) {
   return out;
 }
 
-cv_open_options ToAbi(const ipc::OpenSession& open) {
+cv_open_options ToAbi(const ipc::OpenSession& open, std::string& native_formats) {
   cv_open_options o{};
   o.struct_size = sizeof(o);
   o.stream_index = open.stream_index;
@@ -64,6 +65,8 @@ cv_open_options ToAbi(const ipc::OpenSession& open) {
   // device and file_label point into `open`, which outlives the call.
   o.device = open.device.c_str();
   o.file_label = open.file_label.c_str();
+  native_formats = absl::StrJoin(open.native_formats, ",");
+  o.native_formats = native_formats.c_str();
   return o;
 }
 

@@ -35,7 +35,8 @@ absl::Status ControlServer::HandleOpen(uint64_t id, const ipc::OpenSession& open
   session.vtable = vtable_;
   session.video_fd = *std::move(fd);
   session.hints = control_->header();
-  cv_open_options options = ToAbi(open);
+  std::string native_formats;
+  cv_open_options options = ToAbi(open, native_formats);
   cv_error error{};
   // Everything from open_session to the layout is one vendor call for the
   // crash hints: a crash anywhere in it blames this open.
