@@ -51,8 +51,8 @@ FrameBatch RoundTripFrames(uint64_t id) {
     case kPtsListId:  // native NV12, two planes
       for (int i = 0; i < 3; ++i) batch.frames.push_back(Nv12Frame(32, 16, 64));
       break;
-    case kPtsRangeId:  // a frame that ends exactly at the slot's end
-      batch.frames.push_back(Rgb24Frame(20, 10, 4096 - 64 * 10, 64));
+    case kPtsRangeId:  // a frame that ends exactly where the slot's padding starts
+      batch.frames.push_back(Rgb24Frame(20, 10, 4096 - kSlotPadding - 64 * 10, 64));
       batch.final = true;
       break;
   }

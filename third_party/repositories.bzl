@@ -46,6 +46,8 @@ _PKG_CONFIG_LIBS = {
     # Without libavformat: for code that encodes or converts pixels and
     # never opens a file (the CLI's PNG and y4m output).
     "avcodec_swscale": ["libavcodec", "libavutil", "libswscale"],
+    # Pixel conversion alone: the host's (media/, api/), which decodes nothing.
+    "swscale": ["libswscale", "libavutil"],
     "gtest": ["gtest", "gmock"],
     "gtest_main": ["gtest_main", "gmock"],
     "seccomp": ["libseccomp"],

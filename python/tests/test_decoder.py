@@ -63,6 +63,24 @@ def wide_video(tmp_path_factory):
 
 
 @pytest.mark.parametrize("order", ["NHWC", "NCHW"])
+def test_a_width_that_is_no_multiple_of_16_is_ffmpegs(tmp_path_factory, order):
+    """854x480: swscale's 4:2:0 conversion writes rows in blocks of 8 pixels,
+    and into rows with no room for the last block it leaves 6 columns out."""
+    path = make_video(tmp_path_factory.mktemp("w854") / "w854.mp4",
+                      ["-f", "lavfi", "-i", "testsrc2=size=854x480:rate=25", "-frames:v", "3", "-c:v", "libx264",
+                       "-pix_fmt", "yuv420p"])
+    raw = subprocess.run(FFMPEG[:-1] + ["-i", path, "-f", "rawvideo", "-pix_fmt", "rgb24", "-"], check=True,
+                         capture_output=True).stdout
+    reference = np.frombuffer(raw, np.uint8).reshape(-1, 480, 854, 3)
+    assert len(reference) == 3
+    with VideoDecoder(path, dimension_order=order) as d:
+        batch = d.get_frames_in_range(0, 3).data
+        np.testing.assert_array_equal(batch.numpy() if order == "NHWC" else hwc(batch), reference)
+        single = d[2].data
+        np.testing.assert_array_equal(single.numpy() if order == "NHWC" else hwc(single), reference[2])
+
+
+@pytest.mark.parametrize("order", ["NHWC", "NCHW"])
 def test_a_batch_over_8_mib_is_ffmpegs(wide_video, order):
     path, reference = wide_video
     assert len(reference) == 30
