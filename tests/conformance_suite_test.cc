@@ -47,7 +47,7 @@ TEST(ConformanceSuiteTest, FailsABackendThatCannotDecodeTheSamples) {
     EXPECT_TRUE(by_name[passes].passed) << passes << ": " << by_name[passes].detail;
   }
   for (const char* fails : {"metadata_h264", "frames_h264", "access_h264", "approximate_h264", "planar_h264",
-                            "concurrency", "crash_recovery"}) {
+                            "native_h264", "concurrency", "crash_recovery"}) {
     ASSERT_TRUE(by_name.count(fails)) << fails;
     EXPECT_FALSE(by_name[fails].passed) << fails;
     EXPECT_NE(by_name[fails].detail.find("sample_h264.mkv"), std::string::npos) << by_name[fails].detail;
@@ -95,6 +95,12 @@ TEST(ConformanceSuiteTest, OwnSampleWithTheVendorsReference) {
   EXPECT_NE(by_name["frames_own_y4m"].detail.find("bit-exact with the reference"), std::string::npos)
       << by_name["frames_own_y4m"].detail;
   EXPECT_FALSE(by_name.count("frames_h264")) << "--sample replaces the generated samples";
+  // The cpu backend sends a yuv420p stream's frames native when offered,
+  // and the host's conversion of them is bit-exact too.
+  ASSERT_TRUE(by_name.count("native_own_y4m"));
+  EXPECT_NE(by_name["native_own_y4m"].detail.find("native yuv420p frames, converted by the host, match"),
+            std::string::npos)
+      << by_name["native_own_y4m"].detail;
   // The first approximate request for its last frame reads that frame
   // alone, not the eleven before it.
   ASSERT_TRUE(by_name.count("first_seek_own_y4m"));
@@ -111,6 +117,7 @@ TEST(ConformanceSuiteTest, OwnSampleWithTheVendorsReference) {
   EXPECT_NE(why.find("frame 7 of " + clip + ": not bit-exact with the reference " + bad), std::string::npos) << why;
   EXPECT_NE(why.find("worst 16x16 block at x=0 y=32"), std::string::npos) << why;
   EXPECT_NE(why.find("PSNR"), std::string::npos) << why;
+  EXPECT_FALSE(by_name["native_own_y4m"].passed) << "frame 7, converted by the host, differs as well";
 }
 
 TEST(ConformanceSuiteTest, UnknownBackendIsAnErrorNotAReport) {

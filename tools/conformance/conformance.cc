@@ -103,6 +103,13 @@ absl::StatusOr<std::unique_ptr<VideoDecoder>> Suite::Open(const std::string& pat
 
 absl::Status Suite::Compare(const Frame& frame, const Sample& sample, int64_t index, absl::string_view what,
                             double* psnr) const {
+  const std::string pixels = PackedRgb24(frame);
+  return Compare(frame, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(pixels.data()), pixels.size()),
+                 sample, index, what, psnr);
+}
+
+absl::Status Suite::Compare(const Frame& frame, std::span<const uint8_t> got, const Sample& sample, int64_t index,
+                            absl::string_view what, double* psnr) const {
   auto wrong = [&](auto&&... parts) {
     return absl::InternalError(absl::StrCat(what, ": frame ", index, " of ", sample.path, ": ", parts...));
   };
@@ -116,10 +123,8 @@ absl::Status Suite::Compare(const Frame& frame, const Sample& sample, int64_t in
   if (std::abs(frame.duration_seconds() - duration) > 1e-6) {
     return wrong("duration ", frame.duration_seconds(), " s, the reference says ", duration, " s");
   }
-  const std::string pixels = PackedRgb24(frame);
   const std::span<const uint8_t> reference = sample.Frame(index);
-  if (pixels.size() != reference.size()) return wrong(pixels.size(), " bytes of RGB24, expected ", reference.size());
-  const std::span<const uint8_t> got(reinterpret_cast<const uint8_t*>(pixels.data()), pixels.size());
+  if (got.size() != reference.size()) return wrong(got.size(), " bytes of RGB24, expected ", reference.size());
   const bool same = std::equal(got.begin(), got.end(), reference.begin());
   const double measured = same ? std::numeric_limits<double>::infinity() : Psnr(got, reference);
   if (psnr != nullptr) *psnr = measured;
@@ -188,7 +193,7 @@ absl::Status Suite::Prepare() {
 }
 
 void Suite::CheckSample(const std::string& suffix, absl::StatusOr<Sample> sample) {
-  const char* kinds[] = {"metadata", "frames", "access", "approximate", "planar"};
+  const char* kinds[] = {"metadata", "frames", "access", "approximate", "planar", "native"};
   std::string why = !ready_ ? "the backend did not start"
                             : (!sample.ok() ? absl::StrCat("no sample: ", sample.status().message()) : "");
   if (!why.empty()) {
@@ -202,6 +207,7 @@ void Suite::CheckSample(const std::string& suffix, absl::StatusOr<Sample> sample
   Check(absl::StrCat("access_", suffix), [&](std::string* d) { return AccessMethods(s, d); });
   Check(absl::StrCat("approximate_", suffix), [&](std::string* d) { return Approximate(s, d); });
   Check(absl::StrCat("planar_", suffix), [&](std::string* d) { return Planar(s, d); });
+  Check(absl::StrCat("native_", suffix), [&](std::string* d) { return Native(s, d); });
 }
 
 void Suite::CheckSamples() {

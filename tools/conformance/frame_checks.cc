@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "media/native_rgb.h"
 #include "tools/conformance/first_seek.h"
 #include "tools/conformance/process_io.h"
 #include "tools/conformance/suite.h"
@@ -22,6 +23,7 @@ using ::codecvisor::internal::Frame;
 using ::codecvisor::internal::StreamMetadata;
 using ::codecvisor::internal::SeekMode;
 using ::codecvisor::internal::OutputFormat;
+using ::codecvisor::internal::DecoderOptions;
 namespace {
 
 // Runs one access method and checks that it returned exactly the frames at
@@ -295,6 +297,53 @@ absl::Status Suite::Planar(const Sample& sample, std::string* detail) {
                                             sample.reference, ": ", Describe(Difference(interleaved, reference, w, h))));
   }
   *detail = absl::StrCat("frame ", index, " as three planes matches the RGB24 reference");
+  return absl::OkStatus();
+}
+
+absl::Status Suite::Native(const Sample& sample, std::string* detail) {
+  DecoderOptions options;
+  options.device = device_;
+  options.native_formats = media::NativeRgb::Formats();
+  options.request_timeout = options_.timeout;
+  options.open_timeout = options_.timeout;
+  absl::StatusOr<std::unique_ptr<VideoDecoder>> decoder = host_->OpenDecoder(sample.path, options);
+  if (!decoder.ok()) return decoder.status();
+  const StreamMetadata& m = (*decoder)->metadata();
+  const media::NativeStream stream{.pixel_format = m.pixel_format,
+                                   .width = m.width,
+                                   .height = m.height,
+                                   .color_space = m.color_space,
+                                   .color_range = m.color_range,
+                                   .rotation_degrees = m.rotation_degrees};
+  media::NativeRgb rgb(stream);
+  int native = 0;
+  int64_t next = 0;
+  std::vector<uint8_t> pixels(size_t{m.width} * m.height * 3);
+  // Every frame: one that differs anywhere must fail here as in frames_.
+  const absl::Status every = (*decoder)->ForEachFrame(
+      {ipc::IndexRange{0, sample.num_frames(), 1}}, [&](Frame f) -> absl::Status {
+        const int64_t index = next++;
+        if (f.format() == OutputFormat::kRgb24) return Compare(f, sample, index, "RGB24 with native formats offered");
+        if (f.format() != OutputFormat::kNative) {
+          return absl::InternalError(absl::StrCat("frame ", index, " came as ", static_cast<int>(f.format()),
+                                                  " for an RGB24 request: only RGB24 or native may come"));
+        }
+        if (!media::NativeRgb::Accepts(stream)) {
+          return absl::InternalError(absl::StrCat("frame ", index, " came native (", f.pixel_format(),
+                                                  ") for a stream the host does not convert (", m.pixel_format,
+                                                  ", rotation ", m.rotation_degrees, "): send RGB24"));
+        }
+        std::vector<media::NativePlane> planes;
+        for (size_t p = 0; p < f.num_planes(); ++p) planes.push_back({f.plane(p), f.stride(p)});
+        if (absl::Status s = rgb.Convert(f.pixel_format(), f.width(), f.height(), planes, false, pixels); !s.ok()) {
+          return absl::InternalError(absl::StrCat("native frame ", index, " cannot be converted: ", s.message()));
+        }
+        ++native;
+        return Compare(f, pixels, sample, index, "native, converted by the host");
+      });
+  if (!every.ok()) return every;
+  *detail = native > 0 ? absl::StrCat("native ", m.pixel_format, " frames, converted by the host, match the reference")
+                       : "RGB24 frames (the backend does not send native ones)";
   return absl::OkStatus();
 }
 

@@ -60,6 +60,11 @@ class Suite {
   absl::Status AccessMethods(const Sample& sample, std::string* detail);
   absl::Status Approximate(const Sample& sample, std::string* detail);
   absl::Status Planar(const Sample& sample, std::string* detail);
+  // Opened as the Python package opens every decoder (native_formats: the
+  // formats the host converts): frames the backend sends native, converted
+  // as the host converts them, must match the reference as its RGB does;
+  // a backend that ignores the option sends RGB, checked as usual.
+  absl::Status Native(const Sample& sample, std::string* detail);
   // A copy of a sample with a display matrix of a quarter turn: a backend
   // that rotates (reports the rotated size) must match the CLI's
   // autorotated frames and ffprobe as Metadata and Sequential check; one
@@ -87,6 +92,9 @@ class Suite {
   // `psnr`, when given, receives the frame's PSNR (+inf when identical).
   absl::Status Compare(const Frame& frame, const Sample& sample, int64_t index, absl::string_view what,
                        double* psnr = nullptr) const;
+  // The same with the frame's pixels given as packed RGB24 (`pixels`).
+  absl::Status Compare(const Frame& frame, std::span<const uint8_t> pixels, const Sample& sample, int64_t index,
+                       absl::string_view what, double* psnr = nullptr) const;
   // Makes or loads the samples to check, running the checks of each one.
   void CheckSamples();
   void CheckSample(const std::string& suffix, absl::StatusOr<Sample> sample);
