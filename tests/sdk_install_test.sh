@@ -49,7 +49,7 @@ expect 0 "skeleton: make" installed make -C "$tmp/skeleton"
 holds "skeleton: exports only the entry symbol" \
   [ "$(nm -D --defined-only "$tmp/skeleton/libcodecvisor_skeleton.so" | awk '{print $3}')" = codecvisor_backend_v1 ]
 expect 0 "skeleton: make check (conformance on sample.ppm)" installed make -C "$tmp/skeleton" check
-holds "skeleton: every check passed" grep -q "12 passed, 0 failed" "$out"
+holds "skeleton: every check passed" grep -q "13 passed, 0 failed" "$out"
 holds "skeleton: its sample was checked" grep -q "PASS  frames_sample_ppm .*bit-exact" "$out"
 
 # The y4m backend, from its own sources and Makefile only.
@@ -61,7 +61,7 @@ expect 0 "y4m: make install" installed make -C "$tmp/y4m" install BACKEND_DIR="$
 cd "$tmp"
 y4m_conformance() { installed CODECVISOR_BACKEND_PATH="$tmp/plugins" "$prefix/bin/codecvisor" conformance "$@"; }
 expect 0 "y4m: conformance --sample clip.y4m" y4m_conformance --backend y4m --sample clip.y4m
-holds "y4m: every check passed" grep -q "12 passed, 0 failed" "$out"
+holds "y4m: every check passed" grep -q "13 passed, 0 failed" "$out"
 holds "y4m: frames held to its PSNR against ffmpeg" grep -q "PASS  frames_clip_y4m .*against ffmpeg's RGB24" "$out"
 
 # Its own reference: raw RGB24 frames plus a timestamps file.
