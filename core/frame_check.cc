@@ -2,10 +2,13 @@
 
 #include "core/frame_check.h"
 
+#include <algorithm>
 #include <limits>
+#include <utility>
 #include <variant>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace codecvisor {
 namespace {
@@ -17,6 +20,18 @@ uint64_t RangeSize(const ipc::IndexRange& r) {
   const uint64_t span = static_cast<uint64_t>(r.stop) - static_cast<uint64_t>(r.start);
   const auto step = static_cast<uint64_t>(r.step);
   return span / step + (span % step != 0 ? 1 : 0);
+}
+
+const char* FormatName(ipc::OutputFormat f) {
+  switch (f) {
+    case ipc::OutputFormat::kRgb24:
+      return "rgb24";
+    case ipc::OutputFormat::kRgb24Planar:
+      return "planar rgb24";
+    case ipc::OutputFormat::kNative:
+      return "native";
+  }
+  return "an unknown format";
 }
 
 }  // namespace
@@ -51,6 +66,11 @@ std::optional<int64_t> FrameCheck::ExpectedIndex(uint64_t position) const {
   return std::nullopt;
 }
 
+void FrameCheck::ExpectFormat(ipc::OutputFormat asked, std::vector<std::string> native_formats) {
+  asked_ = asked;
+  native_formats_ = std::move(native_formats);
+}
+
 absl::Status FrameCheck::Next(const ipc::FrameRef& ref) {
   const uint64_t position = received_;
   if (ref.request_position != position) {
@@ -70,6 +90,15 @@ absl::Status FrameCheck::Next(const ipc::FrameRef& ref) {
       span != nullptr && !(ref.pts_seconds < span->stop_seconds)) {
     return absl::DataLossError(absl::StrCat("backend sent a frame at ", ref.pts_seconds,
                                             " s for a time range that ends at ", span->stop_seconds, " s"));
+  }
+  if (asked_.has_value() && ref.format != *asked_ &&
+      !(ref.format == ipc::OutputFormat::kNative &&
+        std::find(native_formats_.begin(), native_formats_.end(), ref.pixel_format) != native_formats_.end())) {
+    return absl::DataLossError(absl::StrCat("backend sent frame ", ref.index, " as ", FormatName(ref.format), " ",
+                                            ref.pixel_format, " where ", FormatName(*asked_), " was asked for",
+                                            native_formats_.empty() ? "" : " (or native ",
+                                            absl::StrJoin(native_formats_, ", "),
+                                            native_formats_.empty() ? "" : ")"));
   }
   previous_index_ = ref.index;
   ++received_;

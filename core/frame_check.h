@@ -14,6 +14,8 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "ipc/messages.h"
@@ -28,8 +30,13 @@ class FrameCheck {
   // (ipc::StreamMetadata::estimated_frame_count()).
   FrameCheck(const ipc::FrameRequest& request, int64_t frame_count, int64_t estimated_count = -1);
 
+  // From now on frames must come as `asked`, or as native frames of one of
+  // `native_formats` (DecoderOptions); without this call any format passes.
+  void ExpectFormat(ipc::OutputFormat asked, std::vector<std::string> native_formats);
+
   // The next frame record of the answer. kDataLoss naming what is wrong if
-  // it is not the frame the request asked for at this position.
+  // it is not the frame the request asked for at this position, or not in
+  // a format expected.
   [[nodiscard]] absl::Status Next(const ipc::FrameRef& ref);
   // The backend said the answer is complete. kDataLoss if frames the
   // request asked for are missing.
@@ -48,6 +55,8 @@ class FrameCheck {
   bool exact_ = true;
   uint64_t received_ = 0;
   int64_t previous_index_ = -1;
+  std::optional<ipc::OutputFormat> asked_;
+  std::vector<std::string> native_formats_;
 };
 
 }  // namespace codecvisor

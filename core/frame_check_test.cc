@@ -121,5 +121,32 @@ TEST(FrameCheckTest, ATimeRangeGetsConsecutiveFramesBeforeItsStop) {
   EXPECT_TRUE(absl::IsDataLoss(Answer(request, 3, {0, 1, 2, 3})));
 }
 
+TEST(FrameCheckTest, FramesComeInTheFormatAskedForOrANativeOneOffered) {
+  const ipc::FrameRequest request{ipc::IndexRange{0, 4, 1}};
+  auto frame = [](uint32_t position, ipc::OutputFormat format, const char* pixel_format) {
+    ipc::FrameRef ref = Ref(position, position);
+    ref.format = format;
+    ref.pixel_format = pixel_format;
+    return ref;
+  };
+  FrameCheck check(request, 4);
+  check.ExpectFormat(ipc::OutputFormat::kRgb24, {"yuv420p", "nv12"});
+  EXPECT_TRUE(check.Next(frame(0, ipc::OutputFormat::kRgb24, "rgb24")).ok());
+  EXPECT_TRUE(check.Next(frame(1, ipc::OutputFormat::kNative, "yuv420p")).ok());
+  const absl::Status other = check.Next(frame(2, ipc::OutputFormat::kNative, "yuv444p"));
+  EXPECT_TRUE(absl::IsDataLoss(other)) << other;
+  EXPECT_NE(other.message().find("frame 2 as native yuv444p where rgb24 was asked for (or native yuv420p, nv12)"),
+            std::string::npos)
+      << other;
+  EXPECT_TRUE(absl::IsDataLoss(check.Next(frame(2, ipc::OutputFormat::kRgb24Planar, "rgbp"))));
+
+  FrameCheck plain(request, 4);  // no native formats offered: RGB24 only
+  plain.ExpectFormat(ipc::OutputFormat::kRgb24, {});
+  EXPECT_TRUE(absl::IsDataLoss(plain.Next(frame(0, ipc::OutputFormat::kNative, "yuv420p"))));
+  FrameCheck native(request, 4);  // native asked for: any native format
+  native.ExpectFormat(ipc::OutputFormat::kNative, {});
+  EXPECT_TRUE(native.Next(frame(0, ipc::OutputFormat::kNative, "yuv444p")).ok());
+}
+
 }  // namespace
 }  // namespace codecvisor

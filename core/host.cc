@@ -5,9 +5,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <ctime>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -256,6 +259,18 @@ absl::StatusOr<std::unique_ptr<VideoDecoder>> Host::OpenDescriptor(ipc::UniqueFd
   if (options.device.empty()) options.device = default_device_;
   if (options.arena_slots == 0 || options.arena_slots > ipc::kMaxSlots) {
     return absl::InvalidArgumentError(absl::StrCat("arena_slots must be in [1, ", ipc::kMaxSlots, "]"));
+  }
+  if (options.native_formats.size() > ipc::kMaxNativeFormats) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("native_formats names ", options.native_formats.size(), " formats; at most ", ipc::kMaxNativeFormats));
+  }
+  for (const std::string& f : options.native_formats) {
+    // FFmpeg's pixel format names: "yuv420p", "nv12", "yuv420p10le".
+    if (f.empty() || f.size() > 32 ||
+        !std::all_of(f.begin(), f.end(), [](char c) { return absl::ascii_isalnum(c) || c == '_'; })) {
+      return absl::InvalidArgumentError(absl::StrCat("native_formats: \"", absl::CEscape(f.substr(0, 40)),
+                                                     "\" is not a pixel format name"));
+    }
   }
   absl::StatusOr<std::shared_ptr<Supervisor>> supervisor = SupervisorFor(options.device);
   if (!supervisor.ok()) return supervisor.status();

@@ -224,6 +224,7 @@ VideoDecoder::Attempt VideoDecoder::RunOnce(const FrameSelection& selection,
   const uint32_t skip = *delivered;
   absl::Status& first_error = *sink_error;
   FrameCheck check(selection, metadata_.known_frame_count(), metadata_.estimated_frame_count());
+  check.ExpectFormat(options_.output_format, options_.native_formats);
   for (;;) {
     absl::StatusOr<ipc::Incoming> in = channel.Receive(Clock::now() + options_.request_timeout);
     if (absl::IsDeadlineExceeded(in.status()) && channel.arena().held_count() >= slots) {

@@ -85,8 +85,10 @@ absl::Status NativeRgb::Convert(absl::string_view pixel_format, uint32_t width, 
                                 std::span<const NativePlane> planes, bool planar, std::span<uint8_t> out) {
   Impl& m = *impl_;
   if (m.format == AV_PIX_FMT_NONE) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("frames of ", m.format_name, " (or of a rotated stream) are not converted here"));
+    // The backend should have sent RGB: only qualifying streams' frames are
+    // offered native.
+    return absl::DataLossError(absl::StrCat("the backend sent a native frame of a ", m.format_name,
+                                            " stream (rotated, or of a format the host does not convert)"));
   }
   const size_t bytes = size_t{m.width} * m.height * 3;
   if (out.size() < bytes) {

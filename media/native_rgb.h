@@ -71,8 +71,9 @@ class NativeRgb {
   // bytes of `out`. Straight into `out` when it is interleaved, of a width
   // swscale fills whole rows of (TightRgb24Rows), and `out` has kSlack more
   // bytes, which may then be overwritten; else through a scratch buffer.
-  // InvalidArgument: the stream does not qualify, or `out` is too small.
-  // DataLoss: the frame is not one of the stream's (nothing is written).
+  // InvalidArgument: `out` is too small. DataLoss: the frame is not one of
+  // the stream's, or the stream does not qualify (a backend sends native
+  // frames only of streams that do); nothing is written.
   absl::Status Convert(absl::string_view pixel_format, uint32_t width, uint32_t height,
                        std::span<const NativePlane> planes, bool planar, std::span<uint8_t> out);
 

@@ -263,6 +263,22 @@ TEST_F(ApiHostTest, MisuseIsAStatusWithTheRightCode) {
   no_slots.device = "synthetic";
   no_slots.arena_slots = 0;
   EXPECT_EQ(host_->OpenDecoder(clip_, no_slots).status().code(), StatusCode::kInvalidArgument);
+  // native_formats the protocol cannot carry are the caller's error, caught
+  // before a backend sees them (it would drop a malformed request).
+  DecoderOptions too_many;
+  too_many.device = "synthetic";
+  too_many.native_formats.assign(17, "yuv420p");
+  EXPECT_EQ(host_->OpenDecoder(clip_, too_many).status().code(), StatusCode::kInvalidArgument);
+  for (const char* bad : {"", "yuv420p,nv12", "yuv 420p", "\xff"}) {
+    DecoderOptions odd;
+    odd.device = "synthetic";
+    odd.native_formats = {"nv12", bad};
+    const Status s = host_->OpenDecoder(clip_, odd).status();
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(s.message().find("is not a pixel format name"), std::string::npos) << s.ToString();
+  }
+  too_many.native_formats.resize(16);  // the most there may be
+  EXPECT_TRUE(host_->OpenDecoder(clip_, too_many).ok());
 
   EXPECT_EQ(host_->LoadBackend(testing::WriteFile("bad.toml", "name = ")).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(host_->ResetBackend("nope").code(), StatusCode::kNotFound);

@@ -37,11 +37,13 @@ absl::Status ValidateOptions(const cv_open_options& options) {
 
 // What the session outputs: native frames instead of RGB when the host
 // converts this stream's native format itself and nothing but a conversion
-// would happen here (no rotation, no resizing); else what was asked for.
+// would happen here (no display matrix at all: the host converts only
+// streams whose metadata says rotation 0, which an angle this backend does
+// not apply, 45 degrees say, is not; no resizing); else what was asked for.
 cv_output_format OutputFormatFor(const cv_open_options& options, AVPixelFormat native,
-                                 Rotation rotation) {
+                                 double rotation_degrees) {
   const char* name = av_get_pix_fmt_name(native);
-  if (options.output_format == CV_OUTPUT_NATIVE || rotation != Rotation::kNone ||
+  if (options.output_format == CV_OUTPUT_NATIVE || rotation_degrees != 0 ||
       options.output_width != 0 || options.output_height != 0 || name == nullptr ||
       options.native_formats == nullptr) {
     return options.output_format;
@@ -81,7 +83,7 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Open(int fd,
   const bool swap = SwapsSides(rotation);
   const uint32_t width = static_cast<uint32_t>(swap ? par->height : par->width);
   const uint32_t height = static_cast<uint32_t>(swap ? par->width : par->height);
-  auto layout = ComputeLayout(OutputFormatFor(options, *native, rotation), *native,
+  auto layout = ComputeLayout(OutputFormatFor(options, *native, DisplayMatrixDegrees(stream)), *native,
                               options.output_width != 0 ? options.output_width : width,
                               options.output_height != 0 ? options.output_height : height);
   if (!layout.ok()) return layout.status();

@@ -45,6 +45,7 @@ class PyDecoder {
       std::unique_ptr<RgbConverter> rgb = converters_.Take(decoder);
       batch.UseConverter(rgb.get());
       status = decoder.ForEachFrame(selection, [&batch](Frame f) { return batch.Add(f); });
+      batch.UseConverter(nullptr);
       converters_.Give(std::move(rgb));
     }
     Check(status);

@@ -74,9 +74,10 @@ class RgbConverter {
   // multiple of 16 is converted straight into it and those kSlack bytes may
   // be overwritten (a caller filling consecutive frames in order can let
   // them spill into the next frame's place); otherwise through a scratch
-  // buffer, with nothing past the frame written. kInvalidArgument: `to` is kNative, `out` is too small, or the
-  // stream does not qualify. kDataLoss: the frame is not one of the stream's
-  // native frames (see SECURITY above).
+  // buffer, with nothing past the frame written. kInvalidArgument: `to` is
+  // kNative, or `out` is too small. kDataLoss: the frame is not one of the
+  // stream's native frames (see SECURITY above), or the stream does not
+  // qualify (a backend sends native frames only for streams that do).
   Status Convert(const Frame& frame, OutputFormat to, std::span<uint8_t> out);
 
  private:
