@@ -57,6 +57,9 @@ absl::Status FromWireError(const ipc::Error& error) {
     case ipc::ErrorCode::kInternal:
       code = absl::StatusCode::kInternal;
       break;
+    case ipc::ErrorCode::kNativeChanged:  // handled by VideoDecoder where it may come
+      code = absl::StatusCode::kDataLoss;
+      break;
     case ipc::ErrorCode::kProtocolMismatch:
       code = absl::StatusCode::kFailedPrecondition;
       break;

@@ -246,6 +246,9 @@ VideoDecoder::Attempt VideoDecoder::RunOnce(const FrameSelection& selection,
               true};
     }
     if (auto* error = std::get_if<ipc::Error>(&in->response.body)) {
+      if (error->code == ipc::ErrorCode::kNativeChanged && !options_.native_formats.empty() && first_error.ok()) {
+        return {Annotate(absl::AbortedError(error->message)), false, true};
+      }
       return {first_error.ok() ? Annotate(FromWireError(*error)) : first_error, false};
     }
     auto* batch = std::get_if<ipc::FrameBatch>(&in->response.body);
@@ -306,6 +309,14 @@ absl::Status VideoDecoder::ForEachFrameOfOneRequest(const FrameSelection& select
       if (absl::Status s = Reopen(); !s.ok()) return s;
     }
     Attempt attempt = RunOnce(selection, sink, &delivered, &sink_error, replays.alone());
+    if (attempt.native_changed) {
+      // The stream changed format or colours part way: from here on this
+      // decoder's sessions send RGB, and the frames not yet delivered come
+      // from a new one (those delivered are skipped, as after a restart).
+      options_.native_formats.clear();
+      session_ = {};
+      continue;
+    }
     if (!attempt.channel_failure) {
       if (attempt.status.ok()) supervisor_->RecordSuccess();
       return attempt.status;

@@ -122,6 +122,9 @@ class VideoDecoder {
   struct Attempt {
     absl::Status status;
     bool channel_failure = false;  // the backend died, hung or broke the protocol
+    // The session's native frames met one they cannot hold (ipc's
+    // kNativeChanged): reopen it for RGB and ask again.
+    bool native_changed = false;
   };
 
   VideoDecoder(std::shared_ptr<Supervisor> supervisor, ipc::UniqueFd video, std::string label,

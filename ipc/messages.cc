@@ -428,7 +428,7 @@ Response Read(wire::Response::Reader r) {
     }
     case wire::Response::ERROR: {
       auto e = r.getError();
-      out.body = Error{FromEnum(e.getCode(), ErrorCode::kProtocolMismatch, "error code"),
+      out.body = Error{FromEnum(e.getCode(), ErrorCode::kNativeChanged, "error code"),
                        FromText(e.getMessage(), "error message")};
       break;
     }

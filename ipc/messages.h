@@ -50,6 +50,7 @@ enum class ErrorCode {
   kResourceExhausted = 6,
   kInternal = 7,
   kProtocolMismatch = 8,
+  kNativeChanged = 9,  // protocol.capnp: reopen for RGB and ask again
 };
 
 struct Hello {

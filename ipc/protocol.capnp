@@ -219,6 +219,11 @@ enum ErrorCode {
   resourceExhausted @6;  # e.g. no free arena slot before the deadline
   internal @7;
   protocolMismatch @8;
+  # A session sending native frames in place of RGB (OpenSession's
+  # nativeFormats) met a frame its layout cannot hold exactly (another pixel
+  # format, size or colour space or range than the stream's): the host
+  # reopens the session for RGB and asks again for the frames it lacks.
+  nativeChanged @9;
 }
 
 struct Error {

@@ -211,6 +211,69 @@ INSTANTIATE_TEST_SUITE_P(Videos, RgbConverterTest, ::testing::ValuesIn(kCases),
                            return name;
                          });
 
+// Broadcast-style splices: three H.264 segments in one transport stream,
+// BT.601 limited range, then BT.709 limited, then BT.709 full range. The
+// host converts with the stream's colours (the first segment's), so at the
+// first frame of the second segment the backend answers that its native
+// frames no longer hold, and the decoder asks a new session for RGB: every
+// frame still equals the CLI's, which converts each with its own colours.
+TEST_F(RgbConverterTest, AStreamThatChangesColoursPartWayGoesOnInRgb) {
+  std::string segments;
+  const char* colours[] = {"-colorspace bt470bg -color_range tv", "-colorspace bt709 -color_range tv",
+                           "-colorspace bt709 -color_range pc"};
+  for (int i = 0; i < 3; ++i) {
+    const std::string segment = testing::TempPath("segment" + std::to_string(i) + ".ts");
+    const absl::Status made = tools::MakeTestVideo(
+        std::string("-f lavfi -i testsrc2=size=64x48:rate=25 -frames:v 10 -c:v libx264 -preset veryfast -g 5 "
+                    "-pix_fmt yuv420p ") +
+            colours[i] + " -output_ts_offset " + std::to_string(0.48 * i),
+        segment);
+    ASSERT_TRUE(made.ok()) << made;
+    segments += (i == 0 ? "concat:" : "|") + segment;
+  }
+  const std::string path = testing::TempPath("spliced.ts");
+  ASSERT_TRUE(tools::MakeTestVideo("-i " + segments + " -c copy", path).ok());
+  const std::string cli = CliFrames(path, 0);
+  for (OutputFormat format : {OutputFormat::kRgb24, OutputFormat::kRgb24Planar}) {
+    SCOPED_TRACE(OutputFormatName(format));
+    std::unique_ptr<VideoDecoder> d = Open(path, format, true);
+    ASSERT_NE(d, nullptr);
+    EXPECT_EQ(d->metadata().color_space + " " + d->metadata().color_range, "bt470bg tv");
+    RgbConverter converter(d->metadata());
+    const size_t bytes = 64 * 48 * 3;
+    std::vector<OutputFormat> formats;
+    int64_t next = 0;
+    const Status every = d->ForEachFrame(FrameSelection::InRange(0, 30), [&](Frame f) -> Status {
+      const int64_t i = next++;
+      formats.push_back(f.format());
+      std::vector<uint8_t> rgb(bytes);
+      if (f.format() == OutputFormat::kNative) {
+        if (Status s = converter.Convert(f, OutputFormat::kRgb24, rgb); !s.ok()) return s;
+      } else {
+        EXPECT_EQ(f.format(), format);
+        if (format == OutputFormat::kRgb24) {
+          std::memcpy(rgb.data(), f.data().data(), bytes);
+        } else {  // back to interleaved, to compare with the CLI's
+          for (size_t p = 0; p < bytes / 3; ++p) {
+            for (size_t c = 0; c < 3; ++c) rgb[p * 3 + c] = f.data()[c * (bytes / 3) + p];
+          }
+        }
+      }
+      EXPECT_EQ(std::memcmp(rgb.data(), cli.data() + i * bytes, bytes), 0) << "frame " << i;
+      return Status();
+    });
+    ASSERT_TRUE(every.ok()) << every.ToString();
+    ASSERT_EQ(formats.size(), 30u);
+    for (int i = 0; i < 10; ++i) EXPECT_EQ(formats[i], OutputFormat::kNative) << i;
+    for (int i = 10; i < 30; ++i) EXPECT_EQ(formats[i], format) << i;
+    EXPECT_EQ(d->retries(), 0u) << "a change of colours is not a failure";
+    // The decoder stays on RGB: a later request starts where it left off.
+    auto again = d->GetFrameAt(2);
+    ASSERT_TRUE(again.ok()) << again.status().ToString();
+    EXPECT_EQ(again->format(), format);
+  }
+}
+
 TEST_F(RgbConverterTest, RefusesWhatIsNotOneOfTheStreamsNativeFrames) {
   const std::string path = Video(kCases[0]);  // 638x360 yuv420p
   const std::string other = Video(kCases[6]);  // 66x50 yuv422p

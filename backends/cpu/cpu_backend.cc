@@ -54,6 +54,8 @@ cv_status ToCvStatus(absl::StatusCode code) {
       return CV_ERROR_UNSUPPORTED;
     case absl::StatusCode::kResourceExhausted:
       return CV_ERROR_RESOURCE_EXHAUSTED;
+    case absl::StatusCode::kAborted:  // CpuSession: a frame native output cannot hold
+      return CV_ERROR_NATIVE_CHANGED;
     default:
       return CV_ERROR_INTERNAL;
   }

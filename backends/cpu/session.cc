@@ -88,6 +88,9 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Open(int fd,
                               options.output_height != 0 ? options.output_height : height);
   if (!layout.ok()) return layout.status();
   session->layout_ = *layout;
+  session->native_for_rgb_ = layout->format == CV_OUTPUT_NATIVE && options.output_format != CV_OUTPUT_NATIVE;
+  session->stream_color_space_ = EnumValue(par->color_space);
+  session->stream_color_range_ = EnumValue(par->color_range);
   // Before the scan: a rotation it cannot reproduce is refused at once.
   auto output = FrameOutput::Create(session->layout_, *native, static_cast<uint32_t>(par->width),
                                     static_cast<uint32_t>(par->height), rotation,
@@ -212,6 +215,20 @@ absl::StatusOr<int64_t> CpuSession::IndexAtSeconds(double seconds) const {
   return index;
 }
 
+absl::Status CpuSession::CheckNativeHolds(const AVFrame& frame, int64_t index) const {
+  if (!native_for_rgb_) return absl::OkStatus();
+  const int space = EnumValue(frame.colorspace), range = EnumValue(frame.color_range);
+  if (absl::string_view(PixelFormatName(frame.format)) == layout_.pixel_format &&
+      frame.width == static_cast<int>(layout_.width) && frame.height == static_cast<int>(layout_.height) &&
+      space == stream_color_space_ && range == stream_color_range_) {
+    return absl::OkStatus();
+  }
+  return absl::AbortedError(absl::StrCat(
+      "frame ", index, " is ", PixelFormatName(frame.format), " ", frame.width, "x", frame.height, ", colour space ",
+      ColorSpaceName(space), ", range ", ColorRangeName(range), ", which the session's native ",
+      layout_.pixel_format, " frames of the stream's colours cannot hold; the host asks again for RGB"));
+}
+
 absl::Status CpuSession::CheckCapacity(const cv_frame_buffer& buffer) const {
   if (buffer.capacity >= layout_.size) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat("the frame buffer holds ", buffer.capacity,
@@ -233,6 +250,7 @@ absl::Status CpuSession::DecodeFrame(int64_t index, cv_frame_buffer* buffer, cv_
       index_ ? cursor_->DecodeExact(index)
              : cursor_->DecodeApproximate(index, NominalPts(index), frame_duration_);
   if (!frame.ok()) return frame.status();
+  if (absl::Status s = CheckNativeHolds(**frame, index); !s.ok()) return s;
   if (late) {
     cv_error error{};
     if (cv_status st = buffer->acquire(buffer, &error); st != CV_OK) {

@@ -77,6 +77,11 @@ class CpuSession {
 
  private:
   absl::Status CheckCapacity(const cv_frame_buffer& buffer) const;
+  // Aborted (CV_ERROR_NATIVE_CHANGED) when the session lays frames out
+  // natively in place of RGB and `frame` differs from the stream in pixel
+  // format, size, colour space or range: the host converts with the
+  // stream's, so such a frame must go as RGB, in a new session.
+  absl::Status CheckNativeHolds(const AVFrame& frame, int64_t index) const;
   CpuSession() = default;
 
   absl::Status CheckIndex(int64_t index) const;
@@ -90,6 +95,11 @@ class CpuSession {
   std::unique_ptr<FrameOutput> output_;
   cv_stream_metadata metadata_{};
   cv_frame_layout layout_{};
+  // Native frames in place of the RGB asked for, and the stream's values
+  // the host converts them with.
+  bool native_for_rgb_ = false;
+  int stream_color_space_ = 0;
+  int stream_color_range_ = 0;
   std::vector<cv_stream_info> streams_;
   int64_t num_frames_ = 0;
   bool count_estimated_ = false;  // approximate mode: duration x rate

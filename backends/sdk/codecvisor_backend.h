@@ -62,6 +62,12 @@ typedef int32_t cv_status;
 #define CV_ERROR_UNSUPPORTED 5  /* codec, pixel format or option not supported */
 #define CV_ERROR_RESOURCE_EXHAUSTED 6
 #define CV_ERROR_INTERNAL 7
+/* decode_frame of a session that lays frames out natively in place of the
+ * RGB asked for (cv_open_options.native_formats) met a frame that layout
+ * cannot hold exactly: another pixel format, size, or colour space or range
+ * than the stream's metadata says. Return it before writing the frame; the
+ * host then opens a new session for RGB and asks again. */
+#define CV_ERROR_NATIVE_CHANGED 8
 
 #define CV_ERROR_MESSAGE_BYTES 1024
 typedef struct cv_error {

@@ -105,6 +105,9 @@ ipc::Error ToWireError(const absl::Status& status) {
     case absl::StatusCode::kInternal:
       code = ipc::ErrorCode::kInternal;
       break;
+    case absl::StatusCode::kAborted:  // CV_ERROR_NATIVE_CHANGED
+      code = ipc::ErrorCode::kNativeChanged;
+      break;
     default:
       break;
   }

@@ -32,6 +32,8 @@ absl::StatusCode ToStatusCode(cv_status status) {
       return absl::StatusCode::kResourceExhausted;
     case CV_ERROR_INTERNAL:
       return absl::StatusCode::kInternal;
+    case CV_ERROR_NATIVE_CHANGED:
+      return absl::StatusCode::kAborted;  // only ever this, in the runner
   }
   return absl::StatusCode::kUnknown;
 }
