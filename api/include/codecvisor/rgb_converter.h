@@ -16,9 +16,11 @@
 //
 // Bit-exact: a frame converted here is byte for byte the frame the cpu
 // backend sends when asked for that RGB format (and so what the ffmpeg CLI
-// writes), with the stream's colour space and range (StreamMetadata) standing
-// for every frame's. A stream whose frames change colour space part way is
-// converted with the stream's.
+// writes), converted with the stream's colour space and range
+// (StreamMetadata). A backend sends natively only frames that match the
+// stream in pixel format, size, colour space and range; at the first frame
+// that does not (a spliced broadcast stream), the decoder opens a new
+// session for RGB and the frames from there on come as RGB.
 //
 // What it takes: the stream's native pixel format is one of Formats()
 // (8-bit YUV and grey), and the stream is not rotated (rotation_degrees 0: a
