@@ -2,6 +2,8 @@
 
 #include "codecvisor/rgb_converter.h"
 
+#include <algorithm>
+#include <array>
 #include <utility>
 #include <vector>
 
@@ -47,10 +49,15 @@ Status RgbConverter::Convert(const Frame& frame, OutputFormat to, std::span<uint
     return Status(StatusCode::kDataLoss, std::string("the backend sent a ") + OutputFormatName(frame.format()) +
                                              " frame for a stream whose frames come native");
   }
-  std::vector<media::NativePlane> planes;
-  for (size_t p = 0; p < frame.num_planes(); ++p) planes.push_back({frame.plane(p), frame.stride(p)});
+  // Per frame, on the batch's hot path: no allocation. The host's frame
+  // records hold at most 4 planes (ipc::kMaxPlanes); a fifth would be
+  // refused below as a plane count the format does not have.
+  std::array<media::NativePlane, 5> planes;
+  const size_t count = std::min(frame.num_planes(), planes.size());
+  for (size_t p = 0; p < count; ++p) planes[p] = {frame.plane(p), frame.stride(p)};
   // A Frame's bytes are followed by padding (core/frame.h) for swscale's loads.
-  return FromAbsl(impl_->native.Convert(frame.pixel_format(), frame.width(), frame.height(), planes,
+  return FromAbsl(impl_->native.Convert(frame.pixel_format(), frame.width(), frame.height(),
+                                        std::span<const media::NativePlane>(planes.data(), count),
                                         to == OutputFormat::kRgb24Planar, out));
 }
 
