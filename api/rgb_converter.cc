@@ -2,17 +2,18 @@
 
 #include "codecvisor/rgb_converter.h"
 
-#include <algorithm>
-#include <array>
 #include <utility>
 #include <vector>
 
 #include "api/absl_interop.h"
 #include "api/frame_impl.h"
+#include "ipc/messages.h"
 #include "media/native_rgb.h"
 
 namespace codecvisor {
 namespace {
+
+static_assert(media::NativeRgb::kMostPlanes == ipc::kMaxPlanes);
 
 media::NativeStream Describe(const StreamMetadata& stream) {
   return media::NativeStream{.pixel_format = stream.pixel_format,
@@ -49,16 +50,9 @@ Status RgbConverter::Convert(const Frame& frame, OutputFormat to, std::span<uint
     return Status(StatusCode::kDataLoss, std::string("the backend sent a ") + OutputFormatName(frame.format()) +
                                              " frame for a stream whose frames come native");
   }
-  // Per frame, on the batch's hot path: no allocation. The host's frame
-  // records hold at most 4 planes (ipc::kMaxPlanes); a fifth would be
-  // refused below as a plane count the format does not have.
-  std::array<media::NativePlane, 5> planes;
-  const size_t count = std::min(frame.num_planes(), planes.size());
-  for (size_t p = 0; p < count; ++p) planes[p] = {frame.plane(p), frame.stride(p)};
+  // Per frame, on the batch's hot path: ConvertFrame allocates nothing.
   // A Frame's bytes are followed by padding (core/frame.h) for swscale's loads.
-  return FromAbsl(impl_->native.Convert(frame.pixel_format(), frame.width(), frame.height(),
-                                        std::span<const media::NativePlane>(planes.data(), count),
-                                        to == OutputFormat::kRgb24Planar, out));
+  return FromAbsl(impl_->native.ConvertFrame(frame, to == OutputFormat::kRgb24Planar, out));
 }
 
 }  // namespace codecvisor

@@ -8,17 +8,7 @@ namespace codecvisor {
 
 const char* SeekModeName(SeekMode mode) { return mode == SeekMode::kApproximate ? "approximate" : "exact"; }
 
-const char* OutputFormatName(OutputFormat format) {
-  switch (format) {
-    case OutputFormat::kRgb24:
-      return "rgb24";
-    case OutputFormat::kRgb24Planar:
-      return "rgb24-planar";
-    case OutputFormat::kNative:
-      return "native";
-  }
-  return "rgb24";
-}
+const char* OutputFormatName(OutputFormat format) { return ipc::OutputFormatName(api::ToIpc(format)); }
 
 const char* StreamTypeName(StreamType type) {
   switch (type) {

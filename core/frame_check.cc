@@ -22,18 +22,6 @@ uint64_t RangeSize(const ipc::IndexRange& r) {
   return span / step + (span % step != 0 ? 1 : 0);
 }
 
-const char* FormatName(ipc::OutputFormat f) {
-  switch (f) {
-    case ipc::OutputFormat::kRgb24:
-      return "rgb24";
-    case ipc::OutputFormat::kRgb24Planar:
-      return "planar rgb24";
-    case ipc::OutputFormat::kNative:
-      return "native";
-  }
-  return "an unknown format";
-}
-
 }  // namespace
 
 FrameCheck::FrameCheck(const ipc::FrameRequest& request, int64_t frame_count, int64_t estimated_count)
@@ -94,8 +82,8 @@ absl::Status FrameCheck::Next(const ipc::FrameRef& ref) {
   if (asked_.has_value() && ref.format != *asked_ &&
       !(ref.format == ipc::OutputFormat::kNative &&
         std::find(native_formats_.begin(), native_formats_.end(), ref.pixel_format) != native_formats_.end())) {
-    return absl::DataLossError(absl::StrCat("backend sent frame ", ref.index, " as ", FormatName(ref.format), " ",
-                                            ref.pixel_format, " where ", FormatName(*asked_), " was asked for",
+    return absl::DataLossError(absl::StrCat("backend sent frame ", ref.index, " as ", ipc::OutputFormatName(ref.format), " ",
+                                            ref.pixel_format, " where ", ipc::OutputFormatName(*asked_), " was asked for",
                                             native_formats_.empty() ? "" : " (or native ",
                                             absl::StrJoin(native_formats_, ", "),
                                             native_formats_.empty() ? "" : ")"));

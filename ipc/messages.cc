@@ -495,4 +495,16 @@ const char* KindName(const Response& response) {
   return kNames[response.body.index()];
 }
 
+const char* OutputFormatName(OutputFormat format) {
+  switch (format) {
+    case OutputFormat::kRgb24:
+      return "rgb24";
+    case OutputFormat::kRgb24Planar:
+      return "rgb24-planar";
+    case OutputFormat::kNative:
+      return "native";
+  }
+  return "unknown";
+}
+
 }  // namespace codecvisor::ipc

@@ -287,6 +287,8 @@ struct Response {
 // Short human-readable name of a message kind, for errors and logs.
 const char* KindName(const Request& request);
 const char* KindName(const Response& response);
+// "rgb24", "rgb24-planar" or "native" ("unknown" for a value outside the enum).
+const char* OutputFormatName(OutputFormat format);
 
 }  // namespace codecvisor::ipc
 

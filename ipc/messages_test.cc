@@ -260,5 +260,12 @@ TEST(MessagesTest, OversizedMessageIsNotEncoded) {
   EXPECT_EQ(words.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(OutputFormatNameTest, NamesEveryFormatAndNoOther) {
+  EXPECT_STREQ(OutputFormatName(OutputFormat::kRgb24), "rgb24");
+  EXPECT_STREQ(OutputFormatName(OutputFormat::kRgb24Planar), "rgb24-planar");
+  EXPECT_STREQ(OutputFormatName(OutputFormat::kNative), "native");
+  EXPECT_STREQ(OutputFormatName(static_cast<OutputFormat>(7)), "unknown");
+}
+
 }  // namespace
 }  // namespace codecvisor::ipc

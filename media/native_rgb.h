@@ -18,6 +18,8 @@
 #ifndef CODECVISOR_MEDIA_NATIVE_RGB_H_
 #define CODECVISOR_MEDIA_NATIVE_RGB_H_
 
+#include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -76,6 +78,23 @@ class NativeRgb {
   // frames only of streams that do); nothing is written.
   absl::Status Convert(absl::string_view pixel_format, uint32_t width, uint32_t height,
                        std::span<const NativePlane> planes, bool planar, std::span<uint8_t> out);
+
+  // Convert of a frame object: codecvisor's frames (core::Frame, the public
+  // codecvisor::Frame) have num_planes(), plane(p), stride(p),
+  // pixel_format(), width() and height(). Allocates nothing: frames have at
+  // most kMostPlanes planes, and one more is refused as a plane count no
+  // format has.
+  template <typename FrameT>
+  absl::Status ConvertFrame(const FrameT& frame, bool planar, std::span<uint8_t> out) {
+    std::array<NativePlane, kMostPlanes + 1> planes;
+    const size_t count = std::min<size_t>(frame.num_planes(), planes.size());
+    for (size_t p = 0; p < count; ++p) planes[p] = {frame.plane(p), frame.stride(p)};
+    return Convert(frame.pixel_format(), frame.width(), frame.height(),
+                   std::span<const NativePlane>(planes.data(), count), planar, out);
+  }
+
+  // The most planes a frame record holds (ipc::kMaxPlanes).
+  static constexpr size_t kMostPlanes = 4;
 
  private:
   struct Impl;

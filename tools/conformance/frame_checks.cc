@@ -333,9 +333,7 @@ absl::Status Suite::Native(const Sample& sample, std::string* detail) {
                                                   ") for a stream the host does not convert (", m.pixel_format,
                                                   ", rotation ", m.rotation_degrees, "): send RGB24"));
         }
-        std::vector<media::NativePlane> planes;
-        for (size_t p = 0; p < f.num_planes(); ++p) planes.push_back({f.plane(p), f.stride(p)});
-        if (absl::Status s = rgb.Convert(f.pixel_format(), f.width(), f.height(), planes, false, pixels); !s.ok()) {
+        if (absl::Status s = rgb.ConvertFrame(f, false, pixels); !s.ok()) {
           return absl::InternalError(absl::StrCat("native frame ", index, " cannot be converted: ", s.message()));
         }
         ++native;
