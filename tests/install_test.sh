@@ -162,6 +162,11 @@ for threads in (0, 1):
     assert (f"all frames 96x64, threads={threads}", "C++ in-process") in baselines, baselines
     assert (f"all frames 96x64, threads={threads}", "PyAV") in baselines, baselines
 assert len(rows) == 17, len(rows)
+cpu = report["cpu_ms_per_frame"]
+for threads in (0, 1):
+    sides = cpu[f"all frames 96x64, threads={threads}"]
+    assert set(sides) == {"codecvisor host", "codecvisor backend", "C++ in-process"}, sides
+    assert sides["codecvisor host"] > 0 and sides["C++ in-process"] > 0 and sides["codecvisor backend"] >= 0, sides
 '
 expect 0 "python bench: one round on tiny clips" installed env "${python_preload[@]}" PYTHONPATH="$site" \
   /usr/bin/python3 -m codecvisor.bench --sizes 96x64 --seconds 1 --short-clips 2 --rounds 1 --json \

@@ -140,44 +140,14 @@ def _sampling(report, rounds, label, path):
 
 # --- CPU per kind of process ----------------------------------------------------
 
-def _cpu_seconds(pid):
-    """User + system CPU seconds process `pid` has used (0 once it is gone)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _processes():
-    """{kind: [pid]} for this process ("main"), its DataLoader workers and
-    the backend processes of either ("backends")."""
-    parent_of, name_of = {}, {}
-    for entry in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                stat = f.read()
-        except OSError:  # gone
-            continue
-        name, rest = stat.split(" (", 1)[1].rsplit(")", 1)
-        parent_of[int(entry)], name_of[int(entry)] = int(rest.split()[1]), name
-    main = os.getpid()
-    children = [p for p, parent in parent_of.items() if parent == main]
-    workers = [p for p in children if not name_of[p].startswith("codecvisor-back")]
-    backends = [p for p, parent in parent_of.items()
-                if parent in (main, *workers) and name_of[p].startswith("codecvisor-back")]
-    return dict(main=[main], workers=workers, backends=backends)
-
-
 def _with_cpu(side, log):
     """`side`, also appending to `log` the CPU seconds each call took per
     kind of process."""
     def run():
-        processes = _processes()
-        before = {kind: [_cpu_seconds(p) for p in pids] for kind, pids in processes.items()}
+        processes = bench.processes()
+        before = {kind: [bench.cpu_seconds(p) for p in pids] for kind, pids in processes.items()}
         result = side()
-        log.append({kind: sum(_cpu_seconds(p) - b for p, b in zip(pids, before[kind]))
+        log.append({kind: sum(bench.cpu_seconds(p) - b for p, b in zip(pids, before[kind]))
                     for kind, pids in processes.items()})
         return result
     return run

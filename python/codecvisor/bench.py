@@ -18,7 +18,10 @@ modes; a DataLoader over those clips with 0 and 2 workers; two Python
 threads each decoding the 360p clip against one thread doing it twice (the
 GIL is released while a backend decodes); a new decoder opened and frame 0
 read, 5 times, on the 1080p clip, against PyAV and the C++ in-process
-decoder (`--frames 1`). Also the peak RSS of this process.
+decoder (`--frames 1`). Also the peak RSS of this process, and for the
+all-frames figures the CPU per frame of this process (the host), of its
+backend processes (from /proc, in clock ticks) and of the C++ in-process
+decoder, so that the boundary's cost shows as CPU, not only as speed.
 
     python3 -m codecvisor.bench [--rounds 5] [--json] [--quick] [--inprocess PATH] [--training]
                                 [--sizes 1080p,360p] [--all-frames-only]
@@ -106,6 +109,53 @@ def pyav_frames_at(path, indices, threads):
     return len(out)
 
 
+# --- CPU per kind of process -------------------------------------------
+
+def cpu_seconds(pid):
+    """User + system CPU seconds process `pid` has used (0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def processes():
+    """{kind: [pid]} for this process ("main"), its DataLoader workers and
+    the backend processes of either ("backends")."""
+    parent_of, name_of = {}, {}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:  # gone
+            continue
+        name, rest = stat.split(" (", 1)[1].rsplit(")", 1)
+        parent_of[int(entry)], name_of[int(entry)] = int(rest.split()[1]), name
+    main = os.getpid()
+    children = [p for p, parent in parent_of.items() if parent == main]
+    workers = [p for p in children if not name_of[p].startswith("codecvisor-back")]
+    backends = [p for p, parent in parent_of.items()
+                if parent in (main, *workers) and name_of[p].startswith("codecvisor-back")]
+    return dict(main=[main], workers=workers, backends=backends)
+
+
+def cv_cpu_per_frame(side, log):
+    """`side` (returning (frames, seconds)), also appending to `log` the
+    CPU milliseconds per frame it took in this process ("host") and in the
+    backend processes ("backend"). Only backends that ran before the call
+    count: the bench warms every side up first."""
+    def run():
+        backends = processes()["backends"]
+        host0, backend0 = time.process_time(), [cpu_seconds(p) for p in backends]
+        n, seconds = side()
+        log.append(dict(host=1000 * (time.process_time() - host0) / n,
+                        backend=1000 * sum(cpu_seconds(p) - b for p, b in zip(backends, backend0)) / n))
+        return n, seconds
+    return run
+
+
 # --- codecvisor ----------------------------------------------------------
 
 def cv_all_frames(path, threads):
@@ -146,11 +196,12 @@ def find_inprocess(explicit):
     return candidate if os.access(candidate, os.X_OK) else None
 
 
-def cpp_all_frames(binary, path, frames, threads):
+def cpp_all_frames(binary, path, frames, threads, cpu_log=None):
     """Runs the in-process decoder on frames [0, frames), keeping every frame
     in memory allocated as a batch's is (the job codecvisor does here);
     returns (frames, seconds) as it timed them (open, memory and decode, not
-    its start)."""
+    its start), and appends to `cpu_log` the CPU milliseconds per frame its
+    threads used in that time."""
     # A sanitizer runtime preloaded into this Python must not reach the
     # binary, which carries its own.
     env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
@@ -158,6 +209,8 @@ def cpp_all_frames(binary, path, frames, threads):
                           "--buffers", str(frames)], check=True,
                          capture_output=True, text=True, env=env).stdout
     report = json.loads(out)
+    if cpu_log is not None:
+        cpu_log.append(1000 * report["cpu_seconds"] / report["frames"])
     return report["frames"], report["seconds"]
 
 
@@ -278,6 +331,8 @@ def run(args):
     short = [make_clip(folder, f"short{i:03d}.mp4", "320x240", 2, gop=25) for i in range(count)]
     inprocess = find_inprocess(args.inprocess)
     results, notes = [], []
+    # CPU milliseconds per frame of each all-frames figure, by side.
+    cpu_ms = {}
     if inprocess is None:
         notes.append("C++ in-process figures not measured: no codecvisor-decode-inprocess (give --inprocess PATH, "
                      "or run the package from an install made by //:install)")
@@ -288,11 +343,21 @@ def run(args):
     for threads in (0, 1):
         for label, clip in clips.items():
             frames = counts[label]
+            cv_cpu, cpp_cpu = [], []
             baselines = dict(PyAV=lambda: timed(pyav_all_frames, clip, threads))
             if inprocess:
-                baselines["C++ in-process"] = lambda: cpp_all_frames(inprocess, clip, frames, threads)
-            results += side_by_side(f"all frames {label}, threads={threads}", args.rounds, "frames/s",
-                                    lambda: timed(cv_all_frames, clip, threads), **baselines)
+                baselines["C++ in-process"] = lambda: cpp_all_frames(inprocess, clip, frames, threads, cpp_cpu)
+            figure = f"all frames {label}, threads={threads}"
+            results += side_by_side(figure, args.rounds, "frames/s",
+                                    cv_cpu_per_frame(lambda: timed(cv_all_frames, clip, threads), cv_cpu),
+                                    **baselines)
+            # Medians over the timed rounds (each log's first call is the
+            # untimed warm-up).
+            cpu = {"codecvisor host": statistics.median(c["host"] for c in cv_cpu[1:]),
+                   "codecvisor backend": statistics.median(c["backend"] for c in cv_cpu[1:])}
+            if cpp_cpu:
+                cpu["C++ in-process"] = statistics.median(cpp_cpu[1:])
+            cpu_ms[figure] = cpu
         if args.all_frames_only:
             continue
         baselines = dict(PyAV=lambda: timed(pyav_first_frames, clips[big], threads, OPENS))
@@ -322,7 +387,7 @@ def run(args):
             results += side_by_side(f"{len(short)} short clips, open + 8 frames, {mode}, threads={threads}",
                                     args.rounds, "files/s", ours, PyAV=theirs)
     if args.all_frames_only:
-        return dict(results=results, notes=notes, machine=machine())
+        return dict(results=results, notes=notes, machine=machine(), cpu_ms_per_frame=cpu_ms)
     for workers in (0, 2):
         results += side_by_side(f"DataLoader over {len(short)} short clips, 8 frames each, {workers} workers",
                                 args.rounds, "samples/s", lambda: timed(load_all, CodecvisorClips(short), workers),
@@ -330,7 +395,7 @@ def run(args):
     results += side_by_side(f"{small} all frames twice: 2 Python threads at once, threads=1", args.rounds,
                             "frames/s", lambda: timed(two_threads, clips[small], 1),
                             **{"1 thread, one after the other": lambda: timed(one_thread_twice, clips[small], 1)})
-    return dict(results=results, notes=notes, machine=machine())
+    return dict(results=results, notes=notes, machine=machine(), cpu_ms_per_frame=cpu_ms)
 
 
 def finish(report):
@@ -356,6 +421,20 @@ def print_results(results):
     for r in results:
         print(f"{r['figure']:<62} {r['baseline']:<30} {r['codecvisor']:>11.1f} {r['other']:>9.1f} {r['ratio']:>6.3f}  "
               f"[{r['ratio_q1']:.3f}, {r['ratio_q3']:.3f}] {r['unit']}")
+
+
+def print_cpu(cpu_ms_per_frame):
+    """The all-frames figures' CPU per frame: this process (the host: the
+    binding, the frame checks, the conversion of native frames), its
+    backend processes (demuxing, decoding, copying frames into shared
+    memory), and the C++ in-process decoder's every thread."""
+    print("CPU ms per frame, median over rounds: host + backend = codecvisor's; C++ in-process")
+    for figure, cpu in cpu_ms_per_frame.items():
+        ours = cpu["codecvisor host"] + cpu["codecvisor backend"]
+        line = (f"  {figure:<40} {cpu['codecvisor host']:.3f} + {cpu['codecvisor backend']:.3f} = {ours:.3f}")
+        if "C++ in-process" in cpu:
+            line += f"; {cpu['C++ in-process']:.3f}"
+        print(line)
 
 
 def main(argv=None):
@@ -392,6 +471,7 @@ def main(argv=None):
     print(f"codecvisor vs baselines ({report['machine']}, load average at the end {load}), {args.rounds} rounds; "
           "ratio = codecvisor / baseline")
     print_results(report["results"])
+    print_cpu(report["cpu_ms_per_frame"])
     for note in report["notes"]:
         print(note)
     print(f"peak RSS of this process: {report['peak_rss_mib']:.0f} MiB")

@@ -6,9 +6,10 @@
 // batch (huge pages, populated). With B = N every frame is kept, as a batch
 // keeps them: the job the Python bench compares with. B = 1 keeps one
 // buffer warm: the decoder's own cost, with no memory to fill. It prints
-// one JSON object: {"frames": N, "seconds": S, "checksum": C},
-// where S covers opening the decoder, allocating the buffers and decoding,
-// not this process's start. Before the clock starts it opens the decoder
+// one JSON object: {"frames": N, "seconds": S, "cpu_seconds": U,
+// "checksum": C}, where S covers opening the decoder, allocating the
+// buffers and decoding, not this process's start, and U is the CPU time of
+// every thread of this process over S. Before the clock starts it opens the decoder
 // once, buffers included, and closes it (--no-warm-up: not), so that the
 // timed buffers are memory this process has had before, as a long-running
 // process's batches are after its first: on a VM the first use of fresh
@@ -23,6 +24,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "tools/bench/chunks.h"
+#include "tools/bench/cpu_time.h"
 #include "tools/bench/decode_paths.h"
 
 int main(int argc, char** argv) {
@@ -47,6 +49,7 @@ int main(int argc, char** argv) {
     }
   }
   const absl::Time start = absl::Now();
+  const double cpu_start = SelfCpuSeconds();
   absl::StatusOr<std::unique_ptr<DecodePath>> decoder = OpenInProcess(file, threads, buffers);
   if (!decoder.ok()) {
     std::cerr << "codecvisor-decode-inprocess: " << decoder.status().message() << "\n";
@@ -58,7 +61,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
-  std::cout << "{\"frames\": " << timing->frames << ", \"seconds\": " << seconds << ", \"checksum\": "
-            << timing->checksum << "}\n";
+  const double cpu_seconds = SelfCpuSeconds() - cpu_start;
+  std::cout << "{\"frames\": " << timing->frames << ", \"seconds\": " << seconds << ", \"cpu_seconds\": "
+            << cpu_seconds << ", \"checksum\": " << timing->checksum << "}\n";
   return 0;
 }
