@@ -46,6 +46,12 @@ absl::Status FrameOutput::Write(const AVFrame* frame, uint8_t* dst) {
   view->height = static_cast<int>(rgb_layout_.height);
   view->data[0] = rgb_.data();
   view->linesize[0] = static_cast<int>(rgb_layout_.plane_stride[0]);
+  if (layout_.format == CV_OUTPUT_RGB24) {
+    // Interleaved output: rotated straight into the caller's rows.
+    uint8_t* const data[4] = {dst + layout_.plane_offset[0], nullptr, nullptr, nullptr};
+    const int linesize[4] = {static_cast<int>(layout_.plane_stride[0]), 0, 0, 0};
+    return rotator_.RotateInto(view, data, linesize);
+  }
   absl::StatusOr<const AVFrame*> rotated = rotator_.Apply(view);
   if (!rotated.ok()) return rotated.status();
   WriteRgb24((*rotated)->data[0], (*rotated)->linesize[0], layout_, dst);

@@ -18,6 +18,8 @@
 #ifndef CODECVISOR_BACKENDS_CPU_FRAME_ROTATOR_H_
 #define CODECVISOR_BACKENDS_CPU_FRAME_ROTATOR_H_
 
+#include <cstdint>
+
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "backends/cpu/av_util.h"
@@ -61,7 +63,16 @@ class FrameRotator {
   // CheckRotatable); ResourceExhausted when out of memory.
   absl::StatusOr<const AVFrame*> Apply(const AVFrame* frame);
 
+  // `frame` rotated into the caller's planes `data` with rows of `linesize`
+  // bytes, which must hold the rotated size (sides swapped for a quarter
+  // turn) in `frame`'s format; for kNone, a copy. Errors as Apply's, and
+  // nothing is written then.
+  absl::Status RotateInto(const AVFrame* frame, uint8_t* const data[4], const int linesize[4]) const;
+
  private:
+  // `frame`'s format if it can be rotated as rotation_ says; else DataLoss.
+  absl::StatusOr<AVPixelFormat> RotatableFormat(const AVFrame* frame) const;
+
   Rotation rotation_;
   FramePtr rotated_;
 };

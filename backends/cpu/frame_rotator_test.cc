@@ -8,9 +8,17 @@
 #include "backends/cpu/frame_rotator.h"
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
+
+extern "C" {
+#include <libavutil/imgutils.h>
+#include <libavutil/pixdesc.h>
+}
 
 namespace codecvisor::cpu {
 namespace {
@@ -104,6 +112,99 @@ TEST(FrameRotatorTest, MovesSamplesAsTransposeAndFlipDo) {
   }
   FrameRotator none(Rotation::kNone);
   EXPECT_EQ(*none.Apply(in.get()), in.get());
+}
+
+// A frame of `format`, width x height, every byte from a fixed-seed
+// generator, so that a misplaced sample shows.
+FramePtr NoiseFrame(AVPixelFormat format, int width, int height) {
+  FramePtr f = MakeFrame();
+  f->width = width;
+  f->height = height;
+  f->format = format;
+  EXPECT_GE(av_frame_get_buffer(f.get(), 0), 0);
+  const AVPixFmtDescriptor* desc = av_pix_fmt_desc_get(format);
+  uint32_t state = 12345;
+  for (int p = 0; p < av_pix_fmt_count_planes(format); ++p) {
+    const int rows = AV_CEIL_RSHIFT(height, p == 1 || p == 2 ? desc->log2_chroma_h : 0);
+    for (int i = 0; i < f->linesize[p] * rows; ++i) {
+      state = state * 1664525u + 1013904223u;
+      f->data[p][i] = static_cast<uint8_t>(state >> 24);
+    }
+  }
+  return f;
+}
+
+// The sample moves one sample at a time, as vf_transpose and the flips
+// define them: the reference the tiled code must equal.
+bool SameAsReference(const AVFrame* in, Rotation rotation, const uint8_t* const data[4], const int linesize[4]) {
+  const AVPixFmtDescriptor* desc = av_pix_fmt_desc_get(static_cast<AVPixelFormat>(in->format));
+  int steps[4] = {};
+  av_image_fill_max_pixsteps(steps, nullptr, desc);
+  for (int p = 0; p < av_pix_fmt_count_planes(static_cast<AVPixelFormat>(in->format)); ++p) {
+    const bool chroma = p == 1 || p == 2;
+    const int w = AV_CEIL_RSHIFT(in->width, chroma ? desc->log2_chroma_w : 0);
+    const int h = AV_CEIL_RSHIFT(in->height, chroma ? desc->log2_chroma_h : 0);
+    for (int y = 0; y < h; ++y) {
+      for (int x = 0; x < w; ++x) {
+        int oy = y, ox = x;  // where in(y, x) lands
+        if (rotation == Rotation::kClockwise) oy = x, ox = h - 1 - y;
+        if (rotation == Rotation::kCounterClockwise) oy = w - 1 - x, ox = y;
+        if (rotation == Rotation::kHalfTurn) oy = h - 1 - y, ox = w - 1 - x;
+        if (std::memcmp(data[p] + ptrdiff_t{oy} * linesize[p] + ptrdiff_t{ox} * steps[p],
+                        in->data[p] + ptrdiff_t{y} * in->linesize[p] + ptrdiff_t{x} * steps[p], steps[p]) != 0) {
+          ADD_FAILURE() << desc->name << " plane " << p << " sample (" << y << ", " << x << ")";
+          return false;
+        }
+      }
+    }
+  }
+  return true;
+}
+
+TEST(FrameRotatorTest, EveryTiledSampleSizeMatchesTheOneSampleReference) {
+  // Sample sizes 1 (yuv420p), 2 (yuv420p10le, nv12's chroma), 3 (rgb24),
+  // 4 (rgba), 6 (rgb48le), 8 (rgba64le); sizes across the 32-sample tiles'
+  // edges, odd ones included.
+  const AVPixelFormat kFormats[] = {AV_PIX_FMT_YUV420P, AV_PIX_FMT_YUV420P10LE, AV_PIX_FMT_NV12,
+                                    AV_PIX_FMT_RGB24,   AV_PIX_FMT_RGBA,        AV_PIX_FMT_RGB48LE,
+                                    AV_PIX_FMT_RGBA64LE};
+  const int kSizes[][2] = {{1, 1}, {31, 33}, {64, 32}, {97, 45}};
+  for (AVPixelFormat format : kFormats) {
+    for (const auto& size : kSizes) {
+      FramePtr in = NoiseFrame(format, size[0], size[1]);
+      for (Rotation rotation : {Rotation::kClockwise, Rotation::kCounterClockwise, Rotation::kHalfTurn}) {
+        FrameRotator rotator(rotation);
+        absl::StatusOr<const AVFrame*> out = rotator.Apply(in.get());
+        ASSERT_TRUE(out.ok()) << out.status();
+        EXPECT_TRUE(SameAsReference(in.get(), rotation, (*out)->data, (*out)->linesize))
+            << av_get_pix_fmt_name(format) << " " << size[0] << "x" << size[1] << " rotation "
+            << static_cast<int>(rotation);
+      }
+    }
+  }
+}
+
+TEST(FrameRotatorTest, RotateIntoWritesTheCallersRowsAndNothingPast) {
+  FramePtr in = NoiseFrame(AV_PIX_FMT_RGB24, 45, 37);
+  FrameRotator rotator(Rotation::kClockwise);
+  // 37 samples wide after the turn; rows of 200 bytes, 111 of them used.
+  constexpr int kStride = 200;
+  std::vector<uint8_t> out(static_cast<size_t>(kStride) * 45 + 64, 0xAB);
+  uint8_t* const data[4] = {out.data(), nullptr, nullptr, nullptr};
+  const int linesize[4] = {kStride, 0, 0, 0};
+  ASSERT_TRUE(rotator.RotateInto(in.get(), data, linesize).ok());
+  EXPECT_TRUE(SameAsReference(in.get(), Rotation::kClockwise, data, linesize));
+  for (int y = 0; y < 45; ++y) {
+    for (int x = 37 * 3; x < kStride; ++x) ASSERT_EQ(out[static_cast<size_t>(y) * kStride + static_cast<size_t>(x)], 0xAB) << y << ", " << x;
+  }
+  for (size_t i = static_cast<size_t>(kStride) * 45; i < out.size(); ++i) ASSERT_EQ(out[i], 0xAB) << i;
+  // A format that cannot be turned a quarter: an error, nothing written.
+  FramePtr uneven = NoiseFrame(AV_PIX_FMT_YUV422P, 8, 8);
+  std::vector<uint8_t> untouched(256, 0xCD);
+  uint8_t* const planes[4] = {untouched.data(), untouched.data() + 64, untouched.data() + 128, nullptr};
+  const int strides[4] = {8, 4, 4, 0};
+  EXPECT_EQ(rotator.RotateInto(uneven.get(), planes, strides).code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(untouched, std::vector<uint8_t>(256, 0xCD));
 }
 
 }  // namespace
