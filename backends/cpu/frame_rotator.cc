@@ -108,6 +108,10 @@ void HalfTurnPlane(const uint8_t* src, int src_stride, uint8_t* dst, int dst_str
       return HalfTurnRows<3>(src, src_stride, dst, dst_stride, in);
     case 4:
       return HalfTurnRows<4>(src, src_stride, dst, dst_stride, in);
+    case 6:
+      return HalfTurnRows<6>(src, src_stride, dst, dst_stride, in);
+    case 8:
+      return HalfTurnRows<8>(src, src_stride, dst, dst_stride, in);
     default:
       return HalfTurnRows<0>(src, src_stride, dst, dst_stride, in);
   }

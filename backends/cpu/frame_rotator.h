@@ -65,8 +65,9 @@ class FrameRotator {
 
   // `frame` rotated into the caller's planes `data` with rows of `linesize`
   // bytes, which must hold the rotated size (sides swapped for a quarter
-  // turn) in `frame`'s format; for kNone, a copy. Errors as Apply's, and
-  // nothing is written then.
+  // turn) in `frame`'s format; for kNone, a copy. DataLoss for a frame
+  // whose format cannot be rotated (it allocates nothing), and nothing is
+  // written then.
   absl::Status RotateInto(const AVFrame* frame, uint8_t* const data[4], const int linesize[4]) const;
 
  private:

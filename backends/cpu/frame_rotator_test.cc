@@ -184,20 +184,31 @@ TEST(FrameRotatorTest, EveryTiledSampleSizeMatchesTheOneSampleReference) {
   }
 }
 
-TEST(FrameRotatorTest, RotateIntoWritesTheCallersRowsAndNothingPast) {
-  FramePtr in = NoiseFrame(AV_PIX_FMT_RGB24, 45, 37);
-  FrameRotator rotator(Rotation::kClockwise);
-  // 37 samples wide after the turn; rows of 200 bytes, 111 of them used.
+TEST(FrameRotatorTest, RotateIntoWritesTheCallersRowsAndNothingElse) {
+  // Rows of 200 bytes in the middle of a guarded buffer: every turn, and
+  // 1- and 3-byte samples, must fill exactly the rotated picture's bytes.
   constexpr int kStride = 200;
-  std::vector<uint8_t> out(static_cast<size_t>(kStride) * 45 + 64, 0xAB);
-  uint8_t* const data[4] = {out.data(), nullptr, nullptr, nullptr};
-  const int linesize[4] = {kStride, 0, 0, 0};
-  ASSERT_TRUE(rotator.RotateInto(in.get(), data, linesize).ok());
-  EXPECT_TRUE(SameAsReference(in.get(), Rotation::kClockwise, data, linesize));
-  for (int y = 0; y < 45; ++y) {
-    for (int x = 37 * 3; x < kStride; ++x) ASSERT_EQ(out[static_cast<size_t>(y) * kStride + static_cast<size_t>(x)], 0xAB) << y << ", " << x;
+  constexpr size_t kGuard = 64;
+  for (AVPixelFormat format : {AV_PIX_FMT_GRAY8, AV_PIX_FMT_RGB24}) {
+    const int step = format == AV_PIX_FMT_RGB24 ? 3 : 1;
+    FramePtr in = NoiseFrame(format, 45, 37);
+    for (Rotation rotation : {Rotation::kClockwise, Rotation::kCounterClockwise, Rotation::kHalfTurn}) {
+      const int out_width = SwapsSides(rotation) ? 37 : 45;
+      const int out_height = SwapsSides(rotation) ? 45 : 37;
+      std::vector<uint8_t> out(kGuard + static_cast<size_t>(kStride) * out_height + kGuard, 0xAB);
+      uint8_t* const data[4] = {out.data() + kGuard, nullptr, nullptr, nullptr};
+      const int linesize[4] = {kStride, 0, 0, 0};
+      FrameRotator rotator(rotation);
+      ASSERT_TRUE(rotator.RotateInto(in.get(), data, linesize).ok());
+      EXPECT_TRUE(SameAsReference(in.get(), rotation, data, linesize)) << static_cast<int>(rotation);
+      for (size_t i = 0; i < out.size(); ++i) {
+        const bool inside = i >= kGuard && i < out.size() - kGuard &&
+                            static_cast<int>((i - kGuard) % kStride) < out_width * step;
+        if (!inside) ASSERT_EQ(out[i], 0xAB) << "byte " << i << ", rotation " << static_cast<int>(rotation);
+      }
+    }
   }
-  for (size_t i = static_cast<size_t>(kStride) * 45; i < out.size(); ++i) ASSERT_EQ(out[i], 0xAB) << i;
+  FrameRotator rotator(Rotation::kClockwise);
   // A format that cannot be turned a quarter: an error, nothing written.
   FramePtr uneven = NoiseFrame(AV_PIX_FMT_YUV422P, 8, 8);
   std::vector<uint8_t> untouched(256, 0xCD);

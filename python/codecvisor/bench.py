@@ -21,7 +21,9 @@ read, 5 times, on the 1080p clip, against PyAV and the C++ in-process
 decoder (`--frames 1`). Also the peak RSS of this process, and for the
 all-frames figures the CPU per frame of this process (the host), of its
 backend processes (from /proc, in clock ticks) and of the C++ in-process
-decoder, so that the boundary's cost shows as CPU, not only as speed.
+decoder (its clocks stop before it frees its decoder and frames, where
+codecvisor's side includes closing and dropping the batch), so that the
+boundary's cost shows as CPU, not only as speed.
 
     python3 -m codecvisor.bench [--rounds 5] [--json] [--quick] [--inprocess PATH] [--training]
                                 [--sizes 1080p,360p] [--all-frames-only]
@@ -123,35 +125,48 @@ def cpu_seconds(pid):
 
 def processes():
     """{kind: [pid]} for this process ("main"), its DataLoader workers and
-    the backend processes of either ("backends")."""
-    parent_of, name_of = {}, {}
+    the backend processes of either ("backends"): this process's backends
+    as its host knows them, its other children as workers, and the
+    workers' children as their backends (a worker starts no other process).
+    No process name is matched: a backend's depends on how the kernel names
+    a process started with execveat."""
+    parent_of = {}
     for entry in filter(str.isdigit, os.listdir("/proc")):
         try:
             with open(f"/proc/{entry}/stat") as f:
                 stat = f.read()
         except OSError:  # gone
             continue
-        name, rest = stat.split(" (", 1)[1].rsplit(")", 1)
-        parent_of[int(entry)], name_of[int(entry)] = int(rest.split()[1]), name
+        parent_of[int(entry)] = int(stat.rsplit(")", 1)[1].split()[1])
     main = os.getpid()
-    children = [p for p, parent in parent_of.items() if parent == main]
-    workers = [p for p in children if not name_of[p].startswith("codecvisor-back")]
-    backends = [p for p, parent in parent_of.items()
-                if parent in (main, *workers) and name_of[p].startswith("codecvisor-back")]
+    own = set(own_backend_pids())
+    workers = [p for p, parent in parent_of.items() if parent == main and p not in own]
+    backends = sorted(own) + [p for p, parent in parent_of.items() if parent in workers]
     return dict(main=[main], workers=workers, backends=backends)
+
+
+def own_backend_pids():
+    """The pids of this process's backend processes, as its host knows them
+    (a backend's process name depends on how the kernel names a process
+    started with execveat, so it is not matched here)."""
+    from . import backends
+    return [b.pid for b in backends.list() if b.pid]
 
 
 def cv_cpu_per_frame(side, log):
     """`side` (returning (frames, seconds)), also appending to `log` the
-    CPU milliseconds per frame it took in this process ("host") and in the
-    backend processes ("backend"). Only backends that ran before the call
-    count: the bench warms every side up first."""
+    CPU milliseconds per frame it took in this process ("host") and in this
+    process's backend processes ("backend"), and how many backend processes
+    were counted. Only backends that ran before the call count: the bench
+    warms every side up first."""
     def run():
-        backends = processes()["backends"]
-        host0, backend0 = time.process_time(), [cpu_seconds(p) for p in backends]
+        pids = own_backend_pids()
+        backend0 = [cpu_seconds(p) for p in pids]
+        host0 = time.process_time()  # after the backends' counters are read, so their reading is not ours
         n, seconds = side()
-        log.append(dict(host=1000 * (time.process_time() - host0) / n,
-                        backend=1000 * sum(cpu_seconds(p) - b for p, b in zip(backends, backend0)) / n))
+        host = time.process_time() - host0
+        backend = sum(cpu_seconds(p) - b for p, b in zip(pids, backend0))
+        log.append(dict(host=1000 * host / n, backend=1000 * backend / n, backends=len(pids)))
         return n, seconds
     return run
 
@@ -354,8 +369,11 @@ def run(args):
             # Medians over the timed rounds (each log's first call is the
             # untimed warm-up).
             cpu = {"codecvisor host": statistics.median(c["host"] for c in cv_cpu[1:]),
-                   "codecvisor backend": statistics.median(c["backend"] for c in cv_cpu[1:])}
+                   "codecvisor backend": statistics.median(c["backend"] for c in cv_cpu[1:]),
+                   "backend processes": min(c["backends"] for c in cv_cpu[1:])}
             if cpp_cpu:
+                # Its clocks stop before it frees its decoder and frame
+                # memory; ours include d.close() and dropping the batch.
                 cpu["C++ in-process"] = statistics.median(cpp_cpu[1:])
             cpu_ms[figure] = cpu
         if args.all_frames_only:
@@ -428,7 +446,7 @@ def print_cpu(cpu_ms_per_frame):
     binding, the frame checks, the conversion of native frames), its
     backend processes (demuxing, decoding, copying frames into shared
     memory), and the C++ in-process decoder's every thread."""
-    print("CPU ms per frame, median over rounds: host + backend = codecvisor's; C++ in-process")
+    print("CPU ms per frame, medians over rounds: host + backend (the sum of the two medians); C++ in-process")
     for figure, cpu in cpu_ms_per_frame.items():
         ours = cpu["codecvisor host"] + cpu["codecvisor backend"]
         line = (f"  {figure:<40} {cpu['codecvisor host']:.3f} + {cpu['codecvisor backend']:.3f} = {ours:.3f}")

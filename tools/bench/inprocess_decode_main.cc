@@ -8,8 +8,9 @@
 // buffer warm: the decoder's own cost, with no memory to fill. It prints
 // one JSON object: {"frames": N, "seconds": S, "cpu_seconds": U,
 // "checksum": C}, where S covers opening the decoder, allocating the
-// buffers and decoding, not this process's start, and U is the CPU time of
-// every thread of this process over S. Before the clock starts it opens the decoder
+// buffers and decoding, not this process's start nor freeing the decoder
+// and buffers after, and U is the CPU time of every thread of this process
+// over S. Before the clock starts it opens the decoder
 // once, buffers included, and closes it (--no-warm-up: not), so that the
 // timed buffers are memory this process has had before, as a long-running
 // process's batches are after its first: on a VM the first use of fresh
