@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <utility>
 #include <variant>
 
 #include "absl/strings/str_cat.h"
@@ -54,9 +53,9 @@ std::optional<int64_t> FrameCheck::ExpectedIndex(uint64_t position) const {
   return std::nullopt;
 }
 
-void FrameCheck::ExpectFormat(ipc::OutputFormat asked, std::vector<std::string> native_formats) {
+void FrameCheck::ExpectFormat(ipc::OutputFormat asked, std::span<const std::string> native_formats) {
   asked_ = asked;
-  native_formats_ = std::move(native_formats);
+  native_formats_ = native_formats;
 }
 
 absl::Status FrameCheck::Next(const ipc::FrameRef& ref) {

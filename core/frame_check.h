@@ -14,8 +14,8 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
-#include <vector>
 
 #include "absl/status/status.h"
 #include "ipc/messages.h"
@@ -31,8 +31,9 @@ class FrameCheck {
   FrameCheck(const ipc::FrameRequest& request, int64_t frame_count, int64_t estimated_count = -1);
 
   // From now on frames must come as `asked`, or as native frames of one of
-  // `native_formats` (DecoderOptions); without this call any format passes.
-  void ExpectFormat(ipc::OutputFormat asked, std::vector<std::string> native_formats);
+  // `native_formats` (DecoderOptions), which must outlive this check;
+  // without this call any format passes.
+  void ExpectFormat(ipc::OutputFormat asked, std::span<const std::string> native_formats);
 
   // The next frame record of the answer. kDataLoss naming what is wrong if
   // it is not the frame the request asked for at this position, or not in
@@ -56,7 +57,7 @@ class FrameCheck {
   uint64_t received_ = 0;
   int64_t previous_index_ = -1;
   std::optional<ipc::OutputFormat> asked_;
-  std::vector<std::string> native_formats_;
+  std::span<const std::string> native_formats_;
 };
 
 }  // namespace codecvisor

@@ -3,6 +3,7 @@
 #include "core/frame_check.h"
 
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -130,7 +131,8 @@ TEST(FrameCheckTest, FramesComeInTheFormatAskedForOrANativeOneOffered) {
     return ref;
   };
   FrameCheck check(request, 4);
-  check.ExpectFormat(ipc::OutputFormat::kRgb24, {"yuv420p", "nv12"});
+  const std::vector<std::string> offered = {"yuv420p", "nv12"};  // outlives the check
+  check.ExpectFormat(ipc::OutputFormat::kRgb24, offered);
   EXPECT_TRUE(check.Next(frame(0, ipc::OutputFormat::kRgb24, "rgb24")).ok());
   EXPECT_TRUE(check.Next(frame(1, ipc::OutputFormat::kNative, "yuv420p")).ok());
   const absl::Status other = check.Next(frame(2, ipc::OutputFormat::kNative, "yuv444p"));

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstring>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/av_enums.h"
@@ -34,12 +35,34 @@ Plane PlaneOf(const AVPixFmtDescriptor* desc, const int steps[4], int plane, int
                AV_CEIL_RSHIFT(height, chroma ? desc->log2_chroma_h : 0), steps[plane]};
 }
 
+// Calls fn(std::integral_constant<int, S>{}) with S the sample size in
+// bytes when it is a common one, so that the loops below copy a sample with
+// a fixed-size move; S = 0 otherwise (the size is then read from the plane).
+template <typename Fn>
+void WithSampleSize(int step, Fn&& fn) {
+  switch (step) {
+    case 1:
+      return fn(std::integral_constant<int, 1>{});
+    case 2:
+      return fn(std::integral_constant<int, 2>{});
+    case 3:
+      return fn(std::integral_constant<int, 3>{});
+    case 4:
+      return fn(std::integral_constant<int, 4>{});
+    case 6:
+      return fn(std::integral_constant<int, 6>{});
+    case 8:
+      return fn(std::integral_constant<int, 8>{});
+    default:
+      return fn(std::integral_constant<int, 0>{});
+  }
+}
+
 // out(y, x) = in(x', y') as vf_transpose moves samples: clockwise reads the
 // input's rows bottom-up, counter-clockwise writes the output's bottom-up.
 // In square tiles, so that the input rows one output row reads down stay
 // in cache for the next output rows (a 1080p RGB24 frame walked a whole
-// column at a time misses the cache on nearly every sample). kStep is the
-// sample's size in bytes (0: `step`, for sizes not listed in TransposePlane).
+// column at a time misses the cache on nearly every sample).
 template <int kStep>
 void TransposeTiles(const uint8_t* src, int src_stride, uint8_t* dst, int dst_stride, const Plane& in,
                     bool clockwise) {
@@ -56,31 +79,10 @@ void TransposeTiles(const uint8_t* src, int src_stride, uint8_t* dst, int dst_st
         uint8_t* out = dst + ptrdiff_t{y} * dst_stride;
         for (int x = x0; x < x1; ++x) {
           const int src_y = clockwise ? in.height - 1 - x : x;
-          std::memcpy(out + ptrdiff_t{x} * ptrdiff_t(step), column + ptrdiff_t{src_y} * src_stride,
-                      kStep != 0 ? kStep : step);
+          std::memcpy(out + ptrdiff_t{x} * ptrdiff_t(step), column + ptrdiff_t{src_y} * src_stride, step);
         }
       }
     }
-  }
-}
-
-void TransposePlane(const uint8_t* src, int src_stride, uint8_t* dst, int dst_stride, const Plane& in,
-                    bool clockwise) {
-  switch (in.step) {
-    case 1:
-      return TransposeTiles<1>(src, src_stride, dst, dst_stride, in, clockwise);
-    case 2:
-      return TransposeTiles<2>(src, src_stride, dst, dst_stride, in, clockwise);
-    case 3:
-      return TransposeTiles<3>(src, src_stride, dst, dst_stride, in, clockwise);
-    case 4:
-      return TransposeTiles<4>(src, src_stride, dst, dst_stride, in, clockwise);
-    case 6:
-      return TransposeTiles<6>(src, src_stride, dst, dst_stride, in, clockwise);
-    case 8:
-      return TransposeTiles<8>(src, src_stride, dst, dst_stride, in, clockwise);
-    default:
-      return TransposeTiles<0>(src, src_stride, dst, dst_stride, in, clockwise);
   }
 }
 
@@ -92,28 +94,8 @@ void HalfTurnRows(const uint8_t* src, int src_stride, uint8_t* dst, int dst_stri
     const uint8_t* row = src + ptrdiff_t{in.height - 1 - y} * src_stride;
     uint8_t* out = dst + ptrdiff_t{y} * dst_stride;
     for (int x = 0; x < in.width; ++x) {
-      std::memcpy(out + ptrdiff_t{x} * ptrdiff_t(step), row + ptrdiff_t{in.width - 1 - x} * ptrdiff_t(step),
-                  kStep != 0 ? kStep : step);
+      std::memcpy(out + ptrdiff_t{x} * ptrdiff_t(step), row + ptrdiff_t{in.width - 1 - x} * ptrdiff_t(step), step);
     }
-  }
-}
-
-void HalfTurnPlane(const uint8_t* src, int src_stride, uint8_t* dst, int dst_stride, const Plane& in) {
-  switch (in.step) {
-    case 1:
-      return HalfTurnRows<1>(src, src_stride, dst, dst_stride, in);
-    case 2:
-      return HalfTurnRows<2>(src, src_stride, dst, dst_stride, in);
-    case 3:
-      return HalfTurnRows<3>(src, src_stride, dst, dst_stride, in);
-    case 4:
-      return HalfTurnRows<4>(src, src_stride, dst, dst_stride, in);
-    case 6:
-      return HalfTurnRows<6>(src, src_stride, dst, dst_stride, in);
-    case 8:
-      return HalfTurnRows<8>(src, src_stride, dst, dst_stride, in);
-    default:
-      return HalfTurnRows<0>(src, src_stride, dst, dst_stride, in);
   }
 }
 
@@ -176,12 +158,15 @@ absl::Status FrameRotator::RotateInto(const AVFrame* frame, uint8_t* const data[
   av_image_fill_max_pixsteps(steps, nullptr, desc);
   for (int p = 0; p < av_pix_fmt_count_planes(*format); ++p) {
     const Plane in = PlaneOf(desc, steps, p, frame->width, frame->height);
-    if (SwapsSides(rotation_)) {
-      TransposePlane(frame->data[p], frame->linesize[p], data[p], linesize[p], in,
-                     rotation_ == Rotation::kClockwise);
-    } else {
-      HalfTurnPlane(frame->data[p], frame->linesize[p], data[p], linesize[p], in);
-    }
+    WithSampleSize(in.step, [&](auto size) {
+      constexpr int kStep = decltype(size)::value;
+      if (SwapsSides(rotation_)) {
+        TransposeTiles<kStep>(frame->data[p], frame->linesize[p], data[p], linesize[p], in,
+                              rotation_ == Rotation::kClockwise);
+      } else {
+        HalfTurnRows<kStep>(frame->data[p], frame->linesize[p], data[p], linesize[p], in);
+      }
+    });
   }
   return absl::OkStatus();
 }

@@ -129,8 +129,8 @@ def _sampling(report, rounds, label, path):
     per_clip, per_clip_decoder = _per_clip_side(path)
     figure = f"clips_at_random_indices {CLIPS}x{FRAMES} {label}"
     cpu = {"clips_at_random_indices": [], "per-clip get_frames_at": []}
-    for result in bench.side_by_side(figure, rounds, "clips/s", _with_cpu(sampler, cpu["clips_at_random_indices"]),
-                                     **{"per-clip get_frames_at": _with_cpu(per_clip, cpu["per-clip get_frames_at"]),
+    for result in bench.side_by_side(figure, rounds, "clips/s", bench.with_cpu(sampler, cpu["clips_at_random_indices"]),
+                                     **{"per-clip get_frames_at": bench.with_cpu(per_clip, cpu["per-clip get_frames_at"]),
                                         "PyAV seeking": _pyav_side(path, per_clip_decoder)}):
         _add(report, result)
     _add_cpu(report, f"{figure}, one call", cpu)
@@ -139,19 +139,6 @@ def _sampling(report, rounds, label, path):
 
 
 # --- CPU per kind of process ----------------------------------------------------
-
-def _with_cpu(side, log):
-    """`side`, also appending to `log` the CPU seconds each call took per
-    kind of process."""
-    def run():
-        processes = bench.processes()
-        before = {kind: [bench.cpu_seconds(p) for p in pids] for kind, pids in processes.items()}
-        result = side()
-        log.append({kind: sum(bench.cpu_seconds(p) - b for p, b in zip(pids, before[kind]))
-                    for kind, pids in processes.items()})
-        return result
-    return run
-
 
 def _add_cpu(report, figure, cpu):
     """Records the median CPU seconds per kind of process of each side in `cpu` ({side: log})."""
@@ -188,8 +175,8 @@ def _epoch_side(clips, workers):
 def _epochs(report, rounds, clips):
     figure = f"DataLoader epoch over {len(clips)} short clips, 2 workers"
     cpu = {"2 workers": [], "0 workers": []}
-    for result in bench.side_by_side(figure, rounds, "samples/s", _with_cpu(_epoch_side(clips, 2), cpu["2 workers"]),
-                                     **{"0 workers": _with_cpu(_epoch_side(clips, 0), cpu["0 workers"])}):
+    for result in bench.side_by_side(figure, rounds, "samples/s", bench.with_cpu(_epoch_side(clips, 2), cpu["2 workers"]),
+                                     **{"0 workers": bench.with_cpu(_epoch_side(clips, 0), cpu["0 workers"])}):
         _add(report, result)
     _add_cpu(report, "DataLoader epoch", cpu)
 

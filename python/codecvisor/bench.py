@@ -139,35 +139,27 @@ def processes():
             continue
         parent_of[int(entry)] = int(stat.rsplit(")", 1)[1].split()[1])
     main = os.getpid()
-    own = set(own_backend_pids())
+    from .backends import list as list_backends
+    own = {b.pid for b in list_backends() if b.pid}
     workers = [p for p, parent in parent_of.items() if parent == main and p not in own]
     backends = sorted(own) + [p for p, parent in parent_of.items() if parent in workers]
     return dict(main=[main], workers=workers, backends=backends)
 
 
-def own_backend_pids():
-    """The pids of this process's backend processes, as its host knows them
-    (a backend's process name depends on how the kernel names a process
-    started with execveat, so it is not matched here)."""
-    from . import backends
-    return [b.pid for b in backends.list() if b.pid]
-
-
-def cv_cpu_per_frame(side, log):
-    """`side` (returning (frames, seconds)), also appending to `log` the
-    CPU milliseconds per frame it took in this process ("host") and in this
-    process's backend processes ("backend"), and how many backend processes
-    were counted. Only backends that ran before the call count: the bench
-    warms every side up first."""
+def with_cpu(side, log):
+    """`side`, also appending to `log` the CPU seconds each call took per
+    kind of process (processes()): this one's from its own clock (all its
+    threads, finer than /proc's ticks), started after the others' counters
+    are read so that reading them is not counted as its work."""
     def run():
-        pids = own_backend_pids()
-        backend0 = [cpu_seconds(p) for p in pids]
-        host0 = time.process_time()  # after the backends' counters are read, so their reading is not ours
-        n, seconds = side()
-        host = time.process_time() - host0
-        backend = sum(cpu_seconds(p) - b for p, b in zip(pids, backend0))
-        log.append(dict(host=1000 * host / n, backend=1000 * backend / n, backends=len(pids)))
-        return n, seconds
+        pids = processes()
+        before = {kind: [cpu_seconds(p) for p in pids[kind]] for kind in ("workers", "backends")}
+        main0 = time.process_time()
+        result = side()
+        main = time.process_time() - main0
+        log.append(dict(main=main, **{kind: sum(cpu_seconds(p) - b for p, b in zip(pids[kind], before[kind]))
+                                      for kind in before}))
+        return result
     return run
 
 
@@ -364,13 +356,14 @@ def run(args):
                 baselines["C++ in-process"] = lambda: cpp_all_frames(inprocess, clip, frames, threads, cpp_cpu)
             figure = f"all frames {label}, threads={threads}"
             results += side_by_side(figure, args.rounds, "frames/s",
-                                    cv_cpu_per_frame(lambda: timed(cv_all_frames, clip, threads), cv_cpu),
-                                    **baselines)
-            # Medians over the timed rounds (each log's first call is the
-            # untimed warm-up).
-            cpu = {"codecvisor host": statistics.median(c["host"] for c in cv_cpu[1:]),
-                   "codecvisor backend": statistics.median(c["backend"] for c in cv_cpu[1:]),
-                   "backend processes": min(c["backends"] for c in cv_cpu[1:])}
+                                    with_cpu(lambda: timed(cv_all_frames, clip, threads), cv_cpu), **baselines)
+            # Milliseconds per frame, medians over the timed rounds (each
+            # log's first call is the untimed warm-up). Only backends that
+            # ran before a call count: the warm-up started them.
+            def per_frame(kind):
+                return 1000 * statistics.median(c[kind] for c in cv_cpu[1:]) / frames
+            cpu = {"codecvisor host": per_frame("main"), "codecvisor backend": per_frame("backends"),
+                   "backend processes": len(processes()["backends"])}
             if cpp_cpu:
                 # Its clocks stop before it frees its decoder and frame
                 # memory; ours include d.close() and dropping the batch.
