@@ -4,6 +4,10 @@
 
 #include <cstddef>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
@@ -89,17 +93,81 @@ void SetCliColorDetails(SwsContext* scaler, int colorspace, int color_range) {
                            contrast, saturation);
 }
 
-void SplitRgb24(const uint8_t* rgb, int stride, uint32_t width, uint32_t height, uint8_t* r,
-                uint8_t* g, uint8_t* b) {
+namespace {
+
+void SplitRows(const uint8_t* rgb, int stride, uint32_t width, uint32_t x0, uint32_t height,
+               uint8_t* r, uint8_t* g, uint8_t* b) {
   for (uint32_t y = 0; y < height; ++y) {
     const uint8_t* row = rgb + ptrdiff_t{stride} * y;
     const size_t first = size_t{width} * y;
-    for (uint32_t x = 0; x < width; ++x) {
+    for (uint32_t x = x0; x < width; ++x) {
       r[first + x] = row[3 * x];
       g[first + x] = row[3 * x + 1];
       b[first + x] = row[3 * x + 2];
     }
   }
+}
+
+#if defined(__x86_64__)
+// 16 pixels at a time: three 16-byte loads hold R, G and B of 16 pixels;
+// each output plane's 16 bytes gather from the three loads with one pshufb
+// apiece (sample 3 * i + channel, from the load it falls in, or zero).
+struct ShuffleMasks {
+  alignas(16) int8_t mask[3][3][16];  // [channel][load][output byte]
+};
+constexpr ShuffleMasks MakeShuffleMasks() {
+  ShuffleMasks m{};
+  for (int channel = 0; channel < 3; ++channel) {
+    for (int load = 0; load < 3; ++load) {
+      for (int i = 0; i < 16; ++i) {
+        const int at = 3 * i + channel - 16 * load;
+        m.mask[channel][load][i] = at >= 0 && at < 16 ? static_cast<int8_t>(at) : int8_t{-128};
+      }
+    }
+  }
+  return m;
+}
+constexpr ShuffleMasks kShuffle = MakeShuffleMasks();
+
+__attribute__((target("ssse3"))) void SplitRowsSsse3(const uint8_t* rgb, int stride, uint32_t width,
+                                                      uint32_t height, uint8_t* r, uint8_t* g, uint8_t* b) {
+  __m128i masks[3][3];
+  for (int c = 0; c < 3; ++c) {
+    for (int l = 0; l < 3; ++l) {
+      masks[c][l] = _mm_load_si128(reinterpret_cast<const __m128i*>(kShuffle.mask[c][l]));
+    }
+  }
+  uint8_t* const planes[3] = {r, g, b};
+  const uint32_t whole = width / 16 * 16;
+  for (uint32_t y = 0; y < height; ++y) {
+    const uint8_t* row = rgb + ptrdiff_t{stride} * y;
+    const size_t first = size_t{width} * y;
+    for (uint32_t x = 0; x < whole; x += 16) {
+      const uint8_t* in = row + size_t{3} * x;
+      const __m128i v0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in));
+      const __m128i v1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + 16));
+      const __m128i v2 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + 32));
+      for (int c = 0; c < 3; ++c) {
+        const __m128i out = _mm_or_si128(
+            _mm_or_si128(_mm_shuffle_epi8(v0, masks[c][0]), _mm_shuffle_epi8(v1, masks[c][1])),
+            _mm_shuffle_epi8(v2, masks[c][2]));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(planes[c] + first + x), out);
+      }
+    }
+  }
+  if (whole != width) SplitRows(rgb, stride, width, whole, height, r, g, b);
+}
+#endif
+
+}  // namespace
+
+void SplitRgb24(const uint8_t* rgb, int stride, uint32_t width, uint32_t height, uint8_t* r,
+                uint8_t* g, uint8_t* b) {
+#if defined(__x86_64__)
+  static const bool ssse3 = __builtin_cpu_supports("ssse3");
+  if (ssse3) return SplitRowsSsse3(rgb, stride, width, height, r, g, b);
+#endif
+  SplitRows(rgb, stride, width, 0, height, r, g, b);
 }
 
 }  // namespace codecvisor::media

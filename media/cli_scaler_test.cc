@@ -1,6 +1,7 @@
 #include "media/cli_scaler.h"
 
 #include <cstdint>
+#include <random>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -77,6 +78,38 @@ TEST(CliScalerTest, SplitRgb24TransposesRowsWithPadding) {
   EXPECT_EQ(r, (std::vector<uint8_t>{1, 4, 7, 10, 13, 16}));
   EXPECT_EQ(g, (std::vector<uint8_t>{2, 5, 8, 11, 14, 17}));
   EXPECT_EQ(b, (std::vector<uint8_t>{3, 6, 9, 12, 15, 18}));
+}
+
+TEST(CliScalerTest, SplitRgb24MatchesOneSampleAtATimeAcrossBlockEdges) {
+  // Widths on both sides of the 16-pixel blocks a vector path may take,
+  // rows padded with bytes that must not reach a plane, and planes guarded
+  // on both sides.
+  std::mt19937 random(19);
+  for (uint32_t width : {1u, 2u, 15u, 16u, 17u, 31u, 32u, 33u, 47u, 64u, 100u}) {
+    for (int pad : {0, 5, 48}) {
+      const uint32_t height = 3;
+      const int stride = static_cast<int>(width) * 3 + pad;
+      std::vector<uint8_t> rgb(size_t(stride) * height);
+      for (uint8_t& v : rgb) v = static_cast<uint8_t>(random());
+      constexpr size_t kGuard = 32;
+      const size_t plane = size_t{width} * height;
+      std::vector<uint8_t> out(kGuard + 3 * plane + kGuard, 0xA5);
+      uint8_t* r = out.data() + kGuard;
+      SplitRgb24(rgb.data(), stride, width, height, r, r + plane, r + 2 * plane);
+      for (uint32_t y = 0; y < height; ++y) {
+        for (uint32_t x = 0; x < width; ++x) {
+          for (int c = 0; c < 3; ++c) {
+            ASSERT_EQ(r[c * plane + y * width + x], rgb[size_t(y) * stride + 3 * x + c])
+                << "width " << width << " pad " << pad << " x " << x << " y " << y << " channel " << c;
+          }
+        }
+      }
+      for (size_t i = 0; i < kGuard; ++i) {
+        ASSERT_EQ(out[i], 0xA5) << "wrote before the R plane, width " << width;
+        ASSERT_EQ(out[kGuard + 3 * plane + i], 0xA5) << "wrote past the B plane, width " << width;
+      }
+    }
+  }
 }
 
 }  // namespace
