@@ -5,6 +5,7 @@ supervised backend processes. Switch by changing the import::
 """
 
 import dataclasses
+import math
 import numbers
 import os
 from typing import List, Optional, Sequence, Union
@@ -62,9 +63,21 @@ class VideoStreamMetadata:
 
     @property
     def num_frames(self) -> Optional[int]:
+        """From the scan if there was one, else the header's; else, as
+        torchcodec does, estimated from the header's duration and frame rate
+        (WebM, Matroska and MPEG-TS headers carry no count). The estimate is
+        rounded half away from zero, as the cpu backend's approximate mode
+        counts the frames it serves (torchcodec truncates)."""
         if self.num_frames_from_content is not None:
             return self.num_frames_from_content
-        return self.num_frames_from_header
+        if self.num_frames_from_header is not None:
+            return self.num_frames_from_header
+        fps, duration = self.average_fps_from_header, self.duration_seconds_from_header
+        if fps is None or duration is None or not math.isfinite(fps * duration):
+            return None
+        frames = fps * duration
+        whole = math.floor(frames)
+        return whole + (1 if frames - whole >= 0.5 else 0)
 
     @property
     def average_fps(self) -> Optional[float]:
@@ -217,8 +230,8 @@ class VideoDecoder:
 
     def __len__(self) -> int:
         if self._num_frames is None:
-            raise TypeError(f"{self._label}: the number of frames is unknown (the header has none; "
-                            "use seek_mode='exact')")
+            raise TypeError(f"{self._label}: the number of frames is unknown (the header has no count, "
+                            "and no duration and frame rate to estimate one from; use seek_mode='exact')")
         return self._num_frames
 
     def __getitem__(self, key):

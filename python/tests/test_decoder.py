@@ -1,6 +1,7 @@
 """codecvisor.decoders.VideoDecoder against torchcodec's documented behaviour,
 with every frame compared byte for byte with the ffmpeg CLI."""
 
+import dataclasses
 import io
 import pathlib
 import pickle
@@ -12,9 +13,9 @@ import pytest
 import torch
 
 import codecvisor
-from codecvisor.decoders import VideoDecoder
+from codecvisor.decoders import VideoDecoder, VideoStreamMetadata
 
-from conftest import FFMPEG, FPS, HEIGHT, WIDTH, make_video
+from conftest import FFMPEG, FPS, HEIGHT, SECONDS, WIDTH, make_video
 
 
 def hwc(tensor):
@@ -37,6 +38,45 @@ def test_approximate_mode_takes_the_header(video):
     m = VideoDecoder(video, seek_mode="approximate").metadata
     assert m.num_frames_from_content is None and m.begin_stream_seconds_from_content is None
     assert m.num_frames == 50 and m.duration_seconds_from_header == pytest.approx(2.0)
+
+
+@pytest.fixture(scope="module")
+def matroska(tmp_path_factory):
+    """The 50 frames of the session's clip in Matroska, whose header has a
+    duration and a frame rate but no frame count."""
+    return make_video(tmp_path_factory.mktemp("mkv") / "clip.mkv",
+                      ["-f", "lavfi", "-i", f"testsrc=size={WIDTH}x{HEIGHT}:rate={FPS}", "-t", str(SECONDS),
+                       "-c:v", "libx264", "-g", "10", "-pix_fmt", "yuv420p"])
+
+
+def test_approximate_mode_estimates_a_count_the_header_lacks(matroska):
+    # As torchcodec: duration x frame rate; and the estimate is a count the
+    # backend serves, every frame of it the exact mode's.
+    d = VideoDecoder(matroska, seek_mode="approximate", dimension_order="NHWC")
+    m = d.metadata
+    assert m.num_frames_from_header is None and m.num_frames_from_content is None
+    assert m.duration_seconds_from_header == pytest.approx(2.0) and m.average_fps_from_header == pytest.approx(FPS)
+    assert m.num_frames == 50 and len(d) == 50 and "num_frames: 50" in repr(m)
+    exact = VideoDecoder(matroska, dimension_order="NHWC")
+    np.testing.assert_array_equal(d.get_frames_in_range(0, len(d)).data.numpy(),
+                                  exact.get_frames_in_range(0, 50).data.numpy())
+    np.testing.assert_array_equal(d[-1].numpy(), exact[49].numpy())
+    with pytest.raises(IndexError):
+        d[50]
+
+
+def test_num_frames_estimate_rounds_half_away_from_zero():
+    def metadata(**header):
+        fields = {f.name: None for f in dataclasses.fields(VideoStreamMetadata)}
+        fields.update(stream_index=0, **header)
+        return VideoStreamMetadata(**fields)
+    # 2.5 frames: 3, as C's round (Python's round() would give 2).
+    assert metadata(average_fps_from_header=2.0, duration_seconds_from_header=1.25).num_frames == 3
+    assert metadata(average_fps_from_header=25.0, duration_seconds_from_header=2.0).num_frames == 50
+    assert metadata(average_fps_from_header=30.0, duration_seconds_from_header=0.01).num_frames == 0  # 0.3
+    assert metadata(average_fps_from_header=25.0, duration_seconds_from_header=None).num_frames is None
+    assert metadata(num_frames_from_header=7, average_fps_from_header=25.0,
+                    duration_seconds_from_header=2.0).num_frames == 7
 
 
 def test_every_frame_is_ffmpegs(video, reference):
