@@ -3,6 +3,7 @@
 #include "backends/cpu/frame_cursor.h"
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
 #include <string>
 
@@ -106,8 +107,7 @@ absl::StatusOr<bool> FrameCursor::NextFrame() {
     pending_packet_ = false;
     last_read_ts_ = std::max(packet_->pts, packet_->dts);
     if (index_ != nullptr) {
-      int64_t ts = packet_->pts != AV_NOPTS_VALUE ? packet_->pts : packet_->dts;
-      int64_t i = ts == AV_NOPTS_VALUE ? -1 : index_->Find(ts);
+      int64_t i = index_->FindPacket(packet_->pts, packet_->dts);
       if (i >= 0) last_read_order_ = (*index_)[i].decode_order;
     }
     ret = decoder_->Send(packet_.get());
@@ -164,8 +164,7 @@ absl::Status FrameCursor::SeekTo(int64_t timestamp) {
 bool FrameCursor::LandedAtOrBefore(int64_t limit) {
   if (!demuxer_->ReadPacket(packet_.get())) return false;
   pending_packet_ = true;
-  int64_t ts = packet_->pts != AV_NOPTS_VALUE ? packet_->pts : packet_->dts;
-  int64_t i = ts == AV_NOPTS_VALUE ? -1 : index_->Find(ts);
+  int64_t i = index_->FindPacket(packet_->pts, packet_->dts);
   return i < 0 || (*index_)[i].decode_order <= limit;
 }
 
@@ -173,6 +172,10 @@ std::vector<int64_t> FrameCursor::SeekTimestamps(int64_t index) const {
   std::vector<int64_t> out;
   for (int64_t start : index_->StartPoints(index, kStartPointsTried)) {
     const FrameEntry& key = (*index_)[start];
+    // The stream's first packet: its earliest timestamp reaches it in any
+    // container (MPEG program streams seek by dts, so the key frame's pts
+    // lands on the packet after it).
+    if (key.decode_order == 0) break;
     out.push_back(key.pts);
     if (key.dts != AV_NOPTS_VALUE && key.dts < key.pts) out.push_back(key.dts);
   }
@@ -307,18 +310,31 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeApproximate(int64_t index, int
   }
   const int64_t backoff =
       static_cast<int64_t>(kApproximateBackoffSeconds / av_q2d(stream->time_base));
-  const int64_t seeks[] = {target_pts, std::max(start, SaturatingSub(target_pts, backoff)), start};
-  for (int attempt = forward ? -1 : 0; attempt < 3; ++attempt) {
+  // The target, further back, the stream's start, and before it: a
+  // container that seeks by dts (MPEG program streams) can land past the
+  // first key frame when asked for the first pts.
+  const int64_t seeks[] = {target_pts, std::max(start, SaturatingSub(target_pts, backoff)), start,
+                           SaturatingSub(start, backoff)};
+  constexpr int kAttempts = static_cast<int>(std::size(seeks));
+  for (int attempt = forward ? -1 : 0; attempt < kAttempts; ++attempt) {
     if (attempt >= 0) {
       if (attempt > 0 && seeks[attempt] == seeks[attempt - 1]) continue;
-      if (absl::Status s = SeekTo(seeks[attempt]); !s.ok()) return s;
+      if (absl::Status s = SeekTo(seeks[attempt]); !s.ok()) {
+        // A demuxer may refuse a time before the start; the others failed.
+        if (attempt == kAttempts - 1) break;
+        return s;
+      }
     }
+    // A seek that lands after the target, or after the stream's last key
+    // frame (no frame at all), retries from further back.
+    const bool can_retry = attempt >= 0 && attempt < kAttempts - 1;
     bool first = true;
     int64_t previous_end = kUnknown;
     for (;;) {
       absl::StatusOr<bool> got = NextFrame();
       if (!got.ok()) return got.status();
       if (!*got) {
+        if (first && can_retry) break;
         return absl::OutOfRangeError(absl::StrCat(
             "frame ", index, " (about pts ", target_pts,
             ") is past the end: the stream ended before it (the header's frame count or rate "
@@ -329,9 +345,7 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeApproximate(int64_t index, int
         previous_end = SaturatingAdd(last_ts_, std::max<int64_t>(frame_->pkt_duration, 1));
         continue;
       }
-      // A seek that lands after the target retries from further back.
-      if (first && attempt >= 0 && attempt < 2 && last_ts_ > SaturatingAdd(target_pts, tolerance))
-        break;
+      if (first && can_retry && last_ts_ > SaturatingAdd(target_pts, tolerance)) break;
       if (LostBefore(target_pts, tolerance, previous_end)) {
         return LostFrameError(index, target_pts);
       }

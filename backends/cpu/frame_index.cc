@@ -3,17 +3,77 @@
 #include "backends/cpu/frame_index.h"
 
 #include <algorithm>
+#include <cstddef>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/av_util.h"
 
 namespace codecvisor::cpu {
 
+namespace {
+
+// Delays tried: the smallest known pts less each of the first sorted dts.
+// Reordering delays a frame by a few frame times, so the right one is among
+// the first few (one more than the packets without a pts before it).
+constexpr size_t kDelaysTried = 64;
+
+}  // namespace
+
+bool InferMissingPts(std::vector<FrameEntry>& frames, const std::vector<size_t>& missing) {
+  if (missing.empty()) return true;
+  std::vector<int64_t> dts;
+  std::vector<int64_t> known;
+  dts.reserve(frames.size());
+  known.reserve(frames.size() - std::min(missing.size(), frames.size()));
+  size_t next_missing = 0;
+  for (size_t i = 0; i < frames.size(); ++i) {
+    if (frames[i].dts == AV_NOPTS_VALUE) return false;
+    dts.push_back(frames[i].dts);
+    if (next_missing < missing.size() && missing[next_missing] == i) {
+      ++next_missing;
+    } else {
+      known.push_back(frames[i].pts);
+    }
+  }
+  if (next_missing != missing.size() || known.empty()) return false;
+  std::sort(dts.begin(), dts.end());
+  std::sort(known.begin(), known.end());
+  // The smallest delay that fits: the decoder holds a frame back no longer
+  // than it must.
+  std::vector<int64_t> free_slots;
+  for (size_t j = std::min(dts.size(), kDelaysTried); j-- > 0;) {
+    const int64_t delay = SaturatingSub(known.front(), dts[j]);
+    if (delay < 0) continue;
+    free_slots.clear();
+    size_t k = 0;  // the next known pts to place
+    for (int64_t d : dts) {
+      const int64_t slot = SaturatingAdd(d, delay);
+      if (k < known.size() && known[k] == slot) {
+        ++k;
+      } else {
+        free_slots.push_back(slot);
+      }
+    }
+    if (k != known.size() || free_slots.size() != missing.size()) continue;
+    // No frame is shown before it is decoded.
+    bool decoded_first = true;
+    for (size_t m = 0; m < missing.size() && decoded_first; ++m) {
+      decoded_first = free_slots[m] >= frames[missing[m]].dts;
+    }
+    if (!decoded_first) continue;
+    for (size_t m = 0; m < missing.size(); ++m) frames[missing[m]].pts = free_slots[m];
+    return true;
+  }
+  return false;
+}
+
 absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_duration) {
   FrameIndex index;
   PacketPtr packet = MakePacket();
   int64_t order = 0;
   bool last_corrupt = false;
+  std::vector<size_t> missing_pts;  // decode positions of packets with a dts but no pts
   while (demuxer.ReadPacket(packet.get())) {
     if ((packet->flags & AV_PKT_FLAG_DISCARD) != 0) continue;
     last_corrupt = (packet->flags & AV_PKT_FLAG_CORRUPT) != 0;
@@ -24,6 +84,9 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
     }
     FrameEntry entry;
     entry.pts = packet->pts != AV_NOPTS_VALUE ? packet->pts : packet->dts;
+    if (packet->pts == AV_NOPTS_VALUE && packet->dts != AV_NOPTS_VALUE) {
+      missing_pts.push_back(index.frames_.size());
+    }
     if (entry.pts == AV_NOPTS_VALUE) {
       // No timestamp at all: continue the previous frame's timeline.
       entry.pts = index.frames_.empty() ? 0
@@ -40,7 +103,17 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
   // (AV_PKT_FLAG_CORRUPT): its frame does not decode, so it is not counted.
   // Such packets earlier in the file are kept: damaged data often still
   // decodes (concealed), as the CLI shows.
-  if (last_corrupt && !index.frames_.empty()) index.frames_.pop_back();
+  if (last_corrupt && !index.frames_.empty()) {
+    index.frames_.pop_back();
+    if (!missing_pts.empty() && missing_pts.back() == index.frames_.size()) missing_pts.pop_back();
+  }
+  // Left at their dts when the times do not fit the model.
+  if (!missing_pts.empty() && InferMissingPts(index.frames_, missing_pts)) {
+    for (size_t m : missing_pts) {
+      index.inferred_by_dts_.emplace_back(index.frames_[m].dts, index.frames_[m].decode_order);
+    }
+    std::sort(index.inferred_by_dts_.begin(), index.inferred_by_dts_.end());
+  }
   if (index.frames_.empty()) {
     return absl::DataLossError(absl::StrCat(
         "stream ", demuxer.stream_index(), " has no packets",
@@ -76,6 +149,14 @@ int64_t FrameIndex::Find(int64_t pts) const {
   auto it = std::lower_bound(frames_.begin(), frames_.end(), pts,
                              [](const FrameEntry& f, int64_t value) { return f.pts < value; });
   return it != frames_.end() && it->pts == pts ? it - frames_.begin() : -1;
+}
+
+int64_t FrameIndex::FindPacket(int64_t pts, int64_t dts) const {
+  if (pts != AV_NOPTS_VALUE) return Find(pts);
+  if (dts == AV_NOPTS_VALUE) return -1;
+  if (inferred_by_dts_.empty()) return Find(dts);
+  auto it = std::lower_bound(inferred_by_dts_.begin(), inferred_by_dts_.end(), std::make_pair(dts, int64_t{-1}));
+  return it != inferred_by_dts_.end() && it->first == dts ? index_of_order_[it->second] : -1;
 }
 
 int64_t FrameIndex::FindAtOrBefore(int64_t pts) const { return FindAfter(pts) - 1; }

@@ -12,6 +12,7 @@
 #define CODECVISOR_BACKENDS_CPU_FRAME_INDEX_H_
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -20,12 +21,24 @@
 namespace codecvisor::cpu {
 
 struct FrameEntry {
-  int64_t pts;           // the packet's pts, else its dts (stream time base)
+  int64_t pts;           // the packet's pts, else inferred (InferMissingPts), else its dts
   int64_t dts;           // AV_NOPTS_VALUE if the container gives none
   int64_t duration;      // > 0: the packet's, else the gap to the next pts
   int64_t decode_order;  // position among the stream's packets, from 0
   bool key;
 };
+
+// Presentation times for packets that have a dts but no pts (MPEG program
+// streams carry a PTS on only some PES packets): the times the decoder
+// then reports for their frames. Sorted, presentation times are the decode
+// times shifted by the stream's reorder delay, pts[k] = dts[k] + delay; the
+// slots no known pts takes go, in ascending order, to the packets at
+// `missing` (positions in `frames`, which is in decode order, ascending).
+// The smallest delay is taken that puts every known pts on its own slot,
+// leaves one slot for each missing one, and shows no frame before its dts.
+// True when they were filled; false, changing nothing, if no delay does or
+// a dts is unknown.
+bool InferMissingPts(std::vector<FrameEntry>& frames, const std::vector<size_t>& missing);
 
 class FrameIndex {
  public:
@@ -46,6 +59,10 @@ class FrameIndex {
 
   // The index of the frame whose pts is `pts`, or -1.
   int64_t Find(int64_t pts) const;
+  // The index of the frame of a packet read with `pts` and `dts`: by its
+  // pts; a packet without one by its dts (its pts in the table was inferred
+  // from it, or is it). -1 if none.
+  int64_t FindPacket(int64_t pts, int64_t dts) const;
   // The index of the last frame whose pts is <= `pts`, or -1.
   int64_t FindAtOrBefore(int64_t pts) const;
   // The first index whose pts is > `pts`, or size().
@@ -65,6 +82,9 @@ class FrameIndex {
   std::vector<FrameEntry> frames_;       // by pts
   std::vector<int64_t> index_of_order_;  // decode order -> frame index
   std::vector<int64_t> key_orders_;      // decode orders of key frames, ascending
+  // (dts, decode order) of the frames whose pts InferMissingPts filled in,
+  // by dts; empty when it filled none.
+  std::vector<std::pair<int64_t, int64_t>> inferred_by_dts_;
   int64_t earliest_timestamp_ = 0;
 };
 

@@ -25,7 +25,8 @@ namespace {
 
 // Small, fast to encode, and each exercising something: B-frames (H.264
 // pyramid, HEVC open GOPs, MPEG-4), an odd size (VP9 97x61), libdav1d (AV1),
-// a non-zero start time, a variable frame rate, a second video stream.
+// a non-zero start time, a variable frame rate, a second video stream,
+// packets without a pts.
 const TestVideo kVideos[] = {
     {"h264.mp4",
      "-f lavfi -i testsrc2=size=160x96:rate=25 -frames:v 120 -c:v libx264 -preset veryfast "
@@ -71,6 +72,13 @@ const TestVideo kVideos[] = {
      "-f lavfi -i sine=frequency=440:sample_rate=8000 -map 0:v -map 1:v -map 2:a -t 2 "
      "-c:v:0 libx264 -preset veryfast -bf 2 -c:v:1 mpeg4 -c:a aac -pix_fmt yuv420p",
      1, true},
+    // An MPEG program stream, whose muxer puts a PTS on only some packets:
+    // frames of reference pictures without one come out in the middle of
+    // the B-frames' timeline.
+    {"mpeg2_program_stream.mpg",
+     "-f lavfi -i testsrc2=size=128x96:rate=25 -frames:v 50 -c:v mpeg2video -bf 2 -g 12 "
+     "-pix_fmt yuv420p -f mpeg",
+     0, true},
     // Display matrices, copied into MP4 by the mov muxer's "rotate" tag.
     // ffprobe's rotation 90, -90 and -180 make the CLI insert
     // transpose=cclock, transpose=clock, and hflip+vflip: B-frames, an odd
@@ -178,7 +186,7 @@ std::vector<int64_t> ProbeFramePts(const std::string& path, int stream) {
   std::vector<int64_t> pts;
   for (const auto& row :
        ProbeRows(absl::StrCat("/usr/bin/ffprobe -v error -select_streams ", stream,
-                              " -show_entries frame=pts -of csv=p=0 '", path, "'"))) {
+                              " -show_entries frame=best_effort_timestamp -of csv=p=0 '", path, "'"))) {
     if (!row.empty()) pts.push_back(ToInt(row[0]));
   }
   return pts;

@@ -63,8 +63,9 @@ std::string CliFrame(const std::string& path, int stream, int64_t n, const std::
 // (-fps_mode passthrough: no frame repeated or dropped).
 std::string CliAllFrames(const std::string& path, int stream, const std::string& filters);
 
-// Every frame's pts of stream `stream`, as ffprobe -show_frames reports it,
-// in output order; and every packet's (pts, duration), in file order.
+// Every frame's timestamp (best_effort_timestamp: its pts, or the decoder's guess
+// when its packet had none) of stream `stream`, as ffprobe -show_frames reports
+// it, in output order; and every packet's (pts, duration), in file order.
 std::vector<int64_t> ProbeFramePts(const std::string& path, int stream);
 struct ProbedPacket {
   int64_t pts;

@@ -1,0 +1,79 @@
+// File: backends/cpu/frame_index_test.cc
+//
+// InferMissingPts on decode-order tables; the whole scan against the ffmpeg
+// CLI is in cpu_backend_test.cc (the catalogue's MPEG program stream).
+
+#include "backends/cpu/frame_index.h"
+
+#include <cstdint>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+extern "C" {
+#include <libavutil/avutil.h>
+}
+
+namespace codecvisor::cpu {
+namespace {
+
+constexpr int64_t kNone = AV_NOPTS_VALUE;
+
+// Frames in decode order from (pts, dts) pairs; a missing pts starts as the
+// dts, as the scan leaves it.
+std::vector<FrameEntry> Frames(const std::vector<std::pair<int64_t, int64_t>>& pts_dts) {
+  std::vector<FrameEntry> out;
+  for (const auto& [pts, dts] : pts_dts) {
+    out.push_back(FrameEntry{pts != kNone ? pts : dts, dts, 1, static_cast<int64_t>(out.size()), false});
+  }
+  return out;
+}
+
+std::vector<int64_t> Pts(const std::vector<FrameEntry>& frames) {
+  std::vector<int64_t> out;
+  for (const FrameEntry& f : frames) out.push_back(f.pts);
+  return out;
+}
+
+TEST(InferMissingPtsTest, GivesReferencePicturesTheSlotsTheBFramesLeave) {
+  // I P B B P B B in decode order, one frame = 1, a reorder delay of 1 (the
+  // layout mpeg2video -bf 2 writes); the second P has no pts.
+  std::vector<FrameEntry> frames =
+      Frames({{1, 0}, {4, 1}, {2, 2}, {3, 3}, {kNone, 4}, {5, 5}, {6, 6}});
+  ASSERT_TRUE(InferMissingPts(frames, {4}));
+  EXPECT_EQ(Pts(frames), (std::vector<int64_t>{1, 4, 2, 3, 7, 5, 6}));
+}
+
+TEST(InferMissingPtsTest, FillsSeveralInDecodeOrder) {
+  std::vector<FrameEntry> frames =
+      Frames({{kNone, 0}, {4, 1}, {2, 2}, {3, 3}, {kNone, 4}, {5, 5}, {6, 6}, {kNone, 7}, {8, 8}, {9, 9}});
+  ASSERT_TRUE(InferMissingPts(frames, {0, 4, 7}));
+  EXPECT_EQ(Pts(frames), (std::vector<int64_t>{1, 4, 2, 3, 7, 5, 6, 10, 8, 9}));
+}
+
+TEST(InferMissingPtsTest, WithoutReorderingAPtsIsItsDts) {
+  std::vector<FrameEntry> frames = Frames({{10, 10}, {kNone, 20}, {30, 30}});
+  ASSERT_TRUE(InferMissingPts(frames, {1}));
+  EXPECT_EQ(Pts(frames), (std::vector<int64_t>{10, 20, 30}));
+}
+
+TEST(InferMissingPtsTest, ChangesNothingWhenTheTimesDoNotFit) {
+  // A known pts off every slot (a timestamp jump): left as the scan had it.
+  std::vector<FrameEntry> jump = Frames({{1, 0}, {kNone, 1}, {500, 2}});
+  EXPECT_FALSE(InferMissingPts(jump, {1}));
+  EXPECT_EQ(Pts(jump), (std::vector<int64_t>{1, 1, 500}));
+  // A packet without a dts.
+  std::vector<FrameEntry> no_dts = Frames({{1, 0}, {kNone, 1}, {3, kNone}});
+  EXPECT_FALSE(InferMissingPts(no_dts, {1}));
+  // Every pts missing: nothing to find the delay from.
+  std::vector<FrameEntry> none = Frames({{kNone, 0}, {kNone, 1}});
+  EXPECT_FALSE(InferMissingPts(none, {0, 1}));
+  EXPECT_EQ(Pts(none), (std::vector<int64_t>{0, 1}));
+  // Nothing missing: nothing to do.
+  std::vector<FrameEntry> whole = Frames({{1, 0}, {2, 1}});
+  EXPECT_TRUE(InferMissingPts(whole, {}));
+  EXPECT_EQ(Pts(whole), (std::vector<int64_t>{1, 2}));
+}
+
+}  // namespace
+}  // namespace codecvisor::cpu
