@@ -100,12 +100,19 @@ absl::StatusOr<bool> FrameCursor::NextFrame() {
     }
     if (!pending_packet_ && !demuxer_->ReadPacket(packet_.get())) {
       if (demuxer_->last_error() != 0) last_error_ = demuxer_->last_error();
+      if (await_key_ && !key_seen_) keys_unflagged_ = true;
       decoder_->Send(nullptr);
       draining_ = true;
       continue;
     }
     pending_packet_ = false;
     last_read_ts_ = std::max(packet_->pts, packet_->dts);
+    if ((packet_->flags & AV_PKT_FLAG_KEY) != 0) {
+      key_seen_ = true;
+      await_key_ = false;
+    } else if (await_key_) {
+      continue;  // not decodable on its own: wait for a key frame
+    }
     if (index_ != nullptr) {
       int64_t i = index_->FindPacket(packet_->pts, packet_->dts);
       if (i >= 0) last_read_order_ = (*index_)[i].decode_order;
@@ -158,7 +165,16 @@ absl::Status FrameCursor::SeekTo(int64_t timestamp) {
   errors_pending_ = frame_follows_loss_ = false;
   sent_pts_.clear();
   first_after_seek_ = true;
+  await_key_ = index_ == nullptr && !keys_unflagged_;
   return absl::OkStatus();
+}
+
+const AVPacket* FrameCursor::PeekPacket() {
+  if (!pending_packet_) {
+    if (!demuxer_->ReadPacket(packet_.get())) return nullptr;
+    pending_packet_ = true;
+  }
+  return packet_.get();
 }
 
 bool FrameCursor::LandedAtOrBefore(int64_t limit) {
@@ -329,17 +345,20 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeApproximate(int64_t index, int
     // frame (no frame at all), retries from further back.
     const bool can_retry = attempt >= 0 && attempt < kAttempts - 1;
     bool first = true;
+    bool timed = false;  // a frame with a timestamp of its own came out
     int64_t previous_end = kUnknown;
     for (;;) {
       absl::StatusOr<bool> got = NextFrame();
       if (!got.ok()) return got.status();
       if (!*got) {
-        if (first && can_retry) break;
+        // Untimed frames after a seek cannot be placed on the timeline.
+        if ((first || !timed) && can_retry) break;
         return absl::OutOfRangeError(absl::StrCat(
             "frame ", index, " (about pts ", target_pts,
             ") is past the end: the stream ended before it (the header's frame count or rate "
             "is inaccurate; exact mode counts the frames)"));
       }
+      timed = timed || FrameTimestamp(frame_.get()) != AV_NOPTS_VALUE;
       if (last_ts_ < SaturatingSub(target_pts, tolerance)) {
         first = false;
         previous_end = SaturatingAdd(last_ts_, std::max<int64_t>(frame_->pkt_duration, 1));

@@ -64,6 +64,10 @@ class FrameCursor {
   // Demuxer seeks made so far (tests check that sequential reads make none).
   int64_t seeks() const { return seeks_; }
 
+  // Reads the next packet and keeps it for decoding (a packet already kept
+  // is returned again); null at the end of the stream or on a read error.
+  const AVPacket* PeekPacket();
+
  private:
   enum class Outcome { kFound, kOvershot, kEnded };
 
@@ -112,6 +116,14 @@ class FrameCursor {
   std::set<int64_t> sent_pts_;       // pts of packets sent, frames not out yet
   bool damage_seen_ = false;         // frames were lost at least once
   bool first_after_seek_ = false;    // no frame decoded since the last seek
+  // Approximate mode: packets before the first key frame after a seek are
+  // not decoded. A demuxer without an index (MPEG-TS) lands on any packet,
+  // and decoding from one that is not a key frame gives frames whose
+  // references are missing (HEVC outputs them, grey where the references
+  // were). Given up for the session if a stream flags no key frame at all.
+  bool await_key_ = false;
+  bool key_seen_ = false;         // a packet flagged key was read
+  bool keys_unflagged_ = false;   // the stream ended while awaiting its first key
   // Approximate mode: the last stretch of frames lost to damage, as the
   // end of the frame before it (kUnknown: the start) and the pts of the
   // frame after it.

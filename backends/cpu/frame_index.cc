@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <limits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -20,7 +21,8 @@ constexpr size_t kDelaysTried = 64;
 
 }  // namespace
 
-bool InferMissingPts(std::vector<FrameEntry>& frames, const std::vector<size_t>& missing) {
+bool InferMissingPts(std::vector<FrameEntry>& frames, const std::vector<size_t>& missing,
+                     int64_t expected_delay) {
   if (missing.empty()) return true;
   std::vector<int64_t> dts;
   std::vector<int64_t> known;
@@ -39,12 +41,10 @@ bool InferMissingPts(std::vector<FrameEntry>& frames, const std::vector<size_t>&
   if (next_missing != missing.size() || known.empty()) return false;
   std::sort(dts.begin(), dts.end());
   std::sort(known.begin(), known.end());
-  // The smallest delay that fits: the decoder holds a frame back no longer
-  // than it must.
+  // Fills the missing pts with the slots `delay` leaves free, if it fits.
   std::vector<int64_t> free_slots;
-  for (size_t j = std::min(dts.size(), kDelaysTried); j-- > 0;) {
-    const int64_t delay = SaturatingSub(known.front(), dts[j]);
-    if (delay < 0) continue;
+  const auto fill = [&](int64_t delay) {
+    if (delay < 0) return false;
     free_slots.clear();
     size_t k = 0;  // the next known pts to place
     for (int64_t d : dts) {
@@ -55,17 +55,38 @@ bool InferMissingPts(std::vector<FrameEntry>& frames, const std::vector<size_t>&
         free_slots.push_back(slot);
       }
     }
-    if (k != known.size() || free_slots.size() != missing.size()) continue;
+    if (k != known.size() || free_slots.size() != missing.size()) return false;
     // No frame is shown before it is decoded.
-    bool decoded_first = true;
-    for (size_t m = 0; m < missing.size() && decoded_first; ++m) {
-      decoded_first = free_slots[m] >= frames[missing[m]].dts;
+    for (size_t m = 0; m < missing.size(); ++m) {
+      if (free_slots[m] < frames[missing[m]].dts) return false;
     }
-    if (!decoded_first) continue;
     for (size_t m = 0; m < missing.size(); ++m) frames[missing[m]].pts = free_slots[m];
     return true;
+  };
+  if (expected_delay >= 0 && fill(expected_delay)) return true;
+  // Else the smallest delay that fits: the decoder holds a frame back no
+  // longer than it must.
+  for (size_t j = std::min(dts.size(), kDelaysTried); j-- > 0;) {
+    if (fill(SaturatingSub(known.front(), dts[j]))) return true;
   }
   return false;
+}
+
+// The stream's reorder delay in time base units: the frames the decoder
+// holds back (`video_delay`, from the codec's headers) times the usual gap
+// between decode times; -1 if either is unknown.
+static int64_t ExpectedReorderDelay(const std::vector<FrameEntry>& frames, int video_delay) {
+  if (video_delay < 0) return -1;
+  std::vector<int64_t> gaps;
+  for (size_t i = 1; i < frames.size(); ++i) {
+    if (frames[i].dts != AV_NOPTS_VALUE && frames[i - 1].dts != AV_NOPTS_VALUE && frames[i].dts > frames[i - 1].dts) {
+      gaps.push_back(SaturatingSub(frames[i].dts, frames[i - 1].dts));
+    }
+  }
+  if (gaps.empty()) return -1;
+  std::nth_element(gaps.begin(), gaps.begin() + gaps.size() / 2, gaps.end());
+  const int64_t gap = gaps[gaps.size() / 2];
+  return gap <= std::numeric_limits<int64_t>::max() / 16 ? gap * std::min(video_delay, 16) : -1;
 }
 
 absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_duration) {
@@ -108,7 +129,9 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
     if (!missing_pts.empty() && missing_pts.back() == index.frames_.size()) missing_pts.pop_back();
   }
   // Left at their dts when the times do not fit the model.
-  if (!missing_pts.empty() && InferMissingPts(index.frames_, missing_pts)) {
+  if (!missing_pts.empty() &&
+      InferMissingPts(index.frames_, missing_pts,
+                      ExpectedReorderDelay(index.frames_, demuxer.stream()->codecpar->video_delay))) {
     for (size_t m : missing_pts) {
       index.inferred_by_dts_.emplace_back(index.frames_[m].dts, index.frames_[m].decode_order);
     }

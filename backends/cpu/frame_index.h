@@ -34,11 +34,15 @@ struct FrameEntry {
 // times shifted by the stream's reorder delay, pts[k] = dts[k] + delay; the
 // slots no known pts takes go, in ascending order, to the packets at
 // `missing` (positions in `frames`, which is in decode order, ascending).
-// The smallest delay is taken that puts every known pts on its own slot,
-// leaves one slot for each missing one, and shows no frame before its dts.
-// True when they were filled; false, changing nothing, if no delay does or
-// a dts is unknown.
-bool InferMissingPts(std::vector<FrameEntry>& frames, const std::vector<size_t>& missing);
+// A delay fits when it puts every known pts on its own slot, leaves one
+// slot for each missing one, and shows no frame before its dts. The delay
+// taken is `expected_delay` (the codec's reorder delay, in time base units;
+// < 0: unknown) if it fits, else the smallest that does: both fit when
+// every reference picture lacks a pts (AVI), and only the codec says which.
+// True when they were filled; false, changing nothing, if none fits or a
+// dts is unknown.
+bool InferMissingPts(std::vector<FrameEntry>& frames, const std::vector<size_t>& missing,
+                     int64_t expected_delay);
 
 class FrameIndex {
  public:

@@ -40,38 +40,57 @@ TEST(InferMissingPtsTest, GivesReferencePicturesTheSlotsTheBFramesLeave) {
   // layout mpeg2video -bf 2 writes); the second P has no pts.
   std::vector<FrameEntry> frames =
       Frames({{1, 0}, {4, 1}, {2, 2}, {3, 3}, {kNone, 4}, {5, 5}, {6, 6}});
-  ASSERT_TRUE(InferMissingPts(frames, {4}));
+  ASSERT_TRUE(InferMissingPts(frames, {4}, /*expected_delay=*/-1));
   EXPECT_EQ(Pts(frames), (std::vector<int64_t>{1, 4, 2, 3, 7, 5, 6}));
 }
 
 TEST(InferMissingPtsTest, FillsSeveralInDecodeOrder) {
   std::vector<FrameEntry> frames =
       Frames({{kNone, 0}, {4, 1}, {2, 2}, {3, 3}, {kNone, 4}, {5, 5}, {6, 6}, {kNone, 7}, {8, 8}, {9, 9}});
-  ASSERT_TRUE(InferMissingPts(frames, {0, 4, 7}));
+  ASSERT_TRUE(InferMissingPts(frames, {0, 4, 7}, -1));
   EXPECT_EQ(Pts(frames), (std::vector<int64_t>{1, 4, 2, 3, 7, 5, 6, 10, 8, 9}));
 }
 
 TEST(InferMissingPtsTest, WithoutReorderingAPtsIsItsDts) {
   std::vector<FrameEntry> frames = Frames({{10, 10}, {kNone, 20}, {30, 30}});
-  ASSERT_TRUE(InferMissingPts(frames, {1}));
+  ASSERT_TRUE(InferMissingPts(frames, {1}, -1));
   EXPECT_EQ(Pts(frames), (std::vector<int64_t>{10, 20, 30}));
+}
+
+TEST(InferMissingPtsTest, TakesTheCodecsDelayWhenEveryReferenceLacksAPts) {
+  // AVI with B-frames: only the B-frames have a pts. Delays 0 and 1 both
+  // fit; the decoder holds one frame back (video_delay 1), so the I frame
+  // is shown at 1 and each P at the next P's dts.
+  const std::vector<std::pair<int64_t, int64_t>> avi = {{kNone, 0}, {kNone, 1}, {2, 2}, {3, 3},
+                                                        {kNone, 4}, {5, 5},    {6, 6}};
+  std::vector<FrameEntry> frames = Frames(avi);
+  ASSERT_TRUE(InferMissingPts(frames, {0, 1, 4}, /*expected_delay=*/1));
+  EXPECT_EQ(Pts(frames), (std::vector<int64_t>{1, 4, 2, 3, 7, 5, 6}));
+  // Unknown delay: the smallest that fits.
+  frames = Frames(avi);
+  ASSERT_TRUE(InferMissingPts(frames, {0, 1, 4}, -1));
+  EXPECT_EQ(Pts(frames), (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6}));
+  // An expected delay that does not fit gives way to one that does.
+  frames = Frames({{1, 0}, {4, 1}, {2, 2}, {3, 3}, {kNone, 4}, {5, 5}, {6, 6}});
+  ASSERT_TRUE(InferMissingPts(frames, {4}, /*expected_delay=*/3));
+  EXPECT_EQ(Pts(frames), (std::vector<int64_t>{1, 4, 2, 3, 7, 5, 6}));
 }
 
 TEST(InferMissingPtsTest, ChangesNothingWhenTheTimesDoNotFit) {
   // A known pts off every slot (a timestamp jump): left as the scan had it.
   std::vector<FrameEntry> jump = Frames({{1, 0}, {kNone, 1}, {500, 2}});
-  EXPECT_FALSE(InferMissingPts(jump, {1}));
+  EXPECT_FALSE(InferMissingPts(jump, {1}, -1));
   EXPECT_EQ(Pts(jump), (std::vector<int64_t>{1, 1, 500}));
   // A packet without a dts.
   std::vector<FrameEntry> no_dts = Frames({{1, 0}, {kNone, 1}, {3, kNone}});
-  EXPECT_FALSE(InferMissingPts(no_dts, {1}));
+  EXPECT_FALSE(InferMissingPts(no_dts, {1}, 1));
   // Every pts missing: nothing to find the delay from.
   std::vector<FrameEntry> none = Frames({{kNone, 0}, {kNone, 1}});
-  EXPECT_FALSE(InferMissingPts(none, {0, 1}));
+  EXPECT_FALSE(InferMissingPts(none, {0, 1}, 1));
   EXPECT_EQ(Pts(none), (std::vector<int64_t>{0, 1}));
   // Nothing missing: nothing to do.
   std::vector<FrameEntry> whole = Frames({{1, 0}, {2, 1}});
-  EXPECT_TRUE(InferMissingPts(whole, {}));
+  EXPECT_TRUE(InferMissingPts(whole, {}, -1));
   EXPECT_EQ(Pts(whole), (std::vector<int64_t>{1, 2}));
 }
 

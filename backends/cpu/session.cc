@@ -146,6 +146,18 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Open(int fd,
       std::make_unique<FrameCursor>(session->demuxer_.get(), session->decoder_.get(),
                                     session->index_ ? &*session->index_ : nullptr,
                                     /*at_start=*/options.seek_mode == CV_SEEK_APPROXIMATE);
+  if (options.seek_mode == CV_SEEK_APPROXIMATE && stream->codecpar->video_delay > 0) {
+    // A container without presentation times (AVI) starts the stream at
+    // its first decode time; with B-frames the decoder shows the first
+    // frame video_delay frames later, where the nominal timeline must
+    // start too.
+    const AVPacket* first = session->cursor_->PeekPacket();
+    if (first != nullptr && first->pts == AV_NOPTS_VALUE && first->dts != AV_NOPTS_VALUE &&
+        first->dts == session->begin_pts_) {
+      session->begin_pts_ = SaturatingAdd(
+          session->begin_pts_, int64_t{std::min(stream->codecpar->video_delay, 16)} * session->frame_duration_);
+    }
+  }
   return session;
 }
 

@@ -26,7 +26,7 @@ namespace {
 // Small, fast to encode, and each exercising something: B-frames (H.264
 // pyramid, HEVC open GOPs, MPEG-4), an odd size (VP9 97x61), libdav1d (AV1),
 // a non-zero start time, a variable frame rate, a second video stream,
-// packets without a pts.
+// packets without a pts, containers without an index.
 const TestVideo kVideos[] = {
     {"h264.mp4",
      "-f lavfi -i testsrc2=size=160x96:rate=25 -frames:v 120 -c:v libx264 -preset veryfast "
@@ -78,6 +78,15 @@ const TestVideo kVideos[] = {
     {"mpeg2_program_stream.mpg",
      "-f lavfi -i testsrc2=size=128x96:rate=25 -frames:v 50 -c:v mpeg2video -bf 2 -g 12 "
      "-pix_fmt yuv420p -f mpeg",
+     0, true},
+    // AVI, whose packets carry no pts; with B-frames only theirs is known.
+    {"mpeg4_bframes.avi",
+     "-f lavfi -i testsrc=size=96x64:rate=25 -frames:v 60 -c:v mpeg4 -bf 2 -g 15 -pix_fmt yuv420p",
+     0, true},
+    // MPEG-TS has no index: a seek lands on any packet, key frame or not.
+    {"hevc.ts",
+     "-f lavfi -i testsrc2=size=128x72:rate=25 -frames:v 75 -c:v libx265 -preset ultrafast "
+     "-x265-params keyint=25:bframes=3:log-level=error -pix_fmt yuv420p -f mpegts",
      0, true},
     // Display matrices, copied into MP4 by the mov muxer's "rotate" tag.
     // ffprobe's rotation 90, -90 and -180 make the CLI insert
@@ -187,7 +196,12 @@ std::vector<int64_t> ProbeFramePts(const std::string& path, int stream) {
   for (const auto& row :
        ProbeRows(absl::StrCat("/usr/bin/ffprobe -v error -select_streams ", stream,
                               " -show_entries frame=best_effort_timestamp -of csv=p=0 '", path, "'"))) {
-    if (!row.empty()) pts.push_back(ToInt(row[0]));
+    if (row.empty()) continue;
+    // A frame without any timestamp (the last of a stream whose packets
+    // carry none, drained) takes the next slot after the previous frames.
+    int64_t t = ToInt(row[0]);
+    if (row[0] == "N/A" && pts.size() >= 2) t = pts.back() + (pts.back() - pts[pts.size() - 2]);
+    pts.push_back(t);
   }
   return pts;
 }
