@@ -25,6 +25,7 @@ namespace {
 
 using testing::CliAllFrames;
 using testing::CliFrame;
+using testing::MakeVideo;
 using testing::ProbeFramePts;
 using testing::ProbePackets;
 using testing::TestSession;
@@ -236,6 +237,36 @@ INSTANTIATE_TEST_SUITE_P(Videos, EveryVideoTest, ::testing::ValuesIn(testing::Te
                                '_');
                            return name;
                          });
+
+// A raw H.264 elementary stream (.h264): no timestamps in the file (the
+// demuxer makes up dts, no pts) and no seeking by time, so every seek starts
+// over from the first byte. Exact mode still finds every frame, as the CLI
+// decodes it; approximate mode, with no header to trust, refuses to open.
+TEST(CpuBackendTest, RawElementaryStreamDecodesInExactMode) {
+  const std::string path = MakeVideo(
+      "annexb_bframes.h264",
+      "-f lavfi -i testsrc2=size=96x64:rate=25 -frames:v 40 -c:v libx264 -preset veryfast -bf 3 "
+      "-g 12 -pix_fmt yuv420p");
+  TestSession s(path, TestSession::Options{});
+  ASSERT_TRUE(s.ok()) << s.open_message();
+  const int64_t n = s.Metadata().num_frames_from_scan;
+  ASSERT_EQ(n, 40);
+  const size_t bytes = RgbBytes(s.Layout());
+  const std::string all = CliAllFrames(path, 0, "format=rgb24");
+  ASSERT_EQ(all.size(), bytes * n);
+  // Out of order first (each a seek back to the start), then in order.
+  for (int64_t i : {int64_t{30}, int64_t{5}, int64_t{39}, int64_t{0}}) {
+    EXPECT_TRUE(s.DecodeOrFail(i) == all.substr(i * bytes, bytes)) << "frame " << i;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_TRUE(s.DecodeOrFail(i) == all.substr(i * bytes, bytes)) << "frame " << i;
+  }
+  TestSession::Options approximate;
+  approximate.seek_mode = CV_SEEK_APPROXIMATE;
+  TestSession approx(path, approximate);
+  EXPECT_FALSE(approx.ok());
+  EXPECT_NE(approx.open_message().find("open it in exact mode"), std::string::npos) << approx.open_message();
+}
 
 TEST(CpuBackendTest, EntryTableDescribesTheCpuBackend) {
   const cv_backend_v1* t = codecvisor_backend_v1();

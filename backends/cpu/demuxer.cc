@@ -108,7 +108,10 @@ bool Demuxer::ReadPacket(AVPacket* packet) {
       last_error_ = ret == AVERROR_EOF ? 0 : ret;
       return false;
     }
-    if (packet->stream_index == stream_->index) return true;
+    if (packet->stream_index == stream_->index) {
+      if (first_packet_pos_ < 0 && packet->pos >= 0) first_packet_pos_ = packet->pos;
+      return true;
+    }
   }
 }
 
@@ -117,6 +120,9 @@ absl::Status Demuxer::Seek(int64_t timestamp) {
   int ret = av_seek_frame(format_, stream_->index, timestamp, AVSEEK_FLAG_BACKWARD);
   if (ret < 0) {
     ret = avformat_seek_file(format_, stream_->index, INT64_MIN, timestamp, timestamp, 0);
+  }
+  if (ret < 0 && first_packet_pos_ >= 0 && (format_->iformat->flags & AVFMT_NO_BYTE_SEEK) == 0) {
+    ret = av_seek_frame(format_, -1, first_packet_pos_, AVSEEK_FLAG_BYTE);
   }
   if (ret < 0) {
     return absl::DataLossError(

@@ -58,7 +58,10 @@ class Demuxer {
   // Seeks so that the next packet read is, as far as the demuxer can tell, a
   // key frame at or before `timestamp` (in the stream's time base). Callers
   // must check where it landed: demuxers differ in whether their index holds
-  // pts or dts. DataLoss if the demuxer cannot seek at all.
+  // pts or dts. A demuxer that cannot seek by time (raw elementary streams:
+  // .h264, .hevc) starts over from the first packet read, by its byte
+  // position: before any target, so a reader decodes forward to it.
+  // DataLoss if the demuxer cannot seek at all.
   absl::Status Seek(int64_t timestamp);
 
  private:
@@ -69,6 +72,7 @@ class Demuxer {
   AVStream* stream_ = nullptr;
   int num_video_streams_ = 0;
   int last_error_ = 0;
+  int64_t first_packet_pos_ = -1;  // byte position of the first packet read, if known
 };
 
 }  // namespace codecvisor::cpu

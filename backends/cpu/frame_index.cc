@@ -38,8 +38,17 @@ bool InferMissingPts(std::vector<FrameEntry>& frames, const std::vector<size_t>&
       known.push_back(frames[i].pts);
     }
   }
-  if (next_missing != missing.size() || known.empty()) return false;
+  if (next_missing != missing.size()) return false;
   std::sort(dts.begin(), dts.end());
+  if (known.empty()) {
+    // No pts at all (H.264 in AVI): the decoder shows its k-th frame at the
+    // k-th decode time plus its delay. Taken in decode order, key frames,
+    // which start their GOP in both orders, get their own time; others may
+    // swap with their neighbours, which only the seek planning reads.
+    if (expected_delay < 0) return false;
+    for (size_t m = 0; m < missing.size(); ++m) frames[missing[m]].pts = SaturatingAdd(dts[m], expected_delay);
+    return true;
+  }
   std::sort(known.begin(), known.end());
   // Fills the missing pts with the slots `delay` leaves free, if it fits.
   std::vector<int64_t> free_slots;

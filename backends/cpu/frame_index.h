@@ -39,8 +39,9 @@ struct FrameEntry {
 // taken is `expected_delay` (the codec's reorder delay, in time base units;
 // < 0: unknown) if it fits, else the smallest that does: both fit when
 // every reference picture lacks a pts (AVI), and only the codec says which.
-// True when they were filled; false, changing nothing, if none fits or a
-// dts is unknown.
+// With no pts known at all, `expected_delay` is taken, slots in decode
+// order. True when they were filled; false, changing nothing, if none fits
+// (or the delay is unknown and no pts is) or a dts is unknown.
 bool InferMissingPts(std::vector<FrameEntry>& frames, const std::vector<size_t>& missing,
                      int64_t expected_delay);
 

@@ -76,6 +76,14 @@ TEST(InferMissingPtsTest, TakesTheCodecsDelayWhenEveryReferenceLacksAPts) {
   EXPECT_EQ(Pts(frames), (std::vector<int64_t>{1, 4, 2, 3, 7, 5, 6}));
 }
 
+TEST(InferMissingPtsTest, WithNoPtsAtAllTakesTheCodecsDelayInDecodeOrder) {
+  // H.264 in AVI: decode times only. The decoder shows its k-th frame at
+  // the k-th decode time plus its delay (two frames here).
+  std::vector<FrameEntry> frames = Frames({{kNone, 0}, {kNone, 1}, {kNone, 2}, {kNone, 3}});
+  ASSERT_TRUE(InferMissingPts(frames, {0, 1, 2, 3}, /*expected_delay=*/2));
+  EXPECT_EQ(Pts(frames), (std::vector<int64_t>{2, 3, 4, 5}));
+}
+
 TEST(InferMissingPtsTest, ChangesNothingWhenTheTimesDoNotFit) {
   // A known pts off every slot (a timestamp jump): left as the scan had it.
   std::vector<FrameEntry> jump = Frames({{1, 0}, {kNone, 1}, {500, 2}});
@@ -84,9 +92,10 @@ TEST(InferMissingPtsTest, ChangesNothingWhenTheTimesDoNotFit) {
   // A packet without a dts.
   std::vector<FrameEntry> no_dts = Frames({{1, 0}, {kNone, 1}, {3, kNone}});
   EXPECT_FALSE(InferMissingPts(no_dts, {1}, 1));
-  // Every pts missing: nothing to find the delay from.
+  EXPECT_EQ(Pts(no_dts), (std::vector<int64_t>{1, 1, 3}));
+  // Every pts missing and the codec's delay unknown: nothing to go by.
   std::vector<FrameEntry> none = Frames({{kNone, 0}, {kNone, 1}});
-  EXPECT_FALSE(InferMissingPts(none, {0, 1}, 1));
+  EXPECT_FALSE(InferMissingPts(none, {0, 1}, -1));
   EXPECT_EQ(Pts(none), (std::vector<int64_t>{0, 1}));
   // Nothing missing: nothing to do.
   std::vector<FrameEntry> whole = Frames({{1, 0}, {2, 1}});

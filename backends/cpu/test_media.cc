@@ -83,6 +83,11 @@ const TestVideo kVideos[] = {
     {"mpeg4_bframes.avi",
      "-f lavfi -i testsrc=size=96x64:rate=25 -frames:v 60 -c:v mpeg4 -bf 2 -g 15 -pix_fmt yuv420p",
      0, true},
+    // H.264 in AVI: no packet carries a pts.
+    {"h264_bframes.avi",
+     "-f lavfi -i testsrc2=size=96x64:rate=25 -frames:v 48 -c:v libx264 -preset veryfast -bf 3 "
+     "-g 12 -pix_fmt yuv420p",
+     0, true},
     // MPEG-TS has no index: a seek lands on any packet, key frame or not.
     {"hevc.ts",
      "-f lavfi -i testsrc2=size=128x72:rate=25 -frames:v 75 -c:v libx265 -preset ultrafast "
