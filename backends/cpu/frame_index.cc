@@ -19,6 +19,24 @@ namespace {
 // the first few (one more than the packets without a pts before it).
 constexpr size_t kDelaysTried = 64;
 
+// The stream's reorder delay in time base units: the frames the decoder
+// holds back (`video_delay`, from the codec's headers) times the usual gap
+// between decode times; -1 if either is unknown.
+int64_t ExpectedReorderDelay(const std::vector<FrameEntry>& frames, int video_delay) {
+  if (video_delay < 0) return -1;
+  std::vector<int64_t> gaps;
+  for (size_t i = 1; i < frames.size(); ++i) {
+    if (frames[i].dts != AV_NOPTS_VALUE && frames[i - 1].dts != AV_NOPTS_VALUE &&
+        frames[i].dts > frames[i - 1].dts) {
+      gaps.push_back(SaturatingSub(frames[i].dts, frames[i - 1].dts));
+    }
+  }
+  if (gaps.empty()) return -1;
+  std::nth_element(gaps.begin(), gaps.begin() + gaps.size() / 2, gaps.end());
+  const int64_t gap = gaps[gaps.size() / 2];
+  return gap <= std::numeric_limits<int64_t>::max() / 16 ? gap * std::min(video_delay, 16) : -1;
+}
+
 }  // namespace
 
 bool InferMissingPts(std::vector<FrameEntry>& frames, const std::vector<size_t>& missing,
@@ -46,7 +64,9 @@ bool InferMissingPts(std::vector<FrameEntry>& frames, const std::vector<size_t>&
     // which start their GOP in both orders, get their own time; others may
     // swap with their neighbours, which only the seek planning reads.
     if (expected_delay < 0) return false;
-    for (size_t m = 0; m < missing.size(); ++m) frames[missing[m]].pts = SaturatingAdd(dts[m], expected_delay);
+    for (size_t m = 0; m < missing.size(); ++m) {
+      frames[missing[m]].pts = SaturatingAdd(dts[m], expected_delay);
+    }
     return true;
   }
   std::sort(known.begin(), known.end());
@@ -79,23 +99,6 @@ bool InferMissingPts(std::vector<FrameEntry>& frames, const std::vector<size_t>&
     if (fill(SaturatingSub(known.front(), dts[j]))) return true;
   }
   return false;
-}
-
-// The stream's reorder delay in time base units: the frames the decoder
-// holds back (`video_delay`, from the codec's headers) times the usual gap
-// between decode times; -1 if either is unknown.
-static int64_t ExpectedReorderDelay(const std::vector<FrameEntry>& frames, int video_delay) {
-  if (video_delay < 0) return -1;
-  std::vector<int64_t> gaps;
-  for (size_t i = 1; i < frames.size(); ++i) {
-    if (frames[i].dts != AV_NOPTS_VALUE && frames[i - 1].dts != AV_NOPTS_VALUE && frames[i].dts > frames[i - 1].dts) {
-      gaps.push_back(SaturatingSub(frames[i].dts, frames[i - 1].dts));
-    }
-  }
-  if (gaps.empty()) return -1;
-  std::nth_element(gaps.begin(), gaps.begin() + gaps.size() / 2, gaps.end());
-  const int64_t gap = gaps[gaps.size() / 2];
-  return gap <= std::numeric_limits<int64_t>::max() / 16 ? gap * std::min(video_delay, 16) : -1;
 }
 
 absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_duration) {

@@ -3,6 +3,7 @@
 #include "backends/cpu/session.h"
 
 #include <algorithm>
+#include <limits>
 #include <cmath>
 #include <utility>
 
@@ -154,8 +155,11 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Open(int fd,
     const AVPacket* first = session->cursor_->PeekPacket();
     if (first != nullptr && first->pts == AV_NOPTS_VALUE && first->dts != AV_NOPTS_VALUE &&
         first->dts == session->begin_pts_) {
-      session->begin_pts_ = SaturatingAdd(
-          session->begin_pts_, int64_t{std::min(stream->codecpar->video_delay, 16)} * session->frame_duration_);
+      const int64_t delay_frames = std::min(stream->codecpar->video_delay, 16);
+      if (session->frame_duration_ <= std::numeric_limits<int64_t>::max() / 16) {
+        session->begin_pts_ =
+            SaturatingAdd(session->begin_pts_, delay_frames * session->frame_duration_);
+      }
     }
   }
   return session;
