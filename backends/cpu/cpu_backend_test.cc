@@ -201,6 +201,10 @@ TEST_P(EveryVideoTest, ApproximateModeUsesTheHeader) {
     EXPECT_EQ(got.pts, want.pts);
     ASSERT_EQ(t->get_frame_info(approx.get(), i, &nominal, &error), CV_OK) << error.message;
     EXPECT_NEAR(nominal.pts_seconds, want.pts_seconds, 0.5 / m.average_fps);
+    // The time a frame is said to play at finds that frame.
+    int64_t at = -1;
+    ASSERT_EQ(t->index_at_seconds(approx.get(), nominal.pts_seconds, &at, &error), CV_OK) << error.message;
+    EXPECT_EQ(at, i) << "frame " << i << " at " << nominal.pts_seconds << " s";
   }
 }
 
@@ -237,6 +241,24 @@ INSTANTIATE_TEST_SUITE_P(Videos, EveryVideoTest, ::testing::ValuesIn(testing::Te
                                '_');
                            return name;
                          });
+
+// MPEG-TS has no index: an approximate seek lands on any packet, and the
+// cursor waits for a key frame before decoding. A first request for the
+// last frame lands past the last key frame and meets none before the end;
+// that must not be taken for a stream that flags no key frames, or later
+// seeks decode HEVC from non-key packets (grey, wrong frames).
+TEST(CpuBackendTest, ApproximateSeeksInTransportStreamsStartAtKeyFrames) {
+  const std::string path = TestVideoPath(testing::FindTestVideo("hevc.ts"));
+  TestSession exact(path, TestSession::Options{});
+  TestSession::Options approximate;
+  approximate.seek_mode = CV_SEEK_APPROXIMATE;
+  TestSession approx(path, approximate);
+  ASSERT_TRUE(exact.ok() && approx.ok()) << approx.open_message();
+  const int64_t n = exact.Metadata().num_frames_from_scan;
+  for (int64_t i : {n - 1, n / 2 + 3, int64_t{30}, int64_t{4}}) {
+    EXPECT_TRUE(approx.DecodeOrFail(i) == exact.DecodeOrFail(i)) << "frame " << i;
+  }
+}
 
 // A raw H.264 elementary stream (.h264): no timestamps in the file (the
 // demuxer makes up dts, no pts) and no seeking by time, so every seek starts

@@ -109,7 +109,7 @@ bool Demuxer::ReadPacket(AVPacket* packet) {
       return false;
     }
     if (packet->stream_index == stream_->index) {
-      if (first_packet_pos_ < 0 && packet->pos >= 0) first_packet_pos_ = packet->pos;
+      if (first_packet_pos_ < 0 && !seeked_ && packet->pos >= 0) first_packet_pos_ = packet->pos;
       return true;
     }
   }
@@ -117,11 +117,17 @@ bool Demuxer::ReadPacket(AVPacket* packet) {
 
 absl::Status Demuxer::Seek(int64_t timestamp) {
   last_error_ = 0;
+  seeked_ = true;
   int ret = av_seek_frame(format_, stream_->index, timestamp, AVSEEK_FLAG_BACKWARD);
   if (ret < 0) {
     ret = avformat_seek_file(format_, stream_->index, INT64_MIN, timestamp, timestamp, 0);
   }
-  if (ret < 0 && first_packet_pos_ >= 0 && (format_->iformat->flags & AVFMT_NO_BYTE_SEEK) == 0) {
+  // Only for demuxers that cannot seek by time themselves (no read_seek or
+  // read_timestamp: raw elementary streams): a byte seek goes around a
+  // demuxer's own seeking, whose state it would not reset.
+  const AVInputFormat* in = format_->iformat;
+  const bool seeks_by_time = in->read_seek != nullptr || in->read_seek2 != nullptr || in->read_timestamp != nullptr;
+  if (ret < 0 && first_packet_pos_ >= 0 && !seeks_by_time && (in->flags & AVFMT_NO_BYTE_SEEK) == 0) {
     ret = av_seek_frame(format_, -1, first_packet_pos_, AVSEEK_FLAG_BYTE);
   }
   if (ret < 0) {

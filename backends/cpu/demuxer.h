@@ -59,8 +59,9 @@ class Demuxer {
   // key frame at or before `timestamp` (in the stream's time base). Callers
   // must check where it landed: demuxers differ in whether their index holds
   // pts or dts. A demuxer that cannot seek by time (raw elementary streams:
-  // .h264, .hevc) starts over from the first packet read, by its byte
-  // position: before any target, so a reader decodes forward to it.
+  // .h264, .hevc) starts over from the stream's first packet (the first read
+  // before any seek), by its byte position: before any target, so a reader
+  // decodes forward to it.
   // DataLoss if the demuxer cannot seek at all.
   absl::Status Seek(int64_t timestamp);
 
@@ -72,7 +73,8 @@ class Demuxer {
   AVStream* stream_ = nullptr;
   int num_video_streams_ = 0;
   int last_error_ = 0;
-  int64_t first_packet_pos_ = -1;  // byte position of the first packet read, if known
+  int64_t first_packet_pos_ = -1;  // byte position of the first packet read before any seek
+  bool seeked_ = false;
 };
 
 }  // namespace codecvisor::cpu

@@ -100,7 +100,10 @@ absl::StatusOr<bool> FrameCursor::NextFrame() {
     }
     if (!pending_packet_ && !demuxer_->ReadPacket(packet_.get())) {
       if (demuxer_->last_error() != 0) last_error_ = demuxer_->last_error();
-      if (await_key_ && !key_seen_) keys_unflagged_ = true;
+      // Only a read from the stream's start that met no key frame shows
+      // that the stream flags none (one that landed past its last key
+      // frame meets none either).
+      if (await_key_ && !key_seen_ && from_start_) keys_unflagged_ = true;
       decoder_->Send(nullptr);
       draining_ = true;
       continue;
@@ -166,6 +169,8 @@ absl::Status FrameCursor::SeekTo(int64_t timestamp) {
   sent_pts_.clear();
   first_after_seek_ = true;
   await_key_ = index_ == nullptr && !keys_unflagged_;
+  const AVStream* stream = demuxer_->stream();
+  from_start_ = timestamp <= (stream->start_time != AV_NOPTS_VALUE ? stream->start_time : 0);
   return absl::OkStatus();
 }
 

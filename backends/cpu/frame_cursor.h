@@ -123,7 +123,8 @@ class FrameCursor {
   // were). Given up for the session if a stream flags no key frame at all.
   bool await_key_ = false;
   bool key_seen_ = false;         // a packet flagged key was read
-  bool keys_unflagged_ = false;   // the stream ended while awaiting its first key
+  bool keys_unflagged_ = false;   // a read from the start ended awaiting its first key
+  bool from_start_ = false;       // the last seek aimed at or before the stream's start
   // Approximate mode: the last stretch of frames lost to damage, as the
   // end of the frame before it (kUnknown: the start) and the pts of the
   // frame after it.

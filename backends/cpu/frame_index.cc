@@ -60,9 +60,11 @@ bool InferMissingPts(std::vector<FrameEntry>& frames, const std::vector<size_t>&
   std::sort(dts.begin(), dts.end());
   if (known.empty()) {
     // No pts at all (H.264 in AVI): the decoder shows its k-th frame at the
-    // k-th decode time plus its delay. Taken in decode order, key frames,
-    // which start their GOP in both orders, get their own time; others may
-    // swap with their neighbours, which only the seek planning reads.
+    // k-th decode time plus its delay. Taken in decode order, the key frame
+    // of a closed GOP, first in both orders, gets its own time; others may
+    // swap with their neighbours, which only the seek planning reads (an
+    // open GOP's leading pictures, which the decoder drops when it starts
+    // at their key frame, are then found from an earlier start point).
     if (expected_delay < 0) return false;
     for (size_t m = 0; m < missing.size(); ++m) {
       frames[missing[m]].pts = SaturatingAdd(dts[m], expected_delay);
@@ -80,8 +82,11 @@ bool InferMissingPts(std::vector<FrameEntry>& frames, const std::vector<size_t>&
       const int64_t slot = SaturatingAdd(d, delay);
       if (k < known.size() && known[k] == slot) {
         ++k;
+      } else if (k < known.size() && known[k] < slot) {
+        return false;  // a known pts between slots
       } else {
         free_slots.push_back(slot);
+        if (free_slots.size() > missing.size()) return false;
       }
     }
     if (k != known.size() || free_slots.size() != missing.size()) return false;
@@ -122,9 +127,10 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
     }
     if (entry.pts == AV_NOPTS_VALUE) {
       // No timestamp at all: continue the previous frame's timeline.
-      entry.pts = index.frames_.empty() ? 0
-                                        : index.frames_.back().pts +
-                                              std::max<int64_t>(index.frames_.back().duration, 1);
+      entry.pts = index.frames_.empty()
+                      ? 0
+                      : SaturatingAdd(index.frames_.back().pts,
+                                      std::max<int64_t>(index.frames_.back().duration, 1));
     }
     entry.dts = packet->dts;
     entry.duration = packet->duration;

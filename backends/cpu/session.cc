@@ -157,8 +157,12 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Open(int fd,
         first->dts == session->begin_pts_) {
       const int64_t delay_frames = std::min(stream->codecpar->video_delay, 16);
       if (session->frame_duration_ <= std::numeric_limits<int64_t>::max() / 16) {
-        session->begin_pts_ =
-            SaturatingAdd(session->begin_pts_, delay_frames * session->frame_duration_);
+        const int64_t shift = delay_frames * session->frame_duration_;
+        session->begin_pts_ = SaturatingAdd(session->begin_pts_, shift);
+        // The stream plays from there too (index_at_seconds counts from it).
+        const double seconds = static_cast<double>(shift) * av_q2d(stream->time_base);
+        session->metadata_.begin_stream_seconds += seconds;
+        session->metadata_.end_stream_seconds += seconds;
       }
     }
   }
@@ -226,6 +230,11 @@ absl::StatusOr<int64_t> CpuSession::IndexAtSeconds(double seconds) const {
         ClampToInt64(std::floor(ticks + std::max(1e-6, std::fabs(ticks) * 1e-12))));
   } else {
     index = ClampToInt64(std::floor((seconds - begin) * av_q2d(frame_rate_) + 1e-9));
+    // Nominal times are rounded to the time base (get_frame_info's pts):
+    // the frame playing is the last whose rounded time is <= seconds.
+    const double tb = av_q2d(demuxer_->stream()->time_base);
+    if (index >= 0 && index + 1 < num_frames_ && NominalPts(index + 1) * tb <= seconds) ++index;
+    if (index > 0 && index < num_frames_ && NominalPts(index) * tb > seconds) --index;
   }
   if (index < 0 || index >= num_frames_) return out_of_range();
   return index;

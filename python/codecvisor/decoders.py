@@ -16,6 +16,11 @@ from ._frame import Frame, FrameBatch
 _SPACES = "  "
 
 
+# The most frames a stream can have (the cpu backend's FrameIndex::kMaxFrames):
+# an estimate from a header's duration is capped there, as the backend caps it.
+_MAX_FRAMES = 1 << 24
+
+
 @dataclasses.dataclass
 class VideoStreamMetadata:
     """Metadata of the decoded video stream, with torchcodec's field names.
@@ -77,7 +82,8 @@ class VideoStreamMetadata:
             return None
         frames = fps * duration
         whole = math.floor(frames)
-        return whole + (1 if frames - whole >= 0.5 else 0)
+        # The cpu backend's bound on a stream's frames.
+        return min(whole + (1 if frames - whole >= 0.5 else 0), _MAX_FRAMES)
 
     @property
     def average_fps(self) -> Optional[float]:

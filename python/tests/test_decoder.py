@@ -75,6 +75,8 @@ def test_num_frames_estimate_rounds_half_away_from_zero():
     assert metadata(average_fps_from_header=25.0, duration_seconds_from_header=2.0).num_frames == 50
     assert metadata(average_fps_from_header=30.0, duration_seconds_from_header=0.01).num_frames == 0  # 0.3
     assert metadata(average_fps_from_header=25.0, duration_seconds_from_header=None).num_frames is None
+    # Capped as the backend caps a stream's frames.
+    assert metadata(average_fps_from_header=1e6, duration_seconds_from_header=1e6).num_frames == 1 << 24
     assert metadata(num_frames_from_header=7, average_fps_from_header=25.0,
                     duration_seconds_from_header=2.0).num_frames == 7
 
