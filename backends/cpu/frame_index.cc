@@ -58,19 +58,6 @@ bool InferMissingPts(std::vector<FrameEntry>& frames, const std::vector<size_t>&
   }
   if (next_missing != missing.size()) return false;
   std::sort(dts.begin(), dts.end());
-  if (known.empty()) {
-    // No pts at all (H.264 in AVI): the decoder shows its k-th frame at the
-    // k-th decode time plus its delay. Taken in decode order, the key frame
-    // of a closed GOP, first in both orders, gets its own time; others may
-    // swap with their neighbours, which only the seek planning reads (an
-    // open GOP's leading pictures, which the decoder drops when it starts
-    // at their key frame, are then found from an earlier start point).
-    if (expected_delay < 0) return false;
-    for (size_t m = 0; m < missing.size(); ++m) {
-      frames[missing[m]].pts = SaturatingAdd(dts[m], expected_delay);
-    }
-    return true;
-  }
   std::sort(known.begin(), known.end());
   // Fills the missing pts with the slots `delay` leaves free, if it fits.
   std::vector<int64_t> free_slots;
@@ -98,6 +85,13 @@ bool InferMissingPts(std::vector<FrameEntry>& frames, const std::vector<size_t>&
     return true;
   };
   if (expected_delay >= 0 && fill(expected_delay)) return true;
+  // No pts at all (H.264 in AVI): the codec's delay or nothing. Its slots
+  // then go in decode order: the key frame of a closed GOP, first in both
+  // orders, gets its own time; others may swap with their neighbours,
+  // which only the seek planning reads (an open GOP's leading pictures,
+  // which the decoder drops when it starts at their key frame, are then
+  // found from an earlier start point).
+  if (known.empty()) return false;
   // Else the smallest delay that fits: the decoder holds a frame back no
   // longer than it must.
   for (size_t j = std::min(dts.size(), kDelaysTried); j-- > 0;) {
