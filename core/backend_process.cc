@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -18,6 +19,34 @@ namespace codecvisor {
 namespace {
 
 using ipc::Clock;
+
+// The frame pool (ipc/README.md): slots a backend may borrow for its
+// decoder's own pictures and lend as frames without a copy. Only sessions
+// whose frames come native get one (an RGB frame is converted into its
+// slot anyway). 16 holds an H.264 decoder's references, its reordering
+// delay and one picture per frame thread; a decoder that wants more gets
+// its other pictures from its own memory, and those frames are copied.
+// CODECVISOR_FRAME_POOL_SLOTS sets the count (0 turns the pool off; at
+// most kMaxFramePoolSlots), read at every open.
+constexpr uint32_t kFramePoolSlots = 16;
+constexpr uint32_t kMaxFramePoolSlots = 64;
+
+uint32_t WantedFramePoolSlots() {
+  const char* text = std::getenv("CODECVISOR_FRAME_POOL_SLOTS");
+  if (text == nullptr || text[0] == '\0') return kFramePoolSlots;
+  char* end = nullptr;
+  const unsigned long v = std::strtoul(text, &end, 10);
+  if (*end != '\0' || text[0] == '-') return kFramePoolSlots;
+  return static_cast<uint32_t>(std::min<unsigned long>(v, kMaxFramePoolSlots));
+}
+
+uint32_t FramePoolSlots(const ipc::FrameLayout& layout, uint32_t copy_slots, uint64_t slot_bytes) {
+  if (layout.format != ipc::OutputFormat::kNative || copy_slots >= ipc::kMaxSlots || slot_bytes == 0) return 0;
+  const uint64_t fit = ipc::kMaxArenaBytes / slot_bytes;  // slots the arena's limit allows
+  if (fit <= copy_slots) return 0;
+  return static_cast<uint32_t>(
+      std::min<uint64_t>({WantedFramePoolSlots(), ipc::kMaxSlots - copy_slots, fit - copy_slots}));
+}
 
 // Control-channel geometry: no arena, small rings.
 constexpr ipc::Geometry kControlGeometry{16 << 10, 16 << 10, 0, 0};
@@ -352,8 +381,9 @@ absl::StatusOr<OpenedSession> BackendProcess::OpenSession(int video_fd, ipc::Ope
   // A protocol violation, as a malformed message is: the backend is replaced.
   if (absl::Status s = CheckStreamList(opened->metadata); !s.ok()) return s;
   ipc::Geometry geometry;
-  geometry.slot_count = slots;
   geometry.slot_bytes = ipc::Geometry::SlotBytesFor(opened->layout.size);
+  geometry.pool_slots = FramePoolSlots(opened->layout, slots, geometry.slot_bytes);
+  geometry.slot_count = slots + geometry.pool_slots;
   auto created = ipc::HostChannel::Create(geometry, session_regions_.get());
   if (!created.ok()) {
     bool ignored;

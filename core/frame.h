@@ -10,6 +10,7 @@
 #define CODECVISOR_CORE_FRAME_H_
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -56,6 +57,11 @@ class Frame {
   // SECURITY: the backend could still rewrite a shared frame's pixels; copy
   // what must not change under you.
   bool shared() const { return lease_.valid(); }
+  // The arena slot a shared frame views (ipc/README.md: slots from the
+  // arena's copy_slots() on are the frame pool's); nullopt once owned.
+  std::optional<uint32_t> slot() const {
+    return lease_.valid() ? std::optional<uint32_t>(ref_.slot) : std::nullopt;
+  }
   // An owned copy (planes packed as in the backend's layout).
   Frame CopyOut() const;
   // Becomes an owned copy and gives its arena slot back now.

@@ -209,8 +209,11 @@ VideoDecoder::Attempt VideoDecoder::RunOnce(const FrameSelection& selection,
                                             absl::Status* sink_error, bool alone) {
   SoloGate::Pass pass = PassGate(alone, options_.request_timeout);
   ipc::HostChannel& channel = *session_.channel;
-  const uint32_t slots = channel.geometry().slot_count;
-  if (channel.arena().held_count() >= slots) {
+  // The backend copies frames into the copy slots; the frame pool's
+  // (ipc/README.md) only carry frames it decoded in place, so only held
+  // copy slots can stall it.
+  const uint32_t slots = channel.geometry().copy_slots();
+  if (channel.arena().held_copy_count() >= slots) {
     return {Annotate(absl::FailedPreconditionError(absl::StrCat(
                 "all ", slots, " frame slots are held by frames still alive; destroy or Detach() them, "
                 "or open the decoder with more arena_slots"))),
@@ -227,7 +230,7 @@ VideoDecoder::Attempt VideoDecoder::RunOnce(const FrameSelection& selection,
   check.ExpectFormat(options_.output_format, options_.native_formats);
   for (;;) {
     absl::StatusOr<ipc::Incoming> in = channel.Receive(Clock::now() + options_.request_timeout);
-    if (absl::IsDeadlineExceeded(in.status()) && channel.arena().held_count() >= slots) {
+    if (absl::IsDeadlineExceeded(in.status()) && channel.arena().held_copy_count() >= slots) {
       // The backend is waiting for a slot, not hung: every one is held by
       // frames the sink kept. Not its fault; this session is mid-request,
       // so the next call starts a fresh one (the runner ends this one when
@@ -348,7 +351,7 @@ absl::StatusOr<std::vector<Frame>> VideoDecoder::Collect(const FrameSelection& s
     // frames of this batch until one is free. A batch larger than the arena
     // therefore costs one copy per frame beyond it.
     const ipc::HostChannel& channel = *session_.channel;
-    while (channel.arena().held_count() >= channel.geometry().slot_count && next_to_detach < frames.size()) {
+    while (channel.arena().held_copy_count() >= channel.geometry().copy_slots() && next_to_detach < frames.size()) {
       frames[next_to_detach++].Detach();
     }
     return absl::OkStatus();

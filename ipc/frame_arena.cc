@@ -86,6 +86,14 @@ size_t HostArena::held_count() const {
   return n;
 }
 
+size_t HostArena::held_copy_count() const {
+  const uint32_t copies = region_->geometry().copy_slots();
+  codecvisor::MutexLock lock(&mu_);
+  size_t n = 0;
+  for (uint32_t i = 0; i < copies; ++i) n += held_[i];
+  return n;
+}
+
 uint64_t HostArena::misuse_count() const {
   codecvisor::MutexLock lock(&mu_);
   return misuse_;
@@ -116,7 +124,7 @@ void FrameLease::Reset() {
 }
 
 bool BackendArena::TryClaim(uint32_t* index) {
-  const uint32_t n = region_->geometry().slot_count;
+  const uint32_t n = region_->geometry().copy_slots();
   for (uint32_t slot = 0; slot < n; ++slot) {
     uint32_t expected = static_cast<uint32_t>(SlotState::kFree);
     if (StateOf(*region_, slot).compare_exchange_strong(expected,
@@ -139,7 +147,7 @@ absl::StatusOr<BackendArena::Slot> BackendArena::Acquire(Deadline deadline, cons
     if (absl::IsDeadlineExceeded(waited)) return absl::ResourceExhaustedError(waited.message());
     return waited;
   }
-  return Slot{index, {region_->slot(index), region_->geometry().slot_bytes}};
+  return SlotFor(index);
 }
 
 void BackendArena::Lend(uint32_t index) {
@@ -148,7 +156,7 @@ void BackendArena::Lend(uint32_t index) {
 
 uint32_t BackendArena::FreeSlots() const {
   uint32_t free = 0;
-  for (uint32_t slot = 0; slot < region_->geometry().slot_count; ++slot) {
+  for (uint32_t slot = 0; slot < region_->geometry().copy_slots(); ++slot) {
     if (StateOf(*region_, slot).load(std::memory_order_acquire) == static_cast<uint32_t>(SlotState::kFree)) ++free;
   }
   return free;
@@ -156,6 +164,63 @@ uint32_t BackendArena::FreeSlots() const {
 
 void BackendArena::Abandon(uint32_t index) {
   StateOf(*region_, index).store(static_cast<uint32_t>(SlotState::kFree), std::memory_order_release);
+}
+
+std::optional<BackendArena::Slot> BackendArena::Borrow() {
+  const uint32_t first = region_->geometry().copy_slots();
+  codecvisor::MutexLock lock(&pool_mu_);
+  for (uint32_t i = 0; i < borrowed_.size(); ++i) {
+    if (borrowed_[i]) continue;
+    // Not borrowed: free, or lent to the host since its borrow ended.
+    uint32_t expected = static_cast<uint32_t>(SlotState::kFree);
+    if (StateOf(*region_, first + i)
+            .compare_exchange_strong(expected, static_cast<uint32_t>(SlotState::kWriting), std::memory_order_acq_rel)) {
+      borrowed_[i] = true;
+      return SlotFor(first + i);
+    }
+  }
+  return std::nullopt;
+}
+
+void BackendArena::GiveBack(uint32_t index) {
+  const uint32_t first = region_->geometry().copy_slots();
+  codecvisor::MutexLock lock(&pool_mu_);
+  if (index < first || index - first >= borrowed_.size() || !borrowed_[index - first]) return;
+  borrowed_[index - first] = false;
+  // Never lent, or abandoned: free again. Lent: the host frees it.
+  uint32_t expected = static_cast<uint32_t>(SlotState::kWriting);
+  StateOf(*region_, index).compare_exchange_strong(expected, static_cast<uint32_t>(SlotState::kFree),
+                                                   std::memory_order_acq_rel);
+}
+
+absl::StatusOr<BackendArena::Slot> BackendArena::TakeBorrowed(uint32_t index) {
+  const uint32_t first = region_->geometry().copy_slots();
+  codecvisor::MutexLock lock(&pool_mu_);
+  if (index < first || index - first >= borrowed_.size() || !borrowed_[index - first]) {
+    return absl::FailedPreconditionError(absl::StrCat("slot ", index, " is not borrowed"));
+  }
+  std::atomic<uint32_t>& state = StateOf(*region_, index);
+  if (state.load(std::memory_order_acquire) == static_cast<uint32_t>(SlotState::kLent)) {
+    return absl::FailedPreconditionError(absl::StrCat("slot ", index, " is still lent to the host"));
+  }
+  // Free (the host let it go) or writing (never lent): this frame's now.
+  state.store(static_cast<uint32_t>(SlotState::kWriting), std::memory_order_release);
+  return SlotFor(index);
+}
+
+std::optional<uint32_t> BackendArena::PoolSlotAt(const uint8_t* data) const {
+  const Geometry& g = region_->geometry();
+  for (uint32_t i = g.copy_slots(); i < g.slot_count; ++i) {
+    if (region_->slot(i) == data) return i;
+  }
+  return std::nullopt;
+}
+
+uint32_t BackendArena::borrowed_count() const {
+  codecvisor::MutexLock lock(&pool_mu_);
+  uint32_t n = 0;
+  for (bool b : borrowed_) n += b ? 1 : 0;
+  return n;
 }
 
 }  // namespace codecvisor::ipc

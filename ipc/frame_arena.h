@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -46,6 +47,9 @@ class HostArena : public std::enable_shared_from_this<HostArena> {
   // a slot that is not held is a no-op (counted in misuse_count()).
   void Release(uint32_t slot);
   size_t held_count() const;
+  // Held copy slots (Geometry::copy_slots): the backend waits for a copy
+  // slot when the host holds them all, whatever it holds of the pool.
+  size_t held_copy_count() const;
   uint64_t misuse_count() const;
   const Region& region() const { return *region_; }
 
@@ -82,17 +86,21 @@ class FrameLease {
   FrameRef ref_;
 };
 
-// Backend side. Not thread-safe: one session thread per channel.
+// Backend side. One session thread per channel claims, lends and
+// abandons; the frame pool's Borrow and GiveBack are thread-safe (a
+// decoder's threads call them).
 class BackendArena {
  public:
-  explicit BackendArena(const Region* region) : region_(region) {}
+  explicit BackendArena(const Region* region)
+      : region_(region), borrowed_(region->geometry().pool_slots, false) {}
 
   struct Slot {
     uint32_t index;
     std::span<uint8_t> bytes;
   };
-  // Claims a free slot, waiting on the slot doorbell until `deadline` if all
-  // are lent (backpressure). kResourceExhausted at the deadline.
+  // Claims a free copy slot (Geometry::copy_slots), waiting on the slot
+  // doorbell until `deadline` if all are lent (backpressure).
+  // kResourceExhausted at the deadline.
   [[nodiscard]] absl::StatusOr<Slot> Acquire(Deadline deadline, const PeerLiveness& peer,
                                              WaitPolicy* policy);
   // Marks a claimed slot as lent, just before its FrameRef is sent.
@@ -102,8 +110,26 @@ class BackendArena {
   // True if Acquire would not wait now (only the backend claims slots, so
   // it stays true until the backend's next Acquire).
   bool HasFreeSlot() const { return FreeSlots() != 0; }
-  // How many slots are free now (the host may free more at any moment).
+  // How many copy slots are free now (the host may free more at any moment).
   uint32_t FreeSlots() const;
+
+  // The frame pool (ipc/README.md, "Frame pool"). Borrow claims a free
+  // pool slot that no one borrows, for the backend's own use until
+  // GiveBack; nullopt when there is none (it never waits). A borrowed
+  // slot is never claimed by Acquire nor borrowed again, whatever the host
+  // does with it.
+  std::optional<Slot> Borrow();
+  // Ends the borrow of `index` (a no-op for a slot not borrowed). A slot
+  // the host holds stays the host's until it frees it.
+  void GiveBack(uint32_t index);
+  // Makes borrowed slot `index` this frame's, as Acquire does a copy slot:
+  // then Lend (or Abandon) it. The borrow goes on. FailedPrecondition if
+  // the slot is not borrowed, or is still lent to the host (a decoder
+  // that shows a picture twice while the caller holds the first).
+  [[nodiscard]] absl::StatusOr<Slot> TakeBorrowed(uint32_t index);
+  // The pool slot whose bytes start at `data`, if any.
+  std::optional<uint32_t> PoolSlotAt(const uint8_t* data) const;
+  uint32_t borrowed_count() const;
 
  private:
   // Claims the lowest-numbered free slot. With a host that lets each frame
@@ -112,8 +138,11 @@ class BackendArena {
   // over every slot would spread each frame's writes over the whole arena
   // (4 x 6.2 MB at 1080p RGB24, most of a shared L3).
   bool TryClaim(uint32_t* index);
+  Slot SlotFor(uint32_t index) const { return Slot{index, {region_->slot(index), region_->geometry().slot_bytes}}; }
 
   const Region* region_;
+  mutable codecvisor::Mutex pool_mu_;
+  std::vector<bool> borrowed_ ABSL_GUARDED_BY(pool_mu_);  // by pool slot, from copy_slots()
 };
 
 }  // namespace codecvisor::ipc

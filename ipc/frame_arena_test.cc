@@ -169,5 +169,112 @@ TEST_F(BackendArenaTest, ReusesTheLowestFreeSlot) {
   EXPECT_EQ(state()[2].load(), static_cast<uint32_t>(SlotState::kFree)) << "slot 2 was never needed";
 }
 
+// An arena of 2 copy slots and a frame pool of 3.
+class FramePoolArenaTest : public BackendArenaTest {
+ protected:
+  void SetUp() override {
+    Geometry g = Small();
+    g.slot_count = 5;
+    g.pool_slots = 3;
+    region_ = Region::Create(g);
+    BackendArenaTest::SetUp();
+  }
+  uint32_t State(uint32_t slot) { return state()[slot].load(); }
+  static constexpr uint32_t kFree = static_cast<uint32_t>(SlotState::kFree);
+  static constexpr uint32_t kWriting = static_cast<uint32_t>(SlotState::kWriting);
+  static constexpr uint32_t kLent = static_cast<uint32_t>(SlotState::kLent);
+};
+
+TEST_F(FramePoolArenaTest, CopiesUseOnlyTheCopySlotsAndBorrowsOnlyThePool) {
+  EXPECT_EQ(region_->geometry().copy_slots(), 2u);
+  EXPECT_EQ(backend_->FreeSlots(), 2u) << "pool slots are not free for copies";
+  std::vector<uint32_t> borrowed;
+  while (std::optional<BackendArena::Slot> s = backend_->Borrow()) {
+    EXPECT_EQ(s->bytes.data(), region_->slot(s->index));
+    EXPECT_EQ(backend_->PoolSlotAt(s->bytes.data()), s->index);
+    borrowed.push_back(s->index);
+  }
+  EXPECT_EQ(borrowed, (std::vector<uint32_t>{2, 3, 4}));
+  EXPECT_EQ(backend_->borrowed_count(), 3u);
+  // The copy slots are untouched by borrowing, and copies never reach the pool.
+  for (uint32_t i = 0; i < 2; ++i) {
+    auto slot = Acquire(far_);
+    ASSERT_TRUE(slot.ok()) << slot.status();
+    EXPECT_LT(slot->index, 2u);
+    backend_->Lend(slot->index);
+  }
+  EXPECT_EQ(Acquire(Clock::now() + std::chrono::milliseconds(20)).status().code(),
+            absl::StatusCode::kResourceExhausted)
+      << "with the copy slots lent, a copy waits even though pool slots exist";
+  EXPECT_EQ(backend_->PoolSlotAt(region_->slot(0)), std::nullopt);
+  EXPECT_EQ(backend_->PoolSlotAt(region_->slot(2) + 1), std::nullopt);
+}
+
+// The life of a pool slot: borrowed, lent to the host as a frame, freed by
+// the host while the decoder still references it (it must stay the
+// decoder's), lent again (a picture shown twice), given back while the
+// host holds it (it becomes borrowable only once the host frees it).
+TEST_F(FramePoolArenaTest, ABorrowedSlotIsNeverReusedUntilBothSidesLetGo) {
+  std::optional<BackendArena::Slot> a = backend_->Borrow();
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(State(a->index), kWriting);
+  auto taken = backend_->TakeBorrowed(a->index);
+  ASSERT_TRUE(taken.ok()) << taken.status();
+  backend_->Lend(a->index);
+  EXPECT_FALSE(backend_->TakeBorrowed(a->index).ok()) << "lent to the host: not again until it is freed";
+  state()[a->index].store(kFree);  // the host lets the frame go
+  // Still borrowed: the next borrows get the other pool slots, never this one.
+  std::optional<BackendArena::Slot> b = backend_->Borrow();
+  std::optional<BackendArena::Slot> c = backend_->Borrow();
+  ASSERT_TRUE(b.has_value() && c.has_value());
+  EXPECT_NE(b->index, a->index);
+  EXPECT_NE(c->index, a->index);
+  EXPECT_FALSE(backend_->Borrow().has_value());
+  // Shown again: lent a second time.
+  ASSERT_TRUE(backend_->TakeBorrowed(a->index).ok());
+  backend_->Lend(a->index);
+  // The decoder lets go while the host holds it: the host's until freed.
+  backend_->GiveBack(a->index);
+  EXPECT_EQ(State(a->index), kLent);
+  EXPECT_FALSE(backend_->Borrow().has_value());
+  EXPECT_FALSE(backend_->TakeBorrowed(a->index).ok()) << "no longer borrowed";
+  state()[a->index].store(kFree);
+  std::optional<BackendArena::Slot> again = backend_->Borrow();
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->index, a->index);
+  // A borrow that ends unlent frees its slot at once.
+  backend_->GiveBack(b->index);
+  EXPECT_EQ(State(b->index), kFree);
+  // Giving back what is not borrowed changes nothing.
+  backend_->GiveBack(b->index);
+  backend_->GiveBack(0);
+  EXPECT_EQ(State(b->index), kFree);
+  EXPECT_EQ(State(0), kFree);
+  EXPECT_EQ(backend_->borrowed_count(), 2u);
+}
+
+TEST_F(FramePoolArenaTest, TakeBorrowedRefusesSlotsNotBorrowed) {
+  EXPECT_FALSE(backend_->TakeBorrowed(0).ok()) << "a copy slot";
+  EXPECT_FALSE(backend_->TakeBorrowed(3).ok()) << "a pool slot not borrowed";
+  EXPECT_FALSE(backend_->TakeBorrowed(99).ok()) << "out of range";
+}
+
+TEST_F(FramePoolArenaTest, TheHostCountsHeldCopySlotsApart) {
+  auto arena = std::make_shared<HostArena>(std::make_shared<Region>(std::move(*region_)));
+  FrameRef copy = Rgb(1), pooled = Rgb(3);
+  ASSERT_TRUE(arena->Claim(copy).ok());
+  ASSERT_TRUE(arena->Claim(pooled).ok());
+  EXPECT_EQ(arena->held_count(), 2u);
+  EXPECT_EQ(arena->held_copy_count(), 1u);
+}
+
+TEST(GeometryTest, AFramePoolLeavesACopySlot) {
+  Geometry g = Small();
+  g.pool_slots = g.slot_count;
+  EXPECT_FALSE(g.Validate().ok());
+  g.pool_slots = g.slot_count - 1;
+  EXPECT_TRUE(g.Validate().ok());
+}
+
 }  // namespace
 }  // namespace codecvisor::ipc

@@ -22,6 +22,8 @@ static_assert(offsetof(RegionHeader, response_ring_bytes) == 24);
 static_assert(offsetof(RegionHeader, request) == 64);
 static_assert(offsetof(RegionHeader, response) == 320);
 static_assert(sizeof(RingControl) == 256 && offsetof(RingControl, tail) == 64);
+static_assert(offsetof(RegionHeader, pool_slots) + sizeof(uint32_t) <= offsetof(RegionHeader, request),
+              "Map reads the geometry from the bytes before the rings' control words");
 static_assert(sizeof(RegionHeader) <= kPage, "the rings start on the second page");
 constexpr uint64_t RoundUp(uint64_t v, uint64_t to) { return (v + to - 1) / to * to; }
 constexpr int kSeals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
@@ -35,12 +37,23 @@ absl::Status CheckRing(const char* name, uint64_t bytes) {
   return absl::OkStatus();
 }
 
-// Maps the whole region with every page in place: the host's mapping
-// allocates the memfd's pages, the backend's maps them, so no frame pays
-// a first-touch page fault (about 10 us each on a VM; a 1080p slot has
-// 1,500 pages). Costs that time once, when the session opens.
-void* MapPopulated(int fd, uint64_t bytes) {
-  return mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+// Maps the whole region with every page but the frame pool's in place:
+// the host's mapping allocates the memfd's pages, the backend's maps them,
+// so no frame pays a first-touch page fault (about 10 us each on a VM; a
+// 1080p slot has 1,500 pages). Costs that time once, when the session
+// opens. The pool's pages fault in as the backend's decoder first writes
+// them (and the host's mapping as it first reads them), as a decoder's
+// own picture buffers do in process; where the kernel cannot populate a
+// range (MADV_POPULATE_WRITE is Linux 5.14+) every page faults in so.
+void* MapPopulated(int fd, const Geometry& g, const Layout& layout) {
+  if (g.pool_slots == 0) {
+    return mmap(nullptr, layout.total, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+  }
+  void* base = mmap(nullptr, layout.total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (base != MAP_FAILED) {
+    (void)madvise(base, layout.arena + uint64_t{g.copy_slots()} * g.slot_bytes, MADV_POPULATE_WRITE);
+  }
+  return base;
 }
 
 }  // namespace
@@ -50,6 +63,10 @@ absl::Status Geometry::Validate() const {
   if (absl::Status s = CheckRing("response ring", response_ring_bytes); !s.ok()) return s;
   if (slot_count > kMaxSlots) {
     return absl::InvalidArgumentError(absl::StrCat(slot_count, " arena slots: at most ", kMaxSlots));
+  }
+  if (pool_slots != 0 && pool_slots >= slot_count) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(pool_slots, " frame pool slots of ", slot_count, ": at least one slot must be for copies"));
   }
   if (slot_bytes % kPage != 0 || (slot_count > 0 && slot_bytes == 0)) {
     return absl::InvalidArgumentError(
@@ -113,7 +130,7 @@ absl::StatusOr<Region> Region::Create(const Geometry& geometry) {
   // SECURITY: without these seals the backend could shrink the memfd and make
   // the host's next access to the arena raise SIGBUS.
   if (fcntl(fd.get(), F_ADD_SEALS, kSeals) != 0) return ErrnoStatus("fcntl(F_ADD_SEALS)");
-  void* base = MapPopulated(fd.get(), layout.total);
+  void* base = MapPopulated(fd.get(), geometry, layout);
   if (base == MAP_FAILED) return ErrnoStatus("mmap(channel memfd)");
   Region region(std::move(fd), static_cast<uint8_t*>(base), geometry);
   region.Reset();
@@ -130,6 +147,7 @@ void Region::Reset() {
   header->response_ring_bytes = geometry_.response_ring_bytes;
   header->slot_bytes = geometry_.slot_bytes;
   header->total_bytes = layout_.total;
+  header->pool_slots = geometry_.pool_slots;
 }
 
 absl::StatusOr<Region> Region::Map(UniqueFd memfd) {
@@ -151,14 +169,15 @@ absl::StatusOr<Region> Region::Map(UniqueFd memfd) {
     return absl::DataLossError(absl::StrCat("channel region has magic ", copy.magic, " version ",
                                             copy.version, "; expected version ", kRegionVersion));
   }
-  Geometry g{copy.request_ring_bytes, copy.response_ring_bytes, copy.slot_count, copy.slot_bytes};
+  Geometry g{copy.request_ring_bytes, copy.response_ring_bytes, copy.slot_count, copy.slot_bytes,
+             copy.pool_slots};
   if (absl::Status s = g.Validate(); !s.ok()) return absl::DataLossError(s.message());
   const Layout layout = Layout::For(g);
   if (layout.total != copy.total_bytes || layout.total != static_cast<uint64_t>(st.st_size)) {
     return absl::DataLossError(absl::StrCat("channel memfd is ", st.st_size,
                                             " bytes; its geometry needs ", layout.total));
   }
-  void* base = MapPopulated(memfd.get(), layout.total);
+  void* base = MapPopulated(memfd.get(), g, layout);
   if (base == MAP_FAILED) return ErrnoStatus("mmap(channel memfd)");
   return Region(std::move(memfd), static_cast<uint8_t*>(base), g);
 }

@@ -20,7 +20,7 @@
 namespace codecvisor::ipc {
 
 inline constexpr uint64_t kRegionMagic = 0x314e4843'56434443;  // "CDCVCHN1"
-inline constexpr uint32_t kRegionVersion = 5;
+inline constexpr uint32_t kRegionVersion = 6;
 inline constexpr uint32_t kMaxSlots = 256;
 // Caps on what a peer may ask the other side to map: 64 MiB per ring, and
 // 8 GiB for the whole arena (two 8K RGB frames fit in 400 MiB).
@@ -42,6 +42,16 @@ struct Geometry {
   uint64_t response_ring_bytes = 256 << 10;
   uint32_t slot_count = 8;
   uint64_t slot_bytes = 0;
+  // The last `pool_slots` of the slot_count slots form the frame pool: the
+  // backend may borrow them for its decoder's own pictures and lend one to
+  // the host as a frame without copying it (ipc/README.md, "Frame pool").
+  // Their pages are not made resident in advance: a decoder's own buffers
+  // fault in as they are first written, in process or not. Less than
+  // slot_count, so that at least one slot is for copies.
+  uint32_t pool_slots = 0;
+
+  // The slots a frame is copied into: [0, copy_slots()).
+  uint32_t copy_slots() const { return slot_count - pool_slots; }
 
   // OK if every field is within the limits above.
   [[nodiscard]] absl::Status Validate() const;
@@ -69,6 +79,7 @@ struct RegionHeader {
   uint64_t response_ring_bytes;
   uint64_t slot_bytes;
   uint64_t total_bytes;
+  uint32_t pool_slots;
   RingControl request;
   RingControl response;
   alignas(64) DoorbellWord slot_bell;  // rung by the host after freeing a slot
@@ -104,8 +115,9 @@ struct Layout {
 // Thread-safe to read concurrently; it holds no mutable state of its own.
 class Region {
  public:
-  // Both sides map every page of the region at once (MAP_POPULATE), so
-  // that no frame pays a first-touch page fault.
+  // Both sides make every page of the region resident at once, but the
+  // frame pool's, so that no frame copied into a slot pays a first-touch
+  // page fault.
   // Host side: creates, sizes, initialises and seals a memfd for `geometry`.
   [[nodiscard]] static absl::StatusOr<Region> Create(const Geometry& geometry);
   // Backend side: maps a region the host created, checking the header and

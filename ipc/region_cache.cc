@@ -17,7 +17,7 @@ void CountFork() { g_forks.fetch_add(1, std::memory_order_relaxed); }
 
 bool SameGeometry(const Geometry& a, const Geometry& b) {
   return a.request_ring_bytes == b.request_ring_bytes && a.response_ring_bytes == b.response_ring_bytes &&
-         a.slot_count == b.slot_count && a.slot_bytes == b.slot_bytes;
+         a.slot_count == b.slot_count && a.slot_bytes == b.slot_bytes && a.pool_slots == b.pool_slots;
 }
 
 }  // namespace

@@ -59,6 +59,26 @@ TEST(RegionTest, BothSidesMapEveryPageAtOnce) {
   EXPECT_EQ(RssKb(peer->header()), total_kb);
 }
 
+// A frame pool's pages are left to fault in as the backend's decoder
+// writes them: both sides make resident everything before the pool.
+TEST(RegionTest, TheFramePoolIsNotMadeResidentInAdvance) {
+  Geometry g{4096, 8192, 5, Geometry::SlotBytesFor(1 << 20)};
+  g.pool_slots = 3;
+  auto host = Region::Create(g);
+  ASSERT_TRUE(host.ok()) << host.status();
+  auto peer = Region::Map(UniqueFd(dup(host->fd())));
+  ASSERT_TRUE(peer.ok()) << peer.status();
+  EXPECT_EQ(peer->geometry().pool_slots, 3u);
+  EXPECT_EQ(peer->geometry().copy_slots(), 2u);
+  const long before_pool_kb = static_cast<long>((host->layout().arena + 2 * g.slot_bytes) / 1024);
+  EXPECT_EQ(RssKb(host->header()), before_pool_kb);
+  EXPECT_EQ(RssKb(peer->header()), before_pool_kb);
+  // The backend's first write to a pool slot brings its page in on both sides.
+  peer->slot(4)[0] = 7;
+  EXPECT_EQ(host->slot(4)[0], 7);
+  EXPECT_EQ(RssKb(host->header()), before_pool_kb + 4);
+}
+
 TEST(RegionTest, MemfdIsSealedAgainstResizing) {
   auto host = Region::Create(Small());
   ASSERT_TRUE(host.ok());

@@ -248,6 +248,10 @@ namespace codecvisor::cpu {
 
 int64_t SeeksForTest(const cv_session* session) { return session->impl->seeks_for_test(); }
 
+const PicturePool* PicturesForTest(const cv_session* session) { return session->impl->pictures_for_test(); }
+
+int64_t FramesLentInPlaceForTest(const cv_session* session) { return session->impl->frames_lent_in_place(); }
+
 }  // namespace codecvisor::cpu
 
 extern "C" const cv_backend_v1* codecvisor_backend_v1(void) { return &codecvisor::cpu::kTable; }

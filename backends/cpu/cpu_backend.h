@@ -33,9 +33,15 @@ __attribute__((visibility("default"))) const cv_backend_v1* codecvisor_backend_v
 
 namespace codecvisor::cpu {
 
+class PicturePool;
+
 // Demuxer seeks `session` (from this backend's open_session) has made: tests
 // check that sequential decoding makes none.
 int64_t SeeksForTest(const cv_session* session);
+// The session's picture pool (picture_pool.h), or nullptr, and how many
+// frames it lent in place.
+const PicturePool* PicturesForTest(const cv_session* session);
+int64_t FramesLentInPlaceForTest(const cv_session* session);
 
 }  // namespace codecvisor::cpu
 

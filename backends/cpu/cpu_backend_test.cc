@@ -234,13 +234,7 @@ TEST_P(EveryVideoTest, IndexAtSecondsFindsTheFramePlaying) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Videos, EveryVideoTest, ::testing::ValuesIn(testing::TestVideos()),
-                         [](const auto& info) {
-                           std::string name = info.param.name;
-                           std::replace_if(
-                               name.begin(), name.end(), [](char c) { return !std::isalnum(c); },
-                               '_');
-                           return name;
-                         });
+                         [](const auto& info) { return testing::TestName(info.param); });
 
 // MPEG-TS has no index: an approximate seek lands on any packet, and the
 // cursor waits for a key frame before decoding. A first request for the

@@ -153,10 +153,15 @@ absl::Status FrameConverter::Convert(const AVFrame* frame, uint8_t* dst) {
   if (layout_.format == CV_OUTPUT_NATIVE && frame->format == native_ &&
       frame->width == static_cast<int>(layout_.width) &&
       frame->height == static_cast<int>(layout_.height)) {
+    // Each row's pixels: a layout for pool pictures (picture_pool.h) has
+    // strides wider than the rows.
+    int row_bytes[4] = {};
+    if (av_image_fill_linesizes(row_bytes, native_, static_cast<int>(layout_.width)) < 0) {
+      return absl::InternalError("cannot lay out the native frame's rows");
+    }
     for (uint32_t p = 0; p < layout_.num_planes; ++p) {
       av_image_copy_plane(dst + layout_.plane_offset[p], static_cast<int>(layout_.plane_stride[p]),
-                          frame->data[p], frame->linesize[p],
-                          static_cast<int>(layout_.plane_stride[p]),
+                          frame->data[p], frame->linesize[p], row_bytes[p],
                           static_cast<int>(layout_.plane_rows[p]));
     }
     return absl::OkStatus();

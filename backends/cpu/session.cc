@@ -90,6 +90,17 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Open(int fd,
   if (!layout.ok()) return layout.status();
   session->layout_ = *layout;
   session->native_for_rgb_ = layout->format == CV_OUTPUT_NATIVE && options.output_format != CV_OUTPUT_NATIVE;
+  if (session->native_for_rgb_ && options.frame_pool != nullptr) {
+    // Frames the host converts itself are decoded straight into the
+    // runner's frame pool where they fit (picture_pool.h), and copied when
+    // they do not: the layout leaves room for the decoder's pictures.
+    absl::StatusOr<cv_frame_layout> pooled = PoolLayout(session->decoder_->context(), *native, session->layout_);
+    if (pooled.ok()) {
+      session->layout_ = *pooled;
+      session->pictures_ = std::make_unique<PicturePool>(options.frame_pool, session->layout_, *native);
+      session->decoder_->UsePictures(session->pictures_.get());
+    }
+  }
   session->stream_color_space_ = EnumValue(par->color_space);
   session->stream_color_range_ = EnumValue(par->color_range);
   // Before the scan: a rotation it cannot reproduce is refused at once.
@@ -260,6 +271,31 @@ absl::Status CpuSession::CheckCapacity(const cv_frame_buffer& buffer) const {
                                                  " bytes; the layout needs ", layout_.size));
 }
 
+bool CpuSession::LendInPlace(const AVFrame& frame, cv_frame_buffer* buffer) const {
+  if (pictures_ == nullptr || buffer->data != nullptr) return false;
+  uint8_t* slot = pictures_->SlotOf(frame);
+  if (slot == nullptr) return false;
+  // Refused when the host still holds this picture from an earlier frame
+  // (a picture shown twice): then it is copied.
+  cv_error error{};
+  cv_frame_pool* pool = pictures_->pool();
+  return pool->lend(pool, buffer, slot, &error) == CV_OK && buffer->data == slot;
+}
+
+absl::Status CpuSession::WriteFrame(const AVFrame& frame, cv_frame_buffer* buffer) {
+  if (buffer->data == nullptr) {
+    cv_error error{};
+    if (cv_status st = buffer->acquire(buffer, &error); st != CV_OK) {
+      return absl::Status(st == CV_ERROR_RESOURCE_EXHAUSTED ? absl::StatusCode::kResourceExhausted
+                                                            : absl::StatusCode::kInternal,
+                          error.message);
+    }
+    if (buffer->data == nullptr) return absl::InternalError("the runner's acquire() lent no frame buffer");
+    if (absl::Status s = CheckCapacity(*buffer); !s.ok()) return s;
+  }
+  return output_->Write(&frame, buffer->data);
+}
+
 absl::Status CpuSession::DecodeFrame(int64_t index, cv_frame_buffer* buffer, cv_frame_info* info) {
   // A late buffer (data NULL) is acquired once the frame is decoded, just
   // before sws_scale writes it.
@@ -276,17 +312,11 @@ absl::Status CpuSession::DecodeFrame(int64_t index, cv_frame_buffer* buffer, cv_
              : cursor_->DecodeApproximate(index, NominalPts(index), frame_duration_);
   if (!frame.ok()) return frame.status();
   if (absl::Status s = CheckNativeHolds(**frame, index); !s.ok()) return s;
-  if (late) {
-    cv_error error{};
-    if (cv_status st = buffer->acquire(buffer, &error); st != CV_OK) {
-      return absl::Status(st == CV_ERROR_RESOURCE_EXHAUSTED ? absl::StatusCode::kResourceExhausted
-                                                            : absl::StatusCode::kInternal,
-                          error.message);
-    }
-    if (buffer->data == nullptr) return absl::InternalError("the runner's acquire() lent no frame buffer");
-    if (absl::Status s = CheckCapacity(*buffer); !s.ok()) return s;
+  if (LendInPlace(**frame, buffer)) {
+    ++lent_in_place_;
+  } else if (absl::Status s = WriteFrame(**frame, buffer); !s.ok()) {
+    return s;
   }
-  if (absl::Status s = output_->Write(*frame, buffer->data); !s.ok()) return s;
   if (info == nullptr) return absl::OkStatus();
   if (index_) return GetFrameInfo(index, info);
   const double tb = av_q2d(demuxer_->stream()->time_base);

@@ -34,6 +34,7 @@
 #include "backends/cpu/frame_cursor.h"
 #include "backends/cpu/frame_index.h"
 #include "backends/cpu/frame_output.h"
+#include "backends/cpu/picture_pool.h"
 #include "backends/cpu/video_decoder.h"
 #include "backends/sdk/codecvisor_backend.h"
 
@@ -74,9 +75,18 @@ class CpuSession {
 
   // Demuxer seeks made so far.
   int64_t seeks_for_test() const { return cursor_->seeks(); }
+  // The picture pool, when frames are decoded into the runner's frame pool.
+  const PicturePool* pictures_for_test() const { return pictures_.get(); }
+  // Frames lent to the host in the pool slot they were decoded into.
+  int64_t frames_lent_in_place() const { return lent_in_place_; }
 
  private:
   absl::Status CheckCapacity(const cv_frame_buffer& buffer) const;
+  // Lends `frame` to the host in the pool slot it was decoded into, if it
+  // was and the buffer is late (not yet acquired); false otherwise.
+  bool LendInPlace(const AVFrame& frame, cv_frame_buffer* buffer) const;
+  // Writes `frame` into the buffer, acquiring a late one first.
+  absl::Status WriteFrame(const AVFrame& frame, cv_frame_buffer* buffer);
   // Aborted (CV_ERROR_NATIVE_CHANGED) when the session lays frames out
   // natively in place of RGB and `frame` differs from the stream in pixel
   // format, size, colour space or range: the host converts with the
@@ -88,6 +98,9 @@ class CpuSession {
   // Approximate mode: the nominal pts of frame `index`.
   int64_t NominalPts(int64_t index) const;
 
+  // Native frames decoded straight into the runner's frame pool. First:
+  // it outlives the decoder and every frame that references its pictures.
+  std::unique_ptr<PicturePool> pictures_;
   std::unique_ptr<Demuxer> demuxer_;
   std::unique_ptr<VideoDecoder> decoder_;
   std::optional<FrameIndex> index_;  // exact mode only
@@ -107,6 +120,7 @@ class CpuSession {
   AVRational frame_rate_{0, 1};
   int64_t begin_pts_ = 0;
   int64_t frame_duration_ = 1;
+  int64_t lent_in_place_ = 0;
 };
 
 }  // namespace codecvisor::cpu

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -106,6 +107,14 @@ const TestVideo kVideos[] = {
 }  // namespace
 
 void PrintTo(const TestVideo& video, std::ostream* os) { *os << video.name; }
+
+std::string TestName(const TestVideo& video) {
+  std::string name = video.name;
+  for (char& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return name;
+}
 
 const std::vector<TestVideo>& TestVideos() {
   static const std::vector<TestVideo> videos(std::begin(kVideos), std::end(kVideos));
@@ -238,6 +247,8 @@ TestSession::TestSession(const std::string& path, const Options& options,
   o.decoder_threads = options.decoder_threads;
   o.output_width = options.output_width;
   o.output_height = options.output_height;
+  o.native_formats = options.native_formats;
+  o.frame_pool = options.frame_pool;
   o.device = "cpu";
   std::string name = label.empty() ? path.substr(path.rfind('/') + 1) : label;
   o.file_label = name.c_str();

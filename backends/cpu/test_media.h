@@ -28,6 +28,9 @@ struct TestVideo {
   const char* remux_of = nullptr;
 };
 void PrintTo(const TestVideo& video, std::ostream* os);
+// The video's name with every character but letters and digits as '_': a
+// parameterised test's name.
+std::string TestName(const TestVideo& video);
 
 // The catalogue every conformance test runs on, and one of them by name.
 const std::vector<TestVideo>& TestVideos();
@@ -85,6 +88,8 @@ class TestSession {
     uint32_t decoder_threads = 0;
     uint32_t output_width = 0;
     uint32_t output_height = 0;
+    const char* native_formats = nullptr;  // cv_open_options.native_formats
+    cv_frame_pool* frame_pool = nullptr;
   };
   TestSession(const std::string& path, const Options& options, const std::string& label = "");
   TestSession(const std::string& path) : TestSession(path, Options()) {}

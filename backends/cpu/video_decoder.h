@@ -14,6 +14,7 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
+#include "backends/cpu/picture_pool.h"
 
 extern "C" {
 #include <libavcodec/avcodec.h>
@@ -44,6 +45,11 @@ class VideoDecoder {
   void Flush();
 
   const char* name() const { return context_->codec->name; }
+  // The opened codec context, for laying out its pictures (PoolLayout).
+  const AVCodecContext* context() const { return context_; }
+  // Takes pictures from `pictures` from the next packet on; it must outlive
+  // this decoder.
+  void UsePictures(PicturePool* pictures) { pictures->Install(context_); }
 
  private:
   VideoDecoder() = default;

@@ -24,7 +24,9 @@
  *
  * Memory. Frame pixels go into a buffer the runner owns and lends for one
  * call (cv_frame_buffer); the backend never keeps a pointer to it after the
- * call returns. Every other pointer passed in is valid only during the call.
+ * call returns. The one exception: slots borrowed from the session's frame
+ * pool (cv_frame_pool), kept until given back. Every other pointer passed
+ * in is valid only during the call.
  */
 
 #ifndef CODECVISOR_BACKENDS_SDK_CODECVISOR_BACKEND_H_
@@ -78,6 +80,9 @@ typedef int32_t cv_seek_mode;
 #define CV_SEEK_EXACT 0  /* scan the stream once at open; indices and times are exact */
 #define CV_SEEK_APPROXIMATE 1  /* trust the container header; no scan */
 
+typedef struct cv_frame_buffer cv_frame_buffer;
+typedef struct cv_frame_pool cv_frame_pool;
+
 typedef int32_t cv_output_format;
 #define CV_OUTPUT_RGB24 0  /* one plane, interleaved R,G,B (HWC) */
 #define CV_OUTPUT_RGB24_PLANAR 1  /* three planes R, G, B (CHW) */
@@ -102,6 +107,11 @@ typedef struct cv_open_options {
    * have. A backend that ignores this field sends RGB, as asked. Read it
    * only when struct_size covers it: older runners do not set it. */
   const char* native_formats;
+  /* Arena slots the backend may borrow for its decoder's own pictures, so
+   * that a frame decoded into one reaches the host without a copy (see
+   * cv_frame_pool). Valid until close_session returns; NULL when the runner
+   * offers none. Read it only when struct_size covers it. */
+  cv_frame_pool* frame_pool;
 } cv_open_options;
 
 #define CV_NAME_BYTES 64
@@ -191,12 +201,46 @@ typedef struct cv_frame_layout {
  * buffer pointer decode_frame was given, from any thread.
  * A runner that predates late buffers never passes `data` NULL, and has no
  * `acquire` field: a backend tests `data == NULL` before it reads `acquire`. */
-typedef struct cv_frame_buffer cv_frame_buffer;
 struct cv_frame_buffer {
   uint8_t* data;      /* lent by the runner for the duration of one call */
   uint64_t capacity;  /* at least layout.size + CV_BUFFER_PADDING */
   /* Non-NULL exactly when `data` is NULL (late buffers). */
   cv_status (*acquire)(cv_frame_buffer* self, cv_error* error);
+};
+
+/* The frame pool: shared-memory slots a backend borrows as its decoder's
+ * picture buffers (for FFmpeg, from its get_buffer2 callback), keeps as
+ * long as the decoder references the picture, and gives back. A frame
+ * decoded into a borrowed slot at the session's layout (plane offsets and
+ * strides exactly as get_frame_layout said, from the slot's start) is sent
+ * to the host with `lend` in place of buffer->acquire and a copy.
+ *
+ * Only sessions whose frames are laid out natively get pool slots (the
+ * host converts those; an RGB frame is converted into its buffer anyway),
+ * and only once the host has attached the session's arena: before that,
+ * and whenever every pool slot is borrowed or held by the host's callers,
+ * `borrow` returns NULL and the backend uses its own memory, as without a
+ * pool. The host may read a lent slot until its caller lets the frame go,
+ * so a backend must not write into a slot it has lent (a decoder does not
+ * write into a picture it has output). */
+struct cv_frame_pool {
+  /* Borrows a slot: its first byte (page-aligned), with *capacity set to
+   * the bytes it holds (at least the layout's size + CV_BUFFER_PADDING);
+   * NULL when none is free. Never waits. Thread-safe. */
+  uint8_t* (*borrow)(cv_frame_pool* self, uint64_t* capacity);
+  /* Ends the borrow of the slot starting at `data` (ignored for anything
+   * else). Thread-safe, from any thread; every borrow must end before
+   * close_session returns. A slot lent to the host stays readable there
+   * until its caller lets the frame go. */
+  void (*give_back)(cv_frame_pool* self, uint8_t* data);
+  /* From decode_frame, in place of buffer->acquire (late buffers) or of
+   * writing into buffer->data: this call's frame is already in borrowed
+   * slot `data`. The borrow goes on; the slot becomes the frame the host
+   * receives. Fails (CV_ERROR_INVALID_ARGUMENT, with a message) when `data`
+   * is not a borrowed slot, or when the host still holds it from an earlier
+   * lend (a picture shown twice): then copy the frame into a buffer as
+   * usual. */
+  cv_status (*lend)(cv_frame_pool* self, cv_frame_buffer* buffer, uint8_t* data, cv_error* error);
 };
 
 typedef struct cv_frame_info {

@@ -35,8 +35,10 @@ absl::Status ControlServer::HandleOpen(uint64_t id, const ipc::OpenSession& open
   session.vtable = vtable_;
   session.video_fd = *std::move(fd);
   session.hints = control_->header();
+  session.pool = std::make_unique<FramePool>();
   std::string native_formats;
   cv_open_options options = ToAbi(open, native_formats);
+  options.frame_pool = session.pool->abi();
   cv_error error{};
   // Everything from open_session to the layout is one vendor call for the
   // crash hints: a crash anywhere in it blames this open.
@@ -94,6 +96,7 @@ absl::Status ControlServer::HandleAttach(uint64_t id, const ipc::AttachSession& 
     return Reply({id, ToWireError(channel.status())});
   }
   if (hangups_ != nullptr) (*channel)->WatchHangups(hangups_);
+  it->second.pool->Attach(&(*channel)->arena());
   auto server = std::make_unique<SessionServer>(std::move(it->second), *std::move(channel));
   pending_.erase(it);
   std::thread thread;

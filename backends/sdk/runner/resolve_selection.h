@@ -13,10 +13,12 @@
 #define CODECVISOR_BACKENDS_SDK_RUNNER_RESOLVE_SELECTION_H_
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "backends/sdk/codecvisor_backend.h"
+#include "backends/sdk/runner/frame_pool.h"
 #include "ipc/channel.h"
 #include "ipc/messages.h"
 #include "ipc/unique_fd.h"
@@ -32,6 +34,9 @@ struct VendorSession {
   // The region whose crash hints cover calls for this session: the control
   // channel's until the session is attached, then its own.
   ipc::RegionHeader* hints = nullptr;
+  // The vendor's frame pool (cv_open_options.frame_pool): outlives the
+  // vendor session, which may give slots back as it closes.
+  std::unique_ptr<FramePool> pool;
 };
 
 // The stream indices a request selects, in request order: a list, or a

@@ -10,6 +10,7 @@
 #include "backends/sdk/runner/abi_convert.h"
 #include "backends/sdk/runner/backend_library.h"
 #include "backends/sdk/runner/crash_hints.h"
+#include "backends/sdk/runner/frame_pool.h"
 #include "backends/sdk/runner/wake_policy.h"
 
 namespace codecvisor::runner {
@@ -18,25 +19,6 @@ namespace {
 using ipc::Clock;
 
 constexpr auto kIdleWait = std::chrono::hours(24);
-
-// The buffer one decode_frame call writes into, and the slot behind it:
-// claimed before the call, or, for a backend that wants late buffers, by
-// the backend through `buffer.acquire` (AcquireLateSlot) once its pixels are
-// ready. `buffer` comes first, so acquire() finds the rest from its address.
-struct FrameTarget {
-  cv_frame_buffer buffer{};
-  ipc::BackendChannel* channel = nullptr;
-  std::optional<ipc::BackendArena::Slot> slot;
-  absl::Status acquire_failure;  // why acquire() could not lend a slot
-};
-static_assert(std::is_standard_layout_v<FrameTarget> && offsetof(FrameTarget, buffer) == 0);
-
-void PointAt(FrameTarget* target, const ipc::BackendArena::Slot& slot) {
-  static_assert(CV_BUFFER_PADDING <= ipc::kSlotPadding, "slots must have the padding the SDK promises");
-  target->slot = slot;
-  target->buffer.data = slot.bytes.data();
-  target->buffer.capacity = slot.bytes.size();
-}
 
 cv_status AcquireLateSlot(cv_frame_buffer* buffer, cv_error* error) {
   auto* target = reinterpret_cast<FrameTarget*>(buffer);

@@ -1,0 +1,54 @@
+#include "backends/sdk/runner/frame_pool.h"
+
+#include <cstdio>
+#include <string>
+
+namespace codecvisor::runner {
+
+static_assert(CV_BUFFER_PADDING <= ipc::kSlotPadding, "slots must have the padding the SDK promises");
+
+void PointAt(FrameTarget* target, const ipc::BackendArena::Slot& slot) {
+  target->slot = slot;
+  target->buffer.data = slot.bytes.data();
+  target->buffer.capacity = slot.bytes.size();
+}
+
+FramePool::FramePool() : abi_{&FramePool::Borrow, &FramePool::GiveBack, &FramePool::Lend} {
+  static_assert(std::is_standard_layout_v<FramePool> && offsetof(FramePool, abi_) == 0);
+}
+
+uint8_t* FramePool::Borrow(cv_frame_pool* self, uint64_t* capacity) {
+  ipc::BackendArena* arena = From(self)->arena_.load(std::memory_order_acquire);
+  std::optional<ipc::BackendArena::Slot> slot = arena != nullptr ? arena->Borrow() : std::nullopt;
+  if (!slot.has_value()) return nullptr;
+  if (capacity != nullptr) *capacity = slot->bytes.size();
+  return slot->bytes.data();
+}
+
+void FramePool::GiveBack(cv_frame_pool* self, uint8_t* data) {
+  ipc::BackendArena* arena = From(self)->arena_.load(std::memory_order_acquire);
+  if (arena == nullptr) return;
+  if (std::optional<uint32_t> index = arena->PoolSlotAt(data)) arena->GiveBack(*index);
+}
+
+cv_status FramePool::Lend(cv_frame_pool* self, cv_frame_buffer* buffer, uint8_t* data, cv_error* error) {
+  auto fail = [&](const std::string& why) {
+    if (error != nullptr) std::snprintf(error->message, sizeof(error->message), "frame pool: %s", why.c_str());
+    return CV_ERROR_INVALID_ARGUMENT;
+  };
+  ipc::BackendArena* arena = From(self)->arena_.load(std::memory_order_acquire);
+  if (arena == nullptr || buffer == nullptr) return fail("no arena is attached, or no buffer was given");
+  std::optional<uint32_t> index = arena->PoolSlotAt(data);
+  if (!index.has_value()) return fail("lend() was given an address that is not a pool slot's start");
+  auto* target = reinterpret_cast<FrameTarget*>(buffer);
+  if (target->slot.has_value()) {
+    if (target->slot->index == *index) return CV_OK;  // lent again: the same slot
+    return fail("decode_frame already has a buffer for this frame");
+  }
+  absl::StatusOr<ipc::BackendArena::Slot> slot = arena->TakeBorrowed(*index);
+  if (!slot.ok()) return fail(std::string(slot.status().message()));
+  PointAt(target, *slot);
+  return CV_OK;
+}
+
+}  // namespace codecvisor::runner

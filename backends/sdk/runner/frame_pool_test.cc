@@ -1,0 +1,66 @@
+#include "backends/sdk/runner/frame_pool.h"
+
+#include <gtest/gtest.h>
+
+#include "ipc/region.h"
+
+namespace codecvisor::runner {
+namespace {
+
+class FramePoolTest : public ::testing::Test {
+ protected:
+  FramePoolTest() : region_(ipc::Region::Create({4096, 4096, 3, 8192, 2})), arena_(&*region_) {}
+
+  absl::StatusOr<ipc::Region> region_;
+  ipc::BackendArena arena_;
+  FramePool pool_;
+  cv_frame_pool* abi_ = pool_.abi();
+};
+
+TEST_F(FramePoolTest, BorrowsNothingBeforeTheArenaIsAttached) {
+  uint64_t capacity = 7;
+  EXPECT_EQ(abi_->borrow(abi_, &capacity), nullptr);
+  EXPECT_EQ(capacity, 7u);
+  FrameTarget target;
+  cv_error error{};
+  EXPECT_EQ(abi_->lend(abi_, &target.buffer, region_->slot(1), &error), CV_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(error.message), "");
+  abi_->give_back(abi_, region_->slot(1));  // harmless
+}
+
+TEST_F(FramePoolTest, ALentSlotBecomesTheFrameBuffer) {
+  pool_.Attach(&arena_);
+  uint64_t capacity = 0;
+  uint8_t* a = abi_->borrow(abi_, &capacity);
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(capacity, 8192u);
+  uint8_t* b = abi_->borrow(abi_, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(abi_->borrow(abi_, &capacity), nullptr) << "a pool of 2";
+
+  FrameTarget target;
+  cv_error error{};
+  ASSERT_EQ(abi_->lend(abi_, &target.buffer, b, &error), CV_OK) << error.message;
+  ASSERT_TRUE(target.slot.has_value());
+  EXPECT_EQ(target.slot->index, 2u);
+  EXPECT_EQ(target.buffer.data, b);
+  EXPECT_EQ(target.buffer.capacity, 8192u);
+  EXPECT_EQ(abi_->lend(abi_, &target.buffer, b, &error), CV_OK) << "the same slot again is a no-op";
+  EXPECT_EQ(abi_->lend(abi_, &target.buffer, a, &error), CV_ERROR_INVALID_ARGUMENT)
+      << "a second buffer for the same frame";
+
+  FrameTarget other;
+  EXPECT_EQ(abi_->lend(abi_, &other.buffer, region_->slot(0), &error), CV_ERROR_INVALID_ARGUMENT) << "a copy slot";
+  EXPECT_EQ(abi_->lend(abi_, &other.buffer, a + 64, &error), CV_ERROR_INVALID_ARGUMENT) << "inside a slot";
+  arena_.Lend(target.slot->index);
+  EXPECT_EQ(abi_->lend(abi_, &other.buffer, b, &error), CV_ERROR_INVALID_ARGUMENT) << "the host holds it";
+  EXPECT_FALSE(other.slot.has_value());
+
+  abi_->give_back(abi_, a);
+  abi_->give_back(abi_, b);
+  EXPECT_EQ(arena_.borrowed_count(), 0u);
+  EXPECT_EQ(abi_->borrow(abi_, nullptr), a) << "b is the host's until it frees it";
+}
+
+}  // namespace
+}  // namespace codecvisor::runner
