@@ -129,6 +129,7 @@ class BackendArena {
   [[nodiscard]] absl::StatusOr<Slot> TakeBorrowed(uint32_t index);
   // The pool slot whose bytes start at `data`, if any.
   std::optional<uint32_t> PoolSlotAt(const uint8_t* data) const;
+  const Geometry& region_geometry() const { return region_->geometry(); }
   uint32_t borrowed_count() const;
 
  private:

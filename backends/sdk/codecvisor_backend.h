@@ -236,7 +236,8 @@ struct cv_frame_pool {
   /* From decode_frame, in place of buffer->acquire (late buffers) or of
    * writing into buffer->data: this call's frame is already in borrowed
    * slot `data`. The borrow goes on; the slot becomes the frame the host
-   * receives. Fails (CV_ERROR_INVALID_ARGUMENT, with a message) when `data`
+   * receives, and `buffer` points at it (a buffer lent before the call, or
+   * acquired, goes back unused). Fails (CV_ERROR_INVALID_ARGUMENT, with a message) when `data`
    * is not a borrowed slot, or when the host still holds it from an earlier
    * lend (a picture shown twice): then copy the frame into a buffer as
    * usual. */

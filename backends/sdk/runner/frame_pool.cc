@@ -41,12 +41,16 @@ cv_status FramePool::Lend(cv_frame_pool* self, cv_frame_buffer* buffer, uint8_t*
   std::optional<uint32_t> index = arena->PoolSlotAt(data);
   if (!index.has_value()) return fail("lend() was given an address that is not a pool slot's start");
   auto* target = reinterpret_cast<FrameTarget*>(buffer);
-  if (target->slot.has_value()) {
-    if (target->slot->index == *index) return CV_OK;  // lent again: the same slot
-    return fail("decode_frame already has a buffer for this frame");
+  if (target->slot.has_value() && target->slot->index == *index) return CV_OK;  // lent again: the same slot
+  const bool acquired_copy_slot =
+      target->slot.has_value() && target->slot->index < arena->region_geometry().copy_slots();
+  if (target->slot.has_value() && !acquired_copy_slot) {
+    return fail("decode_frame already lent another pool slot for this frame");
   }
   absl::StatusOr<ipc::BackendArena::Slot> slot = arena->TakeBorrowed(*index);
   if (!slot.ok()) return fail(std::string(slot.status().message()));
+  // The copy slot taken before the call (or by acquire) is not needed.
+  if (acquired_copy_slot) arena->Abandon(target->slot->index);
   PointAt(target, *slot);
   return CV_OK;
 }

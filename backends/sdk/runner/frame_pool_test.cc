@@ -1,18 +1,35 @@
 #include "backends/sdk/runner/frame_pool.h"
 
+#include <unistd.h>
+
+#include <chrono>
+#include <optional>
+
 #include <gtest/gtest.h>
 
 #include "ipc/region.h"
+#include "ipc/socket.h"
+#include "ipc/wait_policy.h"
 
 namespace codecvisor::runner {
 namespace {
 
 class FramePoolTest : public ::testing::Test {
  protected:
-  FramePoolTest() : region_(ipc::Region::Create({4096, 4096, 3, 8192, 2})), arena_(&*region_) {}
+  FramePoolTest() : region_(ipc::Region::Create({4096, 4096, 3, 8192, 2})), arena_(&*region_) {
+    EXPECT_EQ(pipe(fds_), 0);
+    alive_.emplace(fds_[0], -1, false);
+  }
+  ~FramePoolTest() override {
+    close(fds_[0]);
+    close(fds_[1]);
+  }
 
   absl::StatusOr<ipc::Region> region_;
   ipc::BackendArena arena_;
+  int fds_[2] = {-1, -1};
+  std::optional<ipc::PeerLiveness> alive_;  // a peer that stays alive
+  ipc::WaitPolicy wait_;
   FramePool pool_;
   cv_frame_pool* abi_ = pool_.abi();
 };
@@ -56,10 +73,23 @@ TEST_F(FramePoolTest, ALentSlotBecomesTheFrameBuffer) {
   EXPECT_EQ(abi_->lend(abi_, &other.buffer, b, &error), CV_ERROR_INVALID_ARGUMENT) << "the host holds it";
   EXPECT_FALSE(other.slot.has_value());
 
+  // A buffer lent before the call (or acquired) gives way to the pool
+  // slot: the copy slot goes back free.
+  FrameTarget early;
+  auto copy_slot = arena_.Acquire(ipc::Clock::now() + std::chrono::seconds(1), *alive_, &wait_);
+  ASSERT_TRUE(copy_slot.ok()) << copy_slot.status();
+  PointAt(&early, *copy_slot);
+  ASSERT_EQ(arena_.FreeSlots(), 0u);
+  ASSERT_EQ(abi_->lend(abi_, &early.buffer, a, &error), CV_OK) << error.message;
+  EXPECT_EQ(early.buffer.data, a);
+  EXPECT_EQ(arena_.FreeSlots(), 1u);
+  EXPECT_EQ(abi_->lend(abi_, &early.buffer, b, &error), CV_ERROR_INVALID_ARGUMENT) << "a second pool slot";
+  arena_.Lend(early.slot->index);
+
   abi_->give_back(abi_, a);
   abi_->give_back(abi_, b);
   EXPECT_EQ(arena_.borrowed_count(), 0u);
-  EXPECT_EQ(abi_->borrow(abi_, nullptr), a) << "b is the host's until it frees it";
+  EXPECT_EQ(abi_->borrow(abi_, nullptr), nullptr) << "the host holds both until it frees them";
 }
 
 }  // namespace
