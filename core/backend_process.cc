@@ -22,14 +22,19 @@ using ipc::Clock;
 
 // The frame pool (ipc/README.md): slots a backend may borrow for its
 // decoder's own pictures and lend as frames without a copy. Only sessions
-// whose frames come native get one (an RGB frame is converted into its
-// slot anyway). 16 holds an H.264 decoder's references, its reordering
-// delay and one picture per frame thread; a decoder that wants more gets
-// its other pictures from its own memory, and those frames are copied.
-// CODECVISOR_FRAME_POOL_SLOTS sets the count (0 turns the pool off; at
-// most kMaxFramePoolSlots), read at every open.
+// asked for RGB whose frames come native (the host converts them) get one:
+// an RGB frame is converted into its slot anyway, and a caller that asked
+// for native frames gets them as they are laid out. 16 holds an H.264
+// decoder's references, its reordering delay and a picture for each of a
+// few frame threads; a decoder that keeps more gets its other pictures from
+// its own memory, and those frames are copied. At most 256 MiB of pool per
+// session (a 4K frame pool is then 16 slots, an 8K one 5): it costs the
+// runner's address space even where the decoder never writes it.
+// CODECVISOR_FRAME_POOL_SLOTS sets the count (0 turns decoding in place
+// off; at most kMaxFramePoolSlots), read at every open.
 constexpr uint32_t kFramePoolSlots = 16;
 constexpr uint32_t kMaxFramePoolSlots = 64;
+constexpr uint64_t kMaxFramePoolBytes = uint64_t{256} << 20;
 
 uint32_t WantedFramePoolSlots() {
   const char* text = std::getenv("CODECVISOR_FRAME_POOL_SLOTS");
@@ -40,12 +45,16 @@ uint32_t WantedFramePoolSlots() {
   return static_cast<uint32_t>(std::min<unsigned long>(v, kMaxFramePoolSlots));
 }
 
-uint32_t FramePoolSlots(const ipc::FrameLayout& layout, uint32_t copy_slots, uint64_t slot_bytes) {
-  if (layout.format != ipc::OutputFormat::kNative || copy_slots >= ipc::kMaxSlots || slot_bytes == 0) return 0;
+uint32_t FramePoolSlots(ipc::OutputFormat asked, const ipc::FrameLayout& layout, uint32_t copy_slots,
+                        uint64_t slot_bytes) {
+  if (asked == ipc::OutputFormat::kNative || layout.format != ipc::OutputFormat::kNative ||
+      copy_slots >= ipc::kMaxSlots || slot_bytes == 0) {
+    return 0;
+  }
   const uint64_t fit = ipc::kMaxArenaBytes / slot_bytes;  // slots the arena's limit allows
   if (fit <= copy_slots) return 0;
-  return static_cast<uint32_t>(
-      std::min<uint64_t>({WantedFramePoolSlots(), ipc::kMaxSlots - copy_slots, fit - copy_slots}));
+  return static_cast<uint32_t>(std::min<uint64_t>(
+      {WantedFramePoolSlots(), ipc::kMaxSlots - copy_slots, fit - copy_slots, kMaxFramePoolBytes / slot_bytes}));
 }
 
 // Control-channel geometry: no arena, small rings.
@@ -382,7 +391,7 @@ absl::StatusOr<OpenedSession> BackendProcess::OpenSession(int video_fd, ipc::Ope
   if (absl::Status s = CheckStreamList(opened->metadata); !s.ok()) return s;
   ipc::Geometry geometry;
   geometry.slot_bytes = ipc::Geometry::SlotBytesFor(opened->layout.size);
-  geometry.pool_slots = FramePoolSlots(opened->layout, slots, geometry.slot_bytes);
+  geometry.pool_slots = FramePoolSlots(options.output_format, opened->layout, slots, geometry.slot_bytes);
   geometry.slot_count = slots + geometry.pool_slots;
   auto created = ipc::HostChannel::Create(geometry, session_regions_.get());
   if (!created.ok()) {

@@ -151,7 +151,19 @@ absl::StatusOr<BackendArena::Slot> BackendArena::Acquire(Deadline deadline, cons
 }
 
 void BackendArena::Lend(uint32_t index) {
+  if (index >= region_->geometry().copy_slots()) {
+    // A pool slot: settled under the lock, against a GiveBack on a decoder thread.
+    codecvisor::MutexLock lock(&pool_mu_);
+    Untake(index);
+    StateOf(*region_, index).store(static_cast<uint32_t>(SlotState::kLent), std::memory_order_release);
+    return;
+  }
   StateOf(*region_, index).store(static_cast<uint32_t>(SlotState::kLent), std::memory_order_release);
+}
+
+void BackendArena::Untake(uint32_t index) {
+  const uint32_t i = index - region_->geometry().copy_slots();
+  if (i < taken_.size()) taken_[i] = false;
 }
 
 uint32_t BackendArena::FreeSlots() const {
@@ -163,6 +175,13 @@ uint32_t BackendArena::FreeSlots() const {
 }
 
 void BackendArena::Abandon(uint32_t index) {
+  if (index >= region_->geometry().copy_slots()) {
+    // Free: borrowable again unless still borrowed (then the decoder's).
+    codecvisor::MutexLock lock(&pool_mu_);
+    Untake(index);
+    StateOf(*region_, index).store(static_cast<uint32_t>(SlotState::kFree), std::memory_order_release);
+    return;
+  }
   StateOf(*region_, index).store(static_cast<uint32_t>(SlotState::kFree), std::memory_order_release);
 }
 
@@ -187,6 +206,9 @@ void BackendArena::GiveBack(uint32_t index) {
   codecvisor::MutexLock lock(&pool_mu_);
   if (index < first || index - first >= borrowed_.size() || !borrowed_[index - first]) return;
   borrowed_[index - first] = false;
+  // Taken for a frame the session thread has yet to lend or abandon: it
+  // settles the state then.
+  if (taken_[index - first]) return;
   // Never lent, or abandoned: free again. Lent: the host frees it.
   uint32_t expected = static_cast<uint32_t>(SlotState::kWriting);
   StateOf(*region_, index).compare_exchange_strong(expected, static_cast<uint32_t>(SlotState::kFree),
@@ -203,8 +225,10 @@ absl::StatusOr<BackendArena::Slot> BackendArena::TakeBorrowed(uint32_t index) {
   if (state.load(std::memory_order_acquire) == static_cast<uint32_t>(SlotState::kLent)) {
     return absl::FailedPreconditionError(absl::StrCat("slot ", index, " is still lent to the host"));
   }
-  // Free (the host let it go) or writing (never lent): this frame's now.
+  // Free (the host let it go) or writing (never lent): this frame's now,
+  // until Lend or Abandon, whatever GiveBack does meanwhile.
   state.store(static_cast<uint32_t>(SlotState::kWriting), std::memory_order_release);
+  taken_[index - first] = true;
   return SlotFor(index);
 }
 

@@ -92,7 +92,9 @@ class FrameLease {
 class BackendArena {
  public:
   explicit BackendArena(const Region* region)
-      : region_(region), borrowed_(region->geometry().pool_slots, false) {}
+      : region_(region),
+        borrowed_(region->geometry().pool_slots, false),
+        taken_(region->geometry().pool_slots, false) {}
 
   struct Slot {
     uint32_t index;
@@ -123,7 +125,8 @@ class BackendArena {
   // the host holds stays the host's until it frees it.
   void GiveBack(uint32_t index);
   // Makes borrowed slot `index` this frame's, as Acquire does a copy slot:
-  // then Lend (or Abandon) it. The borrow goes on. FailedPrecondition if
+  // then Lend (or Abandon) it; a GiveBack before then leaves the slot to
+  // that Lend or Abandon. The borrow goes on. FailedPrecondition if
   // the slot is not borrowed, or is still lent to the host (a decoder
   // that shows a picture twice while the caller holds the first).
   [[nodiscard]] absl::StatusOr<Slot> TakeBorrowed(uint32_t index);
@@ -140,10 +143,13 @@ class BackendArena {
   // (4 x 6.2 MB at 1080p RGB24, most of a shared L3).
   bool TryClaim(uint32_t* index);
   Slot SlotFor(uint32_t index) const { return Slot{index, {region_->slot(index), region_->geometry().slot_bytes}}; }
+  // Ends TakeBorrowed's hold on pool slot `index`.
+  void Untake(uint32_t index) ABSL_EXCLUSIVE_LOCKS_REQUIRED(pool_mu_);
 
   const Region* region_;
   mutable codecvisor::Mutex pool_mu_;
   std::vector<bool> borrowed_ ABSL_GUARDED_BY(pool_mu_);  // by pool slot, from copy_slots()
+  std::vector<bool> taken_ ABSL_GUARDED_BY(pool_mu_);     // TakeBorrowed, not yet lent or abandoned
 };
 
 }  // namespace codecvisor::ipc

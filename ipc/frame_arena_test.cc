@@ -253,6 +253,38 @@ TEST_F(FramePoolArenaTest, ABorrowedSlotIsNeverReusedUntilBothSidesLetGo) {
   EXPECT_EQ(backend_->borrowed_count(), 2u);
 }
 
+// The decoder may drop its last reference between lending a picture and
+// the runner sending it: the slot stays the frame's until it is lent (then
+// the host's) or abandoned (then free), never borrowable in between.
+TEST_F(FramePoolArenaTest, AGiveBackWhileAFrameIsTakenWaitsForItsLendOrAbandon) {
+  std::optional<BackendArena::Slot> a = backend_->Borrow();
+  ASSERT_TRUE(a.has_value());
+  ASSERT_TRUE(backend_->TakeBorrowed(a->index).ok());
+  backend_->GiveBack(a->index);
+  EXPECT_EQ(State(a->index), kWriting) << "not freed under the frame being sent";
+  std::optional<BackendArena::Slot> b = backend_->Borrow();
+  ASSERT_TRUE(b.has_value());
+  EXPECT_NE(b->index, a->index);
+  backend_->Lend(a->index);
+  EXPECT_EQ(State(a->index), kLent);
+  std::optional<BackendArena::Slot> c = backend_->Borrow();
+  ASSERT_TRUE(c.has_value());
+  EXPECT_NE(c->index, a->index);
+  EXPECT_FALSE(backend_->Borrow().has_value()) << "the host holds the third";
+  state()[a->index].store(kFree);  // the host lets it go
+  std::optional<BackendArena::Slot> again = backend_->Borrow();
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->index, a->index);
+  // Taken, given back, then abandoned (the decode failed): free at once.
+  ASSERT_TRUE(backend_->TakeBorrowed(b->index).ok());
+  backend_->GiveBack(b->index);
+  backend_->Abandon(b->index);
+  EXPECT_EQ(State(b->index), kFree);
+  backend_->GiveBack(c->index);
+  std::optional<BackendArena::Slot> d = backend_->Borrow();
+  ASSERT_TRUE(d.has_value());
+}
+
 TEST_F(FramePoolArenaTest, TakeBorrowedRefusesSlotsNotBorrowed) {
   EXPECT_FALSE(backend_->TakeBorrowed(0).ok()) << "a copy slot";
   EXPECT_FALSE(backend_->TakeBorrowed(3).ok()) << "a pool slot not borrowed";

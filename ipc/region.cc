@@ -44,14 +44,21 @@ absl::Status CheckRing(const char* name, uint64_t bytes) {
 // opens. The pool's pages fault in as the backend's decoder first writes
 // them (and the host's mapping as it first reads them), as a decoder's
 // own picture buffers do in process; where the kernel cannot populate a
-// range (MADV_POPULATE_WRITE is Linux 5.14+) every page faults in so.
+// range with MADV_POPULATE_WRITE (Linux 5.14+) the part before the pool is
+// mapped again with MAP_POPULATE.
 void* MapPopulated(int fd, const Geometry& g, const Layout& layout) {
   if (g.pool_slots == 0) {
     return mmap(nullptr, layout.total, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
   }
   void* base = mmap(nullptr, layout.total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (base != MAP_FAILED) {
-    (void)madvise(base, layout.arena + uint64_t{g.copy_slots()} * g.slot_bytes, MADV_POPULATE_WRITE);
+  const uint64_t before_pool = layout.arena + uint64_t{g.copy_slots()} * g.slot_bytes;
+  if (base != MAP_FAILED && madvise(base, before_pool, MADV_POPULATE_WRITE) != 0) {
+    // A kernel before 5.14: the same pages mapped again over the first
+    // part, populated as the whole region used to be.
+    if (mmap(base, before_pool, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED | MAP_POPULATE, fd, 0) == MAP_FAILED) {
+      munmap(base, layout.total);
+      return MAP_FAILED;
+    }
   }
   return base;
 }

@@ -2,7 +2,7 @@
 // backend: native frames arrive in pool slots, decoded there with no copy,
 // and are the same frames, byte for byte, as with the pool turned off
 // (CODECVISOR_FRAME_POOL_SLOTS=0, every frame copied into a copy slot);
-// RGB sessions get no pool.
+// sessions that get RGB, or native frames they asked for, have no pool.
 
 #include <stdlib.h>
 
@@ -97,19 +97,25 @@ TEST_F(HostFramePoolTest, NativeFramesAreDecodedInPlaceAndEqualCopiedOnes) {
   }
 }
 
-TEST_F(HostFramePoolTest, RgbSessionsHaveNoPool) {
-  DecoderOptions options;
-  options.device = "cpu";
-  auto decoder = host_->OpenDecoder(video_, options);
-  ASSERT_TRUE(decoder.ok()) << decoder.status();
-  int in_pool = 0, frames = 0;
-  ASSERT_TRUE((*decoder)->ForEachFrame({ipc::IndexRange{0, 20, 1}}, [&](Frame f) {
-    ++frames;
-    in_pool += f.slot().value_or(0) >= options.arena_slots;
-    return absl::OkStatus();
-  }).ok());
-  EXPECT_EQ(frames, 20);
-  EXPECT_EQ(in_pool, 0);
+// Frames converted in the backend, and native frames a caller asked for
+// (it gets them as they are laid out), come in copy slots only.
+TEST_F(HostFramePoolTest, OnlyNativeFramesForAnRgbCallerUseThePool) {
+  for (ipc::OutputFormat format : {ipc::OutputFormat::kRgb24, ipc::OutputFormat::kNative}) {
+    DecoderOptions options;
+    options.device = "cpu";
+    options.output_format = format;
+    auto decoder = host_->OpenDecoder(video_, options);
+    ASSERT_TRUE(decoder.ok()) << decoder.status();
+    int in_pool = 0, frames = 0;
+    ASSERT_TRUE((*decoder)->ForEachFrame({ipc::IndexRange{0, 20, 1}}, [&](Frame f) {
+      ++frames;
+      EXPECT_EQ(f.format(), format);
+      in_pool += f.slot().value_or(0) >= options.arena_slots;
+      return absl::OkStatus();
+    }).ok());
+    EXPECT_EQ(frames, 20);
+    EXPECT_EQ(in_pool, 0);
+  }
 }
 
 }  // namespace

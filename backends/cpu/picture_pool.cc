@@ -57,18 +57,35 @@ absl::StatusOr<cv_frame_layout> PoolLayout(const AVCodecContext* ctx, AVPixelFor
   return layout;
 }
 
+bool DecodesIntoFreshPictures(AVCodecID codec) {
+  switch (codec) {
+    case AV_CODEC_ID_H264:
+    case AV_CODEC_ID_HEVC:
+    case AV_CODEC_ID_VP8:
+    case AV_CODEC_ID_VP9:
+    case AV_CODEC_ID_AV1:
+    case AV_CODEC_ID_MPEG1VIDEO:
+    case AV_CODEC_ID_MPEG2VIDEO:
+    case AV_CODEC_ID_MPEG4:
+    case AV_CODEC_ID_MJPEG:
+      return true;
+    default:
+      return false;
+  }
+}
+
 PicturePool::PicturePool(cv_frame_pool* pool, const cv_frame_layout& layout, AVPixelFormat format)
     : pool_(pool), layout_(layout), format_(format) {
   // kPictureAlign spare bytes: the planes start at the first aligned byte.
-  own_memory_ = av_buffer_pool_init(layout_.size + kPictureAlign, av_buffer_alloc);
+  own_memory_ = av_buffer_pool_init(layout_.size + kPictureAlign, av_buffer_allocz);
   for (uint32_t p = 0; p < layout_.num_planes && p < CV_MAX_PLANES; ++p) {
     const uint64_t end = p + 1 < layout_.num_planes ? layout_.plane_offset[p + 1] : layout_.size;
     plane_room_[p] = end > layout_.plane_offset[p] ? end - layout_.plane_offset[p] : 0;
   }
 }
 
-// Frees the own pictures once the last is released (av_buffer_pool_uninit
-// waits for them).
+// The own pictures still out are freed as they are released
+// (av_buffer_pool_uninit frees the pool with the last of them).
 PicturePool::~PicturePool() { av_buffer_pool_uninit(&own_memory_); }
 
 void PicturePool::Install(AVCodecContext* ctx) {

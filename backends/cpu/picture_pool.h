@@ -55,6 +55,15 @@ inline constexpr uint32_t kPictureAlign = 64;
 absl::StatusOr<cv_frame_layout> PoolLayout(const AVCodecContext* ctx, AVPixelFormat format,
                                            const cv_frame_layout& tight);
 
+// Whether `codec`'s decoder takes a new picture for every frame and never
+// writes into one it has output, so that a picture lent to the host stays
+// as it was while the caller holds it. Not every libavcodec decoder does:
+// conditional-replenishment ones (cpia, mobiclip, ...) rewrite their last
+// picture in place once they hold its only reference (ff_reget_buffer).
+// The codecs listed allocate through ff_get_buffer/ff_thread_get_buffer
+// per frame; others get no pool, and their frames are copied.
+bool DecodesIntoFreshPictures(AVCodecID codec);
+
 class PicturePool {
  public:
   // Pictures of `format` laid out at `layout` (from PoolLayout), in slots

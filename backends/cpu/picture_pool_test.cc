@@ -232,6 +232,8 @@ TEST_P(PicturePoolTest, FramesLentInPlaceAreTheDecodersFrames) {
     if (std::string(video.name).rfind("h264", 0) == 0 || std::string(video.name).rfind("hevc", 0) == 0) {
       EXPECT_GT(pictures->pooled_pictures(), 0u) << "H.264 and HEVC decoders take their pictures from the pool";
     }
+    // Frames the host still held from the random-access pass were not rewritten.
+    if (held != nullptr) EXPECT_TRUE(Visible(held, s->Layout()) == want[order.back()]);
     if (pictures->pooled_pictures() > 0) {
       EXPECT_GT(in_place, static_cast<int>(order.size()) / 2)
           << "pictures came from the pool, so most frames should be lent in place";
@@ -251,13 +253,19 @@ TEST_P(PicturePoolTest, AHostThatKeepsEveryFrameGetsCopies) {
     const int64_t n = s->Metadata().num_frames_from_scan;
     const std::vector<std::string> want = CliFrames(n);
     int copied = 0;
+    std::vector<std::pair<const uint8_t*, int64_t>> held;  // lent slots, all still held
     for (int64_t i = 0; i < n; ++i) {
       const uint8_t* slot = nullptr;
       ASSERT_TRUE(Decode(*s, pool, i, &slot) == want[i]) << video.name << ": frame " << i;
       copied += slot == nullptr;
+      if (slot != nullptr) held.emplace_back(slot, i);
     }
     EXPECT_LE(pool.lends(), 4) << "a slot the host holds is never lent again";
     EXPECT_GE(copied, n - 4);
+    // Nothing the decoder did afterwards touched a frame the host holds.
+    for (const auto& [slot, i] : held) {
+      EXPECT_TRUE(Visible(slot, s->Layout()) == want[i]) << video.name << ": held frame " << i << " changed";
+    }
   }
   EXPECT_EQ(pool.borrowed(), 0u);
 }

@@ -90,7 +90,8 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Open(int fd,
   if (!layout.ok()) return layout.status();
   session->layout_ = *layout;
   session->native_for_rgb_ = layout->format == CV_OUTPUT_NATIVE && options.output_format != CV_OUTPUT_NATIVE;
-  if (session->native_for_rgb_ && options.frame_pool != nullptr) {
+  if (session->native_for_rgb_ && options.frame_pool != nullptr &&
+      DecodesIntoFreshPictures(session->decoder_->context()->codec_id)) {
     // Frames the host converts itself are decoded straight into the
     // runner's frame pool where they fit (picture_pool.h), and copied when
     // they do not: the layout leaves room for the decoder's pictures.

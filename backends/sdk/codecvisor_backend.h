@@ -109,8 +109,8 @@ typedef struct cv_open_options {
   const char* native_formats;
   /* Arena slots the backend may borrow for its decoder's own pictures, so
    * that a frame decoded into one reaches the host without a copy (see
-   * cv_frame_pool). Valid until close_session returns; NULL when the runner
-   * offers none. Read it only when struct_size covers it. */
+   * cv_frame_pool). Valid until close_session returns; NULL from a runner
+   * that has none. Read it only when struct_size covers it. */
   cv_frame_pool* frame_pool;
 } cv_open_options;
 
@@ -215,14 +215,16 @@ struct cv_frame_buffer {
  * strides exactly as get_frame_layout said, from the slot's start) is sent
  * to the host with `lend` in place of buffer->acquire and a copy.
  *
- * Only sessions whose frames are laid out natively get pool slots (the
- * host converts those; an RGB frame is converted into its buffer anyway),
+ * Only sessions asked for RGB whose frames are laid out natively get pool
+ * slots (the host converts those; an RGB frame is converted into its
+ * buffer anyway),
  * and only once the host has attached the session's arena: before that,
  * and whenever every pool slot is borrowed or held by the host's callers,
  * `borrow` returns NULL and the backend uses its own memory, as without a
  * pool. The host may read a lent slot until its caller lets the frame go,
- * so a backend must not write into a slot it has lent (a decoder does not
- * write into a picture it has output). */
+ * so a backend must not write into a slot it has lent: pool only decoders
+ * that take a new picture for every frame (not those that rewrite their
+ * last picture in place, as conditional-replenishment codecs do). */
 struct cv_frame_pool {
   /* Borrows a slot: its first byte (page-aligned), with *capacity set to
    * the bytes it holds (at least the layout's size + CV_BUFFER_PADDING);
