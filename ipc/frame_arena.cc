@@ -150,20 +150,20 @@ absl::StatusOr<BackendArena::Slot> BackendArena::Acquire(Deadline deadline, cons
   return SlotFor(index);
 }
 
-void BackendArena::Lend(uint32_t index) {
-  if (index >= region_->geometry().copy_slots()) {
-    // A pool slot: settled under the lock, against a GiveBack on a decoder thread.
-    codecvisor::MutexLock lock(&pool_mu_);
-    Untake(index);
-    StateOf(*region_, index).store(static_cast<uint32_t>(SlotState::kLent), std::memory_order_release);
+void BackendArena::Lend(uint32_t index) { Settle(index, SlotState::kLent); }
+
+void BackendArena::Settle(uint32_t index, SlotState state) {
+  const uint32_t first = region_->geometry().copy_slots();
+  if (index < first) {
+    StateOf(*region_, index).store(static_cast<uint32_t>(state), std::memory_order_release);
     return;
   }
-  StateOf(*region_, index).store(static_cast<uint32_t>(SlotState::kLent), std::memory_order_release);
-}
-
-void BackendArena::Untake(uint32_t index) {
-  const uint32_t i = index - region_->geometry().copy_slots();
-  if (i < taken_.size()) taken_[i] = false;
+  // A pool slot: settled under the lock, against a GiveBack on a decoder
+  // thread; no longer taken. Freed, it is borrowable again unless still
+  // borrowed (then the decoder's).
+  codecvisor::MutexLock lock(&pool_mu_);
+  if (index - first < taken_.size()) taken_[index - first] = false;
+  StateOf(*region_, index).store(static_cast<uint32_t>(state), std::memory_order_release);
 }
 
 uint32_t BackendArena::FreeSlots() const {
@@ -174,16 +174,7 @@ uint32_t BackendArena::FreeSlots() const {
   return free;
 }
 
-void BackendArena::Abandon(uint32_t index) {
-  if (index >= region_->geometry().copy_slots()) {
-    // Free: borrowable again unless still borrowed (then the decoder's).
-    codecvisor::MutexLock lock(&pool_mu_);
-    Untake(index);
-    StateOf(*region_, index).store(static_cast<uint32_t>(SlotState::kFree), std::memory_order_release);
-    return;
-  }
-  StateOf(*region_, index).store(static_cast<uint32_t>(SlotState::kFree), std::memory_order_release);
-}
+void BackendArena::Abandon(uint32_t index) { Settle(index, SlotState::kFree); }
 
 std::optional<BackendArena::Slot> BackendArena::Borrow() {
   const uint32_t first = region_->geometry().copy_slots();
@@ -201,14 +192,20 @@ std::optional<BackendArena::Slot> BackendArena::Borrow() {
   return std::nullopt;
 }
 
-void BackendArena::GiveBack(uint32_t index) {
+std::optional<uint32_t> BackendArena::BorrowedPoolIndex(uint32_t index) const {
   const uint32_t first = region_->geometry().copy_slots();
+  if (index < first || index - first >= borrowed_.size() || !borrowed_[index - first]) return std::nullopt;
+  return index - first;
+}
+
+void BackendArena::GiveBack(uint32_t index) {
   codecvisor::MutexLock lock(&pool_mu_);
-  if (index < first || index - first >= borrowed_.size() || !borrowed_[index - first]) return;
-  borrowed_[index - first] = false;
+  const std::optional<uint32_t> i = BorrowedPoolIndex(index);
+  if (!i.has_value()) return;
+  borrowed_[*i] = false;
   // Taken for a frame the session thread has yet to lend or abandon: it
   // settles the state then.
-  if (taken_[index - first]) return;
+  if (taken_[*i]) return;
   // Never lent, or abandoned: free again. Lent: the host frees it.
   uint32_t expected = static_cast<uint32_t>(SlotState::kWriting);
   StateOf(*region_, index).compare_exchange_strong(expected, static_cast<uint32_t>(SlotState::kFree),
@@ -216,11 +213,9 @@ void BackendArena::GiveBack(uint32_t index) {
 }
 
 absl::StatusOr<BackendArena::Slot> BackendArena::TakeBorrowed(uint32_t index) {
-  const uint32_t first = region_->geometry().copy_slots();
   codecvisor::MutexLock lock(&pool_mu_);
-  if (index < first || index - first >= borrowed_.size() || !borrowed_[index - first]) {
-    return absl::FailedPreconditionError(absl::StrCat("slot ", index, " is not borrowed"));
-  }
+  const std::optional<uint32_t> i = BorrowedPoolIndex(index);
+  if (!i.has_value()) return absl::FailedPreconditionError(absl::StrCat("slot ", index, " is not borrowed"));
   std::atomic<uint32_t>& state = StateOf(*region_, index);
   if (state.load(std::memory_order_acquire) == static_cast<uint32_t>(SlotState::kLent)) {
     return absl::FailedPreconditionError(absl::StrCat("slot ", index, " is still lent to the host"));
@@ -228,16 +223,18 @@ absl::StatusOr<BackendArena::Slot> BackendArena::TakeBorrowed(uint32_t index) {
   // Free (the host let it go) or writing (never lent): this frame's now,
   // until Lend or Abandon, whatever GiveBack does meanwhile.
   state.store(static_cast<uint32_t>(SlotState::kWriting), std::memory_order_release);
-  taken_[index - first] = true;
+  taken_[*i] = true;
   return SlotFor(index);
 }
 
 std::optional<uint32_t> BackendArena::PoolSlotAt(const uint8_t* data) const {
   const Geometry& g = region_->geometry();
-  for (uint32_t i = g.copy_slots(); i < g.slot_count; ++i) {
-    if (region_->slot(i) == data) return i;
-  }
-  return std::nullopt;
+  const auto address = reinterpret_cast<uintptr_t>(data);
+  const auto pool = reinterpret_cast<uintptr_t>(region_->slot(g.copy_slots()));
+  if (g.pool_slots == 0 || address < pool || (address - pool) % g.slot_bytes != 0) return std::nullopt;
+  const uint64_t i = (address - pool) / g.slot_bytes;
+  if (i >= g.pool_slots) return std::nullopt;
+  return g.copy_slots() + static_cast<uint32_t>(i);
 }
 
 uint32_t BackendArena::borrowed_count() const {

@@ -143,8 +143,12 @@ class BackendArena {
   // (4 x 6.2 MB at 1080p RGB24, most of a shared L3).
   bool TryClaim(uint32_t* index);
   Slot SlotFor(uint32_t index) const { return Slot{index, {region_->slot(index), region_->geometry().slot_bytes}}; }
-  // Ends TakeBorrowed's hold on pool slot `index`.
-  void Untake(uint32_t index) ABSL_EXCLUSIVE_LOCKS_REQUIRED(pool_mu_);
+  // Stores `state` for slot `index` (Lend, Abandon); a pool slot is no
+  // longer taken.
+  void Settle(uint32_t index, SlotState state);
+  // The borrowed pool slot `index`'s place in borrowed_ and taken_, or
+  // nullopt if it is no such slot.
+  std::optional<uint32_t> BorrowedPoolIndex(uint32_t index) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(pool_mu_);
 
   const Region* region_;
   mutable codecvisor::Mutex pool_mu_;
