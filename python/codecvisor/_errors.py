@@ -35,15 +35,23 @@ class NoSuchDeviceError(CodecvisorError, ValueError):
     (the message says why)."""
 
 
+class NoSuchStreamError(CodecvisorError, ValueError):
+    """The video has no stream of the kind asked for: no video stream at all,
+    or none at the ``stream_index`` given (torchcodec raises ValueError here
+    too)."""
+
+
 _BACKEND_CODES = {
     "ABORTED", "DEADLINE_EXCEEDED", "UNAVAILABLE", "FAILED_PRECONDITION", "INTERNAL",
     "RESOURCE_EXHAUSTED", "UNKNOWN", "CANCELLED", "PERMISSION_DENIED",
 }
 
 
-def translate(error, path=None):
+def translate(error, path=None, backend_running=False):
     """The Python exception for a _codecvisor.StatusError; `path` is the file
-    the failed call opened, if it opened one."""
+    the failed call opened, if it opened one, and `backend_running` whether
+    the backend of the device it opened on is up (then a NOT_FOUND is the
+    backend's answer about the video, not the host's about the device)."""
     code = getattr(error, "code", None)
     message = str(error)
     if code == "OUT_OF_RANGE":
@@ -53,6 +61,8 @@ def translate(error, path=None):
     if code == "NOT_FOUND":
         if path is not None and not os.path.exists(path):
             return FileNotFoundError(message)
+        if backend_running:
+            return NoSuchStreamError(message, code)
         return NoSuchDeviceError(message, code)
     if code == "DATA_LOSS":
         return VideoError(message, code)

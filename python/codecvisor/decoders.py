@@ -149,6 +149,14 @@ def _read_source(source):
                     "bytearray, memoryview, a 1-D uint8 torch.Tensor, and file-like objects with read and seek.")
 
 
+def _backend_running(host, device: str) -> bool:
+    """Whether a backend serving `device` ("" for the host's default) is up:
+    an open that failed with NOT_FOUND then failed in that backend (the video
+    lacks the stream asked for), not in finding or starting it."""
+    name = (device or host.default_device()).split(":")[0]
+    return any(name in b["devices"] and b["state"] == "ready" for b in host.backends())
+
+
 class VideoDecoder:
     """A single-stream video decoder with torchcodec's interface, whose
     decoding runs in a sandboxed backend process.
@@ -208,7 +216,8 @@ class VideoDecoder:
             else:
                 native = host.open_bytes(self._source, self._label, **self._options)
         except _codecvisor.StatusError as e:
-            raise _errors.translate(e, self._source if self._kind == "path" else None) from None
+            raise _errors.translate(e, self._source if self._kind == "path" else None,
+                                    backend_running=_backend_running(host, self._options["device"])) from None
         metadata = VideoStreamMetadata._from_native(native.metadata())
         if self._native is not None and metadata != self.metadata:
             raise _errors.CodecvisorError(f"{self._label}: reopened with different metadata")

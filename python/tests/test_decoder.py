@@ -254,6 +254,24 @@ def test_bad_arguments(video, tmp_path):
     assert "acme" in str(e.value)
 
 
+def test_a_missing_stream_is_a_value_error_not_a_device_error(video, tmp_path):
+    tone = make_video(tmp_path / "tone.m4a", ["-f", "lavfi", "-i", "sine=duration=1"])
+    with pytest.raises(codecvisor.NoSuchStreamError) as e:
+        VideoDecoder(tone)
+    assert isinstance(e.value, ValueError) and not isinstance(e.value, codecvisor.NoSuchDeviceError)
+    assert "has no video stream" in str(e.value), str(e.value)
+    with pytest.raises(codecvisor.NoSuchStreamError) as e:
+        VideoDecoder(video, stream_index=3)
+    assert "has no stream 3" in str(e.value), str(e.value)
+    # Bytes reach the backend the same way: the same answer.
+    with pytest.raises(codecvisor.NoSuchStreamError):
+        VideoDecoder(pathlib.Path(tone).read_bytes())
+    # A device nobody serves stays a device error, with the backend of
+    # another device up.
+    with pytest.raises(codecvisor.NoSuchDeviceError):
+        VideoDecoder(video, device="acme:0", stream_index=3)
+
+
 def test_a_corrupt_file_is_a_clear_error(tmp_path):
     garbage = tmp_path / "garbage.mp4"
     garbage.write_bytes(b"\x00\x00\x00\x18ftypmp42" + bytes(range(256)) * 40)
