@@ -128,6 +128,9 @@ class RgbConverterTest : public ::testing::TestWithParam<Case> {
   static std::unique_ptr<VideoDecoder> Open(const std::string& path, OutputFormat format, bool native) {
     DecoderOptions options;
     options.output_format = format;
+    // One decoder thread: with frame threads, frames as small as these
+    // come as RGB whatever the host offers.
+    options.decoder_threads = 1;
     if (native) options.native_formats = RgbConverter::Formats();
     auto decoder = host_->OpenDecoder(path, options);
     EXPECT_TRUE(decoder.ok()) << decoder.status().ToString();

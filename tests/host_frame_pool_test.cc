@@ -35,8 +35,10 @@ class HostFramePoolTest : public ::testing::Test {
     ASSERT_TRUE(host.ok()) << host.status();
     host_ = *std::move(host);
     video_ = TempPath("pool.mp4");
-    // H.264 with B-frames: the decoder keeps references and reorders.
-    ASSERT_TRUE(tools::MakeTestVideo("-f lavfi -i testsrc2=size=176x144:rate=25 -frames:v 60 -c:v libx264 "
+    // H.264 with B-frames: the decoder keeps references and reorders. As
+    // large as frame-threaded sessions get native frames from
+    // (kFrameThreadedNativeMinPixels in backends/cpu/session.h).
+    ASSERT_TRUE(tools::MakeTestVideo("-f lavfi -i testsrc2=size=960x540:rate=25 -frames:v 60 -c:v libx264 "
                                      "-preset veryfast -bf 3 -g 20 -pix_fmt yuv420p",
                                      video_)
                     .ok());

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/session.h"
 #include "backends/cpu/test_media.h"
 #include "gtest/gtest.h"
 
@@ -147,6 +148,12 @@ std::string Visible(const uint8_t* frame, const cv_frame_layout& layout) {
 
 class PicturePoolTest : public ::testing::TestWithParam<TestVideo> {
  protected:
+  // The catalogue's videos are small: with frame threads they would come
+  // as RGB (kFrameThreadedNativeMinPixels), and these tests are about the
+  // pool, frame threads included.
+  void SetUp() override { SetFrameThreadedNativeMinPixelsForTest(0); }
+  void TearDown() override { SetFrameThreadedNativeMinPixelsForTest(kFrameThreadedNativeMinPixels); }
+
   // Opens the video asking for RGB, with its own pixel format offered
   // natively and `pool` as the frame pool.
   std::unique_ptr<TestSession> Open(FakePool* pool, uint32_t threads = 0) {
@@ -287,6 +294,41 @@ TEST_P(PicturePoolTest, WithoutAPoolTheLayoutIsTight) {
   }
   EXPECT_EQ(l.size, end);
   EXPECT_EQ(PicturesForTest(s->get()), nullptr);
+}
+
+// Offered to convert native frames itself, the host gets them unless the
+// decoder runs frame threads on frames below kFrameThreadedNativeMinPixels:
+// then RGB, the frames an RGB-only session sends.
+TEST(FrameThreadedNativeTest, SmallFramesOnFrameThreadsComeAsRgb) {
+  const std::string path = TestVideoPath(testing::FindTestVideo("h264.mp4"));
+  TestSession rgb(path);
+  ASSERT_TRUE(rgb.ok()) << rgb.open_message();
+  const cv_stream_metadata m = rgb.Metadata();
+  const int64_t pixels = int64_t{m.width} * m.height;
+  ASSERT_LT(pixels, kFrameThreadedNativeMinPixels);
+  struct Case {
+    uint32_t threads;
+    int64_t bound;
+    int32_t format;
+  };
+  for (const Case& c : {Case{1, kFrameThreadedNativeMinPixels, CV_OUTPUT_NATIVE},
+                        Case{2, kFrameThreadedNativeMinPixels, CV_OUTPUT_RGB24},
+                        Case{0, kFrameThreadedNativeMinPixels, CV_OUTPUT_RGB24},  // the machine's count, >= 2
+                        Case{2, pixels + 1, CV_OUTPUT_RGB24},
+                        Case{2, pixels, CV_OUTPUT_NATIVE}}) {
+    SCOPED_TRACE(::testing::Message() << c.threads << " threads, bound " << c.bound);
+    SetFrameThreadedNativeMinPixelsForTest(c.bound);
+    TestSession::Options o;
+    o.decoder_threads = c.threads;
+    o.native_formats = m.pixel_format;
+    TestSession s(path, o);
+    SetFrameThreadedNativeMinPixelsForTest(kFrameThreadedNativeMinPixels);
+    ASSERT_TRUE(s.ok()) << s.open_message();
+    EXPECT_EQ(s.Layout().format, c.format);
+    if (c.format == CV_OUTPUT_RGB24) {
+      for (int64_t i : {0, 5}) EXPECT_TRUE(s.DecodeOrFail(i) == rgb.DecodeOrFail(i)) << "frame " << i;
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Catalogue, PicturePoolTest, ::testing::ValuesIn([] {

@@ -3,6 +3,7 @@
 #include "backends/cpu/session.h"
 
 #include <algorithm>
+#include <atomic>
 #include <limits>
 #include <cmath>
 #include <utility>
@@ -36,17 +37,31 @@ absl::Status ValidateOptions(const cv_open_options& options) {
   return absl::OkStatus();
 }
 
+std::atomic<int64_t> frame_threaded_native_min_pixels{kFrameThreadedNativeMinPixels};
+
+// Whether libavcodec decodes this stream on frame threads: the session
+// thread hands packets to them and waits for their pictures.
+bool FrameThreaded(const AVCodecContext* ctx) {
+  return (ctx->active_thread_type & FF_THREAD_FRAME) != 0 && ctx->thread_count > 1;
+}
+
 // What the session outputs: native frames instead of RGB when the host
 // converts this stream's native format itself and nothing but a conversion
 // would happen here (no display matrix at all: the host converts only
 // streams whose metadata says rotation 0, which an angle this backend does
-// not apply, 45 degrees say, is not; no resizing); else what was asked for.
+// not apply, 45 degrees say, is not; no resizing), unless the frames are
+// small and frame-threaded (kFrameThreadedNativeMinPixels); else what was
+// asked for.
 cv_output_format OutputFormatFor(const cv_open_options& options, AVPixelFormat native,
-                                 double rotation_degrees) {
+                                 double rotation_degrees, const AVCodecContext* decoder) {
   const char* name = av_get_pix_fmt_name(native);
   if (options.output_format == CV_OUTPUT_NATIVE || rotation_degrees != 0 ||
       options.output_width != 0 || options.output_height != 0 || name == nullptr ||
       options.native_formats == nullptr) {
+    return options.output_format;
+  }
+  if (FrameThreaded(decoder) && int64_t{decoder->width} * decoder->height <
+                                    frame_threaded_native_min_pixels.load(std::memory_order_relaxed)) {
     return options.output_format;
   }
   for (absl::string_view f : absl::StrSplit(options.native_formats, ',')) {
@@ -56,6 +71,10 @@ cv_output_format OutputFormatFor(const cv_open_options& options, AVPixelFormat n
 }
 
 }  // namespace
+
+void SetFrameThreadedNativeMinPixelsForTest(int64_t pixels) {
+  frame_threaded_native_min_pixels.store(pixels, std::memory_order_relaxed);
+}
 
 absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Open(int fd,
                                                              const cv_open_options& options) {
@@ -84,7 +103,9 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Open(int fd,
   const bool swap = SwapsSides(rotation);
   const uint32_t width = static_cast<uint32_t>(swap ? par->height : par->width);
   const uint32_t height = static_cast<uint32_t>(swap ? par->width : par->height);
-  auto layout = ComputeLayout(OutputFormatFor(options, *native, DisplayMatrixDegrees(stream)), *native,
+  auto layout = ComputeLayout(OutputFormatFor(options, *native, DisplayMatrixDegrees(stream),
+                                             session->decoder_->context()),
+                              *native,
                               options.output_width != 0 ? options.output_width : width,
                               options.output_height != 0 ? options.output_height : height);
   if (!layout.ok()) return layout.status();

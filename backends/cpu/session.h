@@ -44,6 +44,25 @@ namespace codecvisor::cpu {
 // is in this range, and a larger number is a mistake.
 inline constexpr uint32_t kMaxDecoderThreads = 64;
 
+// A session whose host converts native frames itself still gets RGB when
+// its decoder runs frame threads and its frames are smaller than this many
+// pixels (960x540). A native frame spares a pass over the RGB frame (the
+// host converts straight into its own memory instead of this backend
+// converting and the host copying), which pays more the larger the frame.
+// But it leaves the thread that feeds libavcodec's frame threads nothing
+// to do between two frames, so it waits on them at every frame, while the
+// host's conversion takes a core from them: a cost per frame, which on
+// small frames outweighs the pass. Measured on 2 vCPUs, the Python
+// package's all-frames read with automatic threads (3 frame threads), RGB
+// here against native: 640x360 1.05-1.07x, 854x480 1.03x, 960x540 1.00x,
+// 1280x720 0.95x, 1920x1080 0.93x; with 1 thread native wins at every size
+// (the host converts while the backend decodes).
+inline constexpr int64_t kFrameThreadedNativeMinPixels = 960 * 540;
+// Sets that bound for the sessions opened from now on (0: native frames at
+// every size), for tests of the frame pool with frame threads on small
+// videos; thread-safe.
+void SetFrameThreadedNativeMinPixelsForTest(int64_t pixels);
+
 class CpuSession {
  public:
   // Opens the video read through `fd` (never closed) with `options`, whose
