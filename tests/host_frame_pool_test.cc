@@ -99,6 +99,39 @@ TEST_F(HostFramePoolTest, NativeFramesAreDecodedInPlaceAndEqualCopiedOnes) {
   }
 }
 
+// Small frames from a frame-threaded decoder come as RGB, offered native or
+// not (kFrameThreadedNativeMinPixels in backends/cpu/session.h), with no
+// pool; a one-thread session of the same video gets native frames, in place.
+TEST_F(HostFramePoolTest, SmallFrameThreadedFramesComeAsRgb) {
+  const std::string small = TempPath("small.mp4");
+  ASSERT_TRUE(tools::MakeTestVideo("-f lavfi -i testsrc2=size=176x144:rate=25 -frames:v 20 -c:v libx264 "
+                                   "-preset veryfast -bf 3 -pix_fmt yuv420p",
+                                   small)
+                  .ok());
+  for (uint32_t threads : {2u, 1u}) {
+    SCOPED_TRACE(threads);
+    DecoderOptions options;
+    options.device = "cpu";
+    options.decoder_threads = threads;
+    options.native_formats = {"yuv420p"};
+    auto decoder = host_->OpenDecoder(small, options);
+    ASSERT_TRUE(decoder.ok()) << decoder.status();
+    int frames = 0, in_pool = 0;
+    ASSERT_TRUE((*decoder)->ForEachFrame({ipc::IndexRange{0, 20, 1}}, [&](Frame f) {
+      ++frames;
+      EXPECT_EQ(f.format(), threads == 1 ? ipc::OutputFormat::kNative : ipc::OutputFormat::kRgb24);
+      in_pool += f.slot().value_or(0) >= options.arena_slots;
+      return absl::OkStatus();
+    }).ok());
+    EXPECT_EQ(frames, 20);
+    if (threads == 1) {
+      EXPECT_GE(in_pool, 1) << "native frames are decoded in place";
+    } else {
+      EXPECT_EQ(in_pool, 0) << "RGB sessions have no pool";
+    }
+  }
+}
+
 // Frames converted in the backend, and native frames a caller asked for
 // (it gets them as they are laid out), come in copy slots only.
 TEST_F(HostFramePoolTest, OnlyNativeFramesForAnRgbCallerUseThePool) {

@@ -59,7 +59,8 @@ typedef int32_t cv_status;
 #define CV_OK 0
 #define CV_ERROR_INVALID_ARGUMENT 1  /* a bad option or request */
 #define CV_ERROR_OUT_OF_RANGE 2  /* an index or time outside the stream */
-#define CV_ERROR_NOT_FOUND 3  /* e.g. no video stream, no such stream index */
+#define CV_ERROR_NOT_FOUND 3  /* the file lacks the stream asked for: no video stream, no such stream index
+                                 (not for device problems: those are INVALID_ARGUMENT or INTERNAL) */
 #define CV_ERROR_CORRUPT_DATA 4  /* the file cannot be demuxed or decoded */
 #define CV_ERROR_UNSUPPORTED 5  /* codec, pixel format or option not supported */
 #define CV_ERROR_RESOURCE_EXHAUSTED 6

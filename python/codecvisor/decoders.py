@@ -216,8 +216,9 @@ class VideoDecoder:
             else:
                 native = host.open_bytes(self._source, self._label, **self._options)
         except _codecvisor.StatusError as e:
+            running = getattr(e, "code", None) == "NOT_FOUND" and _backend_running(host, self._options["device"])
             raise _errors.translate(e, self._source if self._kind == "path" else None,
-                                    backend_running=_backend_running(host, self._options["device"])) from None
+                                    backend_running=running) from None
         metadata = VideoStreamMetadata._from_native(native.metadata())
         if self._native is not None and metadata != self.metadata:
             raise _errors.CodecvisorError(f"{self._label}: reopened with different metadata")
