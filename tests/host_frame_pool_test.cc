@@ -34,16 +34,23 @@ class HostFramePoolTest : public ::testing::Test {
     auto host = Host::Create(options);
     ASSERT_TRUE(host.ok()) << host.status();
     host_ = *std::move(host);
-    video_ = TempPath("pool.mp4");
-    // H.264 with B-frames: the decoder keeps references and reorders. As
-    // large as frame-threaded sessions get native frames from
+    // As large as frame-threaded sessions get native frames from
     // (kFrameThreadedNativeMinPixels in backends/cpu/session.h).
-    ASSERT_TRUE(tools::MakeTestVideo("-f lavfi -i testsrc2=size=960x540:rate=25 -frames:v 60 -c:v libx264 "
-                                     "-preset veryfast -bf 3 -g 20 -pix_fmt yuv420p",
-                                     video_)
-                    .ok());
+    video_ = MakeVideo("pool.mp4", "960x540", 60);
   }
   void TearDown() override { unsetenv("CODECVISOR_FRAME_POOL_SLOTS"); }
+
+  // H.264 with B-frames (the decoder keeps references and reorders) of
+  // `size` and `frames`, in the test's temporary folder.
+  static std::string MakeVideo(const std::string& name, const std::string& size, int frames) {
+    const std::string path = TempPath(name);
+    EXPECT_TRUE(tools::MakeTestVideo("-f lavfi -i testsrc2=size=" + size + ":rate=25 -frames:v " +
+                                         std::to_string(frames) +
+                                         " -c:v libx264 -preset veryfast -bf 3 -g 20 -pix_fmt yuv420p",
+                                     path)
+                    .ok());
+    return path;
+  }
 
   struct Seen {
     std::vector<std::string> visible;  // each frame's visible rows, tight
@@ -103,11 +110,7 @@ TEST_F(HostFramePoolTest, NativeFramesAreDecodedInPlaceAndEqualCopiedOnes) {
 // not (kFrameThreadedNativeMinPixels in backends/cpu/session.h), with no
 // pool; a one-thread session of the same video gets native frames, in place.
 TEST_F(HostFramePoolTest, SmallFrameThreadedFramesComeAsRgb) {
-  const std::string small = TempPath("small.mp4");
-  ASSERT_TRUE(tools::MakeTestVideo("-f lavfi -i testsrc2=size=176x144:rate=25 -frames:v 20 -c:v libx264 "
-                                   "-preset veryfast -bf 3 -pix_fmt yuv420p",
-                                   small)
-                  .ok());
+  const std::string small = MakeVideo("small.mp4", "176x144", 20);
   for (uint32_t threads : {2u, 1u}) {
     SCOPED_TRACE(threads);
     DecoderOptions options;
