@@ -47,11 +47,12 @@ _BACKEND_CODES = {
 }
 
 
-def translate(error, path=None, backend_running=False):
+def translate(error, path=None, backend_started=False):
     """The Python exception for a _codecvisor.StatusError; `path` is the file
-    the failed call opened, if it opened one, and `backend_running` whether
-    the backend of the device it opened on is up (then a NOT_FOUND is the
-    backend's answer about the video, not the host's about the device)."""
+    the failed call opened, if it opened one, and `backend_started` whether
+    a backend of the device it opened on has started (then a NOT_FOUND is
+    the backend's answer about the video, not the host's about the
+    device)."""
     code = getattr(error, "code", None)
     message = str(error)
     if code == "OUT_OF_RANGE":
@@ -61,7 +62,7 @@ def translate(error, path=None, backend_running=False):
     if code == "NOT_FOUND":
         if path is not None and not os.path.exists(path):
             return FileNotFoundError(message)
-        if backend_running:
+        if backend_started:
             return NoSuchStreamError(message, code)
         return NoSuchDeviceError(message, code)
     if code == "DATA_LOSS":

@@ -149,12 +149,21 @@ def _read_source(source):
                     "bytearray, memoryview, a 1-D uint8 torch.Tensor, and file-like objects with read and seek.")
 
 
-def _backend_running(host, device: str) -> bool:
-    """Whether a backend serving `device` ("" for the host's default) is up:
-    an open that failed with NOT_FOUND then failed in that backend (the video
-    lacks the stream asked for), not in finding or starting it."""
-    name = (device or host.default_device()).split(":")[0]
-    return any(name in b["devices"] and b["state"] == "ready" for b in host.backends())
+# Supervisor states of a backend that has started: it is up, or it died
+# after it started and is being replaced.
+_STARTED_STATES = ("ready", "spawning", "restarting")
+
+
+def _backend_started(backends, device: str) -> bool:
+    """Whether a backend serving `device` (a name, or "name:index") has
+    started, from `host.backends()`: an open that failed with NOT_FOUND then
+    failed in that backend (the video lacks the stream asked for), not in
+    finding or starting it. A backend that died in the moment after it
+    answered still counts: it is being restarted. One that never started
+    ("discovered"), could not ("failed") or was given up ("quarantined")
+    leaves the device unusable, which is the error to report."""
+    name = device.split(":")[0]
+    return any(name in b["devices"] and b["state"] in _STARTED_STATES for b in backends)
 
 
 class VideoDecoder:
@@ -216,9 +225,10 @@ class VideoDecoder:
             else:
                 native = host.open_bytes(self._source, self._label, **self._options)
         except _codecvisor.StatusError as e:
-            running = getattr(e, "code", None) == "NOT_FOUND" and _backend_running(host, self._options["device"])
+            started = getattr(e, "code", None) == "NOT_FOUND" and _backend_started(
+                host.backends(), self._options["device"] or host.default_device())
             raise _errors.translate(e, self._source if self._kind == "path" else None,
-                                    backend_running=running) from None
+                                    backend_started=started) from None
         metadata = VideoStreamMetadata._from_native(native.metadata())
         if self._native is not None and metadata != self.metadata:
             raise _errors.CodecvisorError(f"{self._label}: reopened with different metadata")

@@ -272,6 +272,24 @@ def test_a_missing_stream_is_a_value_error_not_a_device_error(video, tmp_path):
         VideoDecoder(video, device="acme:0", stream_index=3)
 
 
+@pytest.mark.parametrize("state, device, started", [
+    ("ready", "cpu", True),
+    # Died in the moment after it answered: being replaced, still the
+    # backend's answer about the video.
+    ("restarting", "cpu", True),
+    ("spawning", "cpu:0", True),
+    # Never started, could not start, or given up: the device is the problem.
+    ("discovered", "cpu", False),
+    ("failed", "cpu", False),
+    ("quarantined", "cpu", False),
+    # Up, but serving another device.
+    ("ready", "acme:0", False),
+])
+def test_a_not_found_is_about_the_stream_once_the_devices_backend_started(state, device, started):
+    from codecvisor.decoders import _backend_started
+    backends = [{"devices": ["cpu"], "state": state}, {"devices": ["acme"], "state": "failed"}]
+    assert _backend_started(backends, device) is started
+
 def test_a_corrupt_file_is_a_clear_error(tmp_path):
     garbage = tmp_path / "garbage.mp4"
     garbage.write_bytes(b"\x00\x00\x00\x18ftypmp42" + bytes(range(256)) * 40)
