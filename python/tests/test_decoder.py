@@ -65,6 +65,32 @@ def test_approximate_mode_estimates_a_count_the_header_lacks(matroska):
         d[50]
 
 
+
+def cpu_restarts():
+    return next(b.restarts for b in codecvisor.backends.list() if b.name == "cpu")
+
+
+def test_an_approximate_time_range_in_a_gap_of_a_variable_rate_video(tmp_path):
+    # 25 frames a second, but frame 20 on comes 1 s late: 0.0 ... 0.76, then
+    # 1.80 ... The header's rate puts index 22 at 0.88 s, inside the gap,
+    # and the frame an approximate seek finds there starts at 1.80 s.
+    gap = make_video(tmp_path / "gap.mp4",
+                     ["-f", "lavfi", "-i", f"testsrc=size={WIDTH}x{HEIGHT}:rate={FPS}", "-t", str(SECONDS),
+                      "-vf", "setpts='if(lt(N,20),N,N+26)/25/TB'", "-fps_mode", "vfr", "-c:v", "libx264"])
+    # Exact mode knows the frame at 0.76 s plays until 1.80 s.
+    assert VideoDecoder(gap).get_frames_played_in_range(0.9, 1.5).pts_seconds.tolist() == [pytest.approx(0.76)]
+    d = VideoDecoder(gap, seek_mode="approximate")
+    restarts = cpu_restarts()
+    # No frame found from there on starts before the range's end: an empty
+    # answer, not a frame past the end (which the host refuses as a forgery,
+    # replacing the backend and calling the request poison).
+    assert d.get_frames_played_in_range(0.9, 1.5).pts_seconds.tolist() == []
+    wider = d.get_frames_played_in_range(0.9, 1.9).pts_seconds.tolist()
+    assert wider and all(1.8 - 1e-6 <= t < 1.9 for t in wider), wider
+    # The header's end (2.0 s) is before the last frame's start (2.84 s).
+    assert all(t < 2.0 for t in d.get_frames_played_in_range(0.0, 2.0).pts_seconds.tolist())
+    assert cpu_restarts() == restarts
+
 def test_num_frames_estimate_rounds_half_away_from_zero():
     def metadata(**header):
         fields = {f.name: None for f in dataclasses.fields(VideoStreamMetadata)}

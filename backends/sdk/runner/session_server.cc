@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <variant>
 
 #include "absl/strings/str_cat.h"
 #include "backends/sdk/runner/abi_convert.h"
@@ -94,6 +95,17 @@ absl::Status SessionServer::ServeFrames(uint64_t id, const ipc::FrameRequest& re
                                "the backend returned frame ", index,
                                " without acquiring a buffer for it (it asks for late frame buffers, "
                                "so decode_frame must call buffer->acquire before it writes)")));
+    }
+    // A time range's answer ends at the first frame that starts at or after
+    // its stop. The list above came from the vendor's frame infos, but the
+    // frame decoded for an index may start later: in approximate mode an
+    // index's estimated time can fall in a gap of a variable-rate stream,
+    // and the frame found there starts after the gap. The host refuses such
+    // a frame as a forgery; the range holds none of the frames from there on.
+    if (const auto* span = std::get_if<ipc::PtsRange>(&request.selection);
+        span != nullptr && !(info.pts_seconds < span->stop_seconds)) {
+      channel_->arena().Abandon(target.slot->index);
+      return channel_->Send({id, ipc::FrameBatch{{}, true}}, Clock::now() + kHostProgressTimeout);
     }
     ipc::FrameRef ref;
     ref.slot = target.slot->index;
