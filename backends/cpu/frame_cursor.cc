@@ -80,6 +80,7 @@ absl::StatusOr<bool> FrameCursor::NextFrame() {
                    : SaturatingAdd(last_ts_, std::max<int64_t>(frame_->pkt_duration, 1));
         }
       }
+      same_ts_before_ = last_ts_ != kUnknown && ts == last_ts_ ? same_ts_before_ + 1 : 0;
       last_ts_ = ts;
       return true;
     }
@@ -143,13 +144,13 @@ absl::StatusOr<bool> FrameCursor::NextFrame() {
   }
 }
 
-absl::StatusOr<FrameCursor::Outcome> FrameCursor::DecodeUntil(int64_t pts) {
+absl::StatusOr<FrameCursor::Outcome> FrameCursor::DecodeUntil(int64_t pts, int64_t occurrence) {
   for (;;) {
     absl::StatusOr<bool> got = NextFrame();
     if (!got.ok()) return got.status();
     if (!*got) return Outcome::kEnded;
-    if (last_ts_ < pts) continue;
-    return last_ts_ == pts ? Outcome::kFound : Outcome::kOvershot;
+    if (last_ts_ < pts || (last_ts_ == pts && same_ts_before_ < occurrence)) continue;
+    return last_ts_ == pts && same_ts_before_ == occurrence ? Outcome::kFound : Outcome::kOvershot;
   }
 }
 
@@ -212,14 +213,17 @@ absl::Status FrameCursor::NotDecodedError(const char* what) const {
 
 absl::StatusOr<const AVFrame*> FrameCursor::DecodeExact(int64_t index) {
   const FrameEntry& target = (*index_)[index];
-  if (have_frame_ && last_ts_ == target.pts) return frame_.get();
+  // Which of the frames with its pts the target is (almost always the only).
+  const int64_t occurrence = index - index_->Find(target.pts);
+  if (have_frame_ && last_ts_ == target.pts && same_ts_before_ == occurrence) return frame_.get();
   const std::vector<int64_t> starts = index_->StartPoints(index, 1);
   const int64_t key_order = (*index_)[starts.front()].decode_order;
   last_error_ = 0;
 
-  if (positioned_ && !at_end_ && (last_ts_ == kUnknown || last_ts_ < target.pts) &&
+  if (positioned_ && !at_end_ &&
+      (last_ts_ == kUnknown || last_ts_ < target.pts || (last_ts_ == target.pts && same_ts_before_ < occurrence)) &&
       key_order <= last_read_order_ + 1) {
-    absl::StatusOr<Outcome> outcome = DecodeUntil(target.pts);
+    absl::StatusOr<Outcome> outcome = DecodeUntil(target.pts, occurrence);
     if (!outcome.ok()) return outcome.status();
     if (*outcome == Outcome::kFound) return frame_.get();
   }
@@ -228,7 +232,7 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeExact(int64_t index) {
     if (absl::Status s = SeekTo(seeks[i]); !s.ok()) return s;
     // The last attempt (the stream's start) decodes whatever it lands on.
     if (i + 1 < seeks.size() && !LandedAtOrBefore(key_order)) continue;
-    absl::StatusOr<Outcome> outcome = DecodeUntil(target.pts);
+    absl::StatusOr<Outcome> outcome = DecodeUntil(target.pts, occurrence);
     if (!outcome.ok()) return outcome.status();
     if (*outcome == Outcome::kFound) return frame_.get();
   }

@@ -73,8 +73,10 @@ class FrameCursor {
 
   // Decodes the next frame into frame_. False at the end of the stream.
   absl::StatusOr<bool> NextFrame();
-  // Decodes forward until a frame with timestamp >= `pts` (kFound if equal).
-  absl::StatusOr<Outcome> DecodeUntil(int64_t pts);
+  // Decodes forward until the `occurrence`-th frame (from 0) with timestamp
+  // `pts` (kFound), or a frame past it (kOvershot): a later timestamp, or
+  // a later frame of the same one.
+  absl::StatusOr<Outcome> DecodeUntil(int64_t pts, int64_t occurrence = 0);
   // Seeks the demuxer to `timestamp` and resets the decoder and position.
   absl::Status SeekTo(int64_t timestamp);
   // Exact mode: reads the first packet after a seek and says whether it is
@@ -107,6 +109,10 @@ class FrameCursor {
   bool at_end_ = false;           // decoder fully drained
   bool have_frame_ = false;       // frame_ holds a decoded frame
   int64_t last_ts_;               // timestamp of the last frame decoded
+  // Frames decoded just before frame_ with its timestamp: a stream may give
+  // several frames one pts (a muxer that rounded them together), which the
+  // index numbers in turn, and the n-th of them is frame first + n.
+  int64_t same_ts_before_ = 0;
   int64_t last_read_order_ = -1;  // exact: decode order of the last packet read
   int64_t last_read_ts_;          // max(pts, dts) of the last packet read
   int64_t last_index_ = -1;       // approximate: the index frame_ was returned as

@@ -15,7 +15,7 @@ import torch
 import codecvisor
 from codecvisor.decoders import VideoDecoder, VideoStreamMetadata
 
-from conftest import FFMPEG, FPS, HEIGHT, SECONDS, WIDTH, make_video
+from conftest import FFMPEG, FPS, HEIGHT, SECONDS, WIDTH, ffmpeg_frames, make_video
 
 
 def hwc(tensor):
@@ -117,6 +117,28 @@ def test_every_frame_is_ffmpegs(video, reference):
     np.testing.assert_allclose(batch.pts_seconds.numpy(), np.arange(50) / FPS)
     np.testing.assert_allclose(batch.duration_seconds.numpy(), np.full(50, 1 / FPS))
 
+
+
+def test_frames_that_share_a_pts_are_each_returned(tmp_path):
+    # Frames two by two with one pts (0, 0, 80, 80 ... ms in Matroska), as
+    # a muxer that rounds times together writes them: each is a frame of
+    # its own, in the decoder's order, as the ffmpeg CLI gives them.
+    path = make_video(tmp_path / "pairs.mkv",
+                      ["-f", "lavfi", "-i", f"testsrc=size={WIDTH}x{HEIGHT}:rate={FPS}", "-t", "1",
+                       "-vf", "setpts='floor(N/2)*2/25/TB'", "-fps_mode", "passthrough", "-c:v", "libx264",
+                       "-g", "6", "-bf", "0"])
+    reference = ffmpeg_frames(path)
+    # (26 frames: the last pair's pts, 0.96 s, is before the 1 s cut.)
+    assert len(reference) == 26 and not np.array_equal(reference[0], reference[1])
+    d = VideoDecoder(path, dimension_order="NHWC")
+    assert len(d) == 26
+    batch = d.get_frames_in_range(0, 26)
+    np.testing.assert_array_equal(batch.data.numpy(), reference)
+    np.testing.assert_allclose(batch.pts_seconds.numpy(), [n // 2 * 0.08 for n in range(26)])
+    # Out of order, each alone (a seek each), and a second of a pair
+    # right after its first.
+    for i in [13, 3, 25, 1, 0, 1, 8, 7]:
+        np.testing.assert_array_equal(d[i].numpy(), reference[i], err_msg=f"frame {i}")
 
 @pytest.fixture(scope="module")
 def wide_video(tmp_path_factory):
