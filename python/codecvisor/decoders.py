@@ -323,7 +323,7 @@ class VideoDecoder:
         begin, end = self.metadata.begin_stream_seconds, self.metadata.end_stream_seconds
         if end is not None and not begin <= start_seconds < end:
             raise ValueError(f"Invalid start seconds: {start_seconds}. It must be greater than or equal to "
-                             f"{begin} and less than or equal to {end}.")
+                             f"{begin} and less than {end}.")
         if end is not None and not stop_seconds <= end:
             raise ValueError(f"Invalid stop seconds: {stop_seconds}. It must be less than or equal to {end}.")
         if start_seconds == stop_seconds:

@@ -253,6 +253,10 @@ def test_time_access_is_half_open(video, reference):
         d.get_frames_played_in_range(1.0, 0.5)
     with pytest.raises(ValueError):
         d.get_frames_played_in_range(1.0, 2.5)
+    # A range starting at the end is refused, empty or not, and the message
+    # says the start must be before the end.
+    with pytest.raises(ValueError, match=r"greater than or equal to 0\.0 and less than 2\.0\.$"):
+        d.get_frames_played_in_range(2.0, 2.0)
 
 
 def test_range_misuse_raises_torchcodecs_errors(video):
