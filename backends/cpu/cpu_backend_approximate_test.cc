@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/cpu_backend.h"
@@ -88,6 +89,38 @@ TEST(ApproximateModeTest, CountWithoutAHeaderCountIsAnEstimate) {
   EXPECT_NE(message.find("about 30 frames"), std::string::npos) << message;
   EXPECT_NE(message.find("duration"), std::string::npos) << message;
   EXPECT_EQ(message.find("according to its header"), std::string::npos) << message;
+}
+
+// Matroska gives streams no duration field. Each stream's DURATION tag, not
+// the container's span of all streams, is its duration; and FFmpeg's muxer
+// writes both as end times, so a stream that starts late does not lengthen.
+TEST(ApproximateModeTest, MatroskaDurationIsTheStreamsOwn) {
+  const std::string two = MakeVideo("two_lengths.mkv",
+                                    "-f lavfi -i testsrc=size=64x48:rate=25:duration=2 "
+                                    "-f lavfi -i testsrc=size=64x48:rate=10:duration=3 "
+                                    "-map 0 -map 1 -c:v libx264 -pix_fmt yuv420p");
+  for (auto [stream, seconds, frames] : {std::tuple{0, 2.0, 50}, std::tuple{1, 3.0, 30}}) {
+    TestSession::Options o = Approximate();
+    o.stream_index = stream;
+    TestSession s(two, o);
+    ASSERT_TRUE(s.ok()) << s.open_message();
+    const cv_stream_metadata m = s.Metadata();
+    EXPECT_NEAR(m.duration_seconds, seconds, 0.01) << "stream " << stream;
+    EXPECT_NEAR(m.duration_seconds * m.average_fps, frames, 0.5) << "stream " << stream;
+  }
+  const std::string late = MakeVideo("starts_at_5.mkv",
+                                     "-f lavfi -i testsrc=size=64x48:rate=25:duration=2 "
+                                     "-c:v libx264 -pix_fmt yuv420p -output_ts_offset 5");
+  TestSession s(late, Approximate());
+  ASSERT_TRUE(s.ok()) << s.open_message();
+  const cv_stream_metadata m = s.Metadata();
+  EXPECT_NEAR(m.begin_stream_seconds, 5.0, 0.01);
+  EXPECT_NEAR(m.duration_seconds, 2.0, 0.01);
+  EXPECT_NEAR(m.end_stream_seconds, 7.0, 0.01);
+  cv_frame_info info{};
+  s.DecodeOrFail(49, &info);
+  std::string pixels, message;
+  EXPECT_EQ(s.Decode(50, &pixels, nullptr, &message), CV_ERROR_OUT_OF_RANGE) << message;
 }
 
 // An undamaged variable-rate HEVC stream with open GOPs: after a jump,

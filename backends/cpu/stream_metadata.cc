@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <string_view>
 
 #include "backends/cpu/av_enums.h"
 #include "backends/cpu/av_util.h"
@@ -12,6 +13,7 @@
 extern "C" {
 #include <libavcodec/avcodec.h>
 #include <libavutil/display.h>
+#include <libavutil/parseutils.h>
 }
 
 namespace codecvisor::cpu {
@@ -22,6 +24,29 @@ void SetName(char (&out)[CV_NAME_BYTES], const char* name) {
 }
 
 bool Valid(AVRational r) { return r.num > 0 && r.den > 0; }
+
+// The stream's duration in seconds from the header, 0 if it gives none:
+// the stream's own; else its DURATION tag (Matroska and WebM have no
+// per-stream duration field, and FFmpeg's muxer writes one tag per stream,
+// "00:00:02.000000000"); else the container's, which spans every stream.
+// FFmpeg's Matroska muxer measures both from the timeline's 0, not from
+// the stream's first frame (a stream from 5 s to 7 s says 7 s), so there
+// the stream's start `begin` is taken off.
+double HeaderDuration(const AVStream* stream, const AVFormatContext* format, double begin) {
+  if (stream->duration != AV_NOPTS_VALUE && stream->duration > 0) return stream->duration * av_q2d(stream->time_base);
+  double seconds = 0;
+  int64_t us = 0;
+  if (const AVDictionaryEntry* tag = av_dict_get(stream->metadata, "DURATION", nullptr, 0);
+      tag != nullptr && av_parse_time(&us, tag->value, /*duration=*/1) == 0 && us > 0) {
+    seconds = us / static_cast<double>(AV_TIME_BASE);
+  } else if (format->duration != AV_NOPTS_VALUE && format->duration > 0) {
+    seconds = format->duration / static_cast<double>(AV_TIME_BASE);
+  }
+  const bool matroska =
+      format->iformat != nullptr && std::string_view(format->iformat->name).starts_with("matroska");
+  if (matroska && begin > 0 && seconds > begin) seconds -= begin;
+  return seconds;
+}
 
 cv_stream_type StreamType(int media_type) {
   switch (media_type) {
@@ -84,11 +109,7 @@ cv_stream_metadata DescribeStream(const Demuxer& demuxer, const FrameIndex* inde
     m.duration_seconds = m.end_stream_seconds - m.begin_stream_seconds;
   } else {
     m.begin_stream_seconds = stream->start_time != AV_NOPTS_VALUE ? stream->start_time * tb : 0;
-    if (stream->duration != AV_NOPTS_VALUE && stream->duration > 0) {
-      m.duration_seconds = stream->duration * tb;
-    } else if (format->duration != AV_NOPTS_VALUE && format->duration > 0) {
-      m.duration_seconds = format->duration / static_cast<double>(AV_TIME_BASE);
-    }
+    m.duration_seconds = HeaderDuration(stream, format, m.begin_stream_seconds);
     m.end_stream_seconds = m.begin_stream_seconds + m.duration_seconds;
   }
   AVRational fps = HeaderFrameRate(stream);
