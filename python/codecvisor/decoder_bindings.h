@@ -6,7 +6,9 @@
 
 #include <cstddef>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "codecvisor/codecvisor.h"
@@ -19,6 +21,12 @@
 
 namespace codecvisor::python {
 
+// Python threads may share one decoder, where a VideoDecoder serves one
+// thread at a time: every call takes the decoder's lock, so requests on one
+// decoder run one after another and close() waits for the request in
+// flight. The lock is taken with the GIL released (a request holds it for
+// as long as the backend takes, and other Python threads run meanwhile) and
+// released before the GIL is taken back.
 class PyDecoder {
  public:
   // `format`: what batches hold, kRgb24 or kRgb24Planar.
@@ -27,10 +35,22 @@ class PyDecoder {
 
   OutputFormat format() const { return format_; }
 
-  pybind11::dict metadata() { return MetadataDict(decoder_.get("this decoder").metadata()); }
-  std::string backend_name() { return decoder_.get("this decoder").backend_name(); }
-  uint64_t retries() { return decoder_.get("this decoder").retries(); }
-  void close() { decoder_.Reset(); }
+  pybind11::dict metadata() {
+    StreamMetadata m = WithDecoder([](VideoDecoder& d) { return d.metadata(); });
+    return MetadataDict(m);
+  }
+  std::string backend_name() {
+    return WithDecoder([](VideoDecoder& d) { return d.backend_name(); });
+  }
+  uint64_t retries() {
+    return WithDecoder([](VideoDecoder& d) { return d.retries(); });
+  }
+  void close() {
+    decoder_.CheckOwner("this decoder");
+    pybind11::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(mu_);
+    decoder_.Reset();
+  }
 
   pybind11::tuple Decode(const FrameSelection& selection, size_t expected) {
     Batch batch(expected, format_);
@@ -38,22 +58,35 @@ class PyDecoder {
   }
 
   pybind11::tuple Fill(const FrameSelection& selection, Batch& batch) {
-    VideoDecoder& decoder = decoder_.get("this decoder");
-    Status status;
-    {
-      pybind11::gil_scoped_release release;
+    const Status status = WithDecoder([&](VideoDecoder& decoder) {
       std::unique_ptr<RgbConverter> rgb = converters_.Take(decoder);
       batch.UseConverter(rgb.get());
-      status = decoder.ForEachFrame(selection, [&batch](Frame f) { return batch.Add(f); });
+      Status s = decoder.ForEachFrame(selection, [&batch](Frame f) { return batch.Add(f); });
       batch.UseConverter(nullptr);
       converters_.Give(std::move(rgb));
-    }
+      return s;
+    });
     Check(status);
     Check(batch.Complete());
     return batch.ToNumpy();
   }
 
  private:
+  // fn(decoder) with the GIL released and the lock held. A forked child's
+  // decoder is its parent's: that is refused before the lock, which a
+  // parent thread may have held at the fork. ValueError once closed (by
+  // another thread, while this one waited for the lock).
+  template <typename Fn>
+  std::invoke_result_t<Fn, VideoDecoder&> WithDecoder(Fn fn) {
+    decoder_.CheckOwner("this decoder");
+    pybind11::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(mu_);
+    VideoDecoder* decoder = decoder_.get_if_open("this decoder");
+    if (decoder == nullptr) throw pybind11::value_error("the decoder is closed");
+    return fn(*decoder);
+  }
+
+  std::mutex mu_;  // held for each call on decoder_
   Owned<VideoDecoder> decoder_;
   const OutputFormat format_;
   ConverterPool converters_;

@@ -30,9 +30,18 @@ class Owned {
   Owned& operator=(const Owned&) = delete;
 
   T& get(const char* what) {
-    if (getpid() != owner_) throw ForkedError{std::string(what) + " was made in process " + std::to_string(owner_)};
+    CheckOwner(what);
     if (object_ == nullptr) throw ForkedError{std::string(what) + " is closed"};
     return *object_;
+  }
+  // The object, or null once it is closed; throws unless this process made it.
+  T* get_if_open(const char* what) {
+    CheckOwner(what);
+    return object_.get();
+  }
+  // Throws unless this process made it.
+  void CheckOwner(const char* what) const {
+    if (getpid() != owner_) throw ForkedError{std::string(what) + " was made in process " + std::to_string(owner_)};
   }
   // Destroys it now (in its own process), e.g. on close(), with the GIL
   // released: closing may wait for the backend.

@@ -7,6 +7,8 @@ import pathlib
 import pickle
 import subprocess
 import sys
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -357,6 +359,65 @@ def test_close_and_context_manager(video):
     with pytest.raises(ValueError):
         d[0]
     d.close()  # twice is harmless
+
+
+@pytest.fixture(scope="module")
+def long_video(tmp_path_factory):
+    """12 s of 96x64 at 25 fps (300 frames): requests long enough to overlap."""
+    return make_video(tmp_path_factory.mktemp("long") / "long.mp4",
+                      ["-f", "lavfi", "-i", f"testsrc=size={WIDTH}x{HEIGHT}:rate={FPS}", "-t", "12",
+                       "-c:v", "libx264", "-g", "25", "-pix_fmt", "yuv420p"])
+
+
+def test_threads_sharing_one_decoder_take_turns(long_video):
+    # A decoder serves one request at a time; Python threads that share one
+    # wait for each other (each request is whole and right), never crash.
+    reference = VideoDecoder(long_video, dimension_order="NHWC").get_frames_in_range(0, 300).data.numpy()
+    d = VideoDecoder(long_video, dimension_order="NHWC")
+    start, errors = threading.Barrier(4), []
+
+    def work(k):
+        try:
+            start.wait()
+            for r in range(6):
+                first = (k * 37 + r * 53) % 200
+                indices = list(range(first, first + 100, 3))
+                np.testing.assert_array_equal(d.get_frames_at(indices).data.numpy(), reference[indices])
+                assert d.metadata.num_frames == 300 and d.retries == 0
+        except Exception as e:  # noqa: BLE001 (reported below)
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.002, 0.02])
+def test_close_while_another_thread_decodes(long_video, delay):
+    # close() waits for the request in flight, which ends whole; afterwards
+    # the decoder is closed for every thread.
+    d = VideoDecoder(long_video)
+    outcome, started = [], threading.Event()
+
+    def work():
+        started.set()
+        try:
+            outcome.append(len(d.get_frames_in_range(0, 300)))
+        except ValueError as e:  # closed before its turn came
+            outcome.append(str(e))
+
+    t = threading.Thread(target=work)
+    t.start()
+    started.wait()
+    time.sleep(delay)
+    d.close()
+    t.join()
+    assert outcome[0] == 300 or "closed" in outcome[0], outcome
+    with pytest.raises(ValueError, match="closed"):
+        d[0]
 
 
 def test_pickles_as_source_and_options(video, reference):
