@@ -3,6 +3,7 @@ them as the reference every frame is compared with, byte for byte."""
 
 import os
 import subprocess
+import threading
 
 import numpy as np
 import pytest
@@ -22,6 +23,25 @@ WIDTH, HEIGHT, FPS, SECONDS = 96, 64, 25, 2
 def make_video(path, args):
     subprocess.run(FFMPEG + args + [str(path)], check=True)
     return str(path)
+
+
+def run_in_threads(work, count):
+    """work(k) in `count` threads at once, k = 0 .. count-1; the exceptions
+    they raised."""
+    errors = []
+
+    def run(k):
+        try:
+            work(k)
+        except Exception as e:  # noqa: BLE001 (returned to the test)
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return errors
 
 
 def ffmpeg_frames(path):

@@ -17,7 +17,7 @@ import torch
 import codecvisor
 from codecvisor.decoders import VideoDecoder, VideoStreamMetadata
 
-from conftest import FFMPEG, FPS, HEIGHT, SECONDS, WIDTH, ffmpeg_frames, make_video
+from conftest import FFMPEG, FPS, HEIGHT, SECONDS, WIDTH, ffmpeg_frames, make_video, run_in_threads
 
 
 def hwc(tensor):
@@ -374,24 +374,17 @@ def test_threads_sharing_one_decoder_take_turns(long_video):
     # wait for each other (each request is whole and right), never crash.
     reference = VideoDecoder(long_video, dimension_order="NHWC").get_frames_in_range(0, 300).data.numpy()
     d = VideoDecoder(long_video, dimension_order="NHWC")
-    start, errors = threading.Barrier(4), []
+    start = threading.Barrier(4)
 
     def work(k):
-        try:
-            start.wait()
-            for r in range(6):
-                first = (k * 37 + r * 53) % 200
-                indices = list(range(first, first + 100, 3))
-                np.testing.assert_array_equal(d.get_frames_at(indices).data.numpy(), reference[indices])
-                assert d.metadata.num_frames == 300 and d.retries == 0
-        except Exception as e:  # noqa: BLE001 (reported below)
-            errors.append(e)
+        start.wait()
+        for r in range(6):
+            first = (k * 37 + r * 53) % 200
+            indices = list(range(first, first + 100, 3))
+            np.testing.assert_array_equal(d.get_frames_at(indices).data.numpy(), reference[indices])
+            assert d.metadata.num_frames == 300 and d.retries == 0
 
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    errors = run_in_threads(work, 4)
     assert not errors, errors
 
 

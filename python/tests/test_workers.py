@@ -14,7 +14,7 @@ from torch.utils.data import DataLoader, Dataset
 import codecvisor
 from codecvisor.decoders import VideoDecoder
 
-from conftest import synthetic_clip
+from conftest import run_in_threads, synthetic_clip
 
 
 def hwc(tensor):
@@ -46,21 +46,14 @@ def test_the_gil_is_released_while_the_backend_works(tmp_path):
 
 
 def test_decoders_in_threads_return_their_own_frames(video, reference):
-    results, errors = {}, []
+    results = {}
 
     def work(k):
-        try:
-            d = VideoDecoder(video)
-            results[k] = hwc(d.get_frames_at(list(range(k, 50, 4))).data)
-        except Exception as e:  # reported below
-            errors.append(e)
+        d = VideoDecoder(video)
+        results[k] = hwc(d.get_frames_at(list(range(k, 50, 4))).data)
 
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    errors = run_in_threads(work, 4)
+    assert not errors, errors
     for k in range(4):
         np.testing.assert_array_equal(results[k], reference[k::4])
 
