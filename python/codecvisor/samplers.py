@@ -225,12 +225,15 @@ def _time_sampler(random: bool, decoder, num_clips: Optional[int], seconds_betwe
     stream_end = decoder.metadata.end_stream_seconds
     start, end = _time_range(sampling_range_start, sampling_range_end, num_frames_per_clip, between,
                              decoder.metadata.begin_stream_seconds, stream_end)
-    # Single precision, as torchcodec's starts are (torch's default dtype),
-    # so that a seed picks the same frames in both.
+    # Times in double precision: a stream's begin (1.4 s, 0.1 s) is rarely
+    # a single-precision number, and rounded down it would fall before the
+    # stream, or a short range's starts past its end. The random draw is
+    # torch's default single-precision one, so a seed draws what it always
+    # drew.
     if random:
-        starts = torch.rand(num_clips, generator=generator) * (end - start) + start
+        starts = torch.rand(num_clips, generator=generator).double() * (end - start) + start
     else:
-        starts = torch.arange(start, end, seconds_between_clip_starts)
+        starts = torch.arange(start, end, seconds_between_clip_starts, dtype=torch.float64)
         starts = starts[starts < end]  # arange may step onto `end` by rounding
         num_clips = len(starts)
     seconds: List[float] = []

@@ -209,6 +209,21 @@ def test_time_ranges_start_where_the_stream_starts(make):
         clips_at_random_timestamps(d, sampling_range_start=3.5)
 
 
+def test_a_stream_that_starts_at_no_single_precision_time(make):
+    # 1.4 s and 0.1 s round down in single precision, before the stream's
+    # first frame: the samplers' times are doubles.
+    d = make(24, start=1.4)
+    clips = clips_at_regular_timestamps(d, seconds_between_clip_starts=0.5)
+    assert indices(clips, start=1.4) == [[0], [4], [8], [12], [16], [20]]
+    torch.manual_seed(5)
+    clips = clips_at_random_timestamps(d, num_clips=20, sampling_range_end=1.4 + 1e-9)
+    assert indices(clips, start=1.4) == [[0]] * 20
+    # A range narrower than single precision's step there still has its start.
+    d = make(24, start=0.1)
+    clips = clips_at_regular_timestamps(d, seconds_between_clip_starts=0.25, sampling_range_end=0.1 + 1e-9)
+    assert indices(clips, start=0.1) == [[0]]
+
+
 @pytest.mark.parametrize("policy, expected", [("repeat_last", [20, 22, 22, 22]), ("wrap", [20, 22, 20, 22])])
 def test_time_policies_replace_times_past_the_end(make, policy, expected):
     # Sampled at 2.5, 2.75, then 3.0 and 3.25, which are past the end.
