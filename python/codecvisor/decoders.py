@@ -221,7 +221,8 @@ class VideoDecoder:
         host = _host.get()
         try:
             if self._kind == "path":
-                native = host.open_path(self._source, **self._options)
+                # As bytes: a name that is not UTF-8 is a path all the same.
+                native = host.open_path(os.fsencode(self._source), **self._options)
             else:
                 native = host.open_bytes(self._source, self._label, **self._options)
         except _codecvisor.StatusError as e:

@@ -1,6 +1,7 @@
 #include "python/codecvisor/dicts.h"
 
 #include "pybind11/stl.h"
+#include "python/codecvisor/status_bridge.h"
 
 namespace codecvisor::python {
 
@@ -9,10 +10,10 @@ namespace py = pybind11;
 py::dict MetadataDict(const StreamMetadata& m) {
   py::dict d;
   d["stream_index"] = m.stream_index;
-  d["codec"] = m.codec;
+  d["codec"] = Text(m.codec);
   d["width"] = m.width;
   d["height"] = m.height;
-  d["pixel_format"] = m.pixel_format;
+  d["pixel_format"] = Text(m.pixel_format);
   d["num_frames_from_header"] = m.num_frames_from_header;
   d["num_frames_from_scan"] = m.num_frames_from_scan;
   d["average_fps"] = m.average_fps;
@@ -21,10 +22,10 @@ py::dict MetadataDict(const StreamMetadata& m) {
   d["end_stream_seconds"] = m.end_stream_seconds;
   d["bit_rate"] = m.bit_rate;
   d["rotation_degrees"] = m.rotation_degrees;
-  d["color_space"] = m.color_space;
-  d["color_range"] = m.color_range;
-  d["color_primaries"] = m.color_primaries;
-  d["color_transfer"] = m.color_transfer;
+  d["color_space"] = Text(m.color_space);
+  d["color_range"] = Text(m.color_range);
+  d["color_primaries"] = Text(m.color_primaries);
+  d["color_transfer"] = Text(m.color_transfer);
   d["time_base"] = py::make_tuple(m.time_base.num, m.time_base.den);
   d["num_video_streams"] = m.num_video_streams;
   py::list streams;  // empty: the backend does not list the file's streams
@@ -32,7 +33,7 @@ py::dict MetadataDict(const StreamMetadata& m) {
     py::dict entry;
     entry["index"] = s.index;
     entry["type"] = StreamTypeName(s.type);
-    entry["codec"] = s.codec;
+    entry["codec"] = Text(s.codec);
     entry["width"] = s.width;
     entry["height"] = s.height;
     entry["sample_rate"] = s.sample_rate;
@@ -45,20 +46,20 @@ py::dict MetadataDict(const StreamMetadata& m) {
 
 py::dict BackendDict(const BackendInfo& b) {
   py::dict d;
-  d["name"] = b.name;
+  d["name"] = Text(b.name);
   d["devices"] = b.devices;
-  d["manifest_path"] = b.manifest_path;
-  d["state"] = b.state;
-  d["diagnostic"] = b.diagnostic;
+  d["manifest_path"] = Text(b.manifest_path);
+  d["state"] = Text(b.state);
+  d["diagnostic"] = Text(b.diagnostic);
   d["pid"] = b.pid;
   d["uptime_seconds"] = b.uptime_seconds;
   d["sessions"] = b.sessions;
   d["restarts"] = b.restarts;
-  d["last_exit"] = b.last_exit;
+  d["last_exit"] = Text(b.last_exit);
   d["last_exit_time"] = b.last_exit_time;
   d["warm_spare"] = b.warm_spare;
-  d["sandbox"] = b.sandbox;
-  d["version"] = b.version;
+  d["sandbox"] = Text(b.sandbox);
+  d["version"] = Text(b.version);
   return d;
 }
 

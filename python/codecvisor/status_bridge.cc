@@ -4,6 +4,12 @@
 
 namespace codecvisor::python {
 
+pybind11::str Text(const std::string& text) {
+  PyObject* s = PyUnicode_DecodeUTF8(text.data(), static_cast<Py_ssize_t>(text.size()), "backslashreplace");
+  if (s == nullptr) throw pybind11::error_already_set();
+  return pybind11::reinterpret_steal<pybind11::str>(s);
+}
+
 void RegisterErrors(pybind11::module_& m) {
   namespace py = pybind11;
   static py::exception<StatusError> status_error(m, "StatusError", PyExc_RuntimeError);
@@ -12,11 +18,11 @@ void RegisterErrors(pybind11::module_& m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const StatusError& e) {
-      py::object error = py::reinterpret_borrow<py::object>(status_error.ptr())(py::str(e.status.message()));
+      py::object error = py::reinterpret_borrow<py::object>(status_error.ptr())(Text(e.status.message()));
       error.attr("code") = StatusCodeName(e.status.code());
       PyErr_SetObject(status_error.ptr(), error.ptr());
     } catch (const ForkedError& e) {
-      PyErr_SetString(forked_error.ptr(), e.what.c_str());
+      PyErr_SetObject(forked_error.ptr(), Text(e.what).ptr());
     }
   });
 }

@@ -3,8 +3,10 @@ with every frame compared byte for byte with the ffmpeg CLI."""
 
 import dataclasses
 import io
+import os
 import pathlib
 import pickle
+import shutil
 import subprocess
 import sys
 import threading
@@ -290,6 +292,21 @@ def test_every_source_kind(video, reference, kind):
     d = VideoDecoder(source)
     assert len(d) == 50
     np.testing.assert_array_equal(hwc(d[33]), reference[33])
+
+
+def test_a_file_name_that_is_not_utf8(video, reference, tmp_path):
+    # Legal on Linux; Python names it with surrogate escapes.
+    good = os.fsdecode(bytes(tmp_path) + b"/clip\xff.mp4")
+    shutil.copy(video, good)
+    for source in (good, pathlib.Path(good)):
+        np.testing.assert_array_equal(hwc(VideoDecoder(source)[7]), reference[7])
+    # Its errors name it too, its odd byte escaped.
+    bad = os.fsdecode(bytes(tmp_path) + b"/bad\xfe.mp4")
+    pathlib.Path(bad).write_bytes(b"\x00\x00\x00\x18ftypmp42" + bytes(range(256)) * 40)
+    with pytest.raises(codecvisor.VideoError, match=r"bad\\xfe\.mp4"):
+        VideoDecoder(bad)
+    with pytest.raises(FileNotFoundError):
+        VideoDecoder(os.fsdecode(bytes(tmp_path) + b"/missing\xfd.mp4"))
 
 
 def test_bad_arguments(video, tmp_path):
