@@ -190,7 +190,12 @@ class ClipIterableDataset(_ClipReader, torch.utils.data.IterableDataset):
             the dataset is pickled to spawned workers), else 0 of 1.
 
     Call ``set_epoch(epoch)`` before each epoch when shuffling. Ranks get
-    shares that differ in size by at most one.
+    shares that differ in size by at most one. A DataLoader's persistent
+    workers (``persistent_workers=True``) keep the copy of the dataset they
+    started with and never see a later ``set_epoch``: each of them takes
+    the epoch set when they started, then one more for every epoch after,
+    so epochs numbered one after another give every worker the order
+    ``order()`` gives in the training process.
     """
 
     def __init__(self, samples, sampler, *, transform=clip_data, on_error="skip", decoder_options=None,
@@ -202,9 +207,16 @@ class ClipIterableDataset(_ClipReader, torch.utils.data.IterableDataset):
         self.shuffle, self.seed, self.epoch = shuffle, seed, 0
         self._place = None if rank is None else (rank, world_size)
         self._inherited_place = None
+        self._worker_epochs = 0  # epochs this copy has read in a DataLoader worker
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
+
+    def _epoch(self) -> int:
+        # In a worker, the epochs this copy read before this one: a
+        # persistent worker's copy reads every epoch, a new worker's none.
+        in_worker = torch.utils.data.get_worker_info() is not None
+        return self.epoch + (self._worker_epochs if in_worker else 0)
 
     def rank_and_world(self) -> Tuple[int, int]:
         return self._place or _distributed_rank_and_world() or self._inherited_place or (0, 1)
@@ -218,7 +230,7 @@ class ClipIterableDataset(_ClipReader, torch.utils.data.IterableDataset):
         """This epoch's order of all sample indices (the same on every rank)."""
         if not self.shuffle:
             return list(range(len(self)))
-        generator = torch.Generator().manual_seed(self.seed + self.epoch)
+        generator = torch.Generator().manual_seed(self.seed + self._epoch())
         return torch.randperm(len(self), generator=generator).tolist()
 
     def indices(self) -> List[int]:
@@ -230,7 +242,10 @@ class ClipIterableDataset(_ClipReader, torch.utils.data.IterableDataset):
         return share(len(self), rank, world, worker, workers, self.order())
 
     def __iter__(self) -> Iterator[Any]:
-        for index in self.indices():
+        indices = self.indices()
+        if torch.utils.data.get_worker_info() is not None:
+            self._worker_epochs += 1
+        for index in indices:
             yield self._read(index)
 
 

@@ -227,6 +227,21 @@ def test_an_iterable_epoch_with_two_workers_reads_each_file_once(tmp_path):
     assert dataset.order() != ClipIterableDataset(clips(tmp_path), SAMPLER, shuffle=True, seed=3).order()
 
 
+@pytest.mark.parametrize("persistent", [False, True])
+def test_each_epoch_reads_its_own_order_with_persistent_workers_too(tmp_path, persistent):
+    # Persistent workers never see set_epoch; they advance an epoch each
+    # time they are resumed, so numbered epochs read order() all the same.
+    dataset = ClipIterableDataset(clips(tmp_path, n=10, bad=()), SAMPLER, decoder_options=OPTIONS, shuffle=True,
+                                  seed=5)
+    loader = DataLoader(dataset, batch_size=None, num_workers=1, persistent_workers=persistent)
+    orders = []
+    for epoch in range(3):
+        dataset.set_epoch(epoch)
+        assert [label for _, label in loader] == dataset.order(), f"epoch {epoch}"
+        orders.append(dataset.order())
+    assert orders[0] != orders[1] != orders[2]
+
+
 def test_an_iterable_dataset_reads_its_ranks_share(tmp_path):
     pairs = clips(tmp_path, n=10, bad=())
     for rank in range(2):
