@@ -25,6 +25,14 @@ for field in '"backend":"cpu"' '"codec":"h264"' '"width":96' '"height":64' '"pix
   check "info json has $field" contains "$json" "$field"
 done
 check "info json has schema_version" contains "$json" '{"schema_version":1,'
+# Every third frame kept: the header still says 25 fps; average_fps is the
+# frames' own rate over the scan (9 frames from 0 to 0.96 + 0.04 s), as
+# the Python package's.
+"${ffmpeg[@]}" -y -i "$video" -vf "select='not(mod(n\,3))'" -fps_mode vfr -c:v libx264 "$tmp/thirds.mkv"
+check "info --json thirds" run_cv 0 "$tmp/thirds.json" "$tmp/err" info "$tmp/thirds.mkv" --json
+json=$(cat "$tmp/thirds.json")
+check "thirds average_fps_from_header" contains "$json" '"average_fps_from_header":25,'
+check "thirds average_fps" contains "$json" '"average_fps":9,'
 check "info json is one line" [ "$(wc -l <"$tmp/info.json")" = 1 ]
 check "info text" run_cv 0 "$tmp/info.txt" "$tmp/err" info "$video" --seek-mode approximate
 check "info text has pixel_format" grep -qE '^pixel_format +yuv420p$' "$tmp/info.txt"

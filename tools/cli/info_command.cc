@@ -23,6 +23,15 @@ std::string CountText(int64_t count) { return count >= 0 ? absl::StrCat(count) :
 std::string NameText(const std::string& name) { return name.empty() ? "unknown" : name; }
 std::string NumberText(double value) { return absl::StrFormat("%.10g", value); }
 
+// Frames per second as the Python package reports `average_fps`: from the
+// scan (its frames over its span) in exact mode, else the header's rate. A
+// variable-rate stream's header states a nominal rate its frames need not
+// keep (every third frame dropped: 25 in the header, 8.3 in fact).
+double AverageFps(const StreamMetadata& m) {
+  const double span = m.end_stream_seconds - m.begin_stream_seconds;
+  return m.num_frames_from_scan > 0 && span > 0 ? m.num_frames_from_scan / span : m.average_fps;
+}
+
 // "video h264 1920x1080", "audio aac 48000 Hz 2 channels", "subtitle subrip".
 std::string StreamText(const StreamInfo& s) {
   std::string text = absl::StrCat(StreamTypeName(s.type), " ", s.codec.empty() ? "(codec unknown)" : s.codec);
@@ -85,7 +94,8 @@ void PrintText(const InfoArgs& args, const Host& host, const VideoDecoder& decod
       {"pixel_format", NameText(m.pixel_format)},
       {"num_frames_from_header", CountText(m.num_frames_from_header)},
       {"num_frames_from_scan", CountText(m.num_frames_from_scan)},
-      {"average_fps", NumberText(m.average_fps)},
+      {"average_fps", NumberText(AverageFps(m))},
+      {"average_fps_from_header", NumberText(m.average_fps)},
       {"duration_seconds", NumberText(m.duration_seconds)},
       {"begin_stream_seconds", NumberText(m.begin_stream_seconds)},
       {"end_stream_seconds", NumberText(m.end_stream_seconds)},
@@ -134,7 +144,8 @@ void PrintJson(const InfoArgs& args, const Host& host, const VideoDecoder& decod
   name("pixel_format", m.pixel_format);
   count("num_frames_from_header", m.num_frames_from_header);
   count("num_frames_from_scan", m.num_frames_from_scan);
-  w.Key("average_fps").Double(m.average_fps);
+  w.Key("average_fps").Double(AverageFps(m));
+  w.Key("average_fps_from_header").Double(m.average_fps);
   w.Key("duration_seconds").Double(m.duration_seconds);
   w.Key("begin_stream_seconds").Double(m.begin_stream_seconds);
   w.Key("end_stream_seconds").Double(m.end_stream_seconds);
