@@ -110,7 +110,9 @@ int main(int argc, char** argv) {
   cli::SelectionFlags& sel = decode_args.selection;
   auto* frames =
       decode
-          ->add_option("--frames", sel.frames, "frames START:STOP[:STEP] (Python slice; negative counts from the end)")
+          ->add_option("--frames", sel.frames,
+                       "frames START:STOP[:STEP] (a Python slice with a positive STEP; "
+                       "a negative START or STOP counts from the end)")
           ->check(SyntaxCheck(cli::ParseFrameRange, "START:STOP[:STEP]"));
   auto* indices = decode->add_option("--indices", sel.indices, "frames at these indices, e.g. 0,5,-1")
                       ->check(SyntaxCheck(cli::ParseIndexList, "I,J,..."));
