@@ -93,6 +93,29 @@ def test_a_parents_decoder_works_in_dataloader_workers(video, reference, method)
     np.testing.assert_array_equal(hwc(dataset.decoder[7:8]), reference[7:8])
 
 
+def test_workers_forked_while_a_parent_thread_uses_the_same_decoder(video, reference):
+    # The parent's thread holds the decoder's lock through most of each
+    # request, so the forks happen with it held: each worker opens its own
+    # decoder and never waits on the inherited lock (the loader's timeout
+    # turns a wait into a failure).
+    dataset = Frames(video)
+    stop = threading.Event()
+
+    def busy():
+        while not stop.is_set():
+            dataset.decoder.get_frames_in_range(0, 50)
+
+    thread = threading.Thread(target=busy)
+    thread.start()
+    try:
+        for _ in range(3):
+            loader = DataLoader(dataset, batch_size=5, num_workers=2, multiprocessing_context="fork", timeout=60)
+            np.testing.assert_array_equal(hwc(torch.cat([batch for batch, _ in loader])), reference)
+    finally:
+        stop.set()
+        thread.join()
+
+
 class Poisoned(Dataset):
     def __init__(self, clip):
         self.clip = clip
