@@ -145,12 +145,15 @@ absl::StatusOr<bool> FrameCursor::NextFrame() {
 }
 
 absl::StatusOr<FrameCursor::Outcome> FrameCursor::DecodeUntil(int64_t pts, int64_t occurrence) {
+  bool seen = false;  // a frame with `pts` came
   for (;;) {
     absl::StatusOr<bool> got = NextFrame();
     if (!got.ok()) return got.status();
     if (!*got) return Outcome::kEnded;
+    if (last_ts_ == pts) seen = true;
     if (last_ts_ < pts || (last_ts_ == pts && same_ts_before_ < occurrence)) continue;
-    return last_ts_ == pts && same_ts_before_ == occurrence ? Outcome::kFound : Outcome::kOvershot;
+    if (last_ts_ == pts && same_ts_before_ == occurrence) return Outcome::kFound;
+    return seen ? Outcome::kTooFew : Outcome::kOvershot;
   }
 }
 
@@ -190,10 +193,11 @@ bool FrameCursor::LandedAtOrBefore(int64_t limit) {
   return i < 0 || (*index_)[i].decode_order <= limit;
 }
 
-std::vector<int64_t> FrameCursor::SeekTimestamps(int64_t index) const {
+std::vector<int64_t> FrameCursor::SeekTimestamps(int64_t index, bool before_tie) const {
   std::vector<int64_t> out;
   for (int64_t start : index_->StartPoints(index, kStartPointsTried)) {
     const FrameEntry& key = (*index_)[start];
+    if (before_tie && key.pts >= (*index_)[index].pts) continue;
     // The stream's first packet: its earliest timestamp reaches it in any
     // container (MPEG program streams seek by dts, so the key frame's pts
     // lands on the packet after it).
@@ -214,7 +218,8 @@ absl::Status FrameCursor::NotDecodedError(const char* what) const {
 absl::StatusOr<const AVFrame*> FrameCursor::DecodeExact(int64_t index) {
   const FrameEntry& target = (*index_)[index];
   // Which of the frames with its pts the target is (almost always the only).
-  const int64_t occurrence = index - index_->Find(target.pts);
+  const int64_t first_of_tie = index_->Find(target.pts);
+  const int64_t occurrence = index - first_of_tie;
   if (have_frame_ && last_ts_ == target.pts && same_ts_before_ == occurrence) return frame_.get();
   const std::vector<int64_t> starts = index_->StartPoints(index, 1);
   const int64_t key_order = (*index_)[starts.front()].decode_order;
@@ -226,15 +231,24 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeExact(int64_t index) {
     absl::StatusOr<Outcome> outcome = DecodeUntil(target.pts, occurrence);
     if (!outcome.ok()) return outcome.status();
     if (*outcome == Outcome::kFound) return frame_.get();
+    // Fewer frames than packets with this pts: the first stands for them all.
+    if (*outcome == Outcome::kTooFew && occurrence > 0) return DecodeExact(first_of_tie);
   }
-  const std::vector<int64_t> seeks = SeekTimestamps(index);
+  // A frame of a tie is counted from before the tie's first packet: a seek
+  // to the tie's time may land on any of its packets (an index keeps one
+  // entry per timestamp), and a landing on any of them is refused (they all
+  // map to the tie's first).
+  const bool in_tie = occurrence > 0 || (index + 1 < index_->size() && (*index_)[index + 1].pts == target.pts);
+  const std::vector<int64_t> seeks = SeekTimestamps(first_of_tie, in_tie);
+  const int64_t landing_limit = in_tie ? (*index_)[first_of_tie].decode_order - 1 : key_order;
   for (size_t i = 0; i < seeks.size(); ++i) {
     if (absl::Status s = SeekTo(seeks[i]); !s.ok()) return s;
     // The last attempt (the stream's start) decodes whatever it lands on.
-    if (i + 1 < seeks.size() && !LandedAtOrBefore(key_order)) continue;
+    if (i + 1 < seeks.size() && !LandedAtOrBefore(landing_limit)) continue;
     absl::StatusOr<Outcome> outcome = DecodeUntil(target.pts, occurrence);
     if (!outcome.ok()) return outcome.status();
     if (*outcome == Outcome::kFound) return frame_.get();
+    if (*outcome == Outcome::kTooFew && occurrence > 0) return DecodeExact(first_of_tie);
   }
   return NotDecodedError(
       absl::StrCat("frame ", index, " (pts ", target.pts, ") could not be decoded").c_str());

@@ -69,13 +69,16 @@ class FrameCursor {
   const AVPacket* PeekPacket();
 
  private:
-  enum class Outcome { kFound, kOvershot, kEnded };
+  // kTooFew: the frames with the timestamp asked for ended before the
+  // occurrence asked for (the index holds more packets with that pts than
+  // the decoder outputs frames, as with fields muxed as packets of one pts).
+  enum class Outcome { kFound, kOvershot, kTooFew, kEnded };
 
   // Decodes the next frame into frame_. False at the end of the stream.
   absl::StatusOr<bool> NextFrame();
   // Decodes forward until the `occurrence`-th frame (from 0) with timestamp
-  // `pts` (kFound), or a frame past it (kOvershot): a later timestamp, or
-  // a later frame of the same one.
+  // `pts` (kFound), or a frame past it: a later timestamp (kOvershot, or
+  // kTooFew after fewer frames with `pts` than asked for).
   absl::StatusOr<Outcome> DecodeUntil(int64_t pts, int64_t occurrence = 0);
   // Seeks the demuxer to `timestamp` and resets the decoder and position.
   absl::Status SeekTo(int64_t timestamp);
@@ -83,7 +86,10 @@ class FrameCursor {
   // at or before decode order `limit` (the packet is kept for decoding).
   bool LandedAtOrBefore(int64_t limit);
   // Exact mode: the seek timestamps to try for frame `index`, best first.
-  std::vector<int64_t> SeekTimestamps(int64_t index) const;
+  // With `before_tie`, only start points before the frame's timestamp: a
+  // seek to a timestamp that several key frames share may land on any of
+  // them, and the count of frames with one pts must start before them all.
+  std::vector<int64_t> SeekTimestamps(int64_t index, bool before_tie = false) const;
   // The error for a frame that could not be produced.
   absl::Status NotDecodedError(const char* what) const;
   // Approximate mode, after decoding the frame in frame_: true (and the

@@ -29,23 +29,27 @@ bool Valid(AVRational r) { return r.num > 0 && r.den > 0; }
 // the stream's own; else its DURATION tag (Matroska and WebM have no
 // per-stream duration field, and FFmpeg's muxer writes one tag per stream,
 // "00:00:02.000000000"); else the container's, which spans every stream.
-// FFmpeg's Matroska muxer measures both from the timeline's 0, not from
-// the stream's first frame (a stream from 5 s to 7 s says 7 s), so there
-// the stream's start `begin` is taken off.
+// In Matroska a stream that starts late (at `begin`) is ambiguous: FFmpeg's
+// muxer writes both the tag and the segment's duration as end times from
+// the timeline's 0 (a stream from 5 s to 7 s says 7 s, and so does the
+// segment), where mkvmerge's statistics tag is the stream's span (2 s). A
+// tag that would end past the segment is an end time; the segment's own
+// duration is taken as one.
 double HeaderDuration(const AVStream* stream, const AVFormatContext* format, double begin) {
   if (stream->duration != AV_NOPTS_VALUE && stream->duration > 0) return stream->duration * av_q2d(stream->time_base);
-  double seconds = 0;
+  const double container =
+      format->duration != AV_NOPTS_VALUE && format->duration > 0 ? format->duration / static_cast<double>(AV_TIME_BASE)
+                                                                  : 0;
+  const bool matroska =
+      format->iformat != nullptr && std::string_view(format->iformat->name).starts_with("matroska");
   int64_t us = 0;
   if (const AVDictionaryEntry* tag = av_dict_get(stream->metadata, "DURATION", nullptr, 0);
       tag != nullptr && av_parse_time(&us, tag->value, /*duration=*/1) == 0 && us > 0) {
-    seconds = us / static_cast<double>(AV_TIME_BASE);
-  } else if (format->duration != AV_NOPTS_VALUE && format->duration > 0) {
-    seconds = format->duration / static_cast<double>(AV_TIME_BASE);
+    const double seconds = us / static_cast<double>(AV_TIME_BASE);
+    const bool end_time = matroska && begin > 0 && seconds > begin && container > 0 && seconds + begin > container + 1e-3;
+    return end_time ? seconds - begin : seconds;
   }
-  const bool matroska =
-      format->iformat != nullptr && std::string_view(format->iformat->name).starts_with("matroska");
-  if (matroska && begin > 0 && seconds > begin) seconds -= begin;
-  return seconds;
+  return matroska && begin > 0 && container > begin ? container - begin : container;
 }
 
 cv_stream_type StreamType(int media_type) {

@@ -286,9 +286,9 @@ typedef struct cv_backend_v1 {
 
   /* Describes frame `index` without decoding it, if the backend can (exact
    * mode); in approximate mode from the header's frame rate. The runner
-   * picks a time range's indices with it, and ends the range's answer at
-   * the first decoded frame whose pts is not before the range's end, where
-   * an estimate and the frame decoded for it disagree. */
+   * picks a time range's indices with it; in approximate mode it ends the
+   * range's answer at the first decoded frame whose pts is not before the
+   * range's end, where an estimate and the frame decoded for it disagree. */
   cv_status (*get_frame_info)(cv_session* session, int64_t index, cv_frame_info* out,
                               cv_error* error);
   /* The index of the frame played at `seconds`: the last frame whose pts is

@@ -39,8 +39,8 @@ class PyDecoder {
     StreamMetadata m = WithDecoder([](VideoDecoder& d) { return d.metadata(); });
     return MetadataDict(m);
   }
-  std::string backend_name() {
-    return WithDecoder([](VideoDecoder& d) { return d.backend_name(); });
+  pybind11::str backend_name() {
+    return Text(WithDecoder([](VideoDecoder& d) { return d.backend_name(); }));
   }
   uint64_t retries() {
     return WithDecoder([](VideoDecoder& d) { return d.retries(); });

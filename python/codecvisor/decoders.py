@@ -149,8 +149,8 @@ def _read_source(source):
                     "bytearray, memoryview, a 1-D uint8 torch.Tensor, and file-like objects with read and seek.")
 
 
-# Supervisor states of a backend that has started: it is up, or it died
-# after it started and is being replaced.
+# Supervisor states of a backend that has started, or is starting: up,
+# starting for the first time, or being replaced after it died.
 _STARTED_STATES = ("ready", "spawning", "restarting")
 
 
@@ -159,7 +159,7 @@ def _backend_started(backends, device: str) -> bool:
     started, from `host.backends()`: an open that failed with NOT_FOUND then
     failed in that backend (the video lacks the stream asked for), not in
     finding or starting it. A backend that died in the moment after it
-    answered still counts: it is being restarted. One that never started
+    answered still counts: it is restarting. One that never started
     ("discovered"), could not ("failed") or was given up ("quarantined")
     leaves the device unusable, which is the error to report."""
     name = device.split(":")[0]
@@ -239,12 +239,14 @@ class VideoDecoder:
         self._num_frames = metadata.num_frames
 
     def _decoder(self):
-        if self._native is None:
+        native = self._native  # once: another thread may close() meanwhile
+        if native is None:
             raise ValueError("the decoder is closed")
         if self._pid != os.getpid():  # forked: the parent's decoder is not ours
             self._native = None
             self._open()
-        return self._native
+            native = self._native
+        return native
 
     def _call(self, method, *args):
         try:

@@ -47,7 +47,9 @@ py::dict MetadataDict(const StreamMetadata& m) {
 py::dict BackendDict(const BackendInfo& b) {
   py::dict d;
   d["name"] = Text(b.name);
-  d["devices"] = b.devices;
+  py::list devices;
+  for (const std::string& device : b.devices) devices.append(Text(device));
+  d["devices"] = devices;
   d["manifest_path"] = Text(b.manifest_path);
   d["state"] = Text(b.state);
   d["diagnostic"] = Text(b.diagnostic);

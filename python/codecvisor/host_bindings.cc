@@ -85,8 +85,12 @@ class PyHost {
     for (const BackendInfo& b : host_.get("this Host").Backends()) out.append(BackendDict(b));
     return out;
   }
-  std::vector<std::string> Warnings() { return host_.get("this Host").warnings(); }
-  std::string DefaultDevice() { return host_.get("this Host").default_device(); }
+  py::list Warnings() {
+    py::list out;
+    for (const std::string& w : host_.get("this Host").warnings()) out.append(Text(w));
+    return out;
+  }
+  py::str DefaultDevice() { return Text(host_.get("this Host").default_device()); }
   void LoadBackend(const std::string& manifest) { Check(host_.get("this Host").LoadBackend(manifest)); }
   void ResetBackend(const std::string& name) { Check(host_.get("this Host").ResetBackend(name)); }
   void StartBackend(const std::string& name, double timeout_seconds) {

@@ -26,7 +26,8 @@ std::string NumberText(double value) { return absl::StrFormat("%.10g", value); }
 // Frames per second as the Python package reports `average_fps`: from the
 // scan (its frames over its span) in exact mode, else the header's rate. A
 // variable-rate stream's header states a nominal rate its frames need not
-// keep (every third frame dropped: 25 in the header, 8.3 in fact).
+// keep (every third frame of a 25 fps clip dropped: 25 in the header, 25/3
+// in fact).
 double AverageFps(const StreamMetadata& m) {
   const double span = m.end_stream_seconds - m.begin_stream_seconds;
   return m.num_frames_from_scan > 0 && span > 0 ? m.num_frames_from_scan / span : m.average_fps;

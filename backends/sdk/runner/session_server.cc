@@ -96,14 +96,17 @@ absl::Status SessionServer::ServeFrames(uint64_t id, const ipc::FrameRequest& re
                                " without acquiring a buffer for it (it asks for late frame buffers, "
                                "so decode_frame must call buffer->acquire before it writes)")));
     }
-    // A time range's answer ends at the first frame that starts at or after
-    // its stop. The list above came from the vendor's frame infos, but the
-    // frame decoded for an index may start later: in approximate mode an
-    // index's estimated time can fall in a gap of a variable-rate stream,
-    // and the frame found there starts after the gap. The host refuses such
-    // a frame as a forgery; the range holds none of the frames from there on.
+    // In approximate mode (no scan), a time range's answer ends at the first
+    // frame that starts at or after its stop. The list above came from the
+    // vendor's frame infos, which there are estimates from the header's
+    // rate: an index's estimated time can fall in a gap of a variable-rate
+    // stream, and the frame found there starts after the gap. The host
+    // refuses such a frame as a forgery; the range holds none of the frames
+    // from there on. With a scan, infos and frames agree, and a frame past
+    // the stop is the vendor's error, which the host is left to see.
     if (const auto* span = std::get_if<ipc::PtsRange>(&request.selection);
-        span != nullptr && !(info.pts_seconds < span->stop_seconds)) {
+        span != nullptr && session_.opened.metadata.num_frames_from_scan < 0 &&
+        !(info.pts_seconds < span->stop_seconds)) {
       channel_->arena().Abandon(target.slot->index);
       return channel_->Send({id, ipc::FrameBatch{{}, true}}, Clock::now() + kHostProgressTimeout);
     }
