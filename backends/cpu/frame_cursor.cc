@@ -151,7 +151,7 @@ absl::StatusOr<FrameCursor::Outcome> FrameCursor::DecodeUntil(int64_t pts, int64
     if (!got.ok()) return got.status();
     if (!*got) return Outcome::kEnded;
     if (last_ts_ == pts) seen = true;
-    if (last_ts_ < pts || (last_ts_ == pts && same_ts_before_ < occurrence)) continue;
+    if (Before(pts, occurrence)) continue;
     if (last_ts_ == pts && same_ts_before_ == occurrence) return Outcome::kFound;
     return seen ? Outcome::kTooFew : Outcome::kOvershot;
   }
@@ -226,7 +226,7 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeExact(int64_t index) {
   last_error_ = 0;
 
   if (positioned_ && !at_end_ &&
-      (last_ts_ == kUnknown || last_ts_ < target.pts || (last_ts_ == target.pts && same_ts_before_ < occurrence)) &&
+      (last_ts_ == kUnknown || Before(target.pts, occurrence)) &&
       key_order <= last_read_order_ + 1) {
     absl::StatusOr<Outcome> outcome = DecodeUntil(target.pts, occurrence);
     if (!outcome.ok()) return outcome.status();
@@ -238,7 +238,7 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeExact(int64_t index) {
   // to the tie's time may land on any of its packets (an index keeps one
   // entry per timestamp), and a landing on any of them is refused (they all
   // map to the tie's first).
-  const bool in_tie = occurrence > 0 || (index + 1 < index_->size() && (*index_)[index + 1].pts == target.pts);
+  const bool in_tie = index_->FindAfter(target.pts) - first_of_tie > 1;
   const std::vector<int64_t> seeks = SeekTimestamps(first_of_tie, in_tie);
   const int64_t landing_limit = in_tie ? (*index_)[first_of_tie].decode_order - 1 : key_order;
   for (size_t i = 0; i < seeks.size(); ++i) {

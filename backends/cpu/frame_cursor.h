@@ -74,6 +74,11 @@ class FrameCursor {
   // the decoder outputs frames, as with fields muxed as packets of one pts).
   enum class Outcome { kFound, kOvershot, kTooFew, kEnded };
 
+  // Whether frame_ comes before the `occurrence`-th frame (from 0) with
+  // timestamp `pts`: an earlier timestamp, or an earlier frame of that one.
+  bool Before(int64_t pts, int64_t occurrence) const {
+    return last_ts_ < pts || (last_ts_ == pts && same_ts_before_ < occurrence);
+  }
   // Decodes the next frame into frame_. False at the end of the stream.
   absl::StatusOr<bool> NextFrame();
   // Decodes forward until the `occurrence`-th frame (from 0) with timestamp

@@ -46,10 +46,7 @@ class PyDecoder {
     return WithDecoder([](VideoDecoder& d) { return d.retries(); });
   }
   void close() {
-    decoder_.CheckOwner("this decoder");
-    pybind11::gil_scoped_release release;
-    std::lock_guard<std::mutex> lock(mu_);
-    decoder_.Reset();
+    Locked([this] { decoder_.Reset(); });
   }
 
   pybind11::tuple Decode(const FrameSelection& selection, size_t expected) {
@@ -72,18 +69,25 @@ class PyDecoder {
   }
 
  private:
-  // fn(decoder) with the GIL released and the lock held. A forked child's
-  // decoder is its parent's: that is refused before the lock, which a
-  // parent thread may have held at the fork. ValueError once closed (by
-  // another thread, while this one waited for the lock).
+  // fn() with the GIL released and the lock held. A forked child's decoder
+  // is its parent's: that is refused before the lock, which a parent thread
+  // may have held at the fork.
   template <typename Fn>
-  std::invoke_result_t<Fn, VideoDecoder&> WithDecoder(Fn fn) {
+  std::invoke_result_t<Fn> Locked(Fn fn) {
     decoder_.CheckOwner("this decoder");
     pybind11::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(mu_);
-    VideoDecoder* decoder = decoder_.get_if_open("this decoder");
-    if (decoder == nullptr) throw pybind11::value_error("the decoder is closed");
-    return fn(*decoder);
+    return fn();
+  }
+  // fn(decoder), Locked. ValueError once closed (by another thread, while
+  // this one waited for the lock).
+  template <typename Fn>
+  std::invoke_result_t<Fn, VideoDecoder&> WithDecoder(Fn fn) {
+    return Locked([&] {
+      VideoDecoder* decoder = decoder_.get_if_open("this decoder");
+      if (decoder == nullptr) throw pybind11::value_error("the decoder is closed");
+      return fn(*decoder);
+    });
   }
 
   std::mutex mu_;  // held for each call on decoder_
