@@ -226,6 +226,7 @@ VideoDecoder::Attempt VideoDecoder::RunOnce(const FrameSelection& selection,
   // A re-issued request starts over: frames already delivered are skipped.
   const uint32_t skip = *delivered;
   absl::Status& first_error = *sink_error;
+  bool cancelled = false;  // this request's Cancel was sent
   FrameCheck check(selection, metadata_.known_frame_count(), metadata_.estimated_frame_count());
   check.ExpectFormat(options_.output_format, options_.native_formats);
   for (;;) {
@@ -266,11 +267,20 @@ VideoDecoder::Attempt VideoDecoder::RunOnce(const FrameSelection& selection,
       if (absl::Status s = check.Next(lease.ref()); !s.ok()) return {s, true};
       if (check.received() <= skip) continue;  // delivered before the restart; the lease frees its slot
       ++*delivered;
-      // After a sink error, keep draining so the next request starts clean.
-      if (first_error.ok()) first_error = sink(Frame(std::move(lease)));
+      if (!first_error.ok()) continue;
+      first_error = sink(Frame(std::move(lease)));
+      // The sink wants no more: the backend ends the answer after the frame
+      // it is decoding, and the frames already on their way are drained, so
+      // the next request starts clean on the same session.
+      if (!first_error.ok() && !cancelled) {
+        if (absl::Status s = channel.Send({id, ipc::Cancel{}}, Clock::now() + options_.request_timeout); !s.ok()) {
+          return {IsChannelFailure(s) ? s : Annotate(s), IsChannelFailure(s)};
+        }
+        cancelled = true;
+      }
     }
     if (batch->final) {
-      if (absl::Status s = check.Final(); !s.ok()) return {s, true};
+      if (absl::Status s = check.Final(); !s.ok() && !cancelled) return {s, true};
       return {first_error, false};
     }
   }

@@ -105,9 +105,12 @@ class VideoDecoder {
   // keeps frames must keep fewer than the arena's slots, or Detach() them
   // (or hand them to another thread that lets them go): a request that
   // finds every slot held for request_timeout ends with kFailedPrecondition,
-  // and the backend is not blamed. The first error (the backend's or the
-  // sink's) is returned after the backend has finished the request, so the
-  // decoder stays usable. Index and time lists longer than
+  // and the backend is not blamed. A sink that returns an error gets no
+  // more frames: the backend is told to stop after the frame it is
+  // decoding (a Cancel), and that error is returned once the frames already
+  // sent are drained. The first error (the backend's or the sink's) is
+  // returned with the session ready for the next request, so the decoder
+  // stays usable. Index and time lists longer than
   // kMaxEntriesPerRequest go to the backend in consecutive requests: frames
   // of the earlier ones reach the sink before an error in a later one.
   [[nodiscard]] absl::Status ForEachFrame(const FrameSelection& selection,

@@ -137,6 +137,9 @@ class BackendChannel {
 
   // Waits until `deadline` for the next request.
   [[nodiscard]] absl::StatusOr<Request> Receive(Deadline deadline);
+  // Whether a request is waiting to be received (no wait, no syscall): a
+  // session serving frames looks between frames for the host's cancel.
+  bool HasRequest() const { return requests_.HasData(); }
   // Encodes and appends a response, waiting for ring space until `deadline`.
   // With `wake_host` false the host is not woken for it (a batch of cheap
   // frames: it is woken by the next Send that wakes, by WakeHost(), or at

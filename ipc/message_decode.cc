@@ -186,6 +186,9 @@ Request Read(wire::Request::Reader r) {
     case wire::Request::ATTACH:
       out.body = AttachSession{r.getAttach().getSessionId(), r.getAttach().getToken()};
       break;
+    case wire::Request::CANCEL:
+      out.body = Cancel{};
+      break;
     default:
       throw Malformed{absl::StrCat("unknown request kind ", static_cast<int>(r.which()))};
   }

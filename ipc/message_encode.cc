@@ -134,6 +134,7 @@ struct RequestEncoder {
   }
   void operator()(const Ping& p) { b.initPing().setNonce(p.nonce); }
   void operator()(const Close& c) { b.initClose().setSessionId(c.session_id); }
+  void operator()(const Cancel&) { b.setCancel(); }
   void operator()(const AttachSession& a) {
     auto o = b.initAttach();
     o.setSessionId(a.session_id);

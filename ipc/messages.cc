@@ -8,7 +8,7 @@ static_assert(wire::PROTOCOL_VERSION == kProtocolVersion);
 
 const char* KindName(const Request& request) {
   static constexpr const char* kNames[] = {"hello", "open",  "metadata", "frames",
-                                           "ping",  "close", "attach"};
+                                           "ping",  "close", "attach",   "cancel"};
   return kNames[request.body.index()];
 }
 

@@ -241,6 +241,11 @@ struct Close {
   uint64_t session_id = 0;  // on a session channel: ignored
   bool operator==(const Close&) const = default;
 };
+// Names, by the envelope's id, the frames request whose answer should end
+// (protocol.capnp).
+struct Cancel {
+  bool operator==(const Cancel&) const = default;
+};
 struct AttachSession {
   uint64_t session_id = 0;
   uint64_t token = 0;
@@ -261,7 +266,7 @@ struct SessionOpened {
 
 struct Request {
   uint64_t id = 0;
-  std::variant<Hello, OpenSession, MetadataRequest, FrameRequest, Ping, Close, AttachSession> body;
+  std::variant<Hello, OpenSession, MetadataRequest, FrameRequest, Ping, Close, AttachSession, Cancel> body;
   bool operator==(const Request&) const = default;
 };
 

@@ -83,6 +83,7 @@ std::vector<Request> AllRequests() {
       {8, Ping{0xfeedface}},
       {9, Close{12}},
       {10, AttachSession{12, 99}},
+      {11, Cancel{}},
   };
 }
 

@@ -247,6 +247,12 @@ struct Request {
     ping @5 :Ping;
     close @6 :CloseSession;
     attach @7 :AttachSession;
+    # On a session channel, while the frames request `id` is in flight: the
+    # host wants no more of its frames. The backend ends that request's
+    # answer after the frame it is decoding (a final FrameBatch, which may
+    # be empty), and answers nothing to the cancel itself; a cancel naming
+    # a request that is not in flight is ignored.
+    cancel @8 :Void;
   }
 }
 

@@ -127,6 +127,36 @@ TEST_F(FaultTest, ASinkErrorSurvivesACrashWhileTheRequestDrains) {
   EXPECT_EQ(StatusOf("synthetic").restarts, 1u);
 }
 
+// A sink's error cancels the request in the backend: it stops after the
+// frame in hand instead of decoding the rest for nothing. Here the rest
+// holds a frame that crashes the backend, 27 frames of 40 ms after the
+// sink says no: a backend that went on would die there.
+TEST_F(FaultTest, ASinkErrorStopsTheBackendsDecoding) {
+  FaultRow& row = Row("the sink fails frame 2 of a 40-frame request whose frame 30 is a segfault");
+  ++row.tries;
+  const std::string video = WriteSyntheticVideo("cancel.syn", "fault=segfault fault_frame=30 decode_ms=40");
+  auto decoder = Open(video, "faulty");
+  ASSERT_TRUE(decoder.ok()) << decoder.status();
+  int calls = 0;
+  absl::Status s = (*decoder)->ForEachFrame({ipc::IndexRange{0, 40, 1}}, [&](Frame f) {
+    if (!IsSyntheticFrame(f, calls)) return absl::InternalError("wrong frame " + std::to_string(calls));
+    return ++calls < 3 ? absl::OkStatus() : absl::CancelledError("enough");
+  });
+  const BackendStatus backend = StatusOf("faulty");
+  row.Note(absl::StrCat("request ", CodeName(s), " after ", calls, " sink calls; ", backend.restarts,
+                        " restarts"));
+  row.Verdict(absl::IsCancelled(s) && calls == 3 && backend.restarts == 0);
+  EXPECT_EQ(s.code(), absl::StatusCode::kCancelled) << s;
+  EXPECT_EQ(calls, 3);
+  EXPECT_EQ(backend.restarts, 0u) << "the backend decoded on to frame 30";
+  EXPECT_EQ(backend.state, "ready");
+  auto after = (*decoder)->GetFramesInRange(3, 6);
+  ASSERT_TRUE(after.ok()) << after.status();
+  ASSERT_EQ(after->size(), 3u);
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(IsSyntheticFrame((*after)[i], 3 + i)) << i;
+  EXPECT_EQ(StatusOf("faulty").restarts, 0u);
+}
+
 // Outside kills blame nobody, and another session's successes keep the
 // restart budget whole, so without a bound a request whose backend keeps
 // being killed would replay forever. It gives up (kUnavailable) once its

@@ -57,9 +57,11 @@ class VideoDecoder {
 
   // Streams the selected frames to `sink` in request order, zero copy, with
   // memory bounded by the arena however many frames are selected. A sink
-  // that keeps frames must keep fewer than arena_slots or Detach() them. The
-  // first error (the backend's or the sink's) is returned once the backend
-  // has finished the request, so the decoder stays usable.
+  // that keeps frames must keep fewer than arena_slots or Detach() them. A
+  // sink that returns an error (e.g. kCancelled, to stop early) gets no more
+  // frames, and the backend stops decoding after the frame in hand. The
+  // first error (the backend's or the sink's) is returned with the decoder
+  // ready for its next request.
   Status ForEachFrame(const FrameSelection& selection, const std::function<Status(Frame)>& sink);
 
  private:

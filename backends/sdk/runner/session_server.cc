@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <variant>
 
 #include "absl/strings/str_cat.h"
@@ -66,6 +67,9 @@ absl::Status SessionServer::ServeFrames(uint64_t id, const ipc::FrameRequest& re
     return absl::IsResourceExhausted(failure) ? SendError(id, failure) : failure;
   };
   for (uint64_t pos = 0; pos < indices->size(); ++pos) {
+    if (pos > 0 && Cancelled(id)) {
+      return channel_->Send({id, ipc::FrameBatch{{}, true}}, Clock::now() + kHostProgressTimeout);
+    }
     const int64_t index = (*indices)[pos];
     FrameTarget target;
     target.channel = channel_.get();
@@ -144,13 +148,26 @@ absl::Status SessionServer::ServeFrames(uint64_t id, const ipc::FrameRequest& re
   return absl::OkStatus();
 }
 
+bool SessionServer::Cancelled(uint64_t id) {
+  if (pending_.has_value() || !channel_->HasRequest()) return false;
+  absl::StatusOr<ipc::Request> request = channel_->Receive(Clock::now());
+  // A broken channel ends the request at its next send.
+  if (!request.ok()) return false;
+  if (std::holds_alternative<ipc::Cancel>(request->body)) return request->id == id;
+  pending_ = *std::move(request);
+  return false;
+}
+
 void SessionServer::Run() {
   for (;;) {
-    absl::StatusOr<ipc::Request> request = channel_->Receive(Clock::now() + kIdleWait);
+    absl::StatusOr<ipc::Request> request =
+        pending_.has_value() ? *std::exchange(pending_, std::nullopt) : channel_->Receive(Clock::now() + kIdleWait);
     if (!request.ok()) {
       if (absl::IsDeadlineExceeded(request.status())) continue;
       return;  // the host closed the session channel or broke it
     }
+    // A cancel that came after its request's answer ended.
+    if (std::holds_alternative<ipc::Cancel>(request->body)) continue;
     const uint64_t id = request->id;
     absl::Status sent;
     if (std::holds_alternative<ipc::MetadataRequest>(request->body)) {

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -41,9 +42,14 @@ class SessionServer {
   // Error. Returns non-OK only if the channel itself failed.
   absl::Status ServeFrames(uint64_t id, const ipc::FrameRequest& request);
   absl::Status SendError(uint64_t id, absl::Status status);
+  // Between two frames of request `id`: whether the host has cancelled it.
+  // Reads what the host sent meanwhile; anything but a cancel is kept in
+  // pending_ for Run().
+  bool Cancelled(uint64_t id);
 
   VendorSession session_;
   std::unique_ptr<ipc::BackendChannel> channel_;
+  std::optional<ipc::Request> pending_;
 };
 
 }  // namespace codecvisor::runner
