@@ -16,6 +16,7 @@
 #include "python/codecvisor/batch.h"
 #include "python/codecvisor/converter_pool.h"
 #include "python/codecvisor/dicts.h"
+#include "python/codecvisor/interrupt_watch.h"
 #include "python/codecvisor/owned.h"
 #include "python/codecvisor/status_bridge.h"
 
@@ -54,15 +55,21 @@ class PyDecoder {
     return Fill(selection, batch);
   }
 
+  // Ctrl-C stops the request at the next frame (interrupt_watch.h).
   pybind11::tuple Fill(const FrameSelection& selection, Batch& batch) {
+    InterruptWatch interrupt;
     const Status status = WithDecoder([&](VideoDecoder& decoder) {
       std::unique_ptr<RgbConverter> rgb = converters_.Take(decoder);
       batch.UseConverter(rgb.get());
-      Status s = decoder.ForEachFrame(selection, [&batch](Frame f) { return batch.Add(f); });
+      Status s = decoder.ForEachFrame(selection, [&](Frame f) {
+        if (interrupt.Raised()) return Status(StatusCode::kCancelled, "interrupted");
+        return batch.Add(f);
+      });
       batch.UseConverter(nullptr);
       converters_.Give(std::move(rgb));
       return s;
     });
+    interrupt.Rethrow();
     Check(status);
     Check(batch.Complete());
     return batch.ToNumpy();

@@ -7,6 +7,7 @@ import os
 import pathlib
 import pickle
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -19,7 +20,7 @@ import torch
 import codecvisor
 from codecvisor.decoders import VideoDecoder, VideoStreamMetadata
 
-from conftest import FFMPEG, FPS, HEIGHT, SECONDS, WIDTH, ffmpeg_frames, make_video, run_in_threads
+from conftest import FFMPEG, FPS, HEIGHT, SECONDS, WIDTH, ffmpeg_frames, make_video, run_in_threads, synthetic_clip
 
 
 def hwc(tensor):
@@ -438,6 +439,49 @@ def test_close_while_another_thread_decodes(long_video, delay):
     assert outcome[0] == 300 or "closed" in outcome[0], outcome
     with pytest.raises(ValueError, match="closed"):
         d[0]
+
+
+def _restarts(name):
+    return next(b.restarts for b in codecvisor.backends.list() if b.name == name)
+
+
+def test_ctrl_c_stops_a_request_at_the_next_frame(tmp_path):
+    # 40 frames of 50 ms each, whose frame 30 crashes the backend: Ctrl-C
+    # 0.3 s in must end the request there, with KeyboardInterrupt, before
+    # the backend reaches frame 30 (a request that went on would die there
+    # twice and raise BackendError instead). The decoder goes on afterwards.
+    clip = synthetic_clip(tmp_path / "slow.syn", "frames=40 width=32 height=24 fps=10 decode_ms=50 "
+                                                 "fault=segfault fault_frame=30")
+    d = VideoDecoder(clip, device="faulty")
+    restarts = _restarts("faulty")
+    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            d.get_frames_in_range(0, 40)
+    finally:
+        timer.join()
+    assert _restarts("faulty") == restarts
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    fresh = VideoDecoder(clip, device="faulty")
+    torch.testing.assert_close(d.get_frames_in_range(3, 6).data, fresh.get_frames_in_range(3, 6).data)
+    assert _restarts("faulty") == restarts and d.retries == 0
+
+
+def test_a_sigint_handler_that_does_not_raise_lets_the_request_finish(tmp_path):
+    clip = synthetic_clip(tmp_path / "slow.syn", "frames=12 width=32 height=24 fps=10 decode_ms=50")
+    d = VideoDecoder(clip, device="synthetic")
+    seen = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: seen.append(signum))
+    timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT))
+    try:
+        timer.start()
+        batch = d.get_frames_in_range(0, 12)
+        timer.join()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert seen == [signal.SIGINT]
+    assert batch.data.shape[0] == 12
 
 
 def test_pickles_as_source_and_options(video, reference):
