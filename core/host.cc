@@ -136,8 +136,16 @@ absl::Status Host::LoadBackend(absl::string_view manifest_path) {
   if (!manifest.ok()) return manifest.status();
   MutexLock lock(&mu_);
   if (auto it = backends_.find(manifest->name); it != backends_.end()) {
-    return absl::AlreadyExistsError(absl::StrCat("backend '", manifest->name, "' is already provided by ",
-                                                 it->second.manifest_path));
+    // A broken manifest of that name (say one left on the search path by an
+    // old install) yields the name to a sound one, as discovery does between
+    // two path manifests; it stays listed, under a name that says where it is.
+    if (it->second.supervisor != nullptr || manifest->name == kBuiltinBackend) {
+      return absl::AlreadyExistsError(absl::StrCat("backend '", manifest->name, "' is already provided by ",
+                                                   it->second.manifest_path));
+    }
+    auto broken = backends_.extract(it);
+    broken.key() = absl::StrCat(manifest->name, " (", broken.mapped().manifest_path, ")");
+    backends_.insert(std::move(broken));
   }
   DiscoveredBackend b;
   b.manifest_path = std::string(manifest_path);
@@ -201,7 +209,7 @@ absl::StatusOr<std::shared_ptr<Supervisor>> Host::SupervisorFor(absl::string_vie
     // A failed manifest may still be what the caller meant: say so.
     for (const auto& [name, entry] : backends_) {
       if (name == parsed->first && entry.supervisor == nullptr) {
-        return absl::FailedPreconditionError(absl::StrCat(
+        return absl::NotFoundError(absl::StrCat(
             "device '", device, "': backend '", name, "' failed to load: ", entry.failure.message(),
             "; fix or remove the plugin, or set CODECVISOR_DEVICE_BACKEND_AUTOLOAD=0"));
       }
@@ -210,8 +218,8 @@ absl::StatusOr<std::shared_ptr<Supervisor>> Host::SupervisorFor(absl::string_vie
   }
   const Entry& entry = backends_[dev->second];
   if (entry.supervisor == nullptr) {
-    return absl::FailedPreconditionError(absl::StrCat("device '", device, "': backend '", dev->second,
-                                                      "' failed to load: ", entry.failure.message()));
+    return absl::NotFoundError(absl::StrCat("device '", device, "': backend '", dev->second,
+                                            "' failed to load: ", entry.failure.message()));
   }
   return entry.supervisor;
 }

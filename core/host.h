@@ -92,7 +92,9 @@ class Host {
 
   // Registers the backend described by the manifest at `manifest_path`, as
   // discovery would: only reads the manifest. kInvalidArgument for a
-  // malformed manifest, kAlreadyExists for a name that is taken.
+  // malformed manifest, kAlreadyExists for a name that a sound manifest
+  // (or the built-in) has taken; a broken manifest of that name yields it
+  // and is listed as "NAME (its path)".
   [[nodiscard]] absl::Status LoadBackend(absl::string_view manifest_path);
   // Lifts a quarantine or load failure of backend `name`.
   [[nodiscard]] absl::Status ResetBackend(absl::string_view name);
@@ -120,6 +122,8 @@ class Host {
   // "backend serves device") that no manifest gave: lists what there is and
   // where else plugins are found.
   absl::Status NotInstalled(absl::string_view what, absl::string_view name) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The supervisor of the backend serving `device`; kNotFound when none
+  // does, or when the one that would failed to load (the message says why).
   absl::StatusOr<std::shared_ptr<Supervisor>> SupervisorFor(absl::string_view device);
   // Opens the video behind `fd` (a regular file or a sealed memfd).
   absl::StatusOr<std::unique_ptr<VideoDecoder>> OpenDescriptor(ipc::UniqueFd fd, std::string label,

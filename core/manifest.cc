@@ -1,6 +1,13 @@
 #include "core/manifest.h"
 
-#include <fstream>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
 #include <string_view>
 
 #include <toml++/toml.h>
@@ -232,12 +239,44 @@ absl::StatusOr<BackendManifest> ParseManifest(absl::string_view text, absl::stri
   return m;
 }
 
-absl::StatusOr<BackendManifest> LoadManifest(absl::string_view path) {
-  std::ifstream in{std::string(path), std::ios::binary};
-  if (!in) return absl::NotFoundError(absl::StrCat("manifest ", path, ": cannot be read"));
-  std::string text(kMaxManifestBytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<size_t>(in.gcount()));
+absl::StatusOr<BackendManifest> LoadManifest(absl::string_view relative_path) {
+  // Absolute: the library path it resolves must not change meaning when
+  // the process changes its working folder before the backend starts.
+  std::error_code absolute_error;
+  const std::string file = std::filesystem::absolute(std::string(relative_path), absolute_error).string();
+  if (absolute_error) {
+    return absl::NotFoundError(absl::StrCat("manifest ", relative_path, ": ", absolute_error.message()));
+  }
+  const absl::string_view path = file;
+  auto unreadable = [&](absl::string_view why) {
+    return absl::NotFoundError(absl::StrCat("manifest ", path, ": cannot be read (", why, ")"));
+  };
+  // O_NONBLOCK: a FIFO with no writer would block the open forever (and
+  // with it every Python thread, discovery being under the GIL).
+  const int fd = open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return unreadable(std::strerror(errno));
+  struct stat st {};
+  const bool regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  std::string text;
+  int read_error = 0;
+  if (regular) {
+    text.resize(kMaxManifestBytes + 1);
+    size_t done = 0;
+    while (done < text.size()) {
+      const ssize_t n = read(fd, text.data() + done, text.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) read_error = errno;
+      if (n <= 0) break;
+      done += static_cast<size_t>(n);
+    }
+    text.resize(done);
+  }
+  close(fd);
+  if (!regular) {
+    return unreadable(S_ISDIR(st.st_mode) ? "a folder, not a file" : S_ISFIFO(st.st_mode) ? "a FIFO, not a file"
+                                                                                          : "not a regular file");
+  }
+  if (read_error != 0) return unreadable(std::strerror(read_error));
   return ParseManifest(text, path);
 }
 

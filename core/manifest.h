@@ -77,7 +77,10 @@ struct BackendManifest {
 [[nodiscard]] absl::StatusOr<BackendManifest> ParseManifest(absl::string_view text,
                                                             absl::string_view path);
 
-// Reads and parses the manifest file at `path`.
+// Reads and parses the manifest file at `path`, made absolute first (so
+// is a library path relative to it). Only a regular file is read: a FIFO,
+// a folder or an unreadable file is kNotFound ("cannot be read (why)"),
+// and the open never blocks.
 [[nodiscard]] absl::StatusOr<BackendManifest> LoadManifest(absl::string_view path);
 
 }  // namespace codecvisor

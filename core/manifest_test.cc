@@ -1,6 +1,12 @@
 #include "core/manifest.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <utility>
 
 namespace codecvisor {
 namespace {
@@ -143,6 +149,36 @@ TEST(ManifestTest, RejectsOversizedManifest) {
 
 TEST(ManifestTest, MissingFileIsNotFound) {
   EXPECT_EQ(LoadManifest("/nonexistent/x.toml").status().code(), absl::StatusCode::kNotFound);
+}
+
+// A FIFO named like a manifest once blocked discovery's open forever.
+TEST(ManifestTest, OnlyARegularFileIsRead) {
+  const std::string dir = std::getenv("TEST_TMPDIR");
+  const std::string fifo = dir + "/fifo.toml", folder = dir + "/folder.toml";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0644), 0);
+  ASSERT_EQ(mkdir(folder.c_str(), 0755), 0);
+  for (const auto& [path, why] : {std::pair{fifo, "a FIFO, not a file"}, {folder, "a folder, not a file"}}) {
+    absl::StatusOr<BackendManifest> m = LoadManifest(path);
+    EXPECT_EQ(m.status().code(), absl::StatusCode::kNotFound) << m.status();
+    EXPECT_NE(m.status().message().find(why), std::string::npos) << m.status();
+  }
+}
+
+// The library resolves against the manifest's absolute folder, so a
+// relative manifest path means the same after a chdir.
+TEST(ManifestTest, ARelativePathIsMadeAbsolute) {
+  const std::string dir = std::getenv("TEST_TMPDIR");
+  {
+    std::ofstream out(dir + "/rel.toml");
+    out << "name = \"rel\"\ndevices = [\"rel\"]\nlibrary = \"librel.so\"\nabi_version = 1\n";
+  }
+  char cwd[4096];
+  ASSERT_NE(getcwd(cwd, sizeof(cwd)), nullptr);
+  ASSERT_EQ(chdir(dir.c_str()), 0);
+  absl::StatusOr<BackendManifest> m = LoadManifest("rel.toml");
+  ASSERT_EQ(chdir(cwd), 0);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->library, dir + "/librel.so");
 }
 
 }  // namespace

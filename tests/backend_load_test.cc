@@ -125,7 +125,9 @@ TEST_F(FaultTest, MalformedManifestFailsOnlyItsOwnDevice) {
   auto d = Open(WriteSyntheticVideo("x.syn"), "broken");
   const bool way_out = d.status().message().find("CODECVISOR_DEVICE_BACKEND_AUTOLOAD=0") != std::string::npos;
   row.Saw("open " + CodeName(d.status()) + (way_out ? " naming CODECVISOR_DEVICE_BACKEND_AUTOLOAD=0" : ""));
-  ASSERT_EQ(d.status().code(), absl::StatusCode::kFailedPrecondition) << d.status();
+  // Not found: no working backend serves the device (Python's NoSuchDeviceError).
+  ASSERT_EQ(d.status().code(), absl::StatusCode::kNotFound) << d.status();
+  EXPECT_NE(d.status().message().find("broken.toml"), std::string::npos) << d.status();
   EXPECT_TRUE(way_out) << d.status();
   auto other = Open(WriteSyntheticVideo("y.syn"), "synthetic");
   row.Note("another backend meanwhile: open " + CodeName(other.status()));
@@ -156,6 +158,29 @@ TEST_F(FaultTest, ABrokenManifestNamedLikeTheBuiltinLeavesTheBuiltinServing) {
   EXPECT_FALSE(d.ok());
   EXPECT_NE(d.status().message().find("backends/cpu/cpu.toml"), std::string::npos) << d.status();
   EXPECT_EQ(d.status().message().find("shadow"), std::string::npos) << d.status();
+}
+
+// A broken manifest left on the search path (an old install's) once kept
+// its name from a sound manifest loaded later, a pip plugin's: opening on
+// the device raised the stale file's parse error.
+TEST_F(FaultTest, ABrokenManifestYieldsItsNameToASoundOneLoadedLater) {
+  const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/stale";
+  mkdir(dir.c_str(), 0755);
+  WriteFile("stale/synthetic.toml", "name = [");
+  options_.discovery->search_path = {dir};
+  StartHost();  // loads the sound synthetic.toml after discovery
+  FaultRow& row = Row("broken manifest on the path, a sound one of its name loaded after");
+  ++row.tries;
+  const BackendStatus stale = StatusOf("synthetic (" + dir + "/synthetic.toml)");
+  row.Note("broken one listed as 'synthetic (...)': " + stale.state);
+  EXPECT_EQ(stale.state, "failed");
+  EXPECT_NE(stale.diagnostic.find("stale/synthetic.toml"), std::string::npos) << stale.diagnostic;
+  auto d = Open(WriteSyntheticVideo("x.syn"), "synthetic");
+  row.Saw("open on synthetic: " + CodeName(d.status()));
+  ASSERT_TRUE(d.ok()) << d.status();
+  auto f = (*d)->GetFrameAt(3);
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_TRUE(IsSyntheticFrame(*f, 3));
 }
 
 }  // namespace

@@ -91,7 +91,15 @@ class PyHost {
     return out;
   }
   py::str DefaultDevice() { return Text(host_.get("this Host").default_device()); }
-  void LoadBackend(const std::string& manifest) { Check(host_.get("this Host").LoadBackend(manifest)); }
+  void LoadBackend(const std::string& manifest) {
+    Host& host = host_.get("this Host");
+    Status s;
+    {
+      py::gil_scoped_release release;  // it reads a file
+      s = host.LoadBackend(manifest);
+    }
+    Check(s);
+  }
   void ResetBackend(const std::string& name) { Check(host_.get("this Host").ResetBackend(name)); }
   void StartBackend(const std::string& name, double timeout_seconds) {
     Host& host = host_.get("this Host");
