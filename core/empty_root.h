@@ -16,7 +16,9 @@
 // the host before clone, and it allocates nothing.
 //
 // The runner itself is executed from a descriptor and the vendor library is
-// opened through /proc/self/fd, so neither needs a path inside.
+// opened through /proc/self/fd, so neither needs a path inside (unless the
+// library's folder is one of the manifest's read paths: then the runner
+// opens it by its path, so that $ORIGIN finds the libraries beside it).
 
 #ifndef CODECVISOR_CORE_EMPTY_ROOT_H_
 #define CODECVISOR_CORE_EMPTY_ROOT_H_

@@ -138,13 +138,25 @@ absl::StatusOr<BackendManifest> ParseManifest(absl::string_view text, absl::stri
       const toml::node& value = entry.second;
       if (k == "network") return bad("key 'sandbox.network': no backend may have network access");
       auto paths = [&](std::vector<std::string>* out) -> absl::Status {
+        // A read path may be relative to the manifest's folder, so that a
+        // relocatable package can grant its own files (read_paths = ["."]).
+        const bool relative_ok = k == "read_paths";
+        const std::string expected = relative_ok ? "expected an array of paths (absolute, or relative to the manifest)"
+                                                 : "expected an array of absolute paths";
         const auto* array = value.as_array();
-        if (array == nullptr) return bad(absl::StrCat("key 'sandbox.", k, "': expected an array of absolute paths"));
+        if (array == nullptr) return bad(absl::StrCat("key 'sandbox.", k, "': ", expected));
         for (const auto& p : *array) {
           const auto* str = p.as_string();
-          if (str == nullptr || str->get().empty() || str->get()[0] != '/' ||
+          if (str == nullptr || str->get().empty() || (str->get()[0] != '/' && !relative_ok) ||
               str->get().find('\0') != std::string::npos) {
-            return bad(absl::StrCat("key 'sandbox.", k, "': expected an array of absolute paths"));
+            return bad(absl::StrCat("key 'sandbox.", k, "': ", expected));
+          }
+          if (str->get()[0] != '/') {
+            std::string resolved =
+                std::filesystem::path(absl::StrCat(Folder(path), "/", str->get())).lexically_normal().string();
+            while (resolved.size() > 1 && resolved.back() == '/') resolved.pop_back();
+            out->push_back(std::move(resolved));
+            continue;
           }
           // Devices are granted read-write (and ioctl): only device nodes,
           // never a folder of the user's files.

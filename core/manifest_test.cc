@@ -96,7 +96,7 @@ TEST(ManifestTest, SandboxTableAndNoNetworkEver) {
   EXPECT_EQ(m->sandbox.open_files, 64u);
   EXPECT_EQ(m->sandbox.threads, 32u);
   EXPECT_TRUE(m->sandbox.allow_degraded);
-  for (const char* bad : {"[sandbox]\nnetwork=true\n", "[sandbox]\nread_paths=['relative']\n",
+  for (const char* bad : {"[sandbox]\nnetwork=true\n", "[sandbox]\nread_paths=['']\n",
                           "[sandbox]\nmemory_mb=0\n", "[sandbox]\nfoo=1\n",
                           // Devices are opened read-write: never a folder of files.
                           "[sandbox]\ndevices=['/home']\n", "[sandbox]\ndevices=['/dev/../home/u']\n",
@@ -162,6 +162,20 @@ TEST(ManifestTest, OnlyARegularFileIsRead) {
     EXPECT_EQ(m.status().code(), absl::StatusCode::kNotFound) << m.status();
     EXPECT_NE(m.status().message().find(why), std::string::npos) << m.status();
   }
+}
+
+// A relocatable plugin grants the sandbox its own folder.
+TEST(ManifestTest, ReadPathsMayBeRelativeToTheManifest) {
+  auto m = ParseManifest(
+      "name='x'\ndevices=['x']\nlibrary='lib/x.so'\nabi_version=1\n"
+      "[sandbox]\nread_paths=['.', 'lib/', 'models/../data', '/opt/m']\n",
+      "/site/acme/x.toml");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->sandbox.read_paths,
+            (std::vector<std::string>{"/site/acme", "/site/acme/lib", "/site/acme/data", "/opt/m"}));
+  auto devices = ParseManifest("name='x'\ndevices=['x']\nlibrary='x.so'\nabi_version=1\n[sandbox]\ndevices=['dev/x']\n",
+                               "/site/acme/x.toml");
+  EXPECT_FALSE(devices.ok());
 }
 
 // The library resolves against the manifest's absolute folder, so a

@@ -7,9 +7,13 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "tests/fault_test_support.h"
 
 namespace codecvisor::testing {
@@ -181,6 +185,42 @@ TEST_F(FaultTest, ABrokenManifestYieldsItsNameToASoundOneLoadedLater) {
   auto f = (*d)->GetFrameAt(3);
   ASSERT_TRUE(f.ok()) << f.status();
   EXPECT_TRUE(IsSyntheticFrame(*f, 3));
+}
+
+// A plugin that ships a library of its own beside it and finds it through
+// its $ORIGIN rpath (a relocatable vendor package) loads when its manifest
+// lets the sandbox read its folder; without that, its error says how.
+TEST_F(FaultTest, APluginsOwnLibraryBesideItIsFoundThroughOrigin) {
+  const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/bundled";
+  mkdir(dir.c_str(), 0755);
+  for (const char* file : {"libcodecvisor_bundled.so", "libbundled_helper.so"}) {
+    std::filesystem::copy_file(Runfile(std::string("backends/testing/") + file), dir + "/" + file,
+                               std::filesystem::copy_options::overwrite_existing);
+  }
+  std::ifstream in(Runfile("backends/testing/bundled.toml"));
+  std::string manifest((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  WriteFile("bundled/bundled.toml", manifest);
+  manifest.erase(manifest.find("[sandbox]"));
+  absl::StrReplaceAll({{"name = \"bundled\"", "name = \"unread\""}, {"devices = [\"bundled\"]", "devices = [\"unread\"]"}},
+                      &manifest);
+  WriteFile("bundled/unread.toml", manifest);
+  ASSERT_TRUE(host_->LoadBackend(dir + "/bundled.toml").ok());
+  ASSERT_TRUE(host_->LoadBackend(dir + "/unread.toml").ok());
+  FaultRow& row = Row("a plugin linked against a library beside it ($ORIGIN), with and without read_paths = [\".\"]");
+  ++row.tries;
+  auto d = Open(WriteSyntheticVideo("bundled.syn"), "bundled");
+  row.Saw("with read_paths: open " + CodeName(d.status()));
+  ASSERT_TRUE(d.ok()) << d.status();
+  auto f = (*d)->GetFrameAt(2);
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_TRUE(IsSyntheticFrame(*f, 2));
+  // The same library under a manifest that grants nothing: opened through
+  // its descriptor, so $ORIGIN is not its folder.
+  auto unread = Open(WriteSyntheticVideo("unread.syn"), "unread");
+  row.Saw("without: open " + CodeName(unread.status()));
+  ASSERT_FALSE(unread.ok());
+  EXPECT_NE(unread.status().message().find("libbundled_helper.so"), std::string::npos) << unread.status();
+  EXPECT_NE(unread.status().message().find("read_paths = [\".\"]"), std::string::npos) << unread.status();
 }
 
 }  // namespace

@@ -37,6 +37,10 @@ constexpr char kName[] = "faulty";
 constexpr bool kFaulty = false;
 constexpr bool kHostile = true;
 constexpr char kName[] = "hostile";
+#elif defined(CODECVISOR_BUNDLED)
+constexpr bool kFaulty = false;
+constexpr bool kHostile = false;
+constexpr char kName[] = "bundled";
 #else
 constexpr bool kFaulty = false;
 constexpr bool kHostile = false;
@@ -70,7 +74,19 @@ cv_status Fail(cv_error* error, cv_status status, const char* fmt, const char* l
   return status;
 }
 
+#if defined(CODECVISOR_BUNDLED)
+// In libbundled_helper.so, which the plugin ships beside itself and finds
+// through its $ORIGIN rpath, as a relocatable vendor package would.
+extern "C" int codecvisor_bundled_helper(void);
+#endif
+
 cv_status Create(const char* config, cv_backend** out, cv_error* error) {
+#if defined(CODECVISOR_BUNDLED)
+  if (codecvisor_bundled_helper() != 42) {
+    std::snprintf(error->message, sizeof(error->message), "the bundled helper library answered wrong");
+    return CV_ERROR_INTERNAL;
+  }
+#endif
   if (config != nullptr && std::strstr(config, "fail_init=1") != nullptr) {
     std::snprintf(error->message, sizeof(error->message), "synthetic backend told to fail at init");
     return CV_ERROR_INTERNAL;

@@ -38,6 +38,19 @@ absl::StatusCode ToStatusCode(cv_status status) {
   return absl::StatusCode::kUnknown;
 }
 
+std::string LibraryOpenPath(const std::string& library, int library_fd, const std::vector<std::string>& read_paths) {
+  if (library_fd < 0) return library;
+  const size_t slash = library.rfind('/');
+  const absl::string_view folder = absl::string_view(library).substr(0, slash == std::string::npos ? 0 : slash);
+  for (const std::string& granted : read_paths) {
+    if (folder == granted || (absl::StartsWith(folder, granted) && (granted.back() == '/' ||
+                                                                    folder[granted.size()] == '/'))) {
+      return library;
+    }
+  }
+  return absl::StrCat("/proc/self/fd/", library_fd);
+}
+
 std::string LoadFailureAdvice(absl::string_view why, absl::string_view display) {
   // "LIB: undefined symbol: SYM": LIB (the plugin, or a library it links)
   // references SYM and nothing loaded defines it.
@@ -57,8 +70,9 @@ std::string LoadFailureAdvice(absl::string_view why, absl::string_view display) 
     const absl::string_view missing = why.substr(0, at);
     if (missing != display) {
       return absl::StrCat("; the plugin is linked against ", missing,
-                          ", which the loader cannot find: install it in the system's library path, or link the "
-                          "plugin with an rpath ($ORIGIN) to where it is installed");
+                          ", which the loader cannot find: install it in the system's library path, or ship it "
+                          "beside the plugin, link the plugin with an rpath of $ORIGIN, and let the sandbox read "
+                          "the plugin's folder (read_paths = [\".\"] in the manifest's [sandbox] table)");
     }
   }
   return "; reinstall the plugin";

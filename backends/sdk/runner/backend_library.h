@@ -8,6 +8,7 @@
 #define CODECVISOR_BACKENDS_SDK_RUNNER_BACKEND_LIBRARY_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -40,6 +41,14 @@ struct LoadedBackend {
 // looks; a symbol that none of its libraries defines -> link the plugin
 // against the library that defines it.
 std::string LoadFailureAdvice(absl::string_view why, absl::string_view display);
+
+// What dlopen opens for the plugin at `library` (its absolute path), which
+// the host also opened for us as descriptor `library_fd` (-1 if not): the
+// path itself when the sandbox may read the plugin's folder (it is, or is
+// inside, one of `read_paths`), so that the loader resolves $ORIGIN there
+// and finds libraries the plugin ships beside it; otherwise the
+// descriptor, through /proc/self/fd, which needs no path at all.
+std::string LibraryOpenPath(const std::string& library, int library_fd, const std::vector<std::string>& read_paths);
 
 // Whether `table` asks for late frame buffers (cv_frame_buffer.acquire):
 // only if its struct_size covers the field.

@@ -18,6 +18,16 @@ TEST(LoadFailureAdviceTest, AMissingDependencyIsNamed) {
       << advice;
 }
 
+TEST(LibraryOpenPathTest, ThePathOnlyWhereTheSandboxMayReadTheFolder) {
+  EXPECT_EQ(LibraryOpenPath("/site/acme/libacme.so", 5, {}), "/proc/self/fd/5");
+  EXPECT_EQ(LibraryOpenPath("/site/acme/libacme.so", 5, {"/site/acme"}), "/site/acme/libacme.so");
+  EXPECT_EQ(LibraryOpenPath("/site/acme/libacme.so", 5, {"/opt/m", "/site"}), "/site/acme/libacme.so");
+  EXPECT_EQ(LibraryOpenPath("/site/acme/libacme.so", 5, {"/"}), "/site/acme/libacme.so");
+  EXPECT_EQ(LibraryOpenPath("/site/acme/libacme.so", 5, {"/site/ac"}), "/proc/self/fd/5");
+  EXPECT_EQ(LibraryOpenPath("/site/acme/libacme.so", 5, {"/site/acme/lib"}), "/proc/self/fd/5");
+  EXPECT_EQ(LibraryOpenPath("/site/acme/libacme.so", -1, {}), "/site/acme/libacme.so");
+}
+
 TEST(LoadFailureAdviceTest, AnUndefinedSymbolSaysWhoNeedsItAndHowToLink) {
   const std::string own = LoadFailureAdvice("/p/libx.so: undefined symbol: vendor_dep_init", "/p/libx.so");
   EXPECT_EQ(own.rfind("; the plugin uses vendor_dep_init, which no library it is linked against defines: link the "

@@ -90,7 +90,7 @@ int Main(int argc, char** argv) {
   cv_backend* backend = nullptr;
   ipc::HelloReply report;
   absl::Status load_status = CompleteSandbox(args, &report);
-  const std::string open_path = args.library_fd >= 0 ? absl::StrCat("/proc/self/fd/", args.library_fd) : library;
+  const std::string open_path = LibraryOpenPath(library, args.library_fd, args.read_paths);
   absl::StatusOr<LoadedBackend> loaded =
       load_status.ok() ? LoadBackendLibrary(open_path, library, entry, name) : load_status;
   if (!loaded.ok()) {
