@@ -4,6 +4,10 @@ A forked child (a DataLoader worker started with fork) must not use or stop
 its parent's Host and backend processes. After a fork the child forgets the
 inherited Host without destroying it (os.register_at_fork), and makes its own
 on first use; decoders notice the new pid and reopen from their source.
+
+The Host also loads the entry-point plugins (_plugins.py), each on its own:
+one that fails is kept, with why, for codecvisor.backends.list() and for the
+error of whoever asks for its device.
 """
 
 import os
@@ -14,33 +18,114 @@ from . import _codecvisor, _errors, _plugins
 _lock = threading.Lock()
 _host = None
 _host_pid = None
-_plugin_failures = []  # (PluginManifest, reason) that did not load
-_plugins_loaded = []   # PluginManifest registered with the host
 
 
 def _autoload():
     return os.environ.get("CODECVISOR_DEVICE_BACKEND_AUTOLOAD", "1") != "0"
 
 
+class Host:
+    """The extension's Host, with what only the Python side knows: the
+    entry-point plugins, loaded or failed. A plugin that failed before the
+    host saw it (its manifest unresolved or rejected) is unknown to the
+    host, whose NOT_FOUND for its device would only say that nothing serves
+    it; here that error names the plugin and why it failed."""
+
+    def __init__(self, native, loaded, failures):
+        self._native = native
+        self.loaded = loaded      # PluginManifest registered with the host
+        self.failures = failures  # (PluginManifest, reason) that did not load
+
+    def __getattr__(self, attr):  # everything else is the extension's
+        return getattr(self._native, attr)
+
+    def open_path(self, path, device, *args, **kwargs):
+        return self._call("device", device, self._native.open_path, path, device, *args, **kwargs)
+
+    def open_bytes(self, data, label, device, *args, **kwargs):
+        return self._call("device", device, self._native.open_bytes, data, label, device, *args, **kwargs)
+
+    def start_backend(self, name, *args, **kwargs):
+        return self._call("backend", name, self._native.start_backend, name, *args, **kwargs)
+
+    def _call(self, what, name, method, *args, **kwargs):
+        try:
+            return method(*args, **kwargs)
+        except _codecvisor.StatusError as e:
+            raise self._explained(e, what, name or self._native.default_device()) from None
+
+    def _explained(self, error, what, name):
+        """`error`, or when it is the host not knowing device or backend
+        `name` and an entry point for that name failed, a StatusError of the
+        same code that says which entry point and why."""
+        key = name.split(":")[0]
+        if getattr(error, "code", None) != "NOT_FOUND" or self._host_knows(what, key):
+            return error
+        reasons = [f"{plugin.source} failed to load: {why}" for plugin, why in self.failures
+                   if key == plugin.name or key in _plugins.manifest_names(plugin.manifest_path)]
+        if not reasons:
+            return error
+        explained = _codecvisor.StatusError(
+            f"{what} '{name}': " + "; ".join(reasons) +
+            "; fix or remove the plugin, or set CODECVISOR_DEVICE_BACKEND_AUTOLOAD=0")
+        explained.code = error.code
+        return explained
+
+    def _host_knows(self, what, key):
+        # Then its own message is about that backend (a stream it lacks, a
+        # library it cannot load), not about a plugin that never reached it.
+        if what == "device":
+            return any(key in b["devices"] or key == b["name"] for b in self._native.backends())
+        return any(key == b["name"] for b in self._native.backends())
+
+
 def _make():
-    global _plugin_failures, _plugins_loaded
     try:
-        host = _codecvisor.Host(backend_path=None, autoload=None, default_device="")
+        native = _codecvisor.Host(backend_path=None, autoload=None, default_device="")
     except _codecvisor.StatusError as e:
         raise _errors.translate(e) from None
-    failures, loaded = [], []
-    if _autoload():
-        for plugin in _plugins.discover():
-            if plugin.error is not None:
-                failures.append((plugin, plugin.error))
-                continue
-            try:
-                host.load_backend(plugin.manifest_path)
-                loaded.append(plugin)
-            except _codecvisor.StatusError as e:
-                failures.append((plugin, str(e)))
-    _plugin_failures, _plugins_loaded = failures, loaded
-    return host
+    loaded, failures = _load_plugins(native) if _autoload() else ([], [])
+    return Host(native, loaded, failures)
+
+
+def _load_plugins(native):
+    """Registers every entry-point manifest with `native`: (loaded, failures).
+    Whatever one plugin does, the others and the built-in backends load."""
+    loaded, failures = [], []
+    try:
+        plugins = _plugins.discover()
+    except Exception as e:  # discovery guards each distribution; this is the last resort
+        plugins = [_plugins.PluginManifest("(entry points)", "", "", None, f"reading entry points failed: {e}")]
+    # A manifest the host already has (from CODECVISOR_BACKEND_PATH, or named
+    # by an earlier entry point) is the same backend: loading it again would
+    # only fail as "already provided by" itself.
+    seen = {_file_key(b["manifest_path"]) for b in native.backends() if b["manifest_path"]}
+    for plugin in plugins:
+        if plugin.error is not None:
+            failures.append((plugin, plugin.error))
+            continue
+        key = _file_key(plugin.manifest_path)
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            # As bytes: a folder whose name is not UTF-8 is a path all the same.
+            native.load_backend(os.fsencode(plugin.manifest_path))
+            loaded.append(plugin)
+        except _codecvisor.StatusError as e:
+            failures.append((plugin, str(e)))
+        except Exception as e:  # never let one plugin break the others, or cpu
+            failures.append((plugin, f"cannot be loaded: {type(e).__name__}: {e}"))
+    return loaded, failures
+
+
+def _file_key(path):
+    """What tells two paths to one manifest file apart from two files."""
+    try:
+        st = os.stat(path)
+        return (st.st_dev, st.st_ino)
+    except (OSError, ValueError):
+        return os.path.abspath(path)
 
 
 def get():
@@ -54,13 +139,11 @@ def get():
 
 
 def plugin_failures():
-    get()
-    return list(_plugin_failures)
+    return list(get().failures)
 
 
 def loaded_plugins():
-    get()
-    return list(_plugins_loaded)
+    return list(get().loaded)
 
 
 def _forget_after_fork():

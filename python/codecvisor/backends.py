@@ -8,6 +8,7 @@ device.
 """
 
 import dataclasses
+import os
 from typing import List, Optional
 
 from . import _codecvisor, _errors, _host
@@ -29,14 +30,12 @@ class BackendInfo:
 
 def list() -> List[BackendInfo]:  # noqa: A001 (torch-style name)
     host = _host.get()
-    from_entry_points = {}
-    failed = []
-    for plugin, reason in _host.plugin_failures():
-        failed.append(BackendInfo(name=plugin.entry_point.split("=")[0].strip(), devices=[],
-                                  source=f"entry point {plugin.entry_point} ({plugin.distribution})",
-                                  manifest_path=plugin.manifest_path, state="failed", diagnostic=reason))
-    for plugin in _host.loaded_plugins():
-        from_entry_points[plugin.manifest_path] = f"entry point {plugin.entry_point} ({plugin.distribution})"
+    failed = [BackendInfo(name=plugin.name, devices=[], source=plugin.source, manifest_path=plugin.manifest_path,
+                          state="failed", diagnostic=reason) for plugin, reason in host.failures]
+    # Keyed as the host spells the path it was given (os.fsencode of ours):
+    # its text is UTF-8 with any other byte backslash-escaped.
+    from_entry_points = {os.fsencode(plugin.manifest_path).decode("utf-8", "backslashreplace"): plugin.source
+                         for plugin in host.loaded}
     out = []
     for b in host.backends():
         path = b["manifest_path"]
@@ -49,7 +48,8 @@ def list() -> List[BackendInfo]:  # noqa: A001 (torch-style name)
 
 def start(name: str, timeout: float = 15.0) -> None:
     """Starts backend ``name``'s process now (else it starts on first use);
-    raises with its diagnostic if it cannot."""
+    raises with its diagnostic if it cannot (for an entry-point plugin that
+    failed to load, NoSuchDeviceError saying why)."""
     try:
         _host.get().start_backend(name, timeout)
     except _codecvisor.StatusError as e:

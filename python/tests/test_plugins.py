@@ -2,6 +2,7 @@
 entry points: discovered without running their Python code, listed with a
 precise diagnostic when broken, and used only when their device is named."""
 
+import importlib.metadata
 import json
 import os
 import shutil
@@ -14,55 +15,60 @@ import pytest
 
 from conftest import ffmpeg_frames, make_video, runfile, synthetic_clip
 
-# What the child process reports: every backend listed, and what decoding
-# on each device did (its arguments are DEVICE=VIDEO pairs; every frame
-# decoded is saved to OUT/DEVICE.npy).
+# What the child process reports: every backend listed, what decoding on
+# each device did (arguments DEVICE=VIDEO; every frame decoded is saved to
+# OUT/DEVICE.npy) and what codecvisor.backends.start did (arguments NAME).
 CHILD = textwrap.dedent("""
     import json, os, sys
     import numpy as np
     import codecvisor
     from codecvisor.decoders import VideoDecoder
-    out = {"backends": [b.__dict__ for b in codecvisor.backends.list()], "decode": {}}
-    for pair in sys.argv[2:]:
-        device, video = pair.split("=", 1)
+    out = {"backends": [b.__dict__ for b in codecvisor.backends.list()], "decode": {}, "start": {}}
+    for arg in sys.argv[2:]:
+        device, _, video = arg.partition("=")
         try:
+            if not video:
+                codecvisor.backends.start(device)
+                out["start"][device] = ["ok"]
+                continue
             d = VideoDecoder(video, device=device, dimension_order="NHWC")
             frames = d[:]
             np.save(os.path.join(sys.argv[1], device + ".npy"), np.asarray(frames))
             out["decode"][device] = ["ok", d.backend, list(frames.shape)]
         except Exception as e:
-            out["decode"][device] = [type(e).__name__, str(e)]
+            out["decode" if video else "start"][device] = [type(e).__name__, str(e)]
     print(json.dumps(out))
 """)
 
 
-def package(root, name, entry_point, files):
+def package(root, name, entry_points, files, src_layout=False):
     """A plugin package folder: pyproject.toml, NAME/__init__.py (which leaves
-    a marker file if anything ever imports it) and `files` in NAME/."""
+    a marker file if anything ever imports it) and `files` in NAME/ (in
+    src/NAME/ with `src_layout`). `entry_points`: its codecvisor.backends
+    lines."""
     folder = root / name
-    (folder / name).mkdir(parents=True)
-    (folder / "pyproject.toml").write_text(textwrap.dedent(f"""
-        [build-system]
-        requires = ["setuptools"]
-        build-backend = "setuptools.build_meta"
-
-        [project]
-        name = "{name.replace('_', '-')}"
-        version = "1.0"
-
-        [project.entry-points."codecvisor.backends"]
-        {entry_point}
-
-        [tool.setuptools]
-        packages = ["{name}"]
-
-        [tool.setuptools.package-data]
-        {name} = ["*.toml", "*.so"]
-    """))
-    (folder / name / "__init__.py").write_text(
-        f"import os\nopen(os.path.join(os.environ['PLUGIN_MARKERS'], '{name}'), 'w').close()\n")
+    code = folder / "src" / name if src_layout else folder / name
+    code.mkdir(parents=True)
+    dist_name = name.replace("_", "-")
+    (folder / "pyproject.toml").write_text("\n".join([
+        '[build-system]',
+        'requires = ["setuptools"]',
+        'build-backend = "setuptools.build_meta"',
+        '[project]',
+        f'name = "{dist_name}"',
+        'version = "1.0"',
+        '[project.entry-points."codecvisor.backends"]',
+        entry_points,
+        '[tool.setuptools]',
+        f'packages = ["{name}"]',
+        'package-dir = {"" = "src"}' if src_layout else '',
+        '[tool.setuptools.package-data]',
+        f'{name} = ["*.toml", "*.so"]',
+    ]) + "\n")
+    marker = f"import os\nopen(os.path.join(os.environ['PLUGIN_MARKERS'], '{name}'), 'w').close()\n"
+    (code / "__init__.py").write_text(marker)
     for filename, content in files.items():
-        path = folder / name / filename
+        path = code / filename
         if isinstance(content, bytes):
             path.write_bytes(content)
         else:
@@ -70,14 +76,38 @@ def package(root, name, entry_point, files):
     return str(folder)
 
 
-def manifest(name, library):
-    return f'name = "{name}"\ndevices = ["{name}"]\nlibrary = "{library}"\nentry = "codecvisor_backend_v1"\nabi_version = 1\n'
+def pip_install(target, *args):
+    """pip install ARGS (package folders, -e FOLDER) into `target`, offline."""
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-index", "--no-build-isolation",
+                    "--disable-pip-version-check", "--target", str(target)] + [str(a) for a in args], check=True)
+    return target
+
+
+def manifest(name, library, devices=None, abi_version=1):
+    devices = ", ".join(f'"{d}"' for d in devices or [name])
+    return (f'name = "{name}"\ndevices = [{devices}]\nlibrary = "{library}"\nentry = "codecvisor_backend_v1"\n'
+            f'abi_version = {abi_version}\n')
+
+
+SYNTHETIC = "frames=4 width=32 height=24 fps=10"  # a clip for the synthetic backend
+
+
+def synthetic_plugin():
+    """A sound plugin's files: the synthetic test backend (whose library
+    checks that its manifest calls it "synthetic")."""
+    lib = open(runfile("backends/testing/libcodecvisor_synthetic.so"), "rb").read()
+    return {"synthetic.toml": manifest("synthetic", "libcodecvisor_synthetic.so"), "libcodecvisor_synthetic.so": lib}
+
+
+def decode_synthetic(site, tmp_path, **kwargs):
+    """run_child, decoding a synthetic clip on the synthetic plugin's device."""
+    return run_child(site, tmp_path, dict(synthetic=synthetic_clip(tmp_path / "clip.syn", SYNTHETIC)), **kwargs)
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    """Six plugin packages pip-installed (offline) into one folder: the dav1d
-    example plugin, and five broken ones."""
+    """Seven plugin packages pip-installed (offline) into one folder: the
+    dav1d example plugin, and six broken ones."""
     root = tmp_path_factory.mktemp("plugins")
     dav1d_lib = open(runfile("examples/vendor_backend/libcodecvisor_dav1d.so"), "rb").read()
     dav1d_toml = open(runfile("examples/vendor_backend/dav1d.toml")).read()
@@ -100,11 +130,11 @@ def site(tmp_path_factory):
         package(root, "empty_plugin", 'empty = "empty_plugin"', {}),
         package(root, "undef_plugin", 'undef = "undef_plugin"',
                 {"undef.toml": manifest("undef", "libundef.so"), "libundef.so": (root / "libundef.so").read_bytes()}),
+        # Built for another backend ABI: the host rejects its manifest.
+        package(root, "badabi_plugin", 'badabi = "badabi_plugin"',
+                {"badabi.toml": manifest("badabi", "libbadabi.so", devices=["badabi", "badabi_gpu"], abi_version=7)}),
     ]
-    target = root / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-index", "--no-build-isolation",
-                    "--disable-pip-version-check", "--target", str(target)] + folders, check=True)
-    return target
+    return pip_install(root / "site", *folders)
 
 
 @pytest.fixture(scope="module")
@@ -115,17 +145,18 @@ def av1_clip(tmp_path_factory):
                        "-cpu-used", "8", "-g", "5", "-pix_fmt", "yuv420p"])
 
 
-def run_child(site, tmp_path, decodes, **env):
+def run_child(site, tmp_path, decodes, starts=(), **env):
     """Runs CHILD with the plugins of `site` on its path; `decodes` maps each
-    device to the video to decode on it. Returns its report and where it
-    saved the frames."""
+    device to the video to decode on it, `starts` names backends to start.
+    Returns its report and where it saved the frames."""
     markers = tmp_path / "markers"
     markers.mkdir(exist_ok=True)
-    child_env = dict(os.environ, PLUGIN_MARKERS=str(markers), **env)
-    child_env.pop("CODECVISOR_BACKEND_PATH", None)  # plugins come from entry points only
+    child_env = dict(os.environ, PLUGIN_MARKERS=str(markers))
+    child_env.pop("CODECVISOR_BACKEND_PATH", None)  # plugins come from entry points only, unless `env` says
+    child_env.update(env)
     child_env["PYTHONPATH"] = f"{site}:{child_env['PYTHONPATH']}"
-    pairs = [f"{device}={video}" for device, video in decodes.items()]
-    run = subprocess.run([sys.executable, "-c", CHILD, str(tmp_path)] + pairs, env=child_env, capture_output=True,
+    args = [f"{device}={video}" for device, video in decodes.items()] + list(starts)
+    run = subprocess.run([sys.executable, "-c", CHILD, str(tmp_path)] + args, env=child_env, capture_output=True,
                          text=True)
     assert run.returncode == 0, run.stderr
     assert os.listdir(markers) == [], "a plugin's Python code ran in the user's process"
@@ -160,7 +191,11 @@ def test_a_broken_plugin_is_listed_with_why_and_fails_only_its_device(site, tmp_
     assert "garbage.toml" in backends["garbage"]["diagnostic"]
     assert backends["empty"]["state"] == "failed"
     assert "installs no *.toml manifest in empty_plugin/" in backends["empty"]["diagnostic"]
-    assert decode["garbage"][0] == "NoSuchDeviceError"
+    # The host never saw the garbage manifest: its device's error says why all the same.
+    assert decode["garbage"][0] == "NoSuchDeviceError", decode["garbage"]
+    assert "entry point garbage = garbage_plugin (garbage-plugin 1.0) failed to load: " in decode["garbage"][1], \
+        decode["garbage"]
+    assert "garbage.toml" in decode["garbage"][1], decode["garbage"]
     # The manifest is sound, so it is listed; the library fails when used.
     assert backends["nolib"]["state"] == "discovered"
     assert decode["nolib"][0] == "NoSuchDeviceError" and "libmissing.so: cannot open shared object file" in \
@@ -179,3 +214,117 @@ def test_autoload_off_ignores_every_plugin(site, tmp_path, av1_clip):
     result = run_child(site, tmp_path, {"dav1d": av1_clip}, CODECVISOR_DEVICE_BACKEND_AUTOLOAD="0")
     assert set(by_name(result)) == {"cpu"}
     assert result["decode"]["dav1d"][0] == "NoSuchDeviceError"
+
+
+def test_a_failed_plugins_device_and_backend_errors_say_why(site, tmp_path):
+    # The host never saw these plugins (their manifests were rejected before
+    # it did), yet asking for their device or backend names the entry point
+    # and why, as list() does, instead of "no backend serves device".
+    clip = synthetic_clip(tmp_path / "clip.syn", SYNTHETIC)
+    result = run_child(site, tmp_path, {"badabi:1": clip, "badabi_gpu:0": clip, "empty": clip},
+                       starts=["badabi", "garbage"])
+    badabi = "entry point badabi = badabi_plugin (badabi-plugin 1.0) failed to load: manifest "
+    # By the entry point's name, and by a device its manifest declares.
+    for device in ("badabi:1", "badabi_gpu:0"):
+        error, message = result["decode"][device]
+        assert error == "NoSuchDeviceError", result["decode"][device]
+        assert message.startswith(f"device '{device}': {badabi}") and "abi_version" in message, message
+        assert "CODECVISOR_BACKEND_PATH" not in message, message
+    assert result["decode"]["empty"][0] == "NoSuchDeviceError"
+    assert "installs no *.toml manifest in empty_plugin/" in result["decode"]["empty"][1], result["decode"]["empty"]
+    assert result["start"]["badabi"][0] == "NoSuchDeviceError", result["start"]
+    assert result["start"]["badabi"][1].startswith(f"backend 'badabi': {badabi}"), result["start"]
+    assert "garbage.toml" in result["start"]["garbage"][1], result["start"]
+    assert by_name(result)["badabi"]["diagnostic"] in result["start"]["badabi"][1]
+
+
+def test_an_editable_plugin_is_found_in_its_source_tree(tmp_path):
+    # pip install -e: RECORD lists only a .pth; the package is in src/ of the tree.
+    folder = package(tmp_path, "edit_plugin", 'edit = "edit_plugin"', synthetic_plugin(), src_layout=True)
+    site = pip_install(tmp_path / "site", "-e", folder)
+    result = decode_synthetic(site, tmp_path)
+    plugin = by_name(result)["synthetic"]
+    assert plugin["source"] == "entry point edit = edit_plugin (edit-plugin 1.0)", plugin
+    assert os.path.samefile(plugin["manifest_path"], os.path.join(folder, "src", "edit_plugin", "synthetic.toml"))
+    assert result["decode"]["synthetic"] == ["ok", "synthetic", [4, 24, 32, 3]], result["decode"]
+
+
+def as_debian_egg_info(site, dist_info):
+    """Rewrites a dist-info folder the way Debian's packages install Python
+    code: an .egg-info folder (PKG-INFO, entry_points.txt, top_level.txt)
+    with no list of the installed files."""
+    egg_info = site / dist_info.replace(".dist-info", ".egg-info")
+    os.rename(site / dist_info, egg_info)
+    os.rename(egg_info / "METADATA", egg_info / "PKG-INFO")
+    for name in ("RECORD", "INSTALLER", "REQUESTED", "WHEEL", "direct_url.json"):
+        (egg_info / name).unlink(missing_ok=True)
+
+
+def test_a_plugin_installed_debian_style_is_found_next_to_its_egg_info(tmp_path):
+    site = pip_install(tmp_path / "site", package(tmp_path, "deb_plugin", 'deb = "deb_plugin"', synthetic_plugin()))
+    as_debian_egg_info(site, "deb_plugin-1.0.dist-info")
+    assert [d.files for d in importlib.metadata.distributions(path=[str(site)])] == [None]
+    result = decode_synthetic(site, tmp_path)
+    plugin = by_name(result)["synthetic"]
+    assert plugin["source"] == "entry point deb = deb_plugin (deb-plugin 1.0)", plugin
+    assert os.path.samefile(plugin["manifest_path"], site / "deb_plugin" / "synthetic.toml"), plugin
+    assert result["decode"]["synthetic"] == ["ok", "synthetic", [4, 24, 32, 3]], result["decode"]
+
+
+def test_a_malformed_entry_points_file_costs_only_its_own_row(tmp_path):
+    site = pip_install(tmp_path / "site", *[
+        package(tmp_path, "fine_plugin", 'fine = "fine_plugin"', synthetic_plugin()),
+        package(tmp_path, "broken_eps", 'broken = "broken_eps"', {"broken.toml": manifest("broken", "lib.so")}),
+        package(tmp_path, "unrelated", 'unrelated = "unrelated"', {}),
+    ])
+    # A plugin's file with a console script line that is not `name = value`,
+    # and another distribution's whose malformed file declares no plugin.
+    with open(site / "broken_eps-1.0.dist-info" / "entry_points.txt", "a") as f:
+        f.write("[console_scripts]\nno equals sign here\n")
+    (site / "unrelated-1.0.dist-info" / "entry_points.txt").write_text("[console_scripts]\nnor here\n")
+    result = decode_synthetic(site, tmp_path)
+    backends = by_name(result)
+    assert set(backends) == {"cpu", "synthetic", "broken-eps"}, backends
+    assert backends["synthetic"]["source"] == "entry point fine = fine_plugin (fine-plugin 1.0)", backends
+    assert result["decode"]["synthetic"] == ["ok", "synthetic", [4, 24, 32, 3]], result["decode"]
+    broken = backends["broken-eps"]
+    assert broken["state"] == "failed" and broken["source"] == "entry points of broken-eps 1.0", broken
+    assert broken["diagnostic"] == ("broken-eps 1.0: entry_points.txt cannot be read: line 'no equals sign here' in "
+                                    "[console_scripts] is not `name = value`"), broken
+
+
+def test_a_plugin_in_a_folder_whose_name_is_not_utf8_loads_and_spares_cpu(tmp_path, video):
+    installed = pip_install(tmp_path / "site", package(tmp_path, "odd_plugin", 'odd = "odd_plugin"',
+                                                       synthetic_plugin()))
+    site = os.fsencode(tmp_path) + b"/site\xffname"
+    os.rename(os.fsencode(installed), site)
+    result = run_child(os.fsdecode(site), tmp_path, {"synthetic": synthetic_clip(tmp_path / "clip.syn", SYNTHETIC),
+                                                     "cpu": video})
+    plugin = by_name(result)["synthetic"]
+    assert plugin["source"] == "entry point odd = odd_plugin (odd-plugin 1.0)", plugin
+    # As the host spells a path: UTF-8, any other byte escaped.
+    assert plugin["manifest_path"].endswith("/site\\xffname/odd_plugin/synthetic.toml"), plugin
+    assert result["decode"]["synthetic"] == ["ok", "synthetic", [4, 24, 32, 3]], result["decode"]
+    assert result["decode"]["cpu"] == ["ok", "cpu", [50, 64, 96, 3]], result["decode"]
+
+
+def test_one_manifest_named_twice_is_loaded_once(tmp_path):
+    site = pip_install(tmp_path / "site", package(
+        tmp_path, "twice_plugin", 'twice = "twice_plugin"\ntwice_too = "twice_plugin:synthetic.toml"',
+        synthetic_plugin()))
+    # By two entry points; then by them and CODECVISOR_BACKEND_PATH too.
+    for env, source in [({}, "entry point twice = twice_plugin (twice-plugin 1.0)"),
+                        ({"CODECVISOR_BACKEND_PATH": str(site / "twice_plugin")}, "path")]:
+        result = decode_synthetic(site, tmp_path, **env)
+        rows = [(b["name"], b["state"], b["source"]) for b in result["backends"] if b["name"] != "cpu"]
+        assert rows == [("synthetic", "discovered", source)], rows
+        assert result["decode"]["synthetic"] == ["ok", "synthetic", [4, 24, 32, 3]], result["decode"]
+
+
+def test_an_entry_point_naming_a_module_attribute_says_what_values_are_valid(tmp_path):
+    files = dict(synthetic_plugin(), **{"mod.py": "raise RuntimeError('imported')\n"})
+    site = pip_install(tmp_path / "site", package(tmp_path, "attr_plugin", 'attr = "attr_plugin.mod:backend"', files))
+    attr = by_name(run_child(site, tmp_path, {}))["attr"]
+    assert attr["state"] == "failed", attr
+    assert attr["diagnostic"] == ("'attr_plugin.mod:backend' names no manifest: the value must be `package` or "
+                                  "`package:manifest.toml` (it is never imported)"), attr
