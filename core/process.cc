@@ -67,6 +67,14 @@ constexpr int kRootStep = -2;  // the mounts around the empty-root plan's steps
     if (go == 'n' && syscall(SYS_setgroups, 0, nullptr) != 0) fail(errno);
     if (syscall(SYS_setresgid, 0, 0, 0) != 0) fail(errno);
     if (syscall(SYS_setresuid, 0, 0, 0) != 0) fail(errno);
+    // A change of credentials clears the parent-death signal (prctl(2)),
+    // and for a root host this one is a change (root to nobody): set it
+    // again, or a child the host leaves behind (a host killed while its
+    // backend is stopped) lives on. If the host died in between, the read
+    // end of the error pipe, which it holds until we exec, is closed.
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail(errno);
+    pollfd host_alive{error_pipe, POLLOUT, 0};
+    if (poll(&host_alive, 1, 0) == 1 && (host_alive.revents & POLLERR) != 0) _exit(127);
     if (!spec.sandbox.empty_root.steps.empty()) {
       int step = kNoStep;
       if (const int err = ApplyEmptyRoot(spec.sandbox.empty_root, &step); err != 0) fail(err, step < 0 ? kRootStep : step);

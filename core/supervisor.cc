@@ -400,8 +400,9 @@ void Supervisor::Quarantine(absl::string_view what, absl::string_view last, absl
   state_ = BackendState::kQuarantined;
   failure_ = absl::FailedPreconditionError(absl::StrCat(
       "backend '", manifest_.name, "' (", manifest_.path, ") is quarantined after ", policy_.crashes_in_window(), " ",
-      what, " within ", policy_.limits().window.count() / 1000, " s (last: ", last, "); lift it with `codecvisor "
-      "backends --reset ", manifest_.name, "` or Host::ResetBackend()", advice));
+      what, " within ", policy_.limits().window.count() / 1000, " s (last: ", last,
+      "); a quarantine lasts as long as its host: lift it in this process with Host::ResetBackend(\"",
+      manifest_.name, "\") (Python: codecvisor.backends.reset(\"", manifest_.name, "\"))", advice));
 }
 
 void Supervisor::StartBackend() {
@@ -434,10 +435,16 @@ void Supervisor::StartBackend() {
   }
   if (process == nullptr) {
     failure_ = failed;
-    if (state_ == BackendState::kRestarting) {
+    // A restart's failure may pass, and so may a first start that died
+    // (killed from outside: the OOM killer, a user's kill) or answered late
+    // (a loaded machine): retried as crashes. A first start that failed any
+    // other way never ran: a load failure (library, symbol, ABI, init) is
+    // for the user to fix, and retrying it would only repeat it.
+    if (state_ == BackendState::kRestarting || absl::IsUnavailable(failed) || absl::IsDeadlineExceeded(failed)) {
+      state_ = BackendState::kRestarting;
       OnFailedRestart(failed);
     } else {
-      state_ = BackendState::kFailed;  // it never ran: a load failure is for the user to fix
+      state_ = BackendState::kFailed;
     }
     changed_.NotifyAll();
     return;

@@ -161,7 +161,7 @@ TEST_F(SupervisorTest, TooManyCrashesQuarantineUntilReset) {
   EXPECT_NE(handle.status().message().find("quarantined after 4 crashes within 60 s (last: killed by signal 11"),
             std::string::npos)
       << handle.status();
-  EXPECT_NE(handle.status().message().find("codecvisor backends --reset fake"), std::string::npos);
+  EXPECT_NE(handle.status().message().find("codecvisor.backends.reset(\"fake\")"), std::string::npos);
   supervisor_->Reset();
   StartReady();
   EXPECT_EQ(env_->starts(), 5);
@@ -194,6 +194,40 @@ TEST_F(SupervisorTest, AFirstStartThatFailsIsNotRetried) {
   supervisor_->Reset();
   StartReady();
   EXPECT_EQ(env_->starts(), 2);
+}
+
+// A first start that died (an outside kill) or answered late (a loaded
+// machine) once failed the backend for the life of the process.
+TEST_F(SupervisorTest, AFirstStartThatDiedOrWasLateIsRetried) {
+  for (const absl::Status& failure : {absl::UnavailableError("runner killed by signal 9 (SIGKILL) while starting"),
+                                      absl::DeadlineExceededError("timed out waiting for a response")}) {
+    Make();
+    const int starts = env_->starts();
+    env_->FailNextStarts({failure});
+    ASSERT_FALSE(AcquireNow().ok());
+    supervisor_->RunDueWorkForTest();  // the first crash of a quiet period restarts at once
+    EXPECT_EQ(supervisor_->Status().state, BackendState::kReady) << failure;
+    EXPECT_TRUE(AcquireNow().ok()) << failure;
+    EXPECT_EQ(env_->starts() - starts, 2) << failure;
+  }
+}
+
+// Retried as crashes: one that always dies is quarantined once the restart
+// budget is spent, with how it died.
+TEST_F(SupervisorTest, AFirstStartThatAlwaysDiesIsQuarantined) {
+  Make();
+  std::vector<absl::Status> deaths(20, absl::UnavailableError("runner killed by signal 6 (SIGABRT) while starting"));
+  env_->FailNextStarts(deaths);
+  ASSERT_FALSE(AcquireNow().ok());
+  for (int i = 0; i < 20 && supervisor_->Status().state != BackendState::kQuarantined; ++i) {
+    supervisor_->RunDueWorkForTest();
+    env_->Advance(milliseconds(5'000));
+  }
+  EXPECT_EQ(supervisor_->Status().state, BackendState::kQuarantined);
+  absl::StatusOr<BackendHandle> handle = AcquireNow();
+  EXPECT_EQ(handle.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(handle.status().message().find("SIGABRT"), std::string::npos) << handle.status();
+  EXPECT_LT(env_->starts(), 20);
 }
 
 TEST_F(SupervisorTest, AFailedRestartCountsAsACrash) {

@@ -422,7 +422,7 @@ TEST_F(FaultTest, CrashLoopIsQuarantinedUntilReset) {
   ASSERT_EQ(last.code(), absl::StatusCode::kFailedPrecondition) << last;
   EXPECT_EQ(opens, 4) << "3 poison opens of 2 crashes each, then the quarantine error";
   EXPECT_TRUE(quarantined) << last;
-  EXPECT_NE(last.message().find("codecvisor backends --reset faulty"), std::string::npos) << last;
+  EXPECT_NE(last.message().find("Host::ResetBackend(\"faulty\")"), std::string::npos) << last;
   EXPECT_EQ(StatusOf("faulty").state, "quarantined");
   // Other backends are untouched.
   auto other = Open(WriteSyntheticVideo("fine.syn"), "synthetic");

@@ -35,6 +35,7 @@ enum RoundTripId : uint64_t {
   kPtsRangeId,
   kBadFrameId,
   kPingId,
+  kCancelId,
   kCloseId,
 };
 
@@ -188,6 +189,7 @@ std::vector<Request> RoundTripRequests() {
       {kPtsRangeId, FrameRequest{PtsRange{1.0, 2.5}}},
       {kBadFrameId, FrameRequest{IndexList{{999}}}},
       {kPingId, Ping{0xDEADBEEFCAFEF00Dull}},
+      {kCancelId, Cancel{}},
       {kCloseId, close},
   };
 }
@@ -229,6 +231,8 @@ Response RoundTripResponse(uint64_t id, const std::string& file_content) {
       return {id, Error{ErrorCode::kOutOfRange, "frame 999 is past the end (10 frames)"}};
     case kPingId:
       return {id, Pong{0xDEADBEEFCAFEF00Dull}};
+    case kCancelId:  // a runner answers nothing; this test's backend answers every request
+      return {id, FrameBatch{{}, true}};
     case kCloseId:
       return {id, Closed{}};
   }

@@ -484,6 +484,32 @@ def test_a_sigint_handler_that_does_not_raise_lets_the_request_finish(tmp_path):
     assert batch.data.shape[0] == 12
 
 
+def _state(name):
+    return next(b.state for b in codecvisor.backends.list() if b.name == name)
+
+
+def test_reset_lifts_a_quarantine_in_this_process(tmp_path):
+    # A quarantine lasts as long as the process's host; backends.reset is
+    # the way out that its message names.
+    poison = synthetic_clip(tmp_path / "poison.syn", "frames=5 fault=segfault fault_frame=0")
+    good = synthetic_clip(tmp_path / "good.syn", "frames=5 width=8 height=4 fps=10")
+    try:
+        for _ in range(5):  # each poison request crashes it twice; its budget is 5 crashes a minute
+            with pytest.raises(codecvisor.BackendError):
+                VideoDecoder(poison, device="faulty")[0]
+            if _state("faulty") == "quarantined":
+                break
+        assert _state("faulty") == "quarantined"
+        with pytest.raises(codecvisor.BackendError, match=r'codecvisor\.backends\.reset\("faulty"\)'):
+            VideoDecoder(good, device="faulty")
+    finally:
+        codecvisor.backends.reset("faulty")
+    assert _state("faulty") == "discovered"
+    assert VideoDecoder(good, device="faulty")[2].shape == (3, 4, 8)
+    with pytest.raises(codecvisor.NoSuchDeviceError):
+        codecvisor.backends.reset("nosuchbackend")
+
+
 def test_pickles_as_source_and_options(video, reference):
     for source in (video, pathlib.Path(video).read_bytes()):
         d = VideoDecoder(source, dimension_order="NHWC", seek_mode="approximate")
