@@ -7,6 +7,7 @@ message is the host's diagnostic: the backend, the file, the request and,
 when it died, how.
 """
 
+import errno
 import os
 
 
@@ -55,6 +56,15 @@ def translate(error, path=None, backend_started=False):
     device)."""
     code = getattr(error, "code", None)
     message = str(error)
+    # The host could not open the path: the OSError Python's own open()
+    # would raise, so that `except OSError` (and a batch job's skip) sees it.
+    if path is not None and code in ("INVALID_ARGUMENT", "PERMISSION_DENIED") and os.path.exists(path):
+        if os.path.isdir(path):
+            return IsADirectoryError(errno.EISDIR, message, path)
+        if not os.path.isfile(path):
+            return OSError(errno.EINVAL, message, path)
+        if code == "PERMISSION_DENIED" and not os.access(path, os.R_OK):
+            return PermissionError(errno.EACCES, message, path)
     if code == "OUT_OF_RANGE":
         return IndexError(message)
     if code in ("INVALID_ARGUMENT", "UNIMPLEMENTED"):

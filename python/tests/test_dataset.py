@@ -129,6 +129,9 @@ def test_missing_and_corrupt_files_are_skipped_with_their_reason(tmp_path):
     dataset = ClipDataset([(str(tmp_path / "missing.mp4"), 0), (str(tmp_path / "junk.mp4"), 1), (good, 0)], SAMPLER)
     missing, junk = dataset[0], dataset[1]
     assert isinstance(missing, Skipped) and missing.error == "FileNotFoundError" and missing.index == 0
+    (tmp_path / "folder.mp4").mkdir()
+    folder = ClipDataset([(str(tmp_path / "folder.mp4"), 0)], SAMPLER)[0]
+    assert isinstance(folder, Skipped) and folder.error == "IsADirectoryError", folder
     assert isinstance(junk, Skipped) and junk.error == "VideoError" and junk.source.endswith("junk.mp4")
     assert isinstance(ClipDataset([(good, 0)], SAMPLER, decoder_options=dict(device="faulty"))[0], tuple)
     batch = collate_clips([missing, junk])

@@ -330,6 +330,14 @@ def test_bad_arguments(video, tmp_path):
         VideoDecoder(video, num_ffmpeg_threads=-1)
     with pytest.raises(FileNotFoundError):
         VideoDecoder(str(tmp_path / "missing.mp4"))
+    # What Python's own open() would raise, so that `except OSError` and a
+    # batch job's on_error="skip" see a path that is no video file.
+    (tmp_path / "folder.mp4").mkdir()
+    with pytest.raises(IsADirectoryError, match="not a regular file"):
+        VideoDecoder(str(tmp_path / "folder.mp4"))
+    os.mkfifo(tmp_path / "fifo.mp4")
+    with pytest.raises(OSError, match="not a regular file"):
+        VideoDecoder(str(tmp_path / "fifo.mp4"))
     with pytest.raises(codecvisor.NoSuchDeviceError) as e:
         VideoDecoder(video, device="acme:0")
     assert "acme" in str(e.value)
@@ -508,6 +516,19 @@ def test_reset_lifts_a_quarantine_in_this_process(tmp_path):
     assert VideoDecoder(good, device="faulty")[2].shape == (3, 4, 8)
     with pytest.raises(codecvisor.NoSuchDeviceError):
         codecvisor.backends.reset("nosuchbackend")
+
+
+def test_a_path_the_user_cannot_read_is_a_permission_error(video, monkeypatch):
+    # The host's open(2) fails with EACCES for a user who may not read the
+    # file; run as root here, so the user's view of it is faked.
+    from codecvisor import _codecvisor, _errors
+    error = _codecvisor.StatusError(f"open({video}): Permission denied")
+    error.code = "PERMISSION_DENIED"
+    monkeypatch.setattr(os, "access", lambda path, mode: False)
+    translated = _errors.translate(error, video)
+    assert isinstance(translated, PermissionError) and translated.filename == video, translated
+    monkeypatch.setattr(os, "access", lambda path, mode: True)  # then it is the backend's refusal
+    assert isinstance(_errors.translate(error, video), codecvisor.BackendError)
 
 
 def test_pickles_as_source_and_options(video, reference):
