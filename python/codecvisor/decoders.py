@@ -185,6 +185,9 @@ class VideoDecoder:
         timeout: seconds a request may wait for the backend to make
             progress before it is killed, restarted and the request replayed
             (default 30).
+        open_timeout: seconds one attempt at opening the file may take
+            (exact mode scans it whole) before the backend is killed,
+            restarted and the open tried again (default 120).
 
     A backend that crashes or hangs is restarted and the request replayed;
     a request that crashes it twice raises BackendError. Decoders survive
@@ -194,7 +197,7 @@ class VideoDecoder:
 
     def __init__(self, source: Union[str, os.PathLike, bytes, "torch.Tensor"], *, stream_index: Optional[int] = None,
                  dimension_order: str = "NCHW", num_ffmpeg_threads: int = 1, device=None,
-                 seek_mode: str = "exact", timeout: Optional[float] = None):
+                 seek_mode: str = "exact", timeout: Optional[float] = None, open_timeout: Optional[float] = None):
         if dimension_order not in ("NCHW", "NHWC"):
             raise ValueError(f"Invalid dimension order ({dimension_order}). Supported values are NCHW, NHWC.")
         if seek_mode not in ("exact", "approximate"):
@@ -203,14 +206,16 @@ class VideoDecoder:
             raise ValueError(f"num_ffmpeg_threads = {num_ffmpeg_threads!r} should be an int >= 0.")
         if stream_index is not None and (not isinstance(stream_index, int) or stream_index < 0):
             raise ValueError(f"stream_index = {stream_index!r} should be None or an int >= 0.")
-        if timeout is not None and not timeout > 0:
-            raise ValueError(f"timeout = {timeout!r} should be None or a positive number of seconds.")
+        for name, seconds in (("timeout", timeout), ("open_timeout", open_timeout)):
+            if seconds is not None and not seconds > 0:
+                raise ValueError(f"{name} = {seconds!r} should be None or a positive number of seconds.")
         self._kind, self._source = _read_source(source)
         self._label = self._source if self._kind == "path" else f"<{len(self._source)} bytes>"
         self._options = dict(device="" if device is None else str(device),
                              stream_index=-1 if stream_index is None else stream_index,
                              planar=dimension_order == "NCHW", threads=num_ffmpeg_threads,
-                             seek_mode=seek_mode, timeout=0.0 if timeout is None else float(timeout))
+                             seek_mode=seek_mode, timeout=0.0 if timeout is None else float(timeout),
+                             open_timeout=0.0 if open_timeout is None else float(open_timeout))
         self._dimension_order = dimension_order
         self._seek_mode = seek_mode
         self._native = None
@@ -381,6 +386,7 @@ class VideoDecoder:
 
     def __setstate__(self, state):
         self._kind, self._source, self._options = state["kind"], state["source"], state["options"]
+        self._options.setdefault("open_timeout", 0.0)  # pickled before the option existed
         self._dimension_order, self._seek_mode = state["order"], state["seek_mode"]
         self._label = self._source if self._kind == "path" else f"<{len(self._source)} bytes>"
         self._native = None

@@ -23,7 +23,7 @@ namespace {
 namespace py = pybind11;
 
 DecoderOptions MakeOptions(const std::string& device, int32_t stream_index, bool planar, uint32_t threads,
-                           const std::string& seek_mode, double timeout_seconds) {
+                           const std::string& seek_mode, double timeout_seconds, double open_timeout_seconds) {
   DecoderOptions o;
   o.device = device;
   o.stream_index = stream_index;
@@ -35,6 +35,9 @@ DecoderOptions MakeOptions(const std::string& device, int32_t stream_index, bool
   o.seek_mode = seek_mode == "approximate" ? SeekMode::kApproximate : SeekMode::kExact;
   if (timeout_seconds > 0) {
     o.request_timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000));
+  }
+  if (open_timeout_seconds > 0) {
+    o.open_timeout = std::chrono::milliseconds(static_cast<int64_t>(open_timeout_seconds * 1000));
   }
   return o;
 }
@@ -124,19 +127,22 @@ void DefineHost(py::module_& m) {
       .def(
           "open_path",
           [](PyHost& h, const std::string& path, const std::string& device, int32_t stream_index, bool planar,
-             uint32_t threads, const std::string& seek_mode, double timeout) {
-            return h.OpenPath(path, MakeOptions(device, stream_index, planar, threads, seek_mode, timeout));
+             uint32_t threads, const std::string& seek_mode, double timeout, double open_timeout) {
+            return h.OpenPath(path,
+                              MakeOptions(device, stream_index, planar, threads, seek_mode, timeout, open_timeout));
           },
           py::arg("path"), py::arg("device"), py::arg("stream_index"), py::arg("planar"), py::arg("threads"),
-          py::arg("seek_mode"), py::arg("timeout"))
+          py::arg("seek_mode"), py::arg("timeout"), py::arg("open_timeout") = 0.0)
       .def(
           "open_bytes",
           [](PyHost& h, const py::buffer& bytes, const std::string& label, const std::string& device,
-             int32_t stream_index, bool planar, uint32_t threads, const std::string& seek_mode, double timeout) {
-            return h.OpenBytes(bytes, label, MakeOptions(device, stream_index, planar, threads, seek_mode, timeout));
+             int32_t stream_index, bool planar, uint32_t threads, const std::string& seek_mode, double timeout,
+             double open_timeout) {
+            return h.OpenBytes(
+                bytes, label, MakeOptions(device, stream_index, planar, threads, seek_mode, timeout, open_timeout));
           },
           py::arg("data"), py::arg("label"), py::arg("device"), py::arg("stream_index"), py::arg("planar"),
-          py::arg("threads"), py::arg("seek_mode"), py::arg("timeout"))
+          py::arg("threads"), py::arg("seek_mode"), py::arg("timeout"), py::arg("open_timeout") = 0.0)
       .def("backends", &PyHost::Backends)
       .def("warnings", &PyHost::Warnings)
       .def("default_device", &PyHost::DefaultDevice)

@@ -531,6 +531,20 @@ def test_a_path_the_user_cannot_read_is_a_permission_error(video, monkeypatch):
     assert isinstance(_errors.translate(error, video), codecvisor.BackendError)
 
 
+def test_open_timeout_bounds_an_open_the_backend_never_answers(tmp_path):
+    # A backend that hangs in open is killed after open_timeout (default
+    # 120 s), tried once more, and the open is poison.
+    clip = synthetic_clip(tmp_path / "hang.syn", "frames=5 fault=hang_open")
+    with pytest.raises(codecvisor.BackendError, match="no answer within 500 ms") as e:
+        VideoDecoder(clip, device="faulty", open_timeout=0.5)
+    assert "opening the file" in str(e.value), e.value
+    with pytest.raises(ValueError, match="open_timeout"):
+        VideoDecoder(clip, device="faulty", open_timeout=0)
+    good = VideoDecoder(synthetic_clip(tmp_path / "good.syn", "frames=5 width=8 height=4 fps=10"), device="faulty",
+                        open_timeout=0.5)
+    assert pickle.loads(pickle.dumps(good))[1].shape == (3, 4, 8)
+
+
 def test_pickles_as_source_and_options(video, reference):
     for source in (video, pathlib.Path(video).read_bytes()):
         d = VideoDecoder(source, dimension_order="NHWC", seek_mode="approximate")
