@@ -231,7 +231,8 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
       return Prefixed(absl::Status(child.status().code(),
                                    absl::StrCat(child.status().message(),
                                                 "; the sandbox cannot be set up here (see `codecvisor doctor`); "
-                                                "set [sandbox] allow_degraded = true to run with less of it")),
+                                                "set [sandbox] allow_degraded = true in its manifest, or CODECVISOR_ALLOW_DEGRADED_SANDBOX=1 in "
+                                                "the environment, to run with less of it")),
                       where);
     }
     return Prefixed(child.status(), where);

@@ -66,6 +66,13 @@ absl::StatusOr<std::unique_ptr<Host>> Host::Create(HostOptions options) {
   }
   const DiscoveryOptions discovery =
       options.discovery.has_value() ? *options.discovery : DiscoveryOptionsFromEnvironment(layout.builtin_dir);
+  // For every backend of this process, as [sandbox] allow_degraded is for
+  // one: the way for a user who cannot edit the installed manifests (the
+  // built-in cpu's) on a machine without user namespaces (a container
+  // whose seccomp profile refuses them).
+  if (const char* degraded = std::getenv(kAllowDegradedEnv); degraded != nullptr && std::string(degraded) == "1") {
+    options.supervision.spawn.allow_degraded = true;
+  }
   std::unique_ptr<Host> host(new Host(std::move(options), layout));
   Discovery found = DiscoverBackends(discovery);
   {

@@ -38,6 +38,11 @@
 
 namespace codecvisor::internal {
 
+// Set to 1, every backend of the process runs with what sandbox the kernel
+// allows, warning, where it would otherwise not start (as each manifest's
+// [sandbox] allow_degraded = true would have it).
+inline constexpr char kAllowDegradedEnv[] = "CODECVISOR_ALLOW_DEGRADED_SANDBOX";
+
 struct HostOptions {
   // The device used when a decoder names none. Empty: CODECVISOR_DEFAULT_DEVICE,
   // else "cpu". A plugin is only ever used when its device is named.

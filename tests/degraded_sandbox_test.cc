@@ -1,0 +1,89 @@
+// A machine without user namespaces (a container whose seccomp profile
+// refuses them, user.max_user_namespaces = 0): no backend can start in its
+// full sandbox, and a user who cannot edit the installed manifests turns
+// on the degraded sandbox for the process with
+// CODECVISOR_ALLOW_DEGRADED_SANDBOX=1. Each case runs in a forked process
+// that first enters a user namespace of its own and forbids any further
+// one there (the limit is per namespace), so the test changes nothing
+// outside it.
+
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "core/host.h"
+#include "tests/host_test_support.h"
+#include "tests/test_paths.h"
+
+namespace codecvisor::testing {
+namespace {
+
+using ::codecvisor::internal::DecoderOptions;
+using ::codecvisor::internal::Host;
+using ::codecvisor::internal::HostOptions;
+using ::codecvisor::internal::kAllowDegradedEnv;
+
+bool WriteProc(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  out.flush();
+  return static_cast<bool>(out);
+}
+
+// In a forked child: 10 if namespaces could not be forbidden here (the
+// case cannot be made), 0 if a synthetic frame decoded, 1 if the open
+// failed with `want_in_error` in its message, 2 otherwise.
+[[noreturn]] void DecodeWithoutUserNamespaces(const std::string& video, const char* want_in_error) {
+  const uid_t uid = geteuid();
+  const gid_t gid = getegid();
+  if (unshare(CLONE_NEWUSER) != 0 || !WriteProc("/proc/self/setgroups", "deny") ||
+      !WriteProc("/proc/self/uid_map", "0 " + std::to_string(uid) + " 1") ||
+      !WriteProc("/proc/self/gid_map", "0 " + std::to_string(gid) + " 1") ||
+      !WriteProc("/proc/sys/user/max_user_namespaces", "0")) {
+    _exit(10);
+  }
+  HostOptions options;
+  options.layout = InstallLayout{Runfile("backends/sdk/runner/codecvisor-backend"), Runfile("backends/cpu")};
+  auto host = Host::Create(options);
+  if (!host.ok() || !(*host)->LoadBackend(Runfile("backends/testing/synthetic.toml")).ok()) _exit(2);
+  DecoderOptions decoder_options;
+  decoder_options.device = "synthetic";
+  auto decoder = (*host)->OpenDecoder(video, decoder_options);
+  if (!decoder.ok()) {
+    std::fprintf(stderr, "open: %s\n", decoder.status().ToString().c_str());
+    _exit(std::string(decoder.status().message()).find(want_in_error) != std::string::npos ? 1 : 2);
+  }
+  auto frame = (*decoder)->GetFrameAt(3);
+  _exit(frame.ok() && frame->index() == 3 ? 0 : 2);
+}
+
+int RunInChild(const std::string& video, const char* degraded, const char* want_in_error) {
+  const pid_t child = fork();
+  if (child == 0) {
+    if (degraded != nullptr) setenv(kAllowDegradedEnv, degraded, 1);
+    DecodeWithoutUserNamespaces(video, want_in_error);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 100 + WTERMSIG(status);
+}
+
+TEST(DegradedSandboxTest, TheEnvironmentAllowsItWhereNoUserNamespaceCanBeMade) {
+  const std::string video = WriteFile("clip.syn", "synthetic frames=10 width=8 height=4 fps=10");
+  const int strict = RunInChild(video, nullptr, "CODECVISOR_ALLOW_DEGRADED_SANDBOX=1");
+  ASSERT_NE(strict, 10) << "this machine cannot forbid user namespaces in a namespace of the test's own";
+  EXPECT_EQ(strict, 1) << "without it, the open fails naming the way out";
+  EXPECT_EQ(RunInChild(video, "1", ""), 0) << "with it, the backend runs in what sandbox there is";
+  EXPECT_EQ(RunInChild(video, "0", "CODECVISOR_ALLOW_DEGRADED_SANDBOX=1"), 1) << "only 1 turns it on";
+}
+
+}  // namespace
+}  // namespace codecvisor::testing
