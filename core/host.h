@@ -30,6 +30,7 @@
 #include "absl/strings/string_view.h"
 #include "core/discovery.h"
 #include "core/install_layout.h"
+#include "core/kernel_features.h"
 #include "core/manifest.h"
 #include "core/process.h"
 #include "core/supervisor.h"
@@ -37,11 +38,6 @@
 #include "base/mutex.h"
 
 namespace codecvisor::internal {
-
-// Set to 1, every backend of the process runs with what sandbox the kernel
-// allows, warning, where it would otherwise not start (as each manifest's
-// [sandbox] allow_degraded = true would have it).
-inline constexpr char kAllowDegradedEnv[] = "CODECVISOR_ALLOW_DEGRADED_SANDBOX";
 
 struct HostOptions {
   // The device used when a decoder names none. Empty: CODECVISOR_DEFAULT_DEVICE,

@@ -36,13 +36,19 @@ struct KernelFeature {
   std::string detail;
 };
 
+// Set to 1 in a host's environment, every backend of that process runs with
+// what sandbox the kernel allows, warning, where it would otherwise not
+// start (as each manifest's [sandbox] allow_degraded = true would have it).
+inline constexpr char kAllowDegradedEnv[] = "CODECVISOR_ALLOW_DEGRADED_SANDBOX";
+
 // How much the backend launcher needs a mechanism.
 enum class FeatureNeed {
   // Without it no backend starts (allow_degraded does not help).
   kAlways,
   // Without it a backend refuses to start unless its manifest sets
   // [sandbox] allow_degraded = true (or the host passes
-  // SpawnOptions::allow_degraded); then it runs without it, with a warning.
+  // SpawnOptions::allow_degraded, or its environment kAllowDegradedEnv);
+  // then it runs without it, with a warning.
   kUnlessDegraded,
   // Used where this user and machine have it; without it a backend starts,
   // and the host says once what is missing (a non-root user without cgroup

@@ -20,6 +20,7 @@
 #include <gtest/gtest.h>
 
 #include "core/host.h"
+#include "core/kernel_features.h"
 #include "tests/host_test_support.h"
 #include "tests/test_paths.h"
 
@@ -29,7 +30,6 @@ namespace {
 using ::codecvisor::internal::DecoderOptions;
 using ::codecvisor::internal::Host;
 using ::codecvisor::internal::HostOptions;
-using ::codecvisor::internal::kAllowDegradedEnv;
 
 bool WriteProc(const std::string& path, const std::string& text) {
   std::ofstream out(path);

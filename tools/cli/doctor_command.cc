@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <optional>
 #include <string>
@@ -76,12 +77,16 @@ BackendReport Examine(const Report& report, BackendInfo status, const std::optio
   }
   if (!report.missing_degradable.empty()) {
     const std::string missing = absl::StrJoin(report.missing_degradable, ", ");
+    const char* env = std::getenv(kAllowDegradedEnv);
     if (b.allow_degraded.value_or(false)) {
       b.notes.push_back(absl::StrCat("its manifest sets [sandbox] allow_degraded = true: it runs without ", missing,
                                      ", with a warning"));
+    } else if (env != nullptr && std::string(env) == "1") {
+      b.notes.push_back(absl::StrCat(kAllowDegradedEnv, "=1: it runs without ", missing, ", with a warning"));
     } else {
       b.notes.push_back(absl::StrCat("will refuse to start (missing: ", missing,
-                                     ") unless its manifest sets [sandbox] allow_degraded = true"));
+                                     ") unless its manifest sets [sandbox] allow_degraded = true or the environment "
+                                     "has ", kAllowDegradedEnv, "=1"));
     }
   }
   return b;
