@@ -84,6 +84,8 @@ absl::StatusOr<BackendManifest> ParseManifest(absl::string_view text, absl::stri
   if (library == nullptr || library->get().empty()) return bad("key 'library': missing, or not a string");
   m.library = library->get();
   if (m.library[0] != '/') m.library = absl::StrCat(Folder(path), "/", m.library);
+  // Normal: the runner compares its folder with the read paths.
+  m.library = std::filesystem::path(m.library).lexically_normal().string();
 
   if (auto node = table["entry"]; node) {
     const auto* entry = node.as_string();
@@ -263,8 +265,13 @@ absl::StatusOr<BackendManifest> LoadManifest(absl::string_view relative_path) {
   auto unreadable = [&](absl::string_view why) {
     return absl::NotFoundError(absl::StrCat("manifest ", path, ": cannot be read (", why, ")"));
   };
-  // O_NONBLOCK: a FIFO with no writer would block the open forever (and
-  // with it every Python thread, discovery being under the GIL).
+  // Only a regular file is opened: opening a device node may act on it.
+  struct stat before {};
+  if (stat(file.c_str(), &before) != 0) return unreadable(std::strerror(errno));
+  if (S_ISDIR(before.st_mode)) return unreadable("a folder, not a file");
+  if (!S_ISREG(before.st_mode)) return unreadable(S_ISFIFO(before.st_mode) ? "a FIFO, not a file" : "not a regular file");
+  // O_NONBLOCK: a FIFO put in its place meanwhile would block the open
+  // forever (and with it every Python thread, discovery being under the GIL).
   const int fd = open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return unreadable(std::strerror(errno));
   struct stat st {};

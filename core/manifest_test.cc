@@ -173,6 +173,10 @@ TEST(ManifestTest, ReadPathsMayBeRelativeToTheManifest) {
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_EQ(m->sandbox.read_paths,
             (std::vector<std::string>{"/site/acme", "/site/acme/lib", "/site/acme/data", "/opt/m"}));
+  auto outside = ParseManifest("name='x'\ndevices=['x']\nlibrary='../acme.libs/x.so'\nabi_version=1\n",
+                               "/site/acme/x.toml");
+  ASSERT_TRUE(outside.ok()) << outside.status();
+  EXPECT_EQ(outside->library, "/site/acme.libs/x.so") << "normal, as the runner compares it with read paths";
   auto devices = ParseManifest("name='x'\ndevices=['x']\nlibrary='x.so'\nabi_version=1\n[sandbox]\ndevices=['dev/x']\n",
                                "/site/acme/x.toml");
   EXPECT_FALSE(devices.ok());

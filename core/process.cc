@@ -40,7 +40,10 @@ constexpr int kRootStep = -2;  // the mounts around the empty-root plan's steps
 // host may have other threads holding locks (minijail's rule). On any
 // failure, the errno goes up the pipe and the child _exits.
 [[noreturn]] void ChildAfterClone(const LaunchSpec& spec, char* const* argv, char* const* envp,
-                                  int error_pipe, int go_pipe, pid_t parent) {
+                                  int error_pipe, int error_pipe_reader, int go_pipe, pid_t parent) {
+  // The host's end of the error pipe, inherited: only the host may hold it,
+  // so that its death shows as POLLERR on ours (below).
+  close(error_pipe_reader);
   auto fail = [&](int err, int step = kNoStep) {
     const ChildError report{err, step};
     (void)!write(error_pipe, &report, sizeof(report));
@@ -228,7 +231,9 @@ absl::StatusOr<ChildProcess> LaunchOnThisThread(const LaunchSpec& spec) {
                                                       "CLONE_NEWNET | CLONE_NEWIPC)"
                                                     : "clone3(CLONE_PIDFD)");
   }
-  if (pid == 0) ChildAfterClone(spec, argv.data(), envp.data(), write_end.get(), go_read.get(), parent);
+  if (pid == 0) {
+    ChildAfterClone(spec, argv.data(), envp.data(), write_end.get(), read_end.get(), go_read.get(), parent);
+  }
 
   ChildProcess child{static_cast<pid_t>(pid), ipc::UniqueFd(pidfd)};
   write_end.reset();

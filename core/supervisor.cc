@@ -256,6 +256,7 @@ void Supervisor::Reset() {
   if (state_ == BackendState::kQuarantined || state_ == BackendState::kFailed) {
     state_ = BackendState::kDiscovered;
     failure_ = absl::OkStatus();
+    first_start_retried_ = false;
     changed_.NotifyAll();
   }
 }
@@ -435,12 +436,17 @@ void Supervisor::StartBackend() {
   }
   if (process == nullptr) {
     failure_ = failed;
-    // A restart's failure may pass, and so may a first start that died
-    // (killed from outside: the OOM killer, a user's kill) or answered late
-    // (a loaded machine): retried as crashes. A first start that failed any
-    // other way never ran: a load failure (library, symbol, ABI, init) is
-    // for the user to fix, and retrying it would only repeat it.
-    if (state_ == BackendState::kRestarting || absl::IsUnavailable(failed) || absl::IsDeadlineExceeded(failed)) {
+    // A restart's failure may pass: retried as a crash. A first start that
+    // died (killed from outside: the OOM killer, a user's kill) or answered
+    // late (a loaded machine) gets one more try, as a crash; one that
+    // failed any other way, or twice, is for the user to fix (a library,
+    // symbol, ABI or init that fails, or crashes, every time), and more
+    // tries would only run the plugin's failing start again.
+    const bool may_pass = absl::IsUnavailable(failed) || absl::IsDeadlineExceeded(failed);
+    if (state_ == BackendState::kRestarting && generation_ > 0) {
+      OnFailedRestart(failed);
+    } else if (may_pass && !first_start_retried_) {
+      first_start_retried_ = true;
       state_ = BackendState::kRestarting;
       OnFailedRestart(failed);
     } else {

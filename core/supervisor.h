@@ -174,6 +174,8 @@ class Supervisor {
   // The env's exit watches of the children above, for Shutdown.
   std::map<const RunningBackend*, uint64_t> watches_ ABSL_GUARDED_BY(mu_);
   uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
+  // Whether the first start has been retried (StartBackend): once only.
+  bool first_start_retried_ ABSL_GUARDED_BY(mu_) = false;
   // Times on the env's clock.
   ipc::Clock::time_point started_at_ ABSL_GUARDED_BY(mu_);
   ipc::Clock::time_point restart_at_ ABSL_GUARDED_BY(mu_);

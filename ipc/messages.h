@@ -21,7 +21,7 @@
 
 namespace codecvisor::ipc {
 
-inline constexpr uint32_t kProtocolVersion = 1;
+inline constexpr uint32_t kProtocolVersion = 2;
 
 // Limits on what a decoded message may contain, beyond the byte limit of the
 // ring. Each stops a peer from making the host allocate or iterate without

@@ -8,7 +8,7 @@
 # A backend process has one control channel (created at spawn, no arena) and
 # one session channel per open video. On the control channel: hello, open,
 # attach, ping, close (of a session not yet attached). On a session channel:
-# metadata, frames, ping, close.
+# metadata, frames, cancel, ping, close.
 #
 # Compatibility: fields are only ever added, with new ordinals; a change that
 # cannot be expressed that way bumps `protocolVersion`, and the handshake
@@ -19,7 +19,8 @@
 using Cxx = import "/capnp/c++.capnp";
 $Cxx.namespace("codecvisor::ipc::wire");
 
-const protocolVersion :UInt32 = 1;
+# 2: a session's `cancel` request, which a runner speaking 1 cannot read.
+const protocolVersion :UInt32 = 2;
 
 # ---- handshake -------------------------------------------------------------
 

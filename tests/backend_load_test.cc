@@ -223,5 +223,27 @@ TEST_F(FaultTest, APluginsOwnLibraryBesideItIsFoundThroughOrigin) {
   EXPECT_NE(unread.status().message().find("read_paths = [\".\"]"), std::string::npos) << unread.status();
 }
 
+// A library that is a link to outside the folder its manifest grants is
+// not readable by its path in the sandbox; the runner falls back to the
+// descriptor the host opened, which works wherever the link points.
+TEST_F(FaultTest, ALibraryLinkedFromOutsideTheReadPathsStillLoads) {
+  const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/linked";
+  mkdir(dir.c_str(), 0755);
+  std::filesystem::create_symlink(Runfile("backends/testing/libcodecvisor_hostile.so"),
+                                  dir + "/libcodecvisor_hostile.so");
+  WriteFile("linked/hostile.toml",
+            "name = \"hostile\"\ndevices = [\"hostile\"]\nlibrary = \"libcodecvisor_hostile.so\"\nabi_version = 1\n"
+            "[sandbox]\nread_paths = [\".\"]\n");
+  ASSERT_TRUE(host_->LoadBackend(dir + "/hostile.toml").ok());
+  FaultRow& row = Row("a plugin library linked from outside its read_paths = [\".\"]");
+  ++row.tries;
+  auto d = Open(WriteSyntheticVideo("linked.syn"), "hostile");
+  row.Saw("open " + CodeName(d.status()));
+  ASSERT_TRUE(d.ok()) << d.status();
+  auto f = (*d)->GetFrameAt(1);
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_TRUE(IsSyntheticFrame(*f, 1));
+}
+
 }  // namespace
 }  // namespace codecvisor::testing

@@ -59,16 +59,28 @@ TEST(HostDeathTest, AHostKilledWhileItsBackendIsStoppedTakesTheBackendWithIt) {
     waitpid(host, &status, 0);
     FAIL() << "the host process could not start its backend (exit " << WEXITSTATUS(status) << ")";
   }
-  ASSERT_GT(backend, 0);
+  // Through a pidfd: a signal that never reaches a reused pid.
   const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, backend, 0));
+  // Whatever fails below, neither process outlives the test.
+  struct KillBoth {
+    pid_t host;
+    int backend;
+    ~KillBoth() {
+      if (host > 0 && kill(host, SIGKILL) == 0) waitpid(host, nullptr, 0);
+      if (backend >= 0) {
+        syscall(SYS_pidfd_send_signal, backend, SIGKILL, nullptr, 0);
+        close(backend);
+      }
+    }
+  } cleanup{host, pidfd};
+  ASSERT_GT(backend, 0);
   ASSERT_GE(pidfd, 0);
-  ASSERT_EQ(kill(backend, SIGSTOP), 0);
+  ASSERT_EQ(syscall(SYS_pidfd_send_signal, pidfd, SIGSTOP, nullptr, 0), 0);
   ASSERT_EQ(kill(host, SIGKILL), 0);
   ASSERT_EQ(waitpid(host, nullptr, 0), host);
+  cleanup.host = 0;
   pollfd exited{pidfd, POLLIN, 0};
   const int ready = poll(&exited, 1, 30'000);
-  if (ready != 1) kill(backend, SIGKILL);  // leave nothing behind either way
-  close(pidfd);
   EXPECT_EQ(ready, 1) << "the backend (pid " << backend << ") outlived its killed host";
 }
 

@@ -23,6 +23,7 @@ import importlib.metadata
 import json
 import os
 import re
+import stat
 import urllib.parse
 from typing import Iterator, List, Optional, Set
 
@@ -54,14 +55,31 @@ def discover() -> List[PluginManifest]:
     return sorted(found, key=lambda p: (p.name, p.entry_point, p.manifest_path or ""))
 
 
+# The most of a manifest the host reads (kMaxManifestBytes, core/manifest.h).
+_MAX_MANIFEST_BYTES = 64 << 10
+
+
 def manifest_names(path: Optional[str]) -> Set[str]:
     """The backend name and device names a manifest declares, as far as it
     can be read (a broken plugin's manifest may be garbage): so that asking
     for a failed plugin's device can name the plugin."""
     try:
         import tomllib  # Python 3.11
-        with open(path, "rb") as f:
-            manifest = tomllib.load(f)
+        # As the host reads a manifest: only a regular file, opened without
+        # blocking (a FIFO would hang this lookup forever), and no more of it
+        # than the host would read.
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return set()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return set()
+            text = os.read(fd, _MAX_MANIFEST_BYTES + 1)
+        finally:
+            os.close(fd)
+        if len(text) > _MAX_MANIFEST_BYTES:
+            return set()
+        manifest = tomllib.loads(text.decode("utf-8"))
         devices = manifest.get("devices")
         names = [manifest.get("name")] + (devices if isinstance(devices, list) else [])
         return {n.split(":")[0] for n in names if isinstance(n, str)}

@@ -3,7 +3,8 @@
 #include <signal.h>
 
 #include <atomic>
-#include <utility>
+
+#include "pybind11/pybind11.h"
 
 namespace codecvisor::python {
 namespace {
@@ -16,25 +17,32 @@ std::atomic<bool> g_sigint{false};
 static_assert(std::atomic<bool>::is_always_lock_free, "set from a signal handler");
 
 void NoteSigint(int signal, siginfo_t* info, void* context) {
-  g_sigint.store(true, std::memory_order_relaxed);
+  // Python's handler first: once the note is seen, the signal is pending
+  // in Python too, whichever thread the kernel ran this on.
   if ((g_replaced.sa_flags & SA_SIGINFO) != 0) {
     g_replaced.sa_sigaction(signal, info, context);
   } else if (g_replaced.sa_handler != SIG_DFL && g_replaced.sa_handler != SIG_IGN) {
     g_replaced.sa_handler(signal);
   }
+  g_sigint.store(true, std::memory_order_release);
 }
 
-bool OnMainThread() {
-  pybind11::object main = pybind11::module_::import("threading").attr("main_thread")();
-  return main.attr("ident").cast<unsigned long>() == PyThread_get_thread_ident();
+// On the main thread with Python's default SIGINT handler, the one that
+// raises KeyboardInterrupt: only then is cancelling the request for it
+// what Python would do.
+bool ShouldWatch() {
+  pybind11::module_ threading = pybind11::module_::import("threading");
+  if (threading.attr("main_thread")().attr("ident").cast<unsigned long>() != PyThread_get_thread_ident()) {
+    return false;
+  }
+  pybind11::module_ signal_module = pybind11::module_::import("signal");
+  return signal_module.attr("getsignal")(static_cast<int>(SIGINT)).is(signal_module.attr("default_int_handler"));
 }
 
 }  // namespace
 
 InterruptWatch::InterruptWatch() {
-  // Nested (a signal handler that decodes, run by Raised()): the outer
-  // watch goes on watching.
-  if (g_installed || !OnMainThread()) return;
+  if (g_installed || !ShouldWatch()) return;
   struct sigaction current {};
   if (sigaction(SIGINT, nullptr, &current) != 0) return;
   if ((current.sa_flags & SA_SIGINFO) == 0 && (current.sa_handler == SIG_DFL || current.sa_handler == SIG_IGN)) {
@@ -60,17 +68,10 @@ InterruptWatch::~InterruptWatch() {
   g_installed = false;
 }
 
-bool InterruptWatch::Raised() {
-  if (error_.has_value()) return true;
-  if (!active_ || !g_sigint.exchange(false, std::memory_order_relaxed)) return false;
-  pybind11::gil_scoped_acquire gil;
-  if (PyErr_CheckSignals() == 0) return false;
-  error_.emplace();  // takes the exception out of the thread's state
-  return true;
-}
+bool InterruptWatch::Raised() const { return active_ && g_sigint.load(std::memory_order_acquire); }
 
-void InterruptWatch::Rethrow() {
-  if (error_.has_value()) throw *std::exchange(error_, std::nullopt);
+void InterruptWatch::Rethrow() const {
+  if (Raised() && PyErr_CheckSignals() != 0) throw pybind11::error_already_set();
 }
 
 }  // namespace codecvisor::python

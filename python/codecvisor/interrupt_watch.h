@@ -2,24 +2,21 @@
 // released, so Python cannot run its SIGINT handler until the request
 // ends: a KeyboardInterrupt would wait for every frame asked for. An
 // InterruptWatch, made by a request on the main thread (the only one
-// Python runs signal handlers on), puts a C handler in front of the
-// process's SIGINT handler that notes the signal and then calls the one
-// it replaced (Python's, which marks its handler pending). The request's
-// sink asks Raised() before each frame: after a SIGINT, it takes the GIL
-// and runs the pending Python handlers (PyErr_CheckSignals). If one
-// raised (by default KeyboardInterrupt), the sink fails, which cancels the
-// request in the backend (core: a sink's error stops its decoding), and
-// Rethrow() raises that exception once the decoder is free again. A
-// handler that does not raise lets the request go on. Where SIGINT is
-// ignored or left at its default (which ends the process), or on any other
-// thread, the watch does nothing.
+// Python runs signal handlers on) while SIGINT's Python handler is the
+// default one (which raises KeyboardInterrupt), puts a C handler in front
+// of the process's SIGINT handler: it calls the one it replaced (Python's,
+// which marks the signal pending) and then notes the signal. The request's
+// sink asks Raised() before each frame, which reads that note and nothing
+// else (no GIL, no Python code while the decoder's lock is held); a true
+// answer fails the sink, which cancels the request in the backend (core: a
+// sink's error stops its decoding). Once the decoder's lock is released,
+// Rethrow() runs Python's pending handlers, which raise KeyboardInterrupt.
+// With any other SIGINT handler (the user's own, which may not raise, or
+// SIG_IGN / SIG_DFL), on any other thread, or nested, the watch does
+// nothing: the request runs to its end and Python handles the signal then.
 
 #ifndef CODECVISOR_PYTHON_CODECVISOR_INTERRUPT_WATCH_H_
 #define CODECVISOR_PYTHON_CODECVISOR_INTERRUPT_WATCH_H_
-
-#include <optional>
-
-#include "pybind11/pybind11.h"
 
 namespace codecvisor::python {
 
@@ -33,16 +30,14 @@ class InterruptWatch {
   InterruptWatch(const InterruptWatch&) = delete;
   InterruptWatch& operator=(const InterruptWatch&) = delete;
 
-  // With the GIL released, on the thread that made the watch: whether a
-  // Python signal handler raised since the watch began (the exception is
-  // kept for Rethrow). Takes the GIL only after a SIGINT.
-  bool Raised();
-  // With the GIL held: raises the kept exception, if any.
-  void Rethrow();
+  // Any thread, no GIL: whether SIGINT arrived since the watch began.
+  bool Raised() const;
+  // With the GIL held, the decoder's lock released: after a SIGINT, runs
+  // Python's pending signal handlers and raises what they raised.
+  void Rethrow() const;
 
  private:
   bool active_ = false;
-  std::optional<pybind11::error_already_set> error_;
 };
 
 }  // namespace codecvisor::python

@@ -93,6 +93,13 @@ int Main(int argc, char** argv) {
   const std::string open_path = LibraryOpenPath(library, args.library_fd, args.read_paths);
   absl::StatusOr<LoadedBackend> loaded =
       load_status.ok() ? LoadBackendLibrary(open_path, library, entry, name) : load_status;
+  if (load_status.ok() && !loaded.ok() && args.library_fd >= 0 && open_path == library) {
+    // By its path the sandbox may still refuse it (a link to outside the
+    // read paths): the descriptor the host opened works wherever it points.
+    absl::StatusOr<LoadedBackend> by_fd =
+        LoadBackendLibrary(absl::StrCat("/proc/self/fd/", args.library_fd), library, entry, name);
+    if (by_fd.ok()) loaded = std::move(by_fd);
+  }
   if (!loaded.ok()) {
     load_status = loaded.status();
   } else {
