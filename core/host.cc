@@ -131,6 +131,14 @@ void Host::Add(DiscoveredBackend b) {
   entry.devices = b.devices;
   if (b.manifest.ok()) {
     entry.supervisor = std::make_shared<Supervisor>(*b.manifest, env_, options_.supervision);
+    std::vector<std::string> taken;
+    for (const std::string& device : b.manifest->devices) {
+      if (std::find(b.devices.begin(), b.devices.end(), device) == b.devices.end()) taken.push_back(device);
+    }
+    if (!taken.empty()) {
+      entry.note = absl::StrCat("its device", taken.size() > 1 ? "s '" : " '", absl::StrJoin(taken, "', '"),
+                                "' went to a backend found before it (see the warnings)");
+    }
   } else {
     entry.failure = b.manifest.status();
   }
@@ -306,7 +314,7 @@ std::vector<BackendStatus> Host::Backends() const {
     } else {
       SupervisorStatus st = entry.supervisor->Status();
       s.state = StateName(st.state);
-      s.diagnostic = st.diagnostic;
+      s.diagnostic = st.diagnostic.empty() ? entry.note : st.diagnostic;
       s.pid = st.pid;
       s.uptime_seconds = std::chrono::duration<double>(st.uptime).count();
       s.sessions = st.sessions;

@@ -135,6 +135,7 @@ class Host {
     std::vector<std::string> devices;
     std::shared_ptr<Supervisor> supervisor;  // null when the manifest failed
     absl::Status failure;                    // why, then
+    std::string note;                        // its devices another backend took first, if any
   };
 
   const HostOptions options_;

@@ -223,6 +223,20 @@ TEST_F(FaultTest, APluginsOwnLibraryBesideItIsFoundThroughOrigin) {
   EXPECT_NE(unread.status().message().find("read_paths = [\".\"]"), std::string::npos) << unread.status();
 }
 
+// A plugin whose device another backend took first is listed saying so,
+// not as a sound backend that serves nothing.
+TEST_F(FaultTest, ABackendWhoseDeviceWasTakenSaysSo) {
+  const std::string path =
+      WriteFile("twin.toml", "name='twin'\ndevices=['synthetic', 'twin']\nlibrary='" +
+                                 Runfile("backends/testing/libcodecvisor_synthetic.so") + "'\nabi_version=1\n");
+  ASSERT_TRUE(host_->LoadBackend(path).ok());
+  const BackendStatus twin = StatusOf("twin");
+  EXPECT_EQ(twin.devices, std::vector<std::string>{"twin"});
+  EXPECT_NE(twin.diagnostic.find("its device 'synthetic' went to a backend found before it"), std::string::npos)
+      << twin.diagnostic;
+  EXPECT_EQ(StatusOf("synthetic").diagnostic, "");
+}
+
 // A library that is a link to outside the folder its manifest grants is
 // not readable by its path in the sandbox; the runner falls back to the
 // descriptor the host opened, which works wherever the link points.
