@@ -49,6 +49,13 @@ std::string Folder(absl::string_view path) {
   return slash == absl::string_view::npos ? std::string(".") : std::string(path.substr(0, slash));
 }
 
+// Why a file of this mode is not read as a manifest.
+const char* NotAFile(mode_t mode) {
+  if (S_ISDIR(mode)) return "a folder, not a file";
+  if (S_ISFIFO(mode)) return "a FIFO, not a file";
+  return "not a regular file";
+}
+
 }  // namespace
 
 absl::StatusOr<BackendManifest> ParseManifest(absl::string_view text, absl::string_view path) {
@@ -268,8 +275,7 @@ absl::StatusOr<BackendManifest> LoadManifest(absl::string_view relative_path) {
   // Only a regular file is opened: opening a device node may act on it.
   struct stat before {};
   if (stat(file.c_str(), &before) != 0) return unreadable(std::strerror(errno));
-  if (S_ISDIR(before.st_mode)) return unreadable("a folder, not a file");
-  if (!S_ISREG(before.st_mode)) return unreadable(S_ISFIFO(before.st_mode) ? "a FIFO, not a file" : "not a regular file");
+  if (!S_ISREG(before.st_mode)) return unreadable(NotAFile(before.st_mode));
   // O_NONBLOCK: a FIFO put in its place meanwhile would block the open
   // forever (and with it every Python thread, discovery being under the GIL).
   const int fd = open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -291,10 +297,7 @@ absl::StatusOr<BackendManifest> LoadManifest(absl::string_view relative_path) {
     text.resize(done);
   }
   close(fd);
-  if (!regular) {
-    return unreadable(S_ISDIR(st.st_mode) ? "a folder, not a file" : S_ISFIFO(st.st_mode) ? "a FIFO, not a file"
-                                                                                          : "not a regular file");
-  }
+  if (!regular) return unreadable(NotAFile(st.st_mode));
   if (read_error != 0) return unreadable(std::strerror(read_error));
   return ParseManifest(text, path);
 }

@@ -51,7 +51,7 @@ bool WriteProc(const std::string& path, const std::string& text) {
     _exit(10);
   }
   HostOptions options;
-  options.layout = InstallLayout{Runfile("backends/sdk/runner/codecvisor-backend"), Runfile("backends/cpu")};
+  options.layout = TestLayout();
   auto host = Host::Create(options);
   if (!host.ok() || !(*host)->LoadBackend(Runfile("backends/testing/synthetic.toml")).ok()) _exit(2);
   DecoderOptions decoder_options;

@@ -27,7 +27,7 @@ using ::codecvisor::internal::HostOptions;
 // In the host's process: starts the backend, reports its pid, waits.
 [[noreturn]] void RunHost(int report) {
   HostOptions options;
-  options.layout = InstallLayout{Runfile("backends/sdk/runner/codecvisor-backend"), Runfile("backends/cpu")};
+  options.layout = TestLayout();
   auto host = Host::Create(options);
   if (!host.ok()) _exit(2);
   if (!(*host)->LoadBackend(Runfile("backends/testing/synthetic.toml")).ok()) _exit(3);

@@ -15,6 +15,10 @@ using ::codecvisor::internal::DecoderOptions;
 using ::codecvisor::internal::Frame;
 using ::codecvisor::internal::OutputFormat;
 
+InstallLayout TestLayout() {
+  return InstallLayout{Runfile("backends/sdk/runner/codecvisor-backend"), Runfile("backends/cpu")};
+}
+
 pid_t BackendPid(const Host& host, const std::string& name) {
   for (const auto& backend : host.Backends()) {
     if (backend.name == name) return backend.pid;
@@ -24,7 +28,7 @@ pid_t BackendPid(const Host& host, const std::string& name) {
 
 void HostSyntheticTest::SetUp() {
   HostOptions options;
-  options.layout = InstallLayout{Runfile("backends/sdk/runner/codecvisor-backend"), Runfile("backends/cpu")};
+  options.layout = TestLayout();
   auto host = Host::Create(options);
   ASSERT_TRUE(host.ok()) << host.status();
   host_ = *std::move(host);

@@ -27,6 +27,9 @@ using ::codecvisor::internal::Frame;
 using ::codecvisor::internal::OutputFormat;
 
 // The pid of the backend named `name` (0 while it has no process).
+// The runner and built-in manifests of this test's runfiles.
+InstallLayout TestLayout();
+
 pid_t BackendPid(const Host& host, const std::string& name);
 inline pid_t SyntheticPid(const Host& host) { return BackendPid(host, "synthetic"); }
 

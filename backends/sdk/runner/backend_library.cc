@@ -48,8 +48,10 @@ std::string LibraryOpenPath(const std::string& library, int library_fd, const st
       return library;
     }
   }
-  return absl::StrCat("/proc/self/fd/", library_fd);
+  return DescriptorPath(library_fd);
 }
+
+std::string DescriptorPath(int fd) { return absl::StrCat("/proc/self/fd/", fd); }
 
 std::string LoadFailureAdvice(absl::string_view why, absl::string_view display) {
   // "LIB: undefined symbol: SYM": LIB (the plugin, or a library it links)

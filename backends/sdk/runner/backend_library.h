@@ -42,6 +42,9 @@ struct LoadedBackend {
 // against the library that defines it.
 std::string LoadFailureAdvice(absl::string_view why, absl::string_view display);
 
+// The path through which the runner opens descriptor `fd` (/proc/self/fd/N).
+std::string DescriptorPath(int fd);
+
 // What dlopen opens for the plugin at `library` (its absolute path), which
 // the host also opened for us as descriptor `library_fd` (-1 if not): the
 // path itself when the sandbox may read the plugin's folder (it is, or is

@@ -81,7 +81,7 @@ int Main(int argc, char** argv) {
   if (args.backtrace) {
     // Before the sandbox: opens our own executable and loads the unwinder.
     PrepareCrashBacktrace(name, args.library_fd,
-                          args.library_fd >= 0 ? absl::StrCat("/proc/self/fd/", args.library_fd) : library, library);
+                          args.library_fd >= 0 ? DescriptorPath(args.library_fd) : library, library);
   }
   // Past RLIMIT_FSIZE (set by the host), a write to stderr should fail, not
   // kill the backend.
@@ -97,7 +97,7 @@ int Main(int argc, char** argv) {
     // By its path the sandbox may still refuse it (a link to outside the
     // read paths): the descriptor the host opened works wherever it points.
     absl::StatusOr<LoadedBackend> by_fd =
-        LoadBackendLibrary(absl::StrCat("/proc/self/fd/", args.library_fd), library, entry, name);
+        LoadBackendLibrary(DescriptorPath(args.library_fd), library, entry, name);
     if (by_fd.ok()) loaded = std::move(by_fd);
   }
   if (!loaded.ok()) {
