@@ -76,6 +76,11 @@ check "empty slice" run_cv 0 "$tmp/stdout" "$tmp/err" decode "$video" --frames 3
 check "empty slice message" grep -q "^codecvisor decode: $tmp/clip.mp4: --frames 30:40 selects no frames (of 25); nothing written$" "$tmp/err"
 check "empty slice json" [ "$(cat "$tmp/stdout")" = "{\"schema_version\":1,\"file\":\"$video\",\"format\":\"png\",\"frames\":[]}" ]
 check "empty slice writes nothing" [ ! -e "$tmp/empty" ]
+# an empty time range, as Python's get_frames_played_in_range(t, t): no frames, no error
+check "empty time range" run_cv 0 "$tmp/stdout" "$tmp/err" decode "$video" --time-range 0.4:0.4 --json --out "$tmp/empty_tr"
+check "empty time range message" grep -q "^codecvisor decode: $tmp/clip.mp4: --time-range 0.4:0.4 selects no frames (of 25); nothing written$" "$tmp/err"
+check "empty time range writes nothing" [ ! -e "$tmp/empty_tr" ]
+check "reversed time range" run_cv 105 "$tmp/stdout" "$tmp/err" decode "$video" --time-range 0.4:0.3 --out "$tmp/rev_tr"
 
 # repeated indices: every frame kept, named by its position in the request
 check "decode repeated indices" run_cv 0 "$tmp/stdout" "$tmp/err" decode "$video" --format ppm --indices 5,3,5,-20 --out "$tmp/rep"
@@ -216,6 +221,11 @@ check "conformance --min-psnr-floor must be positive" run_cv 105 "$tmp/stdout" "
   --min-psnr-floor 0
 check "conformance of an unknown backend" run_cv 1 "$tmp/stdout" "$tmp/err" conformance --backend nope
 check "conformance names what is installed" grep -q "no backend named 'nope' (installed: cpu.*CODECVISOR_BACKEND_PATH" "$tmp/err"
+check "conformance --json of an unknown backend" run_cv 1 "$tmp/stdout" "$tmp/err" conformance --backend nope --json
+check "conformance --json says why on stdout" grep -qE '^\{"schema_version":1,"backend":"nope","manifest":null,"version":null,"error":"no backend named .nope. \(installed: cpu.*","passed":0,"failed":0,"checks":\[\]\}$' "$tmp/stdout"
+printf 'name = = "x"\n' >"$tmp/garbage.toml"
+check "conformance --json of an unparsable manifest" run_cv 1 "$tmp/stdout" "$tmp/err" conformance --backend-manifest "$tmp/garbage.toml" --json
+check "conformance --json names the manifest and the parse error" grep -qE '"manifest":"[^"]*garbage.toml","version":null,"error":"manifest [^"]*garbage.toml: line 1: [^"]+"' "$tmp/stdout"
 
 # Every --json output opens with its schema version (tools/README.md), the
 # conformance report's too.

@@ -20,6 +20,7 @@ std::string ToJson(const conformance::ConformanceReport& report) {
   w.Key("backend").String(report.backend);
   w.Key("manifest").String(report.manifest_path);
   w.Key("version").String(report.backend_version);
+  w.Key("error").Null();
   w.Key("passed").Int(report.passed());
   w.Key("failed").Int(report.failed());
   w.Key("checks").BeginArray();
@@ -32,6 +33,25 @@ std::string ToJson(const conformance::ConformanceReport& report) {
     w.EndObject();
   }
   w.EndArray();
+  w.EndObject();
+  return w.str();
+}
+
+// The suite could not run at all: the backend and manifest as asked for,
+// why, and no checks, so that a script reading stdout still gets an answer.
+std::string ErrorJson(const ConformanceArgs& args, const absl::Status& status) {
+  JsonWriter w;
+  w.BeginObject();
+  w.Key("schema_version").Int(kJsonSchemaVersion);
+  w.Key("backend");
+  args.backend.empty() ? w.Null() : w.String(args.backend);
+  w.Key("manifest");
+  args.manifest.empty() ? w.Null() : w.String(args.manifest);
+  w.Key("version").Null();
+  w.Key("error").String(status.message());
+  w.Key("passed").Int(0);
+  w.Key("failed").Int(0);
+  w.Key("checks").BeginArray().EndArray();
   w.EndObject();
   return w.str();
 }
@@ -57,6 +77,7 @@ int RunConformance(const ConformanceArgs& args) {
   absl::StatusOr<conformance::ConformanceReport> report = conformance::RunConformance(target, options);
   if (!report.ok()) {
     std::cerr << "codecvisor conformance: " << report.status().message() << "\n";
+    if (args.json) std::cout << ErrorJson(args, report.status()) << "\n";
     return 1;
   }
   if (args.json) {

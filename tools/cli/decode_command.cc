@@ -145,7 +145,9 @@ int RunDecode(const DecodeArgs& args) {
   if (SelectedFrameCount(*selection) == 0) {
     // An empty slice, as in Python: no frames, no output, and no error.
     if (!args.quiet) {
-      const std::string what = args.selection.frames.empty() ? "the stream" : "--frames " + args.selection.frames;
+      const std::string what = !args.selection.frames.empty()       ? "--frames " + args.selection.frames
+                               : !args.selection.time_range.empty() ? "--time-range " + args.selection.time_range
+                                                                    : "the stream";
       std::fprintf(stderr, "codecvisor decode: %s: %s selects no frames (of %lld); nothing written\n", file.c_str(),
                    what.c_str(), static_cast<long long>(decoder.metadata().num_frames()));
     }

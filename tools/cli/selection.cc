@@ -131,7 +131,8 @@ absl::StatusOr<FrameSelection::PlayedInRange> ParseTimeRange(absl::string_view t
   if (!start.ok()) return start.status();
   absl::StatusOr<double> stop = ParseSeconds(text, parts[1]);
   if (!stop.ok()) return stop.status();
-  if (!(*stop > *start)) return Invalid(text, "STOP must be greater than START");
+  // As Python's get_frames_played_in_range: START == STOP selects no frames.
+  if (!(*stop >= *start)) return Invalid(text, "STOP must not be less than START");
   return FrameSelection::PlayedInRange{*start, *stop};
 }
 
@@ -222,6 +223,9 @@ std::optional<int64_t> SelectedFrameCount(const FrameSelection& selection) {
     // In unsigned arithmetic so that extreme values cannot overflow.
     const uint64_t span = static_cast<uint64_t>(range->stop) - static_cast<uint64_t>(range->start);
     return static_cast<int64_t>((span - 1) / static_cast<uint64_t>(range->step) + 1);
+  }
+  if (auto* span = std::get_if<FrameSelection::PlayedInRange>(&selection.get())) {
+    if (span->start_seconds == span->stop_seconds) return 0;
   }
   return std::nullopt;
 }

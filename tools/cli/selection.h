@@ -70,7 +70,8 @@ struct FrameRangeSpec {
                                                             const StreamMetadata& metadata);
 
 // How many frames `selection` yields, when that is known before decoding
-// (index and time lists, index ranges); nullopt for time ranges.
+// (index and time lists, index ranges, a time range from a time to
+// itself: 0); nullopt for other time ranges.
 std::optional<int64_t> SelectedFrameCount(const FrameSelection& selection);
 
 // Whether `selection` may yield the same frame more than once: an index

@@ -80,9 +80,17 @@ TEST(ParseTimeRangeTest, GoodAndBad) {
   ASSERT_TRUE(range.ok()) << range.status();
   EXPECT_DOUBLE_EQ(range->start_seconds, 1.5);
   EXPECT_DOUBLE_EQ(range->stop_seconds, 2.25);
-  for (const char* bad : {"", "1.5", "1:2:3", ":2", "1:", "2:1", "1:1", "a:b", "0:inf"}) {
+  for (const char* bad : {"", "1.5", "1:2:3", ":2", "1:", "2:1", "1:0.999", "a:b", "0:inf"}) {
     EXPECT_FALSE(ParseTimeRange(bad).ok()) << "'" << bad << "' was accepted";
   }
+}
+
+// As Python's get_frames_played_in_range(t, t): an empty answer, not an error.
+TEST(ParseTimeRangeTest, AnEmptyRangeSelectsNoFrames) {
+  auto empty = ParseTimeRange("1:1");
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ(SelectedFrameCount(FrameSelection::PlayedInSeconds(empty->start_seconds, empty->stop_seconds)), 0);
+  EXPECT_EQ(SelectedFrameCount(FrameSelection::PlayedInSeconds(1, 1.5)), std::nullopt) << "known only once decoded";
 }
 
 TEST(BuildSelectionTest, NoFlagMeansEveryFrame) {
