@@ -111,6 +111,13 @@ TEST_F(BadInputTest, TextFileIsNotAVideo) {
   ExpectOpenFails(path, CV_ERROR_CORRUPT_DATA, "notes.txt", "cannot be demuxed");
 }
 
+// A sound file whose frames are past the backend's 16384 per side: not
+// decodable here, as a codec without a decoder is, and not corrupt.
+TEST_F(BadInputTest, FramesLargerThanTheBackendDecodesAreUnsupported) {
+  ExpectOpenFails(MakeVideo("wide.mkv", "-f lavfi -i color=red:size=16400x16:rate=5 -frames:v 3 -c:v ffv1"),
+                  CV_ERROR_UNSUPPORTED, "wide.mkv", "frames of 16400x16 are larger than this backend decodes");
+}
+
 TEST_F(BadInputTest, EmptyFile) {
   ExpectOpenFails(WriteFile("empty.mp4", ""), CV_ERROR_CORRUPT_DATA, "empty.mp4",
                   "cannot be demuxed");

@@ -32,11 +32,14 @@ bool CanOutputNative(const AVPixFmtDescriptor* desc) {
 
 absl::StatusOr<cv_frame_layout> ComputeLayout(cv_output_format format, AVPixelFormat native,
                                               uint32_t width, uint32_t height) {
-  if (width == 0 || height == 0 || width > kMaxOutputSide || height > kMaxOutputSide ||
-      uint64_t{width} * height > kMaxOutputPixels) {
-    return absl::InvalidArgumentError(absl::StrCat("output size ", width, "x", height,
-                                                   " is outside 1x1..", kMaxOutputSide, "x",
-                                                   kMaxOutputSide));
+  // The size is the stream's: none is a broken header, too large one this
+  // backend does not decode (as a codec it has no decoder for).
+  if (width == 0 || height == 0) {
+    return absl::DataLossError(absl::StrCat("the stream's frames are ", width, "x", height));
+  }
+  if (width > kMaxOutputSide || height > kMaxOutputSide || uint64_t{width} * height > kMaxOutputPixels) {
+    return absl::UnimplementedError(absl::StrCat("frames of ", width, "x", height, " are larger than this backend decodes (",
+                                                 kMaxOutputSide, " per side, ", kMaxOutputPixels, " pixels)"));
   }
   const AVPixFmtDescriptor* desc = av_pix_fmt_desc_get(native);
   if (desc == nullptr) {

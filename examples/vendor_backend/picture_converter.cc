@@ -52,9 +52,12 @@ AVPixelFormat PixelFormatOf(const Dav1dSequenceHeader& seq) {
 
 Status PictureConverter::Create(cv_output_format format, AVPixelFormat native, uint32_t width, uint32_t height,
                                 std::unique_ptr<PictureConverter>* out) {
-  if (width == 0 || height == 0 || width > kMaxSide || height > kMaxSide || uint64_t{width} * height > kMaxPixels) {
-    return Status(CV_ERROR_INVALID_ARGUMENT,
-                  Sprintf("output size %ux%u is outside 1x1..%ux%u", width, height, kMaxSide, kMaxSide));
+  if (width == 0 || height == 0) {
+    return Status(CV_ERROR_CORRUPT_DATA, Sprintf("the stream's frames are %ux%u", width, height));
+  }
+  if (width > kMaxSide || height > kMaxSide || uint64_t{width} * height > kMaxPixels) {
+    return Status(CV_ERROR_UNSUPPORTED, Sprintf("frames of %ux%u are larger than this backend decodes (%u per side, %llu pixels)",
+                                                width, height, kMaxSide, static_cast<unsigned long long>(kMaxPixels)));
   }
   const AVPixFmtDescriptor* desc = av_pix_fmt_desc_get(native);
   if (desc == nullptr) {

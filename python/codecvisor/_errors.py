@@ -31,6 +31,15 @@ class VideoError(CodecvisorError):
     the backend does not read (code DATA_LOSS)."""
 
 
+class UnsupportedVideoError(VideoError, ValueError):
+    """The video is one the backend does not decode, or not as asked: a codec
+    it has no decoder for, a pixel format it cannot convert, frames larger
+    than it decodes, or (approximate mode) a header without the frame rate
+    or count that mode needs (code UNIMPLEMENTED). A ``ValueError``, as
+    torchcodec's option checks are; a ``VideoError``, so a batch job's
+    ``on_error="skip"`` skips such a file as it skips a corrupt one."""
+
+
 class NoSuchDeviceError(CodecvisorError, ValueError):
     """No backend serves the requested device, or its plugin failed to load
     (the message says why)."""
@@ -67,8 +76,10 @@ def translate(error, path=None, backend_started=False):
             return PermissionError(errno.EACCES, message, path)
     if code == "OUT_OF_RANGE":
         return IndexError(message)
-    if code in ("INVALID_ARGUMENT", "UNIMPLEMENTED"):
+    if code == "INVALID_ARGUMENT":
         return ValueError(message)
+    if code == "UNIMPLEMENTED":
+        return UnsupportedVideoError(message, code)
     if code == "NOT_FOUND":
         if path is not None and not os.path.exists(path):
             return FileNotFoundError(message)

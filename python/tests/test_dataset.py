@@ -20,7 +20,7 @@ from codecvisor.decoders import VideoDecoder
 from codecvisor.samplers import clips_at_regular_indices
 
 import readme_snippets
-from conftest import synthetic_clip
+from conftest import make_video, synthetic_clip
 
 CRASH, HANG = 6, 17  # the bad ones among 20
 SAMPLER = functools.partial(clips_at_regular_indices, num_clips=2, num_frames_per_clip=3)
@@ -136,6 +136,20 @@ def test_missing_and_corrupt_files_are_skipped_with_their_reason(tmp_path):
     assert isinstance(ClipDataset([(good, 0)], SAMPLER, decoder_options=dict(device="faulty"))[0], tuple)
     batch = collate_clips([missing, junk])
     assert batch.clips is None and batch.labels is None and batch.skipped == [missing, junk]
+
+
+def test_a_video_the_backend_does_not_decode_is_skipped(tmp_path):
+    # 16400 px wide, past the cpu backend's 16384 per side.
+    wide = make_video(tmp_path / "wide.mkv", ["-f", "lavfi", "-i", "color=red:size=16400x16:rate=5", "-frames:v", "3",
+                                              "-c:v", "ffv1"])
+    good = make_video(tmp_path / "good.mkv", ["-f", "lavfi", "-i", "testsrc2=size=32x16:rate=5", "-frames:v", "12",
+                                              "-c:v", "ffv1"])
+    skipped, kept = ClipDataset([(wide, 0), (good, 1)], SAMPLER)
+    assert isinstance(skipped, Skipped) and skipped.error == "UnsupportedVideoError", skipped
+    assert "larger than this backend decodes" in skipped.message
+    assert kept[1] == 1
+    with pytest.raises(codecvisor.UnsupportedVideoError):
+        ClipDataset([(wide, 0)], SAMPLER, on_error="raise")[0]
 
 
 def test_a_quarantined_backend_skips_what_follows(tmp_path):

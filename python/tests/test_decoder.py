@@ -388,6 +388,18 @@ def test_a_corrupt_file_is_a_clear_error(tmp_path):
     assert "garbage.mp4" in str(e.value)
 
 
+def test_frames_larger_than_the_backend_decodes_are_an_unsupported_video(tmp_path):
+    # 16400 px wide: past the cpu backend's 16384 per side. A property of the
+    # file, as a codec without a decoder is: a VideoError (which a batch job
+    # skips: test_dataset) and a ValueError.
+    wide = str(tmp_path / "wide.mkv")
+    make_video(wide, ["-f", "lavfi", "-i", "color=red:size=16400x16:rate=5", "-frames:v", "3", "-c:v", "ffv1"])
+    with pytest.raises(codecvisor.UnsupportedVideoError, match="16400x16 are larger than this backend decodes") as e:
+        VideoDecoder(wide)
+    assert isinstance(e.value, codecvisor.VideoError) and isinstance(e.value, ValueError)
+    assert e.value.code == "UNIMPLEMENTED" and "wide.mkv" in str(e.value)
+
+
 def test_close_and_context_manager(video):
     with VideoDecoder(video) as d:
         assert d.backend == "cpu"
