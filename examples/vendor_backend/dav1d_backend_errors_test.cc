@@ -227,6 +227,7 @@ TEST(Dav1dBackendErrorsTest, BadRequests) {
   o.output_width = 100000;
   OpenVideo size;
   EXPECT_EQ(size.Open(path, o), CV_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(size.error(), HasSubstr("output size 100000x0 asked for"));
 
   OpenVideo v;
   ASSERT_EQ(v.Open(path, DefaultOptions()), CV_OK) << v.error();

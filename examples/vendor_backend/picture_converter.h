@@ -53,7 +53,9 @@ class PictureConverter {
   // A converter writing `format` at width x height; `native` is the
   // stream's pixel format (the layout of CV_OUTPUT_NATIVE). Planes are
   // packed one after another with no row padding, byte for byte what
-  // `ffmpeg -f rawvideo` writes. INVALID_ARGUMENT for a bad format or size.
+  // `ffmpeg -f rawvideo` writes. INVALID_ARGUMENT for an unknown output
+  // format; UNSUPPORTED for a size past kMaxSide or kMaxPixels or an
+  // unknown pixel format; CORRUPT_DATA for a size of 0.
   static Status Create(cv_output_format format, AVPixelFormat native, uint32_t width, uint32_t height,
                        std::unique_ptr<PictureConverter>* out);
   PictureConverter(const PictureConverter&) = delete;

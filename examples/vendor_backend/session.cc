@@ -125,6 +125,12 @@ Status Session::Open(int fd, const cv_open_options& options, std::unique_ptr<Ses
     s->frame_ticks_ = 1 / (av_q2d(fps) * s->time_base_);
   }
   if (Status st = s->DescribeStream(seq, native); !st.ok()) return st;
+  // A size asked for past the limit is the caller's mistake; the stream's
+  // own, a video this backend does not decode (PictureConverter::Create).
+  if (options.output_width > kMaxSide || options.output_height > kMaxSide) {
+    return Status(CV_ERROR_INVALID_ARGUMENT, Sprintf("output size %ux%u asked for is past %u per side",
+                                                     options.output_width, options.output_height, kMaxSide));
+  }
   const uint32_t width = options.output_width != 0 ? options.output_width : s->metadata_.width;
   const uint32_t height = options.output_height != 0 ? options.output_height : s->metadata_.height;
   if (Status st = PictureConverter::Create(options.output_format, native, width, height, &s->converter_); !st.ok()) {
