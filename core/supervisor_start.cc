@@ -1,0 +1,160 @@
+// The supervisor's starts: the backend's process, first or after a death,
+// cold or from a warm spare; the spare itself; the heartbeat; and what a
+// start that fails leads to (a retry, failed, quarantined). The work loop
+// that calls them is in supervisor.cc.
+
+#include <memory>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/supervisor.h"
+
+namespace codecvisor {
+namespace {
+
+using ipc::Clock;
+
+// A spare that fails to start this many times in a row is not tried again.
+constexpr int kMaxSpareFailures = 3;
+
+}  // namespace
+
+bool Supervisor::WantSpare() const {
+  return !stopping_ && (options_.warm_spare || manifest_.warm_spare) && state_ == BackendState::kReady &&
+         spare_ == nullptr && spare_failures_ < kMaxSpareFailures;
+}
+
+void Supervisor::SpareLoop() {
+  for (;;) {
+    {
+      MutexLock lock(&mu_);
+      while (!stopping_ && !WantSpare()) changed_.Wait(&mu_);
+      if (stopping_) return;
+    }
+    StartSpare();
+  }
+}
+
+void Supervisor::StartSpare() {
+  absl::StatusOr<std::unique_ptr<RunningBackend>> started = Spawn();
+  std::unique_ptr<RunningBackend> unwanted;
+  {
+    MutexLock lock(&mu_);
+    if (!started.ok()) {
+      ++spare_failures_;
+      return;
+    }
+    // Stopping, or the worker restarted the backend cold meanwhile and a
+    // spare is no longer wanted: this one is not kept. Nor is one whose
+    // exit cannot be watched.
+    if (!WantSpare() || !Watch(**started).ok()) {
+      unwanted = *std::move(started);
+    } else {
+      spare_ = *std::move(started);
+      spare_failures_ = 0;
+    }
+  }
+  if (unwanted != nullptr) unwanted->Shutdown();
+}
+
+void Supervisor::OnFailedRestart(const absl::Status& why) {
+  // It ran before: the cause may pass (a handshake late under load, threads
+  // or memory short for a moment). Count it as a crash: retried with
+  // backoff, quarantined once the restart budget is spent.
+  const RestartPolicy::Decision decision = policy_.OnCrash(env_->Now());
+  if (!decision.quarantine) {
+    restart_at_ = env_->Now() + decision.delay;
+    return;
+  }
+  Quarantine("crashes or failed restarts", why.message(), "");
+}
+
+void Supervisor::Quarantine(absl::string_view what, absl::string_view last, absl::string_view advice) {
+  state_ = BackendState::kQuarantined;
+  failure_ = absl::FailedPreconditionError(absl::StrCat(
+      "backend '", manifest_.name, "' (", manifest_.path, ") is quarantined after ", policy_.crashes_in_window(), " ",
+      what, " within ", policy_.limits().window.count() / 1000, " s (last: ", last,
+      "); a quarantine lasts as long as its host: lift it in this process with Host::ResetBackend(\"",
+      manifest_.name, "\") (Python: codecvisor.backends.reset(\"", manifest_.name, "\"))", advice));
+}
+
+void Supervisor::StartBackend() {
+  std::unique_ptr<RunningBackend> process;
+  {
+    MutexLock lock(&mu_);
+    process = std::move(spare_);  // a warm spare makes failover skip the cold start
+  }
+  absl::Status failed;
+  if (process == nullptr) {
+    absl::StatusOr<std::unique_ptr<RunningBackend>> started = Spawn();
+    if (started.ok()) {
+      process = *std::move(started);
+    } else {
+      failed = started.status();
+    }
+  }
+  std::unique_ptr<RunningBackend> unwatched;  // stopped once mu_ is released
+  MutexLock lock(&mu_);
+  if (process != nullptr && stopping_) {
+    current_ = std::move(process);  // Shutdown() stops it
+    return;
+  }
+  if (process != nullptr && !watches_.count(process.get())) {
+    if (absl::Status s = Watch(*process); !s.ok()) {
+      failed = absl::Status(s.code(), absl::StrCat("backend '", manifest_.name, "': cannot watch its process: ",
+                                                   s.message()));
+      unwatched = std::move(process);
+    }
+  }
+  if (process == nullptr) {
+    failure_ = failed;
+    // A restart's failure may pass: retried as a crash. A first start that
+    // died (killed from outside: the OOM killer, a user's kill) or answered
+    // late (a loaded machine) gets one more try, as a crash; one that
+    // failed any other way, or twice, is for the user to fix (a library,
+    // symbol, ABI or init that fails, or crashes, every time), and more
+    // tries would only run the plugin's failing start again.
+    const bool may_pass = absl::IsUnavailable(failed) || absl::IsDeadlineExceeded(failed);
+    if (state_ == BackendState::kRestarting && generation_ > 0) {
+      OnFailedRestart(failed);
+    } else if (may_pass && !first_start_retried_) {
+      first_start_retried_ = true;
+      state_ = BackendState::kRestarting;
+      OnFailedRestart(failed);
+    } else {
+      state_ = BackendState::kFailed;
+    }
+    changed_.NotifyAll();
+    return;
+  }
+  current_ = std::move(process);
+  ++generation_;
+  started_at_ = env_->Now();
+  state_ = BackendState::kReady;
+  failure_ = absl::OkStatus();
+  next_heartbeat_ = env_->Now() + options_.heartbeat_interval;
+  changed_.NotifyAll();
+}
+
+void Supervisor::Heartbeat() {
+  std::shared_ptr<RunningBackend> current;
+  {
+    MutexLock lock(&mu_);
+    next_heartbeat_ = env_->Now() + options_.heartbeat_interval;
+    current = current_;
+  }
+  if (current == nullptr) return;
+  absl::Status alive = current->Ping(Clock::now() + options_.heartbeat_interval);
+  if (alive.ok() || current->Exited()) return;
+  MutexLock lock(&mu_);
+  if (current_ == current && !pending_kill_.has_value()) {
+    DeathRecord kill;
+    kill.generation = generation_;
+    kill.killed_by_supervisor = true;
+    kill.kill_reason = absl::StrCat("no answer to a heartbeat: ", alive.message());
+    pending_kill_ = kill;
+    current->Kill();
+  }
+}
+
+}  // namespace codecvisor
