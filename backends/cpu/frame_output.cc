@@ -13,8 +13,12 @@ absl::StatusOr<std::unique_ptr<FrameOutput>> FrameOutput::Create(const cv_frame_
                                                                  Rotation rotation, bool resized) {
   std::unique_ptr<FrameOutput> out(new FrameOutput(rotation));
   out->layout_ = layout;
-  const bool convert_first =
-      rotation != Rotation::kNone && layout.format != CV_OUTPUT_NATIVE && !resized;
+  // As the CLI's filter graph: the decoder's pixels are rotated, then
+  // converted. Only a format the rotation cannot move sample by sample
+  // (4:2:2 by a quarter turn) is converted to RGB24 first and that rotated,
+  // as the CLI converts before its transpose there.
+  const bool convert_first = rotation != Rotation::kNone && layout.format != CV_OUTPUT_NATIVE && !resized &&
+                             !CheckRotatable(rotation, native).ok();
   if (absl::Status s = CheckRotatable(rotation, convert_first ? AV_PIX_FMT_RGB24 : native);
       !s.ok()) {
     return s;

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iterator>
 #include <sstream>
+#include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -97,11 +98,15 @@ const TestVideo kVideos[] = {
     // Display matrices, copied into MP4 by the mov muxer's "rotate" tag.
     // ffprobe's rotation 90, -90 and -180 make the CLI insert
     // transpose=cclock, transpose=clock, and hflip+vflip: B-frames, an odd
-    // size and 10-bit samples each go through one of them.
+    // size and 10-bit samples each go through one of them. A quarter turn of
+    // 10-bit 4:2:0 (a phone's portrait HDR video) tells the order of rotation
+    // and conversion apart: swscale interpolates its chroma, so converting
+    // first is not the transpose of converting after.
     {"h264_rotation_90.mp4", "-c copy -metadata:s:v:0 rotate=90", 0, true, "h264.mp4"},
     {"vp9_odd_rotation_-90.mp4", "-c copy -metadata:s:v:0 rotate=-90", 0, true, "vp9_odd.webm"},
     {"hevc_10bit_rotation_180.mp4", "-c copy -metadata:s:v:0 rotate=180", 0, true,
      "hevc_10bit.mkv"},
+    {"hevc_10bit_rotation_90.mp4", "-c copy -metadata:s:v:0 rotate=90", 0, true, "hevc_10bit.mkv"},
 };
 
 }  // namespace
@@ -171,19 +176,39 @@ std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
+namespace {
+
+// `filters` with a last "format=F" asked of the output instead (-pix_fmt F),
+// where the CLI converts after its autorotation, as `ffmpeg -i FILE -pix_fmt
+// rgb24` does. As a filter it would be negotiated into the rotation: the
+// CLI would convert first and rotate the RGB picture, which differs where
+// swscale interpolates chroma (10-bit 4:2:0).
+std::pair<std::string, std::string> FormatAsOutput(const std::string& filters) {
+  const size_t at = filters.rfind("format=");
+  if (at == std::string::npos || (at > 0 && filters[at - 1] != ',') || filters.find(',', at) != std::string::npos) {
+    return {filters, ""};
+  }
+  const std::string rest = at == 0 ? "null" : filters.substr(0, at - 1);
+  return {rest, absl::StrCat(" -pix_fmt ", filters.substr(at + 7))};
+}
+
+}  // namespace
+
 std::string CliFrame(const std::string& path, int stream, int64_t n, const std::string& filters,
                      size_t frame_bytes, const std::string& output_args) {
+  const auto [chain, pix_fmt] = FormatAsOutput(filters);
   std::string out = Run(absl::StrCat("/usr/bin/ffmpeg -nostdin -v error -i '", path,
-                                     "' -map 0:", stream, " -vf \"select=eq(n\\,", n, "),", filters,
-                                     "\" ", output_args, " -f rawvideo -"));
+                                     "' -map 0:", stream, " -vf \"select=eq(n\\,", n, "),", chain,
+                                     "\"", pix_fmt, " ", output_args, " -f rawvideo -"));
   EXPECT_GE(out.size(), frame_bytes) << "the CLI produced no frame " << n << " of " << path;
   if (out.size() > frame_bytes) out.resize(frame_bytes);
   return out;
 }
 
 std::string CliAllFrames(const std::string& path, int stream, const std::string& filters) {
+  const auto [chain, pix_fmt] = FormatAsOutput(filters);
   return Run(absl::StrCat("/usr/bin/ffmpeg -nostdin -v error -i '", path, "' -map 0:", stream,
-                          " -vf \"", filters, "\" -fps_mode passthrough -f rawvideo -"));
+                          " -vf \"", chain, "\"", pix_fmt, " -fps_mode passthrough -f rawvideo -"));
 }
 
 namespace {

@@ -57,13 +57,16 @@ std::string ReadFile(const std::string& path);
 
 // Frame `n` of stream `stream` as the CLI converts it:
 //   ffmpeg -i PATH -map 0:S -vf "select=eq(n\,N),<filters>" <output_args> -f rawvideo -
-// with <filters> e.g. "format=rgb24". The CLI may repeat the frame (constant
+// with <filters> e.g. "format=rgb24"; a last "format=F" goes to the output
+// as -pix_fmt F, where the CLI converts after its autorotation (as `ffmpeg
+// -i PATH -pix_fmt rgb24` does). The CLI may repeat the frame (constant
 // frame rate output); only the first `frame_bytes` are returned.
 std::string CliFrame(const std::string& path, int stream, int64_t n, const std::string& filters,
                      size_t frame_bytes, const std::string& output_args = "");
 
-// Every frame of stream `stream`, converted by `filters`, one after another
-// (-fps_mode passthrough: no frame repeated or dropped).
+// Every frame of stream `stream`, converted by `filters` (a last "format=F"
+// as in CliFrame), one after another (-fps_mode passthrough: no frame
+// repeated or dropped).
 std::string CliAllFrames(const std::string& path, int stream, const std::string& filters);
 
 // Every frame's timestamp (best_effort_timestamp: its pts, or the decoder's guess

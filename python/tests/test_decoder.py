@@ -388,6 +388,29 @@ def test_a_corrupt_file_is_a_clear_error(tmp_path):
     assert "garbage.mp4" in str(e.value)
 
 
+@pytest.mark.parametrize("pix_fmt, codec", [("yuv420p10le", "libx265"), ("yuv420p", "libvpx-vp9")])
+def test_a_rotated_video_is_the_clis_autorotated_frames(tmp_path, pix_fmt, codec):
+    # A phone's portrait video: a display matrix of a quarter turn, here on
+    # 10-bit 4:2:0 (HDR HEVC), whose chroma swscale interpolates, and on an
+    # odd size. `ffmpeg -i F -pix_fmt rgb24` rotates the decoder's pixels,
+    # then converts.
+    coded = make_video(tmp_path / "coded.mkv", ["-f", "lavfi", "-i", "testsrc2=size=98x54:rate=10,crop=97:53:0:0", "-frames:v", "6",
+                                                "-c:v", codec, "-pix_fmt", pix_fmt])
+    rotated = make_video(tmp_path / "rotated.mp4", ["-i", coded, "-c", "copy", "-metadata:s:v:0", "rotate=90"])
+    raw = subprocess.run(FFMPEG[:-1] + ["-i", rotated, "-pix_fmt", "rgb24", "-f", "rawvideo", "-"],
+                         check=True, capture_output=True).stdout
+    coded_size = [int(v) for v in subprocess.run(
+        ["/usr/bin/ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "stream=width,height", "-of",
+         "csv=p=0", coded], check=True, capture_output=True, text=True).stdout.split(",")]
+    width, height = coded_size[1], coded_size[0]  # turned a quarter
+    want = np.frombuffer(raw, np.uint8).reshape(6, height, width, 3)
+    for threads in (1, 0):
+        d = VideoDecoder(rotated, dimension_order="NHWC", num_ffmpeg_threads=threads)
+        assert (d.metadata.width, d.metadata.height, d.metadata.rotation) == (width, height, 90)
+        assert np.array_equal(d[:].data.numpy(), want), threads
+        assert np.array_equal(VideoDecoder(rotated, num_ffmpeg_threads=threads)[:].data.permute(0, 2, 3, 1).numpy(), want)
+
+
 def test_frames_larger_than_the_backend_decodes_are_an_unsupported_video(tmp_path):
     # 16400 px wide: past the cpu backend's 16384 per side. A property of the
     # file, as a codec without a decoder is: a VideoError (which a batch job

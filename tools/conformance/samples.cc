@@ -101,13 +101,15 @@ absl::Status ProbeFrames(Sample* sample) {
 }
 
 // The stream and frames of `sample->path` from ffprobe, and its RGB24
-// reference from the ffmpeg CLI (autorotated, as the CLI does by default).
+// reference from the ffmpeg CLI (autorotated, as the CLI does by default;
+// -pix_fmt, not a format filter, so that it rotates the decoder's pixels and
+// converts after, as `ffmpeg -i FILE -pix_fmt rgb24` does).
 absl::Status ProbeWithFfmpeg(Sample* sample) {
   if (absl::Status s = ProbeStream(sample); !s.ok()) return s;
   if (absl::Status s = ProbeFrames(sample); !s.ok()) return s;
   absl::StatusOr<std::string> frames =
-      tools::RunForOutput({"ffmpeg", "-nostdin", "-v", "error", "-i", sample->path, "-map", "0:v:0", "-vf",
-                           "format=rgb24", "-fps_mode", "passthrough", "-f", "rawvideo", "-"});
+      tools::RunForOutput({"ffmpeg", "-nostdin", "-v", "error", "-i", sample->path, "-map", "0:v:0", "-pix_fmt",
+                           "rgb24", "-fps_mode", "passthrough", "-f", "rawvideo", "-"});
   if (!frames.ok()) return frames.status();
   sample->rgb24 = *std::move(frames);
   sample->reference = "ffmpeg's RGB24";
