@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "backends/sdk/codecvisor_backend.h"
 #include "backends/sdk/runner/runner_args.h"
+#include "core/session_opened_check.h"
 #include "core/stream_list_check.h"
 
 namespace codecvisor {
@@ -390,6 +391,7 @@ absl::StatusOr<OpenedSession> BackendProcess::OpenSession(int video_fd, ipc::Ope
   }
   // A protocol violation, as a malformed message is: the backend is replaced.
   if (absl::Status s = CheckStreamList(opened->metadata); !s.ok()) return s;
+  if (absl::Status s = AcceptSessionOpened(opened, options); !s.ok()) return s;
   ipc::Geometry geometry;
   geometry.slot_bytes = ipc::Geometry::SlotBytesFor(opened->layout.size);
   geometry.pool_slots = FramePoolSlots(options.output_format, opened->layout, slots, geometry.slot_bytes);
@@ -399,6 +401,14 @@ absl::StatusOr<OpenedSession> BackendProcess::OpenSession(int video_fd, ipc::Ope
     bool ignored;
     (void)Call({0, ipc::Close{opened->session_id}}, deadline, &ignored);
     *channel_failure = false;  // our own resource problem, not the backend's
+    // Frames too large for the host's arena are the backend's layout, not
+    // the caller's argument.
+    if (absl::IsInvalidArgument(created.status())) {
+      return absl::FailedPreconditionError(absl::StrCat("frames of ", opened->layout.width, "x", opened->layout.height,
+                                                        " (", opened->layout.size, " bytes) need more shared memory "
+                                                        "than the host maps for a session: ",
+                                                        created.status().message()));
+    }
     return created.status();
   }
   const uint64_t token = next_id_;

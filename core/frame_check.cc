@@ -3,6 +3,7 @@
 #include "core/frame_check.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <variant>
 
@@ -72,6 +73,13 @@ absl::Status FrameCheck::Next(const ipc::FrameRef& ref) {
   if (std::optional<int64_t> expected = ExpectedIndex(position); expected && *expected != ref.index) {
     return absl::DataLossError(absl::StrCat("backend sent frame ", ref.index, " at request position ", position,
                                             " where frame ", *expected, " was asked for"));
+  }
+  // NaN and infinities would reach the caller's arithmetic (a sampler's
+  // clip times, a sort).
+  if (!std::isfinite(ref.pts_seconds) || !std::isfinite(ref.duration_seconds) || ref.duration_seconds < 0) {
+    return absl::DataLossError(absl::StrCat("backend sent frame ", ref.index, " at ", ref.pts_seconds,
+                                            " s lasting ", ref.duration_seconds,
+                                            " s (a time is finite, a duration not negative)"));
   }
   if (auto* span = std::get_if<ipc::PtsRange>(&request_.selection);
       span != nullptr && !(ref.pts_seconds < span->stop_seconds)) {

@@ -2,7 +2,9 @@
 
 #include "core/frame_check.h"
 
+#include <cmath>
 #include <limits>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -120,6 +122,27 @@ TEST(FrameCheckTest, ATimeRangeGetsConsecutiveFramesBeforeItsStop) {
   EXPECT_TRUE(Answer(request, 10, {}).ok());
   EXPECT_TRUE(Answer(request, 3, {0, 1, 2}).ok());
   EXPECT_TRUE(absl::IsDataLoss(Answer(request, 3, {0, 1, 2, 3})));
+}
+
+// A QA plugin's lies: a NaN time and an infinite duration reached the
+// caller through get_frame_at and get_frame_played_at.
+TEST(FrameCheckTest, TimesAreFiniteAndDurationsNotNegative) {
+  const double nan = std::nan(""), inf = std::numeric_limits<double>::infinity();
+  for (const ipc::FrameRequest& request :
+       {ipc::FrameRequest{ipc::IndexList{{3}}}, ipc::FrameRequest{ipc::PtsList{{0.5}}}}) {
+    for (auto [pts, duration] : {std::pair{nan, 0.04}, std::pair{inf, 0.04}, std::pair{-inf, 0.04},
+                                 std::pair{0.12, inf}, std::pair{0.12, nan}, std::pair{0.12, -0.04}}) {
+      FrameCheck check(request, 10);
+      ipc::FrameRef ref = Ref(0, 3, pts);
+      ref.duration_seconds = duration;
+      const absl::Status s = check.Next(ref);
+      EXPECT_TRUE(absl::IsDataLoss(s)) << pts << " " << duration << ": " << s;
+    }
+    FrameCheck honest(request, 10);
+    ipc::FrameRef ref = Ref(0, 3, -0.5);  // a stream may start before 0
+    ref.duration_seconds = 0;            // and a frame have no duration
+    EXPECT_TRUE(honest.Next(ref).ok());
+  }
 }
 
 TEST(FrameCheckTest, FramesComeInTheFormatAskedForOrANativeOneOffered) {

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "ipc/idle_cores.h"
@@ -127,13 +128,23 @@ absl::Status WaitFor(DoorbellWord* bell, absl::FunctionRef<bool()> ready, Deadli
     }
     poll_missed = true;
   }
+  uint32_t fruitless = 0;  // sleeps the bell ended early with nothing ready
   for (;;) {
     // A watched peer's hang-up rings this bell (PeerLiveness::HungUp):
     // sleep until the deadline. Otherwise poll its socket every slice.
     const std::chrono::nanoseconds left = deadline - Clock::now();
-    if (SleepOnce(bell, ready, peer,
-                  peer.hangups_watched() ? left : std::min<std::chrono::nanoseconds>(left, kLivenessSlice))) {
-      return done();
+    const std::chrono::nanoseconds slice =
+        peer.hangups_watched() ? left : std::min<std::chrono::nanoseconds>(left, kLivenessSlice);
+    if (fruitless < kMaxFruitlessWakes) {
+      const auto slept_at = Clock::now();
+      if (SleepOnce(bell, ready, peer, slice)) return done();
+      if (Clock::now() - slept_at < slice) ++fruitless;
+    } else {
+      // The peer rings without publishing (a hostile plugin's loop of
+      // wake-ups would make this a busy loop): the bell is no longer
+      // listened to; the condition is checked after each short timed sleep.
+      std::this_thread::sleep_for(std::min<std::chrono::nanoseconds>(slice, kDeafSleep));
+      if (ready()) return done();
     }
     if (absl::Status alive = peer.Check(); !alive.ok()) {
       return absl::Status(alive.code(), absl::StrCat(alive.message(), " while waiting for ", what));

@@ -40,12 +40,19 @@ void WakeDoorbell(DoorbellWord* bell);
 
 // Longest single futex sleep: how stale a liveness check can get.
 inline constexpr std::chrono::milliseconds kLivenessSlice{10};
+// A wait whose sleeps the bell ends this many times with nothing ready
+// stops listening to the bell (a peer ringing in a loop would make it a
+// busy loop) and checks after timed sleeps of kDeafSleep instead.
+inline constexpr uint32_t kMaxFruitlessWakes = 64;
+inline constexpr std::chrono::milliseconds kDeafSleep{1};
 
 // Waits until `ready()` is true, as `policy` plans it (ipc/wait_policy.h:
 // spin, nap until the answer is about due, poll), then sleeping on `bell`
 // in slices of at most kLivenessSlice, checking `peer` between them; in one
 // sleep until woken or `deadline` when `peer.hangups_watched()` (its
-// hang-up then rings `bell`: BackendChannel::WatchHangups). Feeds the
+// hang-up then rings `bell`: BackendChannel::WatchHangups); after
+// kMaxFruitlessWakes rings with nothing ready, in timed sleeps of
+// kDeafSleep, checking `peer`'s flag and socket as before. Feeds the
 // wait's length (and a nap's oversleep) back to `policy`; with no policy
 // it sleeps at once.
 // Returns OK when ready; kDeadlineExceeded at `deadline`, naming `what`;

@@ -160,6 +160,7 @@ cv_status Layout(cv_session* session, cv_frame_layout* l, cv_error*) {
   const auto* s = reinterpret_cast<Session*>(session);
   *l = codecvisor::testing::SyntheticLayout(s->video, s->format);
   if (kFaulty && s->video.fault == "badref") l->plane_offset[0] = uint64_t{1} << 40;  // far outside any slot
+  if (kFaulty && s->video.fault == "huge_layout") l->size = uint64_t{1} << 30;  // a gigabyte for each small frame
   return CV_OK;
 }
 

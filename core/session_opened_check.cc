@@ -1,0 +1,103 @@
+// File: core/session_opened_check.cc
+
+#include "core/session_opened_check.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "ipc/frame_arena.h"
+
+namespace codecvisor {
+namespace {
+
+absl::Status BadLayout(const ipc::FrameLayout& l, absl::string_view what) {
+  return absl::DataLossError(
+      absl::StrCat("the backend's frame layout (", l.width, "x", l.height, ", ", l.size, " bytes) is invalid: ", what));
+}
+
+absl::Status BadNumber(absl::string_view field, double value, absl::string_view rule) {
+  return absl::DataLossError(absl::StrCat("the backend's stream metadata is invalid: ", field, " ", value, " ", rule));
+}
+
+}  // namespace
+
+absl::Status CheckLayout(const ipc::FrameLayout& l) {
+  if (l.width == 0 || l.height == 0 || l.width > ipc::kMaxFrameSide || l.height > ipc::kMaxFrameSide) {
+    return BadLayout(l, absl::StrCat("a frame is 1 to ", ipc::kMaxFrameSide, " pixels each way"));
+  }
+  const size_t want_planes = l.format == ipc::OutputFormat::kRgb24         ? 1
+                             : l.format == ipc::OutputFormat::kRgb24Planar ? 3
+                                                                            : 0;
+  if (l.planes.empty() || l.planes.size() > ipc::kMaxPlanes || (want_planes != 0 && l.planes.size() != want_planes)) {
+    return BadLayout(l, absl::StrCat(l.planes.size(), " planes for its format"));
+  }
+  const bool rgb = want_planes != 0;
+  const uint64_t min_stride = l.format == ipc::OutputFormat::kRgb24 ? uint64_t{l.width} * 3 : rgb ? l.width : 1;
+  const uint64_t max_stride = uint64_t{l.width} * kMaxBytesPerPixel + kMaxRowPadding;
+  uint64_t room = kMaxLayoutSlack;
+  for (const ipc::Plane& p : l.planes) {
+    if (p.rows == 0 || p.rows > l.height || (rgb && p.rows != l.height) || p.stride < min_stride ||
+        p.stride > max_stride) {
+      return BadLayout(l, absl::StrCat("a plane of ", p.rows, " rows of ", p.stride, " bytes"));
+    }
+    // stride * rows fits in 64 bits: both are 32-bit.
+    const uint64_t bytes = uint64_t{p.stride} * p.rows;
+    if (p.offset > l.size || bytes > l.size - p.offset) {
+      return BadLayout(l, absl::StrCat("a plane at ", p.offset, " of ", bytes, " bytes ends past the frame"));
+    }
+    room += uint64_t{p.stride} * (2 * uint64_t{p.rows} + kMaxPaddingRows);  // < 2^49 a plane
+  }
+  if (l.size > room) {
+    return BadLayout(l, absl::StrCat("its planes, with their rows padded, need at most ", room, " bytes"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckStreamNumbers(const ipc::StreamMetadata& m) {
+  const struct {
+    const char* name;
+    double value;
+    bool non_negative;
+  } reals[] = {{"average_fps", m.average_fps, true},
+               {"duration_seconds", m.duration_seconds, true},
+               {"begin_stream_seconds", m.begin_stream_seconds, false},
+               {"end_stream_seconds", m.end_stream_seconds, false},
+               {"rotation_degrees", m.rotation_degrees, false}};
+  for (const auto& r : reals) {
+    if (&r == &reals[0] && std::isnan(r.value)) continue;  // an unknown rate
+    if (!std::isfinite(r.value)) return BadNumber(r.name, r.value, "is not a finite number");
+    if (r.non_negative && r.value < 0) return BadNumber(r.name, r.value, "is negative");
+  }
+  if (m.end_stream_seconds < m.begin_stream_seconds) {
+    return BadNumber("end_stream_seconds", m.end_stream_seconds,
+                     absl::StrCat("is before begin_stream_seconds ", m.begin_stream_seconds));
+  }
+  if (std::fabs(m.rotation_degrees) > 360) return BadNumber("rotation_degrees", m.rotation_degrees, "is past a turn");
+  if (m.bit_rate < 0) return BadNumber("bit_rate", static_cast<double>(m.bit_rate), "is negative");
+  for (const auto& [name, count] : {std::pair{"num_frames_from_header", m.num_frames_from_header},
+                                    std::pair{"num_frames_from_scan", m.num_frames_from_scan}}) {
+    if (count < -1 || count > kMaxStreamFrames) {
+      return BadNumber(name, static_cast<double>(count), absl::StrCat("is not -1 (unknown) or 0 to ", kMaxStreamFrames));
+    }
+  }
+  if (m.time_base.den > 0 && m.time_base.num < 0) {
+    return BadNumber("time_base", static_cast<double>(m.time_base.num), "is a negative numerator");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AcceptSessionOpened(ipc::SessionOpened* opened, const ipc::OpenSession& asked) {
+  if (absl::Status s = CheckLayout(opened->layout); !s.ok()) return s;
+  if (absl::Status s = CheckStreamNumbers(opened->metadata); !s.ok()) return s;
+  ipc::StreamMetadata& m = opened->metadata;
+  if ((asked.output_width == 0 && opened->layout.width != m.width) ||
+      (asked.output_height == 0 && opened->layout.height != m.height)) {
+    return absl::DataLossError(absl::StrCat("the backend describes a ", m.width, "x", m.height,
+                                            " stream but lays its frames out at ", opened->layout.width, "x",
+                                            opened->layout.height, " with no output size asked for"));
+  }
+  if (std::isnan(m.average_fps)) m.average_fps = 0;
+  return absl::OkStatus();
+}
+
+}  // namespace codecvisor

@@ -1,0 +1,165 @@
+// File: core/session_opened_check_test.cc
+
+#include "core/session_opened_check.h"
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace codecvisor {
+namespace {
+
+// An honest answer for a 64x48 stream as RGB24.
+ipc::SessionOpened Opened() {
+  ipc::SessionOpened o;
+  o.layout.width = 64;
+  o.layout.height = 48;
+  o.layout.format = ipc::OutputFormat::kRgb24;
+  o.layout.planes = {{0, 64 * 3, 48}};
+  o.layout.size = 64 * 3 * 48;
+  o.metadata.width = 64;
+  o.metadata.height = 48;
+  o.metadata.num_frames_from_header = 30;
+  o.metadata.num_frames_from_scan = 30;
+  o.metadata.average_fps = 25;
+  o.metadata.duration_seconds = 1.2;
+  o.metadata.begin_stream_seconds = 0;
+  o.metadata.end_stream_seconds = 1.2;
+  o.metadata.time_base = {1, 12800};
+  return o;
+}
+
+absl::Status Accept(ipc::SessionOpened o, const ipc::OpenSession& asked) { return AcceptSessionOpened(&o, asked); }
+
+void ExpectRefused(const ipc::SessionOpened& o, const std::string& text, const ipc::OpenSession& asked = {}) {
+  const absl::Status s = Accept(o, asked);
+  EXPECT_TRUE(absl::IsDataLoss(s)) << s;
+  EXPECT_NE(s.message().find(text), std::string::npos) << s.message();
+}
+
+TEST(SessionOpenedCheckTest, HonestAnswersPass) {
+  EXPECT_TRUE(Accept(Opened(), {}).ok());
+  // Planar RGB; native 4:2:0 with chroma rows rounded up; rows padded to 64.
+  ipc::SessionOpened planar = Opened();
+  planar.layout.format = ipc::OutputFormat::kRgb24Planar;
+  planar.layout.planes = {{0, 64, 48}, {64 * 48, 64, 48}, {2 * 64 * 48, 64, 48}};
+  EXPECT_TRUE(Accept(planar, {}).ok());
+  ipc::SessionOpened native = Opened();
+  native.metadata.width = native.layout.width = 63;
+  native.metadata.height = native.layout.height = 47;
+  native.layout.format = ipc::OutputFormat::kNative;
+  native.layout.planes = {{0, 64, 47}, {64 * 47, 64, 24}, {64 * 47 + 64 * 24, 64, 24}};
+  native.layout.size = 64 * 47 + 2 * 64 * 24;
+  EXPECT_TRUE(Accept(native, {}).ok());
+  // An output size asked for: the layout's differs from the stream's.
+  ipc::SessionOpened resized = Opened();
+  resized.layout.width = 32;
+  resized.layout.planes = {{0, 32 * 3, 48}};
+  resized.layout.size = 32 * 3 * 48;
+  EXPECT_TRUE(Accept(resized, {.output_width = 32}).ok());
+  // Unknown counts, negative start times, an unknown time base.
+  ipc::SessionOpened unknown = Opened();
+  unknown.metadata.num_frames_from_header = unknown.metadata.num_frames_from_scan = -1;
+  unknown.metadata.begin_stream_seconds = -0.5;
+  unknown.metadata.time_base = {0, 0};
+  EXPECT_TRUE(Accept(unknown, {}).ok());
+}
+
+// A QA plugin's attack: a 64x48 stream whose layout claims 1 GiB a frame
+// made the host commit 4 GiB of arena per decoder.
+TEST(SessionOpenedCheckTest, ALayoutLargerThanItsPlanesIsRefused) {
+  ipc::SessionOpened o = Opened();
+  o.layout.size = uint64_t{1} << 30;
+  ExpectRefused(o, "its planes, with their rows padded, need at most");
+  // Room for the decoder's padded pictures: 192 x (2 x 48 + 128) + 64 KiB.
+  o = Opened();
+  o.layout.size = kMaxLayoutSlack + 192 * (2 * 48 + kMaxPaddingRows);
+  EXPECT_TRUE(Accept(o, {}).ok());
+  o.layout.size += 1;
+  ExpectRefused(o, "need at most 108544 bytes");
+}
+
+// The cpu backend's in-place layout of a 638x360 H.264 stream: strides and
+// rows aligned, a tail after each plane.
+TEST(SessionOpenedCheckTest, ADecodersPaddedPicturesPass) {
+  ipc::SessionOpened o = Opened();
+  o.metadata.width = o.layout.width = 638;
+  o.metadata.height = o.layout.height = 360;
+  o.layout.format = ipc::OutputFormat::kNative;
+  o.layout.planes = {{0, 640, 360}, {241664, 320, 180}, {306176, 320, 180}};
+  o.layout.size = 370944;
+  EXPECT_TRUE(Accept(o, {}).ok());
+}
+
+TEST(SessionOpenedCheckTest, PlanesMustFitTheFrameAndItsSize) {
+  ipc::SessionOpened o = Opened();
+  o.layout.planes[0].stride = 64 * 3 - 1;  // short of a row
+  ExpectRefused(o, "a plane of 48 rows of 191 bytes");
+  o = Opened();
+  o.layout.planes[0].rows = 47;  // RGB covers every row
+  ExpectRefused(o, "a plane of 47 rows");
+  o = Opened();
+  o.layout.format = ipc::OutputFormat::kNative;
+  o.layout.planes[0].stride = 64 * kMaxBytesPerPixel + kMaxRowPadding + 1;  // rows of a wider frame
+  o.layout.size = uint64_t{o.layout.planes[0].stride} * 48;
+  ExpectRefused(o, "a plane of 48 rows of");
+  o = Opened();
+  o.layout.planes[0].offset = 1;  // ends past the frame
+  ExpectRefused(o, "ends past the frame");
+  o = Opened();
+  o.layout.planes.push_back(o.layout.planes[0]);
+  ExpectRefused(o, "2 planes for its format");
+  o = Opened();
+  o.layout.width = o.metadata.width = 0;
+  ExpectRefused(o, "1 to 32768 pixels each way");
+}
+
+TEST(SessionOpenedCheckTest, TheLayoutIsTheStreamsSizeUnlessAnotherWasAsked) {
+  ipc::SessionOpened o = Opened();
+  o.metadata.width = 4294967295u;
+  o.metadata.height = 4294967295u;
+  ExpectRefused(o, "describes a 4294967295x4294967295 stream but lays its frames out at 64x48");
+  EXPECT_TRUE(Accept(o, {.output_width = 64, .output_height = 48}).ok());
+  ExpectRefused(o, "lays its frames out", {.output_width = 64});
+}
+
+TEST(SessionOpenedCheckTest, StreamNumbersMustBeOnesAStreamCanHave) {
+  const double nan = std::nan(""), inf = std::numeric_limits<double>::infinity();
+  struct Case {
+    void (*lie)(ipc::StreamMetadata&, double nan, double inf);
+    const char* text;
+  };
+  const Case cases[] = {
+      {[](ipc::StreamMetadata& m, double, double inf) { m.average_fps = inf; }, "average_fps inf is not a finite"},
+      {[](ipc::StreamMetadata& m, double, double) { m.average_fps = -25; }, "average_fps -25 is negative"},
+      {[](ipc::StreamMetadata& m, double, double inf) { m.duration_seconds = inf; }, "duration_seconds inf"},
+      {[](ipc::StreamMetadata& m, double, double) { m.duration_seconds = -1; }, "duration_seconds -1 is negative"},
+      {[](ipc::StreamMetadata& m, double, double inf) { m.end_stream_seconds = -inf; }, "end_stream_seconds -inf"},
+      {[](ipc::StreamMetadata& m, double, double) { m.end_stream_seconds = -1; }, "is before begin_stream_seconds"},
+      {[](ipc::StreamMetadata& m, double nan, double) { m.rotation_degrees = nan; }, "rotation_degrees nan"},
+      {[](ipc::StreamMetadata& m, double, double) { m.rotation_degrees = 1e300; }, "is past a turn"},
+      {[](ipc::StreamMetadata& m, double, double) { m.num_frames_from_scan = INT64_MAX; }, "num_frames_from_scan"},
+      {[](ipc::StreamMetadata& m, double, double) { m.num_frames_from_header = -2; }, "num_frames_from_header -2"},
+      {[](ipc::StreamMetadata& m, double, double) { m.bit_rate = -1; }, "bit_rate -1 is negative"},
+      {[](ipc::StreamMetadata& m, double, double) { m.time_base = {INT64_MIN, 1}; }, "negative numerator"},
+  };
+  for (const Case& c : cases) {
+    ipc::SessionOpened o = Opened();
+    c.lie(o.metadata, nan, inf);
+    ExpectRefused(o, c.text);
+  }
+  // A NaN rate is av_q2d of an unknown 0/0: the host's unknown, 0.
+  ipc::SessionOpened unknown_rate = Opened();
+  unknown_rate.metadata.average_fps = nan;
+  ASSERT_TRUE(AcceptSessionOpened(&unknown_rate, {}).ok());
+  EXPECT_EQ(unknown_rate.metadata.average_fps, 0);
+  ipc::SessionOpened most = Opened();
+  most.metadata.num_frames_from_scan = kMaxStreamFrames;
+  most.metadata.rotation_degrees = -270;
+  EXPECT_TRUE(Accept(most, {}).ok());
+}
+
+}  // namespace
+}  // namespace codecvisor
