@@ -206,6 +206,16 @@ TEST_P(EveryVideoTest, ApproximateModeUsesTheHeader) {
     ASSERT_EQ(t->index_at_seconds(approx.get(), nominal.pts_seconds, &at, &error), CV_OK) << error.message;
     EXPECT_EQ(at, i) << "frame " << i << " at " << nominal.pts_seconds << " s";
   }
+  // A time a hair before the end is the last frame's, as in exact mode (it
+  // rounded up to the count: "time 2.000000 s is outside the stream, which
+  // plays from 0.000000 s to 2.000000 s").
+  const cv_stream_metadata am = approx.Metadata();
+  const int64_t count = n;  // the header's or estimated count: constant rate, the same
+  cv_error error{};
+  int64_t last = -1;
+  ASSERT_EQ(t->index_at_seconds(approx.get(), std::nextafter(am.end_stream_seconds, 0.0), &last, &error), CV_OK)
+      << error.message;
+  EXPECT_EQ(last, count - 1);
 }
 
 TEST_P(EveryVideoTest, IndexAtSecondsFindsTheFramePlaying) {

@@ -268,6 +268,10 @@ absl::StatusOr<int64_t> CpuSession::IndexAtSeconds(double seconds) const {
     const double tb = av_q2d(demuxer_->stream()->time_base);
     if (index >= 0 && index + 1 < num_frames_ && NominalPts(index + 1) * tb <= seconds) ++index;
     if (index > 0 && index < num_frames_ && NominalPts(index) * tb > seconds) --index;
+    // A time before the end is in a frame: one a hair before it (end -
+    // 1e-12) rounds up to the count, and a header's count may be short of
+    // duration x rate. It is the last frame's.
+    if (index >= num_frames_ && num_frames_ > 0) index = num_frames_ - 1;
   }
   if (index < 0 || index >= num_frames_) return out_of_range();
   return index;

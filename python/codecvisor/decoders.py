@@ -7,6 +7,7 @@ supervised backend processes. Switch by changing the import::
 import dataclasses
 import math
 import numbers
+import operator
 import os
 from typing import List, Optional, Sequence, Union
 
@@ -166,6 +167,16 @@ def _backend_started(backends, device: str) -> bool:
     return any(name in b["devices"] and b["state"] in _STARTED_STATES for b in backends)
 
 
+def _index(value) -> int:
+    """`value` as a frame index: an int, a numpy integer or a one-element
+    integer tensor (anything with __index__). A float such as 1.5 is a
+    TypeError, as torchcodec's int-typed ops raise, not frame 1."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"A frame index must be an integer, not {type(value).__name__} {value!r}.") from None
+
+
 class VideoDecoder:
     """A single-stream video decoder with torchcodec's interface, whose
     decoding runs in a sandboxed backend process.
@@ -289,15 +300,17 @@ class VideoDecoder:
             yield self[i]
 
     def get_frame_at(self, index: int) -> Frame:
+        index = _index(index)
         n = self._num_frames
         if n is not None and not -n <= index < n:
             raise IndexError(f"Index {index} is out of bounds; must be in the range [0, {n}).")
         return self._call("frames_at", [int(index)])[0]
 
     def get_frames_at(self, indices: Sequence[int]) -> FrameBatch:
-        return self._call("frames_at", [int(i) for i in indices])
+        return self._call("frames_at", [_index(i) for i in indices])
 
     def get_frames_in_range(self, start: int, stop: int, step: int = 1) -> FrameBatch:
+        start, stop, step = _index(start), _index(stop), _index(step)
         n = self._num_frames
         if n is not None and not 0 <= start < n:
             raise IndexError(f"Start index {start} is out of bounds; must be in the range [0, {n}).")
@@ -307,7 +320,7 @@ class VideoDecoder:
             raise IndexError(f"Step ({step}) must be greater than 0.")
         if n is not None:
             stop = min(stop, n)
-        return self._call("frames_in_range", int(start), int(stop), int(step))
+        return self._call("frames_in_range", start, stop, step)
 
     def _check_played(self, seconds, error=IndexError):
         begin, end = self.metadata.begin_stream_seconds, self.metadata.end_stream_seconds

@@ -287,6 +287,21 @@ def test_range_misuse_raises_torchcodecs_errors(video):
         d.get_frames_at([0, 50])
 
 
+def test_a_frame_index_is_an_integer_of_any_kind(video, reference):
+    d = VideoDecoder(video, dimension_order="NHWC")
+    # A float is not frame 1 (int() truncated it): torchcodec's ops take ints.
+    for call in (lambda: d.get_frame_at(1.5), lambda: d.get_frames_at([0, 2.0]),
+                 lambda: d.get_frames_in_range(0, 4.5), lambda: d.get_frames_at(torch.tensor([1.5]))):
+        with pytest.raises(TypeError, match="A frame index must be an integer"):
+            call()
+    # Integers of numpy and torch are indices.
+    np.testing.assert_array_equal(d.get_frame_at(np.int64(3)).data.numpy(), reference[3])
+    np.testing.assert_array_equal(d.get_frame_at(torch.tensor(4)).data.numpy(), reference[4])
+    np.testing.assert_array_equal(d.get_frames_at(np.array([5, 1])).data.numpy(), reference[[5, 1]])
+    np.testing.assert_array_equal(d.get_frames_at(torch.tensor([6, 2])).data.numpy(), reference[[6, 2]])
+    np.testing.assert_array_equal(d.get_frames_in_range(np.int32(1), torch.tensor(3)).data.numpy(), reference[1:3])
+
+
 @pytest.mark.parametrize("kind", ["str", "path", "bytes", "bytearray", "memoryview", "tensor", "file"])
 def test_every_source_kind(video, reference, kind):
     data = pathlib.Path(video).read_bytes()
