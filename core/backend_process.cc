@@ -358,6 +358,13 @@ absl::Status BackendProcess::Handshake(ipc::Deadline deadline) {
             CrashAdvice(*exit, hints.any_fault_signal(), hints.violation_syscall, BacktraceEnabled())));
       }
     }
+    // The runner answers once it has sandboxed itself, loaded the plugin's
+    // library (running its constructors) and made the backend (create).
+    if (absl::IsDeadlineExceeded(reply.status())) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "the backend did not finish starting (sandboxing, loading the plugin's library and running its ",
+          "constructors, the plugin's create): ", reply.status().message()));
+    }
     return reply.status();
   }
   auto* hello = std::get_if<ipc::HelloReply>(&reply->body);

@@ -96,6 +96,30 @@ INSTANTIATE_TEST_SUITE_P(
                  "is backend 'faulty', but its manifest says 'wrongname'", "plugin under another backend's name"}),
     [](const ::testing::TestParamInfo<LoadCase>& info) { return std::string(info.param.name); });
 
+// A plugin whose create() never returns (a constructor or init waiting on
+// something the sandbox denies): the start times out, is retried once, and
+// the backend fails with a diagnostic that says the start never finished,
+// not only that a response timed out.
+TEST_F(FaultTest, APluginThatNeverFinishesStartingSaysSo) {
+  options_.supervision.spawn_timeout = std::chrono::milliseconds(1000);
+  StartHost();
+  const std::string path = WriteFile(
+      "inithang.toml", FaultyManifest("inithang", Runfile("backends/testing/libcodecvisor_faulty.so"),
+                                      "faulty_init_hangs"));
+  ASSERT_TRUE(host_->LoadBackend(path).ok());
+  FaultRow& row = Row("plugin create() that never returns");
+  ++row.tries;
+  auto decoder = Open(WriteSyntheticVideo("hang_start.syn"), "inithang");
+  row.Saw("open " + CodeName(decoder.status()));
+  ASSERT_FALSE(decoder.ok());
+  EXPECT_NE(decoder.status().message().find("did not finish starting (sandboxing, loading the plugin's library"),
+            std::string::npos)
+      << decoder.status();
+  EXPECT_EQ(StatusOf("inithang").state, "failed");
+  auto other = Open(WriteSyntheticVideo("other_start.syn"), "synthetic");
+  ASSERT_TRUE(other.ok()) << other.status();
+}
+
 // Fields appended to cv_backend_v1 (late_frame_buffer) must not break a
 // plugin built against the first version 1 header: its table is shorter,
 // and the runner reads none of what lies past it.

@@ -310,6 +310,15 @@ extern "C" CODECVISOR_BACKEND_EXPORT const cv_backend_v1* faulty_slow_start(void
     };
   });
 }
+// A sound table whose create() never returns, named "inithang".
+extern "C" CODECVISOR_BACKEND_EXPORT const cv_backend_v1* faulty_init_hangs(void) {
+  return TableVariant([](cv_backend_v1& t) {
+    t.name = "inithang";
+    t.create = [](const char*, cv_backend**, cv_error*) -> cv_status {
+      for (;;) pause();
+    };
+  });
+}
 // A sound table whose create() always fails, named "initfail".
 extern "C" CODECVISOR_BACKEND_EXPORT const cv_backend_v1* faulty_init_fails(void) {
   return TableVariant([](cv_backend_v1& t) {
