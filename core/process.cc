@@ -84,7 +84,15 @@ constexpr int kRootStep = -2;  // the mounts around the empty-root plan's steps
     }
   }
   for (const auto& [resource, limit] : spec.sandbox.rlimits) {
-    rlimit r{static_cast<rlim_t>(limit), static_cast<rlim_t>(limit)};
+    // A lower limit the host runs under (a cluster's `ulimit -v`) is kept:
+    // the child could not raise it (EPERM), and it bounds the backend
+    // more tightly anyway.
+    rlimit current{};
+    rlim_t value = static_cast<rlim_t>(limit);
+    if (syscall(SYS_prlimit64, 0, resource, nullptr, &current) == 0 && current.rlim_max < value) {
+      value = current.rlim_max;
+    }
+    rlimit r{value, value};
     if (syscall(SYS_prlimit64, 0, resource, &r, nullptr) != 0) fail(errno);
   }
   if (spec.sandbox.no_new_privs && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail(errno);
