@@ -15,6 +15,7 @@
 #include "backends/sdk/runner/runner_args.h"
 #include "core/session_opened_check.h"
 #include "core/stream_list_check.h"
+#include "ipc/region.h"
 
 namespace codecvisor {
 namespace {
@@ -361,9 +362,9 @@ absl::Status BackendProcess::Handshake(ipc::Deadline deadline) {
     // The runner answers once it has sandboxed itself, loaded the plugin's
     // library (running its constructors) and made the backend (create).
     if (absl::IsDeadlineExceeded(reply.status())) {
-      return absl::DeadlineExceededError(absl::StrCat(
-          "the backend did not finish starting (sandboxing, loading the plugin's library and running its ",
-          "constructors, the plugin's create): ", reply.status().message()));
+      return absl::DeadlineExceededError(
+          absl::StrCat("the backend did not finish starting (sandboxing, loading the plugin's library and running its ",
+                       "constructors, the plugin's create): ", reply.status().message()));
     }
     return reply.status();
   }
@@ -398,7 +399,13 @@ absl::StatusOr<OpenedSession> BackendProcess::OpenSession(int video_fd, ipc::Ope
   }
   // A protocol violation, as a malformed message is: the backend is replaced.
   if (absl::Status s = CheckStreamList(opened->metadata); !s.ok()) return s;
-  if (absl::Status s = AcceptSessionOpened(opened, options); !s.ok()) return s;
+  if (absl::Status s = CheckSessionLayout(*opened, options); !s.ok()) return s;
+  if (absl::Status s = AcceptStreamNumbers(&opened->metadata); !s.ok()) {
+    bool ignored;
+    (void)Call({0, ipc::Close{opened->session_id}}, deadline, &ignored);
+    *channel_failure = false;  // perhaps the file's own header: a VideoError, the backend kept
+    return s;
+  }
   ipc::Geometry geometry;
   geometry.slot_bytes = ipc::Geometry::SlotBytesFor(opened->layout.size);
   geometry.pool_slots = FramePoolSlots(options.output_format, opened->layout, slots, geometry.slot_bytes);
@@ -408,13 +415,14 @@ absl::StatusOr<OpenedSession> BackendProcess::OpenSession(int video_fd, ipc::Ope
     bool ignored;
     (void)Call({0, ipc::Close{opened->session_id}}, deadline, &ignored);
     *channel_failure = false;  // our own resource problem, not the backend's
-    // Frames too large for the host's arena are the backend's layout, not
-    // the caller's argument.
-    if (absl::IsInvalidArgument(created.status())) {
-      return absl::FailedPreconditionError(absl::StrCat("frames of ", opened->layout.width, "x", opened->layout.height,
-                                                        " (", opened->layout.size, " bytes) need more shared memory "
-                                                        "than the host maps for a session: ",
-                                                        created.status().message()));
+    // A frame no arena holds even once is the video's size, not the
+    // caller's arena_slots (whose excess stays INVALID_ARGUMENT).
+    if (absl::IsInvalidArgument(created.status()) && geometry.slot_bytes > ipc::kMaxArenaBytes / 2) {
+      return absl::UnimplementedError(absl::StrCat("frames of ", opened->layout.width, "x", opened->layout.height, " (",
+                                                   opened->layout.size,
+                                                   " bytes) are larger than a session's "
+                                                   "shared memory holds: ",
+                                                   created.status().message()));
     }
     return created.status();
   }

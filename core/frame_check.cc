@@ -77,9 +77,8 @@ absl::Status FrameCheck::Next(const ipc::FrameRef& ref) {
   // NaN and infinities would reach the caller's arithmetic (a sampler's
   // clip times, a sort).
   if (!std::isfinite(ref.pts_seconds) || !std::isfinite(ref.duration_seconds) || ref.duration_seconds < 0) {
-    return absl::DataLossError(absl::StrCat("backend sent frame ", ref.index, " at ", ref.pts_seconds,
-                                            " s lasting ", ref.duration_seconds,
-                                            " s (a time is finite, a duration not negative)"));
+    return absl::DataLossError(absl::StrCat("backend sent frame ", ref.index, " at ", ref.pts_seconds, " s lasting ",
+                                            ref.duration_seconds, " s (a time is finite, a duration not negative)"));
   }
   if (auto* span = std::get_if<ipc::PtsRange>(&request_.selection);
       span != nullptr && !(ref.pts_seconds < span->stop_seconds)) {

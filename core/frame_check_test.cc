@@ -4,8 +4,8 @@
 
 #include <cmath>
 #include <limits>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -124,8 +124,8 @@ TEST(FrameCheckTest, ATimeRangeGetsConsecutiveFramesBeforeItsStop) {
   EXPECT_TRUE(absl::IsDataLoss(Answer(request, 3, {0, 1, 2, 3})));
 }
 
-// A QA plugin's lies: a NaN time and an infinite duration reached the
-// caller through get_frame_at and get_frame_played_at.
+// A NaN time or an infinite duration would reach the caller's arithmetic
+// (a sampler's clip times, a sort).
 TEST(FrameCheckTest, TimesAreFiniteAndDurationsNotNegative) {
   const double nan = std::nan(""), inf = std::numeric_limits<double>::infinity();
   for (const ipc::FrameRequest& request :
@@ -140,7 +140,7 @@ TEST(FrameCheckTest, TimesAreFiniteAndDurationsNotNegative) {
     }
     FrameCheck honest(request, 10);
     ipc::FrameRef ref = Ref(0, 3, -0.5);  // a stream may start before 0
-    ref.duration_seconds = 0;            // and a frame have no duration
+    ref.duration_seconds = 0;             // and a frame have no duration
     EXPECT_TRUE(honest.Next(ref).ok());
   }
 }

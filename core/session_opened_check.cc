@@ -3,8 +3,10 @@
 #include "core/session_opened_check.h"
 
 #include <cmath>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "ipc/frame_arena.h"
 
 namespace codecvisor {
@@ -27,7 +29,7 @@ absl::Status CheckLayout(const ipc::FrameLayout& l) {
   }
   const size_t want_planes = l.format == ipc::OutputFormat::kRgb24         ? 1
                              : l.format == ipc::OutputFormat::kRgb24Planar ? 3
-                                                                            : 0;
+                                                                           : 0;
   if (l.planes.empty() || l.planes.size() > ipc::kMaxPlanes || (want_planes != 0 && l.planes.size() != want_planes)) {
     return BadLayout(l, absl::StrCat(l.planes.size(), " planes for its format"));
   }
@@ -58,13 +60,14 @@ absl::Status CheckStreamNumbers(const ipc::StreamMetadata& m) {
     const char* name;
     double value;
     bool non_negative;
-  } reals[] = {{"average_fps", m.average_fps, true},
-               {"duration_seconds", m.duration_seconds, true},
-               {"begin_stream_seconds", m.begin_stream_seconds, false},
-               {"end_stream_seconds", m.end_stream_seconds, false},
-               {"rotation_degrees", m.rotation_degrees, false}};
+    bool nan_is_unknown;
+  } reals[] = {{"average_fps", m.average_fps, true, true},
+               {"duration_seconds", m.duration_seconds, true, false},
+               {"begin_stream_seconds", m.begin_stream_seconds, false, false},
+               {"end_stream_seconds", m.end_stream_seconds, false, false},
+               {"rotation_degrees", m.rotation_degrees, false, false}};
   for (const auto& r : reals) {
-    if (&r == &reals[0] && std::isnan(r.value)) continue;  // an unknown rate
+    if (r.nan_is_unknown && std::isnan(r.value)) continue;
     if (!std::isfinite(r.value)) return BadNumber(r.name, r.value, "is not a finite number");
     if (r.non_negative && r.value < 0) return BadNumber(r.name, r.value, "is negative");
   }
@@ -77,7 +80,8 @@ absl::Status CheckStreamNumbers(const ipc::StreamMetadata& m) {
   for (const auto& [name, count] : {std::pair{"num_frames_from_header", m.num_frames_from_header},
                                     std::pair{"num_frames_from_scan", m.num_frames_from_scan}}) {
     if (count < -1 || count > kMaxStreamFrames) {
-      return BadNumber(name, static_cast<double>(count), absl::StrCat("is not -1 (unknown) or 0 to ", kMaxStreamFrames));
+      return BadNumber(name, static_cast<double>(count),
+                       absl::StrCat("is not -1 (unknown) or 0 to ", kMaxStreamFrames));
     }
   }
   if (m.time_base.den > 0 && m.time_base.num < 0) {
@@ -86,17 +90,21 @@ absl::Status CheckStreamNumbers(const ipc::StreamMetadata& m) {
   return absl::OkStatus();
 }
 
-absl::Status AcceptSessionOpened(ipc::SessionOpened* opened, const ipc::OpenSession& asked) {
-  if (absl::Status s = CheckLayout(opened->layout); !s.ok()) return s;
-  if (absl::Status s = CheckStreamNumbers(opened->metadata); !s.ok()) return s;
-  ipc::StreamMetadata& m = opened->metadata;
-  if ((asked.output_width == 0 && opened->layout.width != m.width) ||
-      (asked.output_height == 0 && opened->layout.height != m.height)) {
+absl::Status CheckSessionLayout(const ipc::SessionOpened& opened, const ipc::OpenSession& asked) {
+  if (absl::Status s = CheckLayout(opened.layout); !s.ok()) return s;
+  const ipc::StreamMetadata& m = opened.metadata;
+  if ((asked.output_width == 0 && opened.layout.width != m.width) ||
+      (asked.output_height == 0 && opened.layout.height != m.height)) {
     return absl::DataLossError(absl::StrCat("the backend describes a ", m.width, "x", m.height,
-                                            " stream but lays its frames out at ", opened->layout.width, "x",
-                                            opened->layout.height, " with no output size asked for"));
+                                            " stream but lays its frames out at ", opened.layout.width, "x",
+                                            opened.layout.height, " with no output size asked for"));
   }
-  if (std::isnan(m.average_fps)) m.average_fps = 0;
+  return absl::OkStatus();
+}
+
+absl::Status AcceptStreamNumbers(ipc::StreamMetadata* metadata) {
+  if (absl::Status s = CheckStreamNumbers(*metadata); !s.ok()) return s;
+  if (std::isnan(metadata->average_fps)) metadata->average_fps = 0;
   return absl::OkStatus();
 }
 

@@ -44,17 +44,24 @@ inline constexpr int64_t kMaxStreamFrames = int64_t{1} << 32;
 [[nodiscard]] absl::Status CheckLayout(const ipc::FrameLayout& layout);
 
 // OK when the stream's numbers are ones a stream can have: times, rate and
-// rotation finite (but a NaN rate, which AcceptSessionOpened takes as
+// rotation finite (but a NaN rate, which AcceptStreamNumbers takes as
 // unknown); duration, rate and bit rate not negative; the end not
 // before the beginning; a rotation within a turn either way; frame counts
 // -1 (unknown) or 0 to kMaxStreamFrames; a time base, when given (den > 0),
 // not negative. Otherwise kDataLoss naming the field and its value.
 [[nodiscard]] absl::Status CheckStreamNumbers(const ipc::StreamMetadata& metadata);
 
-// CheckLayout, CheckStreamNumbers, and: without an output size asked for
-// (`asked` 0 x 0), the layout's size is the stream's. A NaN average_fps (a
-// backend's av_q2d of an unknown 0/0) becomes 0, the host's unknown rate.
-[[nodiscard]] absl::Status AcceptSessionOpened(ipc::SessionOpened* opened, const ipc::OpenSession& asked);
+// SECURITY: runs before the session's shared memory is sized from the
+// layout. CheckLayout, and: without an output size asked for (`asked` 0 x
+// 0), the layout's size is the stream's. A violation is the backend's lie
+// (kDataLoss, a channel error: the backend is replaced).
+[[nodiscard]] absl::Status CheckSessionLayout(const ipc::SessionOpened& opened, const ipc::OpenSession& asked);
+
+// CheckStreamNumbers, after which a NaN average_fps (a backend's av_q2d of
+// an unknown 0/0) becomes 0, the host's unknown rate. A violation may be
+// an honest backend passing on a crafted file's header as much as a lie:
+// the open fails (kDataLoss) but the backend is not replaced.
+[[nodiscard]] absl::Status AcceptStreamNumbers(ipc::StreamMetadata* metadata);
 
 }  // namespace codecvisor
 

@@ -74,8 +74,8 @@ void Supervisor::Quarantine(absl::string_view what, absl::string_view last, absl
   failure_ = absl::FailedPreconditionError(absl::StrCat(
       "backend '", manifest_.name, "' (", manifest_.path, ") is quarantined after ", policy_.crashes_in_window(), " ",
       what, " within ", policy_.limits().window.count() / 1000, " s (last: ", last,
-      "); a quarantine lasts as long as its host: lift it in this process with Host::ResetBackend(\"",
-      manifest_.name, "\") (Python: codecvisor.backends.reset(\"", manifest_.name, "\"))", advice));
+      "); a quarantine lasts as long as its host: lift it in this process with Host::ResetBackend(\"", manifest_.name,
+      "\") (Python: codecvisor.backends.reset(\"", manifest_.name, "\"))", advice));
 }
 
 void Supervisor::StartBackend() {
@@ -101,8 +101,8 @@ void Supervisor::StartBackend() {
   }
   if (process != nullptr && !watches_.count(process.get())) {
     if (absl::Status s = Watch(*process); !s.ok()) {
-      failed = absl::Status(s.code(), absl::StrCat("backend '", manifest_.name, "': cannot watch its process: ",
-                                                   s.message()));
+      failed = absl::Status(s.code(),
+                            absl::StrCat("backend '", manifest_.name, "': cannot watch its process: ", s.message()));
       unwatched = std::move(process);
     }
   }

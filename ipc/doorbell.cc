@@ -1,9 +1,9 @@
 #include "ipc/doorbell.h"
 
 #include <linux/futex.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <time.h>
-#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -128,7 +128,11 @@ absl::Status WaitFor(DoorbellWord* bell, absl::FunctionRef<bool()> ready, Deadli
     }
     poll_missed = true;
   }
-  uint32_t fruitless = 0;  // sleeps the bell ended early with nothing ready
+  // Sleeps the bell ended early with nothing ready, since `window`: a
+  // signal or a ring for another reader does that now and then; a peer
+  // ringing in a loop, kMaxFruitlessWakes times within a liveness slice.
+  uint32_t fruitless = 0;
+  auto window = Clock::now();
   for (;;) {
     // A watched peer's hang-up rings this bell (PeerLiveness::HungUp):
     // sleep until the deadline. Otherwise poll its socket every slice.
@@ -138,7 +142,12 @@ absl::Status WaitFor(DoorbellWord* bell, absl::FunctionRef<bool()> ready, Deadli
     if (fruitless < kMaxFruitlessWakes) {
       const auto slept_at = Clock::now();
       if (SleepOnce(bell, ready, peer, slice)) return done();
-      if (Clock::now() - slept_at < slice) ++fruitless;
+      const auto woke = Clock::now();
+      if (woke - slept_at >= slice || woke - window > kLivenessSlice) {
+        fruitless = 0;  // slept it out, or the last early ones were a slice ago
+        window = woke;
+      }
+      if (woke - slept_at < slice) ++fruitless;
     } else {
       // The peer rings without publishing (a hostile plugin's loop of
       // wake-ups would make this a busy loop): the bell is no longer

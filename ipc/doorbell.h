@@ -40,9 +40,10 @@ void WakeDoorbell(DoorbellWord* bell);
 
 // Longest single futex sleep: how stale a liveness check can get.
 inline constexpr std::chrono::milliseconds kLivenessSlice{10};
-// A wait whose sleeps the bell ends this many times with nothing ready
-// stops listening to the bell (a peer ringing in a loop would make it a
-// busy loop) and checks after timed sleeps of kDeafSleep instead.
+// A wait whose sleeps the bell ends this many times within a liveness
+// slice with nothing ready stops listening to the bell (a peer ringing in
+// a loop would make it a busy loop) and checks after timed sleeps of
+// kDeafSleep instead, until it ends.
 inline constexpr uint32_t kMaxFruitlessWakes = 64;
 inline constexpr std::chrono::milliseconds kDeafSleep{1};
 
@@ -51,8 +52,8 @@ inline constexpr std::chrono::milliseconds kDeafSleep{1};
 // in slices of at most kLivenessSlice, checking `peer` between them; in one
 // sleep until woken or `deadline` when `peer.hangups_watched()` (its
 // hang-up then rings `bell`: BackendChannel::WatchHangups); after
-// kMaxFruitlessWakes rings with nothing ready, in timed sleeps of
-// kDeafSleep, checking `peer`'s flag and socket as before. Feeds the
+// kMaxFruitlessWakes rings within a slice with nothing ready, in timed
+// sleeps of kDeafSleep, checking `peer`'s flag and socket as before. Feeds the
 // wait's length (and a nap's oversleep) back to `policy`; with no policy
 // it sleeps at once.
 // Returns OK when ready; kDeadlineExceeded at `deadline`, naming `what`;

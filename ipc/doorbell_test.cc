@@ -70,11 +70,11 @@ TEST_F(DoorbellTest, WakeAfterAdvanceWakesTheSleeper) {
   EXPECT_LT(Clock::now() - woken_at, 10s) << "the sleeper ran into its timeout: WakeDoorbell did not wake it";
 }
 
-// A QA plugin rang the host's bell in a loop without writing a record: the
-// host's wait became a busy loop (6 s of a core in 8 s). After
-// kMaxFruitlessWakes such rings the waiter stops listening and checks
-// after timed sleeps: it checks at most once a kDeafSleep from then on,
-// however fast the bell rings, and still sees the condition when it holds.
+// A peer ringing the bell in a loop without publishing anything would make
+// the wait a busy loop. After kMaxFruitlessWakes such rings in a liveness
+// slice the waiter stops listening and checks after timed sleeps: at most
+// once a kDeafSleep from then on, however fast the bell rings, and it still
+// sees the condition when it holds.
 TEST_F(DoorbellTest, ABellRungForNothingInALoopDoesNotMakeTheWaitABusyLoop) {
   std::atomic<bool> stop{false};
   std::thread ringer([&] {
@@ -82,9 +82,8 @@ TEST_F(DoorbellTest, ABellRungForNothingInALoopDoesNotMakeTheWaitABusyLoop) {
   });
   std::atomic<uint64_t> checks{0};
   const auto start = Clock::now();
-  const absl::Status waited =
-      WaitFor(&bell_, [&] { return ++checks, false; }, start + 300ms, PeerLiveness(fds_[0], -1, false), nullptr,
-              "nothing");
+  const absl::Status waited = WaitFor(
+      &bell_, [&] { return ++checks, false; }, start + 300ms, PeerLiveness(fds_[0], -1, false), nullptr, "nothing");
   const auto elapsed_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
   EXPECT_TRUE(absl::IsDeadlineExceeded(waited)) << waited;
   // Two checks a listened sleep, then one a timed sleep (and one before):

@@ -103,9 +103,9 @@ INSTANTIATE_TEST_SUITE_P(
 TEST_F(FaultTest, APluginThatNeverFinishesStartingSaysSo) {
   options_.supervision.spawn_timeout = std::chrono::milliseconds(1000);
   StartHost();
-  const std::string path = WriteFile(
-      "inithang.toml", FaultyManifest("inithang", Runfile("backends/testing/libcodecvisor_faulty.so"),
-                                      "faulty_init_hangs"));
+  const std::string path =
+      WriteFile("inithang.toml",
+                FaultyManifest("inithang", Runfile("backends/testing/libcodecvisor_faulty.so"), "faulty_init_hangs"));
   ASSERT_TRUE(host_->LoadBackend(path).ok());
   FaultRow& row = Row("plugin create() that never returns");
   ++row.tries;

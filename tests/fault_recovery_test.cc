@@ -424,6 +424,25 @@ TEST_F(FaultTest, BadFrameLayoutIsAProtocolViolationNotACrash) {
   EXPECT_TRUE((*fine)->GetFrameAt(3).ok());
 }
 
+// Stream numbers no stream can have (an infinite duration) fail the open,
+// but they may be a crafted file's header passed on by an honest backend:
+// the backend is not replaced.
+TEST_F(FaultTest, ImpossibleStreamNumbersFailTheOpenNotTheBackend) {
+  FaultRow& row = Row("stream metadata with an infinite duration");
+  ++row.tries;
+  auto warm = Open(WriteSyntheticVideo("warm.syn"), "faulty");
+  ASSERT_TRUE(warm.ok()) << warm.status();
+  const pid_t pid = StatusOf("faulty").pid;
+  auto decoder = Open(WriteSyntheticVideo("inf.syn", "fault=inf_duration"), "faulty");
+  row.Saw("open " + CodeName(decoder.status()));
+  ASSERT_EQ(decoder.status().code(), absl::StatusCode::kDataLoss) << decoder.status();
+  EXPECT_NE(decoder.status().message().find("duration_seconds inf is not a finite number"), std::string::npos)
+      << decoder.status();
+  EXPECT_EQ(StatusOf("faulty").pid, pid) << "the backend was replaced";
+  EXPECT_EQ(StatusOf("faulty").restarts, 0u);
+  EXPECT_TRUE((*warm)->GetFrameAt(2).ok());
+}
+
 TEST_F(FaultTest, CrashLoopIsQuarantinedUntilReset) {
   // faulty.toml allows 5 restarts a minute. Every open segfaults, so no
   // success ever restores the budget: the 6th crash quarantines.

@@ -38,8 +38,9 @@ absl::StatusOr<cv_frame_layout> ComputeLayout(cv_output_format format, AVPixelFo
     return absl::DataLossError(absl::StrCat("the stream's frames are ", width, "x", height));
   }
   if (width > kMaxOutputSide || height > kMaxOutputSide || uint64_t{width} * height > kMaxOutputPixels) {
-    return absl::UnimplementedError(absl::StrCat("frames of ", width, "x", height, " are larger than this backend decodes (",
-                                                 kMaxOutputSide, " per side, ", kMaxOutputPixels, " pixels)"));
+    return absl::UnimplementedError(absl::StrCat("frames of ", width, "x", height,
+                                                 " are larger than this backend decodes (", kMaxOutputSide,
+                                                 " per side, ", kMaxOutputPixels, " pixels)"));
   }
   const AVPixFmtDescriptor* desc = av_pix_fmt_desc_get(native);
   if (desc == nullptr) {

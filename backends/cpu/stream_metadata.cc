@@ -103,7 +103,9 @@ cv_stream_metadata DescribeStream(const Demuxer& demuxer, const FrameIndex* inde
   const bool swap = SwapsSides(RotationFromDegrees(m.rotation_degrees));
   m.width = static_cast<uint32_t>(swap ? par->height : par->width);
   m.height = static_cast<uint32_t>(swap ? par->width : par->height);
-  m.num_frames_from_header = stream->nb_frames > 0 ? stream->nb_frames : -1;
+  // A crafted header's count past what a stream can hold is unknown.
+  m.num_frames_from_header =
+      stream->nb_frames > 0 && stream->nb_frames <= FrameIndex::kMaxFrames ? stream->nb_frames : -1;
   m.num_frames_from_scan = index != nullptr ? index->size() : -1;
 
   if (index != nullptr) {

@@ -59,8 +59,8 @@ const TestVideo kVideos[] = {
      "-vf setpts='if(lt(N,20),N,20+(N-20)*3)/25/TB' -fps_mode vfr -c:v libx264 "
      "-preset veryfast -bf 2 -g 16 -pix_fmt yuv420p",
      0, false},
-    {"mjpeg_full_range.avi",
-     "-f lavfi -i testsrc2=size=80x60:rate=20 -frames:v 30 -c:v mjpeg -pix_fmt yuvj420p", 0, true},
+    {"mjpeg_full_range.avi", "-f lavfi -i testsrc2=size=80x60:rate=20 -frames:v 30 -c:v mjpeg -pix_fmt yuvj420p", 0,
+     true},
     {"hevc_10bit.mkv",
      "-f lavfi -i testsrc2=size=96x54:rate=25 -frames:v 40 -c:v libx265 -preset ultrafast "
      "-x265-params keyint=10:bframes=2:log-level=error -pix_fmt yuv420p10le",
@@ -82,8 +82,7 @@ const TestVideo kVideos[] = {
      "-pix_fmt yuv420p -f mpeg",
      0, true},
     // AVI, whose packets carry no pts; with B-frames only theirs is known.
-    {"mpeg4_bframes.avi",
-     "-f lavfi -i testsrc=size=96x64:rate=25 -frames:v 60 -c:v mpeg4 -bf 2 -g 15 -pix_fmt yuv420p",
+    {"mpeg4_bframes.avi", "-f lavfi -i testsrc=size=96x64:rate=25 -frames:v 60 -c:v mpeg4 -bf 2 -g 15 -pix_fmt yuv420p",
      0, true},
     // H.264 in AVI: no packet carries a pts.
     {"h264_bframes.avi",
@@ -104,8 +103,7 @@ const TestVideo kVideos[] = {
     // first is not the transpose of converting after.
     {"h264_rotation_90.mp4", "-c copy -metadata:s:v:0 rotate=90", 0, true, "h264.mp4"},
     {"vp9_odd_rotation_-90.mp4", "-c copy -metadata:s:v:0 rotate=-90", 0, true, "vp9_odd.webm"},
-    {"hevc_10bit_rotation_180.mp4", "-c copy -metadata:s:v:0 rotate=180", 0, true,
-     "hevc_10bit.mkv"},
+    {"hevc_10bit_rotation_180.mp4", "-c copy -metadata:s:v:0 rotate=180", 0, true, "hevc_10bit.mkv"},
     {"hevc_10bit_rotation_90.mp4", "-c copy -metadata:s:v:0 rotate=90", 0, true, "hevc_10bit.mkv"},
 };
 
@@ -197,9 +195,9 @@ std::pair<std::string, std::string> FormatAsOutput(const std::string& filters) {
 std::string CliFrame(const std::string& path, int stream, int64_t n, const std::string& filters,
                      size_t frame_bytes, const std::string& output_args) {
   const auto [chain, pix_fmt] = FormatAsOutput(filters);
-  std::string out = Run(absl::StrCat("/usr/bin/ffmpeg -nostdin -v error -i '", path,
-                                     "' -map 0:", stream, " -vf \"select=eq(n\\,", n, "),", chain,
-                                     "\"", pix_fmt, " ", output_args, " -f rawvideo -"));
+  std::string out =
+      Run(absl::StrCat("/usr/bin/ffmpeg -nostdin -v error -i '", path, "' -map 0:", stream, " -vf \"select=eq(n\\,", n,
+                       "),", chain, "\"", pix_fmt, " ", output_args, " -f rawvideo -"));
   EXPECT_GE(out.size(), frame_bytes) << "the CLI produced no frame " << n << " of " << path;
   if (out.size() > frame_bytes) out.resize(frame_bytes);
   return out;
@@ -207,8 +205,8 @@ std::string CliFrame(const std::string& path, int stream, int64_t n, const std::
 
 std::string CliAllFrames(const std::string& path, int stream, const std::string& filters) {
   const auto [chain, pix_fmt] = FormatAsOutput(filters);
-  return Run(absl::StrCat("/usr/bin/ffmpeg -nostdin -v error -i '", path, "' -map 0:", stream,
-                          " -vf \"", chain, "\"", pix_fmt, " -fps_mode passthrough -f rawvideo -"));
+  return Run(absl::StrCat("/usr/bin/ffmpeg -nostdin -v error -i '", path, "' -map 0:", stream, " -vf \"", chain, "\"",
+                          pix_fmt, " -fps_mode passthrough -f rawvideo -"));
 }
 
 namespace {

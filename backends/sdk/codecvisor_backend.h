@@ -138,6 +138,18 @@ typedef struct cv_stream_metadata {
   int64_t time_base_num;
   int64_t time_base_den;
 } cv_stream_metadata;
+/* The host refuses an open whose metadata no stream can have (the file's
+ * header, passed on, may be a crafted one: the backend is kept): times,
+ * rate and rotation finite (a NaN average_fps, as av_q2d of an unknown 0/0,
+ * is taken as unknown, 0), duration, rate and bit rate not negative, the end
+ * not before the beginning, rotation within +-360, frame counts -1 or 0 to
+ * 2^32, a time base with den > 0 not negative. Report what you do not know
+ * as the field's "unknown" (-1 counts, 0 for the rest), never a NaN or a
+ * negative number. Each frame's cv_frame_info times must be finite and its
+ * duration not negative (a channel error otherwise). Options you refuse for
+ * every file are CV_ERROR_INVALID_ARGUMENT; CV_ERROR_UNSUPPORTED is for a
+ * file you do not decode (Python's UnsupportedVideoError, which batch jobs
+ * skip as a bad file). */
 
 /* The type of a stream of the file (cv_stream_info.type). */
 typedef int32_t cv_stream_type;
@@ -165,7 +177,16 @@ typedef struct cv_stream_info {
 
 #define CV_MAX_PLANES 4
 /* Where every output frame of a session goes in the runner's buffer. Fixed
- * for the session's lifetime (the output size and format do not change). */
+ * for the session's lifetime (the output size and format do not change).
+ * SECURITY: the host sizes the session's shared memory from it, so it
+ * refuses (and replaces the backend for) a layout larger than frames of its
+ * size need: width and height 1..32768, the stream's own unless an output
+ * size was asked for; 1 plane for RGB24, 3 for planar, 1..4 natively; each
+ * plane's rows at most the height (all of it for RGB), its stride at least
+ * a row (3 x width for RGB24, width for planar) and at most 16 x width +
+ * 4096, the plane inside `size`; and `size` at most 64 KiB plus, for every
+ * plane, its stride x (2 x its rows + 128): room for a decoder's aligned,
+ * padded pictures, not more. */
 typedef struct cv_frame_layout {
   uint32_t width;
   uint32_t height;

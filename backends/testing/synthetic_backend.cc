@@ -153,6 +153,7 @@ cv_status Metadata(cv_session* session, cv_stream_metadata* m, cv_error*) {
   m->end_stream_seconds = v.start + v.frames / v.fps;
   m->time_base_num = 1;
   m->time_base_den = 1000;
+  if (kFaulty && v.fault == "inf_duration") m->duration_seconds = m->end_stream_seconds = INFINITY;
   return CV_OK;
 }
 
@@ -160,7 +161,7 @@ cv_status Layout(cv_session* session, cv_frame_layout* l, cv_error*) {
   const auto* s = reinterpret_cast<Session*>(session);
   *l = codecvisor::testing::SyntheticLayout(s->video, s->format);
   if (kFaulty && s->video.fault == "badref") l->plane_offset[0] = uint64_t{1} << 40;  // far outside any slot
-  if (kFaulty && s->video.fault == "huge_layout") l->size = uint64_t{1} << 30;  // a gigabyte for each small frame
+  if (kFaulty && s->video.fault == "huge_layout") l->size = uint64_t{1} << 30;        // a gigabyte for each small frame
   return CV_OK;
 }
 

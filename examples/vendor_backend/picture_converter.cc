@@ -56,8 +56,9 @@ Status PictureConverter::Create(cv_output_format format, AVPixelFormat native, u
     return Status(CV_ERROR_CORRUPT_DATA, Sprintf("the stream's frames are %ux%u", width, height));
   }
   if (width > kMaxSide || height > kMaxSide || uint64_t{width} * height > kMaxPixels) {
-    return Status(CV_ERROR_UNSUPPORTED, Sprintf("frames of %ux%u are larger than this backend decodes (%u per side, %llu pixels)",
-                                                width, height, kMaxSide, static_cast<unsigned long long>(kMaxPixels)));
+    return Status(CV_ERROR_UNSUPPORTED,
+                  Sprintf("frames of %ux%u are larger than this backend decodes (%u per side, %llu pixels)", width,
+                          height, kMaxSide, static_cast<unsigned long long>(kMaxPixels)));
   }
   const AVPixFmtDescriptor* desc = av_pix_fmt_desc_get(native);
   if (desc == nullptr) {

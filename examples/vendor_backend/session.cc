@@ -242,6 +242,9 @@ Status Session::IndexAtSeconds(double seconds, int64_t* index) const {
           table_->LastAtOrBefore(static_cast<int64_t>(std::floor(ticks + std::max(1e-6, std::fabs(ticks) * 1e-12))));
     } else {
       found = static_cast<int64_t>(std::floor((seconds - begin) / (frame_ticks_ * time_base_) + 1e-9));
+      // A time before the end is in a frame: just before it (end - 1e-12)
+      // rounds up to the count, and a header's count may be short.
+      if (found >= num_frames_ && num_frames_ > 0) found = num_frames_ - 1;
     }
   }
   if (found < 0 || found >= num_frames_) {

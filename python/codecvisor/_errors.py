@@ -27,8 +27,9 @@ class BackendError(CodecvisorError):
 
 
 class VideoError(CodecvisorError):
-    """The video itself cannot be decoded: corrupt, truncated, or in a format
-    the backend does not read (code DATA_LOSS)."""
+    """The video itself cannot be decoded: corrupt or truncated (code
+    DATA_LOSS), or one the backend does not decode (UnsupportedVideoError,
+    code UNIMPLEMENTED)."""
 
 
 class UnsupportedVideoError(VideoError, ValueError):

@@ -304,7 +304,7 @@ class VideoDecoder:
         n = self._num_frames
         if n is not None and not -n <= index < n:
             raise IndexError(f"Index {index} is out of bounds; must be in the range [0, {n}).")
-        return self._call("frames_at", [int(index)])[0]
+        return self._call("frames_at", [index])[0]
 
     def get_frames_at(self, indices: Sequence[int]) -> FrameBatch:
         return self._call("frames_at", [_index(i) for i in indices])

@@ -409,7 +409,8 @@ def test_a_rotated_video_is_the_clis_autorotated_frames(tmp_path, pix_fmt, codec
     # 10-bit 4:2:0 (HDR HEVC), whose chroma swscale interpolates, and on an
     # odd size. `ffmpeg -i F -pix_fmt rgb24` rotates the decoder's pixels,
     # then converts.
-    coded = make_video(tmp_path / "coded.mkv", ["-f", "lavfi", "-i", "testsrc2=size=98x54:rate=10,crop=97:53:0:0", "-frames:v", "6",
+    coded = make_video(tmp_path / "coded.mkv", ["-f", "lavfi", "-i", "testsrc2=size=98x54:rate=10,crop=97:53:0:0",
+                                                "-frames:v", "6",
                                                 "-c:v", codec, "-pix_fmt", pix_fmt])
     rotated = make_video(tmp_path / "rotated.mp4", ["-i", coded, "-c", "copy", "-metadata:s:v:0", "rotate=90"])
     raw = subprocess.run(FFMPEG[:-1] + ["-i", rotated, "-pix_fmt", "rgb24", "-f", "rawvideo", "-"],
@@ -423,7 +424,8 @@ def test_a_rotated_video_is_the_clis_autorotated_frames(tmp_path, pix_fmt, codec
         d = VideoDecoder(rotated, dimension_order="NHWC", num_ffmpeg_threads=threads)
         assert (d.metadata.width, d.metadata.height, d.metadata.rotation) == (width, height, 90)
         assert np.array_equal(d[:].data.numpy(), want), threads
-        assert np.array_equal(VideoDecoder(rotated, num_ffmpeg_threads=threads)[:].data.permute(0, 2, 3, 1).numpy(), want)
+        nchw = VideoDecoder(rotated, num_ffmpeg_threads=threads)[:].data
+        assert np.array_equal(nchw.permute(0, 2, 3, 1).numpy(), want)
 
 
 def test_frames_larger_than_the_backend_decodes_are_an_unsupported_video(tmp_path):

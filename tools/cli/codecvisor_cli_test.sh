@@ -80,6 +80,9 @@ check "empty slice writes nothing" [ ! -e "$tmp/empty" ]
 check "empty time range" run_cv 0 "$tmp/stdout" "$tmp/err" decode "$video" --time-range 0.4:0.4 --json --out "$tmp/empty_tr"
 check "empty time range message" grep -q "^codecvisor decode: $tmp/clip.mp4: --time-range 0.4:0.4 selects no frames (of 25); nothing written$" "$tmp/err"
 check "empty time range writes nothing" [ ! -e "$tmp/empty_tr" ]
+check "empty time range json" [ "$(cat "$tmp/stdout")" = "{\"schema_version\":1,\"file\":\"$video\",\"format\":\"png\",\"frames\":[]}" ]
+check "empty time range outside the stream" run_cv 1 "$tmp/stdout" "$tmp/err" decode "$video" --time-range 999:999 --out "$tmp/empty_tr"
+check "empty time range outside the stream says so" grep -q "999 s is outside the stream, which plays from 0 s to 1 s" "$tmp/err"
 check "reversed time range" run_cv 105 "$tmp/stdout" "$tmp/err" decode "$video" --time-range 0.4:0.3 --out "$tmp/rev_tr"
 
 # repeated indices: every frame kept, named by its position in the request

@@ -93,6 +93,19 @@ TEST(ParseTimeRangeTest, AnEmptyRangeSelectsNoFrames) {
   EXPECT_EQ(SelectedFrameCount(FrameSelection::PlayedInSeconds(1, 1.5)), std::nullopt) << "known only once decoded";
 }
 
+// The bounds Python checks before its empty answer: begin <= START < end.
+TEST(BuildSelectionTest, AnEmptyTimeRangeMustStartInTheStream) {
+  SelectionFlags flags;
+  flags.time_range = "2:2";
+  auto inside = BuildSelection(flags, Stream(40));  // plays 0.5 to 4.5 s
+  ASSERT_TRUE(inside.ok()) << inside.status();
+  EXPECT_EQ(SelectedFrameCount(*inside), 0);
+  for (const char* outside : {"4.5:4.5", "0.25:0.25", "999:999"}) {
+    flags.time_range = outside;
+    EXPECT_EQ(BuildSelection(flags, Stream(40)).status().code(), absl::StatusCode::kOutOfRange) << outside;
+  }
+}
+
 TEST(BuildSelectionTest, NoFlagMeansEveryFrame) {
   auto all = BuildSelection({}, Stream(40));
   ASSERT_TRUE(all.ok()) << all.status();
