@@ -440,12 +440,14 @@ def test_frames_larger_than_the_backend_decodes_are_an_unsupported_video(tmp_pat
     assert e.value.code == "UNIMPLEMENTED" and "wide.mkv" in str(e.value)
 
 
-def test_a_host_under_a_lower_address_space_limit_still_decodes(video):
-    # A cluster's `ulimit -v` below the cpu backend's memory_mb (8 GiB):
-    # the backend keeps the host's lower limit instead of failing to raise
-    # it ("the sandbox cannot be set up here").
+def test_a_host_under_a_lower_hard_limit_still_decodes(video):
+    # A cluster's `ulimit -n` (or `-v`) below the cpu backend's own limit
+    # (open_files 1024; memory_mb 8 GiB): the backend keeps the host's lower
+    # limit instead of failing to raise it ("the sandbox cannot be set up
+    # here"). RLIMIT_NOFILE, not RLIMIT_AS: a sanitizer's runtime cannot run
+    # under an address-space limit at all.
     code = ("import resource, sys\n"
-            "resource.setrlimit(resource.RLIMIT_AS, (7 << 30, 7 << 30))\n"
+            "resource.setrlimit(resource.RLIMIT_NOFILE, (512, 512))\n"
             "from codecvisor.decoders import VideoDecoder\n"
             "print(tuple(VideoDecoder(sys.argv[1])[3].shape))\n")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
