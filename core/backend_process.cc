@@ -400,10 +400,15 @@ absl::StatusOr<OpenedSession> BackendProcess::OpenSession(int video_fd, ipc::Ope
   // A protocol violation, as a malformed message is: the backend is replaced.
   if (absl::Status s = CheckStreamList(opened->metadata); !s.ok()) return s;
   if (absl::Status s = CheckSessionLayout(*opened, options); !s.ok()) return s;
-  if (absl::Status s = AcceptStreamNumbers(&opened->metadata); !s.ok()) {
+  // An open the host refuses on its own account: the backend's session is
+  // closed, and the backend is not to blame.
+  auto refuse_session = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     bool ignored;
     (void)Call({0, ipc::Close{opened->session_id}}, deadline, &ignored);
-    *channel_failure = false;  // perhaps the file's own header: a VideoError, the backend kept
+    *channel_failure = false;
+  };
+  if (absl::Status s = AcceptStreamNumbers(&opened->metadata); !s.ok()) {
+    refuse_session();  // perhaps the file's own header: a VideoError, the backend kept
     return s;
   }
   ipc::Geometry geometry;
@@ -412,9 +417,7 @@ absl::StatusOr<OpenedSession> BackendProcess::OpenSession(int video_fd, ipc::Ope
   geometry.slot_count = slots + geometry.pool_slots;
   auto created = ipc::HostChannel::Create(geometry, session_regions_.get());
   if (!created.ok()) {
-    bool ignored;
-    (void)Call({0, ipc::Close{opened->session_id}}, deadline, &ignored);
-    *channel_failure = false;  // our own resource problem, not the backend's
+    refuse_session();  // our own resource problem, not the backend's
     // A frame no arena holds even once is the video's size, not the
     // caller's arena_slots (whose excess stays INVALID_ARGUMENT).
     if (absl::IsInvalidArgument(created.status()) && geometry.slot_bytes > ipc::kMaxArenaBytes / 2) {

@@ -2,6 +2,7 @@
 
 #include "core/session_opened_check.h"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
@@ -27,14 +28,12 @@ absl::Status CheckLayout(const ipc::FrameLayout& l) {
   if (l.width == 0 || l.height == 0 || l.width > ipc::kMaxFrameSide || l.height > ipc::kMaxFrameSide) {
     return BadLayout(l, absl::StrCat("a frame is 1 to ", ipc::kMaxFrameSide, " pixels each way"));
   }
-  const size_t want_planes = l.format == ipc::OutputFormat::kRgb24         ? 1
-                             : l.format == ipc::OutputFormat::kRgb24Planar ? 3
-                                                                           : 0;
+  const size_t want_planes = ipc::PlanesOf(l.format);
   if (l.planes.empty() || l.planes.size() > ipc::kMaxPlanes || (want_planes != 0 && l.planes.size() != want_planes)) {
     return BadLayout(l, absl::StrCat(l.planes.size(), " planes for its format"));
   }
   const bool rgb = want_planes != 0;
-  const uint64_t min_stride = l.format == ipc::OutputFormat::kRgb24 ? uint64_t{l.width} * 3 : rgb ? l.width : 1;
+  const uint64_t min_stride = std::max<uint64_t>(ipc::MinPlaneStride(l.format, l.width), 1);
   const uint64_t max_stride = uint64_t{l.width} * kMaxBytesPerPixel + kMaxRowPadding;
   uint64_t room = kMaxLayoutSlack;
   for (const ipc::Plane& p : l.planes) {

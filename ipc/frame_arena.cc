@@ -32,12 +32,12 @@ absl::Status ValidateFrameRef(const FrameRef& ref, const Geometry& geometry) {
   if (ref.width == 0 || ref.height == 0 || ref.width > kMaxFrameSide || ref.height > kMaxFrameSide) {
     return Bad(ref, absl::StrCat("impossible size ", ref.width, "x", ref.height));
   }
-  size_t want_planes = ref.format == OutputFormat::kRgb24 ? 1 : ref.format == OutputFormat::kRgb24Planar ? 3 : 0;
+  const size_t want_planes = PlanesOf(ref.format);
   if (ref.planes.empty() || ref.planes.size() > kMaxPlanes ||
       (want_planes != 0 && ref.planes.size() != want_planes)) {
     return Bad(ref, absl::StrCat(ref.planes.size(), " planes for its format"));
   }
-  const uint64_t min_stride = ref.format == OutputFormat::kRgb24 ? uint64_t{ref.width} * 3 : 0;
+  const uint64_t min_stride = MinPlaneStride(ref.format, ref.width);
   const uint64_t end = ref.offset + ref.size;
   for (const Plane& p : ref.planes) {
     // stride * rows fits in 64 bits: both are 32-bit.
@@ -47,7 +47,7 @@ absl::Status ValidateFrameRef(const FrameRef& ref, const Geometry& geometry) {
                                    " bytes lies outside the frame"));
     }
     if (p.rows == 0 || p.rows > ref.height || p.stride < min_stride ||
-        (ref.format != OutputFormat::kNative && (p.rows != ref.height || p.stride < ref.width))) {
+        (ref.format != OutputFormat::kNative && p.rows != ref.height)) {
       return Bad(ref, absl::StrCat("plane of ", p.stride, "x", p.rows, " does not fit a ", ref.width,
                                    "x", ref.height, " frame"));
     }

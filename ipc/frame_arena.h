@@ -29,6 +29,17 @@ namespace codecvisor::ipc {
 // Largest frame side we accept from a backend (16K video is 15360 wide).
 inline constexpr uint32_t kMaxFrameSide = 32768;
 
+// The planes a frame of `format` has: 1 for RGB24, 3 for planar RGB, 0 for
+// native (any count up to kMaxPlanes).
+inline size_t PlanesOf(OutputFormat format) {
+  return format == OutputFormat::kRgb24 ? 1 : format == OutputFormat::kRgb24Planar ? 3 : 0;
+}
+// The least stride a plane of a `width`-pixel frame of `format` can have: a
+// row of samples for RGB (3 bytes each interleaved, 1 planar); 0 natively.
+inline uint64_t MinPlaneStride(OutputFormat format, uint32_t width) {
+  return format == OutputFormat::kRgb24 ? uint64_t{width} * 3 : format == OutputFormat::kRgb24Planar ? width : 0;
+}
+
 // OK if `ref` describes bytes wholly inside one slot of `geometry`, followed
 // there by at least kSlotPadding more (region.h), with
 // planes that fit in [offset, offset + size) and match its format. Pure

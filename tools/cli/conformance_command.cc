@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <utility>
 
 #include "absl/strings/str_format.h"
 #include "tools/cli/commands.h"
@@ -13,14 +14,20 @@
 namespace codecvisor::cli {
 namespace {
 
-std::string ToJson(const conformance::ConformanceReport& report) {
+// The report, or, when the suite could not run (`error` not OK), the
+// backend and manifest as asked for, why, and no checks: a script reading
+// stdout still gets an answer.
+std::string ToJson(const conformance::ConformanceReport& report, const absl::Status& error = absl::OkStatus()) {
   JsonWriter w;
   w.BeginObject();
   w.Key("schema_version").Int(kJsonSchemaVersion);
-  w.Key("backend").String(report.backend);
-  w.Key("manifest").String(report.manifest_path);
-  w.Key("version").String(report.backend_version);
-  w.Key("error").Null();
+  for (const auto& [key, value] : {std::pair{"backend", &report.backend}, std::pair{"manifest", &report.manifest_path},
+                                   std::pair{"version", &report.backend_version}}) {
+    w.Key(key);
+    error.ok() || !value->empty() ? w.String(*value) : w.Null();
+  }
+  w.Key("error");
+  error.ok() ? w.Null() : w.String(error.message());
   w.Key("passed").Int(report.passed());
   w.Key("failed").Int(report.failed());
   w.Key("checks").BeginArray();
@@ -33,25 +40,6 @@ std::string ToJson(const conformance::ConformanceReport& report) {
     w.EndObject();
   }
   w.EndArray();
-  w.EndObject();
-  return w.str();
-}
-
-// The suite could not run at all: the backend and manifest as asked for,
-// why, and no checks, so that a script reading stdout still gets an answer.
-std::string ErrorJson(const ConformanceArgs& args, const absl::Status& status) {
-  JsonWriter w;
-  w.BeginObject();
-  w.Key("schema_version").Int(kJsonSchemaVersion);
-  w.Key("backend");
-  args.backend.empty() ? w.Null() : w.String(args.backend);
-  w.Key("manifest");
-  args.manifest.empty() ? w.Null() : w.String(args.manifest);
-  w.Key("version").Null();
-  w.Key("error").String(status.message());
-  w.Key("passed").Int(0);
-  w.Key("failed").Int(0);
-  w.Key("checks").BeginArray().EndArray();
   w.EndObject();
   return w.str();
 }
@@ -77,7 +65,9 @@ int RunConformance(const ConformanceArgs& args) {
   absl::StatusOr<conformance::ConformanceReport> report = conformance::RunConformance(target, options);
   if (!report.ok()) {
     std::cerr << "codecvisor conformance: " << report.status().message() << "\n";
-    if (args.json) std::cout << ErrorJson(args, report.status()) << "\n";
+    if (args.json) {
+      std::cout << ToJson({.backend = args.backend, .manifest_path = args.manifest}, report.status()) << "\n";
+    }
     return 1;
   }
   if (args.json) {
