@@ -218,6 +218,15 @@ cv_status DecodeFrame(cv_session* session, int64_t index, cv_frame_buffer* buffe
   });
 }
 
+cv_status DecodeFrameAtSeconds(cv_session* session, double seconds, cv_frame_buffer* buffer, cv_frame_info* info,
+                               cv_error* error) {
+  if (session == nullptr || buffer == nullptr) {
+    return Fail(error, CV_ERROR_INVALID_ARGUMENT, "decode_frame_at_seconds: session or buffer is NULL");
+  }
+  return Guarded(
+      error, [&] { return Report(error, session->label, session->impl->DecodeFrameAtSeconds(seconds, buffer, info)); });
+}
+
 constexpr char kVersion[] =
     "1.0.0 (FFmpeg " LIBAVFORMAT_IDENT ", " LIBAVCODEC_IDENT ", " LIBSWSCALE_IDENT ")";
 
@@ -239,6 +248,7 @@ constexpr cv_backend_v1 kTable = {
     .decode_frame = &DecodeFrame,
     .late_frame_buffer = 1,
     .get_streams = &GetStreams,
+    .decode_frame_at_seconds = &DecodeFrameAtSeconds,
 };
 
 }  // namespace

@@ -2,13 +2,16 @@
 //
 // Approximate mode beyond the catalogue's conformance checks: the first
 // request for a late frame seeks, a stream without a frame count in its
-// header gets an estimate that says it is one, and a damaged file never
-// yields a frame under another frame's index.
+// header gets an estimate that says it is one, a damaged file never
+// yields a frame under another frame's index, and a time finds the frame
+// playing then on a variable-rate stream.
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/cpu_backend.h"
@@ -200,6 +203,79 @@ TEST(ApproximateModeTest, DamagedFileNeverMislabelsAFrame) {
     }
   }
 }
+
+// A variable-rate stream far from its header rate's nominal times: every
+// ten frames a 0.6 s pause. In MP4 a frame's duration reaches the next
+// frame, the pause included; Matroska gives every frame the default
+// duration, which leaves the pause uncovered. (The times are integers in
+// the source's 1/25 s time base: a division there would round some frames
+// onto the one before.)
+std::string PausingVideo(const std::string& name) {
+  return MakeVideo(name,
+                   "-f lavfi -i testsrc2=size=64x48:rate=25 -frames:v 60 "
+                   "-vf setpts='N+floor(N/10)*15' -fps_mode passthrough -c:v libx264 -preset veryfast "
+                   "-bf 2 -g 30 -pix_fmt yuv420p");
+}
+
+class PlayedAtTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(PlayedAtTest, ATimeFindsTheFramePlayingThenWhateverTheRate) {
+  const std::string path = PausingVideo(GetParam());
+  TestSession exact(path);
+  ASSERT_TRUE(exact.ok()) << exact.open_message();
+  const cv_stream_metadata m = exact.Metadata();
+  const int64_t n = m.num_frames_from_scan;
+  ASSERT_EQ(n, 60);
+  std::vector<double> times;
+  for (int k = 0; m.begin_stream_seconds + k * 0.05 < m.end_stream_seconds; ++k) {
+    times.push_back(m.begin_stream_seconds + k * 0.05);
+  }
+  // In time order, then shuffled (fixed seed): decoding on, and seeks back
+  // and forth.
+  std::vector<double> shuffled = times;
+  std::shuffle(shuffled.begin(), shuffled.end(), std::mt19937(7));
+  for (const std::vector<double>& order : {times, shuffled}) {
+    TestSession approx(path, Approximate());
+    ASSERT_TRUE(approx.ok()) << approx.open_message();
+    for (size_t k = 0; k < order.size(); ++k) {
+      const double t = order[k];
+      cv_frame_info got{}, want{};
+      std::string pixels, want_pixels, message;
+      ASSERT_EQ(approx.DecodeAt(t, &pixels, &got, &message), CV_OK) << "at " << t << " s: " << message;
+      ASSERT_EQ(exact.DecodeAt(t, &want_pixels, &want, &message), CV_OK) << "at " << t << " s: " << message;
+      EXPECT_EQ(got.pts, want.pts) << "at " << t << " s";
+      EXPECT_TRUE(pixels == want_pixels) << "at " << t << " s";
+      // The next index reads on: the next frame.
+      if (k % 7 == 0 && want.index + 1 < n) {
+        cv_frame_info next{}, want_next{};
+        ASSERT_EQ(approx.Decode(got.index + 1, &pixels, &next, &message), CV_OK) << message;
+        exact.DecodeOrFail(want.index + 1, &want_next);
+        EXPECT_EQ(next.pts, want_next.pts) << "after the frame at " << t << " s";
+      }
+    }
+  }
+  // What the header's rate makes of a time: the frame decoded for the
+  // nominal index that index_at_seconds gives is another frame for most
+  // times on this stream.
+  TestSession approx(path, Approximate());
+  int wrong = 0;
+  for (double t : times) {
+    int64_t index = -1;
+    cv_error error{};
+    ASSERT_EQ(codecvisor_backend_v1()->index_at_seconds(approx.get(), t, &index, &error), CV_OK) << error.message;
+    cv_frame_info got{}, want{};
+    std::string pixels;
+    if (approx.Decode(index, &pixels, &got) != CV_OK) continue;
+    exact.DecodeAt(t, &pixels, &want);
+    wrong += got.pts != want.pts ? 1 : 0;
+  }
+  EXPECT_GT(wrong, static_cast<int>(times.size()) / 3);
+}
+
+INSTANTIATE_TEST_SUITE_P(Containers, PlayedAtTest, ::testing::Values("pausing.mp4", "pausing.mkv"),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                           return std::string(info.param).substr(std::string(info.param).find('.') + 1);
+                         });
 
 }  // namespace
 }  // namespace codecvisor::cpu

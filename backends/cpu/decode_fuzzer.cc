@@ -55,17 +55,27 @@ void DecodeSome(cv_session* session) {
   cv_frame_buffer frame{.data = buffer.data(), .capacity = lent};
   const int64_t count = metadata.num_frames_from_scan > 0 ? metadata.num_frames_from_scan
                                                           : metadata.num_frames_from_header;
+  auto check_guard = [&] {
+    for (size_t i = lent; i < buffer.size(); ++i) {
+      if (buffer[i] != kGuard) __builtin_trap();  // wrote past the lent buffer
+    }
+  };
   for (int64_t index : {int64_t{0}, int64_t{1}, count - 1}) {
     if (index < 0) continue;
     cv_frame_info info{};
     const cv_status st = t->decode_frame(session, index, &frame, &info, &error);
-    for (size_t i = lent; i < buffer.size(); ++i) {
-      if (buffer[i] != kGuard) __builtin_trap();  // wrote past the lent buffer
-    }
+    check_guard();
     if (st != CV_OK) return;
   }
   int64_t at = -1;
   (void)t->index_at_seconds(session, metadata.begin_stream_seconds + 0.5, &at, &error);
+  // By time: approximate mode searches by pts (back, then on), not by index.
+  for (double seconds :
+       {metadata.begin_stream_seconds + 0.5, metadata.begin_stream_seconds, metadata.begin_stream_seconds + 0.1}) {
+    cv_frame_info info{};
+    (void)t->decode_frame_at_seconds(session, seconds, &frame, &info, &error);
+    check_guard();
+  }
 }
 
 }  // namespace

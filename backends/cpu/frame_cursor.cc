@@ -3,6 +3,7 @@
 #include "backends/cpu/frame_cursor.h"
 
 #include <algorithm>
+#include <array>
 #include <iterator>
 #include <limits>
 #include <string>
@@ -278,12 +279,101 @@ bool FrameCursor::LostBefore(int64_t target_pts, int64_t tolerance, int64_t prev
   return true;
 }
 
+bool FrameCursor::DecodingReaches(int64_t target_pts, int64_t tolerance) const {
+  if (!positioned_ || at_end_ || !(last_ts_ == kUnknown || last_ts_ < SaturatingSub(target_pts, tolerance))) {
+    return false;
+  }
+  const AVStream* stream = demuxer_->stream();
+  const int64_t start = stream->start_time != AV_NOPTS_VALUE ? stream->start_time : 0;
+  // Seek instead if the header's index has a key frame we have not read
+  // (nothing read yet counts as read up to the start, so that a first
+  // request for a late frame seeks like any other); without an index, a
+  // first request beyond the first frame seeks too.
+  const AVIndexEntry* key =
+      avformat_index_get_entry_from_timestamp(const_cast<AVStream*>(stream), target_pts, AVSEEK_FLAG_BACKWARD);
+  const int64_t read_up_to = last_read_ts_ != kUnknown ? last_read_ts_ : start;
+  if (key != nullptr && key->timestamp > read_up_to) return false;
+  if (key == nullptr && last_read_ts_ == kUnknown && SaturatingSub(target_pts, tolerance) > start) return false;
+  // Before the first seek an index may hold only the key frames the open
+  // happened to read (Matroska loads its cues on the first seek): one with
+  // no entry past the target cannot say that no key frame lies between what
+  // was read and the target, so a target past what was read seeks, and the
+  // seek finds out.
+  return !(seeks_ == 0 && SaturatingSub(target_pts, tolerance) > read_up_to && !IndexPasses(stream, target_pts));
+}
+
+std::array<int64_t, FrameCursor::kApproximateSeeks> FrameCursor::ApproximateSeeks(int64_t target_pts) const {
+  const AVStream* stream = demuxer_->stream();
+  const int64_t start = stream->start_time != AV_NOPTS_VALUE ? stream->start_time : 0;
+  const int64_t backoff = static_cast<int64_t>(kApproximateBackoffSeconds / av_q2d(stream->time_base));
+  // The target, further back, the stream's start, and before it: a
+  // container that seeks by dts (MPEG program streams) can land past the
+  // first key frame when asked for the first pts.
+  return {target_pts, std::max(start, SaturatingSub(target_pts, backoff)), start, SaturatingSub(start, backoff)};
+}
+
+absl::StatusOr<const AVFrame*> FrameCursor::DecodePlayedAt(int64_t target_pts, int64_t frame_duration,
+                                                           absl::FunctionRef<int64_t(int64_t)> index_of) {
+  last_error_ = 0;
+  int64_t before = kUnknown;
+  absl::StatusOr<bool> found = DecodeUntilPlaying(target_pts, frame_duration, &before);
+  if (!found.ok()) return found.status();
+  if (!*found && before != kUnknown) {
+    // The frame before the target ended before it (a gap its duration does
+    // not cover: Matroska gives every frame the default duration) and is
+    // still the one shown there: decode it again. It plays at its own pts.
+    int64_t unused;
+    found = DecodeUntilPlaying(before, frame_duration, &unused);
+    if (!found.ok()) return found.status();
+  }
+  last_index_ = index_of(last_ts_);
+  return frame_.get();
+}
+
+absl::StatusOr<bool> FrameCursor::DecodeUntilPlaying(int64_t target_pts, int64_t frame_duration, int64_t* before) {
+  // The frame in frame_ plays from its timestamp for its packet's duration
+  // (the stream's nominal one when the packet has none).
+  auto plays_at_target = [&] {
+    const int64_t duration = frame_->pkt_duration > 0 ? frame_->pkt_duration : std::max<int64_t>(frame_duration, 1);
+    return last_ts_ <= target_pts && target_pts < SaturatingAdd(last_ts_, duration);
+  };
+  if (have_frame_ && plays_at_target()) return true;
+  const bool forward = DecodingReaches(target_pts, 0);
+  const std::array<int64_t, kApproximateSeeks> seeks = ApproximateSeeks(target_pts);
+  for (int attempt = forward ? -1 : 0; attempt < kApproximateSeeks; ++attempt) {
+    *before = attempt < 0 && have_frame_ ? last_ts_ : kUnknown;
+    if (attempt >= 0) {
+      if (attempt > 0 && seeks[attempt] == seeks[attempt - 1]) continue;
+      if (absl::Status s = SeekTo(seeks[attempt]); !s.ok()) {
+        if (attempt == kApproximateSeeks - 1) break;
+        return s;
+      }
+    }
+    // A seek that lands after the target, or after the stream's last frame,
+    // retries from further back.
+    const bool can_retry = attempt >= 0 && attempt < kApproximateSeeks - 1;
+    for (bool first = true;; first = false) {
+      absl::StatusOr<bool> got = NextFrame();
+      if (!got.ok()) return got.status();
+      if (!*got) {
+        if (first && can_retry) break;
+        return absl::OutOfRangeError(
+            absl::StrCat("no frame plays at pts ", target_pts, ": the stream ended before it"));
+      }
+      if (first && can_retry && last_ts_ > target_pts) break;
+      if (last_ts_ > target_pts) return false;
+      if (plays_at_target()) return true;
+      *before = last_ts_;
+    }
+  }
+  return NotDecodedError(absl::StrCat("the frame at pts ", target_pts, " could not be decoded").c_str());
+}
+
 absl::StatusOr<const AVFrame*> FrameCursor::DecodeApproximate(int64_t index, int64_t target_pts,
                                                               int64_t frame_duration) {
   if (have_frame_ && index == last_index_) return frame_.get();
   last_error_ = 0;
   const int64_t tolerance = frame_duration / 2;
-  const AVStream* stream = demuxer_->stream();
   // A stretch already known to be lost to damage fails at once; the frame
   // after it is kept and is the frame at its own time.
   if (InLostStretch(target_pts, tolerance)) return LostFrameError(index, target_pts);
@@ -321,40 +411,9 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeApproximate(int64_t index, int
     return frame_.get();
   }
 
-  const int64_t start = stream->start_time != AV_NOPTS_VALUE ? stream->start_time : 0;
-  bool forward = positioned_ && !at_end_ && index > last_index_ &&
-                 (last_ts_ == kUnknown || last_ts_ < SaturatingSub(target_pts, tolerance));
-  if (forward) {
-    // Seek instead if the header's index has a key frame we have not read
-    // (nothing read yet counts as read up to the start, so that a first
-    // request for a late frame seeks like any other); without an index, a
-    // first request beyond the first frame seeks too.
-    const AVIndexEntry* key = avformat_index_get_entry_from_timestamp(
-        const_cast<AVStream*>(stream), target_pts, AVSEEK_FLAG_BACKWARD);
-    const int64_t read_up_to = last_read_ts_ != kUnknown ? last_read_ts_ : start;
-    if (key != nullptr && key->timestamp > read_up_to) forward = false;
-    if (key == nullptr && last_read_ts_ == kUnknown &&
-        SaturatingSub(target_pts, tolerance) > start) {
-      forward = false;
-    }
-    // Before the first seek an index may hold only the key frames the open
-    // happened to read (Matroska loads its cues on the first seek): one
-    // with no entry past the target cannot say that no key frame lies
-    // between what was read and the target, so a target past what was read
-    // seeks, and the seek finds out.
-    if (forward && seeks_ == 0 && SaturatingSub(target_pts, tolerance) > read_up_to &&
-        !IndexPasses(stream, target_pts)) {
-      forward = false;
-    }
-  }
-  const int64_t backoff =
-      static_cast<int64_t>(kApproximateBackoffSeconds / av_q2d(stream->time_base));
-  // The target, further back, the stream's start, and before it: a
-  // container that seeks by dts (MPEG program streams) can land past the
-  // first key frame when asked for the first pts.
-  const int64_t seeks[] = {target_pts, std::max(start, SaturatingSub(target_pts, backoff)), start,
-                           SaturatingSub(start, backoff)};
-  constexpr int kAttempts = static_cast<int>(std::size(seeks));
+  const bool forward = index > last_index_ && DecodingReaches(target_pts, tolerance);
+  const std::array<int64_t, kApproximateSeeks> seeks = ApproximateSeeks(target_pts);
+  constexpr int kAttempts = kApproximateSeeks;
   for (int attempt = forward ? -1 : 0; attempt < kAttempts; ++attempt) {
     if (attempt >= 0) {
       if (attempt > 0 && seeks[attempt] == seeks[attempt - 1]) continue;

@@ -31,10 +31,12 @@
 #ifndef CODECVISOR_BACKENDS_CPU_FRAME_CURSOR_H_
 #define CODECVISOR_BACKENDS_CPU_FRAME_CURSOR_H_
 
+#include <array>
 #include <cstdint>
 #include <set>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "backends/cpu/av_util.h"
 #include "backends/cpu/demuxer.h"
@@ -61,6 +63,19 @@ class FrameCursor {
   absl::StatusOr<const AVFrame*> DecodeApproximate(int64_t index, int64_t target_pts,
                                                    int64_t frame_duration);
 
+  // Approximate mode: the frame played at `target_pts`: the one whose pts
+  // is at or before it and whose packet's duration (else `frame_duration`)
+  // reaches past it; where durations leave a gap, the last frame before
+  // it. Decodes forward from the position when no key frame lies between,
+  // else seeks (twice for a gap). The frame is labelled index_of(its pts), which a
+  // request for the next index follows on from. OutOfRange if no frame
+  // plays there.
+  absl::StatusOr<const AVFrame*> DecodePlayedAt(int64_t target_pts, int64_t frame_duration,
+                                                absl::FunctionRef<int64_t(int64_t)> index_of);
+
+  // The index the last frame returned was labelled with (approximate mode).
+  int64_t last_index() const { return last_index_; }
+
   // Demuxer seeks made so far (tests check that sequential reads make none).
   int64_t seeks() const { return seeks_; }
 
@@ -79,6 +94,19 @@ class FrameCursor {
   bool Before(int64_t pts, int64_t occurrence) const {
     return last_ts_ < pts || (last_ts_ == pts && same_ts_before_ < occurrence);
   }
+  // Approximate mode: the seek timestamps to try for `target_pts`, best
+  // first.
+  static constexpr int kApproximateSeeks = 4;
+  std::array<int64_t, kApproximateSeeks> ApproximateSeeks(int64_t target_pts) const;
+  // Approximate mode: whether decoding on from the position reaches
+  // `target_pts` - `tolerance` without passing a key frame not yet read
+  // (else a seek is faster).
+  bool DecodingReaches(int64_t target_pts, int64_t tolerance) const;
+  // DecodePlayedAt's search: decodes until frame_ plays at `target_pts`
+  // (true), or is past it (false; `before` is then the timestamp of the
+  // frame decoded just before it, if it was before the target, else
+  // kUnknown).
+  absl::StatusOr<bool> DecodeUntilPlaying(int64_t target_pts, int64_t frame_duration, int64_t* before);
   // Decodes the next frame into frame_. False at the end of the stream.
   absl::StatusOr<bool> NextFrame();
   // Decodes forward until the `occurrence`-th frame (from 0) with timestamp

@@ -245,6 +245,12 @@ absl::Status CpuSession::GetFrameInfo(int64_t index, cv_frame_info* out) const {
   return absl::OkStatus();
 }
 
+int64_t CpuSession::TicksAt(double seconds) const {
+  const double ticks = seconds / av_q2d(demuxer_->stream()->time_base);
+  // Tolerates the rounding of a time computed as pts * time_base.
+  return ClampToInt64(std::floor(ticks + std::max(1e-6, std::fabs(ticks) * 1e-12)));
+}
+
 absl::StatusOr<int64_t> CpuSession::IndexAtSeconds(double seconds) const {
   if (std::isnan(seconds)) return absl::InvalidArgumentError("time is NaN");
   const double begin = metadata_.begin_stream_seconds;
@@ -257,10 +263,7 @@ absl::StatusOr<int64_t> CpuSession::IndexAtSeconds(double seconds) const {
   if (seconds < begin || seconds >= end) return out_of_range();
   int64_t index;
   if (index_) {
-    const double ticks = seconds / av_q2d(demuxer_->stream()->time_base);
-    // Tolerates the rounding of a time computed as pts * time_base.
-    index = index_->FindAtOrBefore(
-        ClampToInt64(std::floor(ticks + std::max(1e-6, std::fabs(ticks) * 1e-12))));
+    index = index_->FindAtOrBefore(TicksAt(seconds));
   } else {
     index = ClampToInt64(std::floor((seconds - begin) * av_q2d(frame_rate_) + 1e-9));
     // Nominal times are rounded to the time base (get_frame_info's pts):
@@ -322,36 +325,61 @@ absl::Status CpuSession::WriteFrame(const AVFrame& frame, cv_frame_buffer* buffe
   return output_->Write(&frame, buffer->data);
 }
 
-absl::Status CpuSession::DecodeFrame(int64_t index, cv_frame_buffer* buffer, cv_frame_info* info) {
+absl::Status CpuSession::CheckBuffer(const cv_frame_buffer& buffer) const {
   // A late buffer (data NULL) is acquired once the frame is decoded, just
   // before sws_scale writes it.
-  const bool late = buffer->data == nullptr;
-  if (late && buffer->acquire == nullptr) {
-    return absl::InvalidArgumentError("the frame buffer has neither data nor an acquire function");
+  if (buffer.data == nullptr) {
+    if (buffer.acquire == nullptr) {
+      return absl::InvalidArgumentError("the frame buffer has neither data nor an acquire function");
+    }
+    return absl::OkStatus();
   }
-  if (!late) {
-    if (absl::Status s = CheckCapacity(*buffer); !s.ok()) return s;
-  }
+  return CheckCapacity(buffer);
+}
+
+absl::Status CpuSession::DecodeFrame(int64_t index, cv_frame_buffer* buffer, cv_frame_info* info) {
+  if (absl::Status s = CheckBuffer(*buffer); !s.ok()) return s;
   if (absl::Status s = CheckIndex(index); !s.ok()) return s;
   absl::StatusOr<const AVFrame*> frame =
       index_ ? cursor_->DecodeExact(index)
              : cursor_->DecodeApproximate(index, NominalPts(index), frame_duration_);
   if (!frame.ok()) return frame.status();
-  if (absl::Status s = CheckNativeHolds(**frame, index); !s.ok()) return s;
-  if (LendInPlace(**frame, buffer)) {
+  return Deliver(**frame, index, buffer, info);
+}
+
+absl::Status CpuSession::DecodeFrameAtSeconds(double seconds, cv_frame_buffer* buffer, cv_frame_info* info) {
+  absl::StatusOr<int64_t> index = IndexAtSeconds(seconds);
+  if (!index.ok()) return index.status();
+  // Exact mode: the scan has placed every frame on the timeline.
+  if (index_) return DecodeFrame(*index, buffer, info);
+  if (absl::Status s = CheckBuffer(*buffer); !s.ok()) return s;
+  const AVStream* stream = demuxer_->stream();
+  const int64_t last = std::max<int64_t>(num_frames_ - 1, 0);
+  auto nominal_index = [&](int64_t pts) {
+    const int64_t i = av_rescale_q_rnd(SaturatingSub(pts, begin_pts_), stream->time_base, av_inv_q(frame_rate_),
+                                       static_cast<AVRounding>(AV_ROUND_NEAR_INF | AV_ROUND_PASS_MINMAX));
+    return std::clamp<int64_t>(i, 0, last);
+  };
+  absl::StatusOr<const AVFrame*> frame = cursor_->DecodePlayedAt(TicksAt(seconds), frame_duration_, nominal_index);
+  if (!frame.ok()) return frame.status();
+  return Deliver(**frame, cursor_->last_index(), buffer, info);
+}
+
+absl::Status CpuSession::Deliver(const AVFrame& frame, int64_t index, cv_frame_buffer* buffer, cv_frame_info* info) {
+  if (absl::Status s = CheckNativeHolds(frame, index); !s.ok()) return s;
+  if (LendInPlace(frame, buffer)) {
     ++lent_in_place_;
-  } else if (absl::Status s = WriteFrame(**frame, buffer); !s.ok()) {
+  } else if (absl::Status s = WriteFrame(frame, buffer); !s.ok()) {
     return s;
   }
   if (info == nullptr) return absl::OkStatus();
   if (index_) return GetFrameInfo(index, info);
   const double tb = av_q2d(demuxer_->stream()->time_base);
-  const AVFrame* f = *frame;
   info->index = index;
-  info->pts = FrameTimestamp(f) != AV_NOPTS_VALUE ? FrameTimestamp(f) : NominalPts(index);
+  info->pts = FrameTimestamp(&frame) != AV_NOPTS_VALUE ? FrameTimestamp(&frame) : NominalPts(index);
   info->pts_seconds = info->pts * tb;
-  info->duration_seconds = f->pkt_duration > 0 ? f->pkt_duration * tb : 1 / av_q2d(frame_rate_);
-  info->key_frame = f->key_frame ? 1 : 0;
+  info->duration_seconds = frame.pkt_duration > 0 ? frame.pkt_duration * tb : 1 / av_q2d(frame_rate_);
+  info->key_frame = frame.key_frame ? 1 : 0;
   return absl::OkStatus();
 }
 

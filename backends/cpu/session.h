@@ -93,6 +93,13 @@ class CpuSession {
   // late buffer (data NULL) is acquired after decoding, before conversion.
   absl::Status DecodeFrame(int64_t index, cv_frame_buffer* buffer, cv_frame_info* info);
 
+  // Decodes the frame played at `seconds` (IndexAtSeconds' range and
+  // errors). Exact mode: DecodeFrame of IndexAtSeconds. Approximate mode:
+  // found by its own pts (FrameCursor::DecodePlayedAt), not at a nominal
+  // index's time, which on a variable-rate stream is another frame's;
+  // `info->index` is the nominal index nearest its pts.
+  absl::Status DecodeFrameAtSeconds(double seconds, cv_frame_buffer* buffer, cv_frame_info* info);
+
   // Demuxer seeks made so far.
   int64_t seeks_for_test() const { return cursor_->seeks(); }
   // The picture pool, when frames are decoded into the runner's frame pool.
@@ -102,6 +109,14 @@ class CpuSession {
 
  private:
   absl::Status CheckCapacity(const cv_frame_buffer& buffer) const;
+  // A buffer decode_frame can write: one large enough, or a late one.
+  absl::Status CheckBuffer(const cv_frame_buffer& buffer) const;
+  // Writes (or lends) decoded `frame`, labelled `index`, into `buffer` and
+  // describes it in `info`.
+  absl::Status Deliver(const AVFrame& frame, int64_t index, cv_frame_buffer* buffer, cv_frame_info* info);
+  // `seconds` in the stream's time base, rounded down, tolerating the
+  // rounding of a time computed as pts x time base.
+  int64_t TicksAt(double seconds) const;
   // Lends `frame` to the host in the pool slot it was decoded into, if it
   // was and the buffer is late (not yet acquired); false otherwise.
   bool LendInPlace(const AVFrame& frame, cv_frame_buffer* buffer) const;

@@ -311,13 +311,29 @@ cv_frame_layout TestSession::Layout() const {
 
 cv_status TestSession::Decode(int64_t index, std::string* pixels, cv_frame_info* info,
                               std::string* message) {
+  return DecodeWith(
+      [&](cv_frame_buffer* buffer, cv_frame_info* out, cv_error* error) {
+        return codecvisor_backend_v1()->decode_frame(session_, index, buffer, out, error);
+      },
+      pixels, info, message);
+}
+
+cv_status TestSession::DecodeAt(double seconds, std::string* pixels, cv_frame_info* info, std::string* message) {
+  return DecodeWith(
+      [&](cv_frame_buffer* buffer, cv_frame_info* out, cv_error* error) {
+        return codecvisor_backend_v1()->decode_frame_at_seconds(session_, seconds, buffer, out, error);
+      },
+      pixels, info, message);
+}
+
+cv_status TestSession::DecodeWith(absl::FunctionRef<cv_status(cv_frame_buffer*, cv_frame_info*, cv_error*)> decode,
+                                  std::string* pixels, cv_frame_info* info, std::string* message) {
   cv_frame_layout layout = Layout();
   pixels->assign(layout.size, '\xAB');
   cv_frame_buffer buffer{.data = reinterpret_cast<uint8_t*>(pixels->data()), .capacity = pixels->size()};
   cv_frame_info local{};
   cv_error error{};
-  cv_status status = codecvisor_backend_v1()->decode_frame(session_, index, &buffer,
-                                                           info != nullptr ? info : &local, &error);
+  cv_status status = decode(&buffer, info != nullptr ? info : &local, &error);
   if (message != nullptr) *message = status == CV_OK ? "" : error.message;
   return status;
 }

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "backends/sdk/codecvisor_backend.h"
 
 namespace codecvisor::cpu::testing {
@@ -111,10 +112,17 @@ class TestSession {
   // size), `info` and `message`.
   cv_status Decode(int64_t index, std::string* pixels, cv_frame_info* info = nullptr,
                    std::string* message = nullptr);
+  // Decodes the frame played at `seconds` (decode_frame_at_seconds), as
+  // Decode does.
+  cv_status DecodeAt(double seconds, std::string* pixels, cv_frame_info* info = nullptr,
+                     std::string* message = nullptr);
   // Decodes frame `index`, recording a failure unless it works.
   std::string DecodeOrFail(int64_t index, cv_frame_info* info = nullptr);
 
  private:
+  cv_status DecodeWith(absl::FunctionRef<cv_status(cv_frame_buffer*, cv_frame_info*, cv_error*)> decode,
+                       std::string* pixels, cv_frame_info* info, std::string* message);
+
   int fd_ = -1;
   cv_backend* backend_ = nullptr;
   cv_session* session_ = nullptr;

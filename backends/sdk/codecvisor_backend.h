@@ -339,6 +339,20 @@ typedef struct cv_backend_v1 {
    * unknown. */
   cv_status (*get_streams)(cv_session* session, cv_stream_info* out, uint32_t capacity, uint32_t* count,
                            cv_error* error);
+
+  /* Decodes the frame played at `seconds` into `buffer`, as decode_frame
+   * does, and describes it in `info` (`info->index` at least 0). The runner
+   * calls it for a request by time, only with a time index_at_seconds
+   * accepted. Where index_at_seconds finds the frame (exact mode) this is
+   * decode_frame of its index. In approximate mode it is how a backend
+   * finds the right frame of a variable-rate stream, whose frames are not
+   * at the header rate's nominal times: seek to the time, decode forward,
+   * and return the last frame whose pts <= seconds (the frame shown then,
+   * whether or not its duration reaches that far); `info->index` is then
+   * the nominal index nearest its pts. May be NULL: the runner decodes
+   * index_at_seconds' index with decode_frame. */
+  cv_status (*decode_frame_at_seconds)(cv_session* session, double seconds, cv_frame_buffer* buffer,
+                                       cv_frame_info* info, cv_error* error);
 } cv_backend_v1;
 
 /* The size of a version 1 table before any field was added: the least

@@ -98,6 +98,30 @@ def test_an_approximate_time_range_in_a_gap_of_a_variable_rate_video(tmp_path):
     assert cpu_restarts() == restarts
 
 
+@pytest.mark.parametrize("container", ["mp4", "mkv"])
+def test_an_approximate_time_finds_the_frame_playing_then_in_a_variable_rate_video(tmp_path, container):
+    # 40 frames, 25 a second, with a 0.6 s pause after every tenth: the
+    # header's average rate puts most times' nominal index on another frame.
+    # Matroska's frame durations do not cover the pauses; MP4's do.
+    pausing = make_video(tmp_path / f"pausing.{container}",
+                         ["-f", "lavfi", "-i", f"testsrc2=size={WIDTH}x{HEIGHT}:rate=25", "-frames:v", "40",
+                          "-vf", "setpts='N+floor(N/10)*15'", "-fps_mode", "passthrough", "-c:v", "libx264",
+                          "-bf", "2", "-g", "30"])
+    exact = VideoDecoder(pausing, dimension_order="NHWC")
+    d = VideoDecoder(pausing, seek_mode="approximate", dimension_order="NHWC")
+    m = exact.metadata
+    times = [m.begin_stream_seconds + k / 20 for k in range(int((m.end_stream_seconds - m.begin_stream_seconds) * 20))]
+    restarts = cpu_restarts()
+    for t in times[::-1] + times:  # seeks back, then decoding on
+        got, want = d.get_frame_played_at(t), exact.get_frame_played_at(t)
+        assert got.pts_seconds == want.pts_seconds, t
+        assert torch.equal(got.data, want.data), t
+    batch, want = d.get_frames_played_at(times), exact.get_frames_played_at(times)
+    assert batch.pts_seconds.tolist() == want.pts_seconds.tolist()
+    assert torch.equal(batch.data, want.data)
+    assert cpu_restarts() == restarts
+
+
 def test_num_frames_estimate_rounds_half_away_from_zero():
     def metadata(**header):
         fields = {f.name: None for f in dataclasses.fields(VideoStreamMetadata)}

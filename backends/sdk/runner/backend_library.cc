@@ -14,6 +14,12 @@ bool WantsLateFrameBuffers(const cv_backend_v1& table) {
          table.late_frame_buffer != 0;
 }
 
+bool DecodesAtSeconds(const cv_backend_v1& table) {
+  return table.struct_size >=
+             offsetof(cv_backend_v1, decode_frame_at_seconds) + sizeof(table.decode_frame_at_seconds) &&
+         table.decode_frame_at_seconds != nullptr;
+}
+
 absl::StatusCode ToStatusCode(cv_status status) {
   switch (status) {
     case CV_OK:

@@ -57,6 +57,10 @@ std::string LibraryOpenPath(const std::string& library, int library_fd, const st
 // only if its struct_size covers the field.
 bool WantsLateFrameBuffers(const cv_backend_v1& table);
 
+// Whether `table` decodes by time (decode_frame_at_seconds): only if its
+// struct_size covers the field and it is not NULL.
+bool DecodesAtSeconds(const cv_backend_v1& table);
+
 // A cv_status (vendor) as an absl status code.
 absl::StatusCode ToStatusCode(cv_status status);
 

@@ -60,6 +60,10 @@ absl::Status SessionServer::ServeFrames(uint64_t id, const ipc::FrameRequest& re
   if (indices->empty()) return channel_->Send({id, ipc::FrameBatch{{}, true}}, Clock::now() + kHostProgressTimeout);
   const ipc::FrameLayout& layout = session_.opened.layout;
   const bool late = WantsLateFrameBuffers(*session_.vtable);
+  // Times the vendor decodes itself (a variable-rate stream's frames are
+  // not at the indices' nominal times); ResolveSelection has checked each.
+  const auto* times = std::get_if<ipc::PtsList>(&request.selection);
+  if (!DecodesAtSeconds(*session_.vtable)) times = nullptr;
   // A slot the host cannot free in time is the caller's doing (it holds
   // every frame): an error for this request. Any other failure to get one
   // means the host is gone.
@@ -86,7 +90,9 @@ absl::Status SessionServer::ServeFrames(uint64_t id, const ipc::FrameRequest& re
     const auto decode_start = Clock::now();
     {
       VendorCall call(session_.hints);
-      st = session_.vtable->decode_frame(session_.session, index, &target.buffer, &info, &error);
+      st = times != nullptr ? session_.vtable->decode_frame_at_seconds(session_.session, times->seconds[pos],
+                                                                       &target.buffer, &info, &error)
+                            : session_.vtable->decode_frame(session_.session, index, &target.buffer, &info, &error);
     }
     const auto decode_time = Clock::now() - decode_start;
     if (st != CV_OK || !target.acquire_failure.ok()) {
@@ -99,6 +105,11 @@ absl::Status SessionServer::ServeFrames(uint64_t id, const ipc::FrameRequest& re
                                "the backend returned frame ", index,
                                " without acquiring a buffer for it (it asks for late frame buffers, "
                                "so decode_frame must call buffer->acquire before it writes)")));
+    }
+    if (times != nullptr && info.index < 0) {
+      channel_->arena().Abandon(target.slot->index);
+      return SendError(id, absl::InternalError(absl::StrCat("the backend returned frame index ", info.index,
+                                                            " for the frame played at ", times->seconds[pos], " s")));
     }
     // In approximate mode (no scan), a time range's answer ends at the first
     // frame that starts at or after its stop. The list above came from the
@@ -127,7 +138,7 @@ absl::Status SessionServer::ServeFrames(uint64_t id, const ipc::FrameRequest& re
     ref.duration_seconds = info.duration_seconds;
     ref.pts = info.pts;
     ref.key_frame = info.key_frame != 0;
-    ref.index = index;
+    ref.index = times != nullptr ? info.index : index;
     ref.request_position = static_cast<uint32_t>(pos);
     channel_->arena().Lend(target.slot->index);
     const bool final = pos + 1 == indices->size();
