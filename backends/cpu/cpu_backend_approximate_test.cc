@@ -254,6 +254,23 @@ TEST_P(PlayedAtTest, ATimeFindsTheFramePlayingThenWhateverTheRate) {
       }
     }
   }
+  // Reading on from a frame found by time goes to the stream's end, even
+  // where the frames' nominal labels run past the header's count.
+  {
+    TestSession approx(path, Approximate());
+    cv_frame_info at_50{}, got{}, want{};
+    std::string pixels, message;
+    exact.DecodeOrFail(50, &want);
+    ASSERT_EQ(approx.DecodeAt(want.pts_seconds, &pixels, &at_50, &message), CV_OK) << message;
+    EXPECT_EQ(at_50.pts, want.pts);
+    int64_t label = at_50.index;
+    for (int64_t i = 51; i < n; ++i) {
+      ASSERT_EQ(approx.Decode(++label, &pixels, &got, &message), CV_OK) << "frame " << i << ": " << message;
+      exact.DecodeOrFail(i, &want);
+      EXPECT_EQ(got.pts, want.pts) << "frame " << i;
+    }
+    EXPECT_EQ(approx.Decode(++label, &pixels, &got, &message), CV_ERROR_OUT_OF_RANGE) << message;
+  }
   // What the header's rate makes of a time: the frame decoded for the
   // nominal index that index_at_seconds gives is another frame for most
   // times on this stream.

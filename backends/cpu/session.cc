@@ -339,12 +339,20 @@ absl::Status CpuSession::CheckBuffer(const cv_frame_buffer& buffer) const {
 
 absl::Status CpuSession::DecodeFrame(int64_t index, cv_frame_buffer* buffer, cv_frame_info* info) {
   if (absl::Status s = CheckBuffer(*buffer); !s.ok()) return s;
-  if (absl::Status s = CheckIndex(index); !s.ok()) return s;
+  // Reading on from a frame found by time follows the stream, not the
+  // header's count: the frames' nominal labels can run out before the
+  // frames do (a variable-rate stream with bursts faster than its average).
+  const bool reads_on = std::exchange(reading_on_from_time_, false) && index == cursor_->last_index() + 1;
+  if (!reads_on) {
+    if (absl::Status s = CheckIndex(index); !s.ok()) return s;
+  }
   absl::StatusOr<const AVFrame*> frame =
       index_ ? cursor_->DecodeExact(index)
              : cursor_->DecodeApproximate(index, NominalPts(index), frame_duration_);
   if (!frame.ok()) return frame.status();
-  return Deliver(**frame, index, buffer, info);
+  if (absl::Status s = Deliver(**frame, index, buffer, info); !s.ok()) return s;
+  reading_on_from_time_ = reads_on;
+  return absl::OkStatus();
 }
 
 absl::Status CpuSession::DecodeFrameAtSeconds(double seconds, cv_frame_buffer* buffer, cv_frame_info* info) {
@@ -362,7 +370,9 @@ absl::Status CpuSession::DecodeFrameAtSeconds(double seconds, cv_frame_buffer* b
   };
   absl::StatusOr<const AVFrame*> frame = cursor_->DecodePlayedAt(TicksAt(seconds), frame_duration_, nominal_index);
   if (!frame.ok()) return frame.status();
-  return Deliver(**frame, cursor_->last_index(), buffer, info);
+  if (absl::Status s = Deliver(**frame, cursor_->last_index(), buffer, info); !s.ok()) return s;
+  reading_on_from_time_ = true;
+  return absl::OkStatus();
 }
 
 absl::Status CpuSession::Deliver(const AVFrame& frame, int64_t index, cv_frame_buffer* buffer, cv_frame_info* info) {

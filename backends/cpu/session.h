@@ -97,7 +97,9 @@ class CpuSession {
   // errors). Exact mode: DecodeFrame of IndexAtSeconds. Approximate mode:
   // found by its own pts (FrameCursor::DecodePlayedAt), not at a nominal
   // index's time, which on a variable-rate stream is another frame's;
-  // `info->index` is the nominal index nearest its pts.
+  // `info->index` is the nominal index nearest its pts, and a request for
+  // the next index reads on from it, past the header's count if the stream
+  // goes on.
   absl::Status DecodeFrameAtSeconds(double seconds, cv_frame_buffer* buffer, cv_frame_info* info);
 
   // Demuxer seeks made so far.
@@ -141,6 +143,9 @@ class CpuSession {
   std::optional<FrameIndex> index_;  // exact mode only
   std::unique_ptr<FrameCursor> cursor_;
   std::unique_ptr<FrameOutput> output_;
+  // Approximate mode: the last frame returned was found by time, or read
+  // on from one, so the next index reads on past the header's count.
+  bool reading_on_from_time_ = false;
   cv_stream_metadata metadata_{};
   cv_frame_layout layout_{};
   // Native frames in place of the RGB asked for, and the stream's values

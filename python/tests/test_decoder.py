@@ -78,8 +78,8 @@ def cpu_restarts():
 def test_an_approximate_time_range_in_a_gap_of_a_variable_rate_video(tmp_path):
     # 50 frames, 25 a second, but frame 20 on comes 1.04 s late: 0.0 ...
     # 0.76, then 1.84 ... 3.00. The header's average rate (about 16.4 a
-    # second) puts the index played at 0.9 s inside the gap, and the frame
-    # an approximate seek finds there starts at 1.84 s.
+    # second) puts the index played at 0.9 s inside the gap, where an
+    # approximate seek by index would find the frame at 1.84 s.
     gap = make_video(tmp_path / "gap.mp4",
                      ["-f", "lavfi", "-t", str(SECONDS), "-i", f"testsrc=size={WIDTH}x{HEIGHT}:rate={FPS}",
                       "-vf", "setpts='if(lt(N,20),N,N+26)/25/TB'", "-fps_mode", "vfr", "-c:v", "libx264"])
@@ -89,12 +89,14 @@ def test_an_approximate_time_range_in_a_gap_of_a_variable_rate_video(tmp_path):
     assert exact.get_frames_played_in_range(0.9, 1.5).pts_seconds.tolist() == [pytest.approx(0.76)]
     d = VideoDecoder(gap, seek_mode="approximate")
     restarts = cpu_restarts()
-    # No frame found from there on starts before the range's end: an empty
-    # answer, not a frame past the end (which the host refuses as a forgery,
-    # replacing the backend and calling the request poison).
-    assert d.get_frames_played_in_range(0.9, 1.5).pts_seconds.tolist() == []
-    wider = d.get_frames_played_in_range(0.9, 1.9).pts_seconds.tolist()
-    assert wider == pytest.approx([1.84, 1.88]), wider
+    # A range starts at the frame playing at its start, found by time, and
+    # reads on from it until a frame starts at or after its stop.
+    for start, stop in [(0.9, 1.5), (0.9, 1.9), (0.3, 0.5), (1.86, 2.0), (0.0, 0.2), (2.9, d.metadata.end_stream_seconds)]:
+        got = d.get_frames_played_in_range(start, stop)
+        want = exact.get_frames_played_in_range(start, stop)
+        assert got.pts_seconds.tolist() == want.pts_seconds.tolist(), (start, stop)
+        assert torch.equal(got.data, want.data), (start, stop)
+    assert d.get_frames_played_in_range(0.9, 1.9).pts_seconds.tolist() == pytest.approx([0.76, 1.84, 1.88])
     assert cpu_restarts() == restarts
 
 

@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <cstdio>
+#include <limits>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -62,19 +63,37 @@ absl::Status SessionServer::ServeFrames(uint64_t id, const ipc::FrameRequest& re
   const bool late = WantsLateFrameBuffers(*session_.vtable);
   // Times the vendor decodes itself (a variable-rate stream's frames are
   // not at the indices' nominal times); ResolveSelection has checked each.
-  const auto* times = std::get_if<ipc::PtsList>(&request.selection);
-  if (!DecodesAtSeconds(*session_.vtable)) times = nullptr;
+  // In approximate mode a time range starts at the frame playing at its
+  // start, found the same way, and reads on from there.
+  const bool by_time = DecodesAtSeconds(*session_.vtable);
+  const auto* times = by_time ? std::get_if<ipc::PtsList>(&request.selection) : nullptr;
+  const auto* span_by_time = by_time && session_.opened.metadata.num_frames_from_scan < 0
+                                 ? std::get_if<ipc::PtsRange>(&request.selection)
+                                 : nullptr;
+  int64_t previous = -1;
+  // Such a range is not bounded by the header rate's count of frames in it
+  // (a burst faster than the average has more): it ends at the first frame
+  // at or after its stop, or at the stream's end.
+  const uint64_t count = span_by_time != nullptr ? std::numeric_limits<uint64_t>::max() : indices->size();
   // A slot the host cannot free in time is the caller's doing (it holds
   // every frame): an error for this request. Any other failure to get one
   // means the host is gone.
   auto slot_failure = [&](const absl::Status& failure) {
     return absl::IsResourceExhausted(failure) ? SendError(id, failure) : failure;
   };
-  for (uint64_t pos = 0; pos < indices->size(); ++pos) {
+  for (uint64_t pos = 0; pos < count; ++pos) {
     if (pos > 0 && Cancelled(id)) {
       return channel_->Send({id, ipc::FrameBatch{{}, true}}, Clock::now() + kHostProgressTimeout);
     }
-    const int64_t index = (*indices)[pos];
+    int64_t index = span_by_time != nullptr ? -1 : (*indices)[pos];
+    const double* at_seconds = times != nullptr ? &times->seconds[pos] : nullptr;
+    if (span_by_time != nullptr) {
+      if (pos == 0) {
+        at_seconds = &span_by_time->start_seconds;
+      } else {
+        index = previous + 1;
+      }
+    }
     FrameTarget target;
     target.channel = channel_.get();
     if (late) {
@@ -90,14 +109,18 @@ absl::Status SessionServer::ServeFrames(uint64_t id, const ipc::FrameRequest& re
     const auto decode_start = Clock::now();
     {
       VendorCall call(session_.hints);
-      st = times != nullptr ? session_.vtable->decode_frame_at_seconds(session_.session, times->seconds[pos],
-                                                                       &target.buffer, &info, &error)
-                            : session_.vtable->decode_frame(session_.session, index, &target.buffer, &info, &error);
+      st = at_seconds != nullptr
+               ? session_.vtable->decode_frame_at_seconds(session_.session, *at_seconds, &target.buffer, &info, &error)
+               : session_.vtable->decode_frame(session_.session, index, &target.buffer, &info, &error);
     }
     const auto decode_time = Clock::now() - decode_start;
     if (st != CV_OK || !target.acquire_failure.ok()) {
       if (target.slot.has_value()) channel_->arena().Abandon(target.slot->index);
       if (!target.acquire_failure.ok()) return slot_failure(target.acquire_failure);
+      // Reading on from a time range's first frame: the stream ended.
+      if (span_by_time != nullptr && pos > 0 && st == CV_ERROR_OUT_OF_RANGE) {
+        return channel_->Send({id, ipc::FrameBatch{{}, true}}, Clock::now() + kHostProgressTimeout);
+      }
       return SendError(id, VendorError(st, error));
     }
     if (!target.slot.has_value()) {
@@ -106,11 +129,15 @@ absl::Status SessionServer::ServeFrames(uint64_t id, const ipc::FrameRequest& re
                                " without acquiring a buffer for it (it asks for late frame buffers, "
                                "so decode_frame must call buffer->acquire before it writes)")));
     }
-    if (times != nullptr && info.index < 0) {
-      channel_->arena().Abandon(target.slot->index);
-      return SendError(id, absl::InternalError(absl::StrCat("the backend returned frame index ", info.index,
-                                                            " for the frame played at ", times->seconds[pos], " s")));
+    if (at_seconds != nullptr) {
+      if (info.index < 0) {
+        channel_->arena().Abandon(target.slot->index);
+        return SendError(id, absl::InternalError(absl::StrCat("the backend returned frame index ", info.index,
+                                                              " for the frame played at ", *at_seconds, " s")));
+      }
+      index = info.index;
     }
+    previous = index;
     // In approximate mode (no scan), a time range's answer ends at the first
     // frame that starts at or after its stop. The list above came from the
     // vendor's frame infos, which there are estimates from the header's
@@ -138,10 +165,10 @@ absl::Status SessionServer::ServeFrames(uint64_t id, const ipc::FrameRequest& re
     ref.duration_seconds = info.duration_seconds;
     ref.pts = info.pts;
     ref.key_frame = info.key_frame != 0;
-    ref.index = times != nullptr ? info.index : index;
+    ref.index = index;
     ref.request_position = static_cast<uint32_t>(pos);
     channel_->arena().Lend(target.slot->index);
-    const bool final = pos + 1 == indices->size();
+    const bool final = pos + 1 == count;
     // Cheap frames share a host wake-up (wake_policy.h). A frame waits at
     // most a few cheap decodes for it (the host's own liveness slice
     // bounds that anyway).
