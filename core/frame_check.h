@@ -25,9 +25,10 @@ namespace codecvisor {
 class FrameCheck {
  public:
   // `frame_count`: the stream's frame count as the session reported it
-  // (from the scan, else the header), or -1 when unknown; `estimated_count`
-  // places negative indices when it is unknown, as the runner does
-  // (ipc::StreamMetadata::estimated_frame_count()).
+  // (from the scan, else the header; for a time range, the scan's only,
+  // since a backend reads on past a header's count), or -1 when unknown;
+  // `estimated_count` places negative indices when it is unknown, as the
+  // runner does (ipc::StreamMetadata::estimated_frame_count()).
   FrameCheck(const ipc::FrameRequest& request, int64_t frame_count, int64_t estimated_count = -1);
 
   // From now on frames must come as `asked`, or as native frames of one of

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstring>
 #include <thread>
+#include <variant>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -227,7 +228,12 @@ VideoDecoder::Attempt VideoDecoder::RunOnce(const FrameSelection& selection,
   const uint32_t skip = *delivered;
   absl::Status& first_error = *sink_error;
   bool cancelled = false;  // this request's Cancel was sent
-  FrameCheck check(selection, metadata_.known_frame_count(), metadata_.estimated_frame_count());
+  // A time range holds at most the frames a scan counted; a header's count
+  // does not bound it (in approximate mode the backend reads on from the
+  // range's first frame to its stop, past a count the header got wrong).
+  const int64_t count = std::holds_alternative<ipc::PtsRange>(selection.selection) ? metadata_.num_frames_from_scan
+                                                                                   : metadata_.known_frame_count();
+  FrameCheck check(selection, count, metadata_.estimated_frame_count());
   check.ExpectFormat(options_.output_format, options_.native_formats);
   for (;;) {
     absl::StatusOr<ipc::Incoming> in = channel.Receive(Clock::now() + options_.request_timeout);

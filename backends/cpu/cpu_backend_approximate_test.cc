@@ -205,9 +205,9 @@ TEST(ApproximateModeTest, DamagedFileNeverMislabelsAFrame) {
 }
 
 // A variable-rate stream far from its header rate's nominal times: every
-// ten frames a 0.6 s pause. In MP4 a frame's duration reaches the next
-// frame, the pause included; Matroska gives every frame the default
-// duration, which leaves the pause uncovered. (The times are integers in
+// ten frames a 0.6 s pause, which the frames' durations (a frame's worth
+// in both containers) do not cover: the frame before a pause is found by
+// decoding on to the frame after it, then again. (The times are integers in
 // the source's 1/25 s time base: a division there would round some frames
 // onto the one before.)
 std::string PausingVideo(const std::string& name) {

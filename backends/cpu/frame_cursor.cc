@@ -325,6 +325,11 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodePlayedAt(int64_t target_pts, i
     int64_t unused;
     found = DecodeUntilPlaying(before, frame_duration, &unused);
     if (!found.ok()) return found.status();
+    if (!*found) {
+      return NotDecodedError(
+          absl::StrCat("the frame at pts ", before, " (played at pts ", target_pts, ") could not be decoded again")
+              .c_str());
+    }
   }
   last_index_ = index_of(last_ts_);
   return frame_.get();

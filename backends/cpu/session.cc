@@ -356,6 +356,7 @@ absl::Status CpuSession::DecodeFrame(int64_t index, cv_frame_buffer* buffer, cv_
 }
 
 absl::Status CpuSession::DecodeFrameAtSeconds(double seconds, cv_frame_buffer* buffer, cv_frame_info* info) {
+  reading_on_from_time_ = false;
   absl::StatusOr<int64_t> index = IndexAtSeconds(seconds);
   if (!index.ok()) return index.status();
   // Exact mode: the scan has placed every frame on the timeline.

@@ -349,8 +349,12 @@ typedef struct cv_backend_v1 {
    * at the header rate's nominal times: seek to the time, decode forward,
    * and return the last frame whose pts <= seconds (the frame shown then,
    * whether or not its duration reaches that far); `info->index` is then
-   * the nominal index nearest its pts. May be NULL: the runner decodes
-   * index_at_seconds' index with decode_frame. */
+   * the nominal index nearest its pts. In approximate mode the runner
+   * also starts a time range with it, then asks decode_frame for
+   * info->index + 1, + 2, ...: each must be the next frame in the stream
+   * (not a jump to its nominal time), past the header's count while the
+   * stream goes on, and CV_ERROR_OUT_OF_RANGE at its end. May be NULL: the
+   * runner decodes index_at_seconds' index with decode_frame. */
   cv_status (*decode_frame_at_seconds)(cv_session* session, double seconds, cv_frame_buffer* buffer,
                                        cv_frame_info* info, cv_error* error);
 } cv_backend_v1;

@@ -71,6 +71,7 @@ absl::Status SessionServer::ServeFrames(uint64_t id, const ipc::FrameRequest& re
                                  ? std::get_if<ipc::PtsRange>(&request.selection)
                                  : nullptr;
   int64_t previous = -1;
+  double previous_pts = 0;
   // Such a range is not bounded by the header rate's count of frames in it
   // (a burst faster than the average has more): it ends at the first frame
   // at or after its stop, or at the stream's end.
@@ -138,6 +139,13 @@ absl::Status SessionServer::ServeFrames(uint64_t id, const ipc::FrameRequest& re
       index = info.index;
     }
     previous = index;
+    // Reading on must move forward in time: a vendor that answers past the
+    // stream's end with its last frame again ends the range there.
+    if (span_by_time != nullptr && pos > 0 && !(info.pts_seconds > previous_pts)) {
+      channel_->arena().Abandon(target.slot->index);
+      return channel_->Send({id, ipc::FrameBatch{{}, true}}, Clock::now() + kHostProgressTimeout);
+    }
+    previous_pts = info.pts_seconds;
     // In approximate mode (no scan), a time range's answer ends at the first
     // frame that starts at or after its stop. The list above came from the
     // vendor's frame infos, which there are estimates from the header's
