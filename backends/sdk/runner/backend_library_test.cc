@@ -2,8 +2,28 @@
 
 #include <gtest/gtest.h>
 
+#include <cstddef>
+
 namespace codecvisor::runner {
 namespace {
+
+cv_status DecodeAtForTest(cv_session*, double, cv_frame_buffer*, cv_frame_info*, cv_error*) { return CV_OK; }
+
+// Fields added after the first version 1 table are read only where the
+// vendor's struct_size covers them: an older table's memory ends before.
+TEST(OptionalEntriesTest, DecodingByTimeNeedsTheFieldInsideStructSizeAndSet) {
+  cv_backend_v1 table{};
+  table.struct_size = sizeof(table);
+  table.decode_frame_at_seconds = &DecodeAtForTest;
+  EXPECT_TRUE(DecodesAtSeconds(table));
+  table.struct_size = offsetof(cv_backend_v1, decode_frame_at_seconds);
+  EXPECT_FALSE(DecodesAtSeconds(table)) << "read a field past the table's struct_size";
+  table.struct_size = CV_BACKEND_V1_MIN_SIZE;
+  EXPECT_FALSE(DecodesAtSeconds(table));
+  table.struct_size = sizeof(table);
+  table.decode_frame_at_seconds = nullptr;
+  EXPECT_FALSE(DecodesAtSeconds(table));
+}
 
 TEST(LoadFailureAdviceTest, AMissingPluginIsReinstalled) {
   EXPECT_EQ(LoadFailureAdvice("/p/libx.so: cannot open shared object file: No such file or directory", "/p/libx.so"),
