@@ -312,6 +312,17 @@ std::array<int64_t, FrameCursor::kApproximateSeeks> FrameCursor::ApproximateSeek
   return {target_pts, std::max(start, SaturatingSub(target_pts, backoff)), start, SaturatingSub(start, backoff)};
 }
 
+absl::StatusOr<bool> FrameCursor::StartAttempt(const std::array<int64_t, kApproximateSeeks>& seeks, int attempt) {
+  if (attempt < 0) return true;
+  if (attempt > 0 && seeks[attempt] == seeks[attempt - 1]) return false;
+  if (absl::Status s = SeekTo(seeks[attempt]); !s.ok()) {
+    // A demuxer may refuse a time before the start; the others failed.
+    if (attempt == kApproximateSeeks - 1) return false;
+    return s;
+  }
+  return true;
+}
+
 absl::StatusOr<const AVFrame*> FrameCursor::DecodePlayedAt(int64_t target_pts, int64_t frame_duration,
                                                            absl::FunctionRef<int64_t(int64_t)> index_of) {
   last_error_ = 0;
@@ -347,13 +358,9 @@ absl::StatusOr<bool> FrameCursor::DecodeUntilPlaying(int64_t target_pts, int64_t
   const std::array<int64_t, kApproximateSeeks> seeks = ApproximateSeeks(target_pts);
   for (int attempt = forward ? -1 : 0; attempt < kApproximateSeeks; ++attempt) {
     *before = attempt < 0 && have_frame_ ? last_ts_ : kUnknown;
-    if (attempt >= 0) {
-      if (attempt > 0 && seeks[attempt] == seeks[attempt - 1]) continue;
-      if (absl::Status s = SeekTo(seeks[attempt]); !s.ok()) {
-        if (attempt == kApproximateSeeks - 1) break;
-        return s;
-      }
-    }
+    absl::StatusOr<bool> started = StartAttempt(seeks, attempt);
+    if (!started.ok()) return started.status();
+    if (!*started) continue;
     // A seek that lands after the target, or after the stream's last frame,
     // retries from further back.
     const bool can_retry = attempt >= 0 && attempt < kApproximateSeeks - 1;
@@ -418,19 +425,13 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeApproximate(int64_t index, int
 
   const bool forward = index > last_index_ && DecodingReaches(target_pts, tolerance);
   const std::array<int64_t, kApproximateSeeks> seeks = ApproximateSeeks(target_pts);
-  constexpr int kAttempts = kApproximateSeeks;
-  for (int attempt = forward ? -1 : 0; attempt < kAttempts; ++attempt) {
-    if (attempt >= 0) {
-      if (attempt > 0 && seeks[attempt] == seeks[attempt - 1]) continue;
-      if (absl::Status s = SeekTo(seeks[attempt]); !s.ok()) {
-        // A demuxer may refuse a time before the start; the others failed.
-        if (attempt == kAttempts - 1) break;
-        return s;
-      }
-    }
+  for (int attempt = forward ? -1 : 0; attempt < kApproximateSeeks; ++attempt) {
+    absl::StatusOr<bool> started = StartAttempt(seeks, attempt);
+    if (!started.ok()) return started.status();
+    if (!*started) continue;
     // A seek that lands after the target, or after the stream's last key
     // frame (no frame at all), retries from further back.
-    const bool can_retry = attempt >= 0 && attempt < kAttempts - 1;
+    const bool can_retry = attempt >= 0 && attempt < kApproximateSeeks - 1;
     bool first = true;
     bool timed = false;  // a frame with a timestamp of its own came out
     int64_t previous_end = kUnknown;

@@ -98,6 +98,11 @@ class FrameCursor {
   // first.
   static constexpr int kApproximateSeeks = 4;
   std::array<int64_t, kApproximateSeeks> ApproximateSeeks(int64_t target_pts) const;
+  // Approximate mode: positions the decoder for attempt `attempt` of a
+  // search: -1 decodes on from where it is, i >= 0 seeks to seeks[i]. False
+  // when the attempt is skipped: a seek to where the one before went, or a
+  // failed last one.
+  absl::StatusOr<bool> StartAttempt(const std::array<int64_t, kApproximateSeeks>& seeks, int attempt);
   // Approximate mode: whether decoding on from the position reaches
   // `target_pts` - `tolerance` without passing a key frame not yet read
   // (else a seek is faster).
