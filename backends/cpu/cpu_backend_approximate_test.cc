@@ -206,8 +206,8 @@ TEST(ApproximateModeTest, DamagedFileNeverMislabelsAFrame) {
 
 // A variable-rate stream far from its header rate's nominal times: every
 // ten frames a 0.6 s pause, which the frames' durations (a frame's worth
-// in both containers) do not cover: the frame before a pause is found by
-// decoding on to the frame after it, then again. (The times are integers in
+// in both containers) do not cover: the frame before a pause is the one
+// played until the frame after it. (The times are integers in
 // the source's 1/25 s time base: a division there would round some frames
 // onto the one before.)
 std::string PausingVideo(const std::string& name) {
@@ -217,21 +217,19 @@ std::string PausingVideo(const std::string& name) {
                    "-bf 2 -g 30 -pix_fmt yuv420p");
 }
 
-class PlayedAtTest : public ::testing::TestWithParam<const char*> {};
-
-TEST_P(PlayedAtTest, ATimeFindsTheFramePlayingThenWhateverTheRate) {
-  const std::string path = PausingVideo(GetParam());
+// Every `step` seconds over the stream, first in time order and then
+// shuffled (fixed seed: decoding on, and seeks back and forth), approximate
+// mode's frame played at the time has exact mode's pts and pixels, and
+// every 7th time the next index reads on to exact mode's next frame.
+void ExpectTimesAgreeWithExact(const std::string& path, double step) {
   TestSession exact(path);
   ASSERT_TRUE(exact.ok()) << exact.open_message();
   const cv_stream_metadata m = exact.Metadata();
   const int64_t n = m.num_frames_from_scan;
-  ASSERT_EQ(n, 60);
   std::vector<double> times;
-  for (int k = 0; m.begin_stream_seconds + k * 0.05 < m.end_stream_seconds; ++k) {
-    times.push_back(m.begin_stream_seconds + k * 0.05);
+  for (int k = 0; m.begin_stream_seconds + k * step < m.end_stream_seconds; ++k) {
+    times.push_back(m.begin_stream_seconds + k * step);
   }
-  // In time order, then shuffled (fixed seed): decoding on, and seeks back
-  // and forth.
   std::vector<double> shuffled = times;
   std::shuffle(shuffled.begin(), shuffled.end(), std::mt19937(7));
   for (const std::vector<double>& order : {times, shuffled}) {
@@ -245,14 +243,33 @@ TEST_P(PlayedAtTest, ATimeFindsTheFramePlayingThenWhateverTheRate) {
       ASSERT_EQ(exact.DecodeAt(t, &want_pixels, &want, &message), CV_OK) << "at " << t << " s: " << message;
       EXPECT_EQ(got.pts, want.pts) << "at " << t << " s";
       EXPECT_TRUE(pixels == want_pixels) << "at " << t << " s";
-      // The next index reads on: the next frame.
       if (k % 7 == 0 && want.index + 1 < n) {
         cv_frame_info next{}, want_next{};
         ASSERT_EQ(approx.Decode(got.index + 1, &pixels, &next, &message), CV_OK) << message;
-        exact.DecodeOrFail(want.index + 1, &want_next);
+        want_pixels = exact.DecodeOrFail(want.index + 1, &want_next);
         EXPECT_EQ(next.pts, want_next.pts) << "after the frame at " << t << " s";
+        EXPECT_TRUE(pixels == want_pixels) << "after the frame at " << t << " s";
       }
     }
+  }
+}
+
+class PlayedAtTest : public ::testing::TestWithParam<const char*> {};
+
+// ".mp4" of "pausing.mp4".
+std::string Extension(const std::string& name) { return name.substr(name.find('.')); }
+
+TEST_P(PlayedAtTest, ATimeFindsTheFramePlayingThenWhateverTheRate) {
+  const std::string path = PausingVideo(GetParam());
+  TestSession exact(path);
+  ASSERT_TRUE(exact.ok()) << exact.open_message();
+  const cv_stream_metadata m = exact.Metadata();
+  const int64_t n = m.num_frames_from_scan;
+  ASSERT_EQ(n, 60);
+  ExpectTimesAgreeWithExact(path, 0.05);
+  std::vector<double> times;
+  for (int k = 0; m.begin_stream_seconds + k * 0.05 < m.end_stream_seconds; ++k) {
+    times.push_back(m.begin_stream_seconds + k * 0.05);
   }
   // Reading on from a frame found by time goes to the stream's end, even
   // where the frames' nominal labels run past the header's count.
@@ -289,9 +306,38 @@ TEST_P(PlayedAtTest, ATimeFindsTheFramePlayingThenWhateverTheRate) {
   EXPECT_GT(wrong, static_cast<int>(times.size()) / 3);
 }
 
+// Frame 4k+5 takes frame 4k+4's pts (a muxer that rounded two frames
+// onto one time), which leaves a frame's gap after it. Exact mode counts
+// both frames and shows the later one at that time; so must approximate
+// mode, whose packet durations say the first of the two plays there.
+TEST_P(PlayedAtTest, FramesSharingATimeGiveTheLastOfThemAsExactModeDoes) {
+  const std::string path = MakeVideo("tie" + Extension(GetParam()),
+                                     "-f lavfi -i testsrc2=size=64x48:rate=25 -frames:v 40 "
+                                     "-vf setpts='N-eq(mod(N\\,10)\\,5)' -fps_mode passthrough -c:v libx264 "
+                                     "-preset veryfast -bf 2 -g 30 -pix_fmt yuv420p");
+  TestSession exact(path);
+  ASSERT_TRUE(exact.ok()) << exact.open_message();
+  ASSERT_EQ(exact.Metadata().num_frames_from_scan, 40);
+  cv_frame_info fourth{}, fifth{};
+  const std::string fourth_pixels = exact.DecodeOrFail(4, &fourth);
+  const std::string fifth_pixels = exact.DecodeOrFail(5, &fifth);
+  ASSERT_EQ(fourth.pts, fifth.pts) << "the file has no frames sharing a time";
+  ASSERT_FALSE(fourth_pixels == fifth_pixels);
+  ExpectTimesAgreeWithExact(path, 0.02);
+  // The tie's time, reached by decoding on from frame 3 and by a seek.
+  for (int64_t from : {int64_t{3}, int64_t{30}}) {
+    TestSession approx(path, Approximate());
+    cv_frame_info info{};
+    std::string pixels, message;
+    ASSERT_EQ(approx.Decode(from, &pixels, &info, &message), CV_OK) << message;
+    ASSERT_EQ(approx.DecodeAt(fifth.pts_seconds, &pixels, &info, &message), CV_OK) << message;
+    EXPECT_TRUE(pixels == fifth_pixels) << "from frame " << from;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Containers, PlayedAtTest, ::testing::Values("pausing.mp4", "pausing.mkv"),
                          [](const ::testing::TestParamInfo<const char*>& info) {
-                           return std::string(info.param).substr(std::string(info.param).find('.') + 1);
+                           return Extension(info.param).substr(1);
                          });
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <iterator>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 
@@ -48,6 +49,14 @@ FrameCursor::FrameCursor(Demuxer* demuxer, VideoDecoder* decoder, const FrameInd
       lost_to_ts_(kUnknown) {}
 
 absl::StatusOr<bool> FrameCursor::NextFrame() {
+  if (have_ahead_) {
+    std::swap(frame_, ahead_);
+    av_frame_unref(ahead_.get());
+    have_ahead_ = false;
+    have_frame_ = true;
+    set_position(ahead_position_);
+    return true;
+  }
   for (;;) {
     have_frame_ = false;
     int ret = decoder_->Receive(frame_.get());
@@ -165,7 +174,8 @@ absl::Status FrameCursor::SeekTo(int64_t timestamp) {
   if (!status.ok()) return status;
   decoder_->Flush();
   positioned_ = true;
-  pending_packet_ = draining_ = at_end_ = have_frame_ = false;
+  pending_packet_ = draining_ = at_end_ = have_frame_ = have_ahead_ = false;
+  av_frame_unref(ahead_.get());
   last_ts_ = last_read_ts_ = kUnknown;
   last_read_order_ = -1;
   last_index_ = -1;
@@ -326,56 +336,75 @@ absl::StatusOr<bool> FrameCursor::StartAttempt(const std::array<int64_t, kApprox
 absl::StatusOr<const AVFrame*> FrameCursor::DecodePlayedAt(int64_t target_pts, int64_t frame_duration,
                                                            absl::FunctionRef<int64_t(int64_t)> index_of) {
   last_error_ = 0;
-  int64_t before = kUnknown;
-  absl::StatusOr<bool> found = DecodeUntilPlaying(target_pts, frame_duration, &before);
+  absl::StatusOr<bool> found = DecodeLastUpTo(target_pts, frame_duration);
   if (!found.ok()) return found.status();
-  if (!*found && before != kUnknown) {
-    // The frame before the target ended before it (a gap its duration does
-    // not cover: Matroska gives every frame the default duration) and is
-    // still the one shown there: decode it again. It plays at its own pts.
-    int64_t unused;
-    found = DecodeUntilPlaying(before, frame_duration, &unused);
-    if (!found.ok()) return found.status();
-    if (!*found) {
-      return NotDecodedError(
-          absl::StrCat("the frame at pts ", before, " (played at pts ", target_pts, ") could not be decoded again")
-              .c_str());
-    }
-  }
+  // (Not found: the stream's first frame is after the target; it is the
+  // one shown there.)
   last_index_ = index_of(last_ts_);
   return frame_.get();
 }
 
-absl::StatusOr<bool> FrameCursor::DecodeUntilPlaying(int64_t target_pts, int64_t frame_duration, int64_t* before) {
-  // The frame in frame_ plays from its timestamp for its packet's duration
-  // (the stream's nominal one when the packet has none).
-  auto plays_at_target = [&] {
+absl::StatusOr<bool> FrameCursor::DecodeLastUpTo(int64_t target_pts, int64_t frame_duration) {
+  // frame_ is the stream's last frame and at or before the target: it
+  // plays there if its packet's duration (else the nominal one) reaches it.
+  auto last_frame_plays = [&]() -> absl::StatusOr<bool> {
     const int64_t duration = frame_->pkt_duration > 0 ? frame_->pkt_duration : std::max<int64_t>(frame_duration, 1);
-    return last_ts_ <= target_pts && target_pts < SaturatingAdd(last_ts_, duration);
+    if (target_pts < SaturatingAdd(last_ts_, duration)) return true;
+    return absl::OutOfRangeError(absl::StrCat("no frame plays at pts ", target_pts,
+                                              ": the stream's last frame, at pts ", last_ts_, ", ends before it"));
   };
-  if (have_frame_ && plays_at_target()) return true;
-  const bool forward = DecodingReaches(target_pts, 0);
+  const bool have_earlier = have_frame_ && last_ts_ <= target_pts;
+  if (have_earlier && have_ahead_ && ahead_position_.ts > target_pts) return true;
+  if (have_earlier && positioned_ && at_end_) return last_frame_plays();
+  // Decoding on from a frame at the target still has to see the frame
+  // after it (frames may share a pts).
+  const bool forward = DecodingReaches(SaturatingAdd(target_pts, 1), 0);
   const std::array<int64_t, kApproximateSeeks> seeks = ApproximateSeeks(target_pts);
   for (int attempt = forward ? -1 : 0; attempt < kApproximateSeeks; ++attempt) {
-    *before = attempt < 0 && have_frame_ ? last_ts_ : kUnknown;
     absl::StatusOr<bool> started = StartAttempt(seeks, attempt);
     if (!started.ok()) return started.status();
     if (!*started) continue;
     // A seek that lands after the target, or after the stream's last frame,
     // retries from further back.
     const bool can_retry = attempt >= 0 && attempt < kApproximateSeeks - 1;
-    for (bool first = true;; first = false) {
+    // Whether frame_ holds a frame at or before the target, from this attempt.
+    bool earlier = attempt < 0 && have_earlier;
+    for (;;) {
+      Position previous_position{};
+      if (earlier) {
+        av_frame_unref(previous_.get());
+        av_frame_move_ref(previous_.get(), frame_.get());
+        previous_position = position();
+      }
       absl::StatusOr<bool> got = NextFrame();
       if (!got.ok()) return got.status();
       if (!*got) {
-        if (first && can_retry) break;
-        return absl::OutOfRangeError(
-            absl::StrCat("no frame plays at pts ", target_pts, ": the stream ended before it"));
+        if (!earlier) {
+          if (can_retry) break;
+          return absl::OutOfRangeError(
+              absl::StrCat("no frame plays at pts ", target_pts, ": the stream ended before it"));
+        }
+        // The frame before is the stream's last.
+        std::swap(frame_, previous_);
+        have_frame_ = true;
+        set_position(previous_position);
+        return last_frame_plays();
       }
-      if (first && can_retry && last_ts_ > target_pts) break;
-      if (last_ts_ > target_pts) return false;
-      if (plays_at_target()) return true;
-      *before = last_ts_;
+      if (last_ts_ > target_pts) {
+        if (earlier) {
+          // The frame before is the one played at the target; this one is
+          // kept for the next read.
+          ahead_position_ = position();
+          std::swap(frame_, previous_);
+          std::swap(previous_, ahead_);
+          have_ahead_ = true;
+          set_position(previous_position);
+          return true;
+        }
+        if (can_retry) break;
+        return false;
+      }
+      earlier = true;
     }
   }
   return NotDecodedError(absl::StrCat("the frame at pts ", target_pts, " could not be decoded").c_str());

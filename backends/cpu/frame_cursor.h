@@ -63,13 +63,15 @@ class FrameCursor {
   absl::StatusOr<const AVFrame*> DecodeApproximate(int64_t index, int64_t target_pts,
                                                    int64_t frame_duration);
 
-  // Approximate mode: the frame played at `target_pts`: the one whose pts
-  // is at or before it and whose packet's duration (else `frame_duration`)
-  // reaches past it; where durations leave a gap, the last frame before
-  // it. Decodes forward from the position when no key frame lies between,
-  // else seeks (twice for a gap). The frame is labelled index_of(its pts), which a
-  // request for the next index follows on from. OutOfRange if no frame
-  // plays there.
+  // Approximate mode: the frame played at `target_pts`: the last one whose
+  // pts is at or before it (of frames sharing a pts, the last, as exact
+  // mode counts them), found by decoding one frame past it, which is kept
+  // for the next sequential read; packet durations are not trusted. Where
+  // the stream's last frame is before it, that frame if its duration (else
+  // `frame_duration`) reaches past the target, else OutOfRange; where the
+  // first frame is after it, that frame. Decodes forward from the position
+  // when no key frame lies between, else seeks. The frame is labelled
+  // index_of(its pts), which a request for the next index follows on from.
   absl::StatusOr<const AVFrame*> DecodePlayedAt(int64_t target_pts, int64_t frame_duration,
                                                 absl::FunctionRef<int64_t(int64_t)> index_of);
 
@@ -107,12 +109,25 @@ class FrameCursor {
   // `target_pts` - `tolerance` without passing a key frame not yet read
   // (else a seek is faster).
   bool DecodingReaches(int64_t target_pts, int64_t tolerance) const;
-  // DecodePlayedAt's search: decodes until frame_ plays at `target_pts`
-  // (true), or is past it (false; `before` is then the timestamp of the
-  // frame decoded just before it, if it was before the target, else
-  // kUnknown).
-  absl::StatusOr<bool> DecodeUntilPlaying(int64_t target_pts, int64_t frame_duration, int64_t* before);
-  // Decodes the next frame into frame_. False at the end of the stream.
+  // DecodePlayedAt's search: decodes until frame_ is the last frame at or
+  // before `target_pts` (true), or the first frame from the stream's start
+  // is after it (false).
+  absl::StatusOr<bool> DecodeLastUpTo(int64_t target_pts, int64_t frame_duration);
+  // What NextFrame records about frame_, saved while another frame is
+  // decoded past it.
+  struct Position {
+    int64_t ts;
+    int64_t same_ts_before;
+    bool follows_loss;
+  };
+  Position position() const { return {last_ts_, same_ts_before_, frame_follows_loss_}; }
+  void set_position(const Position& p) {
+    last_ts_ = p.ts;
+    same_ts_before_ = p.same_ts_before;
+    frame_follows_loss_ = p.follows_loss;
+  }
+  // Decodes the next frame into frame_ (the frame decoded ahead, if one
+  // is kept). False at the end of the stream.
   absl::StatusOr<bool> NextFrame();
   // Decodes forward until the `occurrence`-th frame (from 0) with timestamp
   // `pts` (kFound), or a frame past it: a later timestamp (kOvershot, or
@@ -146,6 +161,13 @@ class FrameCursor {
   const FrameIndex* index_;
   PacketPtr packet_ = MakePacket();
   FramePtr frame_ = MakeFrame();
+  // DecodePlayedAt decodes one frame past the one it returns: the frame
+  // before is kept in previous_ meanwhile, and the one past in ahead_,
+  // which the next NextFrame returns without decoding.
+  FramePtr previous_ = MakeFrame();
+  FramePtr ahead_ = MakeFrame();
+  bool have_ahead_ = false;
+  Position ahead_position_{};
 
   bool positioned_;               // decoder state follows on from a start point
   bool pending_packet_ = false;   // packet_ was read but not sent yet
