@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <numeric>
 #include <random>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -288,6 +290,19 @@ TEST_P(PlayedAtTest, ATimeFindsTheFramePlayingThenWhateverTheRate) {
     }
     EXPECT_EQ(approx.Decode(++label, &pixels, &got, &message), CV_ERROR_OUT_OF_RANGE) << message;
   }
+  // The frame after the last, found by time, is past the end, without a
+  // seek (the stream's end has been read).
+  {
+    TestSession approx(path, Approximate());
+    cv_frame_info last{}, got{};
+    std::string pixels, message;
+    exact.DecodeOrFail(n - 1, &last);
+    ASSERT_EQ(approx.DecodeAt(last.pts_seconds, &pixels, &got, &message), CV_OK) << message;
+    EXPECT_EQ(got.pts, last.pts);
+    const int64_t seeks = SeeksForTest(approx.get());
+    EXPECT_EQ(approx.Decode(got.index + 1, &pixels, nullptr, &message), CV_ERROR_OUT_OF_RANGE) << message;
+    EXPECT_EQ(SeeksForTest(approx.get()), seeks);
+  }
   // What the header's rate makes of a time: the frame decoded for the
   // nominal index that index_at_seconds gives is another frame for most
   // times on this stream.
@@ -332,6 +347,57 @@ TEST_P(PlayedAtTest, FramesSharingATimeGiveTheLastOfThemAsExactModeDoes) {
     ASSERT_EQ(approx.Decode(from, &pixels, &info, &message), CV_OK) << message;
     ASSERT_EQ(approx.DecodeAt(fifth.pts_seconds, &pixels, &info, &message), CV_OK) << message;
     EXPECT_TRUE(pixels == fifth_pixels) << "from frame " << from;
+  }
+}
+
+// FFmpeg reads a Matroska block's negative time as no time at all, and a
+// seek to the stream's start lands on the first block with a time. Frames
+// 0-49 here have none: exact mode places them before frame 50 (at 0 s),
+// a packet's duration apart, and reads them from the container's first
+// packet, in any order. Approximate mode sees what the header says, a
+// stream of 2 s from 0 s: frames 50-99.
+TEST(ApproximateModeTest, MatroskaWithNegativeTimesDecodesInAnyOrder) {
+  const std::string path = MakeVideo("negative_times.mkv",
+                                     "-f lavfi -i testsrc2=size=160x120:rate=25 -frames:v 100 -c:v libx264 "
+                                     "-preset veryfast -bf 2 -g 25 -pix_fmt yuv420p -avoid_negative_ts disabled "
+                                     "-output_ts_offset -2");
+  TestSession sequential(path);
+  ASSERT_TRUE(sequential.ok()) << sequential.open_message();
+  const cv_stream_metadata m = sequential.Metadata();
+  ASSERT_EQ(m.num_frames_from_scan, 100);
+  EXPECT_DOUBLE_EQ(m.begin_stream_seconds, -2.0);
+  EXPECT_DOUBLE_EQ(m.end_stream_seconds, 2.0);
+  std::vector<std::string> frames;
+  for (int64_t i = 0; i < 100; ++i) {
+    cv_frame_info info{};
+    frames.push_back(sequential.DecodeOrFail(i, &info));
+    EXPECT_EQ(info.pts, 40 * i - 2000) << "frame " << i;
+  }
+  // Every frame differs from the others: a frame returned for another
+  // index shows.
+  EXPECT_EQ(std::set<std::string>(frames.begin(), frames.end()).size(), frames.size());
+  std::vector<int64_t> order(100);
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), std::mt19937(11));
+  TestSession exact(path);
+  for (int64_t i : order) {
+    std::string pixels, message;
+    ASSERT_EQ(exact.Decode(i, &pixels, nullptr, &message), CV_OK) << "frame " << i << ": " << message;
+    EXPECT_TRUE(pixels == frames[i]) << "frame " << i;
+  }
+  TestSession approx(path, Approximate());
+  ASSERT_TRUE(approx.ok()) << approx.open_message();
+  for (int64_t i : order) {
+    if (i >= 50) continue;
+    std::string pixels, message;
+    ASSERT_EQ(approx.Decode(i, &pixels, nullptr, &message), CV_OK) << "frame " << i << ": " << message;
+    EXPECT_TRUE(pixels == frames[50 + i]) << "frame " << i;
+  }
+  for (int k = 0; k < 50; ++k) {
+    const double t = 0.01 + (k * 37 % 50) * 0.04;  // every frame's time, shuffled
+    std::string pixels, message;
+    ASSERT_EQ(approx.DecodeAt(t, &pixels, nullptr, &message), CV_OK) << "at " << t << " s: " << message;
+    EXPECT_TRUE(pixels == frames[50 + static_cast<int64_t>(t / 0.04)]) << "at " << t << " s";
   }
 }
 

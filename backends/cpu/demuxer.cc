@@ -39,6 +39,7 @@ absl::StatusOr<std::unique_ptr<Demuxer>> Demuxer::Open(int fd, int stream_index)
   auto input = FdInput::Create(fd);
   if (!input.ok()) return input.status();
   demuxer->input_ = *std::move(input);
+  demuxer->fd_ = fd;
 
   AVFormatContext* format = avformat_alloc_context();
   if (format == nullptr) return absl::ResourceExhaustedError("out of memory for the demuxer");
@@ -131,9 +132,26 @@ absl::Status Demuxer::Seek(int64_t timestamp) {
     ret = av_seek_frame(format_, -1, first_packet_pos_, AVSEEK_FLAG_BYTE);
   }
   if (ret < 0) {
-    return absl::DataLossError(
-        absl::StrCat("cannot seek to timestamp ", timestamp, ": ", AvErrorText(ret)));
+    // Some files refuse every seek (Matroska whose first times are
+    // negative, which FFmpeg reads as none): opened again, the container
+    // reads from its first packet, which is before any target.
+    absl::Status reopened = Reopen();
+    if (!reopened.ok()) {
+      return absl::DataLossError(absl::StrCat("cannot seek to timestamp ", timestamp, ": ", AvErrorText(ret),
+                                              ", nor open the container again: ", reopened.message()));
+    }
   }
+  return absl::OkStatus();
+}
+
+absl::Status Demuxer::Reopen() {
+  absl::StatusOr<std::unique_ptr<Demuxer>> fresh = Open(fd_, stream_->index);
+  if (!fresh.ok()) return fresh.status();
+  // The old container and its input go with `fresh`, closed in that order.
+  std::swap(input_, (*fresh)->input_);
+  std::swap(format_, (*fresh)->format_);
+  std::swap(stream_, (*fresh)->stream_);
+  last_error_ = 0;
   return absl::OkStatus();
 }
 

@@ -62,12 +62,20 @@ class Demuxer {
   // .h264, .hevc) starts over from the stream's first packet (the first read
   // before any seek), by its byte position: before any target, so a reader
   // decodes forward to it.
-  // DataLoss if the demuxer cannot seek at all.
+  // Where the demuxer refuses the seek, the container is opened again
+  // (stream() and format() then change), which reads from the start.
+  // DataLoss if that fails too.
   absl::Status Seek(int64_t timestamp);
+
+  // Opens the container again over the same descriptor, with the same
+  // stream selected (stream() and format() change): the next packet read is
+  // the first. For a file whose seeks to its start land later.
+  absl::Status Reopen();
 
  private:
   Demuxer() = default;
 
+  int fd_ = -1;
   std::unique_ptr<FdInput> input_;
   AVFormatContext* format_ = nullptr;
   AVStream* stream_ = nullptr;

@@ -172,6 +172,21 @@ absl::Status FrameCursor::SeekTo(int64_t timestamp) {
   ++seeks_;
   absl::Status status = demuxer_->Seek(timestamp);
   if (!status.ok()) return status;
+  const AVStream* stream = demuxer_->stream();
+  Restart(timestamp <= (stream->start_time != AV_NOPTS_VALUE ? stream->start_time : 0));
+  return absl::OkStatus();
+}
+
+absl::Status FrameCursor::Rewind() {
+  positioned_ = false;
+  ++seeks_;
+  absl::Status status = demuxer_->Reopen();
+  if (!status.ok()) return status;
+  Restart(/*from_start=*/true);
+  return absl::OkStatus();
+}
+
+void FrameCursor::Restart(bool from_start) {
   decoder_->Flush();
   positioned_ = true;
   pending_packet_ = draining_ = at_end_ = have_frame_ = have_ahead_ = false;
@@ -184,9 +199,7 @@ absl::Status FrameCursor::SeekTo(int64_t timestamp) {
   sent_pts_.clear();
   first_after_seek_ = true;
   await_key_ = index_ == nullptr && !keys_unflagged_;
-  const AVStream* stream = demuxer_->stream();
-  from_start_ = timestamp <= (stream->start_time != AV_NOPTS_VALUE ? stream->start_time : 0);
-  return absl::OkStatus();
+  from_start_ = from_start;
 }
 
 const AVPacket* FrameCursor::PeekPacket() {
@@ -254,8 +267,13 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeExact(int64_t index) {
   const int64_t landing_limit = in_tie ? (*index_)[first_of_tie].decode_order - 1 : key_order;
   for (size_t i = 0; i < seeks.size(); ++i) {
     if (absl::Status s = SeekTo(seeks[i]); !s.ok()) return s;
-    // The last attempt (the stream's start) decodes whatever it lands on.
-    if (i + 1 < seeks.size() && !LandedAtOrBefore(landing_limit)) continue;
+    if (!LandedAtOrBefore(landing_limit)) {
+      if (i + 1 < seeks.size()) continue;
+      // A seek to the stream's start landed after it (Matroska whose first
+      // times are negative, which FFmpeg reads as none): read from the
+      // container's first packet.
+      if (absl::Status s = Rewind(); !s.ok()) return s;
+    }
     absl::StatusOr<Outcome> outcome = DecodeUntil(target.pts, occurrence);
     if (!outcome.ok()) return outcome.status();
     if (*outcome == Outcome::kFound) return frame_.get();
@@ -337,7 +355,12 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodePlayedAt(int64_t target_pts, i
                                                            absl::FunctionRef<int64_t(int64_t)> index_of) {
   last_error_ = 0;
   absl::StatusOr<bool> found = DecodeLastUpTo(target_pts, frame_duration);
-  if (!found.ok()) return found.status();
+  if (!found.ok()) {
+    // frame_ may be another frame now, under no index: it is not kept.
+    have_frame_ = false;
+    last_index_ = -1;
+    return found.status();
+  }
   // (Not found: the stream's first frame is after the target; it is the
   // one shown there.)
   last_index_ = index_of(last_ts_);
@@ -347,9 +370,12 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodePlayedAt(int64_t target_pts, i
 absl::StatusOr<bool> FrameCursor::DecodeLastUpTo(int64_t target_pts, int64_t frame_duration) {
   // frame_ is the stream's last frame and at or before the target: it
   // plays there if its packet's duration (else the nominal one) reaches it.
-  auto last_frame_plays = [&]() -> absl::StatusOr<bool> {
+  auto plays_for_its_duration = [&] {
     const int64_t duration = frame_->pkt_duration > 0 ? frame_->pkt_duration : std::max<int64_t>(frame_duration, 1);
-    if (target_pts < SaturatingAdd(last_ts_, duration)) return true;
+    return target_pts < SaturatingAdd(last_ts_, duration);
+  };
+  auto last_frame_plays = [&]() -> absl::StatusOr<bool> {
+    if (plays_for_its_duration()) return true;
     return absl::OutOfRangeError(absl::StrCat("no frame plays at pts ", target_pts,
                                               ": the stream's last frame, at pts ", last_ts_, ", ends before it"));
   };
@@ -357,8 +383,8 @@ absl::StatusOr<bool> FrameCursor::DecodeLastUpTo(int64_t target_pts, int64_t fra
   if (have_earlier && have_ahead_ && ahead_position_.ts > target_pts) return true;
   if (have_earlier && positioned_ && at_end_) return last_frame_plays();
   // Decoding on from a frame at the target still has to see the frame
-  // after it (frames may share a pts).
-  const bool forward = DecodingReaches(SaturatingAdd(target_pts, 1), 0);
+  // after it (frames may share a pts): a tolerance of -1.
+  const bool forward = DecodingReaches(target_pts, -1);
   const std::array<int64_t, kApproximateSeeks> seeks = ApproximateSeeks(target_pts);
   for (int attempt = forward ? -1 : 0; attempt < kApproximateSeeks; ++attempt) {
     absl::StatusOr<bool> started = StartAttempt(seeks, attempt);
@@ -377,6 +403,15 @@ absl::StatusOr<bool> FrameCursor::DecodeLastUpTo(int64_t target_pts, int64_t fra
         previous_position = position();
       }
       absl::StatusOr<bool> got = NextFrame();
+      if (!got.ok() && earlier) {
+        // Nothing decodes after the frame before (a damaged tail): it is
+        // the one played at the target if its duration reaches it.
+        std::swap(frame_, previous_);
+        have_frame_ = true;
+        set_position(previous_position);
+        if (plays_for_its_duration()) return true;
+        return got.status();
+      }
       if (!got.ok()) return got.status();
       if (!*got) {
         if (!earlier) {
@@ -424,6 +459,11 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeApproximate(int64_t index, int
     return frame_.get();
   }
 
+  // The frame after the stream's last, which a time found.
+  if (have_frame_ && at_end_ && index == last_index_ + 1) {
+    return absl::OutOfRangeError(
+        absl::StrCat("frame ", index, " is past the end: the stream ended with frame ", last_index_));
+  }
   if (positioned_ && !at_end_ && index == last_index_ + 1) {
     // Sequential: the next frame, whatever its timestamp, unless frames
     // were lost to damage just before it.

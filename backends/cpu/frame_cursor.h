@@ -135,6 +135,11 @@ class FrameCursor {
   absl::StatusOr<Outcome> DecodeUntil(int64_t pts, int64_t occurrence = 0);
   // Seeks the demuxer to `timestamp` and resets the decoder and position.
   absl::Status SeekTo(int64_t timestamp);
+  // Opens the container again, which reads from its first packet, and
+  // resets the decoder and position.
+  absl::Status Rewind();
+  // After the demuxer moved: the decoder flushed and the position reset.
+  void Restart(bool from_start);
   // Exact mode: reads the first packet after a seek and says whether it is
   // at or before decode order `limit` (the packet is kept for decoding).
   bool LandedAtOrBefore(int64_t limit);

@@ -100,6 +100,34 @@ bool InferMissingPts(std::vector<FrameEntry>& frames, const std::vector<size_t>&
   return false;
 }
 
+namespace {
+
+// Packets with no timestamp at all before the first with one (FFmpeg reads
+// a Matroska block's negative time as none) were given the times 0, 1
+// duration, ... on the scan's way, which may be the later frames' own:
+// they come before every timed frame, so they end where the earliest timed
+// frame starts, a packet's duration apart, in decode order (as any run of
+// untimed packets is placed).
+void PlaceLeadingUntimed(std::vector<FrameEntry>& frames, int64_t fallback_duration) {
+  size_t leading = 0;
+  int64_t earliest = std::numeric_limits<int64_t>::max();
+  for (const FrameEntry& f : frames) {
+    if (f.untimed && earliest == std::numeric_limits<int64_t>::max()) {
+      ++leading;
+    } else if (!f.untimed) {
+      earliest = std::min(earliest, f.pts);
+    }
+  }
+  if (leading == 0 || leading == frames.size()) return;
+  int64_t end = earliest;
+  for (size_t i = leading; i-- > 0;) {
+    end = SaturatingSub(end, frames[i].duration > 0 ? frames[i].duration : std::max<int64_t>(fallback_duration, 1));
+    frames[i].pts = end;
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_duration) {
   FrameIndex index;
   PacketPtr packet = MakePacket();
@@ -120,6 +148,7 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
       missing_pts.push_back(index.frames_.size());
     }
     if (entry.pts == AV_NOPTS_VALUE) {
+      entry.untimed = true;
       // No timestamp at all: continue the previous frame's timeline.
       entry.pts = index.frames_.empty()
                       ? 0
@@ -140,6 +169,7 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
     index.frames_.pop_back();
     if (!missing_pts.empty() && missing_pts.back() == index.frames_.size()) missing_pts.pop_back();
   }
+  PlaceLeadingUntimed(index.frames_, fallback_duration);
   // Left at their dts when the times do not fit the model.
   if (!missing_pts.empty() &&
       InferMissingPts(index.frames_, missing_pts,

@@ -26,6 +26,7 @@ struct FrameEntry {
   int64_t duration;      // > 0: the packet's, else the gap to the next pts
   int64_t decode_order;  // position among the stream's packets, from 0
   bool key;
+  bool untimed = false;  // the packet had neither pts nor dts
 };
 
 // Presentation times for packets that have a dts but no pts (MPEG program

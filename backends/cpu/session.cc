@@ -362,10 +362,11 @@ absl::Status CpuSession::DecodeFrameAtSeconds(double seconds, cv_frame_buffer* b
   // Exact mode: the scan has placed every frame on the timeline.
   if (index_) return DecodeFrame(*index, buffer, info);
   if (absl::Status s = CheckBuffer(*buffer); !s.ok()) return s;
-  const AVStream* stream = demuxer_->stream();
+  // (A seek may open the container again, and replace its stream.)
+  const AVRational time_base = demuxer_->stream()->time_base;
   const int64_t last = std::max<int64_t>(num_frames_ - 1, 0);
   auto nominal_index = [&](int64_t pts) {
-    const int64_t i = av_rescale_q_rnd(SaturatingSub(pts, begin_pts_), stream->time_base, av_inv_q(frame_rate_),
+    const int64_t i = av_rescale_q_rnd(SaturatingSub(pts, begin_pts_), time_base, av_inv_q(frame_rate_),
                                        static_cast<AVRounding>(AV_ROUND_NEAR_INF | AV_ROUND_PASS_MINMAX));
     return std::clamp<int64_t>(i, 0, last);
   };

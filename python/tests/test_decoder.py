@@ -179,6 +179,14 @@ def test_frames_that_share_a_pts_are_each_returned(tmp_path, gop):
     for i in [25, 24, 11, 10]:
         np.testing.assert_array_equal(VideoDecoder(path, dimension_order="NHWC")[i].numpy(), reference[i],
                                       err_msg=f"frame {i} alone")
+    # Approximate time ranges read on over both frames of a pair, and a
+    # time finds the pair's second, as exact mode does.
+    a = VideoDecoder(path, seek_mode="approximate", dimension_order="NHWC")
+    for start, stop in [(0.0, 0.5), (0.1, 0.96), (0.16, 0.17), (0.5, a.metadata.end_stream_seconds)]:
+        got, want = a.get_frames_played_in_range(start, stop), d.get_frames_played_in_range(start, stop)
+        assert got.pts_seconds.tolist() == want.pts_seconds.tolist(), (start, stop)
+        np.testing.assert_array_equal(got.data.numpy(), want.data.numpy(), err_msg=f"{start}-{stop}")
+    np.testing.assert_array_equal(a.get_frame_played_at(0.17).data.numpy(), reference[5])
 
 @pytest.fixture(scope="module")
 def wide_video(tmp_path_factory):

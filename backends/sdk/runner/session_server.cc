@@ -22,6 +22,10 @@ namespace {
 using ipc::Clock;
 
 constexpr auto kIdleWait = std::chrono::hours(24);
+// A time range reads on over at most this many frames after one that share
+// its time (fields muxed as frames: 1; a vendor repeating its last frame
+// past the end: no more than this).
+constexpr int kMaxFramesAtOneTime = 8;
 
 cv_status AcquireLateSlot(cv_frame_buffer* buffer, cv_error* error) {
   auto* target = reinterpret_cast<FrameTarget*>(buffer);
@@ -72,6 +76,7 @@ absl::Status SessionServer::ServeFrames(uint64_t id, const ipc::FrameRequest& re
                                  : nullptr;
   int64_t previous = -1;
   double previous_pts = 0;
+  int same_time = 0;  // frames in a row with previous_pts
   // Such a range is not bounded by the header rate's count of frames in it
   // (a burst faster than the average has more): it ends at the first frame
   // at or after its stop, or at the stream's end.
@@ -140,8 +145,11 @@ absl::Status SessionServer::ServeFrames(uint64_t id, const ipc::FrameRequest& re
     }
     previous = index;
     // Reading on must move forward in time: a vendor that answers past the
-    // stream's end with its last frame again ends the range there.
-    if (span_by_time != nullptr && pos > 0 && !(info.pts_seconds > previous_pts)) {
+    // stream's end with its last frame again ends the range there. Frames
+    // may share a time (a muxer that rounded them together), a few in a row.
+    same_time = pos > 0 && info.pts_seconds == previous_pts ? same_time + 1 : 0;
+    if (span_by_time != nullptr && pos > 0 &&
+        (!(info.pts_seconds >= previous_pts) || same_time > kMaxFramesAtOneTime)) {
       channel_->arena().Abandon(target.slot->index);
       return channel_->Send({id, ipc::FrameBatch{{}, true}}, Clock::now() + kHostProgressTimeout);
     }
