@@ -348,7 +348,8 @@ typedef struct cv_backend_v1 {
    * finds the right frame of a variable-rate stream, whose frames are not
    * at the header rate's nominal times: seek to the time, decode forward,
    * and return the last frame whose pts <= seconds (the frame shown then,
-   * whether or not its duration reaches that far); `info->index` is then
+   * whether or not its duration reaches that far; of frames sharing that
+   * pts, the last, as exact mode counts them); `info->index` is then
    * the nominal index nearest its pts. In approximate mode the runner
    * also starts a time range with it, then asks decode_frame for
    * info->index + 1, + 2, ...: each must be the next frame in the stream

@@ -14,6 +14,7 @@
 #include "backends/sdk/runner/backend_library.h"
 #include "backends/sdk/runner/crash_hints.h"
 #include "backends/sdk/runner/frame_pool.h"
+#include "backends/sdk/runner/read_on.h"
 #include "backends/sdk/runner/wake_policy.h"
 
 namespace codecvisor::runner {
@@ -22,10 +23,6 @@ namespace {
 using ipc::Clock;
 
 constexpr auto kIdleWait = std::chrono::hours(24);
-// A time range reads on over at most this many frames after one that share
-// its time (fields muxed as frames: 1; a vendor repeating its last frame
-// past the end: no more than this).
-constexpr int kMaxFramesAtOneTime = 8;
 
 cv_status AcquireLateSlot(cv_frame_buffer* buffer, cv_error* error) {
   auto* target = reinterpret_cast<FrameTarget*>(buffer);
@@ -75,8 +72,7 @@ absl::Status SessionServer::ServeFrames(uint64_t id, const ipc::FrameRequest& re
                                  ? std::get_if<ipc::PtsRange>(&request.selection)
                                  : nullptr;
   int64_t previous = -1;
-  double previous_pts = 0;
-  int same_time = 0;  // frames in a row with previous_pts
+  ReadOn read_on;
   // Such a range is not bounded by the header rate's count of frames in it
   // (a burst faster than the average has more): it ends at the first frame
   // at or after its stop, or at the stream's end.
@@ -144,16 +140,11 @@ absl::Status SessionServer::ServeFrames(uint64_t id, const ipc::FrameRequest& re
       index = info.index;
     }
     previous = index;
-    // Reading on must move forward in time: a vendor that answers past the
-    // stream's end with its last frame again ends the range there. Frames
-    // may share a time (a muxer that rounded them together), a few in a row.
-    same_time = pos > 0 && info.pts_seconds == previous_pts ? same_time + 1 : 0;
-    if (span_by_time != nullptr && pos > 0 &&
-        (!(info.pts_seconds >= previous_pts) || same_time > kMaxFramesAtOneTime)) {
+    // Reading on must move forward in time (read_on.h).
+    if (span_by_time != nullptr && !read_on.Takes(info.pts_seconds)) {
       channel_->arena().Abandon(target.slot->index);
       return channel_->Send({id, ipc::FrameBatch{{}, true}}, Clock::now() + kHostProgressTimeout);
     }
-    previous_pts = info.pts_seconds;
     // In approximate mode (no scan), a time range's answer ends at the first
     // frame that starts at or after its stop. The list above came from the
     // vendor's frame infos, which there are estimates from the header's
