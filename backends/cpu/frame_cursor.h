@@ -33,6 +33,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <set>
 #include <vector>
 
@@ -86,6 +87,8 @@ class FrameCursor {
   const AVPacket* PeekPacket();
 
  private:
+  // A timestamp not known (yet).
+  static constexpr int64_t kUnknown = std::numeric_limits<int64_t>::min();
   // kTooFew: the frames with the timestamp asked for ended before the
   // occurrence asked for (the index holds more packets with that pts than
   // the decoder outputs frames, as with fields muxed as packets of one pts).

@@ -1,0 +1,282 @@
+// File: backends/cpu/frame_cursor_approximate.cc
+//
+// FrameCursor's approximate mode (no frame table): frames by nominal index
+// and by time, the seek-or-decode-on decision, and the stretches lost to
+// damage. The exact mode and the decoding loop are in frame_cursor.cc.
+
+#include "backends/cpu/frame_cursor.h"
+
+#include <algorithm>
+#include <array>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace codecvisor::cpu {
+namespace {
+
+// Approximate mode: how far before the target the second seek aims.
+constexpr double kApproximateBackoffSeconds = 10.0;
+
+// Whether `stream`'s index has an entry after `pts`.
+bool IndexPasses(const AVStream* stream, int64_t pts) {
+  AVStream* s = const_cast<AVStream*>(stream);  // FFmpeg's getters take a non-const stream
+  const int entries = avformat_index_get_entries_count(s);
+  const AVIndexEntry* last = entries > 0 ? avformat_index_get_entry(s, entries - 1) : nullptr;
+  return last != nullptr && last->timestamp > pts;
+}
+
+}  // namespace
+
+absl::Status FrameCursor::LostFrameError(int64_t index, int64_t target_pts) const {
+  return NotDecodedError(absl::StrCat(
+      "frame ", index, " (about pts ", target_pts,
+      ") cannot be identified: the decoder dropped damaged frames between pts ",
+      lost_from_ts_ == kUnknown ? std::string("of the start") : absl::StrCat(lost_from_ts_),
+      " and ", lost_to_ts_,
+      " and lost the frames there, so approximate mode cannot tell which frame is which; exact "
+      "mode identifies frames by their timestamps").c_str());
+}
+
+bool FrameCursor::InLostStretch(int64_t target_pts, int64_t tolerance) const {
+  return lost_to_ts_ != kUnknown && SaturatingAdd(target_pts, tolerance) < lost_to_ts_ &&
+         (lost_from_ts_ == kUnknown || SaturatingSub(target_pts, tolerance) > lost_from_ts_);
+}
+
+bool FrameCursor::LostBefore(int64_t target_pts, int64_t tolerance, int64_t previous_end) {
+  if (!frame_follows_loss_) return false;
+  if (target_pts != kUnknown && last_ts_ <= SaturatingAdd(target_pts, tolerance)) return false;
+  if (previous_end != kUnknown && last_ts_ <= SaturatingAdd(previous_end, tolerance)) return false;
+  lost_from_ts_ = previous_end;
+  lost_to_ts_ = last_ts_;
+  return true;
+}
+
+bool FrameCursor::DecodingReaches(int64_t target_pts, int64_t tolerance) const {
+  if (!positioned_ || at_end_ || !(last_ts_ == kUnknown || last_ts_ < SaturatingSub(target_pts, tolerance))) {
+    return false;
+  }
+  const AVStream* stream = demuxer_->stream();
+  const int64_t start = stream->start_time != AV_NOPTS_VALUE ? stream->start_time : 0;
+  // Seek instead if the header's index has a key frame we have not read
+  // (nothing read yet counts as read up to the start, so that a first
+  // request for a late frame seeks like any other); without an index, a
+  // first request beyond the first frame seeks too.
+  const AVIndexEntry* key =
+      avformat_index_get_entry_from_timestamp(const_cast<AVStream*>(stream), target_pts, AVSEEK_FLAG_BACKWARD);
+  const int64_t read_up_to = last_read_ts_ != kUnknown ? last_read_ts_ : start;
+  if (key != nullptr && key->timestamp > read_up_to) return false;
+  if (key == nullptr && last_read_ts_ == kUnknown && SaturatingSub(target_pts, tolerance) > start) return false;
+  // Before the first seek an index may hold only the key frames the open
+  // happened to read (Matroska loads its cues on the first seek): one with
+  // no entry past the target cannot say that no key frame lies between what
+  // was read and the target, so a target past what was read seeks, and the
+  // seek finds out.
+  return !(seeks_ == 0 && SaturatingSub(target_pts, tolerance) > read_up_to && !IndexPasses(stream, target_pts));
+}
+
+std::array<int64_t, FrameCursor::kApproximateSeeks> FrameCursor::ApproximateSeeks(int64_t target_pts) const {
+  const AVStream* stream = demuxer_->stream();
+  const int64_t start = stream->start_time != AV_NOPTS_VALUE ? stream->start_time : 0;
+  const int64_t backoff = static_cast<int64_t>(kApproximateBackoffSeconds / av_q2d(stream->time_base));
+  // The target, further back, the stream's start, and before it: a
+  // container that seeks by dts (MPEG program streams) can land past the
+  // first key frame when asked for the first pts.
+  return {target_pts, std::max(start, SaturatingSub(target_pts, backoff)), start, SaturatingSub(start, backoff)};
+}
+
+absl::StatusOr<bool> FrameCursor::StartAttempt(const std::array<int64_t, kApproximateSeeks>& seeks, int attempt) {
+  if (attempt < 0) return true;
+  if (attempt > 0 && seeks[attempt] == seeks[attempt - 1]) return false;
+  if (absl::Status s = SeekTo(seeks[attempt]); !s.ok()) {
+    // A demuxer may refuse a time before the start; the others failed.
+    if (attempt == kApproximateSeeks - 1) return false;
+    return s;
+  }
+  return true;
+}
+
+absl::StatusOr<const AVFrame*> FrameCursor::DecodePlayedAt(int64_t target_pts, int64_t frame_duration,
+                                                           absl::FunctionRef<int64_t(int64_t)> index_of) {
+  last_error_ = 0;
+  absl::StatusOr<bool> found = DecodeLastUpTo(target_pts, frame_duration);
+  if (!found.ok()) {
+    // frame_ may be another frame now, under no index: it is not kept.
+    have_frame_ = false;
+    last_index_ = -1;
+    return found.status();
+  }
+  // (Not found: the stream's first frame is after the target; it is the
+  // one shown there.)
+  last_index_ = index_of(last_ts_);
+  return frame_.get();
+}
+
+absl::StatusOr<bool> FrameCursor::DecodeLastUpTo(int64_t target_pts, int64_t frame_duration) {
+  // frame_ is the stream's last frame and at or before the target: it
+  // plays there if its packet's duration (else the nominal one) reaches it.
+  auto plays_for_its_duration = [&] {
+    const int64_t duration = frame_->pkt_duration > 0 ? frame_->pkt_duration : std::max<int64_t>(frame_duration, 1);
+    return target_pts < SaturatingAdd(last_ts_, duration);
+  };
+  auto last_frame_plays = [&]() -> absl::StatusOr<bool> {
+    if (plays_for_its_duration()) return true;
+    return absl::OutOfRangeError(absl::StrCat("no frame plays at pts ", target_pts,
+                                              ": the stream's last frame, at pts ", last_ts_, ", ends before it"));
+  };
+  const bool have_earlier = have_frame_ && last_ts_ <= target_pts;
+  if (have_earlier && have_ahead_ && ahead_position_.ts > target_pts) return true;
+  if (have_earlier && positioned_ && at_end_) return last_frame_plays();
+  // Decoding on from a frame at the target still has to see the frame
+  // after it (frames may share a pts): a tolerance of -1.
+  const bool forward = DecodingReaches(target_pts, -1);
+  const std::array<int64_t, kApproximateSeeks> seeks = ApproximateSeeks(target_pts);
+  for (int attempt = forward ? -1 : 0; attempt < kApproximateSeeks; ++attempt) {
+    absl::StatusOr<bool> started = StartAttempt(seeks, attempt);
+    if (!started.ok()) return started.status();
+    if (!*started) continue;
+    // A seek that lands after the target, or after the stream's last frame,
+    // retries from further back.
+    const bool can_retry = attempt >= 0 && attempt < kApproximateSeeks - 1;
+    // Whether frame_ holds a frame at or before the target, from this attempt.
+    bool earlier = attempt < 0 && have_earlier;
+    for (;;) {
+      Position previous_position{};
+      if (earlier) {
+        av_frame_unref(previous_.get());
+        av_frame_move_ref(previous_.get(), frame_.get());
+        previous_position = position();
+      }
+      absl::StatusOr<bool> got = NextFrame();
+      if (!got.ok() && earlier) {
+        // Nothing decodes after the frame before (a damaged tail): it is
+        // the one played at the target if its duration reaches it.
+        std::swap(frame_, previous_);
+        have_frame_ = true;
+        set_position(previous_position);
+        if (plays_for_its_duration()) return true;
+        return got.status();
+      }
+      if (!got.ok()) return got.status();
+      if (!*got) {
+        if (!earlier) {
+          if (can_retry) break;
+          return absl::OutOfRangeError(
+              absl::StrCat("no frame plays at pts ", target_pts, ": the stream ended before it"));
+        }
+        // The frame before is the stream's last.
+        std::swap(frame_, previous_);
+        have_frame_ = true;
+        set_position(previous_position);
+        return last_frame_plays();
+      }
+      if (last_ts_ > target_pts) {
+        if (earlier) {
+          // The frame before is the one played at the target; this one is
+          // kept for the next read.
+          ahead_position_ = position();
+          std::swap(frame_, previous_);
+          std::swap(previous_, ahead_);
+          have_ahead_ = true;
+          set_position(previous_position);
+          return true;
+        }
+        if (can_retry) break;
+        return false;
+      }
+      earlier = true;
+    }
+  }
+  return NotDecodedError(absl::StrCat("the frame at pts ", target_pts, " could not be decoded").c_str());
+}
+
+absl::StatusOr<const AVFrame*> FrameCursor::DecodeApproximate(int64_t index, int64_t target_pts,
+                                                              int64_t frame_duration) {
+  if (have_frame_ && index == last_index_) return frame_.get();
+  last_error_ = 0;
+  const int64_t tolerance = frame_duration / 2;
+  // A stretch already known to be lost to damage fails at once; the frame
+  // after it is kept and is the frame at its own time.
+  if (InLostStretch(target_pts, tolerance)) return LostFrameError(index, target_pts);
+  if (have_frame_ && last_ts_ >= SaturatingSub(target_pts, tolerance) &&
+      last_ts_ <= SaturatingAdd(target_pts, tolerance) && lost_to_ts_ == last_ts_) {
+    last_index_ = index;
+    return frame_.get();
+  }
+
+  // The frame after the stream's last, which a time found.
+  if (have_frame_ && at_end_ && index == last_index_ + 1) {
+    return absl::OutOfRangeError(
+        absl::StrCat("frame ", index, " is past the end: the stream ended with frame ", last_index_));
+  }
+  if (positioned_ && !at_end_ && index == last_index_ + 1) {
+    // Sequential: the next frame, whatever its timestamp, unless frames
+    // were lost to damage just before it.
+    const int64_t previous_end =
+        have_frame_ ? SaturatingAdd(last_ts_, std::max<int64_t>(frame_->pkt_duration, 1)) : kUnknown;
+    absl::StatusOr<bool> got = NextFrame();
+    if (!got.ok()) return got.status();
+    if (!*got) {
+      return absl::OutOfRangeError(
+          absl::StrCat("frame ", index,
+                       " is past the end: the stream ended before it (the header's frame "
+                       "count or rate is inaccurate; exact mode counts the frames)"));
+    }
+    // The previous frame was index - 1: any frame lost after it shifts
+    // this one's position, whatever the nominal timeline says.
+    if (LostBefore(kUnknown, tolerance, previous_end)) return LostFrameError(index, target_pts);
+    // Once damage has been seen, positions are no longer trusted: the
+    // frame must also be at its nominal time.
+    if (damage_seen_ && (last_ts_ < SaturatingSub(target_pts, tolerance) ||
+                         last_ts_ > SaturatingAdd(target_pts, tolerance))) {
+      lost_from_ts_ = previous_end;
+      lost_to_ts_ = last_ts_;
+      return LostFrameError(index, target_pts);
+    }
+    last_index_ = index;
+    return frame_.get();
+  }
+
+  const bool forward = index > last_index_ && DecodingReaches(target_pts, tolerance);
+  const std::array<int64_t, kApproximateSeeks> seeks = ApproximateSeeks(target_pts);
+  for (int attempt = forward ? -1 : 0; attempt < kApproximateSeeks; ++attempt) {
+    absl::StatusOr<bool> started = StartAttempt(seeks, attempt);
+    if (!started.ok()) return started.status();
+    if (!*started) continue;
+    // A seek that lands after the target, or after the stream's last key
+    // frame (no frame at all), retries from further back.
+    const bool can_retry = attempt >= 0 && attempt < kApproximateSeeks - 1;
+    bool first = true;
+    bool timed = false;  // a frame with a timestamp of its own came out
+    int64_t previous_end = kUnknown;
+    for (;;) {
+      absl::StatusOr<bool> got = NextFrame();
+      if (!got.ok()) return got.status();
+      if (!*got) {
+        // Untimed frames after a seek cannot be placed on the timeline.
+        if ((first || !timed) && can_retry) break;
+        return absl::OutOfRangeError(absl::StrCat(
+            "frame ", index, " (about pts ", target_pts,
+            ") is past the end: the stream ended before it (the header's frame count or rate "
+            "is inaccurate; exact mode counts the frames)"));
+      }
+      timed = timed || FrameTimestamp(frame_.get()) != AV_NOPTS_VALUE;
+      if (last_ts_ < SaturatingSub(target_pts, tolerance)) {
+        first = false;
+        previous_end = SaturatingAdd(last_ts_, std::max<int64_t>(frame_->pkt_duration, 1));
+        continue;
+      }
+      if (first && can_retry && last_ts_ > SaturatingAdd(target_pts, tolerance)) break;
+      if (LostBefore(target_pts, tolerance, previous_end)) {
+        return LostFrameError(index, target_pts);
+      }
+      last_index_ = index;
+      return frame_.get();
+    }
+  }
+  return NotDecodedError(
+      absl::StrCat("frame ", index, " (about pts ", target_pts, ") could not be decoded").c_str());
+}
+
+}  // namespace codecvisor::cpu
