@@ -104,10 +104,17 @@ class FrameCursor {
   static constexpr int kApproximateSeeks = 4;
   std::array<int64_t, kApproximateSeeks> ApproximateSeeks(int64_t target_pts) const;
   // Approximate mode: positions the decoder for attempt `attempt` of a
-  // search: -1 decodes on from where it is, i >= 0 seeks to seeks[i]. False
-  // when the attempt is skipped: a seek to where the one before went, or a
-  // failed last one.
+  // search: -1 decodes on from where it is, i < kApproximateSeeks seeks to
+  // seeks[i], kApproximateSeeks reads from the container's first packet
+  // (Rewind: every seek landed after the target). False when the attempt is
+  // skipped: a seek to where the one before went, or a failed last one.
   absl::StatusOr<bool> StartAttempt(const std::array<int64_t, kApproximateSeeks>& seeks, int attempt);
+  // Approximate mode, reading from the first packet: true (and the frame
+  // left off the timeline) for a frame in frame_ with no time of its own
+  // before the first with one. Such frames come before the stream's start
+  // (FFmpeg reads a Matroska block's negative time as none), and the times
+  // the cursor would give them, counted from 0, are later frames' own.
+  bool PassUntimedBeforeTimes();
   // Approximate mode: whether decoding on from the position reaches
   // `target_pts` - `tolerance` without passing a key frame not yet read
   // (else a seek is faster).

@@ -88,12 +88,24 @@ std::array<int64_t, FrameCursor::kApproximateSeeks> FrameCursor::ApproximateSeek
 
 absl::StatusOr<bool> FrameCursor::StartAttempt(const std::array<int64_t, kApproximateSeeks>& seeks, int attempt) {
   if (attempt < 0) return true;
+  if (attempt == kApproximateSeeks) {
+    if (absl::Status s = Rewind(); !s.ok()) return s;
+    return true;
+  }
   if (attempt > 0 && seeks[attempt] == seeks[attempt - 1]) return false;
   if (absl::Status s = SeekTo(seeks[attempt]); !s.ok()) {
     // A demuxer may refuse a time before the start; the others failed.
     if (attempt == kApproximateSeeks - 1) return false;
     return s;
   }
+  return true;
+}
+
+bool FrameCursor::PassUntimedBeforeTimes() {
+  if (FrameTimestamp(frame_.get()) != AV_NOPTS_VALUE) return false;
+  // Not a frame of the timeline: the next timed frame starts it afresh.
+  last_ts_ = kUnknown;
+  same_ts_before_ = 0;
   return true;
 }
 
@@ -116,9 +128,11 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodePlayedAt(int64_t target_pts, i
 absl::StatusOr<bool> FrameCursor::DecodeLastUpTo(int64_t target_pts, int64_t frame_duration) {
   // frame_ is the stream's last frame and at or before the target: it
   // plays there if its packet's duration (else the nominal one) reaches it.
+  // (To the tick: the host has checked the time against the stream's end
+  // in seconds, and a time a hair before it may round onto the end's tick.)
   auto plays_for_its_duration = [&] {
     const int64_t duration = frame_->pkt_duration > 0 ? frame_->pkt_duration : std::max<int64_t>(frame_duration, 1);
-    return target_pts < SaturatingAdd(last_ts_, duration);
+    return target_pts <= SaturatingAdd(last_ts_, duration);
   };
   auto last_frame_plays = [&]() -> absl::StatusOr<bool> {
     if (plays_for_its_duration()) return true;
@@ -132,13 +146,14 @@ absl::StatusOr<bool> FrameCursor::DecodeLastUpTo(int64_t target_pts, int64_t fra
   // after it (frames may share a pts): a tolerance of -1.
   const bool forward = DecodingReaches(target_pts, -1);
   const std::array<int64_t, kApproximateSeeks> seeks = ApproximateSeeks(target_pts);
-  for (int attempt = forward ? -1 : 0; attempt < kApproximateSeeks; ++attempt) {
+  for (int attempt = forward ? -1 : 0; attempt <= kApproximateSeeks; ++attempt) {
     absl::StatusOr<bool> started = StartAttempt(seeks, attempt);
     if (!started.ok()) return started.status();
     if (!*started) continue;
     // A seek that lands after the target, or after the stream's last frame,
-    // retries from further back.
-    const bool can_retry = attempt >= 0 && attempt < kApproximateSeeks - 1;
+    // retries from further back, and at last from the first packet.
+    const bool can_retry = attempt >= 0 && attempt < kApproximateSeeks;
+    bool skip_untimed = attempt == kApproximateSeeks;
     // Whether frame_ holds a frame at or before the target, from this attempt.
     bool earlier = attempt < 0 && have_earlier;
     for (;;) {
@@ -171,6 +186,8 @@ absl::StatusOr<bool> FrameCursor::DecodeLastUpTo(int64_t target_pts, int64_t fra
         set_position(previous_position);
         return last_frame_plays();
       }
+      if (skip_untimed && PassUntimedBeforeTimes()) continue;
+      skip_untimed = false;
       if (last_ts_ > target_pts) {
         if (earlier) {
           // The frame before is the one played at the target; this one is
@@ -240,13 +257,15 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeApproximate(int64_t index, int
 
   const bool forward = index > last_index_ && DecodingReaches(target_pts, tolerance);
   const std::array<int64_t, kApproximateSeeks> seeks = ApproximateSeeks(target_pts);
-  for (int attempt = forward ? -1 : 0; attempt < kApproximateSeeks; ++attempt) {
+  for (int attempt = forward ? -1 : 0; attempt <= kApproximateSeeks; ++attempt) {
     absl::StatusOr<bool> started = StartAttempt(seeks, attempt);
     if (!started.ok()) return started.status();
     if (!*started) continue;
     // A seek that lands after the target, or after the stream's last key
-    // frame (no frame at all), retries from further back.
-    const bool can_retry = attempt >= 0 && attempt < kApproximateSeeks - 1;
+    // frame (no frame at all), retries from further back, and at last from
+    // the first packet.
+    const bool can_retry = attempt >= 0 && attempt < kApproximateSeeks;
+    bool skip_untimed = attempt == kApproximateSeeks;
     bool first = true;
     bool timed = false;  // a frame with a timestamp of its own came out
     int64_t previous_end = kUnknown;
@@ -261,6 +280,8 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeApproximate(int64_t index, int
             ") is past the end: the stream ended before it (the header's frame count or rate "
             "is inaccurate; exact mode counts the frames)"));
       }
+      if (skip_untimed && PassUntimedBeforeTimes()) continue;
+      skip_untimed = false;
       timed = timed || FrameTimestamp(frame_.get()) != AV_NOPTS_VALUE;
       if (last_ts_ < SaturatingSub(target_pts, tolerance)) {
         first = false;

@@ -107,22 +107,29 @@ namespace {
 // duration, ... on the scan's way, which may be the later frames' own:
 // they come before every timed frame, so they end where the earliest timed
 // frame starts, a packet's duration apart, in decode order (as any run of
-// untimed packets is placed).
+// untimed packets is placed). With B-frames the last of them may follow
+// the first timed packets in decode order: untimed packets within
+// kUntimedReorder packets of the first timed one are leading too.
+constexpr size_t kUntimedReorder = 16;
+
 void PlaceLeadingUntimed(std::vector<FrameEntry>& frames, int64_t fallback_duration) {
-  size_t leading = 0;
+  size_t first_timed = frames.size();
   int64_t earliest = std::numeric_limits<int64_t>::max();
-  for (const FrameEntry& f : frames) {
-    if (f.untimed && earliest == std::numeric_limits<int64_t>::max()) {
-      ++leading;
-    } else if (!f.untimed) {
-      earliest = std::min(earliest, f.pts);
-    }
+  for (size_t i = 0; i < frames.size(); ++i) {
+    if (frames[i].untimed) continue;
+    first_timed = std::min(first_timed, i);
+    earliest = std::min(earliest, frames[i].pts);
   }
-  if (leading == 0 || leading == frames.size()) return;
+  if (first_timed == 0 || first_timed == frames.size()) return;
+  std::vector<size_t> leading;
+  for (size_t i = 0; i < frames.size() && i < first_timed + kUntimedReorder; ++i) {
+    if (frames[i].untimed) leading.push_back(i);
+  }
   int64_t end = earliest;
-  for (size_t i = leading; i-- > 0;) {
-    end = SaturatingSub(end, frames[i].duration > 0 ? frames[i].duration : std::max<int64_t>(fallback_duration, 1));
-    frames[i].pts = end;
+  for (size_t k = leading.size(); k-- > 0;) {
+    const FrameEntry& f = frames[leading[k]];
+    end = SaturatingSub(end, f.duration > 0 ? f.duration : std::max<int64_t>(fallback_duration, 1));
+    frames[leading[k]].pts = end;
   }
 }
 
