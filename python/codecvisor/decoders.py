@@ -338,6 +338,9 @@ class VideoDecoder:
         return self._call("frames_played_at", [float(s) for s in seconds])
 
     def get_frames_played_in_range(self, start_seconds: float, stop_seconds: float) -> FrameBatch:
+        for name, value in (("start", start_seconds), ("stop", stop_seconds)):
+            if math.isnan(value):
+                raise ValueError(f"Invalid {name} seconds: {value}. It must be a number.")
         if not start_seconds <= stop_seconds:
             raise ValueError(f"Invalid start seconds: {start_seconds}. It must be less than or equal to "
                              f"stop seconds ({stop_seconds}).")

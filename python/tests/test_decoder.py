@@ -3,6 +3,7 @@ with every frame compared byte for byte with the ffmpeg CLI."""
 
 import dataclasses
 import io
+import math
 import os
 import pathlib
 import pickle
@@ -319,6 +320,12 @@ def test_range_misuse_raises_torchcodecs_errors(video):
         d.get_frames_in_range(0, 10, 0)
     with pytest.raises(IndexError):
         d.get_frames_at([0, 50])
+    # A NaN bound is named as such (not "start must be <= stop (nan)").
+    for start, stop in [(0.0, math.nan), (math.nan, 1.0)]:
+        with pytest.raises(ValueError, match="It must be a number"):
+            d.get_frames_played_in_range(start, stop)
+    with pytest.raises(IndexError):
+        d.get_frame_played_at(math.nan)
 
 
 def test_a_frame_index_is_an_integer_of_any_kind(video, reference):
