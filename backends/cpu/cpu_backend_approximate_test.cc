@@ -413,6 +413,39 @@ TEST(ApproximateModeTest, MatroskaWithNegativeTimesDecodesInAnyOrder) {
   }
 }
 
+// A variable-rate MP4 whose header counts its 100 frames exactly, and whose
+// last frame (jittered 18 ms early) is more than half a frame before the
+// header rate's nominal time for index 99: that index is still the last
+// frame, as exact mode counts, and no index past it is.
+TEST(ApproximateModeTest, TheLastCountedIndexIsTheLastFrameWhereverItsTime) {
+  const std::string path = MakeVideo("jitter.mp4",
+                                     "-f lavfi -i testsrc2=size=64x48:rate=25 -frames:v 100 "
+                                     "-vf settb=1/1000,setpts='(N/25+0.018*sin(N*1.7))/TB' -fps_mode passthrough "
+                                     "-enc_time_base 1/1000 -c:v libx264 -preset veryfast -bf 2 -pix_fmt yuv420p");
+  TestSession exact(path);
+  ASSERT_TRUE(exact.ok()) << exact.open_message();
+  ASSERT_EQ(exact.Metadata().num_frames_from_scan, 100);
+  cv_frame_info last{};
+  const std::string last_pixels = exact.DecodeOrFail(99, &last);
+  TestSession approx(path, Approximate());
+  ASSERT_TRUE(approx.ok()) << approx.open_message();
+  const cv_stream_metadata m = approx.Metadata();
+  ASSERT_EQ(m.num_frames_from_header, 100);
+  // The file is what the test needs: frame 99 is more than half a frame
+  // before its nominal time.
+  ASSERT_LT(last.pts_seconds, m.begin_stream_seconds + 98.5 / m.average_fps);
+  for (int64_t before : {int64_t{-1}, int64_t{20}, int64_t{98}}) {
+    TestSession session(path, Approximate());
+    std::string pixels, message;
+    if (before >= 0) ASSERT_EQ(session.Decode(before, &pixels, nullptr, &message), CV_OK) << message;
+    cv_frame_info info{};
+    ASSERT_EQ(session.Decode(99, &pixels, &info, &message), CV_OK) << "after " << before << ": " << message;
+    EXPECT_EQ(info.pts, last.pts) << "after " << before;
+    EXPECT_TRUE(pixels == last_pixels) << "after " << before;
+    EXPECT_EQ(session.Decode(100, &pixels, nullptr, &message), CV_ERROR_OUT_OF_RANGE) << message;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Containers, PlayedAtTest, ::testing::Values("pausing.mp4", "pausing.mkv"),
                          [](const ::testing::TestParamInfo<const char*>& info) {
                            return Extension(info.param).substr(1);

@@ -60,9 +60,12 @@ class FrameCursor {
   // Approximate mode: frame `index`, nominally at `target_pts` and lasting
   // `frame_duration` (time base units, > 0): the next frame when `index`
   // follows the last one returned, else the first frame at or after
-  // target_pts - frame_duration / 2. OutOfRange if the stream ends first.
-  absl::StatusOr<const AVFrame*> DecodeApproximate(int64_t index, int64_t target_pts,
-                                                   int64_t frame_duration);
+  // target_pts - frame_duration / 2. OutOfRange if the stream ends first,
+  // but with `last_counted` (the header counts the stream's frames, and
+  // this is the last of them: a variable-rate stream's last frame can be
+  // more than half a frame before its nominal time), the last frame.
+  absl::StatusOr<const AVFrame*> DecodeApproximate(int64_t index, int64_t target_pts, int64_t frame_duration,
+                                                   bool last_counted = false);
 
   // Approximate mode: the frame played at `target_pts`: the last one whose
   // pts is at or before it (of frames sharing a pts, the last, as exact

@@ -208,8 +208,8 @@ absl::StatusOr<bool> FrameCursor::DecodeLastUpTo(int64_t target_pts, int64_t fra
   return NotDecodedError(absl::StrCat("the frame at pts ", target_pts, " could not be decoded").c_str());
 }
 
-absl::StatusOr<const AVFrame*> FrameCursor::DecodeApproximate(int64_t index, int64_t target_pts,
-                                                              int64_t frame_duration) {
+absl::StatusOr<const AVFrame*> FrameCursor::DecodeApproximate(int64_t index, int64_t target_pts, int64_t frame_duration,
+                                                              bool last_counted) {
   if (have_frame_ && index == last_index_) return frame_.get();
   last_error_ = 0;
   const int64_t tolerance = frame_duration / 2;
@@ -269,12 +269,22 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeApproximate(int64_t index, int
     bool first = true;
     bool timed = false;  // a frame with a timestamp of its own came out
     int64_t previous_end = kUnknown;
+    bool kept = false;  // previous_ holds the frame before (last_counted)
+    Position kept_position{};
     for (;;) {
       absl::StatusOr<bool> got = NextFrame();
       if (!got.ok()) return got.status();
       if (!*got) {
         // Untimed frames after a seek cannot be placed on the timeline.
         if ((first || !timed) && can_retry) break;
+        if (kept && timed) {
+          // The header's last frame is the stream's last.
+          std::swap(frame_, previous_);
+          have_frame_ = true;
+          set_position(kept_position);
+          last_index_ = index;
+          return frame_.get();
+        }
         return absl::OutOfRangeError(absl::StrCat(
             "frame ", index, " (about pts ", target_pts,
             ") is past the end: the stream ended before it (the header's frame count or rate "
@@ -286,8 +296,15 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeApproximate(int64_t index, int
       if (last_ts_ < SaturatingSub(target_pts, tolerance)) {
         first = false;
         previous_end = SaturatingAdd(last_ts_, std::max<int64_t>(frame_->pkt_duration, 1));
+        if (last_counted) {
+          av_frame_unref(previous_.get());
+          av_frame_move_ref(previous_.get(), frame_.get());
+          kept_position = position();
+          kept = true;
+        }
         continue;
       }
+      if (kept) av_frame_unref(previous_.get());  // not needed: frames go on
       if (first && can_retry && last_ts_ > SaturatingAdd(target_pts, tolerance)) break;
       if (LostBefore(target_pts, tolerance, previous_end)) {
         return LostFrameError(index, target_pts);

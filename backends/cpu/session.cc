@@ -346,9 +346,12 @@ absl::Status CpuSession::DecodeFrame(int64_t index, cv_frame_buffer* buffer, cv_
   if (!reads_on) {
     if (absl::Status s = CheckIndex(index); !s.ok()) return s;
   }
+  // The header's count is exact: its last index is the stream's last frame,
+  // wherever the nominal timeline puts it.
+  const bool last_counted = !count_estimated_ && index == num_frames_ - 1;
   absl::StatusOr<const AVFrame*> frame =
       index_ ? cursor_->DecodeExact(index)
-             : cursor_->DecodeApproximate(index, NominalPts(index), frame_duration_);
+             : cursor_->DecodeApproximate(index, NominalPts(index), frame_duration_, last_counted);
   if (!frame.ok()) return frame.status();
   if (absl::Status s = Deliver(**frame, index, buffer, info); !s.ok()) return s;
   reading_on_from_time_ = reads_on;
