@@ -117,9 +117,7 @@ TEST(CpuBackendTest, NonZeroStartTime) {
   ASSERT_EQ(t->index_at_seconds(s.get(), 3.0, &index, &error), CV_OK);
   EXPECT_EQ(index, 12);
   EXPECT_EQ(t->index_at_seconds(s.get(), 1.0, &index, &error), CV_ERROR_OUT_OF_RANGE);
-  TestSession::Options o;
-  o.seek_mode = CV_SEEK_APPROXIMATE;
-  TestSession approx(TestVideoPath(FindTestVideo("offset.mkv")), o);
+  TestSession approx(TestVideoPath(FindTestVideo("offset.mkv")), TestSession::Approximate());
   ASSERT_TRUE(approx.ok());
   ASSERT_EQ(t->index_at_seconds(approx.get(), 3.0, &index, &error), CV_OK) << error.message;
   EXPECT_EQ(index, 12);

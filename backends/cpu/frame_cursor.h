@@ -139,6 +139,11 @@ class FrameCursor {
     same_ts_before_ = p.same_ts_before;
     frame_follows_loss_ = p.follows_loss;
   }
+  // Moves frame_ (and its position) to previous_ before the next frame is
+  // decoded; BackToFrameBefore makes it frame_ again (frame_'s own frame
+  // goes to previous_).
+  void KeepFrameBefore();
+  void BackToFrameBefore();
   // Decodes the next frame into frame_ (the frame decoded ahead, if one
   // is kept). False at the end of the stream.
   absl::StatusOr<bool> NextFrame();
@@ -186,6 +191,7 @@ class FrameCursor {
   FramePtr ahead_ = MakeFrame();
   bool have_ahead_ = false;
   Position ahead_position_{};
+  Position previous_position_{};
 
   bool positioned_;               // decoder state follows on from a start point
   bool pending_packet_ = false;   // packet_ was read but not sent yet

@@ -101,6 +101,18 @@ absl::StatusOr<bool> FrameCursor::StartAttempt(const std::array<int64_t, kApprox
   return true;
 }
 
+void FrameCursor::KeepFrameBefore() {
+  av_frame_unref(previous_.get());
+  av_frame_move_ref(previous_.get(), frame_.get());
+  previous_position_ = position();
+}
+
+void FrameCursor::BackToFrameBefore() {
+  std::swap(frame_, previous_);
+  have_frame_ = true;
+  set_position(previous_position_);
+}
+
 bool FrameCursor::PassUntimedBeforeTimes() {
   if (FrameTimestamp(frame_.get()) != AV_NOPTS_VALUE) return false;
   // Not a frame of the timeline: the next timed frame starts it afresh.
@@ -157,19 +169,12 @@ absl::StatusOr<bool> FrameCursor::DecodeLastUpTo(int64_t target_pts, int64_t fra
     // Whether frame_ holds a frame at or before the target, from this attempt.
     bool earlier = attempt < 0 && have_earlier;
     for (;;) {
-      Position previous_position{};
-      if (earlier) {
-        av_frame_unref(previous_.get());
-        av_frame_move_ref(previous_.get(), frame_.get());
-        previous_position = position();
-      }
+      if (earlier) KeepFrameBefore();
       absl::StatusOr<bool> got = NextFrame();
       if (!got.ok() && earlier) {
         // Nothing decodes after the frame before (a damaged tail): it is
         // the one played at the target if its duration reaches it.
-        std::swap(frame_, previous_);
-        have_frame_ = true;
-        set_position(previous_position);
+        BackToFrameBefore();
         if (plays_for_its_duration()) return true;
         return got.status();
       }
@@ -181,9 +186,7 @@ absl::StatusOr<bool> FrameCursor::DecodeLastUpTo(int64_t target_pts, int64_t fra
               absl::StrCat("no frame plays at pts ", target_pts, ": the stream ended before it"));
         }
         // The frame before is the stream's last.
-        std::swap(frame_, previous_);
-        have_frame_ = true;
-        set_position(previous_position);
+        BackToFrameBefore();
         return last_frame_plays();
       }
       if (skip_untimed && PassUntimedBeforeTimes()) continue;
@@ -193,10 +196,9 @@ absl::StatusOr<bool> FrameCursor::DecodeLastUpTo(int64_t target_pts, int64_t fra
           // The frame before is the one played at the target; this one is
           // kept for the next read.
           ahead_position_ = position();
-          std::swap(frame_, previous_);
-          std::swap(previous_, ahead_);
+          std::swap(frame_, ahead_);
           have_ahead_ = true;
-          set_position(previous_position);
+          BackToFrameBefore();
           return true;
         }
         if (can_retry) break;
@@ -270,7 +272,6 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeApproximate(int64_t index, int
     bool timed = false;  // a frame with a timestamp of its own came out
     int64_t previous_end = kUnknown;
     bool kept = false;  // previous_ holds the frame before (last_counted)
-    Position kept_position{};
     for (;;) {
       absl::StatusOr<bool> got = NextFrame();
       if (!got.ok()) return got.status();
@@ -279,9 +280,7 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeApproximate(int64_t index, int
         if ((first || !timed) && can_retry) break;
         if (kept && timed) {
           // The header's last frame is the stream's last.
-          std::swap(frame_, previous_);
-          have_frame_ = true;
-          set_position(kept_position);
+          BackToFrameBefore();
           last_index_ = index;
           return frame_.get();
         }
@@ -297,9 +296,7 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeApproximate(int64_t index, int
         first = false;
         previous_end = SaturatingAdd(last_ts_, std::max<int64_t>(frame_->pkt_duration, 1));
         if (last_counted) {
-          av_frame_unref(previous_.get());
-          av_frame_move_ref(previous_.get(), frame_.get());
-          kept_position = position();
+          KeepFrameBefore();
           kept = true;
         }
         continue;

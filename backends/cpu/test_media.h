@@ -95,6 +95,12 @@ class TestSession {
     const char* native_formats = nullptr;  // cv_open_options.native_formats
     cv_frame_pool* frame_pool = nullptr;
   };
+  // Options for an approximate-mode session, the rest default.
+  static Options Approximate() {
+    Options o;
+    o.seek_mode = CV_SEEK_APPROXIMATE;
+    return o;
+  }
   TestSession(const std::string& path, const Options& options, const std::string& label = "");
   TestSession(const std::string& path) : TestSession(path, Options()) {}
   TestSession(const TestSession&) = delete;

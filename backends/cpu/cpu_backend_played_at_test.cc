@@ -1,0 +1,175 @@
+// File: backends/cpu/cpu_backend_played_at_test.cc
+//
+// Approximate mode's requests by time (decode_frame_at_seconds): on
+// variable-rate streams and where frames share a time, the frame played at
+// a time is exact mode's, and reading on from it gives exact mode's next.
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/test_media.h"
+#include "gtest/gtest.h"
+
+namespace codecvisor::cpu {
+namespace {
+
+using testing::MakeVideo;
+using testing::TestSession;
+
+constexpr auto Approximate = TestSession::Approximate;
+
+// A variable-rate stream far from its header rate's nominal times: every
+// ten frames a 0.6 s pause, which the frames' durations (a frame's worth
+// in both containers) do not cover: the frame before a pause is the one
+// played until the frame after it. (The times are integers in
+// the source's 1/25 s time base: a division there would round some frames
+// onto the one before.)
+std::string PausingVideo(const std::string& name) {
+  return MakeVideo(name,
+                   "-f lavfi -i testsrc2=size=64x48:rate=25 -frames:v 60 "
+                   "-vf setpts='N+floor(N/10)*15' -fps_mode passthrough -c:v libx264 -preset veryfast "
+                   "-bf 2 -g 30 -pix_fmt yuv420p");
+}
+
+// Every `step` seconds over the stream, first in time order and then
+// shuffled (fixed seed: decoding on, and seeks back and forth), approximate
+// mode's frame played at the time has exact mode's pts and pixels, and
+// every 7th time the next index reads on to exact mode's next frame.
+void ExpectTimesAgreeWithExact(const std::string& path, double step) {
+  TestSession exact(path);
+  ASSERT_TRUE(exact.ok()) << exact.open_message();
+  const cv_stream_metadata m = exact.Metadata();
+  const int64_t n = m.num_frames_from_scan;
+  std::vector<double> times;
+  for (int k = 0; m.begin_stream_seconds + k * step < m.end_stream_seconds; ++k) {
+    times.push_back(m.begin_stream_seconds + k * step);
+  }
+  std::vector<double> shuffled = times;
+  std::shuffle(shuffled.begin(), shuffled.end(), std::mt19937(7));
+  for (const std::vector<double>& order : {times, shuffled}) {
+    TestSession approx(path, Approximate());
+    ASSERT_TRUE(approx.ok()) << approx.open_message();
+    for (size_t k = 0; k < order.size(); ++k) {
+      const double t = order[k];
+      cv_frame_info got{}, want{};
+      std::string pixels, want_pixels, message;
+      ASSERT_EQ(approx.DecodeAt(t, &pixels, &got, &message), CV_OK) << "at " << t << " s: " << message;
+      ASSERT_EQ(exact.DecodeAt(t, &want_pixels, &want, &message), CV_OK) << "at " << t << " s: " << message;
+      EXPECT_EQ(got.pts, want.pts) << "at " << t << " s";
+      EXPECT_TRUE(pixels == want_pixels) << "at " << t << " s";
+      if (k % 7 == 0 && want.index + 1 < n) {
+        cv_frame_info next{}, want_next{};
+        ASSERT_EQ(approx.Decode(got.index + 1, &pixels, &next, &message), CV_OK) << message;
+        want_pixels = exact.DecodeOrFail(want.index + 1, &want_next);
+        EXPECT_EQ(next.pts, want_next.pts) << "after the frame at " << t << " s";
+        EXPECT_TRUE(pixels == want_pixels) << "after the frame at " << t << " s";
+      }
+    }
+  }
+}
+
+class PlayedAtTest : public ::testing::TestWithParam<const char*> {};
+
+// ".mp4" of "pausing.mp4".
+std::string Extension(const std::string& name) { return name.substr(name.find('.')); }
+
+TEST_P(PlayedAtTest, ATimeFindsTheFramePlayingThenWhateverTheRate) {
+  const std::string path = PausingVideo(GetParam());
+  TestSession exact(path);
+  ASSERT_TRUE(exact.ok()) << exact.open_message();
+  const cv_stream_metadata m = exact.Metadata();
+  const int64_t n = m.num_frames_from_scan;
+  ASSERT_EQ(n, 60);
+  ExpectTimesAgreeWithExact(path, 0.05);
+  std::vector<double> times;
+  for (int k = 0; m.begin_stream_seconds + k * 0.05 < m.end_stream_seconds; ++k) {
+    times.push_back(m.begin_stream_seconds + k * 0.05);
+  }
+  // Reading on from a frame found by time goes to the stream's end, even
+  // where the frames' nominal labels run past the header's count.
+  {
+    TestSession approx(path, Approximate());
+    cv_frame_info at_50{}, got{}, want{};
+    std::string pixels, message;
+    exact.DecodeOrFail(50, &want);
+    ASSERT_EQ(approx.DecodeAt(want.pts_seconds, &pixels, &at_50, &message), CV_OK) << message;
+    EXPECT_EQ(at_50.pts, want.pts);
+    int64_t label = at_50.index;
+    for (int64_t i = 51; i < n; ++i) {
+      ASSERT_EQ(approx.Decode(++label, &pixels, &got, &message), CV_OK) << "frame " << i << ": " << message;
+      exact.DecodeOrFail(i, &want);
+      EXPECT_EQ(got.pts, want.pts) << "frame " << i;
+    }
+    EXPECT_EQ(approx.Decode(++label, &pixels, &got, &message), CV_ERROR_OUT_OF_RANGE) << message;
+  }
+  // The frame after the last, found by time, is past the end, without a
+  // seek (the stream's end has been read).
+  {
+    TestSession approx(path, Approximate());
+    cv_frame_info last{}, got{};
+    std::string pixels, message;
+    exact.DecodeOrFail(n - 1, &last);
+    ASSERT_EQ(approx.DecodeAt(last.pts_seconds, &pixels, &got, &message), CV_OK) << message;
+    EXPECT_EQ(got.pts, last.pts);
+    const int64_t seeks = SeeksForTest(approx.get());
+    EXPECT_EQ(approx.Decode(got.index + 1, &pixels, nullptr, &message), CV_ERROR_OUT_OF_RANGE) << message;
+    EXPECT_EQ(SeeksForTest(approx.get()), seeks);
+  }
+  // What the header's rate makes of a time: the frame decoded for the
+  // nominal index that index_at_seconds gives is another frame for most
+  // times on this stream.
+  TestSession approx(path, Approximate());
+  int wrong = 0;
+  for (double t : times) {
+    int64_t index = -1;
+    cv_error error{};
+    ASSERT_EQ(codecvisor_backend_v1()->index_at_seconds(approx.get(), t, &index, &error), CV_OK) << error.message;
+    cv_frame_info got{}, want{};
+    std::string pixels;
+    if (approx.Decode(index, &pixels, &got) != CV_OK) continue;
+    exact.DecodeAt(t, &pixels, &want);
+    wrong += got.pts != want.pts ? 1 : 0;
+  }
+  EXPECT_GT(wrong, static_cast<int>(times.size()) / 3);
+}
+
+// Frame 4k+5 takes frame 4k+4's pts (a muxer that rounded two frames
+// onto one time), which leaves a frame's gap after it. Exact mode counts
+// both frames and shows the later one at that time; so must approximate
+// mode, whose packet durations say the first of the two plays there.
+TEST_P(PlayedAtTest, FramesSharingATimeGiveTheLastOfThemAsExactModeDoes) {
+  const std::string path = MakeVideo("tie" + Extension(GetParam()),
+                                     "-f lavfi -i testsrc2=size=64x48:rate=25 -frames:v 40 "
+                                     "-vf setpts='N-eq(mod(N\\,10)\\,5)' -fps_mode passthrough -c:v libx264 "
+                                     "-preset veryfast -bf 2 -g 30 -pix_fmt yuv420p");
+  TestSession exact(path);
+  ASSERT_TRUE(exact.ok()) << exact.open_message();
+  ASSERT_EQ(exact.Metadata().num_frames_from_scan, 40);
+  cv_frame_info fourth{}, fifth{};
+  const std::string fourth_pixels = exact.DecodeOrFail(4, &fourth);
+  const std::string fifth_pixels = exact.DecodeOrFail(5, &fifth);
+  ASSERT_EQ(fourth.pts, fifth.pts) << "the file has no frames sharing a time";
+  ASSERT_FALSE(fourth_pixels == fifth_pixels);
+  ExpectTimesAgreeWithExact(path, 0.02);
+  // The tie's time, reached by decoding on from frame 3 and by a seek.
+  for (int64_t from : {int64_t{3}, int64_t{30}}) {
+    TestSession approx(path, Approximate());
+    cv_frame_info info{};
+    std::string pixels, message;
+    ASSERT_EQ(approx.Decode(from, &pixels, &info, &message), CV_OK) << message;
+    ASSERT_EQ(approx.DecodeAt(fifth.pts_seconds, &pixels, &info, &message), CV_OK) << message;
+    EXPECT_TRUE(pixels == fifth_pixels) << "from frame " << from;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Containers, PlayedAtTest, ::testing::Values("pausing.mp4", "pausing.mkv"),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                           return Extension(info.param).substr(1);
+                         });
+
+}  // namespace
+}  // namespace codecvisor::cpu
