@@ -28,7 +28,9 @@ class VideoStreamMetadata:
 
     ``*_from_content`` fields come from the scan an exact-mode decoder makes
     when it opens (None in approximate mode); ``*_from_header`` ones from
-    the container (None in exact mode, where the scan supersedes them).
+    the container. In exact mode the header's duration and start are None
+    (the backend reports the scanned ones, which supersede them); its
+    frame count and rate are given in both modes.
     """
 
     duration_seconds_from_header: Optional[float]

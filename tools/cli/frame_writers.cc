@@ -129,11 +129,18 @@ absl::Status WriteWholeFile(const std::string& path, absl::string_view bytes) {
   return (*file)->Commit();
 }
 
+// "frames/" as "frames" (and "/" as itself), so that a frame's path has
+// one slash before its name.
+std::string WithoutTrailingSlashes(std::string dir) {
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  return dir;
+}
+
 // png, ppm, rgb24: one file per frame in a folder.
 class FilePerFrameWriter : public FrameWriter {
  public:
   FilePerFrameWriter(FileFormat format, std::string dir, bool name_by_position)
-      : format_(format), dir_(std::move(dir)), name_by_position_(name_by_position) {}
+      : format_(format), dir_(WithoutTrailingSlashes(std::move(dir))), name_by_position_(name_by_position) {}
 
   absl::Status Write(int64_t index, const ImageView& image) override {
     absl::StatusOr<std::string> bytes = Encode(image);

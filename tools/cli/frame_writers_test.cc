@@ -107,6 +107,16 @@ TEST_F(FrameWritersTest, PpmFilesInACreatedFolder) {
   EXPECT_EQ(ReadFile(out / "frame_000007.ppm"), "P6\n2 2\n255\n" + std::string(rgb_.begin(), rgb_.end()));
 }
 
+// `--out frames/` names its files frames/frame_NNNNNN.ppm, one slash.
+TEST_F(FrameWritersTest, AFolderWithATrailingSlashGivesPathsWithOneSlash) {
+  auto writer = MakeFrameWriter(Options(FileFormat::kPpm, dir_.string() + "//", "clip.mp4"));
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  ASSERT_TRUE((*writer)->Write(7, Rgb()).ok());
+  EXPECT_EQ((*writer)->last_path(), dir_.string() + "/frame_000007.ppm");
+  EXPECT_EQ((*writer)->destination(), dir_.string() + "/frame_NNNNNN.ppm");
+  ASSERT_TRUE((*writer)->Finish().ok());
+}
+
 // A request that repeats a frame (--indices 5,3,5) keeps every frame, in
 // request order: names start with the position in the request.
 TEST_F(FrameWritersTest, RepeatedFramesNamedByPositionDoNotOverwrite) {
