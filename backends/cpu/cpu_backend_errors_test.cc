@@ -161,6 +161,16 @@ TEST_F(BadInputTest, AudioOnlyFileHasNoVideoStream) {
   ExpectOpenFails(path, CV_ERROR_NOT_FOUND, "tone.wav", "has no video stream");
 }
 
+// A song with its album's cover: the picture is a stream, but not a video.
+TEST_F(BadInputTest, CoverImageIsNamedWhenThereIsNoVideoStream) {
+  std::string path =
+      MakeVideo("song.m4a",
+                "-f lavfi -i sine=duration=1 -f lavfi -i color=red:size=32x32:rate=25:duration=0.04 -map 0 "
+                "-map 1 -c:a aac -c:v mjpeg -disposition:v:0 attached_pic");
+  ExpectOpenFails(path, CV_ERROR_NOT_FOUND, "song.m4a", "has no video stream (2 streams in the mov,mp4");
+  ExpectOpenFails(path, CV_ERROR_NOT_FOUND, "song.m4a", "; stream 1 is a cover image, not a video)");
+}
+
 TEST_F(BadInputTest, MissingStreamIndex) {
   TestSession::Options o;
   o.stream_index = 7;

@@ -70,9 +70,14 @@ absl::StatusOr<std::unique_ptr<Demuxer>> Demuxer::Open(int fd, int stream_index)
   if (stream_index < 0) {
     ret = av_find_best_stream(format, AVMEDIA_TYPE_VIDEO, -1, -1, nullptr, 0);
     if (ret < 0 || !IsVideoStream(format->streams[ret])) {
-      return absl::NotFoundError(absl::StrCat("has no video stream (", format->nb_streams,
-                                              " streams in the ", format->iformat->name,
-                                              " container)"));
+      std::string cover;
+      for (unsigned i = 0; i < format->nb_streams && cover.empty(); ++i) {
+        if ((format->streams[i]->disposition & AV_DISPOSITION_ATTACHED_PIC) != 0) {
+          cover = absl::StrCat("; stream ", i, " is a cover image, not a video");
+        }
+      }
+      return absl::NotFoundError(absl::StrCat("has no video stream (", format->nb_streams, " streams in the ",
+                                              format->iformat->name, " container", cover, ")"));
     }
     stream_index = ret;
   } else if (static_cast<unsigned>(stream_index) >= format->nb_streams) {
