@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <random>
@@ -33,6 +34,14 @@ using testing::TestVideo;
 using testing::TestVideoPath;
 
 size_t RgbBytes(const cv_frame_layout& layout) { return size_t{layout.width} * layout.height * 3; }
+
+// 0 .. n-1 in an order fixed by `seed`.
+std::vector<int64_t> Shuffled(int64_t n, unsigned seed) {
+  std::vector<int64_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), std::mt19937(seed));
+  return order;
+}
 
 class EveryVideoTest : public ::testing::TestWithParam<TestVideo> {
  protected:
@@ -126,10 +135,7 @@ TEST_P(EveryVideoTest, ShuffledAccessMatchesFullDecode) {
   const size_t bytes = RgbBytes(s.Layout());
   std::string all = CliAllFrames(path(), stream(), "format=rgb24");
   ASSERT_EQ(all.size(), bytes * n);
-  std::vector<int64_t> order(n);
-  std::iota(order.begin(), order.end(), 0);
-  std::shuffle(order.begin(), order.end(), std::mt19937(7));
-  for (int64_t i : order) {
+  for (int64_t i : Shuffled(n, 7)) {
     ASSERT_TRUE(s.DecodeOrFail(i) == all.substr(i * bytes, bytes)) << "frame " << i;
   }
 }
@@ -183,9 +189,16 @@ TEST_P(EveryVideoTest, ApproximateModeUsesTheHeader) {
   TestSession approx(path(), Options(CV_SEEK_APPROXIMATE));
   ASSERT_TRUE(exact.ok() && approx.ok()) << approx.open_message();
   cv_stream_metadata m = approx.Metadata();
+  const int64_t n = exact.Metadata().num_frames_from_scan;
+  if (GetParam().approximate_scans) {
+    // It counts the frames as exact mode does, and every index is the same
+    // frame, in any order (the header's timeline would be frames off).
+    EXPECT_EQ(m.num_frames_from_scan, n);
+    for (int64_t i : Shuffled(n, 5)) EXPECT_TRUE(approx.DecodeOrFail(i) == exact.DecodeOrFail(i)) << "frame " << i;
+    return;
+  }
   EXPECT_EQ(m.num_frames_from_scan, -1);
   ASSERT_GT(m.average_fps, 0);
-  const int64_t n = exact.Metadata().num_frames_from_scan;
   // Sequential reads are the frames in order, whatever the timestamps.
   for (int64_t i = 0; i < std::min<int64_t>(n, 8); ++i) {
     EXPECT_TRUE(approx.DecodeOrFail(i) == exact.DecodeOrFail(i)) << "frame " << i;
@@ -292,6 +305,38 @@ TEST(CpuBackendTest, RawElementaryStreamDecodesInExactMode) {
   TestSession approx(path, approximate);
   EXPECT_FALSE(approx.ok());
   EXPECT_NE(approx.open_message().find("open it in exact mode"), std::string::npos) << approx.open_message();
+}
+
+// libxvid's B-frames in MP4: every packet's pts is its dts, so a B-VOP,
+// shown before the P-VOP decoded ahead of it, has the later pts. Frames
+// are numbered and timed in the order the decoder shows them, as the CLI
+// decodes them: by the dts of the packet that makes the decoder show
+// each, so frame 0 is at the second packet's dts, where the CLI says 0.
+TEST(CpuBackendTest, Mpeg4WithDecodeTimesForPtsDecodesInTheOrderShown) {
+  const std::string path = MakeVideo(
+      "xvid_bframes.mp4", "-f lavfi -i testsrc=size=64x48:rate=25 -frames:v 40 -c:v libxvid -bf 2 -g 12 -q:v 4");
+  TestSession s(path, TestSession::Options{});
+  ASSERT_TRUE(s.ok()) << s.open_message();
+  const int64_t n = s.Metadata().num_frames_from_scan;
+  ASSERT_GT(n, 30);  // libxvid leaves out the last frames or two
+  const size_t bytes = RgbBytes(s.Layout());
+  const std::string all = CliAllFrames(path, 0, "format=rgb24");
+  ASSERT_EQ(all.size(), bytes * n);
+  for (int64_t i : Shuffled(n, 11)) {
+    EXPECT_TRUE(s.DecodeOrFail(i) == all.substr(i * bytes, bytes)) << "frame " << i;
+  }
+  const std::vector<int64_t> probed = ProbeFramePts(path, 0);
+  ASSERT_EQ(probed.size(), static_cast<size_t>(n));
+  TestSession in_order(path, TestSession::Options{});
+  int64_t last_pts = std::numeric_limits<int64_t>::min();
+  for (int64_t i = 0; i < n; ++i) {
+    cv_frame_info info{};
+    ASSERT_TRUE(in_order.DecodeOrFail(i, &info) == all.substr(i * bytes, bytes)) << "frame " << i;
+    EXPECT_GT(info.pts, last_pts) << "frame " << i;
+    last_pts = info.pts;
+    if (i > 0 && i + 1 < n) EXPECT_EQ(info.pts, probed[i]) << "frame " << i;
+  }
+  EXPECT_EQ(SeeksForTest(in_order.get()), 1);
 }
 
 TEST(CpuBackendTest, EntryTableDescribesTheCpuBackend) {

@@ -65,7 +65,9 @@ absl::StatusOr<bool> FrameCursor::NextFrame() {
         sent_pts_.erase(sent_pts_.begin(), later);
         sent_pts_.erase(frame_->pts);
       }
-      int64_t ts = FrameTimestamp(frame_.get());
+      // Frames named by the packet that made the decoder show them
+      // (FrameIndex::shown_order); the last, drained, has none.
+      int64_t ts = index_ != nullptr && index_->shown_order() ? frame_->pkt_dts : FrameTimestamp(frame_.get());
       if (ts == AV_NOPTS_VALUE) {
         // No timestamp: take the next slot of the timeline.
         if (index_ != nullptr) {

@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <cstddef>
 #include <limits>
+#include <span>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/av_util.h"
+#include "backends/cpu/mpeg4_bitstream.h"
 
 namespace codecvisor::cpu {
 
@@ -100,6 +102,28 @@ bool InferMissingPts(std::vector<FrameEntry>& frames, const std::vector<size_t>&
   return false;
 }
 
+bool IsPackedMpeg4(const AVCodecParameters& par) {
+  return par.codec_id == AV_CODEC_ID_MPEG4 && par.extradata != nullptr && par.extradata_size > 0 &&
+         HasPackedBitstreamMarker({par.extradata, static_cast<size_t>(par.extradata_size)});
+}
+
+bool ApplyShownOrderTimeline(std::vector<FrameEntry>& frames, const std::vector<int8_t>& vop_types,
+                             int64_t fallback_duration) {
+  if (frames.empty() || vop_types.size() != frames.size()) return false;
+  for (size_t i = 0; i < frames.size(); ++i) {
+    if (frames[i].dts == AV_NOPTS_VALUE || (i > 0 && frames[i].dts <= frames[i - 1].dts)) return false;
+  }
+  for (size_t i = 0; i < frames.size(); ++i) {
+    FrameEntry& f = frames[i];
+    f.pts = i + 1 < frames.size()
+                ? frames[i + 1].dts
+                : SaturatingAdd(f.dts, f.duration > 0 ? f.duration : std::max<int64_t>(fallback_duration, 1));
+    f.key = vop_types[i] == kIVop;
+    f.untimed = false;
+  }
+  return true;
+}
+
 namespace {
 
 // Packets with no timestamp at all before the first with one (FFmpeg reads
@@ -111,6 +135,10 @@ namespace {
 // the first timed packets in decode order: untimed packets within
 // kUntimedReorder packets of the first timed one are leading too.
 constexpr size_t kUntimedReorder = 16;
+
+// How many key packets of an MPEG-4 stream are searched for the packed
+// bitstream marker (it is in the first one's headers when it is anywhere).
+constexpr int kPackedMarkerChecks = 4;
 
 void PlaceLeadingUntimed(std::vector<FrameEntry>& frames, int64_t fallback_duration) {
   size_t first_timed = frames.size();
@@ -141,6 +169,17 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
   int64_t order = 0;
   bool last_corrupt = false;
   std::vector<size_t> missing_pts;  // decode positions of packets with a dts but no pts
+  // MPEG-4 Part 2: each packet's first VOP type; whether the stream is a
+  // packed bitstream (its marker is in the extradata or in a key frame's
+  // headers; the first few key packets are looked at); whether every pts
+  // is its packet's dts.
+  const AVCodecParameters* codecpar = demuxer.stream()->codecpar;
+  const bool mpeg4 = codecpar->codec_id == AV_CODEC_ID_MPEG4;
+  bool packed = IsPackedMpeg4(*codecpar);
+  int marker_checks = 0;
+  std::vector<int8_t> vop_types;
+  bool b_vops = false;
+  bool pts_are_dts = true;
   while (demuxer.ReadPacket(packet.get())) {
     if ((packet->flags & AV_PKT_FLAG_DISCARD) != 0) continue;
     last_corrupt = (packet->flags & AV_PKT_FLAG_CORRUPT) != 0;
@@ -167,6 +206,16 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
     entry.decode_order = order++;
     entry.key = (packet->flags & AV_PKT_FLAG_KEY) != 0;
     index.frames_.push_back(entry);
+    if (mpeg4) {
+      const std::span<const uint8_t> data(packet->data, packet->data != nullptr ? packet->size : 0);
+      vop_types.push_back(static_cast<int8_t>(FirstVopCodingType(data)));
+      b_vops = b_vops || vop_types.back() == kBVop;
+      pts_are_dts = pts_are_dts && packet->pts != AV_NOPTS_VALUE && packet->pts == packet->dts;
+      if (!packed && entry.key && marker_checks < kPackedMarkerChecks) {
+        ++marker_checks;
+        packed = HasPackedBitstreamMarker(data);
+      }
+    }
   }
   // A file cut short ends in a packet the demuxer could read only part of
   // (AV_PKT_FLAG_CORRUPT): its frame does not decode, so it is not counted.
@@ -174,9 +223,17 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
   // decodes (concealed), as the CLI shows.
   if (last_corrupt && !index.frames_.empty()) {
     index.frames_.pop_back();
+    if (!vop_types.empty()) vop_types.pop_back();
     if (!missing_pts.empty() && missing_pts.back() == index.frames_.size()) missing_pts.pop_back();
   }
-  PlaceLeadingUntimed(index.frames_, fallback_duration);
+  // B-VOPs are shown before the P-VOP decoded ahead of them: equal pts and
+  // dts throughout are decode times.
+  if ((packed || (b_vops && pts_are_dts)) && ApplyShownOrderTimeline(index.frames_, vop_types, fallback_duration)) {
+    for (const FrameEntry& f : index.frames_) index.shown_order_dts_.push_back(f.dts);
+    missing_pts.clear();
+  } else {
+    PlaceLeadingUntimed(index.frames_, fallback_duration);
+  }
   // Left at their dts when the times do not fit the model.
   if (!missing_pts.empty() &&
       InferMissingPts(index.frames_, missing_pts,
@@ -224,6 +281,12 @@ int64_t FrameIndex::Find(int64_t pts) const {
 }
 
 int64_t FrameIndex::FindPacket(int64_t pts, int64_t dts) const {
+  if (shown_order()) {
+    auto it = std::lower_bound(shown_order_dts_.begin(), shown_order_dts_.end(), dts);
+    return dts != AV_NOPTS_VALUE && it != shown_order_dts_.end() && *it == dts
+               ? index_of_order_[it - shown_order_dts_.begin()]
+               : -1;
+  }
   if (pts != AV_NOPTS_VALUE) return Find(pts);
   if (dts == AV_NOPTS_VALUE) return -1;
   if (inferred_by_dts_.empty()) return Find(dts);

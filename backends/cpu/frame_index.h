@@ -4,7 +4,9 @@
 // at open by demuxing the whole stream without decoding it. Frames are
 // numbered in presentation order (sorted by pts, ties by decode order), which
 // is the order a decoder outputs them and the order `ffmpeg -vf select=eq(n,N)`
-// counts them in.
+// counts them in; MPEG-4 streams whose container times are not display
+// times are numbered in the order the decoder shows them
+// (ApplyShownOrderTimeline).
 //
 // Immutable after Scan(); safe to read from any thread.
 
@@ -46,6 +48,29 @@ struct FrameEntry {
 bool InferMissingPts(std::vector<FrameEntry>& frames, const std::vector<size_t>& missing,
                      int64_t expected_delay);
 
+// Whether the stream's extradata marks it an MPEG-4 Part 2 packed bitstream
+// (mpeg4_bitstream.h); the scan also finds the mark in key packets.
+bool IsPackedMpeg4(const AVCodecParameters& par);
+
+// The timeline of an MPEG-4 Part 2 stream whose container times are not
+// display times: a packed bitstream (mpeg4_bitstream.h), or B-VOPs muxed
+// with every pts equal to its dts (libxvid's output in MP4). Its decoder
+// shows one frame for each packet after the first, in display order, and
+// the last one when drained; the frame shown while packet k + 1 is sent
+// carries that packet's dts (pkt_dts), with any number of decoder threads
+// and after a seek to an I-VOP. Frame k is therefore named and timed by
+// the dts of packet k + 1, and the last frame by its own packet's dts plus
+// its duration (else `fallback_duration`), so that frames are numbered in
+// the order the decoder (and the ffmpeg CLI) shows them. A frame is a key
+// frame when its packet's first VOP is an I-VOP (`vop_types`, from
+// FirstVopCodingType), not when the container says so: AVI indexes flag
+// packed placeholders too, from which a decode would start on a P-VOP with
+// no reference. `frames` is in decode order. False, changing nothing,
+// unless every dts is known and increasing and `vop_types` has one entry
+// per frame.
+bool ApplyShownOrderTimeline(std::vector<FrameEntry>& frames, const std::vector<int8_t>& vop_types,
+                             int64_t fallback_duration);
+
 class FrameIndex {
  public:
   // A bound on the table (about 48 bytes a frame, so at most ~800 MB),
@@ -67,7 +92,9 @@ class FrameIndex {
   int64_t Find(int64_t pts) const;
   // The index of the frame of a packet read with `pts` and `dts`: by its
   // pts; a packet without one by its dts (its pts in the table was inferred
-  // from it, or is it). -1 if none.
+  // from it, or is it). Timed by ApplyShownOrderTimeline, by its dts: the
+  // frame the decoder shows after the one this packet makes it show. -1 if
+  // none.
   int64_t FindPacket(int64_t pts, int64_t dts) const;
   // The index of the last frame whose pts is <= `pts`, or -1.
   int64_t FindAtOrBefore(int64_t pts) const;
@@ -84,6 +111,10 @@ class FrameIndex {
   // The smallest pts or dts in the table: seeking there reaches the start.
   int64_t earliest_timestamp() const { return earliest_timestamp_; }
 
+  // Timed by ApplyShownOrderTimeline: a decoded frame is named by its
+  // pkt_dts, not its pts.
+  bool shown_order() const { return !shown_order_dts_.empty(); }
+
  private:
   std::vector<FrameEntry> frames_;       // by pts
   std::vector<int64_t> index_of_order_;  // decode order -> frame index
@@ -91,6 +122,9 @@ class FrameIndex {
   // (dts, decode order) of the frames whose pts InferMissingPts filled in,
   // by dts; empty when it filled none.
   std::vector<std::pair<int64_t, int64_t>> inferred_by_dts_;
+  // Timed by ApplyShownOrderTimeline: every dts, by decode order
+  // (ascending); else empty.
+  std::vector<int64_t> shown_order_dts_;
   int64_t earliest_timestamp_ = 0;
 };
 

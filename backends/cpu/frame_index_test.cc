@@ -103,5 +103,41 @@ TEST(InferMissingPtsTest, ChangesNothingWhenTheTimesDoNotFit) {
   EXPECT_EQ(Pts(whole), (std::vector<int64_t>{1, 2}));
 }
 
+std::vector<bool> Keys(const std::vector<FrameEntry>& frames) {
+  std::vector<bool> out;
+  for (const FrameEntry& f : frames) out.push_back(f.key);
+  return out;
+}
+
+TEST(ApplyShownOrderTimelineTest, EachFrameTakesTheNextPacketsDtsAndTheLastItsOwnPlusItsDuration) {
+  // A packed AVI's packets (dts 0, 3, 4, 5, 6; the AVI index flags the
+  // placeholder at 5 as a key frame); VOP types I P B P(placeholder) P.
+  std::vector<FrameEntry> frames = Frames({{kNone, 0}, {kNone, 3}, {4, 4}, {kNone, 5}, {kNone, 6}});
+  frames[3].key = true;
+  ASSERT_TRUE(ApplyShownOrderTimeline(frames, {0, 1, 2, 1, 1}, /*fallback_duration=*/7));
+  EXPECT_EQ(Pts(frames), (std::vector<int64_t>{3, 4, 5, 6, 7}));  // the last: 6 + its duration 1
+  // Keys are the packets whose first VOP is an I-VOP.
+  EXPECT_EQ(Keys(frames), (std::vector<bool>{true, false, false, false, false}));
+  // No duration on the last packet: the fallback.
+  std::vector<FrameEntry> two = Frames({{kNone, 10}, {kNone, 20}});
+  two[1].duration = 0;
+  ASSERT_TRUE(ApplyShownOrderTimeline(two, {0, 1}, 7));
+  EXPECT_EQ(Pts(two), (std::vector<int64_t>{20, 27}));
+}
+
+TEST(ApplyShownOrderTimelineTest, ChangesNothingUnlessEveryDtsIsKnownAndIncreasing) {
+  const std::vector<FrameEntry> unknown = Frames({{0, 0}, {1, kNone}, {2, 2}});
+  const std::vector<FrameEntry> back = Frames({{0, -1}, {2, 1}, {1, 0}});  // Matroska's guessed dts
+  for (const std::vector<FrameEntry>& original : {unknown, back}) {
+    std::vector<FrameEntry> frames = original;
+    EXPECT_FALSE(ApplyShownOrderTimeline(frames, {0, 1, 2}, 1));
+    EXPECT_EQ(Pts(frames), Pts(original));
+  }
+  std::vector<FrameEntry> frames = Frames({{0, 0}, {1, 1}});
+  EXPECT_FALSE(ApplyShownOrderTimeline(frames, {0}, 1));  // a VOP type short
+  std::vector<FrameEntry> none;
+  EXPECT_FALSE(ApplyShownOrderTimeline(none, {}, 1));
+}
+
 }  // namespace
 }  // namespace codecvisor::cpu

@@ -133,7 +133,12 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Open(int fd,
   session->output_ = *std::move(output);
 
   const AVRational fps = HeaderFrameRate(stream);
-  if (options.seek_mode == CV_SEEK_EXACT) {
+  // A packed MPEG-4 bitstream's container times are not the times its
+  // frames are shown at, which approximate mode's nominal timeline counts
+  // on: it is scanned as exact mode scans (FrameIndex), which costs one
+  // read of its packets and gives every frame.
+  const bool approximate = options.seek_mode == CV_SEEK_APPROXIMATE && !IsPackedMpeg4(*stream->codecpar);
+  if (!approximate) {
     const int64_t fallback = fps.num > 0 ? av_rescale_q(1, av_inv_q(fps), stream->time_base) : 1;
     auto index = FrameIndex::Scan(*session->demuxer_, fallback);
     if (!index.ok()) return index.status();
@@ -153,7 +158,7 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Open(int fd,
   session->metadata_ =
       DescribeStream(*session->demuxer_, session->index_ ? &*session->index_ : nullptr);
   session->streams_ = DescribeStreams(session->demuxer_->format());
-  if (options.seek_mode == CV_SEEK_APPROXIMATE) {
+  if (approximate) {
     if (stream->nb_frames > 0) {
       session->num_frames_ = std::min(stream->nb_frames, FrameIndex::kMaxFrames);
     } else if (session->metadata_.duration_seconds > 0) {
@@ -170,17 +175,16 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Open(int fd,
           "needs; open it in exact mode"));
     }
   }
-  if (options.seek_mode == CV_SEEK_APPROXIMATE && session->metadata_.duration_seconds <= 0) {
+  if (approximate && session->metadata_.duration_seconds <= 0) {
     // Only a frame count in the header: the nominal timeline gives the end.
     cv_stream_metadata& m = session->metadata_;
     m.duration_seconds = session->num_frames_ / av_q2d(fps);
     m.end_stream_seconds = m.begin_stream_seconds + m.duration_seconds;
   }
-  session->cursor_ =
-      std::make_unique<FrameCursor>(session->demuxer_.get(), session->decoder_.get(),
-                                    session->index_ ? &*session->index_ : nullptr,
-                                    /*at_start=*/options.seek_mode == CV_SEEK_APPROXIMATE);
-  if (options.seek_mode == CV_SEEK_APPROXIMATE && stream->codecpar->video_delay > 0) {
+  session->cursor_ = std::make_unique<FrameCursor>(session->demuxer_.get(), session->decoder_.get(),
+                                                   session->index_ ? &*session->index_ : nullptr,
+                                                   /*at_start=*/approximate);
+  if (approximate && stream->codecpar->video_delay > 0) {
     // A container without presentation times (AVI) starts the stream at
     // its first decode time; with B-frames the decoder shows the first
     // frame video_delay frames later, where the nominal timeline must

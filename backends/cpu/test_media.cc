@@ -84,6 +84,13 @@ const TestVideo kVideos[] = {
     // AVI, whose packets carry no pts; with B-frames only theirs is known.
     {"mpeg4_bframes.avi", "-f lavfi -i testsrc=size=96x64:rate=25 -frames:v 60 -c:v mpeg4 -bf 2 -g 15 -pix_fmt yuv420p",
      0, true},
+    // Xvid's packed B-frames in AVI, as DivX-era datasets hold them: a
+    // B-VOP travels in the packet of the P-VOP before it, a placeholder
+    // packet takes its place, and the AVI index flags some placeholders as
+    // key frames. Frames are numbered in the order the decoder shows them.
+    {"xvid_packed_bframes.avi",
+     "-f lavfi -i testsrc=size=96x64:rate=25 -frames:v 60 -c:v libxvid -bf 2 -g 15 -q:v 4 -pix_fmt yuv420p", 0, false,
+     nullptr, /*approximate_scans=*/true},
     // H.264 in AVI: no packet carries a pts.
     {"h264_bframes.avi",
      "-f lavfi -i testsrc2=size=96x64:rate=25 -frames:v 48 -c:v libx264 -preset veryfast -bf 3 "

@@ -27,6 +27,9 @@ struct TestVideo {
   int stream;          // the video stream tests use
   bool constant_rate;  // approximate mode finds the same frames as exact mode
   const char* remux_of = nullptr;
+  // Approximate mode scans it as exact mode does (a packed MPEG-4
+  // bitstream, whose container times it cannot use).
+  bool approximate_scans = false;
 };
 void PrintTo(const TestVideo& video, std::ostream* os);
 // The video's name with every character but letters and digits as '_': a
