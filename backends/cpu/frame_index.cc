@@ -103,8 +103,8 @@ bool InferMissingPts(std::vector<FrameEntry>& frames, const std::vector<size_t>&
 }
 
 bool IsPackedMpeg4(const AVCodecParameters& par) {
-  return par.codec_id == AV_CODEC_ID_MPEG4 && par.extradata != nullptr && par.extradata_size > 0 &&
-         HasPackedBitstreamMarker({par.extradata, static_cast<size_t>(par.extradata_size)});
+  return par.codec_id == AV_CODEC_ID_MPEG4 && par.video_delay > 0 && par.extradata != nullptr &&
+         par.extradata_size > 0 && HasPackedBitstreamMarker({par.extradata, static_cast<size_t>(par.extradata_size)});
 }
 
 bool ApplyShownOrderTimeline(std::vector<FrameEntry>& frames, const std::vector<int8_t>& vop_types,
@@ -137,8 +137,9 @@ namespace {
 constexpr size_t kUntimedReorder = 16;
 
 // How many key packets of an MPEG-4 stream are searched for the packed
-// bitstream marker (it is in the first one's headers when it is anywhere).
-constexpr int kPackedMarkerChecks = 4;
+// bitstream marker and the video object layer header (in the first one's
+// headers when they are anywhere).
+constexpr int kHeaderChecks = 4;
 
 void PlaceLeadingUntimed(std::vector<FrameEntry>& frames, int64_t fallback_duration) {
   size_t first_timed = frames.size();
@@ -169,14 +170,20 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
   int64_t order = 0;
   bool last_corrupt = false;
   std::vector<size_t> missing_pts;  // decode positions of packets with a dts but no pts
-  // MPEG-4 Part 2: each packet's first VOP type; whether the stream is a
-  // packed bitstream (its marker is in the extradata or in a key frame's
-  // headers; the first few key packets are looked at); whether every pts
-  // is its packet's dts.
+  // MPEG-4 Part 2: each packet's first VOP type (-1 for a placeholder VOP,
+  // which is not coded); whether the stream is a packed bitstream (its
+  // marker is in the extradata or in a key frame's headers; the first few
+  // key packets are looked at); whether every pts is its packet's dts.
+  // Reading vop_coded takes the width of vop_time_increment, from the
+  // video object layer header (the extradata's, else a key packet's).
   const AVCodecParameters* codecpar = demuxer.stream()->codecpar;
   const bool mpeg4 = codecpar->codec_id == AV_CODEC_ID_MPEG4;
   bool packed = IsPackedMpeg4(*codecpar);
-  int marker_checks = 0;
+  int time_increment_bits =
+      mpeg4 && codecpar->extradata != nullptr
+          ? VopTimeIncrementBits({codecpar->extradata, static_cast<size_t>(std::max(codecpar->extradata_size, 0))})
+          : 0;
+  int header_checks = 0;
   std::vector<int8_t> vop_types;
   bool b_vops = false;
   bool pts_are_dts = true;
@@ -208,13 +215,15 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
     index.frames_.push_back(entry);
     if (mpeg4) {
       const std::span<const uint8_t> data(packet->data, packet->data != nullptr ? packet->size : 0);
-      vop_types.push_back(static_cast<int8_t>(FirstVopCodingType(data)));
-      b_vops = b_vops || vop_types.back() == kBVop;
-      pts_are_dts = pts_are_dts && packet->pts != AV_NOPTS_VALUE && packet->pts == packet->dts;
-      if (!packed && entry.key && marker_checks < kPackedMarkerChecks) {
-        ++marker_checks;
-        packed = HasPackedBitstreamMarker(data);
+      if ((!packed || time_increment_bits == 0) && entry.key && header_checks < kHeaderChecks) {
+        ++header_checks;
+        packed = packed || HasPackedBitstreamMarker(data);
+        if (time_increment_bits == 0) time_increment_bits = VopTimeIncrementBits(data);
       }
+      const VopStart vop = FirstVop(data, time_increment_bits);
+      vop_types.push_back(static_cast<int8_t>(vop.coded ? vop.coding_type : -1));
+      b_vops = b_vops || vop.coding_type == kBVop;
+      pts_are_dts = pts_are_dts && packet->pts != AV_NOPTS_VALUE && packet->pts == packet->dts;
     }
   }
   // A file cut short ends in a packet the demuxer could read only part of
@@ -227,8 +236,10 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
     if (!missing_pts.empty() && missing_pts.back() == index.frames_.size()) missing_pts.pop_back();
   }
   // B-VOPs are shown before the P-VOP decoded ahead of them: equal pts and
-  // dts throughout are decode times.
-  if ((packed || (b_vops && pts_are_dts)) && ApplyShownOrderTimeline(index.frames_, vop_types, fallback_duration)) {
+  // dts throughout are decode times. Either way the decoder must hold a
+  // frame back (IsPackedMpeg4).
+  if (codecpar->video_delay > 0 && (packed || (b_vops && pts_are_dts)) &&
+      ApplyShownOrderTimeline(index.frames_, vop_types, fallback_duration)) {
     for (const FrameEntry& f : index.frames_) index.shown_order_dts_.push_back(f.dts);
     missing_pts.clear();
   } else {

@@ -49,7 +49,10 @@ bool InferMissingPts(std::vector<FrameEntry>& frames, const std::vector<size_t>&
                      int64_t expected_delay);
 
 // Whether the stream's extradata marks it an MPEG-4 Part 2 packed bitstream
-// (mpeg4_bitstream.h); the scan also finds the mark in key packets.
+// (mpeg4_bitstream.h) whose decoder holds frames back (video_delay, from
+// the header's low_delay: a low-delay stream has no B-VOPs to pack, and
+// shows frame k as packet k is sent, whatever its marker says). The scan
+// also finds the mark in key packets.
 bool IsPackedMpeg4(const AVCodecParameters& par);
 
 // The timeline of an MPEG-4 Part 2 stream whose container times are not
@@ -62,12 +65,11 @@ bool IsPackedMpeg4(const AVCodecParameters& par);
 // the dts of packet k + 1, and the last frame by its own packet's dts plus
 // its duration (else `fallback_duration`), so that frames are numbered in
 // the order the decoder (and the ffmpeg CLI) shows them. A frame is a key
-// frame when its packet's first VOP is an I-VOP (`vop_types`, from
-// FirstVopCodingType), not when the container says so: AVI indexes flag
-// packed placeholders too, from which a decode would start on a P-VOP with
-// no reference. `frames` is in decode order. False, changing nothing,
-// unless every dts is known and increasing and `vop_types` has one entry
-// per frame.
+// frame when its packet's first VOP is a coded I-VOP (`vop_types`: from
+// FirstVop, -1 where it is not coded), not when the container says so:
+// AVI indexes flag packed placeholders too (not-coded VOPs, some of type
+// I), from which a decode would start on a P-VOP with no reference. `frames` is in decode order. False, changing
+// nothing, unless every dts is known and increasing and `vop_types` has one entry per frame.
 bool ApplyShownOrderTimeline(std::vector<FrameEntry>& frames, const std::vector<int8_t>& vop_types,
                              int64_t fallback_duration);
 

@@ -35,10 +35,22 @@ inline constexpr size_t kVopSearchBytes = 1024;
 // "DivX<version>b<build>p": a packed bitstream.
 bool HasPackedBitstreamMarker(std::span<const uint8_t> bytes);
 
-// The vop_coding_type of the first VOP (start code 00 00 01 B6) in the
-// first kVopSearchBytes of `packet`: 0 I, 1 P, 2 B, 3 S; -1 if none starts
-// there.
-int FirstVopCodingType(std::span<const uint8_t> packet);
+// The width in bits of vop_time_increment, from the first video object
+// layer header (start code 00 00 01 20..2F) in `bytes`: enough bits for
+// vop_time_increment_resolution - 1, at least 1. 0 if there is no such
+// header or it ends before the resolution, or the resolution is 0.
+int VopTimeIncrementBits(std::span<const uint8_t> bytes);
+
+// The first VOP (start code 00 00 01 B6) in the first kVopSearchBytes of a
+// packet.
+struct VopStart {
+  int coding_type = -1;  // 0 I, 1 P, 2 B, 3 S; -1 if no VOP starts there
+  // vop_coded: false for a placeholder (a VOP header and nothing else, as a
+  // packed bitstream sends where a B-VOP was). Read only with the width of
+  // vop_time_increment (`time_increment_bits` > 0), else true.
+  bool coded = true;
+};
+VopStart FirstVop(std::span<const uint8_t> packet, int time_increment_bits);
 
 }  // namespace codecvisor::cpu
 
