@@ -378,6 +378,53 @@ TEST(CpuBackendTest, PackedMpeg4VariantsDecodeAsTheCliShowsThem) {
   }
 }
 
+// A damaged packet in a stream named by the packets that show its frames
+// (FrameIndex::shown_order): the packet shows no frame, and the frames
+// after it would come out under later names. Each frame is its own or an
+// error, read in order (through the damage) and in any order; the frames
+// of the next group of pictures are all there.
+TEST(CpuBackendTest, PackedMpeg4DamagedPacketNeverGivesAnotherFramesPicture) {
+  const std::string clean_path =
+      MakeVideo("xvid_unpacked_bframes.mp4", "-i " + TestVideoPath(testing::FindTestVideo("xvid_packed_bframes.avi")) +
+                                                 " -c copy -bsf:v mpeg4_unpack_bframes");
+  // The 8th packet (a P-VOP of the first group), zeroed.
+  const std::string row = testing::Run(
+      "/usr/bin/ffprobe -v error -select_streams 0 -show_entries packet=pos,size "
+      "-of csv=p=0 -read_intervals %+#8 '" +
+      clean_path + "' | tail -n 1");
+  const size_t comma = row.find(',');
+  ASSERT_NE(comma, std::string::npos) << row;
+  const size_t pos = std::stoul(row.substr(0, comma)), size = std::stoul(row.substr(comma + 1));
+  std::string bytes = testing::ReadFile(clean_path);
+  ASSERT_LE(pos + size, bytes.size());
+  bytes.replace(pos, size, size, '\0');
+  const std::string damaged = testing::WriteFile("xvid_unpacked_damaged.mp4", bytes);
+
+  TestSession clean(clean_path, TestSession::Options{});
+  ASSERT_TRUE(clean.ok()) << clean.open_message();
+  const int64_t n = clean.Metadata().num_frames_from_scan;
+  std::vector<std::string> want(n);
+  for (int64_t i = 0; i < n; ++i) want[i] = clean.DecodeOrFail(i);
+  std::vector<int64_t> in_order(n);
+  std::iota(in_order.begin(), in_order.end(), 0);
+  for (const std::vector<int64_t>& order : {in_order, Shuffled(n, 17)}) {
+    TestSession s(damaged, TestSession::Options{});
+    ASSERT_TRUE(s.ok()) << s.open_message();
+    ASSERT_EQ(s.Metadata().num_frames_from_scan, n);
+    int64_t failed = 0;
+    for (int64_t i : order) {
+      std::string got;
+      if (s.Decode(i, &got) != CV_OK) {
+        ++failed;
+        EXPECT_LT(i, 15) << "frame " << i << ", in the next group of pictures, failed";
+        continue;
+      }
+      EXPECT_TRUE(got == want[i]) << "frame " << i << " is another frame's picture";
+    }
+    EXPECT_GT(failed, 0) << "the damaged packet's frame came out";
+  }
+}
+
 TEST(CpuBackendTest, EntryTableDescribesTheCpuBackend) {
   const cv_backend_v1* t = codecvisor_backend_v1();
   ASSERT_NE(t, nullptr);

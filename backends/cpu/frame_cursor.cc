@@ -51,6 +51,10 @@ absl::StatusOr<bool> FrameCursor::NextFrame() {
       have_frame_ = true;
       errors_without_frame_ = 0;
       frame_follows_loss_ = errors_pending_;
+      // Frames named by the packets that show them: a packet the decoder
+      // rejected shows no frame, and the names of the frames after it can
+      // be off until the decoder starts afresh.
+      names_damaged_ = names_damaged_ || (errors_pending_ && index_ != nullptr && index_->shown_order());
       errors_pending_ = false;
       if (index_ == nullptr && frame_->pts != AV_NOPTS_VALUE) {
         // (Approximate mode only: exact mode finds frames by the index.)
@@ -79,6 +83,7 @@ absl::StatusOr<bool> FrameCursor::NextFrame() {
                    : SaturatingAdd(last_ts_, std::max<int64_t>(frame_->pkt_duration, 1));
         }
       }
+      if (index_ != nullptr && index_->shown_order()) NoteShownOrderName(ts);
       same_ts_before_ = last_ts_ != kUnknown && ts == last_ts_ ? same_ts_before_ + 1 : 0;
       last_ts_ = ts;
       return true;
@@ -143,6 +148,19 @@ absl::StatusOr<bool> FrameCursor::NextFrame() {
   }
 }
 
+void FrameCursor::NoteShownOrderName(int64_t ts) {
+  // The first frame after a start may skip names (the pictures before a
+  // key frame in display order, which need the frames before it, are
+  // dropped); after it each packet shows one frame, so the names follow one
+  // another in decode order. A gap is a packet that showed none (damaged,
+  // or skipped by the decoder without an error): the frames after it come
+  // out under later packets' names.
+  const int64_t order = index_->FindPacket(AV_NOPTS_VALUE, ts);
+  if (order < 0) return;  // the last frame, drained, has no name of its own
+  if (last_name_order_ >= 0 && order != last_name_order_ + 1) names_damaged_ = true;
+  last_name_order_ = order;
+}
+
 absl::StatusOr<FrameCursor::Outcome> FrameCursor::DecodeUntil(int64_t pts, int64_t occurrence) {
   bool seen = false;  // a frame with `pts` came
   for (;;) {
@@ -184,7 +202,8 @@ void FrameCursor::Restart(bool from_start) {
   last_read_order_ = -1;
   last_index_ = -1;
   errors_without_frame_ = 0;
-  errors_pending_ = frame_follows_loss_ = false;
+  errors_pending_ = frame_follows_loss_ = names_damaged_ = false;
+  last_name_order_ = -1;
   sent_pts_.clear();
   first_after_seek_ = true;
   await_key_ = index_ == nullptr && !keys_unflagged_;
@@ -233,7 +252,9 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeExact(int64_t index) {
   // Which of the frames with its pts the target is (almost always the only).
   const int64_t first_of_tie = index_->Find(target.pts);
   const int64_t occurrence = index - first_of_tie;
-  if (have_frame_ && last_ts_ == target.pts && same_ts_before_ == occurrence) return frame_.get();
+  if (have_frame_ && last_ts_ == target.pts && same_ts_before_ == occurrence && !names_damaged_) {
+    return frame_.get();
+  }
   const std::vector<int64_t> starts = index_->StartPoints(index, 1);
   const int64_t key_order = (*index_)[starts.front()].decode_order;
   last_error_ = 0;
@@ -243,7 +264,8 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeExact(int64_t index) {
       key_order <= last_read_order_ + 1) {
     absl::StatusOr<Outcome> outcome = DecodeUntil(target.pts, occurrence);
     if (!outcome.ok()) return outcome.status();
-    if (*outcome == Outcome::kFound) return frame_.get();
+    // A frame whose name may be off is looked for again from a start point.
+    if (*outcome == Outcome::kFound && !names_damaged_) return frame_.get();
     // Fewer frames than packets with this pts: the first stands for them all.
     if (*outcome == Outcome::kTooFew && occurrence > 0) return DecodeExact(first_of_tie);
   }
@@ -265,7 +287,15 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeExact(int64_t index) {
     }
     absl::StatusOr<Outcome> outcome = DecodeUntil(target.pts, occurrence);
     if (!outcome.ok()) return outcome.status();
-    if (*outcome == Outcome::kFound) return frame_.get();
+    if (*outcome == Outcome::kFound) {
+      if (!names_damaged_) return frame_.get();
+      // Earlier start points read the same damaged packet.
+      return NotDecodedError(absl::StrCat("frame ", index, " (pts ", target.pts,
+                                          ") follows a packet the decoder rejected, in a stream whose "
+                                          "frames are named by the packets that show them (MPEG-4 with "
+                                          "B-frames and decode times): which frame it is cannot be told")
+                                 .c_str());
+    }
     if (*outcome == Outcome::kTooFew && occurrence > 0) return DecodeExact(first_of_tie);
   }
   return NotDecodedError(

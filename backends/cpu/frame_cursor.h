@@ -118,6 +118,9 @@ class FrameCursor {
   // (FFmpeg reads a Matroska block's negative time as none), and the times
   // the cursor would give them, counted from 0, are later frames' own.
   bool PassUntimedBeforeTimes();
+  // Exact mode, a FrameIndex::shown_order stream: checks that the frame
+  // named `ts` (its pkt_dts) follows the last one in decode order.
+  void NoteShownOrderName(int64_t ts);
   // Approximate mode: whether decoding on from the position reaches
   // `target_pts` - `tolerance` without passing a key frame not yet read
   // (else a seek is faster).
@@ -209,6 +212,11 @@ class FrameCursor {
   int errors_without_frame_ = 0;
   bool errors_pending_ = false;      // decode errors since the last frame
   bool frame_follows_loss_ = false;  // frames were dropped just before frame_
+  // Exact mode, a FrameIndex::shown_order stream: since the decoder last
+  // started afresh, a packet was rejected or showed no frame
+  // (NoteShownOrderName), so frames may come out under other names.
+  bool names_damaged_ = false;
+  int64_t last_name_order_ = -1;     // the decode order naming the last frame since the start
   std::set<int64_t> sent_pts_;       // pts of packets sent, frames not out yet
   bool damage_seen_ = false;         // frames were lost at least once
   bool first_after_seek_ = false;    // no frame decoded since the last seek
