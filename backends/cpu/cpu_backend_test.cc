@@ -320,6 +320,11 @@ struct Mpeg4Variant {
 std::vector<Mpeg4Variant> Mpeg4Variants() {
   const std::string packed = TestVideoPath(testing::FindTestVideo("xvid_packed_bframes.avi"));
   const std::string bytes = testing::ReadFile(packed);
+  const std::string row = testing::Run(
+      "/usr/bin/ffprobe -v error -select_streams 0 -show_entries packet=pos "
+      "-of csv=p=0 -read_intervals %+#14 '" +
+      packed + "' | tail -n 1");
+  const size_t cut_in_packet = std::stoul(row) + 10;
   // An Xvid stream without B-frames whose user data says "packed" (as a
   // DivX 5 encoder may write it): its decoder holds no frame back.
   std::string marked = testing::ReadFile(MakeVideo(
@@ -339,6 +344,14 @@ std::vector<Mpeg4Variant> Mpeg4Variants() {
       // finds flagged, placeholders included.
       {"cut short", testing::WriteFile("xvid_packed_cut.avi", bytes.substr(0, bytes.size() * 6 / 10)), true},
       {"marked packed, no B-frames", testing::WriteFile("xvid_marked_no_bframes.avi", marked), true},
+      // Unpacked into an MPEG program stream: the key frames after the
+      // first still carry the packed marker, but there are no placeholders.
+      {"unpacked to MPEG-PS",
+       MakeVideo("xvid_unpacked_bframes.mpg", "-i " + packed + " -c copy -bsf:v mpeg4_unpack_bframes -f mpeg"), false},
+      // Cut 10 bytes into a packet: the partial packet is sent, rejected,
+      // and is no frame of the index.
+      {"cut inside a packet", testing::WriteFile("xvid_packed_cut_in_packet.avi", bytes.substr(0, cut_in_packet)),
+       true},
   };
 }
 
@@ -348,7 +361,7 @@ TEST(CpuBackendTest, PackedMpeg4VariantsDecodeAsTheCliShowsThem) {
     TestSession exact(v.path, TestSession::Options{});
     ASSERT_TRUE(exact.ok()) << exact.open_message();
     const int64_t n = exact.Metadata().num_frames_from_scan;
-    ASSERT_GT(n, 20);
+    ASSERT_GT(n, 10);
     const size_t bytes = RgbBytes(exact.Layout());
     // A file cut short ends in a frame the CLI conceals and the scan leaves
     // out.
@@ -366,7 +379,9 @@ TEST(CpuBackendTest, PackedMpeg4VariantsDecodeAsTheCliShowsThem) {
       EXPECT_GT(info.pts, last_pts) << "frame " << i;
       last_pts = info.pts;
     }
-    EXPECT_EQ(SeeksForTest(in_order.get()), 1);
+    // (An MPEG program stream's first read after the scan may land late and
+    // seek again.)
+    if (v.name != "unpacked to MPEG-PS") EXPECT_EQ(SeeksForTest(in_order.get()), 1);
     if (!v.approximate_too) continue;
     TestSession::Options approximate;
     approximate.seek_mode = CV_SEEK_APPROXIMATE;

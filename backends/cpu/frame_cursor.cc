@@ -54,7 +54,8 @@ absl::StatusOr<bool> FrameCursor::NextFrame() {
       // Frames named by the packets that show them: a packet the decoder
       // rejected shows no frame, and the names of the frames after it can
       // be off until the decoder starts afresh.
-      names_damaged_ = names_damaged_ || (errors_pending_ && index_ != nullptr && index_->shown_order());
+      names_damaged_ =
+          names_damaged_ || (errors_pending_ && sent_indexed_ && index_ != nullptr && index_->shown_order());
       errors_pending_ = false;
       if (index_ == nullptr && frame_->pts != AV_NOPTS_VALUE) {
         // (Approximate mode only: exact mode finds frames by the index.)
@@ -124,6 +125,9 @@ absl::StatusOr<bool> FrameCursor::NextFrame() {
     if (index_ != nullptr) {
       int64_t i = index_->FindPacket(packet_->pts, packet_->dts);
       if (i >= 0) last_read_order_ = (*index_)[i].decode_order;
+      // A packet the scan left out (a file's partial last one) is rejected
+      // without taking a frame's name.
+      sent_indexed_ = i >= 0;
     }
     ret = decoder_->Send(packet_.get());
     if (index_ == nullptr && ret >= 0 && packet_->pts != AV_NOPTS_VALUE && !(packet_->flags & AV_PKT_FLAG_DISCARD)) {
@@ -204,6 +208,7 @@ void FrameCursor::Restart(bool from_start) {
   errors_without_frame_ = 0;
   errors_pending_ = frame_follows_loss_ = names_damaged_ = false;
   last_name_order_ = -1;
+  sent_indexed_ = true;
   sent_pts_.clear();
   first_after_seek_ = true;
   await_key_ = index_ == nullptr && !keys_unflagged_;

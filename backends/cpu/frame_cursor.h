@@ -216,6 +216,7 @@ class FrameCursor {
   // started afresh, a packet was rejected or showed no frame
   // (NoteShownOrderName), so frames may come out under other names.
   bool names_damaged_ = false;
+  bool sent_indexed_ = true;         // the last packet sent is in the index
   int64_t last_name_order_ = -1;     // the decode order naming the last frame since the start
   std::set<int64_t> sent_pts_;       // pts of packets sent, frames not out yet
   bool damage_seen_ = false;         // frames were lost at least once

@@ -186,6 +186,7 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
   int header_checks = 0;
   std::vector<int8_t> vop_types;
   bool b_vops = false;
+  bool placeholders = false;  // not-coded VOPs, which a packed bitstream sends
   bool pts_are_dts = true;
   while (demuxer.ReadPacket(packet.get())) {
     if ((packet->flags & AV_PKT_FLAG_DISCARD) != 0) continue;
@@ -223,6 +224,7 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
       const VopStart vop = FirstVop(data, time_increment_bits);
       vop_types.push_back(static_cast<int8_t>(vop.coded ? vop.coding_type : -1));
       b_vops = b_vops || vop.coding_type == kBVop;
+      placeholders = placeholders || (vop.coding_type >= 0 && !vop.coded);
       pts_are_dts = pts_are_dts && packet->pts != AV_NOPTS_VALUE && packet->pts == packet->dts;
     }
   }
@@ -238,7 +240,9 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
   // B-VOPs are shown before the P-VOP decoded ahead of them: equal pts and
   // dts throughout are decode times. Either way the decoder must hold a
   // frame back (IsPackedMpeg4).
-  if (codecpar->video_delay > 0 && (packed || (b_vops && pts_are_dts)) &&
+  // A marker without placeholders is a stream unpacked since
+  // (mpeg4_unpack_bframes rewrites the marker in one place only).
+  if (codecpar->video_delay > 0 && ((packed && placeholders) || (b_vops && pts_are_dts)) &&
       ApplyShownOrderTimeline(index.frames_, vop_types, fallback_duration)) {
     for (const FrameEntry& f : index.frames_) index.shown_order_dts_.push_back(f.dts);
     missing_pts.clear();
