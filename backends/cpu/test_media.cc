@@ -11,6 +11,8 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <numeric>
+#include <random>
 #include <sstream>
 #include <utility>
 
@@ -254,10 +256,20 @@ std::vector<ProbedPacket> ProbePackets(const std::string& path, int stream) {
   std::vector<ProbedPacket> packets;
   for (const auto& row :
        ProbeRows(absl::StrCat("/usr/bin/ffprobe -v error -select_streams ", stream,
-                              " -show_entries packet=pts,duration -of csv=p=0 '", path, "'"))) {
-    if (row.size() >= 2) packets.push_back({ToInt(row[0]), ToInt(row[1])});
+                              " -show_entries packet=pts,duration,size,pos -of csv=p=0 '", path, "'"))) {
+    // ffprobe prints a section's fields in its own order: pts, duration, size, pos.
+    if (row.size() >= 4) packets.push_back({ToInt(row[0]), ToInt(row[1]), ToInt(row[2]), ToInt(row[3])});
   }
   return packets;
+}
+
+size_t RgbBytes(const cv_frame_layout& layout) { return size_t{layout.width} * layout.height * 3; }
+
+std::vector<int64_t> Shuffled(int64_t n, unsigned seed) {
+  std::vector<int64_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), std::mt19937(seed));
+  return order;
 }
 
 TestSession::TestSession(const std::string& path, const Options& options,

@@ -80,8 +80,15 @@ std::vector<int64_t> ProbeFramePts(const std::string& path, int stream);
 struct ProbedPacket {
   int64_t pts;
   int64_t duration;
+  int64_t size;
+  int64_t pos;  // byte offset in the file
 };
 std::vector<ProbedPacket> ProbePackets(const std::string& path, int stream);
+
+// Bytes of a `layout`-sized RGB24 frame.
+size_t RgbBytes(const cv_frame_layout& layout);
+// 0 .. n-1 in an order fixed by `seed`.
+std::vector<int64_t> Shuffled(int64_t n, unsigned seed);
 
 // One session opened through the C ABI of the in-process cpu backend. The
 // descriptor is the test's, closed after close_session as the runner does.
