@@ -147,6 +147,7 @@ TEST(ConvertTest, MetadataKeepsEveryField) {
                {3, ipc::StreamType::kData, "", 0, 0, 0, 0},
                {4, ipc::StreamType::kAttachment, "ttf", 0, 0, 0, 0},
                {5, ipc::StreamType::kUnknown, "", 0, 0, 0, 0}};
+  m.header_times = ipc::HeaderTimes{4.5, 0.5};
   const StreamMetadata p = api::FromIpc(m);
   EXPECT_EQ(p.stream_index, 1);
   EXPECT_EQ(p.codec, "vp9");
@@ -168,6 +169,9 @@ TEST(ConvertTest, MetadataKeepsEveryField) {
   EXPECT_EQ(p.color_transfer, "bt709");
   EXPECT_EQ(p.time_base, (Rational{1, 1000}));
   EXPECT_EQ(p.num_video_streams, 2u);
+  EXPECT_EQ(p.header_times, (HeaderTimes{4.5, 0.5}));
+  m.header_times.reset();
+  EXPECT_FALSE(api::FromIpc(m).header_times.has_value());
   EXPECT_EQ(p.streams, (std::vector<StreamInfo>{{0, StreamType::kVideo, "vp9", 640, 360, 0, 0},
                                                 {1, StreamType::kAudio, "opus", 0, 0, 48000, 2},
                                                 {2, StreamType::kSubtitle, "webvtt", 0, 0, 0, 0},

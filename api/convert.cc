@@ -77,6 +77,8 @@ StreamMetadata FromIpc(const ipc::StreamMetadata& m) {
   out.color_transfer = m.color_transfer;
   out.time_base = {m.time_base.num, m.time_base.den};
   out.num_video_streams = m.num_video_streams;
+  if (m.header_times)
+    out.header_times = HeaderTimes{m.header_times->duration_seconds, m.header_times->begin_stream_seconds};
   out.streams.reserve(m.streams.size());
   for (const ipc::StreamInfo& s : m.streams) {
     out.streams.push_back({s.index, FromIpc(s.type), s.codec, s.width, s.height, s.sample_rate, s.channels});

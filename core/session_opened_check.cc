@@ -55,6 +55,7 @@ absl::Status CheckLayout(const ipc::FrameLayout& l) {
 }
 
 absl::Status CheckStreamNumbers(const ipc::StreamMetadata& m) {
+  const ipc::HeaderTimes header = m.header_times.value_or(ipc::HeaderTimes{});
   const struct {
     const char* name;
     double value;
@@ -64,7 +65,9 @@ absl::Status CheckStreamNumbers(const ipc::StreamMetadata& m) {
                {"duration_seconds", m.duration_seconds, true, false},
                {"begin_stream_seconds", m.begin_stream_seconds, false, false},
                {"end_stream_seconds", m.end_stream_seconds, false, false},
-               {"rotation_degrees", m.rotation_degrees, false, false}};
+               {"rotation_degrees", m.rotation_degrees, false, false},
+               {"the header's duration_seconds", header.duration_seconds, true, false},
+               {"the header's begin_stream_seconds", header.begin_stream_seconds, false, false}};
   for (const auto& r : reals) {
     if (r.nan_is_unknown && std::isnan(r.value)) continue;
     if (!std::isfinite(r.value)) return BadNumber(r.name, r.value, "is not a finite number");

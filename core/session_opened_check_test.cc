@@ -149,6 +149,14 @@ TEST(SessionOpenedCheckTest, StreamNumbersMustBeOnesAStreamCanHave) {
       {[](ipc::StreamMetadata& m, double, double) { m.num_frames_from_header = -2; }, "num_frames_from_header -2"},
       {[](ipc::StreamMetadata& m, double, double) { m.bit_rate = -1; }, "bit_rate -1 is negative"},
       {[](ipc::StreamMetadata& m, double, double) {
+         m.header_times = ipc::HeaderTimes{-3, 0};
+       },
+       "the header's duration_seconds -3 is negative"},
+      {[](ipc::StreamMetadata& m, double nan, double) {
+         m.header_times = ipc::HeaderTimes{1, nan};
+       },
+       "the header's begin_stream_seconds nan is not a finite"},
+      {[](ipc::StreamMetadata& m, double, double) {
          m.time_base = {INT64_MIN, 1};
        },
        "negative numerator"},
@@ -166,6 +174,7 @@ TEST(SessionOpenedCheckTest, StreamNumbersMustBeOnesAStreamCanHave) {
   ipc::SessionOpened most = Opened();
   most.metadata.num_frames_from_scan = kMaxStreamFrames;
   most.metadata.rotation_degrees = -270;
+  most.metadata.header_times = ipc::HeaderTimes{0, -2.5};  // a header may start a stream before 0
   EXPECT_TRUE(Accept(most, {}).ok());
 }
 

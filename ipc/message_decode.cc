@@ -70,6 +70,9 @@ StreamMetadata Read(wire::StreamMetadata::Reader r) {
                          FromText(s.getCodec(), "stream codec"), s.getWidth(), s.getHeight(), s.getSampleRate(),
                          s.getChannels()});
   }
+  if (r.hasHeaderTimes()) {
+    m.header_times = HeaderTimes{r.getHeaderTimes().getDurationSeconds(), r.getHeaderTimes().getBeginStreamSeconds()};
+  }
   return m;
 }
 

@@ -55,6 +55,11 @@ void Fill(wire::StreamMetadata::Builder b, const StreamMetadata& m) {
     to.setSampleRate(from.sample_rate);
     to.setChannels(from.channels);
   }
+  if (m.header_times) {
+    auto times = b.initHeaderTimes();
+    times.setDurationSeconds(m.header_times->duration_seconds);
+    times.setBeginStreamSeconds(m.header_times->begin_stream_seconds);
+  }
 }
 
 void Fill(capnp::List<wire::Plane>::Builder out, const std::vector<Plane>& planes) {

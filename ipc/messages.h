@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -115,6 +116,13 @@ struct Rational {
   bool operator==(const Rational&) const = default;
 };
 
+// What the container's header says of a stream's times (0: it does not say).
+struct HeaderTimes {
+  double duration_seconds = 0;
+  double begin_stream_seconds = 0;
+  bool operator==(const HeaderTimes&) const = default;
+};
+
 struct StreamMetadata {
   int32_t stream_index = -1;
   std::string codec;
@@ -137,6 +145,9 @@ struct StreamMetadata {
   uint32_t num_video_streams = 0;
   // Every stream of the file; empty when the backend does not list them.
   std::vector<StreamInfo> streams;
+  // The header's times (in exact mode the times above are the scan's); absent when the backend
+  // does not say.
+  std::optional<HeaderTimes> header_times;
   bool operator==(const StreamMetadata&) const = default;
 
   // The count from the scan, else the header; -1 when neither knows it.

@@ -38,6 +38,7 @@ StreamMetadata SampleMetadata() {
                {2, StreamType::kAudio, "aac", 0, 0, 48000, 2},
                {3, StreamType::kSubtitle, "subrip", 0, 0, 0, 0},
                {4, StreamType::kAttachment, "", 0, 0, 0, 0}};
+  m.header_times = HeaderTimes{10.5, 0.25};
   return m;
 }
 
@@ -204,6 +205,7 @@ TEST(MessagesTest, MetadataWithoutAStreamListHasNoStreams) {
   const auto& decoded = std::get<StreamMetadata>(r->body);
   EXPECT_EQ(decoded.codec, "h264");
   EXPECT_TRUE(decoded.streams.empty());
+  EXPECT_FALSE(decoded.header_times.has_value()) << "a backend that does not say has no header times";
 }
 
 TEST(MessagesTest, TooManyNativeFormatsAreRejected) {

@@ -127,6 +127,16 @@ struct StreamMetadata {
   # host then says the streams are unknown. The host checks what it gets
   # (core/stream_list_check.h); the stream above is one of the videos.
   streams @19 :List(StreamInfo);
+  # What the container's header says of the stream's times. In approximate
+  # mode they are the times above; in exact mode the ones above are the
+  # scanned frames'. Absent when the backend does not say (a backend
+  # without get_header_times, in exact mode).
+  headerTimes @20 :HeaderTimes;
+}
+
+struct HeaderTimes {
+  durationSeconds @0 :Float64;     # 0 if the header does not say
+  beginStreamSeconds @1 :Float64;  # 0 if the header does not say
 }
 
 enum StreamType {

@@ -159,6 +159,7 @@ StreamMetadata TestMetadata(std::string codec) {
   m.color_transfer = "smpte2084";
   m.time_base = {1001, 30000};
   m.num_video_streams = 2;
+  m.header_times = HeaderTimes{41.3, 0};
   return m;
 }
 

@@ -187,6 +187,14 @@ cv_status GetStreams(cv_session* session, cv_stream_info* out, uint32_t capacity
   return CV_OK;
 }
 
+cv_status GetHeaderTimes(cv_session* session, cv_header_times* out, cv_error* error) {
+  if (session == nullptr || out == nullptr) {
+    return Fail(error, CV_ERROR_INVALID_ARGUMENT, "get_header_times: session or out is NULL");
+  }
+  *out = session->impl->header_times();
+  return CV_OK;
+}
+
 cv_status GetFrameInfo(cv_session* session, int64_t index, cv_frame_info* out, cv_error* error) {
   if (session == nullptr || out == nullptr) {
     return Fail(error, CV_ERROR_INVALID_ARGUMENT, "get_frame_info: session or out is NULL");
@@ -249,6 +257,7 @@ constexpr cv_backend_v1 kTable = {
     .late_frame_buffer = 1,
     .get_streams = &GetStreams,
     .decode_frame_at_seconds = &DecodeFrameAtSeconds,
+    .get_header_times = &GetHeaderTimes,
 };
 
 }  // namespace

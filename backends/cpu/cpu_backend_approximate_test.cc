@@ -126,6 +126,33 @@ TEST(ApproximateModeTest, MatroskaDurationIsTheStreamsOwn) {
   EXPECT_EQ(s.Decode(50, &pixels, nullptr, &message), CV_ERROR_OUT_OF_RANGE) << message;
 }
 
+// Exact mode's times are the frames'; get_header_times gives what the header
+// said, in both modes. A Matroska file cut in half still says 4 s from 1 s,
+// where its frames end at a little over 2 s.
+TEST(ApproximateModeTest, HeaderTimesAreTheHeadersInEitherMode) {
+  const std::string full = MakeVideo("four_seconds_from_1.mkv",
+                                     "-f lavfi -i testsrc=size=64x48:rate=25:duration=4 "
+                                     "-c:v libx264 -pix_fmt yuv420p -output_ts_offset 1");
+  const std::string bytes = ReadFile(full);
+  const std::string half = WriteFile("four_seconds_cut_in_half.mkv", bytes.substr(0, bytes.size() / 2));
+  for (const bool exact : {true, false}) {
+    TestSession s(half, exact ? TestSession::Options() : Approximate());
+    ASSERT_TRUE(s.ok()) << s.open_message();
+    cv_header_times header{};
+    cv_error error{};
+    ASSERT_EQ(codecvisor_backend_v1()->get_header_times(s.get(), &header, &error), CV_OK) << error.message;
+    EXPECT_NEAR(header.begin_stream_seconds, 1.0, 1e-9) << exact;
+    EXPECT_NEAR(header.duration_seconds, 4.0, 1e-9) << exact;
+    const cv_stream_metadata m = s.Metadata();
+    EXPECT_NEAR(m.begin_stream_seconds, 1.0, 1e-9) << exact;
+    if (exact) {
+      EXPECT_LT(m.end_stream_seconds, 3.0) << "the scan's end, where the cut file's frames end";
+    } else {
+      EXPECT_NEAR(m.duration_seconds, 4.0, 1e-9);
+    }
+  }
+}
+
 // An undamaged variable-rate HEVC stream with open GOPs: after a jump,
 // sequential reads return the next frames in order even where they are far
 // from their nominal times (the damage checks stay out of the way).

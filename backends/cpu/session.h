@@ -35,6 +35,7 @@
 #include "backends/cpu/frame_index.h"
 #include "backends/cpu/frame_output.h"
 #include "backends/cpu/picture_pool.h"
+#include "backends/cpu/stream_metadata.h"
 #include "backends/cpu/video_decoder.h"
 #include "backends/sdk/codecvisor_backend.h"
 
@@ -75,6 +76,8 @@ class CpuSession {
   static absl::StatusOr<std::unique_ptr<CpuSession>> Open(int fd, const cv_open_options& options);
 
   const cv_stream_metadata& metadata() const { return metadata_; }
+  // What the header says of the stream's times (DescribeHeaderTimes).
+  cv_header_times header_times() const { return DescribeHeaderTimes(*demuxer_); }
   const cv_frame_layout& layout() const { return layout_; }
   // Every stream of the file (DescribeStreams).
   const std::vector<cv_stream_info>& streams() const { return streams_; }

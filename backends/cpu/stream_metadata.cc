@@ -87,10 +87,17 @@ AVRational HeaderFrameRate(const AVStream* stream) {
   return AVRational{0, 1};
 }
 
+cv_header_times DescribeHeaderTimes(const Demuxer& demuxer) {
+  const AVStream* stream = demuxer.stream();
+  cv_header_times t{};
+  t.begin_stream_seconds = stream->start_time != AV_NOPTS_VALUE ? stream->start_time * av_q2d(stream->time_base) : 0;
+  t.duration_seconds = HeaderDuration(stream, demuxer.format(), t.begin_stream_seconds);
+  return t;
+}
+
 cv_stream_metadata DescribeStream(const Demuxer& demuxer, const FrameIndex* index) {
   const AVStream* stream = demuxer.stream();
   const AVCodecParameters* par = stream->codecpar;
-  const AVFormatContext* format = demuxer.format();
   const double tb = av_q2d(stream->time_base);
 
   cv_stream_metadata m{};
@@ -114,8 +121,9 @@ cv_stream_metadata DescribeStream(const Demuxer& demuxer, const FrameIndex* inde
     m.end_stream_seconds = SaturatingAdd(last.pts, last.duration) * tb;
     m.duration_seconds = m.end_stream_seconds - m.begin_stream_seconds;
   } else {
-    m.begin_stream_seconds = stream->start_time != AV_NOPTS_VALUE ? stream->start_time * tb : 0;
-    m.duration_seconds = HeaderDuration(stream, format, m.begin_stream_seconds);
+    const cv_header_times header = DescribeHeaderTimes(demuxer);
+    m.begin_stream_seconds = header.begin_stream_seconds;
+    m.duration_seconds = header.duration_seconds;
     m.end_stream_seconds = m.begin_stream_seconds + m.duration_seconds;
   }
   AVRational fps = HeaderFrameRate(stream);

@@ -6,7 +6,7 @@
 // Exact mode: begin/end and duration come from the scanned pts table
 // (first pts; last pts + its duration). Approximate mode: from the header
 // (the stream's start_time, else 0; the stream's duration, else the
-// container's). Rotation is av_display_rotation_get's angle of the display
+// container's), which get_header_times gives in both modes. Rotation is av_display_rotation_get's angle of the display
 // matrix side data (counter-clockwise degrees, as ffprobe prints it); width
 // and height are the frames' after the rotation FrameRotator applies.
 
@@ -32,6 +32,11 @@ AVRational HeaderFrameRate(const AVStream* stream);
 // av_display_rotation_get's angle of the stream's display matrix, 0 when it
 // has none (or a degenerate one).
 double DisplayMatrixDegrees(const AVStream* stream);
+
+// What the header says of the demuxer's selected stream's times: its
+// start_time (else 0) and its duration (else its DURATION tag, else the
+// container's; 0 if none).
+cv_header_times DescribeHeaderTimes(const Demuxer& demuxer);
 
 // Describes the demuxer's selected stream. `index` is the exact-mode frame
 // table, or nullptr in approximate mode.

@@ -151,6 +151,15 @@ typedef struct cv_stream_metadata {
  * file you do not decode (Python's UnsupportedVideoError, which batch jobs
  * skip as a bad file). */
 
+/* What the container's header says of the stream's times
+ * (get_header_times). In approximate mode cv_stream_metadata's times are
+ * these; in exact mode they are the scanned frames' and these are what the
+ * header claimed (torchcodec's *_from_header fields). */
+typedef struct cv_header_times {
+  double duration_seconds;     /* 0 if the header does not say */
+  double begin_stream_seconds; /* the stream's start time, 0 if the header does not say */
+} cv_header_times;
+
 /* The type of a stream of the file (cv_stream_info.type). */
 typedef int32_t cv_stream_type;
 #define CV_STREAM_UNKNOWN 0
@@ -358,6 +367,12 @@ typedef struct cv_backend_v1 {
    * runner decodes index_at_seconds' index with decode_frame. */
   cv_status (*decode_frame_at_seconds)(cv_session* session, double seconds, cv_frame_buffer* buffer,
                                        cv_frame_info* info, cv_error* error);
+
+  /* The header's times of the session's stream (cv_header_times), finite,
+   * the duration not negative. Called once, after get_metadata. May be
+   * NULL: in exact mode codecvisor then says the header's times are
+   * unknown, and in approximate mode takes get_metadata's. */
+  cv_status (*get_header_times)(cv_session* session, cv_header_times* out, cv_error* error);
 } cv_backend_v1;
 
 /* The size of a version 1 table before any field was added: the least

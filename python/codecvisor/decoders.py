@@ -28,9 +28,9 @@ class VideoStreamMetadata:
 
     ``*_from_content`` fields come from the scan an exact-mode decoder makes
     when it opens (None in approximate mode); ``*_from_header`` ones from
-    the container. In exact mode the header's duration and start are None
-    (the backend reports the scanned ones, which supersede them); its
-    frame count and rate are given in both modes.
+    the container, in both modes (None where the header does not say, or
+    the backend does not report it). ``rotation`` is the display matrix's
+    angle in degrees, counter-clockwise; None when the stream has none.
     """
 
     duration_seconds_from_header: Optional[float]
@@ -52,9 +52,15 @@ class VideoStreamMetadata:
 
     @property
     def duration_seconds(self) -> Optional[float]:
-        if self.end_stream_seconds_from_content is None or self.begin_stream_seconds_from_content is None:
+        """From the scan if there was one, else the header's; else, as
+        torchcodec does, the header's frame count over its frame rate."""
+        if self.end_stream_seconds_from_content is not None and self.begin_stream_seconds_from_content is not None:
+            return self.end_stream_seconds_from_content - self.begin_stream_seconds_from_content
+        if self.duration_seconds_from_header is not None:
             return self.duration_seconds_from_header
-        return self.end_stream_seconds_from_content - self.begin_stream_seconds_from_content
+        if self.num_frames_from_header is not None and self.average_fps_from_header:
+            return self.num_frames_from_header / self.average_fps_from_header
+        return None
 
     @property
     def begin_stream_seconds(self) -> float:
@@ -106,13 +112,14 @@ class VideoStreamMetadata:
     @staticmethod
     def _from_native(m: dict) -> "VideoStreamMetadata":
         scanned = m["num_frames_from_scan"] >= 0
+        header_duration, header_begin = m["header_times"] or (None, None)
 
         def positive(x):
-            return x if x > 0 else None
+            return x if x is not None and x > 0 else None
 
         return VideoStreamMetadata(
-            duration_seconds_from_header=None if scanned else positive(m["duration_seconds"]),
-            begin_stream_seconds_from_header=None if scanned else m["begin_stream_seconds"],
+            duration_seconds_from_header=positive(header_duration),
+            begin_stream_seconds_from_header=header_begin,
             bit_rate=positive(float(m["bit_rate"])),
             codec=m["codec"] or None,
             stream_index=m["stream_index"],
@@ -123,7 +130,8 @@ class VideoStreamMetadata:
             num_frames_from_header=m["num_frames_from_header"] if m["num_frames_from_header"] >= 0 else None,
             num_frames_from_content=m["num_frames_from_scan"] if scanned else None,
             average_fps_from_header=positive(m["average_fps"]),
-            rotation=m["rotation_degrees"],
+            # 0 is a stream without a display matrix (FFmpeg exports none for the identity).
+            rotation=m["rotation_degrees"] or None,
             pixel_format=m["pixel_format"] or None,
             color_space=m["color_space"] or None,
             color_range=m["color_range"] or None,

@@ -28,6 +28,11 @@ py::dict MetadataDict(const StreamMetadata& m) {
   d["color_transfer"] = Text(m.color_transfer);
   d["time_base"] = py::make_tuple(m.time_base.num, m.time_base.den);
   d["num_video_streams"] = m.num_video_streams;
+  // (duration, begin) as the header says them; None when the backend does not say.
+  d["header_times"] =
+      m.header_times
+          ? py::object(py::make_tuple(m.header_times->duration_seconds, m.header_times->begin_stream_seconds))
+          : py::object(py::none());
   py::list streams;  // empty: the backend does not list the file's streams
   for (const StreamInfo& s : m.streams) {
     py::dict entry;

@@ -36,7 +36,9 @@ def test_metadata_has_torchcodecs_fields(video):
     assert m.begin_stream_seconds_from_content == 0.0 and m.end_stream_seconds_from_content == pytest.approx(2.0)
     assert m.duration_seconds == pytest.approx(2.0) and m.average_fps == pytest.approx(FPS)
     assert m.average_fps_from_header == pytest.approx(FPS)
-    assert m.bit_rate > 0 and m.rotation == 0
+    # The header's times too, in exact mode as in torchcodec.
+    assert m.duration_seconds_from_header == pytest.approx(2.0) and m.begin_stream_seconds_from_header == 0.0
+    assert m.bit_rate > 0 and m.rotation is None  # no display matrix, as torchcodec says it
     assert "num_frames: 50" in repr(m)
 
 
@@ -125,11 +127,14 @@ def test_an_approximate_time_finds_the_frame_playing_then_in_a_variable_rate_vid
     assert cpu_restarts() == restarts
 
 
+def metadata(**fields):
+    """Metadata with `fields` and every other field None."""
+    every = {f.name: None for f in dataclasses.fields(VideoStreamMetadata)}
+    every.update(stream_index=0, **fields)
+    return VideoStreamMetadata(**every)
+
+
 def test_num_frames_estimate_rounds_half_away_from_zero():
-    def metadata(**header):
-        fields = {f.name: None for f in dataclasses.fields(VideoStreamMetadata)}
-        fields.update(stream_index=0, **header)
-        return VideoStreamMetadata(**fields)
     # 2.5 frames: 3, as C's round (Python's round() would give 2).
     assert metadata(average_fps_from_header=2.0, duration_seconds_from_header=1.25).num_frames == 3
     assert metadata(average_fps_from_header=25.0, duration_seconds_from_header=2.0).num_frames == 50
@@ -139,6 +144,15 @@ def test_num_frames_estimate_rounds_half_away_from_zero():
     assert metadata(average_fps_from_header=1e6, duration_seconds_from_header=1e6).num_frames == 1 << 24
     assert metadata(num_frames_from_header=7, average_fps_from_header=25.0,
                     duration_seconds_from_header=2.0).num_frames == 7
+
+
+def test_duration_falls_back_as_torchcodecs():
+    assert metadata(begin_stream_seconds_from_content=0.5, end_stream_seconds_from_content=2.5,
+                    duration_seconds_from_header=9.0).duration_seconds == 2.0
+    assert metadata(duration_seconds_from_header=9.0, num_frames_from_header=50,
+                    average_fps_from_header=25.0).duration_seconds == 9.0
+    assert metadata(num_frames_from_header=50, average_fps_from_header=25.0).duration_seconds == 2.0
+    assert metadata(num_frames_from_header=50).duration_seconds is None
 
 
 def test_every_frame_is_ffmpegs(video, reference):

@@ -100,6 +100,9 @@ void PrintText(const InfoArgs& args, const Host& host, const VideoDecoder& decod
       {"duration_seconds", NumberText(m.duration_seconds)},
       {"begin_stream_seconds", NumberText(m.begin_stream_seconds)},
       {"end_stream_seconds", NumberText(m.end_stream_seconds)},
+      {"duration_seconds_from_header", m.header_times ? NumberText(m.header_times->duration_seconds) : "unknown"},
+      {"begin_stream_seconds_from_header",
+       m.header_times ? NumberText(m.header_times->begin_stream_seconds) : "unknown"},
       {"bit_rate", absl::StrCat(m.bit_rate)},
       {"rotation_degrees", NumberText(m.rotation_degrees)},
       {"color_space", NameText(m.color_space)},
@@ -150,6 +153,11 @@ void PrintJson(const InfoArgs& args, const Host& host, const VideoDecoder& decod
   w.Key("duration_seconds").Double(m.duration_seconds);
   w.Key("begin_stream_seconds").Double(m.begin_stream_seconds);
   w.Key("end_stream_seconds").Double(m.end_stream_seconds);
+  for (const auto& [key, value] : {std::pair{"duration_seconds_from_header", &HeaderTimes::duration_seconds},
+                                   std::pair{"begin_stream_seconds_from_header", &HeaderTimes::begin_stream_seconds}}) {
+    w.Key(key);
+    m.header_times ? w.Double((*m.header_times).*value) : w.Null();
+  }
   w.Key("bit_rate").Int(m.bit_rate);
   w.Key("rotation_degrees").Double(m.rotation_degrees);
   name("color_space", m.color_space);

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -52,6 +53,13 @@ struct Rational {
   bool operator==(const Rational&) const = default;
 };
 
+// What the container's header says of a stream's times; 0 where it does not say.
+struct HeaderTimes {
+  double duration_seconds = 0;
+  double begin_stream_seconds = 0;
+  bool operator==(const HeaderTimes&) const = default;
+};
+
 // One video stream, as the backend reports it. Counts and times that the
 // file does not say are -1 (counts) or 0 (times, rates).
 struct StreamMetadata {
@@ -78,6 +86,11 @@ struct StreamMetadata {
   // index, checked by the host; empty when the backend does not list them
   // (one built before get_streams), which means unknown, not none.
   std::vector<StreamInfo> streams;
+  // What the header says of the stream's times. In approximate mode they are the times above;
+  // in exact mode those are the scanned frames' (first pts; last pts + duration) and these are
+  // what the header claimed. Absent when the backend does not say (in exact mode, a backend
+  // without get_header_times).
+  std::optional<HeaderTimes> header_times;
 
   // The number of frames: from the scan when there was one, else the header's, else (as
   // torchcodec does) estimated as round(duration_seconds x average_fps), which is the count the

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "backends/sdk/runner/abi_convert.h"
 #include "backends/sdk/runner/crash_hints.h"
+#include "backends/sdk/runner/header_times.h"
 #include "backends/sdk/runner/runner_args.h"
 #include "backends/sdk/runner/stream_list.h"
 
@@ -69,10 +70,14 @@ absl::Status ControlServer::HandleOpen(uint64_t id, const ipc::OpenSession& open
   }
   absl::StatusOr<std::vector<ipc::StreamInfo>> streams = ListStreams(*vtable_, session.session, name_);
   if (!streams.ok()) return fail(streams.status());
+  ipc::StreamMetadata described = FromAbi(metadata);
+  absl::StatusOr<std::optional<ipc::HeaderTimes>> header_times = HeaderTimesOf(*vtable_, session.session, described);
+  if (!header_times.ok()) return fail(header_times.status());
   call.reset();
   session.opened.session_id = next_session_id_++;
-  session.opened.metadata = FromAbi(metadata);
+  session.opened.metadata = std::move(described);
   session.opened.metadata.streams = *std::move(streams);
+  session.opened.metadata.header_times = *header_times;
   session.opened.layout = FromAbi(layout);
   ipc::SessionOpened reply = session.opened;
   pending_.emplace(reply.session_id, std::move(session));
