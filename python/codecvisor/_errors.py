@@ -2,11 +2,13 @@
 
 Misuse raises what torchcodec raises for the same misuse (IndexError for an
 index or time out of range, ValueError for a bad argument, TypeError for a
-bad source). Anything the backend did wrong raises BackendError, whose
+bad source). A file that cannot be opened raises the OSError Python's open()
+would, which is also a RuntimeError, as torchcodec's is. Anything the backend did wrong raises BackendError, whose
 message is the host's diagnostic: the backend, the file, the request and,
 when it died, how.
 """
 
+import builtins
 import errno
 import os
 
@@ -50,6 +52,32 @@ class NoSuchStreamError(CodecvisorError, ValueError):
     """The video has no stream of the kind asked for: no video stream at all,
     or none at the ``stream_index`` given (torchcodec raises ValueError here
     too)."""
+
+
+class PtsOutOfRangeError(IndexError, RuntimeError):
+    """A time no frame is played at, in a request for several
+    (get_frames_played_at): an IndexError as the one-frame call raises, and a
+    RuntimeError as torchcodec raises there."""
+
+
+# A file the host could not open: the OSError Python's own open() would
+# raise, and a RuntimeError as torchcodec raises for a file it cannot open,
+# so that `except OSError` and `except RuntimeError` both see it. Each has
+# its builtin's name, which is what a user reads (and a batch job records).
+class FileNotFoundError(builtins.FileNotFoundError, RuntimeError):
+    pass
+
+
+class IsADirectoryError(builtins.IsADirectoryError, RuntimeError):
+    pass
+
+
+class PermissionError(builtins.PermissionError, RuntimeError):
+    pass
+
+
+class OSError(builtins.OSError, RuntimeError):
+    pass
 
 
 _BACKEND_CODES = {

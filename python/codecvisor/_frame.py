@@ -1,7 +1,7 @@
 """Frame and FrameBatch: what the decoders return, as torchcodec's."""
 
 import dataclasses
-from typing import Any, Iterator, Union
+from typing import Any, Iterator
 
 from . import _tensor
 
@@ -13,6 +13,12 @@ class Frame:
     data: Any
     pts_seconds: float
     duration_seconds: float
+
+    def __post_init__(self):
+        if self.data.ndim != 3:
+            raise ValueError(f"data must be 3-dimensional, got shape {tuple(self.data.shape)}")
+        self.pts_seconds = float(self.pts_seconds)
+        self.duration_seconds = float(self.duration_seconds)
 
     def __iter__(self) -> Iterator[Any]:
         yield from (self.data, self.pts_seconds, self.duration_seconds)
@@ -26,29 +32,41 @@ class Frame:
 class FrameBatch:
     """Frames in one contiguous uint8 tensor (N, C, H, W) or (N, H, W, C), with
     float64 tensors of their pts and durations; or clips (codecvisor.samplers),
-    5-D, with pts and durations (clips, frames)."""
+    5-D, with pts and durations (clips, frames). As torchcodec's, indexing or
+    iterating gives FrameBatches too: ``batch[i]`` is frame i with 3-D data and
+    0-D pts and duration tensors (``float()`` of them is the number)."""
 
     data: Any
     pts_seconds: Any
     duration_seconds: Any
 
+    def __post_init__(self):
+        if self.data.ndim < 3:
+            raise ValueError(f"data must be at least 3-dimensional, got shape {tuple(self.data.shape)}")
+        leading = tuple(self.data.shape[:-3])
+        if not leading == tuple(self.pts_seconds.shape) == tuple(self.duration_seconds.shape):
+            raise ValueError(f"the leading dimensions of data, {leading}, must be the shape of pts_seconds "
+                             f"and duration_seconds, which are {tuple(self.pts_seconds.shape)} and "
+                             f"{tuple(self.duration_seconds.shape)}")
+
     def __len__(self):
         return len(self.data)
 
-    def __iter__(self) -> Iterator[Frame]:
+    def __iter__(self) -> Iterator["FrameBatch"]:
         for i in range(len(self)):
             yield self[i]
 
-    def __getitem__(self, key) -> Union[Frame, "FrameBatch"]:
-        # An int picks a Frame from frames (4-D), and a clip, itself a
-        # FrameBatch, from the samplers' clips (5-D).
-        if isinstance(key, int) and self.data.ndim == 4:
-            return Frame(self.data[key], float(self.pts_seconds[key]), float(self.duration_seconds[key]))
+    def __getitem__(self, key) -> "FrameBatch":
         return FrameBatch(self.data[key], self.pts_seconds[key], self.duration_seconds[key])
 
     def __repr__(self):
         return (f"FrameBatch:\n  data (shape): {tuple(self.data.shape)}\n  pts_seconds: {self.pts_seconds}\n"
                 f"  duration_seconds: {self.duration_seconds}\n")
+
+
+def first_frame(batch: FrameBatch) -> Frame:
+    """The first frame of `batch` as a Frame, with float times."""
+    return Frame(batch.data[0], batch.pts_seconds[0], batch.duration_seconds[0])
 
 
 def batch_from(arrays) -> FrameBatch:

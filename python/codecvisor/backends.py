@@ -11,7 +11,7 @@ import dataclasses
 import os
 from typing import List, Optional
 
-from . import _codecvisor, _errors, _host
+from . import _codecvisor, _errors, _host, decoders
 
 
 @dataclasses.dataclass
@@ -50,6 +50,7 @@ def start(name: str, timeout: float = 15.0) -> None:
     """Starts backend ``name``'s process now (else it starts on first use);
     raises with its diagnostic if it cannot (for an entry-point plugin that
     failed to load, NoSuchDeviceError saying why)."""
+    decoders._check_timeout("timeout", timeout)
     try:
         _host.get().start_backend(name, timeout)
     except _codecvisor.StatusError as e:

@@ -132,30 +132,61 @@ class VideoStreamMetadata:
             average_fps_from_header=positive(m["average_fps"]),
             # 0 is a stream without a display matrix (FFmpeg exports none for the identity).
             rotation=m["rotation_degrees"] or None,
-            pixel_format=m["pixel_format"] or None,
-            color_space=m["color_space"] or None,
-            color_range=m["color_range"] or None,
+            pixel_format=_known(m["pixel_format"]),
+            color_space=_known(m["color_space"]),
+            color_range=_known(m["color_range"]),
         )
 
 
+def _known(name: str) -> Optional[str]:
+    """A name the backend reports, None where it is unknown or unspecified
+    (as torchcodec gives None)."""
+    return None if name in ("", "unknown", "unspecified") else name
+
+
+# How much of a file-like source one read() asks for.
+_READ_CHUNK = 1 << 20
+
+
 def _read_source(source):
-    """("path", str) or ("bytes", bytes-like) for a torchcodec source."""
+    """("path", absolute str) or ("bytes", bytes) for a torchcodec source.
+
+    The decoder keeps what it was given as it was then: a path made absolute
+    (a forked or unpickled decoder reopens the same file after a chdir), and
+    encoded bytes as an immutable copy (a bytearray, memoryview or tensor the
+    caller reuses for the next file must not change what a forked or
+    unpickled decoder reopens; bytes are kept as they are).
+    """
     if isinstance(source, (str, os.PathLike)):
-        return "path", os.fspath(source)
-    if isinstance(source, (bytes, bytearray, memoryview)):
+        path = os.fspath(source)
+        if (b"\0" if isinstance(path, bytes) else "\0") in path:
+            raise ValueError("embedded null byte in the path")
+        return "path", os.path.abspath(path)
+    if isinstance(source, bytes):
         return "bytes", source
+    if isinstance(source, (bytearray, memoryview)):
+        return "bytes", bytes(source)
     if _tensor.have_torch() and isinstance(source, _tensor.torch.Tensor):
         if source.dtype != _tensor.torch.uint8 or source.dim() != 1:
             raise ValueError(f"a tensor source must be 1-D uint8 encoded bytes, not {source.dtype} {tuple(source.shape)}")
-        return "bytes", source.contiguous().cpu().numpy()
+        return "bytes", source.contiguous().cpu().numpy().tobytes()
     if hasattr(source, "read") and hasattr(source, "seek"):
-        # Read whole in this process; the backend gets a sealed copy, never
-        # a descriptor of the caller's choosing.
-        source.seek(0)
-        data = source.read()
-        if not isinstance(data, (bytes, bytearray)):
-            raise TypeError(f"{type(source).__name__}.read() returned {type(data).__name__}, not bytes")
-        return "bytes", bytes(data)
+        # Read whole in this process, as torchcodec's file-like contract
+        # reads it (read(size) until it returns b"", seek(offset, whence));
+        # the backend gets a sealed copy, never a descriptor of the caller's
+        # choosing. A stream that cannot seek (a pipe) is read from where it is.
+        seekable = getattr(source, "seekable", None)
+        if seekable is None or seekable():
+            source.seek(0, os.SEEK_SET)
+        chunks = []
+        while True:
+            chunk = source.read(_READ_CHUNK)
+            if not isinstance(chunk, (bytes, bytearray)):
+                raise TypeError(f"{type(source).__name__}.read() returned {type(chunk).__name__}, not bytes")
+            if not chunk:
+                break
+            chunks.append(chunk)
+        return "bytes", b"".join(chunks)
     raise TypeError(f"Unknown source type: {type(source)}. Supported types are str, os.PathLike, bytes, "
                     "bytearray, memoryview, a 1-D uint8 torch.Tensor, and file-like objects with read and seek.")
 
@@ -177,14 +208,60 @@ def _backend_started(backends, device: str) -> bool:
     return any(name in b["devices"] and b["state"] in _STARTED_STATES for b in backends)
 
 
-def _index(value) -> int:
-    """`value` as a frame index: an int, a numpy integer or a one-element
-    integer tensor (anything with __index__). A float such as 1.5 is a
-    TypeError, as torchcodec's int-typed ops raise, not frame 1."""
+def _metadata_change(before: VideoStreamMetadata, after: VideoStreamMetadata) -> str:
+    """The fields that differ, as "name: before -> after", for a message."""
+    return ", ".join(f"{f.name}: {getattr(before, f.name)} -> {getattr(after, f.name)}"
+                     for f in dataclasses.fields(before) if getattr(before, f.name) != getattr(after, f.name))
+
+
+def _integer(value) -> int:
+    """`value` as an int: an int, a numpy integer or a one-element integer
+    tensor (anything with __index__). A float such as 1.5 is a TypeError, as
+    torchcodec's int-typed ops raise, not frame 1."""
     try:
         return operator.index(value)
     except TypeError:
         raise TypeError(f"A frame index must be an integer, not {type(value).__name__} {value!r}.") from None
+
+
+def _index(value) -> int:
+    """`value` as a frame index (_integer); one past what 64 bits hold is
+    out of range of any stream (IndexError)."""
+    index = _integer(value)
+    if not -_INT64_LIMIT <= index < _INT64_LIMIT:
+        raise IndexError(f"Index {index} is out of bounds of any stream.")
+    return index
+
+
+# Bounds of the native options: a stream index and a thread count are 32-bit
+# there, and a timeout is in int64 milliseconds.
+_INT64_LIMIT = 1 << 63
+_MAX_STREAM_INDEX = (1 << 31) - 1
+_MAX_THREADS = 1024
+_MAX_TIMEOUT_SECONDS = 1e9  # about 31 years: a deadline, where inf would be none
+_MIN_TIMEOUT_SECONDS = 1e-3
+
+
+def _option_int(name: str, value, most: int) -> int:
+    """`value` (an int, a numpy integer, ...) as an int from 0 to `most`."""
+    try:
+        number = operator.index(value)
+    except TypeError:
+        raise ValueError(f"{name} = {value!r} should be an int from 0 to {most}.") from None
+    if not 0 <= number <= most:
+        raise ValueError(f"{name} = {number} should be from 0 to {most}.")
+    return number
+
+
+def _check_timeout(name: str, seconds) -> None:
+    """Refuses a timeout that is not a finite number of seconds the host can
+    wait: every wait has a deadline (inf would be none), and one shorter than
+    a millisecond would declare a working backend hung and kill it."""
+    if seconds is None:
+        return
+    if not isinstance(seconds, numbers.Real) or not _MIN_TIMEOUT_SECONDS <= seconds <= _MAX_TIMEOUT_SECONDS:
+        raise ValueError(f"{name} = {seconds!r} should be None or a number of seconds from "
+                         f"{_MIN_TIMEOUT_SECONDS} to {_MAX_TIMEOUT_SECONDS:.0e}.")
 
 
 class VideoDecoder:
@@ -223,15 +300,13 @@ class VideoDecoder:
             raise ValueError(f"Invalid dimension order ({dimension_order}). Supported values are NCHW, NHWC.")
         if seek_mode not in ("exact", "approximate"):
             raise ValueError(f"Invalid seek mode ({seek_mode}). Supported values are exact, approximate.")
-        if not isinstance(num_ffmpeg_threads, int) or num_ffmpeg_threads < 0:
-            raise ValueError(f"num_ffmpeg_threads = {num_ffmpeg_threads!r} should be an int >= 0.")
-        if stream_index is not None and (not isinstance(stream_index, int) or stream_index < 0):
-            raise ValueError(f"stream_index = {stream_index!r} should be None or an int >= 0.")
+        num_ffmpeg_threads = _option_int("num_ffmpeg_threads", num_ffmpeg_threads, _MAX_THREADS)
+        if stream_index is not None:
+            stream_index = _option_int("stream_index", stream_index, _MAX_STREAM_INDEX)
         for name, seconds in (("timeout", timeout), ("open_timeout", open_timeout)):
-            if seconds is not None and not seconds > 0:
-                raise ValueError(f"{name} = {seconds!r} should be None or a positive number of seconds.")
+            _check_timeout(name, seconds)
         self._kind, self._source = _read_source(source)
-        self._label = self._source if self._kind == "path" else f"<{len(self._source)} bytes>"
+        self._label = os.fspath(source) if self._kind == "path" else f"<{len(self._source)} bytes>"
         self._options = dict(device="" if device is None else str(device),
                              stream_index=-1 if stream_index is None else stream_index,
                              planar=dimension_order == "NCHW", threads=num_ffmpeg_threads,
@@ -241,9 +316,14 @@ class VideoDecoder:
         self._seek_mode = seek_mode
         self._native = None
         self._pid = None
+        self.metadata = None
         self._open()
 
     def _open(self):
+        """Opens a session on the source. Where the decoder had one (a forked
+        child's reopen, an unpickled decoder), the video must be the one it
+        had: other metadata (the file was replaced) is an error, never
+        another video's frames under the same indices."""
         host = _host.get()
         try:
             if self._kind == "path":
@@ -257,8 +337,11 @@ class VideoDecoder:
             raise _errors.translate(e, self._source if self._kind == "path" else None,
                                     backend_started=started) from None
         metadata = VideoStreamMetadata._from_native(native.metadata())
-        if self._native is not None and metadata != self.metadata:
-            raise _errors.CodecvisorError(f"{self._label}: reopened with different metadata")
+        if self.metadata is not None and metadata != self.metadata:
+            native.close()
+            raise _errors.VideoError(f"{self._label}: the video changed since the decoder was made: reopened, "
+                                     f"it has other metadata ({_metadata_change(self.metadata, metadata)})",
+                                     "DATA_LOSS")
         self._native, self._pid = native, os.getpid()
         self.metadata = metadata
         self.stream_index = metadata.stream_index
@@ -300,6 +383,8 @@ class VideoDecoder:
             return self._call("frames_at", [index]).data[0]
         if isinstance(key, slice):
             start, stop, step = key.indices(len(self))
+            # A step past the whole stream takes one frame, as any longer one does.
+            step = max(-len(self) - 1, min(step, len(self) + 1))
             if step > 0:
                 return self._call("frames_in_range", start, max(start, stop), step).data
             return self._call("frames_at", list(range(start, stop, step))).data
@@ -314,13 +399,13 @@ class VideoDecoder:
         n = self._num_frames
         if n is not None and not -n <= index < n:
             raise IndexError(f"Index {index} is out of bounds; must be in the range [0, {n}).")
-        return self._call("frames_at", [index])[0]
+        return _frame.first_frame(self._call("frames_at", [index]))
 
     def get_frames_at(self, indices: Sequence[int]) -> FrameBatch:
         return self._call("frames_at", [_index(i) for i in indices])
 
     def get_frames_in_range(self, start: int, stop: int, step: int = 1) -> FrameBatch:
-        start, stop, step = _index(start), _index(stop), _index(step)
+        start, stop, step = _index(start), _integer(stop), _integer(step)
         n = self._num_frames
         if n is not None and not 0 <= start < n:
             raise IndexError(f"Start index {start} is out of bounds; must be in the range [0, {n}).")
@@ -328,11 +413,14 @@ class VideoDecoder:
             raise IndexError(f"Stop index ({stop}) must not be less than the start index ({start}).")
         if not step > 0:
             raise IndexError(f"Step ({step}) must be greater than 0.")
+        # A stop or step past the stream takes what one at its end takes.
+        stop, step = min(stop, _INT64_LIMIT - 1), min(step, _INT64_LIMIT - 1)
         if n is not None:
-            stop = min(stop, n)
+            stop, step = min(stop, n), min(step, n + 1)
         return self._call("frames_in_range", start, stop, step)
 
     def _check_played(self, seconds, error=IndexError):
+        """Raises `error` unless a frame is played at `seconds`."""
         begin, end = self.metadata.begin_stream_seconds, self.metadata.end_stream_seconds
         if end is not None and not begin <= seconds < end:
             raise error(f"Invalid pts in seconds: {seconds}. It must be greater than or equal to {begin} "
@@ -340,11 +428,11 @@ class VideoDecoder:
 
     def get_frame_played_at(self, seconds: float) -> Frame:
         self._check_played(seconds)
-        return self._call("frames_played_at", [float(seconds)])[0]
+        return _frame.first_frame(self._call("frames_played_at", [float(seconds)]))
 
     def get_frames_played_at(self, seconds: Sequence[float]) -> FrameBatch:
         for s in seconds:
-            self._check_played(s)
+            self._check_played(s, _errors.PtsOutOfRangeError)
         return self._call("frames_played_at", [float(s) for s in seconds])
 
     def get_frames_played_in_range(self, start_seconds: float, stop_seconds: float) -> FrameBatch:
@@ -370,7 +458,7 @@ class VideoDecoder:
         distinct[where[p]]; a repeated frame costs a copy, not a decode."""
         if by_time:
             for s in distinct:
-                self._check_played(s)
+                self._check_played(s, _errors.PtsOutOfRangeError)
             return self._call("frames_played_at_scattered", [float(s) for s in distinct], list(where))
         return self._call("frames_at_scattered", [int(i) for i in distinct], list(where))
 
@@ -406,15 +494,16 @@ class VideoDecoder:
         self.close()
 
     def __getstate__(self):
-        source = self._source if self._kind == "path" else bytes(self._source)
-        return dict(kind=self._kind, source=source, options=self._options, order=self._dimension_order,
-                    seek_mode=self._seek_mode)
+        return dict(kind=self._kind, source=self._source, options=self._options, order=self._dimension_order,
+                    seek_mode=self._seek_mode, label=self._label, metadata=dataclasses.asdict(self.metadata))
 
     def __setstate__(self, state):
         self._kind, self._source, self._options = state["kind"], state["source"], state["options"]
         self._options.setdefault("open_timeout", 0.0)  # pickled before the option existed
         self._dimension_order, self._seek_mode = state["order"], state["seek_mode"]
-        self._label = self._source if self._kind == "path" else f"<{len(self._source)} bytes>"
+        self._label = state.get("label") or (self._source if self._kind == "path" else f"<{len(self._source)} bytes>")
         self._native = None
         self._pid = None
+        metadata = state.get("metadata")
+        self.metadata = None if metadata is None else VideoStreamMetadata(**metadata)
         self._open()

@@ -22,6 +22,7 @@ The random samplers draw from torch's global generator, as torchcodec's do
 ``torch.Generator`` passed as ``generator``. Needs torch.
 """
 
+import math
 from typing import List, Optional, Sequence, Union
 
 import numpy as np
@@ -180,6 +181,14 @@ def clips_at_regular_indices(decoder, *, num_clips: int = 1, num_frames_per_clip
 
 # --- by time --------------------------------------------------------------
 
+def _check_positive(name: str, seconds: float) -> None:
+    """ValueError unless `seconds` is a finite number > 0 (NaN is none)."""
+    if not seconds > 0:
+        raise ValueError(f"{name} ({seconds}) must be > 0")
+    if not math.isfinite(seconds):
+        raise ValueError(f"{name} ({seconds}) must be finite")
+
+
 def _seconds_between_frames(decoder, seconds_between_frames: Optional[float]) -> float:
     m = decoder.metadata
     if m.average_fps is None:
@@ -188,14 +197,16 @@ def _seconds_between_frames(decoder, seconds_between_frames: Optional[float]) ->
         raise ValueError("The video's end time is unknown; use an index-based sampler.")
     if seconds_between_frames is None:
         return 1 / m.average_fps
-    if seconds_between_frames <= 0:
-        raise ValueError(f"seconds_between_frames ({seconds_between_frames}) must be > 0")
+    _check_positive("seconds_between_frames", seconds_between_frames)
     return seconds_between_frames
 
 
 def _time_range(start: Optional[float], end: Optional[float], num_frames_per_clip: int, seconds_between_frames: float,
                 begin: float, stream_end: float):
     """[start, end) in seconds where clips may start, as torchcodec resolves it."""
+    for name, value in (("sampling_range_start", start), ("sampling_range_end", end)):
+        if value is not None and math.isnan(value):
+            raise ValueError(f"{name} ({value}) must be a number")
     if start is None:
         start = begin
     elif start < begin:
@@ -219,8 +230,8 @@ def _time_sampler(random: bool, decoder, num_clips: Optional[int], seconds_betwe
     _check_common(decoder, num_frames_per_clip, policy)
     if random and num_clips <= 0:
         raise ValueError(f"num_clips ({num_clips}) must be > 0")
-    if not random and seconds_between_clip_starts <= 0:
-        raise ValueError(f"seconds_between_clip_starts ({seconds_between_clip_starts}) must be > 0")
+    if not random:
+        _check_positive("seconds_between_clip_starts", seconds_between_clip_starts)
     between = _seconds_between_frames(decoder, seconds_between_frames)
     stream_end = decoder.metadata.end_stream_seconds
     start, end = _time_range(sampling_range_start, sampling_range_end, num_frames_per_clip, between,

@@ -286,9 +286,20 @@ def test_frame_and_batch_accessors(video, reference):
     b = d.get_frames_at([5, 1, 5, 49])
     assert isinstance(b, codecvisor.FrameBatch) and len(b) == 4
     np.testing.assert_array_equal(hwc(b.data), reference[[5, 1, 5, 49]])
-    assert b[1].pts_seconds == pytest.approx(1 / FPS)
+    # As torchcodec's: an item of a batch is a batch of one frame's data
+    # (3-D) with 0-D time tensors, whatever integer indexes it.
+    for key in (1, np.int64(1), torch.tensor(1)):
+        one = b[key]
+        assert isinstance(one, codecvisor.FrameBatch) and one.data.dim() == 3
+        assert one.pts_seconds.dim() == 0 and one.pts_seconds.item() == pytest.approx(1 / FPS)
     assert len(b[1:3]) == 2
-    assert [round(x.pts_seconds * FPS) for x in b] == [5, 1, 5, 49]
+    assert all(isinstance(x, codecvisor.FrameBatch) for x in b)
+    assert [round(x.pts_seconds.item() * FPS) for x in b] == [5, 1, 5, 49]
+    # And they check their shapes as torchcodec's do.
+    with pytest.raises(ValueError, match="3-dimensional"):
+        codecvisor.Frame(b.data, 0.0, 0.04)
+    with pytest.raises(ValueError, match="leading dimensions"):
+        codecvisor.FrameBatch(b.data, b.pts_seconds[:2], b.duration_seconds)
 
     r = d.get_frames_in_range(10, 20, 5)
     np.testing.assert_array_equal(hwc(r.data), reference[[10, 15]])
@@ -310,8 +321,9 @@ def test_time_access_is_half_open(video, reference):
         d.get_frame_played_at(2.0)  # the end is excluded
     with pytest.raises(IndexError):
         d.get_frame_played_at(-0.1)
-    with pytest.raises(IndexError):
+    with pytest.raises(IndexError) as several:
         d.get_frames_played_at([0.5, 5.0])
+    assert isinstance(several.value, RuntimeError)  # what torchcodec raises there
     with pytest.raises(ValueError):
         d.get_frames_played_in_range(1.0, 0.5)
     with pytest.raises(ValueError):
@@ -355,9 +367,33 @@ def test_a_frame_index_is_an_integer_of_any_kind(video, reference):
     np.testing.assert_array_equal(d.get_frames_at(np.array([5, 1])).data.numpy(), reference[[5, 1]])
     np.testing.assert_array_equal(d.get_frames_at(torch.tensor([6, 2])).data.numpy(), reference[[6, 2]])
     np.testing.assert_array_equal(d.get_frames_in_range(np.int32(1), torch.tensor(3)).data.numpy(), reference[1:3])
+    # Past what 64 bits hold: out of range (IndexError), not pybind's TypeError.
+    for call in (lambda: d.get_frames_at([2 ** 63]), lambda: d.get_frame_at(-2 ** 70)):
+        with pytest.raises(IndexError, match="out of bounds"):
+            call()
+    # A step longer than the stream takes one frame, as any longer step does.
+    np.testing.assert_array_equal(d.get_frames_in_range(3, 10, 2 ** 63).data.numpy(), reference[[3]])
+    np.testing.assert_array_equal(d[2::2 ** 64].numpy(), reference[[2]])
+    np.testing.assert_array_equal(d[-1::-2 ** 64].numpy(), reference[[49]])
 
 
-@pytest.mark.parametrize("kind", ["str", "path", "bytes", "bytearray", "memoryview", "tensor", "file"])
+class TorchcodecFileLike:
+    """A file-like object as torchcodec's contract has it: read(size) that
+    may return fewer bytes than asked (here at most 64 KiB), and
+    seek(offset, whence) with both arguments required."""
+
+    def __init__(self, data):
+        self._file = io.BytesIO(data)
+
+    def read(self, size):
+        return self._file.read(min(size, 1 << 16))
+
+    def seek(self, offset, whence):
+        return self._file.seek(offset, whence)
+
+
+@pytest.mark.parametrize("kind", ["str", "path", "bytes", "bytearray", "memoryview", "tensor", "file",
+                                  "torchcodec_file", "pipe"])
 def test_every_source_kind(video, reference, kind):
     data = pathlib.Path(video).read_bytes()
     source = {
@@ -368,10 +404,52 @@ def test_every_source_kind(video, reference, kind):
         "memoryview": memoryview(data),
         "tensor": torch.frombuffer(bytearray(data), dtype=torch.uint8),
         "file": io.BytesIO(data),
+        "torchcodec_file": TorchcodecFileLike(data),
+        "pipe": None,
     }[kind]
+    if kind == "pipe":  # cannot seek: read from where it is
+        read_end, write_end = os.pipe()
+        threading.Thread(target=lambda: (os.write(write_end, data), os.close(write_end)), daemon=True).start()
+        source = open(read_end, "rb")
     d = VideoDecoder(source)
     assert len(d) == 50
     np.testing.assert_array_equal(hwc(d[33]), reference[33])
+    # Each decoder reopens (pickled, or in a forked child) the video it was
+    # given, even when the caller reuses a buffer for the next file.
+    if kind in ("bytearray", "tensor"):
+        if kind == "bytearray":
+            source[:] = b"\0" * len(source)
+        else:
+            source.zero_()
+        np.testing.assert_array_equal(hwc(pickle.loads(pickle.dumps(d))[33]), reference[33])
+
+
+def test_a_forked_or_unpickled_decoder_reopens_the_same_file(video, reference, tmp_path, monkeypatch):
+    shutil.copy(video, tmp_path / "clip.mp4")
+    monkeypatch.chdir(tmp_path)
+    d = VideoDecoder("clip.mp4")
+    state = pickle.dumps(d)
+    # Another folder with a file of the same name: the path was the one in
+    # the folder the decoder was made in.
+    other = tmp_path / "other"
+    other.mkdir()
+    make_video(other / "clip.mp4", ["-f", "lavfi", "-i", "testsrc=size=32x24:rate=10", "-t", "1"])
+    monkeypatch.chdir(other)
+    np.testing.assert_array_equal(hwc(pickle.loads(state)[7]), reference[7])
+    # The file replaced by another video: an error, not the other's frames.
+    shutil.copy(other / "clip.mp4", tmp_path / "clip.mp4")
+    with pytest.raises(codecvisor.VideoError, match=r"the video changed since the decoder was made.*width: 96 -> 32"):
+        pickle.loads(state)
+    pid = os.fork()
+    if pid == 0:  # the child reopens on first use
+        try:
+            d[0]
+            os._exit(1)
+        except codecvisor.VideoError as e:
+            os._exit(0 if "the video changed" in str(e) else 2)
+        except BaseException:
+            os._exit(3)
+    assert os.waitpid(pid, 0)[1] == 0
 
 
 def test_a_file_name_that_is_not_utf8(video, reference, tmp_path):
@@ -398,13 +476,33 @@ def test_bad_arguments(video, tmp_path):
         VideoDecoder(video, seek_mode="fast")
     with pytest.raises(ValueError):
         VideoDecoder(video, num_ffmpeg_threads=-1)
-    with pytest.raises(FileNotFoundError):
+    # Options out of what the native side takes are ValueErrors that say so.
+    for options in (dict(num_ffmpeg_threads=2 ** 32), dict(stream_index=2 ** 31), dict(stream_index="0")):
+        with pytest.raises(ValueError, match="should be"):
+            VideoDecoder(video, **options)
+    # numpy integers are ints.
+    assert len(VideoDecoder(video, stream_index=np.int64(0), num_ffmpeg_threads=np.int32(1))) == 50
+    # Every wait has a deadline: an infinite or sub-millisecond timeout
+    # would be none, or declare a working backend hung and kill it.
+    for name in ("timeout", "open_timeout"):
+        for seconds in (float("inf"), float("nan"), 0.0005, 0, -1):
+            with pytest.raises(ValueError, match=name):
+                VideoDecoder(video, **{name: seconds})
+    with pytest.raises(ValueError, match="timeout"):
+        codecvisor.backends.start("cpu", timeout=float("inf"))
+    with pytest.raises(ValueError, match="embedded null byte"):
+        VideoDecoder(video + "\0.ignored")
+    # A file that cannot be opened is the OSError Python's open() raises and
+    # a RuntimeError, as torchcodec's is.
+    with pytest.raises(FileNotFoundError) as missing:
         VideoDecoder(str(tmp_path / "missing.mp4"))
+    assert isinstance(missing.value, RuntimeError)
     # What Python's own open() would raise, so that `except OSError` and a
     # batch job's on_error="skip" see a path that is no video file.
     (tmp_path / "folder.mp4").mkdir()
-    with pytest.raises(IsADirectoryError, match="not a regular file"):
+    with pytest.raises(IsADirectoryError, match="not a regular file") as folder:
         VideoDecoder(str(tmp_path / "folder.mp4"))
+    assert isinstance(folder.value, RuntimeError)
     os.mkfifo(tmp_path / "fifo.mp4")
     with pytest.raises(OSError, match="not a regular file"):
         VideoDecoder(str(tmp_path / "fifo.mp4"))

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from codecvisor import FrameBatch, Frame
+from codecvisor import FrameBatch
 from codecvisor.decoders import VideoDecoder
 from codecvisor.samplers import (clips_at_random_indices, clips_at_random_timestamps, clips_at_regular_indices,
                                  clips_at_regular_timestamps)
@@ -179,8 +179,8 @@ def test_frames_are_the_decoders_frames(video, reference):
 def test_a_clip_batch_indexes_into_clips_then_frames(make):
     clips = clips_at_regular_indices(make(30), num_clips=2, num_frames_per_clip=3)
     assert isinstance(clips[1], FrameBatch) and tuple(clips[1].data.shape) == (3, 3, 8, 16)
-    frame = clips[1][2]
-    assert isinstance(frame, Frame) and frame.pts_seconds == 29 / FPS
+    frame = clips[1][2]  # as torchcodec's: a batch of one frame, its times 0-D
+    assert isinstance(frame, FrameBatch) and frame.data.dim() == 3 and frame.pts_seconds.item() == 29 / FPS
     assert [len(clip) for clip in clips] == [3, 3]
 
 
@@ -267,6 +267,14 @@ def test_a_time_clip_longer_than_the_video(make):
     (lambda d: clips_at_random_timestamps(d, num_frames_per_clip=0), r"num_frames_per_clip \(0\) must be > 0"),
     (lambda d: clips_at_random_timestamps(d, policy="nearest"), r"Invalid policy \(nearest\)"),
     (lambda d: clips_at_random_timestamps(d, seconds_between_frames=0), r"seconds_between_frames \(0\) must be > 0"),
+    (lambda d: clips_at_random_timestamps(d, seconds_between_frames=float("nan")),
+     r"seconds_between_frames \(nan\) must be > 0"),
+    (lambda d: clips_at_random_timestamps(d, seconds_between_frames=float("inf")),
+     r"seconds_between_frames \(inf\) must be finite"),
+    (lambda d: clips_at_regular_timestamps(d, seconds_between_clip_starts=float("nan")),
+     r"seconds_between_clip_starts \(nan\) must be > 0"),
+    (lambda d: clips_at_random_timestamps(d, sampling_range_start=float("nan")),
+     r"sampling_range_start \(nan\) must be a number"),
     (lambda d: clips_at_regular_timestamps(d, seconds_between_clip_starts=0),
      r"seconds_between_clip_starts \(0\) must be > 0"),
     (lambda d: clips_at_regular_timestamps(d, seconds_between_clip_starts=1, sampling_range_start=2,
