@@ -101,6 +101,7 @@ absl::Status FromWireError(const ipc::Error& error) {
       code = absl::StatusCode::kDataLoss;
       break;
     case ipc::ErrorCode::kProtocolMismatch:
+    case ipc::ErrorCode::kNoDescriptorFree:  // not cured by a fresh process: the caller's to act on
       code = absl::StatusCode::kFailedPrecondition;
       break;
     case ipc::ErrorCode::kUnknown:
@@ -124,7 +125,9 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
                                                                       ipc::Deadline deadline) {
   const std::string where = absl::StrCat("backend '", manifest.name, "' (", manifest.path, "): ");
   auto created = ipc::HostChannel::Create(kControlGeometry);
-  if (!created.ok()) return Prefixed(created.status(), where);
+  if (!created.ok()) {
+    return MaybeHostShortage(Prefixed(created.status(), where));
+  }
   std::unique_ptr<ipc::HostChannel> control = std::move(created->first);
   ipc::PeerEnds ends = std::move(created->second);
 
@@ -418,6 +421,7 @@ absl::StatusOr<OpenedSession> BackendProcess::OpenSession(int video_fd, ipc::Ope
   auto created = ipc::HostChannel::Create(geometry, session_regions_.get());
   if (!created.ok()) {
     refuse_session();  // our own resource problem, not the backend's
+    if (absl::IsResourceExhausted(created.status())) return HostShortage(created.status());  // not the video's size
     // A frame no arena holds even once is the video's size, not the
     // caller's arena_slots (whose excess stays INVALID_ARGUMENT).
     if (absl::IsInvalidArgument(created.status()) && geometry.slot_bytes > ipc::kMaxArenaBytes / 2) {
@@ -439,7 +443,11 @@ absl::StatusOr<OpenedSession> BackendProcess::OpenSession(int video_fd, ipc::Ope
     return absl::DataLossError(absl::StrCat("backend answered attach with ", ipc::KindName(*attached)));
   }
   int pidfd = fcntl(child_.pidfd.get(), F_DUPFD_CLOEXEC, 0);
-  if (pidfd < 0) return ipc::ErrnoStatus("dup(pidfd)");
+  if (pidfd < 0) {
+    const absl::Status dup_failed = ipc::ErrnoStatus("dup(pidfd)");
+    refuse_session();  // the session ends as its channel, destroyed here, hangs up
+    return MaybeHostShortage(dup_failed);
+  }
   created->first->WatchProcess(ipc::UniqueFd(pidfd));
   return OpenedSession{std::shared_ptr<ipc::HostChannel>(std::move(created->first)), *opened};
 }

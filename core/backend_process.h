@@ -50,7 +50,9 @@ class BackendProcess final : public RunningBackend {
   // `slots` arena slots sized for the session's frames. Errors from the
   // backend (a corrupt file, no video stream) keep their codes and messages;
   // `*channel_failure` tells them apart from the backend dying or breaking
-  // the protocol mid-way (then the process must be replaced). `*file_token`
+  // the protocol mid-way (then the process must be replaced). The host's own
+  // shortage (no descriptor free for the channel) is a HostShortage, the
+  // backend's session closed and the backend kept. `*file_token`
   // is set to the token this open sent with its file (0 if it sent none),
   // which the crash hints name if the backend died inside this open.
   absl::StatusOr<OpenedSession> OpenSession(int video_fd, ipc::OpenSession options, uint32_t slots,

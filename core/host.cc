@@ -243,7 +243,7 @@ absl::StatusOr<std::unique_ptr<VideoDecoder>> Host::OpenDecoder(absl::string_vie
   const std::string label(path);
   // O_NONBLOCK: opening a FIFO with no writer would otherwise block forever.
   ipc::UniqueFd fd(open(label.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
-  if (!fd.valid()) return ipc::ErrnoStatus(absl::StrCat("open(", label, ")"));
+  if (!fd.valid()) return MaybeHostShortage(ipc::ErrnoStatus(absl::StrCat("open(", label, ")")));
   struct stat st;
   if (fstat(fd.get(), &st) != 0) return ipc::ErrnoStatus(absl::StrCat("fstat(", label, ")"));
   if (!S_ISREG(st.st_mode)) {
@@ -260,7 +260,7 @@ absl::StatusOr<std::unique_ptr<VideoDecoder>> Host::OpenDecoderFromBytes(absl::s
                                                                          DecoderOptions options) {
   if (bytes.empty()) return absl::InvalidArgumentError(absl::StrCat(label, ": no bytes to decode"));
   ipc::UniqueFd fd(memfd_create("codecvisor-video", MFD_CLOEXEC | MFD_ALLOW_SEALING));
-  if (!fd.valid()) return ipc::ErrnoStatus("memfd_create");
+  if (!fd.valid()) return MaybeHostShortage(ipc::ErrnoStatus("memfd_create(codecvisor-video)"));
   if (ftruncate(fd.get(), static_cast<off_t>(bytes.size())) != 0) {
     return ipc::ErrnoStatus(absl::StrCat("ftruncate(", bytes.size(), " bytes) for ", label));
   }

@@ -29,7 +29,10 @@ struct SandboxPolicy {
   std::vector<std::string> devices;     // device nodes opened read-write, e.g. /dev/nvidia0
   uint64_t memory_mb = 8192;            // address space
   uint64_t cpu_seconds = 86400;         // CPU time of one child
-  uint64_t open_files = 1024;
+  // Descriptors (RLIMIT_NOFILE; the host's own hard limit, if lower). Each
+  // open decoder holds about three in its backend, so this bounds how many
+  // a process may have open at once on one backend.
+  uint64_t open_files = 65536;
   // Processes of the sandbox uid, threads included. The kernel counts them
   // per uid, so every backend running as nobody shares this budget; seccomp
   // already forbids new processes, this bounds threads.

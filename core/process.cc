@@ -83,18 +83,6 @@ constexpr int kRootStep = -2;  // the mounts around the empty-root plan's steps
       if (const int err = ApplyEmptyRoot(spec.sandbox.empty_root, &step); err != 0) fail(err, step < 0 ? kRootStep : step);
     }
   }
-  for (const auto& [resource, limit] : spec.sandbox.rlimits) {
-    // A lower limit the host runs under (a cluster's `ulimit -v`) is kept:
-    // the child could not raise it (EPERM), and it bounds the backend
-    // more tightly anyway.
-    rlimit current{};
-    rlim_t value = static_cast<rlim_t>(limit);
-    if (syscall(SYS_prlimit64, 0, resource, nullptr, &current) == 0 && current.rlim_max < value) {
-      value = current.rlim_max;
-    }
-    rlimit r{value, value};
-    if (syscall(SYS_prlimit64, 0, resource, &r, nullptr) != 0) fail(errno);
-  }
   if (spec.sandbox.no_new_privs && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail(errno);
   // Move every source above every target first, so that a dup2 never
   // overwrites a source still to be moved.
@@ -113,6 +101,20 @@ constexpr int kRootStep = -2;  // the mounts around the empty-root plan's steps
   int highest = 2;
   for (size_t i = 0; i < n; ++i) highest = std::max(highest, spec.fds[i].second);
   if (syscall(SYS_close_range, highest + 1, ~0U, CLOSE_RANGE_CLOEXEC) != 0) fail(errno);
+  for (const auto& [resource, limit] : spec.sandbox.rlimits) {
+    // Set once the descriptors are in place: moving them takes numbers past
+    // a small RLIMIT_NOFILE, which the moved copies may keep until execve
+    // closes them. A lower limit the host runs under (a cluster's `ulimit -v`) is kept:
+    // the child could not raise it (EPERM), and it bounds the backend
+    // more tightly anyway.
+    rlimit current{};
+    rlim_t value = static_cast<rlim_t>(limit);
+    if (syscall(SYS_prlimit64, 0, resource, nullptr, &current) == 0 && current.rlim_max < value) {
+      value = current.rlim_max;
+    }
+    rlimit r{value, value};
+    if (syscall(SYS_prlimit64, 0, resource, &r, nullptr) != 0) fail(errno);
+  }
   if (exec_fd >= 0) {
     syscall(SYS_execveat, exec_fd, "", argv, envp, AT_EMPTY_PATH);
   } else {

@@ -46,6 +46,16 @@ struct SpawnOptions {
   bool allow_degraded = false;
 };
 
+// The host itself short of what a session needs (a descriptor, memory for
+// its shared region): `cause`, kResourceExhausted, marked so that no one
+// blames or replaces the backend for it; the message says whose limit it is.
+[[nodiscard]] absl::Status HostShortage(const absl::Status& cause);
+// Whether `status` came from HostShortage.
+bool IsHostShortage(const absl::Status& status);
+// HostShortage(status) for a kResourceExhausted status (ipc::ErrnoStatus's
+// EMFILE, ENFILE, ENOMEM), else `status`: for the host's own calls.
+[[nodiscard]] absl::Status MaybeHostShortage(const absl::Status& status);
+
 // One started backend child, as the supervisor and the sessions see it.
 // BackendProcess (core/backend_process.h) is the real one.
 class RunningBackend {

@@ -3,6 +3,7 @@
 // start that fails leads to (a retry, failed, quarantined). The work loop
 // that calls them is in supervisor.cc.
 
+#include <chrono>
 #include <memory>
 #include <utility>
 
@@ -16,6 +17,9 @@ using ipc::Clock;
 
 // A spare that fails to start this many times in a row is not tried again.
 constexpr int kMaxSpareFailures = 3;
+
+// How long a restart the host's own shortage failed waits before it is tried again.
+constexpr std::chrono::milliseconds kHostShortageRetry{500};
 
 }  // namespace
 
@@ -58,6 +62,13 @@ void Supervisor::StartSpare() {
 }
 
 void Supervisor::OnFailedRestart(const absl::Status& why) {
+  if (IsHostShortage(why)) {
+    // The host out of descriptors for the channel: not the backend's doing,
+    // and it passes when the host's own decoders close. Tried again in a
+    // while, not counted against the backend.
+    restart_at_ = env_->Now() + kHostShortageRetry;
+    return;
+  }
   // It ran before: the cause may pass (a handshake late under load, threads
   // or memory short for a moment). Count it as a crash: retried with
   // backoff, quarantined once the restart budget is spent.

@@ -172,7 +172,9 @@ absl::Status VideoDecoder::Reopen() {
     // fresh one (an open that exhausts even that one is poison). Waiting
     // out the open timeout on an exhausted process would stall the caller
     // for minutes.
-    const bool exhausted = !channel_failure && absl::IsResourceExhausted(opened.status());
+    // The host's own shortage is not the backend's: the open fails as it is.
+    const bool exhausted =
+        !channel_failure && absl::IsResourceExhausted(opened.status()) && !IsHostShortage(opened.status());
     if (!channel_failure && !exhausted) return Annotate(opened.status());
     if (exhausted && busy_retries < kBusyRetries && Clock::now() + kBusyRetry * (busy_retries + 1) < open_deadline) {
       std::this_thread::sleep_for(kBusyRetry * ++busy_retries);

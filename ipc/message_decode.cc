@@ -247,7 +247,7 @@ Response Read(wire::Response::Reader r) {
     }
     case wire::Response::ERROR: {
       auto e = r.getError();
-      out.body = Error{FromEnum(e.getCode(), ErrorCode::kNativeChanged, "error code"),
+      out.body = Error{FromEnum(e.getCode(), ErrorCode::kNoDescriptorFree, "error code"),
                        FromText(e.getMessage(), "error message")};
       break;
     }

@@ -51,7 +51,8 @@ enum class ErrorCode {
   kResourceExhausted = 6,
   kInternal = 7,
   kProtocolMismatch = 8,
-  kNativeChanged = 9,  // protocol.capnp: reopen for RGB and ask again
+  kNativeChanged = 9,      // protocol.capnp: reopen for RGB and ask again
+  kNoDescriptorFree = 10,  // protocol.capnp: the open fails, the backend goes on
 };
 
 struct Hello {

@@ -235,6 +235,10 @@ enum ErrorCode {
   # format, size or colour space or range than the stream's): the host
   # reopens the session for RGB and asks again for the frames it lacks.
   nativeChanged @9;
+  # The backend had no descriptor free for the ones an open or attach sent
+  # (its RLIMIT_NOFILE reached): that open fails, the sessions already open
+  # go on, and the backend is not replaced for it.
+  noDescriptorFree @10;
 }
 
 struct Error {

@@ -1,11 +1,13 @@
 #include "ipc/socket.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -120,6 +122,16 @@ absl::StatusOr<ReceivedMessage> ReceiveWithDescriptors(int sock, size_t max_byte
       int fd;
       std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
       out.fds.emplace_back(fd);
+    }
+  }
+  if ((msg.msg_flags & MSG_CTRUNC) && !(msg.msg_flags & MSG_TRUNC) && out.fds.size() < max_fds) {
+    // Fewer descriptors than room was made for: the kernel dropped those
+    // this process had no slot for, if it has none free now.
+    UniqueFd probe(fcntl(sock, F_DUPFD_CLOEXEC, 0));
+    if (!probe.valid() && (errno == EMFILE || errno == ENFILE)) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("descriptors sent with a message were dropped: this process has no descriptor free (",
+                       std::strerror(errno), ")"));
     }
   }
   if (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {

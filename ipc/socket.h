@@ -40,7 +40,10 @@ struct ReceivedMessage {
 // Receives one message, waiting until `deadline`. Received descriptors are
 // close-on-exec. A message longer than `max_bytes`, or with more than
 // `max_fds` descriptors, is an error (kDataLoss) and every descriptor that
-// came with it is closed. For the backend side only.
+// came with it is closed. A message whose descriptors this process had no
+// room for (its RLIMIT_NOFILE reached: the kernel drops them) is
+// kResourceExhausted, its bytes read, so that the receiver can answer it
+// and go on. For the backend side only.
 [[nodiscard]] absl::StatusOr<ReceivedMessage> ReceiveWithDescriptors(
     int sock, size_t max_bytes, size_t max_fds, Deadline deadline);
 

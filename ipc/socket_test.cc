@@ -1,13 +1,13 @@
 #include "ipc/socket.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
-
-#include <gtest/gtest.h>
 
 namespace codecvisor::ipc {
 namespace {
@@ -46,6 +46,33 @@ TEST(SocketTest, TooManyDescriptorsAreAllClosed) {
   close(p[1]);
   auto got = ReceiveWithDescriptors(pair->second.get(), 16, 1, In(1000));
   EXPECT_EQ(got.status().code(), absl::StatusCode::kDataLoss);
+}
+
+// A receiver with no descriptor free gets the message's bytes and a
+// kResourceExhausted it can answer, not a broken channel.
+TEST(SocketTest, DescriptorsWithNoSlotFreeAreResourceExhausted) {
+  auto pair = MakeSocketPair();
+  ASSERT_TRUE(pair.ok());
+  int p[2];
+  ASSERT_EQ(pipe(p), 0);
+  const uint8_t tag[] = {7};
+  const int fds[] = {p[0], p[1]};
+  ASSERT_TRUE(SendWithDescriptors(pair->first.get(), tag, fds, In(1000)).ok());
+  close(p[0]);
+  close(p[1]);
+  // The lowest free number as the soft limit: every slot below it is taken.
+  const int lowest_free = fcntl(0, F_DUPFD_CLOEXEC, 0);
+  ASSERT_GE(lowest_free, 0);
+  close(lowest_free);
+  rlimit saved{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
+  rlimit full = saved;
+  full.rlim_cur = static_cast<rlim_t>(lowest_free);
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &full), 0);
+  auto got = ReceiveWithDescriptors(pair->second.get(), 16, 2, In(1000));
+  setrlimit(RLIMIT_NOFILE, &saved);
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kResourceExhausted) << got.status();
+  EXPECT_NE(got.status().message().find("no descriptor free"), std::string::npos) << got.status();
 }
 
 TEST(SocketTest, ReceiveHonoursDeadline) {

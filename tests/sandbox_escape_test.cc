@@ -15,14 +15,17 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/str_cat.h"
 #include "tests/fault_test_support.h"
 
 namespace codecvisor::testing {
@@ -105,7 +108,11 @@ TEST_F(SandboxTest, LiveBackendHasTheSandboxEngaged) {
   EXPECT_EQ(nspid.substr(nspid.find_last_of(" \t") + 1), "1") << nspid;
   const std::string limits = ReadFile(proc + "/limits");
   EXPECT_NE(limits.find("Max core file size        0"), std::string::npos) << limits;
-  EXPECT_NE(limits.find("Max open files            1024"), std::string::npos) << limits;
+  // The manifest's default open_files, or this process's hard limit where lower.
+  rlimit files{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &files), 0);
+  const std::string open_files = absl::StrCat(std::min<rlim_t>(65536, files.rlim_max));
+  EXPECT_NE(limits.find(absl::StrCat("Max open files            ", open_files, " ")), std::string::npos) << limits;
   EXPECT_NE(limits.find("Max file size             1073741824"), std::string::npos) << limits;
   EXPECT_NE(backend.sandbox.find("seccomp"), std::string::npos) << backend.sandbox;
   EXPECT_NE(backend.sandbox.find("landlock"), std::string::npos) << backend.sandbox;

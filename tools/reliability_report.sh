@@ -19,6 +19,7 @@ suites=(
   //tests:fault_recovery_long_test
   //tests:fault_replay_test
   //tests:backend_load_test
+  //tests:descriptor_limit_test
   //tests:sandbox_escape_test
   //tests:soak_test
   //tests:hostile_video_test

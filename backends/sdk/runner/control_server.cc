@@ -28,9 +28,21 @@ absl::Status ControlServer::Reply(ipc::Response response) {
   return control_->Send(std::move(response), Clock::now() + kHostProgressTimeout);
 }
 
+ipc::Error ControlServer::NoDescriptorFree(const absl::Status& why) const {
+  // Not a broken channel: the message was read, only its descriptors were
+  // dropped. The open fails, the sessions already open go on, and the host
+  // does not replace the backend for it.
+  return ipc::Error{ipc::ErrorCode::kNoDescriptorFree,
+                    absl::StrCat("backend '", name_,
+                                 "' has no descriptor free for another session: close a decoder, or raise [sandbox] "
+                                 "open_files in its manifest (",
+                                 why.message(), ")")};
+}
+
 absl::Status ControlServer::HandleOpen(uint64_t id, const ipc::OpenSession& open) {
   // The descriptor was sent just before the request.
   absl::StatusOr<ipc::UniqueFd> fd = control_->ReceiveDescriptor(open.file_token, Clock::now() + kDescriptorWait);
+  if (absl::IsResourceExhausted(fd.status())) return Reply({id, NoDescriptorFree(fd.status())});
   if (!fd.ok()) return fd.status();  // a protocol failure: the host will see us go
   VendorSession session;
   session.vtable = vtable_;
@@ -87,6 +99,13 @@ absl::Status ControlServer::HandleOpen(uint64_t id, const ipc::OpenSession& open
 absl::Status ControlServer::HandleAttach(uint64_t id, const ipc::AttachSession& attach) {
   absl::StatusOr<std::vector<ipc::UniqueFd>> fds =
       control_->ReceiveDescriptors(attach.token, 2, Clock::now() + kDescriptorWait);
+  if (absl::IsResourceExhausted(fds.status())) {
+    if (auto it = pending_.find(attach.session_id); it != pending_.end()) {
+      vtable_->close_session(it->second.session);
+      pending_.erase(it);
+    }
+    return Reply({id, NoDescriptorFree(fds.status())});
+  }
   if (!fds.ok()) return fds.status();
   auto it = pending_.find(attach.session_id);
   if (it == pending_.end()) {

@@ -47,6 +47,9 @@ class ControlServer {
   absl::Status HandleOpen(uint64_t id, const ipc::OpenSession& open);
   absl::Status HandleAttach(uint64_t id, const ipc::AttachSession& attach);
   absl::Status Reply(ipc::Response response);
+  // The answer to an open or attach whose descriptors were dropped for
+  // want of a free one (`why`).
+  ipc::Error NoDescriptorFree(const absl::Status& why) const;
 
   std::unique_ptr<ipc::BackendChannel> control_;
   ipc::HangupWatcher* hangups_;

@@ -1,0 +1,138 @@
+// Many decoders open at once: a backend, or the host itself, out of
+// descriptors fails the one open it has none for, with an error that says
+// whose limit it is. The decoders already open go on, the backend is neither
+// replaced nor quarantined, and opens work again once decoders close. Each
+// case is a row of docs/RELIABILITY.md (FaultRow).
+
+#include <sys/resource.h>
+
+#include <chrono>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "tests/fault_test_support.h"
+
+namespace codecvisor::testing {
+namespace {
+
+// The synthetic backend's manifest with a descriptor limit of `open_files`.
+std::string FewFilesManifest(int open_files) {
+  return WriteFile("few_files_synthetic.toml",
+                   absl::StrCat("name='synthetic'\ndevices=['synthetic']\nlibrary='",
+                                Runfile("backends/testing/libcodecvisor_synthetic.so"),
+                                "'\nabi_version=1\n[sandbox]\nopen_files=", open_files, "\n"));
+}
+
+// This process's own soft limit, lowered for one test and put back.
+class LoweredFileLimit {
+ public:
+  explicit LoweredFileLimit(rlim_t soft) {
+    getrlimit(RLIMIT_NOFILE, &saved_);
+    rlimit lowered = saved_;
+    lowered.rlim_cur = soft;
+    ok_ = setrlimit(RLIMIT_NOFILE, &lowered) == 0;
+  }
+  ~LoweredFileLimit() { setrlimit(RLIMIT_NOFILE, &saved_); }
+  bool ok() const { return ok_; }
+
+ private:
+  rlimit saved_{};
+  bool ok_ = false;
+};
+
+class DescriptorLimitTest : public FaultTest {
+ protected:
+  void TearDown() override {
+    decoders_.clear();  // before the Host goes and the leak checks run
+    FaultTest::TearDown();
+  }
+
+  absl::StatusOr<std::unique_ptr<VideoDecoder>> OpenVideo() { return Open(video_, "synthetic"); }
+
+  // Opens decoders until one is refused (at most 100): that refusal.
+  absl::Status OpenUntilRefused(FaultRow& row) {
+    absl::Status refused;
+    while (decoders_.size() < 100) {
+      absl::StatusOr<std::unique_ptr<VideoDecoder>> d = OpenVideo();
+      if (!d.ok()) {
+        refused = d.status();
+        break;
+      }
+      decoders_.push_back(*std::move(d));
+    }
+    row.Saw(absl::StrCat("opens before the refusal: ", decoders_.size()));
+    row.Saw("the refused open: " + CodeName(refused));
+    return refused;
+  }
+
+  // Every decoder open still gives its frames; after two close, an open
+  // works again (given a moment: the backend learns of each close when its
+  // channel hangs up); the backend was neither replaced nor quarantined.
+  void ExpectTheOthersGoOn(FaultRow& row) {
+    EXPECT_GE(decoders_.size(), 5u);
+    int good = 0;
+    for (size_t i = 0; i < decoders_.size(); ++i) {
+      const int64_t index = static_cast<int64_t>(i % 40);
+      absl::StatusOr<Frame> f = decoders_[i]->GetFrameAt(index);
+      good += f.ok() && IsSyntheticFrame(*f, index);
+      EXPECT_TRUE(f.ok() && IsSyntheticFrame(*f, index)) << "decoder " << i << ": " << FrameOutcome(f, index);
+    }
+    row.Note(absl::StrCat(good, " of the ", decoders_.size(), " decoders open before still decode"));
+    decoders_.resize(decoders_.size() - 2);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    absl::StatusOr<std::unique_ptr<VideoDecoder>> again = OpenVideo();
+    while (!again.ok() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      again = OpenVideo();
+    }
+    row.Saw("an open after two closed: " + CodeName(again.status()));
+    EXPECT_TRUE(again.ok()) << again.status();
+    const BackendStatus status = StatusOf("synthetic");
+    row.Note(absl::StrCat(status.restarts, " restarts, backend ", status.state));
+    EXPECT_EQ(status.restarts, 0u);
+    EXPECT_EQ(status.state, "ready");
+  }
+
+  const std::string video_ = WriteSyntheticVideo("descriptor_limit.syn");
+  std::vector<std::unique_ptr<VideoDecoder>> decoders_;
+};
+
+TEST_F(DescriptorLimitTest, AnOpenPastTheBackendsDescriptorLimitFailsAlone) {
+  FaultRow& row = Row("more decoders open than the backend has descriptors for ([sandbox] open_files = 64)");
+  host_.reset();
+  absl::StatusOr<std::unique_ptr<Host>> host = Host::Create(options_);
+  ASSERT_TRUE(host.ok()) << host.status();
+  host_ = *std::move(host);
+  const absl::Status loaded = host_->LoadBackend(FewFilesManifest(64));
+  ASSERT_TRUE(loaded.ok()) << loaded;
+  const absl::Status refused = OpenUntilRefused(row);
+  ASSERT_FALSE(refused.ok()) << "64 descriptors held 100 sessions";
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition) << refused;
+  EXPECT_NE(refused.message().find("has no descriptor free for another session"), std::string::npos) << refused;
+  EXPECT_NE(refused.message().find("open_files"), std::string::npos) << refused;
+  ExpectTheOthersGoOn(row);
+}
+
+TEST_F(DescriptorLimitTest, AnOpenPastTheHostsDescriptorLimitFailsAlone) {
+  FaultRow& row = Row("more decoders open than the host process has descriptors for (RLIMIT_NOFILE)");
+  // The backend up first, with one decoder: the limit then bounds sessions only.
+  absl::StatusOr<std::unique_ptr<VideoDecoder>> first = OpenVideo();
+  ASSERT_TRUE(first.ok()) << first.status();
+  decoders_.push_back(*std::move(first));
+  absl::Status refused;
+  {
+    LoweredFileLimit limit(static_cast<rlim_t>(CountOpenFds() + 40));
+    ASSERT_TRUE(limit.ok());
+    refused = OpenUntilRefused(row);
+  }
+  ASSERT_FALSE(refused.ok()) << "40 descriptors held 100 sessions";
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
+  EXPECT_NE(refused.message().find("this process is short of what another decoder needs"), std::string::npos)
+      << refused;
+  ExpectTheOthersGoOn(row);
+}
+
+}  // namespace
+}  // namespace codecvisor::testing
