@@ -138,6 +138,13 @@ cv_status GetStreams(cv_session* session, cv_stream_info* out, uint32_t capacity
   });
 }
 
+cv_status GetHeaderTimes(cv_session* session, cv_header_times* out, cv_error* error) {
+  return OnSession("get_header_times", session, out, error, [](Session& s, cv_header_times* t) {
+    *t = s.header_times();
+    return Status();
+  });
+}
+
 cv_status GetFrameInfo(cv_session* session, int64_t index, cv_frame_info* out, cv_error* error) {
   return OnSession("get_frame_info", session, out, error,
                    [index](Session& s, cv_frame_info* info) { return s.GetFrameInfo(index, info); });
@@ -177,6 +184,7 @@ constexpr cv_backend_v1 kBackend = {
     .decode_frame = &DecodeFrame,
     .late_frame_buffer = 0,
     .get_streams = &GetStreams,
+    .get_header_times = &GetHeaderTimes,
 };
 
 }  // namespace

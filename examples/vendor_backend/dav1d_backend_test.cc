@@ -54,6 +54,15 @@ TEST_P(Dav1dBackendTest, MetadataMatchesFfprobe) {
   EXPECT_EQ(m.color_range, ProbeStream(path_, "color_range"));
   const std::vector<int64_t> pts = ProbeFramePts(path_);
   EXPECT_EQ(m.num_frames_from_scan, static_cast<int64_t>(pts.size()));
+  // The header's own times too, in exact mode, as ffprobe reads the header:
+  // the stream's duration, else the container's.
+  cv_header_times header{};
+  cv_error error{};
+  ASSERT_EQ(Backend().get_header_times(v.get(), &header, &error), CV_OK) << error.message;
+  const std::string duration = ProbeStream(path_, "duration");
+  const double header_duration = duration == "N/A" ? std::stod(ProbeFormat(path_, "duration")) : std::stod(duration);
+  EXPECT_NEAR(header.duration_seconds, header_duration, 1e-6);
+  EXPECT_NEAR(header.begin_stream_seconds, std::stod(ProbeStream(path_, "start_time")), 1e-6);
   EXPECT_EQ(m.num_video_streams, 1u);
   // The stream's own rate as ffprobe reports it ("N/A": 0), never the
   // container's (Matroska and WebM record none per stream).

@@ -157,6 +157,14 @@ Status Session::DescribeStream(const Dav1dSequenceHeader& seq, AVPixelFormat nat
   m.num_frames_from_header = stream->nb_frames > 0 ? stream->nb_frames : -1;
   m.num_frames_from_scan = table_ ? table_->size() : -1;
   const AVRational fps = HeaderFps(stream);
+  // What the header says, in either mode (get_header_times): the stream's
+  // start and duration, else the container's duration.
+  header_times_.begin_stream_seconds = stream->start_time != AV_NOPTS_VALUE ? stream->start_time * time_base_ : 0;
+  if (stream->duration != AV_NOPTS_VALUE && stream->duration > 0) {
+    header_times_.duration_seconds = stream->duration * time_base_;
+  } else if (format->duration != AV_NOPTS_VALUE && format->duration > 0) {
+    header_times_.duration_seconds = format->duration / static_cast<double>(AV_TIME_BASE);
+  }
   if (table_) {
     const FrameTable& t = *table_;
     m.begin_stream_seconds = t[0].pts * time_base_;
@@ -164,10 +172,8 @@ Status Session::DescribeStream(const Dav1dSequenceHeader& seq, AVPixelFormat nat
     m.duration_seconds = m.end_stream_seconds - m.begin_stream_seconds;
   } else {
     m.begin_stream_seconds = begin_pts_ * time_base_;
-    if (stream->duration != AV_NOPTS_VALUE && stream->duration > 0) {
-      m.duration_seconds = stream->duration * time_base_;
-    } else if (format->duration != AV_NOPTS_VALUE && format->duration > 0) {
-      m.duration_seconds = format->duration / static_cast<double>(AV_TIME_BASE);
+    if (header_times_.duration_seconds > 0) {
+      m.duration_seconds = header_times_.duration_seconds;
     } else if (stream->nb_frames > 0) {
       m.duration_seconds = stream->nb_frames / av_q2d(fps);
     }

@@ -30,6 +30,8 @@ class Session {
   static Status Open(int fd, const cv_open_options& options, std::unique_ptr<Session>* out);
 
   const cv_stream_metadata& metadata() const { return metadata_; }
+  // The ABI's get_header_times: what the container's header says.
+  const cv_header_times& header_times() const { return header_times_; }
   const cv_frame_layout& layout() const { return converter_->layout(); }
   // The ABI's get_streams: every stream of the file, as the container has them.
   uint32_t ListStreams(cv_stream_info* out, uint32_t capacity) const { return container_->ListStreams(out, capacity); }
@@ -59,6 +61,7 @@ class Session {
   std::unique_ptr<Av1Stream> stream_;
   std::unique_ptr<PictureConverter> converter_;
   cv_stream_metadata metadata_{};
+  cv_header_times header_times_{};
   int64_t num_frames_ = 0;
   double time_base_ = 0;
   // Approximate mode: the header's frame rate as a duration in time-base units.

@@ -194,11 +194,20 @@ std::vector<int64_t> ProbeFramePts(const std::string& path) {
   return pts;
 }
 
-std::string ProbeStream(const std::string& path, const std::string& entry) {
-  std::string out = Run("/usr/bin/ffprobe -v error -select_streams v:0 -show_entries stream=" + entry +
+namespace {
+
+// ffprobe's value for `entries` ("stream=pix_fmt", "format=duration") of the first video stream.
+std::string Probe(const std::string& path, const std::string& entries) {
+  std::string out = Run("/usr/bin/ffprobe -v error -select_streams v:0 -show_entries " + entries +
                         " -of default=nw=1:nk=1 '" + path + "'");
   while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
   return out;
 }
+
+}  // namespace
+
+std::string ProbeStream(const std::string& path, const std::string& entry) { return Probe(path, "stream=" + entry); }
+
+std::string ProbeFormat(const std::string& path, const std::string& entry) { return Probe(path, "format=" + entry); }
 
 }  // namespace dav1d_plugin::testing

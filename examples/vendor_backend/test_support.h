@@ -77,6 +77,8 @@ std::vector<uint8_t> ReferenceFrameBySelect(const std::string& path, int64_t n);
 std::vector<int64_t> ProbeFramePts(const std::string& path);
 // ffprobe's value for a stream entry (e.g. "pix_fmt").
 std::string ProbeStream(const std::string& path, const std::string& entry);
+// ffprobe's value for a container entry (e.g. "duration").
+std::string ProbeFormat(const std::string& path, const std::string& entry);
 
 }  // namespace dav1d_plugin::testing
 
