@@ -7,7 +7,9 @@
 // as dicts), decoder_bindings and host_bindings (the two classes).
 //
 // Boundary rules (python/README.md has the whole design):
-// - Every wait on a backend runs with the GIL released.
+// - Every wait on a backend runs with the GIL released, by WithoutGil
+//   (status_bridge.h): a thread that Python ends as the interpreter exits,
+//   where it takes the GIL back, stops there.
 // - Frames never leave this extension as views of the backend's shared memory:
 //   each request's frames are copied once, as they arrive, into one
 //   contiguous buffer that numpy (and torch, without a copy) then owns. The
@@ -26,6 +28,7 @@
 
 #include "base/batch_memory.h"
 #include "codecvisor/codecvisor.h"
+#include "pybind11/numpy.h"
 #include "pybind11/pybind11.h"
 #include "python/codecvisor/decoder_bindings.h"
 #include "python/codecvisor/host_bindings.h"
@@ -34,13 +37,22 @@
 PYBIND11_MODULE(_codecvisor, m) {
   m.doc() = "codecvisor's C++ API, bound for the codecvisor package (use codecvisor.decoders)";
   m.attr("__version__") = codecvisor::Version();
+  // numpy's C API, which every batch needs, looked up now, as the module
+  // loads under the import lock: pybind11 looks it up on first use inside a
+  // function-local static, and its import of numpy hands the GIL to other
+  // threads, which then wait on the static's guard holding it (a deadlock
+  // when threads make the process's first requests at once).
+  pybind11::detail::npy_api::get();
   codecvisor::python::RegisterErrors(m);
   codecvisor::python::DefineDecoder(m);
   codecvisor::python::DefineHost(m);
   m.def(
       "populate_pages",
-      [](uintptr_t address, size_t bytes) { return codecvisor::PopulatePages(reinterpret_cast<void*>(address), bytes); },
-      pybind11::arg("address"), pybind11::arg("bytes"), pybind11::call_guard<pybind11::gil_scoped_release>(),
+      [](uintptr_t address, size_t bytes) {
+        return codecvisor::python::WithoutGil(
+            [&] { return codecvisor::PopulatePages(reinterpret_cast<void*>(address), bytes); });
+      },
+      pybind11::arg("address"), pybind11::arg("bytes"),
       "Makes the writable pages of [address, address + bytes) of this process present in one call; False where "
       "the kernel cannot (they then fault in when first written).");
   m.def(

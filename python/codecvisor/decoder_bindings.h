@@ -76,15 +76,18 @@ class PyDecoder {
   }
 
  private:
-  // fn() with the GIL released and the lock held. A forked child's decoder
-  // is its parent's: that is refused before the lock, which a parent thread
-  // may have held at the fork.
+  // fn() with the GIL released and the lock held; the lock is released
+  // before the GIL is taken back (where Python may end the thread as the
+  // interpreter exits: WithoutGil). A forked child's decoder is its
+  // parent's: that is refused before the lock, which a parent thread may
+  // have held at the fork.
   template <typename Fn>
   std::invoke_result_t<Fn> Locked(Fn fn) {
     decoder_.CheckOwner("this decoder");
-    pybind11::gil_scoped_release release;
-    std::lock_guard<std::mutex> lock(mu_);
-    return fn();
+    return WithoutGil([&] {
+      std::lock_guard<std::mutex> lock(mu_);
+      return fn();
+    });
   }
   // fn(decoder), Locked. ValueError once closed (by another thread, while
   // this one waited for the lock).

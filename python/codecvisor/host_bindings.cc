@@ -52,19 +52,13 @@ class PyHost {
     options.backend_path = std::move(backend_path);
     options.autoload = autoload;
     options.default_device = std::move(default_device);
-    Result<std::unique_ptr<Host>> host = [&] {
-      py::gil_scoped_release release;
-      return Host::Create(options);
-    }();
+    Result<std::unique_ptr<Host>> host = WithoutGil([&] { return Host::Create(options); });
     return std::make_unique<PyHost>(Take(std::move(host)));
   }
 
   std::unique_ptr<PyDecoder> OpenPath(const std::string& path, const DecoderOptions& options) {
     Host& host = host_.get("this Host");
-    Result<std::unique_ptr<VideoDecoder>> decoder = [&] {
-      py::gil_scoped_release release;
-      return host.OpenDecoder(path, options);
-    }();
+    Result<std::unique_ptr<VideoDecoder>> decoder = WithoutGil([&] { return host.OpenDecoder(path, options); });
     return std::make_unique<PyDecoder>(Take(std::move(decoder)), options.output_format);
   }
 
@@ -76,10 +70,9 @@ class PyHost {
       throw StatusError{Status(StatusCode::kInvalidArgument, label + ": expected contiguous bytes")};
     }
     const std::string_view view(static_cast<const char*>(info.ptr), static_cast<size_t>(info.size));
-    Result<std::unique_ptr<VideoDecoder>> decoder = [&] {
-      py::gil_scoped_release release;  // `bytes` stays alive: the caller holds it
-      return host.OpenDecoderFromBytes(view, label, options);
-    }();
+    // `bytes` stays alive meanwhile: the caller holds it.
+    Result<std::unique_ptr<VideoDecoder>> decoder =
+        WithoutGil([&] { return host.OpenDecoderFromBytes(view, label, options); });
     return std::make_unique<PyDecoder>(Take(std::move(decoder)), options.output_format);
   }
 
@@ -96,22 +89,13 @@ class PyHost {
   py::str DefaultDevice() { return Text(host_.get("this Host").default_device()); }
   void LoadBackend(const std::string& manifest) {
     Host& host = host_.get("this Host");
-    Status s;
-    {
-      py::gil_scoped_release release;  // it reads a file
-      s = host.LoadBackend(manifest);
-    }
-    Check(s);
+    Check(WithoutGil([&] { return host.LoadBackend(manifest); }));  // it reads a file
   }
   void ResetBackend(const std::string& name) { Check(host_.get("this Host").ResetBackend(name)); }
   void StartBackend(const std::string& name, double timeout_seconds) {
     Host& host = host_.get("this Host");
-    Status s;
-    {
-      py::gil_scoped_release release;
-      s = host.StartBackend(name, std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000)));
-    }
-    Check(s);
+    const std::chrono::milliseconds timeout(static_cast<int64_t>(timeout_seconds * 1000));
+    Check(WithoutGil([&] { return host.StartBackend(name, timeout); }));
   }
   void close() { host_.Reset(); }
 

@@ -48,9 +48,8 @@ class Owned {
   void Reset() {
     if (getpid() != owner_) {
       (void)object_.release();  // the parent's; it is not ours to stop
-    } else if (object_ != nullptr && PyGILState_Check() && !_Py_IsFinalizing()) {
-      pybind11::gil_scoped_release release;
-      object_.reset();
+    } else if (object_ != nullptr && PyGILState_Check()) {
+      WithoutGil([&] { object_.reset(); });
     } else {
       object_.reset();
     }

@@ -1,5 +1,8 @@
 #include "python/codecvisor/status_bridge.h"
 
+#include <cxxabi.h>
+#include <unistd.h>
+
 #include <exception>
 
 namespace codecvisor::python {
@@ -25,6 +28,18 @@ void RegisterErrors(pybind11::module_& m) {
       PyErr_SetObject(forked_error.ptr(), Text(e.what).ptr());
     }
   });
+}
+
+void TakeGilBack(PyThreadState* state) {
+  try {
+    PyEval_RestoreThread(state);
+  } catch (const abi::__forced_unwind&) {
+    // Python ends this thread: its interpreter is finalizing, in another
+    // thread. The thread waits here until the process exits instead of
+    // unwinding (WithoutGil says why), as Python 3.14 has such threads do.
+    // Python dropped the GIL before ending it; it holds no lock.
+    for (;;) pause();
+  }
 }
 
 }  // namespace codecvisor::python

@@ -1,0 +1,101 @@
+"""The interpreter exits while other threads are inside decoder calls: a
+daemon thread (or one that Ctrl-C left running) is ended by Python where it
+takes the GIL back, and must stop there without aborting the process
+("terminate called ... FATAL: exception not rethrown") or freeing Python
+objects without the GIL ("Fatal Python error")."""
+
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from conftest import make_video
+
+RUNS = 5
+
+# argv: video, scenario. In each, threads decode in a loop (requests a few
+# hundred frames long, decoders opened and closed) as the process ends.
+# Frames come as numpy arrays: torch (1.13) releases and takes back the GIL
+# in its own tensor deallocation, which aborts the same way there.
+CHILD = r"""
+import sys; sys.modules["torch"] = None
+import os, signal, threading, time
+from codecvisor.decoders import VideoDecoder
+
+path, scenario = sys.argv[1], sys.argv[2]
+started = threading.Event()
+
+def decode(d=None):
+    d = d or VideoDecoder(path, num_ffmpeg_threads=1)
+    while True:
+        d.get_frames_in_range(0, 300)
+        started.set()
+
+def reopen(k):
+    data = open(path, "rb").read()
+    while True:
+        with VideoDecoder(data if k % 2 else path, num_ffmpeg_threads=1) as d:
+            d.get_frames_in_range(0, 300, 10)
+
+def interrupt(seconds):
+    timer = threading.Timer(seconds, os.kill, (os.getpid(), signal.SIGINT))
+    timer.daemon = True
+    timer.start()
+
+if scenario == "exit":
+    threading.Thread(target=decode, daemon=True).start()
+elif scenario == "many":  # opening and closing; one decoder shared
+    # The threads make the process's first requests at once: numpy's C API,
+    # which each batch needs, is looked up as the extension loads (looked
+    # up on first use, under a static guard, threads racing to it deadlocked).
+    shared = VideoDecoder(path, num_ffmpeg_threads=1)
+    for k in range(2):
+        threading.Thread(target=decode, daemon=True).start()
+        threading.Thread(target=decode, args=(shared,), daemon=True).start()
+        threading.Thread(target=reopen, args=(k,), daemon=True).start()
+elif scenario == "ctrl_c":  # the main thread interrupted in its own request
+    threading.Thread(target=decode, daemon=True).start()
+    started.wait(60)
+    interrupt(0.3)
+    decode()
+elif scenario == "ctrl_c_at_exit":  # Ctrl-C cuts short the wait for a non-daemon thread
+    threading.Thread(target=decode).start()
+    started.wait(60)
+    interrupt(0.3)
+    print("main done", flush=True)
+    sys.exit(0)
+started.wait(60)
+time.sleep(0.3)
+print("main done", flush=True)
+"""
+
+
+@pytest.fixture(scope="module")
+def long_video(tmp_path_factory):
+    """12 s of 160x120 H.264 at 25 fps: 300 frames."""
+    return make_video(tmp_path_factory.mktemp("videos") / "long.mp4",
+                      ["-f", "lavfi", "-i", "testsrc=size=160x120:rate=25", "-t", "12", "-c:v", "libx264",
+                       "-g", "50", "-pix_fmt", "yuv420p"])
+
+
+# The exit status each scenario ends with: an uncaught KeyboardInterrupt
+# ends the process with SIGINT; one that only cut the wait for threads short
+# does not change it.
+@pytest.mark.parametrize("scenario, status", [
+    ("exit", 0),
+    ("many", 0),
+    ("ctrl_c", -signal.SIGINT),
+    ("ctrl_c_at_exit", 0),
+])
+def test_process_exits_cleanly_while_a_thread_decodes(long_video, scenario, status):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    for run in range(RUNS):
+        done = subprocess.run([sys.executable, "-c", CHILD, long_video, scenario], env=env, capture_output=True,
+                              text=True, timeout=120)
+        for abort in ("terminate", "FATAL", "Fatal Python error"):
+            assert abort not in done.stderr, f"run {run}: {done.stderr}"
+        assert done.returncode == status, f"run {run}: exit status {done.returncode}\n{done.stderr}"
+        if scenario != "ctrl_c":
+            assert done.stdout == "main done\n", f"run {run}: {done.stdout}\n{done.stderr}"
