@@ -4,6 +4,7 @@
 #ifndef CODECVISOR_PYTHON_CODECVISOR_DECODER_BINDINGS_H_
 #define CODECVISOR_PYTHON_CODECVISOR_DECODER_BINDINGS_H_
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <mutex>
@@ -58,7 +59,7 @@ class PyDecoder {
   // Ctrl-C stops the request at the next frame (interrupt_watch.h).
   pybind11::tuple Fill(const FrameSelection& selection, Batch& batch) {
     InterruptWatch interrupt;
-    const Status status = WithDecoder([&](VideoDecoder& decoder) {
+    const Status status = WithDecoderUnlessInterrupted(interrupt, [&](VideoDecoder& decoder) {
       std::unique_ptr<RgbConverter> rgb = converters_.Take(decoder);
       batch.UseConverter(rgb.get());
       Status s = decoder.ForEachFrame(selection, [&](Frame f) {
@@ -85,7 +86,7 @@ class PyDecoder {
   std::invoke_result_t<Fn> Locked(Fn fn) {
     decoder_.CheckOwner("this decoder");
     return WithoutGil([&] {
-      std::lock_guard<std::mutex> lock(mu_);
+      std::lock_guard<std::timed_mutex> lock(mu_);
       return fn();
     });
   }
@@ -93,14 +94,33 @@ class PyDecoder {
   // this one waited for the lock).
   template <typename Fn>
   std::invoke_result_t<Fn, VideoDecoder&> WithDecoder(Fn fn) {
-    return Locked([&] {
-      VideoDecoder* decoder = decoder_.get_if_open("this decoder");
-      if (decoder == nullptr) throw pybind11::value_error("the decoder is closed");
-      return fn(*decoder);
+    return Locked([&] { return fn(OpenDecoder()); });
+  }
+  // WithDecoder for a request: while it waits for the lock (another
+  // thread's request on this decoder), Ctrl-C ends the wait (kCancelled;
+  // the caller's interrupt.Rethrow() then raises).
+  template <typename Fn>
+  Status WithDecoderUnlessInterrupted(const InterruptWatch& interrupt, Fn fn) {
+    decoder_.CheckOwner("this decoder");
+    return WithoutGil([&] {
+      std::unique_lock<std::timed_mutex> lock(mu_, std::defer_lock);
+      while (!lock.try_lock_for(kInterruptPoll)) {
+        if (interrupt.Raised()) return Status(StatusCode::kCancelled, "interrupted waiting for the decoder");
+      }
+      return fn(OpenDecoder());
     });
   }
+  // The decoder, with the lock held; ValueError once closed.
+  VideoDecoder& OpenDecoder() {
+    VideoDecoder* decoder = decoder_.get_if_open("this decoder");
+    if (decoder == nullptr) throw pybind11::value_error("the decoder is closed");
+    return *decoder;
+  }
 
-  std::mutex mu_;  // held for each call on decoder_
+  // How often a request waiting for another's lock looks for Ctrl-C.
+  static constexpr std::chrono::milliseconds kInterruptPoll{20};
+
+  std::timed_mutex mu_;  // held for each call on decoder_
   Owned<VideoDecoder> decoder_;
   const OutputFormat format_;
   ConverterPool converters_;

@@ -707,6 +707,35 @@ def test_ctrl_c_stops_a_request_at_the_next_frame(tmp_path):
     assert _restarts("faulty") == restarts and d.retries == 0
 
 
+def test_ctrl_c_ends_a_wait_for_another_threads_request(tmp_path):
+    # Another thread's request holds the decoder for 80 frames of 50 ms: a
+    # request on the main thread waits for it, and Ctrl-C 0.3 s in must end
+    # that wait with KeyboardInterrupt while the other request still runs.
+    clip = synthetic_clip(tmp_path / "slow.syn", "frames=80 width=32 height=24 fps=10 decode_ms=50")
+    d = VideoDecoder(clip, device="faulty")
+    started, other_done = threading.Event(), threading.Event()
+
+    def other():
+        started.set()
+        d.get_frames_in_range(0, 80)
+        other_done.set()
+
+    worker = threading.Thread(target=other)
+    worker.start()
+    started.wait()
+    time.sleep(0.1)  # its request under way
+    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):  # (were its request first, it would stop at its next frame)
+            d.get_frames_in_range(0, 80)
+        assert not other_done.is_set(), "the interrupt waited for the other thread's request"
+    finally:
+        timer.join()
+        worker.join()
+    assert other_done.is_set() and len(d.get_frames_in_range(0, 2)) == 2
+
+
 def test_a_sigint_handler_of_the_users_own_lets_the_request_finish(tmp_path):
     # Only Python's default handler (KeyboardInterrupt) cancels a request: a
     # handler of the user's own may not raise, and runs once it has ended.
