@@ -82,6 +82,10 @@ def _fetch(decoder, positions: Sequence[Number], by_time: bool) -> FrameBatch:
 def _index_range(start: int, end: Optional[int], span: int, num_frames: int):
     """[start, end) where clips may start, as torchcodec resolves it."""
     if start < 0:
+        # Counted from the end; one before the first frame would read clips
+        # from the end too (a negative index), in no order.
+        if start < -num_frames:
+            raise ValueError(f"sampling_range_start ({start}) must be at least -{num_frames} (the number of frames).")
         start += num_frames
     if start >= num_frames:
         raise ValueError(f"sampling_range_start ({start}) must be smaller than the number of frames ({num_frames}).")

@@ -134,6 +134,7 @@ def test_a_range_at_the_very_end(make):
     (dict(num_clips=-2), r"num_clips \(-2\) must be > 0"),
     (dict(num_frames_per_clip=0), r"num_frames_per_clip \(0\) must be > 0"),
     (dict(num_indices_between_frames=0), r"num_indices_between_frames \(0\) must be > 0"),
+    (dict(sampling_range_start=-31), r"sampling_range_start \(-31\) must be at least -30"),
     (dict(policy="clamp"), r"Invalid policy \(clamp\)"),
     (dict(sampling_range_start=30), r"sampling_range_start \(30\) must be smaller than the number of frames"),
     (dict(sampling_range_start=10, sampling_range_end=10), r"must be smaller than sampling_range_end \(10\)"),
