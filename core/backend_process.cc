@@ -132,12 +132,17 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
   ipc::PeerEnds ends = std::move(created->second);
 
   ipc::UniqueFd devnull(open("/dev/null", O_RDONLY | O_CLOEXEC));
-  if (!devnull.valid()) return Prefixed(ipc::ErrnoStatus("open(/dev/null)"), where);
+  if (!devnull.valid()) return MaybeHostShortage(Prefixed(ipc::ErrnoStatus("open(/dev/null)"), where));
   // The host opens the runner and the library: the child may run as nobody
   // and need not reach their paths.
   ipc::UniqueFd runner(open(layout.runner.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!runner.valid()) return Prefixed(ipc::ErrnoStatus(absl::StrCat("open(", layout.runner, ")")), where);
+  if (!runner.valid()) {
+    return MaybeHostShortage(Prefixed(ipc::ErrnoStatus(absl::StrCat("open(", layout.runner, ")")), where));
+  }
   ipc::UniqueFd library(open(manifest.library.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!library.valid() && (errno == EMFILE || errno == ENFILE || errno == ENOMEM)) {
+    return HostShortage(Prefixed(ipc::ErrnoStatus(absl::StrCat("open(", manifest.library, ")")), where));
+  }
   if (!library.valid()) {
     return Prefixed(absl::NotFoundError(absl::StrCat("library ", manifest.library, ": cannot open shared object file: ",
                                                      std::strerror(errno), "; reinstall the plugin")),
@@ -187,7 +192,7 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
   // to its own stderr (core/backend_output.h): the child never holds the
   // host's terminal or log, nor writes into a frame stream on stdout.
   int output_pipe[2];
-  if (pipe2(output_pipe, O_CLOEXEC) != 0) return Prefixed(ipc::ErrnoStatus("pipe2"), where);
+  if (pipe2(output_pipe, O_CLOEXEC) != 0) return MaybeHostShortage(Prefixed(ipc::ErrnoStatus("pipe2"), where));
   ipc::UniqueFd output_read(output_pipe[0]);
   ipc::UniqueFd output_write(output_pipe[1]);
   spec.fds = {{devnull.get(), 0},
@@ -260,7 +265,7 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
   process->output_ = std::move(output);
   process->cgroup_ = std::move(cgroup);
   const int dup = fcntl(child_pidfd, F_DUPFD_CLOEXEC, 0);
-  if (dup < 0) return Prefixed(ipc::ErrnoStatus("dup(pidfd)"), where);
+  if (dup < 0) return MaybeHostShortage(Prefixed(ipc::ErrnoStatus("dup(pidfd)"), where));
   control_channel->WatchProcess(ipc::UniqueFd(dup));  // no other thread knows the process yet
   if (absl::Status s = process->Handshake(deadline); !s.ok()) return Prefixed(s, where);
   engaged.landlock_abi = process->hello_.sandbox_landlock_abi;
@@ -444,9 +449,10 @@ absl::StatusOr<OpenedSession> BackendProcess::OpenSession(int video_fd, ipc::Ope
   }
   int pidfd = fcntl(child_.pidfd.get(), F_DUPFD_CLOEXEC, 0);
   if (pidfd < 0) {
-    const absl::Status dup_failed = ipc::ErrnoStatus("dup(pidfd)");
-    refuse_session();  // the session ends as its channel, destroyed here, hangs up
-    return MaybeHostShortage(dup_failed);
+    // The session ends as its channel, destroyed here, hangs up; the
+    // backend is not to blame.
+    *channel_failure = false;
+    return MaybeHostShortage(ipc::ErrnoStatus("dup(pidfd)"));
   }
   created->first->WatchProcess(ipc::UniqueFd(pidfd));
   return OpenedSession{std::shared_ptr<ipc::HostChannel>(std::move(created->first)), *opened};

@@ -108,7 +108,10 @@ absl::StatusOr<std::unique_ptr<RunningBackend>> FakeSupervisorEnv::Start(const B
   if (!failures_.empty()) {
     absl::Status failure = failures_.front();
     failures_.pop_front();
-    return absl::Status(failure.code(), absl::StrCat("backend '", manifest.name, "': ", failure.message()));
+    absl::Status named(failure.code(), absl::StrCat("backend '", manifest.name, "': ", failure.message()));
+    // As BackendProcess::Start's do, the failure keeps its payloads (a HostShortage's mark).
+    failure.ForEachPayload([&](absl::string_view url, const absl::Cord& payload) { named.SetPayload(url, payload); });
+    return named;
   }
   children_.push_back(std::make_shared<FakeChild>(static_cast<int>(children_.size()) + 1));
   return std::make_unique<FakeBackend>(children_.back());

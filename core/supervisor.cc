@@ -97,6 +97,7 @@ void Supervisor::SpawnEagerly() {
 
 absl::StatusOr<BackendHandle> Supervisor::Acquire(ipc::Deadline deadline) {
   MutexLock lock(&mu_);
+  const uint64_t host_short_starts = host_short_starts_;
   for (;;) {
     if (stopping_) return absl::UnavailableError(absl::StrCat("backend '", manifest_.name, "' is shut down"));
     switch (state_) {
@@ -106,6 +107,9 @@ absl::StatusOr<BackendHandle> Supervisor::Acquire(ipc::Deadline deadline) {
       case BackendState::kQuarantined:
         return failure_;
       case BackendState::kDiscovered:
+        // The start this call waited for failed for want of the host's own
+        // descriptors: starting again at once would fail the same way.
+        if (host_short_starts_ != host_short_starts) return failure_;
         state_ = BackendState::kSpawning;
         StartThreadsLocked();
         changed_.NotifyAll();

@@ -126,7 +126,14 @@ void Supervisor::StartBackend() {
     // symbol, ABI or init that fails, or crashes, every time), and more
     // tries would only run the plugin's failing start again.
     const bool may_pass = absl::IsUnavailable(failed) || absl::IsDeadlineExceeded(failed);
-    if (state_ == BackendState::kRestarting && generation_ > 0) {
+    if (IsHostShortage(failed) && generation_ == 0) {
+      // Never started, and this process out of descriptors for the
+      // backend's channels: not the backend's doing, and it passes when
+      // the caller closes some. Those waiting get the shortage; the next
+      // Acquire starts it again.
+      state_ = BackendState::kDiscovered;
+      ++host_short_starts_;
+    } else if (state_ == BackendState::kRestarting && generation_ > 0) {
       OnFailedRestart(failed);
     } else if (may_pass && !first_start_retried_) {
       first_start_retried_ = true;

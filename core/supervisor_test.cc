@@ -238,6 +238,62 @@ TEST_F(SupervisorTest, AFirstStartThatDiesTwiceFails) {
   EXPECT_EQ(supervisor_->Status().state, BackendState::kReady);
 }
 
+// The host out of descriptors as it starts the backend for the first time
+// (`ulimit -n` reached by the caller's own decoders): the opens waiting for
+// that start fail with the shortage, the backend is not failed for the
+// life of the process, and the next Acquire starts it again.
+TEST_F(SupervisorTest, AFirstStartShortOfTheHostsDescriptorsFailsOnlyItsWaiters) {
+  Make();
+  const absl::Status shortage = HostShortage(absl::ResourceExhaustedError("socketpair: Too many open files"));
+  env_->FailNextStarts({shortage});
+  absl::StatusOr<BackendHandle> waited = absl::UnknownError("not acquired");
+  std::thread waiter([&] { waited = supervisor_->Acquire(ipc::Clock::now() + std::chrono::seconds(60)); });
+  while (supervisor_->Status().state != BackendState::kSpawning) std::this_thread::yield();
+  supervisor_->RunDueWorkForTest();
+  waiter.join();
+  ASSERT_FALSE(waited.ok());
+  EXPECT_TRUE(IsHostShortage(waited.status())) << waited.status();
+  EXPECT_NE(waited.status().message().find("Too many open files"), std::string::npos) << waited.status();
+  SupervisorStatus st = supervisor_->Status();
+  EXPECT_EQ(st.state, BackendState::kDiscovered);
+  EXPECT_NE(st.diagnostic.find("Too many open files"), std::string::npos) << st.diagnostic;
+  EXPECT_EQ(env_->starts(), 1);
+  // Nothing retries on its own; the next open starts it again.
+  env_->Advance(milliseconds(60'000));
+  supervisor_->RunDueWorkForTest();
+  EXPECT_EQ(env_->starts(), 1);
+  StartReady();
+  EXPECT_EQ(env_->starts(), 2);
+  EXPECT_TRUE(supervisor_->Status().diagnostic.empty());
+}
+
+// A restart failing for the host's descriptors is retried every 0.5 s and
+// never counted: ten of them in a minute whose budget is three crashes do
+// not quarantine the backend.
+TEST_F(SupervisorTest, ARestartShortOfTheHostsDescriptorsIsRetriedUncounted) {
+  Make();
+  StartReady();
+  const absl::Status shortage = HostShortage(absl::ResourceExhaustedError("pipe2: Too many open files"));
+  env_->FailNextStarts(std::vector<absl::Status>(10, shortage));
+  env_->Exit(Current(), kSegv);
+  supervisor_->RunDueWorkForTest();  // the first crash of a quiet period restarts at once
+  EXPECT_EQ(env_->starts(), 2);
+  for (int i = 0; i < 9; ++i) {
+    env_->Advance(milliseconds(499));
+    supervisor_->RunDueWorkForTest();
+    EXPECT_EQ(env_->starts(), 2 + i) << "retried before 0.5 s";
+    env_->Advance(milliseconds(1));
+    supervisor_->RunDueWorkForTest();
+    EXPECT_EQ(env_->starts(), 3 + i);
+    EXPECT_EQ(supervisor_->Status().state, BackendState::kRestarting);
+  }
+  env_->Advance(milliseconds(500));
+  supervisor_->RunDueWorkForTest();
+  EXPECT_EQ(env_->starts(), 12);
+  EXPECT_EQ(supervisor_->Status().state, BackendState::kReady);
+  EXPECT_TRUE(AcquireNow().ok());
+}
+
 TEST_F(SupervisorTest, AFailedRestartCountsAsACrash) {
   Make();
   StartReady();

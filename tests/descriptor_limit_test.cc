@@ -134,5 +134,36 @@ TEST_F(DescriptorLimitTest, AnOpenPastTheHostsDescriptorLimitFailsAlone) {
   ExpectTheOthersGoOn(row);
 }
 
+TEST_F(DescriptorLimitTest, AFirstStartPastTheHostsDescriptorLimitFailsOnlyThatOpen) {
+  FaultRow& row = Row("the host process out of descriptors as it starts a backend for the first time");
+  // The smallest soft limit past this process's descriptors at which the
+  // video opens and the backend's start is what runs short.
+  absl::Status refused;
+  for (int extra = 0; extra <= 16; ++extra) {
+    LoweredFileLimit limit(static_cast<rlim_t>(CountOpenFds() + extra));
+    ASSERT_TRUE(limit.ok());
+    absl::StatusOr<std::unique_ptr<VideoDecoder>> d = OpenVideo();
+    ASSERT_FALSE(d.ok()) << extra << " descriptors spare started the backend";
+    refused = d.status();
+    if (refused.message().find("backend 'synthetic'") != std::string::npos) break;
+  }
+  row.Saw("the refused open: " + CodeName(refused));
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
+  EXPECT_NE(refused.message().find("backend 'synthetic'"), std::string::npos) << refused;
+  EXPECT_NE(refused.message().find("this process is short of what another decoder needs"), std::string::npos)
+      << refused;
+  EXPECT_NE(StatusOf("synthetic").state, "failed");
+  // The limit back, the next open starts the backend.
+  absl::StatusOr<std::unique_ptr<VideoDecoder>> again = OpenVideo();
+  row.Saw("the next open with the limit back: " + CodeName(again.status()));
+  ASSERT_TRUE(again.ok()) << again.status();
+  absl::StatusOr<Frame> f = (*again)->GetFrameAt(3);
+  EXPECT_TRUE(f.ok() && IsSyntheticFrame(*f, 3)) << FrameOutcome(f, 3);
+  const BackendStatus status = StatusOf("synthetic");
+  row.Note(absl::StrCat(status.restarts, " restarts, backend ", status.state));
+  EXPECT_EQ(status.state, "ready");
+  EXPECT_EQ(status.restarts, 0u);
+}
+
 }  // namespace
 }  // namespace codecvisor::testing
