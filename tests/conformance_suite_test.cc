@@ -66,6 +66,27 @@ std::map<std::string, CheckResult> ByName(const ConformanceReport& report) {
   return by_name;
 }
 
+// A backend whose every open crashes is quarantined early in the run; the
+// checks after that say so, never what a check could not measure of a
+// process that is not there (it read /proc/-1/io).
+TEST(ConformanceSuiteTest, ChecksAfterAQuarantineSayWhy) {
+  const std::string manifest =
+      WriteFile("crashing_faulty.toml",
+                "name='faulty'\ndevices=['faulty']\nlibrary='" + Runfile("backends/testing/libcodecvisor_faulty.so") +
+                    "'\nabi_version=1\n[restart]\nmax_restarts=2\nbackoff_initial_ms=1\nbackoff_max_ms=2\n"
+                    "[config]\nsegfault_open=1\n");
+  absl::StatusOr<ConformanceReport> report = RunConformance({.backend = "", .manifest_path = manifest}, Options());
+  ASSERT_TRUE(report.ok()) << report.status();
+  std::map<std::string, CheckResult> by_name = ByName(*report);
+  ASSERT_TRUE(by_name.count("first_seek_h264"));
+  const CheckResult& seek = by_name["first_seek_h264"];
+  EXPECT_FALSE(seek.passed);
+  EXPECT_NE(seek.detail.find("quarantined"), std::string::npos) << seek.detail;
+  for (const CheckResult& c : report->checks) {
+    EXPECT_EQ(c.detail.find("/proc/-1"), std::string::npos) << c.name << ": " << c.detail;
+  }
+}
+
 // The vendor's own file, with a reference the vendor gives: the cpu backend
 // (bit-exact) passes against ffmpeg's own frames, and a reference with one
 // frame altered fails the frame checks, saying where and by how much.

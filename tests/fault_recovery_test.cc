@@ -443,6 +443,27 @@ TEST_F(FaultTest, ImpossibleStreamNumbersFailTheOpenNotTheBackend) {
   EXPECT_TRUE((*warm)->GetFrameAt(2).ok());
 }
 
+// A frame described as another than the one asked for (a vendor's
+// off-by-one) would go out under the wrong index with its times: the
+// request fails saying so, and the backend, which is only wrong, is kept.
+TEST_F(FaultTest, AFrameDescribedAsAnotherFailsItsRequest) {
+  FaultRow& row = Row("decode_frame describing frame 5 as frame 6");
+  ++row.tries;
+  auto decoder = Open(WriteSyntheticVideo("wrong_index.syn", "fault=wrong_index fault_frame=5"), "faulty");
+  ASSERT_TRUE(decoder.ok()) << decoder.status();
+  const pid_t pid = StatusOf("faulty").pid;
+  absl::StatusOr<Frame> f = (*decoder)->GetFrameAt(5);
+  row.Saw("frame 5: " + CodeName(f.status()));
+  ASSERT_FALSE(f.ok());
+  EXPECT_NE(f.status().message().find("decode_frame for frame 5 described frame 6"), std::string::npos) << f.status();
+  auto frames = (*decoder)->GetFramesInRange(3, 8);
+  EXPECT_FALSE(frames.ok()) << "a range holding frame 5";
+  absl::StatusOr<Frame> fine = (*decoder)->GetFrameAt(4);
+  EXPECT_TRUE(fine.ok() && IsSyntheticFrame(*fine, 4)) << FrameOutcome(fine, 4);
+  EXPECT_EQ(StatusOf("faulty").pid, pid) << "the backend was replaced";
+  EXPECT_EQ(StatusOf("faulty").restarts, 0u);
+}
+
 TEST_F(FaultTest, CrashLoopIsQuarantinedUntilReset) {
   // faulty.toml allows 5 restarts a minute. Every open segfaults, so no
   // success ever restores the budget: the 6th crash quarantines.

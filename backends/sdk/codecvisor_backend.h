@@ -327,8 +327,10 @@ typedef struct cv_backend_v1 {
   cv_status (*index_at_seconds)(cv_session* session, double seconds, int64_t* index,
                                 cv_error* error);
 
-  /* Decodes frame `index` into `buffer` at the session's layout. Consecutive
-   * indices must not re-seek: a sequential read is as fast as plain decode. */
+  /* Decodes frame `index` into `buffer` at the session's layout, and
+   * describes it in `info` (`info->index` is `index`: a frame described as
+   * another fails the request). Consecutive indices must not re-seek: a
+   * sequential read is as fast as plain decode. */
   cv_status (*decode_frame)(cv_session* session, int64_t index, cv_frame_buffer* buffer,
                             cv_frame_info* info, cv_error* error);
 

@@ -8,7 +8,7 @@
 // offers a table asking for late frame buffers, as `synthetic_late`), and
 // with CODECVISOR_FAULTY as `faulty`, which also obeys the fault named in
 // the video ("fault=segfault fault_frame=5", see faults.h) or in its
-// manifest's [config] ("fail_init=1"), and exports
+// manifest's [config] ("fail_init=1", "segfault_open=1"), and exports
 // extra entry symbols that return a bad table; and with CODECVISOR_HOSTILE
 // as `hostile`, which tries to escape its sandbox (attacks.h) in create()
 // or decode_frame(). Used by tests only.
@@ -48,7 +48,9 @@ constexpr char kName[] = "synthetic";
 #endif
 constexpr char kLateName[] = "synthetic_late";
 
-struct Backend {};
+struct Backend {
+  bool segfault_open = false;  // faulty, [config] segfault_open=1: every open crashes
+};
 
 // True with probability `p`: a per-thread generator seeded from the pid,
 // the thread and the clock, so that every restarted child draws afresh.
@@ -100,13 +102,19 @@ cv_status Create(const char* config, cv_backend** out, cv_error* error) {
       return CV_ERROR_INTERNAL;
     }
   }
-  *out = reinterpret_cast<cv_backend*>(new Backend);
+  auto* backend = new Backend;
+  backend->segfault_open = kFaulty && config != nullptr && std::strstr(config, "segfault_open=1") != nullptr;
+  *out = reinterpret_cast<cv_backend*>(backend);
   return CV_OK;
 }
 
 void Destroy(cv_backend* backend) { delete reinterpret_cast<Backend*>(backend); }
 
-cv_status Open(cv_backend*, int fd, const cv_open_options* options, cv_session** out, cv_error* error) {
+cv_status Open(cv_backend* backend, int fd, const cv_open_options* options, cv_session** out, cv_error* error) {
+  if (reinterpret_cast<Backend*>(backend)->segfault_open) {
+    volatile int* null = nullptr;
+    *null = 1;
+  }
   char text[4096] = {};
   ssize_t n = pread(fd, text, sizeof(text) - 1, 0);
   if (n < 0) return Fail(error, CV_ERROR_CORRUPT_DATA, "%s: cannot read", options->file_label);
@@ -218,6 +226,7 @@ cv_status Decode(cv_session* session, int64_t index, cv_frame_buffer* buffer, cv
     const bool strike = s->video.fault_rate > 0 ? Chance(s->video.fault_rate)
                                                 : (s->video.fault_frame < 0 || s->video.fault_frame == index);
     if (strike) codecvisor::testing::InjectFault(fault, buffer);
+    if (strike && fault == "wrong_index") ++info->index;  // a frame described as the next one
   }
   codecvisor::testing::FillSyntheticFrame(s->video, s->format, index, buffer->data);
   return CV_OK;

@@ -86,14 +86,17 @@ _BACKEND_CODES = {
 }
 
 
-def translate(error, path=None, backend_started=False):
+def translate(error, path=None, backend_started=False, plugin_unloadable=False):
     """The Python exception for a _codecvisor.StatusError; `path` is the file
-    the failed call opened, if it opened one, and `backend_started` whether
-    a backend of the device it opened on has started (then a NOT_FOUND is
-    the backend's answer about the video, not the host's about the
-    device)."""
+    the failed call opened, if it opened one, `backend_started` whether a
+    backend of the device it opened on has started (then a NOT_FOUND is the
+    backend's answer about the video, not the host's about the device), and
+    `plugin_unloadable` whether the call failed because that device's
+    plugin cannot be loaded (NoSuchDeviceError, whatever the code)."""
     code = getattr(error, "code", None)
     message = str(error)
+    if plugin_unloadable:
+        return NoSuchDeviceError(message, code)
     # The host could not open the path: the OSError Python's own open()
     # would raise, so that `except OSError` (and a batch job's skip) sees it.
     if path is not None and code in ("INVALID_ARGUMENT", "PERMISSION_DENIED") and os.path.exists(path):

@@ -51,10 +51,13 @@ def start(name: str, timeout: float = 15.0) -> None:
     raises with its diagnostic if it cannot (for an entry-point plugin that
     failed to load, NoSuchDeviceError saying why)."""
     decoders._check_timeout("timeout", timeout)
+    host = _host.get()
     try:
-        _host.get().start_backend(name, timeout)
+        host.start_backend(name, timeout)
     except _codecvisor.StatusError as e:
-        raise _errors.translate(e) from None
+        unloadable = decoders._plugin_unloadable(host.backends(), getattr(e, "code", None),
+                                                 lambda b: b["name"] == name)
+        raise _errors.translate(e, plugin_unloadable=unloadable) from None
 
 
 def reset(name: str) -> None:

@@ -208,6 +208,19 @@ def _backend_started(backends, device: str) -> bool:
     return any(name in b["devices"] and b["state"] in _STARTED_STATES for b in backends)
 
 
+def _plugin_unloadable(backends, code, serves) -> bool:
+    """Whether a failure (`code`) of a call that needed the backends for
+    which `serves(backend)` holds is their plugin failing to load: one of
+    them is "failed" (its start was given up)
+    for a reason other than dying or hanging as it started (UNAVAILABLE,
+    DEADLINE_EXCEEDED: a BackendError, as any crash is). Its library's ABI,
+    function table or name then make the device unusable, as a missing
+    library does (NoSuchDeviceError)."""
+    if code in ("UNAVAILABLE", "DEADLINE_EXCEEDED"):
+        return False
+    return any(serves(b) and b["state"] == "failed" for b in backends)
+
+
 def _metadata_change(before: VideoStreamMetadata, after: VideoStreamMetadata) -> str:
     """The fields that differ, as "name: before -> after", for a message."""
     return ", ".join(f"{f.name}: {getattr(before, f.name)} -> {getattr(after, f.name)}"
@@ -332,10 +345,12 @@ class VideoDecoder:
             else:
                 native = host.open_bytes(self._source, self._label, **self._options)
         except _codecvisor.StatusError as e:
-            started = getattr(e, "code", None) == "NOT_FOUND" and _backend_started(
-                host.backends(), self._options["device"] or host.default_device())
+            code, device = getattr(e, "code", None), self._options["device"] or host.default_device()
+            backends = host.backends()
             raise _errors.translate(e, self._source if self._kind == "path" else None,
-                                    backend_started=started) from None
+                                    backend_started=code == "NOT_FOUND" and _backend_started(backends, device),
+                                    plugin_unloadable=_plugin_unloadable(
+                                        backends, code, lambda b: device.split(":")[0] in b["devices"])) from None
         metadata = VideoStreamMetadata._from_native(native.metadata())
         if self.metadata is not None and metadata != self.metadata:
             native.close()

@@ -106,8 +106,8 @@ def decode_synthetic(site, tmp_path, **kwargs):
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    """Seven plugin packages pip-installed (offline) into one folder: the
-    dav1d example plugin, and six broken ones."""
+    """Nine plugin packages pip-installed (offline) into one folder: the
+    dav1d example plugin, and eight broken ones."""
     root = tmp_path_factory.mktemp("plugins")
     dav1d_lib = open(runfile("examples/vendor_backend/libcodecvisor_dav1d.so"), "rb").read()
     dav1d_toml = open(runfile("examples/vendor_backend/dav1d.toml")).read()
@@ -120,6 +120,13 @@ def site(tmp_path_factory):
     undef_c = root / "undef.c"
     undef_c.write_text("void vendor_dep_init(void);\nvoid *codecvisor_backend_v1(void) { vendor_dep_init(); return 0; }\n")
     subprocess.run(["cc", "-shared", "-fPIC", "-o", str(root / "libundef.so"), str(undef_c)], check=True)
+    # Libraries that load but are no backend: an entry returning NULL, and a
+    # function table of another ABI version.
+    for lib, body in (("nulltable", "return 0;"),
+                      ("libabi", "static const unsigned t[64] = {sizeof t, 99}; return (void *)t;")):
+        (root / f"{lib}.c").write_text(f"void *codecvisor_backend_v1(void) {{ {body} }}\n")
+        subprocess.run(["cc", "-shared", "-fPIC", "-o", str(root / f"lib{lib}.so"), str(root / f"{lib}.c")],
+                       check=True)
     folders = [
         package(root, "dav1d_plugin", 'dav1d = "dav1d_plugin:dav1d.toml"',
                 {"dav1d.toml": dav1d_toml, "libcodecvisor_dav1d.so": dav1d_lib}),
@@ -130,6 +137,12 @@ def site(tmp_path_factory):
         package(root, "empty_plugin", 'empty = "empty_plugin"', {}),
         package(root, "undef_plugin", 'undef = "undef_plugin"',
                 {"undef.toml": manifest("undef", "libundef.so"), "libundef.so": (root / "libundef.so").read_bytes()}),
+        package(root, "nulltable_plugin", 'nulltable = "nulltable_plugin"',
+                {"nulltable.toml": manifest("nulltable", "libnulltable.so"),
+                 "libnulltable.so": (root / "libnulltable.so").read_bytes()}),
+        package(root, "libabi_plugin", 'libabi = "libabi_plugin"',
+                {"libabi.toml": manifest("libabi", "liblibabi.so"),
+                 "liblibabi.so": (root / "liblibabi.so").read_bytes()}),
         # Built for another backend ABI: the host rejects its manifest.
         package(root, "badabi_plugin", 'badabi = "badabi_plugin"',
                 {"badabi.toml": manifest("badabi", "libbadabi.so", devices=["badabi", "badabi_gpu"], abi_version=7)}),
@@ -208,6 +221,18 @@ def test_a_broken_plugin_is_listed_with_why_and_fails_only_its_device(site, tmp_
         decode["undef"]
     # The built-in backend still serves its device, whatever the plugins did.
     assert decode["cpu"] == ["ok", "cpu", [50, 64, 96, 3]], decode["cpu"]
+
+
+def test_every_plugin_that_cannot_load_is_a_device_error(site, tmp_path):
+    # However its library fails (missing, an undefined symbol, an entry
+    # returning NULL, another ABI's table), asking for the device raises
+    # NoSuchDeviceError saying why, as backends.start does; only dying as
+    # it starts is a BackendError (the crash plugin above).
+    clip = synthetic_clip(tmp_path / "clip.syn", SYNTHETIC)
+    result = run_child(site, tmp_path, {"nulltable": clip, "libabi": clip}, starts=["nulltable", "libabi"])
+    for name, why in (("nulltable", "codecvisor_backend_v1() returned NULL"), ("libabi", "ABI version 99")):
+        for error, message in (result["decode"][name], result["start"][name]):
+            assert error == "NoSuchDeviceError" and why in message, (name, error, message)
 
 
 def test_autoload_off_ignores_every_plugin(site, tmp_path, av1_clip):

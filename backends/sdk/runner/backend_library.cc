@@ -116,7 +116,7 @@ absl::StatusOr<LoadedBackend> LoadBackendLibrary(absl::string_view library, absl
   auto fn = reinterpret_cast<cv_backend_entry_fn>(sym);
   const cv_backend_v1* table = fn();
   if (table == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("library ", path, ": ", symbol, "() returned NULL"));
+    return absl::FailedPreconditionError(absl::StrCat("library ", path, ": ", symbol, "() returned NULL"));
   }
   if (table->abi_version != CODECVISOR_BACKEND_ABI_VERSION) {
     return absl::FailedPreconditionError(
@@ -137,7 +137,7 @@ absl::StatusOr<LoadedBackend> LoadBackendLibrary(absl::string_view library, absl
   };
   for (const void* f : functions) {
     if (f == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat("library ", path, ": function table has a NULL entry"));
+      return absl::FailedPreconditionError(absl::StrCat("library ", path, ": function table has a NULL entry"));
     }
   }
   if (table->name == nullptr || expected_name != table->name) {

@@ -131,6 +131,14 @@ absl::Status SessionServer::ServeFrames(uint64_t id, const ipc::FrameRequest& re
                                " without acquiring a buffer for it (it asks for late frame buffers, "
                                "so decode_frame must call buffer->acquire before it writes)")));
     }
+    if (at_seconds == nullptr && info.index != index) {
+      // A frame described as another than the one asked for: its pixels
+      // and times would go out under the wrong index.
+      channel_->arena().Abandon(target.slot->index);
+      return SendError(
+          id, absl::InternalError(absl::StrCat("the backend's decode_frame for frame ", index, " described frame ",
+                                               info.index, " (cv_frame_info.index must be the index asked for)")));
+    }
     if (at_seconds != nullptr) {
       if (info.index < 0) {
         channel_->arena().Abandon(target.slot->index);
