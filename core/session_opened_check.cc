@@ -36,10 +36,20 @@ absl::Status CheckLayout(const ipc::FrameLayout& l) {
   const uint64_t min_stride = std::max<uint64_t>(ipc::MinPlaneStride(l.format, l.width), 1);
   const uint64_t max_stride = uint64_t{l.width} * kMaxBytesPerPixel + kMaxRowPadding;
   uint64_t room = kMaxLayoutSlack;
-  for (const ipc::Plane& p : l.planes) {
-    if (p.rows == 0 || p.rows > l.height || (rgb && p.rows != l.height) || p.stride < min_stride ||
-        p.stride > max_stride) {
-      return BadLayout(l, absl::StrCat("a plane of ", p.rows, " rows of ", p.stride, " bytes"));
+  for (size_t i = 0; i < l.planes.size(); ++i) {
+    const ipc::Plane& p = l.planes[i];
+    const std::string plane = absl::StrCat("plane ", i, " of ", p.rows, " rows of ", p.stride, " bytes");
+    if (p.rows == 0 || p.rows > l.height || (rgb && p.rows != l.height)) {
+      return BadLayout(l, absl::StrCat(plane, ": ",
+                                       rgb ? absl::StrCat("RGB has ", l.height, " rows")
+                                           : absl::StrCat("1 to ", l.height, " rows")));
+    }
+    if (p.stride < min_stride) {
+      return BadLayout(l, absl::StrCat(plane, ": a row of ", l.width, " pixels takes at least ", min_stride, " bytes"));
+    }
+    if (p.stride > max_stride) {
+      return BadLayout(l, absl::StrCat(plane, ": rows of ", l.width, " pixels take at most ", max_stride,
+                                       " bytes, padding included"));
     }
     // stride * rows fits in 64 bits: both are 32-bit.
     const uint64_t bytes = uint64_t{p.stride} * p.rows;

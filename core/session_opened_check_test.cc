@@ -101,15 +101,15 @@ TEST(SessionOpenedCheckTest, ADecodersPaddedPicturesPass) {
 TEST(SessionOpenedCheckTest, PlanesMustFitTheFrameAndItsSize) {
   ipc::SessionOpened o = Opened();
   o.layout.planes[0].stride = 64 * 3 - 1;  // short of a row
-  ExpectRefused(o, "a plane of 48 rows of 191 bytes");
+  ExpectRefused(o, "plane 0 of 48 rows of 191 bytes: a row of 64 pixels takes at least 192 bytes");
   o = Opened();
   o.layout.planes[0].rows = 47;  // RGB covers every row
-  ExpectRefused(o, "a plane of 47 rows");
+  ExpectRefused(o, "plane 0 of 47 rows of 192 bytes: RGB has 48 rows");
   o = Opened();
   o.layout.format = ipc::OutputFormat::kNative;
   o.layout.planes[0].stride = 64 * kMaxBytesPerPixel + kMaxRowPadding + 1;  // rows of a wider frame
   o.layout.size = uint64_t{o.layout.planes[0].stride} * 48;
-  ExpectRefused(o, "a plane of 48 rows of");
+  ExpectRefused(o, "bytes, padding included");
   o = Opened();
   o.layout.planes[0].offset = 1;  // ends past the frame
   ExpectRefused(o, "ends past the frame");
