@@ -119,9 +119,18 @@ absl::StatusOr<BackendHandle> Supervisor::Acquire(ipc::Deadline deadline) {
         break;
     }
     if (!changed_.WaitUntil(&mu_, deadline) && Clock::now() >= deadline) {
-      return absl::DeadlineExceededError(absl::StrCat(
-          "backend '", manifest_.name, "' is ", StateName(state_), " and was not ready in time",
-          failure_.ok() ? "" : absl::StrCat(" (last failed start: ", failure_.message(), ")")));
+      // A start still under way when the caller's deadline passed: say
+      // what it is doing and when it gives up, not only that it is late.
+      const std::string starting =
+          state_ == BackendState::kSpawning
+              ? absl::StrCat(
+                    " (its start is sandboxing it, loading the plugin's library and running its create(); "
+                    "it gives up after ",
+                    options_.spawn_timeout.count(), " ms)")
+              : "";
+      return absl::DeadlineExceededError(
+          absl::StrCat("backend '", manifest_.name, "' is ", StateName(state_), " and was not ready in time", starting,
+                       failure_.ok() ? "" : absl::StrCat(" (last failed start: ", failure_.message(), ")")));
     }
   }
 }

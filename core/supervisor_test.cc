@@ -196,6 +196,20 @@ TEST_F(SupervisorTest, AFirstStartThatFailsIsNotRetried) {
   EXPECT_EQ(env_->starts(), 2);
 }
 
+// A caller whose deadline passes while the first start is under way (a
+// plugin's create() that never returns, a short open timeout) is told what
+// the start is doing and when it gives up, not only that it is late.
+TEST_F(SupervisorTest, ACallerLeftWaitingForAStartIsToldWhatItWaitsFor) {
+  Make();
+  absl::StatusOr<BackendHandle> handle = AcquireNow();  // the start is now due, and not run
+  ASSERT_EQ(handle.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_NE(handle.status().message().find("backend 'fake' is spawning and was not ready in time (its start is "
+                                           "sandboxing it, loading the plugin's library and running its create(); "
+                                           "it gives up after 10000 ms)"),
+            std::string::npos)
+      << handle.status();
+}
+
 // A first start that died (an outside kill) or answered late (a loaded
 // machine) once failed the backend for the life of the process.
 TEST_F(SupervisorTest, AFirstStartThatDiedOrWasLateIsRetried) {
