@@ -13,7 +13,13 @@ namespace codecvisor {
 
 std::string DeathRecord::Describe() const {
   if (killed_by_supervisor) return absl::StrCat("killed by codecvisor: ", kill_reason);
-  return DescribeExit(exit, recorded_signal, violation_syscall, oom_killed);
+  std::string text = DescribeExit(exit, recorded_signal, violation_syscall, oom_killed);
+  if (address_space_full && violation_syscall < 0) {
+    absl::StrAppend(&text,
+                    " with its address space full (the memory_mb of its manifest): likely an allocation "
+                    "that failed and was used unchecked");
+  }
+  return text;
 }
 
 void AddCrashHints(std::span<const ipc::CrashHints> channels, DeathRecord* record) {
@@ -31,6 +37,7 @@ void AddCrashHints(std::span<const ipc::CrashHints> channels, DeathRecord* recor
     }
     if (record->violation_syscall < 0) record->violation_syscall = hints.violation_syscall;
   }
+  for (const ipc::CrashHints& hints : channels) record->address_space_full |= hints.address_space_full;
 }
 
 std::string DescribeExit(const ExitStatus& exit, uint32_t recorded_signal, int32_t violation_syscall,

@@ -41,6 +41,9 @@ struct DeathRecord {
   // Its memory cgroup counted an OOM kill: a SIGKILL from the kernel for
   // going over its memory limit.
   bool oom_killed = false;
+  // It faulted with its address space full (RLIMIT_AS, the manifest's
+  // memory_mb): most likely an allocation failed and went unchecked.
+  bool address_space_full = false;
   // How many channels (sessions', and the control channel for an open) were
   // inside vendor code when it died: the suspects of a death that names
   // no culprit.

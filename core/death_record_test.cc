@@ -57,6 +57,17 @@ TEST(AddCrashHintsTest, Table) {
   }
 }
 
+TEST(AddCrashHintsTest, KeepsAFullAddressSpaceFromAnyChannel) {
+  ipc::CrashHints control = Hints(0, 0, SIGSEGV);
+  control.address_space_full = true;
+  DeathRecord record;
+  AddCrashHints(std::vector<ipc::CrashHints>{control, Hints(1)}, &record);
+  EXPECT_TRUE(record.address_space_full);
+  DeathRecord other;
+  AddCrashHints(std::vector<ipc::CrashHints>{Hints(0, 0, SIGSEGV), Hints(1)}, &other);
+  EXPECT_FALSE(other.address_space_full);
+}
+
 TEST(DescribeTest, NamesHowItEnded) {
   DeathRecord d;
   d.exit = {true, SIGKILL};
@@ -66,6 +77,10 @@ TEST(DescribeTest, NamesHowItEnded) {
   d.exit = {false, 128 + SIGSEGV};
   d.recorded_signal = SIGSEGV;  // the runner, as init, exits instead
   EXPECT_EQ(d.Describe(), "killed by signal 11 (SIGSEGV)");
+  d.address_space_full = true;
+  EXPECT_EQ(d.Describe(),
+            "killed by signal 11 (SIGSEGV) with its address space full (the memory_mb of its manifest): likely an "
+            "allocation that failed and was used unchecked");
   d.violation_syscall = 41;
   EXPECT_EQ(d.Describe(), "sandbox violation: syscall socket");
   d.killed_by_supervisor = true;

@@ -68,11 +68,13 @@ CrashHints ReadCrashHints(const Region& region) {
   auto minus_one = [](auto stored) {
     return static_cast<int32_t>(static_cast<uint32_t>(stored) - 1u);
   };
-  return {h->backend_in_call.load(std::memory_order_acquire), h->backend_fault_signal.load(std::memory_order_acquire),
+  return {h->backend_in_call.load(std::memory_order_acquire),
+          h->backend_fault_signal.load(std::memory_order_acquire),
           minus_one(h->backend_violation_syscall.load(std::memory_order_acquire)),
           h->backend_call_token.load(std::memory_order_acquire),
           minus_one(h->backend_exit_code.load(std::memory_order_acquire)),
-          h->backend_stray_fault_signal.load(std::memory_order_acquire)};
+          h->backend_stray_fault_signal.load(std::memory_order_acquire),
+          h->backend_address_space_full.load(std::memory_order_acquire) != 0};
 }
 
 void HostChannel::WatchProcess(UniqueFd pidfd) {

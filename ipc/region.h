@@ -94,6 +94,10 @@ struct RegionHeader {
   // Control region only: a fault on a thread in no vendor call (a plugin's
   // own worker thread, the runner's code). It names no request.
   std::atomic<uint32_t> backend_stray_fault_signal;
+  // Control region only: set by the fault handler when the process's
+  // address space (RLIMIT_AS, the manifest's memory_mb) had less than an
+  // eighth of it left: an allocation failing there is the likely cause.
+  std::atomic<uint32_t> backend_address_space_full;
   // Set by the runner when its side of a session channel is done with the
   // region for good (the vendor session is closed, nothing of it writes
   // here any more): the host may then give the region to the same

@@ -1,11 +1,14 @@
 #include "backends/sdk/runner/crash_hints.h"
 
 #include <signal.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
 
 #include "backends/sdk/runner/crash_backtrace.h"
@@ -17,6 +20,36 @@ namespace {
 thread_local ipc::RegionHeader* tls_current = nullptr;
 std::atomic<ipc::RegionHeader*> fallback{nullptr};  // the control channel's
 constexpr int kSysSeccomp = 1;                       // si_code of a seccomp trap
+// The process's address-space limit (RLIMIT_AS), read as the handlers are
+// installed; 0 when there is none.
+size_t address_limit = 0;
+constexpr size_t kPage = 4096;
+
+// Whether less than an eighth of the address-space limit is left: a fault
+// then most likely follows an allocation that failed (a plugin that does
+// not check malloc). The room left is the largest reservation the kernel
+// grants, found by halving (about 20 tries); the limit counts every
+// mapping, so on a 64-bit address space that is the limit less what is
+// mapped. Async-signal-safe: mmap and munmap are system calls, and a
+// PROT_NONE reservation touches no memory.
+bool AddressSpaceFull() {
+  if (address_limit == 0) return false;
+  const int saved = errno;
+  size_t fits = 0, fails = address_limit + kPage;
+  while (fails - fits > kPage) {
+    const size_t try_bytes = (fits + (fails - fits) / 2) & ~(kPage - 1);
+    if (try_bytes <= fits) break;
+    void* p = mmap(nullptr, try_bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) {
+      fails = try_bytes;
+    } else {
+      munmap(p, try_bytes);
+      fits = try_bytes;
+    }
+  }
+  errno = saved;
+  return fits < address_limit / 8;
+}
 
 // The first argument of the trapped syscall, from the registers saved in
 // the signal frame.
@@ -63,6 +96,9 @@ void OnFault(int sig, siginfo_t* info, void* ucontext) {
     (tls_current != nullptr ? h->backend_fault_signal : h->backend_stray_fault_signal)
         .compare_exchange_strong(none, static_cast<uint32_t>(sig));
   }
+  if (ipc::RegionHeader* control = fallback.load(); control != nullptr && sig != SIGSYS && AddressSpaceFull()) {
+    control->backend_address_space_full.store(1);
+  }
   // The hint is recorded first: the backtrace walks a broken stack and may
   // itself fault (which then kills the process with the default action).
   // Opt-in (crash_backtrace.h); a no-op unless the host asked for it.
@@ -84,6 +120,10 @@ void ExitProcess(int code) {
 
 void InstallCrashHintHandlers(ipc::RegionHeader* control) {
   fallback.store(control);
+  rlimit address{};
+  if (getrlimit(RLIMIT_AS, &address) == 0 && address.rlim_cur != RLIM_INFINITY) {
+    address_limit = static_cast<size_t>(address.rlim_cur);
+  }
   struct sigaction sa {};
   sa.sa_sigaction = OnFault;
   sa.sa_flags = SA_RESETHAND | SA_SIGINFO;
