@@ -9,6 +9,8 @@
 #include "absl/strings/str_join.h"
 #include "core/blame.h"
 #include "core/frame_check.h"
+#include "core/process_cpu.h"
+#include "core/progress_watch.h"
 
 namespace codecvisor::internal {
 namespace {
@@ -237,6 +239,10 @@ VideoDecoder::Attempt VideoDecoder::RunOnce(const FrameSelection& selection,
                                                                                    : metadata_.known_frame_count();
   FrameCheck check(selection, count, metadata_.estimated_frame_count());
   check.ExpectFormat(options_.output_format, options_.native_formats);
+  // A backend still decoding past the deadline (many frames before the
+  // first answer) gets more time; a hung one does not (progress_watch.h).
+  const pid_t backend_pid = backend_.process != nullptr ? backend_.process->pid() : -1;
+  ProgressWatch progress(options_.request_timeout, ProcessCpuTime(backend_pid));
   for (;;) {
     absl::StatusOr<ipc::Incoming> in = channel.Receive(Clock::now() + options_.request_timeout);
     if (absl::IsDeadlineExceeded(in.status()) && channel.arena().held_copy_count() >= slots) {
@@ -251,7 +257,18 @@ VideoDecoder::Attempt VideoDecoder::RunOnce(const FrameSelection& selection,
                   "them or let them go, or open the decoder with more arena_slots"))),
               false};
     }
+    if (absl::IsDeadlineExceeded(in.status())) {
+      if (progress.KeepWaiting(ProcessCpuTime(backend_pid))) continue;
+      if (progress.extensions() > 0) {
+        in = absl::DeadlineExceededError(
+            absl::StrCat(in.status().message(), "; it used ",
+                         std::chrono::duration_cast<std::chrono::milliseconds>(progress.busy()).count(),
+                         " ms of CPU in the ", progress.extensions() * options_.request_timeout.count(),
+                         " ms it was given beyond that, and never answered"));
+      }
+    }
     if (!in.ok()) return {in.status(), true};
+    progress = ProgressWatch(options_.request_timeout, ProcessCpuTime(backend_pid));
     if (in->response.id != id) {
       return {absl::DataLossError(absl::StrCat("backend answered request ", in->response.id, " while request ",
                                                id, " was in flight")),

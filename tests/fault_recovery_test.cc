@@ -448,6 +448,39 @@ TEST_F(FaultTest, ImpossibleStreamNumbersFailTheOpenNotTheBackend) {
   EXPECT_TRUE((*warm)->GetFrameAt(2).ok());
 }
 
+// A request whose first answer takes longer than request_timeout is hung
+// only if the backend stops working: one that keeps a core busy (frame
+// 12,999 of a file with one key frame decodes all 13,000 first) gets more
+// time, up to ten timeouts; one that sleeps is killed at the first. A QA
+// run had a valid long-GOP file called poison, and the backend quarantined.
+TEST_F(FaultTest, ABackendStillDecodingPastTheDeadlineIsGivenTime) {
+  DecoderOptions options;
+  options.request_timeout = std::chrono::milliseconds(400);
+  FaultRow& row = Row("a frame that takes 3 request timeouts of CPU to decode");
+  ++row.tries;
+  auto busy = Open(WriteSyntheticVideo("busy.syn", "frames=5 busy_ms=1200"), "faulty", options);
+  ASSERT_TRUE(busy.ok()) << busy.status();
+  const pid_t pid = StatusOf("faulty").pid;
+  absl::StatusOr<Frame> f = (*busy)->GetFrameAt(2);
+  row.Saw("the frame: " + FrameOutcome(f, 2));
+  EXPECT_TRUE(f.ok() && IsSyntheticFrame(*f, 2)) << FrameOutcome(f, 2);
+  EXPECT_EQ(StatusOf("faulty").pid, pid) << "the backend was killed";
+  EXPECT_EQ((*busy)->retries(), 0u);
+
+  FaultRow& forever = Row("a frame whose decode keeps a core busy for ever");
+  ++forever.tries;
+  options.request_timeout = std::chrono::milliseconds(200);
+  auto spinning = Open(WriteSyntheticVideo("spinning.syn", "frames=5 busy_ms=60000"), "faulty", options);
+  ASSERT_TRUE(spinning.ok()) << spinning.status();
+  absl::StatusOr<Frame> never = (*spinning)->GetFrameAt(2);
+  forever.Saw("the request: " + CodeName(never.status()));
+  ASSERT_FALSE(never.ok());
+  EXPECT_EQ(never.status().code(), absl::StatusCode::kAborted) << never.status();
+  EXPECT_NE(never.status().message().find("no answer within 200 ms"), std::string::npos) << never.status();
+  EXPECT_NE(never.status().message().find("ms it was given beyond that, and never answered"), std::string::npos)
+      << never.status();
+}
+
 // A frame described as another than the one asked for (a vendor's
 // off-by-one) would go out under the wrong index with its times: the
 // request fails saying so, and the backend, which is only wrong, is kept.

@@ -206,6 +206,16 @@ cv_status Decode(cv_session* session, int64_t index, cv_frame_buffer* buffer, cv
     return CV_ERROR_INTERNAL;
   }
   if (s->video.decode_ms > 0) usleep(static_cast<useconds_t>(s->video.decode_ms) * 1000);
+  if (s->video.busy_ms > 0) {
+    timespec now{};
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    const int64_t until = now.tv_sec * 1'000'000'000LL + now.tv_nsec + s->video.busy_ms * 1'000'000;
+    volatile uint64_t work = 0;
+    while (now.tv_sec * 1'000'000'000LL + now.tv_nsec < until) {
+      for (int i = 0; i < 10'000; ++i) work = work + static_cast<uint64_t>(i);
+      clock_gettime(CLOCK_MONOTONIC, &now);
+    }
+  }
   // A late buffer: the frame is "decoded", take it now.
   if (buffer->data == nullptr) {
     if (s->video.late_skip == index) return CV_OK;  // broken: returns without a buffer

@@ -39,6 +39,9 @@ struct SyntheticVideo {
   // fault: a slow plugin, whose calls are in progress when another session's
   // request kills the process, or whose host has time to free each frame.
   int64_t decode_ms = 0;
+  // Every build keeps a core busy this long in every decode_frame call: a
+  // slow decode (many frames before the one asked for), not a hang.
+  int64_t busy_ms = 0;
   // Every build sleeps this long in open_session: an open still inside
   // vendor code when another session's request kills the process.
   int64_t open_ms = 0;
@@ -83,6 +86,7 @@ inline std::optional<SyntheticVideo> ParseSyntheticVideo(const std::string& text
     if (key == "fault_frame") v.fault_frame = static_cast<int64_t>(value);
     if (key == "fault_rate") v.fault_rate = value;
     if (key == "decode_ms") v.decode_ms = static_cast<int64_t>(value);
+    if (key == "busy_ms") v.busy_ms = static_cast<int64_t>(value);
     if (key == "open_ms") v.open_ms = static_cast<int64_t>(value);
     if (key == "late_skip") v.late_skip = static_cast<int64_t>(value);
     if (key == "late_twice") v.late_twice = value != 0;
@@ -92,8 +96,8 @@ inline std::optional<SyntheticVideo> ParseSyntheticVideo(const std::string& text
     if (key == "port") v.port = static_cast<int>(value);
   }
   if (v.frames < 0 || v.width == 0 || v.height == 0 || v.width > 8192 || v.height > 8192 || !(v.fps > 0) ||
-      !(v.fault_rate >= 0 && v.fault_rate < 1) || v.decode_ms < 0 || v.decode_ms > 60'000 ||
-      v.open_ms < 0 || v.open_ms > 60'000) {
+      !(v.fault_rate >= 0 && v.fault_rate < 1) || v.decode_ms < 0 || v.decode_ms > 60'000 || v.busy_ms < 0 ||
+      v.busy_ms > 60'000 || v.open_ms < 0 || v.open_ms > 60'000) {
     return std::nullopt;
   }
   return v;

@@ -293,9 +293,10 @@ class VideoDecoder:
             its device is named.
         seek_mode: "exact" (scans the file at open; exact indices and
             metadata) or "approximate" (trusts the header; faster to open).
-        timeout: seconds a request may wait for the backend to make
-            progress before it is killed, restarted and the request replayed
-            (default 30).
+        timeout: seconds a request may wait for the backend's next answer
+            before it is killed, restarted and the request replayed
+            (default 30); a backend still using CPU then (decoding many
+            frames before the one asked for) gets up to ten times this.
         open_timeout: seconds one attempt at opening the file may take
             (exact mode scans it whole) before the backend is killed,
             restarted and the open tried again (default 120).

@@ -169,7 +169,9 @@ struct DecoderOptions {
   uint32_t arena_slots = 4;
   // Longest wait for the backend to make progress on one request, and for
   // one attempt at opening the file. A backend that takes longer is
-  // killed and restarted, and the request replayed once.
+  // killed and restarted, and the request replayed once; one still using
+  // CPU at a request's deadline (decoding many frames before its first
+  // answer) gets another request_timeout, up to ten in all.
   std::chrono::milliseconds request_timeout{30'000};
   std::chrono::milliseconds open_timeout{120'000};
 };
