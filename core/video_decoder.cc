@@ -5,6 +5,7 @@
 #include <thread>
 #include <variant>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/blame.h"
@@ -195,6 +196,15 @@ absl::Status VideoDecoder::Reopen() {
     if (absl::Status s = replays.AfterDeath(
             *blame, death, {"opening the file", "opening the file", "; it is poison and is not retried"}, Clock::now());
         !s.ok()) {
+      // An exact-mode open reads every packet: a huge (or padded) file can
+      // outlast the open timeout without anything being wrong.
+      if (options_.seek_mode == SeekMode::kExact && death.killed_by_supervisor &&
+          absl::StrContains(death.kill_reason, "no answer within")) {
+        s = absl::Status(s.code(), absl::StrCat(s.message(),
+                                                "; an exact-mode open reads the whole file to index its frames: "
+                                                "a longer open_timeout, or approximate mode (which reads the "
+                                                "header only), may open it"));
+      }
       return Annotate(s);
     }
   }

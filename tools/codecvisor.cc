@@ -129,7 +129,9 @@ int main(int argc, char** argv) {
           "png, ppm (one file per frame), y4m (one stream), rgb24 (raw; one stream on '-', else one file per frame)")
       ->capture_default_str()
       ->check(CLI::IsMember({"png", "ppm", "y4m", "rgb24"}));
-  decode->add_option("--threads", decode_args.open.threads, "decoder threads; 0 lets the decoder choose")
+  decode
+      ->add_option("--threads", decode_args.open.threads,
+                   "decoder threads; 0 lets the decoder choose (a backend may take fewer: cpu at most 64)")
       ->check(CLI::Range(0, 256));
   auto* out =
       decode->add_option("--out", decode_args.out, "output folder (created if missing), or - for stdout (y4m, rgb24)")

@@ -68,6 +68,15 @@ check "time range frames" [ "$(ls "$tmp/tr" | tr '\n' ' ')" = "frame_000005.ppm 
 # failures: one line naming the file, exit 1; bad usage: CLI11's codes
 check "missing file" run_cv 1 "$tmp/stdout" "$tmp/err" decode "$tmp/nope.mp4" --out "$tmp/x"
 check "missing file message" grep -q "^codecvisor decode: $tmp/nope.mp4: No such file or directory$" "$tmp/err"
+# a file name with a newline or an escape sequence: still one line, the name escaped once
+odd="$tmp/bad"$'\n'"name"$'\e'"[31m.mp4"
+: >"$odd"
+check "odd file name" run_cv 1 "$tmp/stdout" "$tmp/err" info -- "$odd"
+check "odd file name: one line" [ "$(wc -l <"$tmp/err")" = 1 ]
+check "odd file name: escaped once" grep -qF "codecvisor info: $tmp/bad\\x0aname\\x1b[31m.mp4 (backend 'cpu'): video '" "$tmp/err"
+check "odd file name: no raw escape" bash -c "! grep -q $'\e' '$tmp/err'"
+check "odd missing file" run_cv 1 "$tmp/stdout" "$tmp/err" decode "$tmp/missing"$'\n'"file.mp4" --out "$tmp/x"
+check "odd missing file: one line" [ "$(wc -l <"$tmp/err")" = 1 ]
 # --frames is a Python slice: clamped at the ends, and an empty slice is no frames
 check "stop past the end" run_cv 0 "$tmp/stdout" "$tmp/err" decode "$video" --format ppm --frames 20:26 --out "$tmp/past"
 check "stop past the end is clamped" [ "$(ls "$tmp/past" | tr '\n' ' ')" = "frame_000020.ppm frame_000021.ppm frame_000022.ppm frame_000023.ppm frame_000024.ppm " ]

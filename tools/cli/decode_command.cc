@@ -8,9 +8,10 @@
 #include <variant>
 #include <vector>
 
-#include "api/absl_interop.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "api/absl_interop.h"
+#include "core/backend_output.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/host_setup.h"
 #include "tools/cli/json.h"
@@ -61,7 +62,7 @@ WriterOptions WriterOptionsFor(const DecodeArgs& args, const StreamMetadata& met
     options.fps = *fps;
   } else if (args.format == FileFormat::kY4m) {
     std::fprintf(stderr, "codecvisor decode: %s: frame rate unknown; the y4m header says 25 fps\n",
-                 args.open.file.c_str());
+                 EscapeForTerminal(args.open.file).c_str());
   }
   options.chroma_left = CodecSitesChromaLeft(metadata.codec);
   options.name_by_position = MayRepeatFrames(selection, metadata);
@@ -148,8 +149,9 @@ int RunDecode(const DecodeArgs& args) {
       const std::string what = !args.selection.frames.empty()       ? "--frames " + args.selection.frames
                                : !args.selection.time_range.empty() ? "--time-range " + args.selection.time_range
                                                                     : "the stream";
-      std::fprintf(stderr, "codecvisor decode: %s: %s selects no frames (of %lld); nothing written\n", file.c_str(),
-                   what.c_str(), static_cast<long long>(decoder.metadata().num_frames()));
+      std::fprintf(stderr, "codecvisor decode: %s: %s selects no frames (of %lld); nothing written\n",
+                   EscapeForTerminal(file).c_str(), what.c_str(),
+                   static_cast<long long>(decoder.metadata().num_frames()));
     }
     if (args.json) PrintJson(args, {});
     return std::fflush(stdout) == 0 ? 0 : fail(absl::InternalError("cannot write stdout"));
@@ -212,18 +214,18 @@ int RunDecode(const DecodeArgs& args) {
   progress.Clear();
   if (args.json) PrintJson(args, written, skipped);
   if (!skipped.empty()) {
-    std::fprintf(stderr, "codecvisor decode: %s: skipped %zu undecodable frames: %s\n", file.c_str(), skipped.size(),
-                 ListIndices(skipped).c_str());
+    std::fprintf(stderr, "codecvisor decode: %s: skipped %zu undecodable frames: %s\n", EscapeForTerminal(file).c_str(),
+                 skipped.size(), ListIndices(skipped).c_str());
   }
   if (!args.quiet) {
     const double seconds = progress.elapsed_seconds();
     std::fprintf(stderr, "codecvisor decode: %s: wrote %lld frames (%s) to %s in %.2f s, %.1f fps (open %.2f s)\n",
-                 file.c_str(), static_cast<long long>(progress.done()), FileFormatName(args.format),
-                 (*writer)->destination().c_str(), seconds, seconds > 0 ? static_cast<double>(progress.done()) / seconds : 0.0,
-                 open_seconds);
+                 EscapeForTerminal(file).c_str(), static_cast<long long>(progress.done()), FileFormatName(args.format),
+                 (*writer)->destination().c_str(), seconds,
+                 seconds > 0 ? static_cast<double>(progress.done()) / seconds : 0.0, open_seconds);
     if (decoder.retries() > 0) {
       std::fprintf(stderr, "codecvisor decode: %s: %llu requests were re-issued after backend failures\n",
-                   file.c_str(), static_cast<unsigned long long>(decoder.retries()));
+                   EscapeForTerminal(file).c_str(), static_cast<unsigned long long>(decoder.retries()));
     }
   }
   return std::fflush(stdout) == 0 ? 0 : fail(absl::InternalError("cannot write stdout"));

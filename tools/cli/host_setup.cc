@@ -113,6 +113,11 @@ int ReportFailure(absl::string_view command, absl::string_view subject, const ab
   // Errors quote backends' messages: escaped before they reach a terminal.
   const std::string escaped = EscapeForTerminal(std::string_view(status.message().data(), status.message().size()));
   const absl::string_view message = escaped;
+  // The file's name too: a newline in it would split the one line, an
+  // escape sequence in it would reach the terminal. Messages name the file
+  // escaped the same way.
+  const std::string escaped_subject = EscapeForTerminal(std::string_view(subject.data(), subject.size()));
+  subject = escaped_subject;
   if (subject.empty() || absl::StartsWith(message, subject)) {
     std::fprintf(stderr, "codecvisor %.*s: %.*s\n", static_cast<int>(command.size()), command.data(),
                  static_cast<int>(message.size()), message.data());
