@@ -85,7 +85,13 @@ absl::StatusOr<bool> FrameCursor::NextFrame() {
         }
       }
       if (index_ != nullptr && index_->shown_order()) NoteShownOrderName(ts);
-      same_ts_before_ = last_ts_ != kUnknown && ts == last_ts_ ? same_ts_before_ + 1 : 0;
+      if (index_ != nullptr) {
+        const size_t n = std::min(recent_count_, kRecentFrames);
+        same_ts_before_ = std::count(recent_ts_.begin(), recent_ts_.begin() + n, ts);
+        recent_ts_[recent_count_++ % kRecentFrames] = ts;
+      } else {
+        same_ts_before_ = last_ts_ != kUnknown && ts == last_ts_ ? same_ts_before_ + 1 : 0;
+      }
       last_ts_ = ts;
       return true;
     }
@@ -167,6 +173,10 @@ void FrameCursor::NoteShownOrderName(int64_t ts) {
 
 absl::StatusOr<FrameCursor::Outcome> FrameCursor::DecodeUntil(int64_t pts, int64_t occurrence) {
   bool seen = false;  // a frame with `pts` came
+  // Frames past the target that may still be followed by it: in a splice
+  // whose times overlap, the second frame of a timestamp comes after the
+  // first recording's later ones (exact mode, while it is counted).
+  size_t past = 0;
   for (;;) {
     absl::StatusOr<bool> got = NextFrame();
     if (!got.ok()) return got.status();
@@ -174,6 +184,7 @@ absl::StatusOr<FrameCursor::Outcome> FrameCursor::DecodeUntil(int64_t pts, int64
     if (last_ts_ == pts) seen = true;
     if (Before(pts, occurrence)) continue;
     if (last_ts_ == pts && same_ts_before_ == occurrence) return Outcome::kFound;
+    if (seen && index_ != nullptr && last_ts_ != pts && ++past < kRecentFrames / 4) continue;
     return seen ? Outcome::kTooFew : Outcome::kOvershot;
   }
 }
@@ -203,6 +214,7 @@ void FrameCursor::Restart(bool from_start) {
   pending_packet_ = draining_ = at_end_ = have_frame_ = have_ahead_ = false;
   av_frame_unref(ahead_.get());
   last_ts_ = last_read_ts_ = kUnknown;
+  recent_count_ = 0;
   last_read_order_ = -1;
   last_index_ = -1;
   errors_without_frame_ = 0;

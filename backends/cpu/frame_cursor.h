@@ -206,6 +206,14 @@ class FrameCursor {
   // several frames one pts (a muxer that rounded them together), which the
   // index numbers in turn, and the n-th of them is frame first + n.
   int64_t same_ts_before_ = 0;
+  // Exact mode: the timestamps of the last kRecentFrames frames since the
+  // decoder was reset, oldest overwritten. A frame's same_ts_before_ counts
+  // them, not only the run just before it: where two recordings were
+  // spliced with overlapping times, a timestamp's second frame comes after
+  // a later one (2.40, 2.44, 2.40, 2.44).
+  static constexpr size_t kRecentFrames = 32;
+  std::array<int64_t, kRecentFrames> recent_ts_{};
+  size_t recent_count_ = 0;
   int64_t last_read_order_ = -1;  // exact: decode order of the last packet read
   int64_t last_read_ts_;          // max(pts, dts) of the last packet read
   int64_t last_index_ = -1;       // approximate: the index frame_ was returned as
