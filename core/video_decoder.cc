@@ -252,8 +252,11 @@ VideoDecoder::Attempt VideoDecoder::RunOnce(const FrameSelection& selection,
   // A backend still decoding past the deadline (many frames before the
   // first answer) gets more time; a hung one does not (progress_watch.h).
   const pid_t backend_pid = backend_.process != nullptr ? backend_.process->pid() : -1;
-  ProgressWatch progress(options_.request_timeout, ProcessCpuTime(backend_pid));
+  ProgressWatch progress(options_.request_timeout);
   for (;;) {
+    // The CPU sample is a procfs read: renewed only now and then, not for
+    // every frame.
+    if (const auto now = Clock::now(); progress.WantsSample(now)) progress.Sample(now, ProcessCpuTime(backend_pid));
     absl::StatusOr<ipc::Incoming> in = channel.Receive(Clock::now() + options_.request_timeout);
     if (absl::IsDeadlineExceeded(in.status()) && channel.arena().held_copy_count() >= slots) {
       // The backend is waiting for a slot, not hung: every one is held by
@@ -268,7 +271,10 @@ VideoDecoder::Attempt VideoDecoder::RunOnce(const FrameSelection& selection,
               false};
     }
     if (absl::IsDeadlineExceeded(in.status())) {
-      if (progress.KeepWaiting(ProcessCpuTime(backend_pid))) continue;
+      if (progress.KeepWaiting(Clock::now(), ProcessCpuTime(backend_pid))) {
+        // KeepWaiting took a sample: the next wait is measured from it.
+        continue;
+      }
       if (progress.extensions() > 0) {
         in = absl::DeadlineExceededError(
             absl::StrCat(in.status().message(), "; it used ",
@@ -278,7 +284,7 @@ VideoDecoder::Attempt VideoDecoder::RunOnce(const FrameSelection& selection,
       }
     }
     if (!in.ok()) return {in.status(), true};
-    progress = ProgressWatch(options_.request_timeout, ProcessCpuTime(backend_pid));
+    progress.Answered();
     if (in->response.id != id) {
       return {absl::DataLossError(absl::StrCat("backend answered request ", in->response.id, " while request ",
                                                id, " was in flight")),
