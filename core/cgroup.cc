@@ -240,7 +240,12 @@ absl::StatusOr<std::unique_ptr<BackendCgroup>> BackendCgroup::Create(const Cgrou
   auto make = [&](const std::string& parent) -> absl::StatusOr<std::string> {
     RemoveStale(parent, pid_namespace);
     const std::string dir = absl::StrCat(parent, "/", name);
-    if (mkdir(dir.c_str(), 0755) != 0) {
+    // A name this process never used can only exist if a killed process
+    // left it behind with the same pid in a namespace whose id the kernel
+    // has since reused (a test sandbox's): RemoveStale takes that pid for
+    // ours. Without processes in it, it goes.
+    if (mkdir(dir.c_str(), 0755) != 0 &&
+        !(errno == EEXIST && rmdir(dir.c_str()) == 0 && mkdir(dir.c_str(), 0755) == 0)) {
       return absl::PermissionDeniedError(absl::StrCat("mkdir(", dir, "): ", std::strerror(errno)));
     }
     cg->dirs_.push_back(dir);  // removed by the destructor from here on

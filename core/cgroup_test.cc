@@ -10,7 +10,10 @@
 
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
 namespace codecvisor {
@@ -124,6 +127,30 @@ TEST(BackendCgroupTest, OnlyStaleCgroupsOfThisPidNamespaceAreRemoved) {
   EXPECT_EQ(stat(theirs.c_str(), &st), 0) << theirs << " (another namespace) was removed";
   rmdir(ours.c_str());
   rmdir(theirs.c_str());
+}
+
+// A killed process's cgroup named as this process would name its own (the
+// same pid, in a pid namespace whose id the kernel reused: a test sandbox
+// after a killed test run) does not stop this process making its own.
+TEST(BackendCgroupTest, ALeftoverWithThisProcesssOwnNameIsReplaced) {
+  const CgroupLayout layout = ProbeCgroupLayout();
+  ASSERT_NE(layout.version, 0) << layout.missing;
+  char link[64] = {};
+  ASSERT_GT(readlink("/proc/self/ns/pid", link, sizeof(link) - 1), 0);
+  std::string ns(link);
+  ns = ns.substr(ns.find('[') + 1, ns.find(']') - ns.find('[') - 1);
+  // Every name this test binary's next Create may use (its counter is below 64).
+  std::vector<std::string> leftovers;
+  for (int n = 0; n < 64; ++n) {
+    leftovers.push_back(absl::StrCat(layout.memory_dir, "/codecvisor-", ns, "-", getpid(), "-", n, "-unit"));
+    if (mkdir(leftovers.back().c_str(), 0755) != 0) leftovers.pop_back();  // this binary's own, made before
+  }
+  ASSERT_FALSE(leftovers.empty());
+  {
+    auto cg = BackendCgroup::Create(layout, "unit", 256 << 20, 64);
+    EXPECT_TRUE(cg.ok()) << cg.status();
+  }
+  for (const std::string& dir : leftovers) rmdir(dir.c_str());
 }
 
 }  // namespace

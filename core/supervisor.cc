@@ -109,7 +109,7 @@ absl::StatusOr<BackendHandle> Supervisor::Acquire(ipc::Deadline deadline) {
       case BackendState::kDiscovered:
         // The start this call waited for failed for want of the host's own
         // descriptors: starting again at once would fail the same way.
-        if (host_short_starts_ != host_short_starts) return failure_;
+        if (host_short_starts_ != host_short_starts && !failure_.ok()) return failure_;
         state_ = BackendState::kSpawning;
         StartThreadsLocked();
         changed_.NotifyAll();
@@ -125,7 +125,7 @@ absl::StatusOr<BackendHandle> Supervisor::Acquire(ipc::Deadline deadline) {
           state_ == BackendState::kSpawning
               ? absl::StrCat(
                     " (its start is sandboxing it, loading the plugin's library and running its create(); "
-                    "it gives up after ",
+                    "each attempt gives up after ",
                     options_.spawn_timeout.count(), " ms)")
               : "";
       return absl::DeadlineExceededError(

@@ -112,8 +112,8 @@ void Supervisor::StartBackend() {
   }
   if (process != nullptr && !watches_.count(process.get())) {
     if (absl::Status s = Watch(*process); !s.ok()) {
-      failed = absl::Status(s.code(),
-                            absl::StrCat("backend '", manifest_.name, "': cannot watch its process: ", s.message()));
+      failed = MaybeHostShortage(absl::Status(
+          s.code(), absl::StrCat("backend '", manifest_.name, "': cannot watch its process: ", s.message())));
       unwatched = std::move(process);
     }
   }

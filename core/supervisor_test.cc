@@ -205,7 +205,7 @@ TEST_F(SupervisorTest, ACallerLeftWaitingForAStartIsToldWhatItWaitsFor) {
   ASSERT_EQ(handle.status().code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_NE(handle.status().message().find("backend 'fake' is spawning and was not ready in time (its start is "
                                            "sandboxing it, loading the plugin's library and running its create(); "
-                                           "it gives up after 10000 ms)"),
+                                           "each attempt gives up after 10000 ms)"),
             std::string::npos)
       << handle.status();
 }

@@ -502,6 +502,13 @@ TEST_F(FaultTest, AFrameDescribedAsAnotherFailsItsRequest) {
   EXPECT_TRUE(fine.ok() && IsSyntheticFrame(*fine, 4)) << FrameOutcome(fine, 4);
   EXPECT_EQ(StatusOf("faulty").pid, pid) << "the backend was replaced";
   EXPECT_EQ(StatusOf("faulty").restarts, 0u);
+  // A plugin that never sets the index (built when nothing read it) still
+  // works: the runner fills it in with the index asked for.
+  auto untouched = Open(WriteSyntheticVideo("index_untouched.syn", "fault=index_untouched"), "faulty");
+  ASSERT_TRUE(untouched.ok()) << untouched.status();
+  auto all = (*untouched)->GetFramesInRange(0, 6);
+  ASSERT_TRUE(all.ok()) << all.status();
+  for (int64_t i = 0; i < 6; ++i) EXPECT_TRUE(IsSyntheticFrame((*all)[i], i)) << i;
 }
 
 TEST_F(FaultTest, CrashLoopIsQuarantinedUntilReset) {

@@ -85,13 +85,17 @@ absl::StatusOr<bool> FrameCursor::NextFrame() {
         }
       }
       if (index_ != nullptr && index_->shown_order()) NoteShownOrderName(ts);
-      if (index_ != nullptr) {
+      if (last_ts_ != kUnknown && ts == last_ts_) {
+        ++same_ts_before_;  // a run of frames with one pts, however long
+      } else if (index_ != nullptr) {
+        // The pts seen again after others (a splice): its earlier frames
+        // among the recent ones.
         const size_t n = std::min(recent_count_, kRecentFrames);
         same_ts_before_ = std::count(recent_ts_.begin(), recent_ts_.begin() + n, ts);
-        recent_ts_[recent_count_++ % kRecentFrames] = ts;
       } else {
-        same_ts_before_ = last_ts_ != kUnknown && ts == last_ts_ ? same_ts_before_ + 1 : 0;
+        same_ts_before_ = 0;
       }
+      if (index_ != nullptr) recent_ts_[recent_count_++ % kRecentFrames] = ts;
       last_ts_ = ts;
       return true;
     }
@@ -171,20 +175,20 @@ void FrameCursor::NoteShownOrderName(int64_t ts) {
   last_name_order_ = order;
 }
 
-absl::StatusOr<FrameCursor::Outcome> FrameCursor::DecodeUntil(int64_t pts, int64_t occurrence) {
+absl::StatusOr<FrameCursor::Outcome> FrameCursor::DecodeUntil(int64_t pts, int64_t occurrence, bool scattered) {
   bool seen = false;  // a frame with `pts` came
-  // Frames past the target that may still be followed by it: in a splice
-  // whose times overlap, the second frame of a timestamp comes after the
-  // first recording's later ones (exact mode, while it is counted).
+  // With `scattered`, frames past the target that may still be followed by
+  // it: in a splice whose times overlap, the second frame of a timestamp
+  // comes after the first recording's later ones.
   size_t past = 0;
   for (;;) {
     absl::StatusOr<bool> got = NextFrame();
     if (!got.ok()) return got.status();
-    if (!*got) return Outcome::kEnded;
+    if (!*got) return past > 0 ? Outcome::kTooFew : Outcome::kEnded;
     if (last_ts_ == pts) seen = true;
     if (Before(pts, occurrence)) continue;
     if (last_ts_ == pts && same_ts_before_ == occurrence) return Outcome::kFound;
-    if (seen && index_ != nullptr && last_ts_ != pts && ++past < kRecentFrames / 4) continue;
+    if (scattered && seen && last_ts_ != pts && ++past < kRecentFrames / 4) continue;
     return seen ? Outcome::kTooFew : Outcome::kOvershot;
   }
 }
@@ -272,6 +276,15 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeExact(int64_t index) {
   if (have_frame_ && last_ts_ == target.pts && same_ts_before_ == occurrence && !names_damaged_) {
     return frame_.get();
   }
+  // A tie whose packets are apart in decode order (two recordings spliced,
+  // their times overlapping), not side by side (a muxer's rounding, fields).
+  const int64_t tie_end = index_->FindAfter(target.pts);
+  int64_t first_order = (*index_)[first_of_tie].decode_order, last_order = first_order;
+  for (int64_t i = first_of_tie; i < tie_end; ++i) {
+    first_order = std::min(first_order, (*index_)[i].decode_order);
+    last_order = std::max(last_order, (*index_)[i].decode_order);
+  }
+  const bool scattered = last_order - first_order >= tie_end - first_of_tie;
   const std::vector<int64_t> starts = index_->StartPoints(index, 1);
   const int64_t key_order = (*index_)[starts.front()].decode_order;
   last_error_ = 0;
@@ -279,7 +292,7 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeExact(int64_t index) {
   if (positioned_ && !at_end_ &&
       (last_ts_ == kUnknown || Before(target.pts, occurrence)) &&
       key_order <= last_read_order_ + 1) {
-    absl::StatusOr<Outcome> outcome = DecodeUntil(target.pts, occurrence);
+    absl::StatusOr<Outcome> outcome = DecodeUntil(target.pts, occurrence, scattered);
     if (!outcome.ok()) return outcome.status();
     // A frame whose name may be off is looked for again from a start point.
     if (*outcome == Outcome::kFound && !names_damaged_) return frame_.get();
@@ -290,7 +303,7 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeExact(int64_t index) {
   // to the tie's time may land on any of its packets (an index keeps one
   // entry per timestamp), and a landing on any of them is refused (they all
   // map to the tie's first).
-  const bool in_tie = index_->FindAfter(target.pts) - first_of_tie > 1;
+  const bool in_tie = tie_end - first_of_tie > 1;
   const std::vector<int64_t> seeks = SeekTimestamps(first_of_tie, in_tie);
   const int64_t landing_limit = in_tie ? (*index_)[first_of_tie].decode_order - 1 : key_order;
   for (size_t i = 0; i < seeks.size(); ++i) {
@@ -302,7 +315,7 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeExact(int64_t index) {
       // container's first packet.
       if (absl::Status s = Rewind(); !s.ok()) return s;
     }
-    absl::StatusOr<Outcome> outcome = DecodeUntil(target.pts, occurrence);
+    absl::StatusOr<Outcome> outcome = DecodeUntil(target.pts, occurrence, scattered);
     if (!outcome.ok()) return outcome.status();
     if (*outcome == Outcome::kFound) {
       if (!names_damaged_) return frame_.get();

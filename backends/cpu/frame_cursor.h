@@ -152,8 +152,10 @@ class FrameCursor {
   absl::StatusOr<bool> NextFrame();
   // Decodes forward until the `occurrence`-th frame (from 0) with timestamp
   // `pts` (kFound), or a frame past it: a later timestamp (kOvershot, or
-  // kTooFew after fewer frames with `pts` than asked for).
-  absl::StatusOr<Outcome> DecodeUntil(int64_t pts, int64_t occurrence = 0);
+  // kTooFew after fewer frames with `pts` than asked for). With
+  // `scattered` (the tie's packets are apart in decode order), up to
+  // kRecentFrames / 4 frames past it are decoded before kTooFew.
+  absl::StatusOr<Outcome> DecodeUntil(int64_t pts, int64_t occurrence = 0, bool scattered = false);
   // Seeks the demuxer to `timestamp` and resets the decoder and position.
   absl::Status SeekTo(int64_t timestamp);
   // Opens the container again, which reads from its first packet, and
@@ -207,10 +209,10 @@ class FrameCursor {
   // index numbers in turn, and the n-th of them is frame first + n.
   int64_t same_ts_before_ = 0;
   // Exact mode: the timestamps of the last kRecentFrames frames since the
-  // decoder was reset, oldest overwritten. A frame's same_ts_before_ counts
-  // them, not only the run just before it: where two recordings were
-  // spliced with overlapping times, a timestamp's second frame comes after
-  // a later one (2.40, 2.44, 2.40, 2.44).
+  // decoder was reset, oldest overwritten. A frame whose pts differs from
+  // the last one's counts its earlier frames among them: where two
+  // recordings were spliced with overlapping times, a timestamp's second
+  // frame comes after a later one (2.40, 2.44, 2.40, 2.44).
   static constexpr size_t kRecentFrames = 32;
   std::array<int64_t, kRecentFrames> recent_ts_{};
   size_t recent_count_ = 0;

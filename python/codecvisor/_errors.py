@@ -95,8 +95,10 @@ def translate(error, path=None, backend_started=False, plugin_unloadable=False):
     plugin cannot be loaded (NoSuchDeviceError, whatever the code)."""
     code = getattr(error, "code", None)
     message = str(error)
-    if plugin_unloadable:
-        return NoSuchDeviceError(message, code)
+    # The host opens the path before it asks for the backend: a path it
+    # cannot open is that, whatever the device.
+    if path is not None and code == "NOT_FOUND" and not os.path.exists(path):
+        return FileNotFoundError(message)
     # The host could not open the path: the OSError Python's own open()
     # would raise, so that `except OSError` (and a batch job's skip) sees it.
     if path is not None and code in ("INVALID_ARGUMENT", "PERMISSION_DENIED") and os.path.exists(path):
@@ -106,6 +108,8 @@ def translate(error, path=None, backend_started=False, plugin_unloadable=False):
             return OSError(errno.EINVAL, message, path)
         if code == "PERMISSION_DENIED" and not os.access(path, os.R_OK):
             return PermissionError(errno.EACCES, message, path)
+    if plugin_unloadable:
+        return NoSuchDeviceError(message, code)
     if code == "OUT_OF_RANGE":
         return IndexError(message)
     if code == "INVALID_ARGUMENT":
@@ -113,8 +117,6 @@ def translate(error, path=None, backend_started=False, plugin_unloadable=False):
     if code == "UNIMPLEMENTED":
         return UnsupportedVideoError(message, code)
     if code == "NOT_FOUND":
-        if path is not None and not os.path.exists(path):
-            return FileNotFoundError(message)
         if backend_started:
             return NoSuchStreamError(message, code)
         return NoSuchDeviceError(message, code)

@@ -216,7 +216,7 @@ def _plugin_unloadable(backends, code, serves) -> bool:
     DEADLINE_EXCEEDED: a BackendError, as any crash is). Its library's ABI,
     function table or name then make the device unusable, as a missing
     library does (NoSuchDeviceError)."""
-    if code in ("UNAVAILABLE", "DEADLINE_EXCEEDED"):
+    if code in ("UNAVAILABLE", "DEADLINE_EXCEEDED", "RESOURCE_EXHAUSTED"):
         return False
     return any(serves(b) and b["state"] == "failed" for b in backends)
 

@@ -229,10 +229,14 @@ def test_every_plugin_that_cannot_load_is_a_device_error(site, tmp_path):
     # NoSuchDeviceError saying why, as backends.start does; only dying as
     # it starts is a BackendError (the crash plugin above).
     clip = synthetic_clip(tmp_path / "clip.syn", SYNTHETIC)
-    result = run_child(site, tmp_path, {"nulltable": clip, "libabi": clip}, starts=["nulltable", "libabi"])
+    missing = str(tmp_path / "missing.mp4")
+    result = run_child(site, tmp_path, {"nulltable": clip, "libabi": clip, "nulltable:0": missing},
+                       starts=["nulltable", "libabi"])
     for name, why in (("nulltable", "codecvisor_backend_v1() returned NULL"), ("libabi", "ABI version 99")):
         for error, message in (result["decode"][name], result["start"][name]):
             assert error == "NoSuchDeviceError" and why in message, (name, error, message)
+    # A path that cannot be opened is that, whatever the device: the host opens it first.
+    assert result["decode"]["nulltable:0"][0] == "FileNotFoundError", result["decode"]["nulltable:0"]
 
 
 def test_autoload_off_ignores_every_plugin(site, tmp_path, av1_clip):

@@ -121,7 +121,9 @@ void ExitProcess(int code) {
 void InstallCrashHintHandlers(ipc::RegionHeader* control) {
   fallback.store(control);
   rlimit address{};
-  if (getrlimit(RLIMIT_AS, &address) == 0 && address.rlim_cur != RLIM_INFINITY) {
+  // A limit past half of a 47-bit address space is none in practice: an
+  // eighth of it could never be reserved, full or not.
+  if (getrlimit(RLIMIT_AS, &address) == 0 && address.rlim_cur != RLIM_INFINITY && address.rlim_cur <= (1ull << 46)) {
     address_limit = static_cast<size_t>(address.rlim_cur);
   }
   struct sigaction sa {};

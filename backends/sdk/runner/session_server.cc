@@ -106,6 +106,7 @@ absl::Status SessionServer::ServeFrames(uint64_t id, const ipc::FrameRequest& re
       PointAt(&target, *slot);
     }
     cv_frame_info info{};
+    info.index = index;  // a plugin that leaves it alone describes the frame asked for
     cv_error error{};
     cv_status st;
     const auto decode_start = Clock::now();
