@@ -101,6 +101,14 @@ TEST(BackendCgroupTest, MadeWithItsLimitsAndRemoved) {
   EXPECT_NE(stat(memory_dir.c_str(), &st), 0) << memory_dir << " was not removed";
 }
 
+// This process's pid namespace's id, as cgroup names hold it ("" if unreadable).
+std::string PidNamespaceId() {
+  char link[64] = {};
+  if (readlink("/proc/self/ns/pid", link, sizeof(link) - 1) <= 0) return "";
+  const std::string text(link);  // "pid:[4026531836]"
+  return text.substr(text.find('[') + 1, text.find(']') - text.find('[') - 1);
+}
+
 // A cgroup left by a host of this pid namespace that is gone is removed
 // when the next one is made; one named for another pid namespace is never
 // touched, whatever its pid (a host in another container or test sandbox
@@ -108,10 +116,8 @@ TEST(BackendCgroupTest, MadeWithItsLimitsAndRemoved) {
 TEST(BackendCgroupTest, OnlyStaleCgroupsOfThisPidNamespaceAreRemoved) {
   const CgroupLayout layout = ProbeCgroupLayout();
   ASSERT_NE(layout.version, 0) << layout.missing;
-  char link[64] = {};
-  ASSERT_GT(readlink("/proc/self/ns/pid", link, sizeof(link) - 1), 0);
-  std::string ns(link);
-  ns = ns.substr(ns.find('[') + 1, ns.find(']') - ns.find('[') - 1);
+  const std::string ns = PidNamespaceId();
+  ASSERT_FALSE(ns.empty());
   // A pid that runs in no namespace of any Linux machine.
   const std::string dead = "4194305";  // PID_MAX_LIMIT is 4194304
   const std::string ours = layout.memory_dir + "/codecvisor-" + ns + "-" + dead + "-0-stale";
@@ -135,10 +141,8 @@ TEST(BackendCgroupTest, OnlyStaleCgroupsOfThisPidNamespaceAreRemoved) {
 TEST(BackendCgroupTest, ALeftoverWithThisProcesssOwnNameIsReplaced) {
   const CgroupLayout layout = ProbeCgroupLayout();
   ASSERT_NE(layout.version, 0) << layout.missing;
-  char link[64] = {};
-  ASSERT_GT(readlink("/proc/self/ns/pid", link, sizeof(link) - 1), 0);
-  std::string ns(link);
-  ns = ns.substr(ns.find('[') + 1, ns.find(']') - ns.find('[') - 1);
+  const std::string ns = PidNamespaceId();
+  ASSERT_FALSE(ns.empty());
   // Every name this test binary's next Create may use (its counter is below 64).
   std::vector<std::string> leftovers;
   for (int n = 0; n < 64; ++n) {
