@@ -1,10 +1,10 @@
 #include "tools/common/process_census.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <unistd.h>
 
-#include <fstream>
-#include <iterator>
+#include <cerrno>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -29,12 +29,26 @@ void ForEachNumericEntry(const char* path, bool skip_own_fd, Each each) {
 
 }  // namespace
 
+std::string ReadWholeFile(const std::string& path) {
+  std::string out;
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return out;
+  char buffer[4096];
+  for (;;) {
+    const ssize_t n = read(fd, buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buffer, static_cast<size_t>(n));
+  }
+  close(fd);
+  return out;
+}
+
 std::vector<pid_t> ChildProcesses() {
   std::vector<pid_t> children;
   const pid_t self = getpid();
   ForEachNumericEntry("/proc", false, [&](int pid) {
-    std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
-    const std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string stat = ReadWholeFile(absl::StrCat("/proc/", pid, "/stat"));
     // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
     const size_t close = stat.rfind(')');
     if (close == std::string::npos || close + 2 > stat.size()) return;

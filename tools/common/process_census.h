@@ -16,6 +16,11 @@
 
 namespace codecvisor::tools {
 
+// A file's whole contents, "" if it cannot be read. For procfs: a read
+// failing because the process exited meanwhile (ESRCH) ends it quietly,
+// where a std::ifstream read through istreambuf_iterator throws.
+std::string ReadWholeFile(const std::string& path);
+
 // Processes whose parent is this process, zombies included.
 std::vector<pid_t> ChildProcesses();
 

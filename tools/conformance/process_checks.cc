@@ -29,10 +29,7 @@ using ::codecvisor::internal::SeekMode;
 using ::codecvisor::internal::OutputFormat;
 namespace {
 
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
+std::string ReadText(const std::string& path) { return tools::ReadWholeFile(path); }
 
 absl::Status WriteBytes(const std::string& path, absl::string_view bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
