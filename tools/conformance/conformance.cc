@@ -74,15 +74,15 @@ void Suite::Check(const std::string& name, const std::function<absl::Status(std:
   // check a restart is the backend dying or running out of something in
   // normal use, which the host's recovery would otherwise hide.
   const bool may_restart = name == "crash_recovery" || name == "shutdown";
-  absl::StatusOr<BackendStatus> before = may_restart ? absl::UnavailableError("") : Status();
+  const absl::StatusOr<BackendStatus> before = Status();
   const auto start = Clock::now();
   absl::Status status = body(&result.detail);
-  if (absl::StatusOr<BackendStatus> after = before.ok() ? Status() : before;
-      status.ok() && after.ok() && after->restarts > before->restarts) {
+  const absl::StatusOr<BackendStatus> after = status.ok() && !may_restart && before.ok() ? Status() : before;
+  if (after.ok() && before.ok() && after->restarts > before->restarts) {
     status = absl::InternalError(absl::StrCat(
         "the backend was restarted ", after->restarts - before->restarts,
         " time(s) during this check (last exit: ", after->last_exit.empty() ? "unknown" : after->last_exit,
-        "); it must not die or run out of resources ", "in normal use (see `codecvisor backends` for its diagnostic)"));
+        "); it must not die or run out of resources in normal use (see `codecvisor backends` for its diagnostic)"));
   }
   result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   result.passed = status.ok();

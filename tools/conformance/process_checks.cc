@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <fstream>
-#include <iterator>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -28,8 +27,6 @@ using ::codecvisor::internal::StreamMetadata;
 using ::codecvisor::internal::SeekMode;
 using ::codecvisor::internal::OutputFormat;
 namespace {
-
-std::string ReadText(const std::string& path) { return tools::ReadWholeFile(path); }
 
 absl::Status WriteBytes(const std::string& path, absl::string_view bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -113,7 +110,7 @@ absl::Status Suite::SandboxEngaged(std::string* detail) {
   absl::StatusOr<BackendStatus> status = Status();
   if (!status.ok()) return status.status();
   const std::string proc = absl::StrCat("/proc/", status->pid);
-  const std::string text = ReadText(proc + "/status");
+  const std::string text = tools::ReadWholeFile(proc + "/status");
   if (text.empty()) return absl::InternalError(absl::StrCat("cannot read ", proc, "/status"));
   if (StatusField(text, "Seccomp") != "2") {
     return absl::InternalError(absl::StrCat("seccomp filter not engaged (Seccomp: ", StatusField(text, "Seccomp"), ")"));
@@ -151,7 +148,7 @@ absl::Status Suite::BadInput(const Sample& sample, std::string* detail) {
   seen.push_back(absl::StrCat("text file: ", absl::StatusCodeToString(opened.status().code())));
 
   // A truncated file and one with corrupt packets: frames or clear errors.
-  const std::string bytes = ReadText(sample.path);
+  const std::string bytes = tools::ReadWholeFile(sample.path);
   std::string corrupt = bytes;
   uint32_t noise = 0x9e3779b9u;
   for (size_t at = 2048; at + 48 < corrupt.size(); at += 1024) {
