@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/test_media.h"
 #include "gtest/gtest.h"
@@ -323,6 +324,121 @@ TEST(ApproximateModeTest, TheLastCountedIndexIsTheLastFrameWhereverItsTime) {
     EXPECT_EQ(info.pts, last.pts) << "after " << before;
     EXPECT_TRUE(pixels == last_pixels) << "after " << before;
     EXPECT_EQ(session.Decode(100, &pixels, nullptr, &message), CV_ERROR_OUT_OF_RANGE) << message;
+  }
+}
+
+// Asks approximate mode for every index the header counts, each of a
+// session of its own, then in four orders (in order, reversed, shuffled,
+// back and forth), twice over in one session each. Every index gets the
+// same answer in every order: the frame at its nominal time (`path` is a
+// constant-rate file), or an error, never another frame. Returns how many
+// indices are lost to damage (CV_ERROR_CORRUPT_DATA).
+int ExpectOneAnswerPerIndex(const std::string& path, uint32_t threads, const std::string& name) {
+  TestSession::Options options = Approximate();
+  options.decoder_threads = threads;
+  struct Answer {
+    cv_status status;
+    int64_t pts;
+    std::string Show() const {
+      return absl::StrCat(status == CV_OK ? "pts " : "error ", status == CV_OK ? pts : status);
+    }
+  };
+  auto ask = [&](TestSession& s, int64_t i) {
+    std::string pixels, message;
+    cv_frame_info info{};
+    cv_status status = s.Decode(i, &pixels, &info, &message);
+    return Answer{status, status == CV_OK ? info.pts : 0};
+  };
+  TestSession exact(path);
+  cv_frame_info first{}, second{};
+  exact.DecodeOrFail(0, &first);
+  exact.DecodeOrFail(1, &second);
+  const int64_t frame_ticks = second.pts - first.pts;
+  EXPECT_GT(frame_ticks, 0) << name;
+  const int64_t n = TestSession(path, options).Metadata().num_frames_from_header;
+  std::vector<Answer> fresh;
+  int lost = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    TestSession s(path, options);
+    fresh.push_back(ask(s, i));
+    if (fresh[i].status == CV_OK) {
+      EXPECT_EQ(fresh[i].pts, first.pts + i * frame_ticks) << name << ": frame " << i;
+    } else {
+      EXPECT_TRUE(fresh[i].status == CV_ERROR_CORRUPT_DATA || fresh[i].status == CV_ERROR_OUT_OF_RANGE)
+          << name << ": frame " << i << ": " << fresh[i].status;
+      lost += fresh[i].status == CV_ERROR_CORRUPT_DATA;
+    }
+  }
+  std::vector<int64_t> in_order(n), reversed(n), shuffled(n), back_and_forth;
+  std::iota(in_order.begin(), in_order.end(), 0);
+  std::iota(reversed.rbegin(), reversed.rend(), 0);
+  shuffled = in_order;
+  std::shuffle(shuffled.begin(), shuffled.end(), std::mt19937(7));
+  for (int64_t i = 0; i + 1 < n; ++i) back_and_forth.insert(back_and_forth.end(), {i, i + 1, i, i});
+  for (const auto& [order_name, order] :
+       {std::pair{"in order", in_order}, std::pair{"reversed", reversed}, std::pair{"shuffled", shuffled},
+        std::pair{"back and forth", back_and_forth}}) {
+    TestSession s(path, options);
+    // Twice over: the second pass meets what the first left behind.
+    for (int pass = 0; pass < 2; ++pass) {
+      for (int64_t i : order) {
+        EXPECT_EQ(ask(s, i).Show(), fresh[i].Show())
+            << name << ", " << order_name << ", pass " << pass << ": frame " << i;
+      }
+    }
+  }
+  return lost;
+}
+
+// A file cut short with its index intact (moov first): the header counts
+// 100 frames the file no longer holds all of, and its last packet is
+// partial (with one decoder thread, the decoder rejects it), or missing
+// alone (one frame short).
+TEST(ApproximateModeTest, TruncatedFileAnswersAlikeInAnyOrder) {
+  const std::string whole = MakeVideo("cut_whole.mp4",
+                                      "-f lavfi -i testsrc2=size=160x120:rate=25 -frames:v 100 -c:v libx264 "
+                                      "-g 25 -pix_fmt yuv420p -movflags +faststart");
+  const std::string bytes = ReadFile(whole);
+  // The last packet's place in the file (packets lie in decode order): a
+  // cut there loses exactly one frame, the one decoded last.
+  size_t last_packet = 0;
+  const std::string positions =
+      testing::Run("ffprobe -v error -select_streams v:0 -show_entries packet=pos -of csv=p=0 " + whole);
+  for (absl::string_view pos : absl::StrSplit(positions, '\n', absl::SkipWhitespace())) {
+    last_packet = std::max<size_t>(last_packet, std::stoull(std::string(pos)));
+  }
+  ASSERT_GT(last_packet, bytes.size() / 2);
+  int lost = 0;
+  for (const auto& [label, size] : {std::pair{std::string("50"), bytes.size() * 50 / 100},
+                                    std::pair{std::string("70"), bytes.size() * 70 / 100},
+                                    std::pair{std::string("85"), bytes.size() * 85 / 100},
+                                    std::pair{std::string("last_packet"), last_packet}}) {
+    const std::string name = absl::StrCat("cut_", label, ".mp4");
+    const std::string path = WriteFile(name, bytes.substr(0, size));
+    ASSERT_EQ(TestSession(path, Approximate()).Metadata().num_frames_from_header, 100) << name;
+    for (uint32_t threads : {0u, 1u}) {
+      const int lost_here = ExpectOneAnswerPerIndex(path, threads, absl::StrCat(name, " threads ", threads));
+      lost += lost_here;
+      std::string pixels, message;
+      const cv_status last = TestSession(path, Approximate()).Decode(99, &pixels, nullptr, &message);
+      if (label == "last_packet") {
+        // The packet decoded last is a B-frame's, shown before frame 99:
+        // that frame alone is lost, and frame 99 is there.
+        EXPECT_EQ(lost_here, 1) << name << " threads " << threads;
+        EXPECT_EQ(last, CV_OK) << name << ": " << message;
+      } else {
+        EXPECT_EQ(last, CV_ERROR_OUT_OF_RANGE) << name << ": the header's last frame is not in the file: " << message;
+      }
+    }
+  }
+  EXPECT_GT(lost, 0) << "no cut lost a frame to damage";
+}
+
+// Damage in the middle of the file, as above.
+TEST(ApproximateModeTest, DamagedFileAnswersAlikeInAnyOrder) {
+  const std::string path = DamagedMp4();
+  for (uint32_t threads : {0u, 1u}) {
+    EXPECT_GT(ExpectOneAnswerPerIndex(path, threads, absl::StrCat("damaged.mp4 threads ", threads)), 0);
   }
 }
 

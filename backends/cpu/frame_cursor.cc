@@ -35,6 +35,13 @@ FrameCursor::FrameCursor(Demuxer* demuxer, VideoDecoder* decoder, const FrameInd
       lost_from_ts_(kUnknown),
       lost_to_ts_(kUnknown) {}
 
+bool IndexListsAfter(const AVStream* stream, int64_t timestamp) {
+  AVStream* s = const_cast<AVStream*>(stream);  // FFmpeg's getters take a non-const stream
+  const int entries = avformat_index_get_entries_count(s);
+  const AVIndexEntry* last = entries > 0 ? avformat_index_get_entry(s, entries - 1) : nullptr;
+  return last != nullptr && last->timestamp > timestamp;
+}
+
 absl::StatusOr<bool> FrameCursor::NextFrame() {
   if (have_ahead_) {
     std::swap(frame_, ahead_);
@@ -50,7 +57,9 @@ absl::StatusOr<bool> FrameCursor::NextFrame() {
     if (ret == 0) {
       have_frame_ = true;
       errors_without_frame_ = 0;
-      frame_follows_loss_ = errors_pending_;
+      // Draining a file cut short: the frames of the packets it lacks never
+      // come out, so any frame the decoder still held may follow a gap.
+      frame_follows_loss_ = errors_pending_ || (draining_ && cut_short_);
       // Frames named by the packets that show them: a packet the decoder
       // rejected shows no frame, and the names of the frames after it can
       // be off until the decoder starts afresh.
@@ -120,12 +129,16 @@ absl::StatusOr<bool> FrameCursor::NextFrame() {
       // that the stream flags none (one that landed past its last key
       // frame meets none either).
       if (await_key_ && !key_seen_ && from_start_) keys_unflagged_ = true;
+      // Approximate mode (exact mode names frames by its scan): the
+      // header's index lists packets after the last one read.
+      cut_short_ = index_ == nullptr && last_read_dts_ != kUnknown && IndexListsAfter(demuxer_->stream(), last_read_dts_);
       decoder_->Send(nullptr);
       draining_ = true;
       continue;
     }
     pending_packet_ = false;
     last_read_ts_ = std::max(packet_->pts, packet_->dts);
+    last_read_dts_ = packet_->dts != AV_NOPTS_VALUE ? packet_->dts : kUnknown;
     if ((packet_->flags & AV_PKT_FLAG_KEY) != 0) {
       key_seen_ = true;
       await_key_ = false;
@@ -140,7 +153,11 @@ absl::StatusOr<bool> FrameCursor::NextFrame() {
       sent_indexed_ = i >= 0;
     }
     ret = decoder_->Send(packet_.get());
-    if (index_ == nullptr && ret >= 0 && packet_->pts != AV_NOPTS_VALUE && !(packet_->flags & AV_PKT_FLAG_DISCARD)) {
+    // A packet the decoder rejected is tracked too: its frame never comes
+    // out, and the error alone would mark whichever frame comes out next
+    // (with B-frames, often one before it in presentation order).
+    if (index_ == nullptr && ret != AVERROR(EAGAIN) && packet_->pts != AV_NOPTS_VALUE &&
+        !(packet_->flags & AV_PKT_FLAG_DISCARD)) {
       if (sent_pts_.size() >= kMaxTrackedPackets) sent_pts_.clear();
       sent_pts_.insert(packet_->pts);
     }
@@ -217,7 +234,8 @@ void FrameCursor::Restart(bool from_start) {
   positioned_ = true;
   pending_packet_ = draining_ = at_end_ = have_frame_ = have_ahead_ = false;
   av_frame_unref(ahead_.get());
-  last_ts_ = last_read_ts_ = kUnknown;
+  last_ts_ = last_read_ts_ = last_read_dts_ = kUnknown;
+  cut_short_ = false;
   recent_count_ = 0;
   last_read_order_ = -1;
   last_index_ = -1;

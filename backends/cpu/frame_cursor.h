@@ -46,6 +46,10 @@
 
 namespace codecvisor::cpu {
 
+// Whether `stream`'s index (the container's own, not a scan) has an entry
+// after `timestamp` (its entries' time: dts in MP4, pts elsewhere).
+bool IndexListsAfter(const AVStream* stream, int64_t timestamp);
+
 class FrameCursor {
  public:
   // `index` is the exact-mode table, or nullptr in approximate mode. The
@@ -180,9 +184,16 @@ class FrameCursor {
   // `tolerance`; kUnknown: any) and the end of the frame before it
   // (`previous_end`, kUnknown if none): this one is not the frame asked for.
   bool LostBefore(int64_t target_pts, int64_t tolerance, int64_t previous_end);
-  // Whether `target_pts` lies inside the recorded lost stretch.
+  // Whether `target_pts` lies inside the recorded lost stretch: from the
+  // end of the last frame before it (where the first lost frame would
+  // start) to the first frame after it.
   bool InLostStretch(int64_t target_pts, int64_t tolerance) const;
+  // The error for frame `index`, lost in the recorded stretch. frame_ is
+  // the frame after the stretch (or the one before it), under no index.
   absl::Status LostFrameError(int64_t index, int64_t target_pts) const;
+  // Where frame_ (at last_ts_) ends: its packet's duration, else a nominal
+  // frame's (`frame_duration`).
+  int64_t FrameEnd(int64_t frame_duration) const;
 
   Demuxer* demuxer_;
   VideoDecoder* decoder_;
@@ -218,7 +229,13 @@ class FrameCursor {
   size_t recent_count_ = 0;
   int64_t last_read_order_ = -1;  // exact: decode order of the last packet read
   int64_t last_read_ts_;          // max(pts, dts) of the last packet read
-  int64_t last_index_ = -1;       // approximate: the index frame_ was returned as
+  int64_t last_read_dts_ = kUnknown;  // its dts
+  bool cut_short_ = false;  // approximate: the demuxer ended before the header's index
+  // Approximate mode: the index frame_ was returned as; -1 before the
+  // stream's first frame (the next frame read is frame 0), kUnlabelled
+  // when frame_ is under no index and the next frame's is unknown.
+  static constexpr int64_t kUnlabelled = -2;
+  int64_t last_index_ = -1;
   int errors_without_frame_ = 0;
   bool errors_pending_ = false;      // decode errors since the last frame
   bool frame_follows_loss_ = false;  // frames were dropped just before frame_

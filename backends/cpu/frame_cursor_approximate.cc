@@ -19,14 +19,6 @@ namespace {
 // Approximate mode: how far before the target the second seek aims.
 constexpr double kApproximateBackoffSeconds = 10.0;
 
-// Whether `stream`'s index has an entry after `pts`.
-bool IndexPasses(const AVStream* stream, int64_t pts) {
-  AVStream* s = const_cast<AVStream*>(stream);  // FFmpeg's getters take a non-const stream
-  const int entries = avformat_index_get_entries_count(s);
-  const AVIndexEntry* last = entries > 0 ? avformat_index_get_entry(s, entries - 1) : nullptr;
-  return last != nullptr && last->timestamp > pts;
-}
-
 }  // namespace
 
 absl::Status FrameCursor::LostFrameError(int64_t index, int64_t target_pts) const {
@@ -41,7 +33,14 @@ absl::Status FrameCursor::LostFrameError(int64_t index, int64_t target_pts) cons
 
 bool FrameCursor::InLostStretch(int64_t target_pts, int64_t tolerance) const {
   return lost_to_ts_ != kUnknown && SaturatingAdd(target_pts, tolerance) < lost_to_ts_ &&
-         (lost_from_ts_ == kUnknown || SaturatingSub(target_pts, tolerance) > lost_from_ts_);
+         (lost_from_ts_ == kUnknown || SaturatingAdd(target_pts, tolerance) > lost_from_ts_);
+}
+
+int64_t FrameCursor::FrameEnd(int64_t frame_duration) const {
+  // A packet without a duration (Matroska blocks, MPEG-TS) lasts a nominal
+  // frame: one tick would put the next frame's index inside a loss.
+  const int64_t duration = frame_->pkt_duration > 0 ? frame_->pkt_duration : std::max<int64_t>(frame_duration, 1);
+  return SaturatingAdd(last_ts_, duration);
 }
 
 bool FrameCursor::LostBefore(int64_t target_pts, int64_t tolerance, int64_t previous_end) {
@@ -73,7 +72,7 @@ bool FrameCursor::DecodingReaches(int64_t target_pts, int64_t tolerance) const {
   // no entry past the target cannot say that no key frame lies between what
   // was read and the target, so a target past what was read seeks, and the
   // seek finds out.
-  return !(seeks_ == 0 && SaturatingSub(target_pts, tolerance) > read_up_to && !IndexPasses(stream, target_pts));
+  return !(seeks_ == 0 && SaturatingSub(target_pts, tolerance) > read_up_to && !IndexListsAfter(stream, target_pts));
 }
 
 std::array<int64_t, FrameCursor::kApproximateSeeks> FrameCursor::ApproximateSeeks(int64_t target_pts) const {
@@ -128,7 +127,7 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodePlayedAt(int64_t target_pts, i
   if (!found.ok()) {
     // frame_ may be another frame now, under no index: it is not kept.
     have_frame_ = false;
-    last_index_ = -1;
+    last_index_ = kUnlabelled;
     return found.status();
   }
   // (Not found: the stream's first frame is after the target; it is the
@@ -225,15 +224,15 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeApproximate(int64_t index, int
   }
 
   // The frame after the stream's last, which a time found.
-  if (have_frame_ && at_end_ && index == last_index_ + 1) {
+  if (have_frame_ && at_end_ && last_index_ >= 0 && index == last_index_ + 1) {
     return absl::OutOfRangeError(
         absl::StrCat("frame ", index, " is past the end: the stream ended with frame ", last_index_));
   }
   if (positioned_ && !at_end_ && index == last_index_ + 1) {
     // Sequential: the next frame, whatever its timestamp, unless frames
     // were lost to damage just before it.
-    const int64_t previous_end =
-        have_frame_ ? SaturatingAdd(last_ts_, std::max<int64_t>(frame_->pkt_duration, 1)) : kUnknown;
+    const int64_t previous_end = have_frame_ && last_ts_ != kUnknown ? FrameEnd(frame_duration) : kUnknown;
+    last_index_ = kUnlabelled;  // frame_ changes from here on
     absl::StatusOr<bool> got = NextFrame();
     if (!got.ok()) return got.status();
     if (!*got) {
@@ -258,6 +257,7 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeApproximate(int64_t index, int
   }
 
   const bool forward = index > last_index_ && DecodingReaches(target_pts, tolerance);
+  last_index_ = kUnlabelled;  // frame_ changes from here on
   const std::array<int64_t, kApproximateSeeks> seeks = ApproximateSeeks(target_pts);
   for (int attempt = forward ? -1 : 0; attempt <= kApproximateSeeks; ++attempt) {
     absl::StatusOr<bool> started = StartAttempt(seeks, attempt);
@@ -270,7 +270,9 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeApproximate(int64_t index, int
     bool skip_untimed = attempt == kApproximateSeeks;
     bool first = true;
     bool timed = false;  // a frame with a timestamp of its own came out
-    int64_t previous_end = kUnknown;
+    // Decoding on (no seek), the frame before the next one is frame_.
+    int64_t previous_end =
+        attempt < 0 && have_frame_ && last_ts_ != kUnknown ? FrameEnd(frame_duration) : kUnknown;
     bool kept = false;  // previous_ holds the frame before (last_counted)
     for (;;) {
       absl::StatusOr<bool> got = NextFrame();
@@ -279,10 +281,15 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeApproximate(int64_t index, int
         // Untimed frames after a seek cannot be placed on the timeline.
         if ((first || !timed) && can_retry) break;
         if (kept && timed) {
-          // The header's last frame is the stream's last.
+          // The header's last frame is the stream's last, however early
+          // (a variable-rate stream's last frame may be held long), unless
+          // the header's index lists packets after it: a file cut short,
+          // whose missing frames a sequential read does not reach either.
           BackToFrameBefore();
-          last_index_ = index;
-          return frame_.get();
+          if (!IndexListsAfter(demuxer_->stream(), last_ts_)) {
+            last_index_ = index;
+            return frame_.get();
+          }
         }
         return absl::OutOfRangeError(absl::StrCat(
             "frame ", index, " (about pts ", target_pts,
@@ -294,7 +301,7 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeApproximate(int64_t index, int
       timed = timed || FrameTimestamp(frame_.get()) != AV_NOPTS_VALUE;
       if (last_ts_ < SaturatingSub(target_pts, tolerance)) {
         first = false;
-        previous_end = SaturatingAdd(last_ts_, std::max<int64_t>(frame_->pkt_duration, 1));
+        previous_end = FrameEnd(frame_duration);
         if (last_counted) {
           KeepFrameBefore();
           kept = true;
