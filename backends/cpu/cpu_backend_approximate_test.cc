@@ -328,8 +328,8 @@ TEST(ApproximateModeTest, TheLastCountedIndexIsTheLastFrameWhereverItsTime) {
 }
 
 // Asks approximate mode for every index the header counts, each of a
-// session of its own, then in four orders (in order, reversed, shuffled,
-// back and forth), twice over in one session each. Every index gets the
+// session of its own, then in five orders (in order, reversed, shuffled,
+// back and forth, each then the first), twice over in one session each. Every index gets the
 // same answer in every order: the frame at its nominal time (`path` is a
 // constant-rate file), or an error, never another frame. Returns how many
 // indices are lost to damage (CV_ERROR_CORRUPT_DATA).
@@ -375,9 +375,13 @@ int ExpectOneAnswerPerIndex(const std::string& path, uint32_t threads, const std
   shuffled = in_order;
   std::shuffle(shuffled.begin(), shuffled.end(), std::mt19937(7));
   for (int64_t i = 0; i + 1 < n; ++i) back_and_forth.insert(back_and_forth.end(), {i, i + 1, i, i});
+  // Each index, then the first: a request that seeks into the file and
+  // fails must not leave the session taking its position for the start.
+  std::vector<int64_t> then_first;
+  for (int64_t i = n - 1; i >= 0; --i) then_first.insert(then_first.end(), {i, 0});
   for (const auto& [order_name, order] :
        {std::pair{"in order", in_order}, std::pair{"reversed", reversed}, std::pair{"shuffled", shuffled},
-        std::pair{"back and forth", back_and_forth}}) {
+        std::pair{"back and forth", back_and_forth}, std::pair{"each then the first", then_first}}) {
     TestSession s(path, options);
     // Twice over: the second pass meets what the first left behind.
     for (int pass = 0; pass < 2; ++pass) {

@@ -42,6 +42,16 @@ bool IndexListsAfter(const AVStream* stream, int64_t timestamp) {
   return last != nullptr && last->timestamp > timestamp;
 }
 
+bool IndexListsPacketsPast(const AVStream* stream, int64_t pos) {
+  AVStream* s = const_cast<AVStream*>(stream);  // FFmpeg's getters take a non-const stream
+  for (int i = avformat_index_get_entries_count(s) - 1; i >= 0; --i) {
+    const AVIndexEntry* entry = avformat_index_get_entry(s, i);
+    if ((entry->flags & AVINDEX_DISCARD_FRAME) != 0) continue;  // past an edit list's end
+    return entry->pos > pos;
+  }
+  return false;
+}
+
 absl::StatusOr<bool> FrameCursor::NextFrame() {
   if (have_ahead_) {
     std::swap(frame_, ahead_);
@@ -57,9 +67,7 @@ absl::StatusOr<bool> FrameCursor::NextFrame() {
     if (ret == 0) {
       have_frame_ = true;
       errors_without_frame_ = 0;
-      // Draining a file cut short: the frames of the packets it lacks never
-      // come out, so any frame the decoder still held may follow a gap.
-      frame_follows_loss_ = errors_pending_ || (draining_ && cut_short_);
+      frame_follows_loss_ = errors_pending_;
       // Frames named by the packets that show them: a packet the decoder
       // rejected shows no frame, and the names of the frames after it can
       // be off until the decoder starts afresh.
@@ -76,6 +84,10 @@ absl::StatusOr<bool> FrameCursor::NextFrame() {
         if (later != sent_pts_.begin() && !first_after_seek_) frame_follows_loss_ = true;
         first_after_seek_ = false;
         damage_seen_ = damage_seen_ || frame_follows_loss_;
+        // Draining a file cut short: the frames of the packets it lacks
+        // never come out, so any frame the decoder still held may follow a
+        // gap (damage only once LostBefore finds one).
+        frame_follows_loss_ = frame_follows_loss_ || (draining_ && cut_short_);
         sent_pts_.erase(sent_pts_.begin(), later);
         sent_pts_.erase(frame_->pts);
       }
@@ -130,15 +142,16 @@ absl::StatusOr<bool> FrameCursor::NextFrame() {
       // frame meets none either).
       if (await_key_ && !key_seen_ && from_start_) keys_unflagged_ = true;
       // Approximate mode (exact mode names frames by its scan): the
-      // header's index lists packets after the last one read.
-      cut_short_ = index_ == nullptr && last_read_dts_ != kUnknown && IndexListsAfter(demuxer_->stream(), last_read_dts_);
+      // header's index lists packets further into the file than the last
+      // one read.
+      cut_short_ = index_ == nullptr && last_read_pos_ >= 0 && IndexListsPacketsPast(demuxer_->stream(), last_read_pos_);
       decoder_->Send(nullptr);
       draining_ = true;
       continue;
     }
     pending_packet_ = false;
     last_read_ts_ = std::max(packet_->pts, packet_->dts);
-    last_read_dts_ = packet_->dts != AV_NOPTS_VALUE ? packet_->dts : kUnknown;
+    last_read_pos_ = packet_->pos;
     if ((packet_->flags & AV_PKT_FLAG_KEY) != 0) {
       key_seen_ = true;
       await_key_ = false;
@@ -234,11 +247,13 @@ void FrameCursor::Restart(bool from_start) {
   positioned_ = true;
   pending_packet_ = draining_ = at_end_ = have_frame_ = have_ahead_ = false;
   av_frame_unref(ahead_.get());
-  last_ts_ = last_read_ts_ = last_read_dts_ = kUnknown;
+  last_ts_ = last_read_ts_ = kUnknown;
+  last_read_pos_ = -1;
   cut_short_ = false;
   recent_count_ = 0;
   last_read_order_ = -1;
-  last_index_ = -1;
+  // The next frame is frame 0 only after a start from the first packet.
+  last_index_ = from_start ? -1 : kUnlabelled;
   errors_without_frame_ = 0;
   errors_pending_ = frame_follows_loss_ = names_damaged_ = false;
   last_name_order_ = -1;

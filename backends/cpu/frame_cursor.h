@@ -49,6 +49,10 @@ namespace codecvisor::cpu {
 // Whether `stream`'s index (the container's own, not a scan) has an entry
 // after `timestamp` (its entries' time: dts in MP4, pts elsewhere).
 bool IndexListsAfter(const AVStream* stream, int64_t timestamp);
+// Whether the last entry of that index that is not discarded lies in the
+// file past byte `pos`: packets the index lists that a read ending at `pos`
+// never met (the file was cut short).
+bool IndexListsPacketsPast(const AVStream* stream, int64_t pos);
 
 class FrameCursor {
  public:
@@ -229,8 +233,8 @@ class FrameCursor {
   size_t recent_count_ = 0;
   int64_t last_read_order_ = -1;  // exact: decode order of the last packet read
   int64_t last_read_ts_;          // max(pts, dts) of the last packet read
-  int64_t last_read_dts_ = kUnknown;  // its dts
-  bool cut_short_ = false;  // approximate: the demuxer ended before the header's index
+  int64_t last_read_pos_ = -1;    // its place in the file (-1: unknown)
+  bool cut_short_ = false;        // approximate: the file ended before its header's index did
   // Approximate mode: the index frame_ was returned as; -1 before the
   // stream's first frame (the next frame read is frame 0), kUnlabelled
   // when frame_ is under no index and the next frame's is unknown.

@@ -49,6 +49,7 @@ bool FrameCursor::LostBefore(int64_t target_pts, int64_t tolerance, int64_t prev
   if (previous_end != kUnknown && last_ts_ <= SaturatingAdd(previous_end, tolerance)) return false;
   lost_from_ts_ = previous_end;
   lost_to_ts_ = last_ts_;
+  damage_seen_ = true;
   return true;
 }
 
@@ -286,7 +287,7 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeApproximate(int64_t index, int
           // the header's index lists packets after it: a file cut short,
           // whose missing frames a sequential read does not reach either.
           BackToFrameBefore();
-          if (!IndexListsAfter(demuxer_->stream(), last_ts_)) {
+          if (!cut_short_) {
             last_index_ = index;
             return frame_.get();
           }
