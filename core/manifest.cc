@@ -124,12 +124,15 @@ absl::StatusOr<BackendManifest> ParseManifest(absl::string_view text, absl::stri
       return absl::OkStatus();
     };
     int64_t max_restarts = m.restart.max_restarts, window = m.restart.window.count() / 1000,
-            initial = m.restart.backoff_initial.count(), cap = m.restart.backoff_max.count();
+            initial = m.restart.backoff_initial.count(), cap = m.restart.backoff_max.count(),
+            poison = m.restart.max_poison_in_a_row;
     for (auto s : {positive("max_restarts", 1000, &max_restarts), positive("window_seconds", 86400, &window),
-                   positive("backoff_initial_ms", 600'000, &initial), positive("backoff_max_ms", 600'000, &cap)}) {
+                   positive("backoff_initial_ms", 600'000, &initial), positive("backoff_max_ms", 600'000, &cap),
+                   positive("max_poison_in_a_row", 1'000'000, &poison)}) {
       if (!s.ok()) return s;
     }
     m.restart.max_restarts = static_cast<int>(max_restarts);
+    m.restart.max_poison_in_a_row = static_cast<int>(poison);
     m.restart.window = std::chrono::seconds(window);
     m.restart.backoff_initial = std::chrono::milliseconds(initial);
     m.restart.backoff_max = std::chrono::milliseconds(cap);

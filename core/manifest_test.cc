@@ -68,13 +68,15 @@ TEST(ManifestTest, ErrorsNameTheFileAndTheKey) {
 TEST(ManifestTest, RestartTableOverridesTheDefaults) {
   auto m = ParseManifest(
       "name='x'\ndevices=['x']\nlibrary='/l.so'\nabi_version=1\n"
-      "[restart]\nmax_restarts=2\nwindow_seconds=30\nbackoff_initial_ms=5\nbackoff_max_ms=100\nwarm_spare=true\n",
+      "[restart]\nmax_restarts=2\nwindow_seconds=30\nbackoff_initial_ms=5\nbackoff_max_ms=100\nwarm_spare=true\n"
+      "max_poison_in_a_row=3\n",
       "x.toml");
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_EQ(m->restart.max_restarts, 2);
   EXPECT_EQ(m->restart.window, std::chrono::seconds(30));
   EXPECT_EQ(m->restart.backoff_initial, std::chrono::milliseconds(5));
   EXPECT_EQ(m->restart.backoff_max, std::chrono::milliseconds(100));
+  EXPECT_EQ(m->restart.max_poison_in_a_row, 3);
   EXPECT_TRUE(m->warm_spare);
   auto bad = ParseManifest("name='x'\ndevices=['x']\nlibrary='/l.so'\nabi_version=1\n[restart]\nmax_restarts=-1\n",
                            "x.toml");

@@ -13,6 +13,10 @@ RestartPolicy::Decision RestartPolicy::OnCrash(Clock::time_point now) {
     d.quarantine = true;
     return d;
   }
+  if (limits_.max_poison_in_a_row > 0 && poison_in_a_row_ >= limits_.max_poison_in_a_row) {
+    d.quarantine = d.after_poison = true;
+    return d;
+  }
   if (n >= 2) {
     auto delay = limits_.backoff_initial;
     for (int i = 2; i < n && delay < limits_.backoff_max; ++i) delay *= 2;
@@ -21,6 +25,15 @@ RestartPolicy::Decision RestartPolicy::OnCrash(Clock::time_point now) {
   return d;
 }
 
-void RestartPolicy::OnSuccess() { crashes_.clear(); }
+void RestartPolicy::OnPoison(int deaths) {
+  if (limits_.max_poison_in_a_row == 0) return;
+  for (int i = 0; i < deaths && !crashes_.empty(); ++i) crashes_.pop_back();
+  ++poison_in_a_row_;
+}
+
+void RestartPolicy::OnSuccess() {
+  crashes_.clear();
+  poison_in_a_row_ = 0;
+}
 
 }  // namespace codecvisor

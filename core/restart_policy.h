@@ -2,9 +2,14 @@
 //
 // When to restart a crashed backend, and when to stop: an OTP-style
 // intensity limit (at most `max_restarts` in `window`) with exponential
-// backoff between restarts. Pure logic on the times it is given, so it is
-// tested without processes or clocks. Not thread-safe: the Supervisor owns
-// one per backend under its lock.
+// backoff between restarts. Crashes that a poison request (or open) was
+// found guilty of are taken off the budget once it is judged: they tell of
+// that input, not of a backend that crashes whatever it is given, so a run
+// of bad files does not stop every decoder in the process. A backend that
+// crashes again after `max_poison_in_a_row` verdicts with no success
+// between is stopped all the same (it may crash on everything). Pure logic on the times it is
+// given, so it is tested without processes or clocks. Not thread-safe: the
+// Supervisor owns one per backend under its lock.
 
 #ifndef CODECVISOR_CORE_RESTART_POLICY_H_
 #define CODECVISOR_CORE_RESTART_POLICY_H_
@@ -22,6 +27,10 @@ struct RestartLimits {
   std::chrono::milliseconds window{60'000};              // ...of this length
   std::chrono::milliseconds backoff_initial{10};         // the second restart waits this long
   std::chrono::milliseconds backoff_max{2'000};          // and each later one twice the last, up to this
+  // Poison verdicts with no success between whose crashes leave the
+  // budget; a crash after that many quarantines. 0: a poison request's
+  // crashes count like any other.
+  int max_poison_in_a_row = 8;
 };
 
 class RestartPolicy {
@@ -30,6 +39,7 @@ class RestartPolicy {
 
   struct Decision {
     bool quarantine = false;                 // too many crashes: stop restarting
+    bool after_poison = false;               // (the quarantine) a crash after max_poison_in_a_row verdicts
     std::chrono::milliseconds delay{0};      // otherwise restart after this long
   };
 
@@ -37,19 +47,26 @@ class RestartPolicy {
 
   // Records a crash at `now` and decides. The first crash in a quiet period
   // restarts at once; each further one within the window backs off; the
-  // (max_restarts + 1)-th within the window quarantines.
+  // (max_restarts + 1)-th within the window quarantines, and so does any
+  // crash after max_poison_in_a_row (> 0) poison verdicts in a row.
   Decision OnCrash(Clock::time_point now);
+  // A request (or open) was judged poison after `deaths` crashes it was
+  // found guilty of: those crashes (the latest in the window) leave the
+  // budget, unless max_poison_in_a_row is 0.
+  void OnPoison(int deaths);
   // A request succeeded: the budget is whole again.
   void OnSuccess();
   // Lifts a quarantine (an operator's explicit reset).
   void Reset() { OnSuccess(); }
 
   int crashes_in_window() const { return static_cast<int>(crashes_.size()); }
+  int poison_in_a_row() const { return poison_in_a_row_; }
   const RestartLimits& limits() const { return limits_; }
 
  private:
   RestartLimits limits_;
   std::deque<Clock::time_point> crashes_;  // within the window, oldest first
+  int poison_in_a_row_ = 0;                // verdicts since the last success
 };
 
 }  // namespace codecvisor

@@ -217,7 +217,7 @@ void Supervisor::OnDeath(const ExitStatus& exit, const RunningBackend& process) 
   if (stopping_) return;
   const RestartPolicy::Decision decision = policy_.OnCrash(env_->Now());
   if (decision.quarantine) {
-    Quarantine("crashes", record.Describe(), CrashAdvice(record, BacktraceEnabled()));
+    Quarantine(decision, "crashes", record.Describe(), CrashAdvice(record, BacktraceEnabled()));
   } else {
     state_ = BackendState::kRestarting;
     restart_at_ = env_->Now() + decision.delay;
@@ -260,6 +260,11 @@ void Supervisor::SessionClosed() {
 void Supervisor::RecordSuccess() {
   MutexLock lock(&mu_);
   policy_.OnSuccess();
+}
+
+void Supervisor::RecordPoison(int deaths) {
+  MutexLock lock(&mu_);
+  policy_.OnPoison(deaths);
 }
 
 void Supervisor::Reset() {

@@ -77,14 +77,20 @@ void Supervisor::OnFailedRestart(const absl::Status& why) {
     restart_at_ = env_->Now() + decision.delay;
     return;
   }
-  Quarantine("crashes or failed restarts", why.message(), "");
+  Quarantine(decision, "crashes or failed restarts", why.message(), "");
 }
 
-void Supervisor::Quarantine(absl::string_view what, absl::string_view last, absl::string_view advice) {
+void Supervisor::Quarantine(const RestartPolicy::Decision& decision, absl::string_view what, absl::string_view last,
+                            absl::string_view advice) {
   state_ = BackendState::kQuarantined;
+  const std::string why =
+      decision.after_poison
+          ? absl::StrCat(": it crashed again once ", policy_.poison_in_a_row(),
+                         " requests in a row were poison, with none served between (it may crash on every input)")
+          : absl::StrCat(" after ", policy_.crashes_in_window(), " ", what, " within ",
+                         policy_.limits().window.count() / 1000, " s");
   failure_ = absl::FailedPreconditionError(absl::StrCat(
-      "backend '", manifest_.name, "' (", manifest_.path, ") is quarantined after ", policy_.crashes_in_window(), " ",
-      what, " within ", policy_.limits().window.count() / 1000, " s (last: ", last,
+      "backend '", manifest_.name, "' (", manifest_.path, ") is quarantined", why, " (last: ", last,
       "); a quarantine lasts as long as its host: lift it in this process with Host::ResetBackend(\"", manifest_.name,
       "\") (Python: codecvisor.backends.reset(\"", manifest_.name, "\"))", advice));
 }

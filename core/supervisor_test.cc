@@ -179,6 +179,41 @@ TEST_F(SupervisorTest, ASuccessMakesTheBudgetWhole) {
   EXPECT_EQ(env_->starts(), 11);
 }
 
+// 3 crashes a minute allowed; a poison request is two crashes. Judged
+// poison one after another, their crashes leave the budget, so a run of bad
+// files does not quarantine the backend; a crash after two verdicts in a
+// row (max_poison_in_a_row 2) with no success between does.
+TEST_F(SupervisorTest, PoisonRequestsLeaveTheBudgetUntilTooManyInARow) {
+  BackendManifest manifest;
+  manifest.name = "fake";
+  manifest.path = "/backends/fake.toml";
+  manifest.restart = {3, milliseconds(60'000), milliseconds(10), milliseconds(40), 2};
+  supervisor_ = std::make_unique<Supervisor>(manifest, env_, SupervisorOptions{});
+  StartReady();
+  auto poison_request = [&] {
+    for (int death = 0; death < 2; ++death) {
+      env_->Exit(Current(), kSegv);
+      env_->Advance(milliseconds(40));
+      supervisor_->RunDueWorkForTest();
+    }
+  };
+  for (int round = 0; round < 2; ++round) {
+    for (int request = 0; request < 2; ++request) {
+      poison_request();
+      ASSERT_EQ(supervisor_->Status().state, BackendState::kReady) << round << ", " << request;
+      supervisor_->RecordPoison(Replays::kPoisonDeaths);
+    }
+    if (round == 0) supervisor_->RecordSuccess();  // a good file between the runs
+  }
+  env_->Exit(Current(), kSegv);  // after two verdicts in a row
+  EXPECT_EQ(supervisor_->Status().state, BackendState::kQuarantined);
+  absl::StatusOr<BackendHandle> handle = AcquireNow();
+  EXPECT_NE(handle.status().message().find("quarantined: it crashed again once 2 requests in a row were poison"),
+            std::string::npos)
+      << handle.status();
+  EXPECT_EQ(env_->starts(), 9);
+}
+
 TEST_F(SupervisorTest, AFirstStartThatFailsIsNotRetried) {
   Make();
   env_->FailNextStarts({absl::NotFoundError("library libfake.so: cannot open shared object file")});

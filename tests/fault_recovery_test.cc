@@ -512,21 +512,24 @@ TEST_F(FaultTest, AFrameDescribedAsAnotherFailsItsRequest) {
 }
 
 TEST_F(FaultTest, CrashLoopIsQuarantinedUntilReset) {
-  // faulty.toml allows 5 restarts a minute. Every open segfaults, so no
-  // success ever restores the budget: the 6th crash quarantines.
+  // faulty.toml allows 5 restarts a minute and 8 poison requests in a row
+  // (the default). Every open segfaults, twice each, so every open is
+  // poison and no success ever comes between: the crash after the 8th
+  // verdict quarantines, and the open it was part of says so.
   const std::string video = WriteSyntheticVideo("loop.syn", "fault=segfault_open");
-  FaultRow& row = Row("segfault in every open: a crash loop (5 restarts a minute allowed)");
+  FaultRow& row = Row("segfault in every open: a crash loop (8 poison opens in a row allowed)");
   absl::Status last;
   int opens = 0;
-  for (; opens < 10 && !absl::IsFailedPrecondition(last); ++opens) {
+  for (; opens < 12 && !absl::IsFailedPrecondition(last); ++opens) {
     ++row.tries;
     last = Open(video, "faulty").status();
     row.Saw("open " + CodeName(last));
   }
-  const bool quarantined = last.message().find("quarantined after 6 crashes") != std::string::npos;
-  row.Note(absl::StrCat("backend ", StatusOf("faulty").state, quarantined ? " after 6 crashes" : ""));
+  const bool quarantined =
+      last.message().find("quarantined: it crashed again once 8 requests in a row were poison") != std::string::npos;
+  row.Note(absl::StrCat("backend ", StatusOf("faulty").state, quarantined ? " after 8 poison opens" : ""));
   ASSERT_EQ(last.code(), absl::StatusCode::kFailedPrecondition) << last;
-  EXPECT_EQ(opens, 4) << "3 poison opens of 2 crashes each, then the quarantine error";
+  EXPECT_EQ(opens, 9) << "8 poison opens of 2 crashes each, then the one whose crash quarantines";
   EXPECT_TRUE(quarantined) << last;
   EXPECT_NE(last.message().find("Host::ResetBackend(\"faulty\")"), std::string::npos) << last;
   EXPECT_EQ(StatusOf("faulty").state, "quarantined");
@@ -539,6 +542,31 @@ TEST_F(FaultTest, CrashLoopIsQuarantinedUntilReset) {
   auto fine = Open(WriteSyntheticVideo("fine2.syn"), "faulty");
   row.Note("after the reset: open " + CodeName(fine.status()));
   ASSERT_TRUE(fine.ok()) << fine.status();
+}
+
+// Bad files one after another (a folder of broken downloads in a
+// dataset): each is poison, and the next good file still decodes. Six
+// crashes in a few milliseconds, past faulty.toml's 5 a minute, but each
+// pair was judged poison and left the budget.
+TEST_F(FaultTest, PoisonFilesInARowDoNotStopTheBackend) {
+  FaultRow& row = Row("segfault on frame 0 of 4 files in a row, then a good file");
+  for (int file = 0; file < 4; ++file) {
+    ++row.tries;
+    auto decoder = Open(WriteSyntheticVideo(absl::StrCat("bad_", file, ".syn"), "fault=segfault fault_frame=0"),
+                        "faulty");
+    ASSERT_TRUE(decoder.ok()) << decoder.status();
+    auto frame = (*decoder)->GetFrameAt(0);
+    row.Saw("poison request " + CodeName(frame.status()));
+    ASSERT_TRUE(absl::IsAborted(frame.status())) << "file " << file << ": " << frame.status();
+  }
+  EXPECT_NE(StatusOf("faulty").state, "quarantined");
+  EXPECT_EQ(StatusOf("faulty").restarts, 8u);
+  auto good = Open(WriteSyntheticVideo("good_after.syn"), "faulty");
+  ASSERT_TRUE(good.ok()) << good.status();
+  auto frame = (*good)->GetFrameAt(3);
+  row.Saw("then a good file: " + FrameOutcome(frame, 3));
+  ASSERT_TRUE(frame.ok()) << frame.status();
+  EXPECT_TRUE(IsSyntheticFrame(*frame, 3));
 }
 
 TEST_F(FaultTest, PoisonOpenFailsClearly) {

@@ -152,15 +152,30 @@ def test_a_video_the_backend_does_not_decode_is_skipped(tmp_path):
         ClipDataset([(wide, 0)], SAMPLER, on_error="raise")[0]
 
 
-def test_a_quarantined_backend_skips_what_follows(tmp_path):
+def test_poison_files_in_a_row_skip_only_themselves(tmp_path):
     # Three poison files crash the faulty backend six times in a few
-    # milliseconds, past its restart budget (5 per minute): it is
-    # quarantined and the good files after them are skipped too, counted.
+    # milliseconds, past its restart budget (5 per minute), but each was
+    # judged poison and its crashes left the budget: the good files after
+    # them are decoded.
     pairs = clips(tmp_path, n=6, bad=[(i, "fault=segfault") for i in range(3)])
     # Unbatched, each sample arrives as it is: a (clips, label) pair or a Skipped record.
     loader = DataLoader(ClipDataset(pairs, SAMPLER, decoder_options=OPTIONS), batch_size=None, num_workers=1)
+    samples = list(loader)
+    assert all(isinstance(s, Skipped) and "poison" in s.message for s in samples[:3]), samples[:3]
+    for data, label in samples[3:]:
+        check_clips(data, label)
+    assert [label for _, label in samples[3:]] == [3, 4, 5]
+
+
+def test_a_quarantined_backend_skips_what_follows(tmp_path):
+    # Nine poison files in a row, with no good one between: the faulty
+    # backend (8 poison requests in a row allowed) crashes again after the
+    # eighth and is quarantined, and the good files after them are skipped
+    # too, counted.
+    pairs = clips(tmp_path, n=12, bad=[(i, "fault=segfault") for i in range(9)])
+    loader = DataLoader(ClipDataset(pairs, SAMPLER, decoder_options=OPTIONS), batch_size=None, num_workers=1)
     skipped = list(loader)
-    assert all(isinstance(s, Skipped) for s in skipped) and [s.index for s in skipped] == list(range(6))
+    assert all(isinstance(s, Skipped) for s in skipped) and [s.index for s in skipped] == list(range(12))
     assert "quarantined" in skipped[-1].message, skipped[-1]
 
 

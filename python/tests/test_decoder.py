@@ -800,7 +800,10 @@ def test_reset_lifts_a_quarantine_in_this_process(tmp_path):
     poison = synthetic_clip(tmp_path / "poison.syn", "frames=5 fault=segfault fault_frame=0")
     good = synthetic_clip(tmp_path / "good.syn", "frames=5 width=8 height=4 fps=10")
     try:
-        for _ in range(5):  # each poison request crashes it twice; its budget is 5 crashes a minute
+        # Each poison request crashes it twice and is judged poison; a crash
+        # after 8 in a row (faulty.toml's max_poison_in_a_row, the default)
+        # quarantines.
+        for _ in range(12):
             with pytest.raises(codecvisor.BackendError):
                 VideoDecoder(poison, device="faulty")[0]
             if _state("faulty") == "quarantined":
