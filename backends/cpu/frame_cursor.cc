@@ -52,6 +52,15 @@ bool IndexListsPacketsPast(const AVStream* stream, int64_t pos) {
   return false;
 }
 
+bool IndexDiscardsFrames(const AVStream* stream) {
+  AVStream* s = const_cast<AVStream*>(stream);  // FFmpeg's getters take a non-const stream
+  const int entries = avformat_index_get_entries_count(s);
+  for (int i = 0; i < entries; ++i) {
+    if ((avformat_index_get_entry(s, i)->flags & AVINDEX_DISCARD_FRAME) != 0) return true;
+  }
+  return false;
+}
+
 absl::StatusOr<bool> FrameCursor::NextFrame() {
   if (have_ahead_) {
     std::swap(frame_, ahead_);

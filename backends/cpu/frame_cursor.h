@@ -53,6 +53,10 @@ bool IndexListsAfter(const AVStream* stream, int64_t timestamp);
 // file past byte `pos`: packets the index lists that a read ending at `pos`
 // never met (the file was cut short).
 bool IndexListsPacketsPast(const AVStream* stream, int64_t pos);
+// Whether that index holds packets whose frames are never shown (outside an
+// MP4 edit list): the header's frame count, from the same sample table,
+// counts them too.
+bool IndexDiscardsFrames(const AVStream* stream);
 
 class FrameCursor {
  public:
@@ -192,6 +196,9 @@ class FrameCursor {
   // end of the last frame before it (where the first lost frame would
   // start) to the first frame after it.
   bool InLostStretch(int64_t target_pts, int64_t tolerance) const;
+  // Approximate mode, at the stream's end: packets were sent whose frames,
+  // later than the last one out, never came out (the decoder dropped them).
+  bool LostAtEnd() const;
   // The error for frame `index`, lost in the recorded stretch. frame_ is
   // the frame after the stretch (or the one before it), under no index.
   absl::Status LostFrameError(int64_t index, int64_t target_pts) const;

@@ -43,6 +43,10 @@ int64_t FrameCursor::FrameEnd(int64_t frame_duration) const {
   return SaturatingAdd(last_ts_, duration);
 }
 
+bool FrameCursor::LostAtEnd() const {
+  return at_end_ && !sent_pts_.empty() && (last_ts_ == kUnknown || *sent_pts_.rbegin() > last_ts_);
+}
+
 bool FrameCursor::LostBefore(int64_t target_pts, int64_t tolerance, int64_t previous_end) {
   if (!frame_follows_loss_) return false;
   if (target_pts != kUnknown && last_ts_ <= SaturatingAdd(target_pts, tolerance)) return false;
@@ -224,8 +228,9 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeApproximate(int64_t index, int
     return frame_.get();
   }
 
-  // The frame after the stream's last, which a time found.
-  if (have_frame_ && at_end_ && last_index_ >= 0 && index == last_index_ + 1) {
+  // The frame after the stream's last, which a time found (unless frames
+  // were lost at the end: see below).
+  if (have_frame_ && at_end_ && last_index_ >= 0 && index == last_index_ + 1 && !LostAtEnd()) {
     return absl::OutOfRangeError(
         absl::StrCat("frame ", index, " is past the end: the stream ended with frame ", last_index_));
   }
@@ -236,25 +241,30 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeApproximate(int64_t index, int
     last_index_ = kUnlabelled;  // frame_ changes from here on
     absl::StatusOr<bool> got = NextFrame();
     if (!got.ok()) return got.status();
-    if (!*got) {
+    if (!*got && !LostAtEnd()) {
       return absl::OutOfRangeError(
           absl::StrCat("frame ", index,
                        " is past the end: the stream ended before it (the header's frame "
                        "count or rate is inaccurate; exact mode counts the frames)"));
     }
-    // The previous frame was index - 1: any frame lost after it shifts
-    // this one's position, whatever the nominal timeline says.
-    if (LostBefore(kUnknown, tolerance, previous_end)) return LostFrameError(index, target_pts);
-    // Once damage has been seen, positions are no longer trusted: the
-    // frame must also be at its nominal time.
-    if (damage_seen_ && (last_ts_ < SaturatingSub(target_pts, tolerance) ||
-                         last_ts_ > SaturatingAdd(target_pts, tolerance))) {
-      lost_from_ts_ = previous_end;
-      lost_to_ts_ = last_ts_;
-      return LostFrameError(index, target_pts);
+    // The decoder dropped frames whose packets it was sent (after a seek
+    // into an open GOP, a picture the leading ones held back): the end met
+    // now is checked below as a fresh request for the index would be.
+    if (*got) {
+      // The previous frame was index - 1: any frame lost after it shifts
+      // this one's position, whatever the nominal timeline says.
+      if (LostBefore(kUnknown, tolerance, previous_end)) return LostFrameError(index, target_pts);
+      // Once damage has been seen, positions are no longer trusted: the
+      // frame must also be at its nominal time.
+      if (damage_seen_ && (last_ts_ < SaturatingSub(target_pts, tolerance) ||
+                           last_ts_ > SaturatingAdd(target_pts, tolerance))) {
+        lost_from_ts_ = previous_end;
+        lost_to_ts_ = last_ts_;
+        return LostFrameError(index, target_pts);
+      }
+      last_index_ = index;
+      return frame_.get();
     }
-    last_index_ = index;
-    return frame_.get();
   }
 
   const bool forward = index > last_index_ && DecodingReaches(target_pts, tolerance);
@@ -279,15 +289,22 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeApproximate(int64_t index, int
       absl::StatusOr<bool> got = NextFrame();
       if (!got.ok()) return got.status();
       if (!*got) {
-        // Untimed frames after a seek cannot be placed on the timeline.
-        if ((first || !timed) && can_retry) break;
+        // Untimed frames after a seek cannot be placed on the timeline;
+        // frames the decoder dropped at the end may be the target's.
+        if ((first || !timed || (attempt == 0 && LostAtEnd())) && can_retry) break;
         if (kept && timed) {
+          // The frames right after a seek may be missing: the decoder
+          // drops an open GOP's leading pictures. Decoding through from
+          // further back tells whether the target is really past the end.
+          if (attempt == 0 && can_retry) break;
           // The header's last frame is the stream's last, however early
           // (a variable-rate stream's last frame may be held long), unless
-          // the header's index lists packets after it: a file cut short,
-          // whose missing frames a sequential read does not reach either.
+          // the header counts frames the stream does not hold: packets its
+          // index lists past the file's end (a file cut short, whose
+          // missing frames a sequential read does not reach either), or
+          // frames an edit list discards.
           BackToFrameBefore();
-          if (!cut_short_) {
+          if (!cut_short_ && !IndexDiscardsFrames(demuxer_->stream())) {
             last_index_ = index;
             return frame_.get();
           }
