@@ -197,8 +197,9 @@ class FrameCursor {
   // start) to the first frame after it.
   bool InLostStretch(int64_t target_pts, int64_t tolerance) const;
   // Approximate mode, at the stream's end: packets were sent whose frames,
-  // later than the last one out, never came out (the decoder dropped them).
-  bool LostAtEnd() const;
+  // later than the last one out and at or after `from`, never came out
+  // (the decoder dropped them).
+  bool LostAtEnd(int64_t from) const;
   // The error for frame `index`, lost in the recorded stretch. frame_ is
   // the frame after the stretch (or the one before it), under no index.
   absl::Status LostFrameError(int64_t index, int64_t target_pts) const;

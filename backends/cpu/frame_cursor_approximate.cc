@@ -43,8 +43,10 @@ int64_t FrameCursor::FrameEnd(int64_t frame_duration) const {
   return SaturatingAdd(last_ts_, duration);
 }
 
-bool FrameCursor::LostAtEnd() const {
-  return at_end_ && !sent_pts_.empty() && (last_ts_ == kUnknown || *sent_pts_.rbegin() > last_ts_);
+bool FrameCursor::LostAtEnd(int64_t from) const {
+  if (!at_end_ || sent_pts_.empty()) return false;
+  const int64_t latest = *sent_pts_.rbegin();
+  return (last_ts_ == kUnknown || latest > last_ts_) && latest >= from;
 }
 
 bool FrameCursor::LostBefore(int64_t target_pts, int64_t tolerance, int64_t previous_end) {
@@ -189,6 +191,16 @@ absl::StatusOr<bool> FrameCursor::DecodeLastUpTo(int64_t target_pts, int64_t fra
           return absl::OutOfRangeError(
               absl::StrCat("no frame plays at pts ", target_pts, ": the stream ended before it"));
         }
+        // A frame the decoder dropped at the end, at or before the
+        // target, would be the one playing then: decode through from
+        // further back (as for an index).
+        if (attempt < 1 && LostAtEnd(kUnknown)) {
+          const int64_t latest = *sent_pts_.rbegin();
+          if (latest <= target_pts) {
+            attempt = 0;
+            break;
+          }
+        }
         // The frame before is the stream's last.
         BackToFrameBefore();
         return last_frame_plays();
@@ -230,7 +242,8 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeApproximate(int64_t index, int
 
   // The frame after the stream's last, which a time found (unless frames
   // were lost at the end: see below).
-  if (have_frame_ && at_end_ && last_index_ >= 0 && index == last_index_ + 1 && !LostAtEnd()) {
+  if (have_frame_ && at_end_ && last_index_ >= 0 && index == last_index_ + 1 &&
+      !LostAtEnd(SaturatingSub(target_pts, tolerance))) {
     return absl::OutOfRangeError(
         absl::StrCat("frame ", index, " is past the end: the stream ended with frame ", last_index_));
   }
@@ -241,7 +254,7 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeApproximate(int64_t index, int
     last_index_ = kUnlabelled;  // frame_ changes from here on
     absl::StatusOr<bool> got = NextFrame();
     if (!got.ok()) return got.status();
-    if (!*got && !LostAtEnd()) {
+    if (!*got && !LostAtEnd(SaturatingSub(target_pts, tolerance))) {
       return absl::OutOfRangeError(
           absl::StrCat("frame ", index,
                        " is past the end: the stream ended before it (the header's frame "
@@ -289,14 +302,16 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeApproximate(int64_t index, int
       absl::StatusOr<bool> got = NextFrame();
       if (!got.ok()) return got.status();
       if (!*got) {
-        // Untimed frames after a seek cannot be placed on the timeline;
-        // frames the decoder dropped at the end may be the target's.
-        if ((first || !timed || (attempt == 0 && LostAtEnd())) && can_retry) break;
+        // Untimed frames after a seek cannot be placed on the timeline.
+        if ((first || !timed) && can_retry) break;
+        // Frames the decoder dropped at the end (after a seek into an open
+        // GOP's last stretch) may be the target: decoding through from
+        // further back tells whether it is really past the end.
+        if (attempt < 1 && LostAtEnd(SaturatingSub(target_pts, tolerance))) {
+          attempt = 0;  // the next attempt is the seek further back
+          break;
+        }
         if (kept && timed) {
-          // The frames right after a seek may be missing: the decoder
-          // drops an open GOP's leading pictures. Decoding through from
-          // further back tells whether the target is really past the end.
-          if (attempt == 0 && can_retry) break;
           // The header's last frame is the stream's last, however early
           // (a variable-rate stream's last frame may be held long), unless
           // the header counts frames the stream does not hold: packets its
