@@ -41,6 +41,7 @@ absl::Status Replays::AfterDeath(const RequestBlame& blame, const DeathRecord& d
                                  Clock::time_point now) {
   if (blame.blamed) {
     blamed_.push_back(death.Describe());
+    blamed_generations_.push_back(death.generation);
     if (advice_.empty()) advice_ = CrashAdvice(death, BacktraceEnabled());
   }
   alone_ = blame.replay_alone;

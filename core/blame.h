@@ -72,10 +72,14 @@ class Replays {
                                         Clock::time_point now);
   // Whether the next attempt passes the backend's gate alone.
   bool alone() const { return alone_; }
+  // The generations whose deaths blamed it (a poison verdict's, for the
+  // restart budget: RestartPolicy::OnPoison).
+  const std::vector<uint64_t>& blamed_generations() const { return blamed_generations_; }
 
  private:
   const std::chrono::milliseconds bound_;
   std::vector<std::string> blamed_;  // how each death that blamed it ended
+  std::vector<uint64_t> blamed_generations_;
   std::string advice_;                // CrashAdvice for the first of them
   bool alone_ = false;
   int deaths_ = 0;

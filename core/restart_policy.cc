@@ -4,16 +4,21 @@
 
 namespace codecvisor {
 
-RestartPolicy::Decision RestartPolicy::OnCrash(Clock::time_point now) {
-  while (!crashes_.empty() && now - crashes_.front() > limits_.window) crashes_.pop_front();
-  crashes_.push_back(now);
+void RestartPolicy::Expire(Clock::time_point now) {
+  while (!crashes_.empty() && now - crashes_.front().when > limits_.window) crashes_.pop_front();
+  while (!poison_.empty() && now - poison_.front() > limits_.window) poison_.pop_front();
+}
+
+RestartPolicy::Decision RestartPolicy::OnCrash(Clock::time_point now, uint64_t generation) {
+  Expire(now);
+  crashes_.push_back({now, generation});
   Decision d;
   const int n = static_cast<int>(crashes_.size());
   if (n > limits_.max_restarts) {
     d.quarantine = true;
     return d;
   }
-  if (limits_.max_poison_in_a_row > 0 && poison_in_a_row_ >= limits_.max_poison_in_a_row) {
+  if (limits_.max_poison_in_a_row > 0 && poison_in_a_row() >= limits_.max_poison_in_a_row) {
     d.quarantine = d.after_poison = true;
     return d;
   }
@@ -25,15 +30,18 @@ RestartPolicy::Decision RestartPolicy::OnCrash(Clock::time_point now) {
   return d;
 }
 
-void RestartPolicy::OnPoison(int deaths) {
+void RestartPolicy::OnPoison(std::span<const uint64_t> generations, Clock::time_point now) {
   if (limits_.max_poison_in_a_row == 0) return;
-  for (int i = 0; i < deaths && !crashes_.empty(); ++i) crashes_.pop_back();
-  ++poison_in_a_row_;
+  Expire(now);
+  std::erase_if(crashes_, [&](const Crash& c) {
+    return c.generation != 0 && std::find(generations.begin(), generations.end(), c.generation) != generations.end();
+  });
+  poison_.push_back(now);
 }
 
 void RestartPolicy::OnSuccess() {
   crashes_.clear();
-  poison_in_a_row_ = 0;
+  poison_.clear();
 }
 
 }  // namespace codecvisor

@@ -15,7 +15,9 @@
 #define CODECVISOR_CORE_RESTART_POLICY_H_
 
 #include <chrono>
+#include <cstdint>
 #include <deque>
+#include <span>
 
 namespace codecvisor {
 
@@ -27,9 +29,9 @@ struct RestartLimits {
   std::chrono::milliseconds window{60'000};              // ...of this length
   std::chrono::milliseconds backoff_initial{10};         // the second restart waits this long
   std::chrono::milliseconds backoff_max{2'000};          // and each later one twice the last, up to this
-  // Poison verdicts with no success between whose crashes leave the
-  // budget; a crash after that many quarantines. 0: a poison request's
-  // crashes count like any other.
+  // Poison verdicts within the window, with no success between, whose
+  // crashes leave the budget; a crash after that many quarantines. 0: a
+  // poison request's crashes count like any other.
   int max_poison_in_a_row = 8;
 };
 
@@ -45,28 +47,38 @@ class RestartPolicy {
 
   explicit RestartPolicy(RestartLimits limits = {}) : limits_(limits) {}
 
-  // Records a crash at `now` and decides. The first crash in a quiet period
-  // restarts at once; each further one within the window backs off; the
+  // Records a crash at `now` (of the child of `generation`; 0: a restart
+  // that failed) and decides. The first crash in a quiet period restarts at
+  // once; each further one within the window backs off; the
   // (max_restarts + 1)-th within the window quarantines, and so does any
-  // crash after max_poison_in_a_row (> 0) poison verdicts in a row.
-  Decision OnCrash(Clock::time_point now);
-  // A request (or open) was judged poison after `deaths` crashes it was
-  // found guilty of: those crashes (the latest in the window) leave the
-  // budget, unless max_poison_in_a_row is 0.
-  void OnPoison(int deaths);
+  // crash after max_poison_in_a_row (> 0) poison verdicts within the
+  // window with no success between.
+  Decision OnCrash(Clock::time_point now, uint64_t generation = 0);
+  // A request (or open) was judged poison at `now`, guilty of the deaths of
+  // `generations`: their crashes leave the budget (unless
+  // max_poison_in_a_row is 0), and the verdict counts toward that limit.
+  void OnPoison(std::span<const uint64_t> generations, Clock::time_point now);
   // A request succeeded: the budget is whole again.
   void OnSuccess();
   // Lifts a quarantine (an operator's explicit reset).
   void Reset() { OnSuccess(); }
 
   int crashes_in_window() const { return static_cast<int>(crashes_.size()); }
-  int poison_in_a_row() const { return poison_in_a_row_; }
+  // Poison verdicts since the last success, within the window as of the
+  // last crash or verdict.
+  int poison_in_a_row() const { return static_cast<int>(poison_.size()); }
   const RestartLimits& limits() const { return limits_; }
 
  private:
+  struct Crash {
+    Clock::time_point when;
+    uint64_t generation;
+  };
+  void Expire(Clock::time_point now);
+
   RestartLimits limits_;
-  std::deque<Clock::time_point> crashes_;  // within the window, oldest first
-  int poison_in_a_row_ = 0;                // verdicts since the last success
+  std::deque<Crash> crashes_;               // within the window, oldest first
+  std::deque<Clock::time_point> poison_;    // verdicts since the last success, within the window
 };
 
 }  // namespace codecvisor

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 namespace codecvisor {
 namespace {
 
@@ -54,10 +56,12 @@ TEST(RestartPolicyTest, APoisonVerdictTakesItsCrashesOffTheBudget) {
   // one, they leave the budget whole for the next.
   RestartPolicy p({5, milliseconds(60'000), milliseconds(10), milliseconds(2'000)});
   auto t = RestartPolicy::Clock::now();
+  uint64_t generation = 1;
   for (int request = 0; request < 3; ++request) {
-    EXPECT_EQ(p.OnCrash(t).delay, milliseconds(0)) << request;
-    EXPECT_EQ(p.OnCrash(t).delay, milliseconds(10)) << request << ": the backoff did not grow";
-    p.OnPoison(2);
+    const std::vector<uint64_t> guilty = {generation, generation + 1};
+    EXPECT_EQ(p.OnCrash(t, generation++).delay, milliseconds(0)) << request;
+    EXPECT_EQ(p.OnCrash(t, generation++).delay, milliseconds(10)) << request << ": the backoff did not grow";
+    p.OnPoison(guilty, t);
     EXPECT_EQ(p.crashes_in_window(), 0);
   }
   EXPECT_EQ(p.poison_in_a_row(), 3);
@@ -66,11 +70,15 @@ TEST(RestartPolicyTest, APoisonVerdictTakesItsCrashesOffTheBudget) {
 TEST(RestartPolicyTest, OnlyTheGuiltyCrashesLeaveTheBudget) {
   RestartPolicy p({5, milliseconds(60'000), milliseconds(1), milliseconds(8)});
   auto t = RestartPolicy::Clock::now();
-  for (int i = 0; i < 3; ++i) p.OnCrash(t);  // a crash nobody was blamed for, then a poison request's two
-  p.OnPoison(2);
-  EXPECT_EQ(p.crashes_in_window(), 1);
-  p.OnPoison(2);  // never below empty
-  EXPECT_EQ(p.crashes_in_window(), 0);
+  p.OnCrash(t, 1);  // the poison request's first death
+  p.OnCrash(t, 2);  // a death that blamed nobody, in between
+  p.OnCrash(t);     // a restart that failed
+  p.OnCrash(t, 3);  // the poison request's second death
+  const std::vector<uint64_t> guilty = {1, 3};
+  p.OnPoison(guilty, t);
+  EXPECT_EQ(p.crashes_in_window(), 2);
+  p.OnPoison(guilty, t);  // nothing left of theirs
+  EXPECT_EQ(p.crashes_in_window(), 2);
 }
 
 TEST(RestartPolicyTest, ACrashAfterTooManyPoisonVerdictsInARowQuarantines) {
@@ -78,16 +86,34 @@ TEST(RestartPolicyTest, ACrashAfterTooManyPoisonVerdictsInARowQuarantines) {
   limits.max_poison_in_a_row = 3;
   RestartPolicy p(limits);
   auto t = RestartPolicy::Clock::now();
+  uint64_t generation = 1;
   auto poison_request = [&] {
-    bool quarantine = p.OnCrash(t).quarantine || p.OnCrash(t).quarantine;
-    p.OnPoison(2);
+    const std::vector<uint64_t> guilty = {generation, generation + 1};
+    bool quarantine = p.OnCrash(t, generation++).quarantine;
+    quarantine = p.OnCrash(t, generation++).quarantine || quarantine;
+    p.OnPoison(guilty, t);
     return quarantine;
   };
   for (int i = 0; i < 3; ++i) EXPECT_FALSE(poison_request()) << i;
   p.OnSuccess();
   for (int i = 0; i < 3; ++i) EXPECT_FALSE(poison_request()) << "after a success, " << i;
-  const RestartPolicy::Decision d = p.OnCrash(t);
+  const RestartPolicy::Decision d = p.OnCrash(t, generation);
   EXPECT_TRUE(d.quarantine && d.after_poison) << "a crash after the third in a row";
+}
+
+TEST(RestartPolicyTest, PoisonVerdictsLeaveTheLimitWithTheWindow) {
+  RestartLimits limits;
+  limits.max_poison_in_a_row = 2;
+  limits.window = milliseconds(1000);
+  RestartPolicy p(limits);
+  auto t = RestartPolicy::Clock::now();
+  for (uint64_t g = 1; g <= 10; g += 2) {
+    const std::vector<uint64_t> guilty = {g, g + 1};
+    EXPECT_FALSE(p.OnCrash(t, g).quarantine) << g;
+    EXPECT_FALSE(p.OnCrash(t, g + 1).quarantine) << g;
+    p.OnPoison(guilty, t);
+    t += milliseconds(600);  // the verdict before last has left the window by the next crash
+  }
 }
 
 TEST(RestartPolicyTest, NoPoisonLimitCountsPoisonCrashesLikeAny) {
@@ -96,14 +122,15 @@ TEST(RestartPolicyTest, NoPoisonLimitCountsPoisonCrashesLikeAny) {
   limits.max_poison_in_a_row = 0;
   RestartPolicy p(limits);
   auto t = RestartPolicy::Clock::now();
-  for (int request = 0; request < 2; ++request) {
-    EXPECT_FALSE(p.OnCrash(t).quarantine);
-    EXPECT_FALSE(p.OnCrash(t).quarantine);
-    p.OnPoison(2);
+  for (uint64_t g = 1; g <= 4; g += 2) {
+    const std::vector<uint64_t> guilty = {g, g + 1};
+    EXPECT_FALSE(p.OnCrash(t, g).quarantine);
+    EXPECT_FALSE(p.OnCrash(t, g + 1).quarantine);
+    p.OnPoison(guilty, t);
   }
   EXPECT_EQ(p.crashes_in_window(), 4);
-  EXPECT_FALSE(p.OnCrash(t).quarantine);
-  const RestartPolicy::Decision d = p.OnCrash(t);
+  EXPECT_FALSE(p.OnCrash(t, 5).quarantine);
+  const RestartPolicy::Decision d = p.OnCrash(t, 6);
   EXPECT_TRUE(d.quarantine && !d.after_poison) << "the sixth crash";
 }
 

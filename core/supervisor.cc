@@ -215,9 +215,9 @@ void Supervisor::OnDeath(const ExitStatus& exit, const RunningBackend& process) 
   InterruptChannels(generation_);
   current_.reset();
   if (stopping_) return;
-  const RestartPolicy::Decision decision = policy_.OnCrash(env_->Now());
+  const RestartPolicy::Decision decision = policy_.OnCrash(env_->Now(), record.generation);
   if (decision.quarantine) {
-    Quarantine(decision, "crashes", record.Describe(), CrashAdvice(record, BacktraceEnabled()));
+    Quarantine(decision, "crashes", "crashed again", record.Describe(), CrashAdvice(record, BacktraceEnabled()));
   } else {
     state_ = BackendState::kRestarting;
     restart_at_ = env_->Now() + decision.delay;
@@ -262,9 +262,9 @@ void Supervisor::RecordSuccess() {
   policy_.OnSuccess();
 }
 
-void Supervisor::RecordPoison(int deaths) {
+void Supervisor::RecordPoison(std::span<const uint64_t> generations) {
   MutexLock lock(&mu_);
-  policy_.OnPoison(deaths);
+  policy_.OnPoison(generations, env_->Now());
 }
 
 void Supervisor::Reset() {

@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <span>
 #include <optional>
 #include <string>
 #include <thread>
@@ -101,9 +102,9 @@ class Supervisor {
 
   // A request succeeded: the restart budget is whole again.
   void RecordSuccess();
-  // A request (or open) was judged poison after `deaths` deaths it was
-  // blamed for: those leave the restart budget (RestartPolicy::OnPoison).
-  void RecordPoison(int deaths);
+  // A request (or open) was judged poison, guilty of the deaths of
+  // `generations`: those leave the restart budget (RestartPolicy::OnPoison).
+  void RecordPoison(std::span<const uint64_t> generations);
   // Lifts a quarantine or a load failure; the next Acquire starts afresh.
   void Reset();
   // Starts the child now instead of on first use.
@@ -158,11 +159,11 @@ class Supervisor {
   // A restart's start failed: counted as a crash, retried or quarantined.
   void OnFailedRestart(const absl::Status& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Enters kQuarantined with the message saying why: the restart budget was
-  // spent on `what` ("crashes"), or (`decision.after_poison`) it crashed
-  // again after too many poison requests in a row; the `last` crash ended
-  // so; `advice` is appended.
-  void Quarantine(const RestartPolicy::Decision& decision, absl::string_view what, absl::string_view last,
-                  absl::string_view advice) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // spent on `what` ("crashes"), or (`decision.after_poison`) it did
+  // `again` ("crashed again") after too many poison requests in a row; the
+  // `last` crash ended so; `advice` is appended.
+  void Quarantine(const RestartPolicy::Decision& decision, absl::string_view what, absl::string_view again,
+                  absl::string_view last, absl::string_view advice) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void InterruptChannels(uint64_t generation) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const BackendManifest manifest_;

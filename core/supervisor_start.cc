@@ -77,16 +77,17 @@ void Supervisor::OnFailedRestart(const absl::Status& why) {
     restart_at_ = env_->Now() + decision.delay;
     return;
   }
-  Quarantine(decision, "crashes or failed restarts", why.message(), "");
+  Quarantine(decision, "crashes or failed restarts", "failed to restart", why.message(), "");
 }
 
-void Supervisor::Quarantine(const RestartPolicy::Decision& decision, absl::string_view what, absl::string_view last,
-                            absl::string_view advice) {
+void Supervisor::Quarantine(const RestartPolicy::Decision& decision, absl::string_view what, absl::string_view again,
+                            absl::string_view last, absl::string_view advice) {
   state_ = BackendState::kQuarantined;
   const std::string why =
       decision.after_poison
-          ? absl::StrCat(": it crashed again once ", policy_.poison_in_a_row(),
-                         " requests in a row were poison, with none served between (it may crash on every input)")
+          ? absl::StrCat(": it ", again, " once ", policy_.poison_in_a_row(), " requests or opens in a row within ",
+                         policy_.limits().window.count() / 1000,
+                         " s were poison, with none served between (it may crash on every input)")
           : absl::StrCat(" after ", policy_.crashes_in_window(), " ", what, " within ",
                          policy_.limits().window.count() / 1000, " s");
   failure_ = absl::FailedPreconditionError(absl::StrCat(

@@ -190,28 +190,56 @@ TEST_F(SupervisorTest, PoisonRequestsLeaveTheBudgetUntilTooManyInARow) {
   manifest.restart = {3, milliseconds(60'000), milliseconds(10), milliseconds(40), 2};
   supervisor_ = std::make_unique<Supervisor>(manifest, env_, SupervisorOptions{});
   StartReady();
+  // The generations of the deaths a poison request is blamed for.
   auto poison_request = [&] {
+    std::vector<uint64_t> generations;
     for (int death = 0; death < 2; ++death) {
+      generations.push_back(supervisor_->Status().generation);
       env_->Exit(Current(), kSegv);
       env_->Advance(milliseconds(40));
       supervisor_->RunDueWorkForTest();
     }
+    return generations;
   };
   for (int round = 0; round < 2; ++round) {
     for (int request = 0; request < 2; ++request) {
-      poison_request();
+      const std::vector<uint64_t> generations = poison_request();
       ASSERT_EQ(supervisor_->Status().state, BackendState::kReady) << round << ", " << request;
-      supervisor_->RecordPoison(Replays::kPoisonDeaths);
+      supervisor_->RecordPoison(generations);
     }
     if (round == 0) supervisor_->RecordSuccess();  // a good file between the runs
   }
   env_->Exit(Current(), kSegv);  // after two verdicts in a row
   EXPECT_EQ(supervisor_->Status().state, BackendState::kQuarantined);
   absl::StatusOr<BackendHandle> handle = AcquireNow();
-  EXPECT_NE(handle.status().message().find("quarantined: it crashed again once 2 requests in a row were poison"),
+  EXPECT_NE(handle.status().message().find(
+                "quarantined: it crashed again once 2 requests or opens in a row within 60 s were poison"),
             std::string::npos)
       << handle.status();
   EXPECT_EQ(env_->starts(), 9);
+}
+
+// Verdicts older than the window no longer count toward the limit: poison
+// files far apart (a dataset probed over hours) never quarantine.
+TEST_F(SupervisorTest, PoisonVerdictsLeaveTheLimitWithTheWindow) {
+  BackendManifest manifest;
+  manifest.name = "fake";
+  manifest.path = "/backends/fake.toml";
+  manifest.restart = {3, milliseconds(60'000), milliseconds(10), milliseconds(40), 2};
+  supervisor_ = std::make_unique<Supervisor>(manifest, env_, SupervisorOptions{});
+  StartReady();
+  for (int request = 0; request < 6; ++request) {
+    std::vector<uint64_t> generations;
+    for (int death = 0; death < 2; ++death) {
+      generations.push_back(supervisor_->Status().generation);
+      env_->Exit(Current(), kSegv);
+      env_->Advance(milliseconds(40));
+      supervisor_->RunDueWorkForTest();
+      ASSERT_EQ(supervisor_->Status().state, BackendState::kReady) << request;
+    }
+    supervisor_->RecordPoison(generations);
+    env_->Advance(milliseconds(40'000));  // two verdicts never fall within one window
+  }
 }
 
 TEST_F(SupervisorTest, AFirstStartThatFailsIsNotRetried) {

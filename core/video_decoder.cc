@@ -196,7 +196,7 @@ absl::Status VideoDecoder::Reopen() {
     if (absl::Status s = replays.AfterDeath(
             *blame, death, {"opening the file", "opening the file", "; it is poison and is not retried"}, Clock::now());
         !s.ok()) {
-      if (absl::IsAborted(s)) supervisor_->RecordPoison(Replays::kPoisonDeaths);
+      if (absl::IsAborted(s)) supervisor_->RecordPoison(replays.blamed_generations());
       // An exact-mode open reads every packet: a huge (or padded) file can
       // outlast the open timeout without anything being wrong.
       if (options_.seek_mode == SeekMode::kExact && death.killed_by_supervisor &&
@@ -389,7 +389,7 @@ absl::Status VideoDecoder::ForEachFrameOfOneRequest(const FrameSelection& select
              "; the request is poison and is not retried. The backend was restarted; other requests go on"},
             Clock::now());
         !s.ok()) {
-      if (absl::IsAborted(s)) supervisor_->RecordPoison(Replays::kPoisonDeaths);
+      if (absl::IsAborted(s)) supervisor_->RecordPoison(replays.blamed_generations());
       return Annotate(s);
     }
   }

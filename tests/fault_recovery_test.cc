@@ -526,7 +526,7 @@ TEST_F(FaultTest, CrashLoopIsQuarantinedUntilReset) {
     row.Saw("open " + CodeName(last));
   }
   const bool quarantined =
-      last.message().find("quarantined: it crashed again once 8 requests in a row were poison") != std::string::npos;
+      last.message().find("quarantined: it crashed again once 8 requests or opens in a row within 60 s were poison") != std::string::npos;
   row.Note(absl::StrCat("backend ", StatusOf("faulty").state, quarantined ? " after 8 poison opens" : ""));
   ASSERT_EQ(last.code(), absl::StatusCode::kFailedPrecondition) << last;
   EXPECT_EQ(opens, 9) << "8 poison opens of 2 crashes each, then the one whose crash quarantines";
