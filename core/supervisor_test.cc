@@ -11,6 +11,7 @@
 #include <atomic>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -38,6 +39,28 @@ class SupervisorTest : public ::testing::Test {
     options.heartbeat_interval = heartbeat;
     options.warm_spare = warm_spare;
     supervisor_ = std::make_unique<Supervisor>(manifest, env_, options);
+  }
+
+  // As Make(), allowing `max_poison_in_a_row` poison verdicts in a row.
+  void MakeWithPoisonLimit(int max_poison_in_a_row) {
+    BackendManifest manifest;
+    manifest.name = "fake";
+    manifest.path = "/backends/fake.toml";
+    manifest.restart = {3, milliseconds(60'000), milliseconds(10), milliseconds(40), max_poison_in_a_row};
+    supervisor_ = std::make_unique<Supervisor>(manifest, env_, SupervisorOptions{});
+  }
+
+  // The child dies twice, restarted each time, as under a poison request;
+  // returns the generations that died (the verdict's, for RecordPoison).
+  std::vector<uint64_t> KilledTwiceByARequest() {
+    std::vector<uint64_t> generations;
+    for (int death = 0; death < 2; ++death) {
+      generations.push_back(supervisor_->Status().generation);
+      env_->Exit(Current(), kSegv);
+      env_->Advance(milliseconds(40));
+      supervisor_->RunDueWorkForTest();
+    }
+    return generations;
   }
 
   // Acquire without waiting: the fake env runs no thread that could change
@@ -184,26 +207,11 @@ TEST_F(SupervisorTest, ASuccessMakesTheBudgetWhole) {
 // files does not quarantine the backend; a crash after two verdicts in a
 // row (max_poison_in_a_row 2) with no success between does.
 TEST_F(SupervisorTest, PoisonRequestsLeaveTheBudgetUntilTooManyInARow) {
-  BackendManifest manifest;
-  manifest.name = "fake";
-  manifest.path = "/backends/fake.toml";
-  manifest.restart = {3, milliseconds(60'000), milliseconds(10), milliseconds(40), 2};
-  supervisor_ = std::make_unique<Supervisor>(manifest, env_, SupervisorOptions{});
+  MakeWithPoisonLimit(2);
   StartReady();
-  // The generations of the deaths a poison request is blamed for.
-  auto poison_request = [&] {
-    std::vector<uint64_t> generations;
-    for (int death = 0; death < 2; ++death) {
-      generations.push_back(supervisor_->Status().generation);
-      env_->Exit(Current(), kSegv);
-      env_->Advance(milliseconds(40));
-      supervisor_->RunDueWorkForTest();
-    }
-    return generations;
-  };
   for (int round = 0; round < 2; ++round) {
     for (int request = 0; request < 2; ++request) {
-      const std::vector<uint64_t> generations = poison_request();
+      const std::vector<uint64_t> generations = KilledTwiceByARequest();
       ASSERT_EQ(supervisor_->Status().state, BackendState::kReady) << round << ", " << request;
       supervisor_->RecordPoison(generations);
     }
@@ -222,21 +230,11 @@ TEST_F(SupervisorTest, PoisonRequestsLeaveTheBudgetUntilTooManyInARow) {
 // Verdicts older than the window no longer count toward the limit: poison
 // files far apart (a dataset probed over hours) never quarantine.
 TEST_F(SupervisorTest, PoisonVerdictsLeaveTheLimitWithTheWindow) {
-  BackendManifest manifest;
-  manifest.name = "fake";
-  manifest.path = "/backends/fake.toml";
-  manifest.restart = {3, milliseconds(60'000), milliseconds(10), milliseconds(40), 2};
-  supervisor_ = std::make_unique<Supervisor>(manifest, env_, SupervisorOptions{});
+  MakeWithPoisonLimit(2);
   StartReady();
   for (int request = 0; request < 6; ++request) {
-    std::vector<uint64_t> generations;
-    for (int death = 0; death < 2; ++death) {
-      generations.push_back(supervisor_->Status().generation);
-      env_->Exit(Current(), kSegv);
-      env_->Advance(milliseconds(40));
-      supervisor_->RunDueWorkForTest();
-      ASSERT_EQ(supervisor_->Status().state, BackendState::kReady) << request;
-    }
+    const std::vector<uint64_t> generations = KilledTwiceByARequest();
+    ASSERT_EQ(supervisor_->Status().state, BackendState::kReady) << request;
     supervisor_->RecordPoison(generations);
     env_->Advance(milliseconds(40'000));  // two verdicts never fall within one window
   }
