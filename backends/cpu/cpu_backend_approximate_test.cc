@@ -470,6 +470,12 @@ TEST(ApproximateModeTest, FileEndsAnswerAlikeInAnyOrder) {
       std::string pixels, message;
       ASSERT_EQ(by_time.DecodeAt(last.pts_seconds, &pixels, &got, &message), CV_OK) << message;
       EXPECT_EQ(got.pts, last.pts) << path << ": frame 99's time after a seek to frame " << before;
+      TestSession times(path, Approximate());
+      cv_frame_info at{};
+      exact.DecodeOrFail(before, &at);
+      ASSERT_EQ(times.DecodeAt(at.pts_seconds, &pixels, &got, &message), CV_OK) << message;
+      ASSERT_EQ(times.DecodeAt(last.pts_seconds, &pixels, &got, &message), CV_OK) << message;
+      EXPECT_EQ(got.pts, last.pts) << path << ": frame 99's time after frame " << before << "'s time";
     }
   }
   const std::string whole = MakeVideo("edit_whole.mp4",

@@ -157,9 +157,13 @@ absl::StatusOr<bool> FrameCursor::DecodeLastUpTo(int64_t target_pts, int64_t fra
     return absl::OutOfRangeError(absl::StrCat("no frame plays at pts ", target_pts,
                                               ": the stream's last frame, at pts ", last_ts_, ", ends before it"));
   };
+  // A frame the decoder dropped at the end (after a seek into an open
+  // GOP's last stretch), at or before the target, would be the one playing
+  // then: decoding through from further back finds it (as for an index).
+  auto dropped_plays = [&] { return LostAtEnd(kUnknown) && *sent_pts_.rbegin() <= target_pts; };
   const bool have_earlier = have_frame_ && last_ts_ <= target_pts;
   if (have_earlier && have_ahead_ && ahead_position_.ts > target_pts) return true;
-  if (have_earlier && positioned_ && at_end_) return last_frame_plays();
+  if (have_earlier && positioned_ && at_end_ && !dropped_plays()) return last_frame_plays();
   // Decoding on from a frame at the target still has to see the frame
   // after it (frames may share a pts): a tolerance of -1.
   const bool forward = DecodingReaches(target_pts, -1);
@@ -191,15 +195,9 @@ absl::StatusOr<bool> FrameCursor::DecodeLastUpTo(int64_t target_pts, int64_t fra
           return absl::OutOfRangeError(
               absl::StrCat("no frame plays at pts ", target_pts, ": the stream ended before it"));
         }
-        // A frame the decoder dropped at the end, at or before the
-        // target, would be the one playing then: decode through from
-        // further back (as for an index).
-        if (attempt < 1 && LostAtEnd(kUnknown)) {
-          const int64_t latest = *sent_pts_.rbegin();
-          if (latest <= target_pts) {
-            attempt = 0;
-            break;
-          }
+        if (attempt < 1 && dropped_plays()) {
+          attempt = 0;  // the next attempt is the seek further back
+          break;
         }
         // The frame before is the stream's last.
         BackToFrameBefore();
