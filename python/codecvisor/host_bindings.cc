@@ -3,7 +3,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <exception>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -52,14 +51,13 @@ using OpenResult = Result<std::unique_ptr<VideoDecoder>>;
 
 // An open that Ctrl-C may leave behind: the thread that runs it and the
 // caller waiting for it share this. Once the caller has gone (`abandoned`),
-// the thread closes the decoder the open made.
+// the thread closes what the open made.
 struct PendingOpen {
   std::mutex mu;
   std::condition_variable done_cv;
-  bool done = false;       // the open returned (or threw)
+  bool done = false;       // `result` is set
   bool abandoned = false;  // the caller no longer waits
   std::optional<OpenResult> result;
-  std::exception_ptr error;
 };
 
 // The Host, shared with the opens that Ctrl-C left running, so that it
@@ -72,17 +70,6 @@ class PyHost {
  public:
   explicit PyHost(std::unique_ptr<Host> host)
       : host_(std::make_unique<SharedHost>(SharedHost{std::shared_ptr<Host>(std::move(host))})) {}
-  // With the GIL held. The buffers of opens still running are leaked: their
-  // threads read them until they are done. A forked child leaks them all
-  // (its parent's threads are not here to finish, and one may have held a
-  // lock at the fork).
-  ~PyHost() {
-    for (Abandoned& a : abandoned_) {
-      if (!host_.owned_here() || !Done(*a.pending)) (void)a.buffer.release();
-    }
-  }
-  PyHost(const PyHost&) = delete;
-  PyHost& operator=(const PyHost&) = delete;
 
   static std::unique_ptr<PyHost> Create(std::optional<std::vector<std::string>> backend_path,
                                         std::optional<bool> autoload, std::string default_device) {
@@ -97,23 +84,28 @@ class PyHost {
   std::unique_ptr<PyDecoder> OpenPath(const std::string& path, const DecoderOptions& options) {
     std::shared_ptr<Host> host = SharedGet();
     InterruptWatch interrupt;
-    return Decoder(Open(interrupt, host, nullptr, [path, options](Host& h) { return h.OpenDecoder(path, options); }),
+    return Decoder(Open(interrupt, host, [path, options](Host& h) { return h.OpenDecoder(path, options); }),
                    options);
   }
 
   std::unique_ptr<PyDecoder> OpenBytes(const py::buffer& bytes, const std::string& label,
                                        const DecoderOptions& options) {
     std::shared_ptr<Host> host = SharedGet();
-    auto info = std::make_unique<py::buffer_info>(bytes.request());
-    if (info->ndim != 1 || info->itemsize != 1 || info->strides[0] != 1) {
+    py::buffer_info info = bytes.request();
+    if (info.ndim != 1 || info.itemsize != 1 || info.strides[0] != 1) {
       throw StatusError{Status(StatusCode::kInvalidArgument, label + ": expected contiguous bytes")};
     }
-    // The buffer stays alive while the open reads it: `info` holds it, and
-    // is kept past an open that Ctrl-C leaves running (Open).
-    const std::string_view view(static_cast<const char*>(info->ptr), static_cast<size_t>(info->size));
+    const std::string_view view(static_cast<const char*>(info.ptr), static_cast<size_t>(info.size));
     InterruptWatch interrupt;
-    return Decoder(Open(interrupt, host, std::move(info),
-                        [view, label, options](Host& h) { return h.OpenDecoderFromBytes(view, label, options); }),
+    if (!interrupt.active()) {
+      // `bytes` stays alive meanwhile: the caller holds it.
+      return Decoder(WithoutGil([&] { return host->OpenDecoderFromBytes(view, label, options); }), options);
+    }
+    // An open that Ctrl-C may leave running reads its own copy: the
+    // caller's buffer may be gone before it is done.
+    auto copy = std::make_shared<const std::string>(view);
+    return Decoder(Open(interrupt, host,
+                        [copy, label, options](Host& h) { return h.OpenDecoderFromBytes(*copy, label, options); }),
                    options);
   }
 
@@ -141,23 +133,11 @@ class PyHost {
   void close() { host_.Reset(); }
 
  private:
-  // An open Ctrl-C left running, and the caller's buffer it reads (null for
-  // a path), released with the GIL once the open is done.
-  struct Abandoned {
-    std::shared_ptr<PendingOpen> pending;
-    std::unique_ptr<py::buffer_info> buffer;
-  };
-
   Host& Get() { return *host_.get("this Host").host; }
   std::shared_ptr<Host> SharedGet() { return host_.get("this Host").host; }
 
   static std::unique_ptr<PyDecoder> Decoder(OpenResult decoder, const DecoderOptions& options) {
     return std::make_unique<PyDecoder>(Take(std::move(decoder)), options.output_format);
-  }
-
-  static bool Done(PendingOpen& pending) {
-    std::lock_guard<std::mutex> lock(pending.mu);
-    return pending.done;
   }
 
   // open(*host) with the GIL released. Where Ctrl-C would raise
@@ -166,28 +146,18 @@ class PyHost {
   // an exact-mode open scans the whole file, and a plugin's may take up to
   // its open timeout (twice, with a replay). An open left behind finishes
   // on that thread, which then closes the decoder it made; it holds the
-  // Host meanwhile, and `buffer` (what it reads) is kept until it is done.
+  // Host meanwhile.
   template <typename Fn>
-  OpenResult Open(const InterruptWatch& interrupt, std::shared_ptr<Host> host,
-                  std::unique_ptr<py::buffer_info> buffer, Fn open) {
-    std::erase_if(abandoned_, [](Abandoned& a) { return Done(*a.pending); });
+  static OpenResult Open(const InterruptWatch& interrupt, std::shared_ptr<Host> host, Fn open) {
     if (!interrupt.active()) return WithoutGil([&] { return open(*host); });
-    interrupt.Rethrow();  // a Ctrl-C already pending: no open at all
     auto pending = std::make_shared<PendingOpen>();
     try {
-      std::thread([host, pending, open] {
-        std::optional<OpenResult> result;
-        std::exception_ptr error;
-        try {
-          result.emplace(open(*host));
-        } catch (...) {
-          error = std::current_exception();
-        }
+      std::thread([host, pending, open = std::move(open)]() mutable {
+        OpenResult result = open(*host);
         std::unique_lock<std::mutex> lock(pending->mu);
-        pending->done = true;
         if (pending->abandoned) return;  // `result` is closed as it goes, with the lock released
-        pending->result = std::move(result);
-        pending->error = error;
+        pending->result.emplace(std::move(result));
+        pending->done = true;
         pending->done_cv.notify_all();
       }).detach();
     } catch (const std::system_error&) {
@@ -206,11 +176,9 @@ class PyHost {
       return true;
     });
     if (!done) {
-      abandoned_.push_back(Abandoned{pending, std::move(buffer)});
       interrupt.Rethrow();
       return Status(StatusCode::kCancelled, "the open was interrupted");
     }
-    if (pending->error) std::rethrow_exception(pending->error);
     return *std::move(pending->result);
   }
 
@@ -218,7 +186,6 @@ class PyHost {
   static constexpr std::chrono::milliseconds kInterruptPoll{20};
 
   Owned<SharedHost> host_;
-  std::vector<Abandoned> abandoned_;  // with the GIL held
 };
 
 }  // namespace

@@ -39,8 +39,6 @@ class Owned {
     CheckOwner(what);
     return object_.get();
   }
-  // Whether this process made it.
-  bool owned_here() const { return getpid() == owner_; }
   // Throws unless this process made it.
   void CheckOwner(const char* what) const {
     if (getpid() != owner_) throw ForkedError{std::string(what) + " was made in process " + std::to_string(owner_)};
