@@ -1,15 +1,11 @@
 #include "python/codecvisor/host_bindings.h"
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <system_error>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -18,7 +14,6 @@
 #include "pybind11/stl.h"
 #include "python/codecvisor/decoder_bindings.h"
 #include "python/codecvisor/dicts.h"
-#include "python/codecvisor/interrupt_watch.h"
 #include "python/codecvisor/owned.h"
 #include "python/codecvisor/status_bridge.h"
 
@@ -47,29 +42,9 @@ DecoderOptions MakeOptions(const std::string& device, int32_t stream_index, bool
   return o;
 }
 
-using OpenResult = Result<std::unique_ptr<VideoDecoder>>;
-
-// An open that Ctrl-C may leave behind: the thread that runs it and the
-// caller waiting for it share this. Once the caller has gone (`abandoned`),
-// the thread closes what the open made.
-struct PendingOpen {
-  std::mutex mu;
-  std::condition_variable done_cv;
-  bool done = false;       // `result` is set
-  bool abandoned = false;  // the caller no longer waits
-  std::optional<OpenResult> result;
-};
-
-// The Host, shared with the opens that Ctrl-C left running, so that it
-// outlives them whenever Python lets go of it.
-struct SharedHost {
-  std::shared_ptr<Host> host;
-};
-
 class PyHost {
  public:
-  explicit PyHost(std::unique_ptr<Host> host)
-      : host_(std::make_unique<SharedHost>(SharedHost{std::shared_ptr<Host>(std::move(host))})) {}
+  explicit PyHost(std::unique_ptr<Host> host) : host_(std::move(host)) {}
 
   static std::unique_ptr<PyHost> Create(std::optional<std::vector<std::string>> backend_path,
                                         std::optional<bool> autoload, std::string default_device) {
@@ -82,110 +57,50 @@ class PyHost {
   }
 
   std::unique_ptr<PyDecoder> OpenPath(const std::string& path, const DecoderOptions& options) {
-    std::shared_ptr<Host> host = SharedGet();
-    InterruptWatch interrupt;
-    return Decoder(Open(interrupt, host, [path, options](Host& h) { return h.OpenDecoder(path, options); }),
-                   options);
+    Host& host = host_.get("this Host");
+    Result<std::unique_ptr<VideoDecoder>> decoder = WithoutGil([&] { return host.OpenDecoder(path, options); });
+    return std::make_unique<PyDecoder>(Take(std::move(decoder)), options.output_format);
   }
 
   std::unique_ptr<PyDecoder> OpenBytes(const py::buffer& bytes, const std::string& label,
                                        const DecoderOptions& options) {
-    std::shared_ptr<Host> host = SharedGet();
+    Host& host = host_.get("this Host");
     py::buffer_info info = bytes.request();
     if (info.ndim != 1 || info.itemsize != 1 || info.strides[0] != 1) {
       throw StatusError{Status(StatusCode::kInvalidArgument, label + ": expected contiguous bytes")};
     }
     const std::string_view view(static_cast<const char*>(info.ptr), static_cast<size_t>(info.size));
-    InterruptWatch interrupt;
-    if (!interrupt.active()) {
-      // `bytes` stays alive meanwhile: the caller holds it.
-      return Decoder(WithoutGil([&] { return host->OpenDecoderFromBytes(view, label, options); }), options);
-    }
-    // An open that Ctrl-C may leave running reads its own copy: the
-    // caller's buffer may be gone before it is done.
-    auto copy = std::make_shared<const std::string>(view);
-    return Decoder(Open(interrupt, host,
-                        [copy, label, options](Host& h) { return h.OpenDecoderFromBytes(*copy, label, options); }),
-                   options);
+    // `bytes` stays alive meanwhile: the caller holds it.
+    Result<std::unique_ptr<VideoDecoder>> decoder =
+        WithoutGil([&] { return host.OpenDecoderFromBytes(view, label, options); });
+    return std::make_unique<PyDecoder>(Take(std::move(decoder)), options.output_format);
   }
 
   py::list Backends() {
     py::list out;
-    for (const BackendInfo& b : Get().Backends()) out.append(BackendDict(b));
+    for (const BackendInfo& b : host_.get("this Host").Backends()) out.append(BackendDict(b));
     return out;
   }
   py::list Warnings() {
     py::list out;
-    for (const std::string& w : Get().warnings()) out.append(Text(w));
+    for (const std::string& w : host_.get("this Host").warnings()) out.append(Text(w));
     return out;
   }
-  py::str DefaultDevice() { return Text(Get().default_device()); }
+  py::str DefaultDevice() { return Text(host_.get("this Host").default_device()); }
   void LoadBackend(const std::string& manifest) {
-    Host& host = Get();
+    Host& host = host_.get("this Host");
     Check(WithoutGil([&] { return host.LoadBackend(manifest); }));  // it reads a file
   }
-  void ResetBackend(const std::string& name) { Check(Get().ResetBackend(name)); }
+  void ResetBackend(const std::string& name) { Check(host_.get("this Host").ResetBackend(name)); }
   void StartBackend(const std::string& name, double timeout_seconds) {
-    Host& host = Get();
+    Host& host = host_.get("this Host");
     const std::chrono::milliseconds timeout(static_cast<int64_t>(timeout_seconds * 1000));
     Check(WithoutGil([&] { return host.StartBackend(name, timeout); }));
   }
   void close() { host_.Reset(); }
 
  private:
-  Host& Get() { return *host_.get("this Host").host; }
-  std::shared_ptr<Host> SharedGet() { return host_.get("this Host").host; }
-
-  static std::unique_ptr<PyDecoder> Decoder(OpenResult decoder, const DecoderOptions& options) {
-    return std::make_unique<PyDecoder>(Take(std::move(decoder)), options.output_format);
-  }
-
-  // open(*host) with the GIL released. Where Ctrl-C would raise
-  // KeyboardInterrupt (`interrupt` active), the open runs on a thread of its
-  // own and the caller waits for it or for Ctrl-C, whichever comes first:
-  // an exact-mode open scans the whole file, and a plugin's may take up to
-  // its open timeout (twice, with a replay). An open left behind finishes
-  // on that thread, which then closes the decoder it made; it holds the
-  // Host meanwhile.
-  template <typename Fn>
-  static OpenResult Open(const InterruptWatch& interrupt, std::shared_ptr<Host> host, Fn open) {
-    if (!interrupt.active()) return WithoutGil([&] { return open(*host); });
-    auto pending = std::make_shared<PendingOpen>();
-    try {
-      std::thread([host, pending, open = std::move(open)]() mutable {
-        OpenResult result = open(*host);
-        std::unique_lock<std::mutex> lock(pending->mu);
-        if (pending->abandoned) return;  // `result` is closed as it goes, with the lock released
-        pending->result.emplace(std::move(result));
-        pending->done = true;
-        pending->done_cv.notify_all();
-      }).detach();
-    } catch (const std::system_error&) {
-      // No thread to be had: the open, uninterruptible.
-      return WithoutGil([&] { return open(*host); });
-    }
-    const bool done = WithoutGil([&] {
-      std::unique_lock<std::mutex> lock(pending->mu);
-      while (!pending->done) {
-        if (interrupt.Raised()) {
-          pending->abandoned = true;
-          return false;
-        }
-        pending->done_cv.wait_for(lock, kInterruptPoll);
-      }
-      return true;
-    });
-    if (!done) {
-      interrupt.Rethrow();
-      return Status(StatusCode::kCancelled, "the open was interrupted");
-    }
-    return *std::move(pending->result);
-  }
-
-  // How often an open's caller looks for Ctrl-C.
-  static constexpr std::chrono::milliseconds kInterruptPoll{20};
-
-  Owned<SharedHost> host_;
+  Owned<Host> host_;
 };
 
 }  // namespace

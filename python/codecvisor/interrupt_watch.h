@@ -30,9 +30,6 @@ class InterruptWatch {
   InterruptWatch(const InterruptWatch&) = delete;
   InterruptWatch& operator=(const InterruptWatch&) = delete;
 
-  // Whether this watch is in front of the process's SIGINT handler (the
-  // main thread, Python's default handler, not nested).
-  bool active() const { return active_; }
   // Any thread, no GIL: whether SIGINT arrived since the watch began.
   bool Raised() const;
   // With the GIL held, the decoder's lock released: after a SIGINT, runs
