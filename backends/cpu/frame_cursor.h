@@ -200,8 +200,9 @@ class FrameCursor {
   // later than the last one out and at or after `from`, never came out
   // (the decoder dropped them).
   bool LostAtEnd(int64_t from) const;
-  // The error for frame `index`, lost in the recorded stretch. frame_ is
-  // the frame after the stretch (or the one before it), under no index.
+  // The error for frame `index`, lost in the recorded stretch; frame_ and
+  // its label are left as they are (callers that changed frame_ have
+  // unlabelled it).
   absl::Status LostFrameError(int64_t index, int64_t target_pts) const;
   // Where frame_ (at last_ts_) ends: its packet's duration, else a nominal
   // frame's (`frame_duration`).
