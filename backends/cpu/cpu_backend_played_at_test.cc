@@ -166,6 +166,45 @@ TEST_P(PlayedAtTest, FramesSharingATimeGiveTheLastOfThemAsExactModeDoes) {
   }
 }
 
+// AVI with B-frames: the header starts the stream at 0, where the decoder
+// shows its first frame one frame later, and approximate mode's nominal
+// timeline starts there. A time from the header's start (the public API's
+// begin in approximate mode) up to that first frame finds the first frame,
+// the one shown then; a time before the header's start is out of range.
+TEST(PlayedAtBeforeTheFirstFrameTest, TheHeadersStartShowsTheFirstFrame) {
+  const std::string path = testing::TestVideoPath(testing::FindTestVideo("mpeg4_bframes.avi"));
+  TestSession approx(path, Approximate());
+  ASSERT_TRUE(approx.ok()) << approx.open_message();
+  const cv_backend_v1* t = codecvisor_backend_v1();
+  cv_header_times header{};
+  cv_error error{};
+  ASSERT_EQ(t->get_header_times(approx.get(), &header, &error), CV_OK) << error.message;
+  const cv_stream_metadata m = approx.Metadata();
+  ASSERT_EQ(header.begin_stream_seconds, 0);
+  ASSERT_NEAR(m.begin_stream_seconds, 0.04, 1e-9) << "the first frame is no longer shown late";
+  cv_frame_info first{};
+  const std::string first_pixels = approx.DecodeOrFail(0, &first);
+  for (double seconds : {0.0, 0.02, std::nextafter(m.begin_stream_seconds, 0.0)}) {
+    int64_t index = -1;
+    ASSERT_EQ(t->index_at_seconds(approx.get(), seconds, &index, &error), CV_OK) << seconds << ": " << error.message;
+    EXPECT_EQ(index, 0) << seconds;
+    TestSession fresh(path, Approximate());
+    cv_frame_info info{};
+    std::string pixels, message;
+    ASSERT_EQ(fresh.DecodeAt(seconds, &pixels, &info, &message), CV_OK) << seconds << ": " << message;
+    EXPECT_EQ(info.index, 0) << seconds;
+    EXPECT_EQ(info.pts, first.pts) << seconds;
+    EXPECT_TRUE(pixels == first_pixels) << seconds;
+  }
+  int64_t index = -1;
+  EXPECT_EQ(t->index_at_seconds(approx.get(), -0.001, &index, &error), CV_ERROR_OUT_OF_RANGE);
+  EXPECT_NE(std::string(error.message).find("plays from 0.000000 s"), std::string::npos) << error.message;
+  // Exact mode's stream starts at its first frame.
+  TestSession exact(path);
+  ASSERT_TRUE(exact.ok()) << exact.open_message();
+  EXPECT_EQ(t->index_at_seconds(exact.get(), 0.02, &index, &error), CV_ERROR_OUT_OF_RANGE);
+}
+
 INSTANTIATE_TEST_SUITE_P(Containers, PlayedAtTest, ::testing::Values("pausing.mp4", "pausing.mkv"),
                          [](const ::testing::TestParamInfo<const char*>& info) {
                            return Extension(info.param).substr(1);

@@ -158,6 +158,7 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Open(int fd,
   session->metadata_ =
       DescribeStream(*session->demuxer_, session->index_ ? &*session->index_ : nullptr);
   session->streams_ = DescribeStreams(session->demuxer_->format());
+  session->header_begin_seconds_ = session->metadata_.begin_stream_seconds;
   if (approximate) {
     if (stream->nb_frames > 0) {
       session->num_frames_ = std::min(stream->nb_frames, FrameIndex::kMaxFrames);
@@ -259,12 +260,15 @@ absl::StatusOr<int64_t> CpuSession::IndexAtSeconds(double seconds) const {
   if (std::isnan(seconds)) return absl::InvalidArgumentError("time is NaN");
   const double begin = metadata_.begin_stream_seconds;
   const double end = metadata_.end_stream_seconds;
+  // Approximate mode: the first frame is shown from the header's start.
+  const double earliest = index_ ? begin : std::min(begin, header_begin_seconds_);
   auto out_of_range = [&] {
     return absl::OutOfRangeError(
         absl::StrFormat("time %.6f s is outside the stream, which plays from %.6f s to %.6f s",
-                        seconds, begin, end));
+                        seconds, earliest, end));
   };
-  if (seconds < begin || seconds >= end) return out_of_range();
+  if (seconds < earliest || seconds >= end) return out_of_range();
+  if (seconds < begin) return num_frames_ > 0 ? absl::StatusOr<int64_t>(0) : out_of_range();
   int64_t index;
   if (index_) {
     index = index_->FindAtOrBefore(TicksAt(seconds));

@@ -89,6 +89,9 @@ class CpuSession {
 
   // The last frame whose pts <= `seconds`. OutOfRange before the first
   // frame or at/after the end of the last one; InvalidArgument for NaN.
+  // Approximate mode on a stream whose first frame is shown after the
+  // header's start (B-frames in AVI): a time from that start on is the
+  // first frame's, the one shown there.
   absl::StatusOr<int64_t> IndexAtSeconds(double seconds) const;
 
   // Decodes frame `index` into `buffer` at layout() and describes it in
@@ -163,6 +166,9 @@ class CpuSession {
   AVRational frame_rate_{0, 1};
   int64_t begin_pts_ = 0;
   int64_t frame_duration_ = 1;
+  // Where the header starts the stream, when the nominal timeline starts
+  // later (the first frame shown video_delay frames late); else the begin.
+  double header_begin_seconds_ = 0;
   int64_t lent_in_place_ = 0;
 };
 

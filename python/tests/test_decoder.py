@@ -127,6 +127,26 @@ def test_an_approximate_time_finds_the_frame_playing_then_in_a_variable_rate_vid
     assert cpu_restarts() == restarts
 
 
+@pytest.mark.parametrize("seek_mode", ["exact", "approximate"])
+def test_the_streams_begin_plays_its_first_frame_when_the_container_has_no_presentation_times(tmp_path, seek_mode):
+    # MPEG-4 with B-frames in AVI: packets carry decode times only, and the
+    # decoder shows its first frame a frame after the header's start (0).
+    # Whatever begin the metadata gives (the header's in approximate mode,
+    # the first frame's in exact mode), the frame played there is frame 0.
+    avi = make_video(tmp_path / "bframes.avi", ["-f", "lavfi", "-i", f"testsrc=size={WIDTH}x{HEIGHT}:rate={FPS}",
+                                                "-frames:v", "30", "-c:v", "mpeg4", "-bf", "2", "-g", "10"])
+    d = VideoDecoder(avi, seek_mode=seek_mode, dimension_order="NHWC")
+    m = d.metadata
+    first = d[0]
+    at_begin = d.get_frame_played_at(m.begin_stream_seconds)
+    assert torch.equal(at_begin.data, first)
+    in_range = d.get_frames_played_in_range(m.begin_stream_seconds, m.begin_stream_seconds + 0.1)
+    assert torch.equal(in_range.data[0], first)
+    assert in_range.pts_seconds.tolist() == d.get_frames_in_range(0, len(in_range)).pts_seconds.tolist()
+    with pytest.raises(IndexError):
+        d.get_frame_played_at(m.begin_stream_seconds - 0.001)
+
+
 def metadata(**fields):
     """Metadata with `fields` and every other field None."""
     every = {f.name: None for f in dataclasses.fields(VideoStreamMetadata)}
