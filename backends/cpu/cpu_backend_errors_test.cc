@@ -16,7 +16,6 @@
 #include <cstring>
 #include <limits>
 #include <random>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -32,8 +31,6 @@ using testing::CliAllFrames;
 using testing::CliFrame;
 using testing::MakeVideo;
 using testing::ReadFile;
-using testing::RgbBytes;
-using testing::Shuffled;
 using testing::TestSession;
 using testing::WriteFile;
 
@@ -446,43 +443,6 @@ TEST_F(BadInputTest, OlderRunnerWithShorterOptions) {
       << error.message;
   close(fd);
   t->destroy(backend);
-}
-
-// Two recordings spliced by concatenation, the second's times overlapping
-// the first's last two frames (2.40 and 2.44 s each twice, the second of
-// each after the first's 2.44): every frame is its own picture, in
-// sequence and at random. The second frame of each time was the first's
-// copy, and two pictures were never returned.
-TEST(SplicedStreamTest, FramesSharingATimeAcrossASpliceAreEachTheirOwn) {
-  const std::string first = MakeVideo("splice_1.ts", "-f lavfi -i testsrc2=size=160x120:rate=25 -t 1 -c:v libx264");
-  const std::string second = MakeVideo(
-      "splice_2.ts", "-f lavfi -i testsrc2=size=160x120:rate=25,hue=H=2 -t 1 -c:v libx264 -output_ts_offset 1");
-  const std::string spliced = WriteFile("spliced.ts", ReadFile(first) + ReadFile(second));
-  TestSession session(spliced);
-  ASSERT_TRUE(session.ok()) << session.open_message();
-  const cv_stream_metadata m = session.Metadata();
-  ASSERT_EQ(m.num_frames_from_scan, 50);
-  const size_t bytes = RgbBytes(session.Layout());
-  // The CLI's frames, each once, as the decoder gives them.
-  const std::string cli = CliAllFrames(spliced, 0, "format=rgb24");
-  ASSERT_EQ(cli.size(), bytes * 50);
-  std::multiset<std::string> cli_frames;
-  for (size_t i = 0; i < 50; ++i) cli_frames.insert(cli.substr(i * bytes, bytes));
-  std::vector<std::string> in_order(50);
-  std::multiset<std::string> ours;
-  for (int64_t i = 0; i < 50; ++i) {
-    std::string message;
-    ASSERT_EQ(session.Decode(i, &in_order[i], nullptr, &message), CV_OK) << i << ": " << message;
-    ours.insert(in_order[i]);
-  }
-  EXPECT_EQ(std::set<std::string>(ours.begin(), ours.end()).size(), 50u) << "a picture returned twice";
-  EXPECT_TRUE(ours == cli_frames) << "not the CLI's pictures";
-  TestSession random_access(spliced);
-  for (int64_t i : Shuffled(50, 7)) {
-    std::string pixels;
-    ASSERT_EQ(random_access.Decode(i, &pixels), CV_OK) << i;
-    EXPECT_TRUE(pixels == in_order[i]) << "frame " << i << " at random differs from in sequence";
-  }
 }
 
 }  // namespace

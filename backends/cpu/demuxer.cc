@@ -116,6 +116,11 @@ bool Demuxer::ReadPacket(AVPacket* packet) {
     }
     if (packet->stream_index == stream_->index) {
       if (first_packet_pos_ < 0 && !seeked_ && packet->pos >= 0) first_packet_pos_ = packet->pos;
+      if (splices_.active()) {
+        const int64_t offset = last_offset_ = splices_.OffsetAt(packet->pos, last_offset_);
+        if (packet->pts != AV_NOPTS_VALUE) packet->pts = SaturatingAdd(packet->pts, offset);
+        if (packet->dts != AV_NOPTS_VALUE) packet->dts = SaturatingAdd(packet->dts, offset);
+      }
       return true;
     }
   }
@@ -124,6 +129,12 @@ bool Demuxer::ReadPacket(AVPacket* packet) {
 absl::Status Demuxer::Seek(int64_t timestamp) {
   last_error_ = 0;
   seeked_ = true;
+  if (splices_.active()) {
+    // A time may be in several segments: the scan's key frame position.
+    const int64_t pos = splices_.KeyPositionAtOrBefore(timestamp);
+    if (pos >= 0 && av_seek_frame(format_, -1, pos, AVSEEK_FLAG_BYTE) >= 0) return absl::OkStatus();
+    return Reopen();
+  }
   int ret = av_seek_frame(format_, stream_->index, timestamp, AVSEEK_FLAG_BACKWARD);
   if (ret < 0) {
     ret = avformat_seek_file(format_, stream_->index, INT64_MIN, timestamp, timestamp, 0);

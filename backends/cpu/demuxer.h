@@ -22,6 +22,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "backends/cpu/fd_io.h"
+#include "backends/cpu/stream_splices.h"
 
 extern "C" {
 #include <libavformat/avformat.h>
@@ -67,6 +68,12 @@ class Demuxer {
   // DataLoss if that fails too.
   absl::Status Seek(int64_t timestamp);
 
+  // From now on, packet times are moved by `splices` (when active()), and
+  // Seek goes to the byte position of the key frame at or before the
+  // (moved) timestamp, or opens the container again when none is.
+  void UseSplices(StreamSplices splices) { splices_ = std::move(splices); }
+  bool spliced() const { return splices_.active(); }
+
   // Opens the container again over the same descriptor, with the same
   // stream selected (stream() and format() change): the next packet read is
   // the first. For a file whose seeks to its start land later.
@@ -83,6 +90,8 @@ class Demuxer {
   int last_error_ = 0;
   int64_t first_packet_pos_ = -1;  // byte position of the first packet read before any seek
   bool seeked_ = false;
+  StreamSplices splices_{0};  // none until UseSplices
+  int64_t last_offset_ = 0;  // the splice offset of the last packet read
 };
 
 }  // namespace codecvisor::cpu

@@ -188,9 +188,20 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
   bool b_vops = false;
   bool placeholders = false;  // not-coded VOPs, which a packed bitstream sends
   bool pts_are_dts = true;
+  // Containers whose times may restart part way (StreamSplices).
+  const bool may_splice = (demuxer.format()->iformat->flags & AVFMT_TS_DISCONT) != 0 && !demuxer.spliced();
+  StreamSplices splices(std::max<int64_t>(av_rescale_q(1, AVRational{1, 10}, demuxer.stream()->time_base), 1));
   while (demuxer.ReadPacket(packet.get())) {
     if ((packet->flags & AV_PKT_FLAG_DISCARD) != 0) continue;
     last_corrupt = (packet->flags & AV_PKT_FLAG_CORRUPT) != 0;
+    if (may_splice) {
+      const int64_t offset = splices.Place(packet->pos, packet->pts, packet->dts, packet->duration);
+      if (packet->pts != AV_NOPTS_VALUE) packet->pts = SaturatingAdd(packet->pts, offset);
+      if (packet->dts != AV_NOPTS_VALUE) packet->dts = SaturatingAdd(packet->dts, offset);
+      if ((packet->flags & AV_PKT_FLAG_KEY) != 0 && packet->pts != AV_NOPTS_VALUE) {
+        splices.AddKey(packet->pts, packet->pos);
+      }
+    }
     if (order >= kMaxFrames) {
       return absl::ResourceExhaustedError(absl::StrCat("has more than ", kMaxFrames,
                                                        " frames in stream ", demuxer.stream_index(),
@@ -257,6 +268,11 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
       index.inferred_by_dts_.emplace_back(index.frames_[m].dts, index.frames_[m].decode_order);
     }
     std::sort(index.inferred_by_dts_.begin(), index.inferred_by_dts_.end());
+  }
+  if (splices.active()) {
+    splices.Finish();
+    index.splices_ = splices.segments() - 1;
+    demuxer.UseSplices(std::move(splices));
   }
   if (index.frames_.empty()) {
     return absl::DataLossError(absl::StrCat(

@@ -85,6 +85,9 @@ class FrameIndex {
   // list cuts off; the decoder drops their frames) are not frames.
   // `fallback_duration` (time base units, > 0) is the last frame's duration
   // when its packet has none. DataLoss if the stream has no packet at all.
+  // A container that allows timestamp discontinuities whose times jump back
+  // part way is read as one timeline in file order (StreamSplices): the
+  // table holds the moved times, and the demuxer is left moving them.
   static absl::StatusOr<FrameIndex> Scan(Demuxer& demuxer, int64_t fallback_duration);
 
   int64_t size() const { return static_cast<int64_t>(frames_.size()); }
@@ -117,6 +120,9 @@ class FrameIndex {
   // pkt_dts, not its pts.
   bool shown_order() const { return !shown_order_dts_.empty(); }
 
+  // The backward jumps the scan moved on (StreamSplices); 0 for most files.
+  int64_t splices() const { return splices_; }
+
  private:
   std::vector<FrameEntry> frames_;       // by pts
   std::vector<int64_t> index_of_order_;  // decode order -> frame index
@@ -128,6 +134,7 @@ class FrameIndex {
   // (ascending); else empty.
   std::vector<int64_t> shown_order_dts_;
   int64_t earliest_timestamp_ = 0;
+  int64_t splices_ = 0;
 };
 
 }  // namespace codecvisor::cpu

@@ -147,6 +147,26 @@ def test_the_streams_begin_plays_its_first_frame_when_the_container_has_no_prese
         d.get_frame_played_at(m.begin_stream_seconds - 0.001)
 
 
+def test_recordings_concatenated_byte_for_byte_read_in_file_order(tmp_path):
+    # `cat a.ts b.ts`: the second recording's times start again at the
+    # first's. Every frame is the CLI's of its place in the file, in order
+    # and at random, and times increase with the index.
+    parts = [make_video(tmp_path / f"{name}.ts", ["-f", "lavfi", "-i", f"testsrc=size={WIDTH}x{HEIGHT}:rate={FPS}",
+                                                  "-vf", vf, "-t", "1", "-c:v", "libx264", "-bf", "2", "-g", "10"])
+             for name, vf in (("a", "null"), ("b", "negate"))]
+    joined = tmp_path / "joined.ts"
+    joined.write_bytes(b"".join(open(p, "rb").read() for p in parts))
+    want = ffmpeg_frames(str(joined))
+    d = VideoDecoder(str(joined), dimension_order="NHWC")
+    assert len(d) == len(want) == 50
+    every = d[:]
+    assert np.array_equal(every.numpy(), want)
+    pts = d.get_frames_in_range(0, len(d)).pts_seconds.tolist()
+    assert pts == sorted(pts) and len(set(pts)) == len(pts)
+    for i in np.random.default_rng(3).permutation(len(d)):
+        assert np.array_equal(d[int(i)].numpy(), want[i]), i
+
+
 def metadata(**fields):
     """Metadata with `fields` and every other field None."""
     every = {f.name: None for f in dataclasses.fields(VideoStreamMetadata)}

@@ -1,0 +1,152 @@
+// File: backends/cpu/cpu_backend_splice_test.cc
+//
+// Recordings concatenated byte for byte (MPEG-TS, MPEG-PS), whose times
+// restart or overlap at the join: every frame is the CLI's frame of that
+// position in the file, in order and at random, with times that increase
+// (StreamSplices), and a file whose times only jump forward keeps them.
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/test_media.h"
+#include "gtest/gtest.h"
+
+namespace codecvisor::cpu {
+namespace {
+
+using testing::CliAllFrames;
+using testing::MakeVideo;
+using testing::ReadFile;
+using testing::RgbBytes;
+using testing::Shuffled;
+using testing::TestSession;
+using testing::WriteFile;
+
+// 2 s at 25 fps, B-frames, a key frame every second; `filter` tells the
+// recordings apart, `extra` sets the codec or the container's times.
+std::string Recording(const std::string& name, const std::string& filter, const std::string& extra) {
+  return MakeVideo(name, "-f lavfi -i testsrc2=size=96x64:rate=25" + filter + " -t 2 -c:v libx264 -preset veryfast " +
+                             "-bf 2 -g 25 -pix_fmt yuv420p " + extra);
+}
+
+struct Joined {
+  std::string name;
+  std::string path;
+  bool spliced;  // its times jump back at the join
+};
+
+std::vector<Joined> JoinedFiles() {
+  const std::string a = Recording("join_a.ts", "", "");
+  const std::string b = Recording("join_b.ts", ",negate", "");
+  const std::string c = Recording("join_c.ts", ",hue=H=2", "");
+  const std::string late = Recording("join_late.ts", "", "-output_ts_offset 10");
+  const std::string early = Recording("join_early.ts", ",negate", "-output_ts_offset 3");
+  // MPEG-2 video, as DVD program streams hold it.
+  const std::string a_ps = Recording("join_a.mpg", "", "-c:v mpeg2video -g 12 -f mpeg");
+  const std::string b_ps = Recording("join_b.mpg", ",negate", "-c:v mpeg2video -g 12 -f mpeg");
+  return {
+      // Two recordings with the same times, as `cat` of two captures makes.
+      {"same times", WriteFile("join_same.ts", ReadFile(a) + ReadFile(b)), true},
+      // The second recording's times are 7 s before the first's.
+      {"earlier times", WriteFile("join_back.ts", ReadFile(late) + ReadFile(early)), true},
+      {"program streams", WriteFile("join_same.mpg", ReadFile(a_ps) + ReadFile(b_ps)), true},
+      // Three in a row: two joins.
+      {"three recordings", WriteFile("join_three.ts", ReadFile(a) + ReadFile(b) + ReadFile(c)), true},
+      // The second recording's times are 7 s after the first's: a gap, not a
+      // splice; its times stay the container's.
+      {"later times", WriteFile("join_forward.ts", ReadFile(early) + ReadFile(late)), false},
+  };
+}
+
+TEST(SplicedStreamTest, EveryFrameIsTheClisFrameOfItsPositionInTheFile) {
+  for (const Joined& j : JoinedFiles()) {
+    SCOPED_TRACE(j.name);
+    TestSession in_order(j.path);
+    ASSERT_TRUE(in_order.ok()) << in_order.open_message();
+    const int64_t n = in_order.Metadata().num_frames_from_scan;
+    const size_t bytes = RgbBytes(in_order.Layout());
+    const std::string cli = CliAllFrames(j.path, 0, "format=rgb24");
+    ASSERT_EQ(cli.size(), bytes * n) << "frames: ours " << n << ", the CLI's " << cli.size() / bytes;
+    ASSERT_GE(n, 100);
+    std::set<std::string> distinct;
+    int64_t last_pts = std::numeric_limits<int64_t>::min();
+    std::vector<int64_t> pts(n);
+    for (int64_t i = 0; i < n; ++i) {
+      cv_frame_info info{};
+      std::string pixels, message;
+      ASSERT_EQ(in_order.Decode(i, &pixels, &info, &message), CV_OK) << "frame " << i << ": " << message;
+      EXPECT_TRUE(pixels == cli.substr(i * bytes, bytes)) << "frame " << i;
+      EXPECT_GT(info.pts, last_pts) << "frame " << i;
+      last_pts = pts[i] = info.pts;
+      distinct.insert(pixels);
+    }
+    EXPECT_EQ(static_cast<int64_t>(distinct.size()), n) << "a picture returned twice";
+    TestSession random_access(j.path);
+    for (int64_t i : Shuffled(n, 5)) {
+      cv_frame_info info{};
+      std::string pixels, message;
+      ASSERT_EQ(random_access.Decode(i, &pixels, &info, &message), CV_OK) << "frame " << i << ": " << message;
+      EXPECT_TRUE(pixels == cli.substr(i * bytes, bytes)) << "frame " << i << " at random";
+      EXPECT_EQ(info.pts, pts[i]) << "frame " << i << " at random";
+    }
+    // The time a frame is said to play at finds it.
+    const cv_backend_v1* t = codecvisor_backend_v1();
+    for (int64_t i = 0; i < n; i += 7) {
+      cv_frame_info info{};
+      cv_error error{};
+      ASSERT_EQ(t->get_frame_info(random_access.get(), i, &info, &error), CV_OK) << error.message;
+      int64_t at = -1;
+      ASSERT_EQ(t->index_at_seconds(random_access.get(), info.pts_seconds, &at, &error), CV_OK) << error.message;
+      EXPECT_EQ(at, i);
+    }
+    if (!j.spliced) {
+      // The container's own times: the first recording's from 4.4 s.
+      EXPECT_NEAR(in_order.Metadata().begin_stream_seconds, 4.4, 0.05);
+    }
+  }
+}
+
+// Two recordings spliced by concatenation, the second's times overlapping
+// the first's last two frames (2.40 and 2.44 s each twice, the second of
+// each after the first's 2.44): every frame is its own picture, in
+// sequence and at random. The second frame of each time was the first's
+// copy, and two pictures were never returned.
+TEST(SplicedStreamTest, FramesSharingATimeAcrossASpliceAreEachTheirOwn) {
+  const std::string first = MakeVideo("splice_1.ts", "-f lavfi -i testsrc2=size=160x120:rate=25 -t 1 -c:v libx264");
+  const std::string second = MakeVideo(
+      "splice_2.ts", "-f lavfi -i testsrc2=size=160x120:rate=25,hue=H=2 -t 1 -c:v libx264 -output_ts_offset 1");
+  const std::string spliced = WriteFile("spliced.ts", ReadFile(first) + ReadFile(second));
+  TestSession session(spliced);
+  ASSERT_TRUE(session.ok()) << session.open_message();
+  const cv_stream_metadata m = session.Metadata();
+  ASSERT_EQ(m.num_frames_from_scan, 50);
+  const size_t bytes = RgbBytes(session.Layout());
+  // The CLI's frames, each once, as the decoder gives them.
+  const std::string cli = CliAllFrames(spliced, 0, "format=rgb24");
+  ASSERT_EQ(cli.size(), bytes * 50);
+  std::multiset<std::string> cli_frames;
+  for (size_t i = 0; i < 50; ++i) cli_frames.insert(cli.substr(i * bytes, bytes));
+  std::vector<std::string> in_order(50);
+  std::multiset<std::string> ours;
+  for (int64_t i = 0; i < 50; ++i) {
+    std::string message;
+    ASSERT_EQ(session.Decode(i, &in_order[i], nullptr, &message), CV_OK) << i << ": " << message;
+    ours.insert(in_order[i]);
+  }
+  EXPECT_EQ(std::set<std::string>(ours.begin(), ours.end()).size(), 50u) << "a picture returned twice";
+  EXPECT_TRUE(ours == cli_frames) << "not the CLI's pictures";
+  TestSession random_access(spliced);
+  for (int64_t i : Shuffled(50, 7)) {
+    std::string pixels;
+    ASSERT_EQ(random_access.Decode(i, &pixels), CV_OK) << i;
+    EXPECT_TRUE(pixels == in_order[i]) << "frame " << i << " at random differs from in sequence";
+  }
+}
+
+}  // namespace
+}  // namespace codecvisor::cpu
