@@ -49,12 +49,19 @@ std::vector<Joined> JoinedFiles() {
   // MPEG-2 video, as DVD program streams hold it.
   const std::string a_ps = Recording("join_a.mpg", "", "-c:v mpeg2video -g 12 -f mpeg");
   const std::string b_ps = Recording("join_b.mpg", ",negate", "-c:v mpeg2video -g 12 -f mpeg");
+  // MPEG-2 with open GOPs; the second cut where a later GOP starts, so its
+  // first key frame's leading pictures (times below it) follow it.
+  const std::string m2 = MakeVideo("join_m2.ts", "-f lavfi -i testsrc2=size=96x64:rate=25 -t 2 -c:v mpeg2video -bf 2 -g 12");
+  const std::string m2_long =
+      MakeVideo("join_m2_long.ts", "-f lavfi -i testsrc2=size=96x64:rate=25,negate -t 3 -c:v mpeg2video -bf 2 -g 12");
+  const std::string m2_cut = MakeVideo("join_m2_cut.ts", "-ss 1.0 -i " + m2_long + " -c copy");
   return {
       // Two recordings with the same times, as `cat` of two captures makes.
       {"same times", WriteFile("join_same.ts", ReadFile(a) + ReadFile(b)), true},
       // The second recording's times are 7 s before the first's.
       {"earlier times", WriteFile("join_back.ts", ReadFile(late) + ReadFile(early)), true},
       {"program streams", WriteFile("join_same.mpg", ReadFile(a_ps) + ReadFile(b_ps)), true},
+      {"second starts on an open GOP", WriteFile("join_open_gop.ts", ReadFile(m2) + ReadFile(m2_cut)), true},
       // Three in a row: two joins.
       {"three recordings", WriteFile("join_three.ts", ReadFile(a) + ReadFile(b) + ReadFile(c)), true},
       // The second recording's times are 7 s after the first's: a gap, not a

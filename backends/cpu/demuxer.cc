@@ -132,7 +132,10 @@ absl::Status Demuxer::Seek(int64_t timestamp) {
   if (splices_.active()) {
     // A time may be in several segments: the scan's key frame position.
     const int64_t pos = splices_.KeyPositionAtOrBefore(timestamp);
-    if (pos >= 0 && av_seek_frame(format_, -1, pos, AVSEEK_FLAG_BYTE) >= 0) return absl::OkStatus();
+    if (pos >= 0 && av_seek_frame(format_, -1, pos, AVSEEK_FLAG_BYTE) >= 0) {
+      last_offset_ = splices_.OffsetAt(pos, 0);
+      return absl::OkStatus();
+    }
     return Reopen();
   }
   int ret = av_seek_frame(format_, stream_->index, timestamp, AVSEEK_FLAG_BACKWARD);
@@ -168,6 +171,7 @@ absl::Status Demuxer::Reopen() {
   std::swap(format_, (*fresh)->format_);
   std::swap(stream_, (*fresh)->stream_);
   last_error_ = 0;
+  last_offset_ = 0;
   return absl::OkStatus();
 }
 

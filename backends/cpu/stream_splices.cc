@@ -17,13 +17,14 @@ int64_t StreamSplices::Place(int64_t pos, int64_t pts, int64_t dts, int64_t dura
   if (segments_.empty()) segments_.push_back({std::max<int64_t>(pos, 0), 0});
   int64_t offset = segments_.back().offset;
   if (dts != AV_NOPTS_VALUE && have_dts_ && SaturatingAdd(SaturatingAdd(dts, offset), min_jump_) < last_dts_ &&
-      pos >= 0 &&
-      pos > segments_.back().pos) {
-    // Placed after every frame so far: its first frame shows at the end of
-    // the latest, and its decode time still follows the previous packet's.
-    const int64_t first = pts != AV_NOPTS_VALUE ? pts : dts;
-    offset = SaturatingSub(have_end_ ? end_ : last_dts_, first);
-    offset = std::max(offset, SaturatingSub(SaturatingAdd(last_dts_, 1), dts));
+      pos >= 0 && pos > segments_.back().pos) {
+    // Placed after every frame so far, by its first decode time: every frame
+    // of the recording shows at or after it (an open GOP's leading pictures
+    // too, whose times are below the key frame's), so none lands among the
+    // frames before the join. The decode time also follows the previous
+    // packet's.
+    offset = std::max(SaturatingSub(have_end_ ? end_ : last_dts_, dts),
+                      SaturatingSub(SaturatingAdd(last_dts_, 1), dts));
     segments_.push_back({pos, offset});
   }
   if (dts != AV_NOPTS_VALUE) {

@@ -37,11 +37,14 @@ class StreamSplices {
   // The scan's side, for each packet of the stream in file order, with its
   // container times (AV_NOPTS_VALUE where absent): the offset to add to
   // them. A packet whose decode time is more than min_jump before the
-  // previous packet's starts a segment, placed after the latest frame end
-  // seen so far.
+  // previous packet's starts a segment, whose first decode time is placed
+  // at the latest frame end seen so far.
   int64_t Place(int64_t pos, int64_t pts, int64_t dts, int64_t duration);
-  // A key frame at moved time `pts`, at byte `pos`.
-  void AddKey(int64_t pts, int64_t pos) { keys_.emplace_back(pts, pos); }
+  // A key frame at moved time `pts`, at byte `pos` (one of unknown
+  // position, < 0, is left out: a seek to it goes to an earlier key frame).
+  void AddKey(int64_t pts, int64_t pos) {
+    if (pos >= 0) keys_.emplace_back(pts, pos);
+  }
   // After the last packet: readies the lookups below.
   void Finish() { std::stable_sort(keys_.begin(), keys_.end()); }
 
