@@ -121,5 +121,67 @@ TEST(CpuBackendRotationTest, OtherAnglesLeaveFramesAsDecoded) {
   EXPECT_TRUE(s.DecodeOrFail(3) == CliFrame(source, 0, 3, "format=rgb24", 160 * 96 * 3));
 }
 
+// A copy of MP4 `source` whose video track header (its only track's tkhd,
+// version 0) holds display matrix `matrix`, as a mirroring camera or newer
+// FFmpeg's -display_hflip writes it (FFmpeg 5.1's CLI cannot).
+std::string WithMatrix(const std::string& source, const std::string& name, const int32_t (&matrix)[9]) {
+  std::string bytes = testing::ReadFile(source);
+  const size_t tkhd = bytes.find("tkhd");
+  EXPECT_NE(tkhd, std::string::npos);
+  EXPECT_EQ(bytes[tkhd + 4], 0) << "a version 1 tkhd";
+  // fourcc, version and flags, 5 x 32 bits of times and ids, 8 reserved
+  // bytes, layer, group, volume and 2 reserved bytes: then the matrix.
+  size_t at = tkhd + 4 + 4 + 20 + 8 + 8;
+  for (int32_t v : matrix) {
+    const uint32_t u = static_cast<uint32_t>(v);
+    for (int shift = 24; shift >= 0; shift -= 8) bytes[at++] = static_cast<char>((u >> shift) & 0xFF);
+  }
+  return testing::WriteFile(name, bytes);
+}
+
+// Mirrored matrices as the CLI reads them (FrameRotator): a mirror alone is
+// hflip or vflip, a mirror with a quarter turn a transpose. Every frame is
+// the CLI's, in exact and approximate mode, with sides swapped by a
+// transpose, and a host that converts native frames itself gets RGB (it
+// would not mirror them).
+TEST(CpuBackendRotationTest, MirroredMatricesAreTheClisFlipsAndTransposes) {
+  const std::string source = MakeVideo(
+      "mirror_source.mp4", "-f lavfi -i testsrc2=size=96x64:rate=25 -frames:v 12 -c:v libx264 -pix_fmt yuv420p");
+  constexpr int32_t k1 = 1 << 16, kW = 1 << 30;
+  const struct {
+    const char* name;
+    int32_t matrix[9];
+    bool swap;
+  } kCases[] = {
+      {"mirror_h.mp4", {-k1, 0, 0, 0, k1, 0, 96 << 16, 0, kW}, false},
+      {"mirror_v.mp4", {k1, 0, 0, 0, -k1, 0, 0, 64 << 16, kW}, false},
+      {"mirror_transpose.mp4", {0, k1, 0, k1, 0, 0, 0, 0, kW}, true},
+      {"mirror_anti_transpose.mp4", {0, -k1, 0, -k1, 0, 0, 64 << 16, 96 << 16, kW}, true},
+  };
+  for (const auto& c : kCases) {
+    SCOPED_TRACE(c.name);
+    const std::string path = WithMatrix(source, c.name, c.matrix);
+    const Probed probed = Probe(path);
+    for (cv_seek_mode mode : {CV_SEEK_EXACT, CV_SEEK_APPROXIMATE}) {
+      TestSession::Options o;
+      o.seek_mode = mode;
+      o.native_formats = "yuv420p";
+      TestSession s(path, o);
+      ASSERT_TRUE(s.ok()) << s.open_message();
+      const cv_stream_metadata m = s.Metadata();
+      EXPECT_DOUBLE_EQ(m.rotation_degrees, probed.rotation);
+      EXPECT_EQ(m.width, c.swap ? 64u : 96u);
+      EXPECT_EQ(m.height, c.swap ? 96u : 64u);
+      EXPECT_EQ(s.Layout().format, CV_OUTPUT_RGB24) << "native frames the host would not mirror";
+      const std::string cli = testing::CliAllFrames(path, 0, "format=rgb24");
+      const size_t bytes = size_t{96} * 64 * 3;
+      ASSERT_EQ(cli.size(), bytes * 12);
+      for (int64_t i : {0, 5, 11, 3}) {
+        EXPECT_TRUE(s.DecodeOrFail(i) == cli.substr(i * bytes, bytes)) << "frame " << i << ", mode " << mode;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace codecvisor::cpu

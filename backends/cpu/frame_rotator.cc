@@ -13,6 +13,7 @@
 
 extern "C" {
 #include <libavutil/common.h>
+#include <libavutil/display.h>
 #include <libavutil/imgutils.h>
 #include <libavutil/pixdesc.h>
 }
@@ -58,14 +59,44 @@ void WithSampleSize(int step, Fn&& fn) {
   }
 }
 
-// out(y, x) = in(x', y') as vf_transpose moves samples: clockwise reads the
-// input's rows bottom-up, counter-clockwise writes the output's bottom-up.
-// In square tiles, so that the input rows one output row reads down stay
-// in cache for the next output rows (a 1080p RGB24 frame walked a whole
-// column at a time misses the cache on nearly every sample).
+// Where output sample (y, x) is read from, per axis: mirrored or not, and
+// for a quarter turn or transpose, with the axes swapped.
+struct SampleMove {
+  bool swap;      // the output is the input's height wide
+  bool mirror_x;  // the input column read counts from the right
+  bool mirror_y;  // the input row read counts from the bottom
+};
+
+SampleMove MoveOf(Rotation rotation) {
+  switch (rotation) {
+    case Rotation::kNone:
+      return {false, false, false};
+    case Rotation::kClockwise:
+      return {true, false, true};
+    case Rotation::kHalfTurn:
+      return {false, true, true};
+    case Rotation::kCounterClockwise:
+      return {true, true, false};
+    case Rotation::kHorizontalFlip:
+      return {false, true, false};
+    case Rotation::kVerticalFlip:
+      return {false, false, true};
+    case Rotation::kTranspose:
+      return {true, false, false};
+    case Rotation::kAntiTranspose:
+      return {true, true, true};
+  }
+  return {false, false, false};
+}
+
+// out(y, x) = in(x', y') as vf_transpose moves samples: x' = y (from the
+// right with mirror_x), y' = x (from the bottom with mirror_y). In square
+// tiles, so that the input rows one output row reads down stay in cache for
+// the next output rows (a 1080p RGB24 frame walked a whole column at a time
+// misses the cache on nearly every sample).
 template <int kStep>
 void TransposeTiles(const uint8_t* src, int src_stride, uint8_t* dst, int dst_stride, const Plane& in,
-                    bool clockwise) {
+                    SampleMove move) {
   constexpr int kTile = 32;
   const size_t step = kStep != 0 ? kStep : static_cast<size_t>(in.step);
   // The output is in.height samples wide and in.width rows high.
@@ -74,11 +105,11 @@ void TransposeTiles(const uint8_t* src, int src_stride, uint8_t* dst, int dst_st
     for (int x0 = 0; x0 < in.height; x0 += kTile) {
       const int x1 = std::min(x0 + kTile, in.height);
       for (int y = y0; y < y1; ++y) {
-        const int src_x = clockwise ? y : in.width - 1 - y;
+        const int src_x = move.mirror_x ? in.width - 1 - y : y;
         const uint8_t* column = src + ptrdiff_t{src_x} * ptrdiff_t(step);
         uint8_t* out = dst + ptrdiff_t{y} * dst_stride;
         for (int x = x0; x < x1; ++x) {
-          const int src_y = clockwise ? in.height - 1 - x : x;
+          const int src_y = move.mirror_y ? in.height - 1 - x : x;
           std::memcpy(out + ptrdiff_t{x} * ptrdiff_t(step), column + ptrdiff_t{src_y} * src_stride, step);
         }
       }
@@ -86,13 +117,19 @@ void TransposeTiles(const uint8_t* src, int src_stride, uint8_t* dst, int dst_st
   }
 }
 
-// hflip then vflip: out(y, x) = in(h-1-y, w-1-x).
+// hflip and vflip: out(y, x) = in(y', x'), each axis counted from the far
+// side when mirrored.
 template <int kStep>
-void HalfTurnRows(const uint8_t* src, int src_stride, uint8_t* dst, int dst_stride, const Plane& in) {
+void FlipRows(const uint8_t* src, int src_stride, uint8_t* dst, int dst_stride, const Plane& in,
+              SampleMove move) {
   const size_t step = kStep != 0 ? kStep : static_cast<size_t>(in.step);
   for (int y = 0; y < in.height; ++y) {
-    const uint8_t* row = src + ptrdiff_t{in.height - 1 - y} * src_stride;
+    const uint8_t* row = src + ptrdiff_t{move.mirror_y ? in.height - 1 - y : y} * src_stride;
     uint8_t* out = dst + ptrdiff_t{y} * dst_stride;
+    if (!move.mirror_x) {
+      std::memcpy(out, row, size_t(in.width) * step);
+      continue;
+    }
     for (int x = 0; x < in.width; ++x) {
       std::memcpy(out + ptrdiff_t{x} * ptrdiff_t(step), row + ptrdiff_t{in.width - 1 - x} * ptrdiff_t(step), step);
     }
@@ -101,15 +138,20 @@ void HalfTurnRows(const uint8_t* src, int src_stride, uint8_t* dst, int dst_stri
 
 }  // namespace
 
-Rotation RotationFromDegrees(double degrees) {
-  if (!std::isfinite(degrees)) return Rotation::kNone;
-  // fftools' get_rotation: clockwise degrees in [0, 360).
-  double theta = -std::round(degrees);
+Rotation RotationFromMatrix(const int32_t* matrix) {
+  if (matrix == nullptr) return Rotation::kNone;
+  // fftools' get_rotation: clockwise degrees in [0, 360). A degenerate
+  // matrix gives NaN, which no comparison below takes but the last.
+  double theta = -std::round(av_display_rotation_get(matrix));
   theta -= 360 * std::floor(theta / 360 + 0.9 / 360);
-  if (std::fabs(theta - 90) < 1.0) return Rotation::kClockwise;
-  if (std::fabs(theta - 180) < 1.0) return Rotation::kHalfTurn;
-  if (std::fabs(theta - 270) < 1.0) return Rotation::kCounterClockwise;
-  return Rotation::kNone;
+  if (std::fabs(theta - 90) < 1.0) return matrix[3] > 0 ? Rotation::kTranspose : Rotation::kClockwise;
+  if (std::fabs(theta - 180) < 1.0) {
+    const bool h = matrix[0] < 0, v = matrix[4] < 0;
+    return h && v ? Rotation::kHalfTurn : h ? Rotation::kHorizontalFlip : v ? Rotation::kVerticalFlip : Rotation::kNone;
+  }
+  if (std::fabs(theta - 270) < 1.0) return matrix[3] < 0 ? Rotation::kAntiTranspose : Rotation::kCounterClockwise;
+  if (std::fabs(theta) > 1.0) return Rotation::kNone;  // the CLI's "rotate" filter: not reproduced
+  return matrix[4] < 0 ? Rotation::kVerticalFlip : Rotation::kNone;
 }
 
 absl::Status CheckRotatable(Rotation rotation, AVPixelFormat format) {
@@ -160,11 +202,11 @@ absl::Status FrameRotator::RotateInto(const AVFrame* frame, uint8_t* const data[
     const Plane in = PlaneOf(desc, steps, p, frame->width, frame->height);
     WithSampleSize(in.step, [&](auto size) {
       constexpr int kStep = decltype(size)::value;
-      if (SwapsSides(rotation_)) {
-        TransposeTiles<kStep>(frame->data[p], frame->linesize[p], data[p], linesize[p], in,
-                              rotation_ == Rotation::kClockwise);
+      const SampleMove move = MoveOf(rotation_);
+      if (move.swap) {
+        TransposeTiles<kStep>(frame->data[p], frame->linesize[p], data[p], linesize[p], in, move);
       } else {
-        HalfTurnRows<kStep>(frame->data[p], frame->linesize[p], data[p], linesize[p], in);
+        FlipRows<kStep>(frame->data[p], frame->linesize[p], data[p], linesize[p], in, move);
       }
     });
   }

@@ -1,17 +1,19 @@
 // File: backends/cpu/frame_rotator.h
 //
-// Applies a stream's display-matrix rotation to decoded frames, as the
-// ffmpeg CLI's autorotation does. FFmpeg 5.1's CLI turns the matrix into an
-// angle theta = -round(av_display_rotation_get(matrix)), taken modulo 360,
-// and inserts, first in the stream's filter chain (before any -vf filter,
-// so before scaling and the RGB conversion):
-//   theta ~ 90   "transpose=clock"   (rotate 90 degrees clockwise)
-//   theta ~ 180  "hflip" then "vflip"
-//   theta ~ 270  "transpose=cclock"  (rotate 90 degrees counter-clockwise)
+// Applies a stream's display matrix to decoded frames, as the ffmpeg CLI's
+// autorotation does. FFmpeg 5.1's CLI turns the matrix m into an angle
+// theta = -round(av_display_rotation_get(m)), taken modulo 360, and
+// inserts, first in the stream's filter chain (before any -vf filter, so
+// before scaling and the RGB conversion), looking at the matrix's signs for
+// a mirror:
+//   theta ~ 90   "transpose=cclock_flip" if m[3] > 0, else "transpose=clock"
+//   theta ~ 180  "hflip" if m[0] < 0, then "vflip" if m[4] < 0
+//   theta ~ 270  "transpose=clock_flip" if m[3] < 0, else "transpose=cclock"
+//   theta ~ 0    "vflip" if m[4] < 0
 // Those filters only move samples, plane by plane in the decoder's own pixel
 // format, so doing the same moves here is bit-exact with them. Any other
 // angle would make the CLI insert the interpolating "rotate" filter: such
-// frames are left as they are (RotationFromDegrees gives kNone).
+// frames are left as they are (RotationFromMatrix gives kNone).
 //
 // Not thread-safe: one per session (it keeps the output frame's buffers).
 
@@ -31,15 +33,26 @@ extern "C" {
 
 namespace codecvisor::cpu {
 
-enum class Rotation { kNone, kClockwise, kHalfTurn, kCounterClockwise };
+// The CLI's sample moves, by the filters it inserts.
+enum class Rotation {
+  kNone,
+  kClockwise,         // transpose=clock
+  kHalfTurn,          // hflip, vflip
+  kCounterClockwise,  // transpose=cclock
+  kHorizontalFlip,    // hflip: a mirror
+  kVerticalFlip,      // vflip
+  kTranspose,         // transpose=cclock_flip: across the main diagonal
+  kAntiTranspose,     // transpose=clock_flip: across the other diagonal
+};
 
-// The CLI's choice for a display matrix whose av_display_rotation_get angle
-// is `degrees` (counter-clockwise, as ffprobe prints it; 0 without a matrix).
-Rotation RotationFromDegrees(double degrees);
+// The CLI's choice for display matrix `matrix` (the 9 int32 values of
+// AV_PKT_DATA_DISPLAYMATRIX; nullptr for a stream without one).
+Rotation RotationFromMatrix(const int32_t* matrix);
 
 // Whether `rotation` swaps width and height.
 inline bool SwapsSides(Rotation rotation) {
-  return rotation == Rotation::kClockwise || rotation == Rotation::kCounterClockwise;
+  return rotation == Rotation::kClockwise || rotation == Rotation::kCounterClockwise ||
+         rotation == Rotation::kTranspose || rotation == Rotation::kAntiTranspose;
 }
 
 // OK when frames of `format` can be rotated by `rotation` sample by sample

@@ -1,6 +1,6 @@
 // File: backends/cpu/frame_rotator_test.cc
 //
-// The CLI's choice of filter for a display-matrix angle, which formats can
+// The CLI's choice of filter for a display matrix (angle and mirror), which formats can
 // be rotated sample by sample, and the sample moves on a tiny frame. The
 // bit-exact comparison with the CLI on real videos is in cpu_backend_test.cc
 // (the catalogue's rotated videos) and cpu_backend_rotation_test.cc.
@@ -16,6 +16,7 @@
 #include "gtest/gtest.h"
 
 extern "C" {
+#include <libavutil/display.h>
 #include <libavutil/imgutils.h>
 #include <libavutil/pixdesc.h>
 }
@@ -23,22 +24,55 @@ extern "C" {
 namespace codecvisor::cpu {
 namespace {
 
-TEST(RotationFromDegreesTest, FollowsTheClisAutorotation) {
-  // ffprobe's (counter-clockwise) angle; the CLI negates it.
-  EXPECT_EQ(RotationFromDegrees(0), Rotation::kNone);
-  EXPECT_EQ(RotationFromDegrees(90), Rotation::kCounterClockwise);
-  EXPECT_EQ(RotationFromDegrees(-90), Rotation::kClockwise);
-  EXPECT_EQ(RotationFromDegrees(270), Rotation::kClockwise);
-  EXPECT_EQ(RotationFromDegrees(-270), Rotation::kCounterClockwise);
-  EXPECT_EQ(RotationFromDegrees(180), Rotation::kHalfTurn);
-  EXPECT_EQ(RotationFromDegrees(-180), Rotation::kHalfTurn);
-  EXPECT_EQ(RotationFromDegrees(89.6), Rotation::kCounterClockwise);  // rounded first
+// A display matrix whose av_display_rotation_get angle (counter-clockwise,
+// as ffprobe prints it) is `degrees` (av_display_rotation_set takes it
+// clockwise), then mirrored as av_display_matrix_flip does.
+std::vector<int32_t> Matrix(double degrees, bool hflip = false, bool vflip = false) {
+  std::vector<int32_t> m(9);
+  av_display_rotation_set(m.data(), -degrees);
+  av_display_matrix_flip(m.data(), hflip, vflip);
+  return m;
+}
+
+TEST(RotationFromMatrixTest, FollowsTheClisAutorotation) {
+  EXPECT_EQ(RotationFromMatrix(nullptr), Rotation::kNone);
+  // The CLI negates ffprobe's angle.
+  EXPECT_EQ(RotationFromMatrix(Matrix(0).data()), Rotation::kNone);
+  EXPECT_EQ(RotationFromMatrix(Matrix(90).data()), Rotation::kCounterClockwise);
+  EXPECT_EQ(RotationFromMatrix(Matrix(-90).data()), Rotation::kClockwise);
+  EXPECT_EQ(RotationFromMatrix(Matrix(270).data()), Rotation::kClockwise);
+  EXPECT_EQ(RotationFromMatrix(Matrix(-270).data()), Rotation::kCounterClockwise);
+  EXPECT_EQ(RotationFromMatrix(Matrix(180).data()), Rotation::kHalfTurn);
+  EXPECT_EQ(RotationFromMatrix(Matrix(-180).data()), Rotation::kHalfTurn);
+  EXPECT_EQ(RotationFromMatrix(Matrix(89.6).data()), Rotation::kCounterClockwise);  // rounded first
   // The CLI would interpolate with its "rotate" filter: left as is.
-  EXPECT_EQ(RotationFromDegrees(45), Rotation::kNone);
-  EXPECT_EQ(RotationFromDegrees(88.4), Rotation::kNone);
-  EXPECT_EQ(RotationFromDegrees(std::nan("")), Rotation::kNone);
+  EXPECT_EQ(RotationFromMatrix(Matrix(45).data()), Rotation::kNone);
+  EXPECT_EQ(RotationFromMatrix(Matrix(88.4).data()), Rotation::kNone);
   EXPECT_TRUE(SwapsSides(Rotation::kClockwise));
   EXPECT_FALSE(SwapsSides(Rotation::kHalfTurn));
+}
+
+// Mirrors, by the matrix's signs, as the CLI reads them: a mirror alone is
+// hflip (its angle is 180) or vflip (0); a mirror and a quarter turn is a
+// transpose.
+TEST(RotationFromMatrixTest, MirrorsAreTheClisFlipsAndTransposes) {
+  EXPECT_EQ(RotationFromMatrix(Matrix(0, /*hflip=*/true).data()), Rotation::kHorizontalFlip);
+  EXPECT_EQ(RotationFromMatrix(Matrix(0, false, /*vflip=*/true).data()), Rotation::kVerticalFlip);
+  EXPECT_EQ(RotationFromMatrix(Matrix(0, true, true).data()), Rotation::kHalfTurn);
+  const int32_t transpose[9] = {0, 1 << 16, 0, 1 << 16, 0, 0, 0, 0, 1 << 30};
+  EXPECT_EQ(RotationFromMatrix(transpose), Rotation::kTranspose);
+  const int32_t anti_transpose[9] = {0, -(1 << 16), 0, -(1 << 16), 0, 0, 0, 0, 1 << 30};
+  EXPECT_EQ(RotationFromMatrix(anti_transpose), Rotation::kAntiTranspose);
+  EXPECT_TRUE(SwapsSides(Rotation::kTranspose));
+  EXPECT_TRUE(SwapsSides(Rotation::kAntiTranspose));
+  EXPECT_FALSE(SwapsSides(Rotation::kHorizontalFlip));
+  EXPECT_FALSE(SwapsSides(Rotation::kVerticalFlip));
+  // A degenerate matrix (no angle) is read as the CLI reads it: a vflip if
+  // its m[4] is negative, else nothing.
+  const int32_t degenerate[9] = {0, 0, 0, 0, -(1 << 16), 0, 0, 0, 1 << 30};
+  EXPECT_EQ(RotationFromMatrix(degenerate), Rotation::kVerticalFlip);
+  const int32_t zero[9] = {};
+  EXPECT_EQ(RotationFromMatrix(zero), Rotation::kNone);
 }
 
 TEST(CheckRotatableTest, RefusesFormatsTheFiltersWouldResample) {
@@ -98,6 +132,10 @@ TEST(FrameRotatorTest, MovesSamplesAsTransposeAndFlipDo) {
       {Rotation::kClockwise, 2, 3, "10 0;11 1;12 2;"},
       {Rotation::kCounterClockwise, 2, 3, "2 12;1 11;0 10;"},
       {Rotation::kHalfTurn, 3, 2, "12 11 10;2 1 0;"},
+      {Rotation::kHorizontalFlip, 3, 2, "2 1 0;12 11 10;"},
+      {Rotation::kVerticalFlip, 3, 2, "10 11 12;0 1 2;"},
+      {Rotation::kTranspose, 2, 3, "0 10;1 11;2 12;"},
+      {Rotation::kAntiTranspose, 2, 3, "12 2;11 1;10 0;"},
   };
   for (const auto& c : kCases) {
     FrameRotator rotator(c.rotation);
@@ -150,6 +188,10 @@ bool SameAsReference(const AVFrame* in, Rotation rotation, const uint8_t* const 
         if (rotation == Rotation::kClockwise) oy = x, ox = h - 1 - y;
         if (rotation == Rotation::kCounterClockwise) oy = w - 1 - x, ox = y;
         if (rotation == Rotation::kHalfTurn) oy = h - 1 - y, ox = w - 1 - x;
+        if (rotation == Rotation::kHorizontalFlip) ox = w - 1 - x;
+        if (rotation == Rotation::kVerticalFlip) oy = h - 1 - y;
+        if (rotation == Rotation::kTranspose) oy = x, ox = y;
+        if (rotation == Rotation::kAntiTranspose) oy = w - 1 - x, ox = h - 1 - y;
         if (std::memcmp(data[p] + ptrdiff_t{oy} * linesize[p] + ptrdiff_t{ox} * steps[p],
                         in->data[p] + ptrdiff_t{y} * in->linesize[p] + ptrdiff_t{x} * steps[p], steps[p]) != 0) {
           ADD_FAILURE() << desc->name << " plane " << p << " sample (" << y << ", " << x << ")";
@@ -160,6 +202,10 @@ bool SameAsReference(const AVFrame* in, Rotation rotation, const uint8_t* const 
   }
   return true;
 }
+
+constexpr Rotation kEveryMove[] = {Rotation::kClockwise,      Rotation::kCounterClockwise, Rotation::kHalfTurn,
+                                   Rotation::kHorizontalFlip, Rotation::kVerticalFlip,     Rotation::kTranspose,
+                                   Rotation::kAntiTranspose};
 
 TEST(FrameRotatorTest, EveryTiledSampleSizeMatchesTheOneSampleReference) {
   // Sample sizes 1 (yuv420p), 2 (yuv420p10le, nv12's chroma), 3 (rgb24),
@@ -172,7 +218,7 @@ TEST(FrameRotatorTest, EveryTiledSampleSizeMatchesTheOneSampleReference) {
   for (AVPixelFormat format : kFormats) {
     for (const auto& size : kSizes) {
       FramePtr in = NoiseFrame(format, size[0], size[1]);
-      for (Rotation rotation : {Rotation::kClockwise, Rotation::kCounterClockwise, Rotation::kHalfTurn}) {
+      for (Rotation rotation : kEveryMove) {
         FrameRotator rotator(rotation);
         absl::StatusOr<const AVFrame*> out = rotator.Apply(in.get());
         ASSERT_TRUE(out.ok()) << out.status();
@@ -192,7 +238,7 @@ TEST(FrameRotatorTest, RotateIntoWritesTheCallersRowsAndNothingElse) {
   for (AVPixelFormat format : {AV_PIX_FMT_GRAY8, AV_PIX_FMT_RGB24}) {
     const int step = format == AV_PIX_FMT_RGB24 ? 3 : 1;
     FramePtr in = NoiseFrame(format, 45, 37);
-    for (Rotation rotation : {Rotation::kClockwise, Rotation::kCounterClockwise, Rotation::kHalfTurn}) {
+    for (Rotation rotation : kEveryMove) {
       const int out_width = SwapsSides(rotation) ? 37 : 45;
       const int out_height = SwapsSides(rotation) ? 45 : 37;
       std::vector<uint8_t> out(kGuard + static_cast<size_t>(kStride) * out_height + kGuard, 0xAB);

@@ -47,15 +47,15 @@ bool FrameThreaded(const AVCodecContext* ctx) {
 
 // What the session outputs: native frames instead of RGB when the host
 // converts this stream's native format itself and nothing but a conversion
-// would happen here (no display matrix at all: the host converts only
-// streams whose metadata says rotation 0, which an angle this backend does
-// not apply, 45 degrees say, is not; no resizing), unless the frames are
-// small and frame-threaded (kFrameThreadedNativeMinPixels); else what was
-// asked for.
+// would happen here (no rotation or mirror, and a matrix angle of 0: the
+// host converts only streams whose metadata says rotation 0, which an angle
+// this backend does not apply, 45 degrees say, is not; no resizing), unless
+// the frames are small and frame-threaded (kFrameThreadedNativeMinPixels);
+// else what was asked for.
 cv_output_format OutputFormatFor(const cv_open_options& options, AVPixelFormat native,
-                                 double rotation_degrees, const AVCodecContext* decoder) {
+                                 double rotation_degrees, Rotation rotation, const AVCodecContext* decoder) {
   const char* name = av_get_pix_fmt_name(native);
-  if (options.output_format == CV_OUTPUT_NATIVE || rotation_degrees != 0 ||
+  if (options.output_format == CV_OUTPUT_NATIVE || rotation_degrees != 0 || rotation != Rotation::kNone ||
       options.output_width != 0 || options.output_height != 0 || name == nullptr ||
       options.native_formats == nullptr) {
     return options.output_format;
@@ -99,11 +99,11 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Open(int fd,
   session->decoder_ = *std::move(decoder);
 
   // Rotated as the CLI autorotates (FrameOutput): sizes are post-rotation.
-  const Rotation rotation = RotationFromDegrees(DisplayMatrixDegrees(stream));
+  const Rotation rotation = RotationFromMatrix(DisplayMatrix(stream));
   const bool swap = SwapsSides(rotation);
   const uint32_t width = static_cast<uint32_t>(swap ? par->height : par->width);
   const uint32_t height = static_cast<uint32_t>(swap ? par->width : par->height);
-  auto layout = ComputeLayout(OutputFormatFor(options, *native, DisplayMatrixDegrees(stream),
+  auto layout = ComputeLayout(OutputFormatFor(options, *native, DisplayMatrixDegrees(stream), rotation,
                                              session->decoder_->context()),
                               *native,
                               options.output_width != 0 ? options.output_width : width,

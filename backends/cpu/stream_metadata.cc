@@ -73,11 +73,17 @@ uint32_t NonNegative(int value) { return value > 0 ? static_cast<uint32_t>(value
 
 }  // namespace
 
-double DisplayMatrixDegrees(const AVStream* stream) {
+const int32_t* DisplayMatrix(const AVStream* stream) {
   size_t size = 0;
   const uint8_t* matrix = av_stream_get_side_data(stream, AV_PKT_DATA_DISPLAYMATRIX, &size);
-  if (matrix == nullptr || size < 9 * sizeof(int32_t)) return 0;
-  double degrees = av_display_rotation_get(reinterpret_cast<const int32_t*>(matrix));
+  if (matrix == nullptr || size < 9 * sizeof(int32_t)) return nullptr;
+  return reinterpret_cast<const int32_t*>(matrix);
+}
+
+double DisplayMatrixDegrees(const AVStream* stream) {
+  const int32_t* matrix = DisplayMatrix(stream);
+  if (matrix == nullptr) return 0;
+  double degrees = av_display_rotation_get(matrix);
   return std::isfinite(degrees) ? degrees + 0.0 : 0;  // + 0.0 turns -0 into 0
 }
 
@@ -107,7 +113,7 @@ cv_stream_metadata DescribeStream(const Demuxer& demuxer, const FrameIndex* inde
   SetName(m.pixel_format, PixelFormatName(par->format));
   // The size frames come out at: after the rotation FrameRotator applies.
   m.rotation_degrees = DisplayMatrixDegrees(stream);
-  const bool swap = SwapsSides(RotationFromDegrees(m.rotation_degrees));
+  const bool swap = SwapsSides(RotationFromMatrix(DisplayMatrix(stream)));
   m.width = static_cast<uint32_t>(swap ? par->height : par->width);
   m.height = static_cast<uint32_t>(swap ? par->width : par->height);
   // A crafted header's count past what a stream can hold is unknown.

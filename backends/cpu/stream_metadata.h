@@ -29,6 +29,9 @@ namespace codecvisor::cpu {
 // {0, 1} if it gives neither.
 AVRational HeaderFrameRate(const AVStream* stream);
 
+// The stream's display matrix (9 values), nullptr when it has none.
+const int32_t* DisplayMatrix(const AVStream* stream);
+
 // av_display_rotation_get's angle of the stream's display matrix, 0 when it
 // has none (or a degenerate one).
 double DisplayMatrixDegrees(const AVStream* stream);
