@@ -141,7 +141,7 @@ void FlipRows(const uint8_t* src, int src_stride, uint8_t* dst, int dst_stride, 
 Rotation RotationFromMatrix(const int32_t* matrix) {
   if (matrix == nullptr) return Rotation::kNone;
   // fftools' get_rotation: clockwise degrees in [0, 360). A degenerate
-  // matrix gives NaN, which no comparison below takes but the last.
+  // matrix gives NaN, which no comparison below takes.
   double theta = -std::round(av_display_rotation_get(matrix));
   theta -= 360 * std::floor(theta / 360 + 0.9 / 360);
   if (std::fabs(theta - 90) < 1.0) return matrix[3] > 0 ? Rotation::kTranspose : Rotation::kClockwise;
@@ -151,6 +151,7 @@ Rotation RotationFromMatrix(const int32_t* matrix) {
   }
   if (std::fabs(theta - 270) < 1.0) return matrix[3] < 0 ? Rotation::kAntiTranspose : Rotation::kCounterClockwise;
   if (std::fabs(theta) > 1.0) return Rotation::kNone;  // the CLI's "rotate" filter: not reproduced
+  if (!(std::fabs(theta) < 1.0)) return Rotation::kNone;  // NaN: no branch of the CLI's takes it
   return matrix[4] < 0 ? Rotation::kVerticalFlip : Rotation::kNone;
 }
 

@@ -67,10 +67,10 @@ TEST(RotationFromMatrixTest, MirrorsAreTheClisFlipsAndTransposes) {
   EXPECT_TRUE(SwapsSides(Rotation::kAntiTranspose));
   EXPECT_FALSE(SwapsSides(Rotation::kHorizontalFlip));
   EXPECT_FALSE(SwapsSides(Rotation::kVerticalFlip));
-  // A degenerate matrix (no angle) is read as the CLI reads it: a vflip if
-  // its m[4] is negative, else nothing.
+  // A degenerate matrix (no angle: NaN) moves nothing, as in the CLI, whose
+  // vflip branch takes only an angle within a degree of 0.
   const int32_t degenerate[9] = {0, 0, 0, 0, -(1 << 16), 0, 0, 0, 1 << 30};
-  EXPECT_EQ(RotationFromMatrix(degenerate), Rotation::kVerticalFlip);
+  EXPECT_EQ(RotationFromMatrix(degenerate), Rotation::kNone);
   const int32_t zero[9] = {};
   EXPECT_EQ(RotationFromMatrix(zero), Rotation::kNone);
 }

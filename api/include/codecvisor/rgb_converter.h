@@ -25,6 +25,9 @@
 // What it takes: the stream's native pixel format is one of Formats()
 // (8-bit YUV and grey), and the stream is not rotated (rotation_degrees 0: a
 // rotated stream's RGB is rotated after conversion, which this does not do).
+// A display matrix that only mirrors up-down also has angle 0: a backend
+// must send such a stream in RGB (the cpu backend does), as nothing here
+// flips it.
 // Accepts() says whether a stream qualifies; the backend only sends native
 // frames for one that does.
 //
