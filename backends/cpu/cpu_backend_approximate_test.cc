@@ -126,29 +126,6 @@ TEST(ApproximateModeTest, MatroskaDurationIsTheStreamsOwn) {
   EXPECT_EQ(s.Decode(50, &pixels, nullptr, &message), CV_ERROR_OUT_OF_RANGE) << message;
 }
 
-// FLV's duration (onMetaData) is where the last frame ends, from 0: a 2 s
-// H.264 clip with B-frames starts at 0.08 s and says 2.08 s. Approximate
-// mode counts the 50 frames exact mode finds, and ends where it does.
-TEST(ApproximateModeTest, FlvDurationIsAnEndTime) {
-  const std::string flv =
-      MakeVideo("bframes.flv", "-f lavfi -i testsrc2=size=64x48:rate=25:duration=2 -c:v libx264 -pix_fmt yuv420p");
-  TestSession exact(flv);
-  ASSERT_TRUE(exact.ok()) << exact.open_message();
-  const cv_stream_metadata e = exact.Metadata();
-  ASSERT_EQ(e.num_frames_from_scan, 50);
-  ASSERT_GT(e.begin_stream_seconds, 0) << "the clip no longer starts late";
-  TestSession s(flv, Approximate());
-  ASSERT_TRUE(s.ok()) << s.open_message();
-  const cv_stream_metadata m = s.Metadata();
-  EXPECT_NEAR(m.begin_stream_seconds, e.begin_stream_seconds, 1e-9);
-  EXPECT_NEAR(m.end_stream_seconds, e.end_stream_seconds, 1e-6);
-  EXPECT_NEAR(m.duration_seconds * m.average_fps, 50, 0.5);
-  cv_frame_info info{};
-  EXPECT_TRUE(s.DecodeOrFail(49, &info) == exact.DecodeOrFail(49));
-  std::string pixels, message;
-  EXPECT_EQ(s.Decode(50, &pixels, nullptr, &message), CV_ERROR_OUT_OF_RANGE) << message;
-}
-
 // Exact mode's times are the frames'; get_header_times gives what the header
 // said, in both modes. A Matroska file cut in half still says 4 s from 1 s,
 // where its frames end at a little over 2 s.

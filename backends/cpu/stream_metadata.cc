@@ -34,9 +34,7 @@ bool Valid(AVRational r) { return r.num > 0 && r.den > 0; }
 // the timeline's 0 (a stream from 5 s to 7 s says 7 s, and so does the
 // segment), where mkvmerge's statistics tag is the stream's span (2 s). A
 // tag that would end past the segment is an end time; the segment's own
-// duration is taken as one. So is FLV's (its onMetaData duration is where
-// the last frame ends, from 0: H.264 with B-frames starts at 0.08 s and a
-// 2 s clip says 2.08 s).
+// duration is taken as one.
 double HeaderDuration(const AVStream* stream, const AVFormatContext* format, double begin) {
   if (stream->duration != AV_NOPTS_VALUE && stream->duration > 0) return stream->duration * av_q2d(stream->time_base);
   const double container =
@@ -51,8 +49,7 @@ double HeaderDuration(const AVStream* stream, const AVFormatContext* format, dou
     const bool end_time = matroska && begin > 0 && seconds > begin && container > 0 && seconds + begin > container + 1e-3;
     return end_time ? seconds - begin : seconds;
   }
-  const bool end_time = matroska || std::string_view(format->iformat != nullptr ? format->iformat->name : "") == "flv";
-  return end_time && begin > 0 && container > begin ? container - begin : container;
+  return matroska && begin > 0 && container > begin ? container - begin : container;
 }
 
 cv_stream_type StreamType(int media_type) {
