@@ -9,6 +9,7 @@ import pathlib
 import pickle
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import threading
@@ -165,6 +166,31 @@ def test_recordings_concatenated_byte_for_byte_read_in_file_order(tmp_path):
     assert pts == sorted(pts) and len(set(pts)) == len(pts)
     for i in np.random.default_rng(3).permutation(len(d)):
         assert np.array_equal(d[int(i)].numpy(), want[i]), i
+
+
+@pytest.mark.parametrize("name, matrix", [
+    ("hflip", (-0x10000, 0, 0, 0, 0x10000, 0, WIDTH << 16, 0, 0x40000000)),
+    ("vflip", (0x10000, 0, 0, 0, -0x10000, 0, 0, HEIGHT << 16, 0x40000000)),
+    ("transpose", (0, 0x10000, 0, 0x10000, 0, 0, 0, 0, 0x40000000)),
+])
+def test_a_mirroring_display_matrix_gives_the_clis_frames(tmp_path, video, name, matrix):
+    # A recording mirrored by its display matrix (a front camera's), written
+    # into the MP4 track header (FFmpeg 5.1 cannot write one): the frames are
+    # the CLI's, mirrored (and for a transpose, with the sides swapped).
+    data = bytearray(open(video, "rb").read())
+    at = data.find(b"tkhd") + 4 + 4 + 20 + 8 + 8  # a version 0 track header's matrix
+    data[at:at + 36] = struct.pack(">9i", *matrix)
+    mirrored = tmp_path / f"{name}.mp4"
+    mirrored.write_bytes(bytes(data))
+    raw = subprocess.run(FFMPEG[:-1] + ["-i", str(mirrored), "-f", "rawvideo", "-pix_fmt", "rgb24", "-"],
+                         check=True, capture_output=True).stdout
+    swap = name == "transpose"
+    want = np.frombuffer(raw, np.uint8).reshape(-1, WIDTH if swap else HEIGHT, HEIGHT if swap else WIDTH, 3)
+    d = VideoDecoder(str(mirrored), dimension_order="NHWC")
+    assert (d.metadata.width, d.metadata.height) == ((HEIGHT, WIDTH) if swap else (WIDTH, HEIGHT))
+    assert np.array_equal(d[:].numpy(), want)
+    if not swap:
+        assert not np.array_equal(want, ffmpeg_frames(video)), "the CLI did not mirror the frames"
 
 
 def metadata(**fields):
