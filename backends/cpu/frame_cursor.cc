@@ -35,17 +35,28 @@ FrameCursor::FrameCursor(Demuxer* demuxer, VideoDecoder* decoder, const FrameInd
       lost_from_ts_(kUnknown),
       lost_to_ts_(kUnknown) {}
 
+namespace {
+
+// Entry `i` of `stream`'s own index (the container's, not a scan), and how
+// many there are: FFmpeg's getters take a non-const stream.
+int IndexEntryCount(const AVStream* stream) {
+  return avformat_index_get_entries_count(const_cast<AVStream*>(stream));
+}
+const AVIndexEntry* IndexEntry(const AVStream* stream, int i) {
+  return avformat_index_get_entry(const_cast<AVStream*>(stream), i);
+}
+
+}  // namespace
+
 bool IndexListsAfter(const AVStream* stream, int64_t timestamp) {
-  AVStream* s = const_cast<AVStream*>(stream);  // FFmpeg's getters take a non-const stream
-  const int entries = avformat_index_get_entries_count(s);
-  const AVIndexEntry* last = entries > 0 ? avformat_index_get_entry(s, entries - 1) : nullptr;
+  const int entries = IndexEntryCount(stream);
+  const AVIndexEntry* last = entries > 0 ? IndexEntry(stream, entries - 1) : nullptr;
   return last != nullptr && last->timestamp > timestamp;
 }
 
 bool IndexListsPacketsPast(const AVStream* stream, int64_t pos) {
-  AVStream* s = const_cast<AVStream*>(stream);  // FFmpeg's getters take a non-const stream
-  for (int i = avformat_index_get_entries_count(s) - 1; i >= 0; --i) {
-    const AVIndexEntry* entry = avformat_index_get_entry(s, i);
+  for (int i = IndexEntryCount(stream) - 1; i >= 0; --i) {
+    const AVIndexEntry* entry = IndexEntry(stream, i);
     if ((entry->flags & AVINDEX_DISCARD_FRAME) != 0) continue;  // past an edit list's end
     return entry->pos > pos;
   }
@@ -53,10 +64,8 @@ bool IndexListsPacketsPast(const AVStream* stream, int64_t pos) {
 }
 
 bool IndexDiscardsFrames(const AVStream* stream) {
-  AVStream* s = const_cast<AVStream*>(stream);  // FFmpeg's getters take a non-const stream
-  const int entries = avformat_index_get_entries_count(s);
-  for (int i = 0; i < entries; ++i) {
-    if ((avformat_index_get_entry(s, i)->flags & AVINDEX_DISCARD_FRAME) != 0) return true;
+  for (int i = 0, entries = IndexEntryCount(stream); i < entries; ++i) {
+    if ((IndexEntry(stream, i)->flags & AVINDEX_DISCARD_FRAME) != 0) return true;
   }
   return false;
 }
