@@ -43,6 +43,15 @@ class UnsupportedVideoError(VideoError, ValueError):
     ``on_error="skip"`` skips such a file as it skips a corrupt one."""
 
 
+class MissingFrameError(VideoError, IndexError):
+    """A frame the video's own count says it has (an index below ``len()``,
+    or a time inside the stream's range) that its stream does not hold: a
+    file cut short, or (approximate mode) a header whose frame count or rate
+    is off. An ``IndexError``, as any frame past the end is; a ``VideoError``,
+    so a batch job's ``on_error="skip"`` skips the file as it skips one whose
+    damage exact mode finds at open (code OUT_OF_RANGE)."""
+
+
 class NoSuchDeviceError(CodecvisorError, ValueError):
     """No backend serves the requested device, or its plugin failed to load
     (the message says why)."""

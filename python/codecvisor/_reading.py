@@ -12,7 +12,8 @@ from .decoders import VideoDecoder
 ON_ERROR = ("skip", "raise")
 
 # What a bad file or backend raises: missing or unreadable (OSError),
-# corrupt or not decodable by the backend (VideoError, UnsupportedVideoError),
+# corrupt, cut short or not decodable by the backend (VideoError,
+# MissingFrameError, UnsupportedVideoError),
 # a poison or hung request, a quarantined backend
 # (BackendError), no backend for the device (NoSuchDeviceError), no video
 # stream (NoSuchStreamError). Anything

@@ -378,8 +378,25 @@ class VideoDecoder:
         try:
             arrays = getattr(self._decoder(), method)(*args)
         except _codecvisor.StatusError as e:
-            raise _errors.translate(e) from None
+            error = _errors.translate(e)
+            if type(error) is IndexError and self._within_count(method, args):
+                error = _errors.MissingFrameError(str(error), e.code)
+            raise error from None
         return _frame.batch_from(arrays) if len(arrays[0]) else self._empty_batch()
+
+    def _within_count(self, method, args) -> bool:
+        """Whether every frame `method` asked for is one the video's own
+        count or time range says it has: an out-of-range answer then means
+        the stream lacks it (MissingFrameError), not that the caller asked
+        past the end. Times were checked against the metadata's range before
+        the call; a range's start against the count."""
+        n = self._num_frames
+        if method in ("frames_at", "frames_at_scattered"):
+            return n is not None and all(-n <= i < n for i in args[0])
+        if method == "frames_in_range":
+            return n is not None
+        return (method in ("frames_played_at", "frames_played_at_scattered", "frames_played_in_range")
+                and self.metadata.end_stream_seconds is not None)
 
     # --- torchcodec's surface -------------------------------------------
 

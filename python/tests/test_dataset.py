@@ -138,6 +138,29 @@ def test_missing_and_corrupt_files_are_skipped_with_their_reason(tmp_path):
     assert batch.clips is None and batch.labels is None and batch.skipped == [missing, junk]
 
 
+def test_a_file_cut_short_is_skipped_in_approximate_mode(tmp_path):
+    # An MP4 whose index (moov first) lists 100 frames but whose data stops
+    # after about half of them: approximate mode counts the header's 100,
+    # and a clip past the cut finds no frame. The file is skipped, as exact
+    # mode's count would have kept the clip inside it; the next file is read.
+    whole = make_video(tmp_path / "whole.mp4", ["-f", "lavfi", "-i", "testsrc2=size=64x48:rate=25", "-frames:v",
+                                                "100", "-c:v", "libx264", "-g", "10", "-movflags", "+faststart"])
+    data = open(whole, "rb").read()
+    cut = tmp_path / "cut.mp4"
+    cut.write_bytes(data[:len(data) // 2])
+    good = make_video(tmp_path / "good.mp4", ["-f", "lavfi", "-i", "testsrc2=size=64x48:rate=25", "-frames:v", "12",
+                                               "-c:v", "libx264"])
+    late = functools.partial(clips_at_regular_indices, num_clips=2, num_frames_per_clip=3, sampling_range_start=80)
+    sampler = lambda d: late(d) if len(d) == 100 else SAMPLER(d)
+    skipped, kept = ClipDataset([(str(cut), 0), (good, 1)], sampler,
+                                decoder_options=dict(seek_mode="approximate"))
+    assert isinstance(skipped, Skipped) and skipped.error == "MissingFrameError", skipped
+    assert "past the end" in skipped.message
+    assert kept[1] == 1
+    with pytest.raises(IndexError):
+        ClipDataset([(str(cut), 0)], sampler, decoder_options=dict(seek_mode="approximate"), on_error="raise")[0]
+
+
 def test_a_video_the_backend_does_not_decode_is_skipped(tmp_path):
     # 16400 px wide, past the cpu backend's 16384 per side.
     wide = make_video(tmp_path / "wide.mkv", ["-f", "lavfi", "-i", "color=red:size=16400x16:rate=5", "-frames:v", "3",

@@ -193,6 +193,30 @@ def test_a_mirroring_display_matrix_gives_the_clis_frames(tmp_path, video, name,
         assert not np.array_equal(want, ffmpeg_frames(video)), "the CLI did not mirror the frames"
 
 
+def test_a_frame_the_count_promises_but_the_file_lacks_is_a_missing_frame(tmp_path):
+    # Approximate mode counts the 100 frames the header of an MP4 cut in half
+    # lists: a frame past the cut is a MissingFrameError (an IndexError and
+    # a VideoError); an index past the count is a plain IndexError.
+    whole = make_video(tmp_path / "whole.mp4", ["-f", "lavfi", "-i", f"testsrc=size={WIDTH}x{HEIGHT}:rate={FPS}",
+                                                "-frames:v", "100", "-c:v", "libx264", "-g", "10",
+                                                "-movflags", "+faststart"])
+    data = open(whole, "rb").read()
+    cut = tmp_path / "cut.mp4"
+    cut.write_bytes(data[:len(data) // 2])
+    d = VideoDecoder(str(cut), seek_mode="approximate")
+    assert len(d) == 100
+    for ask in (lambda: d[95], lambda: d.get_frames_at([1, 95]), lambda: d.get_frames_in_range(90, 100),
+                lambda: d.get_frame_played_at(3.9)):
+        with pytest.raises(codecvisor.MissingFrameError) as raised:
+            ask()
+        assert isinstance(raised.value, IndexError) and isinstance(raised.value, codecvisor.VideoError)
+    assert d[0].shape == (3, HEIGHT, WIDTH)
+    for past in (lambda: d.get_frames_at([100]), lambda: d[100]):
+        with pytest.raises(IndexError) as raised:
+            past()
+        assert not isinstance(raised.value, codecvisor.MissingFrameError)
+
+
 def metadata(**fields):
     """Metadata with `fields` and every other field None."""
     every = {f.name: None for f in dataclasses.fields(VideoStreamMetadata)}
