@@ -6,7 +6,7 @@ import dataclasses
 import os
 from typing import Any, Callable
 
-from ._errors import CodecvisorError
+from ._errors import CodecvisorError, NoSuchDeviceError
 from .decoders import VideoDecoder
 
 ON_ERROR = ("skip", "raise")
@@ -15,11 +15,12 @@ ON_ERROR = ("skip", "raise")
 # corrupt, cut short or not decodable by the backend (VideoError,
 # MissingFrameError, UnsupportedVideoError),
 # a poison or hung request, a quarantined backend
-# (BackendError), no backend for the device (NoSuchDeviceError), no video
-# stream (NoSuchStreamError). Anything
-# else (a job's own bug, a sampler argument the video cannot satisfy) is
-# always raised.
+# (BackendError), no video stream (NoSuchStreamError). Anything else (a
+# job's own bug, a sampler argument the video cannot satisfy, a device no
+# backend serves: NoSuchDeviceError, which every file would meet) is always
+# raised.
 SKIPPABLE = (CodecvisorError, OSError)
+NEVER_SKIPPED = (NoSuchDeviceError,)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,6 +51,6 @@ def read(index: int, source, job: Callable[[VideoDecoder], Any], on_error: str, 
         with VideoDecoder(source, **decoder_options) as decoder:
             return job(decoder)
     except SKIPPABLE as e:
-        if on_error == "raise":
+        if on_error == "raise" or isinstance(e, NEVER_SKIPPED):
             raise
         return Skipped(index, describe(source), type(e).__name__, str(e))

@@ -161,6 +161,15 @@ def test_a_file_cut_short_is_skipped_in_approximate_mode(tmp_path):
         ClipDataset([(str(cut), 0)], sampler, decoder_options=dict(seek_mode="approximate"), on_error="raise")[0]
 
 
+def test_a_device_no_backend_serves_raises_at_once(tmp_path):
+    # A configuration error every file would meet, not a bad file: skipping
+    # each would train on nothing.
+    good = synthetic_clip(tmp_path / "good.syn", "frames=12 width=8 height=4 fps=10")
+    dataset = ClipDataset([(good, 0), (good, 1)], SAMPLER, decoder_options=dict(device="nosuchdevice"))
+    with pytest.raises(codecvisor.NoSuchDeviceError):
+        dataset[0]
+
+
 def test_a_video_the_backend_does_not_decode_is_skipped(tmp_path):
     # 16400 px wide, past the cpu backend's 16384 per side.
     wide = make_video(tmp_path / "wide.mkv", ["-f", "lavfi", "-i", "color=red:size=16400x16:rate=5", "-frames:v", "3",
