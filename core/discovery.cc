@@ -43,7 +43,7 @@ DiscoveryOptions DiscoveryOptionsFromEnvironment(std::string builtin_dir) {
     for (absl::string_view dir : absl::StrSplit(path, ':', absl::SkipEmpty())) o.search_path.emplace_back(dir);
   }
   if (const char* autoload = std::getenv("CODECVISOR_DEVICE_BACKEND_AUTOLOAD"); autoload != nullptr) {
-    o.autoload = std::string(autoload) != "0";
+    o.autoload = std::string(autoload) == "1";  // as torch reads its switch: anything else is off
   }
   return o;
 }

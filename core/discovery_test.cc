@@ -133,8 +133,16 @@ TEST_F(DiscoveryTest, EnvironmentIsRead) {
   DiscoveryOptions o = DiscoveryOptionsFromEnvironment("/b");
   EXPECT_EQ(o.search_path, (std::vector<std::string>{"/x", "/y", "/z"}));
   EXPECT_FALSE(o.autoload);
+  // As torch reads TORCH_DEVICE_BACKEND_AUTOLOAD: only "1" (or unset) is on.
+  for (const char* off : {"false", "off", ""}) {
+    setenv("CODECVISOR_DEVICE_BACKEND_AUTOLOAD", off, 1);
+    EXPECT_FALSE(DiscoveryOptionsFromEnvironment("/b").autoload) << "'" << off << "'";
+  }
+  setenv("CODECVISOR_DEVICE_BACKEND_AUTOLOAD", "1", 1);
+  EXPECT_TRUE(DiscoveryOptionsFromEnvironment("/b").autoload);
   unsetenv("CODECVISOR_BACKEND_PATH");
   unsetenv("CODECVISOR_DEVICE_BACKEND_AUTOLOAD");
+  EXPECT_TRUE(DiscoveryOptionsFromEnvironment("/b").autoload);
 }
 
 }  // namespace

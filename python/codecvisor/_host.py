@@ -21,7 +21,9 @@ _host_pid = None
 
 
 def _autoload():
-    return os.environ.get("CODECVISOR_DEVICE_BACKEND_AUTOLOAD", "1") != "0"
+    # As torch and torchcodec read their switches: on only when unset or
+    # "1", so that "false" or "off" turns it off too.
+    return os.environ.get("CODECVISOR_DEVICE_BACKEND_AUTOLOAD", "1") == "1"
 
 
 class Host:

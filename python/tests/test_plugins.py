@@ -239,8 +239,9 @@ def test_every_plugin_that_cannot_load_is_a_device_error(site, tmp_path):
     assert result["decode"]["nulltable:0"][0] == "FileNotFoundError", result["decode"]["nulltable:0"]
 
 
-def test_autoload_off_ignores_every_plugin(site, tmp_path, av1_clip):
-    result = run_child(site, tmp_path, {"dav1d": av1_clip}, CODECVISOR_DEVICE_BACKEND_AUTOLOAD="0")
+@pytest.mark.parametrize("value", ["0", "false"])  # as torch: anything but "1" is off
+def test_autoload_off_ignores_every_plugin(site, tmp_path, av1_clip, value):
+    result = run_child(site, tmp_path, {"dav1d": av1_clip}, CODECVISOR_DEVICE_BACKEND_AUTOLOAD=value)
     assert set(by_name(result)) == {"cpu"}
     assert result["decode"]["dav1d"][0] == "NoSuchDeviceError"
 

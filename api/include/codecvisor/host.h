@@ -42,8 +42,9 @@ struct HostOptions {
   // Folders searched for vendors' manifests (*.toml), before the install
   // prefix's. Unset: CODECVISOR_BACKEND_PATH (colon-separated).
   std::optional<std::vector<std::string>> backend_path;
-  // false: only the built-in cpu backend. Unset: false when
-  // CODECVISOR_DEVICE_BACKEND_AUTOLOAD=0, else true.
+  // false: only the built-in cpu backend. Unset: true when
+  // CODECVISOR_DEVICE_BACKEND_AUTOLOAD is unset or 1 (as torch reads its
+  // switch), else false.
   std::optional<bool> autoload;
   // Start every backend's process now rather than on first use.
   bool eager_spawn = false;
