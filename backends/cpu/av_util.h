@@ -45,6 +45,12 @@ inline int64_t SaturatingSub(int64_t a, int64_t b) {
   return b < 0 ? INT64_MAX : INT64_MIN + 1;
 }
 
+// Adds `offset` to the packet's pts and dts, those it has (saturating).
+inline void MovePacketTimes(AVPacket* packet, int64_t offset) {
+  if (packet->pts != AV_NOPTS_VALUE) packet->pts = SaturatingAdd(packet->pts, offset);
+  if (packet->dts != AV_NOPTS_VALUE) packet->dts = SaturatingAdd(packet->dts, offset);
+}
+
 // A double clamped into int64_t's range (NaN gives 0) before conversion.
 int64_t ClampToInt64(double value);
 

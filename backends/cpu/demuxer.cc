@@ -117,9 +117,8 @@ bool Demuxer::ReadPacket(AVPacket* packet) {
     if (packet->stream_index == stream_->index) {
       if (first_packet_pos_ < 0 && !seeked_ && packet->pos >= 0) first_packet_pos_ = packet->pos;
       if (splices_.active()) {
-        const int64_t offset = last_offset_ = splices_.OffsetAt(packet->pos, last_offset_);
-        if (packet->pts != AV_NOPTS_VALUE) packet->pts = SaturatingAdd(packet->pts, offset);
-        if (packet->dts != AV_NOPTS_VALUE) packet->dts = SaturatingAdd(packet->dts, offset);
+        last_offset_ = splices_.OffsetAt(packet->pos, last_offset_);
+        MovePacketTimes(packet, last_offset_);
       }
       return true;
     }

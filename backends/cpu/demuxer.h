@@ -72,7 +72,6 @@ class Demuxer {
   // Seek goes to the byte position of the key frame at or before the
   // (moved) timestamp, or opens the container again when none is.
   void UseSplices(StreamSplices splices) { splices_ = std::move(splices); }
-  bool spliced() const { return splices_.active(); }
 
   // Opens the container again over the same descriptor, with the same
   // stream selected (stream() and format() change): the next packet read is

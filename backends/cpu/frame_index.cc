@@ -189,15 +189,13 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
   bool placeholders = false;  // not-coded VOPs, which a packed bitstream sends
   bool pts_are_dts = true;
   // Containers whose times may restart part way (StreamSplices).
-  const bool may_splice = (demuxer.format()->iformat->flags & AVFMT_TS_DISCONT) != 0 && !demuxer.spliced();
+  const bool may_splice = (demuxer.format()->iformat->flags & AVFMT_TS_DISCONT) != 0;
   StreamSplices splices(std::max<int64_t>(av_rescale_q(1, AVRational{1, 10}, demuxer.stream()->time_base), 1));
   while (demuxer.ReadPacket(packet.get())) {
     if ((packet->flags & AV_PKT_FLAG_DISCARD) != 0) continue;
     last_corrupt = (packet->flags & AV_PKT_FLAG_CORRUPT) != 0;
     if (may_splice) {
-      const int64_t offset = splices.Place(packet->pos, packet->pts, packet->dts, packet->duration);
-      if (packet->pts != AV_NOPTS_VALUE) packet->pts = SaturatingAdd(packet->pts, offset);
-      if (packet->dts != AV_NOPTS_VALUE) packet->dts = SaturatingAdd(packet->dts, offset);
+      MovePacketTimes(packet.get(), splices.Place(packet->pos, packet->pts, packet->dts, packet->duration));
       if ((packet->flags & AV_PKT_FLAG_KEY) != 0 && packet->pts != AV_NOPTS_VALUE) {
         splices.AddKey(packet->pts, packet->pos);
       }
@@ -271,7 +269,6 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
   }
   if (splices.active()) {
     splices.Finish();
-    index.splices_ = splices.segments() - 1;
     demuxer.UseSplices(std::move(splices));
   }
   if (index.frames_.empty()) {

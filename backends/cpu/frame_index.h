@@ -120,9 +120,6 @@ class FrameIndex {
   // pkt_dts, not its pts.
   bool shown_order() const { return !shown_order_dts_.empty(); }
 
-  // The backward jumps the scan moved on (StreamSplices); 0 for most files.
-  int64_t splices() const { return splices_; }
-
  private:
   std::vector<FrameEntry> frames_;       // by pts
   std::vector<int64_t> index_of_order_;  // decode order -> frame index
@@ -134,7 +131,6 @@ class FrameIndex {
   // (ascending); else empty.
   std::vector<int64_t> shown_order_dts_;
   int64_t earliest_timestamp_ = 0;
-  int64_t splices_ = 0;
 };
 
 }  // namespace codecvisor::cpu

@@ -150,8 +150,9 @@ Rotation RotationFromMatrix(const int32_t* matrix) {
     return h && v ? Rotation::kHalfTurn : h ? Rotation::kHorizontalFlip : v ? Rotation::kVerticalFlip : Rotation::kNone;
   }
   if (std::fabs(theta - 270) < 1.0) return matrix[3] < 0 ? Rotation::kAntiTranspose : Rotation::kCounterClockwise;
-  if (std::fabs(theta) > 1.0) return Rotation::kNone;  // the CLI's "rotate" filter: not reproduced
-  if (!(std::fabs(theta) < 1.0)) return Rotation::kNone;  // NaN: no branch of the CLI's takes it
+  // Another angle: the CLI's "rotate" filter, not reproduced. NaN: no
+  // branch of the CLI's takes it.
+  if (!(std::fabs(theta) < 1.0)) return Rotation::kNone;
   return matrix[4] < 0 ? Rotation::kVerticalFlip : Rotation::kNone;
 }
 
