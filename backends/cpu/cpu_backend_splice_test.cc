@@ -20,6 +20,7 @@ namespace codecvisor::cpu {
 namespace {
 
 using testing::CliAllFrames;
+using testing::ExpectRandomAccessAgrees;
 using testing::MakeVideo;
 using testing::ReadFile;
 using testing::RgbBytes;
@@ -93,24 +94,7 @@ TEST(SplicedStreamTest, EveryFrameIsTheClisFrameOfItsPositionInTheFile) {
       distinct.insert(pixels);
     }
     EXPECT_EQ(static_cast<int64_t>(distinct.size()), n) << "a picture returned twice";
-    TestSession random_access(j.path);
-    for (int64_t i : Shuffled(n, 5)) {
-      cv_frame_info info{};
-      std::string pixels, message;
-      ASSERT_EQ(random_access.Decode(i, &pixels, &info, &message), CV_OK) << "frame " << i << ": " << message;
-      EXPECT_TRUE(pixels == cli.substr(i * bytes, bytes)) << "frame " << i << " at random";
-      EXPECT_EQ(info.pts, pts[i]) << "frame " << i << " at random";
-    }
-    // The time a frame is said to play at finds it.
-    const cv_backend_v1* t = codecvisor_backend_v1();
-    for (int64_t i = 0; i < n; i += 7) {
-      cv_frame_info info{};
-      cv_error error{};
-      ASSERT_EQ(t->get_frame_info(random_access.get(), i, &info, &error), CV_OK) << error.message;
-      int64_t at = -1;
-      ASSERT_EQ(t->index_at_seconds(random_access.get(), info.pts_seconds, &at, &error), CV_OK) << error.message;
-      EXPECT_EQ(at, i);
-    }
+    ExpectRandomAccessAgrees(j.path, cli, bytes, pts, 5, 7);
     if (!j.spliced) {
       // The container's own times: the first recording's from 4.4 s.
       EXPECT_NEAR(in_order.Metadata().begin_stream_seconds, 4.4, 0.05);

@@ -33,7 +33,9 @@ FrameCursor::FrameCursor(Demuxer* demuxer, VideoDecoder* decoder, const FrameInd
       last_ts_(kUnknown),
       last_read_ts_(kUnknown),
       lost_from_ts_(kUnknown),
-      lost_to_ts_(kUnknown) {}
+      lost_to_ts_(kUnknown) {
+  if (!at_start) next_order_ = -1;
+}
 
 namespace {
 
@@ -111,10 +113,19 @@ absl::StatusOr<bool> FrameCursor::NextFrame() {
       }
       // Frames named by the packet that made the decoder show them
       // (FrameIndex::shown_order); the last, drained, has none.
-      int64_t ts = index_ != nullptr && index_->shown_order() ? frame_->pkt_dts : FrameTimestamp(frame_.get());
+      // Where packets without a time were named in decode order, the pts
+      // their frames carry was stamped on them (ReadPacket); a frame
+      // without one came from a packet that could not be named, and is
+      // left unnamed (kUnknown: before any frame asked for).
+      const bool stamped = index_ != nullptr && index_->names_untimed();
+      int64_t ts = index_ != nullptr && index_->shown_order() ? frame_->pkt_dts
+                   : stamped                                  ? frame_->pts
+                                                              : FrameTimestamp(frame_.get());
       if (ts == AV_NOPTS_VALUE) {
         // No timestamp: take the next slot of the timeline.
-        if (index_ != nullptr) {
+        if (stamped) {
+          ts = kUnknown;
+        } else if (index_ != nullptr) {
           int64_t next = last_ts_ == kUnknown ? 0 : index_->FindAfter(last_ts_);
           ts = next < index_->size() ? (*index_)[next].pts : SaturatingAdd(last_ts_, 1);
         } else {
@@ -153,7 +164,7 @@ absl::StatusOr<bool> FrameCursor::NextFrame() {
       }
       continue;
     }
-    if (!pending_packet_ && !demuxer_->ReadPacket(packet_.get())) {
+    if (!pending_packet_ && !ReadPacket()) {
       if (demuxer_->last_error() != 0) last_error_ = demuxer_->last_error();
       // Only a read from the stream's start that met no key frame shows
       // that the stream flags none (one that landed past its last key
@@ -177,7 +188,7 @@ absl::StatusOr<bool> FrameCursor::NextFrame() {
       continue;  // not decodable on its own: wait for a key frame
     }
     if (index_ != nullptr) {
-      int64_t i = index_->FindPacket(packet_->pts, packet_->dts);
+      const int64_t i = packet_index_;
       if (i >= 0) last_read_order_ = (*index_)[i].decode_order;
       // A packet the scan left out (a file's partial last one) is rejected
       // without taking a frame's name.
@@ -270,6 +281,8 @@ void FrameCursor::Restart(bool from_start) {
   cut_short_ = false;
   recent_count_ = 0;
   last_read_order_ = -1;
+  next_order_ = from_start ? 0 : -1;
+  packet_index_ = -1;
   // The next frame is frame 0 only after a start from the first packet.
   last_index_ = from_start ? -1 : kUnlabelled;
   errors_without_frame_ = 0;
@@ -282,19 +295,42 @@ void FrameCursor::Restart(bool from_start) {
   from_start_ = from_start;
 }
 
+bool FrameCursor::ReadPacket() {
+  packet_index_ = -1;
+  if (!demuxer_->ReadPacket(packet_.get())) {
+    next_order_ = -1;
+    return false;
+  }
+  if (index_ == nullptr) return true;
+  if (index_->names_untimed()) {
+    // By its own pts where that names one packet, else by its place: the
+    // packet after the last one named. Its frame carries the table's pts.
+    if (packet_->pts != AV_NOPTS_VALUE && index_->NamesByPts(packet_->pts)) {
+      packet_index_ = index_->FindPacket(packet_->pts, AV_NOPTS_VALUE);
+    }
+    if (packet_index_ < 0 && next_order_ >= 0 && next_order_ < index_->size()) {
+      packet_index_ = index_->IndexOfOrder(next_order_);
+    }
+    if (packet_index_ >= 0) packet_->pts = (*index_)[packet_index_].pts;
+  } else {
+    packet_index_ = index_->FindPacket(packet_->pts, packet_->dts);
+  }
+  next_order_ = packet_index_ >= 0 ? (*index_)[packet_index_].decode_order + 1 : -1;
+  return true;
+}
+
 const AVPacket* FrameCursor::PeekPacket() {
   if (!pending_packet_) {
-    if (!demuxer_->ReadPacket(packet_.get())) return nullptr;
+    if (!ReadPacket()) return nullptr;
     pending_packet_ = true;
   }
   return packet_.get();
 }
 
 bool FrameCursor::LandedAtOrBefore(int64_t limit) {
-  if (!demuxer_->ReadPacket(packet_.get())) return false;
+  if (!ReadPacket()) return false;
   pending_packet_ = true;
-  int64_t i = index_->FindPacket(packet_->pts, packet_->dts);
-  return i < 0 || (*index_)[i].decode_order <= limit;
+  return packet_index_ < 0 || (*index_)[packet_index_].decode_order <= limit;
 }
 
 std::vector<int64_t> FrameCursor::SeekTimestamps(int64_t index, bool before_tie) const {
@@ -306,6 +342,15 @@ std::vector<int64_t> FrameCursor::SeekTimestamps(int64_t index, bool before_tie)
     // container (MPEG program streams seek by dts, so the key frame's pts
     // lands on the packet after it).
     if (key.decode_order == 0) break;
+    // A key frame without a time of its own (named by picture order): the
+    // time of a packet before it, which a seek by time reaches.
+    if (key.untimed) {
+      const int64_t before = index_->TimedAtOrBefore(key.decode_order);
+      if (before != AV_NOPTS_VALUE) {
+        out.push_back(before);
+        continue;
+      }
+    }
     out.push_back(key.pts);
     if (key.dts != AV_NOPTS_VALUE && key.dts < key.pts) out.push_back(key.dts);
   }

@@ -175,6 +175,13 @@ class FrameCursor {
   absl::Status Rewind();
   // After the demuxer moved: the decoder flushed and the position reset.
   void Restart(bool from_start);
+  // Reads the next packet into packet_ (false at the end or on a read
+  // error) and, in exact mode, names it: packet_index_ is its frame index
+  // (-1: not in the table). In a table that names_untimed(), a packet
+  // whose pts does not name it is the one after the last packet named,
+  // and every packet named is given its frame's pts from the table, which
+  // its frame then carries.
+  bool ReadPacket();
   // Exact mode: reads the first packet after a seek and says whether it is
   // at or before decode order `limit` (the packet is kept for decoding).
   bool LandedAtOrBefore(int64_t limit);
@@ -241,6 +248,10 @@ class FrameCursor {
   std::array<int64_t, kRecentFrames> recent_ts_{};
   size_t recent_count_ = 0;
   int64_t last_read_order_ = -1;  // exact: decode order of the last packet read
+  // Exact mode: the decode order the next packet read has, when the last
+  // one read was named (else -1); and packet_'s frame index (-1: unnamed).
+  int64_t next_order_ = 0;
+  int64_t packet_index_ = -1;
   int64_t last_read_ts_;          // max(pts, dts) of the last packet read
   int64_t last_read_pos_ = -1;    // its place in the file (-1: unknown)
   bool cut_short_ = false;        // approximate: the file ended before its header's index did

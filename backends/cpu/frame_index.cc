@@ -5,12 +5,15 @@
 #include <algorithm>
 #include <cstddef>
 #include <limits>
+#include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/av_util.h"
 #include "backends/cpu/mpeg4_bitstream.h"
+#include "backends/cpu/picture_order.h"
 
 namespace codecvisor::cpu {
 
@@ -191,6 +194,12 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
   // Containers whose times may restart part way (StreamSplices).
   const bool may_splice = (demuxer.format()->iformat->flags & AVFMT_TS_DISCONT) != 0;
   StreamSplices splices(std::max<int64_t>(av_rescale_q(1, AVRational{1, 10}, demuxer.stream()->time_base), 1));
+  // The same containers time PES packets, not pictures: H.264 and HEVC
+  // pictures smaller than one are left untimed, and placed by their
+  // picture order counts (null once a packet's count is not read).
+  std::unique_ptr<PictureOrderReader> order_reader = may_splice ? PictureOrderReader::ForStream(*codecpar) : nullptr;
+  std::vector<int64_t> picture_orders;
+  std::vector<bool> known_pts;  // by decode position: the packet had a pts
   while (demuxer.ReadPacket(packet.get())) {
     if ((packet->flags & AV_PKT_FLAG_DISCARD) != 0) continue;
     last_corrupt = (packet->flags & AV_PKT_FLAG_CORRUPT) != 0;
@@ -223,6 +232,16 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
     entry.decode_order = order++;
     entry.key = (packet->flags & AV_PKT_FLAG_KEY) != 0;
     index.frames_.push_back(entry);
+    known_pts.push_back(packet->pts != AV_NOPTS_VALUE);
+    if (order_reader != nullptr) {
+      const std::optional<int64_t> count = order_reader->Read(*packet);
+      if (count.has_value()) {
+        picture_orders.push_back(*count);
+      } else {
+        order_reader.reset();
+        picture_orders.clear();
+      }
+    }
     if (mpeg4) {
       const std::span<const uint8_t> data(packet->data, packet->data != nullptr ? packet->size : 0);
       if ((!packed || time_increment_bits == 0) && entry.key && header_checks < kHeaderChecks) {
@@ -243,7 +262,9 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
   // decodes (concealed), as the CLI shows.
   if (last_corrupt && !index.frames_.empty()) {
     index.frames_.pop_back();
+    known_pts.pop_back();
     if (!vop_types.empty()) vop_types.pop_back();
+    if (!picture_orders.empty()) picture_orders.pop_back();
     if (!missing_pts.empty() && missing_pts.back() == index.frames_.size()) missing_pts.pop_back();
   }
   // B-VOPs are shown before the P-VOP decoded ahead of them: equal pts and
@@ -251,10 +272,27 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
   // frame back (IsPackedMpeg4).
   // A marker without placeholders is a stream unpacked since
   // (mpeg4_unpack_bframes rewrites the marker in one place only).
+  // What each packet's own pts was, where picture orders may move some.
+  std::vector<bool> had_pts;
+  std::vector<int64_t> container_pts;
+  if (order_reader != nullptr) {
+    had_pts = known_pts;
+    for (const FrameEntry& f : index.frames_) container_pts.push_back(f.pts);
+  }
   if (codecpar->video_delay > 0 && ((packed && placeholders) || (b_vops && pts_are_dts)) &&
       ApplyShownOrderTimeline(index.frames_, vop_types, fallback_duration)) {
     for (const FrameEntry& f : index.frames_) index.shown_order_dts_.push_back(f.dts);
     missing_pts.clear();
+  } else if (order_reader != nullptr && picture_orders.size() == index.frames_.size() &&
+             PlaceUntimedByPictureOrder(index.frames_, known_pts, picture_orders, fallback_duration)) {
+    // Packets with a dts and no pts were placed too. A container pts that
+    // was out of place names no packet (another may carry it too).
+    index.names_untimed_ = true;
+    missing_pts.clear();
+    for (size_t i = 0; i < index.frames_.size(); ++i) {
+      if (had_pts[i] && !known_pts[i]) index.misplaced_pts_.push_back(container_pts[i]);
+    }
+    std::sort(index.misplaced_pts_.begin(), index.misplaced_pts_.end());
   } else {
     PlaceLeadingUntimed(index.frames_, fallback_duration);
   }
@@ -328,6 +366,14 @@ int64_t FrameIndex::FindAfter(int64_t pts) const {
   auto it = std::upper_bound(frames_.begin(), frames_.end(), pts,
                              [](int64_t value, const FrameEntry& f) { return value < f.pts; });
   return it - frames_.begin();
+}
+
+int64_t FrameIndex::TimedAtOrBefore(int64_t order) const {
+  for (int64_t o = std::min(order, size() - 1), steps = 0; o >= 0 && steps < kTimedSearch; --o, ++steps) {
+    const FrameEntry& f = frames_[index_of_order_[o]];
+    if (!f.untimed) return f.dts != AV_NOPTS_VALUE ? f.dts : f.pts;
+  }
+  return AV_NOPTS_VALUE;
 }
 
 std::vector<int64_t> FrameIndex::StartPoints(int64_t index, int max) const {

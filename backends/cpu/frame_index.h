@@ -13,6 +13,7 @@
 #ifndef CODECVISOR_BACKENDS_CPU_FRAME_INDEX_H_
 #define CODECVISOR_BACKENDS_CPU_FRAME_INDEX_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -120,6 +121,26 @@ class FrameIndex {
   // pkt_dts, not its pts.
   bool shown_order() const { return !shown_order_dts_.empty(); }
 
+  // Packets without a pts were given one by their picture order
+  // (PlaceUntimedByPictureOrder): the frames they make carry no time of
+  // their own, so a reader names such a packet by its place in decode
+  // order, after the packet before it, and gives it its pts from here.
+  bool names_untimed() const { return names_untimed_; }
+  // The frame index of the packet at decode position `order` (0 <= order < size()).
+  int64_t IndexOfOrder(int64_t order) const { return index_of_order_[order]; }
+  // The container's time (dts, else pts) of the nearest packet at or before
+  // decode position `order` that had one, looking back at most
+  // kTimedSearch packets; AV_NOPTS_VALUE if none. A seek there lands
+  // before an untimed key frame.
+  static constexpr int64_t kTimedSearch = 256;
+  int64_t TimedAtOrBefore(int64_t order) const;
+  // Whether a packet read with pts `pts` (not AV_NOPTS_VALUE) in a table
+  // that names_untimed() can be named by it: the table moved some packet
+  // that had it, which another may have too.
+  bool NamesByPts(int64_t pts) const {
+    return !std::binary_search(misplaced_pts_.begin(), misplaced_pts_.end(), pts);
+  }
+
  private:
   std::vector<FrameEntry> frames_;       // by pts
   std::vector<int64_t> index_of_order_;  // decode order -> frame index
@@ -131,6 +152,8 @@ class FrameIndex {
   // (ascending); else empty.
   std::vector<int64_t> shown_order_dts_;
   int64_t earliest_timestamp_ = 0;
+  bool names_untimed_ = false;
+  std::vector<int64_t> misplaced_pts_;  // sorted: container times PlaceUntimedByPictureOrder moved
 };
 
 }  // namespace codecvisor::cpu

@@ -272,6 +272,29 @@ std::vector<int64_t> Shuffled(int64_t n, unsigned seed) {
   return order;
 }
 
+void ExpectRandomAccessAgrees(const std::string& path, const std::string& cli, size_t frame_bytes,
+                              const std::vector<int64_t>& pts, unsigned seed, int64_t time_step) {
+  TestSession session(path);
+  ASSERT_TRUE(session.ok()) << session.open_message();
+  const int64_t n = static_cast<int64_t>(pts.size());
+  for (int64_t i : Shuffled(n, seed)) {
+    cv_frame_info info{};
+    std::string pixels, message;
+    ASSERT_EQ(session.Decode(i, &pixels, &info, &message), CV_OK) << "frame " << i << ": " << message;
+    EXPECT_TRUE(pixels == cli.substr(i * frame_bytes, frame_bytes)) << "frame " << i << " at random";
+    EXPECT_EQ(info.pts, pts[i]) << "frame " << i << " at random";
+  }
+  const cv_backend_v1* t = codecvisor_backend_v1();
+  for (int64_t i = 0; i < n; i += time_step) {
+    cv_frame_info info{};
+    cv_error error{};
+    ASSERT_EQ(t->get_frame_info(session.get(), i, &info, &error), CV_OK) << error.message;
+    int64_t at = -1;
+    ASSERT_EQ(t->index_at_seconds(session.get(), info.pts_seconds, &at, &error), CV_OK) << error.message;
+    EXPECT_EQ(at, i) << "the time of frame " << i;
+  }
+}
+
 TestSession::TestSession(const std::string& path, const Options& options,
                          const std::string& label) {
   const cv_backend_v1* table = codecvisor_backend_v1();

@@ -90,6 +90,13 @@ size_t RgbBytes(const cv_frame_layout& layout);
 // 0 .. n-1 in an order fixed by `seed`.
 std::vector<int64_t> Shuffled(int64_t n, unsigned seed);
 
+// Opens `path` again and checks, at random (an order fixed by `seed`),
+// that every frame is the `frame_bytes` at its place in `cli` (the CLI's
+// frames one after another) with `pts[i]` as its time (as read in order),
+// and that index_at_seconds of every `time_step`-th frame's time finds it.
+void ExpectRandomAccessAgrees(const std::string& path, const std::string& cli, size_t frame_bytes,
+                              const std::vector<int64_t>& pts, unsigned seed, int64_t time_step);
+
 // One session opened through the C ABI of the in-process cpu backend. The
 // descriptor is the test's, closed after close_session as the runner does.
 class TestSession {

@@ -1,0 +1,103 @@
+// File: backends/cpu/cpu_backend_program_stream_test.cc
+//
+// H.264 and HEVC in MPEG program streams whose pictures are smaller than a
+// PES packet, so that most packets carry no time, with B-frames: every
+// frame is the CLI's frame of its position, in order and at random, and
+// the times increase evenly (PlaceUntimedByPictureOrder). Before, exact
+// mode put the untimed pictures in decode order and returned the wrong
+// picture for most indices.
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/test_media.h"
+#include "gtest/gtest.h"
+
+namespace codecvisor::cpu {
+namespace {
+
+using testing::CliAllFrames;
+using testing::ExpectRandomAccessAgrees;
+using testing::MakeVideo;
+using testing::ProbedPacket;
+using testing::ProbePackets;
+using testing::RgbBytes;
+using testing::TestSession;
+
+struct ProgramStream {
+  std::string name;
+  std::string path;
+  bool misplaced_time;  // libavformat gives two of its packets one time
+};
+
+std::vector<ProgramStream> ProgramStreams() {
+  // One encoder thread: the same bytes on every machine.
+  const std::string source = "-f lavfi -i testsrc2=size=160x120:rate=25 -threads 1 ";
+  return {
+      // x264's defaults: B-pyramids, two frames held back.
+      {"H.264, B-pyramid", MakeVideo("ps_pyramid.mpg", source + "-t 4 -c:v libx264 -g 25 -bf 2 -f vob"), false},
+      {"H.264, one B-frame", MakeVideo("ps_one_b.mpg", source + "-t 4 -c:v libx264 -g 25 -bf 1 -f vob"), false},
+      // Open GOPs (recovery points, not IDR pictures) at 30 fps over 20 s:
+      // libavformat gives one PES packet's time to two pictures.
+      {"H.264, open GOPs",
+       MakeVideo("ps_open_gop.mpg",
+                 "-f lavfi -i testsrc2=size=160x120:rate=30 -threads 1 -t 20 -c:v libx264 -g 60 -bf 3 "
+                 "-x264-params open-gop=1 -f vob"),
+       true},
+      {"HEVC", MakeVideo("ps_hevc.mpg", source + "-t 4 -c:v libx265 -x265-params log-level=error -g 30 -bf 2 -f vob"),
+       false},
+  };
+}
+
+TEST(ProgramStreamTest, UntimedPicturesAreTheClisFramesOfTheirPositions) {
+  for (const ProgramStream& ps : ProgramStreams()) {
+    SCOPED_TRACE(ps.name);
+    // The case this is for: most packets without a time; and, where the
+    // file is meant to have one, a time given to two packets.
+    const std::vector<ProbedPacket> packets = ProbePackets(ps.path, 0);
+    std::map<int64_t, int> times;
+    int untimed = 0;
+    for (const ProbedPacket& p : packets) {
+      if (p.pts < 0) {
+        ++untimed;
+      } else {
+        ++times[p.pts];
+      }
+    }
+    ASSERT_GT(untimed * 3, static_cast<int>(packets.size())) << "too few packets without a time";
+    bool repeated = false;
+    for (const auto& [pts, count] : times) repeated = repeated || count > 1;
+    ASSERT_EQ(repeated, ps.misplaced_time);
+
+    TestSession in_order(ps.path);
+    ASSERT_TRUE(in_order.ok()) << in_order.open_message();
+    const int64_t n = in_order.Metadata().num_frames_from_scan;
+    ASSERT_EQ(n, static_cast<int64_t>(packets.size()));
+    const size_t bytes = RgbBytes(in_order.Layout());
+    const std::string cli = CliAllFrames(ps.path, 0, "format=rgb24");
+    ASSERT_EQ(cli.size(), bytes * n) << "frames: ours " << n << ", the CLI's " << cli.size() / bytes;
+    std::set<std::string> distinct;
+    std::vector<int64_t> pts(n);
+    std::set<int64_t> steps;
+    for (int64_t i = 0; i < n; ++i) {
+      cv_frame_info info{};
+      std::string pixels, message;
+      ASSERT_EQ(in_order.Decode(i, &pixels, &info, &message), CV_OK) << "frame " << i << ": " << message;
+      EXPECT_TRUE(pixels == cli.substr(i * bytes, bytes)) << "frame " << i;
+      pts[i] = info.pts;
+      if (i > 0) steps.insert(pts[i] - pts[i - 1]);
+      distinct.insert(pixels);
+    }
+    EXPECT_EQ(static_cast<int64_t>(distinct.size()), n) << "a picture returned twice";
+    // A constant frame rate: one step between frames (90 kHz ticks).
+    EXPECT_EQ(steps.size(), 1u) << "first step " << *steps.begin() << ", last " << *steps.rbegin();
+    ExpectRandomAccessAgrees(ps.path, cli, bytes, pts, 11, 9);
+  }
+}
+
+}  // namespace
+}  // namespace codecvisor::cpu

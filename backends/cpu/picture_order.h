@@ -1,0 +1,83 @@
+// File: backends/cpu/picture_order.h
+//
+// The display order of H.264 and HEVC pictures read from their slice
+// headers, for streams whose container leaves packets without timestamps.
+//
+// An MPEG program stream (and some transport streams) puts a time on a PES
+// packet, not on each picture: where pictures are smaller than a PES
+// packet, only the first picture starting in it gets a time, and the
+// others have none. With B-frames their display order is not their decode
+// order, and the decoder shows them in picture order count (POC) order,
+// which FFmpeg's parser reads from each slice header. PlaceUntimedByPictureOrder
+// uses it to give each untimed packet the time the frames around it in
+// display order say it has.
+//
+// Not thread-safe; used by one scan.
+
+#ifndef CODECVISOR_BACKENDS_CPU_PICTURE_ORDER_H_
+#define CODECVISOR_BACKENDS_CPU_PICTURE_ORDER_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "backends/cpu/frame_index.h"
+
+extern "C" {
+#include <libavcodec/avcodec.h>
+}
+
+namespace codecvisor::cpu {
+
+// Reads the picture order count of each packet of one stream, in decode
+// order from the stream's start (a count depends on the pictures before
+// it).
+class PictureOrderReader {
+ public:
+  // Null where the stream's codec has no picture order count FFmpeg's
+  // parser reads (H.264 and HEVC have one) or the parser cannot start.
+  static std::unique_ptr<PictureOrderReader> ForStream(const AVCodecParameters& par);
+  ~PictureOrderReader();
+  PictureOrderReader(const PictureOrderReader&) = delete;
+  PictureOrderReader& operator=(const PictureOrderReader&) = delete;
+
+  // The picture order count of the picture in `packet` (one whole access
+  // unit, as a demuxer returns it); nullopt where none was read (no slice
+  // header, or one the parser refused) or the picture is a field.
+  std::optional<int64_t> Read(const AVPacket& packet);
+
+ private:
+  PictureOrderReader(AVCodecParserContext* parser, AVCodecContext* context)
+      : parser_(parser), context_(context) {}
+  AVCodecParserContext* parser_;
+  AVCodecContext* context_;
+};
+
+// Gives the packets of `frames` (in decode order) whose pts is unknown
+// (`known_pts[i]` false) the time of their place in display order, from
+// `poc` (one picture order count per frame, as read above).
+//
+// Display order: a picture order count starts again at an IDR picture, so
+// a key frame whose count is not above every count since the last such
+// start begins a new run; runs follow one another in decode order, and
+// within a run frames are shown by count.
+//
+// The known times kept are the longest run of them that increases in
+// display order; the others are misplaced (libavformat can give a PES
+// packet's time to two pictures) and are placed like unknown ones, their
+// `known_pts` entry set false. An unknown pts between two kept ones in
+// display order is spaced evenly between them; before the first or after
+// the last kept one, a frame duration (the packet's, else
+// `fallback_duration`) apart.
+//
+// False, changing nothing, if every pts is known, none is, a count
+// repeats within a run, more than one known time in 8 is out of place (the
+// counts are not display order), or two kept times leave too little room
+// for the frames between them.
+bool PlaceUntimedByPictureOrder(std::vector<FrameEntry>& frames, std::vector<bool>& known_pts,
+                                const std::vector<int64_t>& poc, int64_t fallback_duration);
+
+}  // namespace codecvisor::cpu
+
+#endif  // CODECVISOR_BACKENDS_CPU_PICTURE_ORDER_H_
