@@ -304,14 +304,20 @@ bool FrameCursor::ReadPacket() {
   if (index_ == nullptr) return true;
   if (index_->names_untimed()) {
     // By its own pts where that names one packet, else by its place: the
-    // packet after the last one named. Its frame carries the table's pts.
+    // packet after the last one named; either way only a packet of the
+    // size the scan saw (after a seek, the first packet can be the tail of
+    // a picture, with the time of the next one). Its frame carries the
+    // table's pts, and a packet not named none.
+    const auto same_size = [&](int64_t i) { return (*index_)[i].size == packet_->size; };
     if (packet_->pts != AV_NOPTS_VALUE && index_->NamesByPts(packet_->pts)) {
-      packet_index_ = index_->FindPacket(packet_->pts, AV_NOPTS_VALUE);
+      const int64_t i = index_->FindPacket(packet_->pts, AV_NOPTS_VALUE);
+      if (i >= 0 && same_size(i)) packet_index_ = i;
     }
     if (packet_index_ < 0 && next_order_ >= 0 && next_order_ < index_->size()) {
-      packet_index_ = index_->IndexOfOrder(next_order_);
+      const int64_t i = index_->IndexOfOrder(next_order_);
+      if (same_size(i)) packet_index_ = i;
     }
-    if (packet_index_ >= 0) packet_->pts = (*index_)[packet_index_].pts;
+    packet_->pts = packet_index_ >= 0 ? (*index_)[packet_index_].pts : AV_NOPTS_VALUE;
   } else {
     packet_index_ = index_->FindPacket(packet_->pts, packet_->dts);
   }
@@ -345,7 +351,7 @@ std::vector<int64_t> FrameCursor::SeekTimestamps(int64_t index, bool before_tie)
     // A key frame without a time of its own (named by picture order): the
     // time of a packet before it, which a seek by time reaches.
     if (key.untimed) {
-      const int64_t before = index_->TimedAtOrBefore(key.decode_order);
+      const int64_t before = index_->TimedBefore(key.decode_order);
       if (before != AV_NOPTS_VALUE) {
         out.push_back(before);
         continue;

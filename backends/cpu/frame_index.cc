@@ -194,11 +194,16 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
   // Containers whose times may restart part way (StreamSplices).
   const bool may_splice = (demuxer.format()->iformat->flags & AVFMT_TS_DISCONT) != 0;
   StreamSplices splices(std::max<int64_t>(av_rescale_q(1, AVRational{1, 10}, demuxer.stream()->time_base), 1));
+  // Key packets without a time or a position (decode positions), with the
+  // last position read before each: where a seek to them goes once they
+  // have a time.
+  std::vector<std::pair<size_t, int64_t>> untimed_keys;
+  int64_t last_pos = -1;
   // The same containers time PES packets, not pictures: H.264 and HEVC
   // pictures smaller than one are left untimed, and placed by their
-  // picture order counts (null once a packet's count is not read).
+  // picture order counts.
   std::unique_ptr<PictureOrderReader> order_reader = may_splice ? PictureOrderReader::ForStream(*codecpar) : nullptr;
-  std::vector<int64_t> picture_orders;
+  std::vector<std::optional<int64_t>> picture_orders;
   std::vector<bool> known_pts;  // by decode position: the packet had a pts
   while (demuxer.ReadPacket(packet.get())) {
     if ((packet->flags & AV_PKT_FLAG_DISCARD) != 0) continue;
@@ -207,7 +212,10 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
       MovePacketTimes(packet.get(), splices.Place(packet->pos, packet->pts, packet->dts, packet->duration));
       if ((packet->flags & AV_PKT_FLAG_KEY) != 0 && packet->pts != AV_NOPTS_VALUE) {
         splices.AddKey(packet->pts, packet->pos);
+      } else if ((packet->flags & AV_PKT_FLAG_KEY) != 0 && packet->pos < 0 && last_pos >= 0) {
+        untimed_keys.emplace_back(index.frames_.size(), last_pos);
       }
+      if (packet->pos >= 0) last_pos = packet->pos;
     }
     if (order >= kMaxFrames) {
       return absl::ResourceExhaustedError(absl::StrCat("has more than ", kMaxFrames,
@@ -231,17 +239,12 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
     entry.duration = packet->duration;
     entry.decode_order = order++;
     entry.key = (packet->flags & AV_PKT_FLAG_KEY) != 0;
+    if (order_reader != nullptr) {
+      picture_orders.push_back(order_reader->Read(*packet));
+      entry.size = packet->size;
+    }
     index.frames_.push_back(entry);
     known_pts.push_back(packet->pts != AV_NOPTS_VALUE);
-    if (order_reader != nullptr) {
-      const std::optional<int64_t> count = order_reader->Read(*packet);
-      if (count.has_value()) {
-        picture_orders.push_back(*count);
-      } else {
-        order_reader.reset();
-        picture_orders.clear();
-      }
-    }
     if (mpeg4) {
       const std::span<const uint8_t> data(packet->data, packet->data != nullptr ? packet->size : 0);
       if ((!packed || time_increment_bits == 0) && entry.key && header_checks < kHeaderChecks) {
@@ -260,12 +263,19 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
   // (AV_PKT_FLAG_CORRUPT): its frame does not decode, so it is not counted.
   // Such packets earlier in the file are kept: damaged data often still
   // decodes (concealed), as the CLI shows.
-  if (last_corrupt && !index.frames_.empty()) {
+  const auto drop_last = [&] {
     index.frames_.pop_back();
     known_pts.pop_back();
     if (!vop_types.empty()) vop_types.pop_back();
     if (!picture_orders.empty()) picture_orders.pop_back();
     if (!missing_pts.empty() && missing_pts.back() == index.frames_.size()) missing_pts.pop_back();
+  };
+  if (last_corrupt && !index.frames_.empty()) drop_last();
+  // Nor are H.264 or HEVC packets at the end with no picture header the
+  // parser can read (a file cut inside a picture's parameter sets): the
+  // decoder makes no frame of them either.
+  if (std::any_of(picture_orders.begin(), picture_orders.end(), [](const auto& c) { return c.has_value(); })) {
+    while (!picture_orders.back().has_value()) drop_last();
   }
   // B-VOPs are shown before the P-VOP decoded ahead of them: equal pts and
   // dts throughout are decode times. Either way the decoder must hold a
@@ -283,7 +293,7 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
       ApplyShownOrderTimeline(index.frames_, vop_types, fallback_duration)) {
     for (const FrameEntry& f : index.frames_) index.shown_order_dts_.push_back(f.dts);
     missing_pts.clear();
-  } else if (order_reader != nullptr && picture_orders.size() == index.frames_.size() &&
+  } else if (order_reader != nullptr &&
              PlaceUntimedByPictureOrder(index.frames_, known_pts, picture_orders, fallback_duration)) {
     // Packets with a dts and no pts were placed too. A container pts that
     // was out of place names no packet (another may carry it too).
@@ -306,6 +316,11 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
     std::sort(index.inferred_by_dts_.begin(), index.inferred_by_dts_.end());
   }
   if (splices.active()) {
+    if (index.names_untimed_) {
+      for (const auto& [i, pos] : untimed_keys) {
+        if (i < index.frames_.size()) splices.AddKey(index.frames_[i].pts, pos);
+      }
+    }
     splices.Finish();
     demuxer.UseSplices(std::move(splices));
   }
@@ -368,12 +383,16 @@ int64_t FrameIndex::FindAfter(int64_t pts) const {
   return it - frames_.begin();
 }
 
-int64_t FrameIndex::TimedAtOrBefore(int64_t order) const {
-  for (int64_t o = std::min(order, size() - 1), steps = 0; o >= 0 && steps < kTimedSearch; --o, ++steps) {
+int64_t FrameIndex::TimedBefore(int64_t order) const {
+  int64_t found = AV_NOPTS_VALUE;
+  int timed = 0;
+  for (int64_t o = std::min(order, size()) - 1, steps = 0; o >= 0 && steps < kTimedSearch && timed < 2; --o, ++steps) {
     const FrameEntry& f = frames_[index_of_order_[o]];
-    if (!f.untimed) return f.dts != AV_NOPTS_VALUE ? f.dts : f.pts;
+    if (f.untimed) continue;
+    found = f.dts != AV_NOPTS_VALUE ? f.dts : f.pts;
+    ++timed;
   }
-  return AV_NOPTS_VALUE;
+  return found;
 }
 
 std::vector<int64_t> FrameIndex::StartPoints(int64_t index, int max) const {

@@ -30,6 +30,7 @@ struct FrameEntry {
   int64_t decode_order;  // position among the stream's packets, from 0
   bool key;
   bool untimed = false;  // the packet had neither pts nor dts
+  int32_t size = 0;      // the packet's bytes, where names_untimed() may need them (else 0)
 };
 
 // Presentation times for packets that have a dts but no pts (MPEG program
@@ -125,15 +126,18 @@ class FrameIndex {
   // (PlaceUntimedByPictureOrder): the frames they make carry no time of
   // their own, so a reader names such a packet by its place in decode
   // order, after the packet before it, and gives it its pts from here.
+  // Entries then hold their packet's size, which the naming checks.
   bool names_untimed() const { return names_untimed_; }
   // The frame index of the packet at decode position `order` (0 <= order < size()).
   int64_t IndexOfOrder(int64_t order) const { return index_of_order_[order]; }
-  // The container's time (dts, else pts) of the nearest packet at or before
-  // decode position `order` that had one, looking back at most
-  // kTimedSearch packets; AV_NOPTS_VALUE if none. A seek there lands
-  // before an untimed key frame.
+  // The container's time (dts, else pts) of the second packet before
+  // decode position `order` that had one (else the first), looking back at
+  // most kTimedSearch packets; AV_NOPTS_VALUE if none. A seek there lands
+  // before an untimed key frame, with a packet named by its time between
+  // (the first packet read after a seek may be the tail of another
+  // picture, and is not named).
   static constexpr int64_t kTimedSearch = 256;
-  int64_t TimedAtOrBefore(int64_t order) const;
+  int64_t TimedBefore(int64_t order) const;
   // Whether a packet read with pts `pts` (not AV_NOPTS_VALUE) in a table
   // that names_untimed() can be named by it: the table moved some packet
   // that had it, which another may have too.

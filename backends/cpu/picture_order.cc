@@ -62,30 +62,43 @@ int64_t DurationOf(const FrameEntry& f, int64_t fallback_duration) {
 }  // namespace
 
 bool PlaceUntimedByPictureOrder(std::vector<FrameEntry>& frames, std::vector<bool>& known_pts,
-                                const std::vector<int64_t>& poc, int64_t fallback_duration) {
+                                const std::vector<std::optional<int64_t>>& poc, int64_t fallback_duration) {
   const size_t n = frames.size();
   if (n == 0 || known_pts.size() != n || poc.size() != n) return false;
   if (std::all_of(known_pts.begin(), known_pts.end(), [](bool k) { return k; })) return false;
+  size_t first = 0, last = n;  // the packets with a count: [first, last)
+  while (first < n && !poc[first].has_value()) ++first;
+  while (last > first && !poc[last - 1].has_value()) --last;
+  if (first == last) return false;
   // Runs of one picture order count: a key frame at or below the run's
-  // highest count starts the next.
-  std::vector<int64_t> run(n);
+  // highest count starts the next. Packets without a count before the
+  // first with one, and after the last, are runs of their own, in decode
+  // order.
+  std::vector<int64_t> run(n), count(n);
   int64_t current = 0;
   int64_t highest = std::numeric_limits<int64_t>::min();
   for (size_t i = 0; i < n; ++i) {
-    if (i > 0 && frames[i].key && poc[i] <= highest) {
+    if (i < first || i >= last) {
+      run[i] = i < first ? -1 : std::numeric_limits<int64_t>::max();
+      count[i] = static_cast<int64_t>(i);
+      continue;
+    }
+    if (!poc[i].has_value()) return false;
+    if (i > first && frames[i].key && *poc[i] <= highest) {
       ++current;
       highest = std::numeric_limits<int64_t>::min();
     }
     run[i] = current;
-    highest = std::max(highest, poc[i]);
+    count[i] = *poc[i];
+    highest = std::max(highest, *poc[i]);
   }
   std::vector<size_t> shown(n);  // decode positions in display order
   std::iota(shown.begin(), shown.end(), size_t{0});
   std::sort(shown.begin(), shown.end(), [&](size_t a, size_t b) {
-    return run[a] != run[b] ? run[a] < run[b] : poc[a] != poc[b] ? poc[a] < poc[b] : a < b;
+    return run[a] != run[b] ? run[a] < run[b] : count[a] != count[b] ? count[a] < count[b] : a < b;
   });
   for (size_t k = 1; k < n; ++k) {
-    if (run[shown[k]] == run[shown[k - 1]] && poc[shown[k]] == poc[shown[k - 1]]) return false;
+    if (run[shown[k]] == run[shown[k - 1]] && count[shown[k]] == count[shown[k - 1]]) return false;
   }
   // The known times kept: the longest run of them that increases in
   // display order (patience sorting); the others are misplaced.

@@ -56,12 +56,15 @@ class PictureOrderReader {
 
 // Gives the packets of `frames` (in decode order) whose pts is unknown
 // (`known_pts[i]` false) the time of their place in display order, from
-// `poc` (one picture order count per frame, as read above).
+// `poc` (each frame's picture order count, as read above, where one was).
 //
 // Display order: a picture order count starts again at an IDR picture, so
 // a key frame whose count is not above every count since the last such
 // start begins a new run; runs follow one another in decode order, and
-// within a run frames are shown by count.
+// within a run frames are shown by count. Packets without a count before
+// the first that has one (a capture that starts before its parameter
+// sets) come first, and those after the last (a file cut short inside a
+// picture's headers) last, in decode order.
 //
 // The known times kept are the longest run of them that increases in
 // display order; the others are misplaced (libavformat can give a PES
@@ -71,12 +74,12 @@ class PictureOrderReader {
 // the last kept one, a frame duration (the packet's, else
 // `fallback_duration`) apart.
 //
-// False, changing nothing, if every pts is known, none is, a count
-// repeats within a run, more than one known time in 8 is out of place (the
+// False, changing nothing, if every pts is known, none is, a packet
+// between two with a count has none, a count repeats within a run, more than one known time in 8 is out of place (the
 // counts are not display order), or two kept times leave too little room
 // for the frames between them.
 bool PlaceUntimedByPictureOrder(std::vector<FrameEntry>& frames, std::vector<bool>& known_pts,
-                                const std::vector<int64_t>& poc, int64_t fallback_duration);
+                                const std::vector<std::optional<int64_t>>& poc, int64_t fallback_duration);
 
 }  // namespace codecvisor::cpu
 

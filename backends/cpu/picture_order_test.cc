@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@ namespace codecvisor::cpu {
 namespace {
 
 constexpr int64_t kNone = AV_NOPTS_VALUE;
+using Counts = std::vector<std::optional<int64_t>>;
 
 // Frames in decode order with their pts (kNone: untimed) and key flags.
 std::vector<FrameEntry> Frames(const std::vector<int64_t>& pts, const std::vector<bool>& key = {}) {
@@ -54,7 +56,7 @@ std::vector<int64_t> PtsOf(const std::vector<FrameEntry>& frames) {
 // where only the pictures that start a PES packet have a time.
 TEST(PlaceUntimedByPictureOrderTest, GivesUntimedPicturesTheirPlaceInDisplayOrder) {
   const std::vector<int64_t> pts = {52200, 63000, 55800, kNone, kNone, kNone, 70200};
-  const std::vector<int64_t> poc = {0, 6, 2, 4, 12, 8, 10};
+  const Counts poc = {0, 6, 2, 4, 12, 8, 10};
   std::vector<FrameEntry> frames = Frames(pts);
   std::vector<bool> known = Known(pts);
   ASSERT_TRUE(PlaceUntimedByPictureOrder(frames, known, poc, 3600));
@@ -68,7 +70,7 @@ TEST(PlaceUntimedByPictureOrderTest, SpacesSeveralEvenlyAndCountsBackBeforeTheFi
   // Two untimed pictures shown before the first timed one, three between
   // two timed ones 40 apart (10 each).
   const std::vector<int64_t> pts = {kNone, kNone, 100, kNone, kNone, kNone, 140};
-  const std::vector<int64_t> poc = {0, 2, 4, 6, 8, 10, 12};
+  const Counts poc = {0, 2, 4, 6, 8, 10, 12};
   std::vector<FrameEntry> frames = Frames(pts);
   frames[0].duration = 5;  // a packet's own duration counts
   std::vector<bool> known = Known(pts);
@@ -80,7 +82,7 @@ TEST(PlaceUntimedByPictureOrderTest, AnIdrStartsANewRunOfCounts) {
   // Two GOPs, each counted from 0: the second's pictures come after the
   // first's, however low their counts.
   const std::vector<int64_t> pts = {0, 20, kNone, 30, kNone, kNone};
-  const std::vector<int64_t> poc = {0, 4, 2, 0, 4, 2};
+  const Counts poc = {0, 4, 2, 0, 4, 2};
   std::vector<FrameEntry> frames = Frames(pts, {true, false, false, true, false, false});
   std::vector<bool> known = Known(pts);
   ASSERT_TRUE(PlaceUntimedByPictureOrder(frames, known, poc, 10));
@@ -91,7 +93,7 @@ TEST(PlaceUntimedByPictureOrderTest, AnOpenGopKeyFrameContinuesItsRun) {
   // A recovery-point I picture whose count goes on: its leading B pictures
   // (lower counts) are shown before it.
   const std::vector<int64_t> pts = {0, 20, kNone, 50, kNone, kNone};
-  const std::vector<int64_t> poc = {0, 4, 2, 10, 6, 8};
+  const Counts poc = {0, 4, 2, 10, 6, 8};
   std::vector<FrameEntry> frames = Frames(pts, {true, false, false, true, false, false});
   std::vector<bool> known = Known(pts);
   ASSERT_TRUE(PlaceUntimedByPictureOrder(frames, known, poc, 10));
@@ -104,7 +106,7 @@ TEST(PlaceUntimedByPictureOrderTest, AMisplacedTimeIsMovedAndUnmarked) {
   // The longest increasing run of times keeps the others; packet 2 goes
   // between 0 and 20, as does the untimed packet 6 between 40 and 60.
   const std::vector<int64_t> pts = {0, 30, 30, 20, 60, 40, kNone, 80, 70};
-  const std::vector<int64_t> poc = {0, 6, 2, 4, 12, 8, 10, 16, 14};
+  const Counts poc = {0, 6, 2, 4, 12, 8, 10, 16, 14};
   std::vector<FrameEntry> frames = Frames(pts);
   std::vector<bool> known = Known(pts);
   ASSERT_TRUE(PlaceUntimedByPictureOrder(frames, known, poc, 10));
@@ -112,8 +114,19 @@ TEST(PlaceUntimedByPictureOrderTest, AMisplacedTimeIsMovedAndUnmarked) {
   EXPECT_EQ(known, (std::vector<bool>{true, true, false, true, true, true, false, true, true}));
 }
 
+TEST(PlaceUntimedByPictureOrderTest, PacketsWithoutACountAtEitherEndKeepDecodeOrder) {
+  // A capture that starts before its parameter sets, and a file cut short
+  // inside a picture's headers: those packets' counts cannot be read.
+  const std::vector<int64_t> pts = {kNone, 10, 40, kNone, 30, kNone, kNone};
+  const Counts poc = {std::nullopt, 0, 6, 2, 4, std::nullopt, std::nullopt};
+  std::vector<FrameEntry> frames = Frames(pts, {false, true, false, false, false, false, false});
+  std::vector<bool> known = Known(pts);
+  ASSERT_TRUE(PlaceUntimedByPictureOrder(frames, known, poc, 10));
+  EXPECT_EQ(PtsOf(frames), (std::vector<int64_t>{0, 10, 40, 20, 30, 50, 60}));
+}
+
 TEST(PlaceUntimedByPictureOrderTest, ChangesNothingWhereTheCountsCannotBeDisplayOrder) {
-  const auto unchanged = [](const std::vector<int64_t>& pts, const std::vector<int64_t>& poc,
+  const auto unchanged = [](const std::vector<int64_t>& pts, const Counts& poc,
                             const std::vector<bool>& key = {}) {
     std::vector<FrameEntry> frames = Frames(pts, key);
     std::vector<bool> known = Known(pts);
@@ -128,6 +141,8 @@ TEST(PlaceUntimedByPictureOrderTest, ChangesNothingWhereTheCountsCannotBeDisplay
   unchanged({0, kNone, 20}, {0, 2});                  // a count missing
   unchanged({0, 40, 30, 20, 10, kNone}, {0, 2, 4, 6, 8, 10});  // most times out of place
   unchanged({0, kNone, kNone, 1}, {0, 2, 4, 6});      // no distinct time between 0 and 1
+  unchanged({0, kNone, 20, 30}, {0, std::nullopt, 4, 6});  // a packet without a count among others
+  unchanged({0, kNone, 20}, {std::nullopt, std::nullopt, std::nullopt});
 }
 
 // A real stream: H.264 with B-frames in an MPEG program stream, small
