@@ -70,6 +70,14 @@ std::vector<ProgramStream> ProgramStreams() {
        true},
       {"HEVC", MakeVideo("ps_hevc.mpg", source + "-t 4 -c:v libx265 -x265-params log-level=error -g 30 -bf 2 -f vob"),
        false},
+      // Field pictures, which the decoder shows one by one. A seek for the
+      // last GOP lands on the tail of its key frame glued to the picture
+      // after it: the landing is told by the first packet named.
+      {"HEVC fields",
+       MakeVideo("ps_hevc_fields.mpg",
+                 "-f lavfi -i testsrc2=size=160x120:rate=50 -t 2 -vf interlace -c:v libx265 -x265-params "
+                 "interlace=tff:bframes=3:keyint=20:log-level=error:frame-threads=1:pools=none -f vob"),
+       false},
   };
 }
 

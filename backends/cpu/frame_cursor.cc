@@ -283,6 +283,7 @@ void FrameCursor::Restart(bool from_start) {
   last_read_order_ = -1;
   next_order_ = from_start ? 0 : -1;
   packet_index_ = -1;
+  lookahead_.clear();
   // The next frame is frame 0 only after a start from the first packet.
   last_index_ = from_start ? -1 : kUnlabelled;
   errors_without_frame_ = 0;
@@ -296,8 +297,19 @@ void FrameCursor::Restart(bool from_start) {
 }
 
 bool FrameCursor::ReadPacket() {
-  packet_index_ = -1;
-  if (!demuxer_->ReadPacket(packet_.get())) {
+  if (!lookahead_.empty()) {
+    av_packet_unref(packet_.get());
+    av_packet_move_ref(packet_.get(), lookahead_.front().packet.get());
+    packet_index_ = lookahead_.front().index;
+    lookahead_.pop_front();
+    return true;
+  }
+  return ReadAndName(packet_.get(), &packet_index_);
+}
+
+bool FrameCursor::ReadAndName(AVPacket* packet, int64_t* index) {
+  *index = -1;
+  if (!demuxer_->ReadPacket(packet)) {
     next_order_ = -1;
     return false;
   }
@@ -308,20 +320,20 @@ bool FrameCursor::ReadPacket() {
     // size the scan saw (after a seek, the first packet can be the tail of
     // a picture, with the time of the next one). Its frame carries the
     // table's pts, and a packet not named none.
-    const auto same_size = [&](int64_t i) { return (*index_)[i].size == packet_->size; };
-    if (packet_->pts != AV_NOPTS_VALUE && index_->NamesByPts(packet_->pts)) {
-      const int64_t i = index_->FindPacket(packet_->pts, AV_NOPTS_VALUE);
-      if (i >= 0 && same_size(i)) packet_index_ = i;
+    const auto same_size = [&](int64_t i) { return (*index_)[i].size == packet->size; };
+    if (packet->pts != AV_NOPTS_VALUE && index_->NamesByPts(packet->pts)) {
+      const int64_t i = index_->FindPacket(packet->pts, AV_NOPTS_VALUE);
+      if (i >= 0 && same_size(i)) *index = i;
     }
-    if (packet_index_ < 0 && next_order_ >= 0 && next_order_ < index_->size()) {
+    if (*index < 0 && next_order_ >= 0 && next_order_ < index_->size()) {
       const int64_t i = index_->IndexOfOrder(next_order_);
-      if (same_size(i)) packet_index_ = i;
+      if (same_size(i)) *index = i;
     }
-    packet_->pts = packet_index_ >= 0 ? (*index_)[packet_index_].pts : AV_NOPTS_VALUE;
+    packet->pts = *index >= 0 ? (*index_)[*index].pts : AV_NOPTS_VALUE;
   } else {
-    packet_index_ = index_->FindPacket(packet_->pts, packet_->dts);
+    *index = index_->FindPacket(packet->pts, packet->dts);
   }
-  next_order_ = packet_index_ >= 0 ? (*index_)[packet_index_].decode_order + 1 : -1;
+  next_order_ = *index >= 0 ? (*index_)[*index].decode_order + 1 : -1;
   return true;
 }
 
@@ -334,9 +346,23 @@ const AVPacket* FrameCursor::PeekPacket() {
 }
 
 bool FrameCursor::LandedAtOrBefore(int64_t limit) {
-  if (!ReadPacket()) return false;
-  pending_packet_ = true;
-  return packet_index_ < 0 || (*index_)[packet_index_].decode_order <= limit;
+  if (!index_->names_untimed()) {
+    if (!ReadPacket()) return false;
+    pending_packet_ = true;
+    return packet_index_ < 0 || (*index_)[packet_index_].decode_order <= limit;
+  }
+  // Where packets are named by their place, the first ones after a seek
+  // may be named by nothing: where the seek landed is told by the first
+  // one named, and the packets before it are kept for decoding. None
+  // named within kLandingLookahead packets is a landing refused.
+  for (size_t k = 0; k < kLandingLookahead; ++k) {
+    Lookahead read{MakePacket(), -1};
+    if (!ReadAndName(read.packet.get(), &read.index)) return false;
+    lookahead_.push_back(std::move(read));
+    const int64_t i = lookahead_.back().index;
+    if (i >= 0) return (*index_)[i].decode_order <= limit;
+  }
+  return false;
 }
 
 std::vector<int64_t> FrameCursor::SeekTimestamps(int64_t index, bool before_tie) const {

@@ -33,6 +33,7 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <limits>
 #include <set>
 #include <vector>
@@ -182,8 +183,13 @@ class FrameCursor {
   // and every packet named is given its frame's pts from the table, which
   // its frame then carries.
   bool ReadPacket();
+  // Reads the demuxer's next packet into `packet` and names it as above
+  // (`*index`, -1: not named).
+  bool ReadAndName(AVPacket* packet, int64_t* index);
   // Exact mode: reads the first packet after a seek and says whether it is
-  // at or before decode order `limit` (the packet is kept for decoding).
+  // at or before decode order `limit` (the packet is kept for decoding); in
+  // a table that names_untimed(), the first packet named, within
+  // kLandingLookahead packets (they are all kept, in lookahead_).
   bool LandedAtOrBefore(int64_t limit);
   // Exact mode: the seek timestamps to try for frame `index`, best first.
   // With `before_tie`, only start points before the frame's timestamp: a
@@ -252,6 +258,14 @@ class FrameCursor {
   // one read was named (else -1); and packet_'s frame index (-1: unnamed).
   int64_t next_order_ = 0;
   int64_t packet_index_ = -1;
+  // Packets read and named ahead of packet_ (LandedAtOrBefore), which
+  // ReadPacket returns first.
+  static constexpr size_t kLandingLookahead = 64;
+  struct Lookahead {
+    PacketPtr packet;
+    int64_t index;
+  };
+  std::deque<Lookahead> lookahead_;
   int64_t last_read_ts_;          // max(pts, dts) of the last packet read
   int64_t last_read_pos_ = -1;    // its place in the file (-1: unknown)
   bool cut_short_ = false;        // approximate: the file ended before its header's index did

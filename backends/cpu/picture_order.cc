@@ -43,11 +43,12 @@ std::optional<int64_t> PictureOrderReader::Read(const AVPacket& packet) {
   const int used = av_parser_parse2(parser_, context_, &out, &out_size, packet.data, packet.size, AV_NOPTS_VALUE,
                                     AV_NOPTS_VALUE, 0);
   if (used < 0 || out_size <= 0 || parser_->output_picture_number == INT_MIN) return std::nullopt;
-  // A field is half a frame the decoder shows: counts of fields are not
-  // one per frame. (HEVC's parser says nothing, UNKNOWN: its pictures are
-  // frames.)
-  if (parser_->picture_structure == AV_PICTURE_STRUCTURE_TOP_FIELD ||
-      parser_->picture_structure == AV_PICTURE_STRUCTURE_BOTTOM_FIELD) {
+  // An H.264 field is half a frame the decoder shows: counts of fields are
+  // not one per frame. (An HEVC picture is a frame to the decoder, which
+  // shows each field as one; its parser tells the field from the SEI.)
+  if (context_->codec_id == AV_CODEC_ID_H264 &&
+      (parser_->picture_structure == AV_PICTURE_STRUCTURE_TOP_FIELD ||
+       parser_->picture_structure == AV_PICTURE_STRUCTURE_BOTTOM_FIELD)) {
     return std::nullopt;
   }
   return parser_->output_picture_number;
