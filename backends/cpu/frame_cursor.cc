@@ -320,19 +320,27 @@ bool FrameCursor::ReadAndName(AVPacket* packet, int64_t* index) {
     // size the scan saw (after a seek, the first packet can be the tail of
     // a picture, with the time of the next one). Its frame carries the
     // table's pts, and a packet not named none.
+    // A packet that makes no frame (FramesMadeFromStart) is known by its
+    // place too, and keeps the packets after it named.
     const auto same_size = [&](int64_t i) { return (*index_)[i].size == packet->size; };
+    int64_t order = -1;
     if (packet->pts != AV_NOPTS_VALUE && index_->NamesByPts(packet->pts)) {
       const int64_t i = index_->FindPacket(packet->pts, AV_NOPTS_VALUE);
       if (i >= 0 && same_size(i)) *index = i;
     }
-    if (*index < 0 && next_order_ >= 0 && next_order_ < index_->size()) {
+    if (*index < 0 && next_order_ >= 0 && next_order_ < index_->packets()) {
       const int64_t i = index_->IndexOfOrder(next_order_);
-      if (same_size(i)) *index = i;
+      if (i >= 0 ? same_size(i) : index_->SizeOfFrameless(next_order_) == packet->size) {
+        *index = i;
+        order = next_order_;
+      }
     }
+    if (*index >= 0) order = (*index_)[*index].decode_order;
     packet->pts = *index >= 0 ? (*index_)[*index].pts : AV_NOPTS_VALUE;
-  } else {
-    *index = index_->FindPacket(packet->pts, packet->dts);
+    next_order_ = order >= 0 ? order + 1 : -1;
+    return true;
   }
+  *index = index_->FindPacket(packet->pts, packet->dts);
   next_order_ = *index >= 0 ? (*index_)[*index].decode_order + 1 : -1;
   return true;
 }

@@ -167,7 +167,23 @@ void PlaceLeadingUntimed(std::vector<FrameEntry>& frames, int64_t fallback_durat
 
 }  // namespace
 
-absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_duration) {
+int64_t PacketsToProbe(const std::vector<FrameEntry>& frames, const std::vector<bool>& known_pts,
+                       const std::vector<std::optional<int64_t>>& counts) {
+  const auto first_key = std::find_if(frames.begin(), frames.end(), [](const FrameEntry& f) { return f.key; });
+  const size_t key = static_cast<size_t>(first_key - frames.begin());
+  if (first_key == frames.end() || key >= kMaxProbedPackets || known_pts.size() != frames.size()) return 0;
+  const bool counted = counts.size() == frames.size() && counts[key].has_value();
+  const size_t end = std::min(frames.size(), key + kLeadingWindow + 1);
+  bool leading = key > 0;
+  for (size_t i = key + 1; i < end && !leading; ++i) {
+    leading = (known_pts[key] && known_pts[i] && frames[i].pts < frames[key].pts) ||
+              (counted && !frames[i].key && counts[i].has_value() && *counts[i] < *counts[key]);
+  }
+  return leading ? static_cast<int64_t>(end) : 0;
+}
+
+absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_duration,
+                                            const LeadingProbe& made_from_start) {
   FrameIndex index;
   PacketPtr packet = MakePacket();
   int64_t order = 0;
@@ -277,6 +293,46 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
   if (std::any_of(picture_orders.begin(), picture_orders.end(), [](const auto& c) { return c.has_value(); })) {
     while (!picture_orders.back().has_value()) drop_last();
   }
+  const int64_t packets_read = static_cast<int64_t>(index.frames_.size());
+  // The first packets, where decoders may drop some (a recording cut in a
+  // GOP, an open GOP's leading pictures): those that make no frame decoded
+  // from the stream's start are not frames (at least one must be), and
+  // the timelines below are made without them. Not for MPEG-4 Part 2,
+  // whose packets may name other frames (ApplyShownOrderTimeline).
+  const int64_t probed = made_from_start && !mpeg4 ? PacketsToProbe(index.frames_, known_pts, picture_orders) : 0;
+  if (probed > 0) {
+    absl::StatusOr<std::vector<bool>> made = made_from_start(demuxer, probed);
+    if (!made.ok()) return made.status();
+    codecpar = demuxer.stream()->codecpar;  // the container was opened again
+    if (std::find(made->begin(), made->end(), true) != made->end()) {
+      std::vector<int64_t> position(index.frames_.size(), -1);  // old position -> new
+      size_t next = 0;
+      for (size_t k = 0; k < index.frames_.size(); ++k) {
+        if (static_cast<int64_t>(k) < probed && !(*made)[k]) {
+          index.frameless_.emplace_back(index.frames_[k].decode_order, index.frames_[k].size);
+          continue;
+        }
+        position[k] = static_cast<int64_t>(next);
+        index.frames_[next] = index.frames_[k];
+        known_pts[next] = known_pts[k];
+        if (!picture_orders.empty()) picture_orders[next] = picture_orders[k];
+        ++next;
+      }
+      index.frames_.resize(next);
+      known_pts.resize(next);
+      if (!picture_orders.empty()) picture_orders.resize(next);
+      std::vector<size_t> kept_missing;
+      for (size_t m : missing_pts) {
+        if (position[m] >= 0) kept_missing.push_back(static_cast<size_t>(position[m]));
+      }
+      missing_pts = std::move(kept_missing);
+      std::erase_if(untimed_keys, [&](auto& key) {
+        if (position[key.first] < 0) return true;
+        key.first = static_cast<size_t>(position[key.first]);
+        return false;
+      });
+    }
+  }
   // B-VOPs are shown before the P-VOP decoded ahead of them: equal pts and
   // dts throughout are decode times. Either way the decoder must hold a
   // frame back (IsPackedMpeg4).
@@ -329,6 +385,7 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
         "stream ", demuxer.stream_index(), " has no packets",
         demuxer.last_error() != 0 ? absl::StrCat(": ", AvErrorText(demuxer.last_error())) : ""));
   }
+  const int64_t packets = packets_read;
 
   std::vector<FrameEntry>& frames = index.frames_;
   for (const FrameEntry& f : frames) {
@@ -336,11 +393,16 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
   }
   std::stable_sort(frames.begin(), frames.end(),
                    [](const FrameEntry& a, const FrameEntry& b) { return a.pts < b.pts; });
-  index.index_of_order_.resize(frames.size());
+  index.index_of_order_.assign(packets, -1);
   index.earliest_timestamp_ = frames.front().pts;
+  int64_t first_order = packets;
   for (size_t i = 0; i < frames.size(); ++i) {
     FrameEntry& f = frames[i];
     index.index_of_order_[f.decode_order] = static_cast<int64_t>(i);
+    if (f.decode_order < first_order) {
+      first_order = f.decode_order;
+      index.first_in_decode_order_ = static_cast<int64_t>(i);
+    }
     if (f.dts != AV_NOPTS_VALUE)
       index.earliest_timestamp_ = std::min(index.earliest_timestamp_, f.dts);
     if (f.duration <= 0) {
@@ -383,10 +445,16 @@ int64_t FrameIndex::FindAfter(int64_t pts) const {
   return it - frames_.begin();
 }
 
+int32_t FrameIndex::SizeOfFrameless(int64_t order) const {
+  auto it = std::lower_bound(frameless_.begin(), frameless_.end(), std::make_pair(order, std::numeric_limits<int32_t>::min()));
+  return it != frameless_.end() && it->first == order ? it->second : -1;
+}
+
 int64_t FrameIndex::TimedBefore(int64_t order) const {
   int64_t found = AV_NOPTS_VALUE;
   int timed = 0;
-  for (int64_t o = std::min(order, size()) - 1, steps = 0; o >= 0 && steps < kTimedSearch && timed < 2; --o, ++steps) {
+  for (int64_t o = std::min(order, packets()) - 1, steps = 0; o >= 0 && steps < kTimedSearch && timed < 2; --o, ++steps) {
+    if (index_of_order_[o] < 0) continue;
     const FrameEntry& f = frames_[index_of_order_[o]];
     if (f.untimed) continue;
     found = f.dts != AV_NOPTS_VALUE ? f.dts : f.pts;
@@ -406,7 +474,7 @@ std::vector<int64_t> FrameIndex::StartPoints(int64_t index, int max) const {
     int64_t key_index = index_of_order_[*it];
     if (frames_[key_index].pts <= target.pts) points.push_back(key_index);
   }
-  if (points.empty()) points.push_back(index_of_order_[0]);
+  if (points.empty()) points.push_back(first_in_decode_order_);
   return points;
 }
 

@@ -15,6 +15,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -75,6 +77,24 @@ bool IsPackedMpeg4(const AVCodecParameters& par);
 bool ApplyShownOrderTimeline(std::vector<FrameEntry>& frames, const std::vector<int8_t>& vop_types,
                              int64_t fallback_duration);
 
+// Decodes a stream's first `count` packets from its start and says, for
+// each, whether it made a frame (leading_frames.h); the demuxer may be
+// opened again.
+using LeadingProbe = std::function<absl::StatusOr<std::vector<bool>>(Demuxer& demuxer, int64_t count)>;
+
+// How many of a stream's first packets (`frames`, in decode order, whose
+// pts is the packet's own where `known_pts`, with their picture order
+// `counts` where known, else empty) to decode before counting them as
+// frames: those up to kLeadingWindow packets past the first key frame,
+// when packets come before it (a recording cut in a GOP, whose pictures
+// lack their references) or a packet in that window is shown before it,
+// by its pts or its count (the leading pictures of an open GOP); else 0.
+// Also 0 when no key frame is among the first kMaxProbedPackets.
+inline constexpr size_t kLeadingWindow = 32;
+inline constexpr size_t kMaxProbedPackets = 1024;
+int64_t PacketsToProbe(const std::vector<FrameEntry>& frames, const std::vector<bool>& known_pts,
+                       const std::vector<std::optional<int64_t>>& counts);
+
 class FrameIndex {
  public:
   // A bound on the table (about 48 bytes a frame, so at most ~800 MB),
@@ -90,7 +110,12 @@ class FrameIndex {
   // A container that allows timestamp discontinuities whose times jump back
   // part way is read as one timeline in file order (StreamSplices): the
   // table holds the moved times, and the demuxer is left moving them.
-  static absl::StatusOr<FrameIndex> Scan(Demuxer& demuxer, int64_t fallback_duration);
+  // With `made_from_start`, the first packets PacketsToProbe names are
+  // decoded, and those that make no frame are not frames (the table skips
+  // their decode positions); the demuxer is then left wherever that
+  // decode left it.
+  static absl::StatusOr<FrameIndex> Scan(Demuxer& demuxer, int64_t fallback_duration,
+                                         const LeadingProbe& made_from_start = nullptr);
 
   int64_t size() const { return static_cast<int64_t>(frames_.size()); }
   const FrameEntry& operator[](int64_t index) const { return frames_[index]; }
@@ -128,8 +153,15 @@ class FrameIndex {
   // order, after the packet before it, and gives it its pts from here.
   // Entries then hold their packet's size, which the naming checks.
   bool names_untimed() const { return names_untimed_; }
-  // The frame index of the packet at decode position `order` (0 <= order < size()).
+  // The stream's packets, frames or not (decode positions run from 0 to
+  // packets() - 1).
+  int64_t packets() const { return static_cast<int64_t>(index_of_order_.size()); }
+  // The frame index of the packet at decode position `order` (0 <= order <
+  // packets()); -1 for a packet that makes no frame.
   int64_t IndexOfOrder(int64_t order) const { return index_of_order_[order]; }
+  // The size of the packet at decode position `order` that makes no frame
+  // (kept where names_untimed()); -1 for a frame's packet.
+  int32_t SizeOfFrameless(int64_t order) const;
   // The container's time (dts, else pts) of the second packet before
   // decode position `order` that had one (else the first), looking back at
   // most kTimedSearch packets; AV_NOPTS_VALUE if none. A seek there lands
@@ -147,7 +179,10 @@ class FrameIndex {
 
  private:
   std::vector<FrameEntry> frames_;       // by pts
-  std::vector<int64_t> index_of_order_;  // decode order -> frame index
+  std::vector<int64_t> index_of_order_;  // decode order -> frame index (-1: no frame)
+  // (decode order, size) of the packets that make no frame, by order.
+  std::vector<std::pair<int64_t, int32_t>> frameless_;
+  int64_t first_in_decode_order_ = 0;  // the frame index of the first frame decoded
   std::vector<int64_t> key_orders_;      // decode orders of key frames, ascending
   // (dts, decode order) of the frames whose pts InferMissingPts filled in,
   // by dts; empty when it filled none.

@@ -1,11 +1,12 @@
 // File: backends/cpu/frame_index_test.cc
 //
-// InferMissingPts on decode-order tables; the whole scan against the ffmpeg
+// InferMissingPts and PacketsToProbe on decode-order tables; the whole scan against the ffmpeg
 // CLI is in cpu_backend_test.cc (the catalogue's MPEG program stream).
 
 #include "backends/cpu/frame_index.h"
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -137,6 +138,55 @@ TEST(ApplyShownOrderTimelineTest, ChangesNothingUnlessEveryDtsIsKnownAndIncreasi
   EXPECT_FALSE(ApplyShownOrderTimeline(frames, {0}, 1));  // a VOP type short
   std::vector<FrameEntry> none;
   EXPECT_FALSE(ApplyShownOrderTimeline(none, {}, 1));
+}
+
+// Packets in decode order: (pts, key); all pts known unless listed.
+std::vector<FrameEntry> Keyed(const std::vector<std::pair<int64_t, bool>>& packets) {
+  std::vector<FrameEntry> out;
+  for (const auto& [pts, key] : packets) {
+    out.push_back(FrameEntry{pts, kNone, 1, static_cast<int64_t>(out.size()), key});
+  }
+  return out;
+}
+
+TEST(PacketsToProbeTest, AStreamThatStartsOnAClosedGopNeedsNone) {
+  // I P B B P B B: nothing before the key frame, nothing shown before it.
+  const auto frames = Keyed({{0, true}, {3, false}, {1, false}, {2, false}, {6, false}, {4, false}, {5, false}});
+  EXPECT_EQ(PacketsToProbe(frames, std::vector<bool>(frames.size(), true), {}), 0);
+}
+
+TEST(PacketsToProbeTest, PacketsBeforeTheFirstKeyFrameAreProbedWithTheWindowAfterIt) {
+  std::vector<std::pair<int64_t, bool>> packets = {{10, false}, {8, false}, {9, false}, {14, true}};
+  for (int64_t k = 0; k < 40; ++k) packets.emplace_back(15 + k, false);
+  const auto frames = Keyed(packets);
+  EXPECT_EQ(PacketsToProbe(frames, std::vector<bool>(frames.size(), true), {}),
+            static_cast<int64_t>(3 + 1 + kLeadingWindow));
+  // A short stream: all of it.
+  const auto few = Keyed({{10, false}, {14, true}, {15, false}});
+  EXPECT_EQ(PacketsToProbe(few, std::vector<bool>(few.size(), true), {}), 3);
+}
+
+TEST(PacketsToProbeTest, AnOpenGopsLeadingPicturesAreFoundByTimeOrByCount) {
+  // A key frame first, then pictures shown before it (an HEVC CRA's RASL
+  // pictures, an open GOP's B frames).
+  const auto frames = Keyed({{20, true}, {18, false}, {19, false}, {23, false}});
+  EXPECT_EQ(PacketsToProbe(frames, std::vector<bool>(frames.size(), true), {}), 4);
+  // Untimed (a program stream): by picture order count.
+  std::vector<bool> untimed(frames.size(), false);
+  untimed[3] = true;
+  EXPECT_EQ(PacketsToProbe(frames, untimed, {}), 0) << "no times to tell by";
+  EXPECT_EQ(PacketsToProbe(frames, untimed, {40, 36, 38, 46}), 4);
+  EXPECT_EQ(PacketsToProbe(frames, untimed, {40, 42, 44, 46}), 0);
+}
+
+TEST(PacketsToProbeTest, NoneWithoutAKeyFrameNearTheStart) {
+  std::vector<std::pair<int64_t, bool>> packets;
+  for (int64_t k = 0; k < static_cast<int64_t>(kMaxProbedPackets) + 5; ++k) packets.emplace_back(k, false);
+  packets.emplace_back(packets.size(), true);
+  const auto frames = Keyed(packets);
+  EXPECT_EQ(PacketsToProbe(frames, std::vector<bool>(frames.size(), true), {}), 0);
+  const auto no_key = Keyed({{0, false}, {1, false}});
+  EXPECT_EQ(PacketsToProbe(no_key, std::vector<bool>(no_key.size(), true), {}), 0);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "absl/strings/string_view.h"
 #include "backends/cpu/av_enums.h"
 #include "backends/cpu/av_util.h"
+#include "backends/cpu/leading_frames.h"
 #include "backends/cpu/stream_metadata.h"
 
 extern "C" {
@@ -140,7 +141,7 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Open(int fd,
   const bool approximate = options.seek_mode == CV_SEEK_APPROXIMATE && !IsPackedMpeg4(*stream->codecpar);
   if (!approximate) {
     const int64_t fallback = fps.num > 0 ? av_rescale_q(1, av_inv_q(fps), stream->time_base) : 1;
-    auto index = FrameIndex::Scan(*session->demuxer_, fallback);
+    auto index = FrameIndex::Scan(*session->demuxer_, fallback, FramesMadeFromStart);
     if (!index.ok()) return index.status();
     session->index_ = *std::move(index);
     session->num_frames_ = session->index_->size();

@@ -272,6 +272,24 @@ std::vector<int64_t> Shuffled(int64_t n, unsigned seed) {
   return order;
 }
 
+std::vector<int64_t> ExpectInOrderIsTheClis(const std::string& path, const std::string& cli, size_t frame_bytes) {
+  TestSession session(path);
+  EXPECT_TRUE(session.ok()) << session.open_message();
+  if (!session.ok()) return {};
+  const int64_t n = session.Metadata().num_frames_from_scan;
+  EXPECT_EQ(cli.size(), frame_bytes * n) << "frames: ours " << n << ", the CLI's " << cli.size() / frame_bytes;
+  std::vector<int64_t> pts;
+  for (int64_t i = 0; i < n && static_cast<size_t>(i + 1) * frame_bytes <= cli.size(); ++i) {
+    cv_frame_info info{};
+    std::string pixels, message;
+    EXPECT_EQ(session.Decode(i, &pixels, &info, &message), CV_OK) << "frame " << i << ": " << message;
+    EXPECT_TRUE(pixels == cli.substr(i * frame_bytes, frame_bytes)) << "frame " << i;
+    if (!pts.empty()) EXPECT_GT(info.pts, pts.back()) << "frame " << i;
+    pts.push_back(info.pts);
+  }
+  return pts;
+}
+
 void ExpectRandomAccessAgrees(const std::string& path, const std::string& cli, size_t frame_bytes,
                               const std::vector<int64_t>& pts, unsigned seed, int64_t time_step) {
   TestSession session(path);

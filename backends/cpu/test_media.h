@@ -90,6 +90,12 @@ size_t RgbBytes(const cv_frame_layout& layout);
 // 0 .. n-1 in an order fixed by `seed`.
 std::vector<int64_t> Shuffled(int64_t n, unsigned seed);
 
+// Opens `path` and checks that every frame, read in order, is the
+// `frame_bytes` at its place in `cli` (the CLI's frames one after
+// another, as many as the session counts) and that times increase; returns
+// each frame's time (pts).
+std::vector<int64_t> ExpectInOrderIsTheClis(const std::string& path, const std::string& cli, size_t frame_bytes);
+
 // Opens `path` again and checks, at random (an order fixed by `seed`),
 // that every frame is the `frame_bytes` at its place in `cli` (the CLI's
 // frames one after another) with `pts[i]` as its time (as read in order),

@@ -1,0 +1,70 @@
+// File: backends/cpu/cpu_backend_cut_test.cc
+//
+// Recordings that start inside a GOP (an MPEG-TS capture, `tail -c` of a
+// program stream) or on an open GOP's key frame: decoders drop the
+// pictures whose references are missing, so the frames are those the CLI
+// shows, counted from the first that comes out (FramesMadeFromStart).
+// Before, every packet was counted: the first frames could not be decoded
+// and every later index was another frame.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/test_media.h"
+#include "gtest/gtest.h"
+
+namespace codecvisor::cpu {
+namespace {
+
+using testing::CliAllFrames;
+using testing::ExpectInOrderIsTheClis;
+using testing::ExpectRandomAccessAgrees;
+using testing::MakeVideo;
+using testing::ProbePackets;
+using testing::ReadFile;
+using testing::RgbBytes;
+using testing::TestSession;
+using testing::WriteFile;
+
+struct Cut {
+  std::string name;
+  std::string path;
+};
+
+std::vector<Cut> Cuts() {
+  // One encoder thread: the same bytes, so the same cuts, on every machine.
+  const std::string h264 = "-f lavfi -i testsrc2=size=160x120:rate=25 -threads 1 -t 4 -c:v libx264 -bf 3 -g 25 ";
+  const std::string ts = MakeVideo("cut_whole.ts", h264 + "-f mpegts");
+  const std::string ps = MakeVideo("cut_whole.mpg", h264 + "-f vob");
+  // HEVC with open GOPs (CRA key frames).
+  const std::string hevc = MakeVideo("cut_hevc.mpg",
+                                     "-f lavfi -i testsrc2=size=160x120:rate=25 -t 4 -c:v libx265 "
+                                     "-x265-params log-level=error:frame-threads=1:pools=none -bf 3 -g 25 -f vob");
+  return {
+      // 30 transport packets in: the stream goes on without its parameter sets.
+      {"transport stream, in a GOP", WriteFile("cut_in_gop.ts", ReadFile(ts).substr(188 * 30))},
+      {"program stream, in a GOP", WriteFile("cut_in_gop.mpg", ReadFile(ps).substr(2048 * 5))},
+      // Starts on a CRA whose leading pictures refer to pictures cut off.
+      {"HEVC, on an open GOP", WriteFile("cut_open_gop.mpg", ReadFile(hevc).substr(16000))},
+  };
+}
+
+TEST(CutRecordingTest, FramesAreThoseTheCliShowsCountedFromTheFirst) {
+  for (const Cut& cut : Cuts()) {
+    SCOPED_TRACE(cut.name);
+    TestSession session(cut.path);
+    ASSERT_TRUE(session.ok()) << session.open_message();
+    const int64_t n = session.Metadata().num_frames_from_scan;
+    // The case this is for: packets that make no frame.
+    ASSERT_LT(n, static_cast<int64_t>(ProbePackets(cut.path, 0).size()));
+    const size_t bytes = RgbBytes(session.Layout());
+    const std::string cli = CliAllFrames(cut.path, 0, "format=rgb24");
+    const std::vector<int64_t> pts = ExpectInOrderIsTheClis(cut.path, cli, bytes);
+    ASSERT_EQ(static_cast<int64_t>(pts.size()), n);
+    ExpectRandomAccessAgrees(cut.path, cli, bytes, pts, 3, 5);
+  }
+}
+
+}  // namespace
+}  // namespace codecvisor::cpu
