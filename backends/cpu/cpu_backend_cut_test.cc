@@ -5,7 +5,9 @@
 // pictures whose references are missing, so the frames are those the CLI
 // shows, counted from the first that comes out (FramesMadeFromStart).
 // Before, every packet was counted: the first frames could not be decoded
-// and every later index was another frame.
+// and every later index was another frame. Frames a decoder does make
+// before the first key frame are made as the CLI makes them at random too
+// (FrameCursor::Rewind opens the decoder afresh).
 
 #include <cstdint>
 #include <string>
@@ -47,6 +49,10 @@ std::vector<Cut> Cuts() {
       {"program stream, in a GOP", WriteFile("cut_in_gop.mpg", ReadFile(ps).substr(2048 * 5))},
       // Starts on a CRA whose leading pictures refer to pictures cut off.
       {"HEVC, on an open GOP", WriteFile("cut_open_gop.mpg", ReadFile(hevc).substr(16000))},
+      // HEVC's decoder makes frames of the pictures before the first key
+      // frame from what it holds: at random (after later frames) only a
+      // fresh decoder from the first packet makes them as the CLI does.
+      {"HEVC, in a GOP", WriteFile("cut_hevc_in_gop.mpg", ReadFile(hevc).substr(12000))},
   };
 }
 

@@ -267,12 +267,16 @@ absl::Status FrameCursor::Rewind() {
   ++seeks_;
   absl::Status status = demuxer_->Reopen();
   if (!status.ok()) return status;
-  Restart(/*from_start=*/true);
+  // Frames before the first key frame are made from what the decoder
+  // holds: a decoder opened afresh makes them as the CLI does.
+  const bool fresh = index_ != nullptr && index_->size() > 0 && index_->BeforeFirstKey(index_->first_in_decode_order());
+  Restart(/*from_start=*/true, fresh);
   return absl::OkStatus();
 }
 
-void FrameCursor::Restart(bool from_start) {
-  decoder_->Flush();
+void FrameCursor::Restart(bool from_start, bool fresh_decoder) {
+  if (!fresh_decoder || !decoder_->Reset().ok()) decoder_->Flush();
+  fresh_start_ = fresh_decoder;
   positioned_ = true;
   pending_packet_ = draining_ = at_end_ = have_frame_ = have_ahead_ = false;
   av_frame_unref(ahead_.get());
@@ -357,7 +361,10 @@ bool FrameCursor::LandedAtOrBefore(int64_t limit) {
   if (!index_->names_untimed()) {
     if (!ReadPacket()) return false;
     pending_packet_ = true;
-    return packet_index_ < 0 || (*index_)[packet_index_].decode_order <= limit;
+    // A packet that makes no frame is known by its time too.
+    const int64_t order = packet_index_ >= 0 ? (*index_)[packet_index_].decode_order
+                                             : index_->FramelessOrderOf(packet_->pts);
+    return order < 0 || order <= limit;
   }
   // Where packets are named by their place, the first ones after a seek
   // may be named by nothing: where the seek landed is told by the first
@@ -424,6 +431,23 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeExact(int64_t index) {
   const std::vector<int64_t> starts = index_->StartPoints(index, 1);
   const int64_t key_order = (*index_)[starts.front()].decode_order;
   last_error_ = 0;
+
+  if (index_->BeforeFirstKey(index)) {
+    // Made from what the decoder holds (its references are missing): only
+    // a fresh decoder reading from the container's first packet makes it
+    // as the CLI does.
+    const bool reads_on =
+        positioned_ && !at_end_ && fresh_start_ && (last_ts_ == kUnknown || Before(target.pts, occurrence));
+    if (!reads_on) {
+      if (absl::Status s = Rewind(); !s.ok()) return s;
+    }
+    absl::StatusOr<Outcome> outcome = DecodeUntil(target.pts, occurrence, scattered);
+    if (!outcome.ok()) return outcome.status();
+    if (*outcome == Outcome::kFound && !names_damaged_) return frame_.get();
+    if (*outcome == Outcome::kTooFew && occurrence > 0) return DecodeExact(first_of_tie);
+    return NotDecodedError(
+        absl::StrCat("frame ", index, " (pts ", target.pts, ") could not be decoded").c_str());
+  }
 
   if (positioned_ && !at_end_ &&
       (last_ts_ == kUnknown || Before(target.pts, occurrence)) &&

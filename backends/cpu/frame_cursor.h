@@ -174,8 +174,9 @@ class FrameCursor {
   // Opens the container again, which reads from its first packet, and
   // resets the decoder and position.
   absl::Status Rewind();
-  // After the demuxer moved: the decoder flushed and the position reset.
-  void Restart(bool from_start);
+  // After the demuxer moved: the decoder flushed (or, with
+  // `fresh_decoder`, opened afresh) and the position reset.
+  void Restart(bool from_start, bool fresh_decoder = false);
   // Reads the next packet into packet_ (false at the end or on a read
   // error) and, in exact mode, names it: packet_index_ is its frame index
   // (-1: not in the table). In a table that names_untimed(), a packet
@@ -295,6 +296,7 @@ class FrameCursor {
   bool key_seen_ = false;         // a packet flagged key was read
   bool keys_unflagged_ = false;   // a read from the start ended awaiting its first key
   bool from_start_ = false;       // the last seek aimed at or before the stream's start
+  bool fresh_start_ = false;      // the decoder was opened afresh at the container's first packet
   // Approximate mode: the last stretch of frames lost to damage, as the
   // end of the frame before it (kUnknown: the start) and the pts of the
   // frame after it.

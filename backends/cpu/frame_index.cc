@@ -301,15 +301,16 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
   // whose packets may name other frames (ApplyShownOrderTimeline).
   const int64_t probed = made_from_start && !mpeg4 ? PacketsToProbe(index.frames_, known_pts, picture_orders) : 0;
   if (probed > 0) {
+    // A probe that fails (the container cannot be opened again, the
+    // decoder not opened) leaves every packet a frame.
     absl::StatusOr<std::vector<bool>> made = made_from_start(demuxer, probed);
-    if (!made.ok()) return made.status();
     codecpar = demuxer.stream()->codecpar;  // the container was opened again
-    if (std::find(made->begin(), made->end(), true) != made->end()) {
+    if (made.ok() && std::find(made->begin(), made->end(), true) != made->end()) {
       std::vector<int64_t> position(index.frames_.size(), -1);  // old position -> new
       size_t next = 0;
       for (size_t k = 0; k < index.frames_.size(); ++k) {
         if (static_cast<int64_t>(k) < probed && !(*made)[k]) {
-          index.frameless_.emplace_back(index.frames_[k].decode_order, index.frames_[k].size);
+          index.frameless_.push_back({index.frames_[k].decode_order, index.frames_[k].size, index.frames_[k].pts});
           continue;
         }
         position[k] = static_cast<int64_t>(next);
@@ -327,7 +328,7 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
       }
       missing_pts = std::move(kept_missing);
       std::erase_if(untimed_keys, [&](auto& key) {
-        if (position[key.first] < 0) return true;
+        if (key.first >= position.size() || position[key.first] < 0) return true;
         key.first = static_cast<size_t>(position[key.first]);
         return false;
       });
@@ -446,8 +447,17 @@ int64_t FrameIndex::FindAfter(int64_t pts) const {
 }
 
 int32_t FrameIndex::SizeOfFrameless(int64_t order) const {
-  auto it = std::lower_bound(frameless_.begin(), frameless_.end(), std::make_pair(order, std::numeric_limits<int32_t>::min()));
-  return it != frameless_.end() && it->first == order ? it->second : -1;
+  auto it = std::lower_bound(frameless_.begin(), frameless_.end(), order,
+                             [](const Frameless& f, int64_t o) { return f.order < o; });
+  return it != frameless_.end() && it->order == order ? it->size : -1;
+}
+
+int64_t FrameIndex::FramelessOrderOf(int64_t pts) const {
+  if (pts == AV_NOPTS_VALUE) return -1;
+  for (const Frameless& f : frameless_) {
+    if (f.pts == pts) return f.order;
+  }
+  return -1;
 }
 
 int64_t FrameIndex::TimedBefore(int64_t order) const {

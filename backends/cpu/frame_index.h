@@ -162,6 +162,18 @@ class FrameIndex {
   // The size of the packet at decode position `order` that makes no frame
   // (kept where names_untimed()); -1 for a frame's packet.
   int32_t SizeOfFrameless(int64_t order) const;
+  // The decode position of a packet that makes no frame, read with pts
+  // `pts`; -1 if none has it.
+  int64_t FramelessOrderOf(int64_t pts) const;
+  // The frame index of the first frame in decode order.
+  int64_t first_in_decode_order() const { return first_in_decode_order_; }
+  // Whether frame `index` comes before the stream's first key frame in
+  // decode order (a recording cut in a GOP whose decoder makes frames of
+  // pictures with missing references; every frame of a stream that flags
+  // no key frame): what such a frame holds depends on the decoder's state.
+  bool BeforeFirstKey(int64_t index) const {
+    return key_orders_.empty() || frames_[index].decode_order < key_orders_.front();
+  }
   // The container's time (dts, else pts) of the second packet before
   // decode position `order` that had one (else the first), looking back at
   // most kTimedSearch packets; AV_NOPTS_VALUE if none. A seek there lands
@@ -180,8 +192,13 @@ class FrameIndex {
  private:
   std::vector<FrameEntry> frames_;       // by pts
   std::vector<int64_t> index_of_order_;  // decode order -> frame index (-1: no frame)
-  // (decode order, size) of the packets that make no frame, by order.
-  std::vector<std::pair<int64_t, int32_t>> frameless_;
+  // The packets that make no frame, by decode order.
+  struct Frameless {
+    int64_t order;
+    int32_t size;
+    int64_t pts;
+  };
+  std::vector<Frameless> frameless_;
   int64_t first_in_decode_order_ = 0;  // the frame index of the first frame decoded
   std::vector<int64_t> key_orders_;      // decode orders of key frames, ascending
   // (dts, decode order) of the frames whose pts InferMissingPts filled in,

@@ -10,11 +10,11 @@
 
 namespace codecvisor::cpu {
 
-absl::StatusOr<std::vector<bool>> FramesMadeFromStart(Demuxer& demuxer, int64_t count) {
+absl::StatusOr<std::vector<bool>> FramesMadeFromStart(Demuxer& demuxer, int64_t count, unsigned threads) {
   std::vector<bool> made(static_cast<size_t>(std::max<int64_t>(count, 0)), false);
   if (count <= 0) return made;
   if (absl::Status s = demuxer.Reopen(); !s.ok()) return s;
-  absl::StatusOr<std::unique_ptr<VideoDecoder>> decoder = VideoDecoder::Open(demuxer.stream(), 1);
+  absl::StatusOr<std::unique_ptr<VideoDecoder>> decoder = VideoDecoder::Open(demuxer.stream(), threads);
   if (!decoder.ok()) return decoder.status();
   PacketPtr packet = MakePacket();
   FramePtr frame = MakeFrame();

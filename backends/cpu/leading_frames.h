@@ -25,12 +25,13 @@ namespace codecvisor::cpu {
 
 // Reads the first `count` packets of `demuxer`'s stream from the start
 // (the container is opened again: stream() and format() change, and the
-// demuxer is left after them), decodes them with one thread and drains the
+// demuxer is left after them), decodes them with `threads` decoder threads
+// (0: libavcodec's choice, as the session decodes) and drains the
 // decoder, and says for each (packets libavformat marks discarded are not
 // counted, as the scan counts) whether a frame came out of it. Errors:
 // those of the reopen and of opening a decoder; a packet the decoder
 // rejects simply makes no frame.
-absl::StatusOr<std::vector<bool>> FramesMadeFromStart(Demuxer& demuxer, int64_t count);
+absl::StatusOr<std::vector<bool>> FramesMadeFromStart(Demuxer& demuxer, int64_t count, unsigned threads);
 
 }  // namespace codecvisor::cpu
 

@@ -141,7 +141,10 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Open(int fd,
   const bool approximate = options.seek_mode == CV_SEEK_APPROXIMATE && !IsPackedMpeg4(*stream->codecpar);
   if (!approximate) {
     const int64_t fallback = fps.num > 0 ? av_rescale_q(1, av_inv_q(fps), stream->time_base) : 1;
-    auto index = FrameIndex::Scan(*session->demuxer_, fallback, FramesMadeFromStart);
+    const unsigned threads = options.decoder_threads;
+    auto index = FrameIndex::Scan(*session->demuxer_, fallback, [threads](Demuxer& demuxer, int64_t count) {
+      return FramesMadeFromStart(demuxer, count, threads);
+    });
     if (!index.ok()) return index.status();
     session->index_ = *std::move(index);
     session->num_frames_ = session->index_->size();

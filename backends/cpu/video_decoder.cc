@@ -8,9 +8,10 @@
 
 namespace codecvisor::cpu {
 
-absl::StatusOr<std::unique_ptr<VideoDecoder>> VideoDecoder::Open(const AVStream* stream,
-                                                                 unsigned threads) {
-  const AVCodecParameters* par = stream->codecpar;
+namespace {
+
+// A codec context for `par`, opened with `threads` (0: libavcodec's choice).
+absl::StatusOr<AVCodecContext*> OpenContext(const AVCodecParameters* par, AVRational time_base, unsigned threads) {
   const int codec_id = EnumValue(par->codec_id);
   const std::optional<AVCodecID> known = KnownCodecId(codec_id);
   const AVCodec* codec = known ? avcodec_find_decoder(*known) : nullptr;
@@ -18,28 +19,55 @@ absl::StatusOr<std::unique_ptr<VideoDecoder>> VideoDecoder::Open(const AVStream*
     return absl::UnimplementedError(absl::StrCat("has no decoder for codec ", CodecName(codec_id),
                                                  " in this FFmpeg build"));
   }
-  std::unique_ptr<VideoDecoder> decoder(new VideoDecoder());
-  decoder->context_ = avcodec_alloc_context3(codec);
-  if (decoder->context_ == nullptr) {
-    return absl::ResourceExhaustedError("out of memory for the decoder");
-  }
-  AVCodecContext* ctx = decoder->context_;
+  AVCodecContext* ctx = avcodec_alloc_context3(codec);
+  if (ctx == nullptr) return absl::ResourceExhaustedError("out of memory for the decoder");
   int ret = avcodec_parameters_to_context(ctx, par);
   if (ret < 0) {
+    avcodec_free_context(&ctx);
     return absl::UnimplementedError(
         absl::StrCat("cannot configure the ", codec->name, " decoder: ", AvErrorText(ret)));
   }
-  ctx->pkt_timebase = stream->time_base;
+  ctx->pkt_timebase = time_base;
   ctx->thread_count = static_cast<int>(threads);
   ret = avcodec_open2(ctx, codec, nullptr);
   if (ret < 0) {
+    avcodec_free_context(&ctx);
     return absl::UnimplementedError(
         absl::StrCat("cannot open the ", codec->name, " decoder: ", AvErrorText(ret)));
   }
+  return ctx;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<VideoDecoder>> VideoDecoder::Open(const AVStream* stream,
+                                                                 unsigned threads) {
+  std::unique_ptr<VideoDecoder> decoder(new VideoDecoder());
+  decoder->parameters_ = avcodec_parameters_alloc();
+  if (decoder->parameters_ == nullptr || avcodec_parameters_copy(decoder->parameters_, stream->codecpar) < 0) {
+    return absl::ResourceExhaustedError("out of memory for the decoder");
+  }
+  decoder->time_base_ = stream->time_base;
+  decoder->threads_ = threads;
+  absl::StatusOr<AVCodecContext*> context = OpenContext(decoder->parameters_, decoder->time_base_, threads);
+  if (!context.ok()) return context.status();
+  decoder->context_ = *context;
   return decoder;
 }
 
-VideoDecoder::~VideoDecoder() { avcodec_free_context(&context_); }
+absl::Status VideoDecoder::Reset() {
+  absl::StatusOr<AVCodecContext*> context = OpenContext(parameters_, time_base_, threads_);
+  if (!context.ok()) return context.status();
+  avcodec_free_context(&context_);
+  context_ = *context;
+  if (pictures_ != nullptr) pictures_->Install(context_);
+  return absl::OkStatus();
+}
+
+VideoDecoder::~VideoDecoder() {
+  avcodec_free_context(&context_);
+  avcodec_parameters_free(&parameters_);
+}
 
 int VideoDecoder::Send(const AVPacket* packet) { return avcodec_send_packet(context_, packet); }
 

@@ -43,18 +43,30 @@ class VideoDecoder {
   int Receive(AVFrame* frame);
   // Drops buffered frames and leaves draining mode; call after a seek.
   void Flush();
+  // Replaces the codec context with one opened afresh, as Open opened it
+  // (same parameters, threads and picture pool): what a codec keeps across
+  // a Flush is gone too. Frames already taken out stay valid. On an error
+  // the decoder is left as it was.
+  absl::Status Reset();
 
   const char* name() const { return context_->codec->name; }
   // The opened codec context, for laying out its pictures (PoolLayout).
   const AVCodecContext* context() const { return context_; }
   // Takes pictures from `pictures` from the next packet on; it must outlive
   // this decoder.
-  void UsePictures(PicturePool* pictures) { pictures->Install(context_); }
+  void UsePictures(PicturePool* pictures) {
+    pictures_ = pictures;
+    pictures->Install(context_);
+  }
 
  private:
   VideoDecoder() = default;
 
   AVCodecContext* context_ = nullptr;
+  AVCodecParameters* parameters_ = nullptr;  // the stream's, copied at Open
+  AVRational time_base_{0, 1};
+  unsigned threads_ = 0;
+  PicturePool* pictures_ = nullptr;
 };
 
 }  // namespace codecvisor::cpu
