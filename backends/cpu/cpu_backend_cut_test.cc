@@ -39,6 +39,10 @@ std::vector<Cut> Cuts() {
   const std::string h264 = "-f lavfi -i testsrc2=size=160x120:rate=25 -threads 1 -t 4 -c:v libx264 -bf 3 -g 25 ";
   const std::string ts = MakeVideo("cut_whole.ts", h264 + "-f mpegts");
   const std::string ps = MakeVideo("cut_whole.mpg", h264 + "-f vob");
+  // A DVD's MPEG-2 program stream: some pictures have a dts and no pts.
+  const std::string dvd = MakeVideo("cut_whole.vob",
+                                    "-f lavfi -i testsrc2=size=320x240:rate=25 -threads 1 -t 4 -c:v mpeg2video "
+                                    "-bf 2 -g 12 -f dvd");
   // HEVC with open GOPs (CRA key frames).
   const std::string hevc = MakeVideo("cut_hevc.mpg",
                                      "-f lavfi -i testsrc2=size=160x120:rate=25 -t 4 -c:v libx265 "
@@ -47,6 +51,10 @@ std::vector<Cut> Cuts() {
       // 30 transport packets in: the stream goes on without its parameter sets.
       {"transport stream, in a GOP", WriteFile("cut_in_gop.ts", ReadFile(ts).substr(188 * 30))},
       {"program stream, in a GOP", WriteFile("cut_in_gop.mpg", ReadFile(ps).substr(2048 * 5))},
+      // No single reorder delay fits the first GOP's times: the pictures
+      // without a pts are placed by the I and P pictures after them
+      // (PlaceMissingByAnchors), as a DVD's later VOB files start.
+      {"DVD program stream, in a GOP", WriteFile("cut_in_gop.vob", ReadFile(dvd).substr(2048 * 44))},
       // Starts on a CRA whose leading pictures refer to pictures cut off.
       {"HEVC, on an open GOP", WriteFile("cut_open_gop.mpg", ReadFile(hevc).substr(16000))},
       // HEVC's decoder makes frames of the pictures before the first key

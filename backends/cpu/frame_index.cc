@@ -105,6 +105,54 @@ bool InferMissingPts(std::vector<FrameEntry>& frames, const std::vector<size_t>&
   return false;
 }
 
+bool PlaceMissingByAnchors(std::vector<FrameEntry>& frames, const std::vector<size_t>& missing,
+                           int64_t fallback_duration) {
+  if (missing.empty()) return false;
+  const auto anchor = [](const FrameEntry& f) {
+    return f.picture_type == AV_PICTURE_TYPE_I || f.picture_type == AV_PICTURE_TYPE_P;
+  };
+  for (const FrameEntry& f : frames) {
+    if (!anchor(f) && f.picture_type != AV_PICTURE_TYPE_B) return false;
+  }
+  std::vector<bool> is_missing(frames.size(), false);
+  for (size_t m : missing) {
+    if (m >= frames.size() || frames[m].dts == AV_NOPTS_VALUE) return false;
+    is_missing[m] = true;
+  }
+  std::vector<int64_t> taken;  // the times of the frames with a pts, then those given
+  for (size_t i = 0; i < frames.size(); ++i) {
+    if (!is_missing[i]) taken.push_back(frames[i].pts);
+  }
+  std::sort(taken.begin(), taken.end());
+  std::vector<int64_t> given(missing.size());
+  for (size_t k = 0; k < missing.size(); ++k) {
+    const size_t m = missing[k];
+    if (!anchor(frames[m])) {
+      given[k] = frames[m].dts;
+      continue;
+    }
+    size_t next = m + 1;
+    int64_t last_dts = frames[m].dts;  // of the B pictures after it, shown before it
+    for (; next < frames.size() && !anchor(frames[next]); ++next) {
+      if (frames[next].dts == AV_NOPTS_VALUE) return false;
+      last_dts = std::max(last_dts, frames[next].dts);
+    }
+    if (next < frames.size() && frames[next].dts == AV_NOPTS_VALUE) return false;
+    // The last I or P picture is shown when the decoder is drained, after
+    // the B pictures that follow it.
+    given[k] = next < frames.size() ? frames[next].dts
+                                    : SaturatingAdd(last_dts, std::max<int64_t>(fallback_duration, 1));
+  }
+  std::vector<int64_t> sorted = given;
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) return false;
+  for (int64_t t : sorted) {
+    if (std::binary_search(taken.begin(), taken.end(), t)) return false;
+  }
+  for (size_t k = 0; k < missing.size(); ++k) frames[missing[k]].pts = given[k];
+  return true;
+}
+
 bool IsPackedMpeg4(const AVCodecParameters& par) {
   return par.codec_id == AV_CODEC_ID_MPEG4 && par.video_delay > 0 && par.extradata != nullptr &&
          par.extradata_size > 0 && HasPackedBitstreamMarker({par.extradata, static_cast<size_t>(par.extradata_size)});
@@ -258,6 +306,7 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
     if (order_reader != nullptr) {
       picture_orders.push_back(order_reader->Read(*packet));
       entry.size = packet->size;
+      entry.picture_type = static_cast<int8_t>(order_reader->last_type());
     }
     index.frames_.push_back(entry);
     known_pts.push_back(packet->pts != AV_NOPTS_VALUE);
@@ -364,9 +413,12 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
     PlaceLeadingUntimed(index.frames_, fallback_duration);
   }
   // Left at their dts when the times do not fit the model.
+  // MPEG-1/2 video whose times fit no single delay: by its anchors.
+  const bool mpeg12 = codecpar->codec_id == AV_CODEC_ID_MPEG1VIDEO || codecpar->codec_id == AV_CODEC_ID_MPEG2VIDEO;
   if (!missing_pts.empty() &&
-      InferMissingPts(index.frames_, missing_pts,
-                      ExpectedReorderDelay(index.frames_, demuxer.stream()->codecpar->video_delay))) {
+      (InferMissingPts(index.frames_, missing_pts,
+                       ExpectedReorderDelay(index.frames_, demuxer.stream()->codecpar->video_delay)) ||
+       (mpeg12 && PlaceMissingByAnchors(index.frames_, missing_pts, fallback_duration)))) {
     for (size_t m : missing_pts) {
       index.inferred_by_dts_.emplace_back(index.frames_[m].dts, index.frames_[m].decode_order);
     }

@@ -33,6 +33,9 @@ struct FrameEntry {
   bool key;
   bool untimed = false;  // the packet had neither pts nor dts
   int32_t size = 0;      // the packet's bytes, where names_untimed() may need them (else 0)
+  // The picture's coding type (AV_PICTURE_TYPE_*), where the scan reads
+  // picture headers (PictureOrderReader); else NONE (0).
+  int8_t picture_type = 0;
 };
 
 // Presentation times for packets that have a dts but no pts (MPEG program
@@ -51,6 +54,20 @@ struct FrameEntry {
 // (or the delay is unknown and no pts is) or a dts is unknown.
 bool InferMissingPts(std::vector<FrameEntry>& frames, const std::vector<size_t>& missing,
                      int64_t expected_delay);
+
+// MPEG-1 and MPEG-2 video: the decoder shows an I or P picture when it is
+// given the next I or P picture, and a B picture at once. So a packet with
+// a dts and no pts (`missing`: positions in `frames`, which is in decode
+// order) is shown at its own dts if it is a B picture, and at the dts of
+// the next I or P packet if it is an I or P picture (the last one: after
+// the B pictures that follow it, the last one's dts plus
+// `fallback_duration`). For where InferMissingPts finds no single
+// delay (a program stream cut inside a GOP, whose first pictures lost
+// their references and were left out). False, changing nothing, unless
+// every packet's picture_type is known, and where a time given would be
+// another frame's or another given one.
+bool PlaceMissingByAnchors(std::vector<FrameEntry>& frames, const std::vector<size_t>& missing,
+                           int64_t fallback_duration);
 
 // Whether the stream's extradata marks it an MPEG-4 Part 2 packed bitstream
 // (mpeg4_bitstream.h) whose decoder holds frames back (video_delay, from

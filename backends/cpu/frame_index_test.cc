@@ -1,12 +1,13 @@
 // File: backends/cpu/frame_index_test.cc
 //
-// InferMissingPts and PacketsToProbe on decode-order tables; the whole scan against the ffmpeg
+// InferMissingPts, PlaceMissingByAnchors and PacketsToProbe on decode-order tables; the whole scan against the ffmpeg
 // CLI is in cpu_backend_test.cc (the catalogue's MPEG program stream).
 
 #include "backends/cpu/frame_index.h"
 
 #include <cstdint>
 #include <optional>
+#include <tuple>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -138,6 +139,50 @@ TEST(ApplyShownOrderTimelineTest, ChangesNothingUnlessEveryDtsIsKnownAndIncreasi
   EXPECT_FALSE(ApplyShownOrderTimeline(frames, {0}, 1));  // a VOP type short
   std::vector<FrameEntry> none;
   EXPECT_FALSE(ApplyShownOrderTimeline(none, {}, 1));
+}
+
+// Packets in decode order: (pts, dts, picture type), a missing pts
+// starting as the dts.
+std::vector<FrameEntry> Typed(const std::vector<std::tuple<int64_t, int64_t, int>>& packets) {
+  std::vector<FrameEntry> out;
+  for (const auto& [pts, dts, type] : packets) {
+    FrameEntry f{pts != kNone ? pts : dts, dts, 1, static_cast<int64_t>(out.size()), type == AV_PICTURE_TYPE_I};
+    f.picture_type = static_cast<int8_t>(type);
+    out.push_back(f);
+  }
+  return out;
+}
+constexpr int kI = AV_PICTURE_TYPE_I, kP = AV_PICTURE_TYPE_P, kB = AV_PICTURE_TYPE_B;
+
+TEST(PlaceMissingByAnchorsTest, AnIOrPPictureIsShownAtTheNextOnesDtsAndTheLastAfterItsBPictures) {
+  // A DVD stream cut inside a GOP, its first pictures left out: I B B P B
+  // B P B B, one frame = 10, the P pictures without a pts; InferMissingPts
+  // finds no single delay for this start.
+  auto frames = Typed({{130, 100, kI}, {110, 110, kB}, {120, 120, kB}, {kNone, 130, kP}, {140, 140, kB},
+                       {150, 150, kB}, {kNone, 160, kP}, {170, 170, kB}, {180, 180, kB}});
+  const std::vector<size_t> missing = {3, 6};
+  ASSERT_TRUE(PlaceMissingByAnchors(frames, missing, 10));
+  // The first P is shown when the next P (dts 160) is decoded; the last
+  // after the B pictures that follow it.
+  EXPECT_EQ(Pts(frames), (std::vector<int64_t>{130, 110, 120, 160, 140, 150, 190, 170, 180}));
+}
+
+TEST(PlaceMissingByAnchorsTest, ABPictureIsShownAtItsDts) {
+  auto frames = Typed({{10, 0, kI}, {30, 10, kP}, {kNone, 20, kB}, {40, 30, kP}});
+  ASSERT_TRUE(PlaceMissingByAnchors(frames, {2}, 10));
+  EXPECT_EQ(Pts(frames), (std::vector<int64_t>{10, 30, 20, 40}));
+}
+
+TEST(PlaceMissingByAnchorsTest, ChangesNothingWithoutEveryTypeOrWhereTimesWouldCollide) {
+  auto untyped = Typed({{10, 0, kI}, {kNone, 10, kP}, {20, 20, 0}});
+  EXPECT_FALSE(PlaceMissingByAnchors(untyped, {1}, 10));
+  EXPECT_EQ(Pts(untyped), (std::vector<int64_t>{10, 10, 20}));
+  // The P's time (the next I's dts, 20) is already the B's.
+  auto collide = Typed({{40, 0, kI}, {kNone, 10, kP}, {20, 20, kB}, {50, 20, kI}});
+  EXPECT_FALSE(PlaceMissingByAnchors(collide, {1}, 10));
+  EXPECT_EQ(Pts(collide), (std::vector<int64_t>{40, 10, 20, 50}));
+  auto none = Typed({{10, 0, kI}});
+  EXPECT_FALSE(PlaceMissingByAnchors(none, {}, 10));
 }
 
 // Packets in decode order: (pts, key); all pts known unless listed.

@@ -13,7 +13,10 @@
 namespace codecvisor::cpu {
 
 std::unique_ptr<PictureOrderReader> PictureOrderReader::ForStream(const AVCodecParameters& par) {
-  if (par.codec_id != AV_CODEC_ID_H264 && par.codec_id != AV_CODEC_ID_HEVC) return nullptr;
+  if (par.codec_id != AV_CODEC_ID_H264 && par.codec_id != AV_CODEC_ID_HEVC &&
+      par.codec_id != AV_CODEC_ID_MPEG1VIDEO && par.codec_id != AV_CODEC_ID_MPEG2VIDEO) {
+    return nullptr;
+  }
   AVCodecParserContext* parser = av_parser_init(par.codec_id);
   if (parser == nullptr) return nullptr;
   AVCodecContext* context = avcodec_alloc_context3(nullptr);
@@ -35,14 +38,19 @@ PictureOrderReader::~PictureOrderReader() {
 }
 
 std::optional<int64_t> PictureOrderReader::Read(const AVPacket& packet) {
+  last_type_ = AV_PICTURE_TYPE_NONE;
   if (packet.data == nullptr || packet.size <= 0) return std::nullopt;
-  // The parser leaves the count as it was when it reads no slice header.
+  // The parser leaves the count and type as they were when it reads no
+  // picture header.
   parser_->output_picture_number = INT_MIN;
+  parser_->pict_type = AV_PICTURE_TYPE_NONE;
   uint8_t* out = nullptr;
   int out_size = 0;
   const int used = av_parser_parse2(parser_, context_, &out, &out_size, packet.data, packet.size, AV_NOPTS_VALUE,
                                     AV_NOPTS_VALUE, 0);
-  if (used < 0 || out_size <= 0 || parser_->output_picture_number == INT_MIN) return std::nullopt;
+  if (used < 0 || out_size <= 0) return std::nullopt;
+  last_type_ = parser_->pict_type;
+  if (parser_->output_picture_number == INT_MIN) return std::nullopt;  // MPEG-1/2 have none
   // An H.264 field is half a frame the decoder shows: counts of fields are
   // not one per frame. (An HEVC picture is a frame to the decoder, which
   // shows each field as one; its parser tells the field from the SEI.)

@@ -35,8 +35,9 @@ namespace codecvisor::cpu {
 // it).
 class PictureOrderReader {
  public:
-  // Null where the stream's codec has no picture order count FFmpeg's
-  // parser reads (H.264 and HEVC have one) or the parser cannot start.
+  // Null where the stream's codec has no picture headers FFmpeg's parser
+  // reads here (H.264 and HEVC: counts and types; MPEG-1 and MPEG-2 video:
+  // types) or the parser cannot start.
   static std::unique_ptr<PictureOrderReader> ForStream(const AVCodecParameters& par);
   ~PictureOrderReader();
   PictureOrderReader(const PictureOrderReader&) = delete;
@@ -46,12 +47,16 @@ class PictureOrderReader {
   // unit, as a demuxer returns it); nullopt where none was read (no slice
   // header, or one the parser refused) or the picture is a field.
   std::optional<int64_t> Read(const AVPacket& packet);
+  // The coding type of the picture Read last read (AV_PICTURE_TYPE_I, P,
+  // B; NONE where it read none).
+  int last_type() const { return last_type_; }
 
  private:
   PictureOrderReader(AVCodecParserContext* parser, AVCodecContext* context)
       : parser_(parser), context_(context) {}
   AVCodecParserContext* parser_;
   AVCodecContext* context_;
+  int last_type_ = 0;
 };
 
 // Gives the packets of `frames` (in decode order) whose pts is unknown

@@ -177,10 +177,34 @@ TEST(PictureOrderReaderTest, ReadsTheCountsThatOrderAProgramStreamsPictures) {
   EXPECT_EQ(counts[25], 0);
 }
 
-TEST(PictureOrderReaderTest, OnlyH264AndHevcHaveCounts) {
+TEST(PictureOrderReaderTest, Mpeg2PicturesHaveTypesAndNoCounts) {
+  const std::string path = testing::MakeVideo(
+      "types.mpg", "-f lavfi -i testsrc2=size=160x120:rate=25 -t 1 -c:v mpeg2video -threads 1 -bf 2 -g 12 -f vob");
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  absl::StatusOr<std::unique_ptr<Demuxer>> demuxer = Demuxer::Open(fd, -1);
+  ASSERT_TRUE(demuxer.ok()) << demuxer.status();
+  std::unique_ptr<PictureOrderReader> reader = PictureOrderReader::ForStream(*(*demuxer)->stream()->codecpar);
+  ASSERT_NE(reader, nullptr);
+  PacketPtr packet = MakePacket();
+  std::string types;
+  while ((*demuxer)->ReadPacket(packet.get())) {
+    EXPECT_FALSE(reader->Read(*packet).has_value());
+    types += av_get_picture_type_char(static_cast<AVPictureType>(reader->last_type()));
+  }
+  close(fd);
+  // In decode order, GOPs of 12: I P B B P B B P B B, then the next I
+  // and the B pictures shown before it.
+  EXPECT_EQ(types.substr(0, 13), "IPBBPBBPBBIBB");
+  EXPECT_EQ(types.size(), 25u);
+}
+
+TEST(PictureOrderReaderTest, OtherCodecsHaveNoReader) {
   AVCodecParameters* par = avcodec_parameters_alloc();
   par->codec_type = AVMEDIA_TYPE_VIDEO;
-  par->codec_id = AV_CODEC_ID_MPEG2VIDEO;
+  par->codec_id = AV_CODEC_ID_MPEG4;
+  EXPECT_EQ(PictureOrderReader::ForStream(*par), nullptr);
+  par->codec_id = AV_CODEC_ID_VP9;
   EXPECT_EQ(PictureOrderReader::ForStream(*par), nullptr);
   par->codec_id = AV_CODEC_ID_HEVC;
   EXPECT_NE(PictureOrderReader::ForStream(*par), nullptr);
