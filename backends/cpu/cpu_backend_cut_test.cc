@@ -43,6 +43,9 @@ std::vector<Cut> Cuts() {
   const std::string dvd = MakeVideo("cut_whole.vob",
                                     "-f lavfi -i testsrc2=size=320x240:rate=25 -threads 1 -t 4 -c:v mpeg2video "
                                     "-bf 2 -g 12 -f dvd");
+  const std::string vob = MakeVideo("cut_whole_vob.vob",
+                                    "-f lavfi -i testsrc2=size=320x240:rate=25 -threads 1 -t 4 -c:v mpeg2video "
+                                    "-bf 2 -g 12 -f vob");
   // HEVC with open GOPs (CRA key frames).
   const std::string hevc = MakeVideo("cut_hevc.mpg",
                                      "-f lavfi -i testsrc2=size=160x120:rate=25 -t 4 -c:v libx265 "
@@ -55,6 +58,10 @@ std::vector<Cut> Cuts() {
       // without a pts are placed by the I and P pictures after them
       // (PlaceMissingByAnchors), as a DVD's later VOB files start.
       {"DVD program stream, in a GOP", WriteFile("cut_in_gop.vob", ReadFile(dvd).substr(2048 * 44))},
+      // Cut just before an I picture without a pts: a single delay fits,
+      // but gives the I picture a slot its decoder does not show it at.
+      {"MPEG-2 program stream, before an untimed I picture",
+       WriteFile("cut_before_i.vob", ReadFile(vob).substr(2048 * 44))},
       // Starts on a CRA whose leading pictures refer to pictures cut off.
       {"HEVC, on an open GOP", WriteFile("cut_open_gop.mpg", ReadFile(hevc).substr(16000))},
       // HEVC's decoder makes frames of the pictures before the first key

@@ -275,8 +275,8 @@ absl::Status FrameCursor::Rewind() {
 }
 
 void FrameCursor::Restart(bool from_start, bool fresh_decoder) {
-  if (!fresh_decoder || !decoder_->Reset().ok()) decoder_->Flush();
-  fresh_start_ = fresh_decoder;
+  fresh_start_ = fresh_decoder && decoder_->Reset().ok();
+  if (!fresh_start_) decoder_->Flush();
   positioned_ = true;
   pending_packet_ = draining_ = at_end_ = have_frame_ = have_ahead_ = false;
   av_frame_unref(ahead_.get());

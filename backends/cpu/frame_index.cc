@@ -413,12 +413,14 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
     PlaceLeadingUntimed(index.frames_, fallback_duration);
   }
   // Left at their dts when the times do not fit the model.
-  // MPEG-1/2 video whose times fit no single delay: by its anchors.
-  const bool mpeg12 = codecpar->codec_id == AV_CODEC_ID_MPEG1VIDEO || codecpar->codec_id == AV_CODEC_ID_MPEG2VIDEO;
+  // MPEG-1/2 video that holds pictures back: as its decoder shows them.
+  const bool by_anchors =
+      (codecpar->codec_id == AV_CODEC_ID_MPEG1VIDEO || codecpar->codec_id == AV_CODEC_ID_MPEG2VIDEO) &&
+      codecpar->video_delay > 0;
   if (!missing_pts.empty() &&
-      (InferMissingPts(index.frames_, missing_pts,
-                       ExpectedReorderDelay(index.frames_, demuxer.stream()->codecpar->video_delay)) ||
-       (mpeg12 && PlaceMissingByAnchors(index.frames_, missing_pts, fallback_duration)))) {
+      ((by_anchors && PlaceMissingByAnchors(index.frames_, missing_pts, fallback_duration)) ||
+       InferMissingPts(index.frames_, missing_pts,
+                       ExpectedReorderDelay(index.frames_, demuxer.stream()->codecpar->video_delay)))) {
     for (size_t m : missing_pts) {
       index.inferred_by_dts_.emplace_back(index.frames_[m].dts, index.frames_[m].decode_order);
     }

@@ -32,10 +32,10 @@ struct FrameEntry {
   int64_t decode_order;  // position among the stream's packets, from 0
   bool key;
   bool untimed = false;  // the packet had neither pts nor dts
-  int32_t size = 0;      // the packet's bytes, where names_untimed() may need them (else 0)
   // The picture's coding type (AV_PICTURE_TYPE_*), where the scan reads
   // picture headers (PictureOrderReader); else NONE (0).
   int8_t picture_type = 0;
+  int32_t size = 0;  // the packet's bytes, where names_untimed() may need them (else 0)
 };
 
 // Presentation times for packets that have a dts but no pts (MPEG program
@@ -55,14 +55,17 @@ struct FrameEntry {
 bool InferMissingPts(std::vector<FrameEntry>& frames, const std::vector<size_t>& missing,
                      int64_t expected_delay);
 
-// MPEG-1 and MPEG-2 video: the decoder shows an I or P picture when it is
-// given the next I or P picture, and a B picture at once. So a packet with
-// a dts and no pts (`missing`: positions in `frames`, which is in decode
-// order) is shown at its own dts if it is a B picture, and at the dts of
-// the next I or P packet if it is an I or P picture (the last one: after
-// the B pictures that follow it, the last one's dts plus
-// `fallback_duration`). For where InferMissingPts finds no single
-// delay (a program stream cut inside a GOP, whose first pictures lost
+// MPEG-1 and MPEG-2 video that is not low-delay (the decoder holds a
+// picture back: video_delay > 0): the decoder shows an I or P picture when
+// it is given the next I or P picture, and a B picture at once, and a
+// frame whose packet had no pts carries the dts of the packet it was
+// shown at. So a packet with a dts and no pts (`missing`: positions in
+// `frames`, which is in decode order) is shown at its own dts if it is a
+// B picture, and at the dts of the next I or P packet if it is an I or P
+// picture (the last one: after the B pictures that follow it, the last
+// one's dts plus `fallback_duration`). Taken before InferMissingPts,
+// whose single delay can give a picture a slot its decoder does not show
+// it at (a program stream cut inside a GOP, whose first pictures lost
 // their references and were left out). False, changing nothing, unless
 // every packet's picture_type is known, and where a time given would be
 // another frame's or another given one.

@@ -183,6 +183,15 @@ TEST(PlaceMissingByAnchorsTest, ChangesNothingWithoutEveryTypeOrWhereTimesWouldC
   EXPECT_EQ(Pts(collide), (std::vector<int64_t>{40, 10, 20, 50}));
   auto none = Typed({{10, 0, kI}});
   EXPECT_FALSE(PlaceMissingByAnchors(none, {}, 10));
+  // The next I or P packet has no dts to take.
+  auto no_dts = Typed({{10, 0, kI}, {kNone, 10, kP}, {20, 20, kB}, {50, kNone, kP}});
+  EXPECT_FALSE(PlaceMissingByAnchors(no_dts, {1}, 10));
+  EXPECT_EQ(Pts(no_dts), (std::vector<int64_t>{10, 10, 20, 50}));
+  // Two times given alike: a P and the B after it, both without a pts,
+  // where the B's dts is the next P's.
+  auto twice = Typed({{10, 0, kI}, {kNone, 10, kP}, {kNone, 20, kB}, {60, 20, kP}});
+  EXPECT_FALSE(PlaceMissingByAnchors(twice, {1, 2}, 10));
+  EXPECT_EQ(Pts(twice), (std::vector<int64_t>{10, 10, 20, 60}));
 }
 
 // Packets in decode order: (pts, key); all pts known unless listed.
