@@ -30,9 +30,9 @@ class ScanTest : public ::testing::Test {
   // An H.264 transport stream (50 frames, a key frame every 25, B-frames)
   // cut 30 transport packets in, so that it starts inside its first GOP.
   void SetUp() override {
-    const std::string whole = MakeVideo(
-        "scan_whole.ts", "-f lavfi -i testsrc2=size=96x64:rate=25 -threads 1 -t 2 -c:v libx264 -bf 3 -g 25 -f mpegts");
-    path_ = WriteFile("scan_cut.ts", ReadFile(whole).substr(188 * 12));
+    whole_ = MakeVideo("scan_whole.ts",
+                       "-f lavfi -i testsrc2=size=96x64:rate=25 -threads 1 -t 2 -c:v libx264 -bf 3 -g 25 -f mpegts");
+    path_ = WriteFile("scan_cut.ts", ReadFile(whole_).substr(188 * 12));
   }
   absl::StatusOr<FrameIndex> Scan(const LeadingProbe& probe) {
     fd_ = open(path_.c_str(), O_RDONLY | O_CLOEXEC);
@@ -45,7 +45,8 @@ class ScanTest : public ::testing::Test {
     demuxer_.reset();
     if (fd_ >= 0) close(fd_);
   }
-  std::string path_;
+  std::string whole_;  // the stream before the cut
+  std::string path_;   // what Scan reads
   int fd_ = -1;
   std::unique_ptr<Demuxer> demuxer_;
 };
@@ -105,9 +106,7 @@ TEST_F(ScanTest, AProbeThatFailsOrMakesNothingLeavesEveryPacket) {
 }
 
 TEST_F(ScanTest, AStreamThatStartsOnAClosedGopIsNotProbed) {
-  const std::string whole = MakeVideo(
-      "scan_whole.ts", "-f lavfi -i testsrc2=size=96x64:rate=25 -threads 1 -t 2 -c:v libx264 -bf 3 -g 25 -f mpegts");
-  path_ = whole;
+  path_ = whole_;
   bool asked = false;
   absl::StatusOr<FrameIndex> index = Scan([&](Demuxer&, int64_t count) -> absl::StatusOr<std::vector<bool>> {
     asked = true;

@@ -71,7 +71,8 @@ int64_t DurationOf(const FrameEntry& f, int64_t fallback_duration) {
 }  // namespace
 
 bool PlaceUntimedByPictureOrder(std::vector<FrameEntry>& frames, std::vector<bool>& known_pts,
-                                const std::vector<std::optional<int64_t>>& poc, int64_t fallback_duration) {
+                                const std::vector<std::optional<int64_t>>& poc, int64_t fallback_duration,
+                                std::vector<int64_t>* moved_pts) {
   const size_t n = frames.size();
   if (n == 0 || known_pts.size() != n || poc.size() != n) return false;
   if (std::all_of(known_pts.begin(), known_pts.end(), [](bool k) { return k; })) return false;
@@ -161,6 +162,7 @@ bool PlaceUntimedByPictureOrder(std::vector<FrameEntry>& frames, std::vector<boo
   for (size_t k : known) kept[k] = true;
   for (size_t k = 0; k < n; ++k) {
     if (kept[k]) continue;
+    if (moved_pts != nullptr && known_pts[shown[k]]) moved_pts->push_back(frames[shown[k]].pts);
     frames[shown[k]].pts = placed[k];
     known_pts[shown[k]] = false;
   }

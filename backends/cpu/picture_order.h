@@ -22,7 +22,7 @@
 #include <optional>
 #include <vector>
 
-#include "backends/cpu/frame_index.h"
+#include "backends/cpu/frame_timeline.h"
 
 extern "C" {
 #include <libavcodec/avcodec.h>
@@ -74,7 +74,8 @@ class PictureOrderReader {
 // The known times kept are the longest run of them that increases in
 // display order; the others are misplaced (libavformat can give a PES
 // packet's time to two pictures) and are placed like unknown ones, their
-// `known_pts` entry set false. An unknown pts between two kept ones in
+// `known_pts` entry set false and their own times added to `moved_pts`
+// (when not null). An unknown pts between two kept ones in
 // display order is spaced evenly between them; before the first or after
 // the last kept one, a frame duration (the packet's, else
 // `fallback_duration`) apart.
@@ -84,7 +85,8 @@ class PictureOrderReader {
 // counts are not display order), or two kept times leave too little room
 // for the frames between them.
 bool PlaceUntimedByPictureOrder(std::vector<FrameEntry>& frames, std::vector<bool>& known_pts,
-                                const std::vector<std::optional<int64_t>>& poc, int64_t fallback_duration);
+                                const std::vector<std::optional<int64_t>>& poc, int64_t fallback_duration,
+                                std::vector<int64_t>* moved_pts = nullptr);
 
 }  // namespace codecvisor::cpu
 

@@ -109,9 +109,11 @@ TEST(PlaceUntimedByPictureOrderTest, AMisplacedTimeIsMovedAndUnmarked) {
   const Counts poc = {0, 6, 2, 4, 12, 8, 10, 16, 14};
   std::vector<FrameEntry> frames = Frames(pts);
   std::vector<bool> known = Known(pts);
-  ASSERT_TRUE(PlaceUntimedByPictureOrder(frames, known, poc, 10));
+  std::vector<int64_t> moved;
+  ASSERT_TRUE(PlaceUntimedByPictureOrder(frames, known, poc, 10, &moved));
   EXPECT_EQ(PtsOf(frames), (std::vector<int64_t>{0, 30, 10, 20, 60, 40, 50, 80, 70}));
   EXPECT_EQ(known, (std::vector<bool>{true, true, false, true, true, true, false, true, true}));
+  EXPECT_EQ(moved, (std::vector<int64_t>{30}));  // packet 2's own time
 }
 
 TEST(PlaceUntimedByPictureOrderTest, PacketsWithoutACountAtEitherEndKeepDecodeOrder) {
