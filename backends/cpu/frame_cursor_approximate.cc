@@ -175,7 +175,9 @@ absl::StatusOr<bool> FrameCursor::DecodeLastUpTo(int64_t target_pts, int64_t fra
     // A seek that lands after the target, or after the stream's last frame,
     // retries from further back, and at last from the first packet.
     const bool can_retry = attempt >= 0 && attempt < kApproximateSeeks;
-    bool skip_untimed = attempt == kApproximateSeeks;
+    // After a seek, frames before the first with a time of its own are not
+    // on the timeline (NextFrame would put them at the stream's start).
+    bool skip_untimed = attempt >= 0;
     // Whether frame_ holds a frame at or before the target, from this attempt.
     bool earlier = attempt < 0 && have_earlier;
     for (;;) {
@@ -289,7 +291,10 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeApproximate(int64_t index, int
     // frame (no frame at all), retries from further back, and at last from
     // the first packet.
     const bool can_retry = attempt >= 0 && attempt < kApproximateSeeks;
-    bool skip_untimed = attempt == kApproximateSeeks;
+    // After a seek, frames before the first with a time of its own are not
+    // on the timeline: placed at the stream's start, they would pass for a
+    // landing before the target, and the frame a GOP late would be taken.
+    bool skip_untimed = attempt >= 0;
     bool first = true;
     bool timed = false;  // a frame with a timestamp of its own came out
     // Decoding on (no seek), the frame before the next one is frame_.
