@@ -51,6 +51,14 @@ inline void MovePacketTimes(AVPacket* packet, int64_t offset) {
   if (packet->dts != AV_NOPTS_VALUE) packet->dts = SaturatingAdd(packet->dts, offset);
 }
 
+// `ticks` of `time_base` in seconds, multiplied before divided (as
+// torchcodec does): 17920 ticks of 1/12800 s are 1.4 s exactly, where
+// ticks * av_q2d(time_base) gives 1.4000000000000001, and a stream that
+// starts at its header's 1.4 s would refuse a request for 1.4 s.
+inline double Seconds(int64_t ticks, AVRational time_base) {
+  return static_cast<double>(ticks) * time_base.num / time_base.den;
+}
+
 // A double clamped into int64_t's range (NaN gives 0) before conversion.
 int64_t ClampToInt64(double value);
 

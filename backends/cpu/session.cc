@@ -202,7 +202,7 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Open(int fd,
         const int64_t shift = delay_frames * session->frame_duration_;
         session->begin_pts_ = SaturatingAdd(session->begin_pts_, shift);
         // The stream plays from there too (index_at_seconds counts from it).
-        const double seconds = static_cast<double>(shift) * av_q2d(stream->time_base);
+        const double seconds = Seconds(shift, stream->time_base);
         session->metadata_.begin_stream_seconds += seconds;
         session->metadata_.end_stream_seconds += seconds;
       }
@@ -236,26 +236,27 @@ int64_t CpuSession::NominalPts(int64_t index) const {
 
 absl::Status CpuSession::GetFrameInfo(int64_t index, cv_frame_info* out) const {
   if (absl::Status s = CheckIndex(index); !s.ok()) return s;
-  const double tb = av_q2d(demuxer_->stream()->time_base);
+  const AVRational tb = demuxer_->stream()->time_base;
   cv_frame_info info{};
   info.index = index;
   if (index_) {
     const FrameEntry& e = (*index_)[index];
     info.pts = e.pts;
-    info.duration_seconds = e.duration * tb;
+    info.duration_seconds = Seconds(e.duration, tb);
     info.key_frame = e.key ? 1 : 0;
   } else {
     info.pts = NominalPts(index);
     info.duration_seconds = 1 / av_q2d(frame_rate_);
     info.key_frame = 0;  // unknown without reading the stream
   }
-  info.pts_seconds = info.pts * tb;
+  info.pts_seconds = Seconds(info.pts, tb);
   *out = info;
   return absl::OkStatus();
 }
 
 int64_t CpuSession::TicksAt(double seconds) const {
-  const double ticks = seconds / av_q2d(demuxer_->stream()->time_base);
+  const AVRational tb = demuxer_->stream()->time_base;
+  const double ticks = seconds * tb.den / tb.num;
   // Tolerates the rounding of a time computed as pts * time_base.
   return ClampToInt64(std::floor(ticks + std::max(1e-6, std::fabs(ticks) * 1e-12)));
 }
@@ -280,9 +281,9 @@ absl::StatusOr<int64_t> CpuSession::IndexAtSeconds(double seconds) const {
     index = ClampToInt64(std::floor((seconds - begin) * av_q2d(frame_rate_) + 1e-9));
     // Nominal times are rounded to the time base (get_frame_info's pts):
     // the frame playing is the last whose rounded time is <= seconds.
-    const double tb = av_q2d(demuxer_->stream()->time_base);
-    if (index >= 0 && index + 1 < num_frames_ && NominalPts(index + 1) * tb <= seconds) ++index;
-    if (index > 0 && index < num_frames_ && NominalPts(index) * tb > seconds) --index;
+    const AVRational tb = demuxer_->stream()->time_base;
+    if (index >= 0 && index + 1 < num_frames_ && Seconds(NominalPts(index + 1), tb) <= seconds) ++index;
+    if (index > 0 && index < num_frames_ && Seconds(NominalPts(index), tb) > seconds) --index;
     // A time before the end is in a frame: one a hair before it (end -
     // 1e-12) rounds up to the count, and a header's count may be short of
     // duration x rate. It is the last frame's.
@@ -401,11 +402,11 @@ absl::Status CpuSession::Deliver(const AVFrame& frame, int64_t index, cv_frame_b
   }
   if (info == nullptr) return absl::OkStatus();
   if (index_) return GetFrameInfo(index, info);
-  const double tb = av_q2d(demuxer_->stream()->time_base);
+  const AVRational tb = demuxer_->stream()->time_base;
   info->index = index;
   info->pts = FrameTimestamp(&frame) != AV_NOPTS_VALUE ? FrameTimestamp(&frame) : NominalPts(index);
-  info->pts_seconds = info->pts * tb;
-  info->duration_seconds = frame.pkt_duration > 0 ? frame.pkt_duration * tb : 1 / av_q2d(frame_rate_);
+  info->pts_seconds = Seconds(info->pts, tb);
+  info->duration_seconds = frame.pkt_duration > 0 ? Seconds(frame.pkt_duration, tb) : 1 / av_q2d(frame_rate_);
   info->key_frame = frame.key_frame ? 1 : 0;
   return absl::OkStatus();
 }

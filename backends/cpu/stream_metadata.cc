@@ -36,7 +36,7 @@ bool Valid(AVRational r) { return r.num > 0 && r.den > 0; }
 // tag that would end past the segment is an end time; the segment's own
 // duration is taken as one.
 double HeaderDuration(const AVStream* stream, const AVFormatContext* format, double begin) {
-  if (stream->duration != AV_NOPTS_VALUE && stream->duration > 0) return stream->duration * av_q2d(stream->time_base);
+  if (stream->duration != AV_NOPTS_VALUE && stream->duration > 0) return Seconds(stream->duration, stream->time_base);
   const double container =
       format->duration != AV_NOPTS_VALUE && format->duration > 0 ? format->duration / static_cast<double>(AV_TIME_BASE)
                                                                   : 0;
@@ -96,7 +96,7 @@ AVRational HeaderFrameRate(const AVStream* stream) {
 cv_header_times DescribeHeaderTimes(const Demuxer& demuxer) {
   const AVStream* stream = demuxer.stream();
   cv_header_times t{};
-  t.begin_stream_seconds = stream->start_time != AV_NOPTS_VALUE ? stream->start_time * av_q2d(stream->time_base) : 0;
+  t.begin_stream_seconds = stream->start_time != AV_NOPTS_VALUE ? Seconds(stream->start_time, stream->time_base) : 0;
   t.duration_seconds = HeaderDuration(stream, demuxer.format(), t.begin_stream_seconds);
   return t;
 }
@@ -104,7 +104,6 @@ cv_header_times DescribeHeaderTimes(const Demuxer& demuxer) {
 cv_stream_metadata DescribeStream(const Demuxer& demuxer, const FrameIndex* index) {
   const AVStream* stream = demuxer.stream();
   const AVCodecParameters* par = stream->codecpar;
-  const double tb = av_q2d(stream->time_base);
 
   cv_stream_metadata m{};
   m.stream_index = stream->index;
@@ -123,8 +122,8 @@ cv_stream_metadata DescribeStream(const Demuxer& demuxer, const FrameIndex* inde
 
   if (index != nullptr) {
     const FrameEntry& last = (*index)[index->size() - 1];
-    m.begin_stream_seconds = (*index)[0].pts * tb;
-    m.end_stream_seconds = SaturatingAdd(last.pts, last.duration) * tb;
+    m.begin_stream_seconds = Seconds((*index)[0].pts, stream->time_base);
+    m.end_stream_seconds = Seconds(SaturatingAdd(last.pts, last.duration), stream->time_base);
     m.duration_seconds = m.end_stream_seconds - m.begin_stream_seconds;
   } else {
     const cv_header_times header = DescribeHeaderTimes(demuxer);

@@ -419,6 +419,22 @@ def test_frame_and_batch_accessors(video, reference):
     assert len(d.get_frames_in_range(45, 1000)) == 5  # stop past the end is clamped
 
 
+@pytest.mark.parametrize("seek_mode", ["exact", "approximate"])
+def test_times_are_ticks_times_the_time_base_rounded_once(tmp_path, seek_mode):
+    # 17920 ticks of 1/12800 s: 1.4 s exactly as torchcodec computes it
+    # (pts * num / den). pts * (num / den) is 1.4000000000000001, and the
+    # stream's own start, 1.4, was refused as before its beginning.
+    path = make_video(tmp_path / "late.mp4", ["-f", "lavfi", "-i", f"testsrc=size={WIDTH}x{HEIGHT}:rate={FPS}",
+                                              "-t", "1", "-c:v", "libx264", "-output_ts_offset", "1.4"])
+    d = VideoDecoder(path, seek_mode=seek_mode)
+    assert d.metadata.begin_stream_seconds == 1.4 == 17920 * 1 / 12800
+    assert d.get_frame_at(0).pts_seconds == 1.4
+    assert d.get_frame_played_at(1.4).pts_seconds == 1.4
+    assert d.get_frames_played_at([1.4]).pts_seconds.tolist() == [1.4]
+    assert d.get_frames_played_in_range(1.4, 1.48).pts_seconds.tolist() == [1.4, 1.44]
+    assert d.get_frame_at(10).pts_seconds == 1.8 == (17920 + 10 * 512) / 12800
+
+
 def test_time_access_is_half_open(video, reference):
     d = VideoDecoder(video)
     f = d.get_frame_played_at(0.5)
