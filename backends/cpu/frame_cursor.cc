@@ -33,6 +33,9 @@ FrameCursor::FrameCursor(Demuxer* demuxer, VideoDecoder* decoder, const FrameInd
       lost_from_ts_(kUnknown),
       lost_to_ts_(kUnknown) {
   if (!at_start) next_order_ = -1;
+  if (index_ == nullptr && demuxer_->stream()->codecpar->codec_id == AV_CODEC_ID_HEVC) {
+    key_check_ = PictureOrderReader::ForStream(*demuxer_->stream()->codecpar);
+  }
 }
 
 namespace {
@@ -179,7 +182,12 @@ absl::StatusOr<bool> FrameCursor::NextFrame() {
     pending_packet_ = false;
     last_read_ts_ = std::max(packet_->pts, packet_->dts);
     last_read_pos_ = packet_->pos;
-    if ((packet_->flags & AV_PKT_FLAG_KEY) != 0) {
+    bool key = (packet_->flags & AV_PKT_FLAG_KEY) != 0;
+    if (key && await_key_ && key_check_ != nullptr) {
+      (void)key_check_->Read(*packet_);
+      key = key_check_->last_key() != 0;
+    }
+    if (key) {
       key_seen_ = true;
       await_key_ = false;
     } else if (await_key_) {

@@ -35,6 +35,7 @@
 #include <cstdint>
 #include <deque>
 #include <limits>
+#include <memory>
 #include <set>
 #include <vector>
 
@@ -43,6 +44,7 @@
 #include "backends/cpu/av_util.h"
 #include "backends/cpu/demuxer.h"
 #include "backends/cpu/frame_index.h"
+#include "backends/cpu/picture_order.h"
 #include "backends/cpu/video_decoder.h"
 
 namespace codecvisor::cpu {
@@ -293,6 +295,9 @@ class FrameCursor {
   // references are missing (HEVC outputs them, grey where the references
   // were). Given up for the session if a stream flags no key frame at all.
   bool await_key_ = false;
+  // HEVC: the awaited key frame must also be an IRAP picture in the
+  // bitstream (containers may flag every packet; see FrameIndex::Scan).
+  std::unique_ptr<PictureOrderReader> key_check_;
   bool key_seen_ = false;         // a packet flagged key was read
   bool keys_unflagged_ = false;   // a read from the start ended awaiting its first key
   bool from_start_ = false;       // the last seek aimed at or before the stream's start

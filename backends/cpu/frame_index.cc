@@ -68,6 +68,15 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
   // pictures smaller than one are left untimed, and placed by their
   // picture order counts.
   std::unique_ptr<PictureOrderReader> order_reader = may_splice ? PictureOrderReader::ForStream(*codecpar) : nullptr;
+  // A container may flag pictures a decoder cannot start at as key frames
+  // (an MP4 without a sync-sample table flags every sample; remuxed
+  // Matroska too). H.264's decoder shows nothing until a real one, which
+  // the seek's landing check sees; HEVC's and MPEG-4's decoders show
+  // grey pictures made from missing references, so their flags are
+  // checked against the bitstream (the parser's IRAP, the VOP type).
+  std::unique_ptr<PictureOrderReader> hevc_keys =
+      order_reader == nullptr && codecpar->codec_id == AV_CODEC_ID_HEVC ? PictureOrderReader::ForStream(*codecpar)
+                                                                         : nullptr;
   std::vector<std::optional<int64_t>> picture_orders;
   std::vector<bool> known_pts;  // by decode position: the packet had a pts
   while (demuxer.ReadPacket(packet.get())) {
@@ -109,6 +118,11 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
       entry.size = packet->size;
       entry.picture_type = static_cast<int8_t>(order_reader->last_type());
     }
+    if (hevc_keys != nullptr) (void)hevc_keys->Read(*packet);
+    if (codecpar->codec_id == AV_CODEC_ID_HEVC) {
+      const PictureOrderReader* keys = order_reader != nullptr ? order_reader.get() : hevc_keys.get();
+      if (keys != nullptr && keys->last_key() == 0) entry.key = false;
+    }
     index.frames_.push_back(entry);
     known_pts.push_back(packet->pts != AV_NOPTS_VALUE);
     if (mpeg4) {
@@ -119,6 +133,7 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
         if (time_increment_bits == 0) time_increment_bits = VopTimeIncrementBits(data);
       }
       const VopStart vop = FirstVop(data, time_increment_bits);
+      if (vop.coded && vop.coding_type >= 0 && vop.coding_type != kIVop) index.frames_.back().key = false;
       vop_types.push_back(static_cast<int8_t>(vop.coded ? vop.coding_type : -1));
       b_vops = b_vops || vop.coding_type == kBVop;
       placeholders = placeholders || (vop.coding_type >= 0 && !vop.coded);

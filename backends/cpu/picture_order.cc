@@ -39,17 +39,20 @@ PictureOrderReader::~PictureOrderReader() {
 
 std::optional<int64_t> PictureOrderReader::Read(const AVPacket& packet) {
   last_type_ = AV_PICTURE_TYPE_NONE;
+  last_key_ = -1;
   if (packet.data == nullptr || packet.size <= 0) return std::nullopt;
   // The parser leaves the count and type as they were when it reads no
   // picture header.
   parser_->output_picture_number = INT_MIN;
   parser_->pict_type = AV_PICTURE_TYPE_NONE;
+  parser_->key_frame = -1;
   uint8_t* out = nullptr;
   int out_size = 0;
   const int used = av_parser_parse2(parser_, context_, &out, &out_size, packet.data, packet.size, AV_NOPTS_VALUE,
                                     AV_NOPTS_VALUE, 0);
   if (used < 0 || out_size <= 0) return std::nullopt;
   last_type_ = parser_->pict_type;
+  last_key_ = parser_->key_frame;
   if (parser_->output_picture_number == INT_MIN) return std::nullopt;  // MPEG-1/2 have none
   // An H.264 field is half a frame the decoder shows: counts of fields are
   // not one per frame. (An HEVC picture is a frame to the decoder, which

@@ -50,6 +50,10 @@ class PictureOrderReader {
   // The coding type of the picture Read last read (AV_PICTURE_TYPE_I, P,
   // B; NONE where it read none).
   int last_type() const { return last_type_; }
+  // Whether the picture Read last read is one a decoder can start at (an
+  // HEVC IRAP picture, an H.264 IDR or recovery point): 1 yes, 0 no, -1
+  // where the parser did not say.
+  int last_key() const { return last_key_; }
 
  private:
   PictureOrderReader(AVCodecParserContext* parser, AVCodecContext* context)
@@ -57,6 +61,7 @@ class PictureOrderReader {
   AVCodecParserContext* parser_;
   AVCodecContext* context_;
   int last_type_ = 0;
+  int last_key_ = -1;
 };
 
 // Gives the packets of `frames` (in decode order) whose pts is unknown
