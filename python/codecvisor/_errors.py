@@ -63,6 +63,11 @@ class NoSuchStreamError(CodecvisorError, ValueError):
     too)."""
 
 
+class InvalidFpsError(ValueError, RuntimeError):
+    """An output frame rate that is not a positive number: a ValueError, and a
+    RuntimeError as torchcodec raises there."""
+
+
 class PtsOutOfRangeError(IndexError, RuntimeError):
     """A time no frame is played at, in a request for several
     (get_frames_played_at): an IndexError as the one-frame call raises, and a

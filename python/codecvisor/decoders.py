@@ -9,6 +9,7 @@ import math
 import numbers
 import operator
 import os
+import re
 from typing import List, Optional, Sequence, Union
 
 from . import _codecvisor, _errors, _frame, _host, _tensor
@@ -144,6 +145,10 @@ def _known(name: str) -> Optional[str]:
     return None if name in ("", "unknown", "unspecified") else name
 
 
+# A URL as torchcodec takes one for a str source (FFmpeg's protocols): a
+# scheme, then "://".
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+
 # How much of a file-like source one read() asks for.
 _READ_CHUNK = 1 << 20
 
@@ -161,6 +166,9 @@ def _read_source(source):
         path = os.fspath(source)
         if (b"\0" if isinstance(path, bytes) else "\0") in path:
             raise ValueError("embedded null byte in the path")
+        if isinstance(source, str) and _URL.match(path) and not os.path.exists(path):
+            raise ValueError(f"{path}: URL sources are not supported (backends run without network access); "
+                             "download the file, or pass its bytes or a file-like object")
         return "path", os.path.abspath(path)
     if isinstance(source, bytes):
         return "bytes", source
@@ -237,6 +245,21 @@ def _integer(value) -> int:
         raise TypeError(f"A frame index must be an integer, not {type(value).__name__} {value!r}.") from None
 
 
+def _times(seconds) -> List[float]:
+    """A sequence of times (a list, a 1-D tensor or array) as floats; a
+    ValueError (torchcodec's) for anything that is not one."""
+    if hasattr(seconds, "ndim") and seconds.ndim != 1:
+        raise ValueError(f"Couldn't convert timestamps input to a 1-D list of seconds: it has {seconds.ndim} dimensions")
+    if hasattr(seconds, "tolist"):
+        seconds = seconds.tolist()
+    times = []
+    for s in seconds:
+        if isinstance(s, bool) or not isinstance(s, numbers.Real):
+            raise ValueError(f"Couldn't convert timestamps input to seconds: {s!r} is not a number")
+        times.append(float(s))
+    return times
+
+
 def _index(value) -> int:
     """`value` as a frame index (_integer); one past what 64 bits hold is
     out of range of any stream (IndexError)."""
@@ -310,7 +333,16 @@ class VideoDecoder:
 
     def __init__(self, source: Union[str, os.PathLike, bytes, "torch.Tensor"], *, stream_index: Optional[int] = None,
                  dimension_order: str = "NCHW", num_ffmpeg_threads: int = 1, device=None,
-                 seek_mode: str = "exact", timeout: Optional[float] = None, open_timeout: Optional[float] = None):
+                 seek_mode: str = "exact", transforms=None, custom_frame_mappings=None,
+                 timeout: Optional[float] = None, open_timeout: Optional[float] = None):
+        # torchcodec's decoder-side transforms and frame tables: None (their
+        # default) is accepted; anything else would be silently ignored.
+        if transforms is not None:
+            raise NotImplementedError("transforms are not applied by codecvisor's decoders; apply them to the "
+                                      "frames returned (torchvision.transforms.v2 works on them as they are)")
+        if custom_frame_mappings is not None:
+            raise NotImplementedError("custom_frame_mappings is not supported: exact mode scans the file for the "
+                                      "frame table at open, and approximate mode reads the header's")
         if dimension_order not in ("NCHW", "NHWC"):
             raise ValueError(f"Invalid dimension order ({dimension_order}). Supported values are NCHW, NHWC.")
         if seek_mode not in ("exact", "approximate"):
@@ -438,19 +470,28 @@ class VideoDecoder:
     def get_frames_at(self, indices: Sequence[int]) -> FrameBatch:
         return self._call("frames_at", [_index(i) for i in indices])
 
-    def get_frames_in_range(self, start: int, stop: int, step: int = 1) -> FrameBatch:
-        start, stop, step = _index(start), _integer(stop), _integer(step)
-        n = self._num_frames
-        if n is not None and not 0 <= start < n:
-            raise IndexError(f"Start index {start} is out of bounds; must be in the range [0, {n}).")
-        if stop < start:
-            raise IndexError(f"Stop index ({stop}) must not be less than the start index ({start}).")
+    def get_frames_in_range(self, start: int, stop: Optional[int], step: int = 1) -> FrameBatch:
+        """Frames [start, stop) every `step`, with a slice's bounds (as
+        torchcodec has them since it took slice syntax): a negative index
+        counts from the end, bounds past the end stop there, a stop of None
+        is the end, and a range with nothing in it is an empty batch."""
+        step = _integer(step)
         if not step > 0:
             raise IndexError(f"Step ({step}) must be greater than 0.")
-        # A stop or step past the stream takes what one at its end takes.
-        stop, step = min(stop, _INT64_LIMIT - 1), min(step, _INT64_LIMIT - 1)
-        if n is not None:
-            stop, step = min(stop, n), min(step, n + 1)
+        start, stop = _index(start), None if stop is None else _integer(stop)
+        n = self._num_frames
+        if n is None:
+            # No count to take an end from (approximate mode, a header
+            # without one): plain bounds, the backend says where it ends.
+            if start < 0 or stop is None or stop < 0:
+                raise IndexError(f"{self._label}: the number of frames is unknown, so a range needs a start and a "
+                                 f"stop from 0 (not {start} and {stop}); use seek_mode='exact'")
+            stop, step = min(stop, _INT64_LIMIT - 1), min(step, _INT64_LIMIT - 1)
+        else:
+            start, stop, step = slice(start, stop, step).indices(n)
+            step = min(step, n + 1)  # a step past the stream takes one frame, as any longer one does
+        if stop <= start:
+            return self._empty_batch()
         return self._call("frames_in_range", start, stop, step)
 
     def _check_played(self, seconds, error=IndexError):
@@ -465,11 +506,51 @@ class VideoDecoder:
         return _frame.first_frame(self._call("frames_played_at", [float(seconds)]))
 
     def get_frames_played_at(self, seconds: Sequence[float]) -> FrameBatch:
-        for s in seconds:
+        times = _times(seconds)
+        for s in times:
             self._check_played(s, _errors.PtsOutOfRangeError)
-        return self._call("frames_played_at", [float(s) for s in seconds])
+        return self._call("frames_played_at", times)
 
-    def get_frames_played_in_range(self, start_seconds: float, stop_seconds: float) -> FrameBatch:
+    def get_frames_played_in_range(self, start_seconds: float, stop_seconds: float,
+                                   fps: Optional[float] = None) -> FrameBatch:
+        """The frames played in [start_seconds, stop_seconds); with `fps`,
+        the range resampled to that rate instead: the frame played at
+        start_seconds + i / fps for each of round((stop - start) * fps)
+        outputs (a frame repeats where fps is above the video's rate)."""
+        self._check_played_range(start_seconds, stop_seconds)
+        if fps is not None:
+            return self._resampled(start_seconds, stop_seconds, fps)
+        if start_seconds == stop_seconds:
+            return self._empty_batch()
+        return self._call("frames_played_in_range", float(start_seconds), float(stop_seconds))
+
+    def get_all_frames(self, fps: Optional[float] = None) -> FrameBatch:
+        """Every frame (with `fps`: the whole stream resampled to that rate,
+        as get_frames_played_in_range does)."""
+        if fps is None:
+            return self.get_frames_in_range(0, len(self))
+        begin, end = self.metadata.begin_stream_seconds, self.metadata.end_stream_seconds
+        if end is None:
+            raise TypeError(f"{self._label}: the stream's end is unknown; use seek_mode='exact'")
+        return self.get_frames_played_in_range(begin, end, fps=fps)
+
+    def _resampled(self, start_seconds: float, stop_seconds: float, fps) -> FrameBatch:
+        if isinstance(fps, bool) or not isinstance(fps, numbers.Real) or not math.isfinite(fps) or fps <= 0:
+            raise _errors.InvalidFpsError(f"fps must be positive and finite, not {fps!r}")
+        count = round((stop_seconds - start_seconds) * fps)
+        end = self.metadata.end_stream_seconds
+        times = [start_seconds + i / fps for i in range(count)]
+        if end is not None:
+            # Rounding may put the last output at the end: the last frame plays there.
+            last = math.nextafter(end, -math.inf)
+            times = [min(t, last) for t in times]
+        distinct = sorted(set(times))
+        position = {t: p for p, t in enumerate(distinct)}
+        if not times:
+            return self._empty_batch()
+        return self._frames_scattered(distinct, [position[t] for t in times], by_time=True)
+
+    def _check_played_range(self, start_seconds: float, stop_seconds: float) -> None:
         for name, value in (("start", start_seconds), ("stop", stop_seconds)):
             if math.isnan(value):
                 raise ValueError(f"Invalid {name} seconds: {value}. It must be a number.")
@@ -482,9 +563,6 @@ class VideoDecoder:
                              f"{begin} and less than {end}.")
         if end is not None and not stop_seconds <= end:
             raise ValueError(f"Invalid stop seconds: {stop_seconds}. It must be less than or equal to {end}.")
-        if start_seconds == stop_seconds:
-            return self._empty_batch()
-        return self._call("frames_played_in_range", float(start_seconds), float(stop_seconds))
 
     def _frames_scattered(self, distinct: Sequence, where: Sequence[int], by_time: bool = False) -> FrameBatch:
         """The samplers' hook: one request for the `distinct` frames (indices,

@@ -463,16 +463,57 @@ def test_time_access_is_half_open(video, reference):
         d.get_frames_played_in_range(2.0, 2.0)
 
 
+def test_a_range_of_indices_has_a_slices_bounds(video, reference):
+    # torchcodec's get_frames_in_range takes slice syntax: negative indices
+    # from the end, bounds past it capped, None for the end, and an empty
+    # range is an empty batch.
+    d = VideoDecoder(video, dimension_order="NHWC")
+    for start, stop, step, want in [(-3, 1000, 1, [47, 48, 49]), (-3, None, 1, [47, 48, 49]),
+                                    (45, 1000, 2, [45, 47, 49]), (-100, 2, 1, [0, 1]), (0, -47, 1, [0, 1, 2]),
+                                    (10, 5, 1, []), (50, 60, 1, []), (7, 7, 1, [])]:
+        b = d.get_frames_in_range(start, stop, step)
+        assert b.data.shape == (len(want), HEIGHT, WIDTH, 3), (start, stop, step)
+        np.testing.assert_array_equal(b.data.numpy(), reference[want])
+        assert b.pts_seconds.tolist() == pytest.approx([i / FPS for i in want])
+
+
+def test_a_time_range_resampled_to_a_frame_rate(video, reference):
+    # fps: the frame played at start + i / fps for round((stop - start) * fps)
+    # outputs, as torchcodec resamples (torchvision's index rule for a
+    # constant-rate video: floor(i * rate / fps)).
+    d = VideoDecoder(video, dimension_order="NHWC")
+    for fps, start, stop in [(5, 0.0, 1.0), (10, 0.4, 1.3), (24, 0.0, 2.0), (29.97, 0.0, 2.0), (75, 0.0, 0.04),
+                             (60, 1.0, 2.0)]:
+        b = d.get_frames_played_in_range(start, stop, fps=fps)
+        want = [min(math.floor((start + i / fps) * FPS + 1e-9), 49) for i in range(round((stop - start) * fps))]
+        assert len(b) == len(want), fps
+        np.testing.assert_array_equal(b.data.numpy(), reference[want])
+        assert b.pts_seconds.tolist() == pytest.approx([i / FPS for i in want])
+    np.testing.assert_array_equal(d.get_frames_played_in_range(0.0, 1.0, fps=None).data.numpy(), reference[:25])
+    np.testing.assert_array_equal(d.get_all_frames().data.numpy(), reference)
+    every_other = d.get_all_frames(fps=FPS / 2)
+    np.testing.assert_array_equal(every_other.data.numpy(), reference[::2])
+    for fps in (0, -10, math.nan, math.inf):
+        with pytest.raises(ValueError, match="fps must be positive") as bad:
+            d.get_frames_played_in_range(0.0, 1.0, fps=fps)
+        assert isinstance(bad.value, RuntimeError)  # what torchcodec raises there
+    with pytest.raises(ValueError, match="Invalid stop seconds"):
+        d.get_frames_played_in_range(0.0, 3.0, fps=5)
+    # Times that are not numbers are torchcodec's ValueError.
+    for seconds in (["bad"], [None], torch.zeros(2, 2)):
+        with pytest.raises(ValueError, match="Couldn't convert timestamps"):
+            d.get_frames_played_at(seconds)
+    assert d.get_frames_played_at(torch.tensor([0.0, 1.0])).pts_seconds.tolist() == [0.0, 1.0]
+
+
 def test_range_misuse_raises_torchcodecs_errors(video):
     d = VideoDecoder(video)
     with pytest.raises(IndexError):
         d.get_frame_at(50)
     with pytest.raises(IndexError):
-        d.get_frames_in_range(50, 60)
-    with pytest.raises(IndexError):
-        d.get_frames_in_range(10, 5)
-    with pytest.raises(IndexError):
         d.get_frames_in_range(0, 10, 0)
+    with pytest.raises(IndexError):
+        d.get_frames_in_range(0, 10, -1)
     with pytest.raises(IndexError):
         d.get_frames_at([0, 50])
     # A NaN bound is named as such (not "start must be <= stop (nan)").
@@ -638,6 +679,18 @@ def test_bad_arguments(video, tmp_path):
     with pytest.raises(codecvisor.NoSuchDeviceError) as e:
         VideoDecoder(video, device="acme:0")
     assert "acme" in str(e.value)
+    # torchcodec's transforms and custom_frame_mappings: their default is
+    # taken, anything else is refused, never ignored.
+    assert len(VideoDecoder(video, transforms=None, custom_frame_mappings=None)) == 50
+    with pytest.raises(NotImplementedError, match="transforms"):
+        VideoDecoder(video, transforms=[lambda frame: frame])
+    with pytest.raises(NotImplementedError, match="custom_frame_mappings"):
+        VideoDecoder(video, custom_frame_mappings='{"frames": []}')
+    # A URL is named as one (backends have no network), not opened as a
+    # relative path.
+    with pytest.raises(ValueError, match="URL sources are not supported") as url:
+        VideoDecoder("https://example.com/clip.mp4")
+    assert "example.com/clip.mp4" in str(url.value) and "/tmp" not in str(url.value)
 
 
 def test_a_missing_stream_is_a_value_error_not_a_device_error(video, tmp_path):
