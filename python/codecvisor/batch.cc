@@ -1,5 +1,7 @@
 #include "python/codecvisor/batch.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -67,10 +69,30 @@ Status Batch::AddScattered(const Frame& f) {
   return Status();
 }
 
+namespace {
+
+// The most a batch reserves before its frames arrive: half the machine's
+// memory. A header may promise far more frames than the stream holds (an
+// AVI claiming 2^31 of them), and a range over them must end where the
+// stream does (the backend's out-of-range answer), not in a reservation
+// no machine makes; past this, the memory doubles as frames come.
+size_t MostFirstReserve() {
+  static const size_t bytes = [] {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) / 2 : size_t{1} << 30;
+  }();
+  return bytes;
+}
+
+}  // namespace
+
 void Batch::Grow(size_t used) {
-  // First frame: room for what the request should bring; then double. The
-  // slack after the last frame lets its conversion write straight in.
-  BatchMemory bigger(std::max(used == 0 ? frame_bytes_ * std::max<size_t>(expected_, 1) : 0,
+  // First frame: room for what the request should bring (up to
+  // MostFirstReserve); then double. The slack after the last frame lets its
+  // conversion write straight in.
+  const size_t first = std::max(std::min(frame_bytes_ * std::max<size_t>(expected_, 1), MostFirstReserve()),
+                                frame_bytes_);
+  BatchMemory bigger(std::max(used == 0 ? first : 0,
                               2 * memory_.size() + frame_bytes_) +
                          RgbConverter::kSlack,
                      BatchMemory::Pages::kOnDemand);

@@ -730,6 +730,26 @@ def test_a_not_found_is_about_the_stream_once_the_devices_backend_started(state,
     backends = [{"devices": ["cpu"], "state": state}, {"devices": ["acme"], "state": "failed"}]
     assert _backend_started(backends, device) is started
 
+def test_a_header_promising_billions_of_frames_ends_where_the_stream_does(tmp_path):
+    # An AVI whose stream header claims 2^31 - 1 frames: approximate mode
+    # trusts the count (capped at 2^24), and a range over it ends at the
+    # stream's real end (MissingFrameError), not in a raw MemoryError from
+    # reserving memory for every promised frame.
+    source = make_video(tmp_path / "short.avi", ["-f", "lavfi", "-i", f"testsrc=size={WIDTH}x{HEIGHT}:rate={FPS}",
+                                                 "-t", "2", "-c:v", "mpeg4"])
+    data = bytearray(open(source, "rb").read())
+    strh = data.find(b"strh")
+    struct.pack_into("<I", data, strh + 8 + 32, 0x7FFFFFFF)  # AVIStreamHeader.dwLength
+    lying = tmp_path / "lying.avi"
+    lying.write_bytes(bytes(data))
+    d = VideoDecoder(str(lying), seek_mode="approximate")
+    assert len(d) == 1 << 24
+    for call in (lambda: d[:], lambda: d.get_frames_in_range(0, len(d)), lambda: d.get_frames_in_range(0, len(d), 7)):
+        with pytest.raises(codecvisor.MissingFrameError, match="past the end"):
+            call()
+    assert len(d.get_frames_in_range(0, 50)) == 50
+
+
 def test_a_corrupt_file_is_a_clear_error(tmp_path):
     garbage = tmp_path / "garbage.mp4"
     garbage.write_bytes(b"\x00\x00\x00\x18ftypmp42" + bytes(range(256)) * 40)
