@@ -59,6 +59,12 @@ std::vector<Mpeg4Variant> Mpeg4Variants() {
       // own, every pts its dts; not marked packed any more.
       {"unpacked to MP4",
        MakeVideo("xvid_unpacked_bframes.mp4", "-i " + packed + " -c copy -bsf:v mpeg4_unpack_bframes"), false},
+      // Unpacked and kept in AVI (what FFmpeg advises for packed B-frames):
+      // the placeholders' chunks stay, empty, so the dts skip two slots
+      // after the first picture, and the first frame is shown at the next
+      // P-VOP's dts, which no single reorder delay gives it.
+      {"unpacked to AVI",
+       MakeVideo("xvid_unpacked_bframes.avi", "-i " + packed + " -c copy -bsf:v mpeg4_unpack_bframes"), false},
       // Cut short: no AVI index, so seeks land on any packet the demuxer
       // finds flagged, placeholders included.
       {"cut short", testing::WriteFile("xvid_packed_cut.avi", bytes.substr(0, bytes.size() * 6 / 10)), true},

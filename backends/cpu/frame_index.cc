@@ -134,6 +134,12 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
       }
       const VopStart vop = FirstVop(data, time_increment_bits);
       if (vop.coded && vop.coding_type >= 0 && vop.coding_type != kIVop) index.frames_.back().key = false;
+      // For PlaceMissingByAnchors: an S-VOP (global motion) is predicted
+      // and shown as a P-VOP is; a placeholder's type stays unknown.
+      if (vop.coded && vop.coding_type >= 0) {
+        index.frames_.back().picture_type = static_cast<int8_t>(
+            vop.coding_type == kIVop ? AV_PICTURE_TYPE_I : vop.coding_type == kBVop ? AV_PICTURE_TYPE_B : AV_PICTURE_TYPE_P);
+      }
       vop_types.push_back(static_cast<int8_t>(vop.coded ? vop.coding_type : -1));
       b_vops = b_vops || vop.coding_type == kBVop;
       placeholders = placeholders || (vop.coding_type >= 0 && !vop.coded);
@@ -220,9 +226,12 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
     PlaceLeadingUntimed(index.frames_, fallback_duration);
   }
   // Left at their dts when the times do not fit the model.
-  // MPEG-1/2 video that holds pictures back: as its decoder shows them.
+  // MPEG-1/2 and MPEG-4 Part 2 video that holds pictures back: as its
+  // decoder shows them (an AVI unpacked by mpeg4_unpack_bframes keeps the
+  // empty chunks of its placeholders, so its dts skip slots after the first
+  // picture, which one reorder delay cannot fit).
   const bool by_anchors =
-      (codecpar->codec_id == AV_CODEC_ID_MPEG1VIDEO || codecpar->codec_id == AV_CODEC_ID_MPEG2VIDEO) &&
+      (codecpar->codec_id == AV_CODEC_ID_MPEG1VIDEO || codecpar->codec_id == AV_CODEC_ID_MPEG2VIDEO || mpeg4) &&
       codecpar->video_delay > 0;
   if (!missing_pts.empty() &&
       ((by_anchors && PlaceMissingByAnchors(index.frames_, missing_pts, fallback_duration)) ||
