@@ -34,7 +34,10 @@ bool Valid(AVRational r) { return r.num > 0 && r.den > 0; }
 // the timeline's 0 (a stream from 5 s to 7 s says 7 s, and so does the
 // segment), where mkvmerge's statistics tag is the stream's span (2 s). A
 // tag that would end past the segment is an end time; the segment's own
-// duration is taken as one.
+// duration is taken as one. FLV's duration (onMetaData) is an end time
+// too: its timestamps start at 0 with the first decode time, so a stream
+// with B-frames, whose first frame is shown a frame or two later, spans
+// the duration less its start.
 double HeaderDuration(const AVStream* stream, const AVFormatContext* format, double begin) {
   if (stream->duration != AV_NOPTS_VALUE && stream->duration > 0) return Seconds(stream->duration, stream->time_base);
   const double container =
@@ -49,7 +52,8 @@ double HeaderDuration(const AVStream* stream, const AVFormatContext* format, dou
     const bool end_time = matroska && begin > 0 && seconds > begin && container > 0 && seconds + begin > container + 1e-3;
     return end_time ? seconds - begin : seconds;
   }
-  return matroska && begin > 0 && container > begin ? container - begin : container;
+  const bool flv = format->iformat != nullptr && std::string_view(format->iformat->name).ends_with("flv");
+  return (matroska || flv) && begin > 0 && container > begin ? container - begin : container;
 }
 
 cv_stream_type StreamType(int media_type) {

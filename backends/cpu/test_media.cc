@@ -114,6 +114,9 @@ const TestVideo kVideos[] = {
     {"vp9_odd_rotation_-90.mp4", "-c copy -metadata:s:v:0 rotate=-90", 0, true, "vp9_odd.webm"},
     {"hevc_10bit_rotation_180.mp4", "-c copy -metadata:s:v:0 rotate=180", 0, true, "hevc_10bit.mkv"},
     {"hevc_10bit_rotation_90.mp4", "-c copy -metadata:s:v:0 rotate=90", 0, true, "hevc_10bit.mkv"},
+    // FLV with B-frames: its header's duration is the end time from the
+    // first decode time, a frame or more past the first frame's pts.
+    {"h264_bframes.flv", "-c copy", 0, true, "h264.mp4"},
 };
 
 }  // namespace
