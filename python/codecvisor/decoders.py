@@ -50,6 +50,12 @@ class VideoStreamMetadata:
     pixel_format: Optional[str]
     color_space: Optional[str]
     color_range: Optional[str]
+    # Approximate mode: where the backend's nominal timeline puts the first
+    # frame and the end, when that is not the header's start (an AVI with
+    # B-frames shows its first frame a frame or two after it); None where
+    # it is the header's. Not torchcodec fields: left out of the repr.
+    _begin_nominal: Optional[float] = None
+    _end_nominal: Optional[float] = None
 
     @property
     def duration_seconds(self) -> Optional[float]:
@@ -67,12 +73,16 @@ class VideoStreamMetadata:
     def begin_stream_seconds(self) -> float:
         if self.begin_stream_seconds_from_content is not None:
             return self.begin_stream_seconds_from_content
+        if self._begin_nominal is not None:
+            return self._begin_nominal
         return self.begin_stream_seconds_from_header or 0.0
 
     @property
     def end_stream_seconds(self) -> Optional[float]:
         if self.end_stream_seconds_from_content is not None:
             return self.end_stream_seconds_from_content
+        if self._end_nominal is not None:
+            return self._end_nominal
         duration = self.duration_seconds
         return None if duration is None else self.begin_stream_seconds + duration
 
@@ -105,7 +115,8 @@ class VideoStreamMetadata:
     def __repr__(self):
         s = "VideoStreamMetadata:\n"
         for field in dataclasses.fields(self):
-            s += f"{_SPACES}{field.name}: {getattr(self, field.name)}\n"
+            if not field.name.startswith("_"):
+                s += f"{_SPACES}{field.name}: {getattr(self, field.name)}\n"
         for name in ("duration_seconds", "begin_stream_seconds", "end_stream_seconds", "num_frames", "average_fps"):
             s += f"{_SPACES}{name}: {getattr(self, name)}\n"
         return s
@@ -117,6 +128,11 @@ class VideoStreamMetadata:
 
         def positive(x):
             return x if x is not None and x > 0 else None
+
+        # Approximate mode, where the backend moved its nominal timeline's
+        # start past the header's (frames are named from there).
+        shifted = (not scanned and header_begin is not None and header_duration is not None
+                   and m["begin_stream_seconds"] > header_begin and m["end_stream_seconds"] > m["begin_stream_seconds"])
 
         return VideoStreamMetadata(
             duration_seconds_from_header=positive(header_duration),
@@ -136,6 +152,8 @@ class VideoStreamMetadata:
             pixel_format=_known(m["pixel_format"]),
             color_space=_known(m["color_space"]),
             color_range=_known(m["color_range"]),
+            _begin_nominal=m["begin_stream_seconds"] if shifted else None,
+            _end_nominal=m["end_stream_seconds"] if shifted else None,
         )
 
 

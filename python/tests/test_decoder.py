@@ -58,6 +58,27 @@ def matroska(tmp_path_factory):
                        "-c:v", "libx264", "-g", "10", "-pix_fmt", "yuv420p"])
 
 
+@pytest.mark.parametrize("codec", ["libx264", "mpeg4"])
+def test_approximate_mode_times_start_where_an_avis_first_frame_is_shown(tmp_path, codec):
+    # AVI with B-frames: its header starts at 0, but the first frame is
+    # shown a frame or two later, where approximate mode's frames are named
+    # from. The stream's times are those frames' times, as exact mode has
+    # them: its last frames are found by time, and a resampled read gives
+    # every frame once.
+    path = make_video(tmp_path / f"{codec}.avi", ["-f", "lavfi", "-i", f"testsrc=size={WIDTH}x{HEIGHT}:rate={FPS}",
+                                                 "-t", "2", "-c:v", codec, "-bf", "2"])
+    exact, approx = VideoDecoder(path), VideoDecoder(path, seek_mode="approximate")
+    assert approx.metadata.begin_stream_seconds_from_header == 0
+    begin, end = exact.metadata.begin_stream_seconds, exact.metadata.end_stream_seconds
+    assert begin > 0
+    assert (approx.metadata.begin_stream_seconds, approx.metadata.end_stream_seconds) == pytest.approx((begin, end))
+    assert "_begin_nominal" not in repr(approx.metadata)
+    want = exact.get_frames_in_range(0, len(exact))
+    for batch in (approx.get_all_frames(fps=FPS), approx.get_frames_played_in_range(begin, end)):
+        assert torch.equal(batch.data, want.data)
+    assert approx.get_frame_played_at(end - 0.001).pts_seconds == pytest.approx(want.pts_seconds[-1].item())
+
+
 def test_approximate_mode_estimates_a_count_the_header_lacks(matroska):
     # As torchcodec: duration x frame rate; and the estimate is a count the
     # backend serves, every frame of it the exact mode's.
