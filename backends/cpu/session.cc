@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <atomic>
-#include <limits>
 #include <cmath>
+#include <limits>
+#include <optional>
+#include <span>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -15,6 +17,7 @@
 #include "backends/cpu/av_enums.h"
 #include "backends/cpu/av_util.h"
 #include "backends/cpu/leading_frames.h"
+#include "backends/cpu/mpeg4_bitstream.h"
 #include "backends/cpu/stream_metadata.h"
 
 extern "C" {
@@ -69,6 +72,22 @@ cv_output_format OutputFormatFor(const cv_open_options& options, AVPixelFormat n
     if (f == name) return CV_OUTPUT_NATIVE;
   }
   return options.output_format;
+}
+
+// The dts of the first I-, P- or S-VOP after the stream's first packet,
+// among its first 16 (nullopt if none, or the demuxer cannot go back to
+// its start). Reads from the start and goes back there.
+std::optional<int64_t> NextAnchorDts(Demuxer& demuxer) {
+  PacketPtr packet = MakePacket();
+  std::optional<int64_t> dts;
+  for (int i = 0; i < 16 && !dts.has_value() && demuxer.ReadPacket(packet.get()); ++i) {
+    const std::span<const uint8_t> data(packet->data, packet->data != nullptr ? packet->size : 0);
+    const int type = FirstVop(data, 0).coding_type;
+    if (i > 0 && type >= 0 && type != kBVop && packet->dts != AV_NOPTS_VALUE) dts = packet->dts;
+    av_packet_unref(packet.get());
+  }
+  if (!demuxer.Reopen().ok()) return std::nullopt;
+  return dts;
 }
 
 }  // namespace
@@ -186,6 +205,15 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Open(int fd,
     m.duration_seconds = session->num_frames_ / av_q2d(fps);
     m.end_stream_seconds = m.begin_stream_seconds + m.duration_seconds;
   }
+  // MPEG-4 Part 2 shows its first frame when the next I- or P-VOP is
+  // sent, with that packet's dts: an AVI unpacked by mpeg4_unpack_bframes
+  // skips slots after the first picture, which video_delay frames (below)
+  // do not cover. Read before the cursor, which holds the demuxer's state.
+  const std::optional<int64_t> anchor = approximate && stream->codecpar->video_delay > 0 &&
+                                                stream->codecpar->codec_id == AV_CODEC_ID_MPEG4
+                                            ? NextAnchorDts(*session->demuxer_)
+                                            : std::nullopt;
+  stream = session->demuxer_->stream();  // reopened: another AVStream
   session->cursor_ = std::make_unique<FrameCursor>(session->demuxer_.get(), session->decoder_.get(),
                                                    session->index_ ? &*session->index_ : nullptr,
                                                    /*at_start=*/approximate);
@@ -199,7 +227,10 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Open(int fd,
         first->dts == session->begin_pts_) {
       const int64_t delay_frames = std::min(stream->codecpar->video_delay, 16);
       if (session->frame_duration_ <= std::numeric_limits<int64_t>::max() / 16) {
-        const int64_t shift = delay_frames * session->frame_duration_;
+        int64_t shift = delay_frames * session->frame_duration_;
+        if (anchor.has_value() && *anchor > first->dts && *anchor - first->dts <= 16 * session->frame_duration_) {
+          shift = *anchor - first->dts;
+        }
         session->begin_pts_ = SaturatingAdd(session->begin_pts_, shift);
         // The stream plays from there too (index_at_seconds counts from it).
         const double seconds = Seconds(shift, stream->time_base);
