@@ -8,6 +8,7 @@
 #include <limits>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -75,9 +76,9 @@ cv_output_format OutputFormatFor(const cv_open_options& options, AVPixelFormat n
 }
 
 // The dts of the first I-, P- or S-VOP after the stream's first packet,
-// among its first 16 (nullopt if none, or the demuxer cannot go back to
-// its start). Reads from the start and goes back there.
-std::optional<int64_t> NextAnchorDts(Demuxer& demuxer) {
+// among its first 16 (nullopt if none). Reads from the start and goes back
+// there; an error if it cannot (the demuxer would be part way in).
+absl::StatusOr<std::optional<int64_t>> NextAnchorDts(Demuxer& demuxer) {
   PacketPtr packet = MakePacket();
   std::optional<int64_t> dts;
   for (int i = 0; i < 16 && !dts.has_value() && demuxer.ReadPacket(packet.get()); ++i) {
@@ -86,7 +87,7 @@ std::optional<int64_t> NextAnchorDts(Demuxer& demuxer) {
     if (i > 0 && type >= 0 && type != kBVop && packet->dts != AV_NOPTS_VALUE) dts = packet->dts;
     av_packet_unref(packet.get());
   }
-  if (!demuxer.Reopen().ok()) return std::nullopt;
+  if (absl::Status s = demuxer.Reopen(); !s.ok()) return s;
   return dts;
 }
 
@@ -209,11 +210,15 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Open(int fd,
   // sent, with that packet's dts: an AVI unpacked by mpeg4_unpack_bframes
   // skips slots after the first picture, which video_delay frames (below)
   // do not cover. Read before the cursor, which holds the demuxer's state.
-  const std::optional<int64_t> anchor = approximate && stream->codecpar->video_delay > 0 &&
-                                                stream->codecpar->codec_id == AV_CODEC_ID_MPEG4
-                                            ? NextAnchorDts(*session->demuxer_)
-                                            : std::nullopt;
-  stream = session->demuxer_->stream();  // reopened: another AVStream
+  // Only AVI: the containers whose packets have no presentation times.
+  std::optional<int64_t> anchor;
+  if (approximate && stream->codecpar->video_delay > 0 && stream->codecpar->codec_id == AV_CODEC_ID_MPEG4 &&
+      std::string_view(session->demuxer_->format()->iformat->name) == "avi") {
+    absl::StatusOr<std::optional<int64_t>> read = NextAnchorDts(*session->demuxer_);
+    if (!read.ok()) return read.status();
+    anchor = *read;
+    stream = session->demuxer_->stream();  // reopened: another AVStream
+  }
   session->cursor_ = std::make_unique<FrameCursor>(session->demuxer_.get(), session->decoder_.get(),
                                                    session->index_ ? &*session->index_ : nullptr,
                                                    /*at_start=*/approximate);

@@ -34,10 +34,11 @@ bool Valid(AVRational r) { return r.num > 0 && r.den > 0; }
 // the timeline's 0 (a stream from 5 s to 7 s says 7 s, and so does the
 // segment), where mkvmerge's statistics tag is the stream's span (2 s). A
 // tag that would end past the segment is an end time; the segment's own
-// duration is taken as one. FLV's duration (onMetaData) is an end time
-// too: its timestamps start at 0 with the first decode time, so a stream
-// with B-frames, whose first frame is shown a frame or two later, spans
-// the duration less its start.
+// duration is taken as one. FLV's duration (onMetaData, as FFmpeg's muxer
+// writes it) runs from the first decode time, and a stream with B-frames
+// shows its first frame video_delay frames after that: it spans the
+// duration less that delay (never more than its start; a file whose times
+// start late for another reason, -output_ts_offset, keeps the duration).
 double HeaderDuration(const AVStream* stream, const AVFormatContext* format, double begin) {
   if (stream->duration != AV_NOPTS_VALUE && stream->duration > 0) return Seconds(stream->duration, stream->time_base);
   const double container =
@@ -53,7 +54,11 @@ double HeaderDuration(const AVStream* stream, const AVFormatContext* format, dou
     return end_time ? seconds - begin : seconds;
   }
   const bool flv = format->iformat != nullptr && std::string_view(format->iformat->name).ends_with("flv");
-  return (matroska || flv) && begin > 0 && container > begin ? container - begin : container;
+  const AVRational rate = HeaderFrameRate(stream);
+  if (flv && begin > 0 && container > begin && stream->codecpar->video_delay > 0 && rate.num > 0) {
+    return container - std::min(begin, stream->codecpar->video_delay / av_q2d(rate));
+  }
+  return matroska && begin > 0 && container > begin ? container - begin : container;
 }
 
 cv_stream_type StreamType(int media_type) {

@@ -114,9 +114,15 @@ const TestVideo kVideos[] = {
     {"vp9_odd_rotation_-90.mp4", "-c copy -metadata:s:v:0 rotate=-90", 0, true, "vp9_odd.webm"},
     {"hevc_10bit_rotation_180.mp4", "-c copy -metadata:s:v:0 rotate=180", 0, true, "hevc_10bit.mkv"},
     {"hevc_10bit_rotation_90.mp4", "-c copy -metadata:s:v:0 rotate=90", 0, true, "hevc_10bit.mkv"},
-    // FLV with B-frames: its header's duration is the end time from the
-    // first decode time, a frame or more past the first frame's pts.
+    // FLV with B-frames: its header's duration runs from the first decode
+    // time, a frame or more before the first frame's pts; with times that
+    // start late (-output_ts_offset) too, and without B-frames.
     {"h264_bframes.flv", "-c copy", 0, true, "h264.mp4"},
+    {"h264_bframes_offset.flv", "-c copy -output_ts_offset 1", 0, true, "h264.mp4"},
+    {"h264_offset.flv",
+     "-f lavfi -i testsrc=size=96x64:rate=25 -frames:v 50 -c:v libx264 -preset veryfast -bf 0 -pix_fmt yuv420p "
+     "-output_ts_offset 1",
+     0, true},
 };
 
 }  // namespace

@@ -14,13 +14,48 @@ namespace codecvisor::python {
 
 namespace py = pybind11;
 
+namespace {
+
+// More than any machine maps: requests are cut here, so that rounding a
+// size up to whole pages cannot overflow.
+constexpr size_t kMostBytes = size_t{1} << 60;
+
+// a * b, or kMostBytes where that is more (a count approximate mode does
+// not know may be anything).
+size_t SaturatingMultiply(size_t a, size_t b) {
+  size_t product;
+  return __builtin_mul_overflow(a, b, &product) || product > kMostBytes ? kMostBytes : product;
+}
+
+// Pages on demand for `wanted` bytes, else (the system refuses to reserve
+// that much: a header promising far more frames than any machine holds)
+// for at least `needed` bytes, half the machine's memory if it may be.
+BatchMemory Reserve(size_t wanted, size_t needed) {
+  try {
+    return BatchMemory(wanted, BatchMemory::Pages::kOnDemand);
+  } catch (const std::bad_alloc&) {
+    if (wanted <= needed) throw;
+  }
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  const size_t half = pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) / 2 : 0;
+  if (half > needed && half < wanted) {
+    try {
+      return BatchMemory(half, BatchMemory::Pages::kOnDemand);
+    } catch (const std::bad_alloc&) {
+    }
+  }
+  return BatchMemory(needed, BatchMemory::Pages::kOnDemand);
+}
+
+}  // namespace
+
 Status Batch::Add(const Frame& f) {
   const size_t w = f.width(), h = f.height();
   if (arrived_ == 0) {
     width_ = w;
     height_ = h;
     frame_bytes_ = w * h * 3;
-    stream_ = frame_bytes_ * std::max<size_t>(expected_, 1) >= kStreamedBatchBytes;
+    stream_ = SaturatingMultiply(frame_bytes_, std::max<size_t>(expected_, 1)) >= kStreamedBatchBytes;
   } else if (w != width_ || h != height_) {
     return Status(StatusCode::kInternal, "frames of one stream changed size mid-request");
   }
@@ -69,33 +104,19 @@ Status Batch::AddScattered(const Frame& f) {
   return Status();
 }
 
-namespace {
-
-// The most a batch reserves before its frames arrive: half the machine's
-// memory. A header may promise far more frames than the stream holds (an
-// AVI claiming 2^31 of them), and a range over them must end where the
-// stream does (the backend's out-of-range answer), not in a reservation
-// no machine makes; past this, the memory doubles as frames come.
-size_t MostFirstReserve() {
-  static const size_t bytes = [] {
-    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    return pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) / 2 : size_t{1} << 30;
-  }();
-  return bytes;
-}
-
-}  // namespace
-
 void Batch::Grow(size_t used) {
-  // First frame: room for what the request should bring (up to
-  // MostFirstReserve); then double. The slack after the last frame lets its
-  // conversion write straight in.
-  const size_t first = std::max(std::min(frame_bytes_ * std::max<size_t>(expected_, 1), MostFirstReserve()),
-                                frame_bytes_);
-  BatchMemory bigger(std::max(used == 0 ? first : 0,
-                              2 * memory_.size() + frame_bytes_) +
-                         RgbConverter::kSlack,
-                     BatchMemory::Pages::kOnDemand);
+  // First frame: room for what the request should bring; then double, but
+  // never past that. The slack after the last frame lets its conversion
+  // write straight in. A request whose frames cannot all be reserved (an
+  // AVI header claiming 2^31 frames, which approximate mode trusts up to
+  // 2^24) gets less and ends where the stream does: the backend's
+  // out-of-range answer, not a MemoryError for frames that never come.
+  const size_t requested = SaturatingMultiply(frame_bytes_, std::max<size_t>(expected_, 1));
+  const size_t needed = used + frame_bytes_ + RgbConverter::kSlack;
+  size_t wanted = used == 0 ? requested : 2 * memory_.size() + frame_bytes_;
+  if (used > 0 && requested > used) wanted = std::min(wanted, requested);
+  wanted = std::min(std::max(wanted, used + frame_bytes_), kMostBytes);
+  BatchMemory bigger = Reserve(wanted + RgbConverter::kSlack, needed);
   if (used > 0) {
     bigger.Populate(0, used);
     std::memcpy(bigger.data(), memory_.data(), used);
