@@ -139,5 +139,28 @@ TEST(SplicedStreamTest, FramesSharingATimeAcrossASpliceAreEachTheirOwn) {
   }
 }
 
+// MPEG-2 captures spliced from 4:2:0 and 4:2:2 parts: FFmpeg's decoder
+// keeps the chroma format it last met through a flush, so once a frame of
+// the 4:2:2 part had been read, frames of the 4:2:0 part read after a seek
+// came out garbled (and the other way round). Each seek after a change of
+// format opens the decoder afresh. (The 4:2:2 part itself is not the
+// CLI's: decoding through the splice, FFmpeg keeps treating it as 4:2:0.)
+TEST(SplicedStreamTest, AnMpeg2PartReadAfterAPartOfAnotherChromaFormatIsTheClis) {
+  const std::string common = "-f lavfi -i testsrc2=size=96x64:rate=25 -t 2 -c:v mpeg2video -bf 2 -g 12 -q:v 4";
+  const std::string part_420 = MakeVideo("chroma_420.ts", common);
+  const std::string part_422 = MakeVideo("chroma_422.ts", common + " -pix_fmt yuv422p");
+  const std::string joined = WriteFile("chroma_420_422.ts", ReadFile(part_420) + ReadFile(part_422));
+  TestSession session(joined);
+  ASSERT_TRUE(session.ok()) << session.open_message();
+  ASSERT_EQ(session.Metadata().num_frames_from_scan, 100);
+  const size_t bytes = RgbBytes(session.Layout());
+  const std::string cli = CliAllFrames(joined, 0, "format=rgb24");
+  ASSERT_EQ(cli.size(), 100 * bytes);
+  for (int64_t i : {70, 30, 85, 0, 60, 49, 99, 10}) {
+    const std::string frame = session.DecodeOrFail(i);
+    if (i < 50) EXPECT_TRUE(frame == cli.substr(i * bytes, bytes)) << "frame " << i;
+  }
+}
+
 }  // namespace
 }  // namespace codecvisor::cpu

@@ -136,6 +136,10 @@ absl::StatusOr<bool> FrameCursor::NextFrame() {
         }
       }
       if (index_ != nullptr && index_->shown_order()) NoteShownOrderName(ts);
+      if (frame_->format != demuxer_->stream()->codecpar->format &&
+          (decoder_->codec_id() == AV_CODEC_ID_MPEG1VIDEO || decoder_->codec_id() == AV_CODEC_ID_MPEG2VIDEO)) {
+        fresh_on_seek_ = true;
+      }
       if (last_ts_ != kUnknown && ts == last_ts_) {
         ++same_ts_before_;  // a run of frames with one pts, however long
       } else if (index_ != nullptr) {
@@ -264,6 +268,12 @@ absl::Status FrameCursor::SeekTo(int64_t timestamp) {
   absl::Status status = demuxer_->Seek(timestamp);
   if (!status.ok()) return status;
   const AVStream* stream = demuxer_->stream();
+  // FFmpeg's MPEG-1/2 decoder keeps its chroma format through a flush: in
+  // a stream that changes from 4:2:0 to 4:2:2 part way (a spliced
+  // capture), the first part read after the second came out garbled. Once
+  // a frame of another format has come out, each seek opens the decoder
+  // afresh (a flush is cheaper, and enough for every other stream).
+  if (fresh_on_seek_) (void)decoder_->Reset();
   Restart(timestamp <= (stream->start_time != AV_NOPTS_VALUE ? stream->start_time : 0));
   return absl::OkStatus();
 }
