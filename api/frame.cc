@@ -1,5 +1,7 @@
 #include "codecvisor/frame.h"
 
+#include <unistd.h>
+
 #include <utility>
 
 #include "api/convert.h"
@@ -9,9 +11,29 @@ namespace codecvisor {
 
 Frame::Frame() : impl_(std::make_unique<Impl>()) {}
 Frame::Frame(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-Frame::~Frame() = default;
+namespace {
+
+// Whether destroying `impl` would give an arena slot back to a parent
+// process's decoder (a frame inherited across fork() still on its slot):
+// the slot's release would be written into the parent's channel.
+template <typename Impl>
+bool ParentsSlot(const std::unique_ptr<Impl>& impl) {
+  return impl != nullptr && impl->owner != getpid() && impl->frame.shared();
+}
+
+}  // namespace
+
+Frame::~Frame() {
+  if (ParentsSlot(impl_)) (void)impl_.release();  // the parent gives it back
+}
 Frame::Frame(Frame&& other) noexcept = default;
-Frame& Frame::operator=(Frame&& other) noexcept = default;
+Frame& Frame::operator=(Frame&& other) noexcept {
+  if (this != &other) {
+    if (ParentsSlot(impl_)) (void)impl_.release();
+    impl_ = std::move(other.impl_);
+  }
+  return *this;
+}
 
 const Frame::Impl& Frame::impl() const {
   static const Impl* const empty = new Impl();
@@ -36,6 +58,13 @@ bool Frame::shared() const { return impl().frame.shared(); }
 Frame Frame::CopyOut() const { return Frame(std::make_unique<Impl>(impl().frame.CopyOut())); }
 
 void Frame::Detach() {
+  if (ParentsSlot(impl_)) {
+    // Copied, the slot left to the parent.
+    auto copy = std::make_unique<Impl>(impl_->frame.CopyOut());
+    (void)impl_.release();
+    impl_ = std::move(copy);
+    return;
+  }
   if (impl_ != nullptr) impl_->frame.Detach();
 }
 

@@ -7,6 +7,8 @@
 #ifndef CODECVISOR_API_FRAME_IMPL_H_
 #define CODECVISOR_API_FRAME_IMPL_H_
 
+#include <unistd.h>
+
 #include <memory>
 #include <utility>
 
@@ -19,6 +21,7 @@ struct Frame::Impl {
   Impl() = default;
   explicit Impl(internal::Frame f) : frame(std::move(f)) {}
   internal::Frame frame;
+  pid_t owner = getpid();  // a frame on an arena slot is the parent's in a forked child
 };
 
 namespace api {

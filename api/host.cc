@@ -1,5 +1,8 @@
 #include "codecvisor/host.h"
 
+#include <unistd.h>
+
+#include <string>
 #include <utility>
 
 #include "api/convert.h"
@@ -12,10 +15,27 @@ namespace codecvisor {
 
 struct Host::Impl {
   std::unique_ptr<internal::Host> host;
+  pid_t owner = getpid();  // the process that made it; a forked child leaks it
 };
 
+namespace {
+
+// The error of a call on a Host inherited across fork().
+Status Forked(pid_t owner) {
+  return Status(StatusCode::kFailedPrecondition,
+                "this Host was made in process " + std::to_string(owner) +
+                    "; a forked child must create a Host of its own (it shares the parent's backends' channels)");
+}
+
+}  // namespace
+
 Host::Host(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-Host::~Host() = default;
+
+// In a forked child the Host is the parent's: its threads are not there to
+// join and its backends are the parent's to stop, so it is left as it is.
+Host::~Host() {
+  if (impl_ != nullptr && impl_->owner != getpid()) (void)impl_.release();
+}
 
 Result<std::unique_ptr<Host>> Host::Create(HostOptions options) {
   internal::HostOptions o;
@@ -40,21 +60,28 @@ Result<std::unique_ptr<Host>> Host::Create(HostOptions options) {
 }
 
 Result<std::unique_ptr<VideoDecoder>> Host::OpenDecoder(const std::string& path, DecoderOptions options) {
+  if (impl_->owner != getpid()) return Forked(impl_->owner);
   return api::DecoderAccess::Wrap(impl_->host->OpenDecoder(path, api::ToInternal(options)));
 }
 
 Result<std::unique_ptr<VideoDecoder>> Host::OpenDecoderFromBytes(std::string_view bytes, const std::string& label,
                                                                  DecoderOptions options) {
+  if (impl_->owner != getpid()) return Forked(impl_->owner);
   return api::DecoderAccess::Wrap(impl_->host->OpenDecoderFromBytes(absl::string_view(bytes.data(), bytes.size()), label, api::ToInternal(options)));
 }
 
 Status Host::LoadBackend(const std::string& manifest_path) {
+  if (impl_->owner != getpid()) return Forked(impl_->owner);
   return api::FromAbsl(impl_->host->LoadBackend(manifest_path));
 }
 
-Status Host::ResetBackend(const std::string& name) { return api::FromAbsl(impl_->host->ResetBackend(name)); }
+Status Host::ResetBackend(const std::string& name) {
+  if (impl_->owner != getpid()) return Forked(impl_->owner);
+  return api::FromAbsl(impl_->host->ResetBackend(name));
+}
 
 Status Host::StartBackend(const std::string& name, std::chrono::milliseconds timeout) {
+  if (impl_->owner != getpid()) return Forked(impl_->owner);
   return api::FromAbsl(impl_->host->StartBackend(name, timeout));
 }
 

@@ -1,5 +1,8 @@
 #include "codecvisor/video_decoder.h"
 
+#include <unistd.h>
+
+#include <string>
 #include <utility>
 
 #include "api/convert.h"
@@ -24,6 +27,15 @@ Result<Frame> WrapOne(absl::StatusOr<internal::Frame> frame) {
   return Wrap(*std::move(frame));
 }
 
+// The error of a request on a decoder inherited across fork(): its channel
+// and arena are shared with the parent, whose requests a child's would
+// put out of step (the parent's host then blames its backend).
+Status Forked(pid_t owner) {
+  return Status(StatusCode::kFailedPrecondition,
+                "this decoder was opened in process " + std::to_string(owner) +
+                    "; a forked child must open its own, from a Host of its own");
+}
+
 }  // namespace
 
 Result<std::unique_ptr<VideoDecoder>> api::DecoderAccess::Wrap(
@@ -36,36 +48,49 @@ Result<std::unique_ptr<VideoDecoder>> api::DecoderAccess::Wrap(
 }
 
 VideoDecoder::VideoDecoder(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-VideoDecoder::~VideoDecoder() = default;
+// In a forked child the decoder is the parent's: closing it would talk to
+// the parent's backend over the parent's channel, so it is left as it is.
+VideoDecoder::~VideoDecoder() {
+  if (impl_ != nullptr && impl_->owner != getpid()) (void)impl_.release();
+}
 
 const StreamMetadata& VideoDecoder::metadata() const { return impl_->metadata; }
 const std::string& VideoDecoder::label() const { return impl_->decoder->label(); }
 const std::string& VideoDecoder::backend_name() const { return impl_->decoder->backend_name(); }
 uint64_t VideoDecoder::retries() const { return impl_->decoder->retries(); }
 
-Result<Frame> VideoDecoder::GetFrameAt(int64_t index) { return WrapOne(impl_->decoder->GetFrameAt(index)); }
+Result<Frame> VideoDecoder::GetFrameAt(int64_t index) {
+  if (impl_->owner != getpid()) return Forked(impl_->owner);
+  return WrapOne(impl_->decoder->GetFrameAt(index));
+}
 
 Result<std::vector<Frame>> VideoDecoder::GetFramesAt(std::span<const int64_t> indices) {
+  if (impl_->owner != getpid()) return Forked(impl_->owner);
   return WrapAll(impl_->decoder->GetFramesAt(indices));
 }
 
 Result<std::vector<Frame>> VideoDecoder::GetFramesInRange(int64_t start, int64_t stop, int64_t step) {
+  if (impl_->owner != getpid()) return Forked(impl_->owner);
   return WrapAll(impl_->decoder->GetFramesInRange(start, stop, step));
 }
 
 Result<Frame> VideoDecoder::GetFramePlayedAt(double seconds) {
+  if (impl_->owner != getpid()) return Forked(impl_->owner);
   return WrapOne(impl_->decoder->GetFramePlayedAt(seconds));
 }
 
 Result<std::vector<Frame>> VideoDecoder::GetFramesPlayedAt(std::span<const double> seconds) {
+  if (impl_->owner != getpid()) return Forked(impl_->owner);
   return WrapAll(impl_->decoder->GetFramesPlayedAt(seconds));
 }
 
 Result<std::vector<Frame>> VideoDecoder::GetFramesPlayedInRange(double start, double stop) {
+  if (impl_->owner != getpid()) return Forked(impl_->owner);
   return WrapAll(impl_->decoder->GetFramesPlayedInRange(start, stop));
 }
 
 Status VideoDecoder::ForEachFrame(const FrameSelection& selection, const std::function<Status(Frame)>& sink) {
+  if (impl_->owner != getpid()) return Forked(impl_->owner);
   return api::FromAbsl(impl_->decoder->ForEachFrame(
       api::ToIpc(selection), [&sink](internal::Frame frame) { return api::ToAbsl(sink(Wrap(std::move(frame)))); }));
 }

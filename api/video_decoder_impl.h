@@ -6,6 +6,8 @@
 #ifndef CODECVISOR_API_VIDEO_DECODER_IMPL_H_
 #define CODECVISOR_API_VIDEO_DECODER_IMPL_H_
 
+#include <unistd.h>
+
 #include <memory>
 
 #include "absl/status/statusor.h"
@@ -19,6 +21,7 @@ namespace codecvisor {
 struct VideoDecoder::Impl {
   std::unique_ptr<internal::VideoDecoder> decoder;
   StreamMetadata metadata;
+  pid_t owner = getpid();  // the process that opened it; a forked child leaks it
 };
 
 namespace api {

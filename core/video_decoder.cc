@@ -330,6 +330,28 @@ VideoDecoder::Attempt VideoDecoder::RunOnce(const FrameSelection& selection,
 
 absl::Status VideoDecoder::ForEachFrame(const FrameSelection& selection,
                                         absl::FunctionRef<absl::Status(Frame)> sink) {
+  // A range's negative bounds count from the end, as in Python: resolved
+  // here, against the count this decoder's metadata gives (the scan's, the
+  // header's, else the estimate the backend places negative indices by),
+  // so that the request and the check of its frames name the same frames.
+  if (auto* range = std::get_if<ipc::IndexRange>(&selection.selection);
+      range != nullptr && (range->start < 0 || range->stop < 0)) {
+    const int64_t count = metadata_.estimated_frame_count();
+    if (count < 0) {
+      return absl::OutOfRangeError(absl::StrCat("frames [", range->start, ", ", range->stop,
+                                                "): negative bounds count from the end, and the stream's frame "
+                                                "count is unknown"));
+    }
+    ipc::IndexRange resolved = *range;
+    if (resolved.start < 0) resolved.start += count;
+    if (resolved.stop < 0) resolved.stop += count;
+    if (resolved.start < 0 || resolved.stop < 0) {
+      return absl::OutOfRangeError(absl::StrCat("frames [", range->start, ", ", range->stop,
+                                                ") reach before the stream's first frame: it has ", count,
+                                                " frames"));
+    }
+    return ForEachFrame(FrameSelection{resolved}, sink);
+  }
   // Long lists go in consecutive requests: one must fit the request ring.
   auto in_pieces = [&](const auto& entries, auto make) -> absl::Status {
     for (size_t first = 0; first < entries.size(); first += kMaxEntriesPerRequest) {

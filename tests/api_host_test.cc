@@ -4,6 +4,9 @@
 // Nothing here includes a header behind the API except the synthetic
 // backend's pixel pattern, the reference the frames are checked against.
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <fstream>
 #include <iterator>
 #include <memory>
@@ -118,6 +121,17 @@ TEST_F(ApiHostTest, MetadataAndEveryAccessMethod) {
   ASSERT_TRUE(range.ok());
   EXPECT_EQ(Indices(*range), (std::vector<int64_t>{0, 10, 20, 30}));
   range->clear();
+  // Negative bounds count from the end, as FrameSelection says.
+  auto tail = d->GetFramesInRange(-3, 40);
+  ASSERT_TRUE(tail.ok()) << tail.status().ToString();
+  EXPECT_EQ(Indices(*tail), (std::vector<int64_t>{37, 38, 39}));
+  tail->clear();
+  auto but_last = d->GetFramesInRange(35, -1, 2);
+  ASSERT_TRUE(but_last.ok()) << but_last.status().ToString();
+  EXPECT_EQ(Indices(*but_last), (std::vector<int64_t>{35, 37}));
+  but_last->clear();
+  EXPECT_EQ(d->GetFramesInRange(-41, 3).status().code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(d->GetFramesInRange(-2, -5).status().code(), StatusCode::kInvalidArgument);
 
   auto played = d->GetFramePlayedAt(1.05);
   ASSERT_TRUE(played.ok());
@@ -130,6 +144,58 @@ TEST_F(ApiHostTest, MetadataAndEveryAccessMethod) {
   auto played_in = d->GetFramesPlayedInRange(1.0, 1.3);
   ASSERT_TRUE(played_in.ok());
   EXPECT_EQ(Indices(*played_in), (std::vector<int64_t>{5, 6, 7}));
+}
+
+// A child forked from a process with a Host, a decoder and a frame on an
+// arena slot: its calls on them fail (they are the parent's, over the
+// parent's channel), it can make a Host of its own, and it leaves by
+// returning, destroying what it inherited, without waiting on the parent's
+// threads or touching the parent's channel: the parent decodes on, with
+// no restart. Before, the child hung in the inherited Host's destructor
+// and the parent's next request timed out.
+TEST_F(ApiHostTest, AForkedChildLeavesItsParentsObjectsAlone) {
+  auto d = Open();
+  ASSERT_NE(d, nullptr);
+  auto held = d->GetFrameAt(3);
+  ASSERT_TRUE(held.ok()) << held.status().ToString();
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    int code = 0;
+    {
+      std::unique_ptr<Host> inherited = std::move(host_);
+      std::unique_ptr<VideoDecoder> decoder = std::move(d);
+      Frame frame = *std::move(held);
+      if (decoder->GetFrameAt(1).status().code() != StatusCode::kFailedPrecondition) code |= 1;
+      if (inherited->OpenDecoder(clip_, DecoderOptions{.device = "synthetic"}).status().code() !=
+          StatusCode::kFailedPrecondition) {
+        code |= 2;
+      }
+      frame.Detach();  // a copy; the slot stays the parent's
+      if (frame.shared() || frame.data().size() != kWidth * kHeight * 3) code |= 4;
+      HostOptions options;
+      options.backend_path = {Runfile("backends/testing")};
+      auto own = Host::Create(options);
+      if (!own.ok()) {
+        code |= 8;
+      } else {
+        auto mine = (*own)->OpenDecoder(clip_, DecoderOptions{.device = "synthetic"});
+        if (!mine.ok() || !(*mine)->GetFrameAt(2).ok()) code |= 16;
+      }
+    }  // everything inherited is destroyed here, as a return from main would
+    _exit(code);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "child status " << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: a call on the parent's decoder, 2: on its Host, 4: Detach, 8/16: a Host of its own";
+  ExpectFrame(*held, 3);
+  for (int64_t i : {10, 0, 39}) {
+    auto f = d->GetFrameAt(i);
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    ExpectFrame(*f, i);
+  }
+  EXPECT_EQ(d->retries(), 0u);
 }
 
 TEST_F(ApiHostTest, FramesAreZeroCopyUntilDetached) {

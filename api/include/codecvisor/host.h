@@ -14,7 +14,11 @@
 // outlive it fail with kUnavailable and nothing worse.
 //
 // Fork: a Host belongs to the process that created it. A child forked from
-// it (e.g. a DataLoader worker) must create its own Host.
+// it (e.g. a DataLoader worker) must create its own Host. In the child, the
+// inherited Host, its decoders and their frames still on arena slots are
+// the parent's: every call on them fails with kFailedPrecondition, and
+// destroying them (returning from main) leaves the parent's threads,
+// channels and backends alone; Frame::Detach there copies the pixels.
 
 #ifndef CODECVISOR_HOST_H_
 #define CODECVISOR_HOST_H_
