@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <string>
 #include <utility>
 
@@ -25,6 +26,29 @@ Result<std::vector<Frame>> WrapAll(absl::StatusOr<std::vector<internal::Frame>> 
 Result<Frame> WrapOne(absl::StatusOr<internal::Frame> frame) {
   if (!frame.ok()) return api::FromAbsl(frame.status());
   return Wrap(*std::move(frame));
+}
+
+// Marks the decoder busy for one call; ok() false if another call is in
+// progress (another thread's, or a ForEachFrame sink's own).
+class OneCall {
+ public:
+  explicit OneCall(std::atomic<bool>& busy) : busy_(busy), ok_(!busy.exchange(true, std::memory_order_acquire)) {}
+  ~OneCall() {
+    if (ok_) busy_.store(false, std::memory_order_release);
+  }
+  OneCall(const OneCall&) = delete;
+  OneCall& operator=(const OneCall&) = delete;
+  bool ok() const { return ok_; }
+
+ private:
+  std::atomic<bool>& busy_;
+  const bool ok_;
+};
+
+Status InUse() {
+  return Status(StatusCode::kFailedPrecondition,
+                "this decoder is in a call already (another thread's, or a ForEachFrame sink calling it): a "
+                "decoder is used by one thread at a time");
 }
 
 // The error of a request on a decoder inherited across fork(): its channel
@@ -61,36 +85,50 @@ uint64_t VideoDecoder::retries() const { return impl_->decoder->retries(); }
 
 Result<Frame> VideoDecoder::GetFrameAt(int64_t index) {
   if (impl_->owner != getpid()) return Forked(impl_->owner);
+  OneCall call(impl_->busy);
+  if (!call.ok()) return InUse();
   return WrapOne(impl_->decoder->GetFrameAt(index));
 }
 
 Result<std::vector<Frame>> VideoDecoder::GetFramesAt(std::span<const int64_t> indices) {
   if (impl_->owner != getpid()) return Forked(impl_->owner);
+  OneCall call(impl_->busy);
+  if (!call.ok()) return InUse();
   return WrapAll(impl_->decoder->GetFramesAt(indices));
 }
 
 Result<std::vector<Frame>> VideoDecoder::GetFramesInRange(int64_t start, int64_t stop, int64_t step) {
   if (impl_->owner != getpid()) return Forked(impl_->owner);
+  OneCall call(impl_->busy);
+  if (!call.ok()) return InUse();
   return WrapAll(impl_->decoder->GetFramesInRange(start, stop, step));
 }
 
 Result<Frame> VideoDecoder::GetFramePlayedAt(double seconds) {
   if (impl_->owner != getpid()) return Forked(impl_->owner);
+  OneCall call(impl_->busy);
+  if (!call.ok()) return InUse();
   return WrapOne(impl_->decoder->GetFramePlayedAt(seconds));
 }
 
 Result<std::vector<Frame>> VideoDecoder::GetFramesPlayedAt(std::span<const double> seconds) {
   if (impl_->owner != getpid()) return Forked(impl_->owner);
+  OneCall call(impl_->busy);
+  if (!call.ok()) return InUse();
   return WrapAll(impl_->decoder->GetFramesPlayedAt(seconds));
 }
 
 Result<std::vector<Frame>> VideoDecoder::GetFramesPlayedInRange(double start, double stop) {
   if (impl_->owner != getpid()) return Forked(impl_->owner);
+  OneCall call(impl_->busy);
+  if (!call.ok()) return InUse();
   return WrapAll(impl_->decoder->GetFramesPlayedInRange(start, stop));
 }
 
 Status VideoDecoder::ForEachFrame(const FrameSelection& selection, const std::function<Status(Frame)>& sink) {
   if (impl_->owner != getpid()) return Forked(impl_->owner);
+  OneCall call(impl_->busy);
+  if (!call.ok()) return InUse();
   return api::FromAbsl(impl_->decoder->ForEachFrame(
       api::ToIpc(selection), [&sink](internal::Frame frame) { return api::ToAbsl(sink(Wrap(std::move(frame)))); }));
 }

@@ -8,6 +8,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <memory>
 
 #include "absl/status/statusor.h"
@@ -22,6 +23,9 @@ struct VideoDecoder::Impl {
   std::unique_ptr<internal::VideoDecoder> decoder;
   StreamMetadata metadata;
   pid_t owner = getpid();  // the process that opened it; a forked child leaks it
+  // A call in progress: a second thread's (or a sink's own) call meanwhile
+  // is refused instead of corrupting the decoder's channel.
+  std::atomic<bool> busy{false};
 };
 
 namespace api {

@@ -7,10 +7,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <fstream>
 #include <iterator>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backends/testing/synthetic_pattern.h"
@@ -196,6 +199,49 @@ TEST_F(ApiHostTest, AForkedChildLeavesItsParentsObjectsAlone) {
     ExpectFrame(*f, i);
   }
   EXPECT_EQ(d->retries(), 0u);
+}
+
+// One decoder called from four threads at once (documented misuse) and
+// from its own ForEachFrame sink: each call is either served whole or
+// refused with kFailedPrecondition; before, the threads' requests shared
+// the channel and the process crashed (SIGSEGV in the ring) or the
+// backend was killed as malformed.
+TEST_F(ApiHostTest, ACallWhileAnotherIsInProgressIsRefused) {
+  auto d = Open();
+  ASSERT_NE(d, nullptr);
+  std::atomic<int> served{0}, refused{0}, wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int k = 0; k < 50; ++k) {
+        const int64_t i = (t * 7 + k) % 40;
+        auto f = d->GetFramesInRange(i, std::min<int64_t>(i + 3, 40));
+        if (f.ok()) {
+          ++served;
+          if (f->empty() || (*f)[0].index() != i) ++wrong;
+        } else if (f.status().code() == StatusCode::kFailedPrecondition) {
+          ++refused;
+        } else {
+          ++wrong;
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(served.load() + refused.load(), 200);
+  EXPECT_GT(served.load(), 0);
+  EXPECT_EQ(d->retries(), 0u);
+  Status inner;
+  Status outer = d->ForEachFrame(FrameSelection::InRange(0, 2), [&](Frame) {
+    inner = d->GetFrameAt(5).status();
+    return Status();
+  });
+  EXPECT_TRUE(outer.ok()) << outer.ToString();
+  EXPECT_EQ(inner.code(), StatusCode::kFailedPrecondition);
+  auto after = d->GetFrameAt(5);
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  ExpectFrame(*after, 5);
 }
 
 TEST_F(ApiHostTest, FramesAreZeroCopyUntilDetached) {

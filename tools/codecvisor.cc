@@ -131,7 +131,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"png", "ppm", "y4m", "rgb24"}));
   decode
       ->add_option("--threads", decode_args.open.threads,
-                   "decoder threads; 0 lets the decoder choose (a backend may take fewer: cpu at most 64)")
+                   "decoder threads; 0 lets the decoder choose (a backend may refuse more than it takes: cpu, above 64)")
       ->check(CLI::Range(0, 256));
   auto* out =
       decode->add_option("--out", decode_args.out, "output folder (created if missing), or - for stdout (y4m, rgb24)")

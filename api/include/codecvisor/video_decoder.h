@@ -8,7 +8,9 @@
 // the decoder stays usable. Open decoders with Host::OpenDecoder.
 //
 // Thread-safety: one thread at a time per decoder (as torchcodec's); many
-// decoders may be used at once from many threads.
+// decoders may be used at once from many threads. A call made while another
+// is in progress on the same decoder (another thread's, or from a
+// ForEachFrame sink) fails with kFailedPrecondition.
 
 #ifndef CODECVISOR_VIDEO_DECODER_H_
 #define CODECVISOR_VIDEO_DECODER_H_
