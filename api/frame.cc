@@ -50,8 +50,10 @@ double Frame::pts_seconds() const { return impl().frame.pts_seconds(); }
 double Frame::duration_seconds() const { return impl().frame.duration_seconds(); }
 bool Frame::key_frame() const { return impl().frame.key_frame(); }
 size_t Frame::num_planes() const { return impl().frame.num_planes(); }
-std::span<const uint8_t> Frame::plane(size_t i) const { return impl().frame.plane(i); }
-uint32_t Frame::stride(size_t i) const { return impl().frame.stride(i); }
+std::span<const uint8_t> Frame::plane(size_t i) const {
+  return i < num_planes() ? impl().frame.plane(i) : std::span<const uint8_t>();
+}
+uint32_t Frame::stride(size_t i) const { return i < num_planes() ? impl().frame.stride(i) : 0; }
 std::span<const uint8_t> Frame::data() const { return impl().frame.data(); }
 bool Frame::shared() const { return impl().frame.shared(); }
 

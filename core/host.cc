@@ -283,6 +283,12 @@ absl::StatusOr<std::unique_ptr<VideoDecoder>> Host::OpenDescriptor(ipc::UniqueFd
   if (options.arena_slots == 0 || options.arena_slots > ipc::kMaxSlots) {
     return absl::InvalidArgumentError(absl::StrCat("arena_slots must be in [1, ", ipc::kMaxSlots, "]"));
   }
+  // A timeout of none would declare every backend hung at its first wait.
+  if (options.request_timeout.count() <= 0 || options.open_timeout.count() <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("request_timeout and open_timeout must be positive, not ",
+                                                   options.request_timeout.count(), " ms and ",
+                                                   options.open_timeout.count(), " ms"));
+  }
   if (options.native_formats.size() > ipc::kMaxNativeFormats) {
     return absl::InvalidArgumentError(
         absl::StrCat("native_formats names ", options.native_formats.size(), " formats; at most ", ipc::kMaxNativeFormats));

@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "backends/testing/synthetic_pattern.h"
@@ -242,6 +243,25 @@ TEST_F(ApiHostTest, ACallWhileAnotherIsInProgressIsRefused) {
   auto after = d->GetFrameAt(5);
   ASSERT_TRUE(after.ok()) << after.status().ToString();
   ExpectFrame(*after, 5);
+}
+
+TEST_F(ApiHostTest, AFrameHasNoPlanePastItsLastAndTimeoutsArePositive) {
+  auto d = Open();
+  ASSERT_NE(d, nullptr);
+  auto f = d->GetFrameAt(1);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  ASSERT_EQ(f->num_planes(), 1u);
+  EXPECT_TRUE(f->plane(1).empty());
+  EXPECT_EQ(f->stride(7), 0u);
+  const Frame empty;
+  EXPECT_TRUE(empty.plane(0).empty());
+  for (auto [request, open] : {std::pair{0, 1000}, std::pair{1000, 0}, std::pair{-5, 1000}}) {
+    DecoderOptions options;
+    options.device = "synthetic";
+    options.request_timeout = std::chrono::milliseconds(request);
+    options.open_timeout = std::chrono::milliseconds(open);
+    EXPECT_EQ(host_->OpenDecoder(clip_, options).status().code(), StatusCode::kInvalidArgument);
+  }
 }
 
 TEST_F(ApiHostTest, FramesAreZeroCopyUntilDetached) {

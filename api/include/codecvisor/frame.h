@@ -45,7 +45,8 @@ class Frame {
   bool key_frame() const;
 
   // Plane `i` (i < num_planes()): rows of stride(i) bytes. kRgb24 has one plane
-  // (HWC), kRgb24Planar three (R, G, B), kNative one per component.
+  // (HWC), kRgb24Planar three (R, G, B), kNative one per component. Past the
+  // last plane (and on an empty frame): an empty span and a stride of 0.
   size_t num_planes() const;
   std::span<const uint8_t> plane(size_t i) const;
   uint32_t stride(size_t i) const;

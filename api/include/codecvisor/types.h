@@ -171,7 +171,8 @@ struct DecoderOptions {
   // one attempt at opening the file. A backend that takes longer is
   // killed and restarted, and the request replayed once; one still using
   // CPU at a request's deadline (decoding many frames before its first
-  // answer) gets another request_timeout, up to ten in all.
+  // answer) gets another request_timeout, up to ten in all. Both must be
+  // positive (kInvalidArgument at open).
   std::chrono::milliseconds request_timeout{30'000};
   std::chrono::milliseconds open_timeout{120'000};
 };
