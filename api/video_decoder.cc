@@ -28,37 +28,41 @@ Result<Frame> WrapOne(absl::StatusOr<internal::Frame> frame) {
   return Wrap(*std::move(frame));
 }
 
-// Marks the decoder busy for one call; ok() false if another call is in
-// progress (another thread's, or a ForEachFrame sink's own).
+// One call on a decoder, admitted only in the process that opened it
+// (its channel and arena are shared with a forked child's parent, whose
+// requests a child's would put out of step, and the parent's host would
+// blame its backend) and only while no other call is in progress on it
+// (another thread's, or a ForEachFrame sink's own). status() is why not.
+// (A template, as VideoDecoder::Impl is private to VideoDecoder.)
+template <typename Impl>
 class OneCall {
  public:
-  explicit OneCall(std::atomic<bool>& busy) : busy_(busy), ok_(!busy.exchange(true, std::memory_order_acquire)) {}
+  explicit OneCall(Impl& impl) : impl_(impl) {
+    if (impl.owner != getpid()) {
+      status_ = Status(StatusCode::kFailedPrecondition,
+                       "this decoder was opened in process " + std::to_string(impl.owner) +
+                           "; a forked child must open its own, from a Host of its own");
+    } else if (impl.busy.exchange(true, std::memory_order_acquire)) {
+      status_ = Status(StatusCode::kFailedPrecondition,
+                       "this decoder is in a call already (another thread's, or a ForEachFrame sink calling it): "
+                       "a decoder is used by one thread at a time");
+    } else {
+      admitted_ = true;
+    }
+  }
   ~OneCall() {
-    if (ok_) busy_.store(false, std::memory_order_release);
+    if (admitted_) impl_.busy.store(false, std::memory_order_release);
   }
   OneCall(const OneCall&) = delete;
   OneCall& operator=(const OneCall&) = delete;
-  bool ok() const { return ok_; }
+  bool admitted() const { return admitted_; }
+  const Status& status() const { return status_; }
 
  private:
-  std::atomic<bool>& busy_;
-  const bool ok_;
+  Impl& impl_;
+  Status status_;
+  bool admitted_ = false;
 };
-
-Status InUse() {
-  return Status(StatusCode::kFailedPrecondition,
-                "this decoder is in a call already (another thread's, or a ForEachFrame sink calling it): a "
-                "decoder is used by one thread at a time");
-}
-
-// The error of a request on a decoder inherited across fork(): its channel
-// and arena are shared with the parent, whose requests a child's would
-// put out of step (the parent's host then blames its backend).
-Status Forked(pid_t owner) {
-  return Status(StatusCode::kFailedPrecondition,
-                "this decoder was opened in process " + std::to_string(owner) +
-                    "; a forked child must open its own, from a Host of its own");
-}
 
 }  // namespace
 
@@ -84,51 +88,44 @@ const std::string& VideoDecoder::backend_name() const { return impl_->decoder->b
 uint64_t VideoDecoder::retries() const { return impl_->decoder->retries(); }
 
 Result<Frame> VideoDecoder::GetFrameAt(int64_t index) {
-  if (impl_->owner != getpid()) return Forked(impl_->owner);
-  OneCall call(impl_->busy);
-  if (!call.ok()) return InUse();
+  OneCall call(*impl_);
+  if (!call.admitted()) return call.status();
   return WrapOne(impl_->decoder->GetFrameAt(index));
 }
 
 Result<std::vector<Frame>> VideoDecoder::GetFramesAt(std::span<const int64_t> indices) {
-  if (impl_->owner != getpid()) return Forked(impl_->owner);
-  OneCall call(impl_->busy);
-  if (!call.ok()) return InUse();
+  OneCall call(*impl_);
+  if (!call.admitted()) return call.status();
   return WrapAll(impl_->decoder->GetFramesAt(indices));
 }
 
 Result<std::vector<Frame>> VideoDecoder::GetFramesInRange(int64_t start, int64_t stop, int64_t step) {
-  if (impl_->owner != getpid()) return Forked(impl_->owner);
-  OneCall call(impl_->busy);
-  if (!call.ok()) return InUse();
+  OneCall call(*impl_);
+  if (!call.admitted()) return call.status();
   return WrapAll(impl_->decoder->GetFramesInRange(start, stop, step));
 }
 
 Result<Frame> VideoDecoder::GetFramePlayedAt(double seconds) {
-  if (impl_->owner != getpid()) return Forked(impl_->owner);
-  OneCall call(impl_->busy);
-  if (!call.ok()) return InUse();
+  OneCall call(*impl_);
+  if (!call.admitted()) return call.status();
   return WrapOne(impl_->decoder->GetFramePlayedAt(seconds));
 }
 
 Result<std::vector<Frame>> VideoDecoder::GetFramesPlayedAt(std::span<const double> seconds) {
-  if (impl_->owner != getpid()) return Forked(impl_->owner);
-  OneCall call(impl_->busy);
-  if (!call.ok()) return InUse();
+  OneCall call(*impl_);
+  if (!call.admitted()) return call.status();
   return WrapAll(impl_->decoder->GetFramesPlayedAt(seconds));
 }
 
 Result<std::vector<Frame>> VideoDecoder::GetFramesPlayedInRange(double start, double stop) {
-  if (impl_->owner != getpid()) return Forked(impl_->owner);
-  OneCall call(impl_->busy);
-  if (!call.ok()) return InUse();
+  OneCall call(*impl_);
+  if (!call.admitted()) return call.status();
   return WrapAll(impl_->decoder->GetFramesPlayedInRange(start, stop));
 }
 
 Status VideoDecoder::ForEachFrame(const FrameSelection& selection, const std::function<Status(Frame)>& sink) {
-  if (impl_->owner != getpid()) return Forked(impl_->owner);
-  OneCall call(impl_->busy);
-  if (!call.ok()) return InUse();
+  OneCall call(*impl_);
+  if (!call.admitted()) return call.status();
   return api::FromAbsl(impl_->decoder->ForEachFrame(
       api::ToIpc(selection), [&sink](internal::Frame frame) { return api::ToAbsl(sink(Wrap(std::move(frame)))); }));
 }

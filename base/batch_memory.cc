@@ -37,9 +37,7 @@ size_t DefaultCacheBytes() {
     size_t mib = 0;
     if (absl::SimpleAtoi(v, &mib)) return std::min(mib, kMostMiB) << 20;
   }
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  const size_t eighth = pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) / 8 : 0;
-  return std::min(eighth, size_t{2} << 30);
+  return std::min(BatchMemory::PhysicalBytes() / 8, size_t{2} << 30);
 }
 
 // A monotonic time for the cache's idle limit (only differences matter).
@@ -179,6 +177,11 @@ void BatchMemory::Populate(size_t offset, size_t bytes) {
 void BatchMemory::SetCacheLimitBytes(size_t bytes) { GlobalCache::Get().SetLimitBytes(bytes); }
 
 size_t BatchMemory::CachedBytes() { return GlobalCache::Get().bytes(); }
+
+size_t BatchMemory::PhysicalBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) : 0;
+}
 
 BatchMemory::~BatchMemory() {
   if (data_ != nullptr) GlobalCache::Get().Give({data_, size_});

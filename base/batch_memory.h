@@ -65,6 +65,8 @@ class BatchMemory {
   static void SetCacheLimitBytes(size_t bytes);
   // The bytes the cache holds now.
   static size_t CachedBytes();
+  // The machine's physical memory in bytes (0 if the system does not say).
+  static size_t PhysicalBytes();
 
  private:
   uint8_t* data_ = nullptr;

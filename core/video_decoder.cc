@@ -7,7 +7,6 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "core/blame.h"
 #include "core/frame_check.h"
 #include "core/process_cpu.h"
@@ -42,13 +41,6 @@ absl::StatusOr<Frame> Single(absl::StatusOr<std::vector<Frame>> frames) {
   return std::move(frames->front());
 }
 
-template <typename T>
-std::string ShortList(const std::vector<T>& v) {
-  constexpr size_t kShown = 8;
-  std::vector<T> head(v.begin(), v.begin() + std::min(v.size(), kShown));
-  return absl::StrCat("[", absl::StrJoin(head, ", "), v.size() > kShown ? ", ...]" : "]");
-}
-
 // Whether a failed send or receive means the backend died, hung or broke
 // the protocol (so it is replaced), rather than that the request could not
 // be made (too large for the ring, say): only the former is its doing.
@@ -57,20 +49,6 @@ bool IsChannelFailure(const absl::Status& s) {
 }
 
 }  // namespace
-
-std::string DescribeSelection(const FrameSelection& selection) {
-  if (auto* v = std::get_if<ipc::IndexList>(&selection.selection)) {
-    return absl::StrCat("frame indices ", ShortList(v->indices));
-  }
-  if (auto* v = std::get_if<ipc::IndexRange>(&selection.selection)) {
-    return absl::StrCat("frames [", v->start, ", ", v->stop, ") step ", v->step);
-  }
-  if (auto* v = std::get_if<ipc::PtsList>(&selection.selection)) {
-    return absl::StrCat("frames played at ", ShortList(v->seconds), " s");
-  }
-  const auto& r = std::get<ipc::PtsRange>(selection.selection);
-  return absl::StrCat("frames played in [", r.start_seconds, ", ", r.stop_seconds, ") s");
-}
 
 VideoDecoder::VideoDecoder(std::shared_ptr<Supervisor> supervisor, ipc::UniqueFd video, std::string label,
                            DecoderOptions options)
@@ -336,21 +314,9 @@ absl::Status VideoDecoder::ForEachFrame(const FrameSelection& selection,
   // so that the request and the check of its frames name the same frames.
   if (auto* range = std::get_if<ipc::IndexRange>(&selection.selection);
       range != nullptr && (range->start < 0 || range->stop < 0)) {
-    const int64_t count = metadata_.estimated_frame_count();
-    if (count < 0) {
-      return absl::OutOfRangeError(absl::StrCat("frames [", range->start, ", ", range->stop,
-                                                "): negative bounds count from the end, and the stream's frame "
-                                                "count is unknown"));
-    }
-    ipc::IndexRange resolved = *range;
-    if (resolved.start < 0) resolved.start += count;
-    if (resolved.stop < 0) resolved.stop += count;
-    if (resolved.start < 0 || resolved.stop < 0) {
-      return absl::OutOfRangeError(absl::StrCat("frames [", range->start, ", ", range->stop,
-                                                ") reach before the stream's first frame: it has ", count,
-                                                " frames"));
-    }
-    return ForEachFrame(FrameSelection{resolved}, sink);
+    absl::StatusOr<ipc::IndexRange> resolved = CountFromEnd(*range, metadata_.estimated_frame_count());
+    if (!resolved.ok()) return resolved.status();
+    return ForEachFrame(FrameSelection{*resolved}, sink);
   }
   // Long lists go in consecutive requests: one must fit the request ring.
   auto in_pieces = [&](const auto& entries, auto make) -> absl::Status {

@@ -24,6 +24,7 @@
 #include "core/backend_process.h"
 #include "core/blame.h"
 #include "core/frame.h"
+#include "core/frame_selection.h"
 #include "core/solo_gate.h"
 #include "core/supervisor.h"
 #include "ipc/messages.h"
@@ -55,12 +56,6 @@ struct DecoderOptions {
   std::chrono::milliseconds request_timeout{30'000};
   std::chrono::milliseconds open_timeout{120'000};
 };
-
-// Frames selected by index or by time, for ForEachFrame().
-using FrameSelection = ipc::FrameRequest;
-
-// "frame indices [3, 9]", "frames played in [1, 2) s": for error messages.
-std::string DescribeSelection(const FrameSelection& selection);
 
 // Crash recovery. When the backend dies, hangs (a response later than
 // request_timeout) or breaks the protocol while a request is in flight, the

@@ -33,7 +33,9 @@ FrameCursor::FrameCursor(Demuxer* demuxer, VideoDecoder* decoder, const FrameInd
       lost_from_ts_(kUnknown),
       lost_to_ts_(kUnknown) {
   if (!at_start) next_order_ = -1;
-  if (index_ == nullptr && demuxer_->stream()->codecpar->codec_id == AV_CODEC_ID_HEVC) {
+  const AVCodecID codec = demuxer_->stream()->codecpar->codec_id;
+  mpeg12_ = codec == AV_CODEC_ID_MPEG1VIDEO || codec == AV_CODEC_ID_MPEG2VIDEO;
+  if (index_ == nullptr && codec == AV_CODEC_ID_HEVC) {
     key_check_ = PictureOrderReader::ForStream(*demuxer_->stream()->codecpar);
   }
 }
@@ -136,10 +138,7 @@ absl::StatusOr<bool> FrameCursor::NextFrame() {
         }
       }
       if (index_ != nullptr && index_->shown_order()) NoteShownOrderName(ts);
-      if (frame_->format != demuxer_->stream()->codecpar->format &&
-          (decoder_->codec_id() == AV_CODEC_ID_MPEG1VIDEO || decoder_->codec_id() == AV_CODEC_ID_MPEG2VIDEO)) {
-        fresh_on_seek_ = true;
-      }
+      if (mpeg12_ && frame_->format != demuxer_->stream()->codecpar->format) fresh_on_seek_ = true;
       if (last_ts_ != kUnknown && ts == last_ts_) {
         ++same_ts_before_;  // a run of frames with one pts, however long
       } else if (index_ != nullptr) {

@@ -302,6 +302,7 @@ class FrameCursor {
   bool keys_unflagged_ = false;   // a read from the start ended awaiting its first key
   bool from_start_ = false;       // the last seek aimed at or before the stream's start
   bool fresh_start_ = false;      // the decoder was opened afresh at the container's first packet
+  bool mpeg12_ = false;           // MPEG-1 or MPEG-2 video
   bool fresh_on_seek_ = false;    // MPEG-1/2 that changed pixel format: each seek reopens the decoder
   // Approximate mode: the last stretch of frames lost to damage, as the
   // end of the frame before it (kUnknown: the start) and the pts of the

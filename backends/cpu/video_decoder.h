@@ -50,7 +50,6 @@ class VideoDecoder {
   absl::Status Reset();
 
   const char* name() const { return context_->codec->name; }
-  AVCodecID codec_id() const { return context_->codec_id; }
   // The opened codec context, for laying out its pictures (PoolLayout).
   const AVCodecContext* context() const { return context_; }
   // Takes pictures from `pictures` from the next packet on; it must outlive

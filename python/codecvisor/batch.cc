@@ -1,7 +1,5 @@
 #include "python/codecvisor/batch.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -36,8 +34,7 @@ BatchMemory Reserve(size_t wanted, size_t needed) {
   } catch (const std::bad_alloc&) {
     if (wanted <= needed) throw;
   }
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  const size_t half = pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) / 2 : 0;
+  const size_t half = BatchMemory::PhysicalBytes() / 2;
   if (half > needed && half < wanted) {
     try {
       return BatchMemory(half, BatchMemory::Pages::kOnDemand);
