@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <optional>
+#include <system_error>
 
 #include "absl/strings/str_cat.h"
 
@@ -111,9 +112,18 @@ void OutputFilter::Finish(Clock::time_point now) {
   ReportDropped();
 }
 
-BackendOutput::BackendOutput(std::string name, ipc::UniqueFd read_end, int out)
-    : read_end_(std::move(read_end)), stop_(eventfd(0, EFD_CLOEXEC)) {
-  thread_ = std::thread(&BackendOutput::Run, this, std::move(name), out);
+BackendOutput::BackendOutput(ipc::UniqueFd read_end) : read_end_(std::move(read_end)), stop_(eventfd(0, EFD_CLOEXEC)) {}
+
+absl::StatusOr<std::unique_ptr<BackendOutput>> BackendOutput::Start(std::string name, ipc::UniqueFd read_end,
+                                                                    int out) {
+  std::unique_ptr<BackendOutput> output(new BackendOutput(std::move(read_end)));
+  if (!output->stop_.valid()) return ipc::ErrnoStatus("eventfd for the backend's output");
+  try {
+    output->thread_ = std::thread(&BackendOutput::Run, output.get(), std::move(name), out);
+  } catch (const std::system_error& e) {
+    return absl::ResourceExhaustedError(absl::StrCat("cannot start the thread forwarding its output: ", e.what()));
+  }
+  return output;
 }
 
 BackendOutput::~BackendOutput() { Finish(std::chrono::milliseconds(0)); }

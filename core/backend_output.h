@@ -18,10 +18,12 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <thread>
 
+#include "absl/status/statusor.h"
 #include "ipc/unique_fd.h"
 
 namespace codecvisor {
@@ -71,7 +73,8 @@ class OutputFilter {
 // then stops: what the backend wrote before it died is never lost.
 class BackendOutput {
  public:
-  BackendOutput(std::string name, ipc::UniqueFd read_end, int out);
+  // RESOURCE_EXHAUSTED when no thread can be started (`ulimit -u`).
+  static absl::StatusOr<std::unique_ptr<BackendOutput>> Start(std::string name, ipc::UniqueFd read_end, int out);
   BackendOutput(const BackendOutput&) = delete;
   BackendOutput& operator=(const BackendOutput&) = delete;
   ~BackendOutput();
@@ -81,6 +84,7 @@ class BackendOutput {
   void Finish(std::chrono::milliseconds grace);
 
  private:
+  BackendOutput(ipc::UniqueFd read_end);
   void Run(std::string name, int out);
 
   ipc::UniqueFd read_end_;

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -94,7 +95,10 @@ TEST(BackendOutputTest, ForwardsUntilTheWriterIsGoneAndNeverBlocksIt) {
   ASSERT_EQ(fcntl(to_host[0], F_SETFL, O_NONBLOCK), 0);
   ASSERT_GE(fcntl(to_host[1], F_SETPIPE_SZ, 1 << 20), 1 << 20);  // holds all the forwarder may write
   {
-    BackendOutput output("acme", ipc::UniqueFd(from_backend[0]), to_host[1]);
+    absl::StatusOr<std::unique_ptr<BackendOutput>> started =
+        BackendOutput::Start("acme", ipc::UniqueFd(from_backend[0]), to_host[1]);
+    ASSERT_TRUE(started.ok()) << started.status();
+    BackendOutput& output = **started;
     const std::string chunk = std::string(4095, 'f') + "\n";
     for (int i = 0; i < 4096; ++i) {  // 16 MiB: far more than a pipe holds
       ASSERT_EQ(write(from_backend[1], chunk.data(), chunk.size()), static_cast<ssize_t>(chunk.size()));

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "backends/sdk/codecvisor_backend.h"
 #include "backends/sdk/runner/runner_args.h"
+#include "core/file_trust.h"
 #include "ipc/region.h"
 
 namespace codecvisor {
@@ -154,8 +155,10 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
   // host's terminal or log, nor writes into a frame stream on stdout.
   int output_pipe[2];
   if (pipe2(output_pipe, O_CLOEXEC) != 0) return MaybeHostShortage(Prefixed(ipc::ErrnoStatus("pipe2"), where));
-  ipc::UniqueFd output_read(output_pipe[0]);
   ipc::UniqueFd output_write(output_pipe[1]);
+  absl::StatusOr<std::unique_ptr<BackendOutput>> output =
+      BackendOutput::Start(manifest.name, ipc::UniqueFd(output_pipe[0]), STDERR_FILENO);
+  if (!output.ok()) return HostShortage(Prefixed(output.status(), where));
   spec.fds = {{devnull.get(), 0},
               {output_write.get(), 1},
               {output_write.get(), 2},
@@ -165,6 +168,9 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
   EngagedSandbox engaged;
   std::unique_ptr<BackendCgroup> cgroup;
   if (spawn.sandbox) {
+    // Checked when the manifest was read, and again now: what is at a
+    // device's path is what gets bound.
+    if (absl::Status s = CheckDeviceNodes(manifest.sandbox.devices); !s.ok()) return Prefixed(s, where);
     spec.sandbox = HostSandbox(manifest.sandbox);
     absl::StatusOr<std::unique_ptr<BackendCgroup>> made = MakeCgroup(manifest, allow_degraded);
     if (!made.ok()) return Prefixed(made.status(), where);
@@ -179,6 +185,9 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
                  manifest.name.c_str());
   }
   absl::StatusOr<ChildProcess> child = launcher->Launch(spec);
+  // Out of processes, threads or descriptors (the host's limits, which the
+  // child has until it execs): no weaker sandbox would start either.
+  if (!child.ok() && absl::IsResourceExhausted(child.status())) return HostShortage(Prefixed(child.status(), where));
   if (!child.ok() && spawn.sandbox && allow_degraded && !spec.sandbox.empty_root.steps.empty()) {
     // A kernel that gives user namespaces but no mounts in them (some
     // hardened configurations): the host's filesystem, Landlock-checked.
@@ -215,7 +224,6 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
   engaged.no_new_privs = spec.sandbox.no_new_privs;
   ends = {};  // the child has its copies now
   output_write.reset();
-  auto output = std::make_unique<BackendOutput>(manifest.name, std::move(output_read), STDERR_FILENO);
 
   // From here on the process object stops and reaps the child on any
   // failure (its destructor).
@@ -223,7 +231,7 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
   ipc::HostChannel* control_channel = control.get();
   std::unique_ptr<BackendProcess> process(
       new BackendProcess(manifest, std::move(launcher), *std::move(child), std::move(control)));
-  process->output_ = std::move(output);
+  process->output_ = *std::move(output);
   process->cgroup_ = std::move(cgroup);
   const int dup = fcntl(child_pidfd, F_DUPFD_CLOEXEC, 0);
   if (dup < 0) return MaybeHostShortage(Prefixed(ipc::ErrnoStatus("dup(pidfd)"), where));

@@ -17,6 +17,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/str_join.h"
 #include "backends/sdk/codecvisor_backend.h"
+#include "core/file_trust.h"
 
 namespace codecvisor {
 namespace {
@@ -176,6 +177,18 @@ absl::StatusOr<BackendManifest> ParseManifest(absl::string_view text, absl::stri
             return bad(absl::StrCat("key 'sandbox.devices': '", str->get(),
                                     "' is not under /dev/ (devices are opened read-write)"));
           }
+          // The folders under /dev that hold files anyone may create, and
+          // the terminals: never a device a backend may have.
+          if (k == "devices") {
+            bool refused = str->get() == "/dev/";
+            for (const char* shared : {"/dev/shm", "/dev/mqueue", "/dev/pts", "/dev/fd"}) {
+              refused = refused || str->get() == shared || absl::StartsWith(str->get(), absl::StrCat(shared, "/"));
+            }
+            if (refused) {
+              return bad(absl::StrCat("key 'sandbox.devices': '", str->get(),
+                                      "' is not a device node a backend may have (devices are opened read-write)"));
+            }
+          }
           out->push_back(str->get());
         }
         return absl::OkStatus();
@@ -275,6 +288,9 @@ absl::StatusOr<BackendManifest> LoadManifest(absl::string_view relative_path) {
   auto unreadable = [&](absl::string_view why) {
     return absl::NotFoundError(absl::StrCat("manifest ", path, ": cannot be read (", why, ")"));
   };
+  // Another user's manifest, or one another user could change, would run
+  // code of theirs with this user's rights.
+  if (absl::Status s = CheckOnlyOwnerCanChange(file, "manifest"); !s.ok() && !absl::IsNotFound(s)) return s;
   // Only a regular file is opened: opening a device node may act on it.
   struct stat before {};
   if (stat(file.c_str(), &before) != 0) return unreadable(std::strerror(errno));
@@ -302,7 +318,14 @@ absl::StatusOr<BackendManifest> LoadManifest(absl::string_view relative_path) {
   close(fd);
   if (!regular) return unreadable(NotAFile(st.st_mode));
   if (read_error != 0) return unreadable(std::strerror(read_error));
-  return ParseManifest(text, path);
+  absl::StatusOr<BackendManifest> m = ParseManifest(text, path);
+  if (!m.ok()) return m;
+  // A library that is missing says so when the backend starts.
+  if (absl::Status s = CheckOnlyOwnerCanChange(m->library, "library"); !s.ok() && !absl::IsNotFound(s)) return s;
+  if (absl::Status s = CheckDeviceNodes(m->sandbox.devices); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("manifest ", path, ": ", s.message()));
+  }
+  return m;
 }
 
 }  // namespace codecvisor

@@ -103,6 +103,10 @@ TEST(ManifestTest, SandboxTableAndNoNetworkEver) {
                           // Devices are opened read-write: never a folder of files.
                           "[sandbox]\ndevices=['/home']\n", "[sandbox]\ndevices=['/dev/../home/u']\n",
                           "[sandbox]\ndevices=['/dev']\n", "[sandbox]\nread_paths=[\"/opt/\\u0000x\"]\n",
+                          // Folders anyone may create files in, and terminals.
+                          "[sandbox]\ndevices=['/dev/']\n", "[sandbox]\ndevices=['/dev/shm/x']\n",
+                          "[sandbox]\ndevices=['/dev/shm']\n", "[sandbox]\ndevices=['/dev/mqueue/q']\n",
+                          "[sandbox]\ndevices=['/dev/pts/0']\n", "[sandbox]\ndevices=['/dev/fd/3']\n",
                           // memory_mb << 20 must not wrap to a zero limit.
                           "[sandbox]\nmemory_mb=17592186044416\n", "[sandbox]\nthreads=9223372036854775807\n"}) {
     auto b = ParseManifest(std::string("name='x'\ndevices=['x']\nlibrary='/l.so'\nabi_version=1\n") + bad, "x.toml");
@@ -199,6 +203,55 @@ TEST(ManifestTest, ARelativePathIsMadeAbsolute) {
   ASSERT_EQ(chdir(cwd), 0);
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_EQ(m->library, dir + "/librel.so");
+}
+
+// A manifest, or the library it names, that another user could change is
+// not loaded; nor one whose devices are not device nodes a backend may have.
+TEST(ManifestTest, OnlyFilesNoOtherUserCanChangeAreLoaded) {
+  const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/shared";
+  ASSERT_EQ(mkdir(dir.c_str(), 0755), 0);
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir + "/" + name) << text;
+    chmod((dir + "/" + name).c_str(), 0644);
+    return dir + "/" + name;
+  };
+  const std::string lib = write("libok.so", "");
+  const std::string good = write("ok.toml", "name='ok'\ndevices=['ok']\nlibrary='libok.so'\nabi_version=1\n");
+  ASSERT_TRUE(LoadManifest(good).ok()) << LoadManifest(good).status();
+
+  // The folder writable by every user, without the sticky bit.
+  ASSERT_EQ(chmod(dir.c_str(), 0777), 0);
+  absl::StatusOr<BackendManifest> m = LoadManifest(good);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), absl::StatusCode::kPermissionDenied) << m.status();
+  EXPECT_NE(m.status().message().find("manifest " + good + " is not trusted: its folder " + dir +
+                                      " may be written by every user"),
+            std::string::npos)
+      << m.status();
+  ASSERT_EQ(chmod(dir.c_str(), 0755), 0);
+
+  // The library writable by every user.
+  ASSERT_EQ(chmod(lib.c_str(), 0666), 0);
+  m = LoadManifest(good);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("library " + lib + " is not trusted: " + lib + " may be written by every user"),
+            std::string::npos)
+      << m.status();
+  ASSERT_EQ(chmod(lib.c_str(), 0644), 0);
+
+  // A missing library still loads: its start says what is missing.
+  const std::string no_lib = write("nolib.toml", "name='n'\ndevices=['n']\nlibrary='libnone.so'\nabi_version=1\n");
+  EXPECT_TRUE(LoadManifest(no_lib).ok()) << LoadManifest(no_lib).status();
+
+  // A device path that holds a terminal.
+  struct stat tty {};
+  if (stat("/dev/tty", &tty) == 0 && S_ISCHR(tty.st_mode)) {
+    const std::string terminal = write(
+        "tty.toml", "name='t'\ndevices=['t']\nlibrary='libok.so'\nabi_version=1\n[sandbox]\ndevices=['/dev/tty']\n");
+    m = LoadManifest(terminal);
+    ASSERT_FALSE(m.ok());
+    EXPECT_NE(m.status().message().find("/dev/tty is a terminal"), std::string::npos) << m.status();
+  }
 }
 
 }  // namespace

@@ -85,21 +85,24 @@ constexpr int kRootStep = -2;  // the mounts around the empty-root plan's steps
   }
   if (spec.sandbox.no_new_privs && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail(errno);
   // Move every source above every target first, so that a dup2 never
-  // overwrites a source still to be moved.
+  // overwrites a source still to be moved. The copies take the lowest
+  // numbers past the targets: a host under a small RLIMIT_NOFILE (ulimit
+  // -n 64) has no higher ones to give.
   int moved[16];
   const size_t n = std::min<size_t>(spec.fds.size(), 16);
+  int highest = 2;
+  for (size_t i = 0; i < n; ++i) highest = std::max(highest, spec.fds[i].second);
   for (size_t i = 0; i < n; ++i) {
-    moved[i] = fcntl(spec.fds[i].first, F_DUPFD_CLOEXEC, 64);
+    moved[i] = fcntl(spec.fds[i].first, F_DUPFD_CLOEXEC, highest + 1);
     if (moved[i] < 0) fail(errno);
   }
-  int exec_fd = spec.exec_fd >= 0 ? fcntl(spec.exec_fd, F_DUPFD_CLOEXEC, 64) : -1;
+  const int exec_fd = spec.exec_fd >= 0 ? fcntl(spec.exec_fd, F_DUPFD_CLOEXEC, highest + 1) : -1;
+  if (spec.exec_fd >= 0 && exec_fd < 0) fail(errno);
   for (size_t i = 0; i < n; ++i) {
     if (dup2(moved[i], spec.fds[i].second) < 0) fail(errno);  // dup2 clears CLOEXEC
   }
   // Every descriptor above the mapped ones (the moved copies, the error pipe,
   // anything the host had open) is closed by execve.
-  int highest = 2;
-  for (size_t i = 0; i < n; ++i) highest = std::max(highest, spec.fds[i].second);
   if (syscall(SYS_close_range, highest + 1, ~0U, CLOSE_RANGE_CLOEXEC) != 0) fail(errno);
   for (const auto& [resource, limit] : spec.sandbox.rlimits) {
     // Set once the descriptors are in place: moving them takes numbers past
@@ -237,6 +240,10 @@ absl::StatusOr<ChildProcess> LaunchOnThisThread(const LaunchSpec& spec) {
   const pid_t parent = getpid();
   long pid = syscall(SYS_clone3, &args, sizeof(args));
   if (pid < 0) {
+    if (errno == EAGAIN) {
+      return absl::ResourceExhaustedError(
+          "clone3: Resource temporarily unavailable (too many processes and threads)");
+    }
     return ipc::ErrnoStatus(spec.sandbox.namespaces ? "clone3(CLONE_PIDFD | CLONE_NEWUSER | CLONE_NEWPID | "
                                                       "CLONE_NEWNET | CLONE_NEWIPC)"
                                                     : "clone3(CLONE_PIDFD)");

@@ -1,6 +1,8 @@
 #include "core/supervisor.h"
 
 #include <algorithm>
+#include <system_error>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -39,11 +41,23 @@ Supervisor::Supervisor(BackendManifest manifest, std::shared_ptr<SupervisorEnv> 
 
 Supervisor::~Supervisor() { Shutdown(); }
 
-void Supervisor::StartThreadsLocked() {
-  if (threads_started_ || stopping_ || !env_->RunsThreads()) return;
+absl::Status Supervisor::StartThreadsLocked() {
+  if (threads_started_ || stopping_ || !env_->RunsThreads()) return absl::OkStatus();
+  try {
+    worker_ = std::thread([this] { WorkLoop(); });
+  } catch (const std::system_error& e) {
+    return HostShortage(absl::ResourceExhaustedError(
+        absl::StrCat("cannot start a thread to supervise backend '", manifest_.name, "': ", e.what())));
+  }
   threads_started_ = true;
-  worker_ = std::thread([this] { WorkLoop(); });
-  if (options_.warm_spare || manifest_.warm_spare) spare_maker_ = std::thread([this] { SpareLoop(); });
+  if (options_.warm_spare || manifest_.warm_spare) {
+    try {
+      spare_maker_ = std::thread([this] { SpareLoop(); });
+    } catch (const std::system_error&) {
+      // No warm spare: a restart starts the backend cold.
+    }
+  }
+  return absl::OkStatus();
 }
 
 void Supervisor::Shutdown() {
@@ -90,7 +104,10 @@ void Supervisor::SpawnEagerly() {
   MutexLock lock(&mu_);
   if (state_ == BackendState::kDiscovered) {
     state_ = BackendState::kSpawning;
-    StartThreadsLocked();
+    if (absl::Status started = StartThreadsLocked(); !started.ok()) {
+      state_ = BackendState::kDiscovered;  // the next Acquire tries again
+      failure_ = started;
+    }
     changed_.NotifyAll();
   }
 }
@@ -111,7 +128,11 @@ absl::StatusOr<BackendHandle> Supervisor::Acquire(ipc::Deadline deadline) {
         // descriptors: starting again at once would fail the same way.
         if (host_short_starts_ != host_short_starts && !failure_.ok()) return failure_;
         state_ = BackendState::kSpawning;
-        StartThreadsLocked();
+        if (absl::Status started = StartThreadsLocked(); !started.ok()) {
+          state_ = BackendState::kDiscovered;  // the next Acquire tries again
+          failure_ = started;
+          return started;
+        }
         changed_.NotifyAll();
         break;
       case BackendState::kSpawning:

@@ -133,8 +133,10 @@ class Supervisor {
   enum class Work { kNone, kSpawn, kHeartbeat };
 
   // Starts the worker threads if the env runs threads and they are not
-  // running yet (the backend is wanted for the first time).
-  void StartThreadsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // running yet (the backend is wanted for the first time). A host
+  // shortage when the worker cannot be started (`ulimit -u`); without the
+  // warm spare's thread, restarts start the backend cold.
+  absl::Status StartThreadsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // What is due at `now`; otherwise kNone and, in `*due`, when to look again.
   Work NextWork(ipc::Clock::time_point now, ipc::Clock::time_point* due) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void DoWork(Work work) ABSL_LOCKS_EXCLUDED(mu_);

@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 
 #include "absl/strings/cord.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 namespace codecvisor {
@@ -13,10 +14,16 @@ constexpr char kHostShortageUrl[] = "codecvisor/host-shortage";
 }  // namespace
 
 absl::Status HostShortage(const absl::Status& cause) {
-  rlimit files{};
-  const std::string limit = getrlimit(RLIMIT_NOFILE, &files) == 0
-                                ? absl::StrCat(" (this process may hold ", files.rlim_cur, " descriptors: `ulimit -n`)")
-                                : "";
+  // EAGAIN from clone3 or pthread_create: the user's processes and threads
+  // (RLIMIT_NPROC); otherwise descriptors, the usual shortage.
+  const bool threads = absl::StrContains(cause.message(), "Resource temporarily unavailable");
+  rlimit r{};
+  std::string limit;
+  if (threads && getrlimit(RLIMIT_NPROC, &r) == 0) {
+    limit = absl::StrCat(" (this process's user may run ", r.rlim_cur, " processes and threads: `ulimit -u`)");
+  } else if (!threads && getrlimit(RLIMIT_NOFILE, &r) == 0) {
+    limit = absl::StrCat(" (this process may hold ", r.rlim_cur, " descriptors: `ulimit -n`)");
+  }
   absl::Status status = absl::ResourceExhaustedError(
       absl::StrCat("this process is short of what another decoder needs: ", cause.message(),
                    "; close a decoder, or raise the process's limits", limit));

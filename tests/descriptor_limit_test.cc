@@ -165,5 +165,25 @@ TEST_F(DescriptorLimitTest, AFirstStartPastTheHostsDescriptorLimitFailsOnlyThatO
   EXPECT_EQ(status.restarts, 0u);
 }
 
+// A host run under a small soft limit (`ulimit -n 64`) with room for what a
+// backend's start takes: the backend starts and decodes. The child moves its
+// descriptors into place through numbers past the limit's no more.
+TEST_F(DescriptorLimitTest, ABackendStartsUnderASmallLimitWithRoomForItsStart) {
+  FaultRow& row = Row("the host process under a small soft descriptor limit (ulimit -n 64) starts a backend");
+  const rlim_t soft = static_cast<rlim_t>(CountOpenFds() + 24);
+  ASSERT_LT(soft, 64u) << "this process holds too many descriptors for the case";
+  absl::StatusOr<std::unique_ptr<VideoDecoder>> d;
+  {
+    LoweredFileLimit limit(soft);
+    ASSERT_TRUE(limit.ok());
+    d = OpenVideo();
+  }
+  row.Saw(absl::StrCat("an open under a soft limit of ", soft, ": ", CodeName(d.status())));
+  ASSERT_TRUE(d.ok()) << d.status();
+  absl::StatusOr<Frame> f = (*d)->GetFrameAt(7);
+  EXPECT_TRUE(f.ok() && IsSyntheticFrame(*f, 7)) << FrameOutcome(f, 7);
+  EXPECT_EQ(StatusOf("synthetic").restarts, 0u);
+}
+
 }  // namespace
 }  // namespace codecvisor::testing

@@ -129,7 +129,7 @@ Report Diagnose(const DoctorArgs& args) {
     }
     r.backends.push_back(std::move(b));
   }
-  r.warnings = (*host)->warnings();
+  for (std::string& warning : (*host)->warnings()) r.warnings.push_back(std::move(warning));
   return r;
 }
 
