@@ -33,9 +33,18 @@ FrameCheck::FrameCheck(const ipc::FrameRequest& request, int64_t frame_count, in
   } else if (auto* times = std::get_if<ipc::PtsList>(&request.selection)) {
     expected_ = times->seconds.size();
   } else {
-    // A time range: as many frames as start in it, at most the whole stream.
+    // A time range: as many frames as start in it, at most the whole
+    // stream, and at most what its length can hold.
     exact_ = false;
     expected_ = frame_count >= 0 ? static_cast<uint64_t>(frame_count) : std::numeric_limits<uint64_t>::max();
+    const auto& r = std::get<ipc::PtsRange>(request.selection);
+    const double by_time = std::ceil((r.stop_seconds - r.start_seconds) * kMaxFramesPerSecond) +
+                           static_cast<double>(kTimeRangeSlack);
+    // 2^63: far past any count, exactly a double, and below the cast's limit.
+    if (std::isfinite(by_time) && by_time < 9.2e18 && static_cast<uint64_t>(by_time) < expected_) {
+      expected_ = static_cast<uint64_t>(std::max(by_time, static_cast<double>(kTimeRangeSlack)));
+      bounded_by_time_ = true;
+    }
   }
 }
 
@@ -64,6 +73,12 @@ absl::Status FrameCheck::Next(const ipc::FrameRef& ref) {
   if (ref.request_position != position) {
     return absl::DataLossError(absl::StrCat("backend sent frames out of request order (position ",
                                             ref.request_position, " where ", position, " was due)"));
+  }
+  if (position >= expected_ && bounded_by_time_) {
+    const auto& r = std::get<ipc::PtsRange>(request_.selection);
+    return absl::DataLossError(absl::StrCat("backend sent more frames than ", r.stop_seconds - r.start_seconds,
+                                            " s of video can hold (", expected_, " at most: ", kMaxFramesPerSecond,
+                                            " a second, and ", kTimeRangeSlack, " more)"));
   }
   if (position >= expected_) {
     return absl::DataLossError(absl::StrCat("backend sent more frames than the request asked for (",

@@ -31,6 +31,15 @@ class FrameCheck {
   // runner does (ipc::StreamMetadata::estimated_frame_count()).
   FrameCheck(const ipc::FrameRequest& request, int64_t frame_count, int64_t estimated_count = -1);
 
+  // At most this many frames a second start in a time range, whatever the
+  // backend claims: more is a backend that never ends its answer (frames a
+  // nanosecond apart), and the host's memory or the caller's disk would
+  // fill. High-speed cameras record 1,000-10,000 frames a second.
+  static constexpr double kMaxFramesPerSecond = 10'000;
+  // Frames beyond kMaxFramesPerSecond a range may hold: its first frame
+  // starts before it, and a run of frames may share a time.
+  static constexpr uint64_t kTimeRangeSlack = 64;
+
   // From now on frames must come as `asked`, or as native frames of one of
   // `native_formats` (DecoderOptions), which must outlive this check;
   // without this call any format passes.
@@ -55,6 +64,7 @@ class FrameCheck {
   // Frames the answer must hold exactly, or at most (a time range).
   uint64_t expected_ = 0;
   bool exact_ = true;
+  bool bounded_by_time_ = false;  // a time range's bound is its length, not the stream's count
   uint64_t received_ = 0;
   int64_t previous_index_ = -1;
   std::optional<ipc::OutputFormat> asked_;

@@ -124,6 +124,26 @@ TEST(FrameCheckTest, ATimeRangeGetsConsecutiveFramesBeforeItsStop) {
   EXPECT_TRUE(absl::IsDataLoss(Answer(request, 3, {0, 1, 2, 3})));
 }
 
+// A backend whose frames a time range never ends (each a nanosecond after
+// the last) is stopped at what the range's length can hold, count known or
+// not: before, an approximate-mode range took frames until the host's
+// memory ran out, and the CLI wrote gigabytes for 0.8 s.
+TEST(FrameCheckTest, ATimeRangeHoldsAtMostWhatItsLengthCan) {
+  const ipc::FrameRequest request{ipc::PtsRange{0.5, 0.5 + 1.0 / 1024}};  // under 1 ms: 10 frames, and the slack
+  for (int64_t count : {int64_t{-1}, int64_t{1} << 32}) {
+    FrameCheck check(request, count);
+    const uint64_t most = 10 + FrameCheck::kTimeRangeSlack;
+    for (uint64_t i = 0; i < most; ++i) {
+      ASSERT_TRUE(check.Next(Ref(i, static_cast<int64_t>(i), 0.5 + static_cast<double>(i) * 1e-9)).ok()) << i;
+    }
+    const absl::Status s = check.Next(Ref(most, static_cast<int64_t>(most), 0.5 + static_cast<double>(most) * 1e-9));
+    EXPECT_TRUE(absl::IsDataLoss(s)) << s;
+    EXPECT_NE(s.message().find("s of video can hold (74 at most: 10000 a second, and 64 more)"), std::string::npos) << s;
+  }
+  // A stream's own count stays the bound where it is the smaller.
+  EXPECT_TRUE(absl::IsDataLoss(Answer(ipc::FrameRequest{ipc::PtsRange{0.0, 100.0}}, 3, {0, 1, 2, 3})));
+}
+
 // A NaN time or an infinite duration would reach the caller's arithmetic
 // (a sampler's clip times, a sort).
 TEST(FrameCheckTest, TimesAreFiniteAndDurationsNotNegative) {
