@@ -45,7 +45,8 @@ import dask.bag
 import distributed
 import numpy as np
 
-from . import _host, _reading, backends
+from . import _host, _reading, _tensor, backends
+from ._frame import Frame, FrameBatch
 from ._errors import CodecvisorError
 from ._reading import Skipped
 from .decoders import VideoDecoder
@@ -88,14 +89,46 @@ def warm_workers(client: distributed.Client, devices: Sequence[Optional[str]] = 
         client.register_worker_plugin(plugin, name=name)
 
 
+def _umask() -> int:
+    """This process's umask, read without changing it (os.umask would, for
+    every thread, for a moment)."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    return 0o022
+
+
+def _as_array(name: str, value: Any) -> np.ndarray:
+    if _tensor.have_torch() and isinstance(value, _tensor.torch.Tensor):
+        return value.numpy()
+    if isinstance(value, (np.ndarray, np.generic, int, float, bool)):
+        return np.asarray(value)
+    raise TypeError(f"with output_dir, a job returns an array, a tensor, a Frame, a FrameBatch or a dict of "
+                    f"arrays or tensors; {name} is a {type(value).__name__}")
+
+
+def _arrays(result: Any) -> dict:
+    if isinstance(result, (Frame, FrameBatch)):
+        return {"data": result.data, "pts_seconds": result.pts_seconds, "duration_seconds": result.duration_seconds}
+    if isinstance(result, dict):
+        return result
+    return {"result": result}
+
+
 def _save(result: Any, path: str) -> str:
-    arrays = result if isinstance(result, dict) else {"result": result}
+    arrays = {str(k): _as_array(f"its {k!r}", v) for k, v in _arrays(result).items()}
     # Written whole then renamed: a task run again after its worker died
-    # never leaves a torn file.
+    # never leaves a torn file. mkstemp makes it 0600; the client, which
+    # may be another user than the workers, reads it as any new file.
     fd, partial = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".partial-", suffix=".npz")
     try:
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as f:
-            np.savez(f, **{k: np.asarray(v) for k, v in arrays.items()})
+            np.savez(f, **arrays)
         os.replace(partial, path)
     except BaseException:
         os.unlink(partial)

@@ -431,7 +431,13 @@ class VideoDecoder:
             error = _errors.translate(e)
             if type(error) is IndexError and self._within_count(method, args):
                 error = _errors.MissingFrameError(str(error), e.code)
-            raise error from None
+            try:
+                raise error from None
+            finally:
+                # The error's traceback holds this frame: a local holding
+                # the error would keep the decoder (its session, arena and
+                # descriptors) alive until the cycle collector runs.
+                del error
         return _frame.batch_from(arrays) if len(arrays[0]) else self._empty_batch()
 
     def _within_count(self, method, args) -> bool:
@@ -556,6 +562,15 @@ class VideoDecoder:
         if isinstance(fps, bool) or not isinstance(fps, numbers.Real) or not math.isfinite(fps) or fps <= 0:
             raise _errors.InvalidFpsError(f"fps must be positive and finite, not {fps!r}")
         count = round((stop_seconds - start_seconds) * fps)
+        # The times are listed before any frame is asked for: a count no
+        # memory could hold the frames of (a long stream at a high fps, or a
+        # backend claiming a stream of 1e300 s) is refused first.
+        frame_bytes = max(1, (self.metadata.width or 1) * (self.metadata.height or 1) * 3)
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        if count * frame_bytes > memory:
+            raise MemoryError(f"{self._label}: {count} frames ({stop_seconds - start_seconds} s at {fps} fps) of "
+                              f"{frame_bytes} bytes each would take more than this machine's {memory >> 20} MiB; "
+                              f"ask for a shorter range or a lower fps")
         end = self.metadata.end_stream_seconds
         times = [start_seconds + i / fps for i in range(count)]
         if end is not None:

@@ -218,8 +218,13 @@ def _time_range(start: Optional[float], end: Optional[float], num_frames_per_cli
     elif start >= stream_end:
         raise ValueError(f"sampling_range_start ({start}) must be smaller than {stream_end}")
     if end is None:
-        # The latest start whose last frame is still sampled before the end.
-        end = stream_end - (num_frames_per_clip - 1) * seconds_between_frames
+        # The latest start whose last frame is still sampled before the end,
+        # as the clip's times are computed: 1.48 - 29 * 0.04 rounds to a hair
+        # past 0.32, where a clip's last time would be the end itself.
+        reach = (num_frames_per_clip - 1) * seconds_between_frames
+        end = stream_end - reach
+        while end + reach >= stream_end and end > begin:
+            end = math.nextafter(end, -math.inf)
     elif end <= begin:
         raise ValueError(f"sampling_range_end ({end}) must be at least {begin}")
     if start >= end:

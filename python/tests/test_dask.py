@@ -171,6 +171,33 @@ def test_results_can_be_written_to_files(client, tmp_path):
     assert written == [str(tmp_path / "out" / f"{i:06d}.npz") for i in range(10)]
     check_equal([np.load(p)["result"] for p in written], single_process(paths))
     assert sorted(os.listdir(tmp_path / "out")) == [f"{i:06d}.npz" for i in range(10)]
+    # Readable as any new file is (umask 022 here), by a client that may
+    # be another user than the workers: mkstemp's 0600 was kept before.
+    umask = os.umask(0o022)
+    os.umask(umask)
+    assert {os.stat(p).st_mode & 0o777 for p in written} == {0o666 & ~umask}
+
+
+def first_frames(decoder):
+    return decoder.get_frames_at([0, 1])
+
+
+def test_a_frame_batch_is_written_as_its_arrays_and_other_results_are_refused(tmp_path):
+    paths = videos(tmp_path)[:2]
+    bag = video_bag(first_frames, paths, decoder_options=OPTIONS, output_dir=str(tmp_path / "out"))
+    written = bag.compute(scheduler="sync")
+    for path, video in zip(written, paths):
+        with VideoDecoder(video, **OPTIONS) as d:
+            expected = d.get_frames_at([0, 1])
+        saved = np.load(path)
+        np.testing.assert_array_equal(saved["data"], expected.data.numpy())
+        np.testing.assert_array_equal(saved["pts_seconds"], expected.pts_seconds.numpy())
+        np.testing.assert_array_equal(saved["duration_seconds"], expected.duration_seconds.numpy())
+    # An IndexError from deep inside numpy, before.
+    bag = video_bag(lambda d: {"frames": [d[0]]}, paths, decoder_options=OPTIONS, output_dir=str(tmp_path / "o2"),
+                    on_error="raise")
+    with pytest.raises(TypeError, match="with output_dir, a job returns an array.*'frames' is a list"):
+        bag.compute(scheduler="sync")
 
 
 def test_arguments_are_checked(tmp_path):

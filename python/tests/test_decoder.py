@@ -520,6 +520,10 @@ def test_a_time_range_resampled_to_a_frame_rate(video, reference):
         assert isinstance(bad.value, RuntimeError)  # what torchcodec raises there
     with pytest.raises(ValueError, match="Invalid stop seconds"):
         d.get_frames_played_in_range(0.0, 3.0, fps=5)
+    # More frames than memory could hold are refused before any time is
+    # listed (a list of 2e13 times filled the memory first).
+    with pytest.raises(MemoryError, match=r"20000000000000 frames \(2.0 s at 10000000000000.0 fps\) of 18432 bytes"):
+        d.get_frames_played_in_range(0.0, 2.0, fps=1e13)
     # Times that are not numbers are torchcodec's ValueError.
     for seconds in (["bad"], [None], torch.zeros(2, 2)):
         with pytest.raises(ValueError, match="Couldn't convert timestamps"):

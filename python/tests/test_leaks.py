@@ -59,3 +59,26 @@ def test_ten_thousand_decoders_leave_nothing_behind(tmp_path):
     assert after["threads"] == before["threads"], (before, after)
     assert after["children"] == before["children"] == 1, (before, after)  # the synthetic backend's process
     assert after["rss_kib"] - before["rss_kib"] < 16 * 1024, (before, after)
+
+
+def test_a_decoder_whose_call_raised_goes_when_let_go(tmp_path):
+    # No cycle collection here: reference counting alone must free it, as it
+    # frees a decoder whose calls all succeeded. The raised error used to
+    # be held by a local of the frame its traceback holds, which kept the
+    # decoder, its session and its descriptors until the cycle collector ran.
+    import weakref
+    clip = synthetic_clip(tmp_path / "clip.syn", "frames=4 width=32 height=24 fps=10")
+    gc.collect()
+    gc.disable()
+    try:
+        for call in (lambda d: d.get_frames_at([10**6]), lambda d: d[10**6], lambda d: d.get_frame_played_at(99.0)):
+            d = VideoDecoder(clip, device="synthetic")
+            try:
+                call(d)
+            except IndexError:
+                pass
+            gone = weakref.ref(d)
+            del d
+            assert gone() is None
+    finally:
+        gc.enable()

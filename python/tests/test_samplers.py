@@ -198,6 +198,21 @@ def test_regular_timestamps_start_every_n_seconds(make):
     assert indices(clips) == [[4, 8], [10, 14]]  # 2.0 is past the range
 
 
+def test_the_default_range_keeps_every_clip_inside_the_stream_despite_rounding(tmp_path):
+    # 37 frames at 25 fps end at 1.48 s; clips of 30 frames 0.04 s apart may
+    # start until 1.48 - 29 * 0.04, which rounds to a hair past 0.32, and a
+    # start at 0.32 put its last time on the end itself, where nothing is
+    # sampled: the error policy raised, the others padded.
+    path = synthetic_clip(tmp_path / "v37.syn", "frames=37 width=16 height=8 fps=25")
+    d = VideoDecoder(path, device="synthetic")
+    assert d.metadata.end_stream_seconds == 1.48
+    clips = clips_at_regular_timestamps(d, seconds_between_clip_starts=0.01, num_frames_per_clip=30, policy="error")
+    assert clips.pts_seconds.shape == (32, 30)  # starts 0, 0.01, ..., 0.31
+    frames = np.rint(clips.pts_seconds.numpy() * 25).astype(int)
+    assert frames[0, 0] == 0 and frames[-1, -1] == 36  # the last clip ends on the last frame
+    np.testing.assert_array_equal(frames[:, -1] - frames[:, 0], 29)  # no clip padded
+
+
 def test_time_ranges_start_where_the_stream_starts(make):
     d = make(24, start=0.5)  # frames played from 0.5 s to 3.5 s
     clips = clips_at_regular_timestamps(d, seconds_between_clip_starts=1.5, num_frames_per_clip=2)
