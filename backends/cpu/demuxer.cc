@@ -2,6 +2,7 @@
 
 #include "backends/cpu/demuxer.h"
 
+#include <cstring>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -35,6 +36,23 @@ int RefuseNestedOpen(AVFormatContext* /*s*/, AVIOContext** /*pb*/, const char* /
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Demuxer>> Demuxer::Open(int fd, int stream_index) {
+  absl::StatusOr<std::unique_ptr<Demuxer>> demuxer = OpenContainer(fd, stream_index);
+  if (!demuxer.ok()) return demuxer;
+  // A paletted stream: its palette is read now, before any seek can pass
+  // the packet that carries it (ReadPacket keeps it), then the container is
+  // opened afresh.
+  const AVCodecParameters* par = (*demuxer)->stream_->codecpar;
+  if (par->format == AV_PIX_FMT_PAL8 || (par->bits_per_coded_sample > 0 && par->bits_per_coded_sample <= 8)) {
+    AVPacket* packet = av_packet_alloc();
+    if (packet == nullptr) return absl::ResourceExhaustedError("out of memory for a packet");
+    (*demuxer)->ReadPacket(packet);
+    av_packet_free(&packet);
+    if (absl::Status s = (*demuxer)->Reopen(); !s.ok()) return s;
+  }
+  return demuxer;
+}
+
+absl::StatusOr<std::unique_ptr<Demuxer>> Demuxer::OpenContainer(int fd, int stream_index) {
   std::unique_ptr<Demuxer> demuxer(new Demuxer());
   auto input = FdInput::Create(fd);
   if (!input.ok()) return input.status();
@@ -116,6 +134,7 @@ bool Demuxer::ReadPacket(AVPacket* packet) {
     }
     if (packet->stream_index == stream_->index) {
       if (first_packet_pos_ < 0 && !seeked_ && packet->pos >= 0) first_packet_pos_ = packet->pos;
+      KeepPalette(packet);
       if (splices_.active()) {
         last_offset_ = splices_.OffsetAt(packet->pos, last_offset_);
         MovePacketTimes(packet, last_offset_);
@@ -162,8 +181,19 @@ absl::Status Demuxer::Seek(int64_t timestamp) {
   return absl::OkStatus();
 }
 
+void Demuxer::KeepPalette(AVPacket* packet) {
+  size_t size = 0;
+  if (const uint8_t* palette = av_packet_get_side_data(packet, AV_PKT_DATA_PALETTE, &size); palette != nullptr) {
+    palette_.assign(palette, palette + size);
+    return;
+  }
+  if (palette_.empty()) return;
+  uint8_t* copy = av_packet_new_side_data(packet, AV_PKT_DATA_PALETTE, palette_.size());
+  if (copy != nullptr) std::memcpy(copy, palette_.data(), palette_.size());
+}
+
 absl::Status Demuxer::Reopen() {
-  absl::StatusOr<std::unique_ptr<Demuxer>> fresh = Open(fd_, stream_->index);
+  absl::StatusOr<std::unique_ptr<Demuxer>> fresh = OpenContainer(fd_, stream_->index);
   if (!fresh.ok()) return fresh.status();
   // The old container and its input go with `fresh`, closed in that order.
   std::swap(input_, (*fresh)->input_);

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -80,6 +81,13 @@ class Demuxer {
 
  private:
   Demuxer() = default;
+  // Open without reading the palette.
+  static absl::StatusOr<std::unique_ptr<Demuxer>> OpenContainer(int fd, int stream_index);
+  // A paletted stream's demuxer (AVI, MOV) sends the palette once, as side
+  // data of the first packet it reads: a decoder started after a seek, or
+  // after a scan read that packet, would make black frames. The last
+  // palette read is kept and given to each packet that comes without one.
+  void KeepPalette(AVPacket* packet);
 
   int fd_ = -1;
   std::unique_ptr<FdInput> input_;
@@ -91,6 +99,7 @@ class Demuxer {
   bool seeked_ = false;
   StreamSplices splices_{0};  // none until UseSplices
   int64_t last_offset_ = 0;  // the splice offset of the last packet read
+  std::vector<uint8_t> palette_;  // the last AV_PKT_DATA_PALETTE read; empty until one is
 };
 
 }  // namespace codecvisor::cpu
