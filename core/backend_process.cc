@@ -101,6 +101,11 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
   if (!runner.valid()) {
     return MaybeHostShortage(Prefixed(ipc::ErrnoStatus(absl::StrCat("open(", layout.runner, ")")), where));
   }
+  // Checked when the manifest was read, and again now: the library is
+  // opened by its path at each start.
+  if (absl::Status s = CheckOnlyOwnerCanChange(manifest.library, "library"); !s.ok() && !absl::IsNotFound(s)) {
+    return Prefixed(s, where);
+  }
   ipc::UniqueFd library(open(manifest.library.c_str(), O_RDONLY | O_CLOEXEC));
   if (!library.valid() && (errno == EMFILE || errno == ENFILE || errno == ENOMEM)) {
     return HostShortage(Prefixed(ipc::ErrnoStatus(absl::StrCat("open(", manifest.library, ")")), where));

@@ -1,59 +1,132 @@
 #include "core/file_trust.h"
 
+#include <grp.h>
 #include <limits.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 
 namespace codecvisor {
+namespace {
 
-std::string WhyOthersCouldChange(const std::string& name, const Ownership& entry, uid_t self_uid, gid_t self_gid) {
-  if (entry.uid != 0 && entry.uid != self_uid) {
+// Links followed at most, as the kernel's ELOOP limit.
+constexpr int kMaxLinks = 40;
+
+// Whether `gid` is `uid`'s user-private group: named after the user, and
+// with no other member listed.
+bool IsPrivateGroup(gid_t gid, uid_t uid) {
+  std::vector<char> buffer(16384);
+  passwd pw{};
+  passwd* user = nullptr;
+  group gr{};
+  group* grp = nullptr;
+  if (getpwuid_r(uid, &pw, buffer.data(), buffer.size() / 2, &user) != 0 || user == nullptr) return false;
+  if (getgrgid_r(gid, &gr, buffer.data() + buffer.size() / 2, buffer.size() / 2, &grp) != 0 || grp == nullptr) {
+    return false;
+  }
+  if (std::strcmp(grp->gr_name, user->pw_name) != 0) return false;
+  for (char** member = grp->gr_mem; member != nullptr && *member != nullptr; ++member) {
+    if (std::strcmp(*member, user->pw_name) != 0) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string WhyOthersCouldChange(const std::string& name, const Ownership& entry, const Self& self) {
+  if (entry.uid != 0 && entry.uid != self.uid) {
     return absl::StrCat(name, " belongs to uid ", entry.uid, ", another user");
   }
+  // A symbolic link's mode means nothing: only its owner may replace it.
+  if (entry.link) return "";
   // A folder's sticky bit keeps others from removing or replacing what is
   // not theirs in it; a file's means nothing.
   const bool sticky = entry.folder && (entry.mode & S_ISVTX) != 0;
   if ((entry.mode & S_IWOTH) != 0 && !sticky) return absl::StrCat(name, " may be written by every user");
-  if ((entry.mode & S_IWGRP) != 0 && !sticky && entry.gid != self_gid) {
+  if ((entry.mode & S_IWGRP) != 0 && !sticky && !(entry.gid == self.gid && self.private_group)) {
     return absl::StrCat(name, " may be written by group ", entry.gid);
   }
   return "";
 }
 
 absl::Status CheckOnlyOwnerCanChange(const std::string& path, absl::string_view what) {
-  char resolved[PATH_MAX];
-  if (realpath(path.c_str(), resolved) == nullptr) {
-    return absl::NotFoundError(absl::StrCat(what, " ", path, ": ", std::strerror(errno)));
+  if (path.empty() || path[0] != '/') {
+    return absl::InvalidArgumentError(absl::StrCat(what, " ", path, ": not an absolute path"));
   }
-  const uid_t self_uid = geteuid();
-  const gid_t self_gid = getegid();
-  std::string entry = resolved;
-  for (;;) {
-    struct stat st {};
-    if (stat(entry.c_str(), &st) != 0) {
-      return absl::NotFoundError(absl::StrCat(what, " ", path, ": ", entry, ": ", std::strerror(errno)));
+  Self self{geteuid(), getegid(), false};
+  bool private_group_known = false;
+  auto untrusted = [&](const std::string& why) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        what, " ", path, " is not trusted: ", why,
+        ", who could change what the backend runs; only files that no one but root and this user (uid ", self.uid,
+        ") can change are loaded"));
+  };
+  // Walks the path as the kernel resolves it: every folder searched (the
+  // one a name is looked up in) and every entry met, links included, must
+  // be one no other user can change; a link's target is walked the same
+  // way from where it points.
+  std::vector<std::string> pending;  // names still to resolve, the next last
+  auto push = [&pending](const std::string& p) {
+    std::vector<std::string> names = absl::StrSplit(p, '/', absl::SkipEmpty());
+    pending.insert(pending.end(), names.rbegin(), names.rend());
+  };
+  push(path);
+  std::string folder = "/";
+  int links = 0;
+  auto check = [&](const std::string& entry, const struct stat& st) -> absl::Status {
+    Ownership o{st.st_uid, st.st_gid, st.st_mode, S_ISDIR(st.st_mode), S_ISLNK(st.st_mode)};
+    if (!o.link && (o.mode & S_IWGRP) != 0 && o.gid == self.gid && !private_group_known) {
+      self.private_group = IsPrivateGroup(self.gid, self.uid);
+      private_group_known = true;
     }
-    const Ownership o{st.st_uid, st.st_gid, st.st_mode, S_ISDIR(st.st_mode)};
-    const std::string why =
-        WhyOthersCouldChange(entry == resolved ? std::string(resolved) : absl::StrCat("its folder ", entry), o,
-                             self_uid, self_gid);
-    if (!why.empty()) {
-      return absl::PermissionDeniedError(absl::StrCat(
-          what, " ", path, " is not trusted: ", why,
-          ", who could change what the backend runs; only files that no one but root and this user (uid ", self_uid,
-          ") can change are loaded"));
+    const std::string why = WhyOthersCouldChange(entry, o, self);
+    return why.empty() ? absl::OkStatus() : untrusted(why);
+  };
+  auto stat_error = [&](const std::string& entry) {
+    if (errno == ENOENT) return absl::NotFoundError(absl::StrCat(what, " ", path, ": ", entry, ": ", std::strerror(errno)));
+    return untrusted(absl::StrCat(entry, " cannot be checked (", std::strerror(errno), ")"));
+  };
+  struct stat st {};
+  if (lstat("/", &st) != 0) return stat_error("/");
+  if (absl::Status s = check("/", st); !s.ok()) return s;
+  while (!pending.empty()) {
+    const std::string name = std::move(pending.back());
+    pending.pop_back();
+    if (name == ".") continue;
+    if (name == "..") {  // `folder` is resolved: its parent was walked through
+      const size_t slash = folder.rfind('/');
+      folder = slash == 0 ? "/" : folder.substr(0, slash);
+      continue;
     }
-    if (entry == "/") return absl::OkStatus();
-    const size_t slash = entry.rfind('/');
-    entry = slash == 0 ? "/" : entry.substr(0, slash);
+    const std::string entry = folder == "/" ? "/" + name : absl::StrCat(folder, "/", name);
+    if (lstat(entry.c_str(), &st) != 0) return stat_error(entry);
+    if (absl::Status s = check(entry, st); !s.ok()) return s;
+    if (S_ISLNK(st.st_mode)) {
+      if (++links > kMaxLinks) return untrusted(absl::StrCat(entry, " cannot be checked (too many links)"));
+      std::vector<char> target(PATH_MAX + 1);
+      const ssize_t n = readlink(entry.c_str(), target.data(), target.size() - 1);
+      if (n <= 0) return stat_error(entry);
+      const std::string to(target.data(), static_cast<size_t>(n));
+      if (to[0] == '/') folder = "/";
+      push(to);
+      continue;
+    }
+    if (S_ISDIR(st.st_mode)) {
+      folder = entry;
+    } else if (!pending.empty()) {
+      errno = ENOTDIR;
+      return stat_error(entry);
+    }
   }
+  return absl::OkStatus();
 }
 
 absl::Status CheckDeviceNodes(const std::vector<std::string>& devices) {

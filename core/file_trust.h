@@ -8,13 +8,15 @@
 // with the caller's rights over the caller's files.
 //
 // The rule, as OpenSSH's StrictModes applies it to authorized_keys: the
-// file, and every folder from it up to /, belongs to root or to this
-// process's user, and no one else may write it. A folder that others may
-// write is accepted only with the sticky bit (/tmp): there, no one may
-// remove or replace another's file. Group write is accepted where the group
-// is this process's own primary group (a user-private group, the umask 002
-// systems' default). Symbolic links are followed first: the file and the
-// folders checked are those the path resolves to.
+// path is walked as the kernel resolves it, and every folder searched and
+// every entry met (each symbolic link, and what it leads to, walked the
+// same way) belongs to root or to this process's user, and no one else may
+// write it. A folder that others may write is accepted only with the
+// sticky bit (/tmp): there, no one may remove or replace another's entry.
+// Group write is accepted only for this process's user-private group
+// (named after the user, no other member: the umask 002 systems' default).
+// What cannot be checked (a folder that cannot be searched, a path too
+// long) is refused.
 //
 // Thread-safe: pure functions and system calls only.
 
@@ -31,22 +33,29 @@
 
 namespace codecvisor {
 
-// Who owns an entry and who may write it (from stat).
+// Who owns an entry and who may write it (from lstat).
 struct Ownership {
   uid_t uid = 0;
   gid_t gid = 0;
   mode_t mode = 0;
   bool folder = false;
+  bool link = false;
+};
+
+// The process the check is for.
+struct Self {
+  uid_t uid = 0;
+  gid_t gid = 0;               // its primary group
+  bool private_group = false;  // `gid` is the user's private group
 };
 
 // Pure: why another user could change `entry` (named `name` in the
-// sentence), or "" when no one but root and `self_uid` can. `self_gid`
-// is this process's primary group.
-std::string WhyOthersCouldChange(const std::string& name, const Ownership& entry, uid_t self_uid, gid_t self_gid);
+// sentence), or "" when no one but root and `self` can.
+std::string WhyOthersCouldChange(const std::string& name, const Ownership& entry, const Self& self);
 
-// The check on a real path: PERMISSION_DENIED naming `what` ("manifest",
-// "library") and the first entry that fails, or NOT_FOUND when the path
-// does not resolve; OK otherwise.
+// The check on a real, absolute path: PERMISSION_DENIED naming `what`
+// ("manifest", "library") and the first entry that fails or cannot be
+// checked, NOT_FOUND when an entry does not exist; OK otherwise.
 absl::Status CheckOnlyOwnerCanChange(const std::string& path, absl::string_view what);
 
 // A manifest's [sandbox] devices are bound read-write into the backend's

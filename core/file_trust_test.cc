@@ -17,14 +17,21 @@ namespace {
 constexpr uid_t kMe = 1000;
 constexpr gid_t kMyGroup = 1000;
 
-std::string Why(uid_t uid, gid_t gid, mode_t mode, bool folder = false) {
-  return WhyOthersCouldChange("x", Ownership{uid, gid, mode, folder}, kMe, kMyGroup);
+std::string Why(uid_t uid, gid_t gid, mode_t mode, bool folder = false, bool private_group = true) {
+  return WhyOthersCouldChange("x", Ownership{uid, gid, mode, folder}, Self{kMe, kMyGroup, private_group});
 }
 
 TEST(FileTrustTest, RootsAndTheUsersOwnFilesAreTrusted) {
   EXPECT_EQ(Why(0, 0, 0644), "");
   EXPECT_EQ(Why(kMe, kMyGroup, 0600), "");
   EXPECT_EQ(Why(0, 0, 0755, true), "");
+}
+
+TEST(FileTrustTest, ALinkIsJudgedByItsOwnerOnly) {
+  const Self me{kMe, kMyGroup, true};
+  EXPECT_EQ(WhyOthersCouldChange("x", Ownership{0, 0, 0777, false, true}, me), "");
+  EXPECT_EQ(WhyOthersCouldChange("x", Ownership{1002, 1002, 0777, false, true}, me),
+            "x belongs to uid 1002, another user");
 }
 
 TEST(FileTrustTest, AnotherUsersFileIsNot) {
@@ -39,8 +46,10 @@ TEST(FileTrustTest, WhatEveryUserMayWriteIsNotUnlessAFolderIsSticky) {
   EXPECT_EQ(Why(kMe, kMyGroup, 01666), "x may be written by every user");  // a file's sticky bit means nothing
 }
 
-TEST(FileTrustTest, GroupWriteIsTrustedOnlyForTheUsersOwnGroup) {
+TEST(FileTrustTest, GroupWriteIsTrustedOnlyForTheUsersPrivateGroup) {
   EXPECT_EQ(Why(kMe, kMyGroup, 0664), "");  // umask 002 with a user-private group
+  // A primary group shared with other users ('users'): they could write it.
+  EXPECT_EQ(Why(kMe, kMyGroup, 0664, false, false), "x may be written by group 1000");
   EXPECT_EQ(Why(kMe, 27, 0664), "x may be written by group 27");
   EXPECT_EQ(Why(0, 50, 0775, true), "x may be written by group 50");
   EXPECT_EQ(Why(0, 50, 01775, true), "");
@@ -66,11 +75,55 @@ TEST(FileTrustTest, ARealPathIsCheckedUpToTheRoot) {
   ASSERT_EQ(chmod(dir.c_str(), 0777), 0);
   s = CheckOnlyOwnerCanChange(file, "library");
   EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied) << s;
-  EXPECT_NE(s.message().find("library " + file + " is not trusted: its folder " + dir), std::string::npos) << s;
+  EXPECT_NE(s.message().find("library " + file + " is not trusted: " + dir + " may be written by every user"), std::string::npos) << s;
   ASSERT_EQ(chmod(dir.c_str(), 01777), 0);
   EXPECT_TRUE(CheckOnlyOwnerCanChange(file, "manifest").ok());
 
   EXPECT_EQ(CheckOnlyOwnerCanChange(dir + "/missing.toml", "manifest").code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(CheckOnlyOwnerCanChange("relative.toml", "manifest").code(), absl::StatusCode::kInvalidArgument);
+}
+
+// A link is walked as the kernel follows it: the folders it passes
+// through count, not only the folder of the file it leads to. Before, a
+// link in an untrusted folder to a trusted file passed, and so did a path
+// realpath() could not resolve (too long): the check was skipped.
+TEST(FileTrustTest, LinksAreWalkedAndWhatCannotBeCheckedIsRefused) {
+  const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/links";
+  const std::string open_dir = dir + "/open";  // writable by every user
+  ASSERT_EQ(mkdir(dir.c_str(), 0755), 0);
+  ASSERT_EQ(mkdir(open_dir.c_str(), 0755), 0);
+  const std::string file = dir + "/lib.so";
+  const int fd = open(file.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  ASSERT_EQ(chmod(file.c_str(), 0644), 0);
+  // A trusted link to a trusted file, relative and absolute, and through "..".
+  ASSERT_EQ(symlink("lib.so", (dir + "/rel.so").c_str()), 0);
+  ASSERT_EQ(symlink(file.c_str(), (dir + "/abs.so").c_str()), 0);
+  ASSERT_EQ(symlink("../lib.so", (open_dir + "/up.so").c_str()), 0);
+  EXPECT_TRUE(CheckOnlyOwnerCanChange(dir + "/rel.so", "library").ok()) << CheckOnlyOwnerCanChange(dir + "/rel.so", "library");
+  EXPECT_TRUE(CheckOnlyOwnerCanChange(dir + "/abs.so", "library").ok());
+  EXPECT_TRUE(CheckOnlyOwnerCanChange(open_dir + "/up.so", "library").ok());
+  EXPECT_TRUE(CheckOnlyOwnerCanChange(open_dir + "/../lib.so", "library").ok());
+  // The folder holding the link opened to every user: another user could
+  // point it elsewhere, though it leads to a trusted file.
+  ASSERT_EQ(chmod(open_dir.c_str(), 0777), 0);
+  absl::Status s = CheckOnlyOwnerCanChange(open_dir + "/up.so", "library");
+  EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied) << s;
+  EXPECT_NE(s.message().find(open_dir + " may be written by every user"), std::string::npos) << s;
+  // A path longer than PATH_MAX once its links are followed: refused.
+  std::string deep = dir + "/deep";
+  ASSERT_EQ(mkdir(deep.c_str(), 0755), 0);
+  const std::string long_name(250, 'd');
+  std::string walk = deep;
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_EQ(mkdirat(AT_FDCWD, (walk + "/" + long_name).c_str(), 0755), 0) << i;
+    ASSERT_EQ(symlink((walk + "/" + long_name).c_str(), (dir + "/hop" + std::to_string(i)).c_str()), 0);
+    walk = dir + "/hop" + std::to_string(i);
+  }
+  s = CheckOnlyOwnerCanChange(dir + "/hop19/x.toml", "manifest");
+  EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied) << s;
+  EXPECT_NE(s.message().find("cannot be checked"), std::string::npos) << s;
 }
 
 TEST(FileTrustTest, OnlyCharacterDevicesThatAreNotTerminalsAreGranted) {

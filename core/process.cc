@@ -244,9 +244,15 @@ absl::StatusOr<ChildProcess> LaunchOnThisThread(const LaunchSpec& spec) {
       return absl::ResourceExhaustedError(
           "clone3: Resource temporarily unavailable (too many processes and threads)");
     }
-    return ipc::ErrnoStatus(spec.sandbox.namespaces ? "clone3(CLONE_PIDFD | CLONE_NEWUSER | CLONE_NEWPID | "
-                                                      "CLONE_NEWNET | CLONE_NEWIPC)"
-                                                    : "clone3(CLONE_PIDFD)");
+    const int err = errno;
+    absl::Status failed = ipc::ErrnoStatus(spec.sandbox.namespaces ? "clone3(CLONE_PIDFD | CLONE_NEWUSER | "
+                                                                     "CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC)"
+                                                                   : "clone3(CLONE_PIDFD)",
+                                           err);
+    // ENOSPC here is a namespace limit (user.max_user_namespaces = 0 where
+    // they are forbidden), not this process's shortage: a weaker sandbox may start.
+    if (err == ENOSPC) return absl::FailedPreconditionError(failed.message());
+    return failed;
   }
   if (pid == 0) {
     ChildAfterClone(spec, argv.data(), envp.data(), write_end.get(), read_end.get(), go_read.get(), parent);
@@ -295,14 +301,19 @@ absl::StatusOr<ChildProcess> LaunchOnThisThread(const LaunchSpec& spec) {
     waitpid(child.pid, nullptr, 0);
     const auto& steps = spec.sandbox.empty_root.steps;
     if (report.step == kRootStep || (report.step >= 0 && static_cast<size_t>(report.step) < steps.size())) {
-      return ipc::ErrnoStatus(
+      // A mount that fails is the sandbox's failure, whatever its errno
+      // (ENOSPC: the mount limit): not this process's shortage.
+      absl::Status failed = ipc::ErrnoStatus(
           absl::StrCat("starting ", spec.path, ": building its empty root filesystem (",
                        report.step == kRootStep ? "private mounts, tmpfs and pivot_root"
                                                 : steps[static_cast<size_t>(report.step)].Describe(),
                        ")"),
           report.err);
+      return absl::IsResourceExhausted(failed) ? absl::FailedPreconditionError(failed.message()) : failed;
     }
-    return ipc::ErrnoStatus(absl::StrCat("starting ", spec.path), report.err);
+    absl::Status failed = ipc::ErrnoStatus(absl::StrCat("starting ", spec.path), report.err);
+    if (report.err == ENOSPC) return absl::FailedPreconditionError(failed.message());  // a namespace limit
+    return failed;
   }
   return child;
 }
