@@ -180,6 +180,11 @@ absl::StatusOr<BackendManifest> ParseManifest(absl::string_view text, absl::stri
           // The folders under /dev that hold files anyone may create, and
           // the terminals: never a device a backend may have.
           if (k == "devices") {
+            // Written plainly ("/dev/./shm/x" would pass the prefixes below).
+            if (std::filesystem::path(str->get()).lexically_normal().string() != str->get()) {
+              return bad(absl::StrCat("key 'sandbox.devices': '", str->get(), "' is not written plainly (write '",
+                                      std::filesystem::path(str->get()).lexically_normal().string(), "')"));
+            }
             bool refused = str->get() == "/dev/";
             for (const char* shared : {"/dev/shm", "/dev/mqueue", "/dev/pts", "/dev/fd"}) {
               refused = refused || str->get() == shared || absl::StartsWith(str->get(), absl::StrCat(shared, "/"));

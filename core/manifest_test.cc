@@ -107,6 +107,7 @@ TEST(ManifestTest, SandboxTableAndNoNetworkEver) {
                           "[sandbox]\ndevices=['/dev/']\n", "[sandbox]\ndevices=['/dev/shm/x']\n",
                           "[sandbox]\ndevices=['/dev/shm']\n", "[sandbox]\ndevices=['/dev/mqueue/q']\n",
                           "[sandbox]\ndevices=['/dev/pts/0']\n", "[sandbox]\ndevices=['/dev/fd/3']\n",
+                          "[sandbox]\ndevices=['/dev/./shm/x']\n", "[sandbox]\ndevices=['/dev//shm/x']\n",
                           // memory_mb << 20 must not wrap to a zero limit.
                           "[sandbox]\nmemory_mb=17592186044416\n", "[sandbox]\nthreads=9223372036854775807\n"}) {
     auto b = ParseManifest(std::string("name='x'\ndevices=['x']\nlibrary='/l.so'\nabi_version=1\n") + bad, "x.toml");
