@@ -120,6 +120,12 @@ class Supervisor {
   // alone (solo_gate.h).
   SoloGate& gate() { return gate_; }
   const BackendManifest& manifest() const { return manifest_; }
+  // How long a caller waits for the backend to be ready again after it died
+  // or hung: a start that hangs is given up at spawn_timeout, then the
+  // restart's backoff, then a fresh start of up to spawn_timeout.
+  std::chrono::milliseconds RecoveryWait() const {
+    return 2 * options_.spawn_timeout + manifest_.restart.backoff_max + std::chrono::seconds(1);
+  }
 
   // Stops the threads and every child. Idempotent.
   void Shutdown();

@@ -18,7 +18,8 @@ namespace {
 using ipc::Clock;
 using ipc::Deadline;
 
-constexpr auto kRecoveryWait = std::chrono::seconds(10);
+// How long a request that gave up on its backend waits for its exit to be recorded.
+constexpr auto kExitWait = std::chrono::seconds(10);
 
 // Whether a re-opened session describes the stream exactly as before,
 // bit for bit: a NaN a backend reports (an unknown rate, say) equals
@@ -97,7 +98,7 @@ absl::StatusOr<RequestBlame> VideoDecoder::Recover(const absl::Status& failure, 
   if (replace) reason = absl::StrCat("out of resources: ", failure.message());
   const bool kill = replace || absl::IsDeadlineExceeded(failure) || absl::IsDataLoss(failure);
   absl::StatusOr<DeathRecord> record =
-      supervisor_->ReportFailure(backend_.generation, token_, kill, reason, Clock::now() + kRecoveryWait);
+      supervisor_->ReportFailure(backend_.generation, token_, kill, reason, Clock::now() + kExitWait);
   session_ = {};
   if (!record.ok()) return record.status();
   *death = *record;
@@ -122,8 +123,8 @@ absl::Status VideoDecoder::Reopen() {
   for (;;) {
     // Waiting for a (re)start is not the open: a short open timeout must
     // not fail an open because a restart under load took longer than it.
-    absl::StatusOr<BackendHandle> handle =
-        supervisor_->Acquire(Clock::now() + std::max<std::chrono::milliseconds>(options_.open_timeout, kRecoveryWait));
+    absl::StatusOr<BackendHandle> handle = supervisor_->Acquire(
+        Clock::now() + std::max<std::chrono::milliseconds>(options_.open_timeout, supervisor_->RecoveryWait()));
     if (!handle.ok()) return Annotate(handle.status());
     // Each attempt has the whole open timeout: a backend that hung or died
     // in the last one must not use up the next.

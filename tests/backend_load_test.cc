@@ -6,6 +6,8 @@
 #include <sys/stat.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -118,6 +120,40 @@ TEST_F(FaultTest, APluginThatNeverFinishesStartingSaysSo) {
   EXPECT_EQ(StatusOf("inithang").state, "failed");
   auto other = Open(WriteSyntheticVideo("other_start.syn"), "synthetic");
   ASSERT_TRUE(other.ok()) << other.status();
+}
+
+// A start that hangs (a plugin stuck in create() until it is killed) costs
+// an open a restart, however short its timeout: the open waits for the
+// stuck start to be given up (spawn_timeout) and a fresh one. Before, it
+// waited at most 10 s, the default spawn_timeout itself, and failed with
+// 'was not ready in time' (a training loop's sample lost to one hang).
+TEST_F(FaultTest, AStartThatHangsOnceDelaysAnOpenWithAShortTimeoutButDoesNotFailIt) {
+  StartHost();  // the default spawn_timeout, 10 s
+  const std::string marker = WriteFile("hang_marker", "");
+  const std::string folder = marker.substr(0, marker.rfind('/'));
+  const std::string path = WriteFile(
+      "hangonce.toml", FaultyManifest("hangonce", Runfile("backends/testing/libcodecvisor_faulty.so"),
+                                      "faulty_hangs_while_marked",
+                                      "[sandbox]\nread_paths=['" + folder + "']\n[config]\nmarker='" + marker + "'\n"));
+  ASSERT_TRUE(host_->LoadBackend(path).ok());
+  FaultRow& row = Row("plugin create() that hangs once, with a short open_timeout");
+  ++row.tries;
+  // The marker goes once the first start is under way (and stuck).
+  std::thread unmark([&] {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    std::remove(marker.c_str());
+  });
+  DecoderOptions options;
+  options.open_timeout = std::chrono::milliseconds(500);
+  const auto start = std::chrono::steady_clock::now();
+  auto decoder = Open(WriteSyntheticVideo("hang_once.syn"), "hangonce", options);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  unmark.join();
+  row.Saw("open " + CodeName(decoder.status()));
+  ASSERT_TRUE(decoder.ok()) << decoder.status() << " after " << seconds << " s";
+  EXPECT_GE(seconds, 9.0);  // the stuck start was waited for, then replaced
+  absl::StatusOr<Frame> f = (*decoder)->GetFrameAt(3);
+  EXPECT_TRUE(f.ok() && IsSyntheticFrame(*f, 3)) << FrameOutcome(f, 3);
 }
 
 // Fields appended to cv_backend_v1 (late_frame_buffer) must not break a

@@ -333,6 +333,23 @@ extern "C" CODECVISOR_BACKEND_EXPORT const cv_backend_v1* faulty_slow_start(void
     };
   });
 }
+// A sound table named "hangonce" whose create() never returns while the
+// file its [config] names ("marker=PATH", in a read path) exists: a start
+// that hangs until the test removes the file, then starts that work.
+extern "C" CODECVISOR_BACKEND_EXPORT const cv_backend_v1* faulty_hangs_while_marked(void) {
+  return TableVariant([](cv_backend_v1& t) {
+    t.name = "hangonce";
+    t.create = [](const char* config, cv_backend** out, cv_error* error) -> cv_status {
+      const char* marker = config != nullptr ? std::strstr(config, "marker=") : nullptr;
+      if (marker != nullptr) {
+        std::string path(marker + 7);
+        path = path.substr(0, path.find_first_of("\n\"'"));
+        while (access(path.c_str(), F_OK) == 0) pause();
+      }
+      return Create(config, out, error);
+    };
+  });
+}
 // A sound table whose create() never returns, named "inithang".
 extern "C" CODECVISOR_BACKEND_EXPORT const cv_backend_v1* faulty_init_hangs(void) {
   return TableVariant([](cv_backend_v1& t) {
