@@ -265,8 +265,9 @@ mappings = _Mappings()
 
 
 def _after_fork_in_child():
-    global _pool, _pool_lock
+    global _pool, _pool_lock, _holding, _holding_lock
     _pool_lock = threading.Lock()  # a parent's thread may have held it
+    _holding, _holding_lock = set(), threading.Lock()
     if _pool is not None:  # the parent's: its descriptors are not ours to keep
         for buffer in _pool._buffers:
             buffer.close()
@@ -274,7 +275,26 @@ def _after_fork_in_child():
     mappings.forget_in_child()
 
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
+# The releases (weakref.finalize) of the batches this process has received;
+# those that ran are pruned as new ones come.
+_holding = set()
+_holding_lock = threading.Lock()
+
+
+def _before_fork():
+    # A batch alive at a fork is seen by the child too (fork copies its
+    # mapping, and a Process's arguments are inherited, not pickled): its
+    # buffer must never go back to its worker, which would write the next
+    # batch into what the child still reads. Its lease is kept for good;
+    # the worker's pool falls back to torch's way when it has no buffer
+    # left.
+    with _holding_lock:
+        for release in _holding:
+            release.detach()  # nothing if it ran
+        _holding.clear()
+
+
+os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
 
 
 def _receive(dup_fd, number, dtype, shape, nbytes, sender):
@@ -287,5 +307,8 @@ def _receive(dup_fd, number, dtype, shape, nbytes, sender):
         received.release(number)
         raise ValueError(f"a batch of {nbytes} bytes does not fit its buffer of {len(received.bytes) - HEADER}")
     array = np.ndarray(nbytes, np.uint8, buffer=received.map, offset=HEADER)
-    weakref.finalize(array, received.release, number)
+    release = weakref.finalize(array, received.release, number)
+    with _holding_lock:
+        _holding.difference_update([r for r in _holding if not r.alive])
+        _holding.add(release)
     return torch.from_numpy(array).view(dtype).view(*shape)

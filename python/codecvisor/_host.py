@@ -10,6 +10,7 @@ one that fails is kept, with why, for codecvisor.backends.list() and for the
 error of whoever asks for its device.
 """
 
+import multiprocessing.util
 import os
 import threading
 
@@ -18,6 +19,7 @@ from . import _codecvisor, _errors, _plugins
 _lock = threading.Lock()
 _host = None
 _host_pid = None
+_forked = False  # this process is a fork of one that imported codecvisor
 
 
 def _autoload():
@@ -137,6 +139,14 @@ def get():
         if _host is None or _host_pid != os.getpid():
             _host = _make()
             _host_pid = os.getpid()
+            if _forked:
+                # A forked multiprocessing child (a DataLoader worker) ends
+                # with os._exit, past the interpreter's teardown: its Host
+                # would never stop and reap its backends, which the kernel
+                # then kills and hands, unreaped, to init (zombies for the
+                # rest of a job whose trainer is a container's PID 1).
+                # multiprocessing runs its exit finalizers before os._exit.
+                multiprocessing.util.Finalize(None, _host.close, exitpriority=0)
         return _host
 
 
@@ -152,10 +162,11 @@ def _forget_after_fork():
     # The inherited Host is the parent's: dropping our reference leaks it in
     # this process (its destructor knows it is not ours), and the next get()
     # makes this process's own.
-    global _host, _host_pid, _lock
+    global _host, _host_pid, _lock, _forked
     _lock = threading.Lock()  # a lock held by a parent thread at fork stays held here
     _host = None
     _host_pid = None
+    _forked = True
 
 
 os.register_at_fork(after_in_child=_forget_after_fork)

@@ -105,6 +105,38 @@ def test_a_forked_childs_copy_of_a_batch_frees_nothing(pool):
     assert torch.equal(kept, torch.stack(samples(1))) and _batch_pool.sendable(kept) is not None
 
 
+def test_a_received_batch_alive_at_a_fork_never_goes_back_to_its_worker(pool):
+    # A batch handed to a fork-started process (its arguments inherited, not
+    # pickled) is read by the child after the training loop has dropped it:
+    # its buffer must not be written again. Before, the parent's tensor
+    # dying freed it, and the worker stacked the next batch into what the
+    # child still read (4-5 MB of 22 changed in the QA repro).
+    received = pickle.loads(send(ClipBatch(_batch_pool.stack(samples(1)), None, [])))
+    address = pool._buffers[0].state + _batch_pool.HEADER
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child reads its copy once the parent has moved on
+        os.close(write)
+        os.read(read, 1)
+        os._exit(0 if torch.equal(received.clips, torch.stack(samples(1))) else 1)
+    os.close(read)
+    number = header_state(address)
+    del received
+    gc.collect()
+    assert header_state(address) == number  # kept for good: the child may still read it
+    again = _batch_pool.stack(samples(2))  # the worker's next batch: another buffer, or torch's way
+    assert again.data_ptr() != address
+    os.write(write, b"x")
+    os.close(write)
+    assert os.waitpid(pid, 0)[1] == 0
+    # A batch received after the fork is freed when it dies, as before.
+    later = pickle.loads(send(ClipBatch(again, None, [])))
+    later_address = later.clips.data_ptr()
+    del again, later
+    gc.collect()
+    assert header_state(later_address) == _batch_pool.FREE
+
+
 def test_small_batches_views_and_other_tensors_go_torchs_way(pool):
     small = [torch.ones(100, dtype=torch.uint8)] * 2
     assert pool.output((2, 100), torch.uint8) is None

@@ -3,6 +3,8 @@ released while a backend works, and a decoder made in the parent works in
 fork and spawn workers without touching the parent's backends."""
 
 import os
+import subprocess
+import sys
 import threading
 import time
 
@@ -142,3 +144,45 @@ def test_a_poison_frame_in_a_worker_is_a_clear_exception(tmp_path):
     assert len(seen) == 5
     message = str(e.value)
     assert "SIGSEGV" in message and "poison" in message and "poison.syn" in message, message
+
+
+ZOMBIES = r"""
+import ctypes, os, sys, time
+from torch.utils.data import DataLoader, Dataset
+from codecvisor.decoders import VideoDecoder
+ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: as a container's PID 1 is
+
+class Frames(Dataset):
+    def __len__(self): return 4
+    def __getitem__(self, i):
+        with VideoDecoder(sys.argv[1]) as d:
+            return d[i]
+
+def zombies():
+    found = 0
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                with open(f"/proc/{p}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            found += fields[0] == "Z" and int(fields[1]) == os.getpid()
+    return found
+
+for epoch in range(2):
+    for _ in DataLoader(Frames(), batch_size=2, num_workers=2, multiprocessing_context="fork"):
+        pass
+time.sleep(1)  # what the kernel hands over after the workers' exit has arrived
+print(zombies())
+"""
+
+
+def test_forked_workers_stop_and_reap_their_backends(video):
+    # A trainer that is a subreaper (a container's PID 1) inherits whatever
+    # its workers leave. Each fork-started worker ended with os._exit and
+    # left its backend to the kernel: one zombie per worker per epoch.
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    done = subprocess.run([sys.executable, "-c", ZOMBIES, video], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "0", done.stdout
