@@ -180,7 +180,7 @@ int RunBackends(const BackendsArgs& args) {
   } else {
     PrintText(**host, backends, history);
   }
-  if (std::fflush(stdout) != 0) return ReportFailure("backends", "", absl::InternalError("cannot write stdout"));
+  if (!StdoutWritten()) return ReportFailure("backends", "", absl::InternalError("cannot write stdout"));
   if (!args.start) return 0;
   bool failed = false;
   for (const absl::Status& s : started) {

@@ -214,6 +214,20 @@ check "some frames were skipped" [ "$skipped" -gt 0 ]
 check "the others were written" [ $(($(ls "$tmp/dmg2" | wc -l) + skipped)) = 200 ]
 check "--json lists the skipped" grep -qE '"skipped":\[[0-9]+(,[0-9]+)*\]\}$' "$tmp/dmg.json"
 check "--skip-bad-frames takes no time selection" run_cv 108 "$tmp/stdout" "$tmp/err" decode "$dmg" --skip-bad-frames --times 1 --out "$tmp/x"
+# An approximate-mode range is not capped by a count: --skip-bad-frames used
+# to list it whole (2^63 indices, or an endless loop where i += step
+# overflowed) and abort on std::bad_alloc. It now fails as it does without.
+check "--skip-bad-frames over a huge range" bash -c 'timeout 60 "$0" decode "$1" --seek-mode approximate \
+  --skip-bad-frames --frames 9223372036854775800:9223372036854775807:5 --out "$2" --quiet 2>"$3"; [ $? = 1 ]' \
+  "$cv" "$video" "$tmp/huge" "$tmp/err"
+check "... says the index is out of range" grep -qE "frame index [0-9]+ is out of range" "$tmp/err"
+
+# Output past stdio's buffer that fails to reach stdout (a full disk) is an
+# error: the last flush, with nothing left, used to succeed (exit 0).
+check "decode --json to a full stdout" bash -c '"$0" decode "$1" --format ppm --out "$2" --json -q >/dev/full 2>"$3"; [ $? = 1 ]' \
+  "$cv" "$video" "$tmp/full" "$tmp/err"
+check "... says so" grep -q "cannot write stdout" "$tmp/err"
+check "an unspecified colour is null in info --json" grep -q '"color_primaries":null' "$tmp/info.json"
 
 # conformance: the whole suite against the built-in backend, as JSON
 check "conformance --backend cpu --json" run_cv 0 "$tmp/conf.json" "$tmp/err" conformance --backend cpu --json

@@ -79,15 +79,30 @@ struct WrittenFrame {
   std::string file;
 };
 
-// The selection as a list of indices, so that --skip-bad-frames can resume
-// after the frame that failed; nullopt for time selections.
-std::optional<std::vector<int64_t>> IndexList(const FrameSelection& selection) {
-  if (auto* list = std::get_if<FrameSelection::Indices>(&selection.get())) return list->indices;
+// For --skip-bad-frames, which resumes after the frame that failed: the
+// index at position `p` of an index selection, or nullopt past its end (and
+// for time selections). A range is never listed: in approximate mode its
+// stop is not capped by a count, and may be 2^63 - 1.
+std::optional<int64_t> IndexAt(const FrameSelection& selection, uint64_t p) {
+  if (auto* list = std::get_if<FrameSelection::Indices>(&selection.get())) {
+    return p < list->indices.size() ? std::optional<int64_t>(list->indices[p]) : std::nullopt;
+  }
   auto* range = std::get_if<FrameSelection::Range>(&selection.get());
-  if (range == nullptr) return std::nullopt;
-  std::vector<int64_t> out;
-  for (int64_t i = range->start; i < range->stop && range->step > 0; i += range->step) out.push_back(i);
-  return out;
+  if (range == nullptr || range->step <= 0 || range->start < 0 || range->start >= range->stop) return std::nullopt;
+  const uint64_t span = static_cast<uint64_t>(range->stop) - static_cast<uint64_t>(range->start);
+  const uint64_t count = span / static_cast<uint64_t>(range->step) + (span % static_cast<uint64_t>(range->step) != 0);
+  if (p >= count) return std::nullopt;
+  return range->start + static_cast<int64_t>(p * static_cast<uint64_t>(range->step));  // below stop
+}
+
+// The part of an index selection from position `p` on (`p` within it).
+FrameSelection From(const FrameSelection& selection, uint64_t p) {
+  if (auto* list = std::get_if<FrameSelection::Indices>(&selection.get())) {
+    return FrameSelection::AtIndices(std::vector<int64_t>(list->indices.begin() + static_cast<ptrdiff_t>(p),
+                                                          list->indices.end()));
+  }
+  const auto& range = std::get<FrameSelection::Range>(selection.get());
+  return FrameSelection::InRange(*IndexAt(selection, p), range.stop, range.step);
 }
 
 // "101, 102, 115" (the first 20, then "and N more").
@@ -154,7 +169,7 @@ int RunDecode(const DecodeArgs& args) {
                    static_cast<long long>(decoder.metadata().num_frames()));
     }
     if (args.json) PrintJson(args, {});
-    return std::fflush(stdout) == 0 ? 0 : fail(absl::InternalError("cannot write stdout"));
+    return StdoutWritten() ? 0 : fail(absl::InternalError("cannot write stdout"));
   }
   UnlinkTemporaryFilesOnSignal();  // Ctrl-C leaves no partial file behind
   absl::StatusOr<std::unique_ptr<FrameWriter>> writer =
@@ -187,20 +202,19 @@ int RunDecode(const DecodeArgs& args) {
   absl::Status decoded = ToAbsl(decoder.ForEachFrame(*selection, sink));
   std::vector<int64_t> skipped;
   if (args.skip_bad_frames) {
-    const std::vector<int64_t> list = IndexList(*selection).value_or(std::vector<int64_t>{});
-    size_t next = 0;
+    uint64_t next = 0;  // the selection's position where the last request started
     while (absl::IsDataLoss(decoded) && !writer_failed) {
-      next += static_cast<size_t>(delivered);
-      if (next >= list.size()) break;
-      skipped.push_back(list[next++]);
+      next += static_cast<uint64_t>(delivered);
+      const std::optional<int64_t> bad = IndexAt(*selection, next);
+      if (!bad.has_value()) break;
+      skipped.push_back(*bad);
+      ++next;
       delivered = 0;
-      if (next == list.size()) {
+      if (!IndexAt(*selection, next).has_value()) {
         decoded = absl::OkStatus();
         break;
       }
-      decoded = ToAbsl(decoder.ForEachFrame(
-          FrameSelection::AtIndices(std::vector<int64_t>(list.begin() + static_cast<ptrdiff_t>(next), list.end())),
-          sink));
+      decoded = ToAbsl(decoder.ForEachFrame(From(*selection, next), sink));
     }
   }
   if (!decoded.ok()) {
@@ -221,14 +235,14 @@ int RunDecode(const DecodeArgs& args) {
     const double seconds = progress.elapsed_seconds();
     std::fprintf(stderr, "codecvisor decode: %s: wrote %lld frames (%s) to %s in %.2f s, %.1f fps (open %.2f s)\n",
                  EscapeForTerminal(file).c_str(), static_cast<long long>(progress.done()), FileFormatName(args.format),
-                 (*writer)->destination().c_str(), seconds,
+                 EscapeForTerminal((*writer)->destination()).c_str(), seconds,
                  seconds > 0 ? static_cast<double>(progress.done()) / seconds : 0.0, open_seconds);
     if (decoder.retries() > 0) {
       std::fprintf(stderr, "codecvisor decode: %s: %llu requests were re-issued after backend failures\n",
                    EscapeForTerminal(file).c_str(), static_cast<unsigned long long>(decoder.retries()));
     }
   }
-  return std::fflush(stdout) == 0 ? 0 : fail(absl::InternalError("cannot write stdout"));
+  return StdoutWritten() ? 0 : fail(absl::InternalError("cannot write stdout"));
 }
 
 }  // namespace codecvisor::cli

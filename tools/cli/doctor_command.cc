@@ -235,7 +235,7 @@ int RunDoctor(const DoctorArgs& args) {
   } else {
     PrintText(report);
   }
-  if (std::fflush(stdout) != 0) return ReportFailure("doctor", "", absl::InternalError("cannot write stdout"));
+  if (!StdoutWritten()) return ReportFailure("doctor", "", absl::InternalError("cannot write stdout"));
   return report.ok() ? 0 : 1;
 }
 

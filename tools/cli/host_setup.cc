@@ -109,6 +109,8 @@ absl::Status CheckDeviceFlag(absl::string_view device) {
   return absl::OkStatus();
 }
 
+bool StdoutWritten() { return std::fflush(stdout) == 0 && std::ferror(stdout) == 0; }
+
 int ReportFailure(absl::string_view command, absl::string_view subject, const absl::Status& status) {
   // Errors quote backends' messages: escaped before they reach a terminal.
   const std::string escaped = EscapeForTerminal(std::string_view(status.message().data(), status.message().size()));

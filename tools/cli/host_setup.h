@@ -84,6 +84,11 @@ void PrintWarnings(absl::string_view command, const Host& host);
 // when the cause does not already start with it) and returns 1.
 int ReportFailure(absl::string_view command, absl::string_view subject, const absl::Status& status);
 
+// Whether everything printed to stdout reached it: flushed, and no earlier
+// write failed (output past stdio's buffer is written, and can fail, before
+// the last flush, which then succeeds with nothing left).
+bool StdoutWritten();
+
 
 }  // namespace codecvisor::cli
 

@@ -130,9 +130,11 @@ void PrintJson(const InfoArgs& args, const Host& host, const VideoDecoder& decod
     w.Key(key);
     value >= 0 ? w.Int(value) : w.Null();
   };
+  // FFmpeg names an unspecified colour property "unknown": null, as every
+  // other unknown string is.
   auto name = [&](const char* key, const std::string& value) {
     w.Key(key);
-    value.empty() ? w.Null() : w.String(value);
+    value.empty() || value == "unknown" ? w.Null() : w.String(value);
   };
   w.BeginObject();
   w.Key("schema_version").Int(kJsonSchemaVersion);
@@ -187,7 +189,7 @@ int RunInfo(const InfoArgs& args) {
   } else {
     PrintText(args, **host, **decoder);
   }
-  return std::fflush(stdout) == 0 ? 0 : ReportFailure("info", file, absl::InternalError("cannot write stdout"));
+  return StdoutWritten() ? 0 : ReportFailure("info", file, absl::InternalError("cannot write stdout"));
 }
 
 }  // namespace codecvisor::cli
