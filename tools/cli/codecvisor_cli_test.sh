@@ -222,6 +222,14 @@ check "--skip-bad-frames over a huge range" bash -c 'timeout 60 "$0" decode "$1"
   "$cv" "$video" "$tmp/huge" "$tmp/err"
 check "... says the index is out of range" grep -qE "frame index [0-9]+ is out of range" "$tmp/err"
 
+# An index out of range fails before any frame: the folders --out made
+# are removed again (they were left behind, empty); an existing one stays.
+check "an index out of range" run_cv 1 "$tmp/stdout" "$tmp/err" decode "$video" --indices 25 --out "$tmp/new/sub" --quiet
+check "... leaves no folder it made" [ ! -e "$tmp/new" ]
+mkdir -p "$tmp/existing"
+check "... into an existing folder" run_cv 1 "$tmp/stdout" "$tmp/err" decode "$video" --indices 25 --out "$tmp/existing" --quiet
+check "... which stays" [ -d "$tmp/existing" ]
+
 # Output past stdio's buffer that fails to reach stdout (a full disk) is an
 # error: the last flush, with nothing left, used to succeed (exit 0).
 check "decode --json to a full stdout" bash -c '"$0" decode "$1" --format ppm --out "$2" --json -q >/dev/full 2>"$3"; [ $? = 1 ]' \

@@ -2,12 +2,14 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
 #include <variant>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "api/absl_interop.h"
@@ -105,6 +107,23 @@ FrameSelection From(const FrameSelection& selection, uint64_t p) {
   return FrameSelection::InRange(*IndexAt(selection, p), range.stop, range.step);
 }
 
+// The folders that making the output folder `out` creates, outermost
+// first: none when it exists, or for standard output. Only folders known
+// not to exist are listed.
+std::vector<std::filesystem::path> FoldersToMake(const std::string& out) {
+  std::vector<std::filesystem::path> missing;
+  if (out.empty() || out == "-") return missing;
+  std::error_code error;
+  std::filesystem::path folder = std::filesystem::absolute(out, error);
+  while (!error && folder.has_relative_path()) {
+    const bool there = std::filesystem::exists(folder, error);
+    if (there || error) break;
+    missing.insert(missing.begin(), folder);
+    folder = folder.parent_path();
+  }
+  return missing;
+}
+
 // "101, 102, 115" (the first 20, then "and N more").
 std::string ListIndices(const std::vector<int64_t>& indices) {
   constexpr size_t kShown = 20;
@@ -172,6 +191,7 @@ int RunDecode(const DecodeArgs& args) {
     return StdoutWritten() ? 0 : fail(absl::InternalError("cannot write stdout"));
   }
   UnlinkTemporaryFilesOnSignal();  // Ctrl-C leaves no partial file behind
+  const std::vector<std::filesystem::path> made = FoldersToMake(args.out);
   absl::StatusOr<std::unique_ptr<FrameWriter>> writer =
       MakeFrameWriter(WriterOptionsFor(args, decoder.metadata(), *selection));
   if (!writer.ok()) return fail(writer.status());
@@ -181,6 +201,17 @@ int RunDecode(const DecodeArgs& args) {
   // No bar while backends may log: their lines would break it mid-line.
   ProgressBar progress(stderr, !args.quiet && !BackendsMayLog() && IsTerminal(stderr),
                        SelectedFrameCount(*selection));
+  // A decode that fails before its first frame (an index out of range)
+  // leaves none of the folders it made behind; remove() takes only an
+  // empty folder.
+  bool finished = false;
+  absl::Cleanup remove_made = [&] {
+    if (finished || progress.done() > 0) return;
+    for (auto folder = made.rbegin(); folder != made.rend(); ++folder) {
+      std::error_code error;
+      std::filesystem::remove(*folder, error);
+    }
+  };
   int64_t delivered = 0;      // frames the current request has delivered
   bool writer_failed = false;
   auto sink = [&](Frame frame) -> Status {
@@ -242,6 +273,7 @@ int RunDecode(const DecodeArgs& args) {
                    EscapeForTerminal(file).c_str(), static_cast<unsigned long long>(decoder.retries()));
     }
   }
+  finished = true;
   return StdoutWritten() ? 0 : fail(absl::InternalError("cannot write stdout"));
 }
 
