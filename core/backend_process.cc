@@ -103,7 +103,14 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
   }
   // Checked when the manifest was read, and again now: the library is
   // opened by its path at each start.
-  if (absl::Status s = CheckOnlyOwnerCanChange(manifest.library, "library"); !s.ok() && !absl::IsNotFound(s)) {
+  // A library that is not there is not opened: another user could create
+  // a missing folder on its path (in /tmp) between the check and the open.
+  if (absl::Status s = CheckOnlyOwnerCanChange(manifest.library, "library"); !s.ok()) {
+    if (absl::IsNotFound(s)) {
+      return Prefixed(absl::NotFoundError(absl::StrCat("library ", manifest.library, ": cannot open shared object file: ",
+                                                       s.message(), "; reinstall the plugin")),
+                      where);
+    }
     return Prefixed(s, where);
   }
   ipc::UniqueFd library(open(manifest.library.c_str(), O_RDONLY | O_CLOEXEC));

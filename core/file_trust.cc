@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -20,8 +21,8 @@ namespace {
 // Links followed at most, as the kernel's ELOOP limit.
 constexpr int kMaxLinks = 40;
 
-// Whether `gid` is `uid`'s user-private group: named after the user, and
-// with no other member listed.
+// Whether `gid` is `uid`'s user-private group: named after the user, with
+// no other member listed, and no other user's primary group.
 bool IsPrivateGroup(gid_t gid, uid_t uid) {
   std::vector<char> buffer(16384);
   passwd pw{};
@@ -36,7 +37,16 @@ bool IsPrivateGroup(gid_t gid, uid_t uid) {
   for (char** member = grp->gr_mem; member != nullptr && *member != nullptr; ++member) {
     if (std::strcmp(*member, user->pw_name) != 0) return false;
   }
-  return true;
+  // The user database's iteration is process-wide state.
+  static std::mutex users_mu;
+  std::lock_guard<std::mutex> lock(users_mu);
+  bool shared = false;
+  setpwent();
+  for (passwd* other = getpwent(); other != nullptr && !shared; other = getpwent()) {
+    shared = other->pw_gid == gid && other->pw_uid != uid;
+  }
+  endpwent();
+  return !shared;
 }
 
 }  // namespace

@@ -38,11 +38,11 @@ FrameCheck::FrameCheck(const ipc::FrameRequest& request, int64_t frame_count, in
     exact_ = false;
     expected_ = frame_count >= 0 ? static_cast<uint64_t>(frame_count) : std::numeric_limits<uint64_t>::max();
     const auto& r = std::get<ipc::PtsRange>(request.selection);
-    const double by_time = std::ceil((r.stop_seconds - r.start_seconds) * kMaxFramesPerSecond) +
+    const double by_time = std::max(std::ceil((r.stop_seconds - r.start_seconds) * kMaxFramesPerSecond), 0.0) +
                            static_cast<double>(kTimeRangeSlack);
     // 2^63: far past any count, exactly a double, and below the cast's limit.
     if (std::isfinite(by_time) && by_time < 9.2e18 && static_cast<uint64_t>(by_time) < expected_) {
-      expected_ = static_cast<uint64_t>(std::max(by_time, static_cast<double>(kTimeRangeSlack)));
+      expected_ = static_cast<uint64_t>(by_time);
       bounded_by_time_ = true;
     }
   }

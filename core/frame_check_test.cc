@@ -140,6 +140,11 @@ TEST(FrameCheckTest, ATimeRangeHoldsAtMostWhatItsLengthCan) {
     EXPECT_TRUE(absl::IsDataLoss(s)) << s;
     EXPECT_NE(s.message().find("s of video can hold (74 at most: 10000 a second, and 64 more)"), std::string::npos) << s;
   }
+  // A reversed range (the C++ API does not refuse one before sending it):
+  // its bound used to be a negative double cast to an unsigned integer
+  // (undefined; UBSan's float-cast-overflow).
+  FrameCheck reversed(ipc::FrameRequest{ipc::PtsRange{1.0, 0.0}}, -1);
+  EXPECT_TRUE(absl::IsDataLoss(reversed.Next(Ref(0, 0, 1.0))));  // no frame starts in it
   // A stream's own count stays the bound where it is the smaller.
   EXPECT_TRUE(absl::IsDataLoss(Answer(ipc::FrameRequest{ipc::PtsRange{0.0, 100.0}}, 3, {0, 1, 2, 3})));
 }

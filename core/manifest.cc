@@ -295,7 +295,7 @@ absl::StatusOr<BackendManifest> LoadManifest(absl::string_view relative_path) {
   };
   // Another user's manifest, or one another user could change, would run
   // code of theirs with this user's rights.
-  if (absl::Status s = CheckOnlyOwnerCanChange(file, "manifest"); !s.ok() && !absl::IsNotFound(s)) return s;
+  if (absl::Status s = CheckOnlyOwnerCanChange(file, "manifest"); !s.ok()) return s;  // missing: not opened
   // Only a regular file is opened: opening a device node may act on it.
   struct stat before {};
   if (stat(file.c_str(), &before) != 0) return unreadable(std::strerror(errno));

@@ -146,8 +146,23 @@ def get():
                 # then kills and hands, unreaped, to init (zombies for the
                 # rest of a job whose trainer is a container's PID 1).
                 # multiprocessing runs its exit finalizers before os._exit.
-                multiprocessing.util.Finalize(None, _host.close, exitpriority=0)
+                multiprocessing.util.Finalize(None, _close_if_alone, args=(_host,), exitpriority=0)
         return _host
+
+
+def _close_if_alone(host):
+    # The finalizers run as the Process's target returns, before its other
+    # threads are joined: a thread of the child's may still be in a call on
+    # this Host, which must not go from under it. So it is closed only when
+    # the other threads are multiprocessing's own (a DataLoader worker's
+    # queue feeder and descriptor server), which never call codecvisor;
+    # otherwise the backends are left to the kernel, as before.
+    def multiprocessings(thread):
+        target = getattr(thread, "_target", None)
+        return thread.daemon and getattr(target, "__module__", "").startswith("multiprocessing.")
+    me = threading.current_thread()
+    if all(t is me or multiprocessings(t) for t in threading.enumerate()):
+        host.close()
 
 
 def plugin_failures():
