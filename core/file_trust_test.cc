@@ -17,6 +17,14 @@ namespace {
 constexpr uid_t kMe = 1000;
 constexpr gid_t kMyGroup = 1000;
 
+// An empty file of mode 0644 (whatever the umask) at `path`.
+bool MakeFile(const std::string& path) {
+  const int fd = open(path.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+  if (fd < 0) return false;
+  close(fd);
+  return chmod(path.c_str(), 0644) == 0;
+}
+
 std::string Why(uid_t uid, gid_t gid, mode_t mode, bool folder = false, bool private_group = true) {
   return WhyOthersCouldChange("x", Ownership{uid, gid, mode, folder}, Self{kMe, kMyGroup, private_group});
 }
@@ -60,10 +68,7 @@ TEST(FileTrustTest, ARealPathIsCheckedUpToTheRoot) {
   const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/trust";
   ASSERT_EQ(mkdir(dir.c_str(), 0755), 0);
   const std::string file = dir + "/m.toml";
-  const int fd = open(file.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
-  ASSERT_GE(fd, 0);
-  close(fd);
-  ASSERT_EQ(chmod(file.c_str(), 0644), 0);
+  ASSERT_TRUE(MakeFile(file));
   EXPECT_TRUE(CheckOnlyOwnerCanChange(file, "manifest").ok()) << CheckOnlyOwnerCanChange(file, "manifest");
 
   ASSERT_EQ(chmod(file.c_str(), 0646), 0);
@@ -93,10 +98,7 @@ TEST(FileTrustTest, LinksAreWalkedAndWhatCannotBeCheckedIsRefused) {
   ASSERT_EQ(mkdir(dir.c_str(), 0755), 0);
   ASSERT_EQ(mkdir(open_dir.c_str(), 0755), 0);
   const std::string file = dir + "/lib.so";
-  const int fd = open(file.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
-  ASSERT_GE(fd, 0);
-  close(fd);
-  ASSERT_EQ(chmod(file.c_str(), 0644), 0);
+  ASSERT_TRUE(MakeFile(file));
   // A trusted link to a trusted file, relative and absolute, and through "..".
   ASSERT_EQ(symlink("lib.so", (dir + "/rel.so").c_str()), 0);
   ASSERT_EQ(symlink(file.c_str(), (dir + "/abs.so").c_str()), 0);
@@ -130,9 +132,7 @@ TEST(FileTrustTest, OnlyCharacterDevicesThatAreNotTerminalsAreGranted) {
   const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/devices";
   ASSERT_EQ(mkdir(dir.c_str(), 0755), 0);
   const std::string file = dir + "/drop";
-  const int fd = open(file.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
-  ASSERT_GE(fd, 0);
-  close(fd);
+  ASSERT_TRUE(MakeFile(file));
   EXPECT_TRUE(CheckDeviceNodes({"/dev/null", "/dev/zero", dir + "/missing"}).ok());
   absl::Status s = CheckDeviceNodes({"/dev/null", file});
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
