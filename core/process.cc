@@ -92,6 +92,14 @@ constexpr int kRootStep = -2;  // the mounts around the empty-root plan's steps
   const size_t n = std::min<size_t>(spec.fds.size(), 16);
   int highest = 2;
   for (size_t i = 0; i < n; ++i) highest = std::max(highest, spec.fds[i].second);
+  // The error pipe too (a host whose stdio is closed gets low numbers):
+  // a dup2 onto it would close it, and the host would take a failed exec
+  // for a started child.
+  if (error_pipe <= highest) {
+    const int above = fcntl(error_pipe, F_DUPFD_CLOEXEC, highest + 1);
+    if (above < 0) fail(errno);
+    error_pipe = above;
+  }
   for (size_t i = 0; i < n; ++i) {
     moved[i] = fcntl(spec.fds[i].first, F_DUPFD_CLOEXEC, highest + 1);
     if (moved[i] < 0) fail(errno);
