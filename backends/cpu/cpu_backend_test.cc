@@ -210,8 +210,8 @@ TEST_P(EveryVideoTest, ApproximateModeUsesTheHeader) {
     EXPECT_EQ(at, i) << "frame " << i << " at " << nominal.pts_seconds << " s";
   }
   // A time a hair before the end is the last frame's, as in exact mode (it
-  // rounded up to the count: "time 2.000000 s is outside the stream, which
-  // plays from 0.000000 s to 2.000000 s").
+  // rounded up to the count: "time 2 s is outside the stream, which
+  // plays from 0 s to 2 s").
   const cv_stream_metadata am = approx.Metadata();
   const int64_t count = n;  // the header's or estimated count: constant rate, the same
   cv_error error{};

@@ -305,7 +305,7 @@ absl::StatusOr<int64_t> CpuSession::IndexAtSeconds(double seconds) const {
   const double earliest = index_ ? begin : std::min(begin, header_begin_seconds_);
   auto out_of_range = [&] {
     return absl::OutOfRangeError(
-        absl::StrFormat("time %.6f s is outside the stream, which plays from %.6f s to %.6f s",
+        absl::StrFormat("time %.9g s is outside the stream, which plays from %.9g s to %.9g s",
                         seconds, earliest, end));
   };
   if (seconds < earliest || seconds >= end) return out_of_range();

@@ -255,7 +255,7 @@ Status Session::IndexAtSeconds(double seconds, int64_t* index) const {
   }
   if (found < 0 || found >= num_frames_) {
     return Status(CV_ERROR_OUT_OF_RANGE,
-                  Sprintf("time %.6f s is outside the stream, which plays from %.6f s to %.6f s", seconds, begin, end));
+                  Sprintf("time %.9g s is outside the stream, which plays from %.9g s to %.9g s", seconds, begin, end));
   }
   *index = found;
   return Status();

@@ -101,6 +101,8 @@ check "repeated indices summary" grep -q "wrote 4 frames (ppm)" "$tmp/err"
 check "repeated indices file names" [ "$(ls "$tmp/rep" | tr '\n' ' ')" = "000000_frame_000005.ppm 000001_frame_000003.ppm 000002_frame_000005.ppm 000003_frame_000005.ppm " ]
 check "repeated frame 5 pixels" cmp "$tmp/rep/000002_frame_000005.ppm" <(printf 'P6\n96 64\n255\n'; ref_frame 5)
 check "repeated frame 3 pixels" cmp "$tmp/rep/000001_frame_000003.ppm" <(printf 'P6\n96 64\n255\n'; ref_frame 3)
+check "decode one frame" run_cv 0 "$tmp/stdout" "$tmp/err" decode "$video" --format ppm --indices 3 --out "$tmp/one"
+check "one frame summary" grep -q "wrote 1 frame (ppm)" "$tmp/err"
 
 # --json: each frame written with its index, pts and duration (as ffprobe reports them) and its file
 check "decode --json" run_cv 0 "$tmp/decode.json" "$tmp/err" decode "$video" --format ppm --indices 2,0 --json --out "$tmp/js"

@@ -259,13 +259,14 @@ int RunDecode(const DecodeArgs& args) {
   progress.Clear();
   if (args.json) PrintJson(args, written, skipped);
   if (!skipped.empty()) {
-    std::fprintf(stderr, "codecvisor decode: %s: skipped %zu undecodable frames: %s\n", EscapeForTerminal(file).c_str(),
-                 skipped.size(), ListIndices(skipped).c_str());
+    std::fprintf(stderr, "codecvisor decode: %s: skipped %zu undecodable frame%s: %s\n", EscapeForTerminal(file).c_str(),
+                 skipped.size(), skipped.size() == 1 ? "" : "s", ListIndices(skipped).c_str());
   }
   if (!args.quiet) {
     const double seconds = progress.elapsed_seconds();
-    std::fprintf(stderr, "codecvisor decode: %s: wrote %lld frames (%s) to %s in %.2f s, %.1f fps (open %.2f s)\n",
-                 EscapeForTerminal(file).c_str(), static_cast<long long>(progress.done()), FileFormatName(args.format),
+    std::fprintf(stderr, "codecvisor decode: %s: wrote %lld frame%s (%s) to %s in %.2f s, %.1f fps (open %.2f s)\n",
+                 EscapeForTerminal(file).c_str(), static_cast<long long>(progress.done()),
+                 progress.done() == 1 ? "" : "s", FileFormatName(args.format),
                  EscapeForTerminal((*writer)->destination()).c_str(), seconds,
                  seconds > 0 ? static_cast<double>(progress.done()) / seconds : 0.0, open_seconds);
     if (decoder.retries() > 0) {
