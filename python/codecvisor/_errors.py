@@ -68,6 +68,17 @@ class InvalidFpsError(ValueError, RuntimeError):
     RuntimeError as torchcodec raises there."""
 
 
+class FrameIndexTypeError(TypeError, RuntimeError):
+    """A frame index that is not an integer (1.5, a float list entry): a
+    TypeError, and a RuntimeError as torchcodec's int-typed ops raise."""
+
+
+class InvalidStepError(IndexError, ValueError, RuntimeError):
+    """A step of a frame range that is not positive: torchcodec raises
+    ValueError for 0 (from ``slice``) and RuntimeError for a negative one;
+    an IndexError, as codecvisor raised before it matched them."""
+
+
 class PtsOutOfRangeError(IndexError, RuntimeError):
     """A time no frame is played at, in a request for several
     (get_frames_played_at): an IndexError as the one-frame call raises, and a

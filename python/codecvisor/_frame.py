@@ -24,7 +24,7 @@ class Frame:
         yield from (self.data, self.pts_seconds, self.duration_seconds)
 
     def __repr__(self):
-        return (f"Frame:\n  data (shape): {tuple(self.data.shape)}\n  pts_seconds: {self.pts_seconds}\n"
+        return (f"Frame:\n  data (shape): {self.data.shape}\n  pts_seconds: {self.pts_seconds}\n"
                 f"  duration_seconds: {self.duration_seconds}\n")
 
 
@@ -60,7 +60,7 @@ class FrameBatch:
         return FrameBatch(self.data[key], self.pts_seconds[key], self.duration_seconds[key])
 
     def __repr__(self):
-        return (f"FrameBatch:\n  data (shape): {tuple(self.data.shape)}\n  pts_seconds: {self.pts_seconds}\n"
+        return (f"FrameBatch:\n  data (shape): {self.data.shape}\n  pts_seconds: {self.pts_seconds}\n"
                 f"  duration_seconds: {self.duration_seconds}\n")
 
 

@@ -50,6 +50,9 @@ class VideoStreamMetadata:
     pixel_format: Optional[str]
     color_space: Optional[str]
     color_range: Optional[str]
+    # With defaults: a decoder pickled before they were reported unpickles.
+    color_primaries: Optional[str] = None
+    color_transfer_characteristic: Optional[str] = None
     # Approximate mode: where the backend's nominal timeline puts the first
     # frame and the end, when that is not the header's start (an AVI with
     # B-frames shows its first frame a frame or two after it); None where
@@ -152,6 +155,8 @@ class VideoStreamMetadata:
             pixel_format=_known(m["pixel_format"]),
             color_space=_known(m["color_space"]),
             color_range=_known(m["color_range"]),
+            color_primaries=_known(m["color_primaries"]),
+            color_transfer_characteristic=_known(m["color_transfer"]),
             _begin_nominal=m["begin_stream_seconds"] if shifted else None,
             _end_nominal=m["end_stream_seconds"] if shifted else None,
         )
@@ -255,12 +260,37 @@ def _metadata_change(before: VideoStreamMetadata, after: VideoStreamMetadata) ->
 
 def _integer(value) -> int:
     """`value` as an int: an int, a numpy integer or a one-element integer
-    tensor (anything with __index__). A float such as 1.5 is a TypeError, as
-    torchcodec's int-typed ops raise, not frame 1."""
+    tensor (anything with __index__). A float such as 1.5 is an error that
+    is a TypeError and a RuntimeError (torchcodec's int-typed ops raise the
+    latter), not frame 1."""
     try:
         return operator.index(value)
     except TypeError:
-        raise TypeError(f"A frame index must be an integer, not {type(value).__name__} {value!r}.") from None
+        raise _errors.FrameIndexTypeError(
+            f"A frame index must be an integer, not {type(value).__name__} {value!r}.") from None
+
+
+def _index_list(indices) -> list:
+    """Frame indices as ints. A tensor of them is converted to int64 first,
+    as torchcodec converts one (a float tensor from torch.linspace truncates
+    toward zero); a list or an array must hold integers."""
+    if _tensor.have_torch() and isinstance(indices, _tensor.torch.Tensor):
+        if indices.dim() != 1:
+            raise ValueError(f"frame indices must be 1-D, not a tensor of shape {tuple(indices.shape)}")
+        if indices.is_floating_point() and not bool(_tensor.torch.isfinite(indices).all()):
+            raise ValueError("frame indices must be finite: the tensor holds NaN or an infinity")
+        indices = indices.to(_tensor.torch.int64).tolist()
+    return [_index(i) for i in indices]
+
+
+def _out_of_range(index: int, n: int, stream_index: int) -> IndexError:
+    """torchcodec's IndexError for a frame index outside a stream of `n`
+    frames (its messages' phrases, which its tests match)."""
+    if index < 0:
+        return IndexError(f"Invalid frame index={index} for stream {stream_index}: negative indices must have an "
+                          f"absolute value less than the number of frames, {n}.")
+    return IndexError(f"Invalid frame index={index} for stream {stream_index}: it must be less than {n}, "
+                      "the number of frames.")
 
 
 def _times(seconds) -> List[float]:
@@ -354,8 +384,9 @@ class VideoDecoder:
                  seek_mode: str = "exact", transforms=None, custom_frame_mappings=None,
                  timeout: Optional[float] = None, open_timeout: Optional[float] = None):
         # torchcodec's decoder-side transforms and frame tables: None (their
-        # default) is accepted; anything else would be silently ignored.
-        if transforms is not None:
+        # default) and no transforms are accepted; anything else would be
+        # silently ignored.
+        if transforms is not None and not (isinstance(transforms, Sequence) and len(transforms) == 0):
             raise NotImplementedError("transforms are not applied by codecvisor's decoders; apply them to the "
                                       "frames returned (torchvision.transforms.v2 works on them as they are)")
         if custom_frame_mappings is not None:
@@ -469,7 +500,7 @@ class VideoDecoder:
             if index < 0:
                 index += n
             if not 0 <= index < n:
-                raise IndexError(f"Index {int(key)} is out of bounds; length is {n}")
+                raise _out_of_range(int(key), n, self.stream_index)
             return self._call("frames_at", [index]).data[0]
         if isinstance(key, slice):
             start, stop, step = key.indices(len(self))
@@ -486,13 +517,20 @@ class VideoDecoder:
 
     def get_frame_at(self, index: int) -> Frame:
         index = _index(index)
-        n = self._num_frames
-        if n is not None and not -n <= index < n:
-            raise IndexError(f"Index {index} is out of bounds; must be in the range [0, {n}).")
+        self._check_index(index)
         return _frame.first_frame(self._call("frames_at", [index]))
 
     def get_frames_at(self, indices: Sequence[int]) -> FrameBatch:
-        return self._call("frames_at", [_index(i) for i in indices])
+        indices = _index_list(indices)
+        for i in indices:
+            self._check_index(i)
+        return self._call("frames_at", indices)
+
+    def _check_index(self, index: int) -> None:
+        """Raises IndexError unless the stream's count (where known) has frame `index`."""
+        n = self._num_frames
+        if n is not None and not -n <= index < n:
+            raise _out_of_range(index, n, self.stream_index)
 
     def get_frames_in_range(self, start: int, stop: Optional[int], step: int = 1) -> FrameBatch:
         """Frames [start, stop) every `step`, with a slice's bounds (as
@@ -501,7 +539,7 @@ class VideoDecoder:
         is the end, and a range with nothing in it is an empty batch."""
         step = _integer(step)
         if not step > 0:
-            raise IndexError(f"Step ({step}) must be greater than 0.")
+            raise _errors.InvalidStepError(f"Step ({step}) must be greater than 0.")
         start, stop = _index(start), None if stop is None else _integer(stop)
         n = self._num_frames
         if n is None:

@@ -40,7 +40,26 @@ def test_metadata_has_torchcodecs_fields(video):
     # The header's times too, in exact mode as in torchcodec.
     assert m.duration_seconds_from_header == pytest.approx(2.0) and m.begin_stream_seconds_from_header == 0.0
     assert m.bit_rate > 0 and m.rotation is None  # no display matrix, as torchcodec says it
+    # Colours the encoder left unspecified are None, as torchcodec has them.
+    assert (m.color_space, m.color_primaries, m.color_transfer_characteristic) == (None, None, None)
     assert "num_frames: 50" in repr(m)
+
+
+def test_metadata_names_the_colours_the_stream_is_tagged_with(tmp_path):
+    path = make_video(tmp_path / "tagged.mp4",
+                      ["-f", "lavfi", "-i", f"testsrc=size={WIDTH}x{HEIGHT}:rate={FPS}", "-t", "0.2", "-c:v",
+                       "libx264", "-pix_fmt", "yuv420p", "-color_primaries", "bt470bg", "-color_trc", "smpte170m",
+                       "-colorspace", "bt470bg", "-color_range", "tv"])
+    m = VideoDecoder(path).metadata
+    assert (m.color_primaries, m.color_transfer_characteristic, m.color_space, m.color_range) == (
+        "bt470bg", "smpte170m", "bt470bg", "tv")
+    assert "color_transfer_characteristic: smpte170m" in repr(m)
+
+
+def test_frame_reprs_print_torchcodecs_shapes(video):
+    d = VideoDecoder(video)
+    assert "data (shape): torch.Size([3, 64, 96])" in repr(d.get_frame_at(0))
+    assert "data (shape): torch.Size([2, 3, 64, 96])" in repr(d.get_frames_at([0, 1]))
 
 
 def test_approximate_mode_takes_the_header(video):
@@ -533,14 +552,21 @@ def test_a_time_range_resampled_to_a_frame_rate(video, reference):
 
 def test_range_misuse_raises_torchcodecs_errors(video):
     d = VideoDecoder(video)
-    with pytest.raises(IndexError):
-        d.get_frame_at(50)
-    with pytest.raises(IndexError):
+    # IndexErrors whose messages have the phrases torchcodec's tests match.
+    for call in (lambda: d.get_frame_at(50), lambda: d.get_frames_at([0, 50]), lambda: d[50]):
+        with pytest.raises(IndexError, match="Invalid frame index=50 for stream 0: it must be less than 50"):
+            call()
+    for call in (lambda: d.get_frame_at(-51), lambda: d.get_frames_at([-51]), lambda: d[-51]):
+        with pytest.raises(IndexError, match="negative indices must have an absolute value less than the number "
+                                             "of frames, 50"):
+            call()
+    # A step of 0 is torchcodec's ValueError (slice's), a negative one its
+    # RuntimeError; both are IndexErrors as they were here before.
+    with pytest.raises(ValueError, match=r"Step \(0\) must be greater than 0") as zero:
         d.get_frames_in_range(0, 10, 0)
-    with pytest.raises(IndexError):
+    with pytest.raises(RuntimeError, match=r"Step \(-1\) must be greater than 0") as negative:
         d.get_frames_in_range(0, 10, -1)
-    with pytest.raises(IndexError):
-        d.get_frames_at([0, 50])
+    assert isinstance(zero.value, IndexError) and isinstance(negative.value, IndexError)
     # A NaN bound is named as such (not "start must be <= stop (nan)").
     for start, stop in [(0.0, math.nan), (math.nan, 1.0)]:
         with pytest.raises(ValueError, match="It must be a number"):
@@ -552,10 +578,20 @@ def test_range_misuse_raises_torchcodecs_errors(video):
 def test_a_frame_index_is_an_integer_of_any_kind(video, reference):
     d = VideoDecoder(video, dimension_order="NHWC")
     # A float is not frame 1 (int() truncated it): torchcodec's ops take ints.
+    # It is a TypeError, and the RuntimeError torchcodec raises.
     for call in (lambda: d.get_frame_at(1.5), lambda: d.get_frames_at([0, 2.0]),
-                 lambda: d.get_frames_in_range(0, 4.5), lambda: d.get_frames_at(torch.tensor([1.5]))):
-        with pytest.raises(TypeError, match="A frame index must be an integer"):
+                 lambda: d.get_frames_in_range(0, 4.5), lambda: d.get_frames_at(np.array([1.5]))):
+        with pytest.raises(TypeError, match="A frame index must be an integer") as error:
             call()
+        assert isinstance(error.value, RuntimeError)
+    # A tensor of indices is converted to int64 first, as torchcodec does: a
+    # float tensor (torch.linspace's) truncates toward zero.
+    np.testing.assert_array_equal(d.get_frames_at(torch.tensor([1.5, 3.99])).data.numpy(), reference[[1, 3]])
+    np.testing.assert_array_equal(d.get_frames_at(torch.linspace(0, 49, 4)).data.numpy(), reference[[0, 16, 32, 49]])
+    with pytest.raises(ValueError, match="must be finite"):
+        d.get_frames_at(torch.tensor([0.0, math.nan]))
+    with pytest.raises(ValueError, match="must be 1-D"):
+        d.get_frames_at(torch.zeros(2, 2, dtype=torch.int64))
     # Integers of numpy and torch are indices.
     np.testing.assert_array_equal(d.get_frame_at(np.int64(3)).data.numpy(), reference[3])
     np.testing.assert_array_equal(d.get_frame_at(torch.tensor(4)).data.numpy(), reference[4])
@@ -707,6 +743,7 @@ def test_bad_arguments(video, tmp_path):
     # torchcodec's transforms and custom_frame_mappings: their default is
     # taken, anything else is refused, never ignored.
     assert len(VideoDecoder(video, transforms=None, custom_frame_mappings=None)) == 50
+    assert len(VideoDecoder(video, transforms=[])) == 50  # no transforms, as torchcodec takes them
     with pytest.raises(NotImplementedError, match="transforms"):
         VideoDecoder(video, transforms=[lambda frame: frame])
     with pytest.raises(NotImplementedError, match="custom_frame_mappings"):
