@@ -59,9 +59,23 @@ class VideoStreamMetadata:
     # it is the header's. Not torchcodec fields: left out of the repr.
     _begin_nominal: Optional[float] = None
     _end_nominal: Optional[float] = None
+    # Computed from the fields above when the metadata is made, as
+    # torchcodec's newest releases make them: fields, so that
+    # dataclasses.asdict() and the repr have them.
+    duration_seconds: Optional[float] = dataclasses.field(init=False)
+    begin_stream_seconds: float = dataclasses.field(init=False)
+    end_stream_seconds: Optional[float] = dataclasses.field(init=False)
+    num_frames: Optional[int] = dataclasses.field(init=False)
+    average_fps: Optional[float] = dataclasses.field(init=False)
 
-    @property
-    def duration_seconds(self) -> Optional[float]:
+    def __post_init__(self):
+        self.duration_seconds = self._duration()
+        self.begin_stream_seconds = self._begin()
+        self.end_stream_seconds = self._end()
+        self.num_frames = self._count()
+        self.average_fps = self._fps()
+
+    def _duration(self) -> Optional[float]:
         """From the scan if there was one, else the header's; else, as
         torchcodec does, the header's frame count over its frame rate."""
         if self.end_stream_seconds_from_content is not None and self.begin_stream_seconds_from_content is not None:
@@ -72,25 +86,21 @@ class VideoStreamMetadata:
             return self.num_frames_from_header / self.average_fps_from_header
         return None
 
-    @property
-    def begin_stream_seconds(self) -> float:
+    def _begin(self) -> float:
         if self.begin_stream_seconds_from_content is not None:
             return self.begin_stream_seconds_from_content
         if self._begin_nominal is not None:
             return self._begin_nominal
         return self.begin_stream_seconds_from_header or 0.0
 
-    @property
-    def end_stream_seconds(self) -> Optional[float]:
+    def _end(self) -> Optional[float]:
         if self.end_stream_seconds_from_content is not None:
             return self.end_stream_seconds_from_content
         if self._end_nominal is not None:
             return self._end_nominal
-        duration = self.duration_seconds
-        return None if duration is None else self.begin_stream_seconds + duration
+        return None if self.duration_seconds is None else self.begin_stream_seconds + self.duration_seconds
 
-    @property
-    def num_frames(self) -> Optional[int]:
+    def _count(self) -> Optional[int]:
         """From the scan if there was one, else the header's; else, as
         torchcodec does, estimated from the header's duration and frame rate
         (WebM, Matroska and MPEG-TS headers carry no count). The estimate is
@@ -108,8 +118,7 @@ class VideoStreamMetadata:
         # The cpu backend's bound on a stream's frames.
         return min(whole + (1 if frames - whole >= 0.5 else 0), _MAX_FRAMES)
 
-    @property
-    def average_fps(self) -> Optional[float]:
+    def _fps(self) -> Optional[float]:
         begin, end = self.begin_stream_seconds_from_content, self.end_stream_seconds_from_content
         if begin is None or end is None or self.num_frames is None or end == begin:
             return self.average_fps_from_header
@@ -120,9 +129,14 @@ class VideoStreamMetadata:
         for field in dataclasses.fields(self):
             if not field.name.startswith("_"):
                 s += f"{_SPACES}{field.name}: {getattr(self, field.name)}\n"
-        for name in ("duration_seconds", "begin_stream_seconds", "end_stream_seconds", "num_frames", "average_fps"):
-            s += f"{_SPACES}{name}: {getattr(self, name)}\n"
         return s
+
+    @classmethod
+    def _from_fields(cls, fields: dict) -> "VideoStreamMetadata":
+        """The metadata whose given fields (dataclasses.asdict's) are `fields`;
+        computed ones there are computed again."""
+        given = {f.name for f in dataclasses.fields(cls) if f.init}
+        return cls(**{name: value for name, value in fields.items() if name in given})
 
     @staticmethod
     def _from_native(m: dict) -> "VideoStreamMetadata":
@@ -688,5 +702,5 @@ class VideoDecoder:
         self._native = None
         self._pid = None
         metadata = state.get("metadata")
-        self.metadata = None if metadata is None else VideoStreamMetadata(**metadata)
+        self.metadata = None if metadata is None else VideoStreamMetadata._from_fields(metadata)
         self._open()

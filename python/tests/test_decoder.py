@@ -43,6 +43,14 @@ def test_metadata_has_torchcodecs_fields(video):
     # Colours the encoder left unspecified are None, as torchcodec has them.
     assert (m.color_space, m.color_primaries, m.color_transfer_characteristic) == (None, None, None)
     assert "num_frames: 50" in repr(m)
+    # The computed values are fields, as in torchcodec's newest releases:
+    # asdict() has them (a log of the metadata), and a pickled decoder's
+    # metadata computes them again.
+    fields = dataclasses.asdict(m)
+    assert (fields["num_frames"], fields["duration_seconds"], fields["average_fps"]) == (
+        50, pytest.approx(2.0), pytest.approx(FPS))
+    assert fields["begin_stream_seconds"] == 0.0 and fields["end_stream_seconds"] == pytest.approx(2.0)
+    assert pickle.loads(pickle.dumps(VideoDecoder(video))).metadata == m
 
 
 def test_metadata_names_the_colours_the_stream_is_tagged_with(tmp_path):
@@ -282,7 +290,7 @@ def test_a_frame_the_count_promises_but_the_file_lacks_is_a_missing_frame(tmp_pa
 
 def metadata(**fields):
     """Metadata with `fields` and every other field None."""
-    every = {f.name: None for f in dataclasses.fields(VideoStreamMetadata)}
+    every = {f.name: None for f in dataclasses.fields(VideoStreamMetadata) if f.init}
     every.update(stream_index=0, **fields)
     return VideoStreamMetadata(**every)
 
