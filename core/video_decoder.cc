@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <exception>
 #include <thread>
 #include <variant>
 
@@ -343,6 +344,27 @@ absl::Status VideoDecoder::ForEachFrame(const FrameSelection& selection,
 
 absl::Status VideoDecoder::ForEachFrameOfOneRequest(const FrameSelection& selection,
                                                     absl::FunctionRef<absl::Status(Frame)> sink) {
+  // A sink that throws (std::bad_alloc as a batch grows) is taken as one
+  // that returned an error: the request is cancelled and its frames drained,
+  // so the session stays in step, and then the exception goes on to the
+  // caller. Left to unwind through the request, it would leave the answer
+  // unread, and the next request would find it and have the backend killed.
+  std::exception_ptr thrown;
+  auto guarded = [&](Frame frame) -> absl::Status {
+    try {
+      return sink(std::move(frame));
+    } catch (...) {
+      thrown = std::current_exception();
+      return absl::CancelledError("the frame sink threw an exception");
+    }
+  };
+  absl::Status status = ServeOneRequest(selection, guarded);
+  if (thrown) std::rethrow_exception(thrown);
+  return status;
+}
+
+absl::Status VideoDecoder::ServeOneRequest(const FrameSelection& selection,
+                                           absl::FunctionRef<absl::Status(Frame)> sink) {
   uint32_t delivered = 0;
   // The sink's first error, kept across replays: once it has failed it gets
   // no more frames, and the caller gets that error.

@@ -105,7 +105,8 @@ class VideoDecoder {
   // decoding (a Cancel), and that error is returned once the frames already
   // sent are drained. The first error (the backend's or the sink's) is
   // returned with the session ready for the next request, so the decoder
-  // stays usable. Index and time lists longer than
+  // stays usable. A sink that throws is treated the same way, and its
+  // exception is then rethrown. Index and time lists longer than
   // kMaxEntriesPerRequest go to the backend in consecutive requests: frames
   // of the earlier ones reach the sink before an error in a later one.
   [[nodiscard]] absl::Status ForEachFrame(const FrameSelection& selection,
@@ -137,9 +138,12 @@ class VideoDecoder {
   // A pass of the backend's gate for one attempt that may take `timeout`.
   SoloGate::Pass PassGate(bool alone, std::chrono::milliseconds timeout);
   // One request to the backend (at most kMaxEntriesPerRequest entries),
-  // replayed after crashes until it succeeds or is found to be poison.
+  // replayed after crashes until it succeeds or is found to be poison. An
+  // exception the sink throws reaches the caller once the request is drained.
   absl::Status ForEachFrameOfOneRequest(const FrameSelection& selection,
                                         absl::FunctionRef<absl::Status(Frame)> sink);
+  // ForEachFrameOfOneRequest with a sink that does not throw.
+  absl::Status ServeOneRequest(const FrameSelection& selection, absl::FunctionRef<absl::Status(Frame)> sink);
   // After a channel failure: has the supervisor replace the backend and
   // says what the death makes of this session's request.
   // `timeout` is the deadline that applied (open or request), for the reason.

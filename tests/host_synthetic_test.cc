@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <limits>
+#include <new>
 #include <string>
 #include <thread>
 #include <vector>
@@ -280,6 +281,32 @@ TEST_F(HostSyntheticTest, ASinkKeepingEveryFrameIsAnErrorAndNoBackendIsKilled) {
   ASSERT_EQ(after->size(), 4u);
   for (size_t i = 0; i < after->size(); ++i) ExpectFrame((*after)[i], 2 + static_cast<int64_t>(i));
   EXPECT_EQ(SyntheticPid(*host_), pid);
+}
+
+// A sink that throws (std::bad_alloc as a batch grows) gets its exception
+// back once the request is drained: the next request finds the session in
+// step, and the backend is neither killed nor the request replayed.
+TEST_F(HostSyntheticTest, ASinkThatThrowsGetsItsExceptionAndNoBackendIsKilled) {
+  auto decoder = Open();
+  ASSERT_TRUE(decoder.ok()) << decoder.status();
+  ASSERT_TRUE((*decoder)->GetFrameAt(0).ok());
+  const pid_t pid = SyntheticPid(*host_);
+  for (int round = 0; round < 3; ++round) {
+    int seen = 0;
+    EXPECT_THROW((void)(*decoder)->ForEachFrame({ipc::IndexRange{0, 30, 1}},
+                                                [&](Frame) -> absl::Status {
+                                                  if (++seen == 3) throw std::bad_alloc();
+                                                  return absl::OkStatus();
+                                                }),
+                 std::bad_alloc);
+    EXPECT_EQ(seen, 3) << "no frame after the exception";
+    auto after = (*decoder)->GetFramesInRange(5, 9);
+    ASSERT_TRUE(after.ok()) << after.status();
+    ASSERT_EQ(after->size(), 4u);
+    for (size_t i = 0; i < after->size(); ++i) ExpectFrame((*after)[i], 5 + static_cast<int64_t>(i));
+  }
+  EXPECT_EQ(SyntheticPid(*host_), pid) << "the backend was not to blame";
+  EXPECT_EQ((*decoder)->retries(), 0u);
 }
 
 TEST_F(HostSyntheticTest, ManyDecodersFromManyThreads) {

@@ -5,6 +5,7 @@ supervised backend processes. Switch by changing the import::
 """
 
 import dataclasses
+import errno
 import math
 import numbers
 import operator
@@ -203,6 +204,8 @@ def _read_source(source):
         path = os.fspath(source)
         if (b"\0" if isinstance(path, bytes) else "\0") in path:
             raise ValueError("embedded null byte in the path")
+        if not path:  # not the working folder, which abspath would make of it
+            raise _errors.FileNotFoundError(errno.ENOENT, "No such file or directory", path)
         if isinstance(source, str) and _URL.match(path) and not os.path.exists(path):
             raise ValueError(f"{path}: URL sources are not supported (backends run without network access); "
                              "download the file, or pass its bytes or a file-like object")
@@ -538,6 +541,7 @@ class VideoDecoder:
         indices = _index_list(indices)
         for i in indices:
             self._check_index(i)
+        self._check_memory(len(indices))
         return self._call("frames_at", indices)
 
     def _check_index(self, index: int) -> None:
@@ -554,7 +558,7 @@ class VideoDecoder:
         step = _integer(step)
         if not step > 0:
             raise _errors.InvalidStepError(f"Step ({step}) must be greater than 0.")
-        start, stop = _index(start), None if stop is None else _integer(stop)
+        start, stop = _integer(start), None if stop is None else _integer(stop)
         n = self._num_frames
         if n is None:
             # No count to take an end from (approximate mode, a header
@@ -562,12 +566,17 @@ class VideoDecoder:
             if start < 0 or stop is None or stop < 0:
                 raise IndexError(f"{self._label}: the number of frames is unknown, so a range needs a start and a "
                                  f"stop from 0 (not {start} and {stop}); use seek_mode='exact'")
-            stop, step = min(stop, _INT64_LIMIT - 1), min(step, _INT64_LIMIT - 1)
+            start, stop, step = min(start, _INT64_LIMIT - 1), min(stop, _INT64_LIMIT - 1), min(step, _INT64_LIMIT - 1)
         else:
             start, stop, step = slice(start, stop, step).indices(n)
             step = min(step, n + 1)  # a step past the stream takes one frame, as any longer one does
         if stop <= start:
             return self._empty_batch()
+        if self.metadata.num_frames_from_content is not None:
+            # A count the scan made: the stream has every frame of the range.
+            # (A header's may promise frames that never come: the batch then
+            # grows only as they do.)
+            self._check_memory(-(-(stop - start) // step))
         return self._call("frames_in_range", start, stop, step)
 
     def _check_played(self, seconds, error=IndexError):
@@ -585,6 +594,7 @@ class VideoDecoder:
         times = _times(seconds)
         for s in times:
             self._check_played(s, _errors.PtsOutOfRangeError)
+        self._check_memory(len(times))
         return self._call("frames_played_at", times)
 
     def get_frames_played_in_range(self, start_seconds: float, stop_seconds: float,
@@ -617,12 +627,7 @@ class VideoDecoder:
         # The times are listed before any frame is asked for: a count no
         # memory could hold the frames of (a long stream at a high fps, or a
         # backend claiming a stream of 1e300 s) is refused first.
-        frame_bytes = max(1, (self.metadata.width or 1) * (self.metadata.height or 1) * 3)
-        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-        if count * frame_bytes > memory:
-            raise MemoryError(f"{self._label}: {count} frames ({stop_seconds - start_seconds} s at {fps} fps) of "
-                              f"{frame_bytes} bytes each would take more than this machine's {memory >> 20} MiB; "
-                              f"ask for a shorter range or a lower fps")
+        self._check_memory(count, f" ({stop_seconds - start_seconds} s at {fps} fps)", "a shorter range or a lower fps")
         end = self.metadata.end_stream_seconds
         times = [start_seconds + i / fps for i in range(count)]
         if end is not None:
@@ -634,6 +639,16 @@ class VideoDecoder:
         if not times:
             return self._empty_batch()
         return self._frames_scattered(distinct, [position[t] for t in times], by_time=True)
+
+    def _check_memory(self, count: int, what: str = "", instead: str = "fewer frames at a time") -> None:
+        """Raises MemoryError if `count` frames would take more than this
+        machine's memory: refused before anything is asked for, where a batch
+        that grew to it would get the process killed by the kernel."""
+        frame_bytes = max(1, (self.metadata.width or 1) * (self.metadata.height or 1) * 3)
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        if count * frame_bytes > memory:
+            raise MemoryError(f"{self._label}: {count} frames{what} of {frame_bytes} bytes each would take more "
+                              f"than this machine's {memory >> 20} MiB; ask for {instead}")
 
     def _check_played_range(self, start_seconds: float, stop_seconds: float) -> None:
         for name, value in (("start", start_seconds), ("stop", stop_seconds)):
@@ -653,6 +668,7 @@ class VideoDecoder:
         """The samplers' hook: one request for the `distinct` frames (indices,
         or times played with by_time), returned as a batch whose frame p is
         distinct[where[p]]; a repeated frame costs a copy, not a decode."""
+        self._check_memory(len(where))
         if by_time:
             for s in distinct:
                 self._check_played(s, _errors.PtsOutOfRangeError)

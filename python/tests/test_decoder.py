@@ -525,6 +525,23 @@ def test_a_range_of_indices_has_a_slices_bounds(video, reference):
         assert b.pts_seconds.tolist() == pytest.approx([i / FPS for i in want])
 
 
+def test_more_frames_than_memory_holds_are_refused_before_any_request(video):
+    # Each of these would grow a batch past the machine's memory, and get the
+    # process killed by the kernel rather than raise.
+    d = VideoDecoder(video)
+    d[0]
+    restarts = cpu_restarts()
+    memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    count = memory // (WIDTH * HEIGHT * 3) + 1
+    for ask in (lambda: d.get_frames_at([0] * count), lambda: d.get_frames_played_at([0.0] * count),
+                lambda: d._frames_scattered([0], [0] * count)):
+        with pytest.raises(MemoryError, match=f"{count} frames of {WIDTH * HEIGHT * 3} bytes each would take more "
+                                              f"than this machine's {memory >> 20} MiB"):
+            ask()
+    assert d.get_frames_in_range(0, 3).data.shape[0] == 3
+    assert cpu_restarts() == restarts and d.retries == 0
+
+
 def test_a_time_range_resampled_to_a_frame_rate(video, reference):
     # fps: the frame played at start + i / fps for round((stop - start) * fps)
     # outputs, as torchcodec resamples (torchvision's index rule for a
@@ -612,6 +629,8 @@ def test_a_frame_index_is_an_integer_of_any_kind(video, reference):
             call()
     # A step longer than the stream takes one frame, as any longer step does.
     np.testing.assert_array_equal(d.get_frames_in_range(3, 10, 2 ** 63).data.numpy(), reference[[3]])
+    # A start past what 64 bits hold is past the end, as a stop there is.
+    assert len(d.get_frames_in_range(2 ** 63, None)) == 0 and len(d[2 ** 63:]) == 0
     np.testing.assert_array_equal(d[2::2 ** 64].numpy(), reference[[2]])
     np.testing.assert_array_equal(d[-1::-2 ** 64].numpy(), reference[[49]])
 
@@ -709,6 +728,10 @@ def test_a_file_name_that_is_not_utf8(video, reference, tmp_path):
 def test_bad_arguments(video, tmp_path):
     with pytest.raises(TypeError):
         VideoDecoder(12)
+    # An empty path is no file (as open("") says), not the working folder.
+    with pytest.raises(FileNotFoundError) as missing:
+        VideoDecoder("")
+    assert isinstance(missing.value, RuntimeError)
     with pytest.raises(ValueError):
         VideoDecoder(video, dimension_order="CHW")
     with pytest.raises(ValueError):

@@ -63,7 +63,9 @@ class VideoDecoder {
   // sink that returns an error (e.g. kCancelled, to stop early) gets no more
   // frames, and the backend stops decoding after the frame in hand. The
   // first error (the backend's or the sink's) is returned with the decoder
-  // ready for its next request.
+  // ready for its next request. A sink that throws is treated as one that
+  // returned an error, and its exception is rethrown once the request is
+  // drained: the decoder stays usable and its backend is not blamed.
   Status ForEachFrame(const FrameSelection& selection, const std::function<Status(Frame)>& sink);
 
  private:
