@@ -103,6 +103,19 @@ ipc::FrameRequest ToIpc(const FrameSelection& selection) {
       selection.get());
 }
 
+Status CheckEnums(const DecoderOptions& o) {
+  if (o.seek_mode != SeekMode::kExact && o.seek_mode != SeekMode::kApproximate) {
+    return Status(StatusCode::kInvalidArgument,
+                  "seek_mode " + std::to_string(static_cast<int>(o.seek_mode)) + " is not a SeekMode");
+  }
+  if (o.output_format != OutputFormat::kRgb24 && o.output_format != OutputFormat::kRgb24Planar &&
+      o.output_format != OutputFormat::kNative) {
+    return Status(StatusCode::kInvalidArgument,
+                  "output_format " + std::to_string(static_cast<int>(o.output_format)) + " is not an OutputFormat");
+  }
+  return Status();
+}
+
 internal::DecoderOptions ToInternal(const DecoderOptions& o) {
   internal::DecoderOptions out;
   out.device = o.device;

@@ -29,6 +29,9 @@ StreamType FromIpc(ipc::StreamType type);
 StreamMetadata FromIpc(const ipc::StreamMetadata& metadata);
 ipc::FrameRequest ToIpc(const FrameSelection& selection);
 
+// kInvalidArgument for a seek_mode or output_format that is none of its
+// enum's values (a cast integer), which ToInternal would take as the default.
+Status CheckEnums(const DecoderOptions& options);
 internal::DecoderOptions ToInternal(const DecoderOptions& options);
 BackendInfo FromInternal(const internal::BackendStatus& status);
 

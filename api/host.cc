@@ -61,12 +61,14 @@ Result<std::unique_ptr<Host>> Host::Create(HostOptions options) {
 
 Result<std::unique_ptr<VideoDecoder>> Host::OpenDecoder(const std::string& path, DecoderOptions options) {
   if (impl_->owner != getpid()) return Forked(impl_->owner);
+  if (Status s = api::CheckEnums(options); !s.ok()) return s;
   return api::DecoderAccess::Wrap(impl_->host->OpenDecoder(path, api::ToInternal(options)));
 }
 
 Result<std::unique_ptr<VideoDecoder>> Host::OpenDecoderFromBytes(std::string_view bytes, const std::string& label,
                                                                  DecoderOptions options) {
   if (impl_->owner != getpid()) return Forked(impl_->owner);
+  if (Status s = api::CheckEnums(options); !s.ok()) return s;
   return api::DecoderAccess::Wrap(impl_->host->OpenDecoderFromBytes(absl::string_view(bytes.data(), bytes.size()), label, api::ToInternal(options)));
 }
 

@@ -45,7 +45,10 @@ RgbConverter::RgbConverter(RgbConverter&&) noexcept = default;
 RgbConverter& RgbConverter::operator=(RgbConverter&&) noexcept = default;
 
 Status RgbConverter::Convert(const Frame& frame, OutputFormat to, std::span<uint8_t> out) {
-  if (to == OutputFormat::kNative) return Status(StatusCode::kInvalidArgument, "convert to kRgb24 or kRgb24Planar");
+  if (impl_ == nullptr) return Status(StatusCode::kFailedPrecondition, "this RgbConverter was moved from");
+  if (to != OutputFormat::kRgb24 && to != OutputFormat::kRgb24Planar) {
+    return Status(StatusCode::kInvalidArgument, "convert to kRgb24 or kRgb24Planar");
+  }
   if (frame.format() != OutputFormat::kNative) {
     return Status(StatusCode::kDataLoss, std::string("the backend sent a ") + OutputFormatName(frame.format()) +
                                              " frame for a stream whose frames come native");

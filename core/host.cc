@@ -20,6 +20,11 @@
 namespace codecvisor::internal {
 namespace {
 
+// The longest wait a timeout may ask for (about ten years): a longer one is
+// taken as this. Deadlines are now plus up to ten timeouts on a nanosecond
+// clock, which milliseconds::max() would overflow into the past.
+constexpr std::chrono::milliseconds kLongestTimeout = std::chrono::hours(24 * 365 * 10);
+
 std::string DefaultDevice(const HostOptions& options) {
   if (!options.default_device.empty()) return options.default_device;
   if (const char* env = std::getenv("CODECVISOR_DEFAULT_DEVICE"); env != nullptr && *env) return env;
@@ -199,6 +204,9 @@ absl::Status Host::ResetBackend(absl::string_view name) {
 }
 
 absl::Status Host::StartBackend(absl::string_view name, std::chrono::milliseconds timeout) {
+  if (timeout.count() <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("the timeout must be positive, not ", timeout.count(), " ms"));
+  }
   std::shared_ptr<Supervisor> supervisor;
   {
     MutexLock lock(&mu_);
@@ -211,7 +219,7 @@ absl::Status Host::StartBackend(absl::string_view name, std::chrono::millisecond
     supervisor = it->second.supervisor;
   }
   // Outside mu_: the spawn takes as long as the child's start and handshake.
-  absl::StatusOr<BackendHandle> handle = supervisor->Acquire(ipc::Clock::now() + timeout);
+  absl::StatusOr<BackendHandle> handle = supervisor->Acquire(ipc::Clock::now() + std::min(timeout, kLongestTimeout));
   return handle.status();
 }
 
@@ -289,6 +297,12 @@ absl::StatusOr<std::unique_ptr<VideoDecoder>> Host::OpenDescriptor(ipc::UniqueFd
                                                    options.request_timeout.count(), " ms and ",
                                                    options.open_timeout.count(), " ms"));
   }
+  if (options.stream_index < -1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("stream_index must be a stream's index, or -1 for the best video stream, not ", options.stream_index));
+  }
+  options.request_timeout = std::min(options.request_timeout, kLongestTimeout);
+  options.open_timeout = std::min(options.open_timeout, kLongestTimeout);
   if (options.native_formats.size() > ipc::kMaxNativeFormats) {
     return absl::InvalidArgumentError(
         absl::StrCat("native_formats names ", options.native_formats.size(), " formats; at most ", ipc::kMaxNativeFormats));

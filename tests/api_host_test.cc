@@ -262,6 +262,26 @@ TEST_F(ApiHostTest, AFrameHasNoPlanePastItsLastAndTimeoutsArePositive) {
     options.open_timeout = std::chrono::milliseconds(open);
     EXPECT_EQ(host_->OpenDecoder(clip_, options).status().code(), StatusCode::kInvalidArgument);
   }
+  EXPECT_EQ(host_->StartBackend("synthetic", std::chrono::milliseconds(-5)).code(), StatusCode::kInvalidArgument);
+}
+
+// milliseconds::max() is "no limit", taken as a long one: a deadline of now
+// plus it overflowed into the past, and the backend was killed at once.
+TEST_F(ApiHostTest, TheLongestTimeoutsWaitAndKillNothing) {
+  ASSERT_TRUE(host_->StartBackend("synthetic", std::chrono::milliseconds::max()).ok());
+  DecoderOptions options;
+  options.device = "synthetic";
+  options.request_timeout = std::chrono::milliseconds::max();
+  options.open_timeout = std::chrono::milliseconds::max();
+  auto d = host_->OpenDecoder(clip_, options);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  auto frames = (*d)->GetFramesInRange(0, 5);
+  ASSERT_TRUE(frames.ok()) << frames.status().ToString();
+  EXPECT_EQ(frames->size(), 5u);
+  EXPECT_EQ((*d)->retries(), 0u);
+  for (const BackendInfo& b : host_->Backends()) {
+    if (b.name == "synthetic") EXPECT_EQ(b.restarts, 0u);
+  }
 }
 
 TEST_F(ApiHostTest, FramesAreZeroCopyUntilDetached) {
@@ -395,6 +415,18 @@ TEST_F(ApiHostTest, MisuseIsAStatusWithTheRightCode) {
   no_slots.device = "synthetic";
   no_slots.arena_slots = 0;
   EXPECT_EQ(host_->OpenDecoder(clip_, no_slots).status().code(), StatusCode::kInvalidArgument);
+  // Integers cast to the enums, and a stream index below -1 (the best
+  // video stream), were taken as the defaults.
+  DecoderOptions odd_enum;
+  odd_enum.device = "synthetic";
+  odd_enum.output_format = static_cast<OutputFormat>(42);
+  EXPECT_EQ(host_->OpenDecoder(clip_, odd_enum).status().code(), StatusCode::kInvalidArgument);
+  odd_enum.output_format = OutputFormat::kRgb24;
+  odd_enum.seek_mode = static_cast<SeekMode>(-3);
+  EXPECT_EQ(host_->OpenDecoderFromBytes("x", "x", odd_enum).status().code(), StatusCode::kInvalidArgument);
+  odd_enum.seek_mode = SeekMode::kExact;
+  odd_enum.stream_index = -7;
+  EXPECT_EQ(host_->OpenDecoder(clip_, odd_enum).status().code(), StatusCode::kInvalidArgument);
   // native_formats the protocol cannot carry are the caller's error, caught
   // before a backend sees them (it would drop a malformed request).
   DecoderOptions too_many;

@@ -300,6 +300,8 @@ TEST_F(RgbConverterTest, RefusesWhatIsNotOneOfTheStreamsNativeFrames) {
   EXPECT_NE(s.message().find("yuv422p frame of 66x50"), std::string::npos) << s.ToString();
   s = converter.Convert(*frame, OutputFormat::kNative, out);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+  s = converter.Convert(*frame, static_cast<OutputFormat>(9), out);  // no OutputFormat
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
   s = converter.Convert(*frame, OutputFormat::kRgb24, std::span<uint8_t>(out.data(), 638 * 360 * 3 - 1));
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
   EXPECT_EQ(out, untouched);
@@ -313,7 +315,12 @@ TEST_F(RgbConverterTest, RefusesWhatIsNotOneOfTheStreamsNativeFrames) {
   StreamMetadata ten_bit = native->metadata();
   ten_bit.pixel_format = "yuv420p10le";
   EXPECT_FALSE(RgbConverter::Accepts(ten_bit));
+  // A converter moved from has nothing to convert with: an error, not a crash.
+  RgbConverter taken = std::move(converter);
+  s = converter.Convert(*frame, OutputFormat::kRgb24, out);  // NOLINT(bugprone-use-after-move): what is tested
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
   EXPECT_EQ(out, untouched);
+  EXPECT_TRUE(taken.Convert(*frame, OutputFormat::kRgb24, out).ok());
 }
 
 TEST(RgbConverterFormatsTest, AreEightBitYuvAndGreyFormats) {

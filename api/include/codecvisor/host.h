@@ -111,7 +111,8 @@ class Host {
   // Lifts backend `name`'s quarantine or load failure.
   Status ResetBackend(const std::string& name);
   // Starts backend `name`'s process now and waits up to `timeout` until it
-  // is ready (sandboxed, through its handshake).
+  // is ready (sandboxed, through its handshake). The timeout must be
+  // positive (kInvalidArgument); one over about ten years is taken as that.
   Status StartBackend(const std::string& name, std::chrono::milliseconds timeout);
 
   std::vector<BackendInfo> Backends() const;

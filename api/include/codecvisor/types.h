@@ -172,7 +172,8 @@ struct DecoderOptions {
   // killed and restarted, and the request replayed once; one still using
   // CPU at a request's deadline (decoding many frames before its first
   // answer) gets another request_timeout, up to ten in all. Both must be
-  // positive (kInvalidArgument at open).
+  // positive (kInvalidArgument at open); one longer than about ten years
+  // (milliseconds::max() for "no limit") is taken as ten years.
   std::chrono::milliseconds request_timeout{30'000};
   std::chrono::milliseconds open_timeout{120'000};
 };
