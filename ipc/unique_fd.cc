@@ -29,7 +29,11 @@ absl::Status ErrnoStatus(absl::string_view what, int err) {
     case ENFILE:
     case ENOSPC:
       return absl::ResourceExhaustedError(message);
+    case ENOTDIR:  // a path through a file: nothing is there
+      return absl::NotFoundError(message);
     case EINVAL:
+    case ELOOP:
+    case ENAMETOOLONG:
       return absl::InvalidArgumentError(message);
     case EPIPE:
     case ECONNRESET:

@@ -406,6 +406,13 @@ TEST_F(ApiHostTest, MisuseIsAStatusWithTheRightCode) {
 
   auto missing = host_->OpenDecoder(testing::WriteFile("x", "") + ".missing");
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  // Paths the kernel refuses (through a file, a loop of links, too long):
+  // the caller's error, not an internal one.
+  EXPECT_EQ(host_->OpenDecoder(clip_ + "/x").status().code(), StatusCode::kNotFound);
+  const std::string loop = testing::WriteFile("loop_target", "") + ".loop";
+  ASSERT_EQ(symlink(loop.c_str(), loop.c_str()), 0);
+  EXPECT_EQ(host_->OpenDecoder(loop).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(host_->OpenDecoder(std::string(5000, 'a')).status().code(), StatusCode::kInvalidArgument);
   DecoderOptions unknown;
   unknown.device = "acme";
   auto no_device = host_->OpenDecoder(clip_, unknown);
