@@ -11,6 +11,7 @@
 
 #include <toml++/toml.h>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "ipc/unique_fd.h"
 
@@ -19,6 +20,32 @@ namespace {
 
 absl::Status Errno(absl::string_view what, const std::string& path) {
   return ipc::ErrnoStatus(absl::StrCat(what, " ", path));
+}
+
+// The first line of every history written: a file without it is not one,
+// and is never replaced.
+constexpr char kHeader[] = "# Backend failures seen by codecvisor hosts; `codecvisor backends --reset NAME` clears one.\n";
+
+// The file's text; NotFound where there is none. Only a regular file is
+// read (a FIFO there would block the host, a device feed it without end).
+absl::StatusOr<std::string> ReadText(const std::string& path) {
+  ipc::UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+  if (!fd.valid()) return Errno("cannot read", path);
+  struct stat st;
+  if (fstat(fd.get(), &st) != 0) return Errno("cannot read", path);
+  if (!S_ISREG(st.st_mode)) return absl::InvalidArgumentError(absl::StrCat(path, ": not a regular file"));
+  std::string text;
+  char buffer[4096];
+  for (;;) {
+    const ssize_t n = ipc::RetryEintr([&] { return read(fd.get(), buffer, sizeof(buffer)); });
+    if (n < 0) return Errno("cannot read", path);
+    if (n == 0) break;
+    text.append(buffer, static_cast<size_t>(n));
+    if (text.size() > (1 << 20)) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": over 1 MiB, not a backend history"));
+    }
+  }
+  return text;
 }
 
 // mkdir -p with mode 0700 for each folder it makes.
@@ -105,7 +132,7 @@ std::string FormatBackendHistory(const BackendHistory& history) {
   toml::table root;
   root.insert("backend", std::move(backends));
   std::ostringstream out;
-  out << "# Backend failures seen by codecvisor hosts; `codecvisor backends --reset NAME` clears one.\n" << root << "\n";
+  out << kHeader << root << "\n";
   return out.str();
 }
 
@@ -121,23 +148,10 @@ std::string DefaultBackendHistoryPath() {
 }
 
 absl::StatusOr<BackendHistory> ReadBackendHistory(const std::string& path) {
-  ipc::UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) {
-    if (errno == ENOENT) return BackendHistory{};
-    return Errno("cannot read", path);
-  }
-  std::string text;
-  char buffer[4096];
-  for (;;) {
-    const ssize_t n = ipc::RetryEintr([&] { return read(fd.get(), buffer, sizeof(buffer)); });
-    if (n < 0) return Errno("cannot read", path);
-    if (n == 0) break;
-    text.append(buffer, static_cast<size_t>(n));
-    if (text.size() > (1 << 20)) {
-      return absl::InvalidArgumentError(absl::StrCat(path, ": over 1 MiB, not a backend history"));
-    }
-  }
-  return ParseBackendHistory(text, path);
+  absl::StatusOr<std::string> text = ReadText(path);
+  if (absl::IsNotFound(text.status())) return BackendHistory{};
+  if (!text.ok()) return text.status();
+  return ParseBackendHistory(*text, path);
 }
 
 absl::Status UpdateBackendHistory(const std::string& path, absl::FunctionRef<void(BackendHistory*)> change) {
@@ -147,8 +161,19 @@ absl::Status UpdateBackendHistory(const std::string& path, absl::FunctionRef<voi
   if (!lock.valid()) return Errno("cannot open", lock_path);
   // Held until `lock` closes.
   if (ipc::RetryEintr([&] { return flock(lock.get(), LOCK_EX); }) != 0) return Errno("cannot lock", lock_path);
-  absl::StatusOr<BackendHistory> history = ReadBackendHistory(path);
-  BackendHistory updated = history.ok() ? *std::move(history) : BackendHistory{};  // a broken file starts afresh
+  BackendHistory updated;
+  if (absl::StatusOr<std::string> text = ReadText(path); text.ok()) {
+    // A file that is not one this code wrote (a path set by mistake to a
+    // video) is left as it is; a damaged history starts afresh.
+    if (!text->empty() && !absl::StartsWith(*text, kHeader)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(path, ": not a codecvisor backend history (it does not begin with its header); not replaced"));
+    }
+    absl::StatusOr<BackendHistory> history = ParseBackendHistory(*text, path);
+    if (history.ok()) updated = *std::move(history);
+  } else if (!absl::IsNotFound(text.status())) {
+    return text.status();
+  }
   change(&updated);
   const std::string tmp = absl::StrCat(path, ".", getpid(), ".tmp");
   const std::string text = FormatBackendHistory(updated);

@@ -110,12 +110,30 @@ TEST(BackendHistoryTest, ConcurrentWritersLoseNothing) {
   EXPECT_EQ(st.st_mode & 0777, 0600u);
 }
 
-TEST(BackendHistoryTest, ACorruptFileIsReplacedByTheNextWrite) {
-  const std::string path = std::string(getenv("TEST_TMPDIR")) + "/corrupt.toml";
+std::string WriteText(const std::string& name, const std::string& text) {
+  const std::string path = std::string(getenv("TEST_TMPDIR")) + "/" + name;
   FILE* f = fopen(path.c_str(), "w");
-  ASSERT_NE(f, nullptr);
-  fputs("backend = [ not toml", f);
+  EXPECT_NE(f, nullptr);
+  if (f == nullptr) return path;
+  fputs(text.c_str(), f);
   fclose(f);
+  return path;
+}
+
+std::string ReadText(const std::string& path) {
+  std::string text;
+  FILE* f = fopen(path.c_str(), "r");
+  if (f == nullptr) return text;
+  for (int c; (c = fgetc(f)) != EOF;) text.push_back(static_cast<char>(c));
+  fclose(f);
+  return text;
+}
+
+TEST(BackendHistoryTest, ACorruptFileIsReplacedByTheNextWrite) {
+  // A history (its header line) damaged after it.
+  const std::string path = WriteText(
+      "corrupt.toml",
+      "# Backend failures seen by codecvisor hosts; `codecvisor backends --reset NAME` clears one.\nbackend = [ no");
   EXPECT_FALSE(ReadBackendHistory(path).ok());
   ASSERT_TRUE(UpdateBackendHistory(path, [](BackendHistory* h) {
                 AddSightings({Saw("x", "quarantined", 6, "killed by signal 11 (SIGSEGV)", "q")}, h);
@@ -123,6 +141,30 @@ TEST(BackendHistoryTest, ACorruptFileIsReplacedByTheNextWrite) {
   absl::StatusOr<BackendHistory> h = ReadBackendHistory(path);
   ASSERT_TRUE(h.ok()) << h.status();
   EXPECT_EQ((*h)["x"].quarantine, "q");
+}
+
+// history_file named by mistake: a file this code did not write is never
+// replaced, and a FIFO neither blocks the reader nor is written.
+TEST(BackendHistoryTest, AFileThatIsNotAHistoryIsLeftAsItIs) {
+  auto add = [](BackendHistory* h) { AddSightings({Saw("x", "quarantined", 6)}, h); };
+  for (const char* text : {"\x1a\x45\xdf\xa3 the start of a Matroska video", "[settings]\ncolour = 'blue'\n"}) {
+    const std::string path = WriteText("not_history", text);
+    const absl::Status s = UpdateBackendHistory(path, add);
+    EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+    EXPECT_NE(s.message().find("not a codecvisor backend history"), std::string::npos) << s;
+    EXPECT_EQ(ReadText(path), std::string(text));
+  }
+  const std::string fifo = std::string(getenv("TEST_TMPDIR")) + "/history_fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(ReadBackendHistory(fifo).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(UpdateBackendHistory(fifo, add).code(), absl::StatusCode::kInvalidArgument);
+  struct stat st;
+  ASSERT_EQ(stat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode)) << "the FIFO was replaced";
+  // An empty file is taken as an empty history and written.
+  const std::string empty = WriteText("empty_history", "");
+  ASSERT_TRUE(UpdateBackendHistory(empty, add).ok());
+  EXPECT_EQ((*ReadBackendHistory(empty))["x"].restarts, 6u);
 }
 
 }  // namespace

@@ -59,6 +59,9 @@ struct HostOptions {
   // what it saw of its backends' failures (restarts, last exit,
   // quarantine), for later processes to show: the `codecvisor` commands use
   // $XDG_STATE_HOME/codecvisor/backends.toml (else ~/.local/state/...).
+  // A file there that is not such a history (one that does not begin with
+  // the line the host writes first), or not a regular file, is left as it
+  // is and nothing is recorded.
   std::string history_file;
 };
 
