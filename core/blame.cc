@@ -42,6 +42,7 @@ absl::Status Replays::AfterDeath(const RequestBlame& blame, const DeathRecord& d
   if (blame.blamed) {
     blamed_.push_back(death.Describe());
     blamed_generations_.push_back(death.generation);
+    only_hangs_ = only_hangs_ && death.KilledForNoAnswer();
     if (advice_.empty()) advice_ = CrashAdvice(death, BacktraceEnabled());
   }
   alone_ = blame.replay_alone;

@@ -75,6 +75,8 @@ class Replays {
   // The generations whose deaths blamed it (a poison verdict's, for the
   // restart budget: RestartPolicy::OnPoison).
   const std::vector<uint64_t>& blamed_generations() const { return blamed_generations_; }
+  // Whether every death that blamed it was a kill for no answer in time.
+  bool blamed_only_for_hangs() const { return only_hangs_; }
 
  private:
   const std::chrono::milliseconds bound_;
@@ -82,6 +84,7 @@ class Replays {
   std::vector<uint64_t> blamed_generations_;
   std::string advice_;                // CrashAdvice for the first of them
   bool alone_ = false;
+  bool only_hangs_ = true;
   int deaths_ = 0;
   Clock::time_point first_;
 };

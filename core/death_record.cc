@@ -11,6 +11,10 @@
 
 namespace codecvisor {
 
+bool DeathRecord::KilledForNoAnswer() const {
+  return killed_by_supervisor && kill_reason.starts_with(kNoAnswerWithin);
+}
+
 std::string DeathRecord::Describe() const {
   if (killed_by_supervisor) return absl::StrCat("killed by codecvisor: ", kill_reason);
   std::string text = DescribeExit(exit, recorded_signal, violation_syscall, oom_killed);

@@ -16,6 +16,9 @@
 
 namespace codecvisor {
 
+// How a session's kill reason begins when it waited past its deadline.
+inline constexpr char kNoAnswerWithin[] = "no answer within ";
+
 // How one generation (one child process) of a backend ended.
 struct DeathRecord {
   uint64_t generation = 0;
@@ -53,6 +56,8 @@ struct DeathRecord {
   // "killed by signal 11 (SIGSEGV)", "sandbox violation: syscall socket",
   // or "killed by codecvisor: <reason>".
   std::string Describe() const;
+  // Killed by the supervisor because a session waited past its deadline.
+  bool KilledForNoAnswer() const;
 };
 
 // Adds to `record` what the runner recorded on each channel of the dead

@@ -57,7 +57,11 @@ class RestartPolicy {
   // A request (or open) was judged poison at `now`, guilty of the deaths of
   // `generations`: their crashes leave the budget (unless
   // max_poison_in_a_row is 0), and the verdict counts toward that limit.
-  void OnPoison(std::span<const uint64_t> generations, Clock::time_point now);
+  // With `toward_quarantine` false (the deaths were kills for a deadline
+  // the caller made shorter than the default: its choice, not a sign of a
+  // broken backend) the crashes leave the budget whatever the limit, and
+  // the verdict does not count.
+  void OnPoison(std::span<const uint64_t> generations, Clock::time_point now, bool toward_quarantine = true);
   // A request succeeded: the budget is whole again.
   void OnSuccess();
   // Lifts a quarantine (an operator's explicit reset).

@@ -283,9 +283,9 @@ void Supervisor::RecordSuccess() {
   policy_.OnSuccess();
 }
 
-void Supervisor::RecordPoison(std::span<const uint64_t> generations) {
+void Supervisor::RecordPoison(std::span<const uint64_t> generations, bool toward_quarantine) {
   MutexLock lock(&mu_);
-  policy_.OnPoison(generations, env_->Now());
+  policy_.OnPoison(generations, env_->Now(), toward_quarantine);
 }
 
 void Supervisor::Reset() {

@@ -103,8 +103,9 @@ class Supervisor {
   // A request succeeded: the restart budget is whole again.
   void RecordSuccess();
   // A request (or open) was judged poison, guilty of the deaths of
-  // `generations`: those leave the restart budget (RestartPolicy::OnPoison).
-  void RecordPoison(std::span<const uint64_t> generations);
+  // `generations`: those leave the restart budget (RestartPolicy::OnPoison,
+  // which says what `toward_quarantine` false is for).
+  void RecordPoison(std::span<const uint64_t> generations, bool toward_quarantine = true);
   // Lifts a quarantine or a load failure; the next Acquire starts afresh.
   void Reset();
   // Starts the child now instead of on first use.

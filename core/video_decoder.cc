@@ -90,7 +90,7 @@ absl::StatusOr<RequestBlame> VideoDecoder::Recover(const absl::Status& failure, 
   // kills it for us, and the blame is ours.
   std::string reason;
   if (absl::IsDeadlineExceeded(failure)) {
-    reason = absl::StrCat("no answer within ", timeout.count(), " ms (", failure.message(), ")");
+    reason = absl::StrCat(kNoAnswerWithin, timeout.count(), " ms (", failure.message(), ")");
   } else if (absl::IsDataLoss(failure)) {
     reason = absl::StrCat("malformed message: ", failure.message());
   } else {
@@ -176,11 +176,10 @@ absl::Status VideoDecoder::Reopen() {
     if (absl::Status s = replays.AfterDeath(
             *blame, death, {"opening the file", "opening the file", "; it is poison and is not retried"}, Clock::now());
         !s.ok()) {
-      if (absl::IsAborted(s)) supervisor_->RecordPoison(replays.blamed_generations());
+      if (absl::IsAborted(s)) RecordPoison(replays, options_.open_timeout, DecoderOptions{}.open_timeout);
       // An exact-mode open reads every packet: a huge (or padded) file can
       // outlast the open timeout without anything being wrong.
-      if (options_.seek_mode == SeekMode::kExact && death.killed_by_supervisor &&
-          absl::StrContains(death.kill_reason, "no answer within")) {
+      if (options_.seek_mode == SeekMode::kExact && death.KilledForNoAnswer()) {
         s = absl::Status(s.code(), absl::StrCat(s.message(),
                                                 "; an exact-mode open reads the whole file to index its frames: "
                                                 "a longer open_timeout, or approximate mode (which reads the "
@@ -198,6 +197,16 @@ SoloGate::Pass VideoDecoder::PassGate(bool alone, std::chrono::milliseconds time
   // timeouts after asking: a suspect's replay only delays them.
   const auto now = Clock::now();
   return gate.EnterSolo(now + timeout, now + 2 * timeout);
+}
+
+void VideoDecoder::RecordPoison(const Replays& replays, std::chrono::milliseconds timeout,
+                                std::chrono::milliseconds default_timeout) {
+  // A request killed for hanging under a deadline its caller made shorter
+  // than the default (a timeout of 1 ms) says the caller wanted it sooner,
+  // not that the backend is broken: it must not quarantine the backend that
+  // every decoder of the process shares.
+  supervisor_->RecordPoison(replays.blamed_generations(),
+                            !(replays.blamed_only_for_hangs() && timeout < default_timeout));
 }
 
 VideoDecoder::Attempt VideoDecoder::RunOnce(const FrameSelection& selection,
@@ -400,7 +409,7 @@ absl::Status VideoDecoder::ServeOneRequest(const FrameSelection& selection,
              "; the request is poison and is not retried. The backend was restarted; other requests go on"},
             Clock::now());
         !s.ok()) {
-      if (absl::IsAborted(s)) supervisor_->RecordPoison(replays.blamed_generations());
+      if (absl::IsAborted(s)) RecordPoison(replays, options_.request_timeout, DecoderOptions{}.request_timeout);
       return Annotate(s);
     }
   }

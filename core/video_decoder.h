@@ -135,6 +135,9 @@ class VideoDecoder {
   // `alone`: the attempt passes the backend's gate alone (a suspect's replay).
   Attempt RunOnce(const FrameSelection& selection, absl::FunctionRef<absl::Status(Frame)> sink,
                   uint32_t* delivered, absl::Status* sink_error, bool alone);
+  // A poison verdict for the supervisor's restart policy; `timeout` is the
+  // deadline that applied, `default_timeout` its default.
+  void RecordPoison(const Replays& replays, std::chrono::milliseconds timeout, std::chrono::milliseconds default_timeout);
   // A pass of the backend's gate for one attempt that may take `timeout`.
   SoloGate::Pass PassGate(bool alone, std::chrono::milliseconds timeout);
   // One request to the backend (at most kMaxEntriesPerRequest entries),

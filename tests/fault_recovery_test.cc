@@ -511,6 +511,34 @@ TEST_F(FaultTest, AFrameDescribedAsAnotherFailsItsRequest) {
   for (int64_t i = 0; i < 6; ++i) EXPECT_TRUE(IsSyntheticFrame((*all)[i], i)) << i;
 }
 
+// A caller whose own timeout is shorter than a request takes gets each
+// such request killed twice and called poison, but it is the caller's
+// choice, not a broken backend: however many in a row, the backend every
+// decoder shares is never quarantined, and a decoder with the default
+// timeout goes on being served.
+TEST_F(FaultTest, ACallersShortTimeoutNeverQuarantinesTheBackend) {
+  FaultRow& row = Row("hang under a caller's 300 ms request_timeout, 10 requests in a row (8 poison allowed)");
+  DecoderOptions hasty;
+  hasty.request_timeout = std::chrono::milliseconds(300);
+  auto decoder = Open(WriteSyntheticVideo("hasty.syn", "fault=hang fault_frame=3"), "faulty", hasty);
+  ASSERT_TRUE(decoder.ok()) << decoder.status();
+  for (int request = 0; request < 10; ++request) {
+    ++row.tries;
+    auto frame = (*decoder)->GetFrameAt(3);
+    row.Saw("request " + CodeName(frame.status()));
+    ASSERT_EQ(frame.status().code(), absl::StatusCode::kAborted) << request << ": " << frame.status();
+    EXPECT_NE(frame.status().message().find("no answer within 300 ms"), std::string::npos) << frame.status();
+  }
+  row.Note("backend " + StatusOf("faulty").state);
+  EXPECT_NE(StatusOf("faulty").state, "quarantined");
+  auto patient = Open(WriteSyntheticVideo("patient.syn"), "faulty");
+  ASSERT_TRUE(patient.ok()) << patient.status();
+  auto frame = (*patient)->GetFrameAt(3);
+  row.Saw("another decoder, default timeout: " + FrameOutcome(frame, 3));
+  ASSERT_TRUE(frame.ok()) << frame.status();
+  EXPECT_TRUE(IsSyntheticFrame(*frame, 3));
+}
+
 TEST_F(FaultTest, CrashLoopIsQuarantinedUntilReset) {
   // faulty.toml allows 5 restarts a minute and 8 poison requests in a row
   // (the default). Every open segfaults, twice each, so every open is
