@@ -6,6 +6,7 @@
 
 #include "api/convert.h"
 #include "api/frame_impl.h"
+#include "api/inherited.h"
 
 namespace codecvisor {
 
@@ -24,12 +25,12 @@ bool ParentsSlot(const std::unique_ptr<Impl>& impl) {
 }  // namespace
 
 Frame::~Frame() {
-  if (ParentsSlot(impl_)) (void)impl_.release();  // the parent gives it back
+  if (ParentsSlot(impl_)) api::LeaveInherited(impl_);  // the parent gives it back
 }
 Frame::Frame(Frame&& other) noexcept = default;
 Frame& Frame::operator=(Frame&& other) noexcept {
   if (this != &other) {
-    if (ParentsSlot(impl_)) (void)impl_.release();
+    if (ParentsSlot(impl_)) api::LeaveInherited(impl_);
     impl_ = std::move(other.impl_);
   }
   return *this;
@@ -63,7 +64,7 @@ void Frame::Detach() {
   if (ParentsSlot(impl_)) {
     // Copied, the slot left to the parent.
     auto copy = std::make_unique<Impl>(impl_->frame.CopyOut());
-    (void)impl_.release();
+    api::LeaveInherited(impl_);
     impl_ = std::move(copy);
     return;
   }

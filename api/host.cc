@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "api/convert.h"
+#include "api/inherited.h"
 #include "api/video_decoder_impl.h"
 #include "core/discovery.h"
 #include "core/host.h"
@@ -34,7 +35,7 @@ Host::Host(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 // In a forked child the Host is the parent's: its threads are not there to
 // join and its backends are the parent's to stop, so it is left as it is.
 Host::~Host() {
-  if (impl_ != nullptr && impl_->owner != getpid()) (void)impl_.release();
+  if (impl_ != nullptr && impl_->owner != getpid()) api::LeaveInherited(impl_);
 }
 
 Result<std::unique_ptr<Host>> Host::Create(HostOptions options) {

@@ -8,6 +8,7 @@
 
 #include "api/convert.h"
 #include "api/frame_impl.h"
+#include "api/inherited.h"
 #include "api/video_decoder_impl.h"
 
 namespace codecvisor {
@@ -79,7 +80,7 @@ VideoDecoder::VideoDecoder(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) 
 // In a forked child the decoder is the parent's: closing it would talk to
 // the parent's backend over the parent's channel, so it is left as it is.
 VideoDecoder::~VideoDecoder() {
-  if (impl_ != nullptr && impl_->owner != getpid()) (void)impl_.release();
+  if (impl_ != nullptr && impl_->owner != getpid()) api::LeaveInherited(impl_);
 }
 
 const StreamMetadata& VideoDecoder::metadata() const { return impl_->metadata; }
