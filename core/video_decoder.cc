@@ -326,7 +326,7 @@ absl::Status VideoDecoder::ForEachFrame(const FrameSelection& selection,
   if (auto* range = std::get_if<ipc::IndexRange>(&selection.selection);
       range != nullptr && (range->start < 0 || range->stop < 0)) {
     absl::StatusOr<ipc::IndexRange> resolved = CountFromEnd(*range, metadata_.estimated_frame_count());
-    if (!resolved.ok()) return resolved.status();
+    if (!resolved.ok()) return Annotate(resolved.status());
     return ForEachFrame(FrameSelection{*resolved}, sink);
   }
   // Long lists go in consecutive requests: one must fit the request ring.

@@ -141,7 +141,11 @@ TEST_F(ApiHostTest, MetadataAndEveryAccessMethod) {
   ASSERT_TRUE(but_last.ok()) << but_last.status().ToString();
   EXPECT_EQ(Indices(*but_last), (std::vector<int64_t>{35, 37}));
   but_last->clear();
-  EXPECT_EQ(d->GetFramesInRange(-41, 3).status().code(), StatusCode::kOutOfRange);
+  const Status before_first = d->GetFramesInRange(-41, 3).status();
+  EXPECT_EQ(before_first.code(), StatusCode::kOutOfRange);
+  // Named with the file and backend, as every error of a decoder is.
+  EXPECT_NE(before_first.message().find(d->label() + " (backend 'synthetic'): frames [-41, 3)"), std::string::npos)
+      << before_first.ToString();
   EXPECT_EQ(d->GetFramesInRange(-2, -5).status().code(), StatusCode::kInvalidArgument);
 
   auto played = d->GetFramePlayedAt(1.05);
