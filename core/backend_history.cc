@@ -157,7 +157,7 @@ absl::StatusOr<BackendHistory> ReadBackendHistory(const std::string& path) {
 absl::Status UpdateBackendHistory(const std::string& path, absl::FunctionRef<void(BackendHistory*)> change) {
   if (absl::Status s = MakeFolders(Folder(path)); !s.ok()) return s;
   const std::string lock_path = path + ".lock";
-  ipc::UniqueFd lock(open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  ipc::UniqueFd lock(open(lock_path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!lock.valid()) return Errno("cannot open", lock_path);
   // Held until `lock` closes.
   if (ipc::RetryEintr([&] { return flock(lock.get(), LOCK_EX); }) != 0) return Errno("cannot lock", lock_path);
@@ -178,7 +178,11 @@ absl::Status UpdateBackendHistory(const std::string& path, absl::FunctionRef<voi
   const std::string tmp = absl::StrCat(path, ".", getpid(), ".tmp");
   const std::string text = FormatBackendHistory(updated);
   absl::Status written = [&]() -> absl::Status {
-    ipc::UniqueFd fd(open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+    // A new file, never one already there: in a folder others may write
+    // (history_file set to /tmp/...), a link planted at this name would
+    // have the write truncate what it points at.
+    unlink(tmp.c_str());
+    ipc::UniqueFd fd(open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (!fd.valid()) return Errno("cannot create", tmp);
     for (size_t done = 0; done < text.size();) {
       const ssize_t n = ipc::RetryEintr([&] { return write(fd.get(), text.data() + done, text.size() - done); });

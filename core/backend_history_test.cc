@@ -161,6 +161,14 @@ TEST(BackendHistoryTest, AFileThatIsNotAHistoryIsLeftAsItIs) {
   struct stat st;
   ASSERT_EQ(stat(fifo.c_str(), &st), 0);
   EXPECT_TRUE(S_ISFIFO(st.st_mode)) << "the FIFO was replaced";
+  // A link planted where the new file is written (history_file in a
+  // folder others may write) is replaced, not written through.
+  const std::string planted = WriteText("planted_history", "");
+  const std::string victim = WriteText("victim", "keep me");
+  ASSERT_EQ(symlink(victim.c_str(), (planted + "." + std::to_string(getpid()) + ".tmp").c_str()), 0);
+  ASSERT_TRUE(UpdateBackendHistory(planted, add).ok());
+  EXPECT_EQ(ReadText(victim), "keep me");
+  EXPECT_EQ((*ReadBackendHistory(planted))["x"].restarts, 6u);
   // An empty file is taken as an empty history and written.
   const std::string empty = WriteText("empty_history", "");
   ASSERT_TRUE(UpdateBackendHistory(empty, add).ok());
