@@ -79,6 +79,7 @@ StreamMetadata FromIpc(const ipc::StreamMetadata& m) {
   out.num_video_streams = m.num_video_streams;
   if (m.header_times)
     out.header_times = HeaderTimes{m.header_times->duration_seconds, m.header_times->begin_stream_seconds};
+  if (m.pixel_aspect_ratio) out.pixel_aspect_ratio = Rational{m.pixel_aspect_ratio->num, m.pixel_aspect_ratio->den};
   out.streams.reserve(m.streams.size());
   for (const ipc::StreamInfo& s : m.streams) {
     out.streams.push_back({s.index, FromIpc(s.type), s.codec, s.width, s.height, s.sample_rate, s.channels});

@@ -99,6 +99,11 @@ absl::Status CheckStreamNumbers(const ipc::StreamMetadata& m) {
   if (m.time_base.den > 0 && m.time_base.num < 0) {
     return BadNumber("time_base", static_cast<double>(m.time_base.num), "is a negative numerator");
   }
+  if (const auto& par = m.pixel_aspect_ratio;
+      par && (par->num <= 0 || par->den <= 0 || par->num > INT32_MAX || par->den > INT32_MAX)) {
+    return absl::DataLossError(absl::StrCat("the backend's stream metadata has a pixel_aspect_ratio of ", par->num,
+                                            "/", par->den, ", which is not two positive 32-bit integers"));
+  }
   return absl::OkStatus();
 }
 

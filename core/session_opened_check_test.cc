@@ -160,6 +160,18 @@ TEST(SessionOpenedCheckTest, StreamNumbersMustBeOnesAStreamCanHave) {
          m.time_base = {INT64_MIN, 1};
        },
        "negative numerator"},
+      {[](ipc::StreamMetadata& m, double, double) {
+         m.pixel_aspect_ratio = ipc::Rational{4, 0};
+       },
+       "pixel_aspect_ratio of 4/0, which is not two positive 32-bit integers"},
+      {[](ipc::StreamMetadata& m, double, double) {
+         m.pixel_aspect_ratio = ipc::Rational{int64_t{1} << 40, 3};
+       },
+       "pixel_aspect_ratio of 1099511627776/3"},
+      {[](ipc::StreamMetadata& m, double, double) {
+         m.pixel_aspect_ratio = ipc::Rational{-1, 1};
+       },
+       "pixel_aspect_ratio of -1/1"},
   };
   for (const Case& c : cases) {
     ipc::SessionOpened o = Opened();

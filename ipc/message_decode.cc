@@ -73,6 +73,9 @@ StreamMetadata Read(wire::StreamMetadata::Reader r) {
   if (r.hasHeaderTimes()) {
     m.header_times = HeaderTimes{r.getHeaderTimes().getDurationSeconds(), r.getHeaderTimes().getBeginStreamSeconds()};
   }
+  if (r.hasPixelAspectRatio()) {
+    m.pixel_aspect_ratio = Rational{r.getPixelAspectRatio().getNum(), r.getPixelAspectRatio().getDen()};
+  }
   return m;
 }
 

@@ -60,6 +60,11 @@ void Fill(wire::StreamMetadata::Builder b, const StreamMetadata& m) {
     times.setDurationSeconds(m.header_times->duration_seconds);
     times.setBeginStreamSeconds(m.header_times->begin_stream_seconds);
   }
+  if (m.pixel_aspect_ratio) {
+    auto ratio = b.initPixelAspectRatio();
+    ratio.setNum(m.pixel_aspect_ratio->num);
+    ratio.setDen(m.pixel_aspect_ratio->den);
+  }
 }
 
 void Fill(capnp::List<wire::Plane>::Builder out, const std::vector<Plane>& planes) {

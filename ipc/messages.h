@@ -149,6 +149,8 @@ struct StreamMetadata {
   // The header's times (in exact mode the times above are the scan's); absent when the backend
   // does not say.
   std::optional<HeaderTimes> header_times;
+  // A pixel's width over its height; absent where the file does not say.
+  std::optional<Rational> pixel_aspect_ratio;
   bool operator==(const StreamMetadata&) const = default;
 
   // The count from the scan, else the header; -1 when neither knows it.

@@ -132,6 +132,9 @@ struct StreamMetadata {
   # scanned frames'. Absent when the backend does not say (a backend
   # without get_header_times, in exact mode).
   headerTimes @20 :HeaderTimes;
+  # A pixel's width over its height, both positive; absent where the file
+  # does not say (or the backend does not report it).
+  pixelAspectRatio @21 :Rational;
 }
 
 struct HeaderTimes {

@@ -160,6 +160,7 @@ StreamMetadata TestMetadata(std::string codec) {
   m.time_base = {1001, 30000};
   m.num_video_streams = 2;
   m.header_times = HeaderTimes{41.3, 0};
+  m.pixel_aspect_ratio = Rational{64, 45};
   return m;
 }
 

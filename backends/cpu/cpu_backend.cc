@@ -195,6 +195,14 @@ cv_status GetHeaderTimes(cv_session* session, cv_header_times* out, cv_error* er
   return CV_OK;
 }
 
+cv_status GetPixelAspectRatio(cv_session* session, cv_aspect_ratio* out, cv_error* error) {
+  if (session == nullptr || out == nullptr) {
+    return Fail(error, CV_ERROR_INVALID_ARGUMENT, "get_pixel_aspect_ratio: session or out is NULL");
+  }
+  *out = session->impl->pixel_aspect_ratio();
+  return CV_OK;
+}
+
 cv_status GetFrameInfo(cv_session* session, int64_t index, cv_frame_info* out, cv_error* error) {
   if (session == nullptr || out == nullptr) {
     return Fail(error, CV_ERROR_INVALID_ARGUMENT, "get_frame_info: session or out is NULL");
@@ -258,6 +266,7 @@ constexpr cv_backend_v1 kTable = {
     .get_streams = &GetStreams,
     .decode_frame_at_seconds = &DecodeFrameAtSeconds,
     .get_header_times = &GetHeaderTimes,
+    .get_pixel_aspect_ratio = &GetPixelAspectRatio,
 };
 
 }  // namespace

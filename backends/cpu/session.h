@@ -78,6 +78,8 @@ class CpuSession {
   const cv_stream_metadata& metadata() const { return metadata_; }
   // What the header says of the stream's times (DescribeHeaderTimes).
   cv_header_times header_times() const { return DescribeHeaderTimes(*demuxer_); }
+  // The stream's pixel shape (DescribePixelAspectRatio).
+  cv_aspect_ratio pixel_aspect_ratio() const { return DescribePixelAspectRatio(*demuxer_); }
   const cv_frame_layout& layout() const { return layout_; }
   // Every stream of the file (DescribeStreams).
   const std::vector<cv_stream_info>& streams() const { return streams_; }

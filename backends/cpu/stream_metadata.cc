@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <string_view>
+#include <utility>
 
 #include "backends/cpu/av_enums.h"
 #include "backends/cpu/av_util.h"
@@ -108,6 +109,16 @@ cv_header_times DescribeHeaderTimes(const Demuxer& demuxer) {
   t.begin_stream_seconds = stream->start_time != AV_NOPTS_VALUE ? Seconds(stream->start_time, stream->time_base) : 0;
   t.duration_seconds = HeaderDuration(stream, demuxer.format(), t.begin_stream_seconds);
   return t;
+}
+
+cv_aspect_ratio DescribePixelAspectRatio(const Demuxer& demuxer) {
+  AVStream* stream = demuxer.stream();
+  const AVRational guessed = av_guess_sample_aspect_ratio(demuxer.format(), stream, nullptr);
+  if (guessed.num <= 0 || guessed.den <= 0) return cv_aspect_ratio{0, 1};
+  int num = 0, den = 0;
+  av_reduce(&num, &den, guessed.num, guessed.den, INT32_MAX);
+  if (SwapsSides(RotationFromMatrix(DisplayMatrix(stream)))) std::swap(num, den);
+  return cv_aspect_ratio{num, den};
 }
 
 cv_stream_metadata DescribeStream(const Demuxer& demuxer, const FrameIndex* index) {

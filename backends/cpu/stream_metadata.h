@@ -41,6 +41,11 @@ double DisplayMatrixDegrees(const AVStream* stream);
 // container's; 0 if none).
 cv_header_times DescribeHeaderTimes(const Demuxer& demuxer);
 
+// The selected stream's pixel aspect ratio (FFmpeg's guess from the
+// container and the codec parameters), reduced, inverted where the frames
+// are turned a quarter; num 0 where the file does not say.
+cv_aspect_ratio DescribePixelAspectRatio(const Demuxer& demuxer);
+
 // Describes the demuxer's selected stream. `index` is the exact-mode frame
 // table, or nullptr in approximate mode.
 cv_stream_metadata DescribeStream(const Demuxer& demuxer, const FrameIndex* index);

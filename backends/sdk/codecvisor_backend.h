@@ -160,6 +160,16 @@ typedef struct cv_header_times {
   double begin_stream_seconds; /* the stream's start time, 0 if the header does not say */
 } cv_header_times;
 
+/* The shape of the stream's pixels (get_pixel_aspect_ratio): a pixel's
+ * width over its height in the frames the backend returns (after any
+ * rotation it applies, so a quarter turn inverts the file's ratio), as the
+ * container or the bitstream says (FFmpeg's sample aspect ratio). Square
+ * pixels are 1/1; num 0 is a file that does not say. */
+typedef struct cv_aspect_ratio {
+  int32_t num;
+  int32_t den;
+} cv_aspect_ratio;
+
 /* The type of a stream of the file (cv_stream_info.type). */
 typedef int32_t cv_stream_type;
 #define CV_STREAM_UNKNOWN 0
@@ -375,6 +385,11 @@ typedef struct cv_backend_v1 {
    * NULL: in exact mode codecvisor then says the header's times are
    * unknown, and in approximate mode takes get_metadata's. */
   cv_status (*get_header_times)(cv_session* session, cv_header_times* out, cv_error* error);
+
+  /* The shape of the session's stream's pixels (cv_aspect_ratio): num and
+   * den positive, or num 0 where the file does not say. Called once, after
+   * get_metadata. May be NULL: codecvisor then says it is unknown. */
+  cv_status (*get_pixel_aspect_ratio)(cv_session* session, cv_aspect_ratio* out, cv_error* error);
 } cv_backend_v1;
 
 /* The size of a version 1 table before any field was added: the least

@@ -11,6 +11,7 @@ import numbers
 import operator
 import os
 import re
+from fractions import Fraction
 from typing import List, Optional, Sequence, Union
 
 from . import _codecvisor, _errors, _frame, _host, _tensor
@@ -54,6 +55,9 @@ class VideoStreamMetadata:
     # With defaults: a decoder pickled before they were reported unpickles.
     color_primaries: Optional[str] = None
     color_transfer_characteristic: Optional[str] = None
+    # A pixel's width over its height, as the file says (after the display
+    # rotation the frames get); None where it does not.
+    pixel_aspect_ratio: Optional[Fraction] = None
     # Approximate mode: where the backend's nominal timeline puts the first
     # frame and the end, when that is not the header's start (an AVI with
     # B-frames shows its first frame a frame or two after it); None where
@@ -172,6 +176,7 @@ class VideoStreamMetadata:
             color_range=_known(m["color_range"]),
             color_primaries=_known(m["color_primaries"]),
             color_transfer_characteristic=_known(m["color_transfer"]),
+            pixel_aspect_ratio=None if m["pixel_aspect_ratio"] is None else Fraction(*m["pixel_aspect_ratio"]),
             _begin_nominal=m["begin_stream_seconds"] if shifted else None,
             _end_nominal=m["end_stream_seconds"] if shifted else None,
         )

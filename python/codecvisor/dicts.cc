@@ -29,6 +29,9 @@ py::dict MetadataDict(const StreamMetadata& m) {
   d["time_base"] = py::make_tuple(m.time_base.num, m.time_base.den);
   d["num_video_streams"] = m.num_video_streams;
   // (duration, begin) as the header says them; None when the backend does not say.
+  d["pixel_aspect_ratio"] = m.pixel_aspect_ratio
+                                ? py::object(py::make_tuple(m.pixel_aspect_ratio->num, m.pixel_aspect_ratio->den))
+                                : py::object(py::none());
   d["header_times"] =
       m.header_times
           ? py::object(py::make_tuple(m.header_times->duration_seconds, m.header_times->begin_stream_seconds))

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -40,6 +41,7 @@ def test_metadata_has_torchcodecs_fields(video):
     # The header's times too, in exact mode as in torchcodec.
     assert m.duration_seconds_from_header == pytest.approx(2.0) and m.begin_stream_seconds_from_header == 0.0
     assert m.bit_rate > 0 and m.rotation is None  # no display matrix, as torchcodec says it
+    assert m.pixel_aspect_ratio == Fraction(1, 1)
     # Colours the encoder left unspecified are None, as torchcodec has them.
     assert (m.color_space, m.color_primaries, m.color_transfer_characteristic) == (None, None, None)
     assert "num_frames: 50" in repr(m)
@@ -62,6 +64,18 @@ def test_metadata_names_the_colours_the_stream_is_tagged_with(tmp_path):
     assert (m.color_primaries, m.color_transfer_characteristic, m.color_space, m.color_range) == (
         "bt470bg", "smpte170m", "bt470bg", "tv")
     assert "color_transfer_characteristic: smpte170m" in repr(m)
+
+
+def test_metadata_has_the_pixel_aspect_ratio_of_the_frames_as_returned(tmp_path):
+    # Anamorphic video (DV's 8:9 pixels, here 4:3): the shape of a pixel as
+    # the file says; a quarter turn of the frames inverts it.
+    wide = make_video(tmp_path / "wide.mp4", ["-f", "lavfi", "-i", f"testsrc=size={WIDTH}x{HEIGHT}:rate={FPS}", "-t",
+                                              "0.2", "-c:v", "libx264", "-vf", "setsar=4/3"])
+    turned = make_video(tmp_path / "turned.mp4", ["-i", wide, "-c", "copy", "-metadata:s:v:0", "rotate=90"])
+    assert VideoDecoder(wide).metadata.pixel_aspect_ratio == Fraction(4, 3)
+    assert VideoDecoder(wide, seek_mode="approximate").metadata.pixel_aspect_ratio == Fraction(4, 3)
+    assert VideoDecoder(turned).metadata.pixel_aspect_ratio == Fraction(3, 4)
+    assert "pixel_aspect_ratio: 4/3" in repr(VideoDecoder(wide).metadata)
 
 
 def test_frame_reprs_print_torchcodecs_shapes(video):

@@ -22,7 +22,8 @@ check "info --json" run_cv 0 "$tmp/info.json" "$tmp/err" info "$video" --json
 json=$(cat "$tmp/info.json")
 for field in '"backend":"cpu"' '"codec":"h264"' '"width":96' '"height":64' '"pixel_format":"yuv420p"' \
     '"num_frames_from_scan":25' '"average_fps":25' '"seek_mode":"exact"' \
-    '"duration_seconds_from_header":1,' '"begin_stream_seconds_from_header":0,'; do
+    '"duration_seconds_from_header":1,' '"begin_stream_seconds_from_header":0,' \
+    '"pixel_aspect_ratio":{"num":1,"den":1}'; do
   check "info json has $field" contains "$json" "$field"
 done
 check "info json has schema_version" contains "$json" '{"schema_version":1,'

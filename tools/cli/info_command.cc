@@ -110,6 +110,8 @@ void PrintText(const InfoArgs& args, const Host& host, const VideoDecoder& decod
       {"color_primaries", NameText(m.color_primaries)},
       {"color_transfer", NameText(m.color_transfer)},
       {"time_base", absl::StrCat(m.time_base.num, "/", m.time_base.den)},
+      {"pixel_aspect_ratio", m.pixel_aspect_ratio ? absl::StrCat(m.pixel_aspect_ratio->num, "/", m.pixel_aspect_ratio->den)
+                                                  : "unknown"},
   };
   AppendStreamRows(m, &rows);
   size_t width = 0;
@@ -167,6 +169,12 @@ void PrintJson(const InfoArgs& args, const Host& host, const VideoDecoder& decod
   name("color_primaries", m.color_primaries);
   name("color_transfer", m.color_transfer);
   w.Key("time_base").BeginObject().Key("num").Int(m.time_base.num).Key("den").Int(m.time_base.den).EndObject();
+  w.Key("pixel_aspect_ratio");
+  if (m.pixel_aspect_ratio) {
+    w.BeginObject().Key("num").Int(m.pixel_aspect_ratio->num).Key("den").Int(m.pixel_aspect_ratio->den).EndObject();
+  } else {
+    w.Null();
+  }
   WriteStreams(m, w);
   w.EndObject();
   std::printf("%s\n", w.str().c_str());

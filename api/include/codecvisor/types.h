@@ -91,6 +91,11 @@ struct StreamMetadata {
   // what the header claimed. Absent when the backend does not say (in exact mode, a backend
   // without get_header_times).
   std::optional<HeaderTimes> header_times;
+  // A pixel's width over its height in the frames as returned (after the
+  // display rotation, if applied), as the file says: 1/1 for square
+  // pixels, 8/9 for NTSC DV's. Absent where the file does not say or the
+  // backend does not report it.
+  std::optional<Rational> pixel_aspect_ratio;
 
   // The number of frames: from the scan when there was one, else the header's, else (as
   // torchcodec does) estimated as round(duration_seconds x average_fps), which is the count the

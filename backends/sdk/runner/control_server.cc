@@ -85,11 +85,15 @@ absl::Status ControlServer::HandleOpen(uint64_t id, const ipc::OpenSession& open
   ipc::StreamMetadata described = FromAbi(metadata);
   absl::StatusOr<std::optional<ipc::HeaderTimes>> header_times = HeaderTimesOf(*vtable_, session.session, described);
   if (!header_times.ok()) return fail(header_times.status());
+  absl::StatusOr<std::optional<ipc::Rational>> pixel_aspect_ratio =
+      PixelAspectRatioOf(*vtable_, session.session, name_);
+  if (!pixel_aspect_ratio.ok()) return fail(pixel_aspect_ratio.status());
   call.reset();
   session.opened.session_id = next_session_id_++;
   session.opened.metadata = std::move(described);
   session.opened.metadata.streams = *std::move(streams);
   session.opened.metadata.header_times = *header_times;
+  session.opened.metadata.pixel_aspect_ratio = *pixel_aspect_ratio;
   session.opened.layout = FromAbi(layout);
   ipc::SessionOpened reply = session.opened;
   pending_.emplace(reply.session_id, std::move(session));

@@ -1,8 +1,9 @@
 // File: backends/sdk/runner/header_times.h
 //
 // What the container's header says of the session's stream's times
-// (cv_backend_v1::get_header_times), as the protocol's HeaderTimes. Runs in
-// the runner; the host checks the numbers (core/session_opened_check.h).
+// (cv_backend_v1::get_header_times), as the protocol's HeaderTimes, and of
+// its pixels' shape (get_pixel_aspect_ratio). Runs in the runner; the host
+// checks the numbers (core/session_opened_check.h).
 
 #ifndef CODECVISOR_BACKENDS_SDK_RUNNER_HEADER_TIMES_H_
 #define CODECVISOR_BACKENDS_SDK_RUNNER_HEADER_TIMES_H_
@@ -27,6 +28,14 @@ bool GivesHeaderTimes(const cv_backend_v1& table);
 [[nodiscard]] absl::StatusOr<std::optional<ipc::HeaderTimes>> HeaderTimesOf(const cv_backend_v1& table,
                                                                             cv_session* session,
                                                                             const ipc::StreamMetadata& metadata);
+
+// The pixel aspect ratio of `session`'s stream: the vendor's
+// get_pixel_aspect_ratio where the table has it (and it knows one), else
+// none. A ratio with a numerator or denominator below 0, or a denominator
+// of 0, is the vendor's error (kInternal), as any malformed answer is.
+[[nodiscard]] absl::StatusOr<std::optional<ipc::Rational>> PixelAspectRatioOf(const cv_backend_v1& table,
+                                                                             cv_session* session,
+                                                                             const std::string& backend);
 
 }  // namespace codecvisor::runner
 

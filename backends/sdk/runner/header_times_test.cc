@@ -76,5 +76,42 @@ TEST_F(HeaderTimesTest, TheVendorsFailureKeepsItsStatusAndMessage) {
   EXPECT_NE(times.status().message().find("the header is unreadable"), std::string::npos) << times.status();
 }
 
+cv_aspect_ratio g_ratio{};
+
+cv_status GetPixelAspectRatio(cv_session*, cv_aspect_ratio* out, cv_error*) {
+  ++g_calls;
+  *out = g_ratio;
+  return CV_OK;
+}
+
+TEST_F(HeaderTimesTest, APixelAspectRatioIsTheVendorsWhereItKnowsOne) {
+  table_.get_pixel_aspect_ratio = &GetPixelAspectRatio;
+  g_ratio = {8, 9};
+  absl::StatusOr<std::optional<ipc::Rational>> ratio = PixelAspectRatioOf(table_, nullptr, "acme");
+  ASSERT_TRUE(ratio.ok()) << ratio.status();
+  EXPECT_EQ(*ratio, (ipc::Rational{8, 9}));
+  g_ratio = {0, 1};  // the file does not say
+  ratio = PixelAspectRatioOf(table_, nullptr, "acme");
+  ASSERT_TRUE(ratio.ok()) << ratio.status();
+  EXPECT_FALSE(ratio->has_value());
+  for (cv_aspect_ratio lie : {cv_aspect_ratio{-4, 3}, cv_aspect_ratio{4, 0}, cv_aspect_ratio{4, -3}}) {
+    g_ratio = lie;
+    ratio = PixelAspectRatioOf(table_, nullptr, "acme");
+    EXPECT_EQ(ratio.status().code(), absl::StatusCode::kInternal) << lie.num << "/" << lie.den;
+    EXPECT_NE(ratio.status().message().find("backend 'acme' reported a pixel aspect ratio of"), std::string::npos)
+        << ratio.status();
+  }
+  // An older table, or none given: unknown, and nothing is called.
+  g_calls = 0;
+  table_.struct_size = offsetof(cv_backend_v1, get_pixel_aspect_ratio);
+  ratio = PixelAspectRatioOf(table_, nullptr, "acme");
+  ASSERT_TRUE(ratio.ok() && !ratio->has_value());
+  table_.struct_size = sizeof(table_);
+  table_.get_pixel_aspect_ratio = nullptr;
+  ratio = PixelAspectRatioOf(table_, nullptr, "acme");
+  ASSERT_TRUE(ratio.ok() && !ratio->has_value());
+  EXPECT_EQ(g_calls, 0);
+}
+
 }  // namespace
 }  // namespace codecvisor::runner
