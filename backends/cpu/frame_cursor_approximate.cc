@@ -251,8 +251,14 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeApproximate(int64_t index, int
     // Sequential: the next frame, whatever its timestamp, unless frames
     // were lost to damage just before it.
     const int64_t previous_end = have_frame_ && last_ts_ != kUnknown ? FrameEnd(frame_duration) : kUnknown;
+    const bool from_first_packet = last_index_ == -1 && !have_frame_;
     last_index_ = kUnlabelled;  // frame_ changes from here on
     absl::StatusOr<bool> got = NextFrame();
+    // Read from the first packet, frames before the first with a time of
+    // its own are not on the timeline, as after a seek or a rewind (a
+    // Matroska file's blocks before its zero, which it cannot time): frame
+    // 0 is the first timed one, whatever was asked before.
+    while (from_first_packet && got.ok() && *got && PassUntimedBeforeTimes()) got = NextFrame();
     if (!got.ok()) return got.status();
     if (!*got && !LostAtEnd(SaturatingSub(target_pts, tolerance))) {
       return absl::OutOfRangeError(

@@ -120,6 +120,27 @@ def test_approximate_mode_times_start_where_an_avis_first_frame_is_shown(tmp_pat
     assert approx.get_frame_played_at(end - 0.001).pts_seconds == pytest.approx(want.pts_seconds[-1].item())
 
 
+def test_approximate_modes_first_frame_is_the_first_with_a_time(tmp_path):
+    # Matroska cannot time blocks before its zero: the first 13 frames of
+    # this file come untimed, and approximate mode's timeline starts at the
+    # first timed one. Frame 0 is that frame on a fresh decoder (read from
+    # the first packet) as after a seek, not the first untimed one under
+    # its time.
+    path = make_video(tmp_path / "before_zero.mkv", ["-f", "lavfi", "-i", f"testsrc2=size={WIDTH}x{HEIGHT}:rate={FPS}",
+                                                     "-t", "1.2", "-c:v", "libx264", "-bf", "2", "-output_ts_offset",
+                                                     "-0.5", "-avoid_negative_ts", "disabled"])
+    exact = VideoDecoder(path, dimension_order="NHWC")
+    first_timed = exact.get_frame_played_at(0.02)
+    assert first_timed.pts_seconds == pytest.approx(0.02)
+    for ask in (lambda d: d.get_frame_at(0), lambda d: d.get_frames_in_range(0, 1)[0], lambda d: d.get_frames_at([5, 0])[1]):
+        d = VideoDecoder(path, dimension_order="NHWC", seek_mode="approximate")
+        frame = ask(d)
+        assert float(frame.pts_seconds) == pytest.approx(0.02)
+        assert torch.equal(frame.data, first_timed.data)
+    d = VideoDecoder(path, dimension_order="NHWC", seek_mode="approximate")
+    assert torch.equal(d.get_frames_in_range(0, 4).data, exact.get_frames_played_in_range(0.02, 0.18).data)
+
+
 def test_approximate_mode_estimates_a_count_the_header_lacks(matroska):
     # As torchcodec: duration x frame rate; and the estimate is a count the
     # backend serves, every frame of it the exact mode's.
