@@ -1,5 +1,8 @@
 #include "core/video_decoder.h"
 
+#include <cxxabi.h>
+#include <pthread.h>
+
 #include <atomic>
 #include <cstring>
 #include <exception>
@@ -362,6 +365,8 @@ absl::Status VideoDecoder::ForEachFrameOfOneRequest(const FrameSelection& select
   auto guarded = [&](Frame frame) -> absl::Status {
     try {
       return sink(std::move(frame));
+    } catch (abi::__forced_unwind&) {
+      throw;  // the thread is ending (pthread_exit, a cancellation): never swallowed
     } catch (...) {
       thrown = std::current_exception();
       return absl::CancelledError("the frame sink threw an exception");

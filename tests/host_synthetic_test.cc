@@ -5,6 +5,7 @@
 // frame buffers have suites of their own (host_runner_threads_test,
 // host_late_buffer_test); the fixture is in host_test_support.h.
 
+#include <pthread.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -307,6 +308,28 @@ TEST_F(HostSyntheticTest, ASinkThatThrowsGetsItsExceptionAndNoBackendIsKilled) {
   }
   EXPECT_EQ(SyntheticPid(*host_), pid) << "the backend was not to blame";
   EXPECT_EQ((*decoder)->retries(), 0u);
+}
+
+// A sink that ends its thread (pthread_exit, a cancellation) unwinds it:
+// the unwind is not an exception to hold and rethrow (glibc aborts the
+// process if one is swallowed). The decoder goes on serving others.
+TEST_F(HostSyntheticTest, ASinkThatEndsItsThreadEndsOnlyTheThread) {
+  auto decoder = Open();
+  ASSERT_TRUE(decoder.ok()) << decoder.status();
+  int seen = 0;
+  std::thread ending([&] {
+    (void)(*decoder)->ForEachFrame({ipc::IndexRange{0, 30, 1}}, [&](Frame) -> absl::Status {
+      if (++seen == 2) pthread_exit(nullptr);
+      return absl::OkStatus();
+    });
+    ADD_FAILURE() << "the thread went on after pthread_exit";
+  });
+  ending.join();
+  EXPECT_EQ(seen, 2);
+  auto after = (*decoder)->GetFramesInRange(5, 9);
+  ASSERT_TRUE(after.ok()) << after.status();
+  ASSERT_EQ(after->size(), 4u);
+  for (size_t i = 0; i < after->size(); ++i) ExpectFrame((*after)[i], 5 + static_cast<int64_t>(i));
 }
 
 TEST_F(HostSyntheticTest, ManyDecodersFromManyThreads) {
