@@ -31,7 +31,7 @@ RestartPolicy::Decision RestartPolicy::OnCrash(Clock::time_point now, uint64_t g
 }
 
 void RestartPolicy::OnPoison(std::span<const uint64_t> generations, Clock::time_point now, bool toward_quarantine) {
-  if (limits_.max_poison_in_a_row == 0 && toward_quarantine) return;
+  if (limits_.max_poison_in_a_row == 0) return;
   Expire(now);
   std::erase_if(crashes_, [&](const Crash& c) {
     return c.generation != 0 && std::find(generations.begin(), generations.end(), c.generation) != generations.end();

@@ -59,8 +59,8 @@ class RestartPolicy {
   // max_poison_in_a_row is 0), and the verdict counts toward that limit.
   // With `toward_quarantine` false (the deaths were kills for a deadline
   // the caller made shorter than the default: its choice, not a sign of a
-  // broken backend) the crashes leave the budget whatever the limit, and
-  // the verdict does not count.
+  // broken backend) the crashes leave the budget and the verdict does not
+  // count toward the limit; with the limit 0 they count like any crash.
   void OnPoison(std::span<const uint64_t> generations, Clock::time_point now, bool toward_quarantine = true);
   // A request succeeded: the budget is whole again.
   void OnSuccess();

@@ -103,32 +103,47 @@ TEST(RestartPolicyTest, ACrashAfterTooManyPoisonVerdictsInARowQuarantines) {
 
 TEST(RestartPolicyTest, VerdictsOnTheCallersShortDeadlinesNeverQuarantine) {
   // Kills for a deadline the caller made short: the crashes leave the
-  // budget, and the verdicts do not count toward the limit, whatever it is.
-  for (int in_a_row : {3, 0}) {
-    RestartLimits limits;
-    limits.max_restarts = 5;
-    limits.max_poison_in_a_row = in_a_row;
-    RestartPolicy p(limits);
-    auto t = RestartPolicy::Clock::now();
-    for (uint64_t g = 1; g <= 40; g += 2) {
-      const std::vector<uint64_t> guilty = {g, g + 1};
-      EXPECT_FALSE(p.OnCrash(t, g).quarantine) << in_a_row << ", " << g;
-      EXPECT_FALSE(p.OnCrash(t, g + 1).quarantine) << in_a_row << ", " << g;
-      p.OnPoison(guilty, t, /*toward_quarantine=*/false);
-    }
-    EXPECT_EQ(p.crashes_in_window(), 0) << in_a_row;
-    EXPECT_EQ(p.poison_in_a_row(), 0) << in_a_row;
-    // The verdicts that count still do.
-    if (in_a_row > 0) {
-      uint64_t g = 100;
-      for (int i = 0; i < in_a_row; ++i, g += 2) {
-        EXPECT_FALSE(p.OnCrash(t, g).quarantine || p.OnCrash(t, g + 1).quarantine);
-        const std::vector<uint64_t> guilty = {g, g + 1};
-        p.OnPoison(guilty, t);
-      }
-      EXPECT_TRUE(p.OnCrash(t, g).quarantine);
-    }
+  // budget, and the verdicts do not count toward the limit.
+  RestartLimits limits;
+  limits.max_restarts = 5;
+  limits.max_poison_in_a_row = 3;
+  RestartPolicy p(limits);
+  auto t = RestartPolicy::Clock::now();
+  for (uint64_t g = 1; g <= 40; g += 2) {
+    const std::vector<uint64_t> guilty = {g, g + 1};
+    EXPECT_FALSE(p.OnCrash(t, g).quarantine) << g;
+    EXPECT_FALSE(p.OnCrash(t, g + 1).quarantine) << g;
+    p.OnPoison(guilty, t, /*toward_quarantine=*/false);
   }
+  EXPECT_EQ(p.crashes_in_window(), 0);
+  EXPECT_EQ(p.poison_in_a_row(), 0);
+  // The verdicts that count still do.
+  uint64_t g = 100;
+  for (int i = 0; i < 3; ++i, g += 2) {
+    EXPECT_FALSE(p.OnCrash(t, g).quarantine || p.OnCrash(t, g + 1).quarantine);
+    const std::vector<uint64_t> guilty = {g, g + 1};
+    p.OnPoison(guilty, t);
+  }
+  EXPECT_TRUE(p.OnCrash(t, g).quarantine);
+}
+
+TEST(RestartPolicyTest, WithNoPoisonLimitShortDeadlinesCountLikeAnyCrash) {
+  // A manifest that counts every crash (max_poison_in_a_row 0) counts the
+  // kills a caller's short deadline made too: the sixth quarantines.
+  RestartLimits limits;
+  limits.max_restarts = 5;
+  limits.max_poison_in_a_row = 0;
+  RestartPolicy p(limits);
+  auto t = RestartPolicy::Clock::now();
+  for (uint64_t g = 1; g <= 4; g += 2) {
+    const std::vector<uint64_t> guilty = {g, g + 1};
+    EXPECT_FALSE(p.OnCrash(t, g).quarantine);
+    EXPECT_FALSE(p.OnCrash(t, g + 1).quarantine);
+    p.OnPoison(guilty, t, /*toward_quarantine=*/false);
+  }
+  EXPECT_EQ(p.crashes_in_window(), 4);
+  EXPECT_FALSE(p.OnCrash(t, 5).quarantine);
+  EXPECT_TRUE(p.OnCrash(t, 6).quarantine);
 }
 
 TEST(RestartPolicyTest, PoisonVerdictsLeaveTheLimitWithTheWindow) {
