@@ -139,9 +139,28 @@ class VideoStreamMetadata:
     @classmethod
     def _from_fields(cls, fields: dict) -> "VideoStreamMetadata":
         """The metadata whose given fields (dataclasses.asdict's) are `fields`;
-        computed ones there are computed again."""
+        computed ones there are computed again. Fields a pickle made by an
+        earlier version lacks are not compared when the video is reopened."""
         given = {f.name for f in dataclasses.fields(cls) if f.init}
-        return cls(**{name: value for name, value in fields.items() if name in given})
+        metadata = cls(**{name: value for name, value in fields.items() if name in given})
+        metadata._unknown = given - set(fields)
+        return metadata
+
+    def _same_video(self, other: "VideoStreamMetadata") -> bool:
+        """Whether `other` (a reopened video's) is this metadata, in every
+        field this one knows."""
+        unknown = getattr(self, "_unknown", set())
+        return all(getattr(self, f.name) == getattr(other, f.name)
+                   for f in dataclasses.fields(self) if f.name not in unknown)
+
+    def __setstate__(self, state):
+        # A metadata object pickled by an earlier version: the fields added
+        # since take their defaults, and the computed ones are computed.
+        self.__dict__.update(state)
+        for f in dataclasses.fields(self):
+            if f.init and f.name not in state and f.default is not dataclasses.MISSING:
+                setattr(self, f.name, f.default)
+        self.__post_init__()
 
     @staticmethod
     def _from_native(m: dict) -> "VideoStreamMetadata":
@@ -276,8 +295,10 @@ def _plugin_unloadable(backends, code, serves) -> bool:
 
 def _metadata_change(before: VideoStreamMetadata, after: VideoStreamMetadata) -> str:
     """The fields that differ, as "name: before -> after", for a message."""
+    unknown = getattr(before, "_unknown", set())
     return ", ".join(f"{f.name}: {getattr(before, f.name)} -> {getattr(after, f.name)}"
-                     for f in dataclasses.fields(before) if getattr(before, f.name) != getattr(after, f.name))
+                     for f in dataclasses.fields(before)
+                     if f.name not in unknown and getattr(before, f.name) != getattr(after, f.name))
 
 
 def _integer(value) -> int:
@@ -457,7 +478,7 @@ class VideoDecoder:
                                     plugin_unloadable=_plugin_unloadable(
                                         backends, code, lambda b: device.split(":")[0] in b["devices"])) from None
         metadata = VideoStreamMetadata._from_native(native.metadata())
-        if self.metadata is not None and metadata != self.metadata:
+        if self.metadata is not None and not self.metadata._same_video(metadata):
             native.close()
             raise _errors.VideoError(f"{self._label}: the video changed since the decoder was made: reopened, "
                                      f"it has other metadata ({_metadata_change(self.metadata, metadata)})",

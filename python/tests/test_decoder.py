@@ -78,6 +78,29 @@ def test_metadata_has_the_pixel_aspect_ratio_of_the_frames_as_returned(tmp_path)
     assert "pixel_aspect_ratio: 4/3" in repr(VideoDecoder(wide).metadata)
 
 
+def test_decoders_and_metadata_pickled_by_an_earlier_version_load(tmp_path):
+    # Pickles made before the colour and pixel shape fields, and before the
+    # computed values were fields: they load, and a decoder reopens its
+    # (colour-tagged) video without calling it changed.
+    path = make_video(tmp_path / "tagged.mp4",
+                      ["-f", "lavfi", "-i", f"testsrc=size={WIDTH}x{HEIGHT}:rate={FPS}", "-t", "0.2", "-c:v",
+                       "libx264", "-pix_fmt", "yuv420p", "-color_primaries", "bt709", "-color_trc", "bt709",
+                       "-colorspace", "bt709"])
+    d = VideoDecoder(path)
+    added = ("color_primaries", "color_transfer_characteristic", "pixel_aspect_ratio")
+    computed = ("duration_seconds", "begin_stream_seconds", "end_stream_seconds", "num_frames", "average_fps")
+    state = d.__getstate__()
+    state["metadata"] = {k: v for k, v in state["metadata"].items() if k not in added + computed}
+    old = VideoDecoder.__new__(VideoDecoder)
+    old.__setstate__(state)
+    assert old.metadata == d.metadata and len(old) == 5
+    assert torch.equal(old[2], d[2])
+    m = VideoStreamMetadata.__new__(VideoStreamMetadata)
+    m.__setstate__({k: v for k, v in vars(d.metadata).items() if k not in added + computed})
+    assert (m.num_frames, m.duration_seconds, m.color_primaries) == (5, d.metadata.duration_seconds, None)
+    assert pickle.loads(pickle.dumps(d.metadata)) == d.metadata
+
+
 def test_frame_reprs_print_torchcodecs_shapes(video):
     d = VideoDecoder(video)
     assert "data (shape): torch.Size([3, 64, 96])" in repr(d.get_frame_at(0))
