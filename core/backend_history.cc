@@ -6,8 +6,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <sstream>
+#include <thread>
 
 #include <toml++/toml.h>
 
@@ -24,6 +26,9 @@ absl::Status Errno(absl::string_view what, const std::string& path) {
 
 // The first line of every history written: a file without it is not one,
 // and is never replaced.
+// How long a writer waits for another's lock before it gives up.
+constexpr std::chrono::milliseconds kLockWait{2000};
+
 constexpr char kHeader[] = "# Backend failures seen by codecvisor hosts; `codecvisor backends --reset NAME` clears one.\n";
 
 // The file's text; NotFound where there is none. Only a regular file is
@@ -159,15 +164,28 @@ absl::Status UpdateBackendHistory(const std::string& path, absl::FunctionRef<voi
   const std::string lock_path = path + ".lock";
   ipc::UniqueFd lock(open(lock_path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!lock.valid()) return Errno("cannot open", lock_path);
-  // Held until `lock` closes.
-  if (ipc::RetryEintr([&] { return flock(lock.get(), LOCK_EX); }) != 0) return Errno("cannot lock", lock_path);
+  // Held until `lock` closes. A writer holds it for a read and a rename: one
+  // that holds it for long (a stopped process, or another user's in a shared
+  // folder) must not hang this one (a Host's destructor).
+  const auto give_up = std::chrono::steady_clock::now() + kLockWait;
+  while (flock(lock.get(), LOCK_EX | LOCK_NB) != 0) {
+    if (errno != EWOULDBLOCK && errno != EINTR) return Errno("cannot lock", lock_path);
+    if (std::chrono::steady_clock::now() >= give_up) {
+      return absl::UnavailableError(absl::StrCat(lock_path, ": locked by another process for ",
+                                                 kLockWait.count(), " ms; the history was not updated"));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   BackendHistory updated;
   if (absl::StatusOr<std::string> text = ReadText(path); text.ok()) {
     // A file that is not one this code wrote (a path set by mistake to a
-    // video) is left as it is; a damaged history starts afresh.
-    if (!text->empty() && !absl::StartsWith(*text, kHeader)) {
+    // video) is left as it is; a history damaged after its header, or
+    // zeroed by a crash, starts afresh.
+    const bool zeroed = text->find_first_not_of('\0') == std::string::npos;
+    if (!zeroed && !absl::StartsWith(*text, kHeader)) {
       return absl::FailedPreconditionError(
-          absl::StrCat(path, ": not a codecvisor backend history (it does not begin with its header); not replaced"));
+          absl::StrCat(path, ": not a codecvisor backend history (it does not begin with its header); not replaced: "
+                             "remove it to start a new one"));
     }
     absl::StatusOr<BackendHistory> history = ParseBackendHistory(*text, path);
     if (history.ok()) updated = *std::move(history);
@@ -175,15 +193,14 @@ absl::Status UpdateBackendHistory(const std::string& path, absl::FunctionRef<voi
     return text.status();
   }
   change(&updated);
-  const std::string tmp = absl::StrCat(path, ".", getpid(), ".tmp");
+  // A new file with a name no one can guess, never one already there: in a
+  // folder others may write (history_file set to /tmp/...), a link planted
+  // at a known name would have the write truncate what it points at.
+  std::string tmp = absl::StrCat(path, ".XXXXXX");
   const std::string text = FormatBackendHistory(updated);
+  ipc::UniqueFd fd(mkostemp(tmp.data(), O_CLOEXEC));
+  if (!fd.valid()) return Errno("cannot create a file beside", path);
   absl::Status written = [&]() -> absl::Status {
-    // A new file, never one already there: in a folder others may write
-    // (history_file set to /tmp/...), a link planted at this name would
-    // have the write truncate what it points at.
-    unlink(tmp.c_str());
-    ipc::UniqueFd fd(open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-    if (!fd.valid()) return Errno("cannot create", tmp);
     for (size_t done = 0; done < text.size();) {
       const ssize_t n = ipc::RetryEintr([&] { return write(fd.get(), text.data() + done, text.size() - done); });
       if (n <= 0) return Errno("cannot write", tmp);

@@ -19,7 +19,11 @@
 // Writers take an exclusive flock on PATH.lock, read, change and write a
 // temporary file renamed over PATH, so concurrent commands neither lose
 // nor tear each other's records. A file that does not parse is replaced by
-// the next write (its records are lost, nothing else is).
+// the next write (its records are lost, nothing else is) when it is
+// empty, zeroed, or begins with the line every history begins with; any
+// other file (a path set by mistake) is never replaced, and neither is
+// anything but a regular file. A writer gives up after 2 s if another
+// holds the lock.
 
 #ifndef CODECVISOR_CORE_BACKEND_HISTORY_H_
 #define CODECVISOR_CORE_BACKEND_HISTORY_H_

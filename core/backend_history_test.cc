@@ -1,6 +1,8 @@
 #include "core/backend_history.h"
 
 #include <stdlib.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -169,10 +171,36 @@ TEST(BackendHistoryTest, AFileThatIsNotAHistoryIsLeftAsItIs) {
   ASSERT_TRUE(UpdateBackendHistory(planted, add).ok());
   EXPECT_EQ(ReadText(victim), "keep me");
   EXPECT_EQ((*ReadBackendHistory(planted))["x"].restarts, 6u);
+  // A history a crash zeroed starts afresh.
+  const std::string zeroed = std::string(getenv("TEST_TMPDIR")) + "/zeroed_history";
+  {
+    FILE* f = fopen(zeroed.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    fwrite(std::string(4096, '\0').data(), 1, 4096, f);
+    fclose(f);
+  }
+  ASSERT_TRUE(UpdateBackendHistory(zeroed, add).ok());
+  EXPECT_EQ((*ReadBackendHistory(zeroed))["x"].restarts, 6u);
   // An empty file is taken as an empty history and written.
   const std::string empty = WriteText("empty_history", "");
   ASSERT_TRUE(UpdateBackendHistory(empty, add).ok());
   EXPECT_EQ((*ReadBackendHistory(empty))["x"].restarts, 6u);
+}
+
+// A lock another process holds for long (stopped, or another user's in a
+// shared folder) makes a writer give up, not wait for ever (a Host's
+// destructor writes the history).
+TEST(BackendHistoryTest, AWriterGivesUpOnALockHeldForLong) {
+  const std::string path = WriteText("locked_history", "");
+  const int held = open((path + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  ASSERT_GE(held, 0);
+  ASSERT_EQ(flock(held, LOCK_EX), 0);  // another open file description: it conflicts
+  const absl::Status s = UpdateBackendHistory(path, [](BackendHistory* h) { AddSightings({Saw("x", "ready", 1)}, h); });
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_NE(s.message().find("locked by another process"), std::string::npos) << s;
+  EXPECT_EQ(ReadText(path), "");
+  close(held);
+  EXPECT_TRUE(UpdateBackendHistory(path, [](BackendHistory* h) { AddSightings({Saw("x", "ready", 1)}, h); }).ok());
 }
 
 }  // namespace

@@ -73,13 +73,19 @@ check "backends --reset faulty" run_cv 0 "$out" "$err" backends --reset faulty
 check "reset says it cleared the record" grep -q "reset backend 'faulty': cleared its record in $history" "$tmp/err"
 check "record gone" bash -c "! grep -q 'earlier runs' '$tmp/out'"
 
-# A history file that is not TOML: a warning, never a failure; the next
-# write replaces it.
-echo 'backend = [ not toml' >"$history"
+# A history damaged after its first line: a warning, never a failure; the
+# next write replaces it.
+{ head -n 1 "$history"; echo 'backend = [ not toml'; } >"$tmp/damaged" && mv "$tmp/damaged" "$history"
 check "backends with a broken history" run_cv 0 "$out" "$err" backends --no-check
 check "broken history warned about" grep -q "^warning: $history: not a backend history" "$tmp/out"
 check "decode with a broken history" run_cv 1 "$out" "$err" decode "$tmp/poison.syn" --device faulty --indices 5 --out "$tmp/frames"
 check "history rewritten" grep -q '^\[backend.faulty\]' "$history"
+
+# A file there that no host wrote (a path set by mistake): warned about,
+# never replaced.
+echo 'backend = [ not toml' >"$history"
+check "decode beside a file that is not a history" run_cv 1 "$out" "$err" decode "$tmp/poison.syn" --device faulty --indices 5 --out "$tmp/frames"
+check "that file is left as it is" [ "$(cat "$history")" = 'backend = [ not toml' ]
 
 echo "$fails checks failed"
 [[ $fails == 0 ]]
