@@ -322,6 +322,8 @@ def _index_list(indices) -> list:
             raise ValueError(f"frame indices must be 1-D, not a tensor of shape {tuple(indices.shape)}")
         if indices.is_floating_point() and not bool(_tensor.torch.isfinite(indices).all()):
             raise ValueError("frame indices must be finite: the tensor holds NaN or an infinity")
+        if indices.is_floating_point() and indices.numel() and float(indices.abs().max()) >= _INT64_LIMIT:
+            raise IndexError(f"Index {float(indices.abs().max())} is out of bounds of any stream.")
         indices = indices.to(_tensor.torch.int64).tolist()
     return [_index(i) for i in indices]
 
@@ -549,6 +551,8 @@ class VideoDecoder:
             start, stop, step = key.indices(len(self))
             # A step past the whole stream takes one frame, as any longer one does.
             step = max(-len(self) - 1, min(step, len(self) + 1))
+            if self.metadata.num_frames_from_content is not None:  # as for a range (get_frames_in_range)
+                self._check_memory(len(range(start, stop, step)))
             if step > 0:
                 return self._call("frames_in_range", start, max(start, stop), step).data
             return self._call("frames_at", list(range(start, stop, step))).data

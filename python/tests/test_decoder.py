@@ -600,6 +600,21 @@ def test_more_frames_than_memory_holds_are_refused_before_any_request(video):
     assert cpu_restarts() == restarts and d.retries == 0
 
 
+def test_a_slice_or_range_larger_than_memory_is_refused_before_any_request(tmp_path):
+    # A stream whose scanned frames take more than the machine's memory:
+    # a slice or range of all of them is a MemoryError, not a batch grown
+    # until the kernel kills the process.
+    memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    frames = memory // (4096 * 4096 * 3) + 2
+    d = VideoDecoder(synthetic_clip(tmp_path / "huge.syn", f"frames={frames} width=4096 height=4096 fps=10"),
+                     device="synthetic")
+    assert d.metadata.num_frames_from_content == frames
+    for ask in (lambda: d[:], lambda: d[::-1], lambda: d.get_frames_in_range(0, frames)):
+        with pytest.raises(MemoryError, match=f"{frames} frames of {4096 * 4096 * 3} bytes each"):
+            ask()
+    assert d[1:3].shape == (2, 3, 4096, 4096)
+
+
 def test_a_time_range_resampled_to_a_frame_rate(video, reference):
     # fps: the frame played at start + i / fps for round((stop - start) * fps)
     # outputs, as torchcodec resamples (torchvision's index rule for a
@@ -673,6 +688,8 @@ def test_a_frame_index_is_an_integer_of_any_kind(video, reference):
     np.testing.assert_array_equal(d.get_frames_at(torch.linspace(0, 49, 4)).data.numpy(), reference[[0, 16, 32, 49]])
     with pytest.raises(ValueError, match="must be finite"):
         d.get_frames_at(torch.tensor([0.0, math.nan]))
+    with pytest.raises(IndexError, match="out of bounds of any stream"):
+        d.get_frames_at(torch.tensor([1e20]))
     with pytest.raises(ValueError, match="must be 1-D"):
         d.get_frames_at(torch.zeros(2, 2, dtype=torch.int64))
     # Integers of numpy and torch are indices.
