@@ -220,6 +220,8 @@ class FrameCursor {
   // its label are left as they are (callers that changed frame_ have
   // unlabelled it).
   absl::Status LostFrameError(int64_t index, int64_t target_pts) const;
+  // A time in the stream's time base, in seconds for a message ("1.48 s").
+  std::string SecondsText(int64_t ticks) const;
   // Where frame_ (at last_ts_) ends: its packet's duration, else a nominal
   // frame's (`frame_duration`).
   int64_t FrameEnd(int64_t frame_duration) const;

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace codecvisor::cpu {
 namespace {
@@ -21,14 +22,24 @@ constexpr double kApproximateBackoffSeconds = 10.0;
 
 }  // namespace
 
+std::string FrameCursor::SecondsText(int64_t ticks) const {
+  return absl::StrFormat("%.9g s", static_cast<double>(ticks) * av_q2d(demuxer_->stream()->time_base));
+}
+
 absl::Status FrameCursor::LostFrameError(int64_t index, int64_t target_pts) const {
-  return NotDecodedError(absl::StrCat(
-      "frame ", index, " (about pts ", target_pts,
-      ") cannot be identified: the decoder dropped damaged frames between pts ",
-      lost_from_ts_ == kUnknown ? std::string("of the start") : absl::StrCat(lost_from_ts_),
-      " and ", lost_to_ts_,
-      " and lost the frames there, so approximate mode cannot tell which frame is which; exact "
-      "mode identifies frames by their timestamps").c_str());
+  const std::string from = lost_from_ts_ == kUnknown ? std::string("the start") : SecondsText(lost_from_ts_);
+  // Times that go back (two recordings spliced) lose no frame, but frames
+  // are labelled by position there all the same.
+  const std::string what =
+      lost_from_ts_ != kUnknown && lost_to_ts_ < lost_from_ts_
+          ? absl::StrCat("the stream's timestamps go back from ", from, " to ", SecondsText(lost_to_ts_),
+                         " (a splice), so approximate mode, which names frames by their times on the header's "
+                         "timeline, cannot tell which frame is which")
+          : absl::StrCat("the decoder dropped damaged frames between ", from, " and ", SecondsText(lost_to_ts_),
+                         " and lost the frames there, so approximate mode cannot tell which frame is which");
+  return NotDecodedError(absl::StrCat("frame ", index, " (about ", SecondsText(target_pts), ") cannot be identified: ",
+                                      what, "; exact mode identifies frames by their timestamps")
+                             .c_str());
 }
 
 bool FrameCursor::InLostStretch(int64_t target_pts, int64_t tolerance) const {
@@ -154,8 +165,9 @@ absl::StatusOr<bool> FrameCursor::DecodeLastUpTo(int64_t target_pts, int64_t fra
   };
   auto last_frame_plays = [&]() -> absl::StatusOr<bool> {
     if (plays_for_its_duration()) return true;
-    return absl::OutOfRangeError(absl::StrCat("no frame plays at pts ", target_pts,
-                                              ": the stream's last frame, at pts ", last_ts_, ", ends before it"));
+    return absl::OutOfRangeError(absl::StrCat("no frame plays at ", SecondsText(target_pts),
+                                              ": the stream's last frame, at ", SecondsText(last_ts_),
+                                              ", ends before it"));
   };
   // A frame the decoder dropped at the end (after a seek into an open
   // GOP's last stretch), at or before the target, would be the one playing
@@ -195,7 +207,7 @@ absl::StatusOr<bool> FrameCursor::DecodeLastUpTo(int64_t target_pts, int64_t fra
         if (!earlier) {
           if (can_retry) break;
           return absl::OutOfRangeError(
-              absl::StrCat("no frame plays at pts ", target_pts, ": the stream ended before it"));
+              absl::StrCat("no frame plays at ", SecondsText(target_pts), ": the stream ended before it"));
         }
         if (attempt < 1 && dropped_plays()) {
           attempt = 0;  // the next attempt is the seek further back
@@ -223,7 +235,7 @@ absl::StatusOr<bool> FrameCursor::DecodeLastUpTo(int64_t target_pts, int64_t fra
       earlier = true;
     }
   }
-  return NotDecodedError(absl::StrCat("the frame at pts ", target_pts, " could not be decoded").c_str());
+  return NotDecodedError(absl::StrCat("the frame at ", SecondsText(target_pts), " could not be decoded").c_str());
 }
 
 absl::StatusOr<const AVFrame*> FrameCursor::DecodeApproximate(int64_t index, int64_t target_pts, int64_t frame_duration,
@@ -334,7 +346,7 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeApproximate(int64_t index, int
           }
         }
         return absl::OutOfRangeError(absl::StrCat(
-            "frame ", index, " (about pts ", target_pts,
+            "frame ", index, " (about ", SecondsText(target_pts),
             ") is past the end: the stream ended before it (the header's frame count or rate "
             "is inaccurate; exact mode counts the frames)"));
       }
@@ -360,7 +372,7 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeApproximate(int64_t index, int
     }
   }
   return NotDecodedError(
-      absl::StrCat("frame ", index, " (about pts ", target_pts, ") could not be decoded").c_str());
+      absl::StrCat("frame ", index, " (about ", SecondsText(target_pts), ") could not be decoded").c_str());
 }
 
 }  // namespace codecvisor::cpu

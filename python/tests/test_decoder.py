@@ -164,6 +164,25 @@ def test_approximate_modes_first_frame_is_the_first_with_a_time(tmp_path):
     assert torch.equal(d.get_frames_in_range(0, 4).data, exact.get_frames_played_in_range(0.02, 0.18).data)
 
 
+def test_approximate_mode_names_a_splice_in_seconds(tmp_path):
+    # Two recordings with B-frames joined byte for byte (an MPEG-TS capture
+    # restarted): the header times the first; past its end the times go back.
+    # Approximate mode cannot name frames across that and says so, in
+    # seconds (it said "between pts 241200 and 133200"); exact mode reads it.
+    parts = [make_video(tmp_path / f"{n}.ts", ["-f", "lavfi", "-i", f"{src}=size={WIDTH}x{HEIGHT}:rate={FPS}",
+                                                "-t", "1.2", "-c:v", "libx264", "-g", "10", "-bf", "2"])
+             for n, src in (("a", "testsrc2"), ("b", "testsrc"))]
+    joined = tmp_path / "joined.ts"
+    joined.write_bytes(b"".join(pathlib.Path(p).read_bytes() for p in parts))
+    d = VideoDecoder(str(joined), seek_mode="approximate")
+    begin, end = d.metadata.begin_stream_seconds, d.metadata.end_stream_seconds
+    assert len(d.get_frames_in_range(0, len(d))) == 30
+    with pytest.raises(codecvisor.VideoError, match=r"the stream's timestamps go back from 2\.68 s to 1\.48 s "
+                                                      r"\(a splice\).*exact mode identifies frames"):
+        d.get_frames_played_in_range(begin, end)
+    assert len(VideoDecoder(str(joined)).get_frames_in_range(0, 60)) == 60
+
+
 def test_approximate_mode_estimates_a_count_the_header_lacks(matroska):
     # As torchcodec: duration x frame rate; and the estimate is a count the
     # backend serves, every frame of it the exact mode's.
