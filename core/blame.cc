@@ -15,6 +15,9 @@ bool IsFaultSignal(const DeathRecord& death) {
 }
 
 RequestBlame Judge(const DeathRecord& death, ipc::CrashHints hints, uint64_t session) {
+  // A session idle on a generation long gone (its record dropped) only
+  // learns of the death now: nothing it asked for was there.
+  if (death.forgotten) return RequestBlame{};
   if (death.killed_by_supervisor) return {death.blamed_session == session, false};
   // A fault the runner caught names the culprit's channel exactly.
   if (IsFaultSignal(death) && death.culprit_recorded) return {hints.fault_signal != 0, false};

@@ -16,6 +16,7 @@ bool DeathRecord::KilledForNoAnswer() const {
 }
 
 std::string DeathRecord::Describe() const {
+  if (forgotten) return "ended before the last deaths the host keeps (how is no longer known)";
   if (killed_by_supervisor) return absl::StrCat("killed by codecvisor: ", kill_reason);
   std::string text = DescribeExit(exit, recorded_signal, violation_syscall, oom_killed);
   if (address_space_full && violation_syscall < 0) {

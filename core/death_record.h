@@ -52,6 +52,9 @@ struct DeathRecord {
   // no culprit.
   int suspects = 0;
   std::chrono::system_clock::time_point when;
+  // An earlier generation whose record is no longer kept (many deaths
+  // since): how it ended is unknown, and it names nobody.
+  bool forgotten = false;
 
   // "killed by signal 11 (SIGSEGV)", "sandbox violation: syscall socket",
   // or "killed by codecvisor: <reason>".

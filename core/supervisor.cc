@@ -165,6 +165,15 @@ absl::StatusOr<DeathRecord> Supervisor::ReportFailure(uint64_t generation, uint6
   MutexLock lock(&mu_);
   for (;;) {
     if (auto it = deaths_.find(generation); it != deaths_.end()) return it->second;
+    if (generation < generation_ && !stopping_) {
+      // Gone so many deaths ago that its record was dropped (a decoder idle
+      // while others' requests had it restarted): the session reopens on
+      // the current generation like any other that outlived its backend.
+      DeathRecord forgotten;
+      forgotten.generation = generation;
+      forgotten.forgotten = true;
+      return forgotten;
+    }
     if (generation != generation_ || current_ == nullptr || stopping_) {
       return absl::UnavailableError(absl::StrCat("backend '", manifest_.name, "' generation ", generation,
                                                  " is gone and its exit was not recorded"));

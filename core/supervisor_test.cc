@@ -96,6 +96,25 @@ class SupervisorTest : public ::testing::Test {
   std::unique_ptr<Supervisor> supervisor_;
 };
 
+// A session idle on generation 1 while other requests had the backend
+// restarted more times than the deaths kept: it learns of its generation's
+// end as a death that names nobody, so its request replays on the current
+// one (it failed with "generation 1 is gone and its exit was not recorded").
+TEST_F(SupervisorTest, ASessionOnALongGoneGenerationIsNotBlamed) {
+  MakeWithPoisonLimit(100);
+  StartReady();
+  for (int request = 0; request < 10; ++request) supervisor_->RecordPoison(KilledTwiceByARequest());
+  ASSERT_EQ(supervisor_->Status().state, BackendState::kReady);
+  ASSERT_GT(supervisor_->Status().generation, 20u);
+  absl::StatusOr<DeathRecord> record =
+      supervisor_->ReportFailure(1, kSession, false, "hung up", ipc::Clock::now() + std::chrono::seconds(1));
+  ASSERT_TRUE(record.ok()) << record.status();
+  EXPECT_TRUE(record->forgotten);
+  EXPECT_EQ(record->generation, 1u);
+  EXPECT_FALSE(Judge(*record, ipc::CrashHints{}, kSession).blamed);
+  EXPECT_NE(record->Describe().find("no longer known"), std::string::npos);
+}
+
 TEST_F(SupervisorTest, NothingStartsBeforeFirstUse) {
   Make();
   supervisor_->RunDueWorkForTest();
