@@ -152,6 +152,7 @@ void Host::Add(DiscoveredBackend b) {
 }
 
 absl::Status Host::LoadBackend(absl::string_view manifest_path) {
+  if (manifest_path.empty()) return absl::InvalidArgumentError("no manifest path given to load a backend from");
   absl::StatusOr<BackendManifest> manifest = LoadManifest(manifest_path);
   if (!manifest.ok()) return manifest.status();
   MutexLock lock(&mu_);

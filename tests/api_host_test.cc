@@ -456,6 +456,9 @@ TEST_F(ApiHostTest, MisuseIsAStatusWithTheRightCode) {
   EXPECT_TRUE(host_->OpenDecoder(clip_, too_many).ok());
 
   EXPECT_EQ(host_->LoadBackend(testing::WriteFile("bad.toml", "name = ")).code(), StatusCode::kInvalidArgument);
+  const Status no_path = host_->LoadBackend("");
+  EXPECT_EQ(no_path.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(no_path.message(), "no manifest path given to load a backend from");
   EXPECT_EQ(host_->ResetBackend("nope").code(), StatusCode::kNotFound);
 }
 
