@@ -127,25 +127,6 @@ TEST(RestartPolicyTest, VerdictsOnTheCallersShortDeadlinesNeverQuarantine) {
   EXPECT_TRUE(p.OnCrash(t, g).quarantine);
 }
 
-TEST(RestartPolicyTest, WithNoPoisonLimitShortDeadlinesCountLikeAnyCrash) {
-  // A manifest that counts every crash (max_poison_in_a_row 0) counts the
-  // kills a caller's short deadline made too: the sixth quarantines.
-  RestartLimits limits;
-  limits.max_restarts = 5;
-  limits.max_poison_in_a_row = 0;
-  RestartPolicy p(limits);
-  auto t = RestartPolicy::Clock::now();
-  for (uint64_t g = 1; g <= 4; g += 2) {
-    const std::vector<uint64_t> guilty = {g, g + 1};
-    EXPECT_FALSE(p.OnCrash(t, g).quarantine);
-    EXPECT_FALSE(p.OnCrash(t, g + 1).quarantine);
-    p.OnPoison(guilty, t, /*toward_quarantine=*/false);
-  }
-  EXPECT_EQ(p.crashes_in_window(), 4);
-  EXPECT_FALSE(p.OnCrash(t, 5).quarantine);
-  EXPECT_TRUE(p.OnCrash(t, 6).quarantine);
-}
-
 TEST(RestartPolicyTest, PoisonVerdictsLeaveTheLimitWithTheWindow) {
   RestartLimits limits;
   limits.max_poison_in_a_row = 2;
@@ -161,22 +142,27 @@ TEST(RestartPolicyTest, PoisonVerdictsLeaveTheLimitWithTheWindow) {
   }
 }
 
+// A manifest that counts every crash (max_poison_in_a_row 0) counts a
+// poison request's, and those of kills a caller's short deadline made
+// (toward_quarantine false): the sixth quarantines.
 TEST(RestartPolicyTest, NoPoisonLimitCountsPoisonCrashesLikeAny) {
-  RestartLimits limits;
-  limits.max_restarts = 5;
-  limits.max_poison_in_a_row = 0;
-  RestartPolicy p(limits);
-  auto t = RestartPolicy::Clock::now();
-  for (uint64_t g = 1; g <= 4; g += 2) {
-    const std::vector<uint64_t> guilty = {g, g + 1};
-    EXPECT_FALSE(p.OnCrash(t, g).quarantine);
-    EXPECT_FALSE(p.OnCrash(t, g + 1).quarantine);
-    p.OnPoison(guilty, t);
+  for (bool toward_quarantine : {true, false}) {
+    RestartLimits limits;
+    limits.max_restarts = 5;
+    limits.max_poison_in_a_row = 0;
+    RestartPolicy p(limits);
+    auto t = RestartPolicy::Clock::now();
+    for (uint64_t g = 1; g <= 4; g += 2) {
+      const std::vector<uint64_t> guilty = {g, g + 1};
+      EXPECT_FALSE(p.OnCrash(t, g).quarantine);
+      EXPECT_FALSE(p.OnCrash(t, g + 1).quarantine);
+      p.OnPoison(guilty, t, toward_quarantine);
+    }
+    EXPECT_EQ(p.crashes_in_window(), 4) << toward_quarantine;
+    EXPECT_FALSE(p.OnCrash(t, 5).quarantine) << toward_quarantine;
+    const RestartPolicy::Decision d = p.OnCrash(t, 6);
+    EXPECT_TRUE(d.quarantine && !d.after_poison) << "the sixth crash; " << toward_quarantine;
   }
-  EXPECT_EQ(p.crashes_in_window(), 4);
-  EXPECT_FALSE(p.OnCrash(t, 5).quarantine);
-  const RestartPolicy::Decision d = p.OnCrash(t, 6);
-  EXPECT_TRUE(d.quarantine && !d.after_poison) << "the sixth crash";
 }
 
 }  // namespace

@@ -1,7 +1,6 @@
 #include "core/video_decoder.h"
 
 #include <cxxabi.h>
-#include <pthread.h>
 
 #include <atomic>
 #include <cstring>

@@ -146,13 +146,6 @@ class VideoStreamMetadata:
         metadata._unknown = given - set(fields)
         return metadata
 
-    def _same_video(self, other: "VideoStreamMetadata") -> bool:
-        """Whether `other` (a reopened video's) is this metadata, in every
-        field this one knows."""
-        unknown = getattr(self, "_unknown", set())
-        return all(getattr(self, f.name) == getattr(other, f.name)
-                   for f in dataclasses.fields(self) if f.name not in unknown)
-
     def __setstate__(self, state):
         # A metadata object pickled by an earlier version: the fields added
         # since take their defaults, and the computed ones are computed.
@@ -294,7 +287,9 @@ def _plugin_unloadable(backends, code, serves) -> bool:
 
 
 def _metadata_change(before: VideoStreamMetadata, after: VideoStreamMetadata) -> str:
-    """The fields that differ, as "name: before -> after", for a message."""
+    """The fields that differ, as "name: before -> after" (empty: none),
+    leaving out those `before` does not know (a pickle made by an earlier
+    version lacks them)."""
     unknown = getattr(before, "_unknown", set())
     return ", ".join(f"{f.name}: {getattr(before, f.name)} -> {getattr(after, f.name)}"
                      for f in dataclasses.fields(before)
@@ -480,11 +475,11 @@ class VideoDecoder:
                                     plugin_unloadable=_plugin_unloadable(
                                         backends, code, lambda b: device.split(":")[0] in b["devices"])) from None
         metadata = VideoStreamMetadata._from_native(native.metadata())
-        if self.metadata is not None and not self.metadata._same_video(metadata):
+        change = "" if self.metadata is None else _metadata_change(self.metadata, metadata)
+        if change:
             native.close()
             raise _errors.VideoError(f"{self._label}: the video changed since the decoder was made: reopened, "
-                                     f"it has other metadata ({_metadata_change(self.metadata, metadata)})",
-                                     "DATA_LOSS")
+                                     f"it has other metadata ({change})", "DATA_LOSS")
         self._native, self._pid = native, os.getpid()
         self.metadata = metadata
         self.stream_index = metadata.stream_index
