@@ -6,6 +6,7 @@ supervised backend processes. Switch by changing the import::
 
 import dataclasses
 import errno
+import io
 import math
 import numbers
 import operator
@@ -240,18 +241,21 @@ def _read_source(source):
         # reads it (read(size) until it returns b"", seek(offset, whence));
         # the backend gets a sealed copy, never a descriptor of the caller's
         # choosing. A stream that cannot seek (a pipe) is read from where it is.
+        # The chunks go into one growing buffer whose bytes getvalue()
+        # hands over without a copy: the file is held once, not twice as a
+        # list of chunks and their join would hold it.
         seekable = getattr(source, "seekable", None)
         if seekable is None or seekable():
             source.seek(0, os.SEEK_SET)
-        chunks = []
+        contents = io.BytesIO()
         while True:
             chunk = source.read(_READ_CHUNK)
             if not isinstance(chunk, (bytes, bytearray)):
                 raise TypeError(f"{type(source).__name__}.read() returned {type(chunk).__name__}, not bytes")
             if not chunk:
                 break
-            chunks.append(chunk)
-        return "bytes", b"".join(chunks)
+            contents.write(chunk)
+        return "bytes", contents.getvalue()
     raise TypeError(f"Unknown source type: {type(source)}. Supported types are str, os.PathLike, bytes, "
                     "bytearray, memoryview, a 1-D uint8 torch.Tensor, and file-like objects with read and seek.")
 

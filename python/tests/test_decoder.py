@@ -776,6 +776,27 @@ def test_every_source_kind(video, reference, kind):
         np.testing.assert_array_equal(hwc(pickle.loads(pickle.dumps(d))[33]), reference[33])
 
 
+
+def test_a_file_like_source_is_held_once_while_it_is_read():
+    """A file-like object's contents are read into one buffer that becomes
+    the decoder's copy: reading a 32 MiB stream in torchcodec's small reads
+    never holds it twice (a list of chunks and their join would)."""
+    import tracemalloc
+
+    from codecvisor.decoders import _read_source
+
+    size = 32 << 20
+    for source in (io.BytesIO(bytes(range(256)) * (size // 256)), TorchcodecFileLike(b"\x5a" * size)):
+        tracemalloc.start()
+        try:
+            kind, contents = _read_source(source)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert kind == "bytes" and len(contents) == size
+        assert peak < 1.25 * size, f"reading {size} bytes held {peak} at once"
+        del contents
+
 def test_a_forked_or_unpickled_decoder_reopens_the_same_file(video, reference, tmp_path, monkeypatch):
     shutil.copy(video, tmp_path / "clip.mp4")
     monkeypatch.chdir(tmp_path)
