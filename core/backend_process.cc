@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cerrno>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -107,8 +108,9 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
   // a missing folder on its path (in /tmp) between the check and the open.
   if (absl::Status s = CheckOnlyOwnerCanChange(manifest.library, "library"); !s.ok()) {
     if (absl::IsNotFound(s)) {
+      // Its message names the library again: say only what dlopen would.
       return Prefixed(absl::NotFoundError(absl::StrCat("library ", manifest.library, ": cannot open shared object file: ",
-                                                       s.message(), "; reinstall the plugin")),
+                                                       std::strerror(ENOENT), "; reinstall the plugin")),
                       where);
     }
     return Prefixed(s, where);

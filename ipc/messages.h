@@ -237,6 +237,10 @@ struct FrameBatch {
   bool operator==(const FrameBatch&) const = default;
 };
 
+// The message the runner sends for a vendor error that came without one
+// (the conformance suite fails a backend whose errors say only this).
+inline constexpr char kVendorErrorWithoutMessage[] = "backend reported an error without a message";
+
 struct Error {
   ErrorCode code = ErrorCode::kUnknown;
   std::string message;

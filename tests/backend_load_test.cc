@@ -82,7 +82,9 @@ TEST_P(BackendLoadTest, BrokenPluginIsAPreciseErrorForItsDeviceOnly) {
 INSTANTIATE_TEST_SUITE_P(
     Cases, BackendLoadTest,
     ::testing::Values(
-        LoadCase{"nolib", "/nonexistent/libnothing.so", "codecvisor_backend_v1", "", "cannot open shared object",
+        LoadCase{"nolib", "/nonexistent/libnothing.so", "codecvisor_backend_v1", "",
+                 "library /nonexistent/libnothing.so: cannot open shared object file: No such file or directory; "
+                 "reinstall the plugin",
                  "plugin library missing"},
         LoadCase{"nosym", "backends/testing/libcodecvisor_faulty.so", "no_such_entry", "",
                  "undefined symbol no_such_entry", "plugin entry symbol missing"},

@@ -142,6 +142,45 @@ TEST(ConformanceSuiteTest, OwnSampleWithTheVendorsReference) {
   EXPECT_FALSE(by_name["native_own_y4m"].passed) << "frame 7, converted by the host, differs as well";
 }
 
+// A backend whose errors carry no message fails bad_input, saying so: its
+// users would read only the runner's stand-in for a message.
+TEST(ConformanceSuiteTest, ErrorsWithoutAMessageFailBadInput) {
+  const std::string manifest =
+      WriteFile("silent_faulty.toml", "name='faulty'\ndevices=['faulty']\nlibrary='" +
+                                          Runfile("backends/testing/libcodecvisor_faulty.so") +
+                                          "'\nabi_version=1\n[config]\nsilent_errors=1\n");
+  absl::StatusOr<ConformanceReport> report = RunConformance({.backend = "", .manifest_path = manifest}, Options());
+  ASSERT_TRUE(report.ok()) << report.status();
+  std::map<std::string, CheckResult> by_name = ByName(*report);
+  ASSERT_TRUE(by_name.count("bad_input"));
+  EXPECT_FALSE(by_name["bad_input"].passed);
+  EXPECT_NE(by_name["bad_input"].detail.find("not_a_video.mkv carries no message from the backend"),
+            std::string::npos)
+      << by_name["bad_input"].detail;
+}
+
+// A correct backend passes on samples of any length. At 24 fps, frame 10
+// starts at 10 / 24.0 s, one step above 10 * (1 / 24.0): a backend that
+// times frames as index * den / num (the y4m example) answers "frame 9"
+// at the lower time, rightly, and the suite must ask at the frame's own
+// pts_seconds. These lengths put frames 9, 10 and 30 at the fractions the
+// access checks use.
+TEST(ConformanceSuiteTest, TheY4mExamplePassesOnSamplesOfEveryLength) {
+  ConformanceOptions options = Options();
+  for (int frames : {13, 24, 30, 48}) {
+    const std::string clip = TempPath("len" + std::to_string(frames) + ".y4m");
+    ASSERT_TRUE(tools::MakeTestVideo("-f lavfi -i testsrc2=size=64x48:rate=24 -frames:v " + std::to_string(frames) +
+                                         " -pix_fmt yuv420p",
+                                     clip)
+                    .ok());
+    options.samples.push_back({.path = clip, .reference = {}});
+  }
+  absl::StatusOr<ConformanceReport> report =
+      RunConformance({.backend = "", .manifest_path = Runfile("examples/y4m_backend/y4m.toml")}, options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  for (const CheckResult& c : report->checks) EXPECT_TRUE(c.passed) << c.name << ": " << c.detail;
+}
+
 TEST(ConformanceSuiteTest, UnknownBackendIsAnErrorNotAReport) {
   absl::StatusOr<ConformanceReport> report = RunConformance({.backend = "no_such_backend", .manifest_path = ""}, Options());
   ASSERT_FALSE(report.ok());

@@ -8,7 +8,7 @@
 // offers a table asking for late frame buffers, as `synthetic_late`), and
 // with CODECVISOR_FAULTY as `faulty`, which also obeys the fault named in
 // the video ("fault=segfault fault_frame=5", see faults.h) or in its
-// manifest's [config] ("fail_init=1", "segfault_open=1"), and exports
+// manifest's [config] ("fail_init=1", "segfault_open=1", "silent_errors=1"), and exports
 // extra entry symbols that return a bad table; and with CODECVISOR_HOSTILE
 // as `hostile`, which tries to escape its sandbox (attacks.h) in create()
 // or decode_frame(). Used by tests only.
@@ -50,6 +50,7 @@ constexpr char kLateName[] = "synthetic_late";
 
 struct Backend {
   bool segfault_open = false;  // faulty, [config] segfault_open=1: every open crashes
+  bool silent_errors = false;  // faulty, [config] silent_errors=1: a failed open says nothing (a vendor's mistake)
 };
 
 // True with probability `p`: a per-thread generator seeded from the pid,
@@ -104,6 +105,7 @@ cv_status Create(const char* config, cv_backend** out, cv_error* error) {
   }
   auto* backend = new Backend;
   backend->segfault_open = kFaulty && config != nullptr && std::strstr(config, "segfault_open=1") != nullptr;
+  backend->silent_errors = kFaulty && config != nullptr && std::strstr(config, "silent_errors=1") != nullptr;
   *out = reinterpret_cast<cv_backend*>(backend);
   return CV_OK;
 }
@@ -120,6 +122,7 @@ cv_status Open(cv_backend* backend, int fd, const cv_open_options* options, cv_s
   if (n < 0) return Fail(error, CV_ERROR_CORRUPT_DATA, "%s: cannot read", options->file_label);
   auto video = codecvisor::testing::ParseSyntheticVideo(std::string(text, static_cast<size_t>(n)));
   if (!video.has_value()) {
+    if (reinterpret_cast<Backend*>(backend)->silent_errors) return CV_ERROR_CORRUPT_DATA;
     return Fail(error, CV_ERROR_CORRUPT_DATA, "%s: not a synthetic video description", options->file_label);
   }
   if (video->open_ms > 0) usleep(static_cast<useconds_t>(video->open_ms) * 1000);

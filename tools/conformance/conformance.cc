@@ -132,6 +132,9 @@ absl::Status Suite::Compare(const Frame& frame, std::span<const uint8_t> got, co
   }
   if (frame.index() != index) return wrong("the frame says it is index ", frame.index());
   if (frame.pts() != sample.pts[index]) return wrong("pts ", frame.pts(), ", the reference says ", sample.pts[index]);
+  if (const double start = Seconds(sample.pts[index]); !(std::abs(frame.pts_seconds() - start) <= 1e-6)) {
+    return wrong("pts_seconds ", frame.pts_seconds(), ", but pts ", frame.pts(), " is ", start, " s");
+  }
   const double duration = Seconds(sample.durations[index]);
   if (std::abs(frame.duration_seconds() - duration) > 1e-6) {
     return wrong("duration ", frame.duration_seconds(), " s, the reference says ", duration, " s");

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -130,11 +131,23 @@ absl::Status Suite::AccessMethods(const Sample& sample, std::string* detail) {
     out.push_back(*std::move(frame));
     return out;
   };
-  // A time inside frame k's display interval, and the start of frame k.
+  // A time inside frame k's display interval.
   auto inside = [&](int64_t k) { return Seconds(sample.pts[k]) + 0.5 * Seconds(sample.durations[k]); };
-  auto start_of = [&](int64_t k) { return Seconds(sample.pts[k]); };
   // Frame k of a 36-frame stream, at the same fraction of this one.
   auto at = [n](int64_t k) { return k * n / 36; };
+  // The start of frame k: the pts_seconds the backend gives the frame,
+  // which the frame played at a time is the last to be at or before. Not
+  // this suite's pts * num / den: k / 24 can round to either side of it
+  // (frame 10 at 1/24: 10 * (1 / 24.0) is a step below 10 / 24.0), and a
+  // backend rounding the other way would rightly answer frame k - 1.
+  std::map<int64_t, double> starts;
+  for (int64_t k : {at(9), at(11), at(30)}) {
+    absl::StatusOr<Frame> frame = decoder.GetFrameAt(k);
+    if (!frame.ok()) return frame.status();
+    if (absl::Status s = compare(*frame, k, absl::StrCat("get_frame_at(", k, ")")); !s.ok()) return s;
+    starts[k] = frame->pts_seconds();
+  }
+  auto start_of = [&](int64_t k) { return starts.at(k); };
 
   const std::vector<int64_t> scattered = {n - 1, 0, at(17), at(17), at(5), n / 2};
   const std::vector<double> times = {inside(at(20)), inside(at(3)), inside(at(20)), start_of(at(11))};

@@ -51,10 +51,17 @@ absl::StatusOr<double> ParseRate(absl::string_view text) {
   return num / den;
 }
 
+// "NUM/DEN", both positive, into the sample's time base.
+bool ParseTimeBase(absl::string_view text, Sample* sample) {
+  std::pair<absl::string_view, absl::string_view> r = absl::StrSplit(text, '/');
+  return absl::SimpleAtoi(r.first, &sample->time_base_num) && absl::SimpleAtoi(r.second, &sample->time_base_den) &&
+         sample->time_base_num > 0 && sample->time_base_den > 0;
+}
+
 absl::Status ProbeStream(Sample* sample) {
   absl::StatusOr<std::string> out =
       tools::RunForOutput({"ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries",
-                    "stream=codec_name,width,height,avg_frame_rate:stream_side_data=rotation", "-of",
+                    "stream=codec_name,width,height,avg_frame_rate,time_base:stream_side_data=rotation", "-of",
                     "default=noprint_wrappers=1", sample->path});
   if (!out.ok()) return out.status();
   bool quarter_turn = false;
@@ -69,6 +76,12 @@ absl::Status ProbeStream(Sample* sample) {
       if (!absl::SimpleAtoi(value, &sample->stream.height)) return absl::InternalError("ffprobe: bad height");
     } else if (kv.first == "rotation") {
       quarter_turn = value == "90" || value == "-90";
+    } else if (kv.first == "time_base") {
+      // The pts ffprobe lists are in this time base, so a backend whose
+      // frames are to match them must report the same one.
+      if (!ParseTimeBase(value, sample)) {
+        return absl::InternalError(absl::StrCat("ffprobe: unreadable time base '", value, "'"));
+      }
     } else if (kv.first == "avg_frame_rate") {
       absl::StatusOr<double> fps = ParseRate(value);
       if (!fps.ok()) return fps.status();
@@ -205,11 +218,7 @@ absl::Status ParseTimestamps(absl::string_view text, absl::string_view file, Sam
       uint32_t& v = fields[0] == "width" ? sample->stream.width : sample->stream.height;
       if (!absl::SimpleAtoi(fields[1], &v) || v == 0 || v > 16384) return bad(absl::StrCat(fields[0], ": 1 to 16384"));
     } else if (fields[0] == "time_base") {
-      std::pair<absl::string_view, absl::string_view> r = absl::StrSplit(fields[1], '/');
-      if (!absl::SimpleAtoi(r.first, &sample->time_base_num) || !absl::SimpleAtoi(r.second, &sample->time_base_den) ||
-          sample->time_base_num <= 0 || sample->time_base_den <= 0) {
-        return bad("time_base: NUM/DEN, both positive, e.g. 1/24");
-      }
+      if (!ParseTimeBase(fields[1], sample)) return bad("time_base: NUM/DEN, both positive, e.g. 1/24");
       has_time_base = true;
     } else if (fields[0] == "codec") {
       sample->stream.codec = std::string(fields[1]);

@@ -36,8 +36,8 @@ struct Sample {
   std::string codec;
   std::string path;
   std::string reference;  // where the frames came from, for messages
-  // The stream's time base, when the reference says it (a vendor
-  // reference); 0/0 when ffprobe's pts are in whatever the backend reports.
+  // The stream's time base, which the reference's pts are in: ffprobe's, or
+  // what a vendor reference says.
   int64_t time_base_num = 0;
   int64_t time_base_den = 0;
   ProbedStream stream;

@@ -32,6 +32,9 @@ TEST(MakeSampleTest, H264SampleAndItsReference) {
   EXPECT_EQ(sample->stream.width, 128u);
   EXPECT_EQ(sample->stream.height, 96u);
   EXPECT_NEAR(sample->stream.average_fps, 24, 1e-9);
+  // Matroska's: the time base ffprobe's pts are in, which the backend must report.
+  EXPECT_EQ(sample->time_base_num, 1);
+  EXPECT_EQ(sample->time_base_den, 1000);
   ASSERT_EQ(sample->num_frames(), 36);
   EXPECT_EQ(sample->rgb24.size(), 36u * 128 * 96 * 3);
   for (int64_t i = 1; i < sample->num_frames(); ++i) {

@@ -72,7 +72,7 @@ cv_open_options ToAbi(const ipc::OpenSession& open, std::string& native_formats)
 
 absl::Status VendorError(cv_status status, const cv_error& error) {
   std::string message = Text(error.message);
-  if (message.empty()) message = "backend reported an error without a message";
+  if (message.empty()) message = ipc::kVendorErrorWithoutMessage;
   absl::StatusCode code = ToStatusCode(status);
   if (code == absl::StatusCode::kOk) code = absl::StatusCode::kUnknown;
   return absl::Status(code, message);

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <cstring>
+#include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -86,6 +87,42 @@ std::string LoadFailureAdvice(absl::string_view why, absl::string_view display) 
   return "; reinstall the plugin";
 }
 
+absl::Status CheckFunctionTable(const cv_backend_v1& table, absl::string_view path, absl::string_view expected_name) {
+  if (table.abi_version != CODECVISOR_BACKEND_ABI_VERSION) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("library ", path, ": ABI version ", table.abi_version, ", this codecvisor speaks ",
+                     CODECVISOR_BACKEND_ABI_VERSION, "; rebuild the plugin against this SDK"));
+  }
+  if (table.struct_size < CV_BACKEND_V1_MIN_SIZE) {
+    return absl::FailedPreconditionError(absl::StrCat("library ", path, ": function table of ",
+                                                      table.struct_size, " bytes, expected at least ",
+                                                      CV_BACKEND_V1_MIN_SIZE));
+  }
+  const std::pair<const char*, const void*> required[] = {
+      {"create", reinterpret_cast<const void*>(table.create)},
+      {"destroy", reinterpret_cast<const void*>(table.destroy)},
+      {"open_session", reinterpret_cast<const void*>(table.open_session)},
+      {"close_session", reinterpret_cast<const void*>(table.close_session)},
+      {"get_metadata", reinterpret_cast<const void*>(table.get_metadata)},
+      {"get_frame_layout", reinterpret_cast<const void*>(table.get_frame_layout)},
+      {"get_frame_info", reinterpret_cast<const void*>(table.get_frame_info)},
+      {"index_at_seconds", reinterpret_cast<const void*>(table.index_at_seconds)},
+      {"decode_frame", reinterpret_cast<const void*>(table.decode_frame)},
+  };
+  for (const auto& [name, f] : required) {
+    if (f == nullptr) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("library ", path, ": the function table's ", name, " is NULL, and every backend must have it"));
+    }
+  }
+  if (table.name == nullptr || expected_name != table.name) {
+    return absl::FailedPreconditionError(absl::StrCat("library ", path, " is backend '",
+                                                      table.name ? table.name : "(null)",
+                                                      "', but its manifest says '", expected_name, "'"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<LoadedBackend> LoadBackendLibrary(absl::string_view library, absl::string_view display,
                                                  absl::string_view entry, absl::string_view expected_name) {
   const std::string open_path(library);
@@ -118,33 +155,7 @@ absl::StatusOr<LoadedBackend> LoadBackendLibrary(absl::string_view library, absl
   if (table == nullptr) {
     return absl::FailedPreconditionError(absl::StrCat("library ", path, ": ", symbol, "() returned NULL"));
   }
-  if (table->abi_version != CODECVISOR_BACKEND_ABI_VERSION) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("library ", path, ": ABI version ", table->abi_version, ", this codecvisor speaks ",
-                     CODECVISOR_BACKEND_ABI_VERSION, "; rebuild the plugin against this SDK"));
-  }
-  if (table->struct_size < CV_BACKEND_V1_MIN_SIZE) {
-    return absl::FailedPreconditionError(absl::StrCat("library ", path, ": function table of ",
-                                                      table->struct_size, " bytes, expected at least ",
-                                                      CV_BACKEND_V1_MIN_SIZE));
-  }
-  const void* functions[] = {
-      reinterpret_cast<const void*>(table->create),         reinterpret_cast<const void*>(table->destroy),
-      reinterpret_cast<const void*>(table->open_session),   reinterpret_cast<const void*>(table->close_session),
-      reinterpret_cast<const void*>(table->get_metadata),   reinterpret_cast<const void*>(table->get_frame_layout),
-      reinterpret_cast<const void*>(table->get_frame_info), reinterpret_cast<const void*>(table->index_at_seconds),
-      reinterpret_cast<const void*>(table->decode_frame),
-  };
-  for (const void* f : functions) {
-    if (f == nullptr) {
-      return absl::FailedPreconditionError(absl::StrCat("library ", path, ": function table has a NULL entry"));
-    }
-  }
-  if (table->name == nullptr || expected_name != table->name) {
-    return absl::FailedPreconditionError(absl::StrCat("library ", path, " is backend '",
-                                                      table->name ? table->name : "(null)",
-                                                      "', but its manifest says '", expected_name, "'"));
-  }
+  if (absl::Status s = CheckFunctionTable(*table, path, expected_name); !s.ok()) return s;
   return LoadedBackend{handle, table};
 }
 

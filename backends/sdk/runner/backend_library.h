@@ -34,6 +34,13 @@ struct LoadedBackend {
                                                                absl::string_view entry,
                                                                absl::string_view expected_name);
 
+// The checks LoadBackendLibrary makes of the table a plugin's entry point
+// returned (`path` names the library in messages): its ABI version and
+// struct_size, each required function present (a missing one named), and
+// its name the manifest's `expected_name`. kFailedPrecondition when not.
+[[nodiscard]] absl::Status CheckFunctionTable(const cv_backend_v1& table, absl::string_view path,
+                                              absl::string_view expected_name);
+
 // What to do about dlopen's error `why` for the plugin library `display`
 // (dlerror's text, with `display` as the library's name), as a clause to
 // append: the plugin itself missing or not a loadable library -> reinstall

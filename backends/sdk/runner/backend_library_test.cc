@@ -25,6 +25,44 @@ TEST(OptionalEntriesTest, DecodingByTimeNeedsTheFieldInsideStructSizeAndSet) {
   EXPECT_FALSE(DecodesAtSeconds(table));
 }
 
+cv_status CreateForTest(const char*, cv_backend**, cv_error*) { return CV_OK; }
+void DestroyForTest(cv_backend*) {}
+cv_status OpenForTest(cv_backend*, int, const cv_open_options*, cv_session**, cv_error*) { return CV_OK; }
+void CloseForTest(cv_session*) {}
+cv_status MetadataForTest(cv_session*, cv_stream_metadata*, cv_error*) { return CV_OK; }
+cv_status LayoutForTest(cv_session*, cv_frame_layout*, cv_error*) { return CV_OK; }
+cv_status InfoForTest(cv_session*, int64_t, cv_frame_info*, cv_error*) { return CV_OK; }
+cv_status IndexForTest(cv_session*, double, int64_t*, cv_error*) { return CV_OK; }
+cv_status DecodeForTest(cv_session*, int64_t, cv_frame_buffer*, cv_frame_info*, cv_error*) { return CV_OK; }
+
+// A vendor who left a required function out learns which one.
+TEST(CheckFunctionTableTest, AMissingFunctionIsNamed) {
+  cv_backend_v1 table{};
+  table.struct_size = sizeof(table);
+  table.abi_version = CODECVISOR_BACKEND_ABI_VERSION;
+  table.name = "acme";
+  table.create = &CreateForTest;
+  table.destroy = &DestroyForTest;
+  table.open_session = &OpenForTest;
+  table.close_session = &CloseForTest;
+  table.get_metadata = &MetadataForTest;
+  table.get_frame_layout = &LayoutForTest;
+  table.get_frame_info = &InfoForTest;
+  table.index_at_seconds = &IndexForTest;
+  table.decode_frame = &DecodeForTest;
+  EXPECT_TRUE(CheckFunctionTable(table, "/p/libacme.so", "acme").ok());
+  cv_backend_v1 missing = table;
+  missing.get_frame_info = nullptr;
+  const absl::Status s = CheckFunctionTable(missing, "/p/libacme.so", "acme");
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(s.message(), "library /p/libacme.so: the function table's get_frame_info is NULL, and every backend must have it");
+  missing = table;
+  missing.create = nullptr;
+  EXPECT_NE(CheckFunctionTable(missing, "/p/libacme.so", "acme").message().find("'s create is NULL"), std::string::npos);
+  EXPECT_NE(CheckFunctionTable(table, "/p/libacme.so", "other").message().find("its manifest says 'other'"),
+            std::string::npos);
+}
+
 TEST(LoadFailureAdviceTest, AMissingPluginIsReinstalled) {
   EXPECT_EQ(LoadFailureAdvice("/p/libx.so: cannot open shared object file: No such file or directory", "/p/libx.so"),
             "; reinstall the plugin");
