@@ -144,6 +144,24 @@ bool Demuxer::ReadPacket(AVPacket* packet) {
   }
 }
 
+namespace {
+
+bool IsPnm(AVCodecID codec) {
+  switch (codec) {
+    case AV_CODEC_ID_PPM:
+    case AV_CODEC_ID_PGM:
+    case AV_CODEC_ID_PGMYUV:
+    case AV_CODEC_ID_PBM:
+    case AV_CODEC_ID_PAM:
+    case AV_CODEC_ID_PFM:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
 absl::Status Demuxer::Seek(int64_t timestamp) {
   last_error_ = 0;
   seeked_ = true;
@@ -156,6 +174,14 @@ absl::Status Demuxer::Seek(int64_t timestamp) {
     }
     return Reopen();
   }
+  const AVInputFormat* in = format_->iformat;
+  const bool seeks_by_time = in->read_seek != nullptr || in->read_seek2 != nullptr || in->read_timestamp != nullptr;
+  // A stream of PNM pictures (ppm_pipe and its kin) seeks through FFmpeg's
+  // generic index, where its parser records each picture at the start of
+  // the read its first byte came in, not at the picture: from there the
+  // previous picture's tail is read as a picture and every frame comes one
+  // late. Opened again, it reads from its first picture.
+  if (!seeks_by_time && IsPnm(stream_->codecpar->codec_id)) return Reopen();
   int ret = av_seek_frame(format_, stream_->index, timestamp, AVSEEK_FLAG_BACKWARD);
   if (ret < 0) {
     ret = avformat_seek_file(format_, stream_->index, INT64_MIN, timestamp, timestamp, 0);
@@ -163,8 +189,6 @@ absl::Status Demuxer::Seek(int64_t timestamp) {
   // Only for demuxers that cannot seek by time themselves (no read_seek or
   // read_timestamp: raw elementary streams): a byte seek goes around a
   // demuxer's own seeking, whose state it would not reset.
-  const AVInputFormat* in = format_->iformat;
-  const bool seeks_by_time = in->read_seek != nullptr || in->read_seek2 != nullptr || in->read_timestamp != nullptr;
   if (ret < 0 && first_packet_pos_ >= 0 && !seeks_by_time && (in->flags & AVFMT_NO_BYTE_SEEK) == 0) {
     ret = av_seek_frame(format_, -1, first_packet_pos_, AVSEEK_FLAG_BYTE);
   }
