@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <thread>
 
@@ -282,8 +284,16 @@ absl::Status Suite::CrashRecovery(const Sample& sample, std::string* detail) {
           absl::StatusOr<BackendStatus> now = Status();
           if (!now.ok()) return now.status();
           killed = now->pid;
-          if (killed <= 0 || kill(killed, SIGKILL) != 0) {
-            return absl::InternalError(absl::StrCat("cannot kill the backend (pid ", killed, ")"));
+          if (killed <= 0) {
+            // Not running mid-request: it died by itself, decoding ahead.
+            return absl::InternalError(absl::StrCat(
+                "the backend died by itself while it decoded ", sample.path, " (", now->restarts - before->restarts,
+                " restart(s) during this check; state ", now->state, now->last_exit.empty() ? "" : "; last exit: ",
+                now->last_exit, now->diagnostic.empty() ? "" : "; ", now->diagnostic,
+                "), before the suite's kill after frame ", kill_after - 1));
+          }
+          if (kill(killed, SIGKILL) != 0) {
+            return absl::InternalError(absl::StrCat("cannot kill the backend (pid ", killed, "): ", strerror(errno)));
           }
         }
         return absl::OkStatus();
