@@ -205,6 +205,10 @@ def _known(name: str) -> Optional[str]:
 # scheme, then "://".
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 
+# The session of a decoder unpickled and not used yet: not None (a closed
+# decoder's), and with no pid of this process, so _decoder() opens it.
+_NOT_OPENED = object()
+
 # How much of a file-like source one read() asks for.
 _READ_CHUNK = 1 << 20
 
@@ -493,9 +497,13 @@ class VideoDecoder:
         native = self._native  # once: another thread may close() meanwhile
         if native is None:
             raise ValueError("the decoder is closed")
-        if self._pid != os.getpid():  # forked: the parent's decoder is not ours
+        if self._pid != os.getpid():  # forked (the parent's decoder is not ours), or unpickled
             self._native = None
-            self._open()
+            try:
+                self._open()
+            except BaseException:
+                self._native = _NOT_OPENED  # the next call tries again and says why, not "closed"
+                raise
             native = self._native
         return native
 
@@ -747,5 +755,16 @@ class VideoDecoder:
         self._native = None
         self._pid = None
         metadata = state.get("metadata")
-        self.metadata = None if metadata is None else VideoStreamMetadata._from_fields(metadata)
-        self._open()
+        if metadata is None:  # pickled before the metadata was kept: needed now
+            self.metadata = None
+            self._open()
+            return
+        # Opened on first use, as in a forked child (its pid is not this
+        # process's): unpickling in a spawned DataLoader worker happens while
+        # the worker starts, where an error (the file replaced or gone) would
+        # end the worker with no word to the training loop; on first use it
+        # reaches the loop as the error it is.
+        self.metadata = VideoStreamMetadata._from_fields(metadata)
+        self.stream_index = self.metadata.stream_index
+        self._num_frames = self.metadata.num_frames
+        self._native = _NOT_OPENED

@@ -809,10 +809,21 @@ def test_a_forked_or_unpickled_decoder_reopens_the_same_file(video, reference, t
     make_video(other / "clip.mp4", ["-f", "lavfi", "-i", "testsrc=size=32x24:rate=10", "-t", "1"])
     monkeypatch.chdir(other)
     np.testing.assert_array_equal(hwc(pickle.loads(state)[7]), reference[7])
-    # The file replaced by another video: an error, not the other's frames.
+    # The file replaced by another video: an error, not the other's frames;
+    # on first use (as in a forked child), so that a DataLoader worker
+    # started by spawn, which unpickles as it starts, raises it in the
+    # training loop. Every use says it again, not "closed". Its metadata
+    # is the one it was made with.
     shutil.copy(other / "clip.mp4", tmp_path / "clip.mp4")
-    with pytest.raises(codecvisor.VideoError, match=r"the video changed since the decoder was made.*width: 96 -> 32"):
-        pickle.loads(state)
+    unpickled = pickle.loads(state)
+    assert len(unpickled) == 50 and unpickled.metadata == d.metadata
+    for _ in range(2):
+        with pytest.raises(codecvisor.VideoError,
+                           match=r"the video changed since the decoder was made.*width: 96 -> 32"):
+            unpickled[0]
+    unpickled.close()
+    with pytest.raises(ValueError, match="the decoder is closed"):
+        unpickled[0]
     pid = os.fork()
     if pid == 0:  # the child reopens on first use
         try:

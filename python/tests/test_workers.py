@@ -3,6 +3,7 @@ released while a backend works, and a decoder made in the parent works in
 fork and spawn workers without touching the parent's backends."""
 
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -16,7 +17,7 @@ from torch.utils.data import DataLoader, Dataset
 import codecvisor
 from codecvisor.decoders import VideoDecoder
 
-from conftest import run_in_threads, synthetic_clip
+from conftest import make_video, run_in_threads, synthetic_clip
 
 
 def hwc(tensor):
@@ -93,6 +94,22 @@ def test_a_parents_decoder_works_in_dataloader_workers(video, reference, method)
     # The parent's decoder and backend process are untouched.
     assert cpu_backend_pid() == parent_backend
     np.testing.assert_array_equal(hwc(dataset.decoder[7:8]), reference[7:8])
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_a_worker_whose_video_was_replaced_raises_in_the_training_loop(video, tmp_path, method):
+    # The decoder reopens in the worker on first use, under spawn as under
+    # fork: the error reaches the loop with its message, not as a worker
+    # that "exited unexpectedly" while it unpickled the dataset.
+    clip = tmp_path / "clip.mp4"
+    shutil.copy(video, clip)
+    dataset = Frames(str(clip))
+    make_video(tmp_path / "other.mp4", ["-f", "lavfi", "-i", "testsrc=size=32x24:rate=10", "-t", "1"])
+    os.replace(tmp_path / "other.mp4", clip)
+    loader = DataLoader(dataset, batch_size=5, num_workers=2, multiprocessing_context=method, timeout=120)
+    with pytest.raises(Exception, match=r"the video changed since the decoder was made.*width: 96 -> 32") as e:
+        next(iter(loader))
+    assert "exited unexpectedly" not in str(e.value)
 
 
 def test_workers_forked_while_a_parent_thread_uses_the_same_decoder(video, reference):
