@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "backends/sdk/codecvisor_backend.h"
 #include "backends/sdk/runner/runner_args.h"
+#include "core/backend_output.h"
 #include "core/file_trust.h"
 #include "ipc/region.h"
 
@@ -70,7 +71,8 @@ absl::Status FromWireError(const ipc::Error& error) {
     case ipc::ErrorCode::kUnknown:
       break;
   }
-  return absl::Status(code, error.message);
+  // The plugin wrote it: no terminal control reaches whoever prints it.
+  return absl::Status(code, EscapeForTerminal(error.message));
 }
 
 BackendProcess::BackendProcess(BackendManifest manifest, std::shared_ptr<ProcessLauncher> launcher,
@@ -364,10 +366,13 @@ absl::Status BackendProcess::Handshake(ipc::Deadline deadline) {
     return absl::DataLossError(absl::StrCat("backend answered hello with ", ipc::KindName(*reply)));
   }
   if (hello->protocol_version != ipc::kProtocolVersion || hello->backend_name != manifest_.name) {
-    return absl::FailedPreconditionError(absl::StrCat("backend says it is '", hello->backend_name,
+    return absl::FailedPreconditionError(absl::StrCat("backend says it is '", EscapeForTerminal(hello->backend_name),
                                                       "' speaking protocol ", hello->protocol_version));
   }
   hello_ = *hello;
+  // Shown by `backends`, `doctor` and the conformance report: the plugin's own text.
+  hello_.backend_version = EscapeForTerminal(hello_.backend_version);
+  for (std::string& device : hello_.devices) device = EscapeForTerminal(device);
   return absl::OkStatus();
 }
 

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "core/backend_output.h"
 #include "core/backend_process.h"
 #include "core/session_opened_check.h"
 #include "core/stream_list_check.h"
@@ -84,6 +85,14 @@ absl::StatusOr<OpenedSession> BackendProcess::OpenSession(int video_fd, ipc::Ope
     (void)Call({0, ipc::Close{opened->session_id}}, deadline, &ignored);
     *channel_failure = false;
   };
+  // Names the plugin wrote, which `info`, Python's metadata and errors
+  // show: no terminal control in them.
+  ipc::StreamMetadata& m = opened->metadata;
+  for (std::string* name : {&m.codec, &m.pixel_format, &m.color_space, &m.color_range, &m.color_primaries,
+                            &m.color_transfer}) {
+    *name = EscapeForTerminal(*name);
+  }
+  for (ipc::StreamInfo& stream : m.streams) stream.codec = EscapeForTerminal(stream.codec);
   if (absl::Status s = AcceptStreamNumbers(&opened->metadata); !s.ok()) {
     refuse_session();  // perhaps the file's own header: a VideoError, the backend kept
     return s;

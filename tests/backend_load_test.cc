@@ -74,6 +74,8 @@ TEST_P(BackendLoadTest, BrokenPluginIsAPreciseErrorForItsDeviceOnly) {
   row.Note("backend " + backend.state);
   EXPECT_EQ(backend.state, "failed");
   EXPECT_NE(backend.diagnostic.find(c.diagnostic), std::string::npos) << backend.diagnostic;
+  // What the plugin wrote arrives escaped: no terminal control, no line break.
+  EXPECT_EQ(backend.diagnostic.find_first_of("\x1b\x07\n"), std::string::npos) << backend.diagnostic;
   auto other = Open(WriteSyntheticVideo("other.syn"), "synthetic");
   row.Note("another backend meanwhile: open " + CodeName(other.status()));
   ASSERT_TRUE(other.ok()) << other.status();
@@ -95,7 +97,8 @@ INSTANTIATE_TEST_SUITE_P(
         LoadCase{"shorttable", "backends/testing/libcodecvisor_faulty.so", "faulty_short_table", "",
                  "function table of", "plugin table shorter than ABI version 1's"},
         LoadCase{"initfail", "backends/testing/libcodecvisor_faulty.so", "faulty_init_fails", "",
-                 "init failed: synthetic backend told to fail at init", "plugin init failing"},
+                 "init failed: synthetic backend told to fail at init\\x1b]0;owned\\x07\\x0aok: every check passed",
+                 "plugin init failing"},
         LoadCase{"wrongname", "backends/testing/libcodecvisor_faulty.so", "codecvisor_backend_v1", "",
                  "is backend 'faulty', but its manifest says 'wrongname'", "plugin under another backend's name"}),
     [](const ::testing::TestParamInfo<LoadCase>& info) { return std::string(info.param.name); });

@@ -362,12 +362,14 @@ extern "C" CODECVISOR_BACKEND_EXPORT const cv_backend_v1* faulty_init_hangs(void
     };
   });
 }
-// A sound table whose create() always fails, named "initfail".
+// A sound table whose create() always fails, named "initfail", with a
+// message that would retitle a terminal and forge a line of output.
 extern "C" CODECVISOR_BACKEND_EXPORT const cv_backend_v1* faulty_init_fails(void) {
   return TableVariant([](cv_backend_v1& t) {
     t.name = "initfail";
     t.create = [](const char*, cv_backend**, cv_error* error) {
-      std::snprintf(error->message, sizeof(error->message), "synthetic backend told to fail at init");
+      std::snprintf(error->message, sizeof(error->message),
+                    "synthetic backend told to fail at init\x1b]0;owned\x07\nok: every check passed");
       return CV_ERROR_INTERNAL;
     };
   });

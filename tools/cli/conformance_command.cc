@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
+#include "core/backend_output.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/host_setup.h"
 #include "tools/cli/json.h"
@@ -58,13 +59,16 @@ int RunConformance(const ConformanceArgs& args) {
   // The text report streams as the checks finish; JSON comes at the end.
   if (!args.json) {
     options.on_check = [](const conformance::CheckResult& c) {
-      std::printf("%s  %-22s %7.2f s  %s\n", c.passed ? "PASS" : "FAIL", c.name.c_str(), c.seconds, c.detail.c_str());
+      // Details quote the plugin's errors: escaped, so that no terminal
+      // control or forged line reaches the report.
+      std::printf("%s  %-22s %7.2f s  %s\n", c.passed ? "PASS" : "FAIL", c.name.c_str(), c.seconds,
+                  EscapeForTerminal(c.detail).c_str());
       std::fflush(stdout);
     };
   }
   absl::StatusOr<conformance::ConformanceReport> report = conformance::RunConformance(target, options);
   if (!report.ok()) {
-    std::cerr << "codecvisor conformance: " << report.status().message() << "\n";
+    std::cerr << "codecvisor conformance: " << EscapeForTerminal(std::string_view(report.status().message().data(), report.status().message().size())) << "\n";
     if (args.json) {
       std::cout << ToJson({.backend = args.backend, .manifest_path = args.manifest}, report.status()) << "\n";
     }
@@ -73,8 +77,9 @@ int RunConformance(const ConformanceArgs& args) {
   if (args.json) {
     std::cout << ToJson(*report) << "\n";
   } else {
-    std::printf("backend %s (%s), version '%s': %d passed, %d failed\n", report->backend.c_str(),
-                report->manifest_path.c_str(), report->backend_version.c_str(), report->passed(), report->failed());
+    std::printf("backend %s (%s), version '%s': %d passed, %d failed\n", EscapeForTerminal(report->backend).c_str(),
+                EscapeForTerminal(report->manifest_path).c_str(), EscapeForTerminal(report->backend_version).c_str(),
+                report->passed(), report->failed());
   }
   return report->ok() ? 0 : 1;
 }

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "core/backend_output.h"
 #include "core/kernel_features.h"
 #include "core/manifest.h"
 #include "tools/cli/commands.h"
@@ -152,24 +153,27 @@ void PrintText(const Report& r) {
   table(rows);
   absl::StrAppend(&out, "\n");
   if (!r.host_error.empty()) {
-    absl::StrAppend(&out, "backends: none examined: cannot create the host: ", r.host_error, "\n");
+    absl::StrAppend(&out, "backends: none examined: cannot create the host: ", EscapeForTerminal(r.host_error), "\n");
   } else {
     for (const BackendReport& b : r.backends) {
       const BackendInfo& s = b.status;
-      absl::StrAppend(&out, "backend ", s.name, " (", s.devices.empty() ? "-" : absl::StrJoin(s.devices, ","), "): ",
+      // What a plugin wrote (its errors, its devices) is escaped: no
+      // terminal control, no forged line.
+      absl::StrAppend(&out, "backend ", EscapeForTerminal(s.name), " (",
+                      s.devices.empty() ? "-" : EscapeForTerminal(absl::StrJoin(s.devices, ",")), "): ",
                       s.state, s.pid > 0 ? absl::StrCat(", pid ", s.pid) : "", "\n");
-      if (!s.sandbox.empty()) absl::StrAppend(&out, "  sandbox: ", s.sandbox, "\n");
-      if (!s.diagnostic.empty()) absl::StrAppend(&out, "  diagnostic: ", s.diagnostic, "\n");
-      for (const std::string& note : b.notes) absl::StrAppend(&out, "  note: ", note, "\n");
-      absl::StrAppend(&out, "  manifest: ", s.manifest_path, "\n");
+      if (!s.sandbox.empty()) absl::StrAppend(&out, "  sandbox: ", EscapeForTerminal(s.sandbox), "\n");
+      if (!s.diagnostic.empty()) absl::StrAppend(&out, "  diagnostic: ", EscapeForTerminal(s.diagnostic), "\n");
+      for (const std::string& note : b.notes) absl::StrAppend(&out, "  note: ", EscapeForTerminal(note), "\n");
+      absl::StrAppend(&out, "  manifest: ", EscapeForTerminal(s.manifest_path), "\n");
     }
   }
   absl::StrAppend(&out, "\n");
-  for (const std::string& warning : r.warnings) absl::StrAppend(&out, "warning: ", warning, "\n");
+  for (const std::string& warning : r.warnings) absl::StrAppend(&out, "warning: ", EscapeForTerminal(warning), "\n");
   if (r.ok()) {
     absl::StrAppend(&out, "ok: every mechanism the sandbox uses is present and every backend started\n");
   } else {
-    for (const std::string& p : r.problems) absl::StrAppend(&out, "problem: ", p, "\n");
+    for (const std::string& p : r.problems) absl::StrAppend(&out, "problem: ", EscapeForTerminal(p), "\n");
   }
   std::fwrite(out.data(), 1, out.size(), stdout);
 }
