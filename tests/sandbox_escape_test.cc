@@ -257,6 +257,7 @@ const Escape kEscapes[] = {
     {"truncate_log", "stdio pipe", "denied (Invalid argument)"},
     {"rewrite_log", "stdio pipe", "denied (Illegal seek)"},
     {"open_tty", "empty root", "denied (No such file or directory)"},
+    {"inode_flags", "seccomp (file-system ioctls)", "denied (Inappropriate ioctl for device)"},
 };
 
 // Under ThreadSanitizer the runtime sits between the kernel and the

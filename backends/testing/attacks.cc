@@ -97,6 +97,24 @@ std::string SeccompListener() {
   return Verdict("install a seccomp listener", fd >= 0, errno);
 }
 
+// The inode flags of a file lent to the backend (the video, the plugin's
+// library: the first regular file among its descriptors), set as they
+// are: as the owner of the file this would succeed, and with other flags
+// would mark the user's file (FS_IOC_SETFLAGS needs ownership, not write
+// access).
+std::string SetInodeFlags() {
+  // <linux/fs.h>'s, which clashes with <sys/mount.h>.
+  constexpr unsigned long kGetFlags = _IOR('f', 1, long), kSetFlags = _IOW('f', 2, long);
+  for (int fd = 0; fd < 1024; ++fd) {
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    long flags = 0;
+    if (ioctl(fd, kGetFlags, &flags) != 0) return Verdict("read a lent file's inode flags", false, errno);
+    return Verdict("set a lent file's inode flags", ioctl(fd, kSetFlags, &flags) == 0, errno);
+  }
+  return Verdict("find a lent regular file", false, EBADF);
+}
+
 }  // namespace
 
 std::string Attack(const std::string& name, int host_pid, int port) {
@@ -198,6 +216,7 @@ std::string Attack(const std::string& name, int host_pid, int port) {
   }
 #endif
   if (name == "open_tty") return OpenAttack("open the controlling terminal", "/dev/tty", O_RDWR);
+  if (name == "inode_flags") return SetInodeFlags();
   return "unknown attack " + name;
 }
 

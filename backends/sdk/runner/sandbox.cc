@@ -14,6 +14,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <initializer_list>
@@ -150,6 +151,26 @@ absl::Status ApplyLandlock(const RunnerSandbox& sandbox) {
   return absl::OkStatus();
 }
 
+std::vector<std::pair<uint8_t, uint8_t>> AllowedIoctlTypeBlocks(std::span<const uint8_t> denied) {
+  std::vector<std::pair<uint8_t, uint8_t>> blocks;
+  auto has_denied = [&](unsigned start, unsigned size) {
+    const auto first = std::lower_bound(denied.begin(), denied.end(), start);
+    return first != denied.end() && *first < start + size;
+  };
+  for (unsigned start = 0; start < 256;) {
+    if (has_denied(start, 1)) {
+      ++start;
+      continue;
+    }
+    // The largest aligned block from here with no denied type in it.
+    unsigned size = 1;
+    while (size < 256 && start % (size * 2) == 0 && start + size * 2 <= 256 && !has_denied(start, size * 2)) size *= 2;
+    blocks.emplace_back(static_cast<uint8_t>(~(size - 1) & 0xff), static_cast<uint8_t>(start));
+    start += size;
+  }
+  return blocks;
+}
+
 absl::Status ApplySeccomp(SeccompMode mode) {
   // Anything not allowed below traps: the SIGSYS handler (crash_hints.h)
   // records the syscall for the host's crash message and ends the whole
@@ -194,16 +215,16 @@ absl::Status ApplySeccomp(SeccompMode mode) {
   add(SCMP_ACT_ALLOW, SCMP_SYS(clone),
       {SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD | CLONE_VM | kNewNamespaces, CLONE_THREAD | CLONE_VM)});
   add(SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3));
-  // ioctl: none of the terminal ones (type 'T', 0x54xx: TIOCSTI, TIOCLINUX,
-  // TIOCSETD, ...), which answer ENOTTY so that isatty() still works; any
-  // other type, for the devices a manifest declares (Landlock decides which
-  // files those are). The allowed types are every byte but 0x54, as eight
-  // masked prefixes.
-  add(SCMP_ACT_ERRNO(ENOTTY), SCMP_SYS(ioctl), {SCMP_A1(SCMP_CMP_MASKED_EQ, 0xff00, 0x5400)});
-  for (auto [mask, value] : std::initializer_list<std::pair<scmp_datum_t, scmp_datum_t>>{
-           {0x80, 0x80}, {0xc0, 0x00}, {0xe0, 0x60}, {0xf0, 0x40}, {0xf8, 0x58}, {0xfc, 0x50}, {0xfe, 0x56},
-           {0xff, 0x55}}) {
-    add(SCMP_ACT_ALLOW, SCMP_SYS(ioctl), {SCMP_A1(SCMP_CMP_MASKED_EQ, mask << 8, value << 8)});
+  // ioctl: none of the terminal or file-system types (kDeniedIoctlTypes),
+  // which answer ENOTTY so that isatty() still works; any other type, for
+  // the devices a manifest declares (Landlock decides which files those
+  // are), as disjoint masked blocks of type bytes.
+  for (uint8_t type : kDeniedIoctlTypes) {
+    add(SCMP_ACT_ERRNO(ENOTTY), SCMP_SYS(ioctl), {SCMP_A1(SCMP_CMP_MASKED_EQ, 0xff00, scmp_datum_t{type} << 8)});
+  }
+  for (auto [mask, value] : AllowedIoctlTypeBlocks(kDeniedIoctlTypes)) {
+    add(SCMP_ACT_ALLOW, SCMP_SYS(ioctl),
+        {SCMP_A1(SCMP_CMP_MASKED_EQ, scmp_datum_t{mask} << 8, scmp_datum_t{value} << 8)});
   }
   // fcntl: descriptor flags, status flags, duplication and memfd seals; no
   // locks (a lock on the video would be visible to the host's other users)

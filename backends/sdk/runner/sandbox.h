@@ -10,7 +10,8 @@
 //    the sandbox (ABI 6 scoping), where the kernel supports each.
 //  - seccomp-bpf (libseccomp, TSYNC): an allow list of what a decoder
 //    needs, with clone (threads only), mmap/mprotect (never W+X), ioctl (no
-//    terminal ioctls), fcntl, prctl, kill and prlimit64 checked by argument;
+//    terminal or file-system ioctls), fcntl, prctl, kill and prlimit64
+//    checked by argument;
 //    anything else is trapped so that the crash hints record the syscall
 //    before the process ends, and another ABI kills the process.
 // SECURITY: both are irreversible for the process and all its threads.
@@ -18,7 +19,10 @@
 #ifndef CODECVISOR_BACKENDS_SDK_RUNNER_SANDBOX_H_
 #define CODECVISOR_BACKENDS_SDK_RUNNER_SANDBOX_H_
 
+#include <cstdint>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -32,6 +36,17 @@ struct RunnerSandbox {
   bool landlock = true;
   bool seccomp = true;
 };
+
+// The ioctl types (the command's bits 8-15) refused with ENOTTY: terminals
+// ('T': TIOCSTI pushes keys into the host's terminal) and file systems
+// ('X', 'f', 'v', 0x94: FS_IOC_SETFLAGS, FS_IOC_SETVERSION,
+// FS_IOC_FSSETXATTR, FICLONE...), which would change the inode of the video
+// lent to the backend when the host's user owns it. Sorted.
+inline constexpr uint8_t kDeniedIoctlTypes[] = {0x54, 0x58, 0x66, 0x76, 0x94};
+
+// Every ioctl type byte but `denied` (sorted), as aligned blocks: pairs of
+// (mask, value) such that a type t is allowed when (t & mask) == value.
+std::vector<std::pair<uint8_t, uint8_t>> AllowedIoctlTypeBlocks(std::span<const uint8_t> denied);
 
 // The Landlock ABI the kernel offers, 0 if none.
 int LandlockAbi();
