@@ -1,7 +1,10 @@
 #include "core/backend_sandbox.h"
 
 #include <sys/resource.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <mutex>
 #include <vector>
@@ -32,6 +35,9 @@ SandboxSpec HostSandbox(const SandboxPolicy& policy) {
   // and nothing else (core/empty_root.h).
   s.empty_root = PlanEmptyRoot(policy.read_paths, policy.devices, ProbeHostPath);
   s.no_new_privs = true;
+  // When memory runs out, the kernel kills a backend before its host: a
+  // backend is restarted, the host's work would be lost.
+  s.oom_score_adj = "1000";
   // File size: 1 GiB. Landlock leaves the child no file to open for
   // writing; the one file it may hold is the host's stderr, which can be a
   // large log, so the runner ignores SIGXFSZ and a write past the limit
@@ -63,8 +69,12 @@ absl::StatusOr<std::unique_ptr<BackendCgroup>> MakeCgroup(const BackendManifest&
     });
     return nullptr;
   }
+  // Never more than the machine has: a manifest's memory_mb of a terabyte
+  // would leave only the kernel's OOM killer to stop the backend.
+  const uint64_t physical = uint64_t(sysconf(_SC_PHYS_PAGES)) * uint64_t(sysconf(_SC_PAGESIZE));
+  const uint64_t memory = std::min<uint64_t>(manifest.sandbox.memory_mb << 20, physical > 0 ? physical : ~uint64_t{0});
   absl::StatusOr<std::unique_ptr<BackendCgroup>> made =
-      BackendCgroup::Create(layout, manifest.name, manifest.sandbox.memory_mb << 20, manifest.sandbox.threads);
+      BackendCgroup::Create(layout, manifest.name, memory, manifest.sandbox.threads);
   if (made.ok()) return made;
   if (!allow_degraded) {
     return absl::FailedPreconditionError(absl::StrCat(made.status().message(),

@@ -54,6 +54,13 @@ constexpr int kRootStep = -2;  // the mounts around the empty-root plan's steps
   if (setsid() < 0) fail(errno);
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail(errno);
   if (getppid() != parent && !spec.sandbox.namespaces) _exit(127);  // the host died before prctl took effect
+  if (!spec.sandbox.oom_score_adj.empty()) {
+    // Best effort (no /proc, say): a child that cannot raise it runs on.
+    if (const int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC); fd >= 0) {
+      (void)!write(fd, spec.sandbox.oom_score_adj.data(), spec.sandbox.oom_score_adj.size());
+      close(fd);
+    }
+  }
   // Wait until the host has written our id maps and moved us into our
   // cgroup; then become the mapped root, dropping the host's supplementary
   // groups.

@@ -35,6 +35,11 @@ struct SandboxSpec {
   // (resource, limit): soft and hard limit both set.
   std::vector<std::pair<int, uint64_t>> rlimits;
   bool no_new_privs = false;
+  // Written to the child's /proc/self/oom_score_adj unless empty (raising
+  // it needs no privilege): "1000" makes it the kernel's first choice when
+  // memory runs out, before the host (a training job with a large
+  // footprint).
+  std::string oom_score_adj;
   // cgroup.procs files the child is moved into (its pid written there by
   // the host) before it runs anything of its own: it waits for that.
   std::vector<std::string> cgroup_procs;

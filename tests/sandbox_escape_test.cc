@@ -106,6 +106,8 @@ TEST_F(SandboxTest, LiveBackendHasTheSandboxEngaged) {
   // Its pid namespace makes it pid 1 there; the host sees its real pid.
   const std::string nspid = Field(status, "NSpid");
   EXPECT_EQ(nspid.substr(nspid.find_last_of(" \t") + 1), "1") << nspid;
+  // When memory runs out, the kernel takes the backend before the host.
+  EXPECT_EQ(ReadFile(proc + "/oom_score_adj"), "1000\n");
   const std::string limits = ReadFile(proc + "/limits");
   EXPECT_NE(limits.find("Max core file size        0"), std::string::npos) << limits;
   // The manifest's default open_files, or this process's hard limit where lower.
