@@ -251,13 +251,22 @@ def _read_source(source):
         seekable = getattr(source, "seekable", None)
         if seekable is None or seekable():
             source.seek(0, os.SEEK_SET)
+        # A stream that never ends (a socket that keeps sending, a read()
+        # that ignores its size) stops at half this machine's memory, a
+        # MemoryError, instead of growing until the kernel kills the process.
         contents = io.BytesIO()
+        most = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
         while True:
             chunk = source.read(_READ_CHUNK)
             if not isinstance(chunk, (bytes, bytearray)):
                 raise TypeError(f"{type(source).__name__}.read() returned {type(chunk).__name__}, not bytes")
+            if len(chunk) > _READ_CHUNK:
+                raise ValueError(f"{type(source).__name__}.read({_READ_CHUNK}) returned {len(chunk)} bytes")
             if not chunk:
                 break
+            if contents.tell() + len(chunk) > most:
+                raise MemoryError(f"{type(source).__name__}: more than {most >> 20} MiB read and no end yet: "
+                                  "more than half this machine's memory; pass a path instead")
             contents.write(chunk)
         return "bytes", contents.getvalue()
     raise TypeError(f"Unknown source type: {type(source)}. Supported types are str, os.PathLike, bytes, "

@@ -777,6 +777,30 @@ def test_every_source_kind(video, reference, kind):
 
 
 
+def test_a_file_like_source_that_never_ends_or_overreads_is_an_error(monkeypatch):
+    """A read() past its size is a ValueError; a stream with no end stops at
+    half the machine's memory (here made 64 MiB) as a MemoryError, instead
+    of growing until the kernel kills the process."""
+
+    class Endless:
+        def __init__(self, extra=0):
+            self.extra = extra
+
+        def read(self, size):
+            return b"\0" * (size + self.extra)
+
+        def seek(self, offset, whence=0):
+            return 0
+
+    with pytest.raises(ValueError, match=r"Endless.read\(1048576\) returned 1048577 bytes"):
+        VideoDecoder(Endless(extra=1))
+    real = os.sysconf
+    monkeypatch.setattr(os, "sysconf", lambda name: (128 << 20) // real("SC_PAGE_SIZE") if name == "SC_PHYS_PAGES"
+                        else real(name))
+    with pytest.raises(MemoryError, match=r"Endless: more than 64 MiB read and no end yet"):
+        VideoDecoder(Endless())
+
+
 def test_a_file_like_source_is_held_once_while_it_is_read():
     """A file-like object's contents are read into one buffer that becomes
     the decoder's copy: reading a 32 MiB stream in torchcodec's small reads
