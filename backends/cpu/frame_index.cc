@@ -79,9 +79,16 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
                                                                          : nullptr;
   std::vector<std::optional<int64_t>> picture_orders;
   std::vector<bool> known_pts;  // by decode position: the packet had a pts
+  // Raw video: every frame's packet has one size, so a last packet smaller
+  // than the one before is a frame the file was cut inside (NUT does not
+  // flag it corrupt); the decoder refuses it.
+  const bool raw = codecpar->codec_id == AV_CODEC_ID_RAWVIDEO;
+  int last_size = -1, previous_size = -1;
   while (demuxer.ReadPacket(packet.get())) {
     if ((packet->flags & AV_PKT_FLAG_DISCARD) != 0) continue;
     last_corrupt = (packet->flags & AV_PKT_FLAG_CORRUPT) != 0;
+    previous_size = last_size;
+    last_size = packet->size;
     if (may_splice) {
       MovePacketTimes(packet.get(), splices.Place(packet->pos, packet->pts, packet->dts, packet->duration));
       if ((packet->flags & AV_PKT_FLAG_KEY) != 0 && packet->pts != AV_NOPTS_VALUE) {
@@ -147,7 +154,8 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
     }
   }
   // A file cut short ends in a packet the demuxer could read only part of
-  // (AV_PKT_FLAG_CORRUPT): its frame does not decode, so it is not counted.
+  // (AV_PKT_FLAG_CORRUPT, or raw video's short last packet): its frame does
+  // not decode, so it is not counted.
   // Such packets earlier in the file are kept: damaged data often still
   // decodes (concealed), as the CLI shows.
   const auto drop_last = [&] {
@@ -157,7 +165,7 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
     if (!picture_orders.empty()) picture_orders.pop_back();
     if (!missing_pts.empty() && missing_pts.back() == index.frames_.size()) missing_pts.pop_back();
   };
-  if (last_corrupt && !index.frames_.empty()) drop_last();
+  if ((last_corrupt || (raw && previous_size > last_size)) && !index.frames_.empty()) drop_last();
   // Nor are H.264 or HEVC packets at the end with no picture header the
   // parser can read (a file cut inside a picture's parameter sets): the
   // decoder makes no frame of them either.
