@@ -764,8 +764,10 @@ class VideoDecoder:
         self._native = None
         self._pid = None
         metadata = state.get("metadata")
-        if metadata is None:  # pickled before the metadata was kept: needed now
-            self.metadata = None
+        self.metadata = None if metadata is None else VideoStreamMetadata._from_fields(metadata)
+        if self.metadata is None or self.metadata._unknown:
+            # Pickled by an earlier version, before the metadata (or some of
+            # its fields) was kept: opened now, for the metadata it lacks.
             self._open()
             return
         # Opened on first use, as in a forked child (its pid is not this
@@ -773,7 +775,6 @@ class VideoDecoder:
         # the worker starts, where an error (the file replaced or gone) would
         # end the worker with no word to the training loop; on first use it
         # reaches the loop as the error it is.
-        self.metadata = VideoStreamMetadata._from_fields(metadata)
         self.stream_index = self.metadata.stream_index
         self._num_frames = self.metadata.num_frames
         self._native = _NOT_OPENED
