@@ -135,7 +135,15 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
   args.library = manifest.library;
   args.entry = manifest.entry;
   args.library_fd = runner::kLibraryFd;
-  args.config = manifest.config;
+  // [config] may hold what the vendor keeps from other users (a licence
+  // key): in a sealed memfd, not on the command line `ps` shows.
+  ipc::UniqueFd config;
+  if (!manifest.config.empty()) {
+    absl::StatusOr<ipc::UniqueFd> sealed = ipc::SealedMemfd("codecvisor-config", manifest.config, "[config]");
+    if (!sealed.ok()) return MaybeHostShortage(Prefixed(sealed.status(), where));
+    config = *std::move(sealed);
+    args.config_fd = runner::kConfigFd;
+  }
   args.read_paths = manifest.sandbox.read_paths;
   args.devices = manifest.sandbox.devices;
   args.landlock = !spawn.sandbox    ? runner::RunnerArgs::Landlock::kOff
@@ -181,6 +189,7 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
               {ends.memfd.get(), runner::kControlMemfdFd},
               {ends.socket.get(), runner::kControlSocketFd},
               {library.get(), runner::kLibraryFd}};
+  if (config.valid()) spec.fds.push_back({config.get(), runner::kConfigFd});
   EngagedSandbox engaged;
   std::unique_ptr<BackendCgroup> cgroup;
   if (spawn.sandbox) {

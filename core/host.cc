@@ -268,22 +268,10 @@ absl::StatusOr<std::unique_ptr<VideoDecoder>> Host::OpenDecoder(absl::string_vie
 absl::StatusOr<std::unique_ptr<VideoDecoder>> Host::OpenDecoderFromBytes(absl::string_view bytes, std::string label,
                                                                          DecoderOptions options) {
   if (bytes.empty()) return absl::InvalidArgumentError(absl::StrCat(label, ": no bytes to decode"));
-  ipc::UniqueFd fd(memfd_create("codecvisor-video", MFD_CLOEXEC | MFD_ALLOW_SEALING));
-  if (!fd.valid()) return MaybeHostShortage(ipc::ErrnoStatus("memfd_create(codecvisor-video)"));
-  if (ftruncate(fd.get(), static_cast<off_t>(bytes.size())) != 0) {
-    return ipc::ErrnoStatus(absl::StrCat("ftruncate(", bytes.size(), " bytes) for ", label));
-  }
-  for (size_t done = 0; done < bytes.size();) {
-    const ssize_t n = pwrite(fd.get(), bytes.data() + done, bytes.size() - done, static_cast<off_t>(done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return ipc::ErrnoStatus(absl::StrCat("writing ", label, " to a memfd"));
-    done += static_cast<size_t>(n);
-  }
   // Sealed: neither side can change the bytes or their size from now on.
-  if (fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0) {
-    return ipc::ErrnoStatus(absl::StrCat("sealing the memfd of ", label));
-  }
-  return OpenDescriptor(std::move(fd), std::move(label), std::move(options));
+  absl::StatusOr<ipc::UniqueFd> fd = ipc::SealedMemfd("codecvisor-video", bytes, label);
+  if (!fd.ok()) return MaybeHostShortage(fd.status());
+  return OpenDescriptor(*std::move(fd), std::move(label), std::move(options));
 }
 
 absl::StatusOr<std::unique_ptr<VideoDecoder>> Host::OpenDescriptor(ipc::UniqueFd fd, std::string label,

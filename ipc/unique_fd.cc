@@ -1,7 +1,10 @@
 #include "ipc/unique_fd.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -41,6 +44,24 @@ absl::Status ErrnoStatus(absl::string_view what, int err) {
     default:
       return absl::InternalError(message);
   }
+}
+
+absl::StatusOr<UniqueFd> SealedMemfd(const char* name, absl::string_view bytes, absl::string_view what) {
+  UniqueFd fd(memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  if (!fd.valid()) return ErrnoStatus(absl::StrCat("memfd_create(", name, ")"));
+  if (ftruncate(fd.get(), static_cast<off_t>(bytes.size())) != 0) {
+    return ErrnoStatus(absl::StrCat("ftruncate(", bytes.size(), " bytes) for ", what));
+  }
+  for (size_t done = 0; done < bytes.size();) {
+    const ssize_t n = pwrite(fd.get(), bytes.data() + done, bytes.size() - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return ErrnoStatus(absl::StrCat("writing ", what, " to a memfd"));
+    done += static_cast<size_t>(n);
+  }
+  if (fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0) {
+    return ErrnoStatus(absl::StrCat("sealing the memfd of ", what));
+  }
+  return fd;
 }
 
 }  // namespace codecvisor::ipc

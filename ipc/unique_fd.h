@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 namespace codecvisor::ipc {
 
@@ -46,6 +47,12 @@ class UniqueFd {
 
 // An error Status for a failed syscall: "`what`: strerror(errno)".
 absl::Status ErrnoStatus(absl::string_view what, int err = errno);
+
+// A memfd named `name` holding `bytes`, sealed (no write, shrink or grow,
+// no further seals): whoever it is passed to reads exactly these bytes.
+// Errors name `what` (ErrnoStatus's codes: kResourceExhausted when out of
+// descriptors or memory).
+absl::StatusOr<UniqueFd> SealedMemfd(const char* name, absl::string_view bytes, absl::string_view what);
 
 // Retries `fn` while it fails with EINTR, as KJ_SYSCALL does.
 template <typename Fn>

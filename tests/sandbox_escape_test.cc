@@ -215,6 +215,38 @@ TEST_F(SandboxTest, AReadPathUnderTheStagingFolderIsTheHostsFile) {
   unlink(path);
 }
 
+// A manifest's [config] (a vendor's licence key, say) reaches create()
+// through a sealed memfd, not the command line every local user reads.
+TEST_F(SandboxTest, TheConfigIsNotOnTheBackendsCommandLine) {
+  FaultRow& row = Row("a manifest's [config], kept off the backend's command line");
+  ++row.tries;
+  // segfault_open=1 in faulty's [config]: the open crashes only if create() read it.
+  const std::string manifest =
+      WriteFile("config.toml", "name='faulty'\ndevices=['faulty']\nlibrary='" +
+                                   Runfile("backends/testing/libcodecvisor_faulty.so") +
+                                   "'\nabi_version=1\n[restart]\nmax_restarts=0\n[config]\n"
+                                   "licence='hunter2-0f3a'\nsegfault_open=1\n");
+  auto host = Host::Create(options_);
+  ASSERT_TRUE(host.ok()) << host.status();
+  ASSERT_TRUE((*host)->LoadBackend(manifest).ok());
+  ASSERT_TRUE((*host)->StartBackend("faulty", std::chrono::seconds(30)).ok());
+  pid_t pid = 0;
+  for (const BackendStatus& b : (*host)->Backends()) pid = b.name == "faulty" ? b.pid : pid;
+  ASSERT_GT(pid, 0);
+  std::string cmdline = ReadFile("/proc/" + std::to_string(pid) + "/cmdline");
+  std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+  row.Note("command line: " + cmdline);
+  EXPECT_EQ(cmdline.find("hunter2"), std::string::npos) << cmdline;
+  EXPECT_NE(cmdline.find("--config-fd 6"), std::string::npos) << cmdline;
+  DecoderOptions d;
+  d.device = "faulty";
+  auto crashed = (*host)->OpenDecoder(WriteSyntheticVideo("config.syn"), d);
+  row.Note("open " + CodeName(crashed.status()));
+  EXPECT_FALSE(crashed.ok());
+  EXPECT_NE(std::string(crashed.status().message()).find("SIGSEGV"), std::string::npos) << crashed.status();
+  row.Verdict(cmdline.find("hunter2") == std::string::npos && !crashed.ok());
+}
+
 struct Escape {
   const char* attack;
   const char* mechanism;  // what must deny it

@@ -1,10 +1,15 @@
 #include "backends/sdk/runner/runner_args.h"
 
+#include <unistd.h>
+
 #include <cstddef>
 #include <set>
+#include <string>
+#include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "ipc/unique_fd.h"
 
 namespace codecvisor::runner {
 namespace {
@@ -57,6 +62,7 @@ std::vector<std::string> RunnerArgs::ToArgv() const {
   if (!entry.empty()) add(kFlagEntry, entry);
   if (library_fd >= 0) add(kFlagLibraryFd, std::to_string(library_fd));
   if (!config.empty()) add(kFlagConfig, config);
+  if (config_fd >= 0) add(kFlagConfigFd, std::to_string(config_fd));
   for (const std::string& p : read_paths) add(kFlagReadPath, p);
   for (const std::string& d : devices) add(kFlagDevice, d);
   add(kFlagLandlock, NameOf(kLandlockNames, landlock));
@@ -90,6 +96,10 @@ absl::StatusOr<RunnerArgs> RunnerArgs::Parse(int argc, const char* const* argv) 
       args.entry = value;
     } else if (flag == kFlagConfig) {
       args.config = value;
+    } else if (flag == kFlagConfigFd) {
+      if (!absl::SimpleAtoi(value, &args.config_fd) || args.config_fd < 0) {
+        return BadValue(kFlagConfigFd, value, "a descriptor number");
+      }
     } else if (flag == kFlagLibraryFd) {
       if (!absl::SimpleAtoi(value, &args.library_fd) || args.library_fd < 0) {
         return BadValue(kFlagLibraryFd, value, "a descriptor number");
@@ -111,7 +121,29 @@ absl::StatusOr<RunnerArgs> RunnerArgs::Parse(int argc, const char* const* argv) 
   }
   if (args.name.empty()) return absl::InvalidArgumentError(absl::StrCat(kFlagName, " is required"));
   if (args.library.empty()) return absl::InvalidArgumentError(absl::StrCat(kFlagLibrary, " is required"));
+  if (!args.config.empty() && args.config_fd >= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(kFlagConfig, " and ", kFlagConfigFd, " exclude each other"));
+  }
   return args;
+}
+
+absl::Status RunnerArgs::ReadConfig() {
+  if (config_fd < 0) return absl::OkStatus();
+  ipc::UniqueFd fd(std::exchange(config_fd, -1));
+  std::string text(kMaxConfigBytes + 1, '\0');
+  size_t got = 0;
+  while (got < text.size()) {
+    const ssize_t n = ipc::RetryEintr([&] { return pread(fd.get(), text.data() + got, text.size() - got, got); });
+    if (n < 0) return ipc::ErrnoStatus(absl::StrCat(kFlagConfigFd, " ", fd.get()));
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  if (got > kMaxConfigBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("[config] of more than ", kMaxConfigBytes, " bytes"));
+  }
+  text.resize(got);
+  config = std::move(text);
+  return absl::OkStatus();
 }
 
 }  // namespace codecvisor::runner

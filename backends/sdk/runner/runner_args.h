@@ -42,6 +42,9 @@ inline constexpr const char kFlagName[] = "--name";        // backend name from 
 inline constexpr const char kFlagLibrary[] = "--library";  // absolute path of the vendor library
 inline constexpr const char kFlagEntry[] = "--entry";      // entry symbol
 inline constexpr const char kFlagConfig[] = "--config";    // "key=value" lines for create()
+// The same lines in a descriptor (a sealed memfd the host passes): unlike a
+// flag's value, not on the command line every local user can read.
+inline constexpr const char kFlagConfigFd[] = "--config-fd";
 inline constexpr const char kFlagLibraryFd[] = "--library-fd";  // the library, opened by the host
 inline constexpr const char kFlagReadPath[] = "--read-path";    // repeatable: Landlock read-only path
 inline constexpr const char kFlagDevice[] = "--device";         // repeatable: Landlock read-write device
@@ -56,6 +59,10 @@ inline constexpr const char kSeccompEnv[] = "CODECVISOR_SECCOMP";  // "log": log
 
 // The vendor library's descriptor in the child, when the host passes one.
 inline constexpr int kLibraryFd = 5;
+// The manifest's [config] in the child, when it has one.
+inline constexpr int kConfigFd = 6;
+// The most [config] a runner reads from kFlagConfigFd.
+inline constexpr size_t kMaxConfigBytes = 1 << 20;
 
 // The name (/proc/PID/task/TID/comm) of the runner thread that serves a
 // session: the vendor's decode_frame calls run on it. The control thread is
@@ -74,6 +81,7 @@ struct RunnerArgs {
   std::string entry;    // empty: CODECVISOR_BACKEND_ENTRY
   std::string config;   // "key=value" lines for create()
   int library_fd = -1;  // the library opened by the host; -1: open `library`
+  int config_fd = -1;   // `config` to be read from here (ReadConfig); -1: none
   std::vector<std::string> read_paths;
   std::vector<std::string> devices;
   Landlock landlock = Landlock::kRequire;
@@ -89,6 +97,10 @@ struct RunnerArgs {
   [[nodiscard]] static absl::StatusOr<RunnerArgs> Parse(int argc, const char* const* argv);
   // The same from a vector (argv[0] included), for tests.
   [[nodiscard]] static absl::StatusOr<RunnerArgs> Parse(const std::vector<std::string>& argv);
+  // With config_fd set: reads `config` from it (at most kMaxConfigBytes,
+  // from its start), closes it and clears config_fd. kInvalidArgument for
+  // more, or when both --config and --config-fd were given.
+  [[nodiscard]] absl::Status ReadConfig();
 
   bool operator==(const RunnerArgs&) const = default;
 };

@@ -1,9 +1,13 @@
 #include "backends/sdk/runner/runner_args.h"
 
+#include <fcntl.h>
+
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "ipc/unique_fd.h"
 
 namespace codecvisor::runner {
 namespace {
@@ -46,6 +50,42 @@ TEST(RunnerArgsTest, RoundTrips) {
     ASSERT_TRUE(parsed.ok()) << parsed.status();
     EXPECT_TRUE(*parsed == args) << args.name << " " << args.config;
   }
+}
+
+// [config] passed in a descriptor (as the host passes it, off the command
+// line): read whole, the descriptor closed; too much, or both ways at
+// once, is refused.
+TEST(RunnerArgsTest, ReadsTheConfigFromItsDescriptor) {
+  auto memfd_with = [](const std::string& text) {
+    absl::StatusOr<ipc::UniqueFd> fd = ipc::SealedMemfd("config", text, "config");
+    EXPECT_TRUE(fd.ok()) << fd.status();
+    return fd->release();
+  };
+  RunnerArgs by_fd;
+  by_fd.name = "acme";
+  by_fd.library = "/l.so";
+  by_fd.config_fd = 6;
+  absl::StatusOr<RunnerArgs> parsed = RunnerArgs::Parse(by_fd.ToArgv());
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->config_fd, 6);
+  parsed->config_fd = memfd_with("licence=x\nthreads=4\n");
+  const int fd = parsed->config_fd;
+  ASSERT_TRUE(parsed->ReadConfig().ok());
+  EXPECT_EQ(parsed->config, "licence=x\nthreads=4\n");
+  EXPECT_EQ(parsed->config_fd, -1);
+  EXPECT_EQ(fcntl(fd, F_GETFD), -1) << "the descriptor is closed";
+
+  RunnerArgs big = by_fd;
+  big.config_fd = memfd_with(std::string(kMaxConfigBytes + 1, 'x'));
+  EXPECT_EQ(big.ReadConfig().code(), absl::StatusCode::kInvalidArgument);
+  RunnerArgs exact = by_fd;
+  exact.config_fd = memfd_with(std::string(kMaxConfigBytes, 'x'));
+  ASSERT_TRUE(exact.ReadConfig().ok());
+  EXPECT_EQ(exact.config.size(), kMaxConfigBytes);
+
+  const absl::StatusOr<RunnerArgs> both =
+      RunnerArgs::Parse({"r", "--name", "acme", "--library", "/l.so", "--config", "a=1", "--config-fd", "6"});
+  EXPECT_EQ(both.status().message(), "--config and --config-fd exclude each other");
 }
 
 TEST(RunnerArgsTest, WritesTheFlagsTheRunnerHasAlwaysRead) {

@@ -56,9 +56,12 @@ absl::Status CompleteSandbox(const RunnerArgs& args, ipc::HelloReply* report) {
 
 int Main(int argc, char** argv) {
   absl::StatusOr<RunnerArgs> parsed = RunnerArgs::Parse(argc, argv);
+  if (parsed.ok()) {
+    if (absl::Status s = parsed->ReadConfig(); !s.ok()) parsed = s;
+  }
   if (!parsed.ok()) {
     std::fprintf(stderr, "codecvisor-backend: %s\n"
-                         "usage: codecvisor-backend --name NAME --library PATH [--entry SYMBOL] [--config TEXT]\n"
+                         "usage: codecvisor-backend --name NAME --library PATH [--entry SYMBOL] [--config TEXT | --config-fd N]\n"
                          "(started by the codecvisor host with its control channel on fds 3 and 4)\n",
                  std::string(parsed.status().message()).c_str());
     return ExitCode(RunnerExit::kBadInvocation);
