@@ -75,13 +75,18 @@ std::string Folder(const std::string& path) {
 
 }  // namespace
 
+bool SameManifest(const BackendRecord& record, const std::string& manifest) {
+  return record.manifest.empty() || record.manifest == manifest;
+}
+
 void AddSightings(const std::vector<BackendSighting>& seen, BackendHistory* history) {
   for (const BackendSighting& s : seen) {
     const bool quarantined = s.state == "quarantined";
+    const bool trouble = s.restarts > 0 || !s.last_exit.empty() || quarantined;
     auto it = history->find(s.name);
-    if (it == history->end()) {
-      if (s.restarts == 0 && s.last_exit.empty() && !quarantined) continue;  // nothing worth keeping
-      it = history->emplace(s.name, BackendRecord{}).first;
+    if (it == history->end() || !SameManifest(it->second, s.manifest)) {
+      if (!trouble) continue;  // nothing worth keeping; another manifest's record stays its own
+      it = history->insert_or_assign(s.name, BackendRecord{}).first;
     }
     BackendRecord& r = it->second;
     r.manifest = s.manifest;

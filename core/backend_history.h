@@ -7,7 +7,8 @@
 // (HostOptions::history_file); `codecvisor backends` reads it, and
 // `--reset NAME` clears a backend's record.
 //
-// The file is TOML, one table per backend name:
+// The file is TOML, one table per backend name, of the manifest it was
+// last loaded from (another manifest of that name starts it afresh):
 //
 //   [backend.faulty]
 //   manifest = "/usr/lib/codecvisor/backends/faulty.toml"
@@ -66,8 +67,14 @@ struct BackendSighting {
 // Adds what one host saw: restarts add up, a last exit replaces the one
 // recorded, a quarantine replaces the one recorded. Only erasing the record
 // (`codecvisor backends --reset NAME`) forgets them. Backends the host never
-// had trouble with are left as they were.
+// had trouble with are left as they were. A record is one manifest's: a
+// backend of the same name from another manifest that had trouble starts
+// the record afresh.
 void AddSightings(const std::vector<BackendSighting>& seen, BackendHistory* history);
+
+// Whether `record` is of the backend loaded from `manifest` (a record
+// written before manifests were kept is taken to be).
+bool SameManifest(const BackendRecord& record, const std::string& manifest);
 
 [[nodiscard]] absl::StatusOr<BackendHistory> ParseBackendHistory(absl::string_view text, absl::string_view path);
 std::string FormatBackendHistory(const BackendHistory& history);

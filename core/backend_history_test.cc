@@ -47,6 +47,34 @@ TEST(BackendHistoryTest, SightingsAddUpAndTheLastWordWins) {
   EXPECT_TRUE(h.empty());
 }
 
+// Two manifests of one name (two versions, two vendors' plugins): one's
+// crashes and quarantine are not the other's past.
+TEST(BackendHistoryTest, ARecordIsOneManifests) {
+  BackendHistory h;
+  BackendSighting crashed = Saw("acme", "quarantined", 6, "killed by signal 11 (SIGSEGV)", "quarantined after 6");
+  AddSightings({crashed}, &h);
+  ASSERT_TRUE(SameManifest(h["acme"], "/m/acme.toml"));
+  EXPECT_FALSE(SameManifest(h["acme"], "/other/acme.toml"));
+  EXPECT_TRUE(SameManifest(BackendRecord{}, "/any/acme.toml")) << "a record from before manifests were kept";
+  // The other manifest ran without trouble: the record stays the first's.
+  BackendSighting other = Saw("acme", "ready", 0);
+  other.manifest = "/other/acme.toml";
+  AddSightings({other}, &h);
+  EXPECT_EQ(h["acme"].manifest, "/m/acme.toml");
+  EXPECT_EQ(h["acme"].restarts, 6u);
+  // It crashed once: the record is its own, started afresh.
+  other.restarts = 1;
+  other.last_exit = "killed by signal 6 (SIGABRT)";
+  other.last_exit_time = "2026-11-23T08:50:01Z";
+  AddSightings({other}, &h);
+  const BackendRecord& fresh = h["acme"];
+  EXPECT_EQ(fresh.manifest, "/other/acme.toml");
+  EXPECT_EQ(fresh.restarts, 1u);
+  EXPECT_EQ(fresh.last_exit, "killed by signal 6 (SIGABRT)");
+  EXPECT_EQ(fresh.last_exit_time, "2026-11-23T08:50:01Z");
+  EXPECT_EQ(fresh.quarantine, "") << "the first manifest's quarantine is not this one's";
+}
+
 TEST(BackendHistoryTest, FormatParsesBackToTheSame) {
   BackendHistory h;
   h["faulty"] = BackendRecord{"/m/faulty.toml", 3, "killed by signal 11 (SIGSEGV)", "2026-11-23T08:50:01Z",

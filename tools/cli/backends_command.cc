@@ -25,9 +25,13 @@ struct History {
   BackendHistory records;
   std::string problem;  // why it could not be read, if it could not
 
-  const BackendRecord* Find(const std::string& name) const {
+  // The record of backend `name` loaded from `manifest`: one that another
+  // manifest of the same name left (another version, another vendor's
+  // plugin) is not this backend's past.
+  const BackendRecord* Find(const std::string& name, const std::string& manifest) const {
     auto it = records.find(name);
-    return it == records.end() ? nullptr : &it->second;
+    if (it == records.end() || !SameManifest(it->second, manifest)) return nullptr;
+    return &it->second;
   }
 };
 
@@ -69,7 +73,7 @@ void PrintText(const Host& host, const std::vector<BackendInfo>& backends, const
     }
     if (!b.sandbox.empty()) absl::StrAppend(&out, "  sandbox: ", b.sandbox, "\n");
     if (!b.diagnostic.empty()) absl::StrAppend(&out, "  diagnostic: ", EscapeForTerminal(b.diagnostic), "\n");
-    if (const BackendRecord* r = history.Find(b.name); r != nullptr) {
+    if (const BackendRecord* r = history.Find(b.name, b.manifest_path); r != nullptr) {
       absl::StrAppend(&out, "  earlier runs: ", r->restarts, " restart", r->restarts == 1 ? "" : "s");
       if (!r->last_exit.empty()) {
         absl::StrAppend(&out, ", last exit: ", EscapeForTerminal(r->last_exit),
@@ -116,7 +120,7 @@ void PrintJson(const Host& host, const std::vector<BackendInfo>& backends, const
     w.Key("manifest").String(b.manifest_path);
     optional_string("diagnostic", b.diagnostic);
     w.Key("history");
-    if (const BackendRecord* r = history.Find(b.name); r != nullptr) {
+    if (const BackendRecord* r = history.Find(b.name, b.manifest_path); r != nullptr) {
       w.BeginObject();
       w.Key("restarts").Int(static_cast<int64_t>(r->restarts));
       optional_string("last_exit", r->last_exit);
@@ -145,11 +149,22 @@ int RunBackends(const BackendsArgs& args) {
   absl::StatusOr<std::unique_ptr<Host>> host = CreateHost(args.backend_manifests, &failures);
   if (!host.ok()) return ReportFailure("backends", "", host.status());
   if (!args.reset.empty()) {
-    if (absl::Status reset = ToAbsl((*host)->ResetBackend(args.reset)); !reset.ok()) {
-      return ReportFailure("backends", absl::StrCat("--reset ", args.reset), reset);
+    const std::string path = DefaultBackendHistoryPath();
+    absl::Status reset = ToAbsl((*host)->ResetBackend(args.reset));
+    if (absl::IsNotFound(reset) && !path.empty()) {
+      // No manifest of that name is found now (removed, or not on this
+      // command's path), but its record may be: clear that.
+      bool had = false;
+      absl::Status erased = UpdateBackendHistory(path, [&](BackendHistory* h) { had = h->erase(args.reset) > 0; });
+      if (erased.ok() && had) {
+        std::fprintf(stderr, "codecvisor backends: no backend '%s' is found now; cleared its record in %s\n",
+                     EscapeForTerminal(args.reset).c_str(), EscapeForTerminal(path).c_str());
+        return 0;
+      }
     }
+    if (!reset.ok()) return ReportFailure("backends", absl::StrCat("--reset ", args.reset), reset);
     std::string cleared;
-    if (const std::string path = DefaultBackendHistoryPath(); !path.empty()) {
+    if (!path.empty()) {
       absl::Status erased = UpdateBackendHistory(path, [&](BackendHistory* h) { h->erase(args.reset); });
       cleared = erased.ok() ? absl::StrCat("cleared its record in ", path, " and ")
                             : absl::StrCat("could not clear its record (", erased.message(), "); ");

@@ -68,10 +68,31 @@ check "second poison decode fails" run_cv 1 "$out" "$err" decode "$tmp/poison.sy
 "$cv" backends >"$tmp/out"
 check "restarts add up ($before, then $(restarts))" [ "$(restarts)" -gt "$before" ]
 
+# Another manifest of the same name (another version of the plugin): the
+# record is not its past.
+other="$tmp/other_plugins"
+mkdir -p "$other"
+cp "$testing/faulty.toml" "$testing/libcodecvisor_faulty.so" "$other/"
+CODECVISOR_BACKEND_PATH="$other" "$cv" backends >"$tmp/out"
+check "faulty from another manifest started" grep -qE '^faulty +faulty +ready ' "$tmp/out"
+check "another manifest of the name has no earlier runs" bash -c "! grep -q 'earlier runs' '$tmp/out'"
+"$cv" backends >"$tmp/out"
+check "the record is still the first manifest's" grep -q 'earlier runs' "$tmp/out"
+
 # --reset clears the record.
 check "backends --reset faulty" run_cv 0 "$out" "$err" backends --reset faulty
 check "reset says it cleared the record" grep -q "reset backend 'faulty': cleared its record in $history" "$tmp/err"
+"$cv" backends >"$tmp/out"
 check "record gone" bash -c "! grep -q 'earlier runs' '$tmp/out'"
+# ...also when no manifest of that name is found any more.
+check "poison decode for a new record" run_cv 1 "$out" "$err" decode "$tmp/poison.syn" --device faulty --indices 5 --out "$tmp/frames"
+mkdir -p "$tmp/no_plugins"
+CODECVISOR_BACKEND_PATH="$tmp/no_plugins" check "reset of a backend no manifest provides now" \
+  run_cv 0 "$out" "$err" backends --reset faulty
+check "it says it cleared the record" grep -q "no backend 'faulty' is found now; cleared its record in $history" "$tmp/err"
+check "that record is gone" bash -c "! grep -q 'backend.faulty' '$history'"
+CODECVISOR_BACKEND_PATH="$tmp/no_plugins" check "reset of a name never recorded fails" \
+  run_cv 1 "$out" "$err" backends --reset faulty
 
 # A history damaged after its first line: a warning, never a failure; the
 # next write replaces it.
