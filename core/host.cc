@@ -135,6 +135,7 @@ void Host::Add(DiscoveredBackend b) {
   entry.manifest_path = b.manifest_path;
   entry.devices = b.devices;
   if (b.manifest.ok()) {
+    warnings_.insert(warnings_.end(), b.manifest->warnings.begin(), b.manifest->warnings.end());
     entry.supervisor = std::make_shared<Supervisor>(*b.manifest, env_, options_.supervision);
     std::vector<std::string> taken;
     for (const std::string& device : b.manifest->devices) {

@@ -4,9 +4,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <initializer_list>
 #include <system_error>
 #include <string_view>
 
@@ -57,6 +59,19 @@ const char* NotAFile(mode_t mode) {
   return "not a regular file";
 }
 
+// Adds to `warnings` one line per key of `table` not in `known`.
+void WarnOfUnknownKeys(const toml::table& table, absl::string_view prefix, std::initializer_list<absl::string_view> known,
+                       absl::string_view path, std::vector<std::string>* warnings) {
+  for (const auto& entry : table) {
+    const absl::string_view key(entry.first.str().data(), entry.first.str().size());
+    if (std::find(known.begin(), known.end(), key) != known.end()) continue;
+    warnings->push_back(absl::StrCat("manifest ", path, ": key '", prefix, key, "' is unknown and ignored (",
+                                     prefix.empty() ? "keys" : absl::StrCat("[", prefix.substr(0, prefix.size() - 1),
+                                                                            "] keys"),
+                                     ": ", absl::StrJoin(known, ", "), ")"));
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<BackendManifest> ParseManifest(absl::string_view text, absl::string_view path) {
@@ -72,6 +87,14 @@ absl::StatusOr<BackendManifest> ParseManifest(absl::string_view text, absl::stri
   }
   BackendManifest m;
   m.path = std::string(path);
+  // A key this version does not know is ignored, so that a manifest
+  // written for a later one still loads; but said, since it is more often
+  // a typo ([conformence], max_restart) whose setting silently does not
+  // apply.
+  WarnOfUnknownKeys(table, "",
+                    {"name", "devices", "library", "entry", "abi_version", "restart", "sandbox", "conformance",
+                     "config"},
+                    path, &m.warnings);
 
   const auto* name = table["name"].as_string();
   if (name == nullptr) return bad("key 'name': missing, or not a string");
@@ -141,6 +164,10 @@ absl::StatusOr<BackendManifest> ParseManifest(absl::string_view text, absl::stri
       if (!spare.is_boolean()) return bad("key 'restart.warm_spare': expected true or false");
       m.warm_spare = spare.as_boolean()->get();
     }
+    WarnOfUnknownKeys(*restart, "restart.",
+                      {"max_restarts", "window_seconds", "backoff_initial_ms", "backoff_max_ms", "max_poison_in_a_row",
+                       "warm_spare"},
+                      path, &m.warnings);
   }
 
   if (auto node = table["sandbox"]; node) {

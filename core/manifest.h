@@ -72,6 +72,9 @@ struct BackendManifest {
   bool warm_spare = false;
   SandboxPolicy sandbox;
   ConformanceClaims conformance;
+  // Keys of the manifest's own tables this version does not know (a typo,
+  // or a later version's key), one line each; the manifest loads anyway.
+  std::vector<std::string> warnings;
 };
 
 // Parses `text` as the manifest at `path` (used for messages and to resolve

@@ -31,6 +31,26 @@ TEST(ManifestTest, ParsesEveryField) {
   EXPECT_EQ(m->entry, "acme_entry");
   EXPECT_EQ(m->abi_version, 1);
   EXPECT_EQ(m->config, "quality=high\nthreads=4\n");
+  EXPECT_TRUE(m->warnings.empty());
+}
+
+// A key of codecvisor's own tables that this version does not know loads
+// (a later version's manifest), with a warning naming it: more often it is
+// a typo whose setting would silently not apply.
+TEST(ManifestTest, UnknownKeysAreWarnedOfNotFatal) {
+  auto m = ParseManifest(
+      "name='x'\ndevices=['x']\nlibrary='/l.so'\nabi_version=1\n[conformence]\nsamples=['a.y4m']\n"
+      "[restart]\nmax_restart=2\nwarm_spare=true\n[config]\nanything='goes'\n",
+      "/m/x.toml");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_TRUE(m->warm_spare);
+  EXPECT_EQ(m->restart.max_restarts, RestartLimits{}.max_restarts) << "the misspelt key does not apply";
+  ASSERT_EQ(m->warnings.size(), 2u);
+  EXPECT_EQ(m->warnings[0], "manifest /m/x.toml: key 'conformence' is unknown and ignored (keys: name, devices, "
+                            "library, entry, abi_version, restart, sandbox, conformance, config)");
+  EXPECT_EQ(m->warnings[1], "manifest /m/x.toml: key 'restart.max_restart' is unknown and ignored ([restart] keys: "
+                            "max_restarts, window_seconds, backoff_initial_ms, backoff_max_ms, max_poison_in_a_row, "
+                            "warm_spare)");
 }
 
 TEST(ManifestTest, EntryDefaultsToTheV1Symbol) {

@@ -148,9 +148,15 @@ TEST(ConformanceSuiteTest, ErrorsWithoutAMessageFailBadInput) {
   const std::string manifest =
       WriteFile("silent_faulty.toml", "name='faulty'\ndevices=['faulty']\nlibrary='" +
                                           Runfile("backends/testing/libcodecvisor_faulty.so") +
-                                          "'\nabi_version=1\n[config]\nsilent_errors=1\n");
+                                          "'\nabi_version=1\n[config]\nsilent_errors=1\n"
+                                          "[conformence]\nsamples=['mine.y4m']\n");
   absl::StatusOr<ConformanceReport> report = RunConformance({.backend = "", .manifest_path = manifest}, Options());
   ASSERT_TRUE(report.ok()) << report.status();
+  // The misspelt table is named in the report's warnings, not silently
+  // ignored (the suite then makes its own samples).
+  ASSERT_EQ(report->warnings.size(), 1u);
+  EXPECT_NE(report->warnings[0].find("key 'conformence' is unknown and ignored"), std::string::npos)
+      << report->warnings[0];
   std::map<std::string, CheckResult> by_name = ByName(*report);
   ASSERT_TRUE(by_name.count("bad_input"));
   EXPECT_FALSE(by_name["bad_input"].passed);

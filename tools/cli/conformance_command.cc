@@ -29,6 +29,9 @@ std::string ToJson(const conformance::ConformanceReport& report, const absl::Sta
   }
   w.Key("error");
   error.ok() ? w.Null() : w.String(error.message());
+  w.Key("warnings").BeginArray();
+  for (const std::string& warning : report.warnings) w.String(warning);
+  w.EndArray();
   w.Key("passed").Int(report.passed());
   w.Key("failed").Int(report.failed());
   w.Key("checks").BeginArray();
@@ -77,6 +80,7 @@ int RunConformance(const ConformanceArgs& args) {
   if (args.json) {
     std::cout << ToJson(*report) << "\n";
   } else {
+    for (const std::string& warning : report->warnings) std::printf("warning: %s\n", EscapeForTerminal(warning).c_str());
     std::printf("backend %s (%s), version '%s': %d passed, %d failed\n", EscapeForTerminal(report->backend).c_str(),
                 EscapeForTerminal(report->manifest_path).c_str(), EscapeForTerminal(report->backend_version).c_str(),
                 report->passed(), report->failed());

@@ -278,6 +278,7 @@ void Suite::CheckFirstSeek() {
 absl::StatusOr<ConformanceReport> Suite::Run() {
   descriptors_before_ = tools::OpenDescriptors();
   if (absl::Status s = Prepare(); !s.ok()) return s;
+  report_.warnings = host_->warnings();
   absl::Cleanup remove_scratch = [this] {
     if (!own_scratch_) return;
     if (DIR* dir = opendir(scratch_.c_str())) {

@@ -84,6 +84,9 @@ struct ConformanceReport {
   std::string backend;
   std::string manifest_path;
   std::string backend_version;
+  // The host's warnings once the backend is loaded: a manifest key this
+  // version does not know (a typo such as [conformence]), a device taken.
+  std::vector<std::string> warnings;
   std::vector<CheckResult> checks;
 
   int passed() const;
