@@ -38,15 +38,16 @@ size_t PrintableUtf8(std::string_view s) {
   return overlong || invalid || risky ? 0 : n;
 }
 
-}  // namespace
-
-std::string EscapeForTerminal(std::string_view text) {
+// `text` with printable ASCII, tab and printable UTF-8 kept, a backslash
+// given to `backslash`, and every other byte to `unsafe`.
+template <typename Backslash, typename Unsafe>
+std::string KeepPrintable(std::string_view text, Backslash backslash, Unsafe unsafe) {
   std::string out;
   out.reserve(text.size());
   for (size_t i = 0; i < text.size();) {
     const auto c = static_cast<uint8_t>(text[i]);
     if (c == '\\') {
-      out += "\\\\";
+      backslash(out);
       ++i;
     } else if ((c >= 0x20 && c < 0x7f) || c == '\t') {
       out += static_cast<char>(c);
@@ -55,13 +56,28 @@ std::string EscapeForTerminal(std::string_view text) {
       out.append(text.substr(i, n));
       i += n;
     } else {
-      char hex[5];
-      std::snprintf(hex, sizeof(hex), "\\x%02x", c);
-      out += hex;
+      unsafe(out, c);
       ++i;
     }
   }
   return out;
+}
+
+}  // namespace
+
+std::string EscapeForTerminal(std::string_view text) {
+  return KeepPrintable(
+      text, [](std::string& out) { out += "\\\\"; },
+      [](std::string& out, uint8_t c) {
+        char hex[5];
+        std::snprintf(hex, sizeof(hex), "\\x%02x", c);
+        out += hex;
+      });
+}
+
+std::string ReplaceUnsafeForTerminal(std::string_view text) {
+  return KeepPrintable(
+      text, [](std::string& out) { out += '\\'; }, [](std::string& out, uint8_t) { out += "\xef\xbf\xbd"; });
 }
 
 OutputFilter::OutputFilter(std::string name, Emit emit, Clock::time_point now)

@@ -34,6 +34,14 @@ namespace codecvisor {
 // a backslash becomes \\, so the escaping cannot be forged either.
 std::string EscapeForTerminal(std::string_view text);
 
+// `text` with each byte EscapeForTerminal would escape, but a backslash,
+// replaced by U+FFFD: what the host makes of text a plugin wrote (errors,
+// names) where it arrives, so that no consumer (a C++ caller's log, a
+// Python traceback, the CLI) meets terminal controls in it. The result
+// goes through EscapeForTerminal unchanged but for its backslashes, so the
+// CLI's own escaping never escapes it twice.
+std::string ReplaceUnsafeForTerminal(std::string_view text);
+
 // Splits a byte stream into bounded, escaped, prefixed lines and applies the
 // rate budget. Pure logic: the clock is a parameter. Not thread-safe.
 class OutputFilter {

@@ -17,6 +17,23 @@ namespace {
 using Clock = OutputFilter::Clock;
 using std::chrono::milliseconds;
 
+// What the host makes of a plugin's text: nothing a terminal acts on, and
+// nothing the CLI's escaping would escape again but a backslash.
+TEST(ReplaceUnsafeForTerminalTest, ReplacesWhatATerminalActsOnAndKeepsTheRest) {
+  const std::string bad = "\xef\xbf\xbd";  // U+FFFD
+  EXPECT_EQ(ReplaceUnsafeForTerminal("decoded 12 frames\tin 3 ms"), "decoded 12 frames\tin 3 ms");
+  EXPECT_EQ(ReplaceUnsafeForTerminal("\x1b]0;pwned\x07\nok"), bad + "]0;pwned" + bad + bad + "ok");
+  EXPECT_EQ(ReplaceUnsafeForTerminal("C:\\acme caf\xc3\xa9"), "C:\\acme caf\xc3\xa9");
+  EXPECT_EQ(ReplaceUnsafeForTerminal("\xc2\x9b" "2J"), bad + bad + "2J");
+  for (const char* text : {"\x1b[2J\r\n", "a\\b\x7f", "\xe2\x80\xae" "cod.exe", "\xc0\x8a", "caf\xc3\xa9"}) {
+    const std::string replaced = ReplaceUnsafeForTerminal(text);
+    EXPECT_EQ(ReplaceUnsafeForTerminal(replaced), replaced) << text;
+    std::string doubled_backslashes;
+    for (char c : replaced) doubled_backslashes += c == '\\' ? std::string("\\\\") : std::string(1, c);
+    EXPECT_EQ(EscapeForTerminal(replaced), doubled_backslashes) << "escaped twice: " << text;
+  }
+}
+
 TEST(EscapeForTerminalTest, KeepsTextAndEscapesEverythingATerminalActsOn) {
   EXPECT_EQ(EscapeForTerminal("decoded 12 frames\tin 3 ms"), "decoded 12 frames\tin 3 ms");
   EXPECT_EQ(EscapeForTerminal("\x1b]0;pwned\x07\x1b[2J"), "\\x1b]0;pwned\\x07\\x1b[2J");

@@ -72,7 +72,7 @@ absl::Status FromWireError(const ipc::Error& error) {
       break;
   }
   // The plugin wrote it: no terminal control reaches whoever prints it.
-  return absl::Status(code, EscapeForTerminal(error.message));
+  return absl::Status(code, ReplaceUnsafeForTerminal(error.message));
 }
 
 BackendProcess::BackendProcess(BackendManifest manifest, std::shared_ptr<ProcessLauncher> launcher,
@@ -375,13 +375,13 @@ absl::Status BackendProcess::Handshake(ipc::Deadline deadline) {
     return absl::DataLossError(absl::StrCat("backend answered hello with ", ipc::KindName(*reply)));
   }
   if (hello->protocol_version != ipc::kProtocolVersion || hello->backend_name != manifest_.name) {
-    return absl::FailedPreconditionError(absl::StrCat("backend says it is '", EscapeForTerminal(hello->backend_name),
+    return absl::FailedPreconditionError(absl::StrCat("backend says it is '", ReplaceUnsafeForTerminal(hello->backend_name),
                                                       "' speaking protocol ", hello->protocol_version));
   }
   hello_ = *hello;
   // Shown by `backends`, `doctor` and the conformance report: the plugin's own text.
-  hello_.backend_version = EscapeForTerminal(hello_.backend_version);
-  for (std::string& device : hello_.devices) device = EscapeForTerminal(device);
+  hello_.backend_version = ReplaceUnsafeForTerminal(hello_.backend_version);
+  for (std::string& device : hello_.devices) device = ReplaceUnsafeForTerminal(device);
   return absl::OkStatus();
 }
 

@@ -90,9 +90,9 @@ absl::StatusOr<OpenedSession> BackendProcess::OpenSession(int video_fd, ipc::Ope
   ipc::StreamMetadata& m = opened->metadata;
   for (std::string* name : {&m.codec, &m.pixel_format, &m.color_space, &m.color_range, &m.color_primaries,
                             &m.color_transfer}) {
-    *name = EscapeForTerminal(*name);
+    *name = ReplaceUnsafeForTerminal(*name);
   }
-  for (ipc::StreamInfo& stream : m.streams) stream.codec = EscapeForTerminal(stream.codec);
+  for (ipc::StreamInfo& stream : m.streams) stream.codec = ReplaceUnsafeForTerminal(stream.codec);
   if (absl::Status s = AcceptStreamNumbers(&opened->metadata); !s.ok()) {
     refuse_session();  // perhaps the file's own header: a VideoError, the backend kept
     return s;

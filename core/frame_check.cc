@@ -105,7 +105,7 @@ absl::Status FrameCheck::Next(const ipc::FrameRef& ref) {
       !(ref.format == ipc::OutputFormat::kNative &&
         std::find(native_formats_.begin(), native_formats_.end(), ref.pixel_format) != native_formats_.end())) {
     return absl::DataLossError(absl::StrCat("backend sent frame ", ref.index, " as ", ipc::OutputFormatName(ref.format), " ",
-                                            EscapeForTerminal(ref.pixel_format), " where ", ipc::OutputFormatName(*asked_), " was asked for",
+                                            ReplaceUnsafeForTerminal(ref.pixel_format), " where ", ipc::OutputFormatName(*asked_), " was asked for",
                                             native_formats_.empty() ? "" : " (or native ",
                                             absl::StrJoin(native_formats_, ", "),
                                             native_formats_.empty() ? "" : ")"));

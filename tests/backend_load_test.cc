@@ -97,7 +97,8 @@ INSTANTIATE_TEST_SUITE_P(
         LoadCase{"shorttable", "backends/testing/libcodecvisor_faulty.so", "faulty_short_table", "",
                  "function table of", "plugin table shorter than ABI version 1's"},
         LoadCase{"initfail", "backends/testing/libcodecvisor_faulty.so", "faulty_init_fails", "",
-                 "init failed: synthetic backend told to fail at init\\x1b]0;owned\\x07\\x0aok: every check passed",
+                 "init failed: synthetic backend told to fail at init\xef\xbf\xbd]0;owned\xef\xbf\xbd\xef\xbf\xbd"
+                 "ok: every check passed",
                  "plugin init failing"},
         LoadCase{"wrongname", "backends/testing/libcodecvisor_faulty.so", "codecvisor_backend_v1", "",
                  "is backend 'faulty', but its manifest says 'wrongname'", "plugin under another backend's name"}),
