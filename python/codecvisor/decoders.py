@@ -12,6 +12,7 @@ import numbers
 import operator
 import os
 import re
+import threading
 from fractions import Fraction
 from typing import List, Optional, Sequence, Union
 
@@ -208,6 +209,21 @@ _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 # The session of a decoder unpickled and not used yet: not None (a closed
 # decoder's), and with no pid of this process, so _decoder() opens it.
 _NOT_OPENED = object()
+
+# Held while a decoder opens its session in a process other than the one it
+# had it in (a forked child, an unpickled copy), so that threads using it
+# at once wait for one session instead of each opening one or finding it
+# "closed" meanwhile. A child gets a fresh one: a thread of the parent may
+# have held it at the fork.
+_reopening = threading.Lock()
+
+
+def _new_reopening_lock():
+    global _reopening
+    _reopening = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_new_reopening_lock)
 
 # How much of a file-like source one read() asks for.
 _READ_CHUNK = 1 << 20
@@ -506,13 +522,17 @@ class VideoDecoder:
         native = self._native  # once: another thread may close() meanwhile
         if native is None:
             raise ValueError("the decoder is closed")
-        if self._pid != os.getpid():  # forked (the parent's decoder is not ours), or unpickled
-            self._native = None
-            try:
-                self._open()
-            except BaseException:
-                self._native = _NOT_OPENED  # the next call tries again and says why, not "closed"
-                raise
+        if self._pid != os.getpid():  # forked (the parent's session is not ours), or unpickled
+            # One thread opens; the others wait for its session. A reopen
+            # happens once per decoder and process: one lock for all will do.
+            with _reopening:
+                if self._native is None:
+                    raise ValueError("the decoder is closed")
+                if self._pid != os.getpid():
+                    # Never the parent's session; after a failed open, the
+                    # next call tries again and says why, not "closed".
+                    self._native = _NOT_OPENED
+                    self._open()
             native = self._native
         return native
 

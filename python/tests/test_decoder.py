@@ -821,6 +821,24 @@ def test_a_file_like_source_is_held_once_while_it_is_read():
         assert peak < 1.25 * size, f"reading {size} bytes held {peak} at once"
         del contents
 
+def test_threads_first_using_an_unpickled_decoder_share_one_session(video, reference):
+    # An unpickled decoder opens on first use: threads that use it at once
+    # wait for that one open; none finds it "closed" meanwhile.
+    state = pickle.dumps(VideoDecoder(video))
+    for _ in range(5):
+        d = pickle.loads(state)
+        barrier = threading.Barrier(8)
+        frames = {}
+
+        def work(k):
+            barrier.wait()
+            frames[k] = hwc(d[k:k + 1])
+
+        assert run_in_threads(work, 8) == []
+        for k in range(8):
+            np.testing.assert_array_equal(frames[k], reference[k:k + 1])
+
+
 def test_a_forked_or_unpickled_decoder_reopens_the_same_file(video, reference, tmp_path, monkeypatch):
     shutil.copy(video, tmp_path / "clip.mp4")
     monkeypatch.chdir(tmp_path)
