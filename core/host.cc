@@ -132,7 +132,9 @@ void Host::Add(DiscoveredBackend b) {
     return;
   }
   Entry entry;
-  entry.manifest_path = b.manifest_path;
+  // As loaded (absolute, normal), not as typed: the backend history tells
+  // manifests apart by it.
+  entry.manifest_path = b.manifest.ok() ? b.manifest->path : b.manifest_path;
   entry.devices = b.devices;
   if (b.manifest.ok()) {
     warnings_.insert(warnings_.end(), b.manifest->warnings.begin(), b.manifest->warnings.end());

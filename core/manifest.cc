@@ -312,7 +312,10 @@ absl::StatusOr<BackendManifest> LoadManifest(absl::string_view relative_path) {
   // Absolute: the library path it resolves must not change meaning when
   // the process changes its working folder before the backend starts.
   std::error_code absolute_error;
-  const std::string file = std::filesystem::absolute(std::string(relative_path), absolute_error).string();
+  // Normal too: one file, however it was typed ("./x.toml", "a/../x.toml"),
+  // is one manifest to the backend history.
+  const std::string file =
+      std::filesystem::absolute(std::string(relative_path), absolute_error).lexically_normal().string();
   if (absolute_error) {
     return absl::NotFoundError(absl::StrCat("manifest ", relative_path, ": ", absolute_error.message()));
   }

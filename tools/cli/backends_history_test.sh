@@ -68,6 +68,7 @@ check "second poison decode fails" run_cv 1 "$out" "$err" decode "$tmp/poison.sy
 "$cv" backends >"$tmp/out"
 check "restarts add up ($before, then $(restarts))" [ "$(restarts)" -gt "$before" ]
 
+mkdir -p "$tmp/no_plugins"
 # Another manifest of the same name (another version of the plugin): the
 # record is not its past.
 other="$tmp/other_plugins"
@@ -78,6 +79,11 @@ check "faulty from another manifest started" grep -qE '^faulty +faulty +ready ' 
 check "another manifest of the name has no earlier runs" bash -c "! grep -q 'earlier runs' '$tmp/out'"
 "$cv" backends >"$tmp/out"
 check "the record is still the first manifest's" grep -q 'earlier runs' "$tmp/out"
+# Manifests are told apart by where they are, not by how they were typed.
+(cd "$other" && CODECVISOR_BACKEND_PATH="$tmp/no_plugins" "$cv" backends --backend-manifest ./faulty.toml) >"$tmp/out"
+check "the other manifest, typed relative, has no earlier runs" bash -c "! grep -q 'earlier runs' '$tmp/out'"
+(cd "$plugins" && CODECVISOR_BACKEND_PATH="$tmp/no_plugins" "$cv" backends --backend-manifest ./faulty.toml) >"$tmp/out"
+check "the first manifest, typed relative, has its earlier runs" grep -q 'earlier runs' "$tmp/out"
 
 # --reset clears the record.
 check "backends --reset faulty" run_cv 0 "$out" "$err" backends --reset faulty
