@@ -50,6 +50,12 @@ check "decode y4m to stdout" run_cv 0 "$tmp/out.y4m" "$tmp/err" decode "$video" 
 check "y4m header" [ "$(head -n 1 "$tmp/out.y4m")" = "YUV4MPEG2 W96 H64 F25:1 Ip A0:0 C420mpeg2" ]
 check "y4m frames equal ffmpeg" cmp <(tail -n +2 "$tmp/out.y4m") <(tail -n +2 "$tmp/ref.y4m")
 check "--quiet prints nothing" [ ! -s "$tmp/err" ]
+# A .y4m decoded to y4m into its own folder: refused, the input kept.
+mkdir -p "$tmp/y4m_in" && cp "$tmp/ref.y4m" "$tmp/y4m_in/clip.y4m"
+check "y4m over its own input is refused" run_cv 1 "$tmp/stdout" "$tmp/err" decode "$tmp/y4m_in/clip.y4m" --format y4m \
+  --out "$tmp/y4m_in" --indices 0
+check "it says why" grep -q "clip.y4m is the input video, which the output would replace" "$tmp/err"
+check "the input is intact" cmp -s "$tmp/ref.y4m" "$tmp/y4m_in/clip.y4m"
 
 # png files, one per selected frame, named by stream index
 check "decode png range" run_cv 0 "$tmp/stdout" "$tmp/err" decode "$video" --frames 0:25:6 --out "$tmp/png"

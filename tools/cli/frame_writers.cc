@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -314,6 +315,13 @@ absl::StatusOr<std::unique_ptr<FrameWriter>> MakeFrameWriter(const WriterOptions
   }
   const std::string path =
       to_stdout ? std::string(kStdout) : absl::StrCat(options.out, "/", Stem(options.input_path), ".y4m");
+  // A .y4m decoded into its own folder would be replaced by its output.
+  struct stat input {}, output {};
+  if (!to_stdout && stat(options.input_path.c_str(), &input) == 0 && stat(path.c_str(), &output) == 0 &&
+      input.st_dev == output.st_dev && input.st_ino == output.st_ino) {
+    return absl::InvalidArgumentError(absl::StrCat(path, " is the input video, which the output would replace; "
+                                                   "give another --out folder"));
+  }
   absl::StatusOr<std::unique_ptr<OutputFile>> file = OutputFile::Create(path);
   if (!file.ok()) return file.status();
   if (options.format == FileFormat::kRgb24) {
