@@ -281,4 +281,21 @@ check "conformance --json names the manifest and the parse error" grep -qE '"man
 check "conformance json has schema_version" contains "$(cat "$tmp/conf.json")" '{"schema_version":1,'
 check "conformance json is one line" [ "$(wc -l <"$tmp/conf.json")" = 1 ]
 
+# A signal ignored when the command starts (nohup) stays ignored: the
+# decode outlives it. The faulty test backend's slow frames (200 ms each)
+# keep the decode going while the signal comes.
+slow="$tmp/slow_backend"
+mkdir -p "$slow"
+cp "$TEST_SRCDIR/codecvisor/backends/testing/faulty.toml" "$TEST_SRCDIR/codecvisor/backends/testing/libcodecvisor_faulty.so" "$slow/"
+printf 'synthetic frames=10 width=32 height=24 fps=10 decode_ms=200\n' >"$tmp/slow.syn"
+(trap '' HUP; exec env CODECVISOR_BACKEND_PATH="$slow" "$cv" decode "$tmp/slow.syn" --device faulty --format ppm \
+  --out "$tmp/slow_frames" -q) &
+slow_pid=$!
+for _ in $(seq 600); do [ -e "$tmp/slow_frames/frame_000000.ppm" ] && break; sleep 0.1; done
+check "the nohup decode was running" kill -HUP "$slow_pid"
+slow_rc=0
+wait "$slow_pid" || slow_rc=$?
+check "SIGHUP ignored at start stays ignored (exit $slow_rc)" [ "$slow_rc" = 0 ]
+check "every frame written" [ "$(ls "$tmp/slow_frames" | wc -l)" = 10 ]
+
 [[ $fails == 0 ]] || { echo "$fails checks failed" >&2; exit 1; }

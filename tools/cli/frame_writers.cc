@@ -331,7 +331,13 @@ absl::StatusOr<std::unique_ptr<FrameWriter>> MakeFrameWriter(const WriterOptions
 }
 
 void UnlinkTemporaryFilesOnSignal() {
-  for (int signal_number : {SIGINT, SIGTERM, SIGHUP}) std::signal(signal_number, UnlinkTempsAndReraise);
+  for (int signal_number : {SIGINT, SIGTERM, SIGHUP}) {
+    // A signal ignored when the command started (nohup, `trap '' INT`)
+    // stays ignored: the user asked for the decode to outlive it.
+    struct sigaction current {};
+    if (sigaction(signal_number, nullptr, &current) == 0 && current.sa_handler == SIG_IGN) continue;
+    std::signal(signal_number, UnlinkTempsAndReraise);
+  }
 }
 
 }  // namespace codecvisor::cli
