@@ -126,6 +126,15 @@ def translate(error, path=None, backend_started=False, plugin_unloadable=False):
         return FileNotFoundError(message)
     # The host could not open the path: the OSError Python's own open()
     # would raise, so that `except OSError` (and a batch job's skip) sees it.
+    # A folder on the way that this user may not search hides the file
+    # itself (it does not "exist"): that is a PermissionError too.
+    if path is not None and code == "PERMISSION_DENIED":
+        try:
+            os.stat(path)
+        except builtins.PermissionError:
+            return PermissionError(errno.EACCES, message, path)
+        except OSError:
+            pass
     if path is not None and code in ("INVALID_ARGUMENT", "PERMISSION_DENIED") and os.path.exists(path):
         if os.path.isdir(path):
             return IsADirectoryError(errno.EISDIR, message, path)

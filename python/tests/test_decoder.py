@@ -2,6 +2,7 @@
 with every frame compared byte for byte with the ffmpeg CLI."""
 
 import dataclasses
+import errno
 import io
 import math
 import os
@@ -1257,6 +1258,26 @@ def test_a_path_the_user_cannot_read_is_a_permission_error(video, monkeypatch):
     assert isinstance(translated, PermissionError) and translated.filename == video, translated
     monkeypatch.setattr(os, "access", lambda path, mode: True)  # then it is the backend's refusal
     assert isinstance(_errors.translate(error, video), codecvisor.BackendError)
+
+
+def test_a_path_in_a_folder_the_user_cannot_search_is_a_permission_error(video, monkeypatch):
+    # A folder on the way that the user may not search (mode 700, another
+    # owner): the file cannot even be looked at, as Python's open() finds
+    # too. Run as root here, so that user's view of it is faked.
+    from codecvisor import _codecvisor, _errors
+    error = _codecvisor.StatusError(f"open({video}): Permission denied")
+    error.code = "PERMISSION_DENIED"
+    real_stat = os.stat
+
+    def stat(path, *args, **kwargs):
+        if os.fspath(path) == video:
+            raise PermissionError(errno.EACCES, "Permission denied", path)
+        return real_stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", stat)
+    translated = _errors.translate(error, video)
+    assert isinstance(translated, PermissionError) and translated.filename == video, translated
+    assert isinstance(translated, RuntimeError)  # as torchcodec's open error is
 
 
 def test_open_timeout_bounds_an_open_the_backend_never_answers(tmp_path):
