@@ -99,7 +99,11 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
   ipc::UniqueFd devnull(open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (!devnull.valid()) return MaybeHostShortage(Prefixed(ipc::ErrnoStatus("open(/dev/null)"), where));
   // The host opens the runner and the library: the child may run as nobody
-  // and need not reach their paths.
+  // and need not reach their paths. The runner applies half the sandbox
+  // (Landlock, seccomp): one another user could replace would leave it out.
+  if (absl::Status s = CheckOnlyOwnerCanChange(layout.runner, "runner"); !s.ok() && !absl::IsNotFound(s)) {
+    return Prefixed(s, where);
+  }
   ipc::UniqueFd runner(open(layout.runner.c_str(), O_RDONLY | O_CLOEXEC));
   if (!runner.valid()) {
     return MaybeHostShortage(Prefixed(ipc::ErrnoStatus(absl::StrCat("open(", layout.runner, ")")), where));

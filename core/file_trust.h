@@ -2,7 +2,8 @@
 //
 // Whether another local user could have written, or could still change, a
 // file the host is about to trust: a backend's manifest (which names the
-// code to run and the paths and devices it may use) and its library.
+// code to run and the paths and devices it may use), its library, and the
+// runner (which applies half the sandbox to itself).
 // A manifest planted in a shared folder on CODECVISOR_BACKEND_PATH, or a
 // library another user can rewrite, would otherwise run that user's code
 // with the caller's rights over the caller's files.

@@ -325,5 +325,28 @@ TEST_F(FaultTest, ALibraryLinkedFromOutsideTheReadPathsStillLoads) {
   EXPECT_TRUE(IsSyntheticFrame(*f, 1));
 }
 
+// The runner applies Landlock and seccomp itself: one in a folder another
+// user may write (an install copied somewhere shared) could be replaced by
+// one that applies neither. It is refused as an untrusted manifest or
+// library is, and no backend starts from it.
+TEST_F(FaultTest, ARunnerOthersCouldReplaceIsRefused) {
+  const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/shared_install";
+  ASSERT_EQ(mkdir(dir.c_str(), 0755), 0);
+  ASSERT_EQ(chmod(dir.c_str(), 0777), 0);  // no sticky bit: anyone may replace its entries
+  const std::string runner = dir + "/codecvisor-backend";
+  std::filesystem::copy_file(Runfile("backends/sdk/runner/codecvisor-backend"), runner);
+  options_.layout->runner = runner;
+  StartHost();
+  FaultRow& row = Row("a runner in a folder every user may write");
+  ++row.tries;
+  auto d = Open(WriteSyntheticVideo("shared_runner.syn"), "synthetic");
+  row.Saw("open " + CodeName(d.status()));
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().code(), absl::StatusCode::kPermissionDenied) << d.status();
+  EXPECT_NE(d.status().message().find("runner"), std::string::npos) << d.status();
+  EXPECT_NE(d.status().message().find(dir), std::string::npos) << d.status();
+  EXPECT_EQ(CountChildren(), 0);
+}
+
 }  // namespace
 }  // namespace codecvisor::testing
