@@ -1,11 +1,11 @@
 // File: backends/cpu/cpu_backend_image_pipe_test.cc
 //
 // Pictures one after another in one file (what `ffmpeg -f image2pipe`
-// writes: ppm_pipe, pgm_pipe, png_pipe, ...): every frame is the CLI's
+// writes: ppm_pipe, pgm_pipe, bmp_pipe, png_pipe, ...): every frame is the CLI's
 // frame of its place, in order and at random. FFmpeg's generic index puts
 // a PNM picture at the start of the read its first byte came in, so a seek
 // there read the picture before's tail first and returned frame i + 1 for
-// frame i; such streams read from their first picture instead.
+// frame i (PNM, BMP); such streams read from their first picture instead.
 
 #include <cstdint>
 #include <string>
@@ -27,8 +27,8 @@ using testing::TestSession;
 TEST(ImagePipeTest, EveryPictureIsTheClisFrameInOrderAndAtRandom) {
   // Pictures of 9,231 bytes and more: each straddles the demuxer's reads.
   const std::string source = "-f lavfi -i testsrc2=size=64x48:rate=25 -frames:v 42 ";
-  for (const char* args :
-       {"-c:v ppm -f image2pipe", "-c:v pgm -pix_fmt gray -f image2pipe", "-c:v png -f image2pipe"}) {
+  for (const char* args : {"-c:v ppm -f image2pipe", "-c:v pgm -pix_fmt gray -f image2pipe", "-c:v bmp -f image2pipe",
+                           "-c:v png -f image2pipe"}) {
     SCOPED_TRACE(args);
     const std::string name = std::string("pipe_") + std::to_string(std::hash<std::string>{}(args)) + ".img";
     const std::string path = MakeVideo(name, source + args);

@@ -146,8 +146,12 @@ bool Demuxer::ReadPacket(AVPacket* packet) {
 
 namespace {
 
-bool IsPnm(AVCodecID codec) {
+// Picture streams whose parser records a picture at the start of the read
+// its first byte came in (found at random over every image2pipe format):
+// PNM and BMP.
+bool ParsedFromReadStarts(AVCodecID codec) {
   switch (codec) {
+    case AV_CODEC_ID_BMP:
     case AV_CODEC_ID_PPM:
     case AV_CODEC_ID_PGM:
     case AV_CODEC_ID_PGMYUV:
@@ -176,12 +180,12 @@ absl::Status Demuxer::Seek(int64_t timestamp) {
   }
   const AVInputFormat* in = format_->iformat;
   const bool seeks_by_time = in->read_seek != nullptr || in->read_seek2 != nullptr || in->read_timestamp != nullptr;
-  // A stream of PNM pictures (ppm_pipe and its kin) seeks through FFmpeg's
-  // generic index, where its parser records each picture at the start of
-  // the read its first byte came in, not at the picture: from there the
-  // previous picture's tail is read as a picture and every frame comes one
-  // late. Opened again, it reads from its first picture.
-  if (!seeks_by_time && IsPnm(stream_->codecpar->codec_id)) return Reopen();
+  // A stream of PNM or BMP pictures (ppm_pipe, bmp_pipe, ...) seeks through
+  // FFmpeg's generic index, where its parser records each picture at the
+  // start of the read its first byte came in, not at the picture: from
+  // there the previous picture's tail is read as a picture and every frame
+  // comes one late. Opened again, it reads from its first picture.
+  if (!seeks_by_time && ParsedFromReadStarts(stream_->codecpar->codec_id)) return Reopen();
   int ret = av_seek_frame(format_, stream_->index, timestamp, AVSEEK_FLAG_BACKWARD);
   if (ret < 0) {
     ret = avformat_seek_file(format_, stream_->index, INT64_MIN, timestamp, timestamp, 0);

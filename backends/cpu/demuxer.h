@@ -65,7 +65,7 @@ class Demuxer {
   // before any seek), by its byte position: before any target, so a reader
   // decodes forward to it.
   // Where the demuxer refuses the seek, or its positions are not the
-  // pictures' (a stream of PNM pictures), the container is opened again
+  // pictures' (a stream of PNM or BMP pictures), the container is opened again
   // (stream() and format() then change), which reads from the start.
   // DataLoss if that fails too.
   absl::Status Seek(int64_t timestamp);
