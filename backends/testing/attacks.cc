@@ -98,7 +98,7 @@ std::string SeccompListener() {
 }
 
 // The inode flags of a file lent to the backend (the video, the plugin's
-// library: the first regular file among its descriptors), set as they
+// library: the first file on a disk among its descriptors), set as they
 // are: as the owner of the file this would succeed, and with other flags
 // would mark the user's file (FS_IOC_SETFLAGS needs ownership, not write
 // access).
@@ -108,6 +108,9 @@ std::string SetInodeFlags() {
   for (int fd = 0; fd < 1024; ++fd) {
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    // Not a memfd (the channel's, a sealed video's): a file on a disk, whose
+    // owner is a user outside (memfds may lack the flags ioctls anyway).
+    if (fcntl(fd, F_GET_SEALS) >= 0) continue;
     long flags = 0;
     if (ioctl(fd, kGetFlags, &flags) != 0) return Verdict("read a lent file's inode flags", false, errno);
     return Verdict("set a lent file's inode flags", ioctl(fd, kSetFlags, &flags) == 0, errno);
