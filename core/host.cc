@@ -236,9 +236,13 @@ absl::StatusOr<std::shared_ptr<Supervisor>> Host::SupervisorFor(absl::string_vie
     // A failed manifest may still be what the caller meant: say so.
     for (const auto& [name, entry] : backends_) {
       if (name == parsed->first && entry.supervisor == nullptr) {
-        return absl::NotFoundError(absl::StrCat(
-            "device '", device, "': backend '", name, "' failed to load: ", entry.failure.message(),
-            "; fix or remove the plugin, or set CODECVISOR_DEVICE_BACKEND_AUTOLOAD=0"));
+        // The built-in backend is no plugin: autoloading plugins off leaves
+        // it as it is, and removing it leaves nothing to decode with.
+        const absl::string_view way_out =
+            name == kBuiltinBackend ? "; reinstall codecvisor where no other user can write (its own or root's folders)"
+                                    : "; fix or remove the plugin, or set CODECVISOR_DEVICE_BACKEND_AUTOLOAD=0";
+        return absl::NotFoundError(
+            absl::StrCat("device '", device, "': backend '", name, "' failed to load: ", entry.failure.message(), way_out));
       }
     }
     return NotInstalled("backend serves device", device);

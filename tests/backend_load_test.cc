@@ -348,5 +348,26 @@ TEST_F(FaultTest, ARunnerOthersCouldReplaceIsRefused) {
   EXPECT_EQ(CountChildren(), 0);
 }
 
+// The built-in backend from an install others could change is refused as
+// a plugin would be, but its way out is not a plugin's: autoloading off
+// keeps it, and removing it leaves nothing to decode with.
+TEST_F(FaultTest, AnUntrustedBuiltInBackendSaysToReinstall) {
+  const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/shared_prefix";
+  ASSERT_EQ(mkdir(dir.c_str(), 0755), 0);
+  ASSERT_EQ(chmod(dir.c_str(), 0777), 0);
+  std::filesystem::copy_file(Runfile("backends/cpu/cpu.toml"), dir + "/cpu.toml");
+  options_.discovery->builtin_dir = dir;
+  StartHost();
+  FaultRow& row = Row("the built-in cpu backend in a folder every user may write");
+  ++row.tries;
+  auto d = Open(WriteSyntheticVideo("untrusted_cpu.syn"), "cpu");
+  row.Saw("open " + CodeName(d.status()));
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().code(), absl::StatusCode::kNotFound) << d.status();
+  EXPECT_NE(d.status().message().find("reinstall codecvisor where no other user can write"), std::string::npos)
+      << d.status();
+  EXPECT_EQ(d.status().message().find("CODECVISOR_DEVICE_BACKEND_AUTOLOAD"), std::string::npos) << d.status();
+}
+
 }  // namespace
 }  // namespace codecvisor::testing
