@@ -186,8 +186,9 @@ int main(int argc, char** argv) {
   auto* doctor = app.add_subcommand(
       "doctor",
       "check the sandbox: which mechanisms the kernel offers (namespaces, seccomp-bpf, Landlock, pidfd, ...), "
-      "then start every backend and show what is engaged for it. Exit 0 when every mechanism is present and "
-      "every backend started, else 1");
+      "then start every backend and show what is engaged for it. Exit 0 when every mechanism the sandbox needs is "
+      "present (those it uses only where available, such as a cgroup, may be missing) and every backend started, "
+      "else 1");
   doctor->add_flag("--json", doctor_args.json, "print one JSON object");
   doctor->add_option("--backend-manifest", doctor_args.backend_manifests,
                      "load an extra backend manifest (repeatable)");

@@ -40,6 +40,7 @@ struct Report {
   KernelFeatures features;
   std::vector<std::string> missing_always;     // labels
   std::vector<std::string> missing_degradable;  // labels
+  std::vector<std::string> missing_where_available;  // labels: backends run without them
   std::string host_error;
   std::vector<BackendReport> backends;
   std::vector<std::string> problems;  // each makes the exit code 1
@@ -99,6 +100,7 @@ Report Diagnose(const DoctorArgs& args) {
   for (const NamedFeature& n : AllFeatures(r.features)) {
     if (n.feature->present) continue;
     if (n.need == FeatureNeed::kWhereAvailable) {
+      r.missing_where_available.push_back(n.label);
       r.warnings.push_back(absl::StrCat(n.label, " is not used: ", n.feature->detail,
                                         "; backends start without it, with a weaker limit"));
       continue;
@@ -171,7 +173,12 @@ void PrintText(const Report& r) {
   absl::StrAppend(&out, "\n");
   for (const std::string& warning : r.warnings) absl::StrAppend(&out, "warning: ", EscapeForTerminal(warning), "\n");
   if (r.ok()) {
-    absl::StrAppend(&out, "ok: every mechanism the sandbox uses is present and every backend started\n");
+    absl::StrAppend(&out, "ok: every mechanism the sandbox needs is present",
+                    r.missing_where_available.empty()
+                        ? std::string()
+                        : absl::StrCat(" (not ", absl::StrJoin(r.missing_where_available, ", "),
+                                       ", which it uses where available)"),
+                    " and every backend started\n");
   } else {
     for (const std::string& p : r.problems) absl::StrAppend(&out, "problem: ", EscapeForTerminal(p), "\n");
   }
