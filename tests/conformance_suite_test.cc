@@ -187,6 +187,26 @@ TEST(ConformanceSuiteTest, TheY4mExamplePassesOnSamplesOfEveryLength) {
   for (const CheckResult& c : report->checks) EXPECT_TRUE(c.passed) << c.name << ": " << c.detail;
 }
 
+// A variable frame rate: approximate mode names frames by the header's
+// constant rate, so its index i is the frame shown at i / rate; the cpu
+// backend (correct) passes, each frame the reference's of its pts.
+TEST(ConformanceSuiteTest, TheCpuBackendPassesOnAVariableFrameRate) {
+  const std::string clip = TempPath("vfr.mp4");
+  ASSERT_TRUE(tools::MakeTestVideo("-f lavfi -i testsrc2=size=64x48:rate=25 -t 2 -vf select=lt(n\\,10)+not(mod(n\\,3)) "
+                                   "-fps_mode vfr -c:v libx264 -bf 0 -pix_fmt yuv420p",
+                                   clip)
+                  .ok());
+  ConformanceOptions options = Options();
+  options.samples = {{.path = clip, .reference = {}}};
+  absl::StatusOr<ConformanceReport> report = RunConformance({.backend = "cpu", .manifest_path = ""}, options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  for (const CheckResult& c : report->checks) EXPECT_TRUE(c.passed) << c.name << ": " << c.detail;
+  std::map<std::string, CheckResult> by_name = ByName(*report);
+  ASSERT_TRUE(by_name.count("approximate_vfr_mp4"));
+  EXPECT_NE(by_name["approximate_vfr_mp4"].detail.find("a variable frame rate"), std::string::npos)
+      << by_name["approximate_vfr_mp4"].detail;
+}
+
 TEST(ConformanceSuiteTest, UnknownBackendIsAnErrorNotAReport) {
   absl::StatusOr<ConformanceReport> report = RunConformance({.backend = "no_such_backend", .manifest_path = ""}, Options());
   ASSERT_FALSE(report.ok());

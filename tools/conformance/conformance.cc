@@ -121,8 +121,24 @@ absl::Status Suite::Compare(const Frame& frame, const Sample& sample, int64_t in
                  sample, index, what, psnr);
 }
 
+absl::Status Suite::CompareByPts(const Frame& frame, const Sample& sample, absl::string_view what) const {
+  const auto at = std::find(sample.pts.begin(), sample.pts.end(), frame.pts());
+  if (at == sample.pts.end()) {
+    return absl::InternalError(absl::StrCat(what, ": frame ", frame.index(), " of ", sample.path, ": pts ", frame.pts(),
+                                            ", where the reference has no frame"));
+  }
+  const std::string pixels = PackedRgb24(frame);
+  return CompareFrame(frame, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(pixels.data()), pixels.size()),
+                      sample, at - sample.pts.begin(), what, nullptr, /*check_index=*/false);
+}
+
 absl::Status Suite::Compare(const Frame& frame, std::span<const uint8_t> got, const Sample& sample, int64_t index,
                             absl::string_view what, double* psnr) const {
+  return CompareFrame(frame, got, sample, index, what, psnr, /*check_index=*/true);
+}
+
+absl::Status Suite::CompareFrame(const Frame& frame, std::span<const uint8_t> got, const Sample& sample, int64_t index,
+                                 absl::string_view what, double* psnr, bool check_index) const {
   auto wrong = [&](auto&&... parts) {
     return absl::InternalError(absl::StrCat(what, ": frame ", index, " of ", sample.path, ": ", parts...));
   };
@@ -130,7 +146,7 @@ absl::Status Suite::Compare(const Frame& frame, std::span<const uint8_t> got, co
     return wrong("size ", frame.width(), "x", frame.height(), ", the reference says ", sample.stream.width, "x",
                  sample.stream.height);
   }
-  if (frame.index() != index) return wrong("the frame says it is index ", frame.index());
+  if (check_index && frame.index() != index) return wrong("the frame says it is index ", frame.index());
   if (frame.pts() != sample.pts[index]) return wrong("pts ", frame.pts(), ", the reference says ", sample.pts[index]);
   if (const double start = Seconds(sample.pts[index]); !(std::abs(frame.pts_seconds() - start) <= 1e-6)) {
     return wrong("pts_seconds ", frame.pts_seconds(), ", but pts ", frame.pts(), " is ", start, " s");

@@ -95,6 +95,12 @@ class Suite {
   // The same with the frame's pixels given as packed RGB24 (`pixels`).
   absl::Status Compare(const Frame& frame, std::span<const uint8_t> pixels, const Sample& sample, int64_t index,
                        absl::string_view what, double* psnr = nullptr) const;
+  // The same, but `index` is the reference frame `frame` should be (by its
+  // pts), whatever index it says it is: approximate mode on a variable
+  // frame rate names frames by the header's constant rate.
+  absl::Status CompareByPts(const Frame& frame, const Sample& sample, absl::string_view what) const;
+  absl::Status CompareFrame(const Frame& frame, std::span<const uint8_t> pixels, const Sample& sample, int64_t index,
+                            absl::string_view what, double* psnr, bool check_index) const;
   // Makes or loads the samples to check, running the checks of each one.
   void CheckSamples();
   void CheckSample(const std::string& suffix, absl::StatusOr<Sample> sample);
