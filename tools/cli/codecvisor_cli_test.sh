@@ -258,6 +258,9 @@ for field in '"backend":"cpu"' '"failed":0' '"name":"handshake","passed":true' '
     '"name":"rotation_h264","passed":true' '"name":"crash_recovery","passed":true' '"name":"shutdown","passed":true'; do
   check "conformance json has $field" contains "$json" "$field"
 done
+check "an option given twice" run_cv 114 "$tmp/stdout" "$tmp/err" decode "$video" --out "$tmp/twice" --frames 0:1 \
+  --frames 2:3
+check "an option given twice is named" grep -q -- "--frames" "$tmp/err"
 check "conformance needs a backend" run_cv 105 "$tmp/stdout" "$tmp/err" conformance
 check "conformance --sample of a missing file" run_cv 105 "$tmp/stdout" "$tmp/err" conformance --backend cpu \
   --sample "$tmp/no_such.mkv"
