@@ -67,6 +67,7 @@ WriterOptions WriterOptionsFor(const DecodeArgs& args, const StreamMetadata& met
                  EscapeForTerminal(args.open.file).c_str());
   }
   options.chroma_left = CodecSitesChromaLeft(metadata.codec);
+  if (metadata.pixel_aspect_ratio.has_value()) options.aspect = *metadata.pixel_aspect_ratio;
   options.name_by_position = MayRepeatFrames(selection, metadata);
   if (metadata.color_range == "tv") options.color_range = "LIMITED";
   if (metadata.color_range == "pc") options.color_range = "FULL";

@@ -217,6 +217,7 @@ class Y4mWriter : public FrameWriter {
  public:
   Y4mWriter(std::unique_ptr<OutputFile> out, const WriterOptions& options) : out_(std::move(out)) {
     info_.fps = options.fps;
+    info_.aspect = options.aspect;
     info_.color_range = options.color_range;
     info_.chroma_left = options.chroma_left;
   }

@@ -55,6 +55,7 @@ struct WriterOptions {
   std::string input_path;  // names the y4m file in a folder
   // y4m header fields (see Y4mStreamInfo).
   Rational fps{25, 1};
+  Rational aspect{0, 0};
   std::string color_range;
   bool chroma_left = false;
   // One file per frame: prefix each name with the frame's position in the

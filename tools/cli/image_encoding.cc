@@ -199,8 +199,10 @@ absl::StatusOr<std::string> Y4mHeader(const Y4mStreamInfo& info) {
     return absl::InvalidArgumentError("y4m needs a positive size and frame rate");
   }
   if (range.empty() && !info.color_range.empty()) range = info.color_range;
-  return absl::StrCat("YUV4MPEG2 W", info.width, " H", info.height, " F", info.fps.num, ":", info.fps.den,
-                      " Ip A0:0 C", chroma, range.empty() ? "" : absl::StrCat(" XCOLORRANGE=", range), "\n");
+  const bool aspect = info.aspect.num > 0 && info.aspect.den > 0;
+  return absl::StrCat("YUV4MPEG2 W", info.width, " H", info.height, " F", info.fps.num, ":", info.fps.den, " Ip A",
+                      aspect ? info.aspect.num : 0, ":", aspect ? info.aspect.den : 0, " C", chroma,
+                      range.empty() ? "" : absl::StrCat(" XCOLORRANGE=", range), "\n");
 }
 
 absl::Status AppendY4mFrame(const Y4mStreamInfo& info, const ImageView& image, std::string* out) {

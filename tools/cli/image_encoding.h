@@ -114,6 +114,7 @@ struct Y4mStreamInfo {
   // JPEG, VP8/VP9) or left-aligned with them ("C420mpeg2", the MPEG family,
   // H.264 and HEVC). Ignored for 4:4:4.
   bool chroma_left = false;
+  Rational aspect{0, 0};  // the pixel aspect ratio ("A" in the header); 0:0 unknown
 };
 
 // Whether `codec` (FFmpeg's name) places 4:2:0 chroma left-aligned when the

@@ -129,6 +129,8 @@ TEST(Y4mTest, HeaderVariants) {
   EXPECT_EQ(*Y4mHeader({4, 2, {25, 1}, "yuv420p", "", false}), "YUV4MPEG2 W4 H2 F25:1 Ip A0:0 C420jpeg\n");
   EXPECT_EQ(*Y4mHeader({4, 2, {25, 1}, "yuvj420p", "", false}),
             "YUV4MPEG2 W4 H2 F25:1 Ip A0:0 C420jpeg XCOLORRANGE=FULL\n");
+  // A pixel shape the video says (anamorphic DV, 8:9), as ffmpeg writes it.
+  EXPECT_EQ(*Y4mHeader({4, 2, {25, 1}, "yuv420p", "", true, {8, 9}}), "YUV4MPEG2 W4 H2 F25:1 Ip A8:9 C420mpeg2\n");
   EXPECT_FALSE(Y4mHeader({4, 2, {25, 1}, "rgb24", "", false}).ok());
   EXPECT_FALSE(Y4mHeader({4, 2, {0, 1}, "yuv420p", "", false}).ok());
   EXPECT_TRUE(CodecSitesChromaLeft("h264"));
