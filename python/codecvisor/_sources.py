@@ -1,0 +1,77 @@
+"""What a decoder keeps of the source it was given: a path made absolute, or
+the encoded bytes (from bytes, a buffer, a tensor or a file-like object)
+as an immutable copy."""
+
+import errno
+import io
+import os
+import re
+
+from . import _errors, _tensor
+
+# A URL as torchcodec takes one for a str source (FFmpeg's protocols): a
+# scheme, then "://".
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+
+# How much of a file-like source one read() asks for.
+_READ_CHUNK = 1 << 20
+
+
+def _read_source(source):
+    """("path", absolute str) or ("bytes", bytes) for a torchcodec source.
+
+    The decoder keeps what it was given as it was then: a path made absolute
+    (a forked or unpickled decoder reopens the same file after a chdir), and
+    encoded bytes as an immutable copy (a bytearray, memoryview or tensor the
+    caller reuses for the next file must not change what a forked or
+    unpickled decoder reopens; bytes are kept as they are).
+    """
+    if isinstance(source, (str, os.PathLike)):
+        path = os.fspath(source)
+        if (b"\0" if isinstance(path, bytes) else "\0") in path:
+            raise ValueError("embedded null byte in the path")
+        if not path:  # not the working folder, which abspath would make of it
+            raise _errors.FileNotFoundError(errno.ENOENT, "No such file or directory", path)
+        if isinstance(source, str) and _URL.match(path) and not os.path.exists(path):
+            raise ValueError(f"{path}: URL sources are not supported (backends run without network access); "
+                             "download the file, or pass its bytes or a file-like object")
+        return "path", os.path.abspath(path)
+    if isinstance(source, bytes):
+        return "bytes", source
+    if isinstance(source, (bytearray, memoryview)):
+        return "bytes", bytes(source)
+    if _tensor.have_torch() and isinstance(source, _tensor.torch.Tensor):
+        if source.dtype != _tensor.torch.uint8 or source.dim() != 1:
+            raise ValueError(f"a tensor source must be 1-D uint8 encoded bytes, not {source.dtype} {tuple(source.shape)}")
+        return "bytes", source.contiguous().cpu().numpy().tobytes()
+    if hasattr(source, "read") and hasattr(source, "seek"):
+        # Read whole in this process, as torchcodec's file-like contract
+        # reads it (read(size) until it returns b"", seek(offset, whence));
+        # the backend gets a sealed copy, never a descriptor of the caller's
+        # choosing. A stream that cannot seek (a pipe) is read from where it is.
+        # The chunks go into one growing buffer whose bytes getvalue()
+        # hands over without a copy: the file is held once, not twice as a
+        # list of chunks and their join would hold it.
+        seekable = getattr(source, "seekable", None)
+        if seekable is None or seekable():
+            source.seek(0, os.SEEK_SET)
+        # A stream that never ends (a socket that keeps sending, a read()
+        # that ignores its size) stops at half this machine's memory, a
+        # MemoryError, instead of growing until the kernel kills the process.
+        contents = io.BytesIO()
+        most = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
+        while True:
+            chunk = source.read(_READ_CHUNK)
+            if not isinstance(chunk, (bytes, bytearray)):
+                raise TypeError(f"{type(source).__name__}.read() returned {type(chunk).__name__}, not bytes")
+            if len(chunk) > _READ_CHUNK:
+                raise ValueError(f"{type(source).__name__}.read({_READ_CHUNK}) returned {len(chunk)} bytes")
+            if not chunk:
+                break
+            if contents.tell() + len(chunk) > most:
+                raise MemoryError(f"{type(source).__name__}: more than {most >> 20} MiB read and no end yet: "
+                                  "more than half this machine's memory; pass a path instead")
+            contents.write(chunk)
+        return "bytes", contents.getvalue()
+    raise TypeError(f"Unknown source type: {type(source)}. Supported types are str, os.PathLike, bytes, "
+                    "bytearray, memoryview, a 1-D uint8 torch.Tensor, and file-like objects with read and seek.")
