@@ -148,21 +148,29 @@ TEST(ConformanceSuiteTest, ErrorsWithoutAMessageFailBadInput) {
   const std::string manifest =
       WriteFile("silent_faulty.toml", "name='faulty'\ndevices=['faulty']\nlibrary='" +
                                           Runfile("backends/testing/libcodecvisor_faulty.so") +
-                                          "'\nabi_version=1\n[config]\nsilent_errors=1\n"
-                                          "[conformence]\nsamples=['mine.y4m']\n");
+                                          "'\nabi_version=1\n[config]\nsilent_errors=1\n");
   absl::StatusOr<ConformanceReport> report = RunConformance({.backend = "", .manifest_path = manifest}, Options());
   ASSERT_TRUE(report.ok()) << report.status();
-  // The misspelt table is named in the report's warnings, not silently
-  // ignored (the suite then makes its own samples).
-  ASSERT_EQ(report->warnings.size(), 1u);
-  EXPECT_NE(report->warnings[0].find("key 'conformence' is unknown and ignored"), std::string::npos)
-      << report->warnings[0];
+  EXPECT_TRUE(report->warnings.empty());
   std::map<std::string, CheckResult> by_name = ByName(*report);
   ASSERT_TRUE(by_name.count("bad_input"));
   EXPECT_FALSE(by_name["bad_input"].passed);
   EXPECT_NE(by_name["bad_input"].detail.find("not_a_video.mkv carries no message from the backend"),
             std::string::npos)
       << by_name["bad_input"].detail;
+}
+
+// A misspelt table of the manifest is named in the report's warnings, not
+// silently ignored (the suite then makes its own samples instead).
+TEST(ConformanceSuiteTest, UnknownManifestKeysAreInTheReport) {
+  const std::string manifest = WriteFile("typo.toml", "name='synthetic'\ndevices=['synthetic']\nlibrary='" +
+                                                          Runfile("backends/testing/libcodecvisor_synthetic.so") +
+                                                          "'\nabi_version=1\n[conformence]\nsamples=['mine.y4m']\n");
+  absl::StatusOr<ConformanceReport> report = RunConformance({.backend = "", .manifest_path = manifest}, Options());
+  ASSERT_TRUE(report.ok()) << report.status();
+  ASSERT_EQ(report->warnings.size(), 1u);
+  EXPECT_NE(report->warnings[0].find("key 'conformence' is unknown and ignored"), std::string::npos)
+      << report->warnings[0];
 }
 
 // A correct backend passes on samples of any length. At 24 fps, frame 10
@@ -196,15 +204,23 @@ TEST(ConformanceSuiteTest, TheCpuBackendPassesOnAVariableFrameRate) {
                                    "-fps_mode vfr -c:v libx264 -bf 0 -pix_fmt yuv420p",
                                    clip)
                   .ok());
+  // A constant rate in a time base that does not divide it (Matroska's
+  // 1/1000 at 24 fps: steps of 42 and 41 ms) is checked by index, as ever.
+  const std::string constant = TempPath("cfr.mkv");
+  ASSERT_TRUE(tools::MakeTestVideo("-f lavfi -i testsrc2=size=64x48:rate=24 -frames:v 24 -c:v libx264 -pix_fmt yuv420p",
+                                   constant)
+                  .ok());
   ConformanceOptions options = Options();
-  options.samples = {{.path = clip, .reference = {}}};
+  options.samples = {{.path = clip, .reference = {}}, {.path = constant, .reference = {}}};
   absl::StatusOr<ConformanceReport> report = RunConformance({.backend = "cpu", .manifest_path = ""}, options);
   ASSERT_TRUE(report.ok()) << report.status();
   for (const CheckResult& c : report->checks) EXPECT_TRUE(c.passed) << c.name << ": " << c.detail;
   std::map<std::string, CheckResult> by_name = ByName(*report);
-  ASSERT_TRUE(by_name.count("approximate_vfr_mp4"));
+  ASSERT_TRUE(by_name.count("approximate_vfr_mp4") && by_name.count("approximate_cfr_mkv"));
   EXPECT_NE(by_name["approximate_vfr_mp4"].detail.find("a variable frame rate"), std::string::npos)
       << by_name["approximate_vfr_mp4"].detail;
+  EXPECT_EQ(by_name["approximate_cfr_mkv"].detail.find("variable"), std::string::npos)
+      << by_name["approximate_cfr_mkv"].detail;
 }
 
 TEST(ConformanceSuiteTest, UnknownBackendIsAnErrorNotAReport) {

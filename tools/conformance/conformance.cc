@@ -115,10 +115,10 @@ absl::StatusOr<std::unique_ptr<VideoDecoder>> Suite::Open(const std::string& pat
 }
 
 absl::Status Suite::Compare(const Frame& frame, const Sample& sample, int64_t index, absl::string_view what,
-                            double* psnr) const {
+                            double* psnr, bool check_index) const {
   const std::string pixels = PackedRgb24(frame);
   return Compare(frame, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(pixels.data()), pixels.size()),
-                 sample, index, what, psnr);
+                 sample, index, what, psnr, check_index);
 }
 
 absl::Status Suite::CompareByPts(const Frame& frame, const Sample& sample, absl::string_view what) const {
@@ -127,18 +127,11 @@ absl::Status Suite::CompareByPts(const Frame& frame, const Sample& sample, absl:
     return absl::InternalError(absl::StrCat(what, ": frame ", frame.index(), " of ", sample.path, ": pts ", frame.pts(),
                                             ", where the reference has no frame"));
   }
-  const std::string pixels = PackedRgb24(frame);
-  return CompareFrame(frame, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(pixels.data()), pixels.size()),
-                      sample, at - sample.pts.begin(), what, nullptr, /*check_index=*/false);
+  return Compare(frame, sample, at - sample.pts.begin(), what, nullptr, /*check_index=*/false);
 }
 
 absl::Status Suite::Compare(const Frame& frame, std::span<const uint8_t> got, const Sample& sample, int64_t index,
-                            absl::string_view what, double* psnr) const {
-  return CompareFrame(frame, got, sample, index, what, psnr, /*check_index=*/true);
-}
-
-absl::Status Suite::CompareFrame(const Frame& frame, std::span<const uint8_t> got, const Sample& sample, int64_t index,
-                                 absl::string_view what, double* psnr, bool check_index) const {
+                            absl::string_view what, double* psnr, bool check_index) const {
   auto wrong = [&](auto&&... parts) {
     return absl::InternalError(absl::StrCat(what, ": frame ", index, " of ", sample.path, ": ", parts...));
   };
@@ -148,10 +141,10 @@ absl::Status Suite::CompareFrame(const Frame& frame, std::span<const uint8_t> go
   }
   if (check_index && frame.index() != index) return wrong("the frame says it is index ", frame.index());
   if (frame.pts() != sample.pts[index]) return wrong("pts ", frame.pts(), ", the reference says ", sample.pts[index]);
-  if (const double start = Seconds(sample.pts[index]); !(std::abs(frame.pts_seconds() - start) <= 1e-6)) {
+  if (const double start = Seconds(sample, sample.pts[index]); !(std::abs(frame.pts_seconds() - start) <= 1e-6)) {
     return wrong("pts_seconds ", frame.pts_seconds(), ", but pts ", frame.pts(), " is ", start, " s");
   }
-  const double duration = Seconds(sample.durations[index]);
+  const double duration = Seconds(sample, sample.durations[index]);
   if (std::abs(frame.duration_seconds() - duration) > 1e-6) {
     return wrong("duration ", frame.duration_seconds(), " s, the reference says ", duration, " s");
   }

@@ -202,8 +202,8 @@ absl::Status Suite::BadInput(const Sample& sample, std::string* detail) {
   // Out of range, then the same decoder still works.
   absl::StatusOr<std::unique_ptr<VideoDecoder>> good = Open(sample.path);
   if (!good.ok()) return good.status();
-  const double after_end = Seconds(sample.pts.back() + sample.durations.back()) + 5;
-  const double before_start = Seconds(sample.pts.front()) - 0.25;
+  const double after_end = Seconds(sample, sample.pts.back() + sample.durations.back()) + 5;
+  const double before_start = Seconds(sample, sample.pts.front()) - 0.25;
   const std::vector<std::pair<std::string, absl::Status>> out_of_range = {
       {absl::StrCat("frame ", sample.num_frames()), (*good)->GetFrameAt(sample.num_frames()).status()},
       {absl::StrCat("time ", after_end, " s"), (*good)->GetFramePlayedAt(after_end).status()},

@@ -91,6 +91,7 @@ absl::Status ProbeStream(Sample* sample) {
   if (sample->stream.width == 0 || sample->stream.height == 0) {
     return absl::InternalError(absl::StrCat("ffprobe found no video stream in ", sample->path));
   }
+  if (sample->time_base_den == 0) return absl::InternalError(absl::StrCat("ffprobe gave no time base for ", sample->path));
   // The size frames come out at: the CLI rotates them.
   if (quarter_turn) std::swap(sample->stream.width, sample->stream.height);
   return absl::OkStatus();

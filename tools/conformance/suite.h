@@ -88,23 +88,27 @@ class Suite {
                                                      OutputFormat format = OutputFormat::kRgb24);
   absl::StatusOr<BackendStatus> Status() const;
   // Checks `frame` against frame `index` of `sample`: size, pts, duration
-  // and pixels (exactly, or at the declared PSNR).
+  // and pixels (exactly, or at the declared PSNR), and that the frame says
+  // it is that index unless `check_index` is false.
   // `psnr`, when given, receives the frame's PSNR (+inf when identical).
   absl::Status Compare(const Frame& frame, const Sample& sample, int64_t index, absl::string_view what,
-                       double* psnr = nullptr) const;
+                       double* psnr = nullptr, bool check_index = true) const;
   // The same with the frame's pixels given as packed RGB24 (`pixels`).
   absl::Status Compare(const Frame& frame, std::span<const uint8_t> pixels, const Sample& sample, int64_t index,
-                       absl::string_view what, double* psnr = nullptr) const;
-  // The same, but `index` is the reference frame `frame` should be (by its
-  // pts), whatever index it says it is: approximate mode on a variable
-  // frame rate names frames by the header's constant rate.
+                       absl::string_view what, double* psnr = nullptr, bool check_index = true) const;
+  // Checks `frame` against the reference frame of its pts, whatever index
+  // it says it is: approximate mode on a variable frame rate names frames
+  // by the header's constant rate.
   absl::Status CompareByPts(const Frame& frame, const Sample& sample, absl::string_view what) const;
-  absl::Status CompareFrame(const Frame& frame, std::span<const uint8_t> pixels, const Sample& sample, int64_t index,
-                            absl::string_view what, double* psnr, bool check_index) const;
   // Makes or loads the samples to check, running the checks of each one.
   void CheckSamples();
   void CheckSample(const std::string& suffix, absl::StatusOr<Sample> sample);
-  double Seconds(int64_t pts) const { return static_cast<double>(pts) * time_base_; }
+  // `ticks` of `sample`'s time base (the reference's, which Metadata()
+  // checks the backend reports too), in seconds.
+  static double Seconds(const Sample& sample, int64_t ticks) {
+    return static_cast<double>(ticks) * static_cast<double>(sample.time_base_num) /
+           static_cast<double>(sample.time_base_den);
+  }
 
   ConformanceTarget target_;
   ConformanceOptions options_;
@@ -117,7 +121,6 @@ class Suite {
   bool exact_ = true;
   double min_psnr_db_ = 0;
   bool ready_ = false;  // the handshake passed
-  double time_base_ = 0;  // of the samples' stream, from the backend's metadata
   std::vector<Sample> samples_;
   std::map<int, std::string> descriptors_before_;
 };
