@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <sstream>
 #include <thread>
 
@@ -76,7 +77,9 @@ std::string Folder(const std::string& path) {
 }  // namespace
 
 bool SameManifest(const BackendRecord& record, const std::string& manifest) {
-  return record.manifest.empty() || record.manifest == manifest;
+  // Normal on both sides: a record written with "/x/./a.toml" is /x/a.toml's.
+  auto normal = [](const std::string& path) { return std::filesystem::path(path).lexically_normal(); };
+  return record.manifest.empty() || normal(record.manifest) == normal(manifest);
 }
 
 void AddSightings(const std::vector<BackendSighting>& seen, BackendHistory* history) {

@@ -71,8 +71,9 @@ absl::StatusOr<std::unique_ptr<BackendCgroup>> MakeCgroup(const BackendManifest&
   }
   // Never more than the machine has: a manifest's memory_mb of a terabyte
   // would leave only the kernel's OOM killer to stop the backend.
-  const uint64_t physical = uint64_t(sysconf(_SC_PHYS_PAGES)) * uint64_t(sysconf(_SC_PAGESIZE));
-  const uint64_t memory = std::min<uint64_t>(manifest.sandbox.memory_mb << 20, physical > 0 ? physical : ~uint64_t{0});
+  const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
+  const uint64_t physical = pages > 0 && page_size > 0 ? uint64_t(pages) * uint64_t(page_size) : ~uint64_t{0};
+  const uint64_t memory = std::min<uint64_t>(manifest.sandbox.memory_mb << 20, physical);
   absl::StatusOr<std::unique_ptr<BackendCgroup>> made =
       BackendCgroup::Create(layout, manifest.name, memory, manifest.sandbox.threads);
   if (made.ok()) return made;

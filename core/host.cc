@@ -1,7 +1,6 @@
 #include "core/host.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -239,8 +238,10 @@ absl::StatusOr<std::shared_ptr<Supervisor>> Host::SupervisorFor(absl::string_vie
         // The built-in backend is no plugin: autoloading plugins off leaves
         // it as it is, and removing it leaves nothing to decode with.
         const absl::string_view way_out =
-            name == kBuiltinBackend ? "; reinstall codecvisor where no other user can write (its own or root's folders)"
-                                    : "; fix or remove the plugin, or set CODECVISOR_DEVICE_BACKEND_AUTOLOAD=0";
+            name != kBuiltinBackend ? "; fix or remove the plugin, or set CODECVISOR_DEVICE_BACKEND_AUTOLOAD=0"
+            : absl::IsPermissionDenied(entry.failure)
+                ? "; reinstall codecvisor where no other user can write (its own or root's folders)"
+                : "; reinstall codecvisor";
         return absl::NotFoundError(
             absl::StrCat("device '", device, "': backend '", name, "' failed to load: ", entry.failure.message(), way_out));
       }

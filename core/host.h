@@ -110,7 +110,8 @@ class Host {
   [[nodiscard]] absl::Status StartBackend(absl::string_view name, std::chrono::milliseconds timeout);
 
   std::vector<BackendStatus> Backends() const;
-  // Discovery's warnings, e.g. a device claimed by two manifests.
+  // Discovery's warnings: a device claimed by two manifests, a manifest key
+  // this version does not know (ignored).
   std::vector<std::string> warnings() const;
   const std::string& default_device() const { return default_device_; }
 

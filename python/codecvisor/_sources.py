@@ -50,8 +50,7 @@ def _read_source(source):
         # the backend gets a sealed copy, never a descriptor of the caller's
         # choosing. A stream that cannot seek (a pipe) is read from where it is.
         # The chunks go into one growing buffer whose bytes getvalue()
-        # hands over without a copy: the file is held once, not twice as a
-        # list of chunks and their join would hold it.
+        # hands over without a copy: the file is held once while read.
         seekable = getattr(source, "seekable", None)
         if seekable is None or seekable():
             source.seek(0, os.SEEK_SET)

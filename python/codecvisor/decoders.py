@@ -20,8 +20,9 @@ from ._sources import _read_source
 
 __all__ = ["VideoDecoder", "VideoStreamMetadata", "Frame", "FrameBatch"]
 
-# The session of a decoder unpickled and not used yet: not None (a closed
-# decoder's), and with no pid of this process, so _decoder() opens it.
+# The session of a decoder not opened in this process yet (unpickled, or
+# forked and not reopened): not None (a closed decoder's), and with no pid
+# of this process, so _decoder() opens it.
 _NOT_OPENED = object()
 
 # Held while a decoder opens its session in a process other than the one it
@@ -97,8 +98,9 @@ class VideoDecoder:
 
     A backend that crashes or hangs is restarted and the request replayed;
     a request that crashes it twice raises BackendError. Decoders survive
-    fork (a DataLoader worker reopens from the source) and pickle as their
-    source and options.
+    fork and pickling (as their source, options and metadata): the copy
+    reopens from the source on first use, and a video that changed since
+    is an error, never another video's frames.
     """
 
     def __init__(self, source: Union[str, os.PathLike, bytes, "torch.Tensor"], *, stream_index: Optional[int] = None,

@@ -805,10 +805,10 @@ def test_a_file_like_source_that_never_ends_or_overreads_is_an_error(monkeypatch
 def test_a_file_like_source_is_held_once_while_it_is_read():
     """A file-like object's contents are read into one buffer that becomes
     the decoder's copy: reading a 32 MiB stream in torchcodec's small reads
-    never holds it twice (a list of chunks and their join would)."""
+    never holds it twice."""
     import tracemalloc
 
-    from codecvisor.decoders import _read_source
+    from codecvisor._sources import _read_source
 
     size = 32 << 20
     for source in (io.BytesIO(bytes(range(256)) * (size // 256)), TorchcodecFileLike(b"\x5a" * size)):
@@ -822,9 +822,9 @@ def test_a_file_like_source_is_held_once_while_it_is_read():
         assert peak < 1.25 * size, f"reading {size} bytes held {peak} at once"
         del contents
 
-def test_threads_first_using_an_unpickled_decoder_share_one_session(video, reference):
+def test_threads_first_using_an_unpickled_decoder_all_get_their_frames(video, reference):
     # An unpickled decoder opens on first use: threads that use it at once
-    # wait for that one open; none finds it "closed" meanwhile.
+    # wait for that open; none finds it "closed" meanwhile.
     state = pickle.dumps(VideoDecoder(video))
     for _ in range(5):
         d = pickle.loads(state)

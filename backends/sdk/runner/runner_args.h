@@ -41,7 +41,10 @@ inline constexpr int ExitCode(RunnerExit e) { return static_cast<int>(e); }
 inline constexpr const char kFlagName[] = "--name";        // backend name from the manifest
 inline constexpr const char kFlagLibrary[] = "--library";  // absolute path of the vendor library
 inline constexpr const char kFlagEntry[] = "--entry";      // entry symbol
-inline constexpr const char kFlagConfig[] = "--config";    // "key=value" lines for create()
+// "key=value" lines for create(), for a runner started by hand: the host
+// passes them with kFlagConfigFd, since a flag's value is on the command
+// line every local user can read.
+inline constexpr const char kFlagConfig[] = "--config";
 // The same lines in a descriptor (a sealed memfd the host passes): unlike a
 // flag's value, not on the command line every local user can read.
 inline constexpr const char kFlagConfigFd[] = "--config-fd";
@@ -99,7 +102,7 @@ struct RunnerArgs {
   [[nodiscard]] static absl::StatusOr<RunnerArgs> Parse(const std::vector<std::string>& argv);
   // With config_fd set: reads `config` from it (at most kMaxConfigBytes,
   // from its start), closes it and clears config_fd. kInvalidArgument for
-  // more, or when both --config and --config-fd were given.
+  // more. (Parse refuses --config and --config-fd together.)
   [[nodiscard]] absl::Status ReadConfig();
 
   bool operator==(const RunnerArgs&) const = default;

@@ -29,15 +29,5 @@ TEST(AllowedIoctlTypeBlocksTest, CoverEveryTypeButTheDeniedOnes) {
             (std::vector<std::pair<uint8_t, uint8_t>>{{0x00, 0x00}}));
 }
 
-TEST(AllowedIoctlTypeBlocksTest, TerminalsAndFileSystemsAreDenied) {
-  for (uint8_t type : {uint8_t{'T'}, uint8_t{'X'}, uint8_t{'f'}, uint8_t{'v'}, uint8_t{0x94}}) {
-    EXPECT_TRUE(std::binary_search(std::begin(kDeniedIoctlTypes), std::end(kDeniedIoctlTypes), type)) << int{type};
-  }
-  // Devices a manifest may declare keep theirs: DRM 'd', V4L2 'V', NVIDIA 'F'.
-  for (uint8_t type : {uint8_t{'d'}, uint8_t{'V'}, uint8_t{'F'}}) {
-    EXPECT_FALSE(std::binary_search(std::begin(kDeniedIoctlTypes), std::end(kDeniedIoctlTypes), type)) << int{type};
-  }
-}
-
 }  // namespace
 }  // namespace codecvisor::runner
