@@ -41,8 +41,8 @@ T Take(Result<T> result) {
 }
 
 // `text` as a Python str. Messages and names may hold bytes that are not
-// UTF-8 (a path's, or whatever a backend wrote): those are shown as \xNN
-// escapes instead of failing the conversion.
+// UTF-8 (a path's; what a backend wrote arrives already made valid): those
+// are shown as \xNN escapes instead of failing the conversion.
 pybind11::str Text(const std::string& text);
 
 // Registers StatusError and ForkedError in `m` and translates them.
