@@ -1,7 +1,6 @@
 #include "core/backend_sandbox.h"
 
 #include <sys/resource.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -11,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/batch_memory.h"
 #include "core/empty_root.h"
 
 namespace codecvisor {
@@ -71,9 +71,8 @@ absl::StatusOr<std::unique_ptr<BackendCgroup>> MakeCgroup(const BackendManifest&
   }
   // Never more than the machine has: a manifest's memory_mb of a terabyte
   // would leave only the kernel's OOM killer to stop the backend.
-  const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
-  const uint64_t physical = pages > 0 && page_size > 0 ? uint64_t(pages) * uint64_t(page_size) : ~uint64_t{0};
-  const uint64_t memory = std::min<uint64_t>(manifest.sandbox.memory_mb << 20, physical);
+  const size_t physical = BatchMemory::PhysicalBytes();  // 0: unknown
+  const uint64_t memory = std::min<uint64_t>(manifest.sandbox.memory_mb << 20, physical > 0 ? physical : ~uint64_t{0});
   absl::StatusOr<std::unique_ptr<BackendCgroup>> made =
       BackendCgroup::Create(layout, manifest.name, memory, manifest.sandbox.threads);
   if (made.ok()) return made;

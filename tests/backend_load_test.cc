@@ -326,14 +326,21 @@ TEST_F(FaultTest, ALibraryLinkedFromOutsideTheReadPathsStillLoads) {
   EXPECT_TRUE(IsSyntheticFrame(*f, 1));
 }
 
+// A new folder in TEST_TMPDIR that every user may write, without the
+// sticky bit: anyone may replace its entries.
+std::string WorldWritableFolder(const std::string& name) {
+  const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
+  EXPECT_EQ(mkdir(dir.c_str(), 0755), 0) << dir;
+  EXPECT_EQ(chmod(dir.c_str(), 0777), 0) << dir;
+  return dir;
+}
+
 // The runner applies Landlock and seccomp itself: one in a folder another
 // user may write (an install copied somewhere shared) could be replaced by
 // one that applies neither. It is refused as an untrusted manifest or
 // library is, and no backend starts from it.
 TEST_F(FaultTest, ARunnerOthersCouldReplaceIsRefused) {
-  const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/shared_install";
-  ASSERT_EQ(mkdir(dir.c_str(), 0755), 0);
-  ASSERT_EQ(chmod(dir.c_str(), 0777), 0);  // no sticky bit: anyone may replace its entries
+  const std::string dir = WorldWritableFolder("shared_install");
   const std::string runner = dir + "/codecvisor-backend";
   std::filesystem::copy_file(Runfile("backends/sdk/runner/codecvisor-backend"), runner);
   options_.layout->runner = runner;
@@ -353,9 +360,7 @@ TEST_F(FaultTest, ARunnerOthersCouldReplaceIsRefused) {
 // a plugin would be, but its way out is not a plugin's: autoloading off
 // keeps it, and removing it leaves nothing to decode with.
 TEST_F(FaultTest, AnUntrustedBuiltInBackendSaysToReinstall) {
-  const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/shared_prefix";
-  ASSERT_EQ(mkdir(dir.c_str(), 0755), 0);
-  ASSERT_EQ(chmod(dir.c_str(), 0777), 0);
+  const std::string dir = WorldWritableFolder("shared_prefix");
   std::filesystem::copy_file(Runfile("backends/cpu/cpu.toml"), dir + "/cpu.toml");
   options_.discovery->builtin_dir = dir;
   StartHost();

@@ -200,8 +200,8 @@ TEST_F(BadInputTest, TruncatedFileCountsTheFramesThatDecode) {
   const std::string raw = MakeVideo("raw.nut", "-f lavfi -i testsrc2=size=64x48:rate=25 -frames:v 40 -c:v rawvideo "
                                                "-pix_fmt yuv420p");
   for (const auto& [source, extension] : {std::pair{whole, ".mp4"}, std::pair{raw, ".nut"}}) {
+    const std::string bytes = ReadFile(source);
     for (int percent : {50, 70, 85}) {
-      const std::string bytes = ReadFile(source);
       const std::string name = absl::StrCat("cut_", percent, extension);
       const std::string path = WriteFile(name, bytes.substr(0, bytes.size() * percent / 100));
       const std::string cli = testing::CliAllFrames(path, 0, "format=rgb24");

@@ -151,21 +151,22 @@ int RunBackends(const BackendsArgs& args) {
   if (!args.reset.empty()) {
     const std::string path = DefaultBackendHistoryPath();
     absl::Status reset = ToAbsl((*host)->ResetBackend(args.reset));
-    if (absl::IsNotFound(reset) && !path.empty()) {
-      // No manifest of that name is found now (removed, or not on this
-      // command's path), but its record may be: clear that.
-      bool had = false;
-      absl::Status erased = UpdateBackendHistory(path, [&](BackendHistory* h) { had = h->erase(args.reset) > 0; });
-      if (erased.ok() && had) {
-        std::fprintf(stderr, "codecvisor backends: no backend '%s' is found now; cleared its record in %s\n",
-                     EscapeForTerminal(args.reset).c_str(), EscapeForTerminal(path).c_str());
-        return 0;
-      }
+    // The record is cleared for a backend reset here, and for one no
+    // manifest of that name provides now (removed, or not on this
+    // command's path).
+    bool had = false;
+    absl::Status erased;
+    if (!path.empty() && (reset.ok() || absl::IsNotFound(reset))) {
+      erased = UpdateBackendHistory(path, [&](BackendHistory* h) { had = h->erase(args.reset) > 0; });
+    }
+    if (absl::IsNotFound(reset) && erased.ok() && had) {
+      std::fprintf(stderr, "codecvisor backends: no backend '%s' is found now; cleared its record in %s\n",
+                   EscapeForTerminal(args.reset).c_str(), EscapeForTerminal(path).c_str());
+      return 0;
     }
     if (!reset.ok()) return ReportFailure("backends", absl::StrCat("--reset ", args.reset), reset);
     std::string cleared;
     if (!path.empty()) {
-      absl::Status erased = UpdateBackendHistory(path, [&](BackendHistory* h) { h->erase(args.reset); });
       cleared = erased.ok() ? absl::StrCat("cleared its record in ", path, " and ")
                             : absl::StrCat("could not clear its record (", erased.message(), "); ");
     }
