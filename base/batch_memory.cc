@@ -15,6 +15,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/time/clock.h"
 #include "base/batch_memory_cache.h"
+#include "base/cgroup_paths.h"
 #include "base/mutex.h"
 
 namespace codecvisor {
@@ -29,7 +30,7 @@ size_t RoundUp(size_t n) {
   return (n + unit - 1) / unit * unit;
 }
 
-// CODECVISOR_BATCH_CACHE_MIB, else an eighth of physical memory, at most
+// CODECVISOR_BATCH_CACHE_MIB, else an eighth of the usable memory, at most
 // 2 GiB.
 size_t DefaultCacheBytes() {
   constexpr size_t kMostMiB = size_t{1} << 30;  // no overflow below
@@ -37,7 +38,7 @@ size_t DefaultCacheBytes() {
     size_t mib = 0;
     if (absl::SimpleAtoi(v, &mib)) return std::min(mib, kMostMiB) << 20;
   }
-  return std::min(BatchMemory::PhysicalBytes() / 8, size_t{2} << 30);
+  return std::min(UsableMemoryBytes() / 8, size_t{2} << 30);
 }
 
 // A monotonic time for the cache's idle limit (only differences matter).
@@ -177,11 +178,6 @@ void BatchMemory::Populate(size_t offset, size_t bytes) {
 void BatchMemory::SetCacheLimitBytes(size_t bytes) { GlobalCache::Get().SetLimitBytes(bytes); }
 
 size_t BatchMemory::CachedBytes() { return GlobalCache::Get().bytes(); }
-
-size_t BatchMemory::PhysicalBytes() {
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) : 0;
-}
 
 BatchMemory::~BatchMemory() {
   if (data_ != nullptr) GlobalCache::Get().Give({data_, size_});

@@ -7,8 +7,9 @@
 //
 // Freed memory is kept in a process-wide cache (base/batch_memory_cache)
 // and handed to the next batch of about the same size, already resident.
-// The cache holds at most an eighth of the machine's memory (2 GiB at
-// most) in 16 mappings; one idle for more than 10 seconds is given back at
+// The cache holds at most an eighth of the memory this process may use
+// (UsableMemoryBytes: the machine's, or its cgroup's limit where lower),
+// 2 GiB at most, in 16 mappings; one idle for more than 10 seconds is given back at
 // the next allocation or free, so a process that stops decoding keeps what
 // it had until then. CODECVISOR_BATCH_CACHE_MIB sets the byte limit (0
 // turns the cache off). A kept mapping is marked MADV_FREE, so the kernel
@@ -65,8 +66,6 @@ class BatchMemory {
   static void SetCacheLimitBytes(size_t bytes);
   // The bytes the cache holds now.
   static size_t CachedBytes();
-  // The machine's physical memory in bytes (0 if the system does not say).
-  static size_t PhysicalBytes();
 
  private:
   uint8_t* data_ = nullptr;

@@ -10,7 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "base/batch_memory.h"
+#include "base/cgroup_paths.h"
 #include "core/empty_root.h"
 
 namespace codecvisor {
@@ -69,10 +69,10 @@ absl::StatusOr<std::unique_ptr<BackendCgroup>> MakeCgroup(const BackendManifest&
     });
     return nullptr;
   }
-  // Never more than the machine has: a manifest's memory_mb of a terabyte
-  // would leave only the kernel's OOM killer to stop the backend.
-  const size_t physical = BatchMemory::PhysicalBytes();  // 0: unknown
-  const uint64_t memory = std::min<uint64_t>(manifest.sandbox.memory_mb << 20, physical > 0 ? physical : ~uint64_t{0});
+  // Never more than this host may use: a manifest's memory_mb of a
+  // terabyte would leave only the kernel's OOM killer to stop the backend.
+  const size_t usable = UsableMemoryBytes();  // 0: unknown
+  const uint64_t memory = std::min<uint64_t>(manifest.sandbox.memory_mb << 20, usable > 0 ? usable : ~uint64_t{0});
   absl::StatusOr<std::unique_ptr<BackendCgroup>> made =
       BackendCgroup::Create(layout, manifest.name, memory, manifest.sandbox.threads);
   if (made.ok()) return made;

@@ -20,44 +20,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "base/cgroup_paths.h"
 
 namespace codecvisor {
 namespace {
 
 constexpr char kPrefix[] = "codecvisor-";
-
-struct Mount {
-  std::string root;        // the part of the hierarchy mounted there
-  std::string point;
-  std::string type;        // "cgroup" or "cgroup2"
-  std::vector<std::string> options;  // super options: v1 controllers among them
-};
-
-std::vector<Mount> CgroupMounts(absl::string_view mountinfo) {
-  std::vector<Mount> mounts;
-  for (absl::string_view line : absl::StrSplit(mountinfo, '\n')) {
-    std::vector<absl::string_view> f = absl::StrSplit(line, ' ', absl::SkipEmpty());
-    size_t dash = 0;
-    while (dash < f.size() && f[dash] != "-") ++dash;
-    if (dash < 5 || dash + 3 >= f.size()) continue;
-    if (f[dash + 1] != "cgroup" && f[dash + 1] != "cgroup2") continue;
-    Mount m{std::string(f[3]), std::string(f[4]), std::string(f[dash + 1]), {}};
-    for (absl::string_view o : absl::StrSplit(f[dash + 3], ',')) m.options.emplace_back(o);
-    mounts.push_back(std::move(m));
-  }
-  return mounts;
-}
-
-// The directory of cgroup `path` (as /proc/self/cgroup names it) under `m`.
-std::string DirUnder(const Mount& m, absl::string_view path) {
-  absl::string_view rel = path;
-  if (m.root != "/" && absl::ConsumePrefix(&rel, m.root)) {
-    // the mount shows only the part below its root (a cgroup namespace)
-  }
-  std::string dir = m.point;
-  if (!rel.empty() && rel != "/") absl::StrAppend(&dir, rel.front() == '/' ? "" : "/", rel);
-  return dir;
-}
 
 bool Has(const std::vector<std::string>& v, absl::string_view s) {
   for (const std::string& x : v) {
@@ -139,44 +107,29 @@ std::string CgroupLayout::Describe() const {
 
 CgroupLayout FindCgroupLayout(absl::string_view proc_self_cgroup, absl::string_view mountinfo) {
   CgroupLayout layout;
-  const std::vector<Mount> mounts = CgroupMounts(mountinfo);
-  // hierarchy id, controllers, path
-  std::string v2_path, memory_path, pids_path;
-  bool v2_listed = false;
-  for (absl::string_view line : absl::StrSplit(proc_self_cgroup, '\n', absl::SkipEmpty())) {
-    std::vector<absl::string_view> f = absl::StrSplit(line, absl::MaxSplits(':', 2));
-    if (f.size() != 3) continue;
-    if (f[0] == "0" && f[1].empty()) {
-      v2_listed = true;
-      v2_path = std::string(f[2]);
-      continue;
-    }
-    for (absl::string_view c : absl::StrSplit(f[1], ',')) {
-      if (c == "memory") memory_path = std::string(f[2]);
-      if (c == "pids") pids_path = std::string(f[2]);
-    }
-  }
+  const std::vector<CgroupMount> mounts = CgroupMounts(mountinfo);
+  const ProcessCgroups own = ParseProcessCgroups(proc_self_cgroup);
   // A controller lives in one hierarchy: bound to a v1 mount, it is not in
   // the v2 one (hybrid hosts), so v1 wins where it holds memory.
-  const Mount *memory = nullptr, *pids = nullptr, *unified = nullptr;
-  for (const Mount& m : mounts) {
+  const CgroupMount *memory = nullptr, *pids = nullptr, *unified = nullptr;
+  for (const CgroupMount& m : mounts) {
     if (m.type == "cgroup" && Has(m.options, "memory")) memory = &m;
     if (m.type == "cgroup" && Has(m.options, "pids")) pids = &m;
     if (m.type == "cgroup2") unified = &m;
   }
-  if (memory != nullptr && !memory_path.empty()) {
-    if (pids == nullptr || pids_path.empty()) {
+  if (memory != nullptr && !own.memory_path.empty()) {
+    if (pids == nullptr || own.pids_path.empty()) {
       layout.missing = "the memory controller is a cgroup v1 hierarchy but no pids hierarchy is mounted";
       return layout;
     }
     layout.version = 1;
-    layout.memory_dir = DirUnder(*memory, memory_path);
-    layout.pids_dir = DirUnder(*pids, pids_path);
+    layout.memory_dir = CgroupDirUnder(*memory, own.memory_path);
+    layout.pids_dir = CgroupDirUnder(*pids, own.pids_path);
     return layout;
   }
-  if (unified != nullptr && v2_listed) {
+  if (unified != nullptr && own.v2_listed) {
     layout.version = 2;
-    layout.memory_dir = DirUnder(*unified, v2_path);
+    layout.memory_dir = CgroupDirUnder(*unified, own.v2_path);
     return layout;
   }
   layout.missing = "no cgroup filesystem with the memory controller is mounted";

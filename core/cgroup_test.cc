@@ -6,6 +6,7 @@
 #include "core/cgroup.h"
 
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/cgroup_paths.h"
 #include "gtest/gtest.h"
 
 namespace codecvisor {
@@ -99,6 +101,37 @@ TEST(BackendCgroupTest, MadeWithItsLimitsAndRemoved) {
   }
   struct stat st{};
   EXPECT_NE(stat(memory_dir.c_str(), &st), 0) << memory_dir << " was not removed";
+}
+
+// A process in a cgroup with a memory limit sizes its memory by that limit,
+// not by the machine's (a container started with --memory): the batch
+// cache, the Python package's MemoryError and a backend's own cap use it.
+TEST(BackendCgroupTest, AProcessInsideSeesItsLimitAsUsableMemory) {
+  const CgroupLayout layout = ProbeCgroupLayout();
+  ASSERT_NE(layout.version, 0) << layout.missing;
+  constexpr uint64_t kLimit = 192 << 20;
+  ASSERT_GT(UsableMemoryBytes(), kLimit);
+  auto cg = BackendCgroup::Create(layout, "usable", kLimit, 64);
+  ASSERT_TRUE(cg.ok()) << cg.status();
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    for (const std::string& procs : (*cg)->procs_files()) {
+      std::ofstream(procs) << getpid() << std::flush;
+    }
+    const uint64_t usable = UsableMemoryBytes();
+    _exit(write(fds[1], &usable, sizeof(usable)) == sizeof(usable) ? 0 : 1);
+  }
+  close(fds[1]);
+  uint64_t seen = 0;
+  EXPECT_EQ(read(fds[0], &seen, sizeof(seen)), static_cast<ssize_t>(sizeof(seen)));
+  close(fds[0]);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_EQ(seen, kLimit);
+  EXPECT_GT(UsableMemoryBytes(), kLimit) << "outside it, the limit does not apply";
 }
 
 // This process's pid namespace's id, as cgroup names hold it ("" if unreadable).

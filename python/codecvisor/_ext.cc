@@ -27,6 +27,7 @@
 #include <stdexcept>
 
 #include "base/batch_memory.h"
+#include "base/cgroup_paths.h"
 #include "codecvisor/codecvisor.h"
 #include "pybind11/numpy.h"
 #include "pybind11/pybind11.h"
@@ -55,6 +56,9 @@ PYBIND11_MODULE(_codecvisor, m) {
       pybind11::arg("address"), pybind11::arg("bytes"),
       "Makes the writable pages of [address, address + bytes) of this process present in one call; False where "
       "the kernel cannot (they then fault in when first written).");
+  m.def("usable_memory_bytes", &codecvisor::UsableMemoryBytes,
+        "The memory this process may use: the machine's physical memory, or the memory limit of its cgroup or "
+        "one above it (a container's) where lower; 0 if the system says neither.");
   m.def(
       "compare_exchange_u32",
       [](uintptr_t address, uint32_t expected, uint32_t desired) {

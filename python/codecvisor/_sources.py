@@ -7,7 +7,7 @@ import io
 import os
 import re
 
-from . import _errors, _tensor
+from . import _codecvisor, _errors, _tensor
 
 # A URL as torchcodec takes one for a str source (FFmpeg's protocols): a
 # scheme, then "://".
@@ -55,10 +55,11 @@ def _read_source(source):
         if seekable is None or seekable():
             source.seek(0, os.SEEK_SET)
         # A stream that never ends (a socket that keeps sending, a read()
-        # that ignores its size) stops at half this machine's memory, a
+        # that ignores its size) stops at half the memory this process may
+        # use (the machine's, or its container's cgroup limit), a
         # MemoryError, instead of growing until the kernel kills the process.
         contents = io.BytesIO()
-        most = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
+        most = (_codecvisor.usable_memory_bytes() or 1 << 62) // 2
         while True:
             chunk = source.read(_READ_CHUNK)
             if not isinstance(chunk, (bytes, bytearray)):
@@ -69,7 +70,7 @@ def _read_source(source):
                 break
             if contents.tell() + len(chunk) > most:
                 raise MemoryError(f"{type(source).__name__}: more than {most >> 20} MiB read and no end yet: "
-                                  "more than half this machine's memory; pass a path instead")
+                                  "more than half the memory this process may use; pass a path instead")
             contents.write(chunk)
         return "bytes", contents.getvalue()
     raise TypeError(f"Unknown source type: {type(source)}. Supported types are str, os.PathLike, bytes, "

@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "base/cgroup_paths.h"
 #include "base/stream_copy.h"
 #include "pybind11/numpy.h"
 
@@ -34,7 +35,7 @@ BatchMemory Reserve(size_t wanted, size_t needed) {
   } catch (const std::bad_alloc&) {
     if (wanted <= needed) throw;
   }
-  const size_t half = BatchMemory::PhysicalBytes() / 2;
+  const size_t half = UsableMemoryBytes() / 2;
   if (half > needed && half < wanted) {
     try {
       return BatchMemory(half, BatchMemory::Pages::kOnDemand);

@@ -358,14 +358,15 @@ class VideoDecoder:
         return self._frames_scattered(distinct, [position[t] for t in times], by_time=True)
 
     def _check_memory(self, count: int, what: str = "", instead: str = "fewer frames at a time") -> None:
-        """Raises MemoryError if `count` frames would take more than this
-        machine's memory: refused before anything is asked for, where a batch
+        """Raises MemoryError if `count` frames would take more than the
+        memory this process may use (the machine's, or its container's
+        cgroup limit): refused before anything is asked for, where a batch
         that grew to it would get the process killed by the kernel."""
         frame_bytes = max(1, (self.metadata.width or 1) * (self.metadata.height or 1) * 3)
-        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-        if count * frame_bytes > memory:
+        memory = _codecvisor.usable_memory_bytes()
+        if memory and count * frame_bytes > memory:
             raise MemoryError(f"{self._label}: {count} frames{what} of {frame_bytes} bytes each would take more "
-                              f"than this machine's {memory >> 20} MiB; ask for {instead}")
+                              f"than the {memory >> 20} MiB of memory this process may use; ask for {instead}")
 
     def _check_played_range(self, start_seconds: float, stop_seconds: float) -> None:
         for name, value in (("start", start_seconds), ("stop", stop_seconds)):

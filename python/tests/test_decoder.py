@@ -22,6 +22,7 @@ import pytest
 import torch
 
 import codecvisor
+from codecvisor import _codecvisor
 from codecvisor.decoders import VideoDecoder, VideoStreamMetadata
 
 from conftest import FFMPEG, FPS, HEIGHT, SECONDS, WIDTH, ffmpeg_frames, make_video, run_in_threads, synthetic_clip
@@ -609,22 +610,35 @@ def test_more_frames_than_memory_holds_are_refused_before_any_request(video):
     d = VideoDecoder(video)
     d[0]
     restarts = cpu_restarts()
-    memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    memory = _codecvisor.usable_memory_bytes()
     count = memory // (WIDTH * HEIGHT * 3) + 1
     for ask in (lambda: d.get_frames_at([0] * count), lambda: d.get_frames_played_at([0.0] * count),
                 lambda: d._frames_scattered([0], [0] * count)):
         with pytest.raises(MemoryError, match=f"{count} frames of {WIDTH * HEIGHT * 3} bytes each would take more "
-                                              f"than this machine's {memory >> 20} MiB"):
+                                              f"than the {memory >> 20} MiB of memory this process may use"):
             ask()
     assert d.get_frames_in_range(0, 3).data.shape[0] == 3
     assert cpu_restarts() == restarts and d.retries == 0
+
+
+def test_a_containers_memory_limit_bounds_a_batch(video, monkeypatch):
+    # In a container with a memory limit (its cgroup's), the machine's
+    # memory is not what the process may use: the limit is.
+    limit = 8 << 20
+    most = limit // (WIDTH * HEIGHT * 3)
+    monkeypatch.setattr(_codecvisor, "usable_memory_bytes", lambda: limit)
+    d = VideoDecoder(video)
+    assert d.get_frames_at([0] * most).data.shape[0] == most
+    with pytest.raises(MemoryError, match=f"{most + 1} frames of {WIDTH * HEIGHT * 3} bytes each would take more "
+                                          "than the 8 MiB of memory this process may use"):
+        d.get_frames_at([0] * (most + 1))
 
 
 def test_a_slice_or_range_larger_than_memory_is_refused_before_any_request(tmp_path):
     # A stream whose scanned frames take more than the machine's memory:
     # a slice or range of all of them is a MemoryError, not a batch grown
     # until the kernel kills the process.
-    memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    memory = _codecvisor.usable_memory_bytes()
     frames = memory // (4096 * 4096 * 3) + 2
     d = VideoDecoder(synthetic_clip(tmp_path / "huge.syn", f"frames={frames} width=4096 height=4096 fps=10"),
                      device="synthetic")
@@ -795,9 +809,7 @@ def test_a_file_like_source_that_never_ends_or_overreads_is_an_error(monkeypatch
 
     with pytest.raises(ValueError, match=r"Endless.read\(1048576\) returned 1048577 bytes"):
         VideoDecoder(Endless(extra=1))
-    real = os.sysconf
-    monkeypatch.setattr(os, "sysconf", lambda name: (128 << 20) // real("SC_PAGE_SIZE") if name == "SC_PHYS_PAGES"
-                        else real(name))
+    monkeypatch.setattr(_codecvisor, "usable_memory_bytes", lambda: 128 << 20)
     with pytest.raises(MemoryError, match=r"Endless: more than 64 MiB read and no end yet"):
         VideoDecoder(Endless())
 

@@ -1,0 +1,123 @@
+// File: base/cgroup_paths.cc
+
+#include "base/cgroup_paths.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+
+namespace codecvisor {
+namespace {
+
+bool HasOption(const CgroupMount& m, absl::string_view option) {
+  return std::find(m.options.begin(), m.options.end(), option) != m.options.end();
+}
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+std::vector<CgroupMount> CgroupMounts(absl::string_view mountinfo) {
+  std::vector<CgroupMount> mounts;
+  for (absl::string_view line : absl::StrSplit(mountinfo, '\n')) {
+    std::vector<absl::string_view> f = absl::StrSplit(line, ' ', absl::SkipEmpty());
+    size_t dash = 0;
+    while (dash < f.size() && f[dash] != "-") ++dash;
+    if (dash < 5 || dash + 3 >= f.size()) continue;
+    if (f[dash + 1] != "cgroup" && f[dash + 1] != "cgroup2") continue;
+    CgroupMount m{std::string(f[3]), std::string(f[4]), std::string(f[dash + 1]), {}};
+    for (absl::string_view o : absl::StrSplit(f[dash + 3], ',')) m.options.emplace_back(o);
+    mounts.push_back(std::move(m));
+  }
+  return mounts;
+}
+
+std::string CgroupDirUnder(const CgroupMount& m, absl::string_view path) {
+  absl::string_view rel = path;
+  if (m.root != "/" && absl::ConsumePrefix(&rel, m.root)) {
+    // the mount shows only the part below its root (a cgroup namespace)
+  }
+  std::string dir = m.point;
+  if (!rel.empty() && rel != "/") absl::StrAppend(&dir, rel.front() == '/' ? "" : "/", rel);
+  return dir;
+}
+
+ProcessCgroups ParseProcessCgroups(absl::string_view proc_self_cgroup) {
+  ProcessCgroups p;
+  for (absl::string_view line : absl::StrSplit(proc_self_cgroup, '\n', absl::SkipEmpty())) {
+    // hierarchy id, controllers, path
+    std::vector<absl::string_view> f = absl::StrSplit(line, absl::MaxSplits(':', 2));
+    if (f.size() != 3) continue;
+    if (f[0] == "0" && f[1].empty()) {
+      p.v2_listed = true;
+      p.v2_path = std::string(f[2]);
+      continue;
+    }
+    for (absl::string_view c : absl::StrSplit(f[1], ',')) {
+      if (c == "memory") p.memory_path = std::string(f[2]);
+      if (c == "pids") p.pids_path = std::string(f[2]);
+    }
+  }
+  return p;
+}
+
+std::vector<std::string> MemoryCgroupDirs(absl::string_view proc_self_cgroup, absl::string_view mountinfo) {
+  const ProcessCgroups own = ParseProcessCgroups(proc_self_cgroup);
+  const std::vector<CgroupMount> mounts = CgroupMounts(mountinfo);
+  const CgroupMount *v1 = nullptr, *v2 = nullptr;
+  for (const CgroupMount& m : mounts) {
+    if (m.type == "cgroup" && HasOption(m, "memory")) v1 = &m;
+    if (m.type == "cgroup2") v2 = &m;
+  }
+  const CgroupMount* mount = v1 != nullptr && !own.memory_path.empty() ? v1 : own.v2_listed ? v2 : nullptr;
+  if (mount == nullptr) return {};
+  std::vector<std::string> dirs;
+  std::string dir = CgroupDirUnder(*mount, mount == v1 ? own.memory_path : own.v2_path);
+  // Up to the mount point; a path that climbs out of it (.., a namespace's
+  // view) stops at the first directory.
+  while (true) {
+    dirs.push_back(dir);
+    if (dir == mount->point || dir.size() <= mount->point.size()) break;
+    const size_t slash = dir.rfind('/');
+    if (slash == std::string::npos || slash < mount->point.size()) break;
+    dir.resize(slash);
+  }
+  return dirs;
+}
+
+uint64_t LowestMemoryLimit(const std::vector<std::string>& dirs,
+                           const std::function<std::string(const std::string&)>& read) {
+  uint64_t lowest = 0;
+  for (const std::string& dir : dirs) {
+    std::string text = read(dir + "/memory.max");
+    if (text.empty()) text = read(dir + "/memory.limit_in_bytes");
+    uint64_t limit = 0;
+    if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(text), &limit) || limit == 0) continue;  // "max", none
+    lowest = lowest == 0 ? limit : std::min(lowest, limit);
+  }
+  return lowest;
+}
+
+size_t UsableMemoryBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  const uint64_t physical = pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : 0;
+  const uint64_t limit =
+      LowestMemoryLimit(MemoryCgroupDirs(ReadText("/proc/self/cgroup"), ReadText("/proc/self/mountinfo")), ReadText);
+  if (physical == 0) return limit;
+  return limit == 0 ? physical : std::min(physical, limit);
+}
+
+}  // namespace codecvisor
