@@ -16,12 +16,18 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "base/cgroup_paths.h"
 #include "tests/fault_test_support.h"
 
 namespace codecvisor::testing {
 
 using ::codecvisor::internal::BackendStatus;
 namespace {
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
 
 std::string FaultyManifest(const std::string& name, const std::string& library, const std::string& entry,
                            const std::string& extra = "") {
@@ -264,8 +270,7 @@ TEST_F(FaultTest, APluginsOwnLibraryBesideItIsFoundThroughOrigin) {
     std::filesystem::copy_file(Runfile(std::string("backends/testing/") + file), dir + "/" + file,
                                std::filesystem::copy_options::overwrite_existing);
   }
-  std::ifstream in(Runfile("backends/testing/bundled.toml"));
-  std::string manifest((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string manifest = ReadText(Runfile("backends/testing/bundled.toml"));
   WriteFile("bundled/bundled.toml", manifest);
   manifest.erase(manifest.find("[sandbox]"));
   absl::StrReplaceAll({{"name = \"bundled\"", "name = \"unread\""}, {"devices = [\"bundled\"]", "devices = [\"unread\"]"}},
@@ -288,6 +293,33 @@ TEST_F(FaultTest, APluginsOwnLibraryBesideItIsFoundThroughOrigin) {
   ASSERT_FALSE(unread.ok());
   EXPECT_NE(unread.status().message().find("libbundled_helper.so"), std::string::npos) << unread.status();
   EXPECT_NE(unread.status().message().find("read_paths = [\".\"]"), std::string::npos) << unread.status();
+}
+
+// A manifest asking for more memory than the host may use (a petabyte,
+// or more than a container's limit) gets a cgroup limit of what the host
+// may use: the backend is stopped by its own limit, not by the machine's
+// OOM killer choosing among every process.
+TEST_F(FaultTest, AManifestsMemoryIsCappedAtWhatTheHostMayUse) {
+  // The synthetic library under a manifest of its own, in a host that
+  // loads no other.
+  host_.reset();
+  auto host = internal::Host::Create(options_);
+  ASSERT_TRUE(host.ok()) << host.status();
+  host_ = *std::move(host);
+  const std::string path =
+      WriteFile("greedy.toml", "name='synthetic'\ndevices=['synthetic']\nlibrary='" +
+                                   Runfile("backends/testing/libcodecvisor_synthetic.so") +
+                                   "'\nabi_version=1\n[sandbox]\nmemory_mb=1073741824\n");
+  ASSERT_TRUE(host_->LoadBackend(path).ok());
+  auto decoder = Open(WriteSyntheticVideo("greedy.syn"), "synthetic");
+  ASSERT_TRUE(decoder.ok()) << decoder.status();
+  const BackendStatus backend = StatusOf("synthetic");
+  ASSERT_GT(backend.pid, 0);
+  const std::vector<std::string> dirs =
+      MemoryCgroupDirs(ReadText("/proc/" + std::to_string(backend.pid) + "/cgroup"), ReadText("/proc/self/mountinfo"));
+  ASSERT_FALSE(dirs.empty());
+  EXPECT_NE(dirs.front().find("codecvisor-"), std::string::npos) << dirs.front() << " is not the backend's own cgroup";
+  EXPECT_EQ(LowestMemoryLimit({dirs.front()}, ReadText), UsableMemoryBytes()) << dirs.front();
 }
 
 // A plugin whose device another backend took first is listed saying so,
