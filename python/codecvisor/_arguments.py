@@ -54,6 +54,8 @@ def _times(seconds) -> List[float]:
         seconds = seconds.tolist()
     times = []
     for s in seconds:
+        if getattr(s, "ndim", None) == 0 and hasattr(s, "item"):
+            s = s.item()  # a 0-d tensor or array, as list(tensor) and torchcodec's samplers make
         if isinstance(s, bool) or not isinstance(s, numbers.Real):
             raise ValueError(f"Couldn't convert timestamps input to seconds: {s!r} is not a number")
         times.append(float(s))

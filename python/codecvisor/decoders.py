@@ -318,7 +318,7 @@ class VideoDecoder:
                                    fps: Optional[float] = None) -> FrameBatch:
         """The frames played in [start_seconds, stop_seconds); with `fps`,
         the range resampled to that rate instead: the frame played at
-        start_seconds + i / fps for each of round((stop - start) * fps)
+        start_seconds + i / fps for each of round((stop - start) * fps) (halves up)
         outputs (a frame repeats where fps is above the video's rate)."""
         self._check_played_range(start_seconds, stop_seconds)
         if fps is not None:
@@ -340,7 +340,9 @@ class VideoDecoder:
     def _resampled(self, start_seconds: float, stop_seconds: float, fps) -> FrameBatch:
         if isinstance(fps, bool) or not isinstance(fps, numbers.Real) or not math.isfinite(fps) or fps <= 0:
             raise _errors.InvalidFpsError(f"fps must be positive and finite, not {fps!r}")
-        count = round((stop_seconds - start_seconds) * fps)
+        # Halves round up, as C's round() does for these positive counts
+        # (Python's round() would make a 0.5 s range at 1 fps empty).
+        count = math.floor((stop_seconds - start_seconds) * fps + 0.5)
         # The times are listed before any frame is asked for: a count no
         # memory could hold the frames of (a long stream at a high fps, or a
         # backend claiming a stream of 1e300 s) is refused first.

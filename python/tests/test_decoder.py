@@ -657,10 +657,15 @@ def test_a_time_range_resampled_to_a_frame_rate(video, reference):
     for fps, start, stop in [(5, 0.0, 1.0), (10, 0.4, 1.3), (24, 0.0, 2.0), (29.97, 0.0, 2.0), (75, 0.0, 0.04),
                              (60, 1.0, 2.0)]:
         b = d.get_frames_played_in_range(start, stop, fps=fps)
-        want = [min(math.floor((start + i / fps) * FPS + 1e-9), 49) for i in range(round((stop - start) * fps))]
+        count = math.floor((stop - start) * fps + 0.5)
+        want = [min(math.floor((start + i / fps) * FPS + 1e-9), 49) for i in range(count)]
         assert len(b) == len(want), fps
         np.testing.assert_array_equal(b.data.numpy(), reference[want])
         assert b.pts_seconds.tolist() == pytest.approx([i / FPS for i in want])
+    # A count that ends in a half rounds up, as C's round(): the frame at
+    # the range's start is in it (Python's round() made this batch empty).
+    assert d.get_frames_played_in_range(0.0, 0.5, fps=1).pts_seconds.tolist() == [0.0]
+    assert len(d.get_frames_played_in_range(0.0, 0.25, fps=10)) == 3
     np.testing.assert_array_equal(d.get_frames_played_in_range(0.0, 1.0, fps=None).data.numpy(), reference[:25])
     np.testing.assert_array_equal(d.get_all_frames().data.numpy(), reference)
     every_other = d.get_all_frames(fps=FPS / 2)
@@ -680,6 +685,12 @@ def test_a_time_range_resampled_to_a_frame_rate(video, reference):
         with pytest.raises(ValueError, match="Couldn't convert timestamps"):
             d.get_frames_played_at(seconds)
     assert d.get_frames_played_at(torch.tensor([0.0, 1.0])).pts_seconds.tolist() == [0.0, 1.0]
+    # A list of 0-d tensors or arrays (list(tensor), as torchcodec's own
+    # samplers build them) is a list of times.
+    assert d.get_frames_played_at(list(torch.tensor([0.0, 1.0]))).pts_seconds.tolist() == [0.0, 1.0]
+    assert d.get_frames_played_at([np.array(1.0), np.float32(0.0)]).pts_seconds.tolist() == [1.0, 0.0]
+    with pytest.raises(ValueError, match="Couldn't convert timestamps"):
+        d.get_frames_played_at([torch.tensor(True)])
 
 
 def test_range_misuse_raises_torchcodecs_errors(video):
