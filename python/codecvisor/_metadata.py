@@ -161,7 +161,9 @@ class VideoStreamMetadata:
         return VideoStreamMetadata(
             duration_seconds_from_header=positive(header_duration),
             begin_stream_seconds_from_header=header_begin,
-            bit_rate=positive(float(m["bit_rate"])),
+            # The stream's bit rate, 0.0 where the container has none (as
+            # torchcodec reports it).
+            bit_rate=max(0.0, float(m["bit_rate"])),
             codec=m["codec"] or None,
             stream_index=m["stream_index"],
             begin_stream_seconds_from_content=m["begin_stream_seconds"] if scanned else None,

@@ -192,6 +192,9 @@ def test_approximate_mode_estimates_a_count_the_header_lacks(matroska):
     m = d.metadata
     assert m.num_frames_from_header is None and m.num_frames_from_content is None
     assert m.duration_seconds_from_header == pytest.approx(2.0) and m.average_fps_from_header == pytest.approx(FPS)
+    # No stream bit rate in Matroska: 0.0, as torchcodec reports it (the
+    # stream's codec parameters' value), so arithmetic on it still works.
+    assert m.bit_rate == 0.0
     assert m.num_frames == 50 and len(d) == 50 and "num_frames: 50" in repr(m)
     exact = VideoDecoder(matroska, dimension_order="NHWC")
     np.testing.assert_array_equal(d.get_frames_in_range(0, len(d)).data.numpy(),
