@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(
   bazel-bootstrap bazel-rules-cc bazel-rules-java bazel-skylib bazel-platforms
   default-jdk-headless
-  clang libclang-rt-14-dev pkg-config
+  clang libclang-rt-14-dev lld pkg-config
   capnproto libcapnp-dev
   libavcodec-dev libavformat-dev libavutil-dev libswscale-dev ffmpeg
   libdav1d-dev
