@@ -88,13 +88,19 @@ Status Host::StartBackend(const std::string& name, std::chrono::milliseconds tim
   return api::FromAbsl(impl_->host->StartBackend(name, timeout));
 }
 
+// In a forked child the parent's threads may have held the Host's locks at
+// the fork, and never release them there: nothing behind them is read.
 std::vector<BackendInfo> Host::Backends() const {
+  if (impl_->owner != getpid()) return {};
   std::vector<BackendInfo> out;
   for (const internal::BackendStatus& s : impl_->host->Backends()) out.push_back(api::FromInternal(s));
   return out;
 }
 
-std::vector<std::string> Host::warnings() const { return impl_->host->warnings(); }
+std::vector<std::string> Host::warnings() const {
+  if (impl_->owner != getpid()) return {};
+  return impl_->host->warnings();
+}
 const std::string& Host::default_device() const { return impl_->host->default_device(); }
 
 }  // namespace codecvisor

@@ -62,6 +62,16 @@ done
 holds "soname link" [ "$(readlink "$a/lib/libcodecvisor.so.0")" = libcodecvisor.so.0.1.0 ]
 holds "development link" [ "$(readlink "$a/lib/libcodecvisor.so")" = libcodecvisor.so.0 ]
 holds "the library's soname" grep -q "SONAME.*libcodecvisor.so.0" <(readelf -d "$a/lib/libcodecvisor.so.0.1.0")
+# What each shared object defines for others: its interface, nothing of
+# the standard library's or its internals' that could interpose on another's.
+exports() { nm -D --defined-only "$1" | awk '{print $3}' | c++filt | sort -u; }
+holds "the library exports only codecvisor:: names" \
+  [ -z "$(exports "$a/lib/libcodecvisor.so.0.1.0" | grep -v -e '^codecvisor::' -e '^CODECVISOR_0$')" ]
+holds "the library exports the API" grep -q '^codecvisor::Host::Create' <(exports "$a/lib/libcodecvisor.so.0.1.0")
+holds "the cpu backend exports only its entry" \
+  [ "$(exports "$a/lib/codecvisor/backends/libcodecvisor_cpu.so")" = codecvisor_backend_v1 ]
+holds "the extension exports only its init" \
+  [ "$(exports "$a/lib/python3/site-packages/codecvisor/_codecvisor.so")" = PyInit__codecvisor ]
 holds "CLI executable" [ -x "$a/bin/codecvisor" ]
 holds "runner executable" [ -x "$a/libexec/codecvisor/codecvisor-backend" ]
 expect 0 "install again (idempotent)" "$installer" --prefix="$a"
@@ -100,8 +110,20 @@ expect 0 "pkg-config finds codecvisor in the moved tree" env PKG_CONFIG_PATH="$b
 include_dir=$(sed -n 's/.*-I\([^ ]*\).*/\1/p' "$out")
 holds "pkg-config points into the moved tree" [ "$(realpath "$include_dir")" = "$(realpath "$b/include")" ]
 expect 0 "quick start compiles against the installed tree" \
-  "${cxx[@]}" "$tmp/quickstart.cc" $(PKG_CONFIG_PATH="$b/lib/pkgconfig" pkg-config --cflags --libs codecvisor) \
+  "${cxx[@]}" -std=c++20 "$tmp/quickstart.cc" $(PKG_CONFIG_PATH="$b/lib/pkgconfig" pkg-config --cflags --libs codecvisor) \
   -o "$tmp/quickstart"
+# The standard is the caller's: C++20 at least, a later one kept.
+printf '#include "codecvisor/codecvisor.h"\n#include <cstdio>\nint main() { std::printf("%%ld", __cplusplus); }\n' \
+  >"$tmp/standard.cc"
+expect 0 "a later standard compiles" \
+  "${cxx[@]}" -std=c++2b "$tmp/standard.cc" $(PKG_CONFIG_PATH="$b/lib/pkgconfig" pkg-config --cflags --libs codecvisor) \
+  -o "$tmp/standard"
+expect 0 "runs" "$tmp/standard"
+holds "pkg-config kept the later standard" [ "$(cat "$out")" -gt 202002 ]
+expect 1 "C++17 is refused" \
+  "${cxx[@]}" -std=c++17 -c "$tmp/standard.cc" $(PKG_CONFIG_PATH="$b/lib/pkgconfig" pkg-config --cflags codecvisor) \
+  -o "$tmp/standard.o"
+holds "saying what it needs" grep -q "codecvisor's headers need C++20 or later" "$err"
 linked=$(ldd "$tmp/quickstart" | sed -n 's/.*libcodecvisor.so.0 => \([^ ]*\) .*/\1/p')
 holds "quick start links the installed library" [ "$(realpath "$linked")" = "$(realpath "$b/lib/libcodecvisor.so.0.1.0")" ]
 expect 0 "quick start decodes" installed "$tmp/quickstart" "$video" 7
@@ -111,11 +133,13 @@ holds "quick start says what it decoded" grep -q "h264 96x64, frame 7 at 0.280 s
 sed -n '/<!-- cpp-quickstart -->/,/<!-- \/cpp-quickstart -->/p' "$TEST_SRCDIR/codecvisor/README.md" |
   sed '/^<!--/d; /^```/d' >"$tmp/readme_quickstart.cc"
 holds "README has a quick start" grep -q "GetFrameAt" "$tmp/readme_quickstart.cc"
-expect 0 "README's quick start compiles as written" \
-  "${cxx[@]}" "$tmp/readme_quickstart.cc" $(PKG_CONFIG_PATH="$b/lib/pkgconfig" pkg-config --cflags --libs codecvisor) \
-  -o "$tmp/readme_quickstart"
+expect 0 "README's quick start compiles as written, warnings as errors" \
+  "${cxx[@]}" -std=c++20 -Wall -Wextra -Werror "$tmp/readme_quickstart.cc" \
+  $(PKG_CONFIG_PATH="$b/lib/pkgconfig" pkg-config --cflags --libs codecvisor) -o "$tmp/readme_quickstart"
 expect 0 "README's quick start decodes" installed "$tmp/readme_quickstart" "$video"
 holds "README's quick start prints frame 0" grep -qx "96x64 at 0.000 s" "$out"
+expect 2 "README's quick start without a video says how to call it" installed "$tmp/readme_quickstart"
+holds "with its usage" grep -qx "usage: app VIDEO" "$err"
 expect 1 "quick start on a missing file fails" installed "$tmp/quickstart" "$tmp/missing.mp4"
 holds "with the library's diagnostic" grep -q "NOT_FOUND: open($tmp/missing.mp4)" "$err"
 

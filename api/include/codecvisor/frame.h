@@ -36,7 +36,8 @@ class Frame {
   uint32_t width() const;
   uint32_t height() const;
   OutputFormat format() const;
-  // The decoded pixel format for kNative ("yuv420p", ...), "rgb24" otherwise.
+  // The decoded pixel format for kNative ("yuv420p", ...); "rgb24" for
+  // kRgb24, "rgbp" for kRgb24Planar; "" for a default-constructed Frame.
   const std::string& pixel_format() const;
   int64_t index() const;  // in the stream, from 0
   int64_t pts() const;    // in the stream's time base

@@ -16,7 +16,10 @@
 // Fork: a Host belongs to the process that created it. A child forked from
 // it (e.g. a DataLoader worker) must create its own Host. In the child, the
 // inherited Host, its decoders and their frames still on arena slots are
-// the parent's: every call on them fails with kFailedPrecondition, and
+// the parent's: every call that would reach a backend (OpenDecoder*,
+// LoadBackend, ResetBackend, StartBackend, a decoder's requests) fails
+// with kFailedPrecondition, Backends() and warnings() return nothing (the
+// parent's threads may have held their locks at the fork), and
 // destroying them (returning from main) leaves the parent's threads,
 // channels and backends alone; Frame::Detach there copies the pixels.
 

@@ -13,6 +13,10 @@
 #ifndef CODECVISOR_STATUS_H_
 #define CODECVISOR_STATUS_H_
 
+#if __cplusplus < 202002L
+#error "codecvisor's headers need C++20 or later: compile with -std=c++20 (or a later standard)"
+#endif
+
 #include <optional>
 #include <string>
 #include <utility>
@@ -24,7 +28,7 @@ enum class StatusCode : int {
   kCancelled = 1,
   kUnknown = 2,
   kInvalidArgument = 3,    // a malformed argument or manifest
-  kDeadlineExceeded = 4,   // a backend did not answer in time
+  kDeadlineExceeded = 4,   // a backend did not start in time (a request it hangs is replayed, then kAborted)
   kNotFound = 5,           // no such file, device or backend
   kAlreadyExists = 6,
   kPermissionDenied = 7,

@@ -7,6 +7,10 @@
 #ifndef CODECVISOR_TYPES_H_
 #define CODECVISOR_TYPES_H_
 
+#if __cplusplus < 202002L
+#error "codecvisor's headers need C++20 or later: compile with -std=c++20 (or a later standard)"
+#endif
+
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -170,7 +174,9 @@ struct DecoderOptions {
   // format() says); an RgbConverter then gives the same bytes the backend's
   // RGB would have had. Empty: frames come as output_format.
   std::vector<std::string> native_formats;
-  // How many frames can be in flight or held zero-copy at once.
+  // How many frames can be in flight or held zero-copy at once (see
+  // VideoDecoder: a Get* call copies its frames out when live frames hold
+  // the slots, so it never waits for one).
   uint32_t arena_slots = 4;
   // Longest wait for the backend to make progress on one request, and for
   // one attempt at opening the file. A backend that takes longer is
