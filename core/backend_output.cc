@@ -2,8 +2,11 @@
 
 #include "core/backend_output.h"
 
+#include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -62,6 +65,66 @@ std::string KeepPrintable(std::string_view text, Backslash backslash, Unsafe uns
   }
   return out;
 }
+
+// The host's stderr as the relay writes it, never blocking: a backend's
+// death waits for its relay to finish, on the thread that handles every
+// backend's death. A pipe, FIFO or terminal is opened again through /proc,
+// a description of the relay's own, non-blocking, so the descriptor the
+// rest of the process writes keeps its flags; anything else (a file, which
+// does not block; a socket; a descriptor /proc cannot reopen) is written
+// only when poll says it takes bytes now. A line that does not fit now is
+// lost, as one past the rate budget is: a reader that stopped reading (a
+// pipe nobody drains, a terminal stopped with Ctrl-S) costs lines, never
+// the host's progress.
+class HostStderr {
+ public:
+  explicit HostStderr(int out) : out_(out) {
+    struct stat st {};
+    if (fstat(out, &st) != 0 || !(S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode))) return;
+    own_ = ipc::UniqueFd(open(absl::StrCat("/proc/self/fd/", out).c_str(),
+                              O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+  }
+
+  // Writes what of `line` the reader takes now (a pipe takes a line of up
+  // to PIPE_BUF bytes whole or not at all).
+  void Write(std::string_view line) {
+    const int fd = own_.valid() ? own_.get() : out_;
+    if (!own_.valid()) {
+      pollfd p{out_, POLLOUT, 0};
+      if (poll(&p, 1, 0) != 1 || (p.revents & POLLOUT) == 0) return;
+    }
+    for (size_t done = 0; done < line.size();) {
+      const ssize_t n = write(fd, line.data() + done, line.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && errno == EPIPE) ClearSigpipe();
+      if (n <= 0) return;
+      done += static_cast<size_t>(n);
+    }
+  }
+
+  // The relay's thread blocks SIGPIPE: a write to a pipe whose reader is
+  // gone fails with EPIPE instead of killing the host.
+  static void BlockSigpipe() {
+    sigset_t pipe;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
+  }
+
+ private:
+  // Takes the SIGPIPE that failed write left pending on this thread.
+  static void ClearSigpipe() {
+    sigset_t pipe;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    const timespec now{};
+    while (sigtimedwait(&pipe, nullptr, &now) == SIGPIPE) {
+    }
+  }
+
+  int out_;
+  ipc::UniqueFd own_;
+};
 
 }  // namespace
 
@@ -152,18 +215,10 @@ void BackendOutput::Finish(std::chrono::milliseconds grace) {
 }
 
 void BackendOutput::Run(std::string name, int out) {
+  HostStderr::BlockSigpipe();
+  HostStderr host_stderr(out);
   OutputFilter filter(
-      std::move(name),
-      [out](std::string_view line) {
-        // A full or broken stderr loses the line, never blocks the reader
-        // for long: the host's own stderr is the user's business.
-        for (size_t done = 0; done < line.size();) {
-          const ssize_t n = write(out, line.data() + done, line.size() - done);
-          if (n < 0 && errno == EINTR) continue;
-          if (n <= 0) return;
-          done += static_cast<size_t>(n);
-        }
-      },
+      std::move(name), [&host_stderr](std::string_view line) { host_stderr.Write(line); },
       OutputFilter::Clock::now());
   std::optional<OutputFilter::Clock::time_point> deadline;
   char buffer[16 << 10];

@@ -78,7 +78,11 @@ class OutputFilter {
 // Reads the backend's pipe on a thread and writes the filtered lines to
 // `out` (the host's stderr). Destruction (or Finish()) waits until the
 // child's end is closed by every process that holds it, at most `grace`,
-// then stops: what the backend wrote before it died is never lost.
+// then stops: what the backend wrote before it died is never lost. Writing
+// `out` never blocks the thread (a pipe or terminal is reopened
+// non-blocking; a line a stalled reader cannot take now is lost) and a
+// reader that is gone costs lines, not a SIGPIPE: so Finish() returns
+// within `grace` whatever the host's stderr does.
 class BackendOutput {
  public:
   // RESOURCE_EXHAUSTED when no thread can be started (`ulimit -u`).

@@ -3,8 +3,10 @@
 #include "core/backend_output.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <memory>
 #include <string>
 #include <vector>
@@ -135,6 +137,54 @@ TEST(BackendOutputTest, ForwardsUntilTheWriterIsGoneAndNeverBlocksIt) {
   // What was dropped is reported (before the next line that fits the
   // budget, or at the end): nothing is lost silently.
   EXPECT_NE(got.find("bytes of output dropped"), std::string::npos);
+}
+
+// Feeds `lines` lines to a forwarder writing to `host_stderr`, closes the
+// backend's end, and finishes: returns once the forwarder has stopped.
+void ForwardAndFinish(int host_stderr, int lines) {
+  int from_backend[2];
+  ASSERT_EQ(pipe2(from_backend, O_CLOEXEC), 0);
+  absl::StatusOr<std::unique_ptr<BackendOutput>> started =
+      BackendOutput::Start("acme", ipc::UniqueFd(from_backend[0]), host_stderr);
+  ASSERT_TRUE(started.ok()) << started.status();
+  const std::string line = std::string(100, 'l') + "\n";
+  for (int i = 0; i < lines; ++i) {
+    ASSERT_EQ(write(from_backend[1], line.data(), line.size()), static_cast<ssize_t>(line.size()));
+  }
+  close(from_backend[1]);
+  (*started)->Finish(std::chrono::seconds(10));
+}
+
+// The host's stderr a pipe that nobody drains (a parent that captured it
+// and never reads, a terminal stopped with Ctrl-S): the forwarder loses
+// lines and finishes; it blocked in write() for good, and a backend's
+// death, which waits for its forwarder, was never handled.
+TEST(BackendOutputTest, AHostStderrNobodyReadsLosesLinesAndNeverBlocks) {
+  int to_host[2];
+  ASSERT_EQ(pipe2(to_host, O_CLOEXEC), 0);
+  ASSERT_EQ(fcntl(to_host[1], F_SETFL, O_NONBLOCK), 0);
+  const std::string fill(4096, 'x');
+  while (write(to_host[1], fill.data(), fill.size()) > 0) {
+  }
+  ASSERT_EQ(errno, EAGAIN);
+  ASSERT_EQ(fcntl(to_host[1], F_SETFL, 0), 0);  // the host's own stderr blocks, as most do
+  ForwardAndFinish(to_host[1], 200);
+  EXPECT_EQ(fcntl(to_host[1], F_GETFL) & O_NONBLOCK, 0) << "the host's descriptor changed";
+  close(to_host[0]);
+  close(to_host[1]);
+}
+
+// The host's stderr a pipe whose reader is gone (`app 2>&1 | head`): the
+// lines are lost, and the host is not killed by SIGPIPE.
+TEST(BackendOutputTest, AHostStderrWhoseReaderIsGoneDoesNotKillTheHost) {
+  int to_host[2];
+  ASSERT_EQ(pipe2(to_host, O_CLOEXEC), 0);
+  close(to_host[0]);
+  ForwardAndFinish(to_host[1], 5);
+  close(to_host[1]);
+  sigset_t pending;
+  ASSERT_EQ(sigpending(&pending), 0);
+  EXPECT_FALSE(sigismember(&pending, SIGPIPE));
 }
 
 }  // namespace
