@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <fstream>
 #include <sstream>
 
@@ -111,13 +113,39 @@ uint64_t LowestMemoryLimit(const std::vector<std::string>& dirs,
   return lowest;
 }
 
-size_t UsableMemoryBytes() {
+namespace {
+
+size_t ReadUsableMemoryBytes() {
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   const uint64_t physical = pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : 0;
   const uint64_t limit =
       LowestMemoryLimit(MemoryCgroupDirs(ReadText("/proc/self/cgroup"), ReadText("/proc/self/mountinfo")), ReadText);
   if (physical == 0) return limit;
   return limit == 0 ? physical : std::min(physical, limit);
+}
+
+}  // namespace
+
+size_t UsableMemoryBytes() {
+  // Read at most once a second per process (a request asks for it; a
+  // limit seldom changes), and again at once in a forked child. No lock:
+  // a fork while another thread held one would leave the child waiting on
+  // it for good; two threads that both read /proc agree.
+  static std::atomic<pid_t> cached_pid{0};
+  static std::atomic<int64_t> cached_at{0};
+  static std::atomic<size_t> cached_bytes{0};
+  const pid_t pid = getpid();
+  const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch())
+                          .count();
+  if (cached_pid.load(std::memory_order_acquire) == pid && now - cached_at.load(std::memory_order_relaxed) < 1000) {
+    return cached_bytes.load(std::memory_order_relaxed);
+  }
+  const size_t bytes = ReadUsableMemoryBytes();
+  cached_bytes.store(bytes, std::memory_order_relaxed);
+  cached_at.store(now, std::memory_order_relaxed);
+  cached_pid.store(pid, std::memory_order_release);
+  return bytes;
 }
 
 }  // namespace codecvisor

@@ -61,7 +61,8 @@ uint64_t LowestMemoryLimit(const std::vector<std::string>& dirs,
                            const std::function<std::string(const std::string&)>& read);
 
 // The machine's physical memory, or this process's cgroup memory limit
-// where lower; 0 if the system says neither.
+// where lower; 0 if the system says neither. Read at most once a second
+// (and at once after a fork).
 size_t UsableMemoryBytes();
 
 }  // namespace codecvisor

@@ -10,6 +10,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "base/cgroup_paths.h"
 #include "core/blame.h"
 #include "core/frame_check.h"
 #include "core/process_cpu.h"
@@ -422,7 +423,19 @@ absl::Status VideoDecoder::ServeOneRequest(const FrameSelection& selection,
 absl::StatusOr<std::vector<Frame>> VideoDecoder::Collect(const FrameSelection& selection) {
   std::vector<Frame> frames;
   size_t next_to_detach = 0;
+  // The frames kept are copies past the arena: a time range whose count
+  // nobody knew, or a backend that keeps sending, stops at half the memory
+  // this process may use (the caller needs the rest) instead of growing
+  // until the kernel kills it.
+  const size_t usable = UsableMemoryBytes();
+  size_t kept_bytes = 0;
   absl::Status s = ForEachFrame(selection, [&](Frame frame) {
+    kept_bytes += frame.data().size();
+    if (usable > 0 && kept_bytes > usable / 2) {
+      return absl::ResourceExhaustedError(absl::StrCat("the backend sent more than ", frames.size(), " frames (",
+                                                       kept_bytes >> 20, " MiB), more than half the ", usable >> 20,
+                                                       " MiB of memory this process may use; ask for a shorter range"));
+    }
     frames.push_back(std::move(frame));
     // The backend needs a free slot for the next frame: copy out the oldest
     // frames of this batch until one is free. A batch larger than the arena

@@ -54,12 +54,20 @@ Status Batch::Add(const Frame& f) {
     height_ = h;
     frame_bytes_ = w * h * 3;
     stream_ = SaturatingMultiply(frame_bytes_, std::max<size_t>(expected_, 1)) >= kStreamedBatchBytes;
+    usable_ = UsableMemoryBytes();
   } else if (w != width_ || h != height_) {
     return Status(StatusCode::kInternal, "frames of one stream changed size mid-request");
   }
   if (scattered()) return AddScattered(f);
   const size_t at = arrived_ * frame_bytes_;
-  if (at + frame_bytes_ > memory_.size()) Grow(at);
+  // Frames past what was asked for come only from a time range (whose
+  // count nobody knew) or a backend that will not stop: past half the
+  // memory this process may use (its caller needs the rest), the batch
+  // refuses them, where touching more would get the process killed.
+  if (usable_ > 0 && at + frame_bytes_ > usable_ / 2) return OutOfMemory();
+  if (at + frame_bytes_ > memory_.size()) {
+    if (Status s = Grow(at); !s.ok()) return s;
+  }
   if (Status s = CopyPixels(f, FrameAt(arrived_), memory_.size() - at); !s.ok()) return s;
   pts_.push_back(f.pts_seconds());
   durations_.push_back(f.duration_seconds());
@@ -102,7 +110,16 @@ Status Batch::AddScattered(const Frame& f) {
   return Status();
 }
 
-void Batch::Grow(size_t used) {
+Status Batch::OutOfMemory() {
+  out_of_memory_ = "the backend sent more than " + std::to_string(arrived_) + " frames of " +
+                   std::to_string(frame_bytes_) + " bytes each, more than half the " +
+                   std::to_string(usable_ >> 20) + " MiB of memory this process may use; ask for a shorter range";
+  return Status(StatusCode::kResourceExhausted, out_of_memory_);
+}
+
+Status Batch::Grow(size_t used) {
+  // Growing holds the old memory and its copy at once.
+  if (usable_ > 0 && 2 * used + frame_bytes_ > usable_ / 2) return OutOfMemory();
   // First frame: room for what the request should bring; then double, but
   // never past that. The slack after the last frame lets its conversion
   // write straight in. A request whose frames cannot all be reserved (an
@@ -120,6 +137,7 @@ void Batch::Grow(size_t used) {
     std::memcpy(bigger.data(), memory_.data(), used);
   }
   memory_ = std::move(bigger);
+  return Status();
 }
 
 uint8_t* Batch::FrameAt(size_t position) {

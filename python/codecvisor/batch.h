@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "codecvisor/codecvisor.h"
@@ -40,6 +41,11 @@ class Batch {
   Status Add(const Frame& f);
   // Whether every frame asked for came (a scattered batch must be whole).
   Status Complete() const;
+  // Why the batch stopped taking frames because they would take more than
+  // the memory this process may use (a time range whose count nobody knew
+  // beforehand, a backend that keeps sending): raised as MemoryError. ""
+  // if it did not.
+  const std::string& out_of_memory() const { return out_of_memory_; }
   // (data, pts_seconds, duration_seconds) as numpy arrays that own their
   // memory; needs the GIL.
   pybind11::tuple ToNumpy();
@@ -47,8 +53,11 @@ class Batch {
  private:
   bool scattered() const { return !targets_.empty(); }
   Status AddScattered(const Frame& f);
-  // Replaces the memory with a larger one holding its first `used` bytes.
-  void Grow(size_t used);
+  // Replaces the memory with a larger one holding its first `used` bytes;
+  // refused past half the memory this process may use.
+  Status Grow(size_t used);
+  // Sets out_of_memory_; its kResourceExhausted.
+  Status OutOfMemory();
   // Where the frame at output `position` goes, its pages made resident:
   // each frame's pages are populated as it arrives, so the first frame
   // does not wait for the whole batch's (the backend decodes on meanwhile
@@ -67,6 +76,8 @@ class Batch {
   // A batch this large is copied into with non-temporal stores.
   static constexpr size_t kStreamedBatchBytes = size_t{8} << 20;
 
+  std::string out_of_memory_;
+  size_t usable_ = 0;  // UsableMemoryBytes() when the first frame came
   const size_t expected_;
   const std::vector<std::vector<uint32_t>> targets_;
   BatchMemory memory_;

@@ -67,10 +67,10 @@ void DefineDecoder(py::module_& m) {
           py::arg("seconds"))
       .def(
           "frames_played_in_range",
-          [](PyDecoder& d, double start, double stop) {
-            return d.Decode(FrameSelection::PlayedInSeconds(start, stop), 0);
+          [](PyDecoder& d, double start, double stop, size_t expected) {
+            return d.Decode(FrameSelection::PlayedInSeconds(start, stop), expected);
           },
-          py::arg("start_seconds"), py::arg("stop_seconds"));
+          py::arg("start_seconds"), py::arg("stop_seconds"), py::arg("expected") = 0);
 }
 
 }  // namespace codecvisor::python

@@ -71,6 +71,10 @@ class PyDecoder {
       return s;
     });
     interrupt.Rethrow();
+    if (!batch.out_of_memory().empty()) {
+      PyErr_SetString(PyExc_MemoryError, batch.out_of_memory().c_str());
+      throw pybind11::error_already_set();
+    }
     Check(status);
     Check(batch.Complete());
     return batch.ToNumpy();

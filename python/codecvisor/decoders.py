@@ -325,7 +325,14 @@ class VideoDecoder:
             return self._resampled(start_seconds, stop_seconds, fps)
         if start_seconds == stop_seconds:
             return self._empty_batch()
-        return self._call("frames_played_in_range", float(start_seconds), float(stop_seconds))
+        # The count the stream's rate gives: refused before any frame comes
+        # if it could not fit, else the batch's size (it stops a backend
+        # that sends more than half the memory this process may use).
+        rate = self.metadata.average_fps
+        expected = (stop_seconds - start_seconds) * rate if rate else 0.0
+        count = math.ceil(expected) if math.isfinite(expected) else 0
+        self._check_memory(count, f" ({stop_seconds - start_seconds} s at {rate} fps)", "a shorter range")
+        return self._call("frames_played_in_range", float(start_seconds), float(stop_seconds), count)
 
     def get_all_frames(self, fps: Optional[float] = None) -> FrameBatch:
         """Every frame (with `fps`: the whole stream resampled to that rate,
@@ -360,15 +367,17 @@ class VideoDecoder:
         return self._frames_scattered(distinct, [position[t] for t in times], by_time=True)
 
     def _check_memory(self, count: int, what: str = "", instead: str = "fewer frames at a time") -> None:
-        """Raises MemoryError if `count` frames would take more than the
+        """Raises MemoryError if `count` frames would take more than half the
         memory this process may use (the machine's, or its container's
-        cgroup limit): refused before anything is asked for, where a batch
-        that grew to it would get the process killed by the kernel."""
+        cgroup limit; the caller needs the rest): refused before anything
+        is asked for, where a batch that grew to it would get the process
+        killed by the kernel. A batch that grows past it as frames come (a
+        time range, whose count is not known) is refused there too."""
         frame_bytes = max(1, (self.metadata.width or 1) * (self.metadata.height or 1) * 3)
         memory = _codecvisor.usable_memory_bytes()
-        if memory and count * frame_bytes > memory:
+        if memory and count * frame_bytes > memory // 2:
             raise MemoryError(f"{self._label}: {count} frames{what} of {frame_bytes} bytes each would take more "
-                              f"than the {memory >> 20} MiB of memory this process may use; ask for {instead}")
+                              f"than half the {memory >> 20} MiB of memory this process may use; ask for {instead}")
 
     def _check_played_range(self, start_seconds: float, stop_seconds: float) -> None:
         for name, value in (("start", start_seconds), ("stop", stop_seconds)):

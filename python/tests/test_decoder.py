@@ -618,7 +618,7 @@ def test_more_frames_than_memory_holds_are_refused_before_any_request(video):
     for ask in (lambda: d.get_frames_at([0] * count), lambda: d.get_frames_played_at([0.0] * count),
                 lambda: d._frames_scattered([0], [0] * count)):
         with pytest.raises(MemoryError, match=f"{count} frames of {WIDTH * HEIGHT * 3} bytes each would take more "
-                                              f"than the {memory >> 20} MiB of memory this process may use"):
+                                              f"than half the {memory >> 20} MiB of memory this process may use"):
             ask()
     assert d.get_frames_in_range(0, 3).data.shape[0] == 3
     assert cpu_restarts() == restarts and d.retries == 0
@@ -627,13 +627,13 @@ def test_more_frames_than_memory_holds_are_refused_before_any_request(video):
 def test_a_containers_memory_limit_bounds_a_batch(video, monkeypatch):
     # In a container with a memory limit (its cgroup's), the machine's
     # memory is not what the process may use: the limit is.
-    limit = 8 << 20
-    most = limit // (WIDTH * HEIGHT * 3)
+    limit = 16 << 20
+    most = limit // 2 // (WIDTH * HEIGHT * 3)
     monkeypatch.setattr(_codecvisor, "usable_memory_bytes", lambda: limit)
     d = VideoDecoder(video)
     assert d.get_frames_at([0] * most).data.shape[0] == most
     with pytest.raises(MemoryError, match=f"{most + 1} frames of {WIDTH * HEIGHT * 3} bytes each would take more "
-                                          "than the 8 MiB of memory this process may use"):
+                                          "than half the 16 MiB of memory this process may use"):
         d.get_frames_at([0] * (most + 1))
 
 

@@ -1,0 +1,121 @@
+"""A decoder in a process whose cgroup limits its memory (a container
+started with --memory): batches are sized by that limit, not by the
+machine's memory, and a backend that sends more frames than a request's
+estimate stops at half of it with a MemoryError instead of getting the
+process killed by the kernel. Each case runs a Python process in a memory
+cgroup made for it (as root here; tools/test.sh makes the hierarchies
+writable in Bazel's sandbox)."""
+
+import os
+import subprocess
+import sys
+import textwrap
+import uuid
+
+import pytest
+
+from conftest import synthetic_clip
+
+LIMIT = 2 << 30
+
+
+def memory_cgroup_parent():
+    """The directory of this process's memory cgroup (the v1 memory
+    hierarchy where one is mounted, else v2) and the name of its limit
+    file."""
+    with open("/proc/self/cgroup") as f:
+        lines = [line.rstrip("\n").split(":", 2) for line in f]
+    with open("/proc/self/mountinfo") as f:
+        mounts = [line.split() for line in f]
+
+    def mount_of(fstype, option=None):
+        for m in mounts:
+            dash = m.index("-")
+            if m[dash + 1] == fstype and (option is None or option in m[dash + 3].split(",")):
+                return m[3], m[4]
+        return None
+
+    v1 = mount_of("cgroup", "memory")
+    for hierarchy, controllers, path in lines:
+        if v1 and "memory" in controllers.split(","):
+            root, point = v1
+            return point + path[len(root):] if root != "/" else point + path, "memory.limit_in_bytes"
+    v2 = mount_of("cgroup2")
+    for hierarchy, controllers, path in lines:
+        if v2 and hierarchy == "0":
+            root, point = v2
+            return point + (path[len(root):] if root != "/" else path), "memory.max"
+    pytest.fail("no memory cgroup hierarchy is mounted")
+
+
+@pytest.fixture
+def memory_cgroup():
+    parent, limit_file = memory_cgroup_parent()
+    path = os.path.join(parent, f"codecvisor-test-{uuid.uuid4().hex[:8]}")
+    os.mkdir(path)
+    try:
+        with open(os.path.join(path, limit_file), "w") as f:
+            f.write(str(LIMIT))
+        yield path
+    finally:
+        os.rmdir(path)
+
+
+def run_in(cgroup, script):
+    """`script` run by this Python in `cgroup`, without torch (numpy arrays:
+    a smaller process, so the limit is what the batch meets)."""
+    procs = os.path.join(cgroup, "cgroup.procs")
+
+    def join():
+        with open(procs, "w") as f:
+            f.write(str(os.getpid()))
+
+    prelude = "import sys; sys.modules['torch'] = None\n"
+    return subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(script)], preexec_fn=join,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_the_cgroups_limit_is_the_usable_memory(memory_cgroup):
+    done = run_in(memory_cgroup, """
+        from codecvisor import _codecvisor
+        print(_codecvisor.usable_memory_bytes())
+    """)
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout) == LIMIT
+
+
+def test_a_backend_sending_more_than_a_time_range_promised_stops_at_half_the_limit(memory_cgroup, tmp_path):
+    # 12 MiB frames, 400 of them: the range's 40 s at 10 fps would take
+    # 4.7 GiB, more than the cgroup's 2 GiB. The estimate from the rate is
+    # bypassed, as a backend whose rate lies would: the batch stops the
+    # frames at 1 GiB, a MemoryError, where it grew until the kernel killed
+    # the process.
+    clip = synthetic_clip(tmp_path / "big.syn", "frames=400 width=2048 height=2048 fps=10")
+    done = run_in(memory_cgroup, f"""
+        from codecvisor.decoders import VideoDecoder
+        d = VideoDecoder({clip!r}, device="synthetic", seek_mode="approximate")
+        d._check_memory = lambda *args, **kwargs: None
+        try:
+            d.get_frames_played_in_range(0.0, 40.0)
+        except MemoryError as e:
+            print("MemoryError:", e)
+        print(len(d.get_frames_played_in_range(0.0, 1.0)))
+    """)
+    assert done.returncode == 0, (done.returncode, done.stderr)
+    assert "MemoryError: the backend sent more than" in done.stdout, done.stdout
+    assert "more than half the 2048 MiB of memory this process may use" in done.stdout
+    assert done.stdout.splitlines()[-1] == "10"  # the decoder goes on
+
+
+def test_a_time_range_larger_than_the_limit_is_refused_before_any_request(memory_cgroup, tmp_path):
+    clip = synthetic_clip(tmp_path / "big.syn", "frames=400 width=2048 height=2048 fps=10")
+    done = run_in(memory_cgroup, f"""
+        from codecvisor.decoders import VideoDecoder
+        d = VideoDecoder({clip!r}, device="synthetic", seek_mode="approximate")
+        try:
+            d.get_frames_played_in_range(0.0, 40.0)
+        except MemoryError as e:
+            print("MemoryError:", e)
+    """)
+    assert done.returncode == 0, (done.returncode, done.stderr)
+    assert "400 frames (40.0 s at 10.0 fps) of 12582912 bytes each would take more than half the 2048 MiB" in done.stdout
