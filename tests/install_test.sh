@@ -103,7 +103,7 @@ expect 0 "decode ppm" installed "$cv" decode "$video" --format ppm --indices 0,7
 holds "ppm frame 7 equals ffmpeg" same_as_ffmpeg "$tmp/ppm/frame_000007.ppm" "$video" 7
 
 # The C++ API from the moved tree, outside Bazel: the README's quick start,
-# compiled with plain `c++ $(pkg-config --cflags --libs codecvisor)`.
+# compiled with `c++ -std=c++20 $(pkg-config --cflags --libs codecvisor)`.
 cp "$TEST_SRCDIR/codecvisor/examples/cpp_quickstart/quickstart.cc" "$tmp/quickstart.cc"
 expect 0 "pkg-config finds codecvisor in the moved tree" env PKG_CONFIG_PATH="$b/lib/pkgconfig" \
   pkg-config --cflags --libs codecvisor

@@ -36,8 +36,16 @@ holds "pkg-config finds the moved SDK header" \
   [ -f "$(pkg-config --variable=includedir codecvisor-backend)/codecvisor/codecvisor_backend.h" ]
 holds "pkg-config names the moved CLI" [ -x "$(pkg-config --variable=codecvisor codecvisor-backend)" ]
 readme="$prefix/share/codecvisor/README.md"
+# The installed README is backends/sdk/README.md byte for byte, read where
+# no source tree is: it names no file or folder of the repository (a test,
+# an example, a backend's source, a .cc, .bzl or .h file). `backends/` after
+# a `/` is the installed PREFIX/lib/codecvisor/backends/, not a source path;
+# codecvisor_backend.h is the one header the SDK installs, so the only .h
+# name it may give.
 holds "the installed README names no file of the source repository" \
-  bash -c "! grep -nE '(^|[^A-Za-z])(tests|examples|docs|core|tools|runner)/|\.(cc|bzl)\b' '$readme'"
+  bash -c "! grep -nE '(^|[^A-Za-z])(tests|examples|docs|core|tools|runner)/|(^|[^A-Za-z/])backends/|\.(cc|bzl)\b' '$readme'"
+holds "the installed README names no header but the SDK's own" \
+  bash -c "! grep -oE '[A-Za-z0-9_]+\.h\b' '$readme' | grep -vx 'codecvisor_backend\.h'"
 # Every file the installed README names under share/ is there.
 for path in $(grep -o 'share/codecvisor/[A-Za-z0-9_./-]*[A-Za-z0-9_]' "$readme" | sort -u); do
   holds "the README's $path exists" [ -e "$prefix/$path" ]
