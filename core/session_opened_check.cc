@@ -83,6 +83,17 @@ absl::Status CheckStreamNumbers(const ipc::StreamMetadata& m) {
     if (!std::isfinite(r.value)) return BadNumber(r.name, r.value, "is not a finite number");
     if (r.non_negative && r.value < 0) return BadNumber(r.name, r.value, "is negative");
   }
+  // A span between two finite times may still overflow (begin -1e308, end
+  // 1e308): a caller's duration, frame count or sampler would be infinite.
+  for (const auto& r : reals) {
+    if (absl::string_view(r.name).find("seconds") == absl::string_view::npos) continue;
+    if (std::fabs(r.value) > kMaxStreamSeconds) {
+      return BadNumber(r.name, r.value, absl::StrCat("is more than ", kMaxStreamSeconds, " s either way"));
+    }
+  }
+  if (m.average_fps > 0 && m.average_fps < kMinKnownFps) {
+    return BadNumber("average_fps", m.average_fps, absl::StrCat("is neither 0 (unknown) nor ", kMinKnownFps, " or more"));
+  }
   if (m.end_stream_seconds < m.begin_stream_seconds) {
     return BadNumber("end_stream_seconds", m.end_stream_seconds,
                      absl::StrCat("is before begin_stream_seconds ", m.begin_stream_seconds));

@@ -32,6 +32,11 @@ inline constexpr uint64_t kMaxPaddingRows = 128;
 inline constexpr uint64_t kMaxLayoutSlack = 64 * 1024;
 // The most frames a stream may claim (at 240 frames a second, over 200 days).
 inline constexpr int64_t kMaxStreamFrames = int64_t{1} << 32;
+// The largest time a stream may claim, either way (over 300 years), so that
+// a span (end - begin) is finite too; and the lowest known rate, a frame
+// in that time.
+inline constexpr double kMaxStreamSeconds = 1e10;
+inline constexpr double kMinKnownFps = 1 / kMaxStreamSeconds;
 
 // OK when `layout` describes frames of its width and height and nothing
 // more: a size of 1 to ipc::kMaxFrameSide each way; one plane for RGB24
@@ -45,7 +50,8 @@ inline constexpr int64_t kMaxStreamFrames = int64_t{1} << 32;
 
 // OK when the stream's numbers are ones a stream can have: times, rate and
 // rotation finite (but a NaN rate, which AcceptStreamNumbers takes as
-// unknown); duration, rate and bit rate not negative; the end not
+// unknown); times and durations within kMaxStreamSeconds either way; a
+// rate 0 (unknown) or from kMinKnownFps; duration, rate and bit rate not negative; the end not
 // before the beginning; a rotation within a turn either way; frame counts
 // -1 (unknown) or 0 to kMaxStreamFrames; a time base, when given (den > 0),
 // not negative. Otherwise kDataLoss naming the field and its value.

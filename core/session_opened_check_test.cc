@@ -148,6 +148,14 @@ TEST(SessionOpenedCheckTest, StreamNumbersMustBeOnesAStreamCanHave) {
       {[](ipc::StreamMetadata& m, double, double) { m.num_frames_from_scan = INT64_MAX; }, "num_frames_from_scan"},
       {[](ipc::StreamMetadata& m, double, double) { m.num_frames_from_header = -2; }, "num_frames_from_header -2"},
       {[](ipc::StreamMetadata& m, double, double) { m.bit_rate = -1; }, "bit_rate -1 is negative"},
+      // Finite times whose span is not: a caller's duration would be inf.
+      {[](ipc::StreamMetadata& m, double, double) {
+         m.begin_stream_seconds = -1.7e308;
+         m.end_stream_seconds = 1.7e308;
+       },
+       "begin_stream_seconds -1.7e+308 is more than 1e+10 s either way"},
+      {[](ipc::StreamMetadata& m, double, double) { m.duration_seconds = 1e300; }, "duration_seconds 1e+300 is more"},
+      {[](ipc::StreamMetadata& m, double, double) { m.average_fps = 5e-324; }, "average_fps 4.94066e-324 is neither"},
       {[](ipc::StreamMetadata& m, double, double) {
          m.header_times = ipc::HeaderTimes{-3, 0};
        },
