@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <ctime>
+#include <system_error>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
@@ -77,7 +78,15 @@ absl::StatusOr<std::unique_ptr<Host>> Host::Create(HostOptions options) {
   if (const char* degraded = std::getenv(kAllowDegradedEnv); degraded != nullptr && std::string(degraded) == "1") {
     options.supervision.spawn.allow_degraded = true;
   }
-  std::unique_ptr<Host> host(new Host(std::move(options), layout));
+  // The host starts a thread of its own (the spawner): a process whose user
+  // may start no more (RLIMIT_NPROC) gets the shortage as an error, where
+  // std::thread's exception left Create, declared to return a status.
+  std::unique_ptr<Host> host;
+  try {
+    host.reset(new Host(std::move(options), layout));
+  } catch (const std::system_error& e) {
+    return HostShortage(absl::ResourceExhaustedError(absl::StrCat("cannot start the host's thread: ", e.what())));
+  }
   Discovery found = DiscoverBackends(discovery);
   {
     MutexLock lock(&host->mu_);

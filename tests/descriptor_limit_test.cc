@@ -4,9 +4,13 @@
 // replaced nor quarantined, and opens work again once decoders close. Each
 // case is a row of docs/RELIABILITY.md (FaultRow).
 
+#include <seccomp.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <string>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -184,6 +188,45 @@ TEST_F(DescriptorLimitTest, ABackendStartsUnderASmallLimitWithRoomForItsStart) {
   absl::StatusOr<Frame> f = (*d)->GetFrameAt(7);
   EXPECT_TRUE(f.ok() && IsSyntheticFrame(*f, 7)) << FrameOutcome(f, 7);
   EXPECT_EQ(StatusOf("synthetic").restarts, 0u);
+}
+
+// A process that may start no more threads (its user at RLIMIT_NPROC, as
+// clone answers EAGAIN; here a seccomp filter answers so, since root is
+// not held to the limit) cannot make a Host: Create says whose limit it
+// is, where the spawner thread's std::system_error escaped it (the CLI
+// aborted, Python got a bare RuntimeError). The case runs in a child.
+TEST(ThreadLimitTest, AHostThatCannotStartAThreadSaysSo) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    close(fds[0]);
+    scmp_filter_ctx filter = seccomp_init(SCMP_ACT_ALLOW);
+    if (filter == nullptr || seccomp_rule_add(filter, SCMP_ACT_ERRNO(EAGAIN), SCMP_SYS(clone), 0) != 0 ||
+        seccomp_rule_add(filter, SCMP_ACT_ERRNO(EAGAIN), SCMP_SYS(clone3), 0) != 0 || seccomp_load(filter) != 0) {
+      _exit(2);
+    }
+    HostOptions options;
+    options.layout = InstallLayout{Runfile("backends/sdk/runner/codecvisor-backend"), "/nonexistent"};
+    options.discovery = DiscoveryOptions{{}, "/nonexistent", false};
+    absl::StatusOr<std::unique_ptr<Host>> host = Host::Create(options);  // threw without the fix: SIGABRT
+    const std::string said = host.ok() ? "OK" : host.status().ToString();
+    (void)!write(fds[1], said.data(), said.size());
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string said;
+  char buf[512];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof(buf))) > 0;) said.append(buf, static_cast<size_t>(n));
+  close(fds[0]);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child died of signal " << WTERMSIG(status);
+  ASSERT_EQ(WEXITSTATUS(status), 0) << "the child could not load its seccomp filter";
+  EXPECT_NE(said.find("RESOURCE_EXHAUSTED"), std::string::npos) << said;
+  EXPECT_NE(said.find("cannot start the host's thread"), std::string::npos) << said;
+  EXPECT_NE(said.find("`ulimit -u`"), std::string::npos) << said;
 }
 
 }  // namespace
