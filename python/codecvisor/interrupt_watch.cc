@@ -1,5 +1,6 @@
 #include "python/codecvisor/interrupt_watch.h"
 
+#include <pthread.h>
 #include <signal.h>
 
 #include <atomic>
@@ -27,6 +28,16 @@ void NoteSigint(int signal, siginfo_t* info, void* context) {
   g_sigint.store(true, std::memory_order_release);
 }
 
+// A child forked while a watch was installed (by a thread other than the
+// one in the request) never runs that watch's destructor: it gets the
+// handler the watch replaced back, and may watch again.
+void ForgetWatchInChild() {
+  if (!g_installed) return;
+  sigaction(SIGINT, &g_replaced, nullptr);
+  g_installed = false;
+  g_sigint.store(false, std::memory_order_relaxed);
+}
+
 // On the main thread with Python's default SIGINT handler, the one that
 // raises KeyboardInterrupt: only then is cancelling the request for it
 // what Python would do.
@@ -42,6 +53,8 @@ bool ShouldWatch() {
 }  // namespace
 
 InterruptWatch::InterruptWatch() {
+  static const bool registered = pthread_atfork(nullptr, nullptr, &ForgetWatchInChild) == 0;
+  (void)registered;
   if (g_installed || !ShouldWatch()) return;
   struct sigaction current {};
   if (sigaction(SIGINT, nullptr, &current) != 0) return;

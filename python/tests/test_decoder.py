@@ -1197,6 +1197,52 @@ def test_ctrl_c_stops_a_request_at_the_next_frame(tmp_path):
     assert _restarts("faulty") == restarts and d.retries == 0
 
 
+def test_ctrl_c_stops_a_request_in_a_child_forked_during_one(tmp_path):
+    # A thread forks while the main thread is in a request (its Ctrl-C
+    # watch installed): the child, whose main thread is the forking one,
+    # starts with Python's own handler, and its requests stop at Ctrl-C
+    # again (the watch the child inherited was never removed, so every
+    # later one stood aside and Ctrl-C waited for the whole request).
+    handler = _sigint_handler_address()
+    slow = synthetic_clip(tmp_path / "slow.syn", "frames=40 width=32 height=24 fps=10 decode_ms=50")
+    crashing = synthetic_clip(tmp_path / "crash.syn", "frames=40 width=32 height=24 fps=10 decode_ms=50 "
+                                                      "fault=segfault fault_frame=30")
+    d = VideoDecoder(slow, device="faulty")
+    d[0]
+    outcome = {}
+
+    def fork_during_the_request():
+        time.sleep(0.3)
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                if _sigint_handler_address() != handler:
+                    code |= 1
+                child = VideoDecoder(crashing, device="faulty")
+                timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+                timer.start()
+                try:
+                    child.get_frames_in_range(0, 40)
+                    code |= 2
+                except KeyboardInterrupt:
+                    pass
+                timer.join()
+                if _restarts("faulty") != 0:  # the request went on to frame 30
+                    code |= 2
+            except BaseException:  # noqa: BLE001 (the exit code says it)
+                code |= 4
+            os._exit(code)
+        outcome["status"] = os.waitpid(pid, 0)[1]
+
+    forker = threading.Thread(target=fork_during_the_request)
+    forker.start()
+    assert len(d.get_frames_in_range(0, 40)) == 40
+    forker.join()
+    assert os.waitstatus_to_exitcode(outcome["status"]) == 0, \
+        "1: the child's SIGINT handler was the parent's watch, 2: Ctrl-C did not stop its request, 4: it raised"
+
+
 def test_ctrl_c_ends_a_wait_for_another_threads_request(tmp_path):
     # Another thread's request holds the decoder for 80 frames of 50 ms: a
     # request on the main thread waits for it, and Ctrl-C 0.3 s in must end
