@@ -20,6 +20,17 @@ FFMPEG = ["/usr/bin/ffmpeg", "-nostdin", "-v", "error", "-y"]
 WIDTH, HEIGHT, FPS, SECONDS = 96, 64, 25, 2
 
 
+def hwc(tensor):
+    """A CHW frame or NCHW batch tensor as HWC / NHWC numpy."""
+    return tensor.permute(1, 2, 0).numpy() if tensor.dim() == 3 else tensor.permute(0, 2, 3, 1).numpy()
+
+
+def backend_restarts(name):
+    """How many times this process's host has restarted backend `name`."""
+    import codecvisor  # on first use: tests set the environment it reads first
+    return next(b.restarts for b in codecvisor.backends.list() if b.name == name)
+
+
 def make_video(path, args):
     subprocess.run(FFMPEG + args + [str(path)], check=True)
     return str(path)

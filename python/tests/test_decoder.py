@@ -3,18 +3,13 @@ with every frame compared byte for byte with the ffmpeg CLI."""
 
 import dataclasses
 import errno
-import io
 import math
 import os
 import pathlib
 import pickle
-import shutil
-import signal
 import struct
 import subprocess
 import sys
-import threading
-import time
 from fractions import Fraction
 
 import numpy as np
@@ -22,14 +17,10 @@ import pytest
 import torch
 
 import codecvisor
-from codecvisor import _codecvisor
 from codecvisor.decoders import VideoDecoder, VideoStreamMetadata
 
-from conftest import FFMPEG, FPS, HEIGHT, SECONDS, WIDTH, ffmpeg_frames, make_video, run_in_threads, synthetic_clip
-
-
-def hwc(tensor):
-    return tensor.permute(1, 2, 0).numpy() if tensor.dim() == 3 else tensor.permute(0, 2, 3, 1).numpy()
+from conftest import (FFMPEG, FPS, HEIGHT, SECONDS, WIDTH, backend_restarts, ffmpeg_frames, hwc, make_video,
+                      synthetic_clip)
 
 
 def test_metadata_has_torchcodecs_fields(video):
@@ -205,10 +196,6 @@ def test_approximate_mode_estimates_a_count_the_header_lacks(matroska):
 
 
 
-def cpu_restarts():
-    return next(b.restarts for b in codecvisor.backends.list() if b.name == "cpu")
-
-
 def test_an_approximate_time_range_in_a_gap_of_a_variable_rate_video(tmp_path):
     # 50 frames, 25 a second, but frame 20 on comes 1.04 s late: 0.0 ...
     # 0.76, then 1.84 ... 3.00. The header's average rate (about 16.4 a
@@ -222,7 +209,7 @@ def test_an_approximate_time_range_in_a_gap_of_a_variable_rate_video(tmp_path):
     assert len(exact) == 50
     assert exact.get_frames_played_in_range(0.9, 1.5).pts_seconds.tolist() == [pytest.approx(0.76)]
     d = VideoDecoder(gap, seek_mode="approximate")
-    restarts = cpu_restarts()
+    restarts = backend_restarts("cpu")
     # A range starts at the frame playing at its start, found by time, and
     # reads on from it until a frame starts at or after its stop.
     for start, stop in [(0.9, 1.5), (0.9, 1.9), (0.3, 0.5), (1.86, 2.0), (0.0, 0.2), (2.9, d.metadata.end_stream_seconds)]:
@@ -231,7 +218,7 @@ def test_an_approximate_time_range_in_a_gap_of_a_variable_rate_video(tmp_path):
         assert got.pts_seconds.tolist() == want.pts_seconds.tolist(), (start, stop)
         assert torch.equal(got.data, want.data), (start, stop)
     assert d.get_frames_played_in_range(0.9, 1.9).pts_seconds.tolist() == pytest.approx([0.76, 1.84, 1.88])
-    assert cpu_restarts() == restarts
+    assert backend_restarts("cpu") == restarts
 
 
 @pytest.mark.parametrize("container", ["mp4", "mkv"])
@@ -247,7 +234,7 @@ def test_an_approximate_time_finds_the_frame_playing_then_in_a_variable_rate_vid
     d = VideoDecoder(pausing, seek_mode="approximate", dimension_order="NHWC")
     m = exact.metadata
     times = [m.begin_stream_seconds + k / 20 for k in range(int((m.end_stream_seconds - m.begin_stream_seconds) * 20))]
-    restarts = cpu_restarts()
+    restarts = backend_restarts("cpu")
     for t in times[::-1] + times:  # seeks back, then decoding on
         got, want = d.get_frame_played_at(t), exact.get_frame_played_at(t)
         assert got.pts_seconds == want.pts_seconds, t
@@ -255,7 +242,7 @@ def test_an_approximate_time_finds_the_frame_playing_then_in_a_variable_rate_vid
     batch, want = d.get_frames_played_at(times), exact.get_frames_played_at(times)
     assert batch.pts_seconds.tolist() == want.pts_seconds.tolist()
     assert torch.equal(batch.data, want.data)
-    assert cpu_restarts() == restarts
+    assert backend_restarts("cpu") == restarts
 
 
 @pytest.mark.parametrize("seek_mode", ["exact", "approximate"])
@@ -607,51 +594,6 @@ def test_a_range_of_indices_has_a_slices_bounds(video, reference):
         assert b.pts_seconds.tolist() == pytest.approx([i / FPS for i in want])
 
 
-def test_more_frames_than_memory_holds_are_refused_before_any_request(video):
-    # Each of these would grow a batch past the machine's memory, and get the
-    # process killed by the kernel rather than raise.
-    d = VideoDecoder(video)
-    d[0]
-    restarts = cpu_restarts()
-    memory = _codecvisor.usable_memory_bytes()
-    count = memory // (WIDTH * HEIGHT * 3) + 1
-    for ask in (lambda: d.get_frames_at([0] * count), lambda: d.get_frames_played_at([0.0] * count),
-                lambda: d._frames_scattered([0], [0] * count)):
-        with pytest.raises(MemoryError, match=f"{count} frames of {WIDTH * HEIGHT * 3} bytes each would take more "
-                                              f"than half the {memory >> 20} MiB of memory this process may use"):
-            ask()
-    assert d.get_frames_in_range(0, 3).data.shape[0] == 3
-    assert cpu_restarts() == restarts and d.retries == 0
-
-
-def test_a_containers_memory_limit_bounds_a_batch(video, monkeypatch):
-    # In a container with a memory limit (its cgroup's), the machine's
-    # memory is not what the process may use: the limit is.
-    limit = 16 << 20
-    most = limit // 2 // (WIDTH * HEIGHT * 3)
-    monkeypatch.setattr(_codecvisor, "usable_memory_bytes", lambda: limit)
-    d = VideoDecoder(video)
-    assert d.get_frames_at([0] * most).data.shape[0] == most
-    with pytest.raises(MemoryError, match=f"{most + 1} frames of {WIDTH * HEIGHT * 3} bytes each would take more "
-                                          "than half the 16 MiB of memory this process may use"):
-        d.get_frames_at([0] * (most + 1))
-
-
-def test_a_slice_or_range_larger_than_memory_is_refused_before_any_request(tmp_path):
-    # A stream whose scanned frames take more than the machine's memory:
-    # a slice or range of all of them is a MemoryError, not a batch grown
-    # until the kernel kills the process.
-    memory = _codecvisor.usable_memory_bytes()
-    frames = memory // (4096 * 4096 * 3) + 2
-    d = VideoDecoder(synthetic_clip(tmp_path / "huge.syn", f"frames={frames} width=4096 height=4096 fps=10"),
-                     device="synthetic")
-    assert d.metadata.num_frames_from_content == frames
-    for ask in (lambda: d[:], lambda: d[::-1], lambda: d.get_frames_in_range(0, frames)):
-        with pytest.raises(MemoryError, match=f"{frames} frames of {4096 * 4096 * 3} bytes each"):
-            ask()
-    assert d[1:3].shape == (2, 3, 4096, 4096)
-
-
 def test_a_time_range_resampled_to_a_frame_rate(video, reference):
     # fps: the frame played at start + i / fps for round((stop - start) * fps)
     # outputs, as torchcodec resamples (torchvision's index rule for a
@@ -756,168 +698,6 @@ def test_a_frame_index_is_an_integer_of_any_kind(video, reference):
     assert len(d.get_frames_in_range(2 ** 63, None)) == 0 and len(d[2 ** 63:]) == 0
     np.testing.assert_array_equal(d[2::2 ** 64].numpy(), reference[[2]])
     np.testing.assert_array_equal(d[-1::-2 ** 64].numpy(), reference[[49]])
-
-
-class TorchcodecFileLike:
-    """A file-like object as torchcodec's contract has it: read(size) that
-    may return fewer bytes than asked (here at most 64 KiB), and
-    seek(offset, whence) with both arguments required."""
-
-    def __init__(self, data):
-        self._file = io.BytesIO(data)
-
-    def read(self, size):
-        return self._file.read(min(size, 1 << 16))
-
-    def seek(self, offset, whence):
-        return self._file.seek(offset, whence)
-
-
-@pytest.mark.parametrize("kind", ["str", "path", "bytes", "bytearray", "memoryview", "tensor", "file",
-                                  "torchcodec_file", "pipe"])
-def test_every_source_kind(video, reference, kind):
-    data = pathlib.Path(video).read_bytes()
-    source = {
-        "str": video,
-        "path": pathlib.Path(video),
-        "bytes": data,
-        "bytearray": bytearray(data),
-        "memoryview": memoryview(data),
-        "tensor": torch.frombuffer(bytearray(data), dtype=torch.uint8),
-        "file": io.BytesIO(data),
-        "torchcodec_file": TorchcodecFileLike(data),
-        "pipe": None,
-    }[kind]
-    if kind == "pipe":  # cannot seek: read from where it is
-        read_end, write_end = os.pipe()
-        threading.Thread(target=lambda: (os.write(write_end, data), os.close(write_end)), daemon=True).start()
-        source = open(read_end, "rb")
-    d = VideoDecoder(source)
-    assert len(d) == 50
-    np.testing.assert_array_equal(hwc(d[33]), reference[33])
-    # Each decoder reopens (pickled, or in a forked child) the video it was
-    # given, even when the caller reuses a buffer for the next file.
-    if kind in ("bytearray", "tensor"):
-        if kind == "bytearray":
-            source[:] = b"\0" * len(source)
-        else:
-            source.zero_()
-        np.testing.assert_array_equal(hwc(pickle.loads(pickle.dumps(d))[33]), reference[33])
-
-
-
-def test_a_file_like_source_that_never_ends_or_overreads_is_an_error(monkeypatch):
-    """A read() past its size is a ValueError; a stream with no end stops at
-    half the machine's memory (here made 64 MiB) as a MemoryError, instead
-    of growing until the kernel kills the process."""
-
-    class Endless:
-        def __init__(self, extra=0):
-            self.extra = extra
-
-        def read(self, size):
-            return b"\0" * (size + self.extra)
-
-        def seek(self, offset, whence=0):
-            return 0
-
-    with pytest.raises(ValueError, match=r"Endless.read\(1048576\) returned 1048577 bytes"):
-        VideoDecoder(Endless(extra=1))
-    monkeypatch.setattr(_codecvisor, "usable_memory_bytes", lambda: 128 << 20)
-    with pytest.raises(MemoryError, match=r"Endless: more than 64 MiB read and no end yet"):
-        VideoDecoder(Endless())
-
-
-def test_a_file_like_source_is_held_once_while_it_is_read():
-    """A file-like object's contents are read into one buffer that becomes
-    the decoder's copy: reading a 32 MiB stream in torchcodec's small reads
-    never holds it twice."""
-    import tracemalloc
-
-    from codecvisor._sources import _read_source
-
-    size = 32 << 20
-    for source in (io.BytesIO(bytes(range(256)) * (size // 256)), TorchcodecFileLike(b"\x5a" * size)):
-        tracemalloc.start()
-        try:
-            kind, contents = _read_source(source)
-            _, peak = tracemalloc.get_traced_memory()
-        finally:
-            tracemalloc.stop()
-        assert kind == "bytes" and len(contents) == size
-        assert peak < 1.25 * size, f"reading {size} bytes held {peak} at once"
-        del contents
-
-def test_threads_first_using_an_unpickled_decoder_all_get_their_frames(video, reference):
-    # An unpickled decoder opens on first use: threads that use it at once
-    # wait for that open; none finds it "closed" meanwhile.
-    state = pickle.dumps(VideoDecoder(video))
-    for _ in range(5):
-        d = pickle.loads(state)
-        barrier = threading.Barrier(8)
-        frames = {}
-
-        def work(k):
-            barrier.wait()
-            frames[k] = hwc(d[k:k + 1])
-
-        assert run_in_threads(work, 8) == []
-        for k in range(8):
-            np.testing.assert_array_equal(frames[k], reference[k:k + 1])
-
-
-def test_a_forked_or_unpickled_decoder_reopens_the_same_file(video, reference, tmp_path, monkeypatch):
-    shutil.copy(video, tmp_path / "clip.mp4")
-    monkeypatch.chdir(tmp_path)
-    d = VideoDecoder("clip.mp4")
-    state = pickle.dumps(d)
-    # Another folder with a file of the same name: the path was the one in
-    # the folder the decoder was made in.
-    other = tmp_path / "other"
-    other.mkdir()
-    make_video(other / "clip.mp4", ["-f", "lavfi", "-i", "testsrc=size=32x24:rate=10", "-t", "1"])
-    monkeypatch.chdir(other)
-    np.testing.assert_array_equal(hwc(pickle.loads(state)[7]), reference[7])
-    # The file replaced by another video: an error, not the other's frames;
-    # on first use (as in a forked child), so that a DataLoader worker
-    # started by spawn, which unpickles as it starts, raises it in the
-    # training loop. Every use says it again, not "closed". Its metadata
-    # is the one it was made with.
-    shutil.copy(other / "clip.mp4", tmp_path / "clip.mp4")
-    unpickled = pickle.loads(state)
-    assert len(unpickled) == 50 and unpickled.metadata == d.metadata
-    for _ in range(2):
-        with pytest.raises(codecvisor.VideoError,
-                           match=r"the video changed since the decoder was made.*width: 96 -> 32"):
-            unpickled[0]
-    unpickled.close()
-    with pytest.raises(ValueError, match="the decoder is closed"):
-        unpickled[0]
-    pid = os.fork()
-    if pid == 0:  # the child reopens on first use
-        try:
-            d[0]
-            os._exit(1)
-        except codecvisor.VideoError as e:
-            os._exit(0 if "the video changed" in str(e) else 2)
-        except BaseException:
-            os._exit(3)
-    assert os.waitpid(pid, 0)[1] == 0
-
-
-def test_a_file_name_that_is_not_utf8(video, reference, tmp_path):
-    # Legal on Linux; Python names it with surrogate escapes.
-    good = os.fsdecode(bytes(tmp_path) + b"/clip\xff.mp4")
-    shutil.copy(video, good)
-    for source in (good, pathlib.Path(good)):
-        np.testing.assert_array_equal(hwc(VideoDecoder(source)[7]), reference[7])
-    # Its errors name it too, its odd byte escaped.
-    bad = os.fsdecode(bytes(tmp_path) + b"/bad\xfe.mp4")
-    pathlib.Path(bad).write_bytes(b"\x00\x00\x00\x18ftypmp42" + bytes(range(256)) * 40)
-    with pytest.raises(codecvisor.VideoError, match=r"bad\\xfe\.mp4"):
-        VideoDecoder(bad)
-    with pytest.raises(FileNotFoundError):
-        VideoDecoder(os.fsdecode(bytes(tmp_path) + b"/missing\xfd.mp4"))
 
 
 def test_bad_arguments(video, tmp_path):
@@ -1097,197 +877,6 @@ def test_a_host_under_a_lower_hard_limit_still_decodes(video):
     done = subprocess.run([sys.executable, "-c", code, video], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == str((3, HEIGHT, WIDTH))
-
-
-def test_close_and_context_manager(video):
-    with VideoDecoder(video) as d:
-        assert d.backend == "cpu"
-        d[0]
-    with pytest.raises(ValueError):
-        d[0]
-    d.close()  # twice is harmless
-
-
-@pytest.fixture(scope="module")
-def long_video(tmp_path_factory):
-    """12 s of 96x64 at 25 fps (300 frames): requests long enough to overlap."""
-    return make_video(tmp_path_factory.mktemp("long") / "long.mp4",
-                      ["-f", "lavfi", "-i", f"testsrc=size={WIDTH}x{HEIGHT}:rate={FPS}", "-t", "12",
-                       "-c:v", "libx264", "-g", "25", "-pix_fmt", "yuv420p"])
-
-
-def test_threads_sharing_one_decoder_take_turns(long_video):
-    # A decoder serves one request at a time; Python threads that share one
-    # wait for each other (each request is whole and right), never crash.
-    reference = VideoDecoder(long_video, dimension_order="NHWC").get_frames_in_range(0, 300).data.numpy()
-    d = VideoDecoder(long_video, dimension_order="NHWC")
-    start = threading.Barrier(4)
-
-    def work(k):
-        start.wait()
-        for r in range(6):
-            first = (k * 37 + r * 53) % 200
-            indices = list(range(first, first + 100, 3))
-            np.testing.assert_array_equal(d.get_frames_at(indices).data.numpy(), reference[indices])
-            assert d.metadata.num_frames == 300 and d.retries == 0
-
-    errors = run_in_threads(work, 4)
-    assert not errors, errors
-
-
-@pytest.mark.parametrize("delay", [0.0, 0.002, 0.02])
-def test_close_while_another_thread_decodes(long_video, delay):
-    # close() waits for the request in flight, which ends whole; afterwards
-    # the decoder is closed for every thread.
-    d = VideoDecoder(long_video)
-    outcome, started = [], threading.Event()
-
-    def work():
-        started.set()
-        try:
-            outcome.append(len(d.get_frames_in_range(0, 300)))
-        except ValueError as e:  # closed before its turn came
-            outcome.append(str(e))
-
-    t = threading.Thread(target=work)
-    t.start()
-    started.wait()
-    time.sleep(delay)
-    d.close()
-    t.join()
-    assert outcome[0] == 300 or "closed" in outcome[0], outcome
-    with pytest.raises(ValueError, match="closed"):
-        d[0]
-
-
-def _restarts(name):
-    return next(b.restarts for b in codecvisor.backends.list() if b.name == name)
-
-
-def _sigint_handler_address():
-    # The process's SIGINT handler as the kernel has it (struct sigaction's
-    # first field), which Python's signal.getsignal does not show.
-    import ctypes
-    action = ctypes.create_string_buffer(256)
-    assert ctypes.CDLL(None).sigaction(signal.SIGINT, None, action) == 0
-    return int.from_bytes(action.raw[:8], "little")
-
-
-def test_ctrl_c_stops_a_request_at_the_next_frame(tmp_path):
-    # 40 frames of 50 ms each, whose frame 30 crashes the backend: Ctrl-C
-    # 0.3 s in must end the request there, with KeyboardInterrupt, before
-    # the backend reaches frame 30 (a request that went on would die there
-    # twice and raise BackendError instead). The decoder goes on afterwards.
-    clip = synthetic_clip(tmp_path / "slow.syn", "frames=40 width=32 height=24 fps=10 decode_ms=50 "
-                                                 "fault=segfault fault_frame=30")
-    d = VideoDecoder(clip, device="faulty")
-    restarts = _restarts("faulty")
-    handler = _sigint_handler_address()
-    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
-    timer.start()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            d.get_frames_in_range(0, 40)
-    finally:
-        timer.join()
-    assert _restarts("faulty") == restarts
-    assert _sigint_handler_address() == handler, "the C handler in front of Python's was left installed"
-    fresh = VideoDecoder(clip, device="faulty")
-    torch.testing.assert_close(d.get_frames_in_range(3, 6).data, fresh.get_frames_in_range(3, 6).data)
-    assert _restarts("faulty") == restarts and d.retries == 0
-
-
-def test_ctrl_c_stops_a_request_in_a_child_forked_during_one(tmp_path):
-    # A thread forks while the main thread is in a request (its Ctrl-C
-    # watch installed): the child, whose main thread is the forking one,
-    # starts with Python's own handler, and its requests stop at Ctrl-C
-    # again (the watch the child inherited was never removed, so every
-    # later one stood aside and Ctrl-C waited for the whole request).
-    handler = _sigint_handler_address()
-    slow = synthetic_clip(tmp_path / "slow.syn", "frames=40 width=32 height=24 fps=10 decode_ms=50")
-    crashing = synthetic_clip(tmp_path / "crash.syn", "frames=40 width=32 height=24 fps=10 decode_ms=50 "
-                                                      "fault=segfault fault_frame=30")
-    d = VideoDecoder(slow, device="faulty")
-    d[0]
-    outcome = {}
-
-    def fork_during_the_request():
-        time.sleep(0.3)
-        pid = os.fork()
-        if pid == 0:
-            code = 0
-            try:
-                if _sigint_handler_address() != handler:
-                    code |= 1
-                child = VideoDecoder(crashing, device="faulty")
-                timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
-                timer.start()
-                try:
-                    child.get_frames_in_range(0, 40)
-                    code |= 2
-                except KeyboardInterrupt:
-                    pass
-                timer.join()
-                if _restarts("faulty") != 0:  # the request went on to frame 30
-                    code |= 2
-            except BaseException:  # noqa: BLE001 (the exit code says it)
-                code |= 4
-            os._exit(code)
-        outcome["status"] = os.waitpid(pid, 0)[1]
-
-    forker = threading.Thread(target=fork_during_the_request)
-    forker.start()
-    assert len(d.get_frames_in_range(0, 40)) == 40
-    forker.join()
-    assert os.waitstatus_to_exitcode(outcome["status"]) == 0, \
-        "1: the child's SIGINT handler was the parent's watch, 2: Ctrl-C did not stop its request, 4: it raised"
-
-
-def test_ctrl_c_ends_a_wait_for_another_threads_request(tmp_path):
-    # Another thread's request holds the decoder for 80 frames of 50 ms: a
-    # request on the main thread waits for it, and Ctrl-C 0.3 s in must end
-    # that wait with KeyboardInterrupt while the other request still runs.
-    clip = synthetic_clip(tmp_path / "slow.syn", "frames=80 width=32 height=24 fps=10 decode_ms=50")
-    d = VideoDecoder(clip, device="faulty")
-    started, other_done = threading.Event(), threading.Event()
-
-    def other():
-        started.set()
-        d.get_frames_in_range(0, 80)
-        other_done.set()
-
-    worker = threading.Thread(target=other)
-    worker.start()
-    started.wait()
-    time.sleep(0.1)  # its request under way
-    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
-    timer.start()
-    try:
-        with pytest.raises(KeyboardInterrupt):  # (were its request first, it would stop at its next frame)
-            d.get_frames_in_range(0, 80)
-        assert not other_done.is_set(), "the interrupt waited for the other thread's request"
-    finally:
-        timer.join()
-        worker.join()
-    assert other_done.is_set() and len(d.get_frames_in_range(0, 2)) == 2
-
-
-def test_a_sigint_handler_of_the_users_own_lets_the_request_finish(tmp_path):
-    # Only Python's default handler (KeyboardInterrupt) cancels a request: a
-    # handler of the user's own may not raise, and runs once it has ended.
-    clip = synthetic_clip(tmp_path / "slow.syn", "frames=12 width=32 height=24 fps=10 decode_ms=50")
-    d = VideoDecoder(clip, device="synthetic")
-    seen = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: seen.append(signum))
-    timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT))
-    try:
-        timer.start()
-        batch = d.get_frames_in_range(0, 12)
-        timer.join()
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    assert seen == [signal.SIGINT]
-    assert batch.data.shape[0] == 12
 
 
 def _state(name):

@@ -1,10 +1,11 @@
-"""A decoder in a process whose cgroup limits its memory (a container
-started with --memory): batches are sized by that limit, not by the
-machine's memory, and a backend that sends more frames than a request's
-estimate stops at half of it with a MemoryError instead of getting the
-process killed by the kernel. Each case runs a Python process in a memory
-cgroup made for it (as root here; tools/test.sh makes the hierarchies
-writable in Bazel's sandbox)."""
+"""Batches and the memory the process may use (the machine's, or its
+cgroup's limit: a container started with --memory): a request whose frames
+would take more than half of it is a MemoryError before anything is
+decoded, and a backend that sends more frames than a request's estimate
+stops there with a MemoryError instead of getting the process killed by
+the kernel. The cgroup cases run a Python process in a memory cgroup made
+for it (as root here; tools/test.sh makes the hierarchies writable in
+Bazel's sandbox)."""
 
 import os
 import subprocess
@@ -14,9 +15,58 @@ import uuid
 
 import pytest
 
-from conftest import synthetic_clip
+from codecvisor import _codecvisor
+from codecvisor.decoders import VideoDecoder
+
+from conftest import HEIGHT, WIDTH, backend_restarts, synthetic_clip
 
 LIMIT = 2 << 30
+
+
+def test_more_frames_than_memory_holds_are_refused_before_any_request(video):
+    # Each of these would grow a batch past the machine's memory, and get the
+    # process killed by the kernel rather than raise.
+    d = VideoDecoder(video)
+    d[0]
+    restarts = backend_restarts("cpu")
+    memory = _codecvisor.usable_memory_bytes()
+    count = memory // (WIDTH * HEIGHT * 3) + 1
+    for ask in (lambda: d.get_frames_at([0] * count), lambda: d.get_frames_played_at([0.0] * count),
+                lambda: d._frames_scattered([0], [0] * count)):
+        with pytest.raises(MemoryError, match=f"{count} frames of {WIDTH * HEIGHT * 3} bytes each would take more "
+                                              f"than half the {memory >> 20} MiB of memory this process may use"):
+            ask()
+    assert d.get_frames_in_range(0, 3).data.shape[0] == 3
+    assert backend_restarts("cpu") == restarts and d.retries == 0
+
+
+def test_a_containers_memory_limit_bounds_a_batch(video, monkeypatch):
+    # In a container with a memory limit (its cgroup's), the machine's
+    # memory is not what the process may use: the limit is.
+    limit = 16 << 20
+    most = limit // 2 // (WIDTH * HEIGHT * 3)
+    monkeypatch.setattr(_codecvisor, "usable_memory_bytes", lambda: limit)
+    d = VideoDecoder(video)
+    assert d.get_frames_at([0] * most).data.shape[0] == most
+    with pytest.raises(MemoryError, match=f"{most + 1} frames of {WIDTH * HEIGHT * 3} bytes each would take more "
+                                          "than half the 16 MiB of memory this process may use"):
+        d.get_frames_at([0] * (most + 1))
+
+
+def test_a_slice_or_range_larger_than_memory_is_refused_before_any_request(tmp_path):
+    # A stream whose scanned frames take more than the machine's memory:
+    # a slice or range of all of them is a MemoryError, not a batch grown
+    # until the kernel kills the process.
+    memory = _codecvisor.usable_memory_bytes()
+    frames = memory // (4096 * 4096 * 3) + 2
+    d = VideoDecoder(synthetic_clip(tmp_path / "huge.syn", f"frames={frames} width=4096 height=4096 fps=10"),
+                     device="synthetic")
+    assert d.metadata.num_frames_from_content == frames
+    for ask in (lambda: d[:], lambda: d[::-1], lambda: d.get_frames_in_range(0, frames)):
+        with pytest.raises(MemoryError, match=f"{frames} frames of {4096 * 4096 * 3} bytes each"):
+            ask()
+    assert d[1:3].shape == (2, 3, 4096, 4096)
+
 
 
 def memory_cgroup_parent():
