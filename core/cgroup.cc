@@ -16,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -87,6 +88,31 @@ void RemoveStale(const std::string& parent, const std::string& own_namespace) {
   closedir(d);
 }
 
+// RemoveStale for the cgroups beside the host's own (`dir`, under `mount`):
+// those of hosts that lived in its parent, and those of hosts that lived in
+// its siblings (other jobs' cgroups: a systemd scope, a pod, a batch
+// system's job), which no later host of theirs will sweep once their job is
+// gone. A listing of two folder levels, at each backend start.
+void RemoveStaleBeside(const std::string& dir, const std::string& mount, const std::string& own_namespace) {
+  const size_t slash = dir.rfind('/');
+  if (mount.empty() || slash == std::string::npos || slash < mount.size() || dir.compare(0, mount.size(), mount) != 0) {
+    return;  // the host's cgroup is the hierarchy's root: nothing beside it
+  }
+  const std::string parent = dir.substr(0, slash);
+  RemoveStale(parent, own_namespace);
+  DIR* d = opendir(parent.c_str());
+  if (d == nullptr) return;
+  std::vector<std::string> siblings;
+  while (dirent* e = readdir(d)) {
+    const absl::string_view name = e->d_name;
+    if (e->d_type != DT_DIR || name == "." || name == ".." || absl::StartsWith(name, kPrefix)) continue;
+    const std::string sibling = absl::StrCat(parent, "/", name);
+    if (sibling != dir) siblings.push_back(sibling);
+  }
+  closedir(d);
+  for (const std::string& sibling : siblings) RemoveStale(sibling, own_namespace);
+}
+
 uint64_t Field(const std::string& text, absl::string_view key) {
   for (absl::string_view line : absl::StrSplit(text, '\n')) {
     if (absl::ConsumePrefix(&line, key) && absl::ConsumePrefix(&line, " ")) {
@@ -125,11 +151,14 @@ CgroupLayout FindCgroupLayout(absl::string_view proc_self_cgroup, absl::string_v
     layout.version = 1;
     layout.memory_dir = CgroupDirUnder(*memory, own.memory_path);
     layout.pids_dir = CgroupDirUnder(*pids, own.pids_path);
+    layout.memory_mount = memory->point;
+    layout.pids_mount = pids->point;
     return layout;
   }
   if (unified != nullptr && own.v2_listed) {
     layout.version = 2;
     layout.memory_dir = CgroupDirUnder(*unified, own.v2_path);
+    layout.memory_mount = unified->point;
     return layout;
   }
   layout.missing = "no cgroup filesystem with the memory controller is mounted";
@@ -190,8 +219,9 @@ absl::StatusOr<std::unique_ptr<BackendCgroup>> BackendCgroup::Create(const Cgrou
   const std::string name = absl::StrCat(kPrefix, pid_namespace, "-", getpid(), "-", next.fetch_add(1), "-", backend);
   std::unique_ptr<BackendCgroup> cg(new BackendCgroup());
   cg->version_ = layout.version;
-  auto make = [&](const std::string& parent) -> absl::StatusOr<std::string> {
+  auto make = [&](const std::string& parent, const std::string& mount) -> absl::StatusOr<std::string> {
     RemoveStale(parent, pid_namespace);
+    RemoveStaleBeside(parent, mount, pid_namespace);
     const std::string dir = absl::StrCat(parent, "/", name);
     // A name this process never used can only exist if a killed process
     // left it behind with the same pid in a namespace whose id the kernel
@@ -212,20 +242,20 @@ absl::StatusOr<std::unique_ptr<BackendCgroup>> BackendCgroup::Create(const Cgrou
     if (!Has(enabled, "memory") || !Has(enabled, "pids")) {
       if (absl::Status s = WriteText(subtree, "+memory +pids"); !s.ok()) return s;
     }
-    absl::StatusOr<std::string> dir = make(layout.memory_dir);
+    absl::StatusOr<std::string> dir = make(layout.memory_dir, layout.memory_mount);
     if (!dir.ok()) return dir.status();
     if (absl::Status s = WriteText(*dir + "/memory.max", absl::StrCat(memory_bytes)); !s.ok()) return s;
     (void)WriteText(*dir + "/memory.swap.max", "0");  // absent without swap accounting
     if (absl::Status s = WriteText(*dir + "/pids.max", absl::StrCat(max_tasks)); !s.ok()) return s;
     return cg;
   }
-  absl::StatusOr<std::string> memory = make(layout.memory_dir);
+  absl::StatusOr<std::string> memory = make(layout.memory_dir, layout.memory_mount);
   if (!memory.ok()) return memory.status();
   if (absl::Status s = WriteText(*memory + "/memory.limit_in_bytes", absl::StrCat(memory_bytes)); !s.ok()) return s;
   // Memory and swap together, where swap is accounted: pages swapped out
   // would otherwise leave the limit. (Absent without swap accounting.)
   (void)WriteText(*memory + "/memory.memsw.limit_in_bytes", absl::StrCat(memory_bytes));
-  absl::StatusOr<std::string> pids = make(layout.pids_dir);
+  absl::StatusOr<std::string> pids = make(layout.pids_dir, layout.pids_mount);
   if (!pids.ok()) return pids.status();
   if (absl::Status s = WriteText(*pids + "/pids.max", absl::StrCat(max_tasks)); !s.ok()) return s;
   return cg;

@@ -32,6 +32,8 @@ struct CgroupLayout {
   int version = 0;          // 2 or 1; 0: none usable (see `missing`)
   std::string memory_dir;   // the host's own cgroup directory (v2: the only one)
   std::string pids_dir;     // v1 only
+  std::string memory_mount;  // where memory_dir's hierarchy is mounted
+  std::string pids_mount;    // v1 only
   std::string missing;      // why no version is usable
   std::string Describe() const;  // "cgroup v1: memory at DIR, pids at DIR"
 };

@@ -43,6 +43,8 @@ TEST(CgroupLayoutTest, AHybridHostUsesTheV1MemoryAndPidsHierarchies) {
   EXPECT_EQ(l.version, 1);
   EXPECT_EQ(l.memory_dir, "/sys/fs/cgroup/memory/process_api/0af2");
   EXPECT_EQ(l.pids_dir, "/sys/fs/cgroup/pids");
+  EXPECT_EQ(l.memory_mount, "/sys/fs/cgroup/memory");
+  EXPECT_EQ(l.pids_mount, "/sys/fs/cgroup/pids");
   EXPECT_EQ(l.Describe(), "cgroup v1: memory under /sys/fs/cgroup/memory/process_api/0af2, pids under /sys/fs/cgroup/pids");
 }
 
@@ -50,6 +52,7 @@ TEST(CgroupLayoutTest, APureV2HostUsesItsOwnCgroup) {
   const CgroupLayout l = FindCgroupLayout(kUnifiedCgroup, kUnifiedMounts);
   EXPECT_EQ(l.version, 2);
   EXPECT_EQ(l.memory_dir, "/sys/fs/cgroup/user.slice/user-1000.slice/session-2.scope");
+  EXPECT_EQ(l.memory_mount, "/sys/fs/cgroup");
 }
 
 TEST(CgroupLayoutTest, ACgroupNamespaceShowsOnlyWhatIsBelowItsRoot) {
@@ -166,6 +169,31 @@ TEST(BackendCgroupTest, OnlyStaleCgroupsOfThisPidNamespaceAreRemoved) {
   EXPECT_EQ(stat(theirs.c_str(), &st), 0) << theirs << " (another namespace) was removed";
   rmdir(ours.c_str());
   rmdir(theirs.c_str());
+}
+
+// A host killed in another job's cgroup (a sibling of this process's: a
+// systemd scope, a pod) left its backend's cgroup there; no later host of
+// that job will sweep it, so this one does, as it does its own folder's.
+TEST(BackendCgroupTest, StaleCgroupsInASiblingJobsCgroupAreRemoved) {
+  const CgroupLayout layout = ProbeCgroupLayout();
+  ASSERT_NE(layout.version, 0) << layout.missing;
+  ASSERT_NE(layout.memory_dir, layout.memory_mount) << "this process is in its hierarchy's root: it has no siblings";
+  const std::string ns = PidNamespaceId();
+  ASSERT_FALSE(ns.empty());
+  const std::string job = layout.memory_dir.substr(0, layout.memory_dir.rfind('/')) + "/cv-test-job-" +
+                          std::to_string(getpid());
+  const std::string stale = job + "/codecvisor-" + ns + "-4194305-0-stale";  // no pid runs as 4194305
+  ASSERT_EQ(mkdir(job.c_str(), 0755), 0) << job;
+  ASSERT_EQ(mkdir(stale.c_str(), 0755), 0) << stale;
+  {
+    auto cg = BackendCgroup::Create(layout, "unit", 256 << 20, 64);
+    ASSERT_TRUE(cg.ok()) << cg.status();
+  }
+  struct stat st{};
+  EXPECT_NE(stat(stale.c_str(), &st), 0) << stale << " (a sibling job's, its host gone) was not removed";
+  EXPECT_EQ(stat(job.c_str(), &st), 0) << job << ", the job's own cgroup, was removed";
+  rmdir(stale.c_str());
+  rmdir(job.c_str());
 }
 
 // A killed process's cgroup named as this process would name its own (the
