@@ -45,17 +45,23 @@ absl::Status CheckRing(const char* name, uint64_t bytes) {
 // them (and the host's mapping as it first reads them), as a decoder's
 // own picture buffers do in process; where the kernel cannot populate a
 // range with MADV_POPULATE_WRITE (Linux 5.14+) the part before the pool is
-// mapped again with MAP_POPULATE.
-void* MapPopulated(int fd, const Geometry& g, const Layout& layout) {
-  if (g.pool_slots == 0) {
+// mapped again with MAP_POPULATE. At most `most` bytes are populated: the
+// host allocates no more than kHostPopulatedBytes of a session's pages,
+// whose memory counts against it; the backend's mapping allocates the rest
+// when it attaches, against its own cgroup's memory_mb (a backend claiming
+// frames of 8192x8192 made the host commit 786 MB an open).
+void* MapPopulated(int fd, const Geometry& g, const Layout& layout, uint64_t most) {
+  const uint64_t before_pool =
+      g.pool_slots == 0 ? layout.total : layout.arena + uint64_t{g.copy_slots()} * g.slot_bytes;
+  const uint64_t populate = std::min(before_pool, most) / 4096 * 4096;
+  if (populate == layout.total) {
     return mmap(nullptr, layout.total, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
   }
   void* base = mmap(nullptr, layout.total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  const uint64_t before_pool = layout.arena + uint64_t{g.copy_slots()} * g.slot_bytes;
-  if (base != MAP_FAILED && madvise(base, before_pool, MADV_POPULATE_WRITE) != 0) {
+  if (base != MAP_FAILED && populate > 0 && madvise(base, populate, MADV_POPULATE_WRITE) != 0) {
     // A kernel before 5.14: the same pages mapped again over the first
     // part, populated as the whole region used to be.
-    if (mmap(base, before_pool, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED | MAP_POPULATE, fd, 0) == MAP_FAILED) {
+    if (mmap(base, populate, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED | MAP_POPULATE, fd, 0) == MAP_FAILED) {
       munmap(base, layout.total);
       return MAP_FAILED;
     }
@@ -137,7 +143,7 @@ absl::StatusOr<Region> Region::Create(const Geometry& geometry) {
   // SECURITY: without these seals the backend could shrink the memfd and make
   // the host's next access to the arena raise SIGBUS.
   if (fcntl(fd.get(), F_ADD_SEALS, kSeals) != 0) return ErrnoStatus("fcntl(F_ADD_SEALS)");
-  void* base = MapPopulated(fd.get(), geometry, layout);
+  void* base = MapPopulated(fd.get(), geometry, layout, kHostPopulatedBytes);
   if (base == MAP_FAILED) return ErrnoStatus("mmap(channel memfd)");
   Region region(std::move(fd), static_cast<uint8_t*>(base), geometry);
   region.Reset();
@@ -184,7 +190,7 @@ absl::StatusOr<Region> Region::Map(UniqueFd memfd) {
     return absl::DataLossError(absl::StrCat("channel memfd is ", st.st_size,
                                             " bytes; its geometry needs ", layout.total));
   }
-  void* base = MapPopulated(memfd.get(), g, layout);
+  void* base = MapPopulated(memfd.get(), g, layout, UINT64_MAX);
   if (base == MAP_FAILED) return ErrnoStatus("mmap(channel memfd)");
   return Region(std::move(memfd), static_cast<uint8_t*>(base), g);
 }

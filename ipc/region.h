@@ -27,6 +27,9 @@ inline constexpr uint32_t kMaxSlots = 256;
 inline constexpr uint64_t kMaxRingBytes = 64ull << 20;
 inline constexpr uint64_t kMinRingBytes = 4096;
 inline constexpr uint64_t kMaxArenaBytes = 8ull << 30;
+// The most of a region's pages the host allocates when it creates it (4
+// slots of 4K RGB fit); the backend's mapping allocates the rest.
+inline constexpr uint64_t kHostPopulatedBytes = 128ull << 20;
 
 // The sizes that define a region. Ring sizes are powers of two; slot sizes
 // are multiples of the page size.

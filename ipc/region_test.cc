@@ -79,6 +79,20 @@ TEST(RegionTest, TheFramePoolIsNotMadeResidentInAdvance) {
   EXPECT_EQ(RssKb(host->header()), before_pool_kb + 4);
 }
 
+// A region larger than kHostPopulatedBytes (frames a backend claims to be
+// huge): the host allocates that much of it, the backend's mapping the
+// rest, against the backend's own memory limit.
+TEST(RegionTest, TheHostAllocatesAtMostItsShareOfALargeRegion) {
+  const Geometry g{4096, 8192, 3, Geometry::SlotBytesFor(64 << 20)};
+  auto host = Region::Create(g);
+  ASSERT_TRUE(host.ok()) << host.status();
+  ASSERT_GT(host->layout().total, kHostPopulatedBytes + (64 << 20));
+  EXPECT_EQ(RssKb(host->header()), static_cast<long>(kHostPopulatedBytes / 1024));
+  auto peer = Region::Map(UniqueFd(dup(host->fd())));
+  ASSERT_TRUE(peer.ok()) << peer.status();
+  EXPECT_EQ(RssKb(peer->header()), static_cast<long>(host->layout().total / 1024));
+}
+
 TEST(RegionTest, MemfdIsSealedAgainstResizing) {
   auto host = Region::Create(Small());
   ASSERT_TRUE(host.ok());
