@@ -3,6 +3,7 @@
 #include "core/backend_output.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/eventfd.h>
@@ -68,28 +69,38 @@ std::string KeepPrintable(std::string_view text, Backslash backslash, Unsafe uns
 
 // The host's stderr as the relay writes it, never blocking: a backend's
 // death waits for its relay to finish, on the thread that handles every
-// backend's death. A pipe, FIFO or terminal is opened again through /proc,
-// a description of the relay's own, non-blocking, so the descriptor the
-// rest of the process writes keeps its flags; anything else (a file, which
-// does not block; a socket; a descriptor /proc cannot reopen) is written
-// only when poll says it takes bytes now. A line that does not fit now is
-// lost, as one past the rate budget is: a reader that stopped reading (a
-// pipe nobody drains, a terminal stopped with Ctrl-S) costs lines, never
-// the host's progress.
+// backend's death. Each line is cut to PIPE_BUF bytes, which a pipe takes
+// whole or not at all. For each line, a pipe, FIFO or terminal is opened
+// again through /proc (what descriptor `out` names now, after any dup2 of
+// the process's), a description of the relay's own, non-blocking, so the
+// descriptor the rest of the process writes keeps its flags; anything else
+// (a file, which does not block; a socket; a pipe of another user's, which
+// /proc will not reopen) is written only when poll says it takes bytes
+// now: a page free in a pipe, room for a whole line. A line that does not
+// fit now is lost, as one past the rate budget is: a reader that stopped
+// reading (a pipe nobody drains, a terminal stopped with Ctrl-S) costs
+// lines, never the host's progress.
 class HostStderr {
  public:
-  explicit HostStderr(int out) : out_(out) {
-    struct stat st {};
-    if (fstat(out, &st) != 0 || !(S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode))) return;
-    own_ = ipc::UniqueFd(open(absl::StrCat("/proc/self/fd/", out).c_str(),
-                              O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
-  }
+  explicit HostStderr(int out) : out_(out) {}
 
-  // Writes what of `line` the reader takes now (a pipe takes a line of up
-  // to PIPE_BUF bytes whole or not at all).
-  void Write(std::string_view line) {
-    const int fd = own_.valid() ? own_.get() : out_;
-    if (!own_.valid()) {
+  // Writes what of `line` the reader takes now.
+  void Write(std::string_view whole) {
+    static constexpr std::string_view kCut = " [line cut]\n";
+    std::string cut;
+    std::string_view line = whole;
+    if (line.size() > PIPE_BUF) {
+      cut = std::string(line.substr(0, PIPE_BUF - kCut.size()));
+      cut += kCut;
+      line = cut;
+    }
+    ipc::UniqueFd own;
+    if (struct stat st {}; fstat(out_, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode))) {
+      own = ipc::UniqueFd(open(absl::StrCat("/proc/self/fd/", out_).c_str(),
+                               O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+    }
+    const int fd = own.valid() ? own.get() : out_;
+    if (!own.valid()) {
       pollfd p{out_, POLLOUT, 0};
       if (poll(&p, 1, 0) != 1 || (p.revents & POLLOUT) == 0) return;
     }
@@ -123,7 +134,6 @@ class HostStderr {
   }
 
   int out_;
-  ipc::UniqueFd own_;
 };
 
 }  // namespace

@@ -79,10 +79,12 @@ class OutputFilter {
 // `out` (the host's stderr). Destruction (or Finish()) waits until the
 // child's end is closed by every process that holds it, at most `grace`,
 // then stops: what the backend wrote before it died is never lost. Writing
-// `out` never blocks the thread (a pipe or terminal is reopened
-// non-blocking; a line a stalled reader cannot take now is lost) and a
-// reader that is gone costs lines, not a SIGPIPE: so Finish() returns
-// within `grace` whatever the host's stderr does.
+// `out` never blocks the thread (lines are cut to PIPE_BUF; for each, a
+// pipe or terminal is reopened non-blocking, anything else written only
+// when it takes a whole line now; a line a stalled reader cannot take now
+// is lost) and a reader that is gone costs lines, not a SIGPIPE: so
+// Finish() returns within `grace` whatever the host's stderr does. Each
+// line goes where `out` points when it comes (after a dup2 of the host's).
 class BackendOutput {
  public:
   // RESOURCE_EXHAUSTED when no thread can be started (`ulimit -u`).

@@ -3,7 +3,9 @@
 #include "core/backend_output.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -172,6 +174,95 @@ TEST(BackendOutputTest, AHostStderrNobodyReadsLosesLinesAndNeverBlocks) {
   EXPECT_EQ(fcntl(to_host[1], F_GETFL) & O_NONBLOCK, 0) << "the host's descriptor changed";
   close(to_host[0]);
   close(to_host[1]);
+}
+
+// Lines are cut to PIPE_BUF bytes, which a pipe takes whole: a line of
+// escaped controls (four times its bytes) is never written in part.
+TEST(BackendOutputTest, EveryLineFitsOnePipeWrite) {
+  int to_host[2];
+  ASSERT_EQ(pipe2(to_host, O_CLOEXEC), 0);
+  ASSERT_EQ(fcntl(to_host[0], F_SETFL, O_NONBLOCK), 0);
+  int from_backend[2];
+  ASSERT_EQ(pipe2(from_backend, O_CLOEXEC), 0);
+  {
+    absl::StatusOr<std::unique_ptr<BackendOutput>> started =
+        BackendOutput::Start("acme", ipc::UniqueFd(from_backend[0]), to_host[1]);
+    ASSERT_TRUE(started.ok()) << started.status();
+    const std::string controls = std::string(1024, '\x01') + "\n";
+    for (int i = 0; i < 3; ++i) ASSERT_EQ(write(from_backend[1], controls.data(), controls.size()), 1025);
+    close(from_backend[1]);
+    (*started)->Finish(std::chrono::seconds(10));
+  }
+  std::string got;
+  char buf[1 << 16];
+  for (ssize_t n; (n = read(to_host[0], buf, sizeof(buf))) > 0;) got.append(buf, static_cast<size_t>(n));
+  close(to_host[0]);
+  close(to_host[1]);
+  ASSERT_FALSE(got.empty());
+  EXPECT_EQ(got.back(), '\n');
+  size_t lines = 0;
+  for (size_t start = 0; start < got.size(); ++lines) {
+    const size_t end = got.find('\n', start);
+    ASSERT_NE(end, std::string::npos);
+    EXPECT_LE(end + 1 - start, static_cast<size_t>(PIPE_BUF));
+    EXPECT_NE(got.substr(start, end - start).find("[line cut]"), std::string::npos);
+    start = end + 1;
+  }
+  EXPECT_EQ(lines, 3u);
+}
+
+// A host stderr that is no pipe /proc reopens (here a socket, as a pipe of
+// another user's is): written only when it takes a whole line now, so one
+// nobody reads loses lines and never blocks.
+TEST(BackendOutputTest, AHostStderrSocketNobodyReadsNeverBlocks) {
+  int pair[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), 0);
+  ASSERT_EQ(fcntl(pair[1], F_SETFL, O_NONBLOCK), 0);
+  const std::string fill(4096, 'x');
+  while (write(pair[1], fill.data(), fill.size()) > 0) {
+  }
+  ASSERT_EQ(fcntl(pair[1], F_SETFL, 0), 0);
+  ForwardAndFinish(pair[1], 200);
+  close(pair[0]);
+  close(pair[1]);
+}
+
+// The relay writes to whatever the host's stderr descriptor names when each
+// line comes: after the process points it elsewhere (dup2, as a daemon
+// does), lines go there, and the old pipe is not kept open.
+TEST(BackendOutputTest, LinesFollowTheHostsStderrWhereverItIsPointed) {
+  int first[2], second[2], from_backend[2];
+  ASSERT_EQ(pipe2(first, O_CLOEXEC), 0);
+  ASSERT_EQ(pipe2(second, O_CLOEXEC), 0);
+  ASSERT_EQ(pipe2(from_backend, O_CLOEXEC), 0);
+  const int host_stderr = dup(first[1]);
+  ASSERT_GE(host_stderr, 0);
+  close(first[1]);
+  absl::StatusOr<std::unique_ptr<BackendOutput>> started =
+      BackendOutput::Start("acme", ipc::UniqueFd(from_backend[0]), host_stderr);
+  ASSERT_TRUE(started.ok()) << started.status();
+  ASSERT_EQ(write(from_backend[1], "one\n", 4), 4);
+  std::string got;
+  char buf[256];
+  while (got.find('\n') == std::string::npos) {  // the first line has gone to the first pipe
+    const ssize_t n = read(first[0], buf, sizeof(buf));
+    ASSERT_GT(n, 0);
+    got.append(buf, static_cast<size_t>(n));
+  }
+  EXPECT_EQ(got, "codecvisor: backend 'acme': one\n");
+  ASSERT_EQ(dup2(second[1], host_stderr), host_stderr);
+  ASSERT_EQ(write(from_backend[1], "two\n", 4), 4);
+  close(from_backend[1]);
+  (*started)->Finish(std::chrono::seconds(10));
+  // The first pipe's last writer is gone: the relay keeps none of it.
+  EXPECT_EQ(read(first[0], buf, sizeof(buf)), 0);
+  close(host_stderr);
+  close(second[1]);
+  got.clear();
+  for (ssize_t n; (n = read(second[0], buf, sizeof(buf))) > 0;) got.append(buf, static_cast<size_t>(n));
+  EXPECT_EQ(got, "codecvisor: backend 'acme': two\n");
+  close(first[0]);
+  close(second[0]);
 }
 
 // The host's stderr a pipe whose reader is gone (`app 2>&1 | head`): the

@@ -7,7 +7,7 @@
 #ifndef CODECVISOR_TYPES_H_
 #define CODECVISOR_TYPES_H_
 
-#if __cplusplus < 202002L
+#if __cplusplus <= 201703L  // GCC 10 says 201709 for -std=c++20
 #error "codecvisor's headers need C++20 or later: compile with -std=c++20 (or a later standard)"
 #endif
 
