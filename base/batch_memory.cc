@@ -158,6 +158,20 @@ BatchMemory::BatchMemory(size_t bytes, Pages pages) : size_(RoundUp(std::max<siz
   if (pages == Pages::kPopulated) Populate(0, size_);
 }
 
+void BatchMemory::Grow(size_t bytes) {
+  const size_t wanted = RoundUp(std::max<size_t>(bytes, 1));
+  if (wanted <= size_) return;
+  if (data_ == nullptr) {
+    *this = BatchMemory(wanted, Pages::kOnDemand);
+    return;
+  }
+  void* p = mremap(data_, size_, wanted, MREMAP_MAYMOVE);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  data_ = static_cast<uint8_t*>(p);
+  size_ = wanted;
+  if (size_ >= kHugePage) (void)madvise(data_, size_, MADV_HUGEPAGE);  // best effort
+}
+
 bool PopulatePages(void* address, size_t bytes) {
   if (bytes == 0) return true;
 #ifdef MADV_POPULATE_WRITE

@@ -61,6 +61,13 @@ class BatchMemory {
   // part past size() is ignored.
   void Populate(size_t offset, size_t bytes);
 
+  // At least `bytes` (rounded as the constructor rounds), keeping the
+  // contents: the kernel moves the pages (mremap), so nothing is copied and
+  // the memory never holds the contents twice; the new part's pages come
+  // on demand. Throws std::bad_alloc when the kernel refuses, the memory
+  // left as it was.
+  void Grow(size_t bytes);
+
   // Sets the cache's byte limit, giving back what no longer fits (0: keep
   // nothing). For tests; the environment sets it otherwise.
   static void SetCacheLimitBytes(size_t bytes);

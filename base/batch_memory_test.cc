@@ -91,6 +91,23 @@ TEST_F(BatchMemoryTest, OnDemandMemoryIsResidentOnlyWherePopulated) {
   EXPECT_TRUE(NoneResident(m, 4 * kHugePage, 4 * kHugePage));
 }
 
+// Growing keeps the contents without a second copy of them: the pages
+// move, and the new part is not made resident until populated.
+TEST_F(BatchMemoryTest, GrowingKeepsTheContentsAndCopiesNothing) {
+  BatchMemory m(2 * kHugePage);
+  for (size_t i = 0; i < m.size(); i += 4096) m.data()[i] = static_cast<uint8_t>(i / 4096);
+  m.Grow(6 * kHugePage);
+  ASSERT_GE(m.size(), 6 * kHugePage);
+  for (size_t i = 0; i < 2 * kHugePage; i += 4096) ASSERT_EQ(m.data()[i], static_cast<uint8_t>(i / 4096)) << i;
+  if (KernelPopulates()) EXPECT_TRUE(NoneResident(m, 3 * kHugePage, 3 * kHugePage));
+  const size_t size = m.size();
+  m.Grow(kHugePage);  // never shrinks
+  EXPECT_EQ(m.size(), size);
+  BatchMemory empty;
+  empty.Grow(100);
+  EXPECT_EQ(empty.size(), 4096u);
+}
+
 TEST_F(BatchMemoryTest, MovesTransferTheMapping) {
   BatchMemory a(4096);
   a.data()[0] = 42;

@@ -111,15 +111,13 @@ Status Batch::AddScattered(const Frame& f) {
 }
 
 Status Batch::OutOfMemory() {
-  out_of_memory_ = "the backend sent more than " + std::to_string(arrived_) + " frames of " +
+  out_of_memory_ = "the request's frames came to more than " + std::to_string(arrived_) + " of " +
                    std::to_string(frame_bytes_) + " bytes each, more than half the " +
                    std::to_string(usable_ >> 20) + " MiB of memory this process may use; ask for a shorter range";
   return Status(StatusCode::kResourceExhausted, out_of_memory_);
 }
 
 Status Batch::Grow(size_t used) {
-  // Growing holds the old memory and its copy at once.
-  if (usable_ > 0 && 2 * used + frame_bytes_ > usable_ / 2) return OutOfMemory();
   // First frame: room for what the request should bring; then double, but
   // never past that. The slack after the last frame lets its conversion
   // write straight in. A request whose frames cannot all be reserved (an
@@ -131,12 +129,19 @@ Status Batch::Grow(size_t used) {
   size_t wanted = used == 0 ? requested : 2 * memory_.size() + frame_bytes_;
   if (used > 0 && requested > used) wanted = std::min(wanted, requested);
   wanted = std::min(std::max(wanted, used + frame_bytes_), kMostBytes);
-  BatchMemory bigger = Reserve(wanted + RgbConverter::kSlack, needed);
-  if (used > 0) {
-    bigger.Populate(0, used);
-    std::memcpy(bigger.data(), memory_.data(), used);
+  if (used == 0) {
+    memory_ = Reserve(wanted + RgbConverter::kSlack, needed);
+    return Status();
   }
-  memory_ = std::move(bigger);
+  // Grown in place (the pages move, none is copied), so the batch never
+  // holds its frames twice; past half the memory this process may use, Add
+  // refuses the frame before it gets here.
+  if (usable_ > 0) wanted = std::min(wanted, std::max(needed, usable_ / 2));
+  try {
+    memory_.Grow(wanted + RgbConverter::kSlack);
+  } catch (const std::bad_alloc&) {
+    memory_.Grow(needed);  // throws on, as a failed reservation does
+  }
   return Status();
 }
 

@@ -325,12 +325,13 @@ class VideoDecoder:
             return self._resampled(start_seconds, stop_seconds, fps)
         if start_seconds == stop_seconds:
             return self._empty_batch()
-        # The count the stream's rate gives: refused before any frame comes
-        # if it could not fit, else the batch's size (it stops a backend
-        # that sends more than half the memory this process may use).
+        # The count the stream's rate gives (and the frame already playing at
+        # the start): refused before any frame comes if it could not fit,
+        # else the batch's size (it stops a backend that sends more than
+        # half the memory this process may use).
         rate = self.metadata.average_fps
         expected = (stop_seconds - start_seconds) * rate if rate else 0.0
-        count = math.ceil(expected) if math.isfinite(expected) else 0
+        count = math.ceil(expected) + 1 if math.isfinite(expected) and rate else 0
         self._check_memory(count, f" ({stop_seconds - start_seconds} s at {rate} fps)", "a shorter range")
         return self._call("frames_played_in_range", float(start_seconds), float(stop_seconds), count)
 
