@@ -71,9 +71,12 @@ std::string PidNamespaceId() {
 // whose PID no longer runs. Another namespace's are never touched: their
 // pids cannot be checked from here, and one just made is empty until its
 // child joins it.
-void RemoveStale(const std::string& parent, const std::string& own_namespace) {
+// A stale one may hold cgroups of its own (a host that ran inside a
+// backend's cgroup, as a test's child does), removed first.
+void RemoveStale(const std::string& parent, const std::string& own_namespace, int depth = 0) {
   DIR* d = opendir(parent.c_str());
   if (d == nullptr) return;
+  std::vector<std::string> stale;
   while (dirent* e = readdir(d)) {
     absl::string_view name = e->d_name;
     if (!absl::ConsumePrefix(&name, kPrefix) || !absl::ConsumePrefix(&name, own_namespace) ||
@@ -83,9 +86,13 @@ void RemoveStale(const std::string& parent, const std::string& own_namespace) {
     int pid = 0;
     if (!absl::SimpleAtoi(name.substr(0, name.find('-')), &pid) || pid <= 0) continue;
     if (kill(pid, 0) == 0 || errno != ESRCH) continue;
-    (void)rmdir(absl::StrCat(parent, "/", e->d_name).c_str());
+    stale.push_back(absl::StrCat(parent, "/", e->d_name));
   }
   closedir(d);
+  for (const std::string& dir : stale) {
+    if (depth < 8) RemoveStale(dir, own_namespace, depth + 1);
+    (void)rmdir(dir.c_str());
+  }
 }
 
 // RemoveStale for the cgroups beside the host's own (`dir`, under `mount`):
@@ -263,6 +270,7 @@ absl::StatusOr<std::unique_ptr<BackendCgroup>> BackendCgroup::Create(const Cgrou
 
 BackendCgroup::~BackendCgroup() {
   for (const std::string& dir : dirs_) {
+    RemoveStale(dir, PidNamespaceId());  // what a host that ran inside it left
     // A cgroup stays busy for a moment after its last task is reaped.
     for (int i = 0; i < 200 && rmdir(dir.c_str()) != 0 && errno == EBUSY; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));

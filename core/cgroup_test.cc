@@ -171,6 +171,27 @@ TEST(BackendCgroupTest, OnlyStaleCgroupsOfThisPidNamespaceAreRemoved) {
   rmdir(theirs.c_str());
 }
 
+// A host that ran inside a backend's cgroup and was killed (a test's child,
+// OOM-killed) left its own backends' cgroups in it: destroying the outer
+// one removes them first, and a stale one is removed with what it holds.
+TEST(BackendCgroupTest, CgroupsLeftInsideACgroupGoWithIt) {
+  const CgroupLayout layout = ProbeCgroupLayout();
+  ASSERT_NE(layout.version, 0) << layout.missing;
+  const std::string ns = PidNamespaceId();
+  ASSERT_FALSE(ns.empty());
+  std::string memory_dir;
+  {
+    auto cg = BackendCgroup::Create(layout, "outer", 256 << 20, 64);
+    ASSERT_TRUE(cg.ok()) << cg.status();
+    memory_dir = (*cg)->memory_dir();
+    const std::string inner = memory_dir + "/codecvisor-" + ns + "-4194305-0-inner";
+    ASSERT_EQ(mkdir(inner.c_str(), 0755), 0) << inner;
+    ASSERT_EQ(mkdir((inner + "/codecvisor-" + ns + "-4194305-1-innermost").c_str(), 0755), 0);
+  }
+  struct stat st{};
+  EXPECT_NE(stat(memory_dir.c_str(), &st), 0) << memory_dir << " was not removed";
+}
+
 // A host killed in another job's cgroup (a sibling of this process's: a
 // systemd scope, a pod) left its backend's cgroup there; no later host of
 // that job will sweep it, so this one does, as it does its own folder's.

@@ -8,9 +8,11 @@ for it (as root here; tools/test.sh makes the hierarchies writable in
 Bazel's sandbox)."""
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 import uuid
 
 import pytest
@@ -68,7 +70,6 @@ def test_a_slice_or_range_larger_than_memory_is_refused_before_any_request(tmp_p
     assert d[1:3].shape == (2, 3, 4096, 4096)
 
 
-
 def memory_cgroup_parent():
     """The directory of this process's memory cgroup (the v1 memory
     hierarchy where one is mounted, else v2) and the name of its limit
@@ -98,17 +99,46 @@ def memory_cgroup_parent():
     pytest.fail("no memory cgroup hierarchy is mounted")
 
 
+def remove_cgroup(path):
+    """Kills what still runs in the cgroup at `path` (a child the test gave
+    up on) and removes it with the cgroups in it (a killed host's
+    backends'), deepest first."""
+    for _ in range(100):
+        with open(os.path.join(path, "cgroup.procs")) as f:
+            pids = [int(p) for p in f.read().split()]
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        inner = [e.path for e in os.scandir(path) if e.is_dir()]
+        for child in inner:
+            remove_cgroup(child)
+        try:
+            os.rmdir(path)
+            return
+        except OSError:  # busy for a moment after its last task is reaped
+            time.sleep(0.05)
+    os.rmdir(path)
+
+
 @pytest.fixture
 def memory_cgroup():
     parent, limit_file = memory_cgroup_parent()
     path = os.path.join(parent, f"codecvisor-test-{uuid.uuid4().hex[:8]}")
-    os.mkdir(path)
     try:
+        os.mkdir(path)
         with open(os.path.join(path, limit_file), "w") as f:
             f.write(str(LIMIT))
+    except OSError as e:
+        if os.path.isdir(path):
+            os.rmdir(path)
+        pytest.fail(f"cannot make a memory cgroup with a limit under {parent}: {e} (the case needs root, or a "
+                    "cgroup delegated to this user with the memory controller enabled for its children)")
+    try:
         yield path
     finally:
-        os.rmdir(path)
+        remove_cgroup(path)
 
 
 def run_in(cgroup, script):
@@ -122,7 +152,7 @@ def run_in(cgroup, script):
 
     prelude = "import sys; sys.modules['torch'] = None\n"
     return subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(script)], preexec_fn=join,
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=120)
 
 
 def test_the_cgroups_limit_is_the_usable_memory(memory_cgroup):
