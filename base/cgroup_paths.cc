@@ -30,6 +30,28 @@ std::string ReadText(const std::string& path) {
   return s.str();
 }
 
+// A mountinfo field as it names a path: the kernel writes a space, tab,
+// newline or backslash in one as \NNN (octal).
+std::string Unescape(absl::string_view field) {
+  std::string out;
+  for (size_t i = 0; i < field.size(); ++i) {
+    if (field[i] == '\\' && i + 3 < field.size() &&
+        field[i + 1] >= '0' && field[i + 1] <= '3' && field[i + 2] >= '0' && field[i + 2] <= '7' &&
+        field[i + 3] >= '0' && field[i + 3] <= '7') {
+      out += static_cast<char>((field[i + 1] - '0') * 64 + (field[i + 2] - '0') * 8 + (field[i + 3] - '0'));
+      i += 3;
+    } else {
+      out += field[i];
+    }
+  }
+  return out;
+}
+
+// Whether `path` is `root` or below it, on a component boundary.
+bool Below(absl::string_view path, absl::string_view root) {
+  return root == "/" || path == root || (absl::StartsWith(path, root) && path[root.size()] == '/');
+}
+
 }  // namespace
 
 std::vector<CgroupMount> CgroupMounts(absl::string_view mountinfo) {
@@ -40,17 +62,38 @@ std::vector<CgroupMount> CgroupMounts(absl::string_view mountinfo) {
     while (dash < f.size() && f[dash] != "-") ++dash;
     if (dash < 5 || dash + 3 >= f.size()) continue;
     if (f[dash + 1] != "cgroup" && f[dash + 1] != "cgroup2") continue;
-    CgroupMount m{std::string(f[3]), std::string(f[4]), std::string(f[dash + 1]), {}};
+    CgroupMount m{Unescape(f[3]), Unescape(f[4]), std::string(f[dash + 1]), {}};
     for (absl::string_view o : absl::StrSplit(f[dash + 3], ',')) m.options.emplace_back(o);
     mounts.push_back(std::move(m));
   }
   return mounts;
 }
 
+const CgroupMount* MountShowing(const std::vector<CgroupMount>& mounts, absl::string_view type,
+                                absl::string_view controller, absl::string_view path) {
+  const CgroupMount* best = nullptr;
+  for (const CgroupMount& m : mounts) {
+    if (m.type != type || (!controller.empty() && !HasOption(m, controller))) continue;
+    // A mount whose root holds the path beats one whose root does not (a
+    // bind mount of another subtree); a deeper root, a shallower one.
+    const bool shows = Below(path, m.root);
+    const bool best_shows = best != nullptr && Below(path, best->root);
+    if (best == nullptr || (shows && !best_shows) || (shows == best_shows && m.root.size() > best->root.size())) {
+      best = &m;
+    }
+  }
+  return best;
+}
+
 std::string CgroupDirUnder(const CgroupMount& m, absl::string_view path) {
+  // A path out of this view's reach (a cgroup namespace's "/../x") names
+  // no directory here.
+  for (absl::string_view part : absl::StrSplit(path, '/')) {
+    if (part == "..") return "";
+  }
   absl::string_view rel = path;
-  if (m.root != "/" && absl::ConsumePrefix(&rel, m.root)) {
-    // the mount shows only the part below its root (a cgroup namespace)
+  if (m.root != "/" && Below(path, m.root)) {
+    rel.remove_prefix(m.root.size());  // the mount shows only the part below its root
   }
   std::string dir = m.point;
   if (!rel.empty() && rel != "/") absl::StrAppend(&dir, rel.front() == '/' ? "" : "/", rel);
@@ -79,15 +122,13 @@ ProcessCgroups ParseProcessCgroups(absl::string_view proc_self_cgroup) {
 std::vector<std::string> MemoryCgroupDirs(absl::string_view proc_self_cgroup, absl::string_view mountinfo) {
   const ProcessCgroups own = ParseProcessCgroups(proc_self_cgroup);
   const std::vector<CgroupMount> mounts = CgroupMounts(mountinfo);
-  const CgroupMount *v1 = nullptr, *v2 = nullptr;
-  for (const CgroupMount& m : mounts) {
-    if (m.type == "cgroup" && HasOption(m, "memory")) v1 = &m;
-    if (m.type == "cgroup2") v2 = &m;
-  }
+  const CgroupMount* v1 = MountShowing(mounts, "cgroup", "memory", own.memory_path);
+  const CgroupMount* v2 = MountShowing(mounts, "cgroup2", "", own.v2_path);
   const CgroupMount* mount = v1 != nullptr && !own.memory_path.empty() ? v1 : own.v2_listed ? v2 : nullptr;
   if (mount == nullptr) return {};
   std::vector<std::string> dirs;
   std::string dir = CgroupDirUnder(*mount, mount == v1 ? own.memory_path : own.v2_path);
+  if (dir.empty()) return {};
   // Up to the mount point; a path that climbs out of it (.., a namespace's
   // view) stops at the first directory.
   while (true) {

@@ -35,9 +35,15 @@ struct CgroupMount {
 // The cgroup file systems mounted, from /proc/self/mountinfo's text.
 std::vector<CgroupMount> CgroupMounts(absl::string_view mountinfo);
 
+// The mount of `type` ("cgroup", "cgroup2"; for v1, with `controller`
+// among its options) that best shows cgroup `path`: one whose root holds
+// the path (the deepest such), else any; nullptr if none is mounted.
+const CgroupMount* MountShowing(const std::vector<CgroupMount>& mounts, absl::string_view type,
+                                absl::string_view controller, absl::string_view path);
+
 // The directory of cgroup `path` (as /proc/self/cgroup names it) under
 // mount `m`; in a cgroup namespace the mount shows only what is below its
-// root.
+// root. "" for a path with a ".." component (out of this view's reach).
 std::string CgroupDirUnder(const CgroupMount& m, absl::string_view path);
 
 // This process's cgroups, from /proc/self/cgroup's text.

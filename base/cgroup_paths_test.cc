@@ -60,6 +60,31 @@ TEST(MemoryCgroupDirsTest, AContainersNamespaceShowsItsOwnCgroupAsTheRoot) {
             (std::vector<std::string>{"/sys/fs/cgroup"}));
 }
 
+TEST(MemoryCgroupDirsTest, MountPointsAreUnescapedAndRootsMatchWholeComponents) {
+  // A mount point with a space, as mountinfo writes it (\040).
+  EXPECT_EQ(MemoryCgroupDirs("0::/job\n", "25 30 0:23 / /mnt/cgroup\\040fs rw - cgroup2 cgroup2 rw\n"),
+            (std::vector<std::string>{"/mnt/cgroup fs/job", "/mnt/cgroup fs"}));
+  // A root of /docker/abc does not hold /docker/abcdef: that path is shown
+  // as the namespace shows it, under the mount point.
+  EXPECT_EQ(MemoryCgroupDirs("0::/docker/abcdef\n", "25 30 0:23 /docker/abc /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n")
+                .front(),
+            "/sys/fs/cgroup/docker/abcdef");
+}
+
+TEST(MemoryCgroupDirsTest, TheMountWhoseRootHoldsThePathWins) {
+  // The hierarchy's root at /sys/fs/cgroup, and a bind mount of another
+  // subtree listed after it.
+  const char mounts[] =
+      "25 30 0:23 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n"
+      "26 30 0:23 /other /srv/other rw - cgroup2 cgroup2 rw\n";
+  EXPECT_EQ(MemoryCgroupDirs("0::/job/step\n", mounts).front(), "/sys/fs/cgroup/job/step");
+  EXPECT_EQ(MemoryCgroupDirs("0::/other/x\n", mounts).front(), "/srv/other/x");
+}
+
+TEST(MemoryCgroupDirsTest, APathOutOfTheNamespacesReachIsUnknown) {
+  EXPECT_TRUE(MemoryCgroupDirs("0::/../x\n", kUnifiedMounts).empty());
+}
+
 TEST(MemoryCgroupDirsTest, NoneWithoutAMemoryHierarchy) {
   EXPECT_TRUE(MemoryCgroupDirs("", "").empty());
   // a v2 mount this process is not listed in (a v1-only host's leftover)

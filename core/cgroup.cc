@@ -144,27 +144,34 @@ CgroupLayout FindCgroupLayout(absl::string_view proc_self_cgroup, absl::string_v
   const ProcessCgroups own = ParseProcessCgroups(proc_self_cgroup);
   // A controller lives in one hierarchy: bound to a v1 mount, it is not in
   // the v2 one (hybrid hosts), so v1 wins where it holds memory.
-  const CgroupMount *memory = nullptr, *pids = nullptr, *unified = nullptr;
-  for (const CgroupMount& m : mounts) {
-    if (m.type == "cgroup" && Has(m.options, "memory")) memory = &m;
-    if (m.type == "cgroup" && Has(m.options, "pids")) pids = &m;
-    if (m.type == "cgroup2") unified = &m;
-  }
+  const CgroupMount* memory = MountShowing(mounts, "cgroup", "memory", own.memory_path);
+  const CgroupMount* pids = MountShowing(mounts, "cgroup", "pids", own.pids_path);
+  const CgroupMount* unified = MountShowing(mounts, "cgroup2", "", own.v2_path);
+  const auto unreachable = [&](absl::string_view path) {
+    layout.missing = absl::StrCat("this process's cgroup ", path, " is outside what its cgroup mounts show");
+    return layout;
+  };
   if (memory != nullptr && !own.memory_path.empty()) {
     if (pids == nullptr || own.pids_path.empty()) {
       layout.missing = "the memory controller is a cgroup v1 hierarchy but no pids hierarchy is mounted";
       return layout;
     }
+    const std::string memory_dir = CgroupDirUnder(*memory, own.memory_path);
+    const std::string pids_dir = CgroupDirUnder(*pids, own.pids_path);
+    if (memory_dir.empty()) return unreachable(own.memory_path);
+    if (pids_dir.empty()) return unreachable(own.pids_path);
     layout.version = 1;
-    layout.memory_dir = CgroupDirUnder(*memory, own.memory_path);
-    layout.pids_dir = CgroupDirUnder(*pids, own.pids_path);
+    layout.memory_dir = memory_dir;
+    layout.pids_dir = pids_dir;
     layout.memory_mount = memory->point;
     layout.pids_mount = pids->point;
     return layout;
   }
   if (unified != nullptr && own.v2_listed) {
+    const std::string dir = CgroupDirUnder(*unified, own.v2_path);
+    if (dir.empty()) return unreachable(own.v2_path);
     layout.version = 2;
-    layout.memory_dir = CgroupDirUnder(*unified, own.v2_path);
+    layout.memory_dir = dir;
     layout.memory_mount = unified->point;
     return layout;
   }

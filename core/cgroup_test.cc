@@ -69,6 +69,10 @@ TEST(CgroupLayoutTest, WhatIsMissingIsSaid) {
   EXPECT_EQ(no_pids.version, 0);
   EXPECT_NE(no_pids.missing.find("no pids hierarchy"), std::string::npos) << no_pids.missing;
   EXPECT_EQ(no_pids.Describe().rfind("no cgroup: ", 0), 0u);
+  const CgroupLayout outside = FindCgroupLayout("0::/../sibling\n", kUnifiedMounts);
+  EXPECT_EQ(outside.version, 0);
+  EXPECT_NE(outside.missing.find("/../sibling is outside what its cgroup mounts show"), std::string::npos)
+      << outside.missing;
 }
 
 std::string Read(const std::string& path) {
