@@ -32,6 +32,12 @@ from ._frame import FrameBatch
 
 _POLICIES = ("repeat_last", "wrap", "error")
 
+# A sampling time this close to the stream's end is at it: the host reads a
+# time a hair (a millionth of a tick) below a frame's start as that frame's
+# start, so 5 * (1 / 24), a rounding below 5/24, is the end of a 5-frame
+# video at 24 fps, where no frame plays.
+_AT_THE_END = 1e-9
+
 Number = Union[int, float]
 
 
@@ -46,7 +52,7 @@ def _complete_clip(valid: List[Number], length: int, policy: str) -> List[Number
         return valid + [valid[-1]] * (length - len(valid))
     if policy == "wrap":
         return [valid[i % len(valid)] for i in range(length)]
-    raise ValueError(f"A clip runs past the end of the video and policy='error' (it needs {length} frames, "
+    raise ValueError(f"A clip runs beyond the number of frames in the video and policy='error' (it needs {length} frames, "
                      f"the video has {len(valid)} from the clip's start). Leave sampling_range_end at its "
                      "default, or use policy='repeat_last' or 'wrap'.")
 
@@ -55,7 +61,7 @@ def _check_common(decoder, num_frames_per_clip: int, policy: str) -> None:
     if len(decoder) < 1:
         raise ValueError(f"Decoder must have at least one frame, found {len(decoder)} frames.")
     if num_frames_per_clip <= 0:
-        raise ValueError(f"num_frames_per_clip ({num_frames_per_clip}) must be > 0")
+        raise ValueError(f"num_frames_per_clip ({num_frames_per_clip}) must be strictly positive")
     if policy not in _POLICIES:
         raise ValueError(f"Invalid policy ({policy}). Supported values are {', '.join(_POLICIES)}.")
 
@@ -92,7 +98,7 @@ def _index_range(start: int, end: Optional[int], span: int, num_frames: int):
     if end is None:
         end = max(num_frames - span + 1, 1)  # the last start whose clip fits, plus one
         if start >= end:
-            raise ValueError(f"sampling_range_end defaults to {end} here (the last start at which a clip of "
+            raise ValueError(f"We determined that sampling_range_end should be {end} here (the last start at which a clip of "
                              f"{span} frames fits, plus one), which is not above sampling_range_start ({start}); "
                              "pass sampling_range_end explicitly.")
         return start, end
@@ -122,9 +128,9 @@ def _index_positions(decoder, *, random: bool, num_clips: int, num_frames_per_cl
     from the generator as the sampler does, decoding nothing)."""
     _check_common(decoder, num_frames_per_clip, policy)
     if num_clips <= 0:
-        raise ValueError(f"num_clips ({num_clips}) must be > 0")
+        raise ValueError(f"num_clips ({num_clips}) must be strictly positive")
     if num_indices_between_frames <= 0:
-        raise ValueError(f"num_indices_between_frames ({num_indices_between_frames}) must be > 0")
+        raise ValueError(f"num_indices_between_frames ({num_indices_between_frames}) must be strictly positive")
     num_frames = len(decoder)
     step = num_indices_between_frames
     span = step * (num_frames_per_clip - 1) + 1  # first to last frame of a clip, both included
@@ -188,7 +194,7 @@ def clips_at_regular_indices(decoder, *, num_clips: int = 1, num_frames_per_clip
 def _check_positive(name: str, seconds: float) -> None:
     """ValueError unless `seconds` is a finite number > 0 (NaN is none)."""
     if not seconds > 0:
-        raise ValueError(f"{name} ({seconds}) must be > 0")
+        raise ValueError(f"{name} ({seconds}) must be strictly positive")
     if not math.isfinite(seconds):
         raise ValueError(f"{name} ({seconds}) must be finite")
 
@@ -196,9 +202,9 @@ def _check_positive(name: str, seconds: float) -> None:
 def _seconds_between_frames(decoder, seconds_between_frames: Optional[float]) -> float:
     m = decoder.metadata
     if m.average_fps is None:
-        raise ValueError("The video's average frame rate is unknown; use an index-based sampler.")
+        raise ValueError("Could not infer average fps from video metadata; use an index-based sampler.")
     if m.end_stream_seconds is None:
-        raise ValueError("The video's end time is unknown; use an index-based sampler.")
+        raise ValueError("Could not infer stream end from video metadata; use an index-based sampler.")
     if seconds_between_frames is None:
         return 1 / m.average_fps
     _check_positive("seconds_between_frames", seconds_between_frames)
@@ -221,10 +227,20 @@ def _time_range(start: Optional[float], end: Optional[float], num_frames_per_cli
         # The latest start whose last frame is still sampled before the end,
         # as the clip's times are computed: 1.48 - 29 * 0.04 rounds to a hair
         # past 0.32, where a clip's last time would be the end itself.
+        # The step grows: end may be a hair above zero (1e-17) while the sum
+        # needs a step of the stream end's size, which nextafter at end's
+        # own scale takes some 1e15 steps to make.
         reach = (num_frames_per_clip - 1) * seconds_between_frames
         end = stream_end - reach
-        while end + reach >= stream_end and end > begin:
-            end = math.nextafter(end, -math.inf)
+        step = math.ulp(end)
+        while end + reach >= stream_end - _AT_THE_END and end > begin:
+            end -= step
+            step *= 2
+        if end <= begin:
+            raise ValueError(f"We determined that sampling_range_end should be {end}, which is not after the "
+                             f"stream's beginning ({begin}): a clip of {num_frames_per_clip} frames "
+                             f"{seconds_between_frames} s apart spans the whole video or more. Use fewer frames per "
+                             "clip or a smaller seconds_between_frames.")
     elif end <= begin:
         raise ValueError(f"sampling_range_end ({end}) must be at least {begin}")
     if start >= end:
@@ -238,7 +254,7 @@ def _time_sampler(random: bool, decoder, num_clips: Optional[int], seconds_betwe
                   generator: Optional[torch.Generator]) -> FrameBatch:
     _check_common(decoder, num_frames_per_clip, policy)
     if random and num_clips <= 0:
-        raise ValueError(f"num_clips ({num_clips}) must be > 0")
+        raise ValueError(f"num_clips ({num_clips}) must be strictly positive")
     if not random:
         _check_positive("seconds_between_clip_starts", seconds_between_clip_starts)
     between = _seconds_between_frames(decoder, seconds_between_frames)
@@ -259,7 +275,8 @@ def _time_sampler(random: bool, decoder, num_clips: Optional[int], seconds_betwe
     seconds: List[float] = []
     for s in starts:
         clip = [s + i * between for i in range(num_frames_per_clip)]
-        seconds += _complete_clip([float(t) for t in clip if t < stream_end], num_frames_per_clip, policy)
+        seconds += _complete_clip([float(t) for t in clip if t < stream_end - _AT_THE_END], num_frames_per_clip,
+                                  policy)
     return _as_clips(_fetch(decoder, seconds, by_time=True), num_clips, num_frames_per_clip)
 
 

@@ -124,16 +124,16 @@ def test_a_range_at_the_very_end(make):
     assert indices(clips_at_regular_indices(d, num_frames_per_clip=3, sampling_range_start=-1,
                                             sampling_range_end=100, policy="wrap")) == [[29, 29, 29]]
     # A clip of 3 cannot start at the last frame unless the range says so.
-    with pytest.raises(ValueError, match="sampling_range_end defaults to 28"):
+    with pytest.raises(ValueError, match="We determined that sampling_range_end should be 28"):
         clips_at_random_indices(d, num_frames_per_clip=3, sampling_range_start=-1)
 
 
 @pytest.mark.parametrize("sampler", [clips_at_random_indices, clips_at_regular_indices])
 @pytest.mark.parametrize("arguments, message", [
-    (dict(num_clips=0), r"num_clips \(0\) must be > 0"),
-    (dict(num_clips=-2), r"num_clips \(-2\) must be > 0"),
-    (dict(num_frames_per_clip=0), r"num_frames_per_clip \(0\) must be > 0"),
-    (dict(num_indices_between_frames=0), r"num_indices_between_frames \(0\) must be > 0"),
+    (dict(num_clips=0), r"num_clips \(0\) must be strictly positive"),
+    (dict(num_clips=-2), r"num_clips \(-2\) must be strictly positive"),
+    (dict(num_frames_per_clip=0), r"num_frames_per_clip \(0\) must be strictly positive"),
+    (dict(num_indices_between_frames=0), r"num_indices_between_frames \(0\) must be strictly positive"),
     (dict(sampling_range_start=-31), r"sampling_range_start \(-31\) must be at least -30"),
     (dict(policy="clamp"), r"Invalid policy \(clamp\)"),
     (dict(sampling_range_start=30), r"sampling_range_start \(30\) must be smaller than the number of frames"),
@@ -270,29 +270,44 @@ def test_random_timestamps_are_seeded_and_in_range(make):
                                                             generator=torch.Generator().manual_seed(3)))
 
 
+def test_a_time_clip_one_frame_longer_than_the_video_is_refused(tmp_path):
+    # n + 1 frames at 24 fps span the whole of an n-frame video: the latest
+    # start is 0 give or take a rounding (1e-17 for these n), which the
+    # search for it stepped down from at 1e-33 a step, for ever.
+    for n in (5, 7, 10, 14, 17):
+        d = VideoDecoder(synthetic_clip(tmp_path / f"v{n}.syn", f"frames={n} width=16 height=8 fps=24"),
+                         device="synthetic")
+        for sample in (lambda: clips_at_random_timestamps(d, num_frames_per_clip=n + 1),
+                       lambda: clips_at_regular_timestamps(d, seconds_between_clip_starts=0.1,
+                                                           num_frames_per_clip=n + 1)):
+            with pytest.raises(ValueError, match="We determined that sampling_range_end should be"):
+                sample()
+        assert len(clips_at_random_timestamps(d, num_frames_per_clip=n)) == 1
+
+
 def test_a_time_clip_longer_than_the_video(make):
     # 30 frames 1/8 s apart need 3.75 s: no start leaves room, so the default range is empty.
-    with pytest.raises(ValueError, match="must be smaller than sampling_range_end"):
+    with pytest.raises(ValueError, match="We determined that sampling_range_end should be"):
         clips_at_random_timestamps(make(24), num_frames_per_clip=30)
     clips = clips_at_random_timestamps(make(24), num_frames_per_clip=30, sampling_range_end=0.01)
     assert indices(clips) == [list(range(24)) + [23] * 6]
 
 
 @pytest.mark.parametrize("call, message", [
-    (lambda d: clips_at_random_timestamps(d, num_clips=0), r"num_clips \(0\) must be > 0"),
-    (lambda d: clips_at_random_timestamps(d, num_frames_per_clip=0), r"num_frames_per_clip \(0\) must be > 0"),
+    (lambda d: clips_at_random_timestamps(d, num_clips=0), r"num_clips \(0\) must be strictly positive"),
+    (lambda d: clips_at_random_timestamps(d, num_frames_per_clip=0), r"num_frames_per_clip \(0\) must be strictly positive"),
     (lambda d: clips_at_random_timestamps(d, policy="nearest"), r"Invalid policy \(nearest\)"),
-    (lambda d: clips_at_random_timestamps(d, seconds_between_frames=0), r"seconds_between_frames \(0\) must be > 0"),
+    (lambda d: clips_at_random_timestamps(d, seconds_between_frames=0), r"seconds_between_frames \(0\) must be strictly positive"),
     (lambda d: clips_at_random_timestamps(d, seconds_between_frames=float("nan")),
-     r"seconds_between_frames \(nan\) must be > 0"),
+     r"seconds_between_frames \(nan\) must be strictly positive"),
     (lambda d: clips_at_random_timestamps(d, seconds_between_frames=float("inf")),
      r"seconds_between_frames \(inf\) must be finite"),
     (lambda d: clips_at_regular_timestamps(d, seconds_between_clip_starts=float("nan")),
-     r"seconds_between_clip_starts \(nan\) must be > 0"),
+     r"seconds_between_clip_starts \(nan\) must be strictly positive"),
     (lambda d: clips_at_random_timestamps(d, sampling_range_start=float("nan")),
      r"sampling_range_start \(nan\) must be a number"),
     (lambda d: clips_at_regular_timestamps(d, seconds_between_clip_starts=0),
-     r"seconds_between_clip_starts \(0\) must be > 0"),
+     r"seconds_between_clip_starts \(0\) must be strictly positive"),
     (lambda d: clips_at_regular_timestamps(d, seconds_between_clip_starts=1, sampling_range_start=2,
                                            sampling_range_end=1), r"must be smaller than sampling_range_end \(1\)"),
 ])
