@@ -14,20 +14,13 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
+#include "absl/strings/match.h"
 
 namespace codecvisor {
 namespace {
 
 bool HasOption(const CgroupMount& m, absl::string_view option) {
   return std::find(m.options.begin(), m.options.end(), option) != m.options.end();
-}
-
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 // A mountinfo field as it names a path: the kernel writes a space, tab,
@@ -53,6 +46,13 @@ bool Below(absl::string_view path, absl::string_view root) {
 }
 
 }  // namespace
+
+std::string ReadFileText(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
 
 std::vector<CgroupMount> CgroupMounts(absl::string_view mountinfo) {
   std::vector<CgroupMount> mounts;
@@ -129,8 +129,7 @@ std::vector<std::string> MemoryCgroupDirs(absl::string_view proc_self_cgroup, ab
   std::vector<std::string> dirs;
   std::string dir = CgroupDirUnder(*mount, mount == v1 ? own.memory_path : own.v2_path);
   if (dir.empty()) return {};
-  // Up to the mount point; a path that climbs out of it (.., a namespace's
-  // view) stops at the first directory.
+  // Up to the mount point.
   while (true) {
     dirs.push_back(dir);
     if (dir == mount->point || dir.size() <= mount->point.size()) break;
@@ -160,7 +159,8 @@ size_t ReadUsableMemoryBytes() {
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   const uint64_t physical = pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : 0;
   const uint64_t limit =
-      LowestMemoryLimit(MemoryCgroupDirs(ReadText("/proc/self/cgroup"), ReadText("/proc/self/mountinfo")), ReadText);
+      LowestMemoryLimit(MemoryCgroupDirs(ReadFileText("/proc/self/cgroup"), ReadFileText("/proc/self/mountinfo")),
+                        ReadFileText);
   if (physical == 0) return limit;
   return limit == 0 ? physical : std::min(physical, limit);
 }

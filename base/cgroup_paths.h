@@ -66,6 +66,9 @@ std::vector<std::string> MemoryCgroupDirs(absl::string_view proc_self_cgroup, ab
 uint64_t LowestMemoryLimit(const std::vector<std::string>& dirs,
                            const std::function<std::string(const std::string&)>& read);
 
+// A file's whole text, "" if it cannot be read (a cgroup or /proc file).
+std::string ReadFileText(const std::string& path);
+
 // The machine's physical memory, or this process's cgroup memory limit
 // where lower; 0 if the system says neither. Read at most once a second
 // (and at once after a fork).

@@ -107,14 +107,14 @@ class HostStderr {
     for (size_t done = 0; done < line.size();) {
       const ssize_t n = write(fd, line.data() + done, line.size() - done);
       if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && errno == EPIPE) ClearSigpipe();
       if (n <= 0) return;
       done += static_cast<size_t>(n);
     }
   }
 
   // The relay's thread blocks SIGPIPE: a write to a pipe whose reader is
-  // gone fails with EPIPE instead of killing the host.
+  // gone fails with EPIPE instead of killing the host (the signal stays
+  // pending on this thread, blocked, and goes with it).
   static void BlockSigpipe() {
     sigset_t pipe;
     sigemptyset(&pipe);
@@ -123,16 +123,6 @@ class HostStderr {
   }
 
  private:
-  // Takes the SIGPIPE that failed write left pending on this thread.
-  static void ClearSigpipe() {
-    sigset_t pipe;
-    sigemptyset(&pipe);
-    sigaddset(&pipe, SIGPIPE);
-    const timespec now{};
-    while (sigtimedwait(&pipe, nullptr, &now) == SIGPIPE) {
-    }
-  }
-
   int out_;
 };
 

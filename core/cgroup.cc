@@ -12,8 +12,6 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -33,13 +31,6 @@ bool Has(const std::vector<std::string>& v, absl::string_view s) {
     if (x == s) return true;
   }
   return false;
-}
-
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 absl::Status WriteText(const std::string& path, const std::string& text) {
@@ -180,7 +171,7 @@ CgroupLayout FindCgroupLayout(absl::string_view proc_self_cgroup, absl::string_v
 }
 
 CgroupLayout ProbeCgroupLayout() {
-  CgroupLayout layout = FindCgroupLayout(ReadText("/proc/self/cgroup"), ReadText("/proc/self/mountinfo"));
+  CgroupLayout layout = FindCgroupLayout(ReadFileText("/proc/self/cgroup"), ReadFileText("/proc/self/mountinfo"));
   auto fail = [&](std::string why) {
     layout.version = 0;
     layout.missing = std::move(why);
@@ -195,7 +186,7 @@ CgroupLayout ProbeCgroupLayout() {
     }
   } else if (layout.version == 2) {
     const std::string& dir = layout.memory_dir;
-    const std::string controllers = ReadText(dir + "/cgroup.controllers");
+    const std::string controllers = ReadFileText(dir + "/cgroup.controllers");
     for (const char* c : {"memory", "pids"}) {
       if (!Has(absl::StrSplit(absl::StripAsciiWhitespace(controllers), ' '), c)) {
         return fail(absl::StrCat("the ", c, " controller is not available in ", dir));
@@ -206,10 +197,10 @@ CgroupLayout ProbeCgroupLayout() {
                                geteuid() != 0 ? " (not delegated to this user; e.g. systemd-run --user -p Delegate=yes)"
                                               : ""));
     }
-    const std::string subtree = ReadText(dir + "/cgroup.subtree_control");
+    const std::string subtree = ReadFileText(dir + "/cgroup.subtree_control");
     const std::vector<std::string> enabled = absl::StrSplit(absl::StripAsciiWhitespace(subtree), ' ');
     const bool delegated = Has(enabled, "memory") && Has(enabled, "pids");
-    const std::string procs = std::string(absl::StripAsciiWhitespace(ReadText(dir + "/cgroup.procs")));
+    const std::string procs = std::string(absl::StripAsciiWhitespace(ReadFileText(dir + "/cgroup.procs")));
     // Only the real root cgroup (which has no memory.max) may hold
     // processes and enable controllers for its children; a cgroup
     // namespace's root, mounted at the same place in a container, may not.
@@ -252,7 +243,7 @@ absl::StatusOr<std::unique_ptr<BackendCgroup>> BackendCgroup::Create(const Cgrou
   if (layout.version == 2) {
     const std::string subtree = layout.memory_dir + "/cgroup.subtree_control";
     const std::vector<std::string> enabled =
-        absl::StrSplit(absl::StripAsciiWhitespace(ReadText(subtree)), ' ');
+        absl::StrSplit(absl::StripAsciiWhitespace(ReadFileText(subtree)), ' ');
     if (!Has(enabled, "memory") || !Has(enabled, "pids")) {
       if (absl::Status s = WriteText(subtree, "+memory +pids"); !s.ok()) return s;
     }
@@ -286,7 +277,7 @@ BackendCgroup::~BackendCgroup() {
 }
 
 uint64_t BackendCgroup::OomKills() const {
-  return Field(ReadText(memory_dir() + (version_ == 2 ? "/memory.events" : "/memory.oom_control")), "oom_kill");
+  return Field(ReadFileText(memory_dir() + (version_ == 2 ? "/memory.events" : "/memory.oom_control")), "oom_kill");
 }
 
 }  // namespace codecvisor

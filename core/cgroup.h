@@ -51,7 +51,7 @@ class BackendCgroup {
  public:
   // Makes the backend's cgroup(s) under `layout` with these limits. Also
   // removes empty ones left by hosts of this pid namespace that no longer
-  // run, beside the host's own cgroup and in its parent's and siblings'.
+  // run: in the host's own cgroup, its parent and its siblings.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<BackendCgroup>> Create(const CgroupLayout& layout,
                                                                              const std::string& backend,
                                                                              uint64_t memory_bytes,

@@ -75,6 +75,10 @@ TEST(CgroupLayoutTest, WhatIsMissingIsSaid) {
       << outside.missing;
 }
 
+// A pid that runs in no namespace of any Linux machine (PID_MAX_LIMIT is
+// 4194304): a host of this name is gone.
+constexpr char kDeadPid[] = "4194305";
+
 std::string Read(const std::string& path) {
   std::ifstream in(path);
   std::stringstream s;
@@ -158,8 +162,7 @@ TEST(BackendCgroupTest, OnlyStaleCgroupsOfThisPidNamespaceAreRemoved) {
   ASSERT_NE(layout.version, 0) << layout.missing;
   const std::string ns = PidNamespaceId();
   ASSERT_FALSE(ns.empty());
-  // A pid that runs in no namespace of any Linux machine.
-  const std::string dead = "4194305";  // PID_MAX_LIMIT is 4194304
+  const std::string dead = kDeadPid;
   const std::string ours = layout.memory_dir + "/codecvisor-" + ns + "-" + dead + "-0-stale";
   const std::string theirs = layout.memory_dir + "/codecvisor-1" + ns + "-" + dead + "-0-other";
   ASSERT_EQ(mkdir(ours.c_str(), 0755), 0) << ours;
@@ -188,9 +191,9 @@ TEST(BackendCgroupTest, CgroupsLeftInsideACgroupGoWithIt) {
     auto cg = BackendCgroup::Create(layout, "outer", 256 << 20, 64);
     ASSERT_TRUE(cg.ok()) << cg.status();
     memory_dir = (*cg)->memory_dir();
-    const std::string inner = memory_dir + "/codecvisor-" + ns + "-4194305-0-inner";
+    const std::string inner = memory_dir + "/codecvisor-" + ns + "-" + std::string(kDeadPid) + "-0-inner";
     ASSERT_EQ(mkdir(inner.c_str(), 0755), 0) << inner;
-    ASSERT_EQ(mkdir((inner + "/codecvisor-" + ns + "-4194305-1-innermost").c_str(), 0755), 0);
+    ASSERT_EQ(mkdir((inner + "/codecvisor-" + ns + "-" + std::string(kDeadPid) + "-1-innermost").c_str(), 0755), 0);
   }
   struct stat st{};
   EXPECT_NE(stat(memory_dir.c_str(), &st), 0) << memory_dir << " was not removed";
@@ -207,7 +210,7 @@ TEST(BackendCgroupTest, StaleCgroupsInASiblingJobsCgroupAreRemoved) {
   ASSERT_FALSE(ns.empty());
   const std::string job = layout.memory_dir.substr(0, layout.memory_dir.rfind('/')) + "/cv-test-job-" +
                           std::to_string(getpid());
-  const std::string stale = job + "/codecvisor-" + ns + "-4194305-0-stale";  // no pid runs as 4194305
+  const std::string stale = job + "/codecvisor-" + ns + "-" + std::string(kDeadPid) + "-0-stale";
   ASSERT_EQ(mkdir(job.c_str(), 0755), 0) << job;
   ASSERT_EQ(mkdir(stale.c_str(), 0755), 0) << stale;
   {

@@ -79,8 +79,8 @@ absl::StatusOr<std::unique_ptr<Host>> Host::Create(HostOptions options) {
     options.supervision.spawn.allow_degraded = true;
   }
   // The host starts a thread of its own (the spawner): a process whose user
-  // may start no more (RLIMIT_NPROC) gets the shortage as an error, where
-  // std::thread's exception left Create, declared to return a status.
+  // may start no more (RLIMIT_NPROC) gets the shortage as a status, not
+  // std::thread's exception.
   std::unique_ptr<Host> host;
   try {
     host.reset(new Host(std::move(options), layout));

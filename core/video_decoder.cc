@@ -432,8 +432,9 @@ absl::StatusOr<std::vector<Frame>> VideoDecoder::Collect(const FrameSelection& s
   absl::Status s = ForEachFrame(selection, [&](Frame frame) {
     kept_bytes += frame.data().size();
     if (usable > 0 && kept_bytes > usable / 2) {
-      return absl::ResourceExhaustedError(absl::StrCat("the request's frames came to more than ", frames.size(), " (",
-                                                       kept_bytes >> 20, " MiB), more than half the ", usable >> 20,
+      return absl::ResourceExhaustedError(absl::StrCat("the request's frames came to more than ", frames.size(), " of ",
+                                                       frame.data().size(), " bytes each, more than half the ",
+                                                       usable >> 20,
                                                        " MiB of memory this process may use; ask for fewer frames"));
     }
     frames.push_back(std::move(frame));

@@ -24,11 +24,6 @@ namespace codecvisor::testing {
 using ::codecvisor::internal::BackendStatus;
 namespace {
 
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
 std::string FaultyManifest(const std::string& name, const std::string& library, const std::string& entry,
                            const std::string& extra = "") {
   return "name='" + name + "'\ndevices=['" + name + "']\nlibrary='" + library + "'\nentry='" + entry +
@@ -270,7 +265,7 @@ TEST_F(FaultTest, APluginsOwnLibraryBesideItIsFoundThroughOrigin) {
     std::filesystem::copy_file(Runfile(std::string("backends/testing/") + file), dir + "/" + file,
                                std::filesystem::copy_options::overwrite_existing);
   }
-  std::string manifest = ReadText(Runfile("backends/testing/bundled.toml"));
+  std::string manifest = ReadFileText(Runfile("backends/testing/bundled.toml"));
   WriteFile("bundled/bundled.toml", manifest);
   manifest.erase(manifest.find("[sandbox]"));
   absl::StrReplaceAll({{"name = \"bundled\"", "name = \"unread\""}, {"devices = [\"bundled\"]", "devices = [\"unread\"]"}},
@@ -316,10 +311,10 @@ TEST_F(FaultTest, AManifestsMemoryIsCappedAtWhatTheHostMayUse) {
   const BackendStatus backend = StatusOf("synthetic");
   ASSERT_GT(backend.pid, 0);
   const std::vector<std::string> dirs =
-      MemoryCgroupDirs(ReadText("/proc/" + std::to_string(backend.pid) + "/cgroup"), ReadText("/proc/self/mountinfo"));
+      MemoryCgroupDirs(ReadFileText("/proc/" + std::to_string(backend.pid) + "/cgroup"), ReadFileText("/proc/self/mountinfo"));
   ASSERT_FALSE(dirs.empty());
   EXPECT_NE(dirs.front().find("codecvisor-"), std::string::npos) << dirs.front() << " is not the backend's own cgroup";
-  EXPECT_EQ(LowestMemoryLimit({dirs.front()}, ReadText), UsableMemoryBytes()) << dirs.front();
+  EXPECT_EQ(LowestMemoryLimit({dirs.front()}, ReadFileText), UsableMemoryBytes()) << dirs.front();
 }
 
 // A plugin whose device another backend took first is listed saying so,

@@ -2,7 +2,8 @@
 // descriptors fails the one open it has none for, with an error that says
 // whose limit it is. The decoders already open go on, the backend is neither
 // replaced nor quarantined, and opens work again once decoders close. Each
-// case is a row of docs/RELIABILITY.md (FaultRow).
+// of those cases is a row of docs/RELIABILITY.md (FaultRow). And a host
+// that cannot start a thread (RLIMIT_NPROC) says so.
 
 #include <seccomp.h>
 #include <sys/resource.h>

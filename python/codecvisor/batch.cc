@@ -28,7 +28,8 @@ size_t SaturatingMultiply(size_t a, size_t b) {
 
 // Pages on demand for `wanted` bytes, else (the system refuses to reserve
 // that much: a header promising far more frames than any machine holds)
-// for at least `needed` bytes, half the machine's memory if it may be.
+// for at least `needed` bytes, half the memory this process may use if it
+// may be.
 BatchMemory Reserve(size_t wanted, size_t needed) {
   try {
     return BatchMemory(wanted, BatchMemory::Pages::kOnDemand);
@@ -65,9 +66,7 @@ Status Batch::Add(const Frame& f) {
   // memory this process may use (its caller needs the rest), the batch
   // refuses them, where touching more would get the process killed.
   if (usable_ > 0 && at + frame_bytes_ > usable_ / 2) return OutOfMemory();
-  if (at + frame_bytes_ > memory_.size()) {
-    if (Status s = Grow(at); !s.ok()) return s;
-  }
+  if (at + frame_bytes_ > memory_.size()) Grow(at);
   if (Status s = CopyPixels(f, FrameAt(arrived_), memory_.size() - at); !s.ok()) return s;
   pts_.push_back(f.pts_seconds());
   durations_.push_back(f.duration_seconds());
@@ -113,11 +112,11 @@ Status Batch::AddScattered(const Frame& f) {
 Status Batch::OutOfMemory() {
   out_of_memory_ = "the request's frames came to more than " + std::to_string(arrived_) + " of " +
                    std::to_string(frame_bytes_) + " bytes each, more than half the " +
-                   std::to_string(usable_ >> 20) + " MiB of memory this process may use; ask for a shorter range";
+                   std::to_string(usable_ >> 20) + " MiB of memory this process may use; ask for fewer frames";
   return Status(StatusCode::kResourceExhausted, out_of_memory_);
 }
 
-Status Batch::Grow(size_t used) {
+void Batch::Grow(size_t used) {
   // First frame: room for what the request should bring; then double, but
   // never past that. The slack after the last frame lets its conversion
   // write straight in. A request whose frames cannot all be reserved (an
@@ -131,7 +130,7 @@ Status Batch::Grow(size_t used) {
   wanted = std::min(std::max(wanted, used + frame_bytes_), kMostBytes);
   if (used == 0) {
     memory_ = Reserve(wanted + RgbConverter::kSlack, needed);
-    return Status();
+    return;
   }
   // Grown in place (the pages move, none is copied), so the batch never
   // holds its frames twice; past half the memory this process may use, Add
@@ -142,7 +141,6 @@ Status Batch::Grow(size_t used) {
   } catch (const std::bad_alloc&) {
     memory_.Grow(needed);  // throws on, as a failed reservation does
   }
-  return Status();
 }
 
 uint8_t* Batch::FrameAt(size_t position) {

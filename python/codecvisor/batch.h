@@ -42,7 +42,7 @@ class Batch {
   // Whether every frame asked for came (a scattered batch must be whole).
   Status Complete() const;
   // Why the batch stopped taking frames because they would take more than
-  // the memory this process may use (a time range whose count nobody knew
+  // half the memory this process may use (a time range whose count nobody knew
   // beforehand, a backend that keeps sending): raised as MemoryError. ""
   // if it did not.
   const std::string& out_of_memory() const { return out_of_memory_; }
@@ -53,9 +53,10 @@ class Batch {
  private:
   bool scattered() const { return !targets_.empty(); }
   Status AddScattered(const Frame& f);
-  // Replaces the memory with a larger one holding its first `used` bytes;
-  // refused past half the memory this process may use.
-  Status Grow(size_t used);
+  // Makes room for the frame after the first `used` bytes, growing the
+  // memory in place (Add refuses a frame past half the memory this process
+  // may use before it gets here).
+  void Grow(size_t used);
   // Sets out_of_memory_; its kResourceExhausted.
   Status OutOfMemory();
   // Where the frame at output `position` goes, its pages made resident:

@@ -32,10 +32,12 @@ from ._frame import FrameBatch
 
 _POLICIES = ("repeat_last", "wrap", "error")
 
-# A sampling time this close to the stream's end is at it: the host reads a
-# time a hair (a millionth of a tick) below a frame's start as that frame's
-# start, so 5 * (1 / 24), a rounding below 5/24, is the end of a 5-frame
-# video at 24 fps, where no frame plays.
+# A sampling time this close to the stream's end is at it: backends read a
+# time a hair below a frame's start as that frame's start (the cpu backend
+# within a millionth of a tick, the synthetic one within 1e-9 of a frame),
+# so 5 * (1 / 24), a rounding below 5/24, is the end of a 5-frame video at
+# 24 fps, where no frame plays. 1e-9 s is more than either at any rate of
+# 1 fps or more.
 _AT_THE_END = 1e-9
 
 Number = Union[int, float]
@@ -227,9 +229,8 @@ def _time_range(start: Optional[float], end: Optional[float], num_frames_per_cli
         # The latest start whose last frame is still sampled before the end,
         # as the clip's times are computed: 1.48 - 29 * 0.04 rounds to a hair
         # past 0.32, where a clip's last time would be the end itself.
-        # The step grows: end may be a hair above zero (1e-17) while the sum
-        # needs a step of the stream end's size, which nextafter at end's
-        # own scale takes some 1e15 steps to make.
+        # The step doubles: end may be a hair above zero (1e-17) while the
+        # sum needs a step at the stream end's scale, 1e15 of end's ulps.
         reach = (num_frames_per_clip - 1) * seconds_between_frames
         end = stream_end - reach
         step = math.ulp(end)

@@ -1,9 +1,9 @@
 """Batches and the memory the process may use (the machine's, or its
 cgroup's limit: a container started with --memory): a request whose frames
 would take more than half of it is a MemoryError before anything is
-decoded, and a backend that sends more frames than a request's estimate
-stops there with a MemoryError instead of getting the process killed by
-the kernel. The cgroup cases run a Python process in a memory cgroup made
+decoded, and a batch whose frames keep coming past the estimate (a backend
+whose rate lies) stops at that half with a MemoryError instead of getting
+the process killed by the kernel. The cgroup cases run a Python process in a memory cgroup made
 for it (as root here; tools/test.sh makes the hierarchies writable in
 Bazel's sandbox)."""
 
@@ -26,8 +26,8 @@ LIMIT = 2 << 30
 
 
 def test_more_frames_than_memory_holds_are_refused_before_any_request(video):
-    # Each of these would grow a batch past the machine's memory, and get the
-    # process killed by the kernel rather than raise.
+    # Each of these would grow a batch past the memory this process may use,
+    # and get the process killed by the kernel rather than raise.
     d = VideoDecoder(video)
     d[0]
     restarts = backend_restarts("cpu")
@@ -56,7 +56,7 @@ def test_a_containers_memory_limit_bounds_a_batch(video, monkeypatch):
 
 
 def test_a_slice_or_range_larger_than_memory_is_refused_before_any_request(tmp_path):
-    # A stream whose scanned frames take more than the machine's memory:
+    # A stream whose scanned frames take more than the memory this process may use:
     # a slice or range of all of them is a MemoryError, not a batch grown
     # until the kernel kills the process.
     memory = _codecvisor.usable_memory_bytes()
@@ -164,7 +164,7 @@ def test_the_cgroups_limit_is_the_usable_memory(memory_cgroup):
     assert int(done.stdout) == LIMIT
 
 
-def test_a_backend_sending_more_than_a_time_range_promised_stops_at_half_the_limit(memory_cgroup, tmp_path):
+def test_frames_past_half_the_limit_stop_the_batch_without_the_precheck(memory_cgroup, tmp_path):
     # 12 MiB frames, 400 of them: the range's 40 s at 10 fps would take
     # 4.7 GiB, more than the cgroup's 2 GiB. The estimate from the rate is
     # bypassed, as a backend whose rate lies would: the batch stops the

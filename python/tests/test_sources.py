@@ -70,7 +70,7 @@ def test_every_source_kind(video, reference, kind):
 
 def test_a_file_like_source_that_never_ends_or_overreads_is_an_error(monkeypatch):
     """A read() past its size is a ValueError; a stream with no end stops at
-    half the machine's memory (here made 64 MiB) as a MemoryError, instead
+    half the memory this process may use (here 64 MiB of 128) as a MemoryError, instead
     of growing until the kernel kills the process."""
 
     class Endless:

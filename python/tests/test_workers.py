@@ -17,11 +17,7 @@ from torch.utils.data import DataLoader, Dataset
 import codecvisor
 from codecvisor.decoders import VideoDecoder
 
-from conftest import make_video, run_in_threads, synthetic_clip
-
-
-def hwc(tensor):
-    return tensor.permute(0, 2, 3, 1).numpy()
+from conftest import hwc, make_video, run_in_threads, synthetic_clip
 
 
 def test_the_gil_is_released_while_the_backend_works(tmp_path):

@@ -56,6 +56,9 @@ class VideoDecoder {
   Result<std::vector<Frame>> GetFramesPlayedAt(std::span<const double> seconds);
   // Every frame played in [start, stop).
   Result<std::vector<Frame>> GetFramesPlayedInRange(double start, double stop);
+  // (A Get* call whose frames come to more than half the memory this
+  // process may use, the machine's or its cgroup's limit, stops there with
+  // kResourceExhausted; ForEachFrame holds no more than the arena.)
 
   // Streams the selected frames to `sink` in request order, zero copy, with
   // memory bounded by the arena however many frames are selected. A sink
