@@ -49,7 +49,7 @@ absl::Status CheckRing(const char* name, uint64_t bytes) {
 // host allocates no more than kHostPopulatedBytes of a session's pages,
 // whose memory counts against it; the backend's mapping allocates the rest
 // when it attaches, against its own cgroup's memory_mb (a backend claiming
-// frames of 8192x8192 costs the host 128 MiB a session, not 786 MB).
+// frames of 8192x8192 costs the host at most kHostPopulatedBytes a session).
 void* MapPopulated(int fd, const Geometry& g, const Layout& layout, uint64_t most) {
   const uint64_t before_pool =
       g.pool_slots == 0 ? layout.total : layout.arena + uint64_t{g.copy_slots()} * g.slot_bytes;

@@ -4,73 +4,21 @@
 // Nothing here includes a header behind the API except the synthetic
 // backend's pixel pattern, the reference the frames are checked against.
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <fstream>
 #include <iterator>
 #include <memory>
 #include <string>
-#include <thread>
-#include <utility>
 #include <vector>
 
-#include "backends/testing/synthetic_pattern.h"
-#include "codecvisor/codecvisor.h"
-#include "gtest/gtest.h"
-#include "tests/test_paths.h"
+#include "tests/api_host_test_fixture.h"
 
 namespace codecvisor {
 namespace {
 
 using testing::Runfile;
-
-constexpr uint32_t kWidth = 32, kHeight = 24;
-const testing::SyntheticVideo kClip{.frames = 40, .width = kWidth, .height = kHeight, .fps = 10, .start = 0.5};
-
-class ApiHostTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    HostOptions options;
-    options.backend_path = {Runfile("backends/testing")};  // synthetic.toml, faulty.toml, ...
-    auto host = Host::Create(options);
-    ASSERT_TRUE(host.ok()) << host.status().ToString();
-    host_ = *std::move(host);
-    clip_ = testing::WriteFile("clip.syn", "synthetic frames=40 width=32 height=24 fps=10 start=0.5");
-  }
-
-  std::unique_ptr<VideoDecoder> Open(DecoderOptions options = {}) {
-    options.device = "synthetic";
-    auto decoder = host_->OpenDecoder(clip_, options);
-    EXPECT_TRUE(decoder.ok()) << decoder.status().ToString();
-    return decoder.ok() ? *std::move(decoder) : nullptr;
-  }
-
-  static void ExpectFrame(const Frame& f, int64_t index, OutputFormat format = OutputFormat::kRgb24) {
-    ASSERT_EQ(f.index(), index);
-    ASSERT_EQ(f.width(), kWidth);
-    ASSERT_EQ(f.height(), kHeight);
-    EXPECT_EQ(f.format(), format);
-    EXPECT_DOUBLE_EQ(f.pts_seconds(), 0.5 + index / 10.0);
-    EXPECT_DOUBLE_EQ(f.duration_seconds(), 0.1);
-    std::vector<uint8_t> want(kWidth * kHeight * 3);
-    testing::FillSyntheticFrame(kClip, format == OutputFormat::kRgb24 ? CV_OUTPUT_RGB24 : CV_OUTPUT_RGB24_PLANAR,
-                                index, want.data());
-    ASSERT_EQ(f.data().size(), want.size());
-    EXPECT_TRUE(std::equal(want.begin(), want.end(), f.data().begin())) << "frame " << index;
-  }
-
-  static std::vector<int64_t> Indices(const std::vector<Frame>& frames) {
-    std::vector<int64_t> out;
-    for (const Frame& f : frames) out.push_back(f.index());
-    return out;
-  }
-
-  std::unique_ptr<Host> host_;
-  std::string clip_;
-};
 
 TEST_F(ApiHostTest, DiscoversTheBuiltInAndThePathsBackendsWithoutStartingThem) {
   std::vector<std::string> names;
@@ -152,178 +100,6 @@ TEST_F(ApiHostTest, MetadataAndEveryAccessMethod) {
   auto played_in = d->GetFramesPlayedInRange(1.0, 1.3);
   ASSERT_TRUE(played_in.ok());
   EXPECT_EQ(Indices(*played_in), (std::vector<int64_t>{5, 6, 7}));
-}
-
-// A child forked from a process with a Host, a decoder and a frame on an
-// arena slot: its calls on them fail (they are the parent's, over the
-// parent's channel), it can make a Host of its own, and it leaves by
-// returning, destroying what it inherited, without waiting on the parent's
-// threads or touching the parent's channel: the parent decodes on, with
-// no restart. Before, the child hung in the inherited Host's destructor
-// and the parent's next request timed out.
-TEST_F(ApiHostTest, AForkedChildLeavesItsParentsObjectsAlone) {
-  auto d = Open();
-  ASSERT_NE(d, nullptr);
-  auto held = d->GetFrameAt(3);
-  ASSERT_TRUE(held.ok()) << held.status().ToString();
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    int code = 0;
-    {
-      std::unique_ptr<Host> inherited = std::move(host_);
-      std::unique_ptr<VideoDecoder> decoder = std::move(d);
-      Frame frame = *std::move(held);
-      if (decoder->GetFrameAt(1).status().code() != StatusCode::kFailedPrecondition) code |= 1;
-      if (inherited->OpenDecoder(clip_, DecoderOptions{.device = "synthetic"}).status().code() !=
-          StatusCode::kFailedPrecondition) {
-        code |= 2;
-      }
-      // Nothing read behind locks the parent's threads may have held.
-      if (!inherited->Backends().empty() || !inherited->warnings().empty()) code |= 32;
-      frame.Detach();  // a copy; the slot stays the parent's
-      if (frame.shared() || frame.data().size() != kWidth * kHeight * 3) code |= 4;
-      HostOptions options;
-      options.backend_path = {Runfile("backends/testing")};
-      auto own = Host::Create(options);
-      if (!own.ok()) {
-        code |= 8;
-      } else {
-        auto mine = (*own)->OpenDecoder(clip_, DecoderOptions{.device = "synthetic"});
-        if (!mine.ok() || !(*mine)->GetFrameAt(2).ok()) code |= 16;
-      }
-    }  // everything inherited is destroyed here, as a return from main would
-    _exit(code);
-  }
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status)) << "child status " << status;
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: a call on the parent's decoder, 2: on its Host, 4: Detach, 8/16: a Host of its own, "
-                                  "32: Backends() or warnings() read";
-  ExpectFrame(*held, 3);
-  for (int64_t i : {10, 0, 39}) {
-    auto f = d->GetFrameAt(i);
-    ASSERT_TRUE(f.ok()) << f.status().ToString();
-    ExpectFrame(*f, i);
-  }
-  EXPECT_EQ(d->retries(), 0u);
-}
-
-// One decoder called from four threads at once (documented misuse) and
-// from its own ForEachFrame sink: each call is either served whole or
-// refused with kFailedPrecondition; before, the threads' requests shared
-// the channel and the process crashed (SIGSEGV in the ring) or the
-// backend was killed as malformed.
-TEST_F(ApiHostTest, ACallWhileAnotherIsInProgressIsRefused) {
-  auto d = Open();
-  ASSERT_NE(d, nullptr);
-  std::atomic<int> served{0}, refused{0}, wrong{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < 4; ++t) {
-    threads.emplace_back([&, t] {
-      for (int k = 0; k < 50; ++k) {
-        const int64_t i = (t * 7 + k) % 40;
-        auto f = d->GetFramesInRange(i, std::min<int64_t>(i + 3, 40));
-        if (f.ok()) {
-          ++served;
-          if (f->empty() || (*f)[0].index() != i) ++wrong;
-        } else if (f.status().code() == StatusCode::kFailedPrecondition) {
-          ++refused;
-        } else {
-          ++wrong;
-        }
-      }
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  EXPECT_EQ(wrong.load(), 0);
-  EXPECT_EQ(served.load() + refused.load(), 200);
-  EXPECT_GT(served.load(), 0);
-  EXPECT_EQ(d->retries(), 0u);
-  Status inner;
-  Status outer = d->ForEachFrame(FrameSelection::InRange(0, 2), [&](Frame) {
-    inner = d->GetFrameAt(5).status();
-    return Status();
-  });
-  EXPECT_TRUE(outer.ok()) << outer.ToString();
-  EXPECT_EQ(inner.code(), StatusCode::kFailedPrecondition);
-  auto after = d->GetFrameAt(5);
-  ASSERT_TRUE(after.ok()) << after.status().ToString();
-  ExpectFrame(*after, 5);
-}
-
-TEST_F(ApiHostTest, AFrameHasNoPlanePastItsLastAndTimeoutsArePositive) {
-  auto d = Open();
-  ASSERT_NE(d, nullptr);
-  auto f = d->GetFrameAt(1);
-  ASSERT_TRUE(f.ok()) << f.status().ToString();
-  ASSERT_EQ(f->num_planes(), 1u);
-  EXPECT_TRUE(f->plane(1).empty());
-  EXPECT_EQ(f->stride(7), 0u);
-  const Frame empty;
-  EXPECT_TRUE(empty.plane(0).empty());
-  for (auto [request, open] : {std::pair{0, 1000}, std::pair{1000, 0}, std::pair{-5, 1000}}) {
-    DecoderOptions options;
-    options.device = "synthetic";
-    options.request_timeout = std::chrono::milliseconds(request);
-    options.open_timeout = std::chrono::milliseconds(open);
-    EXPECT_EQ(host_->OpenDecoder(clip_, options).status().code(), StatusCode::kInvalidArgument);
-  }
-  EXPECT_EQ(host_->StartBackend("synthetic", std::chrono::milliseconds(-5)).code(), StatusCode::kInvalidArgument);
-}
-
-// milliseconds::max() is "no limit", taken as a long one: a deadline of now
-// plus it overflowed into the past, and the backend was killed at once.
-TEST_F(ApiHostTest, TheLongestTimeoutsWaitAndKillNothing) {
-  ASSERT_TRUE(host_->StartBackend("synthetic", std::chrono::milliseconds::max()).ok());
-  DecoderOptions options;
-  options.device = "synthetic";
-  options.request_timeout = std::chrono::milliseconds::max();
-  options.open_timeout = std::chrono::milliseconds::max();
-  auto d = host_->OpenDecoder(clip_, options);
-  ASSERT_TRUE(d.ok()) << d.status().ToString();
-  auto frames = (*d)->GetFramesInRange(0, 5);
-  ASSERT_TRUE(frames.ok()) << frames.status().ToString();
-  EXPECT_EQ(frames->size(), 5u);
-  EXPECT_EQ((*d)->retries(), 0u);
-  for (const BackendInfo& b : host_->Backends()) {
-    if (b.name == "synthetic") EXPECT_EQ(b.restarts, 0u);
-  }
-}
-
-TEST_F(ApiHostTest, FramesAreZeroCopyUntilDetached) {
-  auto d = Open();
-  ASSERT_NE(d, nullptr);
-  auto f = d->GetFrameAt(3);
-  ASSERT_TRUE(f.ok());
-  EXPECT_TRUE(f->shared());
-  Frame copy = f->CopyOut();
-  EXPECT_FALSE(copy.shared());
-  ExpectFrame(copy, 3);
-  f->Detach();
-  EXPECT_FALSE(f->shared());
-  ExpectFrame(*f, 3);
-  Frame moved = std::move(*f);
-  ExpectFrame(moved, 3);
-}
-
-TEST_F(ApiHostTest, AFrameOutlivesItsDecoderAndHost) {
-  auto d = Open();
-  ASSERT_NE(d, nullptr);
-  auto f = d->GetFrameAt(11);
-  ASSERT_TRUE(f.ok());
-  ASSERT_TRUE(f->shared());
-  d.reset();
-  host_.reset();  // stops the backend's process
-  ExpectFrame(*f, 11);
-}
-
-TEST_F(ApiHostTest, ADecoderOutlivingItsHostFailsAsUnavailable) {
-  auto d = Open();
-  ASSERT_NE(d, nullptr);
-  host_.reset();
-  auto f = d->GetFrameAt(1);
-  EXPECT_EQ(f.status().code(), StatusCode::kUnavailable) << f.status().ToString();
 }
 
 TEST_F(ApiHostTest, PlanarOutputHasThreePlanes) {
