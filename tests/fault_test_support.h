@@ -31,6 +31,14 @@ using ::codecvisor::internal::VideoDecoder;
 using ::codecvisor::internal::DecoderOptions;
 using ::codecvisor::internal::Frame;
 
+// How many times each fault is tried: a few in the regular suites, where
+// core/supervisor_test.cc and core/blame_test.cc cover the state machine;
+// 20 in their long variants, which tools/reliability_report.sh runs.
+#ifndef CODECVISOR_FAULT_RUNS
+#define CODECVISOR_FAULT_RUNS 3
+#endif
+inline constexpr int kRuns = CODECVISOR_FAULT_RUNS;
+
 // A synthetic video description with 40 frames of 32x24 at 10 fps.
 std::string WriteSyntheticVideo(const std::string& name, const std::string& extra = "");
 

@@ -17,10 +17,12 @@ tools/bootstrap.sh
 # Suites that record rows, then the conformance suites (PASS/FAIL lines).
 suites=(
   //tests:fault_recovery_long_test
+  //tests:fault_poison_long_test
   //tests:fault_replay_test
   //tests:backend_load_test
   //tests:descriptor_limit_test
   //tests:sandbox_escape_test
+  //tests:backend_abuse_test
   //tests:soak_test
   //tests:hostile_video_test
 )

@@ -1,0 +1,249 @@
+"""codecvisor.decoders.VideoDecoder's errors: bad arguments, missing streams,
+corrupt and oversized files, unreadable paths, timeouts and quarantine, as
+the exception types torchcodec raises for the same misuse."""
+
+import errno
+import os
+import pathlib
+import pickle
+import struct
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import codecvisor
+from codecvisor.decoders import VideoDecoder
+
+from conftest import FPS, HEIGHT, WIDTH, make_video, synthetic_clip
+
+
+def test_bad_arguments(video, tmp_path):
+    with pytest.raises(TypeError):
+        VideoDecoder(12)
+    # An empty path is no file (as open("") says), not the working folder.
+    with pytest.raises(FileNotFoundError) as missing:
+        VideoDecoder("")
+    assert isinstance(missing.value, RuntimeError)
+    with pytest.raises(ValueError):
+        VideoDecoder(video, dimension_order="CHW")
+    with pytest.raises(ValueError):
+        VideoDecoder(video, seek_mode="fast")
+    with pytest.raises(ValueError):
+        VideoDecoder(video, num_ffmpeg_threads=-1)
+    # Options out of what the native side takes are ValueErrors that say so.
+    for options in (dict(num_ffmpeg_threads=2 ** 32), dict(stream_index=2 ** 31), dict(stream_index="0")):
+        with pytest.raises(ValueError, match="should be"):
+            VideoDecoder(video, **options)
+    # numpy integers are ints.
+    assert len(VideoDecoder(video, stream_index=np.int64(0), num_ffmpeg_threads=np.int32(1))) == 50
+    # Every wait has a deadline: an infinite or sub-millisecond timeout
+    # would be none, or declare a working backend hung and kill it.
+    for name in ("timeout", "open_timeout"):
+        for seconds in (float("inf"), float("nan"), 0.0005, 0, -1):
+            with pytest.raises(ValueError, match=name):
+                VideoDecoder(video, **{name: seconds})
+    with pytest.raises(ValueError, match="timeout"):
+        codecvisor.backends.start("cpu", timeout=float("inf"))
+    with pytest.raises(ValueError, match="embedded null byte"):
+        VideoDecoder(video + "\0.ignored")
+    # A file that cannot be opened is the OSError Python's open() raises and
+    # a RuntimeError, as torchcodec's is.
+    with pytest.raises(FileNotFoundError) as missing:
+        VideoDecoder(str(tmp_path / "missing.mp4"))
+    assert isinstance(missing.value, RuntimeError)
+    # What Python's own open() would raise, so that `except OSError` and a
+    # batch job's on_error="skip" see a path that is no video file.
+    (tmp_path / "folder.mp4").mkdir()
+    with pytest.raises(IsADirectoryError, match="not a regular file") as folder:
+        VideoDecoder(str(tmp_path / "folder.mp4"))
+    assert isinstance(folder.value, RuntimeError)
+    os.mkfifo(tmp_path / "fifo.mp4")
+    with pytest.raises(OSError, match="not a regular file"):
+        VideoDecoder(str(tmp_path / "fifo.mp4"))
+    with pytest.raises(codecvisor.NoSuchDeviceError) as e:
+        VideoDecoder(video, device="acme:0")
+    assert "acme" in str(e.value)
+    # torchcodec's transforms and custom_frame_mappings: their default is
+    # taken, anything else is refused, never ignored.
+    assert len(VideoDecoder(video, transforms=None, custom_frame_mappings=None)) == 50
+    assert len(VideoDecoder(video, transforms=[])) == 50  # no transforms, as torchcodec takes them
+    with pytest.raises(NotImplementedError, match="transforms"):
+        VideoDecoder(video, transforms=[lambda frame: frame])
+    with pytest.raises(NotImplementedError, match="custom_frame_mappings"):
+        VideoDecoder(video, custom_frame_mappings='{"frames": []}')
+    # A URL is named as one (backends have no network), not opened as a
+    # relative path.
+    with pytest.raises(ValueError, match="URL sources are not supported") as url:
+        VideoDecoder("https://example.com/clip.mp4")
+    assert "example.com/clip.mp4" in str(url.value) and "/tmp" not in str(url.value)
+
+
+def test_a_missing_stream_is_a_value_error_not_a_device_error(video, tmp_path):
+    tone = make_video(tmp_path / "tone.m4a", ["-f", "lavfi", "-i", "sine=duration=1"])
+    with pytest.raises(codecvisor.NoSuchStreamError) as e:
+        VideoDecoder(tone)
+    assert isinstance(e.value, ValueError) and not isinstance(e.value, codecvisor.NoSuchDeviceError)
+    assert "has no video stream" in str(e.value), str(e.value)
+    with pytest.raises(codecvisor.NoSuchStreamError) as e:
+        VideoDecoder(video, stream_index=3)
+    assert "has no stream 3" in str(e.value), str(e.value)
+    # Bytes reach the backend the same way: the same answer.
+    with pytest.raises(codecvisor.NoSuchStreamError):
+        VideoDecoder(pathlib.Path(tone).read_bytes())
+    # A device nobody serves stays a device error, with the backend of
+    # another device up.
+    with pytest.raises(codecvisor.NoSuchDeviceError):
+        VideoDecoder(video, device="acme:0", stream_index=3)
+
+
+@pytest.mark.parametrize("state, device, started", [
+    ("ready", "cpu", True),
+    # Died in the moment after it answered: being replaced, still the
+    # backend's answer about the video.
+    ("restarting", "cpu", True),
+    # Started again on demand (a first start never answers NOT_FOUND).
+    ("spawning", "cpu:0", True),
+    # Never started, could not start, or given up: the device is the problem.
+    ("discovered", "cpu", False),
+    ("failed", "cpu", False),
+    ("quarantined", "cpu", False),
+    # Up, but serving another device.
+    ("ready", "acme:0", False),
+])
+def test_a_not_found_is_about_the_stream_once_the_devices_backend_started(state, device, started):
+    from codecvisor.decoders import _backend_started
+    backends = [{"devices": ["cpu"], "state": state}, {"devices": ["acme"], "state": "failed"}]
+    assert _backend_started(backends, device) is started
+
+def test_a_header_promising_billions_of_frames_ends_where_the_stream_does(tmp_path):
+    # An AVI whose stream header claims 2^31 - 1 frames: approximate mode
+    # trusts the count (capped at 2^24), and a range over it ends at the
+    # stream's real end (MissingFrameError), not in a raw MemoryError from
+    # reserving memory for every promised frame.
+    source = make_video(tmp_path / "short.avi", ["-f", "lavfi", "-i", f"testsrc=size={WIDTH}x{HEIGHT}:rate={FPS}",
+                                                 "-t", "2", "-c:v", "mpeg4"])
+    data = bytearray(open(source, "rb").read())
+    strh = data.find(b"strh")
+    struct.pack_into("<I", data, strh + 8 + 32, 0x7FFFFFFF)  # AVIStreamHeader.dwLength
+    lying = tmp_path / "lying.avi"
+    lying.write_bytes(bytes(data))
+    d = VideoDecoder(str(lying), seek_mode="approximate")
+    assert len(d) == 1 << 24
+    for call in (lambda: d[:], lambda: d.get_frames_in_range(0, len(d)), lambda: d.get_frames_in_range(0, len(d), 7)):
+        with pytest.raises(codecvisor.MissingFrameError, match="past the end"):
+            call()
+    assert len(d.get_frames_in_range(0, 50)) == 50
+
+
+def test_a_corrupt_file_is_a_clear_error(tmp_path):
+    garbage = tmp_path / "garbage.mp4"
+    garbage.write_bytes(b"\x00\x00\x00\x18ftypmp42" + bytes(range(256)) * 40)
+    with pytest.raises(codecvisor.VideoError) as e:
+        VideoDecoder(str(garbage))
+    assert "garbage.mp4" in str(e.value)
+
+
+def test_frames_larger_than_the_backend_decodes_are_an_unsupported_video(tmp_path):
+    # 16400 px wide: past the cpu backend's 16384 per side. A property of the
+    # file, as a codec without a decoder is: a VideoError (which a batch job
+    # skips: test_dataset) and a ValueError.
+    wide = str(tmp_path / "wide.mkv")
+    make_video(wide, ["-f", "lavfi", "-i", "color=red:size=16400x16:rate=5", "-frames:v", "3", "-c:v", "ffv1"])
+    with pytest.raises(codecvisor.UnsupportedVideoError, match="16400x16 are larger than this backend decodes") as e:
+        VideoDecoder(wide)
+    assert isinstance(e.value, codecvisor.VideoError) and isinstance(e.value, ValueError)
+    assert e.value.code == "UNIMPLEMENTED" and "wide.mkv" in str(e.value)
+
+
+def test_a_host_under_a_lower_hard_limit_still_decodes(video):
+    # A cluster's `ulimit -n` (or `-v`) below the cpu backend's own limit
+    # (open_files 1024; memory_mb 8 GiB): the backend keeps the host's lower
+    # limit instead of failing to raise it ("the sandbox cannot be set up
+    # here"). RLIMIT_NOFILE, not RLIMIT_AS: a sanitizer's runtime cannot run
+    # under an address-space limit at all.
+    code = ("import resource, sys\n"
+            "resource.setrlimit(resource.RLIMIT_NOFILE, (512, 512))\n"
+            "from codecvisor.decoders import VideoDecoder\n"
+            "print(tuple(VideoDecoder(sys.argv[1])[3].shape))\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    done = subprocess.run([sys.executable, "-c", code, video], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str((3, HEIGHT, WIDTH))
+
+
+def _state(name):
+    return next(b.state for b in codecvisor.backends.list() if b.name == name)
+
+
+def test_reset_lifts_a_quarantine_in_this_process(tmp_path):
+    # A quarantine lasts as long as the process's host; backends.reset is
+    # the way out that its message names.
+    poison = synthetic_clip(tmp_path / "poison.syn", "frames=5 fault=segfault fault_frame=0")
+    good = synthetic_clip(tmp_path / "good.syn", "frames=5 width=8 height=4 fps=10")
+    try:
+        # Each poison request crashes it twice and is judged poison; a crash
+        # after 8 in a row (faulty.toml's max_poison_in_a_row, the default)
+        # quarantines.
+        for _ in range(12):
+            with pytest.raises(codecvisor.BackendError):
+                VideoDecoder(poison, device="faulty")[0]
+            if _state("faulty") == "quarantined":
+                break
+        assert _state("faulty") == "quarantined"
+        with pytest.raises(codecvisor.BackendError, match=r'codecvisor\.backends\.reset\("faulty"\)'):
+            VideoDecoder(good, device="faulty")
+    finally:
+        codecvisor.backends.reset("faulty")
+    assert _state("faulty") == "discovered"
+    assert VideoDecoder(good, device="faulty")[2].shape == (3, 4, 8)
+    with pytest.raises(codecvisor.NoSuchDeviceError):
+        codecvisor.backends.reset("nosuchbackend")
+
+
+def test_a_path_the_user_cannot_read_is_a_permission_error(video, monkeypatch):
+    # The host's open(2) fails with EACCES for a user who may not read the
+    # file; run as root here, so the user's view of it is faked.
+    from codecvisor import _codecvisor, _errors
+    error = _codecvisor.StatusError(f"open({video}): Permission denied")
+    error.code = "PERMISSION_DENIED"
+    monkeypatch.setattr(os, "access", lambda path, mode: False)
+    translated = _errors.translate(error, video)
+    assert isinstance(translated, PermissionError) and translated.filename == video, translated
+    monkeypatch.setattr(os, "access", lambda path, mode: True)  # then it is the backend's refusal
+    assert isinstance(_errors.translate(error, video), codecvisor.BackendError)
+
+
+def test_a_path_in_a_folder_the_user_cannot_search_is_a_permission_error(video, monkeypatch):
+    # A folder on the way that the user may not search (mode 700, another
+    # owner): the file cannot even be looked at, as Python's open() finds
+    # too. Run as root here, so that user's view of it is faked.
+    from codecvisor import _codecvisor, _errors
+    error = _codecvisor.StatusError(f"open({video}): Permission denied")
+    error.code = "PERMISSION_DENIED"
+    real_stat = os.stat
+
+    def stat(path, *args, **kwargs):
+        if os.fspath(path) == video:
+            raise PermissionError(errno.EACCES, "Permission denied", path)
+        return real_stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", stat)
+    translated = _errors.translate(error, video)
+    assert isinstance(translated, PermissionError) and translated.filename == video, translated
+    assert isinstance(translated, RuntimeError)  # as torchcodec's open error is
+
+
+def test_open_timeout_bounds_an_open_the_backend_never_answers(tmp_path):
+    # A backend that hangs in open is killed after open_timeout (default
+    # 120 s), tried once more, and the open is poison.
+    clip = synthetic_clip(tmp_path / "hang.syn", "frames=5 fault=hang_open")
+    with pytest.raises(codecvisor.BackendError, match="no answer within 500 ms") as e:
+        VideoDecoder(clip, device="faulty", open_timeout=0.5)
+    assert "opening the file" in str(e.value), e.value
+    with pytest.raises(ValueError, match="open_timeout"):
+        VideoDecoder(clip, device="faulty", open_timeout=0)
+    good = VideoDecoder(synthetic_clip(tmp_path / "good.syn", "frames=5 width=8 height=4 fps=10"), device="faulty",
+                        open_timeout=0.5)
+    assert pickle.loads(pickle.dumps(good))[1].shape == (3, 4, 8)

@@ -1,0 +1,123 @@
+// Plugins that abuse what the sandbox leaves them, from the faulty test
+// backend: frame records forged into the response ring, memory that no
+// mapping accounts for (memfds filled with fallocate), and opens that
+// answer "out of resources". The host accepts only what it asked for,
+// charges every page to the backend's limit, and answers within seconds;
+// each attempt is a row of docs/RELIABILITY.md.
+
+#include <chrono>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "tests/fault_test_support.h"
+
+namespace codecvisor::testing {
+namespace {
+
+// Forged frame records: from inside decode_frame of a request's second
+// frame, the plugin appends well-formed records of its own to the response
+// ring (backends/testing/forger.h): the second frame under stream index
+// 1000, or the true second frame plus a third nobody asked for. The host
+// accepts only the frames it asked for, in number, order and index; any
+// other record replaces the backend and blames the request, which is
+// poison when the replay forges again. The caller never receives a frame
+// under an index it did not ask for.
+class ForgeryTest : public FaultTest, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(ForgeryTest, OnlyTheRequestedFramesAreAccepted) {
+  const std::string fault = GetParam();
+  const std::string video = WriteSyntheticVideo("forge_" + fault + ".syn", "fault=" + fault + " fault_frame=1");
+  DecoderOptions options;
+  options.request_timeout = std::chrono::milliseconds(2000);
+  FaultRow& row = Row(fault + ": forged frame records for a two-frame request, then a good request");
+  for (int run = 0; run < 3; ++run) {
+    ++row.tries;
+    auto decoder = Open(video, "faulty", options);
+    ASSERT_TRUE(decoder.ok()) << decoder.status();
+    const int64_t indices[] = {0, 1};
+    auto frames = (*decoder)->GetFramesAt(indices);
+    if (frames.ok()) {
+      std::string got;
+      for (const Frame& f : *frames) got += " " + std::to_string(f.index());
+      row.Saw("forgery ACCEPTED: frames" + got);
+      ADD_FAILURE() << "run " << run << ": the host accepted frames" << got << " for a request of 0, 1";
+    } else {
+      row.Saw("forged request " + CodeName(frames.status()));
+      EXPECT_EQ(frames.status().code(), absl::StatusCode::kAborted) << frames.status();
+      EXPECT_NE(frames.status().message().find("poison"), absl::string_view::npos) << frames.status();
+    }
+    auto good = (*decoder)->GetFrameAt(0);
+    row.Saw("next request " + FrameOutcome(good, 0));
+    ASSERT_TRUE(good.ok()) << "run " << run << ": " << good.status();
+    EXPECT_TRUE(IsSyntheticFrame(*good, 0));
+  }
+  row.Note(absl::StrCat(StatusOf("faulty").restarts, " restarts"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Forgeries, ForgeryTest, ::testing::Values("forge_index", "forge_count"));
+
+// Memory no mapping accounts for: the faulty backend fills memfds with
+// fallocate up to 2 GiB, four times its manifest's memory_mb (512), and
+// exits with code 42 if it got it all. RLIMIT_AS never sees such memory;
+// the backend's memory cgroup charges every page, so the kernel stops the
+// hog (the fallocate fails, or the cgroup's OOM killer ends the process)
+// long before 2 GiB.
+TEST_F(FaultTest, MemfdsFilledWithFallocateAreChargedToTheBackendsMemoryLimit) {
+  FaultRow& row = Row("memfd_hog: 2 GiB of memfds filled with fallocate, memory_mb 512");
+  DecoderOptions options;
+  options.request_timeout = std::chrono::milliseconds(3000);
+  auto decoder = Open(WriteSyntheticVideo("hog.syn", "fault=memfd_hog fault_frame=2"), "faulty", options);
+  ASSERT_TRUE(decoder.ok()) << decoder.status();
+  ++row.tries;
+  auto frame = (*decoder)->GetFrameAt(2);
+  row.Saw("hog request " + FrameOutcome(frame, 2));
+  const BackendStatus after = StatusOf("faulty");
+  row.Note("last exit: " + (after.last_exit.empty() ? std::string("none") : after.last_exit));
+  EXPECT_EQ(after.last_exit.find("exited with code 42"), std::string::npos) << "the hog held 2 GiB";
+  // Each replay meets the limit again: the OOM kills are the plugin's
+  // doing, and the restart budget quarantines it, saying why.
+  ASSERT_FALSE(frame.ok());
+  EXPECT_NE(frame.status().message().find("out of memory (over the memory_mb of its manifest)"),
+            absl::string_view::npos)
+      << frame.status();
+  // The host lives on, and the backend serves again once reset.
+  ASSERT_TRUE(host_->ResetBackend("faulty").ok());
+  auto good = (*decoder)->GetFrameAt(1);
+  row.Saw("after a reset, request " + FrameOutcome(good, 1));
+  ASSERT_TRUE(good.ok()) << good.status();
+  EXPECT_TRUE(IsSyntheticFrame(*good, 1));
+}
+
+// A backend whose open answers "out of resources" (as the runner does when
+// a plugin has used up the threads it may start) is replaced, and the open
+// tried on a fresh process; an open that exhausts every process is poison.
+// Either way the caller hears within seconds, not after the open timeout.
+TEST_F(FaultTest, AnOpenOutOfResourcesReplacesTheBackendInsteadOfWaitingOutTheTimeout) {
+  FaultRow& row = Row("open answered 'out of resources' every time, open timeout 60 s");
+  DecoderOptions options;
+  options.open_timeout = std::chrono::seconds(60);
+  ++row.tries;
+  const auto start = std::chrono::steady_clock::now();
+  auto decoder = Open(WriteSyntheticVideo("exhausted.syn", "fault=exhausted_open"), "faulty", options);
+  const auto took = std::chrono::steady_clock::now() - start;
+  row.Saw("open " + CodeName(decoder.status()));
+  ASSERT_FALSE(decoder.ok());
+  EXPECT_EQ(decoder.status().code(), absl::StatusCode::kAborted) << decoder.status();
+  EXPECT_NE(decoder.status().message().find("out of resources"), absl::string_view::npos) << decoder.status();
+  EXPECT_NE(decoder.status().message().find("poison"), absl::string_view::npos) << decoder.status();
+  EXPECT_EQ(StatusOf("faulty").restarts, 2) << "each exhausted open replaces the process";
+  // A generous bound next to the 60 s the old retry loop spent: the three
+  // attempts wait 0.5 s each, plus two restarts.
+  EXPECT_LT(took, std::chrono::seconds(30));
+  row.Note(absl::StrCat(StatusOf("faulty").restarts, " restarts"));
+  // The backend serves other files on.
+  ++row.tries;
+  auto good = Open(WriteSyntheticVideo("after_exhausted.syn"), "faulty", options);
+  ASSERT_TRUE(good.ok()) << good.status();
+  auto frame = (*good)->GetFrameAt(2);
+  row.Saw("next open's request " + FrameOutcome(frame, 2));
+  EXPECT_TRUE(frame.ok() && IsSyntheticFrame(*frame, 2));
+}
+
+}  // namespace
+}  // namespace codecvisor::testing
