@@ -1,0 +1,167 @@
+// File: core/video_decoder_session.cc
+//
+// How a VideoDecoder gets its session, and gets it back: the open (and
+// re-open after a backend's death, which must describe the same stream),
+// the recovery that reports a failure and waits for the backend's exit to
+// be recorded, the solo gate a suspect request replays through, and the
+// record of a poison request. The requests themselves are in
+// video_decoder.cc.
+
+#include <cstring>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "core/blame.h"
+#include "core/video_decoder.h"
+
+namespace codecvisor::internal {
+namespace {
+
+using ipc::Clock;
+using ipc::Deadline;
+
+
+// How long a request that gave up on its backend waits for its exit to be recorded.
+constexpr auto kExitWait = std::chrono::seconds(10);
+
+// Whether a re-opened session describes the stream exactly as before,
+// bit for bit: a NaN a backend reports (an unknown rate, say) equals
+// itself here, where operator== would call every re-open a different stream.
+bool SameStream(const ipc::StreamMetadata& a, const ipc::StreamMetadata& b) {
+  absl::StatusOr<kj::Array<capnp::word>> x = ipc::EncodeResponse({0, a});
+  absl::StatusOr<kj::Array<capnp::word>> y = ipc::EncodeResponse({0, b});
+  return x.ok() && y.ok() && x->size() == y->size() &&
+         std::memcmp(x->begin(), y->begin(), x->size() * sizeof(capnp::word)) == 0;
+}
+
+constexpr auto kBusyRetry = std::chrono::milliseconds(50);
+constexpr int kBusyRetries = 4;  // 0.5 s in all
+
+}  // namespace
+
+absl::StatusOr<RequestBlame> VideoDecoder::Recover(const absl::Status& failure, std::chrono::milliseconds timeout,
+                                           ipc::CrashHints hints, DeathRecord* death, bool replace) {
+  // A hang or a malformed message leaves the child alive: the supervisor
+  // kills it for us, and the blame is ours.
+  std::string reason;
+  if (absl::IsDeadlineExceeded(failure)) {
+    reason = absl::StrCat(kNoAnswerWithin, timeout.count(), " ms (", failure.message(), ")");
+  } else if (absl::IsDataLoss(failure)) {
+    reason = absl::StrCat("malformed message: ", failure.message());
+  } else {
+    reason = std::string(failure.message());
+  }
+  if (replace) reason = absl::StrCat("out of resources: ", failure.message());
+  const bool kill = replace || absl::IsDeadlineExceeded(failure) || absl::IsDataLoss(failure);
+  absl::StatusOr<DeathRecord> record =
+      supervisor_->ReportFailure(backend_.generation, token_, kill, reason, Clock::now() + kExitWait);
+  session_ = {};
+  if (!record.ok()) return record.status();
+  *death = *record;
+  ++retries_;
+  return Judge(*death, hints, token_);
+}
+
+absl::Status VideoDecoder::Reopen() {
+  ipc::OpenSession open;
+  open.file_label = label_;
+  open.stream_index = options_.stream_index;
+  open.seek_mode = options_.seek_mode;
+  open.output_format = options_.output_format;
+  open.decoder_threads = options_.decoder_threads;
+  open.device = options_.device;
+  open.output_width = options_.output_width;
+  open.output_height = options_.output_height;
+  open.native_formats = options_.native_formats;
+  const Deadline open_deadline = Clock::now() + options_.open_timeout;
+  int busy_retries = 0;
+  Replays replays(options_.open_timeout);
+  for (;;) {
+    // Waiting for a (re)start is not the open: a short open timeout must
+    // not fail an open because a restart under load took longer than it.
+    absl::StatusOr<BackendHandle> handle = supervisor_->Acquire(
+        Clock::now() + std::max<std::chrono::milliseconds>(options_.open_timeout, supervisor_->RecoveryWait()));
+    if (!handle.ok()) return Annotate(handle.status());
+    // Each attempt has the whole open timeout: a backend that hung or died
+    // in the last one must not use up the next.
+    const Deadline attempt_deadline = Clock::now() + options_.open_timeout;
+    bool channel_failure = false;
+    uint64_t file_token = 0;
+    absl::StatusOr<OpenedSession> opened;
+    {
+      SoloGate::Pass pass = PassGate(replays.alone(), options_.open_timeout);
+      opened = handle->process->OpenSession(video_.get(), open, options_.arena_slots, attempt_deadline,
+                                            &channel_failure, &file_token);
+    }
+    if (opened.ok()) {
+      if (session_opened_before_ && !SameStream(opened->info.metadata, metadata_)) {
+        return Annotate(absl::DataLossError("the restarted backend describes the stream differently"));
+      }
+      backend_ = *handle;
+      session_ = *std::move(opened);
+      metadata_ = session_.info.metadata;
+      session_opened_before_ = true;
+      supervisor_->WatchChannel(backend_.generation, session_.channel);
+      return absl::OkStatus();
+    }
+    // The backend out of something (threads, memory): a passing shortage
+    // gets a few short waits; a lasting one replaces the process, which
+    // counts as a crash for the restart budget, and the open goes on on a
+    // fresh one (an open that exhausts even that one is poison). Waiting
+    // out the open timeout on an exhausted process would stall the caller
+    // for minutes.
+    // The host's own shortage is not the backend's: the open fails as it is.
+    const bool exhausted =
+        !channel_failure && absl::IsResourceExhausted(opened.status()) && !IsHostShortage(opened.status());
+    if (!channel_failure && !exhausted) return Annotate(opened.status());
+    if (exhausted && busy_retries < kBusyRetries && Clock::now() + kBusyRetry * (busy_retries + 1) < open_deadline) {
+      std::this_thread::sleep_for(kBusyRetry * ++busy_retries);
+      continue;
+    }
+    busy_retries = 0;
+    backend_ = *handle;
+    DeathRecord death;
+    // Opens are served one at a time on the control channel, and every open
+    // queued behind the one in the vendor call fails with it: only the open
+    // the hints name was inside vendor code.
+    ipc::CrashHints hints = handle->process->ControlCrashHints();
+    if (file_token == 0 || hints.call_token != file_token) hints = {};
+    absl::StatusOr<RequestBlame> blame = Recover(opened.status(), options_.open_timeout, hints, &death, exhausted);
+    if (!blame.ok()) return Annotate(blame.status());
+    if (absl::Status s = replays.AfterDeath(
+            *blame, death, {"opening the file", "opening the file", "; it is poison and is not retried"}, Clock::now());
+        !s.ok()) {
+      if (absl::IsAborted(s)) RecordPoison(replays, options_.open_timeout, DecoderOptions{}.open_timeout);
+      // An exact-mode open reads every packet: a huge (or padded) file can
+      // outlast the open timeout without anything being wrong.
+      if (options_.seek_mode == SeekMode::kExact && death.KilledForNoAnswer()) {
+        s = absl::Status(s.code(), absl::StrCat(s.message(),
+                                                "; an exact-mode open reads the whole file to index its frames: "
+                                                "a longer open_timeout, or approximate mode (which reads the "
+                                                "header only), may open it"));
+      }
+      return Annotate(s);
+    }
+  }
+}
+
+SoloGate::Pass VideoDecoder::PassGate(bool alone, std::chrono::milliseconds timeout) {
+  SoloGate& gate = supervisor_->gate();
+  if (!alone) return gate.Enter();
+  // Waits for the others at most one timeout, and holds them out until two
+  // timeouts after asking: a suspect's replay only delays them.
+  const auto now = Clock::now();
+  return gate.EnterSolo(now + timeout, now + 2 * timeout);
+}
+
+void VideoDecoder::RecordPoison(const Replays& replays, std::chrono::milliseconds timeout,
+                                std::chrono::milliseconds default_timeout) {
+  // A request killed for hanging under a deadline its caller made shorter
+  // than the default (a timeout of 1 ms) says the caller wanted it sooner,
+  // not that the backend is broken: it must not quarantine the backend that
+  // every decoder of the process shares.
+  supervisor_->RecordPoison(replays.blamed_generations(),
+                            !(replays.blamed_only_for_hangs() && timeout < default_timeout));
+}
+
+}  // namespace codecvisor::internal
