@@ -335,6 +335,18 @@ std::string Attempt(const char* where, const Escape& e, const absl::Status& stat
          (evidence.empty() ? ", NOT denied as expected" : ", host saw '" + evidence + "'");
 }
 
+// What the sandbox must let any decoder open: /dev/null read-write, the
+// machine's CPUs and memory, the process's own stat, status and maps.
+// Landlock refused them all (a QA plugin's /dev/null failed with EACCES).
+TEST_F(SandboxTest, WhatADecoderNeedsOpens) {
+  auto decoder = Open(WriteSyntheticVideo("open_allowed.syn", "attack=open_allowed"), "hostile");
+  ASSERT_TRUE(decoder.ok()) << decoder.status();
+  auto frame = (*decoder)->GetFrameAt(0);  // the hostile backend answers with its verdict
+  ASSERT_FALSE(frame.ok());
+  EXPECT_NE(frame.status().message().find("open what a decoder may: allowed"), absl::string_view::npos)
+      << frame.status();
+}
+
 TEST_F(SandboxTest, EveryEscapeIsDeniedInInitAndInDecode) {
   std::ostringstream table;
   table << "| attack | where | denied by | what the host saw |\n| --- | --- | --- | --- |\n";

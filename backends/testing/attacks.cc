@@ -25,6 +25,8 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+#include <utility>
 
 namespace codecvisor::testing {
 namespace {
@@ -122,6 +124,19 @@ std::string SetInodeFlags() {
 
 std::string Attack(const std::string& name, int host_pid, int port) {
   const std::string proc = "/proc/" + std::to_string(host_pid);
+  // Not an attack: what the sandbox lets a decoder open (glibc reads the
+  // main thread's stack from maps, libraries size their pools by cpuinfo
+  // and meminfo). "allowed" when every one opens and reads.
+  if (name == "open_allowed") {
+    const std::pair<const char*, int> allowed[] = {{"/dev/null", O_RDWR},         {"/proc/cpuinfo", O_RDONLY},
+                                                   {"/proc/meminfo", O_RDONLY},    {"/proc/self/stat", O_RDONLY},
+                                                   {"/proc/self/status", O_RDONLY}, {"/proc/self/maps", O_RDONLY}};
+    for (const auto& [path, flags] : allowed) {
+      const std::string verdict = OpenAttack(std::string("open ") + path, path, flags);
+      if (verdict.find("SUCCEEDED") == std::string::npos) return verdict;
+    }
+    return "open what a decoder may: allowed";
+  }
   if (name == "read_shadow") return OpenAttack("read /etc/shadow", "/etc/shadow", O_RDONLY);
   if (name == "read_host_mem") return OpenAttack("read the host's memory", proc + "/mem", O_RDONLY);
   if (name == "read_host_environ") return OpenAttack("read the host's environment", proc + "/environ", O_RDONLY);

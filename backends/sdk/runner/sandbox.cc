@@ -132,8 +132,18 @@ absl::Status ApplyLandlock(const RunnerSandbox& sandbox) {
   const uint64_t handled = attr.handled_access_fs;
   // System libraries, the loader's cache, and the CPU topology that
   // threading libraries read to size their pools.
-  for (const char* p : {"/usr", "/lib", "/lib64", "/etc/ld.so.cache", "/sys/devices/system/cpu"}) {
+  // The process's own /proc files that glibc and runtimes read (the main
+  // thread's stack from maps, its affinity from status, its thread count
+  // from stat), the machine's CPUs and memory as libraries size themselves
+  // by them, and /dev/null, which the mount namespace already holds.
+  for (const char* p : {"/usr", "/lib", "/lib64", "/etc/ld.so.cache", "/sys/devices/system/cpu", "/proc/cpuinfo",
+                        "/proc/meminfo", "/proc/self/stat", "/proc/self/status", "/proc/self/maps"}) {
     if (absl::Status s = AddPath(ruleset.get(), p, kFsRead, handled); !s.ok()) return s;
+  }
+  if (absl::Status s =
+          AddPath(ruleset.get(), "/dev/null", LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE, handled);
+      !s.ok()) {
+    return s;
   }
   for (const std::string& p : sandbox.read_paths) {
     if (absl::Status s = AddPath(ruleset.get(), p, kFsRead, handled); !s.ok()) return s;
