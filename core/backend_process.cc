@@ -64,6 +64,8 @@ absl::Status FromWireError(const ipc::Error& error) {
     case ipc::ErrorCode::kNativeChanged:  // handled by VideoDecoder where it may come
       code = absl::StatusCode::kDataLoss;
       break;
+    case ipc::ErrorCode::kNoThreadFree:  // the caller's process's shortage: no replacement cures it
+      return HostShortage(absl::ResourceExhaustedError(ReplaceUnsafeForTerminal(error.message)));
     case ipc::ErrorCode::kProtocolMismatch:
     case ipc::ErrorCode::kNoDescriptorFree:  // not cured by a fresh process: the caller's to act on
       code = absl::StatusCode::kFailedPrecondition;

@@ -250,7 +250,7 @@ Response Read(wire::Response::Reader r) {
     }
     case wire::Response::ERROR: {
       auto e = r.getError();
-      out.body = Error{FromEnum(e.getCode(), ErrorCode::kNoDescriptorFree, "error code"),
+      out.body = Error{FromEnum(e.getCode(), ErrorCode::kNoThreadFree, "error code"),
                        FromText(e.getMessage(), "error message")};
       break;
     }

@@ -53,6 +53,7 @@ enum class ErrorCode {
   kProtocolMismatch = 8,
   kNativeChanged = 9,      // protocol.capnp: reopen for RGB and ask again
   kNoDescriptorFree = 10,  // protocol.capnp: the open fails, the backend goes on
+  kNoThreadFree = 11,      // protocol.capnp: the user's limit; the open fails, the backend goes on
 };
 
 struct Hello {

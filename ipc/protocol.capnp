@@ -242,6 +242,11 @@ enum ErrorCode {
   # (its RLIMIT_NOFILE reached): that open fails, the sessions already open
   # go on, and the backend is not replaced for it.
   noDescriptorFree @10;
+  # The backend could not start a thread though it runs far fewer than its
+  # own limit allows: the limit of the user who started the host
+  # (RLIMIT_NPROC, `ulimit -u`) refused it. The open fails as the host
+  # process's shortage; the backend is not replaced and the file not blamed.
+  noThreadFree @11;
 }
 
 struct Error {

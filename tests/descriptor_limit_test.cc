@@ -5,7 +5,6 @@
 // of those cases is a row of docs/RELIABILITY.md (FaultRow). And a host
 // that cannot start a thread (RLIMIT_NPROC) says so.
 
-#include <seccomp.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,6 +16,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/threads_refused_for_test.h"
 #include "tests/fault_test_support.h"
 
 namespace codecvisor::testing {
@@ -191,43 +191,56 @@ TEST_F(DescriptorLimitTest, ABackendStartsUnderASmallLimitWithRoomForItsStart) {
   EXPECT_EQ(StatusOf("synthetic").restarts, 0u);
 }
 
+// A backend far below its own thread limit whose open cannot start a thread
+// (EAGAIN: its user's processes and threads, DataLoader workers and other
+// backends among them, are at `ulimit -u`) says whose limit it is, and
+// neither the file nor the backend is blamed: before, each such open
+// replaced the backend, judged the good file poison, and eight of them
+// quarantined the backend for the process.
+TEST_F(FaultTest, AnOpenRefusedAThreadByItsUsersLimitBlamesNeitherFileNorBackend) {
+  FaultRow& row = Row("an open whose threads its user's limit refuses (EAGAIN), 10 in a row");
+  const std::string video = WriteSyntheticVideo("no_thread.syn", "fault=no_thread_open");
+  for (int run = 0; run < 10; ++run) {
+    ++row.tries;
+    absl::StatusOr<std::unique_ptr<VideoDecoder>> d = Open(video, "faulty");
+    row.Saw("open " + CodeName(d.status()));
+    ASSERT_FALSE(d.ok());
+    EXPECT_EQ(d.status().code(), absl::StatusCode::kResourceExhausted) << d.status();
+    EXPECT_NE(d.status().message().find("this process is short of what another decoder needs"), std::string::npos)
+        << d.status();
+    EXPECT_NE(d.status().message().find("could not start a thread"), std::string::npos) << d.status();
+    EXPECT_NE(d.status().message().find("`ulimit -u`"), std::string::npos) << d.status();
+    EXPECT_EQ(d.status().message().find("poison"), std::string::npos) << d.status();
+  }
+  const BackendStatus status = StatusOf("faulty");
+  row.Note(absl::StrCat(status.restarts, " restarts, backend ", status.state));
+  EXPECT_EQ(status.restarts, 0u);
+  EXPECT_EQ(status.state, "ready");
+  ++row.tries;
+  absl::StatusOr<std::unique_ptr<VideoDecoder>> good = Open(WriteSyntheticVideo("after_no_thread.syn"), "faulty");
+  ASSERT_TRUE(good.ok()) << good.status();
+  absl::StatusOr<Frame> f = (*good)->GetFrameAt(2);
+  row.Saw("then a good file's request " + FrameOutcome(f, 2));
+  EXPECT_TRUE(f.ok() && IsSyntheticFrame(*f, 2));
+}
+
 // A process that may start no more threads (its user at RLIMIT_NPROC, as
 // clone answers EAGAIN; here a seccomp filter answers so, since root is
 // not held to the limit) cannot make a Host: Create says whose limit it
 // is, where the spawner thread's std::system_error escaped it (the CLI
 // aborted, Python got a bare RuntimeError). The case runs in a child.
 TEST(ThreadLimitTest, AHostThatCannotStartAThreadSaysSo) {
-  int fds[2];
-  ASSERT_EQ(pipe(fds), 0);
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    close(fds[0]);
-    scmp_filter_ctx filter = seccomp_init(SCMP_ACT_ALLOW);
-    if (filter == nullptr || seccomp_rule_add(filter, SCMP_ACT_ERRNO(EAGAIN), SCMP_SYS(clone), 0) != 0 ||
-        seccomp_rule_add(filter, SCMP_ACT_ERRNO(EAGAIN), SCMP_SYS(clone3), 0) != 0 || seccomp_load(filter) != 0) {
-      _exit(2);
-    }
+  absl::StatusOr<std::string> said = RunWithThreadsRefused([] {
     HostOptions options;
     options.layout = InstallLayout{Runfile("backends/sdk/runner/codecvisor-backend"), "/nonexistent"};
     options.discovery = DiscoveryOptions{{}, "/nonexistent", false};
     absl::StatusOr<std::unique_ptr<Host>> host = Host::Create(options);  // threw without the fix: SIGABRT
-    const std::string said = host.ok() ? "OK" : host.status().ToString();
-    (void)!write(fds[1], said.data(), said.size());
-    _exit(0);
-  }
-  close(fds[1]);
-  std::string said;
-  char buf[512];
-  for (ssize_t n; (n = read(fds[0], buf, sizeof(buf))) > 0;) said.append(buf, static_cast<size_t>(n));
-  close(fds[0]);
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status)) << "the child died of signal " << WTERMSIG(status);
-  ASSERT_EQ(WEXITSTATUS(status), 0) << "the child could not load its seccomp filter";
-  EXPECT_NE(said.find("RESOURCE_EXHAUSTED"), std::string::npos) << said;
-  EXPECT_NE(said.find("cannot start the host's thread"), std::string::npos) << said;
-  EXPECT_NE(said.find("`ulimit -u`"), std::string::npos) << said;
+    return host.ok() ? std::string("OK") : host.status().ToString();
+  });
+  ASSERT_TRUE(said.ok()) << said.status();
+  EXPECT_NE(said->find("RESOURCE_EXHAUSTED"), std::string::npos) << *said;
+  EXPECT_NE(said->find("cannot start the host's thread"), std::string::npos) << *said;
+  EXPECT_NE(said->find("`ulimit -u`"), std::string::npos) << *said;
 }
 
 }  // namespace

@@ -32,8 +32,11 @@ absl::StatusOr<AVCodecContext*> OpenContext(const AVCodecParameters* par, AVRati
   ret = avcodec_open2(ctx, codec, nullptr);
   if (ret < 0) {
     avcodec_free_context(&ctx);
-    return absl::UnimplementedError(
-        absl::StrCat("cannot open the ", codec->name, " decoder: ", AvErrorText(ret)));
+    std::string why = absl::StrCat("cannot open the ", codec->name, " decoder: ", AvErrorText(ret));
+    // Its threads or memory refused (RLIMIT_NPROC, memory_mb): the process
+    // is short, the stream may be fine.
+    if (ret == AVERROR(EAGAIN) || ret == AVERROR(ENOMEM)) return absl::ResourceExhaustedError(std::move(why));
+    return absl::UnimplementedError(std::move(why));
   }
   return ctx;
 }

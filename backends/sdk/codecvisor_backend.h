@@ -63,7 +63,10 @@ typedef int32_t cv_status;
                                  (not for device problems: those are INVALID_ARGUMENT or INTERNAL) */
 #define CV_ERROR_CORRUPT_DATA 4  /* the file cannot be demuxed or decoded */
 #define CV_ERROR_UNSUPPORTED 5  /* codec, pixel format or option not supported */
-#define CV_ERROR_RESOURCE_EXHAUSTED 6
+#define CV_ERROR_RESOURCE_EXHAUSTED 6  /* out of memory or threads. For a thread refused (pthread_create's
+                                        EAGAIN), put strerror(EAGAIN) in the message: the runner then tells
+                                        the process's own limit from its user's, whose shortage blames
+                                        neither the file nor the plugin */
 #define CV_ERROR_INTERNAL 7
 /* decode_frame of a session that lays frames out natively in place of the
  * RGB asked for (cv_open_options.native_formats) met a frame that layout

@@ -133,6 +133,12 @@ cv_status Open(cv_backend* backend, int fd, const cv_open_options* options, cv_s
     // As the runner answers when it cannot start a session thread.
     return Fail(error, CV_ERROR_RESOURCE_EXHAUSTED, "%s: out of threads", options->file_label);
   }
+  if (kFaulty && video->fault == "no_thread_open") {
+    // As a decoder answers when its threads are refused (strerror(EAGAIN)), here far
+    // below the process's own limit: its user's limit refused them.
+    return Fail(error, CV_ERROR_RESOURCE_EXHAUSTED, "%s: cannot start its threads: Resource temporarily unavailable",
+                options->file_label);
+  }
   if (kFaulty && video->fault == "segfault_open") {
     volatile int* null = nullptr;
     *null = 1;

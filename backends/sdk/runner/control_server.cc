@@ -13,6 +13,7 @@
 #include "backends/sdk/runner/header_times.h"
 #include "backends/sdk/runner/runner_args.h"
 #include "backends/sdk/runner/stream_list.h"
+#include "backends/sdk/runner/thread_shortage.h"
 
 namespace codecvisor::runner {
 namespace {
@@ -59,7 +60,11 @@ absl::Status ControlServer::HandleOpen(uint64_t id, const ipc::OpenSession& open
   cv_status st = vtable_->open_session(backend_, session.video_fd.get(), &options, &session.session, &error);
   if (st != CV_OK) {
     call.reset();
-    return Reply({id, ToWireError(VendorError(st, error))});
+    const absl::Status why = VendorError(st, error);
+    if (absl::IsResourceExhausted(why) && SaysNoThread(why.message())) {
+      return Reply({id, ThreadRefused(name_, why.message())});
+    }
+    return Reply({id, ToWireError(why)});
   }
 
   // From here on `session` owns the vendor session; close it on every error.
@@ -136,8 +141,7 @@ absl::Status ControlServer::HandleAttach(uint64_t id, const ipc::AttachSession& 
     });
   } catch (const std::system_error& e) {
     // Out of threads (RLIMIT_NPROC): refuse this session, keep the others.
-    return Reply({id, ipc::Error{ipc::ErrorCode::kResourceExhausted,
-                                 absl::StrCat("cannot start a thread for the session: ", e.what())}});
+    return Reply({id, ThreadRefused(name_, absl::StrCat("cannot start a thread for the session: ", e.what()))});
   }
   server.release();  // the thread owns it now
   thread.detach();

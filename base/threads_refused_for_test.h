@@ -1,0 +1,25 @@
+// File: base/threads_refused_for_test.h
+//
+// Runs a check in a forked child whose every new thread or process is
+// refused with EAGAIN, as clone answers a user at RLIMIT_NPROC (root, who
+// runs the tests here, is not held to that limit, so a seccomp filter
+// answers so). Tests only; the child must not need a thread to report.
+
+#ifndef CODECVISOR_BASE_THREADS_REFUSED_FOR_TEST_H_
+#define CODECVISOR_BASE_THREADS_REFUSED_FOR_TEST_H_
+
+#include <string>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/statusor.h"
+
+namespace codecvisor::testing {
+
+// What `check` returned in a child where clone and clone3 fail with
+// EAGAIN; an error if the child could not be made, could not load its
+// filter, or died.
+absl::StatusOr<std::string> RunWithThreadsRefused(absl::FunctionRef<std::string()> check);
+
+}  // namespace codecvisor::testing
+
+#endif  // CODECVISOR_BASE_THREADS_REFUSED_FOR_TEST_H_
