@@ -162,5 +162,37 @@ TEST(SplicedStreamTest, AnMpeg2PartReadAfterAPartOfAnotherChromaFormatIsTheClis)
   }
 }
 
+// A capture spliced from a part whose H.264 headers describe no colours
+// (BT.601, limited range) and one described as BT.709 full range, as an ad
+// break makes: the decoder keeps the last described colours through a
+// flush, so the first part read after the second came out in the second's
+// colours (a mean difference of 17 of 255). Every frame read, in any
+// order, is the CLI's; in approximate mode those of the first part (the
+// second's nominal times are a frame off the CLI's, past the gap the
+// offset leaves).
+TEST(SplicedStreamTest, APartWithoutAColourDescriptionReadAfterAPartWithOneIsTheClis) {
+  const std::string common = "-f lavfi -i testsrc2=size=96x64:rate=25 -t 1 -c:v libx264 -preset veryfast -bf 2 "
+                             "-pix_fmt yuv420p -f mpegts -muxdelay 0";
+  const std::string plain = MakeVideo("colour_plain.ts", common);
+  const std::string tagged = MakeVideo("colour_tagged.ts", common +
+                                           " -colorspace bt709 -color_primaries bt709 -color_trc bt709 "
+                                           "-color_range pc -output_ts_offset 1.04");
+  const std::string joined = WriteFile("colour_spliced.ts", ReadFile(plain) + ReadFile(tagged));
+  const std::string cli = CliAllFrames(joined, 0, "format=rgb24");
+  for (const TestSession::Options& options : {TestSession::Options(), TestSession::Approximate()}) {
+    TestSession session(joined, options);
+    ASSERT_TRUE(session.ok()) << session.open_message();
+    const size_t bytes = RgbBytes(session.Layout());
+    ASSERT_EQ(cli.size(), 50 * bytes);
+    const bool exact = options.seek_mode == CV_SEEK_EXACT;
+    for (int64_t i : {40, 0, 10, 45, 5}) {
+      const std::string frame = session.DecodeOrFail(i);
+      if (exact || i < 25) {
+        EXPECT_TRUE(frame == cli.substr(i * bytes, bytes)) << "frame " << i << (exact ? ", exact" : ", approximate");
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace codecvisor::cpu

@@ -20,6 +20,19 @@ constexpr int kMaxErrorsWithoutFrame = 256;
 // delay (beyond it, tracking starts over).
 constexpr size_t kMaxTrackedPackets = 1024;
 
+// Whether `frame` shows a property FFmpeg's decoder would keep through a
+// flush, the stream's (`par`, what the decoder opens with) being another:
+// MPEG-1/2 keep their chroma format, and H.264 and MPEG-2 keep the colour
+// description of the last header that had one, so a part of a spliced
+// capture without one, read after a part with one, came out in the
+// other's colours (a seek from frame 40 back to 0: a mean difference of
+// 16 of 255 from the CLI's frame 0).
+bool KeptThroughAFlush(const AVFrame& frame, const AVCodecParameters& par, bool mpeg12) {
+  return (mpeg12 && frame.format != par.format) || frame.colorspace != par.color_space ||
+         frame.color_range != par.color_range || frame.color_primaries != par.color_primaries ||
+         frame.color_trc != par.color_trc;
+}
+
 }  // namespace
 
 FrameCursor::FrameCursor(Demuxer* demuxer, VideoDecoder* decoder, const FrameIndex* index,
@@ -138,7 +151,9 @@ absl::StatusOr<bool> FrameCursor::NextFrame() {
         }
       }
       if (index_ != nullptr && index_->shown_order()) NoteShownOrderName(ts);
-      if (mpeg12_ && frame_->format != demuxer_->stream()->codecpar->format) fresh_on_seek_ = true;
+      if (!fresh_on_seek_ && KeptThroughAFlush(*frame_, *demuxer_->stream()->codecpar, mpeg12_)) {
+        fresh_on_seek_ = true;
+      }
       if (last_ts_ != kUnknown && ts == last_ts_) {
         ++same_ts_before_;  // a run of frames with one pts, however long
       } else if (index_ != nullptr) {
@@ -267,11 +282,10 @@ absl::Status FrameCursor::SeekTo(int64_t timestamp) {
   absl::Status status = demuxer_->Seek(timestamp);
   if (!status.ok()) return status;
   const AVStream* stream = demuxer_->stream();
-  // FFmpeg's MPEG-1/2 decoder keeps its chroma format through a flush: in
-  // a stream that changes from 4:2:0 to 4:2:2 part way (a spliced
-  // capture), the first part read after the second came out garbled. Once
-  // a frame of another format has come out, each seek opens the decoder
-  // afresh (a flush is cheaper, and enough for every other stream).
+  // What FFmpeg's decoders keep through a flush (KeptThroughAFlush) makes
+  // the frames read after a seek differ from the CLI's: once a frame has
+  // shown such a change, each seek opens the decoder afresh (a flush is
+  // cheaper, and enough for every other stream).
   if (fresh_on_seek_) (void)decoder_->Reset();
   Restart(timestamp <= (stream->start_time != AV_NOPTS_VALUE ? stream->start_time : 0));
   return absl::OkStatus();
