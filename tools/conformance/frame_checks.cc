@@ -1,4 +1,5 @@
-// The suite's checks of what a backend decodes: metadata against ffprobe,
+// The suite's checks of what a backend decodes: metadata against ffprobe
+// (the rules in metadata_checks.h),
 // every frame against the ffmpeg CLI, the access methods, approximate seek
 // and its first request, and planar output (see suite.h).
 
@@ -13,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "media/native_rgb.h"
 #include "tools/conformance/first_seek.h"
+#include "tools/conformance/metadata_checks.h"
 #include "tools/conformance/process_io.h"
 #include "tools/conformance/suite.h"
 
@@ -49,44 +51,7 @@ absl::Status ExpectFrames(absl::string_view what, Call call, const std::vector<i
 absl::Status Suite::Metadata(const Sample& sample, std::string* detail) {
   absl::StatusOr<std::unique_ptr<VideoDecoder>> decoder = Open(sample.path);
   if (!decoder.ok()) return decoder.status();
-  const StreamMetadata& m = (*decoder)->metadata();
-  if (m.time_base.num <= 0 || m.time_base.den <= 0) {
-    return absl::InternalError(absl::StrCat("time base ", m.time_base.num, "/", m.time_base.den));
-  }
-  auto wrong = [&](auto&&... parts) {
-    return absl::InternalError(absl::StrCat(sample.path, ": ", parts...));
-  };
-  if (m.time_base.num * sample.time_base_den != sample.time_base_num * m.time_base.den) {
-    return wrong("time base ", m.time_base.num, "/", m.time_base.den, ", the reference says ", sample.time_base_num,
-                 "/", sample.time_base_den);
-  }
-  if (!sample.stream.codec.empty() && m.codec != sample.stream.codec) {
-    return wrong("codec '", m.codec, "', the reference says '", sample.stream.codec, "'");
-  }
-  if (m.width != sample.stream.width || m.height != sample.stream.height) {
-    return wrong("size ", m.width, "x", m.height, ", the reference says ", sample.stream.width, "x", sample.stream.height);
-  }
-  if (m.num_frames_from_scan != sample.num_frames()) {
-    return wrong("num_frames_from_scan ", m.num_frames_from_scan, ", the reference has ", sample.num_frames());
-  }
-  if (std::abs(m.average_fps - sample.stream.average_fps) > 1e-3 * sample.stream.average_fps) {
-    return wrong("average_fps ", m.average_fps, ", the reference says ", sample.stream.average_fps);
-  }
-  const double begin = Seconds(sample, sample.pts.front());
-  const double end = Seconds(sample, sample.pts.back() + sample.durations.back());
-  if (std::abs(m.begin_stream_seconds - begin) > 1e-6) {
-    return wrong("begin_stream_seconds ", m.begin_stream_seconds, ", the reference's first frame is at ", begin);
-  }
-  if (std::abs(m.end_stream_seconds - end) > 1e-6) {
-    return wrong("end_stream_seconds ", m.end_stream_seconds, ", the reference's last frame ends at ", end);
-  }
-  if (!(m.duration_seconds > 0) || m.pixel_format.empty()) {
-    return wrong("duration_seconds ", m.duration_seconds, ", pixel_format '", m.pixel_format, "'");
-  }
-  *detail = absl::StrCat(m.codec, " ", m.width, "x", m.height, " ", m.pixel_format, ", ", m.num_frames_from_scan,
-                         " frames at ", m.average_fps, " fps, [", m.begin_stream_seconds, ", ", m.end_stream_seconds,
-                         ") s");
-  return absl::OkStatus();
+  return CheckMetadata((*decoder)->metadata(), sample, exact_, detail);
 }
 
 absl::Status Suite::Sequential(const Sample& sample, std::string* detail) {
@@ -212,6 +177,8 @@ absl::Status Suite::Approximate(const Sample& sample, std::string* detail) {
   auto compare = [&](const Frame& frame, int64_t index, absl::string_view what) {
     return constant_rate ? Compare(frame, sample, index, what) : CompareByPts(frame, sample, what);
   };
+  std::string header;
+  if (absl::Status s = CheckApproximateMetadata((*decoder)->metadata(), sample, &header); !s.ok()) return s;
   const std::vector<int64_t> indices = {n - 1, 0, 13 * n / 36, 13 * n / 36, 25 * n / 36, 1};
   absl::StatusOr<std::vector<Frame>> frames = (*decoder)->GetFramesAt(indices);
   if (!frames.ok()) return frames.status();
@@ -228,7 +195,7 @@ absl::Status Suite::Approximate(const Sample& sample, std::string* detail) {
                                             ", the reference's frame shown then has pts ", sample.pts[played]));
   }
   if (absl::Status s = compare(*at, played, "approximate seek, played at a time"); !s.ok()) return s;
-  *detail = absl::StrCat("indices ", absl::StrJoin(indices, ","), " and a time, from header metadata",
+  *detail = absl::StrCat(header, "; indices ", absl::StrJoin(indices, ","), " and a time",
                          constant_rate ? "" : "; a variable frame rate: each the reference's frame of its pts");
   return absl::OkStatus();
 }

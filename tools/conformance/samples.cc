@@ -58,17 +58,64 @@ bool ParseTimeBase(absl::string_view text, Sample* sample) {
          sample->time_base_num > 0 && sample->time_base_den > 0;
 }
 
-absl::Status ProbeStream(Sample* sample) {
+// The file's streams and the container's duration, into `header`.
+absl::Status ProbeFile(const std::string& path, ProbedHeader* header) {
   absl::StatusOr<std::string> out =
-      tools::RunForOutput({"ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries",
-                    "stream=codec_name,width,height,avg_frame_rate,time_base:stream_side_data=rotation", "-of",
-                    "default=noprint_wrappers=1", sample->path});
+      tools::RunForOutput({"ffprobe", "-v", "error", "-show_entries",
+                           "stream=codec_type:stream_disposition=attached_pic:format=duration", "-of",
+                           "default=noprint_wrappers=1", path});
   if (!out.ok()) return out.status();
-  bool quarter_turn = false;
+  bool video = false;  // the last stream's codec_type, until its disposition says whether it is cover art
   for (absl::string_view line : absl::StrSplit(*out, '\n', absl::SkipEmpty())) {
     std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(line, absl::MaxSplits('=', 1));
     const absl::string_view value = absl::StripAsciiWhitespace(kv.second);
-    if (kv.first == "codec_name") {
+    if (kv.first == "codec_type") {
+      ++header->num_streams;
+      video = value == "video";
+      if (video) ++header->num_video_streams;
+    } else if (kv.first == "DISPOSITION:attached_pic") {
+      if (video && value == "1") --header->num_video_streams;
+      video = false;
+    } else if (kv.first == "duration") {
+      if (!absl::SimpleAtod(value, &header->format_duration_seconds)) header->format_duration_seconds = -1;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ProbeStream(Sample* sample) {
+  absl::StatusOr<std::string> out =
+      tools::RunForOutput({"ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries",
+                    "stream=codec_name,width,height,avg_frame_rate,time_base,pix_fmt,color_space,color_range,"
+                    "color_primaries,color_transfer,r_frame_rate,nb_frames,duration,start_time"
+                    ":stream_side_data=rotation", "-of",
+                    "default=noprint_wrappers=1", sample->path});
+  if (!out.ok()) return out.status();
+  bool quarter_turn = false;
+  ProbedHeader& header = sample->header.emplace();
+  for (absl::string_view line : absl::StrSplit(*out, '\n', absl::SkipEmpty())) {
+    std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(line, absl::MaxSplits('=', 1));
+    const absl::string_view value = absl::StripAsciiWhitespace(kv.second);
+    if (kv.first == "pix_fmt") {
+      header.pixel_format = std::string(value);
+    } else if (kv.first == "color_space") {
+      header.color_space = std::string(value);
+    } else if (kv.first == "color_range") {
+      header.color_range = std::string(value);
+    } else if (kv.first == "color_primaries") {
+      header.color_primaries = std::string(value);
+    } else if (kv.first == "color_transfer") {
+      header.color_transfer = std::string(value);
+    } else if (kv.first == "r_frame_rate") {
+      absl::StatusOr<double> fps = ParseRate(value);
+      header.r_frame_rate = fps.ok() ? *fps : 0;
+    } else if (kv.first == "nb_frames") {
+      if (!absl::SimpleAtoi(value, &header.num_frames)) header.num_frames = -1;  // N/A
+    } else if (kv.first == "duration") {
+      if (!absl::SimpleAtod(value, &header.duration_seconds)) header.duration_seconds = -1;
+    } else if (kv.first == "start_time") {
+      if (!absl::SimpleAtod(value, &header.start_seconds)) header.start_seconds = 0;
+    } else if (kv.first == "codec_name") {
       sample->stream.codec = std::string(value);
     } else if (kv.first == "width") {
       if (!absl::SimpleAtoi(value, &sample->stream.width)) return absl::InternalError("ffprobe: bad width");
@@ -94,7 +141,7 @@ absl::Status ProbeStream(Sample* sample) {
   if (sample->time_base_den == 0) return absl::InternalError(absl::StrCat("ffprobe gave no time base for ", sample->path));
   // The size frames come out at: the CLI rotates them.
   if (quarter_turn) std::swap(sample->stream.width, sample->stream.height);
-  return absl::OkStatus();
+  return ProbeFile(sample->path, &header);
 }
 
 absl::Status ProbeFrames(Sample* sample) {

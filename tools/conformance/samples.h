@@ -13,6 +13,7 @@
 #define CODECVISOR_TOOLS_CONFORMANCE_SAMPLES_H_
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -30,6 +31,22 @@ struct ProbedStream {
   double average_fps = 0;
 };
 
+// What ffprobe's headers say beyond ProbedStream, which the metadata checks
+// compare a backend's with (metadata_checks.h). Absent for a sample with a
+// vendor's reference, which FFmpeg may not read.
+struct ProbedHeader {
+  std::string pixel_format;  // pix_fmt
+  // ffprobe's names; "unknown" for an untagged stream.
+  std::string color_space, color_range, color_primaries, color_transfer;
+  double r_frame_rate = 0;            // 0: none
+  int64_t num_frames = -1;            // the stream's nb_frames; -1: N/A (Matroska, YUV4MPEG2)
+  double duration_seconds = -1;       // the stream's; -1: N/A (Matroska has none per stream)
+  double start_seconds = 0;           // the stream's start_time
+  double format_duration_seconds = -1;  // the container's; -1: N/A
+  int num_streams = 0;                // every stream of the file
+  int num_video_streams = 0;          // video streams but cover art (attached pictures)
+};
+
 struct Sample {
   // What the checks are called after: the codec of a generated sample (h264,
   // ...), else the file's name.
@@ -41,6 +58,7 @@ struct Sample {
   int64_t time_base_num = 0;
   int64_t time_base_den = 0;
   ProbedStream stream;
+  std::optional<ProbedHeader> header;  // set when ffprobe read the file
   // Per frame, in presentation order: pts and duration in the stream's time
   // base, as ffprobe -show_frames reports them.
   std::vector<int64_t> pts;
