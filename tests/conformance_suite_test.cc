@@ -30,6 +30,13 @@ ConformanceOptions Options() {
   return options;
 }
 
+// A manifest `file` of the faulty test backend with `config` as its [config].
+std::string FaultyManifest(const std::string& file, const std::string& config) {
+  return WriteFile(file, "name='faulty'\ndevices=['faulty']\nlibrary='" +
+                             Runfile("backends/testing/libcodecvisor_faulty.so") + "'\nabi_version=1\n[config]\n" +
+                             config + "\n");
+}
+
 TEST(ConformanceSuiteTest, FailsABackendThatCannotDecodeTheSamples) {
   int callbacks = 0;
   ConformanceOptions options = Options();
@@ -42,7 +49,7 @@ TEST(ConformanceSuiteTest, FailsABackendThatCannotDecodeTheSamples) {
   std::map<std::string, CheckResult> by_name;
   for (const CheckResult& c : report->checks) by_name[c.name] = c;
 
-  for (const char* passes : {"handshake", "sandbox", "shutdown"}) {
+  for (const char* passes : {"handshake", "sandbox", "quiet_output", "shutdown"}) {
     ASSERT_TRUE(by_name.count(passes)) << passes;
     EXPECT_TRUE(by_name[passes].passed) << passes << ": " << by_name[passes].detail;
   }
@@ -145,10 +152,7 @@ TEST(ConformanceSuiteTest, OwnSampleWithTheVendorsReference) {
 // A backend whose errors carry no message fails bad_input, saying so: its
 // users would read only the runner's stand-in for a message.
 TEST(ConformanceSuiteTest, ErrorsWithoutAMessageFailBadInput) {
-  const std::string manifest =
-      WriteFile("silent_faulty.toml", "name='faulty'\ndevices=['faulty']\nlibrary='" +
-                                          Runfile("backends/testing/libcodecvisor_faulty.so") +
-                                          "'\nabi_version=1\n[config]\nsilent_errors=1\n");
+  const std::string manifest = FaultyManifest("silent_faulty.toml", "silent_errors=1");
   absl::StatusOr<ConformanceReport> report = RunConformance({.backend = "", .manifest_path = manifest}, Options());
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_TRUE(report->warnings.empty());
@@ -158,6 +162,26 @@ TEST(ConformanceSuiteTest, ErrorsWithoutAMessageFailBadInput) {
   EXPECT_NE(by_name["bad_input"].detail.find("not_a_video.mkv carries no message from the backend"),
             std::string::npos)
       << by_name["bad_input"].detail;
+}
+
+// A backend that writes lines to stdout/stderr at the quiet log level (here
+// 100 on every open) fails quiet_output, which names the first line; the
+// lines still reach the process's stderr, and the capture leaves no
+// descriptor behind (the shutdown check counts them).
+TEST(ConformanceSuiteTest, ABackendThatLogsAtTheQuietLevelFails) {
+  ASSERT_EQ(std::getenv("CODECVISOR_BACKEND_LOG_LEVEL"), nullptr);
+  const std::string manifest = FaultyManifest("chatty_faulty.toml", "chatty=1");
+  absl::StatusOr<ConformanceReport> report = RunConformance({.backend = "", .manifest_path = manifest}, Options());
+  ASSERT_TRUE(report.ok()) << report.status();
+  std::map<std::string, CheckResult> by_name = ByName(*report);
+  ASSERT_TRUE(by_name.count("quiet_output"));
+  const CheckResult& quiet = by_name["quiet_output"];
+  EXPECT_FALSE(quiet.passed);
+  EXPECT_NE(quiet.detail.find("lines to stdout/stderr at the quiet log level"), std::string::npos) << quiet.detail;
+  EXPECT_NE(quiet.detail.find("the first: 'faulty: opening "), std::string::npos) << quiet.detail;
+  EXPECT_NE(quiet.detail.find("(line 1 of 100)'"), std::string::npos) << quiet.detail;
+  ASSERT_TRUE(by_name.count("shutdown"));
+  EXPECT_TRUE(by_name["shutdown"].passed) << by_name["shutdown"].detail;
 }
 
 // A misspelt table of the manifest is named in the report's warnings, not

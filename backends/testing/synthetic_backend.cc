@@ -8,7 +8,7 @@
 // offers a table asking for late frame buffers, as `synthetic_late`), and
 // with CODECVISOR_FAULTY as `faulty`, which also obeys the fault named in
 // the video ("fault=segfault fault_frame=5", see faults.h) or in its
-// manifest's [config] ("fail_init=1", "segfault_open=1", "silent_errors=1"), and exports
+// manifest's [config] ("fail_init=1", "segfault_open=1", "silent_errors=1", "chatty=1"), and exports
 // extra entry symbols that return a bad table; and with CODECVISOR_HOSTILE
 // as `hostile`, which tries to escape its sandbox (attacks.h) in create()
 // or decode_frame(). Used by tests only.
@@ -51,6 +51,7 @@ constexpr char kLateName[] = "synthetic_late";
 struct Backend {
   bool segfault_open = false;  // faulty, [config] segfault_open=1: every open crashes
   bool silent_errors = false;  // faulty, [config] silent_errors=1: a failed open says nothing (a vendor's mistake)
+  bool chatty = false;  // faulty, [config] chatty=1: every open writes 100 lines to stderr, whatever the log level
 };
 
 // True with probability `p`: a per-thread generator seeded from the pid,
@@ -106,6 +107,7 @@ cv_status Create(const char* config, cv_backend** out, cv_error* error) {
   auto* backend = new Backend;
   backend->segfault_open = kFaulty && config != nullptr && std::strstr(config, "segfault_open=1") != nullptr;
   backend->silent_errors = kFaulty && config != nullptr && std::strstr(config, "silent_errors=1") != nullptr;
+  backend->chatty = kFaulty && config != nullptr && std::strstr(config, "chatty=1") != nullptr;
   *out = reinterpret_cast<cv_backend*>(backend);
   return CV_OK;
 }
@@ -116,6 +118,9 @@ cv_status Open(cv_backend* backend, int fd, const cv_open_options* options, cv_s
   if (reinterpret_cast<Backend*>(backend)->segfault_open) {
     volatile int* null = nullptr;
     *null = 1;
+  }
+  if (reinterpret_cast<Backend*>(backend)->chatty) {
+    for (int i = 1; i <= 100; ++i) std::fprintf(stderr, "faulty: opening %s (line %d of 100)\n", options->file_label, i);
   }
   char text[4096] = {};
   ssize_t n = pread(fd, text, sizeof(text) - 1, 0);

@@ -299,6 +299,9 @@ absl::StatusOr<ConformanceReport> Suite::Run() {
     rmdir(scratch_.c_str());
   };
 
+  // From before the backend's first start, so that nothing it writes at
+  // start-up is missed.
+  output_ = OutputCapture::Start(report_.backend);
   Check("handshake", [this](std::string* d) { return Handshake(d); });
   if (ready_) {
     Check("sandbox", [this](std::string* d) { return SandboxEngaged(d); });
@@ -326,6 +329,7 @@ absl::StatusOr<ConformanceReport> Suite::Run() {
     Check("concurrency", [this](std::string* d) { return Concurrency(d); });
     Check("crash_recovery", [this](std::string* d) { return CrashRecovery(samples_.front(), d); });
   }
+  Check("quiet_output", [this](std::string* d) { return QuietOutput(d); });
   Check("shutdown", [this](std::string* d) { return Shutdown(d); });
   return report_;
 }

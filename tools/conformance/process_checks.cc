@@ -1,11 +1,13 @@
 // The suite's checks of the backend as a process: the handshake and its
 // capabilities, the sandbox, bad input, concurrent sessions, recovery from a
-// kill mid-request, and a clean shutdown (see suite.h).
+// kill mid-request, what it writes to stdout/stderr at the quiet log level,
+// and a clean shutdown (see suite.h).
 
 #include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -19,6 +21,7 @@
 #include "absl/strings/strip.h"
 #include "ipc/messages.h"
 #include "tools/common/process_census.h"
+#include "backends/sdk/codecvisor_backend.h"
 #include "tools/conformance/suite.h"
 
 namespace codecvisor::conformance::internal {
@@ -311,6 +314,30 @@ absl::Status Suite::CrashRecovery(const Sample& sample, std::string* detail) {
   }
   *detail = absl::StrCat("killed pid ", killed, " (SIGKILL) after frame ", kill_after - 1, "; all ", next,
                          " frames correct after ", (*decoder)->retries(), " re-issue(s), new pid ", after->pid);
+  return absl::OkStatus();
+}
+
+absl::Status Suite::QuietOutput(std::string* detail) {
+  if (!output_.ok()) return output_.status();
+  (*output_)->Stop();
+  const int lines = (*output_)->lines();
+  const char* level = std::getenv(CODECVISOR_BACKEND_LOG_LEVEL_ENV);
+  // Names the host passes on that let a backend log; anything else is quiet.
+  for (const char* loud : {"panic", "fatal", "error", "warning", "info", "verbose", "debug", "trace"}) {
+    if (level != nullptr && std::string_view(level) == loud) {
+      *detail = absl::StrCat("not checked: this run lets backends log (", CODECVISOR_BACKEND_LOG_LEVEL_ENV, "=", level,
+                             ", --loglevel); it wrote ", lines, " line(s)");
+      return absl::OkStatus();
+    }
+  }
+  if (lines > kMaxQuietLines) {
+    return absl::InternalError(absl::StrCat(
+        "the backend wrote ", lines, " lines to stdout/stderr at the quiet log level (at most ", kMaxQuietLines,
+        " pass), the first: '", (*output_)->first_line(), "'; unless ", CODECVISOR_BACKEND_LOG_LEVEL_ENV,
+        " asks for more, a backend reports through cv_error and writes nothing to the user's terminal"));
+  }
+  *detail = absl::StrCat(lines, " line(s) written to stdout/stderr during the checks, at the quiet log level",
+                         lines > 0 ? absl::StrCat(", the first: '", (*output_)->first_line(), "'") : "");
   return absl::OkStatus();
 }
 

@@ -7,7 +7,7 @@
 // frame_checks.cc (metadata, frames, access methods, seek modes, the
 // first approximate request, planar)
 // and process_checks.cc (handshake, sandbox, bad input, concurrency, crash
-// recovery, shutdown). Not thread-safe, except where a check runs its own
+// recovery, quiet output, shutdown). Not thread-safe, except where a check runs its own
 // threads (Concurrency).
 
 #ifndef CODECVISOR_TOOLS_CONFORMANCE_SUITE_H_
@@ -25,6 +25,7 @@
 #include "core/host.h"
 #include "core/manifest.h"
 #include "tools/conformance/conformance.h"
+#include "tools/conformance/output_capture.h"
 #include "tools/conformance/samples.h"
 
 namespace codecvisor::conformance::internal {
@@ -81,6 +82,10 @@ class Suite {
   absl::Status BadInput(const Sample& sample, std::string* detail);
   absl::Status Concurrency(std::string* detail);
   absl::Status CrashRecovery(const Sample& sample, std::string* detail);
+  // Stops capturing the backend's output (output_): more than
+  // kMaxQuietLines lines written at the quiet log level fail, naming the
+  // first. Passes as "not checked" where the run lets backends log.
+  absl::Status QuietOutput(std::string* detail);
   absl::Status Shutdown(std::string* detail);
 
   absl::StatusOr<std::unique_ptr<VideoDecoder>> Open(const std::string& path,
@@ -123,6 +128,12 @@ class Suite {
   bool ready_ = false;  // the handshake passed
   std::vector<Sample> samples_;
   std::map<int, std::string> descriptors_before_;
+  // The backend's relayed output from its start to the quiet_output check,
+  // which ends the capture before the shutdown check counts descriptors.
+  absl::StatusOr<std::unique_ptr<OutputCapture>> output_ = absl::FailedPreconditionError("not started");
+  // A few lines at the quiet level pass (a library's one-off notice); the
+  // failure this catches is a backend that logs as it decodes.
+  static constexpr int kMaxQuietLines = 3;
 };
 
 }  // namespace codecvisor::conformance::internal
