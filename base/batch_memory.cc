@@ -118,6 +118,16 @@ class GlobalCache {
     return cache_->bytes();
   }
 
+  // Gives back every kept mapping; the limit stays.
+  void Drop() {
+    std::vector<BatchMemoryCache::Mapping> release;
+    {
+      MutexLock lock(&mu_);
+      release = cache_->Clear();
+    }
+    Unmap(release);
+  }
+
  private:
   // No other thread can see the cache yet.
   explicit GlobalCache(size_t bytes) ABSL_NO_THREAD_SAFETY_ANALYSIS { Reset(bytes); }
@@ -143,6 +153,19 @@ class GlobalCache {
   std::optional<BatchMemoryCache> cache_ ABSL_GUARDED_BY(mu_);
 };
 
+// `map()`, and once more after giving back the cache's mappings when it
+// fails: kept mappings count against RLIMIT_AS (`ulimit -v`) and the
+// overcommit limit though the kernel may reclaim their pages, so under
+// such a limit the cache would refuse the next batch, or a decoder's
+// channel, memory it only keeps in reserve.
+template <typename MapFn>
+void* WithoutTheCache(MapFn map) {
+  void* p = map();
+  if (p != MAP_FAILED || GlobalCache::Get().bytes() == 0) return p;
+  GlobalCache::Get().Drop();
+  return map();
+}
+
 }  // namespace
 
 BatchMemory::BatchMemory(size_t bytes, Pages pages) : size_(RoundUp(std::max<size_t>(bytes, 1))) {
@@ -150,7 +173,7 @@ BatchMemory::BatchMemory(size_t bytes, Pages pages) : size_(RoundUp(std::max<siz
     data_ = kept->data;
     size_ = kept->size;
   } else {
-    void* p = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* p = WithoutTheCache([&] { return mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0); });
     if (p == MAP_FAILED) throw std::bad_alloc();
     data_ = static_cast<uint8_t*>(p);
     if (size_ >= kHugePage) (void)madvise(data_, size_, MADV_HUGEPAGE);  // best effort
@@ -165,7 +188,7 @@ void BatchMemory::Grow(size_t bytes) {
     *this = BatchMemory(wanted, Pages::kOnDemand);
     return;
   }
-  void* p = mremap(data_, size_, wanted, MREMAP_MAYMOVE);
+  void* p = WithoutTheCache([&] { return mremap(data_, size_, wanted, MREMAP_MAYMOVE); });
   if (p == MAP_FAILED) throw std::bad_alloc();
   data_ = static_cast<uint8_t*>(p);
   size_ = wanted;

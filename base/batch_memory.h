@@ -8,8 +8,9 @@
 // Freed memory is kept in a process-wide cache (base/batch_memory_cache)
 // and handed to the next batch of about the same size, already resident.
 // The cache holds at most an eighth of the memory this process may use
-// (UsableMemoryBytes: the machine's, or its cgroup's limit where lower),
-// 2 GiB at most, in 16 mappings; one idle for more than 10 seconds is given back at
+// (UsableMemoryBytes: the machine's, or its cgroup's or address-space limit
+// where lower), 2 GiB at most, in 16 mappings, and gives them all back when
+// the kernel refuses a mapping (they count against `ulimit -v`); one idle for more than 10 seconds is given back at
 // the next allocation or free, so a process that stops decoding keeps what
 // it had until then. CODECVISOR_BATCH_CACHE_MIB sets the byte limit (0
 // turns the cache off). A kept mapping is marked MADV_FREE, so the kernel

@@ -1,10 +1,12 @@
 #include "base/batch_memory.h"
 
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <utility>
 #include <vector>
@@ -202,6 +204,61 @@ TEST_F(BatchMemoryTest, AForkedChildInheritsBatchesInUseButNotTheCache) {
   EXPECT_EQ(BatchMemory::CachedBytes(), 2 * kHugePage);
   BatchMemory again(2 * kHugePage);
   EXPECT_EQ(again.data(), kept);
+}
+
+// This process's address space in bytes (VmSize).
+size_t AddressSpaceBytes() {
+  FILE* f = std::fopen("/proc/self/status", "r");
+  if (f == nullptr) return 0;
+  char line[256];
+  size_t kb = 0;
+  while (std::fgets(line, sizeof(line), f) != nullptr) {
+    if (std::sscanf(line, "VmSize: %zu kB", &kb) == 1) break;
+  }
+  std::fclose(f);
+  return kb << 10;
+}
+
+// Kept mappings count against RLIMIT_AS (`ulimit -v`) though the kernel
+// may reclaim their pages: under such a limit a new batch, or a batch
+// grown, that the cache's mappings leave no room for gets it when they
+// are given back, where it failed with bad_alloc. In a child, whose limit
+// is what it has mapped plus 96 MiB.
+TEST_F(BatchMemoryTest, UnderAnAddressSpaceLimitTheCacheMakesRoomForANewBatch) {
+#ifdef CODECVISOR_SANITIZER
+  GTEST_SKIP() << "the sanitizers' runtimes map memory of their own as they go";
+#endif
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    BatchMemory::SetCacheLimitBytes(size_t{1} << 30);
+    const size_t mapped = AddressSpaceBytes();
+    const rlimit limit{mapped + (96 << 20), mapped + (96 << 20)};
+    if (mapped == 0 || setrlimit(RLIMIT_AS, &limit) != 0) _exit(100);
+    int failures = 0;
+    try {
+      { BatchMemory kept(64 << 20, BatchMemory::Pages::kOnDemand); }
+      if (BatchMemory::CachedBytes() != (64 << 20)) failures |= 1;
+      BatchMemory fresh(66 << 20, BatchMemory::Pages::kOnDemand);  // with the kept 64 MiB: over the limit
+      fresh.data()[0] = 1;
+    } catch (const std::bad_alloc&) {
+      failures |= 2;
+    }
+    try {
+      { BatchMemory kept(64 << 20, BatchMemory::Pages::kOnDemand); }
+      BatchMemory grown(16 << 20, BatchMemory::Pages::kOnDemand);
+      grown.Grow(80 << 20);
+      grown.data()[(80 << 20) - 1] = 1;
+    } catch (const std::bad_alloc&) {
+      failures |= 4;
+    }
+    _exit(failures);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_NE(WEXITSTATUS(status), 100) << "could not lower the child's address space";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "bit 2: a new batch refused, bit 4: a batch's growth refused";
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include "base/cgroup_paths.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -157,12 +158,15 @@ namespace {
 
 size_t ReadUsableMemoryBytes() {
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  const uint64_t physical = pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : 0;
-  const uint64_t limit =
-      LowestMemoryLimit(MemoryCgroupDirs(ReadFileText("/proc/self/cgroup"), ReadFileText("/proc/self/mountinfo")),
-                        ReadFileText);
-  if (physical == 0) return limit;
-  return limit == 0 ? physical : std::min(physical, limit);
+  uint64_t usable = pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : 0;
+  auto lower = [&usable](uint64_t limit) {
+    if (limit != 0) usable = usable == 0 ? limit : std::min(usable, limit);
+  };
+  lower(LowestMemoryLimit(MemoryCgroupDirs(ReadFileText("/proc/self/cgroup"), ReadFileText("/proc/self/mountinfo")),
+                          ReadFileText));
+  // `ulimit -v`: no mapping past it, however much memory is free.
+  if (rlimit as{}; getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) lower(as.rlim_cur);
+  return usable;
 }
 
 }  // namespace

@@ -7,7 +7,8 @@
 // sysconf, so a process that sizes its memory by sysconf alone is killed by
 // the kernel where it could have refused: UsableMemoryBytes() takes the
 // lowest limit of its memory cgroup and of every cgroup above it, v2
-// (memory.max) or v1 (memory.limit_in_bytes).
+// (memory.max) or v1 (memory.limit_in_bytes), and of its address space
+// (RLIMIT_AS, `ulimit -v`), past which no mapping is made.
 //
 // The parsing is pure, for tests; core/cgroup builds backends' cgroups on
 // it.
@@ -69,8 +70,8 @@ uint64_t LowestMemoryLimit(const std::vector<std::string>& dirs,
 // A file's whole text, "" if it cannot be read (a cgroup or /proc file).
 std::string ReadFileText(const std::string& path);
 
-// The machine's physical memory, or this process's cgroup memory limit
-// where lower; 0 if the system says neither. Read at most once a second
+// The machine's physical memory, or this process's cgroup memory limit or
+// address-space limit where lower; 0 if the system says none of them. Read at most once a second
 // (and at once after a fork).
 size_t UsableMemoryBytes();
 

@@ -66,7 +66,13 @@ Status Batch::Add(const Frame& f) {
   // memory this process may use (its caller needs the rest), the batch
   // refuses them, where touching more would get the process killed.
   if (usable_ > 0 && at + frame_bytes_ > usable_ / 2) return OutOfMemory();
-  if (at + frame_bytes_ > memory_.size()) Grow(at);
+  if (at + frame_bytes_ > memory_.size()) {
+    try {
+      Grow(at);
+    } catch (const std::bad_alloc&) {
+      return MappingRefused(at + frame_bytes_);
+    }
+  }
   if (Status s = CopyPixels(f, FrameAt(arrived_), memory_.size() - at); !s.ok()) return s;
   pts_.push_back(f.pts_seconds());
   durations_.push_back(f.duration_seconds());
@@ -94,7 +100,13 @@ py::tuple Batch::ToNumpy() {
 
 Status Batch::AddScattered(const Frame& f) {
   if (arrived_ >= targets_.size()) return Status(StatusCode::kInternal, "the backend sent more frames than asked");
-  if (memory_.size() == 0) memory_ = BatchMemory(frame_bytes_ * expected_, BatchMemory::Pages::kOnDemand);
+  if (memory_.size() == 0) {
+    try {
+      memory_ = BatchMemory(frame_bytes_ * expected_, BatchMemory::Pages::kOnDemand);
+    } catch (const std::bad_alloc&) {
+      return MappingRefused(frame_bytes_ * expected_);
+    }
+  }
   const std::vector<uint32_t>& to = targets_[arrived_++];
   if (to.empty()) return Status();
   uint8_t* first = FrameAt(to[0]);
@@ -113,6 +125,13 @@ Status Batch::OutOfMemory() {
   out_of_memory_ = "the request's frames came to more than " + std::to_string(arrived_) + " of " +
                    std::to_string(frame_bytes_) + " bytes each, more than half the " +
                    std::to_string(usable_ >> 20) + " MiB of memory this process may use; ask for fewer frames";
+  return Status(StatusCode::kResourceExhausted, out_of_memory_);
+}
+
+Status Batch::MappingRefused(size_t bytes) {
+  out_of_memory_ = "the system refused the " + std::to_string(bytes >> 20) + " MiB the request's frames need (" +
+                   std::to_string(frame_bytes_) + " bytes each): this process's address space (`ulimit -v`) " +
+                   "or the machine's memory is short of it; ask for fewer frames";
   return Status(StatusCode::kResourceExhausted, out_of_memory_);
 }
 

@@ -57,8 +57,10 @@ class Batch {
   // memory in place (Add refuses a frame past half the memory this process
   // may use before it gets here).
   void Grow(size_t used);
-  // Sets out_of_memory_; its kResourceExhausted.
+  // Sets out_of_memory_; its kResourceExhausted: past half the usable
+  // memory, or `bytes` the kernel would not map.
   Status OutOfMemory();
+  Status MappingRefused(size_t bytes);
   // Where the frame at output `position` goes, its pages made resident:
   // each frame's pages are populated as it arrives, so the first frame
   // does not wait for the whole batch's (the backend decodes on meanwhile

@@ -1,5 +1,6 @@
 """Batches and the memory the process may use (the machine's, or its
-cgroup's limit: a container started with --memory): a request whose frames
+cgroup's limit: a container started with --memory, or its address-space
+limit, `ulimit -v`): a request whose frames
 would take more than half of it is a MemoryError before anything is
 decoded, and a batch whose frames keep coming past the estimate (a backend
 whose rate lies) stops at that half with a MemoryError instead of getting
@@ -213,3 +214,48 @@ def test_a_time_range_larger_than_the_limit_is_refused_before_any_request(memory
     """)
     assert done.returncode == 0, (done.returncode, done.stderr)
     assert "401 frames (40.0 s at 10.0 fps) of 12582912 bytes each would take more than half the 2048 MiB" in done.stdout
+
+
+def run_with_address_space(limit, script):
+    """`script` run by this Python, without torch, under `ulimit -v`."""
+    import resource
+
+    def lower():
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    prelude = "import sys; sys.modules['torch'] = None\n"
+    return subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(script)], preexec_fn=lower,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_an_address_space_limit_bounds_batches_and_a_refused_one_costs_nothing_after(tmp_path):
+    # Under `ulimit -v` 3 GiB the usable memory is that limit, not the
+    # machine's. A batch whose frames the kernel will not map (the estimate
+    # bypassed, as for a backend whose rate lies) is a MemoryError saying
+    # so, and the next requests and a new decoder work at once: the batch
+    # cache, whose mappings count against the limit, gives them back. Before,
+    # the limit was ignored, 1.2 GB was decoded before a bare
+    # 'std::bad_alloc', and every request failed for the next 10 s.
+    limit = 3 << 30
+    clip = synthetic_clip(tmp_path / "big.syn", "frames=400 width=2048 height=2048 fps=10")
+    done = run_with_address_space(limit, f"""
+        from codecvisor import _codecvisor
+        from codecvisor.decoders import VideoDecoder
+        print(_codecvisor.usable_memory_bytes())
+        d = VideoDecoder({clip!r}, device="synthetic")
+        d[0]
+        d._check_memory = lambda *args, **kwargs: None
+        try:
+            d.get_frames_at(list(range(200)))
+        except MemoryError as e:
+            print("MemoryError:", e)
+        print(d[1].shape[1], len(d.get_frames_in_range(0, 5)))
+        print(len(VideoDecoder({clip!r}, device="synthetic").get_frames_in_range(0, 5)))
+    """)
+    assert done.returncode == 0, (done.returncode, done.stderr)
+    lines = done.stdout.splitlines()
+    assert int(lines[0]) == limit
+    assert lines[1].startswith("MemoryError: "), done.stdout
+    assert "std::bad_alloc" not in lines[1]
+    assert ("the system refused the" in lines[1] or "more than half the 3072 MiB" in lines[1]), lines[1]
+    assert lines[2:] == ["2048 5", "5"], done.stdout
