@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/backend_output.h"
+#include "ipc/plane_shapes.h"
 
 namespace codecvisor {
 namespace {
@@ -110,8 +111,32 @@ absl::Status FrameCheck::Next(const ipc::FrameRef& ref) {
                                             absl::StrJoin(native_formats_, ", "),
                                             native_formats_.empty() ? "" : ")"));
   }
+  if (absl::Status s = CheckPlanes(ref); !s.ok()) return s;
   previous_index_ = ref.index;
   ++received_;
+  return absl::OkStatus();
+}
+
+absl::Status FrameCheck::CheckPlanes(const ipc::FrameRef& ref) const {
+  const bool rgb = ref.format != ipc::OutputFormat::kNative;
+  if (rgb && !ref.pixel_format.empty() && ref.pixel_format != ipc::RgbPixelFormatName(ref.format)) {
+    return absl::DataLossError(absl::StrCat("backend sent frame ", ref.index, " as ", ipc::OutputFormatName(ref.format),
+                                            " named '", ReplaceUnsafeForTerminal(ref.pixel_format), "'"));
+  }
+  // RGB planes are the arena's to check (ipc::CheckFrameRef); a native
+  // format the host knows has planes of known rows and row lengths.
+  const std::optional<std::vector<ipc::PlaneShape>> shapes =
+      rgb ? std::nullopt : ipc::PlaneShapesOf(ref.pixel_format, ref.width, ref.height);
+  if (!shapes.has_value()) return absl::OkStatus();
+  bool fits = shapes->size() == ref.planes.size();
+  for (size_t i = 0; fits && i < shapes->size(); ++i) {
+    fits = ref.planes[i].stride >= (*shapes)[i].row_bytes && ref.planes[i].rows >= (*shapes)[i].rows;
+  }
+  if (!fits) {
+    return absl::DataLossError(absl::StrCat("backend sent frame ", ref.index, " as ", ref.width, "x", ref.height, " ",
+                                            ReplaceUnsafeForTerminal(ref.pixel_format), " in ", ref.planes.size(),
+                                            " planes that cannot hold it"));
+  }
   return absl::OkStatus();
 }
 

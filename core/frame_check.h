@@ -56,6 +56,9 @@ class FrameCheck {
   uint64_t received() const { return received_; }
 
  private:
+  // kDataLoss where a frame's planes cannot hold a frame of its format (or
+  // an RGB frame is named another format).
+  absl::Status CheckPlanes(const ipc::FrameRef& ref) const;
   // The stream index expected at `position`, when the request fixes it.
   std::optional<int64_t> ExpectedIndex(uint64_t position) const;
 

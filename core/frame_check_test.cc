@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "ipc/plane_shapes.h"
 
 namespace codecvisor {
 namespace {
@@ -18,6 +19,22 @@ ipc::FrameRef Ref(uint32_t position, int64_t index, double pts_seconds = 0) {
   ref.request_position = position;
   ref.index = index;
   ref.pts_seconds = pts_seconds;
+  return ref;
+}
+
+// `ref` as a 64x48 frame of `format`, its planes tight.
+ipc::FrameRef Shaped(ipc::FrameRef ref, ipc::OutputFormat format, const char* pixel_format) {
+  ref.format = format;
+  ref.pixel_format = pixel_format;
+  ref.width = 64;
+  ref.height = 48;
+  ref.planes.clear();
+  uint64_t offset = 0;
+  const std::vector<ipc::PlaneShape> shapes = ipc::PlaneShapesOf(pixel_format, 64, 48).value_or(std::vector<ipc::PlaneShape>{});
+  for (const ipc::PlaneShape& s : shapes) {
+    ref.planes.push_back({offset, static_cast<uint32_t>(s.row_bytes), static_cast<uint32_t>(s.rows)});
+    offset += s.row_bytes * s.rows;
+  }
   return ref;
 }
 
@@ -173,10 +190,7 @@ TEST(FrameCheckTest, TimesAreFiniteAndDurationsNotNegative) {
 TEST(FrameCheckTest, FramesComeInTheFormatAskedForOrANativeOneOffered) {
   const ipc::FrameRequest request{ipc::IndexRange{0, 4, 1}};
   auto frame = [](uint32_t position, ipc::OutputFormat format, const char* pixel_format) {
-    ipc::FrameRef ref = Ref(position, position);
-    ref.format = format;
-    ref.pixel_format = pixel_format;
-    return ref;
+    return Shaped(Ref(position, position), format, pixel_format);
   };
   FrameCheck check(request, 4);
   const std::vector<std::string> offered = {"yuv420p", "nv12"};  // outlives the check
@@ -196,6 +210,45 @@ TEST(FrameCheckTest, FramesComeInTheFormatAskedForOrANativeOneOffered) {
   FrameCheck native(request, 4);  // native asked for: any native format
   native.ExpectFormat(ipc::OutputFormat::kNative, {});
   EXPECT_TRUE(native.Next(frame(0, ipc::OutputFormat::kNative, "yuv444p")).ok());
+}
+
+// A frame's planes must hold a frame of the format it names (a QA plugin's
+// 64x48 yuv420p frames with chroma rows of 8 bytes reached the converter,
+// which called each a corrupt video), and an RGB frame is named as RGB (a
+// plugin's rgb24 frames named yuv420p made the CLI refuse every frame).
+TEST(FrameCheckTest, AFramesPlanesHoldItsFormatAndRgbIsNamedSo) {
+  const ipc::FrameRequest request{ipc::IndexRange{0, 8, 1}};
+  FrameCheck check(request, 8);
+  ipc::FrameRef narrow = Shaped(Ref(0, 0), ipc::OutputFormat::kNative, "yuv420p");
+  narrow.planes[1].stride = 8;
+  absl::Status s = check.Next(narrow);
+  EXPECT_TRUE(absl::IsDataLoss(s)) << s;
+  EXPECT_NE(s.message().find("backend sent frame 0 as 64x48 yuv420p in 3 planes that cannot hold it"),
+            std::string::npos)
+      << s;
+  ipc::FrameRef short_rows = Shaped(Ref(0, 0), ipc::OutputFormat::kNative, "nv12");
+  short_rows.planes[1].rows = 2;
+  EXPECT_TRUE(absl::IsDataLoss(check.Next(short_rows)));
+  ipc::FrameRef two_planes = Shaped(Ref(0, 0), ipc::OutputFormat::kNative, "yuv420p");
+  two_planes.planes.pop_back();
+  EXPECT_TRUE(absl::IsDataLoss(check.Next(two_planes)));
+  ipc::FrameRef misnamed = Shaped(Ref(0, 0), ipc::OutputFormat::kRgb24, "rgb24");
+  misnamed.pixel_format = "yuv420p";
+  s = check.Next(misnamed);
+  EXPECT_TRUE(absl::IsDataLoss(s)) << s;
+  EXPECT_NE(s.message().find("as rgb24 named 'yuv420p'"), std::string::npos) << s;
+  // Honest frames pass: padded strides and rows, an unnamed RGB frame, a
+  // native format the host does not know.
+  ipc::FrameRef padded = Shaped(Ref(0, 0), ipc::OutputFormat::kNative, "yuv420p");
+  for (ipc::Plane& p : padded.planes) {
+    p.stride += 32;
+    p.rows += 2;
+  }
+  EXPECT_TRUE(check.Next(padded).ok());
+  EXPECT_TRUE(check.Next(Shaped(Ref(1, 1), ipc::OutputFormat::kRgb24, "")).ok());
+  ipc::FrameRef vendor = Shaped(Ref(2, 2), ipc::OutputFormat::kNative, "vendor-tiled");
+  vendor.planes = {{0, 64, 48}};
+  EXPECT_TRUE(check.Next(vendor).ok());
 }
 
 }  // namespace

@@ -4,11 +4,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <vector>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "core/backend_output.h"
 #include "ipc/frame_arena.h"
+#include "ipc/plane_shapes.h"
 
 namespace codecvisor {
 namespace {
@@ -33,6 +37,16 @@ absl::Status CheckLayout(const ipc::FrameLayout& l) {
     return BadLayout(l, absl::StrCat(l.planes.size(), " planes for its format"));
   }
   const bool rgb = want_planes != 0;
+  if (rgb && !l.pixel_format.empty() && l.pixel_format != ipc::RgbPixelFormatName(l.format)) {
+    return BadLayout(l, absl::StrCat(ipc::OutputFormatName(l.format), " frames named '",
+                                     ReplaceUnsafeForTerminal(l.pixel_format), "'"));
+  }
+  // A format the host knows has planes of known rows and row lengths.
+  const std::optional<std::vector<ipc::PlaneShape>> shapes =
+      rgb ? std::nullopt : ipc::PlaneShapesOf(l.pixel_format, l.width, l.height);
+  if (shapes.has_value() && shapes->size() != l.planes.size()) {
+    return BadLayout(l, absl::StrCat(l.planes.size(), " planes for ", l.pixel_format, ", which has ", shapes->size()));
+  }
   const uint64_t min_stride = std::max<uint64_t>(ipc::MinPlaneStride(l.format, l.width), 1);
   const uint64_t max_stride = uint64_t{l.width} * kMaxBytesPerPixel + kMaxRowPadding;
   uint64_t room = kMaxLayoutSlack;
@@ -46,6 +60,10 @@ absl::Status CheckLayout(const ipc::FrameLayout& l) {
     }
     if (p.stride < min_stride) {
       return BadLayout(l, absl::StrCat(plane, ": a row of ", l.width, " pixels takes at least ", min_stride, " bytes"));
+    }
+    if (shapes.has_value() && (p.stride < (*shapes)[i].row_bytes || p.rows < (*shapes)[i].rows)) {
+      return BadLayout(l, absl::StrCat(plane, ": ", l.pixel_format, " has ", (*shapes)[i].rows, " rows of at least ",
+                                       (*shapes)[i].row_bytes, " bytes there"));
     }
     if (p.stride > max_stride) {
       return BadLayout(l, absl::StrCat(plane, ": rows of ", l.width, " pixels take at most ", max_stride,

@@ -121,6 +121,41 @@ TEST(SessionOpenedCheckTest, PlanesMustFitTheFrameAndItsSize) {
   ExpectRefused(o, "1 to 32768 pixels each way");
 }
 
+// A native format the host knows has planes of known rows and row lengths
+// (a QA plugin's 64x48 yuv420p layout with chroma rows of 8 bytes, or of 2
+// rows, or in 2 planes, passed, and then every frame failed as a corrupt
+// video), and RGB frames are named as RGB.
+TEST(SessionOpenedCheckTest, AKnownNativeFormatsPlanesMustHoldIt) {
+  ipc::SessionOpened o = Opened();
+  o.layout.format = ipc::OutputFormat::kNative;
+  o.layout.pixel_format = "yuv420p";
+  o.layout.planes = {{0, 64, 48}, {64 * 48, 32, 24}, {64 * 48 + 32 * 24, 32, 24}};
+  o.layout.size = 64 * 48 + 2 * 32 * 24;
+  EXPECT_TRUE(Accept(o, {}).ok());
+  ipc::SessionOpened narrow = o;
+  narrow.layout.planes[1].stride = 8;
+  ExpectRefused(narrow, "plane 1 of 24 rows of 8 bytes: yuv420p has 24 rows of at least 32 bytes there");
+  ipc::SessionOpened few_rows = o;
+  few_rows.layout.planes[2].rows = 2;
+  ExpectRefused(few_rows, "plane 2 of 2 rows of 32 bytes: yuv420p has 24 rows");
+  ipc::SessionOpened luma_rows = o;
+  luma_rows.layout.planes[0].rows = 2;
+  ExpectRefused(luma_rows, "plane 0 of 2 rows of 64 bytes: yuv420p has 48 rows");
+  ipc::SessionOpened two = o;
+  two.layout.planes.pop_back();
+  ExpectRefused(two, "2 planes for yuv420p, which has 3");
+  ipc::SessionOpened misnamed = Opened();
+  misnamed.layout.pixel_format = "yuv420p";
+  ExpectRefused(misnamed, "rgb24 frames named 'yuv420p'");
+  misnamed.layout.pixel_format = "rgb24";
+  EXPECT_TRUE(Accept(misnamed, {}).ok());
+  // A format the host does not convert keeps the generic checks alone.
+  ipc::SessionOpened vendor = o;
+  vendor.layout.pixel_format = "vendor-tiled";
+  vendor.layout.planes = {{0, 64, 48}, {64 * 48, 8, 2}};
+  EXPECT_TRUE(Accept(vendor, {}).ok());
+}
+
 TEST(SessionOpenedCheckTest, TheLayoutIsTheStreamsSizeUnlessAnotherWasAsked) {
   ipc::SessionOpened o = Opened();
   o.metadata.width = 4294967295u;
