@@ -14,6 +14,7 @@
 
 #include <toml++/toml.h>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -302,7 +303,19 @@ absl::StatusOr<BackendManifest> ParseManifest(absl::string_view text, absl::stri
       } else {
         return bad(absl::StrCat("key 'config.", std::string(key.str()), "': only strings, numbers and booleans"));
       }
-      absl::StrAppend(&m.config, std::string(key.str()), "=", v, "\n");
+      // create() reads key=value lines: a newline or '=' in a key, or a
+      // newline in a value, would make lines of the manifest writer's
+      // choosing (a value "ok\nfault=crash" two settings), and a NUL
+      // would cut the text short.
+      const std::string k(key.str());
+      if (k.empty() || k.find_first_of(std::string("=\n\r\0", 4)) != std::string::npos) {
+        return bad(absl::StrCat("key 'config.", absl::CEscape(k), "': a config key is one line without '='"));
+      }
+      if (v.find_first_of(std::string("\n\r\0", 3)) != std::string::npos) {
+        return bad(absl::StrCat("key 'config.", k, "': a config value is one line (put longer data in a file "
+                                "the plugin reads through [sandbox] read_paths)"));
+      }
+      absl::StrAppend(&m.config, k, "=", v, "\n");
     }
   }
   return m;

@@ -75,6 +75,13 @@ TEST(ManifestTest, ErrorsNameTheFileAndTheKey) {
       {"name='x'\ndevices=['x']\nlibrary='l'\nabi_version=99", "key 'abi_version': 99, but this codecvisor speaks"},
       {"name='x'\ndevices=['x']\nlibrary='l'\nabi_version=0", "set abi_version = 1"},
       {"name='x'\ndevices=['x']\nlibrary='l'\nabi_version=1\nconfig=3", "key 'config'"},
+      // create() reads key=value lines: no value or key may make more.
+      {"name='x'\ndevices=['x']\nlibrary='l'\nabi_version=1\n[config]\ninject=\"ok\\nfault=crash\"",
+       "key 'config.inject': a config value is one line"},
+      {"name='x'\ndevices=['x']\nlibrary='l'\nabi_version=1\n[config]\npem=\"\"\"a\nb\"\"\"", "key 'config.pem'"},
+      {"name='x'\ndevices=['x']\nlibrary='l'\nabi_version=1\n[config]\n\"a=b\"=1", "without '='"},
+      {"name='x'\ndevices=['x']\nlibrary='l'\nabi_version=1\n[config]\n\"a\\nb\"=1", "without '='"},
+      {"name='x'\ndevices=['x']\nlibrary='l'\nabi_version=1\n[config]\nnul=\"a\\u0000b\"", "key 'config.nul'"},
   };
   for (const Case& c : cases) {
     auto m = ParseManifest(c.text, "/p/broken.toml");
