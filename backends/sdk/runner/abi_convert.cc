@@ -75,6 +75,12 @@ absl::Status VendorError(cv_status status, const cv_error& error) {
   if (message.empty()) message = ipc::kVendorErrorWithoutMessage;
   absl::StatusCode code = ToStatusCode(status);
   if (code == absl::StatusCode::kOk) code = absl::StatusCode::kUnknown;
+  // A number no cv_status has (a plugin's own code, an uninitialised
+  // variable): the vendor must hear which, not only its message.
+  if (code == absl::StatusCode::kUnknown) {
+    message = absl::StrCat("backend returned ", status, ", which is no cv_status of codecvisor_backend.h (",
+                           message, ")");
+  }
   return absl::Status(code, message);
 }
 
