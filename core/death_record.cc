@@ -2,6 +2,7 @@
 
 #include <seccomp.h>
 #include <signal.h>
+#include <sys/syscall.h>
 
 #include <cstdlib>
 #include <string_view>
@@ -51,6 +52,12 @@ std::string DescribeExit(const ExitStatus& exit, uint32_t recorded_signal, int32
     char* name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, violation_syscall);
     std::string text = absl::StrCat("sandbox violation: syscall ", name ? name : std::to_string(violation_syscall));
     std::free(name);
+    // The filter lets these through but for a mapping both writable and
+    // executable (a JIT's): say so, or a vendor looks for a missing path.
+    if (violation_syscall == SYS_mmap || violation_syscall == SYS_mprotect) {
+      absl::StrAppend(&text, " (a mapping both writable and executable, which the sandbox refuses: map it writable, "
+                             "write it, then make it executable)");
+    }
     return text;
   }
   if (recorded_signal != 0) return ExitStatus{true, static_cast<int>(recorded_signal)}.ToString();

@@ -1,6 +1,7 @@
 #include "core/death_record.h"
 
 #include <signal.h>
+#include <sys/syscall.h>
 
 #include <string>
 #include <vector>
@@ -83,6 +84,11 @@ TEST(DescribeTest, NamesHowItEnded) {
             "allocation that failed and was used unchecked");
   d.violation_syscall = 41;
   EXPECT_EQ(d.Describe(), "sandbox violation: syscall socket");
+  d.violation_syscall = SYS_mprotect;  // only ever for W+X
+  EXPECT_EQ(d.Describe(),
+            "sandbox violation: syscall mprotect (a mapping both writable and executable, which the sandbox refuses: "
+            "map it writable, write it, then make it executable)");
+  d.violation_syscall = 41;
   d.killed_by_supervisor = true;
   d.kill_reason = "no answer within 30000 ms";
   EXPECT_EQ(d.Describe(), "killed by codecvisor: no answer within 30000 ms");

@@ -7,11 +7,13 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <cstdlib>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "backends/sdk/runner/abi_convert.h"
 #include "backends/sdk/runner/backend_library.h"
@@ -52,6 +54,19 @@ absl::Status CompleteSandbox(const RunnerArgs& args, ipc::HelloReply* report) {
     report->sandbox_seccomp = true;
   }
   return absl::OkStatus();
+}
+
+// What a vendor needs to hear when create() could not open a file: inside
+// the sandbox only the system's library folders and the manifest's
+// read_paths exist (others are "No such file or directory"), and Landlock
+// refuses the rest of /proc and /dev ("Permission denied").
+std::string SandboxFileHint(const absl::Status& why) {
+  if (!absl::StrContains(why.message(), std::strerror(ENOENT)) &&
+      !absl::StrContains(why.message(), std::strerror(EACCES))) {
+    return "";
+  }
+  return "; inside the sandbox a plugin sees only the system's library folders and the files and folders of its "
+         "manifest's [sandbox] read_paths (read_paths = [\".\"] for the plugin's own folder) and devices";
 }
 
 int Main(int argc, char** argv) {
@@ -112,7 +127,7 @@ int Main(int argc, char** argv) {
     cv_status st = vtable->create(args.config.c_str(), &backend, &error);
     if (st != CV_OK) {
       absl::Status why = VendorError(st, error);
-      load_status = absl::Status(why.code(), absl::StrCat("init failed: ", why.message()));
+      load_status = absl::Status(why.code(), absl::StrCat("init failed: ", why.message(), SandboxFileHint(why)));
     }
   }
   // One thread reports the host's hang-up on every channel, so that idle
