@@ -87,6 +87,7 @@ absl::StatusOr<std::unique_ptr<Host>> Host::Create(HostOptions options) {
   } catch (const std::system_error& e) {
     return HostShortage(absl::ResourceExhaustedError(absl::StrCat("cannot start the host's thread: ", e.what())));
   }
+  host->autoload_ = discovery.autoload;
   Discovery found = DiscoverBackends(discovery);
   {
     MutexLock lock(&host->mu_);
@@ -196,11 +197,24 @@ absl::Status Host::LoadBackend(absl::string_view manifest_path) {
 }
 
 absl::Status Host::NotInstalled(absl::string_view what, absl::string_view name) const {
+  // Each backend with the devices it serves, so that one whose devices
+  // others took (a plugin naming "cpu") is seen for what it is.
   std::vector<std::string> names;
-  for (const auto& [backend, entry] : backends_) names.push_back(backend);
-  return absl::NotFoundError(absl::StrCat(
-      "no ", what, " '", name, "' (installed backends: ", names.empty() ? "none" : absl::StrJoin(names, ", "),
-      "); a plugin installed elsewhere is found by putting its manifest's folder on CODECVISOR_BACKEND_PATH"));
+  for (const auto& [backend, entry] : backends_) {
+    if (entry.supervisor == nullptr) {
+      names.push_back(absl::StrCat(backend, " (its manifest is broken)"));
+    } else if (entry.devices.empty()) {
+      names.push_back(absl::StrCat(backend, " (no device of its own: ", entry.note, ")"));
+    } else {
+      names.push_back(absl::StrCat(backend, " (", absl::StrJoin(entry.devices, ", "), ")"));
+    }
+  }
+  const char* where =
+      autoload_ ? "; a plugin installed elsewhere is found by putting its manifest's folder on CODECVISOR_BACKEND_PATH"
+                : "; CODECVISOR_DEVICE_BACKEND_AUTOLOAD=0 is set, which loads the built-in cpu backend alone "
+                  "(CODECVISOR_BACKEND_PATH and plugin packages are not searched)";
+  return absl::NotFoundError(absl::StrCat("no ", what, " '", name, "' (installed backends: ",
+                                          names.empty() ? "none" : absl::StrJoin(names, "; "), ")", where));
 }
 
 absl::Status Host::ResetBackend(absl::string_view name) {

@@ -148,6 +148,7 @@ class Host {
   std::map<std::string, Entry> backends_ ABSL_GUARDED_BY(mu_);       // by name
   std::map<std::string, std::string> devices_ ABSL_GUARDED_BY(mu_);  // device -> name
   std::vector<std::string> warnings_ ABSL_GUARDED_BY(mu_);
+  bool autoload_ = true;  // discovery's; set once in Create
 };
 
 // Splits "acme:1" into ("acme", 1) and "cpu" into ("cpu", -1).

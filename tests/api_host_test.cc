@@ -43,6 +43,17 @@ TEST_F(ApiHostTest, AutoloadOffLeavesOnlyTheBuiltInBackend) {
   std::vector<BackendInfo> backends = (*host)->Backends();
   ASSERT_EQ(backends.size(), 1u);
   EXPECT_EQ(backends[0].name, "cpu");
+  // Asking for a plugin's device says why it is not there: the path the
+  // user set is not searched (it said to set that path).
+  DecoderOptions on_plugin;
+  on_plugin.device = "synthetic";
+  auto refused = (*host)->OpenDecoder(clip_, on_plugin);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kNotFound) << refused.status().ToString();
+  EXPECT_NE(refused.status().message().find("installed backends: cpu (cpu)); CODECVISOR_DEVICE_BACKEND_AUTOLOAD=0 "
+                                            "is set, which loads the built-in cpu backend alone"),
+            std::string::npos)
+      << refused.status().ToString();
 }
 
 TEST_F(ApiHostTest, MetadataAndEveryAccessMethod) {

@@ -232,6 +232,25 @@ TEST_F(FaultTest, ABrokenManifestNamedLikeTheBuiltinLeavesTheBuiltinServing) {
   EXPECT_EQ(d.status().message().find("shadow"), std::string::npos) << d.status();
 }
 
+// A plugin whose only device another backend took first (a vendor naming
+// "cpu") is named with why, when its own name is asked for as a device:
+// the message listed it as installed and said to put it on the path, where
+// it already was.
+TEST_F(FaultTest, APluginWhoseDevicesOthersTookSaysSoWhenItsNameIsAskedFor) {
+  const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/clash";
+  mkdir(dir.c_str(), 0755);
+  WriteFile("clash/acme.toml", "name = 'acme'\ndevices = ['cpu']\nlibrary = '" +
+                                   Runfile("backends/testing/libcodecvisor_synthetic.so") + "'\nabi_version = 1\n");
+  options_.discovery->search_path = {dir};
+  StartHost();
+  auto d = Open(WriteSyntheticVideo("x.syn"), "acme");
+  ASSERT_EQ(d.status().code(), absl::StatusCode::kNotFound) << d.status();
+  EXPECT_NE(d.status().message().find("acme (no device of its own: its device 'cpu' went to a backend found before it"),
+            std::string::npos)
+      << d.status();
+  EXPECT_NE(d.status().message().find("synthetic (synthetic)"), std::string::npos) << d.status();
+}
+
 // A broken manifest left on the search path (an old install's) once kept
 // its name from a sound manifest loaded later, a pip plugin's: opening on
 // the device raised the stale file's parse error.
