@@ -372,7 +372,8 @@ absl::Status BackendProcess::Handshake(ipc::Deadline deadline) {
     if (absl::IsDeadlineExceeded(reply.status())) {
       return absl::DeadlineExceededError(
           absl::StrCat("the backend did not finish starting (sandboxing, loading the plugin's library and running its ",
-                       "constructors, the plugin's create): ", reply.status().message()));
+                       "constructors, the plugin's create): ", reply.status().message(),
+                       "; a plugin that needs longer sets [restart] start_timeout_seconds in its manifest"));
     }
     return reply.status();
   }

@@ -7,7 +7,9 @@
 #ifndef CODECVISOR_CORE_MANIFEST_H_
 #define CODECVISOR_CORE_MANIFEST_H_
 
+#include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -70,6 +72,10 @@ struct BackendManifest {
   // initialised child ready for failover.
   RestartLimits restart;
   bool warm_spare = false;
+  // [restart] start_timeout_seconds: how long one start (sandboxing,
+  // loading the library, create()) may take, for a plugin whose device
+  // initialises slowly; unset, the host's (SupervisorOptions::spawn_timeout).
+  std::optional<std::chrono::seconds> start_timeout;
   SandboxPolicy sandbox;
   ConformanceClaims conformance;
   // Keys of the manifest's own tables this version does not know (a typo,

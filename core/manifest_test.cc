@@ -50,7 +50,7 @@ TEST(ManifestTest, UnknownKeysAreWarnedOfNotFatal) {
                             "library, entry, abi_version, restart, sandbox, conformance, config)");
   EXPECT_EQ(m->warnings[1], "manifest /m/x.toml: key 'restart.max_restart' is unknown and ignored ([restart] keys: "
                             "max_restarts, window_seconds, backoff_initial_ms, backoff_max_ms, max_poison_in_a_row, "
-                            "warm_spare)");
+                            "warm_spare, start_timeout_seconds)");
 }
 
 TEST(ManifestTest, EntryDefaultsToTheV1Symbol) {
@@ -105,6 +105,12 @@ TEST(ManifestTest, RestartTableOverridesTheDefaults) {
   EXPECT_EQ(m->restart.backoff_max, std::chrono::milliseconds(100));
   EXPECT_EQ(m->restart.max_poison_in_a_row, 3);
   EXPECT_TRUE(m->warm_spare);
+  EXPECT_FALSE(m->start_timeout.has_value());  // the host's, unless set
+  auto slow = ParseManifest("name='x'\ndevices=['x']\nlibrary='/l.so'\nabi_version=1\n[restart]\nstart_timeout_seconds=40\n",
+                            "x.toml");
+  ASSERT_TRUE(slow.ok()) << slow.status();
+  EXPECT_EQ(slow->start_timeout, std::chrono::seconds(40));
+  EXPECT_TRUE(slow->warnings.empty());
   auto bad = ParseManifest("name='x'\ndevices=['x']\nlibrary='/l.so'\nabi_version=1\n[restart]\nmax_restarts=-1\n",
                            "x.toml");
   ASSERT_FALSE(bad.ok());

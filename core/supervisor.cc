@@ -36,8 +36,21 @@ const char* StateName(BackendState state) {
   return "unknown";
 }
 
+namespace {
+
+// The host's options, with the manifest's own start timeout where it sets one.
+SupervisorOptions WithManifestsStartTimeout(SupervisorOptions options, const BackendManifest& manifest) {
+  if (manifest.start_timeout.has_value()) options.spawn_timeout = *manifest.start_timeout;
+  return options;
+}
+
+}  // namespace
+
 Supervisor::Supervisor(BackendManifest manifest, std::shared_ptr<SupervisorEnv> env, SupervisorOptions options)
-    : manifest_(std::move(manifest)), env_(std::move(env)), options_(options), policy_(manifest_.restart) {}
+    : manifest_(std::move(manifest)),
+      env_(std::move(env)),
+      options_(WithManifestsStartTimeout(options, manifest_)),
+      policy_(manifest_.restart) {}
 
 Supervisor::~Supervisor() { Shutdown(); }
 
@@ -147,7 +160,7 @@ absl::StatusOr<BackendHandle> Supervisor::Acquire(ipc::Deadline deadline) {
               ? absl::StrCat(
                     " (its start is sandboxing it, loading the plugin's library and running its create(); "
                     "each attempt gives up after ",
-                    options_.spawn_timeout.count(), " ms)")
+                    options_.spawn_timeout.count(), " ms: [restart] start_timeout_seconds in its manifest)")
               : "";
       return absl::DeadlineExceededError(
           absl::StrCat("backend '", manifest_.name, "' is ", StateName(state_), " and was not ready in time", starting,

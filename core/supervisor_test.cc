@@ -39,6 +39,20 @@ TEST_F(SupervisorTest, ASessionOnALongGoneGenerationIsNotBlamed) {
   EXPECT_NE(record->Describe().find("no longer known"), std::string::npos);
 }
 
+// A plugin whose device initialises slowly sets its own start timeout;
+// an open waits for the recovery that timeout implies.
+TEST(SupervisorStartTimeoutTest, TheManifestsStartTimeoutOverridesTheHosts) {
+  BackendManifest manifest;
+  manifest.name = "slow";
+  manifest.restart.backoff_max = milliseconds(40);
+  SupervisorOptions options;
+  options.spawn_timeout = milliseconds(10'000);
+  auto env = std::make_shared<FakeSupervisorEnv>();
+  EXPECT_EQ(Supervisor(manifest, env, options).RecoveryWait(), milliseconds(2 * 10'000 + 40 + 1'000));
+  manifest.start_timeout = std::chrono::seconds(40);
+  EXPECT_EQ(Supervisor(manifest, env, options).RecoveryWait(), milliseconds(2 * 40'000 + 40 + 1'000));
+}
+
 TEST_F(SupervisorTest, NothingStartsBeforeFirstUse) {
   Make();
   supervisor_->RunDueWorkForTest();
@@ -209,7 +223,7 @@ TEST_F(SupervisorTest, ACallerLeftWaitingForAStartIsToldWhatItWaitsFor) {
   ASSERT_EQ(handle.status().code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_NE(handle.status().message().find("backend 'fake' is spawning and was not ready in time (its start is "
                                            "sandboxing it, loading the plugin's library and running its create(); "
-                                           "each attempt gives up after 10000 ms)"),
+                                           "each attempt gives up after 10000 ms: [restart] start_timeout_seconds in its manifest)"),
             std::string::npos)
       << handle.status();
 }
