@@ -113,7 +113,8 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Open(int fd,
   if (par->width <= 0 || par->height <= 0 || !native) {
     return absl::DataLossError(
         absl::StrCat("stream ", stream->index, " (", CodecName(EnumValue(par->codec_id)),
-                     ") has no frame size or pixel format: its header could not be decoded"));
+                     ") has no frame size or pixel format: its header could not be decoded",
+                     par->width > 0 && par->height > 0 ? ", or the track holds no frames" : ""));
   }
   auto decoder = VideoDecoder::Open(stream, options.decoder_threads);
   if (!decoder.ok()) return decoder.status();
