@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 
 namespace codecvisor {
@@ -137,6 +138,31 @@ absl::Status CheckOnlyOwnerCanChange(const std::string& path, absl::string_view 
     }
   }
   return absl::OkStatus();
+}
+
+std::vector<std::string> DeviceAccessWarnings(const std::vector<std::string>& devices, bool host_is_root,
+                                              uid_t sandbox_uid, gid_t sandbox_gid) {
+  std::vector<std::string> warnings;
+  for (const std::string& d : devices) {
+    struct stat st {};
+    if (stat(d.c_str(), &st) != 0) continue;
+    bool usable;
+    if (host_is_root) {
+      const mode_t rw = st.st_uid == sandbox_uid   ? (S_IRUSR | S_IWUSR)
+                        : st.st_gid == sandbox_gid ? (S_IRGRP | S_IWGRP)
+                                                   : (S_IROTH | S_IWOTH);
+      usable = (st.st_mode & rw) == rw;
+    } else {
+      usable = access(d.c_str(), R_OK | W_OK) == 0;
+    }
+    if (usable) continue;
+    warnings.push_back(absl::StrCat(
+        "[sandbox] devices: ", d, " (owner ", st.st_uid, ", group ", st.st_gid, ", mode ",
+        absl::StrFormat("%04o", st.st_mode & 07777), ") cannot be opened read-write by the backend, which runs as ",
+        host_is_root ? "nobody without supplementary groups (the host is root)" : "this user",
+        "; grant it with the node's permissions (a udev rule), or run the host as a user who may open it"));
+  }
+  return warnings;
 }
 
 absl::Status CheckDeviceNodes(const std::vector<std::string>& devices) {

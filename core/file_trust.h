@@ -68,6 +68,15 @@ absl::Status CheckOnlyOwnerCanChange(const std::string& path, absl::string_view 
 // session.
 absl::Status CheckDeviceNodes(const std::vector<std::string>& devices);
 
+// The manifest's devices the backend will not be able to open read-write,
+// each with why: a root host's backend runs as `sandbox_uid`/`sandbox_gid`
+// outside (nobody) with no supplementary groups, so a node only its owner
+// or group may use (/dev/kvm 0600, a GPU's render node 0660 root:render)
+// refuses it; a non-root host's runs as the user, with the user's access.
+// Missing nodes are not named (the plugin may run where they exist).
+std::vector<std::string> DeviceAccessWarnings(const std::vector<std::string>& devices, bool host_is_root,
+                                              uid_t sandbox_uid = 65534, gid_t sandbox_gid = 65534);
+
 }  // namespace codecvisor
 
 #endif  // CODECVISOR_CORE_FILE_TRUST_H_

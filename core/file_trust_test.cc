@@ -128,6 +128,34 @@ TEST(FileTrustTest, LinksAreWalkedAndWhatCannotBeCheckedIsRefused) {
   EXPECT_NE(s.message().find("cannot be checked"), std::string::npos) << s;
 }
 
+// A root host's backend runs as nobody without groups: a node only its
+// owner or group may use (/dev/kvm 0600 root, a render node 0660
+// root:render) is named at load, where the plugin only met EACCES in
+// create(). The permission bits decide, so plain files stand in for nodes.
+TEST(FileTrustTest, DevicesTheSandboxedBackendCannotOpenAreNamed) {
+  const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/device_access";
+  ASSERT_EQ(mkdir(dir.c_str(), 0755), 0);
+  const std::string owner_only = dir + "/kvm", group_only = dir + "/render", everyone = dir + "/shared";
+  for (const std::string& f : {owner_only, group_only, everyone}) ASSERT_TRUE(MakeFile(f));
+  ASSERT_EQ(chmod(owner_only.c_str(), 0600), 0);
+  ASSERT_EQ(chmod(group_only.c_str(), 0660), 0);
+  ASSERT_EQ(chmod(everyone.c_str(), 0666), 0);
+  const uid_t me = geteuid();
+  const gid_t my_group = getegid();
+  std::vector<std::string> w =
+      DeviceAccessWarnings({"/dev/null", owner_only, group_only, everyone, dir + "/missing"}, true, me + 1, my_group + 1);
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_NE(w[0].find(owner_only + " (owner " + std::to_string(me)), std::string::npos) << w[0];
+  EXPECT_NE(w[0].find("mode 0600) cannot be opened read-write by the backend, which runs as nobody without "
+                      "supplementary groups (the host is root)"),
+            std::string::npos)
+      << w[0];
+  EXPECT_NE(w[1].find(group_only), std::string::npos) << w[1];
+  // The sandbox's own ids: the owner's or the group's bits count.
+  EXPECT_TRUE(DeviceAccessWarnings({owner_only}, true, me, my_group + 1).empty());
+  EXPECT_TRUE(DeviceAccessWarnings({group_only}, true, me + 1, my_group).empty());
+}
+
 TEST(FileTrustTest, OnlyCharacterDevicesThatAreNotTerminalsAreGranted) {
   const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/devices";
   ASSERT_EQ(mkdir(dir.c_str(), 0755), 0);

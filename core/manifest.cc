@@ -374,6 +374,9 @@ absl::StatusOr<BackendManifest> LoadManifest(absl::string_view relative_path) {
   if (absl::Status s = CheckDeviceNodes(m->sandbox.devices); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("manifest ", path, ": ", s.message()));
   }
+  for (const std::string& w : DeviceAccessWarnings(m->sandbox.devices, geteuid() == 0)) {
+    m->warnings.push_back(absl::StrCat("manifest ", path, ": ", w));
+  }
   return m;
 }
 
