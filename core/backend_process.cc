@@ -361,9 +361,14 @@ absl::Status BackendProcess::Handshake(ipc::Deadline deadline) {
         const ipc::CrashHints hints = ControlCrashHints();
         // Its stderr, forwarded, says which flag; a runner from another build is the usual cause.
         const bool rejected = !exit->signaled && exit->code == runner::ExitCode(runner::RunnerExit::kBadInvocation);
+        const bool channel_closed =
+            !exit->signaled && exit->code == runner::ExitCode(runner::RunnerExit::kPluginClosedChannel);
         return absl::UnavailableError(absl::StrCat(
             "runner ", DescribeExit(*exit, hints.any_fault_signal(), hints.violation_syscall), " while starting",
             rejected ? " (it rejected its command line; reinstall codecvisor so that host and runner match)" : "",
+            channel_closed ? " (the plugin closed or replaced the runner's control channel, descriptors 3 and 4, "
+                             "while it loaded: a plugin must close only descriptors it opened)"
+                           : "",
             CrashAdvice(*exit, hints.any_fault_signal(), hints.violation_syscall, BacktraceEnabled())));
       }
     }

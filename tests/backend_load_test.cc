@@ -232,6 +232,33 @@ TEST_F(FaultTest, ABrokenManifestNamedLikeTheBuiltinLeavesTheBuiltinServing) {
   EXPECT_EQ(d.status().message().find("shadow"), std::string::npos) << d.status();
 }
 
+// A plugin that closes descriptors it did not open while it loads (a
+// daemon-style close-everything loop) takes the runner's control channel:
+// the start fails saying so, where the host saw an exit with code 0 and
+// restarted it over and over.
+TEST_F(FaultTest, APluginClosingTheRunnersChannelIsToldSo) {
+  const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/closer";
+  mkdir(dir.c_str(), 0755);
+  const std::string manifest =
+      WriteFile("closer/faulty.toml", "name = 'faulty'\ndevices = ['faulty']\nlibrary = '" +
+                                          Runfile("backends/testing/libcodecvisor_faulty.so") +
+                                          "'\nabi_version = 1\n[config]\nclose_channel = '1'\n");
+  auto host = Host::Create(options_);  // a host of its own: this one's 'faulty' closes the channel
+  ASSERT_TRUE(host.ok()) << host.status();
+  ASSERT_TRUE((*host)->LoadBackend(manifest).ok());
+  DecoderOptions options;
+  options.device = "faulty";
+  auto d = (*host)->OpenDecoder(WriteSyntheticVideo("x.syn"), options);
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find("the plugin closed or replaced the runner's control channel, descriptors 3 "
+                                      "and 4, while it loaded"),
+            std::string::npos)
+      << d.status();
+  for (const BackendStatus& b : (*host)->Backends()) {
+    if (b.name == "faulty") EXPECT_EQ(b.state, "failed") << b.diagnostic;
+  }
+}
+
 // A plugin whose only device another backend took first (a vendor naming
 // "cpu") is named with why, when its own name is asked for as a device:
 // the message listed it as installed and said to put it on the path, where

@@ -8,7 +8,7 @@
 // offers a table asking for late frame buffers, as `synthetic_late`), and
 // with CODECVISOR_FAULTY as `faulty`, which also obeys the fault named in
 // the video ("fault=segfault fault_frame=5", see faults.h) or in its
-// manifest's [config] ("fail_init=1", "segfault_open=1", "silent_errors=1", "chatty=1"), and exports
+// manifest's [config] ("fail_init=1", "segfault_open=1", "silent_errors=1", "chatty=1", "close_channel=1"), and exports
 // extra entry symbols that return a bad table; and with CODECVISOR_HOSTILE
 // as `hostile`, which tries to escape its sandbox (attacks.h) in create()
 // or decode_frame(). Used by tests only.
@@ -91,6 +91,12 @@ cv_status Create(const char* config, cv_backend** out, cv_error* error) {
     return CV_ERROR_INTERNAL;
   }
 #endif
+  if (kFaulty && config != nullptr && std::strstr(config, "close_channel=1") != nullptr) {
+    // A daemon-style plugin closing descriptors it did not open: the
+    // runner's control channel.
+    close(3);
+    close(4);
+  }
   if (config != nullptr && std::strstr(config, "fail_init=1") != nullptr) {
     std::snprintf(error->message, sizeof(error->message), "synthetic backend told to fail at init");
     return CV_ERROR_INTERNAL;

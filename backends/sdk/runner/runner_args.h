@@ -31,6 +31,7 @@ enum class RunnerExit : int {
   kBadInvocation = 2,     // a command line Parse() rejects, or no control channel
   kLoadFailed = 3,        // the backend did not load or init (said over the channel first)
   kChannelBroken = 4,     // the control channel failed mid-way
+  kPluginClosedChannel = 5,  // the plugin closed or replaced the control channel's descriptors
   // A syscall outside the sandbox's allow list: the runner, as the init of
   // its pid namespace, ends as a SIGSYS death would read.
   kSandboxViolation = 128 + SIGSYS,

@@ -5,6 +5,7 @@
 // Exit codes: RunnerExit (runner_args.h).
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -69,6 +70,27 @@ std::string SandboxFileHint(const absl::Status& why) {
          "manifest's [sandbox] read_paths (read_paths = [\".\"] for the plugin's own folder) and devices";
 }
 
+// The control channel's descriptors as files (device and inode), to tell
+// whether the plugin closed or replaced them while it loaded.
+struct ChannelFiles {
+  dev_t dev[2] = {};
+  ino_t ino[2] = {};
+  bool operator==(const ChannelFiles&) const = default;
+};
+
+ChannelFiles ControlChannelFiles() {
+  ChannelFiles f;
+  const int fds[2] = {kControlMemfdFd, kControlSocketFd};
+  for (int i = 0; i < 2; ++i) {
+    struct stat st {};
+    if (fstat(fds[i], &st) == 0) {
+      f.dev[i] = st.st_dev;
+      f.ino[i] = st.st_ino;
+    }
+  }
+  return f;
+}
+
 int Main(int argc, char** argv) {
   absl::StatusOr<RunnerArgs> parsed = RunnerArgs::Parse(argc, argv);
   if (parsed.ok()) {
@@ -107,6 +129,7 @@ int Main(int argc, char** argv) {
   const cv_backend_v1* vtable = nullptr;
   cv_backend* backend = nullptr;
   ipc::HelloReply report;
+  const ChannelFiles channel_files = ControlChannelFiles();
   absl::Status load_status = CompleteSandbox(args, &report);
   const std::string open_path = LibraryOpenPath(library, args.library_fd, args.read_paths);
   absl::StatusOr<LoadedBackend> loaded =
@@ -129,6 +152,16 @@ int Main(int argc, char** argv) {
       absl::Status why = VendorError(st, error);
       load_status = absl::Status(why.code(), absl::StrCat("init failed: ", why.message(), SandboxFileHint(why)));
     }
+  }
+  // A plugin that closed descriptors it did not open (a daemon-style
+  // close-everything loop in a constructor or create()) took the channel
+  // the host would hear any answer on: say so where the host reads it.
+  if (ControlChannelFiles() != channel_files) {
+    std::fprintf(stderr, "codecvisor-backend '%s': the plugin closed or replaced descriptors %d and %d, the runner's "
+                         "control channel, while it loaded; a plugin must close only descriptors it opened\n",
+                 name.c_str(), kControlMemfdFd, kControlSocketFd);
+    std::fflush(nullptr);
+    ExitProcess(ExitCode(RunnerExit::kPluginClosedChannel));
   }
   // One thread reports the host's hang-up on every channel, so that idle
   // waits sleep instead of polling their sockets (ipc/hangup_watcher.h).
