@@ -164,6 +164,15 @@ Status Session::DescribeStream(const Dav1dSequenceHeader& seq, AVPixelFormat nat
     header_times_.duration_seconds = stream->duration * time_base_;
   } else if (format->duration != AV_NOPTS_VALUE && format->duration > 0) {
     header_times_.duration_seconds = format->duration / static_cast<double>(AV_TIME_BASE);
+    // A Matroska segment's duration, as FFmpeg's muxer writes it, ends at
+    // the last frame's end on the timeline from 0: a stream that starts
+    // later plays that less its start (a 36-frame stream from 0.5 s was
+    // counted as 48 frames in approximate mode).
+    const double begin = header_times_.begin_stream_seconds;
+    if (std::strncmp(format->iformat->name, "matroska", 8) == 0 && begin > 0 &&
+        header_times_.duration_seconds > begin) {
+      header_times_.duration_seconds -= begin;
+    }
   }
   if (table_) {
     const FrameTable& t = *table_;

@@ -135,6 +135,10 @@ const std::vector<SampleVideo>& SampleVideos() {
       {"av1_444_bt601.webm",
        "-f lavfi -i testsrc=size=48x34:rate=20 -frames:v 20 -c:v libaom-av1 -cpu-used 8 -g 7 "
        "-pix_fmt yuv444p -colorspace bt470bg"},
+      // Starts at 0.5 s: Matroska's segment duration then ends past its span.
+      {"av1_late_start.mkv",
+       "-f lavfi -i testsrc2=size=64x48:rate=24 -frames:v 36 -c:v libaom-av1 -cpu-used 8 -g 12 "
+       "-pix_fmt yuv420p -output_ts_offset 0.5"},
       {"av1_gray.ivf",
        "-f lavfi -i testsrc2=size=64x48:rate=25 -frames:v 20 -c:v libaom-av1 -cpu-used 8 -g 9 "
        "-pix_fmt gray"},
