@@ -37,6 +37,7 @@ struct cv_session {
   uint32_t width, height;
   uint32_t chroma_width, chroma_height;  /* of the U and V planes */
   int full_range;
+  int range_tagged;                      /* the header says XCOLORRANGE */
   const char* pixel_format;              /* FFmpeg's name: yuv420p, yuv444p */
   int64_t rate_num, rate_den;            /* frames per second, num/den */
   int64_t num_frames;
@@ -91,6 +92,7 @@ static cv_status parse_stream_header(cv_session* s, char* params, cv_error* erro
         break;
       case 'C': chroma = token + 1; break;
       case 'X':
+        if (strncmp(token, "XCOLORRANGE=", 12) == 0) s->range_tagged = 1;
         if (strcmp(token, "XCOLORRANGE=FULL") == 0) s->full_range = 1;
         break;
       default: break;  /* interlacing (I), aspect (A): no bearing on the pixels */
@@ -225,7 +227,8 @@ static cv_status get_metadata(cv_session* s, cv_stream_metadata* m, cv_error* er
   m->duration_seconds = start_seconds(s, s->num_frames);
   m->end_stream_seconds = m->duration_seconds;
   m->bit_rate = (int64_t)(frame_bytes(s) * 8 * m->average_fps);
-  snprintf(m->color_range, sizeof(m->color_range), "%s", s->full_range ? "pc" : "tv");
+  /* As ffprobe says: an untagged stream's range is unknown (converted as limited). */
+  snprintf(m->color_range, sizeof(m->color_range), "%s", !s->range_tagged ? "unknown" : s->full_range ? "pc" : "tv");
   m->time_base_num = s->rate_den;
   m->time_base_den = s->rate_num;
   return CV_OK;

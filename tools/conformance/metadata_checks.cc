@@ -91,8 +91,7 @@ absl::Status MetadataColourTags(const ipc::StreamMetadata& m, const Sample& samp
               {"color_transfer", m.color_transfer, h.color_transfer}};
   for (const auto& tag : tags) {
     if (Untagged(tag.probed)) {
-      const bool limited = std::string_view(tag.name) == "color_range" && tag.reported == "tv";
-      if (Untagged(tag.reported) || limited) continue;
+      if (Untagged(tag.reported)) continue;
       return absl::InternalError(absl::StrCat(sample.path, ": ", tag.name, " '", tag.reported,
                                               "', but the file carries no such tag (ffprobe: unknown); report "
                                               "'unknown' for an untagged stream"));

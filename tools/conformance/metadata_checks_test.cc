@@ -82,13 +82,14 @@ TEST(MetadataChecksTest, FfprobeReadsTheHeaders) {
 TEST(MetadataChecksTest, TheCpuBackendsMetadataPasses) {
   EXPECT_EQ(Exact(CpuExact()), "");
   EXPECT_EQ(Approximate(CpuApproximate()), "");
-  // Untagged may also be said as the SDK's other words for it, and an
-  // untagged range as limited ("tv"), which is what untagged means.
+  // Untagged may also be said as the SDK's other words for it, but not as
+  // a range the file does not name.
   ipc::StreamMetadata m = CpuExact();
   m.color_space = "";
   m.color_primaries = "unspecified";
-  m.color_range = "tv";
   EXPECT_EQ(Exact(m), "");
+  m.color_range = "tv";
+  EXPECT_NE(Exact(m).find("color_range 'tv', but the file carries no such tag"), std::string::npos) << Exact(m);
 }
 
 // The metadata of a vendor backend that passed the suite before these rules.
