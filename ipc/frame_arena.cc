@@ -198,18 +198,19 @@ std::optional<uint32_t> BackendArena::BorrowedPoolIndex(uint32_t index) const {
   return index - first;
 }
 
-void BackendArena::GiveBack(uint32_t index) {
+bool BackendArena::GiveBack(uint32_t index) {
   codecvisor::MutexLock lock(&pool_mu_);
   const std::optional<uint32_t> i = BorrowedPoolIndex(index);
-  if (!i.has_value()) return;
+  if (!i.has_value()) return false;
   borrowed_[*i] = false;
   // Taken for a frame the session thread has yet to lend or abandon: it
   // settles the state then.
-  if (taken_[*i]) return;
+  if (taken_[*i]) return true;
   // Never lent, or abandoned: free again. Lent: the host frees it.
   uint32_t expected = static_cast<uint32_t>(SlotState::kWriting);
   StateOf(*region_, index).compare_exchange_strong(expected, static_cast<uint32_t>(SlotState::kFree),
                                                    std::memory_order_acq_rel);
+  return true;
 }
 
 absl::StatusOr<BackendArena::Slot> BackendArena::TakeBorrowed(uint32_t index) {

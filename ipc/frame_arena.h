@@ -132,9 +132,9 @@ class BackendArena {
   // slot is never claimed by Acquire nor borrowed again, whatever the host
   // does with it.
   std::optional<Slot> Borrow();
-  // Ends the borrow of `index` (a no-op for a slot not borrowed). A slot
-  // the host holds stays the host's until it frees it.
-  void GiveBack(uint32_t index);
+  // Ends the borrow of `index`; false (and nothing done) for a slot not
+  // borrowed. A slot the host holds stays the host's until it frees it.
+  bool GiveBack(uint32_t index);
   // Makes borrowed slot `index` this frame's, as Acquire does a copy slot:
   // then Lend (or Abandon) it; a GiveBack before then leaves the slot to
   // that Lend or Abandon. The borrow goes on. FailedPrecondition if

@@ -243,11 +243,11 @@ TEST_F(FramePoolArenaTest, ABorrowedSlotIsNeverReusedUntilBothSidesLetGo) {
   ASSERT_TRUE(again.has_value());
   EXPECT_EQ(again->index, a->index);
   // A borrow that ends unlent frees its slot at once.
-  backend_->GiveBack(b->index);
+  EXPECT_TRUE(backend_->GiveBack(b->index));
   EXPECT_EQ(State(b->index), kFree);
-  // Giving back what is not borrowed changes nothing.
-  backend_->GiveBack(b->index);
-  backend_->GiveBack(0);
+  // Giving back what is not borrowed changes nothing, and says so.
+  EXPECT_FALSE(backend_->GiveBack(b->index));
+  EXPECT_FALSE(backend_->GiveBack(0));
   EXPECT_EQ(State(b->index), kFree);
   EXPECT_EQ(State(0), kFree);
   EXPECT_EQ(backend_->borrowed_count(), 2u);

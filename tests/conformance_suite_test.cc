@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <map>
 #include <string>
 
@@ -13,6 +15,7 @@
 #include "tools/common/subprocess.h"
 #include "tools/common/test_video.h"
 #include "tools/conformance/conformance.h"
+#include "tools/conformance/output_capture.h"
 
 namespace codecvisor::conformance {
 namespace {
@@ -49,7 +52,7 @@ TEST(ConformanceSuiteTest, FailsABackendThatCannotDecodeTheSamples) {
   std::map<std::string, CheckResult> by_name;
   for (const CheckResult& c : report->checks) by_name[c.name] = c;
 
-  for (const char* passes : {"handshake", "sandbox", "quiet_output", "shutdown"}) {
+  for (const char* passes : {"handshake", "sandbox", "quiet_output", "frame_pool", "shutdown"}) {
     ASSERT_TRUE(by_name.count(passes)) << passes;
     EXPECT_TRUE(by_name[passes].passed) << passes << ": " << by_name[passes].detail;
   }
@@ -182,6 +185,23 @@ TEST(ConformanceSuiteTest, ABackendThatLogsAtTheQuietLevelFails) {
   EXPECT_NE(quiet.detail.find("(line 1 of 100)'"), std::string::npos) << quiet.detail;
   ASSERT_TRUE(by_name.count("shutdown"));
   EXPECT_TRUE(by_name["shutdown"].passed) << by_name["shutdown"].detail;
+}
+
+// The runner's reports of a plugin breaking cv_frame_pool's rules, as the
+// host relays them, are what the frame_pool check fails on (the test
+// backends lay no frames out natively, so they get no pool to misuse).
+TEST(ConformanceSuiteTest, TheCaptureCountsTheRunnersFramePoolReports) {
+  absl::StatusOr<std::unique_ptr<OutputCapture>> capture = OutputCapture::Start("acme");
+  ASSERT_TRUE(capture.ok()) << capture.status();
+  std::fputs("codecvisor: backend 'acme': codecvisor-backend: frame pool: 1 slot(s) still borrowed\n"
+             "codecvisor: backend 'acme': codecvisor-backend: WARNING: something else\n"
+             "codecvisor: backend 'other': codecvisor-backend: frame pool: not acme's\n",
+             stderr);
+  std::fflush(stderr);
+  (*capture)->Stop();
+  EXPECT_EQ((*capture)->frame_pool_reports(), 1);
+  EXPECT_EQ((*capture)->first_frame_pool_report(), "codecvisor-backend: frame pool: 1 slot(s) still borrowed");
+  EXPECT_EQ((*capture)->lines(), 0) << "the runner's own lines are not the plugin's";
 }
 
 // A misspelt table of the manifest is named in the report's warnings, not

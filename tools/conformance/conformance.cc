@@ -330,6 +330,7 @@ absl::StatusOr<ConformanceReport> Suite::Run() {
     Check("crash_recovery", [this](std::string* d) { return CrashRecovery(samples_.front(), d); });
   }
   Check("quiet_output", [this](std::string* d) { return QuietOutput(d); });
+  Check("frame_pool", [this](std::string* d) { return FramePool(d); });
   Check("shutdown", [this](std::string* d) { return Shutdown(d); });
   return report_;
 }

@@ -15,6 +15,10 @@
 namespace codecvisor::conformance {
 namespace {
 
+// How the runner starts its reports of cv_frame_pool misuse
+// (backends/sdk/runner/frame_pool.h).
+constexpr absl::string_view kFramePoolReport = "codecvisor-backend: frame pool:";
+
 absl::Status Errno(const char* what) {
   return absl::InternalError(absl::StrCat("cannot capture the backends' output: ", what, ": ", std::strerror(errno)));
 }
@@ -100,11 +104,25 @@ void OutputCapture::Take(std::string_view bytes) {
       continue;
     }
     absl::string_view line = partial_;
-    if (absl::ConsumePrefix(&line, prefix_) && !absl::StartsWith(line, "codecvisor-backend")) {
-      if (lines_++ == 0) first_line_ = std::string(line);
+    if (absl::ConsumePrefix(&line, prefix_)) {
+      if (!absl::StartsWith(line, "codecvisor-backend")) {
+        if (lines_++ == 0) first_line_ = std::string(line);
+      } else if (absl::StartsWith(line, kFramePoolReport)) {
+        if (frame_pool_reports_++ == 0) first_frame_pool_report_ = std::string(line);
+      }
     }
     partial_.clear();
   }
+}
+
+int OutputCapture::frame_pool_reports() const {
+  MutexLock lock(&mu_);
+  return frame_pool_reports_;
+}
+
+std::string OutputCapture::first_frame_pool_report() const {
+  MutexLock lock(&mu_);
+  return first_frame_pool_report_;
 }
 
 int OutputCapture::lines() const {

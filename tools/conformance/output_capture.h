@@ -47,6 +47,10 @@ class OutputCapture {
   int lines() const;
   // The first counted line, without the host's prefix; empty if none.
   std::string first_line() const;
+  // The runner's reports of the plugin breaking cv_frame_pool's rules
+  // ("codecvisor-backend: frame pool: ..."), the first of them.
+  int frame_pool_reports() const;
+  std::string first_frame_pool_report() const;
 
  private:
   OutputCapture(std::string prefix, int read_end, int write_end, int saved, int stop);
@@ -61,6 +65,8 @@ class OutputCapture {
   std::string partial_ ABSL_GUARDED_BY(mu_);  // a line not yet ended
   int lines_ ABSL_GUARDED_BY(mu_) = 0;
   std::string first_line_ ABSL_GUARDED_BY(mu_);
+  int frame_pool_reports_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string first_frame_pool_report_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace codecvisor::conformance

@@ -341,6 +341,17 @@ absl::Status Suite::QuietOutput(std::string* detail) {
   return absl::OkStatus();
 }
 
+absl::Status Suite::FramePool(std::string* detail) {
+  if (!output_.ok()) return output_.status();
+  (*output_)->Stop();
+  if (const int reports = (*output_)->frame_pool_reports(); reports > 0) {
+    return absl::InternalError(absl::StrCat("the runner reported ", reports, " breach(es) of cv_frame_pool's rules, ",
+                                            "the first: '", (*output_)->first_frame_pool_report(), "'"));
+  }
+  *detail = "every borrowed slot was given back once, before close_session returned (or none was borrowed)";
+  return absl::OkStatus();
+}
+
 absl::Status Suite::Shutdown(std::string* detail) {
   // Every decoder of the suite is closed by now: the backend has no session.
   const auto deadline = Clock::now() + std::chrono::seconds(5);

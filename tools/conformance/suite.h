@@ -86,6 +86,10 @@ class Suite {
   // kMaxQuietLines lines written at the quiet log level fail, naming the
   // first. Passes as "not checked" where the run lets backends log.
   absl::Status QuietOutput(std::string* detail);
+  // After QuietOutput (the capture stopped, so every session's close has
+  // been reported): the runner's reports of the plugin breaking
+  // cv_frame_pool's rules fail, naming the first.
+  absl::Status FramePool(std::string* detail);
   absl::Status Shutdown(std::string* detail);
 
   absl::StatusOr<std::unique_ptr<VideoDecoder>> Open(const std::string& path,

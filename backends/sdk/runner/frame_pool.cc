@@ -26,9 +26,24 @@ uint8_t* FramePool::Borrow(cv_frame_pool* self, uint64_t* capacity) {
 }
 
 void FramePool::GiveBack(cv_frame_pool* self, uint8_t* data) {
-  ipc::BackendArena* arena = From(self)->arena_.load(std::memory_order_acquire);
+  FramePool* pool = From(self);
+  ipc::BackendArena* arena = pool->arena_.load(std::memory_order_acquire);
   if (arena == nullptr) return;
-  if (std::optional<uint32_t> index = arena->PoolSlotAt(data)) arena->GiveBack(*index);
+  const std::optional<uint32_t> index = arena->PoolSlotAt(data);
+  // Said at once, once per session: the session may never be closed.
+  if ((!index.has_value() || !arena->GiveBack(*index)) && !pool->gave_back_unborrowed_.exchange(true)) {
+    std::fprintf(stderr, "codecvisor-backend: frame pool: give_back() of an address that was not a borrowed slot "
+                         "(a slot given back twice, or never borrowed)\n");
+  }
+}
+
+void FramePool::ReportMisuseAtClose() {
+  ipc::BackendArena* arena = arena_.load(std::memory_order_acquire);
+  if (arena == nullptr) return;
+  if (const uint32_t open = arena->borrowed_count(); open > 0) {
+    std::fprintf(stderr, "codecvisor-backend: frame pool: %u slot(s) still borrowed when close_session returned; "
+                         "every borrow must end before it returns\n", open);
+  }
 }
 
 cv_status FramePool::Lend(cv_frame_pool* self, cv_frame_buffer* buffer, uint8_t* data, cv_error* error) {

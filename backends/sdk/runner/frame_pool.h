@@ -50,6 +50,11 @@ class FramePool {
   cv_frame_pool* abi() { return &abi_; }
   // From now on borrow lends `arena`'s pool slots (none before).
   void Attach(ipc::BackendArena* arena) { arena_.store(arena, std::memory_order_release); }
+  // After close_session: says on stderr (relayed by the host, and failed
+  // by the conformance suite's frame_pool check) if borrows are still open.
+  // A slot given back that was not borrowed (twice, or never) is said as
+  // it happens, once per session.
+  void ReportMisuseAtClose();
 
  private:
   static uint8_t* Borrow(cv_frame_pool* self, uint64_t* capacity);
@@ -59,6 +64,7 @@ class FramePool {
 
   cv_frame_pool abi_;  // first: the callbacks find `this` from it
   std::atomic<ipc::BackendArena*> arena_{nullptr};
+  std::atomic<bool> gave_back_unborrowed_{false};
 };
 
 }  // namespace codecvisor::runner

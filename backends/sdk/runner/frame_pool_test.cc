@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <optional>
+#include <string>
 
 #include <gtest/gtest.h>
 
@@ -90,6 +91,33 @@ TEST_F(FramePoolTest, ALentSlotBecomesTheFrameBuffer) {
   abi_->give_back(abi_, b);
   EXPECT_EQ(arena_.borrowed_count(), 0u);
   EXPECT_EQ(abi_->borrow(abi_, nullptr), nullptr) << "the host holds both until it frees them";
+}
+
+// The vendor breaking cv_frame_pool's rules is said on stderr (which the
+// host relays and the conformance suite's frame_pool check fails): a slot
+// given back twice, at once and once per session; borrows still open when
+// close_session returned, at close. Before, both passed unseen.
+TEST_F(FramePoolTest, BreakingThePoolsRulesIsReported) {
+  pool_.Attach(&arena_);
+  uint8_t* a = abi_->borrow(abi_, nullptr);
+  uint8_t* b = abi_->borrow(abi_, nullptr);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  ::testing::internal::CaptureStderr();
+  abi_->give_back(abi_, a);
+  abi_->give_back(abi_, a);  // twice
+  abi_->give_back(abi_, a);  // said once
+  pool_.ReportMisuseAtClose();  // b is still borrowed
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(said,
+            "codecvisor-backend: frame pool: give_back() of an address that was not a borrowed slot (a slot given "
+            "back twice, or never borrowed)\n"
+            "codecvisor-backend: frame pool: 1 slot(s) still borrowed when close_session returned; every borrow "
+            "must end before it returns\n");
+  abi_->give_back(abi_, b);
+  ::testing::internal::CaptureStderr();
+  pool_.ReportMisuseAtClose();  // nothing open now
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
 }
 
 }  // namespace

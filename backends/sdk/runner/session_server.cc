@@ -47,8 +47,11 @@ cv_status AcquireLateSlot(cv_frame_buffer* buffer, cv_error* error) {
 
 SessionServer::~SessionServer() {
   if (session_.session != nullptr) {
-    VendorCall call(session_.hints);
-    session_.vtable->close_session(session_.session);
+    {
+      VendorCall call(session_.hints);
+      session_.vtable->close_session(session_.session);
+    }
+    if (session_.pool != nullptr) session_.pool->ReportMisuseAtClose();
   }
 }
 
