@@ -65,7 +65,7 @@ absl::Status FromWireError(const ipc::Error& error) {
       code = absl::StatusCode::kDataLoss;
       break;
     case ipc::ErrorCode::kNoThreadFree:  // the caller's process's shortage: no replacement cures it
-      return HostShortage(absl::ResourceExhaustedError(ReplaceUnsafeForTerminal(error.message)));
+      return UsersThreadShortage(absl::ResourceExhaustedError(ReplaceUnsafeForTerminal(error.message)));
     case ipc::ErrorCode::kProtocolMismatch:
     case ipc::ErrorCode::kNoDescriptorFree:  // not cured by a fresh process: the caller's to act on
       code = absl::StatusCode::kFailedPrecondition;

@@ -10,6 +10,7 @@ namespace codecvisor {
 namespace {
 
 constexpr char kHostShortageUrl[] = "codecvisor/host-shortage";
+constexpr char kUsersThreadShortageUrl[] = "codecvisor/users-thread-shortage";
 
 }  // namespace
 
@@ -32,6 +33,16 @@ absl::Status HostShortage(const absl::Status& cause) {
 }
 
 bool IsHostShortage(const absl::Status& status) { return status.GetPayload(kHostShortageUrl).has_value(); }
+
+absl::Status UsersThreadShortage(const absl::Status& cause) {
+  absl::Status status = HostShortage(cause);
+  status.SetPayload(kUsersThreadShortageUrl, absl::Cord());
+  return status;
+}
+
+bool IsUsersThreadShortage(const absl::Status& status) {
+  return status.GetPayload(kUsersThreadShortageUrl).has_value();
+}
 
 absl::Status MaybeHostShortage(const absl::Status& status) {
   return absl::IsResourceExhausted(status) ? HostShortage(status) : status;

@@ -52,6 +52,11 @@ struct SpawnOptions {
 [[nodiscard]] absl::Status HostShortage(const absl::Status& cause);
 // Whether `status` came from HostShortage.
 bool IsHostShortage(const absl::Status& status);
+// HostShortage of a backend that could not start a thread under its
+// user's limit (the runner's noThreadFree): threads its user's other
+// processes hold, which processes ending (a backend just killed) give back.
+[[nodiscard]] absl::Status UsersThreadShortage(const absl::Status& cause);
+bool IsUsersThreadShortage(const absl::Status& status);
 // HostShortage(status) for a kResourceExhausted status (ipc::ErrnoStatus's
 // EMFILE, ENFILE, ENOMEM), else `status`: for the host's own calls.
 [[nodiscard]] absl::Status MaybeHostShortage(const absl::Status& status);

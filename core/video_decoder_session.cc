@@ -36,6 +36,9 @@ bool SameStream(const ipc::StreamMetadata& a, const ipc::StreamMetadata& b) {
 
 constexpr auto kBusyRetry = std::chrono::milliseconds(50);
 constexpr int kBusyRetries = 4;  // 0.5 s in all
+// Waits for threads the user's other processes give back, doubling from
+// kBusyRetry: 1.55 s in all.
+constexpr int kShortageWaits = 5;
 
 }  // namespace
 
@@ -75,6 +78,7 @@ absl::Status VideoDecoder::Reopen() {
   open.native_formats = options_.native_formats;
   const Deadline open_deadline = Clock::now() + options_.open_timeout;
   int busy_retries = 0;
+  int shortage_waits = 0;
   Replays replays(options_.open_timeout);
   for (;;) {
     // Waiting for a (re)start is not the open: a short open timeout must
@@ -113,6 +117,19 @@ absl::Status VideoDecoder::Reopen() {
     // The host's own shortage is not the backend's: the open fails as it is.
     const bool exhausted =
         !channel_failure && absl::IsResourceExhausted(opened.status()) && !IsHostShortage(opened.status());
+    // The user's threads at their limit (the runner's noThreadFree): a
+    // shortage of processes that may be ending (a backend just killed),
+    // waited out a while, then the caller's to act on. No replacement cures
+    // it, and neither the file nor the backend is blamed.
+    if (!channel_failure && IsUsersThreadShortage(opened.status())) {
+      const auto wait = kBusyRetry * (1 << shortage_waits);
+      if (shortage_waits < kShortageWaits && Clock::now() + wait < open_deadline) {
+        ++shortage_waits;
+        std::this_thread::sleep_for(wait);
+        continue;
+      }
+      return Annotate(opened.status());
+    }
     if (!channel_failure && !exhausted) return Annotate(opened.status());
     if (exhausted && busy_retries < kBusyRetries && Clock::now() + kBusyRetry * (busy_retries + 1) < open_deadline) {
       std::this_thread::sleep_for(kBusyRetry * ++busy_retries);

@@ -200,9 +200,11 @@ TEST_F(DescriptorLimitTest, ABackendStartsUnderASmallLimitWithRoomForItsStart) {
 TEST_F(FaultTest, AnOpenRefusedAThreadByItsUsersLimitBlamesNeitherFileNorBackend) {
   FaultRow& row = Row("an open whose threads its user's limit refuses (EAGAIN), 10 in a row");
   const std::string video = WriteSyntheticVideo("no_thread.syn", "fault=no_thread_open");
+  DecoderOptions options;
+  options.open_timeout = std::chrono::milliseconds(200);  // the shortage is waited out for 150 ms of it
   for (int run = 0; run < 10; ++run) {
     ++row.tries;
-    absl::StatusOr<std::unique_ptr<VideoDecoder>> d = Open(video, "faulty");
+    absl::StatusOr<std::unique_ptr<VideoDecoder>> d = Open(video, "faulty", options);
     row.Saw("open " + CodeName(d.status()));
     ASSERT_FALSE(d.ok());
     EXPECT_EQ(d.status().code(), absl::StatusCode::kResourceExhausted) << d.status();
