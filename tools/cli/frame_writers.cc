@@ -140,8 +140,11 @@ std::string WithoutTrailingSlashes(std::string dir) {
 // png, ppm, rgb24: one file per frame in a folder.
 class FilePerFrameWriter : public FrameWriter {
  public:
-  FilePerFrameWriter(FileFormat format, std::string dir, bool name_by_position)
-      : format_(format), dir_(WithoutTrailingSlashes(std::move(dir))), name_by_position_(name_by_position) {}
+  FilePerFrameWriter(FileFormat format, std::string dir, bool name_by_position, Rational aspect)
+      : format_(format),
+        dir_(WithoutTrailingSlashes(std::move(dir))),
+        name_by_position_(name_by_position),
+        png_(aspect) {}
 
   absl::Status Write(int64_t index, const ImageView& image) override {
     absl::StatusOr<std::string> bytes = Encode(image);
@@ -312,7 +315,8 @@ absl::StatusOr<std::unique_ptr<FrameWriter>> MakeFrameWriter(const WriterOptions
   }
   if (options.format == FileFormat::kPng || options.format == FileFormat::kPpm ||
       (options.format == FileFormat::kRgb24 && !to_stdout)) {
-    return std::unique_ptr<FrameWriter>(new FilePerFrameWriter(options.format, options.out, options.name_by_position));
+    return std::unique_ptr<FrameWriter>(
+        new FilePerFrameWriter(options.format, options.out, options.name_by_position, options.aspect));
   }
   const std::string path =
       to_stdout ? std::string(kStdout) : absl::StrCat(options.out, "/", Stem(options.input_path), ".y4m");

@@ -117,6 +117,10 @@ absl::Status PngEncoder::Open(uint32_t width, uint32_t height) {
   context_->height = static_cast<int>(height);
   context_->pix_fmt = AV_PIX_FMT_RGB24;
   context_->time_base = AVRational{1, 1};
+  // libavcodec writes pHYs from it whatever it is (0:1 when unset).
+  if (aspect_.num > 0 && aspect_.den > 0 && aspect_.num <= INT32_MAX && aspect_.den <= INT32_MAX) {
+    context_->sample_aspect_ratio = AVRational{static_cast<int>(aspect_.num), static_cast<int>(aspect_.den)};
+  }
   if (int r = avcodec_open2(context_, codec, nullptr); r < 0) {
     avcodec_free_context(&context_);
     return absl::InternalError(absl::StrCat("cannot open the PNG encoder: ", AvError(r)));

@@ -65,7 +65,10 @@ struct ImageView {
 // one size (and recreated when the size changes).
 class PngEncoder {
  public:
-  PngEncoder() = default;
+  // `aspect`: the pixel aspect ratio written in each file's pHYs chunk, as
+  // the ffmpeg CLI writes the stream's (0:0, unknown: written as 0:1, as
+  // it writes an unknown one).
+  explicit PngEncoder(Rational aspect = {0, 0}) : aspect_(aspect) {}
   PngEncoder(const PngEncoder&) = delete;
   PngEncoder& operator=(const PngEncoder&) = delete;
   ~PngEncoder();
@@ -76,6 +79,7 @@ class PngEncoder {
  private:
   absl::Status Open(uint32_t width, uint32_t height);
 
+  Rational aspect_;
   AVCodecContext* context_ = nullptr;
   AVFrame* frame_ = nullptr;
   AVPacket* packet_ = nullptr;

@@ -96,6 +96,26 @@ TEST(PngTest, RoundTripsThroughLibavcodec) {
   EXPECT_EQ(h, 2);
 }
 
+// The pHYs chunk: 4-byte x and y and a unit byte, after "pHYs".
+std::string PhysChunk(const std::string& png) {
+  const size_t at = png.find("pHYs");
+  return at == std::string::npos ? "" : png.substr(at + 4, 9);
+}
+
+// Each file says the stream's pixel aspect ratio, as the ffmpeg CLI's do
+// (its encoder writes pHYs from the stream's): it was always 0:1.
+TEST(PngTest, TheStreamsPixelAspectRatioIsInEveryFile) {
+  TinyRgb rgb;
+  PngEncoder wide(Rational{108, 107});
+  auto png = wide.Encode(rgb.view);
+  ASSERT_TRUE(png.ok()) << png.status();
+  EXPECT_EQ(PhysChunk(*png), std::string("\0\0\0\x6c\0\0\0\x6b\0", 9));
+  PngEncoder unknown;  // as the CLI writes an unknown one
+  png = unknown.Encode(rgb.view);
+  ASSERT_TRUE(png.ok()) << png.status();
+  EXPECT_EQ(PhysChunk(*png), std::string("\0\0\0\0\0\0\0\x01\0", 9));
+}
+
 TEST(PngTest, EncoderIsReusedAcrossSizes) {
   PngEncoder encoder;
   for (uint32_t size : {17u, 17u, 5u, 64u}) {
