@@ -229,9 +229,9 @@ class ClipIterableDataset(_ClipReader, torch.utils.data.IterableDataset):
     def order(self) -> List[int]:
         """This epoch's order of all sample indices (the same on every rank)."""
         if not self.shuffle:
-            return list(range(len(self)))
+            return list(range(len(self.samples)))
         generator = torch.Generator().manual_seed(self.seed + self._epoch())
-        return torch.randperm(len(self), generator=generator).tolist()
+        return torch.randperm(len(self.samples), generator=generator).tolist()
 
     def indices(self) -> List[int]:
         """The sample indices this process (a worker, or the main process
@@ -239,7 +239,13 @@ class ClipIterableDataset(_ClipReader, torch.utils.data.IterableDataset):
         rank, world = self.rank_and_world()
         info = torch.utils.data.get_worker_info()
         worker, workers = (info.id, info.num_workers) if info is not None else (0, 1)
-        return share(len(self), rank, world, worker, workers, self.order())
+        return share(len(self.samples), rank, world, worker, workers, self.order())
+
+    def __len__(self) -> int:
+        """The samples this rank reads an epoch (its workers together), as
+        torch sizes ``len(loader)`` from it: its every world_size-th."""
+        rank, world = self.rank_and_world()
+        return len(range(rank, len(self.samples), world))
 
     def __iter__(self) -> Iterator[Any]:
         indices = self.indices()

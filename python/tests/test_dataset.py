@@ -315,6 +315,21 @@ def test_an_iterable_dataset_reads_its_ranks_share(tmp_path):
         assert sorted(labels) == list(range(rank, 10, 2))
 
 
+def test_an_iterable_datasets_length_is_its_ranks_share(tmp_path):
+    # torch sizes len(loader) from it (LR schedules, progress bars): it was
+    # the whole dataset's on every rank, world_size times too many.
+    pairs = clips(tmp_path, n=11, bad=())
+    lengths = []
+    for rank in range(2):
+        dataset = ClipIterableDataset(pairs, SAMPLER, decoder_options=OPTIONS, rank=rank, world_size=2)
+        lengths.append(len(dataset))
+        assert len(dataset) == len(dataset.indices())
+        assert len(DataLoader(dataset, batch_size=2)) == -(-len(dataset) // 2)
+        assert len(dataset.order()) == 11  # the order still covers every sample
+    assert lengths == [6, 5]
+    assert len(ClipIterableDataset(pairs, SAMPLER, decoder_options=OPTIONS)) == 11
+
+
 def test_the_readmes_dataloader_snippet(video, tmp_path):
     paths = [video] * 5 + [str(tmp_path / "missing.mp4")]
     namespace = readme_snippets.run(readme_snippets.DATALOADER, dict(paths=paths, labels=list(range(6))))
