@@ -193,10 +193,11 @@ def clips_at_regular_indices(decoder, *, num_clips: int = 1, num_frames_per_clip
 
 # --- by time --------------------------------------------------------------
 
-def _check_positive(name: str, seconds: float) -> None:
-    """ValueError unless `seconds` is a finite number > 0 (NaN is none)."""
+def _check_positive(name: str, seconds: float, phrase: str = "strictly positive") -> None:
+    """ValueError unless `seconds` is a finite number > 0 (NaN is none),
+    saying it "must be " + `phrase`, as torchcodec says it of `name`."""
     if not seconds > 0:
-        raise ValueError(f"{name} ({seconds}) must be strictly positive")
+        raise ValueError(f"{name} ({seconds}) must be {phrase}")
     if not math.isfinite(seconds):
         raise ValueError(f"{name} ({seconds}) must be finite")
 
@@ -205,8 +206,8 @@ def _seconds_between_frames(decoder, seconds_between_frames: Optional[float]) ->
     m = decoder.metadata
     if m.average_fps is None:
         raise ValueError("Could not infer average fps from video metadata; use an index-based sampler.")
-    if m.end_stream_seconds is None:
-        raise ValueError("Could not infer stream end from video metadata; use an index-based sampler.")
+    if m.end_stream_seconds is None or m.begin_stream_seconds is None:
+        raise ValueError("Could not infer stream end and start from video metadata; use an index-based sampler.")
     if seconds_between_frames is None:
         return 1 / m.average_fps
     _check_positive("seconds_between_frames", seconds_between_frames)
@@ -223,8 +224,10 @@ def _time_range(start: Optional[float], end: Optional[float], num_frames_per_cli
         start = begin
     elif start < begin:
         raise ValueError(f"sampling_range_start ({start}) must be at least {begin}")
-    elif start >= stream_end:
-        raise ValueError(f"sampling_range_start ({start}) must be smaller than {stream_end}")
+    elif start >= stream_end - _AT_THE_END:
+        # Within a rounding of the end is at the end, where no frame plays.
+        raise ValueError(f"sampling_range_start ({start}) must be smaller than {stream_end} (the stream's end, "
+                         f"less {_AT_THE_END} s)")
     if end is None:
         # The latest start whose last frame is still sampled before the end,
         # as the clip's times are computed: 1.48 - 29 * 0.04 rounds to a hair
@@ -246,7 +249,9 @@ def _time_range(start: Optional[float], end: Optional[float], num_frames_per_cli
         raise ValueError(f"sampling_range_end ({end}) must be at least {begin}")
     if start >= end:
         raise ValueError(f"sampling_range_start ({start}) must be smaller than sampling_range_end ({end})")
-    return start, min(end, stream_end)
+    # No clip may start where the end is taken to be: its first frame would
+    # be missing (a draw in the last nanosecond, a start a hair below it).
+    return start, min(end, stream_end - _AT_THE_END)
 
 
 def _time_sampler(random: bool, decoder, num_clips: Optional[int], seconds_between_clip_starts: Optional[float],
@@ -257,7 +262,7 @@ def _time_sampler(random: bool, decoder, num_clips: Optional[int], seconds_betwe
     if random and num_clips <= 0:
         raise ValueError(f"num_clips ({num_clips}) must be strictly positive")
     if not random:
-        _check_positive("seconds_between_clip_starts", seconds_between_clip_starts)
+        _check_positive("seconds_between_clip_starts", seconds_between_clip_starts, "> 0")
     between = _seconds_between_frames(decoder, seconds_between_frames)
     stream_end = decoder.metadata.end_stream_seconds
     start, end = _time_range(sampling_range_start, sampling_range_end, num_frames_per_clip, between,

@@ -4,6 +4,8 @@ request per call. Frames come from the synthetic backend, whose frame i has
 pts start + i / fps and a first pixel of 7 * i (mod 256), so every frame a
 sampler returns names its index twice."""
 
+import functools
+
 import numpy as np
 import pytest
 import torch
@@ -240,6 +242,30 @@ def test_a_stream_that_starts_at_no_single_precision_time(make):
     assert indices(clips, start=0.1) == [[0]]
 
 
+def test_a_time_range_within_a_rounding_of_the_end_is_refused(make):
+    # A start 1e-10 s before the end is at the end, where no frame plays:
+    # the samplers raised IndexError (repeat_last) or ZeroDivisionError
+    # (wrap) from a clip with no frame.
+    d = make(24)
+    end = d.metadata.end_stream_seconds
+    for sampler in (clips_at_random_timestamps, functools.partial(clips_at_regular_timestamps,
+                                                                  seconds_between_clip_starts=1)):
+        for policy in ("repeat_last", "wrap"):
+            with pytest.raises(ValueError, match=r"must be smaller than .* \(the stream's end, less 1e-09 s\)"):
+                sampler(d, sampling_range_start=end - 1e-10, sampling_range_end=end, policy=policy)
+    # A range whose end is the stream's draws no start in its last nanosecond.
+    clips = clips_at_regular_timestamps(d, seconds_between_clip_starts=1e-9, sampling_range_start=end - 3e-9)
+    assert indices(clips) and set(i for clip in indices(clips) for i in clip) == {23}
+
+
+def test_time_samplers_need_the_streams_start_and_end(make):
+    for field in ("begin_stream_seconds", "end_stream_seconds"):
+        d = make(24)
+        setattr(d.metadata, field, None)
+        with pytest.raises(ValueError, match="Could not infer stream end and start from video metadata"):
+            clips_at_random_timestamps(d)
+
+
 @pytest.mark.parametrize("policy, expected", [("repeat_last", [20, 22, 22, 22]), ("wrap", [20, 22, 20, 22])])
 def test_time_policies_replace_times_past_the_end(make, policy, expected):
     # Sampled at 2.5, 2.75, then 3.0 and 3.25, which are past the end.
@@ -303,11 +329,11 @@ def test_a_time_clip_longer_than_the_video(make):
     (lambda d: clips_at_random_timestamps(d, seconds_between_frames=float("inf")),
      r"seconds_between_frames \(inf\) must be finite"),
     (lambda d: clips_at_regular_timestamps(d, seconds_between_clip_starts=float("nan")),
-     r"seconds_between_clip_starts \(nan\) must be strictly positive"),
+     r"seconds_between_clip_starts \(nan\) must be > 0"),
     (lambda d: clips_at_random_timestamps(d, sampling_range_start=float("nan")),
      r"sampling_range_start \(nan\) must be a number"),
     (lambda d: clips_at_regular_timestamps(d, seconds_between_clip_starts=0),
-     r"seconds_between_clip_starts \(0\) must be strictly positive"),
+     r"seconds_between_clip_starts \(0\) must be > 0"),
     (lambda d: clips_at_regular_timestamps(d, seconds_between_clip_starts=1, sampling_range_start=2,
                                            sampling_range_end=1), r"must be smaller than sampling_range_end \(1\)"),
 ])
