@@ -62,11 +62,20 @@ bool ParseTimeBase(absl::string_view text, Sample* sample) {
 absl::Status ProbeFile(const std::string& path, ProbedHeader* header) {
   absl::StatusOr<std::string> out =
       tools::RunForOutput({"ffprobe", "-v", "error", "-show_entries",
-                           "stream=codec_type:stream_disposition=attached_pic:format=duration", "-of",
-                           "default=noprint_wrappers=1", path});
+                           "stream=codec_type:stream_disposition=attached_pic:format=duration", "-of", "default",
+                           path});
   if (!out.ok()) return out.status();
   bool video = false;  // the last stream's codec_type, until its disposition says whether it is cover art
+  // A program (MPEG-TS) lists its streams again inside [PROGRAM]: only
+  // the file's own list counts.
+  bool in_program = false;
   for (absl::string_view line : absl::StrSplit(*out, '\n', absl::SkipEmpty())) {
+    line = absl::StripAsciiWhitespace(line);
+    if (line == "[PROGRAM]" || line == "[/PROGRAM]") {
+      in_program = line == "[PROGRAM]";
+      continue;
+    }
+    if (in_program) continue;
     std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(line, absl::MaxSplits('=', 1));
     const absl::string_view value = absl::StripAsciiWhitespace(kv.second);
     if (kv.first == "codec_type") {

@@ -102,6 +102,18 @@ TEST(LoadSampleTest, FfmpegReadsTheFile) {
   EXPECT_EQ(sample->rgb24.size(), 14u * 64 * 48 * 3);
 }
 
+// An MPEG-TS file lists its streams twice to ffprobe (under its program
+// too): counted once, where a correct backend failed for saying 1.
+TEST(LoadSampleTest, AProgramsStreamsAreCountedOnce) {
+  const std::string ts = TempDir() + "/program.ts";
+  ASSERT_TRUE(tools::MakeTestVideo("-f lavfi -i testsrc2=size=64x48:rate=25 -frames:v 14 -c:v libx264 -bf 2", ts).ok());
+  absl::StatusOr<Sample> sample = LoadSample(ts, {});
+  ASSERT_TRUE(sample.ok()) << sample.status();
+  ASSERT_TRUE(sample->header.has_value());
+  EXPECT_EQ(sample->header->num_video_streams, 1);
+  EXPECT_EQ(sample->header->num_streams, 1);
+}
+
 TEST(LoadSampleTest, VendorReference) {
   const std::string dir = TempDir();
   Write(dir + "/cam.raw", "a camera's own format");
