@@ -56,6 +56,12 @@ check "y4m over its own input is refused" run_cv 1 "$tmp/stdout" "$tmp/err" deco
   --out "$tmp/y4m_in" --indices 0
 check "it says why" grep -q "clip.y4m is the input video, which the output would replace" "$tmp/err"
 check "the input is intact" cmp -s "$tmp/ref.y4m" "$tmp/y4m_in/clip.y4m"
+# So is an input named as a frame file the output would write (it was replaced).
+mkdir -p "$tmp/frame_in" && cp "$video" "$tmp/frame_in/frame_000000.png"
+check "a frame file over its own input is refused" run_cv 1 "$tmp/stdout" "$tmp/err" decode \
+  "$tmp/frame_in/frame_000000.png" --format png --out "$tmp/frame_in" --indices 0
+check "it says why (frame file)" grep -q "frame_000000.png is the input video, which the output would replace" "$tmp/err"
+check "the frame-named input is intact" cmp -s "$video" "$tmp/frame_in/frame_000000.png"
 
 # png files, one per selected frame, named by stream index
 check "decode png range" run_cv 0 "$tmp/stdout" "$tmp/err" decode "$video" --frames 0:25:6 --out "$tmp/png"

@@ -140,17 +140,28 @@ std::string WithoutTrailingSlashes(std::string dir) {
 // png, ppm, rgb24: one file per frame in a folder.
 class FilePerFrameWriter : public FrameWriter {
  public:
-  FilePerFrameWriter(FileFormat format, std::string dir, bool name_by_position, Rational aspect)
+  FilePerFrameWriter(FileFormat format, std::string dir, bool name_by_position, Rational aspect,
+                     const std::string& input_path)
       : format_(format),
         dir_(WithoutTrailingSlashes(std::move(dir))),
         name_by_position_(name_by_position),
-        png_(aspect) {}
+        png_(aspect) {
+    struct stat input {};
+    if (stat(input_path.c_str(), &input) == 0) input_ = {input.st_dev, input.st_ino};
+  }
 
   absl::Status Write(int64_t index, const ImageView& image) override {
     absl::StatusOr<std::string> bytes = Encode(image);
     if (!bytes.ok()) return bytes.status();
     const std::string path = absl::StrCat(
         dir_, "/", name_by_position_ ? FrameFileNameAt(position_, index, format_) : FrameFileName(index, format_));
+    // An input named as an output frame (frame_000000.png in --out's
+    // folder) would be replaced by it.
+    if (struct stat existing {}; input_.has_value() && stat(path.c_str(), &existing) == 0 &&
+                                 existing.st_dev == input_->first && existing.st_ino == input_->second) {
+      return absl::InvalidArgumentError(absl::StrCat(path, " is the input video, which the output would replace; "
+                                                     "give another --out folder"));
+    }
     if (absl::Status s = WriteWholeFile(path, *bytes); !s.ok()) return s;
     ++position_;
     last_path_ = path;
@@ -189,6 +200,7 @@ class FilePerFrameWriter : public FrameWriter {
   int64_t position_ = 0;  // frames written so far
   std::string last_path_;
   PngEncoder png_;
+  std::optional<std::pair<dev_t, ino_t>> input_;  // the input file, never to be written over
 };
 
 // rgb24 to standard output: frames concatenated.
@@ -316,7 +328,8 @@ absl::StatusOr<std::unique_ptr<FrameWriter>> MakeFrameWriter(const WriterOptions
   if (options.format == FileFormat::kPng || options.format == FileFormat::kPpm ||
       (options.format == FileFormat::kRgb24 && !to_stdout)) {
     return std::unique_ptr<FrameWriter>(
-        new FilePerFrameWriter(options.format, options.out, options.name_by_position, options.aspect));
+        new FilePerFrameWriter(options.format, options.out, options.name_by_position, options.aspect,
+                               options.input_path));
   }
   const std::string path =
       to_stdout ? std::string(kStdout) : absl::StrCat(options.out, "/", Stem(options.input_path), ".y4m");
