@@ -56,6 +56,11 @@ check "y4m over its own input is refused" run_cv 1 "$tmp/stdout" "$tmp/err" deco
   --out "$tmp/y4m_in" --indices 0
 check "it says why" grep -q "clip.y4m is the input video, which the output would replace" "$tmp/err"
 check "the input is intact" cmp -s "$tmp/ref.y4m" "$tmp/y4m_in/clip.y4m"
+# The default device from the environment is held to --device's rule.
+export CODECVISOR_DEFAULT_DEVICE=cpu:1
+check "CODECVISOR_DEFAULT_DEVICE=cpu:1 is refused" run_cv 1 "$tmp/stdout" "$tmp/err" info "$video"
+unset CODECVISOR_DEFAULT_DEVICE
+check "it names the variable" grep -q "CODECVISOR_DEFAULT_DEVICE='cpu:1': the cpu device has no index" "$tmp/err"
 # So is an input named as a frame file the output would write (it was replaced).
 mkdir -p "$tmp/frame_in" && cp "$video" "$tmp/frame_in/frame_000000.png"
 check "a frame file over its own input is refused" run_cv 1 "$tmp/stdout" "$tmp/err" decode \

@@ -27,6 +27,12 @@ absl::StatusOr<std::unique_ptr<Host>> CreateHost(const std::vector<std::string>&
   options.history_file = DefaultBackendHistoryPath();  // `codecvisor backends` shows it
   absl::StatusOr<std::unique_ptr<Host>> host = ToAbsl(Host::Create(options));
   if (!host.ok()) return host.status();
+  // The default device is held to --device's rule: "cpu:1" is no device,
+  // not silently the cpu.
+  if (!CheckDeviceFlag((*host)->default_device()).ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("CODECVISOR_DEFAULT_DEVICE='", (*host)->default_device(),
+                                                   "': the cpu device has no index; set it to cpu"));
+  }
   for (const std::string& manifest : manifests) {
     absl::Status loaded = ToAbsl((*host)->LoadBackend(manifest));
     if (loaded.ok()) continue;
