@@ -174,6 +174,8 @@ int RunBackends(const BackendsArgs& args) {
                  "codecvisor backends: reset backend '%s': %sreset it in this command's own host (quarantine is "
                  "kept per host process)\n",
                  args.reset.c_str(), cleared.c_str());
+    // The record was what the user asked to clear: not done is a failure.
+    if (!path.empty() && !erased.ok()) return 1;
   }
   // Started all at once (each start is a child loading its library and
   // answering the handshake); a failure is listed (state failed, with the

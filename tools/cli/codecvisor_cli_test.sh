@@ -180,6 +180,13 @@ check "reset then started" grep -qE '^cpu +cpu +ready +[0-9]+ ' "$tmp/reset.txt"
 check "backends --reset unknown" run_cv 1 "$tmp/stdout" "$tmp/err" backends --reset nope
 check "reset unknown message" grep -q "^codecvisor backends: --reset nope: no backend named 'nope' (installed backends: cpu.*CODECVISOR_BACKEND_PATH" "$tmp/err"
 check "--reset help says per process" contains "$("$cv" backends --help)" "per host"
+# A history file it may not replace (not one it wrote): the record asked to
+# be cleared is not, which is a failure (it exited 0).
+mkdir -p "$tmp/state/codecvisor" && echo "not a history" >"$tmp/state/codecvisor/backends.toml"
+export XDG_STATE_HOME="$tmp/state"
+check "--reset with a history it cannot clear fails" run_cv 1 "$tmp/stdout" "$tmp/err" backends --reset cpu --no-check
+check "it says so" grep -q "could not clear its record" "$tmp/err"
+unset XDG_STATE_HOME
 
 # doctor: on this machine every mechanism is present and cpu starts fully sandboxed
 check "doctor" run_cv 0 "$tmp/doctor.txt" "$tmp/err" doctor
