@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -37,6 +38,22 @@ absl::Status Prefixed(const absl::Status& s, absl::string_view prefix) {
 
 }  // namespace
 
+namespace {
+
+// Whether this process's user is held to a limit of processes and threads
+// that its backends count against (RLIMIT_NPROC): never root's, whose
+// backends' user namespaces are made without one. The suites, run as
+// root, stand for another user with CODECVISOR_TEST_USER_THREAD_LIMIT=1.
+bool UserHasThreadLimit() {
+  if (const char* test = std::getenv("CODECVISOR_TEST_USER_THREAD_LIMIT"); test != nullptr && test[0] == '1') {
+    return true;
+  }
+  rlimit limit{};
+  return geteuid() != 0 && getrlimit(RLIMIT_NPROC, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY;
+}
+
+}  // namespace
+
 absl::Status FromWireError(const ipc::Error& error) {
   absl::StatusCode code = absl::StatusCode::kUnknown;
   switch (error.code) {
@@ -64,8 +81,16 @@ absl::Status FromWireError(const ipc::Error& error) {
     case ipc::ErrorCode::kNativeChanged:  // handled by VideoDecoder where it may come
       code = absl::StatusCode::kDataLoss;
       break;
-    case ipc::ErrorCode::kNoThreadFree:  // the caller's process's shortage: no replacement cures it
-      return UsersThreadShortage(absl::ResourceExhaustedError(ReplaceUnsafeForTerminal(error.message)));
+    case ipc::ErrorCode::kNoThreadFree:
+      // The caller's user's shortage, which no replacement cures, if that
+      // user has a limit: the backend says so from inside the sandbox, and a
+      // plugin could say it to dodge the blame. Root's processes, and a
+      // user without a limit, leave only the backend's own.
+      if (UserHasThreadLimit()) {
+        return UsersThreadShortage(absl::ResourceExhaustedError(ReplaceUnsafeForTerminal(error.message)));
+      }
+      code = absl::StatusCode::kResourceExhausted;
+      break;
     case ipc::ErrorCode::kProtocolMismatch:
     case ipc::ErrorCode::kNoDescriptorFree:  // not cured by a fresh process: the caller's to act on
       code = absl::StatusCode::kFailedPrecondition;

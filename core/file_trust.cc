@@ -12,6 +12,7 @@
 #include <mutex>
 #include <vector>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
@@ -157,7 +158,7 @@ std::vector<std::string> DeviceAccessWarnings(const std::vector<std::string>& de
     }
     if (usable) continue;
     warnings.push_back(absl::StrCat(
-        "[sandbox] devices: ", d, " (owner ", st.st_uid, ", group ", st.st_gid, ", mode ",
+        "[sandbox] devices: ", absl::CEscape(d), " (owner ", st.st_uid, ", group ", st.st_gid, ", mode ",
         absl::StrFormat("%04o", st.st_mode & 07777), ") cannot be opened read-write by the backend, which runs as ",
         host_is_root ? "nobody without supplementary groups (the host is root)" : "this user",
         "; grant it with the node's permissions (a udev rule), or run the host as a user who may open it"));

@@ -153,7 +153,7 @@ absl::StatusOr<BackendManifest> ParseManifest(absl::string_view text, absl::stri
             poison = m.restart.max_poison_in_a_row, start = 0;
     for (auto s : {positive("max_restarts", 1000, &max_restarts), positive("window_seconds", 86400, &window),
                    positive("backoff_initial_ms", 600'000, &initial), positive("backoff_max_ms", 600'000, &cap),
-                   positive("max_poison_in_a_row", 1'000'000, &poison), positive("start_timeout_seconds", 600, &start)}) {
+                   positive("max_poison_in_a_row", 1'000'000, &poison), positive("start_timeout_seconds", 120, &start)}) {
       if (!s.ok()) return s;
     }
     if (start > 0) m.start_timeout = std::chrono::seconds(start);
@@ -313,7 +313,7 @@ absl::StatusOr<BackendManifest> ParseManifest(absl::string_view text, absl::stri
         return bad(absl::StrCat("key 'config.", absl::CEscape(k), "': a config key is one line without '='"));
       }
       if (v.find_first_of(std::string("\n\r\0", 3)) != std::string::npos) {
-        return bad(absl::StrCat("key 'config.", k, "': a config value is one line (put longer data in a file "
+        return bad(absl::StrCat("key 'config.", absl::CEscape(k), "': a config value is one line (put longer data in a file "
                                 "the plugin reads through [sandbox] read_paths)"));
       }
       absl::StrAppend(&m.config, k, "=", v, "\n");

@@ -72,9 +72,11 @@ struct BackendManifest {
   // initialised child ready for failover.
   RestartLimits restart;
   bool warm_spare = false;
-  // [restart] start_timeout_seconds: how long one start (sandboxing,
-  // loading the library, create()) may take, for a plugin whose device
-  // initialises slowly; unset, the host's (SupervisorOptions::spawn_timeout).
+  // [restart] start_timeout_seconds (1 to 120): how long one start
+  // (sandboxing, loading the library, create()) may take, for a plugin
+  // whose device initialises slowly; unset, the host's
+  // (SupervisorOptions::spawn_timeout). An open waits for a start and its
+  // retry, so at most 120 s keeps that wait within about four minutes.
   std::optional<std::chrono::seconds> start_timeout;
   SandboxPolicy sandbox;
   ConformanceClaims conformance;

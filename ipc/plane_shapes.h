@@ -4,9 +4,9 @@
 // plane's bytes of pixels a row and its rows, as FFmpeg lays the format
 // out. The host checks a backend's layout and frame records against them
 // (a plugin that claims yuv420p with chroma rows of 8 bytes for a 64-pixel
-// frame is lying, whatever else it gets right), and the CLI checks the
-// images it writes. Formats it does not know get no shapes: the generic
-// checks of frame_arena.h apply to them alone. Pure; thread-safe.
+// frame is lying, whatever else it gets right). Formats it does not know
+// get no shapes: the generic checks of frame_arena.h apply to them alone.
+// Pure; thread-safe.
 
 #ifndef CODECVISOR_IPC_PLANE_SHAPES_H_
 #define CODECVISOR_IPC_PLANE_SHAPES_H_

@@ -242,10 +242,12 @@ enum ErrorCode {
   # (its RLIMIT_NOFILE reached): that open fails, the sessions already open
   # go on, and the backend is not replaced for it.
   noDescriptorFree @10;
-  # The backend could not start a thread though it runs far fewer than its
-  # own limit allows: the limit of the user who started the host
-  # (RLIMIT_NPROC, `ulimit -u`) refused it. The open fails as the host
-  # process's shortage; the backend is not replaced and the file not blamed.
+  # The backend could not start a thread though it runs fewer than its own
+  # limit allows: a limit above its own refused it, as the limit of the
+  # user who started the host (RLIMIT_NPROC, `ulimit -u`) does. Where that
+  # user has such a limit, the open fails as the host process's shortage
+  # (the backend is not replaced, the file not blamed); else the host takes
+  # it as the backend's own shortage.
   noThreadFree @11;
 }
 

@@ -199,6 +199,8 @@ TEST_F(DescriptorLimitTest, ABackendStartsUnderASmallLimitWithRoomForItsStart) {
 // quarantined the backend for the process.
 TEST_F(FaultTest, AnOpenRefusedAThreadByItsUsersLimitBlamesNeitherFileNorBackend) {
   FaultRow& row = Row("an open whose threads its user's limit refuses (EAGAIN), 10 in a row");
+  // Root's backends have no user's limit to meet: the host stands for a user with one.
+  setenv("CODECVISOR_TEST_USER_THREAD_LIMIT", "1", 1);
   const std::string video = WriteSyntheticVideo("no_thread.syn", "fault=no_thread_open");
   DecoderOptions options;
   options.open_timeout = std::chrono::milliseconds(200);  // the shortage is waited out for 150 ms of it
@@ -214,10 +216,18 @@ TEST_F(FaultTest, AnOpenRefusedAThreadByItsUsersLimitBlamesNeitherFileNorBackend
     EXPECT_NE(d.status().message().find("`ulimit -u`"), std::string::npos) << d.status();
     EXPECT_EQ(d.status().message().find("poison"), std::string::npos) << d.status();
   }
+  unsetenv("CODECVISOR_TEST_USER_THREAD_LIMIT");
   const BackendStatus status = StatusOf("faulty");
   row.Note(absl::StrCat(status.restarts, " restarts, backend ", status.state));
   EXPECT_EQ(status.restarts, 0u);
   EXPECT_EQ(status.state, "ready");
+  // Without a user's limit (root's processes) the claim is the backend's
+  // own shortage: it is replaced, and the file judged, as before.
+  ++row.tries;
+  absl::StatusOr<std::unique_ptr<VideoDecoder>> unlimited = Open(video, "faulty", options);
+  row.Saw("with no user's limit, open " + CodeName(unlimited.status()));
+  EXPECT_EQ(unlimited.status().code(), absl::StatusCode::kAborted) << unlimited.status();
+  EXPECT_NE(unlimited.status().message().find("poison"), std::string::npos) << unlimited.status();
   ++row.tries;
   absl::StatusOr<std::unique_ptr<VideoDecoder>> good = Open(WriteSyntheticVideo("after_no_thread.syn"), "faulty");
   ASSERT_TRUE(good.ok()) << good.status();

@@ -28,9 +28,13 @@ constexpr size_t kMaxTrackedPackets = 1024;
 // other's colours (a seek from frame 40 back to 0: a mean difference of
 // 16 of 255 from the CLI's frame 0).
 bool KeptThroughAFlush(const AVFrame& frame, const AVCodecParameters& par, bool mpeg12) {
-  return (mpeg12 && frame.format != par.format) || frame.colorspace != par.color_space ||
-         frame.color_range != par.color_range || frame.color_primaries != par.color_primaries ||
-         frame.color_trc != par.color_trc;
+  if (mpeg12 && frame.format != par.format) return true;
+  // Only those decoders keep it (a container's colour tags that differ from
+  // an HEVC or VP9 bitstream's would otherwise reopen the decoder at every
+  // seek for nothing).
+  const bool keeps_colours = mpeg12 || par.codec_id == AV_CODEC_ID_H264;
+  return keeps_colours && (frame.colorspace != par.color_space || frame.color_range != par.color_range ||
+                           frame.color_primaries != par.color_primaries || frame.color_trc != par.color_trc);
 }
 
 }  // namespace

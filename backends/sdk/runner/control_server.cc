@@ -141,7 +141,11 @@ absl::Status ControlServer::HandleAttach(uint64_t id, const ipc::AttachSession& 
     });
   } catch (const std::system_error& e) {
     // Out of threads (RLIMIT_NPROC): refuse this session, keep the others.
-    return Reply({id, ThreadRefused(name_, absl::StrCat("cannot start a thread for the session: ", e.what()))});
+    const std::string why = absl::StrCat("cannot start a thread for the session: ", e.what());
+    if (e.code() != std::errc::resource_unavailable_try_again) {
+      return Reply({id, ipc::Error{ipc::ErrorCode::kResourceExhausted, why}});
+    }
+    return Reply({id, ThreadRefused(name_, why)});
   }
   server.release();  // the thread owns it now
   thread.detach();

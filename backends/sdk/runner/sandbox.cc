@@ -20,6 +20,7 @@
 #include <initializer_list>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "backends/sdk/runner/crash_hints.h"
 #include "ipc/unique_fd.h"
@@ -71,12 +72,18 @@ absl::Status AddPath(int ruleset, const std::string& path, uint64_t access, uint
     }
     fd = owned.get();
   }
+  // A rule holds its inode, but procfs makes a new inode for /proc/PID/*
+  // each time it looks a name up afresh: the descriptor is kept for the
+  // process's life, so that the looked-up entry (and the rule's inode)
+  // stays the one later opens find.
+  const bool keep = absl::StartsWith(path, "/proc/self/");
   struct stat st;
   if (fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode)) access &= kFsFileOnly;
   PathBeneathAttr rule{access & handled, fd};
   if (syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &rule, 0) != 0) {
     return ipc::ErrnoStatus(absl::StrCat("landlock_add_rule(", path, ")"));
   }
+  if (keep) (void)owned.release();  // never closed: a few descriptors for the process's life
   return absl::OkStatus();
 }
 

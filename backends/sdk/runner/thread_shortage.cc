@@ -1,6 +1,7 @@
 #include "backends/sdk/runner/thread_shortage.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -40,6 +41,17 @@ std::optional<int64_t> OwnThreads() {
   return ThreadsInStat(absl::string_view(buf, static_cast<size_t>(n)));
 }
 
+// Whether a thread's stack could be mapped now: pthread_create answers
+// EAGAIN too when its stack cannot be (the address space at the backend's
+// memory_mb), which is the process's own doing.
+bool RoomForAStack() {
+  constexpr size_t kStack = size_t{8} << 20;  // glibc's default
+  void* p = mmap(nullptr, kStack, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) return false;
+  munmap(p, kStack);
+  return true;
+}
+
 }  // namespace
 
 ipc::Error ThreadRefused(const std::string& name, absl::string_view why) {
@@ -48,7 +60,7 @@ ipc::Error ThreadRefused(const std::string& name, absl::string_view why) {
   if (!threads || getrlimit(RLIMIT_NPROC, &limit) != 0) {
     return {ipc::ErrorCode::kResourceExhausted, std::string(why)};
   }
-  if (RefusedAboveOwnLimit(*threads, limit.rlim_cur)) {
+  if (RefusedAboveOwnLimit(*threads, limit.rlim_cur) && RoomForAStack()) {
     return {ipc::ErrorCode::kNoThreadFree,
             absl::StrCat("backend '", name, "' could not start a thread (", why, ") with ", *threads,
                          " of its own running, below its own limit of ", limit.rlim_cur,

@@ -3,14 +3,16 @@
 // Whose limit refused a thread. RLIMIT_NPROC is counted at each level of
 // user namespaces: the backend's own threads against the limit it runs
 // under, and every process and thread of the user who started the host
-// against that user's limit (`ulimit -u`). A backend far below its own
-// limit that still cannot start a thread was refused by its user's: the
-// user's other processes (DataLoader workers, other backends, a shell)
-// hold the rest, and neither the file nor the plugin is to blame, so the
-// open fails as a shortage of the caller's process (ipc::ErrorCode::
-// kNoThreadFree) instead of replacing the backend and judging the file.
-// A backend at its own limit (a plugin that leaks threads) is its own
-// doing, and is replaced as before.
+// against that user's limit (`ulimit -u`). A backend below its own limit,
+// with room for a thread's stack, that still cannot start a thread was
+// refused by a limit above its own: its user's (whose other processes,
+// DataLoader workers, other backends, a shell, hold the rest) or a pids
+// cgroup's. The runner answers kNoThreadFree; the host, which knows
+// whether its user has such a limit (a root host's backends have none),
+// then fails the open as the caller's shortage, blaming neither the file
+// nor the plugin, or else takes it as the backend's own. A backend at its
+// own limit (a plugin that leaks threads) is its own doing, and is
+// replaced as before.
 //
 // Thread-safety: the functions keep no state.
 
