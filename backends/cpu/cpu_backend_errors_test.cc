@@ -29,16 +29,11 @@ namespace {
 
 using testing::CliAllFrames;
 using testing::CliFrame;
+using testing::GoodMp4;
 using testing::MakeVideo;
 using testing::ReadFile;
 using testing::TestSession;
 using testing::WriteFile;
-
-std::string GoodMp4() {
-  return MakeVideo("good.mp4",
-                   "-f lavfi -i testsrc2=size=64x48:rate=25 -frames:v 40 -c:v libx264 "
-                   "-preset veryfast -bf 2 -g 10 -pix_fmt yuv420p");
-}
 
 std::string GoodMkv() {
   return MakeVideo("good.mkv",

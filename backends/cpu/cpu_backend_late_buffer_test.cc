@@ -17,14 +17,8 @@ namespace codecvisor::cpu {
 namespace {
 
 using testing::CliFrame;
-using testing::MakeVideo;
+using testing::GoodMp4;
 using testing::TestSession;
-
-std::string GoodMp4() {
-  return MakeVideo("good.mp4",
-                   "-f lavfi -i testsrc2=size=64x48:rate=25 -frames:v 40 -c:v libx264 "
-                   "-preset veryfast -bf 2 -g 10 -pix_fmt yuv420p");
-}
 
 
 // A late buffer as a runner lends one: `buffer` first, so Acquire finds

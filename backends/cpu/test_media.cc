@@ -170,6 +170,12 @@ std::string TempPath(const std::string& name) {
   return absl::StrCat(dir != nullptr ? dir : "/tmp", "/", name);
 }
 
+std::string GoodMp4() {
+  return MakeVideo("good.mp4",
+                   "-f lavfi -i testsrc2=size=64x48:rate=25 -frames:v 40 -c:v libx264 "
+                   "-preset veryfast -bf 2 -g 10 -pix_fmt yuv420p");
+}
+
 std::string MakeVideo(const std::string& name, const std::string& args) {
   std::string path = TempPath(name);
   struct stat st;

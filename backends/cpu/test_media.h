@@ -55,6 +55,10 @@ std::string TempPath(const std::string& name);
 // quoting), and returns the path.
 std::string MakeVideo(const std::string& name, const std::string& args);
 
+// good.mp4: 40 frames of 64x48 H.264 at 25 fps, B-frames, a key frame
+// every 10 (MakeVideo's).
+std::string GoodMp4();
+
 // Writes `bytes` to TempPath(name) and returns the path.
 std::string WriteFile(const std::string& name, const std::string& bytes);
 std::string ReadFile(const std::string& path);
