@@ -30,12 +30,23 @@ using testing::RgbBytes;
 using testing::TestSession;
 using testing::WriteFile;
 
+// Whether libavformat gives two of a file's packets one time.
+enum class MisplacedTime { kNo, kYes, kSomeVersions };
+
 struct ProgramStream {
   std::string name;
   std::string path;
-  bool misplaced_time;       // libavformat gives two of its packets one time
+  MisplacedTime misplaced_time;
   int64_t headers_only = 0;  // packets at the end with no picture (a cut inside its headers)
 };
+
+bool RepeatsATime(const std::vector<ProbedPacket>& packets) {
+  std::map<int64_t, int> times;
+  for (const ProbedPacket& p : packets) {
+    if (p.pts >= 0 && ++times[p.pts] > 1) return true;
+  }
+  return false;
+}
 
 // `path` cut a few bytes into the last H.264 sequence parameter set.
 std::string CutInLastSps(const std::string& name, const std::string& path) {
@@ -51,25 +62,28 @@ std::vector<ProgramStream> ProgramStreams() {
   const std::string pyramid = MakeVideo("ps_pyramid.mpg", source + "-t 4 -c:v libx264 -g 25 -bf 2 -f vob");
   return {
       // x264's defaults: B-pyramids, two frames held back.
-      {"H.264, B-pyramid", pyramid, false},
+      {"H.264, B-pyramid", pyramid, MisplacedTime::kNo},
       // Tiny pictures, a key frame every 8: after a seek, the first packet
       // read is often the tail of the picture before, with the next
       // picture's time, and key frames share their PES time with the next.
       {"H.264, 64x48",
        MakeVideo("ps_tiny.mpg",
                  "-f lavfi -i testsrc2=size=64x48:rate=30 -threads 1 -t 30 -c:v libx264 -g 8 -bf 3 -f vob"),
-       true},
-      {"H.264, cut in a parameter set", CutInLastSps("ps_cut.mpg", pyramid), false, 1},
-      {"H.264, one B-frame", MakeVideo("ps_one_b.mpg", source + "-t 4 -c:v libx264 -g 25 -bf 1 -f vob"), false},
+       MisplacedTime::kYes},
+      {"H.264, cut in a parameter set", CutInLastSps("ps_cut.mpg", pyramid), MisplacedTime::kNo, 1},
+      {"H.264, one B-frame", MakeVideo("ps_one_b.mpg", source + "-t 4 -c:v libx264 -g 25 -bf 1 -f vob"),
+       MisplacedTime::kNo},
       // Open GOPs (recovery points, not IDR pictures) at 30 fps over 20 s:
-      // libavformat gives one PES packet's time to two pictures.
+      // libavformat gave one PES packet's time to two pictures on the
+      // machines this was written on; Debian 12's packages of FFmpeg 5.1.9
+      // and x264 0.164.3095 give every timed picture its own.
       {"H.264, open GOPs",
        MakeVideo("ps_open_gop.mpg",
                  "-f lavfi -i testsrc2=size=160x120:rate=30 -threads 1 -t 20 -c:v libx264 -g 60 -bf 3 "
                  "-x264-params open-gop=1 -f vob"),
-       true},
+       MisplacedTime::kSomeVersions},
       {"HEVC", MakeVideo("ps_hevc.mpg", source + "-t 4 -c:v libx265 -x265-params log-level=error -g 30 -bf 2 -f vob"),
-       false},
+       MisplacedTime::kNo},
       // Field pictures, which the decoder shows one by one. A seek for the
       // last GOP lands on the tail of its key frame glued to the picture
       // after it: the landing is told by the first packet named.
@@ -77,7 +91,7 @@ std::vector<ProgramStream> ProgramStreams() {
        MakeVideo("ps_hevc_fields.mpg",
                  "-f lavfi -i testsrc2=size=160x120:rate=50 -t 2 -vf interlace -c:v libx265 -x265-params "
                  "interlace=tff:bframes=3:keyint=20:log-level=error:frame-threads=1:pools=none -f vob"),
-       false},
+       MisplacedTime::kNo},
   };
 }
 
@@ -87,19 +101,12 @@ TEST(ProgramStreamTest, UntimedPicturesAreTheClisFramesOfTheirPositions) {
     // The case this is for: most packets without a time; and, where the
     // file is meant to have one, a time given to two packets.
     const std::vector<ProbedPacket> packets = ProbePackets(ps.path, 0);
-    std::map<int64_t, int> times;
     int untimed = 0;
-    for (const ProbedPacket& p : packets) {
-      if (p.pts < 0) {
-        ++untimed;
-      } else {
-        ++times[p.pts];
-      }
-    }
+    for (const ProbedPacket& p : packets) untimed += p.pts < 0;
     ASSERT_GT(untimed * 3, static_cast<int>(packets.size())) << "too few packets without a time";
-    bool repeated = false;
-    for (const auto& [pts, count] : times) repeated = repeated || count > 1;
-    ASSERT_EQ(repeated, ps.misplaced_time);
+    if (ps.misplaced_time != MisplacedTime::kSomeVersions) {
+      ASSERT_EQ(RepeatsATime(packets), ps.misplaced_time == MisplacedTime::kYes);
+    }
 
     TestSession in_order(ps.path);
     ASSERT_TRUE(in_order.ok()) << in_order.open_message();
@@ -137,7 +144,8 @@ TEST(ProgramStreamTest, UntimedPicturesAreTheClisFramesOfTheirPositions) {
 // the CLI's frame of its time (a constant rate from the first frame).
 TEST(ProgramStreamTest, ApproximateModeFindsEachFrameAtRandom) {
   for (const ProgramStream& ps : ProgramStreams()) {
-    if (ps.misplaced_time || ps.headers_only > 0) continue;  // container times that are not the pictures'
+    // Container times that are not the pictures'.
+    if (ps.headers_only > 0 || RepeatsATime(ProbePackets(ps.path, 0))) continue;
     SCOPED_TRACE(ps.name);
     TestSession exact(ps.path);
     ASSERT_TRUE(exact.ok()) << exact.open_message();
