@@ -47,6 +47,7 @@ FrameCursor::FrameCursor(Demuxer* demuxer, VideoDecoder* decoder, const FrameInd
       positioned_(at_start),
       last_ts_(kUnknown),
       last_read_ts_(kUnknown),
+      first_sent_dts_(kUnknown),
       lost_from_ts_(kUnknown),
       lost_to_ts_(kUnknown) {
   if (!at_start) next_order_ = -1;
@@ -148,10 +149,10 @@ absl::StatusOr<bool> FrameCursor::NextFrame() {
         } else if (index_ != nullptr) {
           int64_t next = last_ts_ == kUnknown ? 0 : index_->FindAfter(last_ts_);
           ts = next < index_->size() ? (*index_)[next].pts : SaturatingAdd(last_ts_, 1);
+        } else if (last_ts_ != kUnknown) {
+          ts = SaturatingAdd(last_ts_, std::max<int64_t>(frame_->pkt_duration, 1));
         } else {
-          ts = last_ts_ == kUnknown
-                   ? 0
-                   : SaturatingAdd(last_ts_, std::max<int64_t>(frame_->pkt_duration, 1));
+          ts = first_sent_dts_ != kUnknown ? SaturatingAdd(first_sent_dts_, display_delay_) : 0;
         }
       }
       if (index_ != nullptr && index_->shown_order()) NoteShownOrderName(ts);
@@ -222,6 +223,7 @@ absl::StatusOr<bool> FrameCursor::NextFrame() {
       // without taking a frame's name.
       sent_indexed_ = i >= 0;
     }
+    if (index_ == nullptr && first_sent_dts_ == kUnknown) first_sent_dts_ = packet_->dts;
     ret = decoder_->Send(packet_.get());
     // A packet the decoder rejected is tracked too: its frame never comes
     // out, and the error alone would mark whichever frame comes out next
@@ -313,7 +315,7 @@ void FrameCursor::Restart(bool from_start, bool fresh_decoder) {
   positioned_ = true;
   pending_packet_ = draining_ = at_end_ = have_frame_ = have_ahead_ = false;
   av_frame_unref(ahead_.get());
-  last_ts_ = last_read_ts_ = kUnknown;
+  last_ts_ = last_read_ts_ = first_sent_dts_ = kUnknown;
   last_read_pos_ = -1;
   cut_short_ = false;
   recent_count_ = 0;

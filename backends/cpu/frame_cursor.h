@@ -104,6 +104,14 @@ class FrameCursor {
   // is returned again); null at the end of the stream or on a read error.
   const AVPacket* PeekPacket();
 
+  // Approximate mode, a container with decode times only (AVI) whose
+  // decoder holds `ticks` of frames back: a frame is shown that long after
+  // its packet's dts, and the timeline starts that late. A frame that comes
+  // out with no time before any with one (a stream no longer than what the
+  // decoder holds drains them all untimed) is placed that long after the
+  // first packet sent since the start point, not at 0.
+  void set_display_delay(int64_t ticks) { display_delay_ = ticks; }
+
  private:
   // A timestamp not known (yet).
   static constexpr int64_t kUnknown = std::numeric_limits<int64_t>::min();
@@ -272,6 +280,8 @@ class FrameCursor {
   };
   std::deque<Lookahead> lookahead_;
   int64_t last_read_ts_;          // max(pts, dts) of the last packet read
+  int64_t first_sent_dts_;        // approximate: dts of the first packet sent since the start point
+  int64_t display_delay_ = 0;     // set_display_delay
   int64_t last_read_pos_ = -1;    // its place in the file (-1: unknown)
   bool cut_short_ = false;        // approximate: the file ended before its header's index did
   // Approximate mode: the index frame_ was returned as; -1 before the

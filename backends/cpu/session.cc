@@ -238,6 +238,7 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Open(int fd,
           shift = *anchor - first->dts;
         }
         session->begin_pts_ = SaturatingAdd(session->begin_pts_, shift);
+        session->cursor_->set_display_delay(shift);
         // The stream plays from there too (index_at_seconds counts from it).
         const double seconds = Seconds(shift, stream->time_base);
         session->metadata_.begin_stream_seconds += seconds;
