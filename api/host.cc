@@ -8,6 +8,7 @@
 #include "api/convert.h"
 #include "api/inherited.h"
 #include "api/video_decoder_impl.h"
+#include "core/backend_history.h"
 #include "core/discovery.h"
 #include "core/host.h"
 #include "core/install_layout.h"
@@ -37,6 +38,8 @@ Host::Host(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Host::~Host() {
   if (impl_ != nullptr && impl_->owner != getpid()) api::LeaveInherited(impl_);
 }
+
+std::string Host::DefaultHistoryFile() { return DefaultBackendHistoryPath(); }
 
 Result<std::unique_ptr<Host>> Host::Create(HostOptions options) {
   internal::HostOptions o;

@@ -52,6 +52,9 @@ class PyHost {
     options.backend_path = std::move(backend_path);
     options.autoload = autoload;
     options.default_device = std::move(default_device);
+    // What this process saw of its backends' failures is kept for
+    // `codecvisor backends` to show, as the CLI's commands keep theirs.
+    options.history_file = Host::DefaultHistoryFile();
     Result<std::unique_ptr<Host>> host = WithoutGil([&] { return Host::Create(options); });
     return std::make_unique<PyHost>(Take(std::move(host)));
   }

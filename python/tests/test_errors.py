@@ -202,6 +202,42 @@ def test_reset_lifts_a_quarantine_in_this_process(tmp_path):
         codecvisor.backends.reset("nosuchbackend")
 
 
+def test_a_process_leaves_its_backends_failures_for_codecvisor_backends(tmp_path):
+    # A training run's crashes are there for `codecvisor backends` to show
+    # after it ended: the process's Host adds them to the per-user history
+    # as it goes, at exit, from the main process and from a forked
+    # DataLoader-style worker alike.
+    import tomllib
+    poison = synthetic_clip(tmp_path / "poison.syn", "frames=5 fault=segfault fault_frame=0")
+    code = ("import multiprocessing, sys\n"
+            "import codecvisor\n"
+            "from codecvisor.decoders import VideoDecoder\n"
+            "def crash():\n"
+            "    try:\n"
+            "        VideoDecoder(sys.argv[1], device='faulty')[0]\n"
+            "    except codecvisor.BackendError:\n"
+            "        pass\n"
+            "    else:\n"
+            "        sys.exit('the poison clip decoded')\n"
+            "if sys.argv[2] == 'fork':\n"
+            "    codecvisor.backends.list()  # the parent's host exists before the fork\n"
+            "    p = multiprocessing.get_context('fork').Process(target=crash)\n"
+            "    p.start(); p.join(); sys.exit(p.exitcode)\n"
+            "crash()\n")
+    for where in ("main", "fork"):
+        state = tmp_path / where
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p), XDG_STATE_HOME=str(state))
+        done = subprocess.run([sys.executable, "-c", code, poison, where], env=env, capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 0, done.stderr
+        with open(state / "codecvisor" / "backends.toml", "rb") as f:
+            record = tomllib.load(f)["backend"]["faulty"]
+        # The poison request crashed it twice (the first try and the replay).
+        assert record["restarts"] == 2, (where, record)
+        assert "SIGSEGV" in record["last_exit"], (where, record)
+        assert record["manifest"].endswith("faulty.toml"), (where, record)
+
+
 def test_a_path_the_user_cannot_read_is_a_permission_error(video, monkeypatch):
     # The host's open(2) fails with EACCES for a user who may not read the
     # file; run as root here, so the user's view of it is faked.

@@ -60,8 +60,8 @@ struct HostOptions {
   bool warm_spare = false;
   // When not empty, a TOML file to which the host adds, as it is destroyed,
   // what it saw of its backends' failures (restarts, last exit,
-  // quarantine), for later processes to show: the `codecvisor` commands use
-  // $XDG_STATE_HOME/codecvisor/backends.toml (else ~/.local/state/...).
+  // quarantine), for later processes to show: the `codecvisor` commands and
+  // the Python package use Host::DefaultHistoryFile().
   // A file there that is not such a history (one that does not begin with
   // the line the host writes first), or not a regular file, is left as it
   // is and nothing is recorded.
@@ -97,6 +97,11 @@ class Host {
  public:
   static Result<std::unique_ptr<Host>> Create(HostOptions options = {});
   ~Host();
+  // The history file `codecvisor backends` shows:
+  // $XDG_STATE_HOME/codecvisor/backends.toml, else
+  // $HOME/.local/state/codecvisor/backends.toml; empty when neither
+  // variable holds an absolute path.
+  static std::string DefaultHistoryFile();
   Host(const Host&) = delete;
   Host& operator=(const Host&) = delete;
 
