@@ -99,9 +99,10 @@ absl::StatusOr<std::unique_ptr<Demuxer>> Demuxer::OpenContainer(int fd, int stre
     }
     stream_index = ret;
   } else if (static_cast<unsigned>(stream_index) >= format->nb_streams) {
-    return absl::NotFoundError(absl::StrCat("has no stream ", stream_index, ": the ",
-                                            format->iformat->name, " container has ",
-                                            format->nb_streams, " streams"));
+    // (torchcodec's phrase, "N is not a valid stream", is in it.)
+    return absl::NotFoundError(absl::StrCat("has no stream ", stream_index, ": ", stream_index,
+                                            " is not a valid stream; the ", format->iformat->name,
+                                            " container has ", format->nb_streams, " streams"));
   } else if (!IsVideoStream(format->streams[stream_index])) {
     const AVStream* s = format->streams[stream_index];
     return absl::NotFoundError(

@@ -17,7 +17,8 @@ def _integer(value) -> int:
         return operator.index(value)
     except TypeError:
         raise _errors.FrameIndexTypeError(
-            f"A frame index must be an integer, not {type(value).__name__} {value!r}.") from None
+            f"A frame index must be an integer, not {type(value).__name__} {value!r}"
+            + (" (expected scalar type Long but found Float)." if isinstance(value, numbers.Real) else ".")) from None
 
 
 def _index_list(indices) -> list:
@@ -49,7 +50,8 @@ def _times(seconds) -> List[float]:
     """A sequence of times (a list, a 1-D tensor or array) as floats; a
     ValueError (torchcodec's) for anything that is not one."""
     if hasattr(seconds, "ndim") and seconds.ndim != 1:
-        raise ValueError(f"Couldn't convert timestamps input to a 1-D list of seconds: it has {seconds.ndim} dimensions")
+        raise ValueError(f"Couldn't convert timestamps input to a tensor of seconds: it has {seconds.ndim} dimensions, "
+                         "not 1")
     if hasattr(seconds, "tolist"):
         seconds = seconds.tolist()
     times = []
@@ -57,7 +59,7 @@ def _times(seconds) -> List[float]:
         if getattr(s, "ndim", None) == 0 and hasattr(s, "item"):
             s = s.item()  # a 0-d tensor or array, as list(tensor) and torchcodec's samplers make
         if isinstance(s, bool) or not isinstance(s, numbers.Real):
-            raise ValueError(f"Couldn't convert timestamps input to seconds: {s!r} is not a number")
+            raise ValueError(f"Couldn't convert timestamps input to a tensor of seconds: {s!r} is not a number")
         times.append(float(s))
     return times
 

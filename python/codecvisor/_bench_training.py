@@ -30,7 +30,6 @@ import argparse
 import functools
 import json
 import logging
-import os
 import statistics
 import sys
 import tempfile

@@ -97,6 +97,10 @@ class IsADirectoryError(builtins.IsADirectoryError, RuntimeError):
     pass
 
 
+class NotADirectoryError(builtins.NotADirectoryError, RuntimeError):
+    pass
+
+
 class PermissionError(builtins.PermissionError, RuntimeError):
     pass
 
@@ -111,6 +115,19 @@ _BACKEND_CODES = {
 }
 
 
+def _stat_errno(path):
+    try:
+        os.stat(path)
+    except builtins.OSError as e:
+        return e.errno
+    except ValueError:  # an embedded NUL: not a path the host opened
+        return None
+    return None
+
+
+_PATH_ERRORS = {errno.ENOENT: FileNotFoundError, errno.ENOTDIR: NotADirectoryError}
+
+
 def translate(error, path=None, backend_started=False, plugin_unloadable=False):
     """The Python exception for a _codecvisor.StatusError; `path` is the file
     the failed call opened, if it opened one, `backend_started` whether a
@@ -122,8 +139,13 @@ def translate(error, path=None, backend_started=False, plugin_unloadable=False):
     message = str(error)
     # The host opens the path before it asks for the backend: a path it
     # cannot open is that, whatever the device.
-    if path is not None and code == "NOT_FOUND" and not os.path.exists(path):
-        return FileNotFoundError(message)
+    if path is not None and code in ("NOT_FOUND", "INVALID_ARGUMENT") and not os.path.exists(path):
+        # What stat() says of the path (a missing file, a file used as a
+        # folder on the way, a link loop, a name too long), with its errno
+        # and file name, as open() would raise it.
+        failure = _stat_errno(path)
+        if failure is not None:
+            return _PATH_ERRORS.get(failure, OSError)(failure, message, path)
     # The host could not open the path: the OSError Python's own open()
     # would raise, so that `except OSError` (and a batch job's skip) sees it.
     # A folder on the way that this user may not search hides the file

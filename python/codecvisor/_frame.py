@@ -24,7 +24,7 @@ class Frame:
         yield from (self.data, self.pts_seconds, self.duration_seconds)
 
     def __repr__(self):
-        return (f"Frame:\n  data (shape): {self.data.shape}\n  pts_seconds: {self.pts_seconds}\n"
+        return (f"{type(self).__name__}:\n  data (shape): {self.data.shape}\n  pts_seconds: {self.pts_seconds}\n"
                 f"  duration_seconds: {self.duration_seconds}\n")
 
 
@@ -45,8 +45,9 @@ class FrameBatch:
             raise ValueError(f"data must be at least 3-dimensional, got shape {tuple(self.data.shape)}")
         leading = tuple(self.data.shape[:-3])
         if not leading == tuple(self.pts_seconds.shape) == tuple(self.duration_seconds.shape):
-            raise ValueError(f"the leading dimensions of data, {leading}, must be the shape of pts_seconds "
-                             f"and duration_seconds, which are {tuple(self.pts_seconds.shape)} and "
+            raise ValueError(f"Tried to create a FrameBatch but the leading dimensions of the inputs do not match: "
+                             f"data {tuple(self.data.shape)} leads with {leading}, pts_seconds is "
+                             f"{tuple(self.pts_seconds.shape)} and duration_seconds "
                              f"{tuple(self.duration_seconds.shape)}")
 
     def __len__(self):
@@ -60,7 +61,7 @@ class FrameBatch:
         return FrameBatch(self.data[key], self.pts_seconds[key], self.duration_seconds[key])
 
     def __repr__(self):
-        return (f"FrameBatch:\n  data (shape): {self.data.shape}\n  pts_seconds: {self.pts_seconds}\n"
+        return (f"{type(self).__name__}:\n  data (shape): {self.data.shape}\n  pts_seconds: {self.pts_seconds}\n"
                 f"  duration_seconds: {self.duration_seconds}\n")
 
 

@@ -44,6 +44,11 @@ def _read_source(source):
         if source.dtype != _tensor.torch.uint8 or source.dim() != 1:
             raise ValueError(f"a tensor source must be 1-D uint8 encoded bytes, not {source.dtype} {tuple(source.shape)}")
         return "bytes", source.contiguous().cpu().numpy().tobytes()
+    if isinstance(source, io.TextIOBase):
+        # Checked before reading: video bytes read as text fail to decode
+        # as UTF-8 (a UnicodeDecodeError, which says nothing of the mode).
+        raise TypeError(f"{type(source).__name__} is a text stream, whose read() returns str, not bytes: "
+                        "open the file for binary reading ('rb')")
     if hasattr(source, "read") and hasattr(source, "seek"):
         # Read whole in this process, as torchcodec's file-like contract
         # reads it (read(size) until it returns b"", seek(offset, whence));
@@ -63,7 +68,8 @@ def _read_source(source):
         while True:
             chunk = source.read(_READ_CHUNK)
             if not isinstance(chunk, (bytes, bytearray)):
-                raise TypeError(f"{type(source).__name__}.read() returned {type(chunk).__name__}, not bytes")
+                raise TypeError(f"{type(source).__name__}.read() returned {type(chunk).__name__}, not bytes "
+                                "(is it open for binary reading?)")
             if len(chunk) > _READ_CHUNK:
                 raise ValueError(f"{type(source).__name__}.read({_READ_CHUNK}) returned {len(chunk)} bytes")
             if not chunk:

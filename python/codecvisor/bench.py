@@ -38,7 +38,6 @@ import random
 import resource
 import statistics
 import subprocess
-import sys
 import tempfile
 import threading
 import time

@@ -93,7 +93,8 @@ def _index_range(start: int, end: Optional[int], span: int, num_frames: int):
         # Counted from the end; one before the first frame would read clips
         # from the end too (a negative index), in no order.
         if start < -num_frames:
-            raise ValueError(f"sampling_range_start ({start}) must be at least -{num_frames} (the number of frames).")
+            raise ValueError(f"sampling_range_start ({start}) must be greater than or equal to -{num_frames} "
+                             "(minus the number of frames).")
         start += num_frames
     if start >= num_frames:
         raise ValueError(f"sampling_range_start ({start}) must be smaller than the number of frames ({num_frames}).")
@@ -130,7 +131,7 @@ def _index_positions(decoder, *, random: bool, num_clips: int, num_frames_per_cl
     from the generator as the sampler does, decoding nothing)."""
     _check_common(decoder, num_frames_per_clip, policy)
     if num_clips <= 0:
-        raise ValueError(f"num_clips ({num_clips}) must be strictly positive")
+        raise ValueError(f"num_clips ({num_clips}) must be > 0")
     if num_indices_between_frames <= 0:
         raise ValueError(f"num_indices_between_frames ({num_indices_between_frames}) must be strictly positive")
     num_frames = len(decoder)
@@ -206,8 +207,9 @@ def _seconds_between_frames(decoder, seconds_between_frames: Optional[float]) ->
     m = decoder.metadata
     if m.average_fps is None:
         raise ValueError("Could not infer average fps from video metadata; use an index-based sampler.")
-    if m.end_stream_seconds is None or m.begin_stream_seconds is None:
-        raise ValueError("Could not infer stream end and start from video metadata; use an index-based sampler.")
+    for edge, value in (("end", m.end_stream_seconds), ("start", m.begin_stream_seconds)):
+        if value is None:
+            raise ValueError(f"Could not infer stream {edge} from video metadata; use an index-based sampler.")
     if seconds_between_frames is None:
         return 1 / m.average_fps
     _check_positive("seconds_between_frames", seconds_between_frames)
@@ -260,7 +262,7 @@ def _time_sampler(random: bool, decoder, num_clips: Optional[int], seconds_betwe
                   generator: Optional[torch.Generator]) -> FrameBatch:
     _check_common(decoder, num_frames_per_clip, policy)
     if random and num_clips <= 0:
-        raise ValueError(f"num_clips ({num_clips}) must be strictly positive")
+        raise ValueError(f"num_clips ({num_clips}) must be > 0")
     if not random:
         _check_positive("seconds_between_clip_starts", seconds_between_clip_starts, "> 0")
     between = _seconds_between_frames(decoder, seconds_between_frames)

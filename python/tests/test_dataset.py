@@ -132,6 +132,9 @@ def test_missing_and_corrupt_files_are_skipped_with_their_reason(tmp_path):
     (tmp_path / "folder.mp4").mkdir()
     folder = ClipDataset([(str(tmp_path / "folder.mp4"), 0)], SAMPLER)[0]
     assert isinstance(folder, Skipped) and folder.error == "IsADirectoryError", folder
+    os.symlink("loop", tmp_path / "loop")
+    loop = ClipDataset([(str(tmp_path / "loop"), 0)], SAMPLER)[0]
+    assert isinstance(loop, Skipped) and loop.error == "OSError" and "symbolic links" in loop.message, loop
     assert isinstance(junk, Skipped) and junk.error == "VideoError" and junk.source.endswith("junk.mp4")
     assert isinstance(ClipDataset([(good, 0)], SAMPLER, decoder_options=dict(device="faulty"))[0], tuple)
     batch = collate_clips([missing, junk])

@@ -53,6 +53,16 @@ def test_bad_arguments(video, tmp_path):
     with pytest.raises(FileNotFoundError) as missing:
         VideoDecoder(str(tmp_path / "missing.mp4"))
     assert isinstance(missing.value, RuntimeError)
+    assert missing.value.errno == errno.ENOENT and missing.value.filename == str(tmp_path / "missing.mp4")
+    # A file used as a folder, a link loop, a name too long: open()'s errno.
+    os.symlink("loop", tmp_path / "loop")
+    for path, kind, number in ((video + "/x.mp4", NotADirectoryError, errno.ENOTDIR),
+                               (str(tmp_path / "loop"), OSError, errno.ELOOP),
+                               (str(tmp_path / ("n" * 300)), OSError, errno.ENAMETOOLONG)):
+        with pytest.raises(kind) as bad:
+            VideoDecoder(path)
+        assert bad.value.errno == number and bad.value.filename == path, bad.value
+        assert isinstance(bad.value, RuntimeError), bad.value
     # What Python's own open() would raise, so that `except OSError` and a
     # batch job's on_error="skip" see a path that is no video file.
     (tmp_path / "folder.mp4").mkdir()
@@ -88,7 +98,7 @@ def test_a_missing_stream_is_a_value_error_not_a_device_error(video, tmp_path):
     assert "has no video stream" in str(e.value), str(e.value)
     with pytest.raises(codecvisor.NoSuchStreamError) as e:
         VideoDecoder(video, stream_index=3)
-    assert "has no stream 3" in str(e.value), str(e.value)
+    assert "has no stream 3: 3 is not a valid stream" in str(e.value), str(e.value)  # torchcodec's phrase too
     # Bytes reach the backend the same way: the same answer.
     with pytest.raises(codecvisor.NoSuchStreamError):
         VideoDecoder(pathlib.Path(tone).read_bytes())

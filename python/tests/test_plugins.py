@@ -5,7 +5,6 @@ precise diagnostic when broken, and used only when their device is named."""
 import importlib.metadata
 import json
 import os
-import shutil
 import subprocess
 import sys
 import textwrap

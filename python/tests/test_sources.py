@@ -90,6 +90,15 @@ def test_a_file_like_source_that_never_ends_or_overreads_is_an_error(monkeypatch
         VideoDecoder(Endless())
 
 
+def test_a_file_opened_as_text_is_a_type_error_that_says_so(video):
+    # open(path) without "rb": torchcodec's TypeError, whose phrase its
+    # tests match, before any read (video bytes are no UTF-8 text, and
+    # decoding them as such raised UnicodeDecodeError).
+    with open(video) as text:
+        with pytest.raises(TypeError, match="binary reading"):
+            VideoDecoder(text)
+
+
 def test_a_file_like_source_is_held_once_while_it_is_read():
     """A file-like object's contents are read into one buffer that becomes
     the decoder's copy: reading a 32 MiB stream in torchcodec's small reads
