@@ -85,9 +85,10 @@ int main(int argc, char** argv) {
       "Exit codes: 0 success (also a --frames slice that selects no frames); 1 the work failed (one line on "
       "stderr names the file and the cause; doctor and conformance: a check failed or a backend did not start). "
       "Usage errors, from CLI11, after its message: 104 a value of the wrong type (--stream abc), 105 a value that "
-      "fails its check, 106 a required option or the subcommand missing (or an unknown subcommand), 108 options "
+      "fails its check (a range is checked first: --threads abc), 106 a required option or the subcommand missing (or an unknown subcommand), 108 options "
       "that exclude each other, 109 an unknown option or an extra argument, 114 an option given more times than it "
-      "takes. Other codes from 100 to 127 are CLI11's own and not expected.");
+      "takes. Other codes from 100 to 127 are CLI11's own and not expected. A FILE beginning with '-' goes after "
+      "'--' (codecvisor info -- -clip.mp4).");
   int exit_code = 0;
 
   // info

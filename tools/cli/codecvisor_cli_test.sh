@@ -153,6 +153,13 @@ check "bad --frames is bad usage" run_cv 105 "$tmp/stdout" "$tmp/err" decode "$v
 check "bad --frames message" grep -q "STEP must be a positive integer" "$tmp/err"
 check "two selections are bad usage" run_cv 108 "$tmp/stdout" "$tmp/err" decode "$video" --indices 1 --times 1 --out "$tmp/x"
 check "--out is required" run_cv 106 "$tmp/stdout" "$tmp/err" decode "$video"
+# The exit codes tools/README.md gives for these two.
+check "a range is checked before the type" run_cv 105 "$tmp/stdout" "$tmp/err" decode "$video" --threads abc --out "$tmp/x"
+check "a wrong type exits 104" run_cv 104 "$tmp/stdout" "$tmp/err" info "$video" --stream abc
+cp "$video" "$tmp/-dash.mp4"
+check "a file named -... is read as options" run_cv 106 "$tmp/stdout" "$tmp/err" info "-dash.mp4"
+check "a file named -... after --" run_cv 0 "$tmp/stdout" "$tmp/err" info -- "$tmp/-dash.mp4"
+check "exit code note in --help" contains "$("$cv" --help)" "A FILE beginning with '-' goes after '--'"
 check "no partial output" [ ! -e "$tmp/x" ] || [ -z "$(ls -A "$tmp/x")" ]
 
 # backends
