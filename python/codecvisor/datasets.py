@@ -188,9 +188,16 @@ class ClipIterableDataset(_ClipReader, torch.utils.data.IterableDataset):
         rank, world_size: this process's place; default that of the
             initialised ``torch.distributed`` process group (captured when
             the dataset is pickled to spawned workers), else 0 of 1.
+        pad: give every rank the same number of samples, as
+            ``DistributedSampler`` does by default: the order is extended
+            with its own first samples, which some rank then reads twice.
+        drop_last: give every rank the same number of samples by leaving
+            out the order's last ``len(samples) % world_size``.
 
-    Call ``set_epoch(epoch)`` before each epoch when shuffling. Ranks get
-    shares that differ in size by at most one. A DataLoader's persistent
+    Call ``set_epoch(epoch)`` before each epoch when shuffling. Without
+    ``pad`` or ``drop_last``, ranks get shares that differ in size by at
+    most one, so a DistributedDataParallel job, whose every step waits for
+    all ranks, needs one of them. A DataLoader's persistent
     workers (``persistent_workers=True``) keep the copy of the dataset they
     started with and never see a later ``set_epoch``: each of them takes
     the epoch set when they started, then one more for every epoch after,
@@ -200,11 +207,14 @@ class ClipIterableDataset(_ClipReader, torch.utils.data.IterableDataset):
 
     def __init__(self, samples, sampler, *, transform=clip_data, on_error="skip", decoder_options=None,
                  shuffle: bool = False, seed: int = 0, rank: Optional[int] = None,
-                 world_size: Optional[int] = None):
+                 world_size: Optional[int] = None, pad: bool = False, drop_last: bool = False):
         super().__init__(samples, sampler, transform=transform, on_error=on_error, decoder_options=decoder_options)
         if (rank is None) != (world_size is None):
             raise ValueError("pass both rank and world_size, or neither")
+        if pad and drop_last:
+            raise ValueError("pad and drop_last exclude each other: pad repeats samples, drop_last leaves some out")
         self.shuffle, self.seed, self.epoch = shuffle, seed, 0
+        self.pad, self.drop_last = pad, drop_last
         self._place = None if rank is None else (rank, world_size)
         self._inherited_place = None
         self._worker_epochs = 0  # epochs this copy has read in a DataLoader worker
@@ -233,19 +243,30 @@ class ClipIterableDataset(_ClipReader, torch.utils.data.IterableDataset):
         generator = torch.Generator().manual_seed(self.seed + self._epoch())
         return torch.randperm(len(self.samples), generator=generator).tolist()
 
+    def _ranks_order(self, order: List[int], world: int) -> List[int]:
+        """`order` made a multiple of `world` long by pad or drop_last."""
+        over = len(order) % world
+        if self.drop_last:
+            return order[:len(order) - over]
+        if self.pad and over and order:
+            missing = world - over
+            return order + (order * (missing // len(order) + 1))[:missing]
+        return order
+
     def indices(self) -> List[int]:
         """The sample indices this process (a worker, or the main process
         without workers) reads this epoch."""
         rank, world = self.rank_and_world()
         info = torch.utils.data.get_worker_info()
         worker, workers = (info.id, info.num_workers) if info is not None else (0, 1)
-        return share(len(self.samples), rank, world, worker, workers, self.order())
+        order = self._ranks_order(self.order(), world)
+        return share(len(order), rank, world, worker, workers, order)
 
     def __len__(self) -> int:
         """The samples this rank reads an epoch (its workers together), as
         torch sizes ``len(loader)`` from it: its every world_size-th."""
         rank, world = self.rank_and_world()
-        return len(range(rank, len(self.samples), world))
+        return len(range(rank, len(self._ranks_order(list(range(len(self.samples))), world)), world))
 
     def __iter__(self) -> Iterator[Any]:
         indices = self.indices()

@@ -333,6 +333,30 @@ def test_an_iterable_datasets_length_is_its_ranks_share(tmp_path):
     assert len(ClipIterableDataset(pairs, SAMPLER, decoder_options=OPTIONS)) == 11
 
 
+def test_an_iterable_dataset_can_give_every_rank_as_many(tmp_path):
+    # A DistributedDataParallel step waits for every rank: ranks reading 6
+    # and 5 samples leave one waiting for ever at the end of the epoch.
+    # pad repeats the order's first samples (DistributedSampler's default),
+    # drop_last leaves the last out; with 3 workers on each rank.
+    pairs = clips(tmp_path, n=11, bad=())
+    for options, expected in ((dict(pad=True), [[0, 2, 4, 6, 8, 10], [1, 3, 5, 7, 9, 0]]),
+                              (dict(drop_last=True), [[0, 2, 4, 6, 8], [1, 3, 5, 7, 9]])):
+        read = []
+        for rank in range(2):
+            dataset = ClipIterableDataset(pairs, SAMPLER, decoder_options=OPTIONS, rank=rank, world_size=2, **options)
+            loader = DataLoader(dataset, batch_size=2, num_workers=3)
+            labels = [label for _, labels in loader for label in labels.tolist()]
+            assert sorted(labels) == sorted(expected[rank]), (options, rank)
+            assert len(dataset) == len(labels) and len(loader) == 3, (options, rank)
+            read.append(labels)
+        assert len(read[0]) == len(read[1]), options
+    # More ranks than samples: padding wraps round the order again.
+    padded = [ClipIterableDataset(pairs[:2], SAMPLER, rank=r, world_size=5, pad=True).indices() for r in range(5)]
+    assert padded == [[0], [1], [0], [1], [0]]
+    with pytest.raises(ValueError, match="exclude each other"):
+        ClipIterableDataset(pairs, SAMPLER, pad=True, drop_last=True)
+
+
 def test_the_readmes_dataloader_snippet(video, tmp_path):
     paths = [video] * 5 + [str(tmp_path / "missing.mp4")]
     namespace = readme_snippets.run(readme_snippets.DATALOADER, dict(paths=paths, labels=list(range(6))))
