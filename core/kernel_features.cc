@@ -116,15 +116,27 @@ ChildResult RunProbeChild() {
   args.pidfd = reinterpret_cast<uint64_t>(&pidfd_raw);
   args.exit_signal = 0;  // no SIGCHLD: invisible to the process's SIGCHLD handling and waitpid(-1)
   long pid = syscall(SYS_clone3, &args, sizeof(args));
+  std::string clone3_refused;
+  if (pid < 0 && errno == ENOSYS) {
+    // As the launcher does (core/process.cc): the legacy clone with the
+    // same flags, where a seccomp profile or an old kernel lacks clone3.
+    clone3_refused = ErrnoText(errno);
+    pid = syscall(SYS_clone, static_cast<unsigned long>(CLONE_PIDFD), nullptr, &pidfd_raw, nullptr, nullptr);
+  }
   if (pid == 0) ProbeChild(write_end.get());
   bool clone_child = true;  // reaped with __WALL
   Fd pidfd;
   if (pid > 0) {
     pidfd.reset(pidfd_raw);
     result.clone3 = true;
-    result.clone3_detail = "clone3(CLONE_PIDFD) created the probe child";
+    result.clone3_detail = clone3_refused.empty()
+                               ? "clone3(CLONE_PIDFD) created the probe child"
+                               : absl::StrCat("clone(CLONE_PIDFD) created the probe child (clone3: ", clone3_refused,
+                                              ")");
   } else {
-    result.clone3_detail = absl::StrCat("clone3(CLONE_PIDFD): ", ErrnoText(errno));
+    result.clone3_detail = absl::StrCat(clone3_refused.empty() ? "clone3(CLONE_PIDFD): " : "clone(CLONE_PIDFD): ",
+                                        ErrnoText(errno),
+                                        clone3_refused.empty() ? "" : absl::StrCat(" (clone3: ", clone3_refused, ")"));
     pid = fork();
     if (pid == 0) ProbeChild(write_end.get());
     if (pid < 0) {
@@ -377,7 +389,7 @@ std::vector<NamedFeature> AllFeatures(const KernelFeatures& f) {
       {"no_new_privs", "no_new_privs", N::kAlways, &f.no_new_privs},
       {"pidfd", "pidfd", N::kAlways, &f.pidfd},
       {"memfd_sealing", "memfd sealing", N::kAlways, &f.memfd_sealing},
-      {"clone3", "clone3", N::kAlways, &f.clone3},
+      {"clone3", "clone3 (or clone) with a pidfd", N::kAlways, &f.clone3},
       {"cgroups", "cgroup (memory, pids)", N::kWhereAvailable, &f.cgroups},
   };
 }

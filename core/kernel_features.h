@@ -9,7 +9,7 @@
 // "supported" from "missing").
 //
 // Side effects: none on the calling process beyond descriptors opened and
-// closed within the call. One probe child is created (clone3, else fork),
+// closed within the call. One probe child is created (clone3, else clone, else fork),
 // answers over a pipe within milliseconds, and is reaped before the call
 // returns; it is created with no exit signal when clone3 is available, so a
 // SIGCHLD handler or a waitpid(-1) elsewhere in the process neither sees
@@ -84,7 +84,10 @@ struct KernelFeatures {
   // PR_SET_NO_NEW_PRIVS in the probe child, read back there.
   KernelFeature no_new_privs;
   bool no_new_privs_set = false;  // whether the calling process already has it
-  // clone3 with CLONE_PIDFD: how the probe child itself is created.
+  // clone3 with CLONE_PIDFD, else (clone3 answering ENOSYS: an old kernel,
+  // or a container's seccomp profile) the legacy clone with it: how the
+  // probe child itself is created, and how the launcher starts backends.
+  // The key stays "clone3".
   KernelFeature clone3;
   // A cgroup per backend with memory and pids limits (core/cgroup.h): the
   // hierarchy used, or why none can be.

@@ -253,17 +253,29 @@ absl::StatusOr<ChildProcess> LaunchOnThisThread(const LaunchSpec& spec) {
   args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
   args.exit_signal = SIGCHLD;
   const pid_t parent = getpid();
+  const char* call = "clone3";
   long pid = syscall(SYS_clone3, &args, sizeof(args));
+  if (pid < 0 && errno == ENOSYS) {
+    // Docker's and containerd's default seccomp profiles answer clone3 with
+    // ENOSYS (so that glibc falls back to clone), as kernels before 5.3 do.
+    // The legacy call takes the same flags; CLONE_PIDFD (Linux 5.2) writes
+    // the pidfd at its parent_tid argument, the third on every
+    // architecture. No stack: the child runs on a copy of this one, as
+    // after fork.
+    call = "clone";
+    pid = syscall(SYS_clone, static_cast<unsigned long>(args.flags) | SIGCHLD, nullptr, &pidfd, nullptr, nullptr);
+  }
   if (pid < 0) {
     if (errno == EAGAIN) {
       return absl::ResourceExhaustedError(
-          "clone3: Resource temporarily unavailable (too many processes and threads)");
+          absl::StrCat(call, ": Resource temporarily unavailable (too many processes and threads)"));
     }
     const int err = errno;
-    absl::Status failed = ipc::ErrnoStatus(spec.sandbox.namespaces ? "clone3(CLONE_PIDFD | CLONE_NEWUSER | "
-                                                                     "CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC)"
-                                                                   : "clone3(CLONE_PIDFD)",
-                                           err);
+    absl::Status failed = ipc::ErrnoStatus(
+        absl::StrCat(call, spec.sandbox.namespaces ? "(CLONE_PIDFD | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | "
+                                                     "CLONE_NEWIPC)"
+                                                   : "(CLONE_PIDFD)"),
+        err);
     // ENOSPC here is a namespace limit (user.max_user_namespaces = 0 where
     // they are forbidden), not this process's shortage: a weaker sandbox may start.
     if (err == ENOSPC) return absl::FailedPreconditionError(failed.message());

@@ -9,6 +9,7 @@
 
 #include <fcntl.h>
 #include <sched.h>
+#include <seccomp.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -65,6 +66,54 @@ bool WriteProc(const std::string& path, const std::string& text) {
   _exit(frame.ok() && frame->index() == 3 ? 0 : 2);
 }
 
+// What Docker's and containerd's default seccomp profiles do to a
+// container without CAP_SYS_ADMIN, for the calls that start a backend:
+// clone3 answers ENOSYS (so that glibc falls back to clone), clone with a
+// CLONE_NEW* flag and unshare answer EPERM; with `namespaces_too` false,
+// only the first. Then as DecodeWithoutUserNamespaces.
+[[noreturn]] void DecodeInAContainersSeccomp(const std::string& video, bool namespaces_too,
+                                             const char* want_in_error) {
+  scmp_filter_ctx filter = seccomp_init(SCMP_ACT_ALLOW);
+  bool ok = filter != nullptr && seccomp_rule_add(filter, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0) == 0;
+  if (namespaces_too) {
+    for (uint64_t flag : {CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID,
+                          CLONE_NEWNET}) {
+      ok = ok && seccomp_rule_add(filter, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+                                  SCMP_A0(SCMP_CMP_MASKED_EQ, flag, flag)) == 0;
+    }
+    ok = ok && seccomp_rule_add(filter, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 0) == 0;
+  }
+  if (!ok || seccomp_load(filter) != 0) _exit(10);
+  HostOptions options;
+  options.layout = TestLayout();
+  auto host = Host::Create(options);
+  if (!host.ok() || !(*host)->LoadBackend(Runfile("backends/testing/synthetic.toml")).ok()) _exit(2);
+  DecoderOptions decoder_options;
+  decoder_options.device = "synthetic";
+  auto decoder = (*host)->OpenDecoder(video, decoder_options);
+  if (!decoder.ok()) {
+    std::fprintf(stderr, "open: %s\n", decoder.status().ToString().c_str());
+    _exit(std::string(decoder.status().message()).find(want_in_error) != std::string::npos ? 1 : 2);
+  }
+  auto frame = (*decoder)->GetFrameAt(3);
+  _exit(frame.ok() && frame->index() == 3 ? 0 : 2);
+}
+
+int Reaped(pid_t child) {
+  int status = 0;
+  waitpid(child, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 100 + WTERMSIG(status);
+}
+
+int RunInContainer(const std::string& video, bool namespaces_too, const char* degraded, const char* want_in_error) {
+  const pid_t child = fork();
+  if (child == 0) {
+    if (degraded != nullptr) setenv(kAllowDegradedEnv, degraded, 1);
+    DecodeInAContainersSeccomp(video, namespaces_too, want_in_error);
+  }
+  return Reaped(child);
+}
+
 int RunInChild(const std::string& video, const char* degraded, const char* want_in_error) {
   const pid_t child = fork();
   if (child == 0) {
@@ -83,6 +132,19 @@ TEST(DegradedSandboxTest, TheEnvironmentAllowsItWhereNoUserNamespaceCanBeMade) {
   EXPECT_EQ(strict, 1) << "without it, the open fails naming the way out";
   EXPECT_EQ(RunInChild(video, "1", ""), 0) << "with it, the backend runs in what sandbox there is";
   EXPECT_EQ(RunInChild(video, "0", "CODECVISOR_ALLOW_DEGRADED_SANDBOX=1"), 1) << "only 1 turns it on";
+}
+
+// clone3 answering ENOSYS: the backend starts with the legacy clone, in
+// its whole sandbox where clone may make namespaces, and (a container's
+// profile refusing those too) in the degraded one when it is allowed. No
+// backend started there at all, whatever the environment said.
+TEST(DegradedSandboxTest, AContainersSeccompProfileWithoutClone3) {
+  const std::string video = WriteFile("clip.syn", "synthetic frames=10 width=8 height=4 fps=10");
+  EXPECT_EQ(RunInContainer(video, /*namespaces_too=*/false, nullptr, ""), 0) << "clone3 alone refused";
+  const int strict = RunInContainer(video, /*namespaces_too=*/true, nullptr, "CODECVISOR_ALLOW_DEGRADED_SANDBOX=1");
+  ASSERT_NE(strict, 10) << "the filter could not be loaded";
+  EXPECT_EQ(strict, 1) << "without the switch, the open fails naming it";
+  EXPECT_EQ(RunInContainer(video, /*namespaces_too=*/true, "1", ""), 0) << "with it, a degraded sandbox";
 }
 
 }  // namespace
