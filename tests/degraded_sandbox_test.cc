@@ -39,18 +39,9 @@ bool WriteProc(const std::string& path, const std::string& text) {
   return static_cast<bool>(out);
 }
 
-// In a forked child: 10 if namespaces could not be forbidden here (the
-// case cannot be made), 0 if a synthetic frame decoded, 1 if the open
-// failed with `want_in_error` in its message, 2 otherwise.
-[[noreturn]] void DecodeWithoutUserNamespaces(const std::string& video, const char* want_in_error) {
-  const uid_t uid = geteuid();
-  const gid_t gid = getegid();
-  if (unshare(CLONE_NEWUSER) != 0 || !WriteProc("/proc/self/setgroups", "deny") ||
-      !WriteProc("/proc/self/uid_map", "0 " + std::to_string(uid) + " 1") ||
-      !WriteProc("/proc/self/gid_map", "0 " + std::to_string(gid) + " 1") ||
-      !WriteProc("/proc/sys/user/max_user_namespaces", "0")) {
-    _exit(10);
-  }
+// Exits 0 if a synthetic frame decoded, 1 if the open failed with
+// `want_in_error` in its message, 2 otherwise.
+[[noreturn]] void DecodeAndExit(const std::string& video, const char* want_in_error) {
   HostOptions options;
   options.layout = TestLayout();
   auto host = Host::Create(options);
@@ -64,6 +55,21 @@ bool WriteProc(const std::string& path, const std::string& text) {
   }
   auto frame = (*decoder)->GetFrameAt(3);
   _exit(frame.ok() && frame->index() == 3 ? 0 : 2);
+}
+
+// In a forked child: 10 if namespaces could not be forbidden here (the
+// case cannot be made), 0 if a synthetic frame decoded, 1 if the open
+// failed with `want_in_error` in its message, 2 otherwise.
+[[noreturn]] void DecodeWithoutUserNamespaces(const std::string& video, const char* want_in_error) {
+  const uid_t uid = geteuid();
+  const gid_t gid = getegid();
+  if (unshare(CLONE_NEWUSER) != 0 || !WriteProc("/proc/self/setgroups", "deny") ||
+      !WriteProc("/proc/self/uid_map", "0 " + std::to_string(uid) + " 1") ||
+      !WriteProc("/proc/self/gid_map", "0 " + std::to_string(gid) + " 1") ||
+      !WriteProc("/proc/sys/user/max_user_namespaces", "0")) {
+    _exit(10);
+  }
+  DecodeAndExit(video, want_in_error);
 }
 
 // What Docker's and containerd's default seccomp profiles do to a
@@ -84,19 +90,7 @@ bool WriteProc(const std::string& path, const std::string& text) {
     ok = ok && seccomp_rule_add(filter, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 0) == 0;
   }
   if (!ok || seccomp_load(filter) != 0) _exit(10);
-  HostOptions options;
-  options.layout = TestLayout();
-  auto host = Host::Create(options);
-  if (!host.ok() || !(*host)->LoadBackend(Runfile("backends/testing/synthetic.toml")).ok()) _exit(2);
-  DecoderOptions decoder_options;
-  decoder_options.device = "synthetic";
-  auto decoder = (*host)->OpenDecoder(video, decoder_options);
-  if (!decoder.ok()) {
-    std::fprintf(stderr, "open: %s\n", decoder.status().ToString().c_str());
-    _exit(std::string(decoder.status().message()).find(want_in_error) != std::string::npos ? 1 : 2);
-  }
-  auto frame = (*decoder)->GetFrameAt(3);
-  _exit(frame.ok() && frame->index() == 3 ? 0 : 2);
+  DecodeAndExit(video, want_in_error);
 }
 
 int Reaped(pid_t child) {
