@@ -4,18 +4,20 @@
 # sample with the ffmpeg CLI. Installs what is missing, builds optimised.
 #
 # usage: tools/decode_sample.sh [VIDEO [OUT_DIR]]
+# (VIDEO and OUT_DIR relative to the caller's folder.)
 set -euo pipefail
-cd "$(dirname "$0")/.."
-tools/bootstrap.sh
 video=${1:-}
 out=${2:-${TMPDIR:-/tmp}/codecvisor-frames}
+# Made absolute before the cd below; -m: OUT_DIR need not exist yet.
+[ -z "$video" ] || video=$(realpath "$video")
+out=$(realpath -m "$out")
+cd "$(dirname "$0")/.."
+tools/bootstrap.sh
 if [ -z "$video" ]; then
   video=${TMPDIR:-/tmp}/codecvisor-sample.mp4
   echo "no video given: making a sample at $video" >&2
   ffmpeg -loglevel error -y -f lavfi -i "testsrc2=size=640x360:rate=25" -t 2 \
     -c:v libx264 -pix_fmt yuv420p -bf 2 "$video"
-else
-  video=$(realpath "$video")
 fi
 bazel build -c opt --ui_event_filters=-info,-stdout,-stderr --noshow_progress //tools:codecvisor
 bazel-bin/tools/codecvisor info "$video"
