@@ -84,8 +84,8 @@ struct WrittenFrame {
 
 // For --skip-bad-frames, which resumes after the frame that failed: the
 // index at position `p` of an index selection, or nullopt past its end (and
-// for time selections). A range is never listed: in approximate mode its
-// stop is not capped by a count, and may be 2^63 - 1.
+// for time selections). A range is never listed: with no frame count known,
+// its stop is as given, and may be 2^63 - 1.
 std::optional<int64_t> IndexAt(const FrameSelection& selection, uint64_t p) {
   if (auto* list = std::get_if<FrameSelection::Indices>(&selection.get())) {
     return p < list->indices.size() ? std::optional<int64_t>(list->indices[p]) : std::nullopt;

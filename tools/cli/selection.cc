@@ -41,31 +41,32 @@ absl::StatusOr<double> ParseSeconds(absl::string_view whole, absl::string_view f
 }
 
 // A bound of a slice as Python's slice.indices() resolves it: negative
-// values count from the end of `count` frames, then the result is clamped
-// to [0, limit]. `limit` is the exact frame count, or -1 when only the
-// header's hint (or nothing) is known: a STOP past a hint is left as given.
-absl::StatusOr<int64_t> SliceBound(int64_t value, int64_t count, int64_t limit, absl::string_view text) {
+// values count from the end of `limit` frames, then the result is clamped
+// to [0, limit]. `limit` is the frame count the decoder takes indices up
+// to (the scanned count, else the header's or its estimate: the Python
+// package's len()), or -1 when none is known: a bound is then left as given.
+absl::StatusOr<int64_t> SliceBound(int64_t value, int64_t limit, absl::string_view text) {
   if (value < 0) {
-    if (count < 0) {
+    if (limit < 0) {
       return Invalid(text, "a negative index counts from the end, but the stream's frame count is unknown "
                            "(try --seek-mode exact, or give non-negative indices)");
     }
-    value = std::max<int64_t>(count + value, 0);
+    value = std::max<int64_t>(limit + value, 0);
   }
   return limit >= 0 ? std::min(value, limit) : value;
 }
 
-// `count` is the best known frame count; `scanned` the exact one, or -1.
-// A Python slice: bounds past either end are clamped, and a slice that
-// selects nothing is an empty range, not an error.
-absl::StatusOr<FrameSelection> ResolveFrameRange(absl::string_view text, int64_t count, int64_t scanned) {
+// `count` is the best known frame count (-1: none). A Python slice: bounds
+// past either end are clamped, and a slice that selects nothing is an
+// empty range, not an error.
+absl::StatusOr<FrameSelection> ResolveFrameRange(absl::string_view text, int64_t count) {
   absl::StatusOr<FrameRangeSpec> spec = ParseFrameRange(text);
   if (!spec.ok()) return spec.status();
-  absl::StatusOr<int64_t> start = SliceBound(spec->start.value_or(0), count, scanned, text);
+  absl::StatusOr<int64_t> start = SliceBound(spec->start.value_or(0), count, text);
   if (!start.ok()) return start.status();
   int64_t stop;
   if (spec->stop.has_value()) {
-    absl::StatusOr<int64_t> resolved = SliceBound(*spec->stop, count, scanned, text);
+    absl::StatusOr<int64_t> resolved = SliceBound(*spec->stop, count, text);
     if (!resolved.ok()) return resolved.status();
     stop = *resolved;
   } else if (count >= 0) {
@@ -144,7 +145,7 @@ absl::StatusOr<FrameSelection> BuildSelection(const SelectionFlags& flags, const
   }
   const int64_t count = metadata.num_frames();
   if (!flags.frames.empty()) {
-    absl::StatusOr<FrameSelection> range = ResolveFrameRange(flags.frames, count, metadata.num_frames_from_scan);
+    absl::StatusOr<FrameSelection> range = ResolveFrameRange(flags.frames, count);
     if (!range.ok()) return absl::Status(range.status().code(), absl::StrCat("--frames ", range.status().message()));
     return range;
   }
