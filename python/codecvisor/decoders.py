@@ -28,14 +28,16 @@ _NOT_OPENED = object()
 # Held while a decoder opens its session in a process other than the one it
 # had it in (a forked child, an unpickled copy), so that threads using it
 # at once wait for one session instead of each opening one or finding it
-# "closed" meanwhile. A child gets a fresh one: a thread of the parent may
-# have held it at the fork.
-_reopening = threading.Lock()
+# "closed" meanwhile; close() takes it too, so that it waits for such an
+# open and closes what it opened. A child gets a fresh one: a thread of the
+# parent may have held it at the fork. Reentrant: nothing may deadlock on
+# it in one thread.
+_reopening = threading.RLock()
 
 
 def _new_reopening_lock():
     global _reopening
-    _reopening = threading.Lock()
+    _reopening = threading.RLock()
 
 
 os.register_at_fork(after_in_child=_new_reopening_lock)
@@ -425,10 +427,11 @@ class VideoDecoder:
 
     def close(self):
         """Ends the decoder's session now (also when garbage-collected)."""
-        if self._native is not None:
-            if self._pid == os.getpid():
-                self._native.close()
-            self._native = None
+        with _reopening:  # a first use opening the session here ends first
+            native, self._native = self._native, None
+            ours = native is not None and native is not _NOT_OPENED and self._pid == os.getpid()
+        if ours:
+            native.close()
 
     def __enter__(self):
         return self

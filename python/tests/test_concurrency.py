@@ -3,6 +3,7 @@ Ctrl-C: a request stops at the next frame, in the parent and in a child
 forked during one, and a user's own SIGINT handler lets it finish."""
 
 import os
+import pickle
 import signal
 import threading
 import time
@@ -75,6 +76,40 @@ def test_close_while_another_thread_decodes(long_video, delay):
     assert outcome[0] == 300 or "closed" in outcome[0], outcome
     with pytest.raises(ValueError, match="closed"):
         d[0]
+
+
+def test_close_during_a_first_use_that_opens_the_session(video, monkeypatch):
+    # An unpickled (or forked) decoder opens its session on first use:
+    # close() meanwhile waits for that open and ends what it opened. It
+    # used to return at once, and the open then installed a live session
+    # in the closed decoder, which decoded on.
+    from codecvisor import _host
+    opening, real_open = threading.Event(), _host.Host.open_path
+
+    def slow_open(self, *args, **kwargs):
+        opening.set()
+        time.sleep(0.3)
+        return real_open(self, *args, **kwargs)
+
+    monkeypatch.setattr(_host.Host, "open_path", slow_open)
+    d = pickle.loads(pickle.dumps(VideoDecoder(video)))
+    outcome = []
+
+    def first_use():
+        try:
+            outcome.append(tuple(d.get_frame_at(0).data.shape))
+        except ValueError as e:
+            outcome.append(str(e))
+
+    t = threading.Thread(target=first_use)
+    t.start()
+    assert opening.wait(10)
+    d.close()
+    t.join()
+    assert outcome[0] == (3, HEIGHT, WIDTH) or "closed" in outcome[0], outcome
+    with pytest.raises(ValueError, match="closed"):
+        d[0]
+    assert d._native is None
 
 
 def _sigint_handler_address():
