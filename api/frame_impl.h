@@ -17,7 +17,7 @@
 
 namespace codecvisor {
 
-struct Frame::Impl {
+struct __attribute__((visibility("hidden"))) Frame::Impl {
   Impl() = default;
   explicit Impl(internal::Frame f) : frame(std::move(f)) {}
   internal::Frame frame;

@@ -15,7 +15,7 @@
 
 namespace codecvisor {
 
-struct Host::Impl {
+struct __attribute__((visibility("hidden"))) Host::Impl {
   std::unique_ptr<internal::Host> host;
   pid_t owner = getpid();  // the process that made it; a forked child leaks it
 };

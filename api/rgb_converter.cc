@@ -30,7 +30,7 @@ static_assert(RgbConverter::kSlack == media::NativeRgb::kSlack);
 static_assert(internal::Frame::kReadPadding >= media::NativeRgb::kReadPadding,
               "swscale's loads past a frame's last pixel must stay in its padding");
 
-struct RgbConverter::Impl {
+struct __attribute__((visibility("hidden"))) RgbConverter::Impl {
   explicit Impl(const StreamMetadata& stream) : native(Describe(stream)) {}
   media::NativeRgb native;
 };

@@ -19,7 +19,7 @@
 
 namespace codecvisor {
 
-struct VideoDecoder::Impl {
+struct __attribute__((visibility("hidden"))) VideoDecoder::Impl {
   std::unique_ptr<internal::VideoDecoder> decoder;
   StreamMetadata metadata;
   pid_t owner = getpid();  // the process that opened it; a forked child leaks it

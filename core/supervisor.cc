@@ -129,7 +129,9 @@ absl::StatusOr<BackendHandle> Supervisor::Acquire(ipc::Deadline deadline) {
   MutexLock lock(&mu_);
   const uint64_t host_short_starts = host_short_starts_;
   for (;;) {
-    if (stopping_) return absl::UnavailableError(absl::StrCat("backend '", manifest_.name, "' is shut down"));
+    if (stopping_) {
+      return absl::UnavailableError(absl::StrCat("backend '", manifest_.name, "' is shut down: its host was destroyed"));
+    }
     switch (state_) {
       case BackendState::kReady:
         return BackendHandle{current_, generation_};
@@ -187,7 +189,12 @@ absl::StatusOr<DeathRecord> Supervisor::ReportFailure(uint64_t generation, uint6
       forgotten.forgotten = true;
       return forgotten;
     }
-    if (generation != generation_ || current_ == nullptr || stopping_) {
+    if (stopping_) {
+      // Not a death: the host is being destroyed, and stopped the process.
+      return absl::UnavailableError(
+          absl::StrCat("backend '", manifest_.name, "' is shut down: its host was destroyed"));
+    }
+    if (generation != generation_ || current_ == nullptr) {
       return absl::UnavailableError(absl::StrCat("backend '", manifest_.name, "' generation ", generation,
                                                  " is gone and its exit was not recorded"));
     }

@@ -366,6 +366,9 @@ TEST_F(HostSyntheticTest, DestroyingTheHostStopsTheChild) {
   EXPECT_EQ(kill(pid, 0), -1) << "the child was reaped";
   auto after = (*decoder)->GetFrameAt(1);
   EXPECT_EQ(after.status().code(), absl::StatusCode::kUnavailable) << after.status();
+  // Said as what happened, not as an exit that was not recorded.
+  EXPECT_NE(after.status().message().find("is shut down: its host was destroyed"), std::string::npos)
+      << after.status();
 }
 
 }  // namespace

@@ -68,6 +68,10 @@ exports() { nm -D --defined-only "$1" | awk '{print $3}' | c++filt | sort -u; }
 holds "the library exports only codecvisor:: names" \
   [ -z "$(exports "$a/lib/libcodecvisor.so.0.1.0" | grep -v -e '^codecvisor::' -e '^CODECVISOR_0$')" ]
 holds "the library exports the API" grep -q '^codecvisor::Host::Create' <(exports "$a/lib/libcodecvisor.so.0.1.0")
+holds "... and none of its classes' Impl" [ -z "$(exports "$a/lib/libcodecvisor.so.0.1.0" | grep '::Impl::')" ]
+# (A fastbuild link strips it; the sanitizer configurations and -c opt keep it.)
+holds "its debug information is DWARF 4 (Debian 12's valgrind reads no 5)" \
+  [ -z "$(readelf --debug-dump=info "$a/lib/libcodecvisor.so.0.1.0" | sed -n 's/^ *Version: *//p' | grep -vx 4)" ]
 holds "the cpu backend exports only its entry" \
   [ "$(exports "$a/lib/codecvisor/backends/libcodecvisor_cpu.so")" = codecvisor_backend_v1 ]
 holds "the extension exports only its init" \

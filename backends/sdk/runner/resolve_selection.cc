@@ -17,17 +17,20 @@ FrameCount CountFrames(const ipc::StreamMetadata& m) {
   return {m.estimated_frame_count(), m.known_frame_count() < 0 && m.estimated_frame_count() >= 0};
 }
 
+std::string FramesText(const FrameCount& count) {
+  return count.estimated ? absl::StrCat("about ", count.frames,
+                                        " frames (estimated from its duration and frame rate: its header has no count)")
+                         : absl::StrCat(count.frames, " frames");
+}
+
 absl::Status IndexOutOfRange(int64_t index, const FrameCount& count) {
   if (count.frames < 0) {
     return absl::OutOfRangeError(absl::StrCat("frame index ", index,
                                               " cannot be resolved: the stream's frame count is unknown (no scan, "
                                               "no count in its header, no duration and rate to estimate it from)"));
   }
-  return absl::OutOfRangeError(absl::StrCat(
-      "frame index ", index, " is out of range: the stream has ",
-      count.estimated ? absl::StrCat("about ", count.frames,
-                                     " frames (estimated from its duration and frame rate: its header has no count)")
-                      : absl::StrCat(count.frames, " frames")));
+  return absl::OutOfRangeError(
+      absl::StrCat("frame index ", index, " is out of range: the stream has ", FramesText(count)));
 }
 
 absl::StatusOr<int64_t> IndexAt(const VendorSession& s, double seconds) {
@@ -59,11 +62,13 @@ absl::StatusOr<ResolvedFrames> ResolveSelection(const ipc::FrameRequest& request
     if (range->step <= 0) {
       return absl::InvalidArgumentError(absl::StrCat("frame range step must be positive, got ", range->step));
     }
-    if (range->start < 0 || range->start > range->stop) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("frame range [", range->start, ", ", range->stop, ") is empty or negative"));
+    const std::string text = absl::StrCat("frame range [", range->start, ", ", range->stop, ")");
+    if (range->start < 0) return absl::InvalidArgumentError(absl::StrCat(text, " starts before frame 0"));
+    if (range->start > range->stop) return absl::InvalidArgumentError(absl::StrCat(text, " starts after its stop"));
+    if (count >= 0 && range->stop > count) {
+      return absl::OutOfRangeError(
+          absl::StrCat(text, " stops past the stream's end: the stream has ", FramesText(known)));
     }
-    if (count >= 0 && range->stop > count) return IndexOutOfRange(range->stop - 1, known);
     return ResolvedFrames::Range(range->start, range->stop, range->step);
   } else if (auto* times = std::get_if<ipc::PtsList>(&request.selection)) {
     out.reserve(times->seconds.size());
