@@ -138,12 +138,12 @@ absl::StatusOr<BackendManifest> ParseManifest(absl::string_view text, absl::stri
   if (auto node = table["restart"]; node) {
     const auto* restart = node.as_table();
     if (restart == nullptr) return bad("key 'restart': not a table");
-    auto positive = [&](const char* key, int64_t max, int64_t* out) -> absl::Status {
+    auto positive = [&](const char* key, int64_t max, int64_t* out, int64_t min = 0) -> absl::Status {
       auto v = (*restart)[key];
       if (!v) return absl::OkStatus();
       const auto* i = v.as_integer();
-      if (i == nullptr || i->get() < 0 || i->get() > max) {
-        return bad(absl::StrCat("key 'restart.", key, "': expected an integer in [0, ", max, "]"));
+      if (i == nullptr || i->get() < min || i->get() > max) {
+        return bad(absl::StrCat("key 'restart.", key, "': expected an integer in [", min, ", ", max, "]"));
       }
       *out = i->get();
       return absl::OkStatus();
@@ -153,7 +153,7 @@ absl::StatusOr<BackendManifest> ParseManifest(absl::string_view text, absl::stri
             poison = m.restart.max_poison_in_a_row, start = 0;
     for (auto s : {positive("max_restarts", 1000, &max_restarts), positive("window_seconds", 86400, &window),
                    positive("backoff_initial_ms", 600'000, &initial), positive("backoff_max_ms", 600'000, &cap),
-                   positive("max_poison_in_a_row", 1'000'000, &poison), positive("start_timeout_seconds", 120, &start)}) {
+                   positive("max_poison_in_a_row", 1'000'000, &poison), positive("start_timeout_seconds", 120, &start, 1)}) {
       if (!s.ok()) return s;
     }
     if (start > 0) m.start_timeout = std::chrono::seconds(start);

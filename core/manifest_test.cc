@@ -115,6 +115,15 @@ TEST(ManifestTest, RestartTableOverridesTheDefaults) {
                            "x.toml");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("restart.max_restarts"), std::string::npos) << bad.status();
+  // A start of no time at all is no setting: 1 to 120, as documented (0
+  // was taken silently as the host's 10 s).
+  auto instant = ParseManifest("name='x'\ndevices=['x']\nlibrary='/l.so'\nabi_version=1\n[restart]\n"
+                               "start_timeout_seconds=0\n",
+                               "x.toml");
+  ASSERT_FALSE(instant.ok());
+  EXPECT_NE(instant.status().message().find("restart.start_timeout_seconds': expected an integer in [1, 120]"),
+            std::string::npos)
+      << instant.status();
 }
 
 TEST(ManifestTest, SandboxTableAndNoNetworkEver) {

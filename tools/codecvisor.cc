@@ -32,6 +32,17 @@ CLI::Validator SyntaxCheck(Parser parse, const std::string& syntax) {
       syntax);
 }
 
+// --backend-manifest: an empty path (a command substitution that printed
+// nothing) is bad usage, not a nameless backend that failed to load.
+CLI::Validator ManifestPath() {
+  return CLI::Validator(
+      [](std::string& path) {
+        return path.empty() ? std::string("an empty path names no manifest (did a command substitution print nothing?)")
+                            : std::string();
+      },
+      "PATH");
+}
+
 const std::map<std::string, SeekMode> kSeekModes = {{"exact", SeekMode::kExact},
                                                     {"approximate", SeekMode::kApproximate}};
 
@@ -71,7 +82,8 @@ void AddOpenFlags(CLI::App* command, cli::OpenArgs* args, std::string* seek_mode
       ->add_option("--seek-mode", *seek_mode,
                    "exact: scan the file for an exact frame index (default); approximate: trust the header")
       ->check(CLI::IsMember({"exact", "approximate"}));
-  command->add_option("--backend-manifest", args->backend_manifests, "load an extra backend manifest (repeatable)");
+  command->add_option("--backend-manifest", args->backend_manifests, "load an extra backend manifest (repeatable)")
+      ->check(ManifestPath());
 }
 
 }  // namespace
@@ -167,7 +179,8 @@ int main(int argc, char** argv) {
   auto* backends = app.add_subcommand("backends", "list the backends: devices, state, process, manifest, diagnostic");
   backends->add_flag("--json", backends_args.json, "print one JSON object");
   backends->add_option("--backend-manifest", backends_args.backend_manifests,
-                       "load an extra backend manifest (repeatable)");
+                       "load an extra backend manifest (repeatable)")
+      ->check(ManifestPath());
   backends
       ->add_option("--reset", backends_args.reset,
                    "clear backend NAME's record of earlier crashes and quarantine (the backend history file), "
@@ -192,7 +205,8 @@ int main(int argc, char** argv) {
       "else 1");
   doctor->add_flag("--json", doctor_args.json, "print one JSON object");
   doctor->add_option("--backend-manifest", doctor_args.backend_manifests,
-                     "load an extra backend manifest (repeatable)");
+                     "load an extra backend manifest (repeatable)")
+      ->check(ManifestPath());
   doctor->callback([&] { exit_code = cli::RunDoctor(doctor_args); });
 
   // conformance

@@ -292,6 +292,8 @@ done
 check "an option given twice" run_cv 114 "$tmp/stdout" "$tmp/err" decode "$video" --out "$tmp/twice" --frames 0:1 \
   --frames 2:3
 check "an option given twice is named" grep -q -- "--frames" "$tmp/err"
+check "an empty --backend-manifest is bad usage" run_cv 105 "$tmp/stdout" "$tmp/err" backends --backend-manifest ""
+check "... that says so" grep -q "an empty path names no manifest" "$tmp/err"
 check "conformance needs a backend" run_cv 105 "$tmp/stdout" "$tmp/err" conformance
 check "conformance --sample of a missing file" run_cv 105 "$tmp/stdout" "$tmp/err" conformance --backend cpu \
   --sample "$tmp/no_such.mkv"
