@@ -65,6 +65,10 @@ Result<std::unique_ptr<Host>> Host::Create(HostOptions options) {
 
 Result<std::unique_ptr<VideoDecoder>> Host::OpenDecoder(const std::string& path, DecoderOptions options) {
   if (impl_->owner != getpid()) return Forked(impl_->owner);
+  if (path.find('\0') != std::string::npos) {
+    // open(2) would stop at it and open another file.
+    return Status(StatusCode::kInvalidArgument, "the path has an embedded NUL byte");
+  }
   if (Status s = api::CheckEnums(options); !s.ok()) return s;
   return api::DecoderAccess::Wrap(impl_->host->OpenDecoder(path, api::ToInternal(options)));
 }

@@ -207,6 +207,9 @@ TEST_F(ApiHostTest, MisuseIsAStatusWithTheRightCode) {
   ASSERT_EQ(symlink(loop.c_str(), loop.c_str()), 0);
   EXPECT_EQ(host_->OpenDecoder(loop).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(host_->OpenDecoder(std::string(5000, 'a')).status().code(), StatusCode::kInvalidArgument);
+  // A NUL in the path: refused, not the file named by what precedes it.
+  auto nul = host_->OpenDecoder(clip_ + std::string("\0ignored", 8));
+  EXPECT_EQ(nul.status().code(), StatusCode::kInvalidArgument) << nul.status().ToString();
   DecoderOptions unknown;
   unknown.device = "acme";
   auto no_device = host_->OpenDecoder(clip_, unknown);

@@ -184,7 +184,12 @@ struct DecoderOptions {
   // CPU at a request's deadline (decoding many frames before its first
   // answer) gets another request_timeout, up to ten in all. Both must be
   // positive (kInvalidArgument at open); one longer than about ten years
-  // (milliseconds::max() for "no limit") is taken as ten years.
+  // (milliseconds::max() for "no limit") is taken as ten years. The
+  // backend's process serves every decoder of its device in this Host: a
+  // restart for one decoder's deadline replays the others' requests in
+  // flight too (their retries() count them), so a deadline shorter than
+  // the work takes costs every decoder of that backend, and a file whose
+  // open times out twice is judged poison.
   std::chrono::milliseconds request_timeout{30'000};
   std::chrono::milliseconds open_timeout{120'000};
 };

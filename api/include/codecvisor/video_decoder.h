@@ -62,7 +62,10 @@ class VideoDecoder {
 
   // Streams the selected frames to `sink` in request order, zero copy, with
   // memory bounded by the arena however many frames are selected. A sink
-  // that keeps frames must keep fewer than arena_slots or Detach() them. A
+  // that keeps frames must keep fewer than arena_slots or Detach() them,
+  // counting this decoder's frames still alive from earlier calls (a sink
+  // that holds every slot fails with kFailedPrecondition, once the request
+  // deadline passes). A
   // sink that returns an error (e.g. kCancelled, to stop early) gets no more
   // frames, and the backend stops decoding after the frame in hand. The
   // first error (the backend's or the sink's) is returned with the decoder
