@@ -79,6 +79,9 @@ TEST(ConvertTest, EnumsRoundTrip) {
   }
   EXPECT_STREQ(SeekModeName(SeekMode::kApproximate), "approximate");
   EXPECT_STREQ(OutputFormatName(OutputFormat::kRgb24Planar), "rgb24-planar");
+  // A cast integer outside the enums is no other value's name.
+  EXPECT_STREQ(SeekModeName(static_cast<SeekMode>(7)), "unknown");
+  EXPECT_STREQ(OutputFormatName(static_cast<OutputFormat>(7)), "unknown");
 }
 
 TEST(ConvertTest, DecoderOptionsKeepEveryField) {

@@ -49,6 +49,10 @@ Status RgbConverter::Convert(const Frame& frame, OutputFormat to, std::span<uint
   if (to != OutputFormat::kRgb24 && to != OutputFormat::kRgb24Planar) {
     return Status(StatusCode::kInvalidArgument, "convert to kRgb24 or kRgb24Planar");
   }
+  if (frame.data().empty()) {
+    // A default-constructed (or moved-from) Frame: the caller's, not the backend's.
+    return Status(StatusCode::kInvalidArgument, "the frame holds no pixels (a default-constructed or moved-from Frame)");
+  }
   if (frame.format() != OutputFormat::kNative) {
     return Status(StatusCode::kDataLoss, std::string("the backend sent a ") + OutputFormatName(frame.format()) +
                                              " frame for a stream whose frames come native");

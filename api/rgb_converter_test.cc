@@ -85,6 +85,15 @@ TEST_F(RgbConverterFramesTest, AnHonestFrameConvertsFromItsPlanes) {
   for (size_t i = 0; i < kLuma * 3; ++i) ASSERT_EQ(planar[i], 255) << i;
 }
 
+// The caller's mistake is the caller's error, not the backend's DataLoss.
+TEST_F(RgbConverterFramesTest, AnEmptyFrameIsTheCallersError) {
+  RgbConverter rgb(Stream());
+  std::vector<uint8_t> out(kLuma * 3 + RgbConverter::kSlack, 7);
+  const Status s = rgb.Convert(Frame(), OutputFormat::kRgb24, out);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+  EXPECT_EQ(out[0], 7) << "nothing written";
+}
+
 TEST_F(RgbConverterFramesTest, ABackendsLiesAreDataLossAndWriteNothing) {
   struct Lie {
     const char* what;

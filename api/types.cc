@@ -6,9 +6,27 @@
 
 namespace codecvisor {
 
-const char* SeekModeName(SeekMode mode) { return mode == SeekMode::kApproximate ? "approximate" : "exact"; }
+// A value outside the enum (a cast integer) is "unknown", as StatusCodeName
+// says of one, not the name of another value.
+const char* SeekModeName(SeekMode mode) {
+  switch (mode) {
+    case SeekMode::kExact:
+      return "exact";
+    case SeekMode::kApproximate:
+      return "approximate";
+  }
+  return "unknown";
+}
 
-const char* OutputFormatName(OutputFormat format) { return ipc::OutputFormatName(api::ToIpc(format)); }
+const char* OutputFormatName(OutputFormat format) {
+  switch (format) {
+    case OutputFormat::kRgb24:
+    case OutputFormat::kRgb24Planar:
+    case OutputFormat::kNative:
+      return ipc::OutputFormatName(api::ToIpc(format));
+  }
+  return "unknown";
+}
 
 const char* StreamTypeName(StreamType type) {
   switch (type) {

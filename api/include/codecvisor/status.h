@@ -29,7 +29,7 @@ enum class StatusCode : int {
   kUnknown = 2,
   kInvalidArgument = 3,    // a malformed argument or manifest
   kDeadlineExceeded = 4,   // a backend did not start in time (a request it hangs is replayed, then kAborted)
-  kNotFound = 5,           // no such file, device or backend
+  kNotFound = 5,           // no such file, device, backend or (video) stream
   kAlreadyExists = 6,
   kPermissionDenied = 7,
   kResourceExhausted = 8,

@@ -31,8 +31,8 @@ enum class SeekMode { kExact, kApproximate };
 // stream's own pixel format, one plane per component.
 enum class OutputFormat { kRgb24, kRgb24Planar, kNative };
 
-const char* SeekModeName(SeekMode mode);          // "exact", "approximate"
-const char* OutputFormatName(OutputFormat format);  // "rgb24", "rgb24-planar", "native"
+const char* SeekModeName(SeekMode mode);          // "exact", "approximate" ("unknown" for another value)
+const char* OutputFormatName(OutputFormat format);  // "rgb24", "rgb24-planar", "native" (or "unknown")
 
 // The type of a stream of a file.
 enum class StreamType { kUnknown, kVideo, kAudio, kSubtitle, kData, kAttachment };
