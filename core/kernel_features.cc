@@ -117,22 +117,26 @@ ChildResult RunProbeChild() {
   args.exit_signal = 0;  // no SIGCHLD: invisible to the process's SIGCHLD handling and waitpid(-1)
   long pid = syscall(SYS_clone3, &args, sizeof(args));
   std::string clone3_refused;
+#if defined(__x86_64__) || defined(__aarch64__)
   if (pid < 0 && errno == ENOSYS) {
     // As the launcher does (core/process.cc): the legacy clone with the
-    // same flags, where a seccomp profile or an old kernel lacks clone3.
+    // same flags, where a container's seccomp profile refuses clone3.
     clone3_refused = ErrnoText(errno);
     pid = syscall(SYS_clone, static_cast<unsigned long>(CLONE_PIDFD), nullptr, &pidfd_raw, nullptr, nullptr);
   }
+#endif
   if (pid == 0) ProbeChild(write_end.get());
   bool clone_child = true;  // reaped with __WALL
   Fd pidfd;
   if (pid > 0) {
     pidfd.reset(pidfd_raw);
-    result.clone3 = true;
-    result.clone3_detail = clone3_refused.empty()
-                               ? "clone3(CLONE_PIDFD) created the probe child"
-                               : absl::StrCat("clone(CLONE_PIDFD) created the probe child (clone3: ", clone3_refused,
-                                              ")");
+    // (A kernel older than CLONE_PIDFD ignores it in the legacy call.)
+    result.clone3 = pidfd_raw >= 0;
+    result.clone3_detail =
+        clone3_refused.empty() ? "clone3(CLONE_PIDFD) created the probe child"
+        : result.clone3
+            ? absl::StrCat("clone(CLONE_PIDFD) created the probe child (clone3: ", clone3_refused, ")")
+            : absl::StrCat("clone ignored CLONE_PIDFD (a kernel before 5.2; clone3: ", clone3_refused, ")");
   } else {
     result.clone3_detail = absl::StrCat(clone3_refused.empty() ? "clone3(CLONE_PIDFD): " : "clone(CLONE_PIDFD): ",
                                         ErrnoText(errno),

@@ -11,7 +11,7 @@
 // Side effects: none on the calling process beyond descriptors opened and
 // closed within the call. One probe child is created (clone3, else clone, else fork),
 // answers over a pipe within milliseconds, and is reaped before the call
-// returns; it is created with no exit signal when clone3 is available, so a
+// returns; it is created with no exit signal when clone3 (or the legacy clone with a pidfd) is available, so a
 // SIGCHLD handler or a waitpid(-1) elsewhere in the process neither sees
 // nor reaps it (with the fork fallback, a concurrent waitpid(-1) could).
 //

@@ -255,16 +255,28 @@ absl::StatusOr<ChildProcess> LaunchOnThisThread(const LaunchSpec& spec) {
   const pid_t parent = getpid();
   const char* call = "clone3";
   long pid = syscall(SYS_clone3, &args, sizeof(args));
+#if defined(__x86_64__) || defined(__aarch64__)
   if (pid < 0 && errno == ENOSYS) {
     // Docker's and containerd's default seccomp profiles answer clone3 with
-    // ENOSYS (so that glibc falls back to clone), as kernels before 5.3 do.
-    // The legacy call takes the same flags; CLONE_PIDFD (Linux 5.2) writes
-    // the pidfd at its parent_tid argument, the third on every
-    // architecture. No stack: the child runs on a copy of this one, as
-    // after fork.
+    // ENOSYS (so that glibc falls back to clone). The legacy call takes the
+    // same flags; CLONE_PIDFD writes the pidfd at its parent_tid argument,
+    // the third on these two architectures (s390 and others order them
+    // otherwise). No stack: the child runs on a copy of this one, as after
+    // fork.
     call = "clone";
     pid = syscall(SYS_clone, static_cast<unsigned long>(args.flags) | SIGCHLD, nullptr, &pidfd, nullptr, nullptr);
+    if (pid > 0 && pidfd < 0) {
+      // A kernel older than CLONE_PIDFD (5.2) ignores it: a child the host
+      // could neither signal nor reap through a pidfd. (It waits for the
+      // go byte; killed here, it is reaped at once.)
+      kill(static_cast<pid_t>(pid), SIGKILL);
+      waitpid(static_cast<pid_t>(pid), nullptr, 0);
+      return absl::FailedPreconditionError(
+          "clone: this kernel ignores CLONE_PIDFD (Linux 5.2), and clone3 answers ENOSYS; the host needs a pidfd "
+          "for each backend process");
+    }
   }
+#endif
   if (pid < 0) {
     if (errno == EAGAIN) {
       return absl::ResourceExhaustedError(

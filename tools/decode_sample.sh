@@ -9,8 +9,8 @@ set -euo pipefail
 video=${1:-}
 out=${2:-${TMPDIR:-/tmp}/codecvisor-frames}
 # Made absolute before the cd below; -m: OUT_DIR need not exist yet.
-[ -z "$video" ] || video=$(realpath "$video")
-out=$(realpath -m "$out")
+[ -z "$video" ] || video=$(realpath -- "$video")
+out=$(realpath -m -- "$out")
 cd "$(dirname "$0")/.."
 tools/bootstrap.sh
 if [ -z "$video" ]; then

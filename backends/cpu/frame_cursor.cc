@@ -151,8 +151,10 @@ absl::StatusOr<bool> FrameCursor::NextFrame() {
           ts = next < index_->size() ? (*index_)[next].pts : SaturatingAdd(last_ts_, 1);
         } else if (last_ts_ != kUnknown) {
           ts = SaturatingAdd(last_ts_, std::max<int64_t>(frame_->pkt_duration, 1));
+        } else if (HeldToTheEnd()) {
+          ts = SaturatingAdd(first_sent_dts_, display_delay_);
         } else {
-          ts = first_sent_dts_ != kUnknown ? SaturatingAdd(first_sent_dts_, display_delay_) : 0;
+          ts = 0;
         }
       }
       if (index_ != nullptr && index_->shown_order()) NoteShownOrderName(ts);

@@ -113,6 +113,10 @@ class FrameCursor {
   void set_display_delay(int64_t ticks) { display_delay_ = ticks; }
 
  private:
+  // Drained with no time, with a display delay set and packets sent since
+  // the start point: a frame the decoder held to the end (set_display_delay).
+  bool HeldToTheEnd() const { return draining_ && display_delay_ > 0 && first_sent_dts_ != kUnknown; }
+
   // A timestamp not known (yet).
   static constexpr int64_t kUnknown = std::numeric_limits<int64_t>::min();
   // kTooFew: the frames with the timestamp asked for ended before the

@@ -134,7 +134,7 @@ bool FrameCursor::PassUntimedBeforeTimes() {
   if (FrameTimestamp(frame_.get()) != AV_NOPTS_VALUE) return false;
   // Held back by the decoder until the end (set_display_delay): on the
   // timeline all the same, after the packets sent.
-  if (draining_ && display_delay_ > 0 && first_sent_dts_ != kUnknown) return false;
+  if (HeldToTheEnd()) return false;
   // Not a frame of the timeline: the next timed frame starts it afresh.
   last_ts_ = kUnknown;
   same_ts_before_ = 0;

@@ -32,7 +32,9 @@ over workers, and a ``DistributedSampler`` over ranks. ``ClipIterableDataset``
 shards itself: rank r of a world of w (``torch.distributed`` when
 initialised) reads the r-th of every w sources of the epoch's order, and
 worker k of n of that rank's DataLoader the k-th of every n of those. Each
-source is read by exactly one worker of one rank per epoch.
+source is read by exactly one worker of one rank per epoch (but with
+``pad``, which repeats some on another rank, or ``drop_last``, which leaves
+some out).
 """
 
 from multiprocessing.reduction import ForkingPickler
@@ -180,7 +182,8 @@ def share(num_samples: int, rank: int, world_size: int, worker: int, num_workers
 class ClipIterableDataset(_ClipReader, torch.utils.data.IterableDataset):
     """An iterable dataset of clips that shards itself over ranks and
     DataLoader workers: each source is read by exactly one worker of one
-    rank per epoch. Arguments as ``ClipDataset``'s, plus:
+    rank per epoch (unless ``pad`` or ``drop_last``). Arguments as
+    ``ClipDataset``'s, plus:
 
         shuffle: visit the sources in a new order each epoch, the same on
             every rank (a permutation seeded by ``seed + epoch``).
@@ -190,7 +193,7 @@ class ClipIterableDataset(_ClipReader, torch.utils.data.IterableDataset):
             the dataset is pickled to spawned workers), else 0 of 1.
         pad: give every rank the same number of samples, as
             ``DistributedSampler`` does by default: the order is extended
-            with its own first samples, which some rank then reads twice.
+            with its own first samples, which another rank reads too.
         drop_last: give every rank the same number of samples by leaving
             out the order's last ``len(samples) % world_size``.
 

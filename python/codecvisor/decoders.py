@@ -28,16 +28,22 @@ _NOT_OPENED = object()
 # Held while a decoder opens its session in a process other than the one it
 # had it in (a forked child, an unpickled copy), so that threads using it
 # at once wait for one session instead of each opening one or finding it
-# "closed" meanwhile; close() takes it too, so that it waits for such an
-# open and closes what it opened. A child gets a fresh one: a thread of the
-# parent may have held it at the fork. Reentrant: nothing may deadlock on
-# it in one thread.
-_reopening = threading.RLock()
+# "closed" meanwhile. A child gets a fresh one: a thread of the parent may
+# have held it at the fork.
+_reopening = threading.Lock()
+
+# Held for an instant: while close() marks a decoder closed and takes its
+# session, and while an open installs the session it made unless the
+# decoder was closed meanwhile (then the open ends what it made), so that a
+# close() during a first use's open leaves no session behind. Reentrant: a
+# signal handler that closes the decoder may run inside it.
+_installing = threading.RLock()
 
 
 def _new_reopening_lock():
-    global _reopening
-    _reopening = threading.RLock()
+    global _reopening, _installing
+    _reopening = threading.Lock()
+    _installing = threading.RLock()
 
 
 os.register_at_fork(after_in_child=_new_reopening_lock)
@@ -138,6 +144,7 @@ class VideoDecoder:
         self._seek_mode = seek_mode
         self._native = None
         self._pid = None
+        self._closed = False
         self.metadata = None
         self._open()
 
@@ -166,7 +173,13 @@ class VideoDecoder:
             native.close()
             raise _errors.VideoError(f"{self._label}: the video changed since the decoder was made: reopened, "
                                      f"it has other metadata ({change})", "DATA_LOSS")
-        self._native, self._pid = native, os.getpid()
+        with _installing:
+            installed = not self._closed
+            if installed:
+                self._native, self._pid = native, os.getpid()
+        if not installed:
+            native.close()
+            raise ValueError("the decoder is closed")
         self.metadata = metadata
         self.stream_index = metadata.stream_index
         self._num_frames = metadata.num_frames
@@ -186,7 +199,9 @@ class VideoDecoder:
                     # next call tries again and says why, not "closed".
                     self._native = _NOT_OPENED
                     self._open()
-            native = self._native
+                native = self._native
+            if native is None:  # closed just after the open
+                raise ValueError("the decoder is closed")
         return native
 
     def _call(self, method, *args):
@@ -427,7 +442,8 @@ class VideoDecoder:
 
     def close(self):
         """Ends the decoder's session now (also when garbage-collected)."""
-        with _reopening:  # a first use opening the session here ends first
+        with _installing:  # an open in flight then ends what it makes
+            self._closed = True
             native, self._native = self._native, None
             ours = native is not None and native is not _NOT_OPENED and self._pid == os.getpid()
         if ours:
@@ -450,6 +466,7 @@ class VideoDecoder:
         self._label = state.get("label") or (self._source if self._kind == "path" else f"<{len(self._source)} bytes>")
         self._native = None
         self._pid = None
+        self._closed = False
         metadata = state.get("metadata")
         self.metadata = None if metadata is None else VideoStreamMetadata._from_fields(metadata)
         if self.metadata is None or self.metadata._unknown:

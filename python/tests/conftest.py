@@ -3,6 +3,7 @@ them as the reference every frame is compared with, byte for byte."""
 
 import os
 import subprocess
+import tempfile
 import threading
 
 import numpy as np
@@ -15,6 +16,10 @@ def runfile(path):
 # The synthetic and faulty test backends, for every test in this process
 # (read when the process's Host is made, on first use).
 os.environ.setdefault("CODECVISOR_BACKEND_PATH", runfile("backends/testing"))
+# The suites crash backends on purpose: their record goes to a folder of
+# the run's own, never to the user's history (`codecvisor backends`), also
+# when pytest runs outside Bazel, whose HOME is the test's.
+os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="codecvisor-test-state-")
 
 FFMPEG = ["/usr/bin/ffmpeg", "-nostdin", "-v", "error", "-y"]
 WIDTH, HEIGHT, FPS, SECONDS = 96, 64, 25, 2
