@@ -31,6 +31,7 @@ std::string EngagedSandbox::Describe() const {
 SandboxSpec HostSandbox(const SandboxPolicy& policy) {
   SandboxSpec s;
   s.namespaces = true;
+  s.unprivileged_without_namespaces = true;
   // Its filesystem: the system libraries, its declared paths and devices,
   // and nothing else (core/empty_root.h).
   s.empty_root = PlanEmptyRoot(policy.read_paths, policy.devices, ProbeHostPath);

@@ -20,6 +20,7 @@
 #include <mutex>
 #include <thread>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -35,12 +36,14 @@ struct ChildError {
 };
 constexpr int kNoStep = -1;    // the rest of the set-up, or execve
 constexpr int kRootStep = -2;  // the mounts around the empty-root plan's steps
+constexpr int kIdsStep = -3;   // becoming nobody without a user namespace
 
 // Between clone and execve only async-signal-safe calls are allowed: the
 // host may have other threads holding locks (minijail's rule). On any
 // failure, the errno goes up the pipe and the child _exits.
 [[noreturn]] void ChildAfterClone(const LaunchSpec& spec, char* const* argv, char* const* envp,
-                                  int error_pipe, int error_pipe_reader, int go_pipe, pid_t parent) {
+                                  int error_pipe, int error_pipe_reader, int go_pipe, pid_t parent,
+                                  bool become_outside_ids) {
   // The host's end of the error pipe, inherited: only the host may hold it,
   // so that its death shows as POLLERR on ours (below).
   close(error_pipe_reader);
@@ -71,9 +74,23 @@ constexpr int kRootStep = -2;  // the mounts around the empty-root plan's steps
     }
     if (got != 1) fail(got < 0 ? errno : EPIPE);  // the host gave up on us
   }
+  // Raw syscalls: glibc's wrappers would try to change the credentials of
+  // every thread it remembers from the parent, which do not exist here.
+  if (become_outside_ids) {
+    // No user namespace (a degraded sandbox) and a root host: the plugin
+    // must not run as root with root's capabilities. Nobody's ids, no
+    // supplementary groups; all capabilities go with uid 0.
+    const gid_t gid = spec.sandbox.outside_gid;
+    const uid_t uid = spec.sandbox.outside_uid;
+    if (syscall(SYS_setgroups, 0, nullptr) != 0) fail(errno, kIdsStep);
+    if (syscall(SYS_setresgid, gid, gid, gid) != 0) fail(errno, kIdsStep);
+    if (syscall(SYS_setresuid, uid, uid, uid) != 0) fail(errno, kIdsStep);
+    // The change of credentials cleared the parent-death signal (below).
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail(errno);
+    pollfd host_alive{error_pipe, POLLOUT, 0};
+    if (poll(&host_alive, 1, 0) == 1 && (host_alive.revents & POLLERR) != 0) _exit(127);
+  }
   if (spec.sandbox.namespaces) {
-    // Raw syscalls: glibc's wrappers would try to change the credentials of
-    // every thread it remembers from the parent, which do not exist here.
     if (go == 'n' && syscall(SYS_setgroups, 0, nullptr) != 0) fail(errno);
     if (syscall(SYS_setresgid, 0, 0, 0) != 0) fail(errno);
     if (syscall(SYS_setresuid, 0, 0, 0) != 0) fail(errno);
@@ -145,6 +162,29 @@ constexpr int kRootStep = -2;  // the mounts around the empty-root plan's steps
 bool WriteFileText(const std::string& path, const std::string& text) {
   ipc::UniqueFd fd(open(path.c_str(), O_WRONLY | O_CLOEXEC));
   return fd.valid() && write(fd.get(), text.data(), text.size()) == static_cast<ssize_t>(text.size());
+}
+
+// Whether this process's user namespace maps `id` in /proc/self/`file`
+// (uid_map, gid_map); true where it cannot be read (the initial namespace
+// maps every id).
+bool MapsId(const char* file, uint32_t id) {
+  const int fd = open(absl::StrCat("/proc/self/", file).c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return true;
+  char text[4096];
+  const ssize_t n = read(fd, text, sizeof(text) - 1);
+  close(fd);
+  if (n <= 0) return true;
+  text[n] = '\0';
+  const char* line = text;
+  for (;;) {
+    unsigned long long inside = 0, outside = 0, count = 0;
+    if (std::sscanf(line, "%llu %llu %llu", &inside, &outside, &count) == 3 && id >= inside && id - inside < count) {
+      return true;
+    }
+    line = std::strchr(line, '\n');
+    if (line == nullptr) return false;
+    ++line;
+  }
 }
 
 bool WriteProcFile(pid_t pid, const char* file, const std::string& text) {
@@ -253,6 +293,10 @@ absl::StatusOr<ChildProcess> LaunchOnThisThread(const LaunchSpec& spec) {
   args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
   args.exit_signal = SIGCHLD;
   const pid_t parent = getpid();
+  // Read before clone: the child may not allocate.
+  const bool become_outside_ids = spec.sandbox.unprivileged_without_namespaces && !spec.sandbox.namespaces &&
+                                  geteuid() == 0 && MapsId("uid_map", spec.sandbox.outside_uid) &&
+                                  MapsId("gid_map", spec.sandbox.outside_gid);
   const char* call = "clone3";
   long pid = syscall(SYS_clone3, &args, sizeof(args));
 #if defined(__x86_64__) || defined(__aarch64__)
@@ -294,7 +338,8 @@ absl::StatusOr<ChildProcess> LaunchOnThisThread(const LaunchSpec& spec) {
     return failed;
   }
   if (pid == 0) {
-    ChildAfterClone(spec, argv.data(), envp.data(), write_end.get(), read_end.get(), go_read.get(), parent);
+    ChildAfterClone(spec, argv.data(), envp.data(), write_end.get(), read_end.get(), go_read.get(), parent,
+                    become_outside_ids);
   }
 
   ChildProcess child{static_cast<pid_t>(pid), ipc::UniqueFd(pidfd)};
@@ -312,6 +357,8 @@ absl::StatusOr<ChildProcess> LaunchOnThisThread(const LaunchSpec& spec) {
           "): ", std::strerror(err)));
     }
     child.unprivileged_ids = go == 'n' || (geteuid() == spec.sandbox.outside_uid && getegid() == spec.sandbox.outside_gid);
+  } else {
+    child.unprivileged_ids = become_outside_ids;
   }
   for (const std::string& procs : spec.sandbox.cgroup_procs) {
     if (!WriteFileText(procs, absl::StrCat(child.pid))) {
@@ -349,6 +396,13 @@ absl::StatusOr<ChildProcess> LaunchOnThisThread(const LaunchSpec& spec) {
                        ")"),
           report.err);
       return absl::IsResourceExhausted(failed) ? absl::FailedPreconditionError(failed.message()) : failed;
+    }
+    if (report.step == kIdsStep) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "starting ", spec.path, ": a root host's backend without a user namespace becomes uid ",
+          spec.sandbox.outside_uid, " and gid ", spec.sandbox.outside_gid,
+          " (nobody), and the kernel refused that (the host needs CAP_SETUID and CAP_SETGID): ",
+          std::strerror(report.err)));
     }
     absl::Status failed = ipc::ErrnoStatus(absl::StrCat("starting ", spec.path), report.err);
     if (report.err == ENOSPC) return absl::FailedPreconditionError(failed.message());  // a namespace limit

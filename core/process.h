@@ -32,6 +32,12 @@ struct SandboxSpec {
   bool namespaces = false;
   uid_t outside_uid = 65534;
   gid_t outside_gid = 65534;
+  // Without `namespaces` (a degraded sandbox), a host running as root makes
+  // the child outside_uid/outside_gid itself, supplementary groups dropped,
+  // so that no plugin runs as root; except where this process's user
+  // namespace maps neither (its root is some user's, no more), when the
+  // child keeps the host's ids.
+  bool unprivileged_without_namespaces = false;
   // (resource, limit): soft and hard limit both set.
   std::vector<std::pair<int, uint64_t>> rlimits;
   bool no_new_privs = false;

@@ -39,9 +39,19 @@ bool WriteProc(const std::string& path, const std::string& text) {
   return static_cast<bool>(out);
 }
 
+// The "Uid:" line of process `pid`'s status: real, effective, saved, fs.
+std::string UidLine(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("Uid:", 0) == 0) return line;
+  }
+  return "";
+}
+
 // Exits 0 if a synthetic frame decoded, 1 if the open failed with
-// `want_in_error` in its message, 2 otherwise.
-[[noreturn]] void DecodeAndExit(const std::string& video, const char* want_in_error) {
+// `want_in_error` in its message, 3 if it decoded but (`want_nobody`) the
+// backend was not uid 65534, 2 otherwise.
+[[noreturn]] void DecodeAndExit(const std::string& video, const char* want_in_error, bool want_nobody = false) {
   HostOptions options;
   options.layout = TestLayout();
   auto host = Host::Create(options);
@@ -54,7 +64,17 @@ bool WriteProc(const std::string& path, const std::string& text) {
     _exit(std::string(decoder.status().message()).find(want_in_error) != std::string::npos ? 1 : 2);
   }
   auto frame = (*decoder)->GetFrameAt(3);
-  _exit(frame.ok() && frame->index() == 3 ? 0 : 2);
+  if (!frame.ok() || frame->index() != 3) _exit(2);
+  if (want_nobody) {
+    pid_t pid = -1;
+    for (const auto& b : (*host)->Backends()) {
+      if (b.name == "synthetic") pid = b.pid;
+    }
+    const std::string uids = UidLine(pid);
+    std::fprintf(stderr, "backend %d: %s\n", pid, uids.c_str());
+    if (uids != "Uid:\t65534\t65534\t65534\t65534") _exit(3);
+  }
+  _exit(0);
 }
 
 // In a forked child: 10 if namespaces could not be forbidden here (the
@@ -78,7 +98,7 @@ bool WriteProc(const std::string& path, const std::string& text) {
 // CLONE_NEW* flag and unshare answer EPERM; with `namespaces_too` false,
 // only the first. Then as DecodeWithoutUserNamespaces.
 [[noreturn]] void DecodeInAContainersSeccomp(const std::string& video, bool namespaces_too,
-                                             const char* want_in_error) {
+                                             const char* want_in_error, bool want_nobody) {
   scmp_filter_ctx filter = seccomp_init(SCMP_ACT_ALLOW);
   bool ok = filter != nullptr && seccomp_rule_add(filter, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0) == 0;
   if (namespaces_too) {
@@ -90,7 +110,7 @@ bool WriteProc(const std::string& path, const std::string& text) {
     ok = ok && seccomp_rule_add(filter, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 0) == 0;
   }
   if (!ok || seccomp_load(filter) != 0) _exit(10);
-  DecodeAndExit(video, want_in_error);
+  DecodeAndExit(video, want_in_error, want_nobody);
 }
 
 // `child` (which does not return) in a forked process with
@@ -108,8 +128,10 @@ int RunForked(const char* degraded, Child child) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 100 + WTERMSIG(status);
 }
 
-int RunInContainer(const std::string& video, bool namespaces_too, const char* degraded, const char* want_in_error) {
-  return RunForked(degraded, [&] { DecodeInAContainersSeccomp(video, namespaces_too, want_in_error); });
+int RunInContainer(const std::string& video, bool namespaces_too, const char* degraded, const char* want_in_error,
+                   bool want_nobody = false) {
+  return RunForked(degraded,
+                   [&] { DecodeInAContainersSeccomp(video, namespaces_too, want_in_error, want_nobody); });
 }
 
 int RunInChild(const std::string& video, const char* degraded, const char* want_in_error) {
@@ -136,7 +158,11 @@ TEST(DegradedSandboxTest, AContainersSeccompProfileWithoutClone3) {
   EXPECT_EQ(alone, 0) << "clone3 alone refused";
   const int strict = RunInContainer(video, /*namespaces_too=*/true, nullptr, "CODECVISOR_ALLOW_DEGRADED_SANDBOX=1");
   EXPECT_EQ(strict, 1) << "without the switch, the open fails naming it";
-  EXPECT_EQ(RunInContainer(video, /*namespaces_too=*/true, "1", ""), 0) << "with it, a degraded sandbox";
+  // With it, a degraded sandbox; a root host's backend becomes nobody
+  // there too (it ran as root, with root's capabilities).
+  const bool root = geteuid() == 0;
+  EXPECT_EQ(RunInContainer(video, /*namespaces_too=*/true, "1", "", /*want_nobody=*/root), 0)
+      << "with it, a degraded sandbox" << (root ? ", as nobody" : "");
 }
 
 }  // namespace

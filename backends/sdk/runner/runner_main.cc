@@ -41,8 +41,11 @@ absl::Status CompleteSandbox(const RunnerArgs& args, ipc::HelloReply* report) {
     if (s.ok()) {
       report->sandbox_landlock_abi = static_cast<uint32_t>(LandlockAbi());
     } else if (args.landlock == RunnerArgs::Landlock::kRequire) {
-      return absl::FailedPreconditionError(absl::StrCat("sandbox: Landlock: ", s.message(),
-                                                        "; set [sandbox] allow_degraded = true to run without it"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("sandbox: Landlock: ", s.message(),
+                       "; set [sandbox] allow_degraded = true in the backend's manifest, or "
+                       "CODECVISOR_ALLOW_DEGRADED_SANDBOX=1 in the host's environment, to run without it (see "
+                       "`codecvisor doctor`)"));
     } else {
       std::fprintf(stderr, "codecvisor-backend: WARNING: running without Landlock: %s\n",
                    std::string(s.message()).c_str());
