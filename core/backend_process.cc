@@ -244,15 +244,23 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
   // Out of processes, threads or descriptors (the host's limits, which the
   // child has until it execs): no weaker sandbox would start either.
   if (!child.ok() && absl::IsResourceExhausted(child.status())) return HostShortage(Prefixed(child.status(), where));
+  // A kernel without what every backend needs (a pidfd): no weaker sandbox
+  // would start, and none is worth advising.
+  if (!child.ok() && absl::IsUnimplemented(child.status())) return Prefixed(child.status(), where);
   if (!child.ok() && spawn.sandbox && allow_degraded && !spec.sandbox.empty_root.steps.empty()) {
     // A kernel that gives user namespaces but no mounts in them (some
     // hardened configurations): the host's filesystem, Landlock-checked.
-    std::fprintf(stderr,
-                 "codecvisor: WARNING: backend '%s': no empty root (%s); running with a DEGRADED sandbox as "
-                 "allowed by its manifest or the host\n",
-                 manifest.name.c_str(), std::string(child.status().message()).c_str());
+    // Said only if that starts: where namespaces are refused too, the
+    // warning below says what the backend lacks.
+    const std::string why = std::string(child.status().message());
     spec.sandbox.empty_root = {};
     child = launcher->Launch(spec);
+    if (child.ok()) {
+      std::fprintf(stderr,
+                   "codecvisor: WARNING: backend '%s': no empty root (%s); running with a DEGRADED sandbox as "
+                   "allowed by its manifest or the host\n",
+                   manifest.name.c_str(), why.c_str());
+    }
   }
   if (!child.ok() && spawn.sandbox && allow_degraded) {
     std::fprintf(stderr,

@@ -332,7 +332,8 @@ void ProbeLandlock(KernelFeatures* f) {
 void ProbePidfd(KernelFeatures* f) {
   Fd fd(static_cast<int>(syscall(SYS_pidfd_open, getpid(), 0)));
   if (!fd.valid()) {
-    f->pidfd.detail = absl::StrCat("pidfd_open: ", ErrnoText(errno));
+    const int err = errno;
+    f->pidfd.detail = absl::StrCat("pidfd_open: ", ErrnoText(err), err == ENOSYS ? "; Linux 5.3 or newer is needed" : "");
     return;
   }
   if (syscall(SYS_pidfd_send_signal, fd.get(), 0, nullptr, 0) != 0) {
@@ -340,11 +341,19 @@ void ProbePidfd(KernelFeatures* f) {
     return;
   }
   // Our own process is not our child: ECHILD where P_PIDFD is known
-  // (Linux 5.4), EINVAL where it is not.
+  // (Linux 5.4), EINVAL where it is not (5.3: the launcher waits for its
+  // children by pid, which stays theirs until they are reaped).
   siginfo_t info{};
-  if (waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(fd.get()), &info, WEXITED | WNOHANG) == 0 ||
-      errno != ECHILD) {
-    f->pidfd.detail = absl::StrCat("waitid(P_PIDFD): ", ErrnoText(errno), ", expected ECHILD");
+  const int waited = waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(fd.get()), &info, WEXITED | WNOHANG);
+  const int err = waited == 0 ? 0 : errno;
+  if (err == EINVAL) {
+    f->pidfd.present = true;
+    f->pidfd.detail = "pidfd_open and pidfd_send_signal; waitid(P_PIDFD): EINVAL (before Linux 5.4): children are "
+                      "reaped by pid";
+    return;
+  }
+  if (err != ECHILD) {
+    f->pidfd.detail = absl::StrCat("waitid(P_PIDFD): ", waited == 0 ? "succeeded" : ErrnoText(err), ", expected ECHILD");
     return;
   }
   f->pidfd.present = true;

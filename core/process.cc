@@ -9,6 +9,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -52,6 +53,15 @@ constexpr int kIdsStep = -3;   // becoming nobody without a user namespace
     (void)!write(error_pipe, &report, sizeof(report));
     _exit(127);
   };
+  // A change of credentials clears the parent-death signal (prctl(2)): set
+  // it again, or a child the host leaves behind (a host killed while its
+  // backend is stopped) lives on. If the host died in between, the read end
+  // of the error pipe, which it holds until we exec, is closed.
+  auto rearm_parent_death = [&] {
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail(errno);
+    pollfd host_alive{error_pipe, POLLOUT, 0};
+    if (poll(&host_alive, 1, 0) == 1 && (host_alive.revents & POLLERR) != 0) _exit(127);
+  };
   // A session of its own: no controlling terminal, so no TIOCSTI into the
   // user's shell, and no signals from the terminal's keyboard.
   if (setsid() < 0) fail(errno);
@@ -85,23 +95,13 @@ constexpr int kIdsStep = -3;   // becoming nobody without a user namespace
     if (syscall(SYS_setgroups, 0, nullptr) != 0) fail(errno, kIdsStep);
     if (syscall(SYS_setresgid, gid, gid, gid) != 0) fail(errno, kIdsStep);
     if (syscall(SYS_setresuid, uid, uid, uid) != 0) fail(errno, kIdsStep);
-    // The change of credentials cleared the parent-death signal (below).
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail(errno);
-    pollfd host_alive{error_pipe, POLLOUT, 0};
-    if (poll(&host_alive, 1, 0) == 1 && (host_alive.revents & POLLERR) != 0) _exit(127);
+    rearm_parent_death();
   }
   if (spec.sandbox.namespaces) {
     if (go == 'n' && syscall(SYS_setgroups, 0, nullptr) != 0) fail(errno);
     if (syscall(SYS_setresgid, 0, 0, 0) != 0) fail(errno);
     if (syscall(SYS_setresuid, 0, 0, 0) != 0) fail(errno);
-    // A change of credentials clears the parent-death signal (prctl(2)),
-    // and for a root host this one is a change (root to nobody): set it
-    // again, or a child the host leaves behind (a host killed while its
-    // backend is stopped) lives on. If the host died in between, the read
-    // end of the error pipe, which it holds until we exec, is closed.
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail(errno);
-    pollfd host_alive{error_pipe, POLLOUT, 0};
-    if (poll(&host_alive, 1, 0) == 1 && (host_alive.revents & POLLERR) != 0) _exit(127);
+    rearm_parent_death();  // for a root host, root to nobody is a change
     if (!spec.sandbox.empty_root.steps.empty()) {
       int step = kNoStep;
       if (const int err = ApplyEmptyRoot(spec.sandbox.empty_root, &step); err != 0) fail(err, step < 0 ? kRootStep : step);
@@ -157,6 +157,11 @@ constexpr int kIdsStep = -3;   // becoming nobody without a user namespace
   }
   fail(errno);
   _exit(127);
+}
+
+std::string KernelRelease() {
+  utsname u{};
+  return uname(&u) == 0 ? absl::StrCat("Linux ", u.release) : std::string("Linux, release unknown");
 }
 
 bool WriteFileText(const std::string& path, const std::string& text) {
@@ -315,9 +320,9 @@ absl::StatusOr<ChildProcess> LaunchOnThisThread(const LaunchSpec& spec) {
       // go byte; killed here, it is reaped at once.)
       kill(static_cast<pid_t>(pid), SIGKILL);
       waitpid(static_cast<pid_t>(pid), nullptr, 0);
-      return absl::FailedPreconditionError(
-          "clone: this kernel ignores CLONE_PIDFD (Linux 5.2), and clone3 answers ENOSYS; the host needs a pidfd "
-          "for each backend process");
+      return absl::UnimplementedError(absl::StrCat(
+          "clone: this kernel (", KernelRelease(), ") ignores CLONE_PIDFD, and clone3 answers ENOSYS; the host "
+          "needs a pidfd for each backend process, which takes Linux 5.3 or newer (no sandbox setting helps)"));
     }
   }
 #endif
@@ -421,6 +426,11 @@ absl::StatusOr<ExitStatus> SystemProcessLauncher::Wait(const ChildProcess& child
     int r = ipc::RetryEintr([&] {
       return waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(child.pidfd.get()), &info, WEXITED | WNOHANG);
     });
+    if (r != 0 && errno == EINVAL) {
+      // Linux 5.3 has pidfds but not waitid(P_PIDFD) (5.4). The pid is
+      // safe to wait for by number: an unreaped child's pid is never reused.
+      r = ipc::RetryEintr([&] { return waitid(P_PID, static_cast<id_t>(child.pid), &info, WEXITED | WNOHANG); });
+    }
     if (r != 0) return ipc::ErrnoStatus(absl::StrCat("waitid(pid ", child.pid, ")"));
     if (info.si_pid != 0) {
       ExitStatus status;

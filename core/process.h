@@ -85,7 +85,9 @@ class ProcessLauncher {
  public:
   virtual ~ProcessLauncher() = default;
   // Starts `spec`. Fails if the executable cannot be started at all (the
-  // child's execve error is reported, not a bare exit code).
+  // child's execve error is reported, not a bare exit code);
+  // kUnimplemented where the kernel lacks what every child needs (a
+  // pidfd), so that no weaker sandbox is worth trying.
   [[nodiscard]] virtual absl::StatusOr<ChildProcess> Launch(const LaunchSpec& spec) = 0;
   // Sends `signal` through the pidfd (never to a reused pid).
   virtual void Signal(const ChildProcess& child, int signal) = 0;
