@@ -267,6 +267,12 @@ for uid in 65534 4321; do
   expect 0 "uid $uid: doctor" installed "${as_user[@]}" "$nr/tree/bin/codecvisor" doctor
   holds "uid $uid: doctor names the missing cgroup" grep -qE "^cgroup \(memory, pids\) +MISSING +where available" "$out"
   holds "uid $uid: cpu ready" grep -qE "^backend cpu \(cpu\): ready, pid [0-9]+$" "$out"
+  # Its sandbox is all that a user who is not root can have: not degraded.
+  holds "uid $uid: doctor does not call it degraded" [ -z "$(grep DEGRADED "$out")" ]
+  if [ "$uid" != 65534 ]; then
+    holds "uid $uid: doctor says why the backend is not nobody" \
+      grep -q "note: not available to this host: uid nobody (a host that is not root keeps its own uid, $uid" "$out"
+  fi
 done
 if ((fails)); then
   echo "$fails check(s) failed" >&2

@@ -216,6 +216,29 @@ check "doctor json is one line" [ "$(wc -l <"$tmp/doctor.json")" = 1 ]
 # a manifest that does not load is a problem: listed, and exit 1
 check "doctor with a broken manifest" run_cv 1 "$tmp/doctor.txt" "$tmp/err" doctor --backend-manifest "$tmp/nope.toml"
 check "doctor names it" grep -q "^problem: backend 'nope' is not ready (failed): .*nope.toml" "$tmp/doctor.txt"
+# Where no user namespace can be made (a container's seccomp profile,
+# user.max_user_namespaces = 0; here a user namespace of the test's own
+# that forbids further ones): the missing namespaces are a problem while
+# cpu cannot start, and a warning once CODECVISOR_ALLOW_DEGRADED_SANDBOX=1
+# lets it start without them.
+cv_binary=$cv
+without_user_namespaces() {
+  unshare --user --map-root-user sh -c 'echo 0 >/proc/sys/user/max_user_namespaces && exec "$@"' sh "$cv_binary" "$@"
+}
+cv=without_user_namespaces
+check "doctor without user namespaces" run_cv 1 "$tmp/doctor.txt" "$tmp/err" doctor
+check "doctor: cpu cannot start" grep -q "^problem: backend 'cpu' is not ready" "$tmp/doctor.txt"
+check "doctor: that is a problem" grep -q "^problem: user namespace is missing: " "$tmp/doctor.txt"
+export CODECVISOR_ALLOW_DEGRADED_SANDBOX=1
+check "doctor, degraded allowed" run_cv 0 "$tmp/doctor.txt" "$tmp/err" doctor
+unset CODECVISOR_ALLOW_DEGRADED_SANDBOX
+check "doctor: one warning, for what it lacks" [ -z "$(grep 'no empty root' "$tmp/err")" ]
+check "doctor: cpu started" grep -qE '^backend cpu \(cpu\): ready, pid [0-9]+$' "$tmp/doctor.txt"
+check "doctor: degraded" grep -q "^  note: running with a DEGRADED sandbox: not engaged: namespaces, empty root" "$tmp/doctor.txt"
+check "doctor: a warning" grep -q "^warning: user namespace is missing: .*; every backend started without it, as allowed" \
+  "$tmp/doctor.txt"
+check "doctor: the verdict" grep -q "^ok: every backend started, in a DEGRADED sandbox (without user namespace" "$tmp/doctor.txt"
+cv=$cv_binary
 
 # AV1 in Matroska: no frame count in the header. libdav1d logs its version
 # at FFmpeg's info level: quiet by default, one whole prefixed line per

@@ -1,12 +1,15 @@
 // `codecvisor doctor`: what the kernel offers of the sandbox's mechanisms,
 // and what each backend actually gets when it starts here.
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "api/absl_interop.h"
@@ -63,12 +66,28 @@ BackendReport Examine(const Report& report, BackendInfo status, const std::optio
     if (manifest.ok()) b.allow_degraded = manifest->sandbox.allow_degraded;
   }
   if (s.state == "ready") {
+    // What this host can never give a backend is not a degraded sandbox:
+    // a non-root host's backends keep its user outside their namespace, and
+    // without cgroups (the feature table says why) rlimits bound them.
+    std::vector<std::string> unavailable;
     for (const char* part : kSandboxParts) {
-      if (!absl::StrContains(s.sandbox, part)) b.not_engaged.push_back(part);
+      if (absl::StrContains(s.sandbox, part)) continue;
+      const std::string_view p = part;
+      if (p == "uid nobody" && geteuid() != 0) {
+        unavailable.push_back(absl::StrCat("uid nobody (a host that is not root keeps its own uid, ", geteuid(),
+                                           ", for its backends)"));
+      } else if (p == "cgroup" && !report.features.cgroups.present) {
+        unavailable.push_back("cgroup (memory and tasks bounded by rlimits)");
+      } else {
+        b.not_engaged.push_back(part);
+      }
     }
     if (!b.not_engaged.empty()) {
       b.notes.push_back(absl::StrCat("running with a DEGRADED sandbox: not engaged: ",
                                      absl::StrJoin(b.not_engaged, ", ")));
+    }
+    if (!unavailable.empty()) {
+      b.notes.push_back(absl::StrCat("not available to this host: ", absl::StrJoin(unavailable, "; ")));
     }
   } else if (s.diagnostic.empty() && start.has_value() && !start->ok()) {
     b.status.diagnostic = std::string(start->message());
@@ -97,6 +116,7 @@ BackendReport Examine(const Report& report, BackendInfo status, const std::optio
 Report Diagnose(const DoctorArgs& args) {
   Report r;
   r.features = ProbeKernelFeatures();
+  std::vector<std::string> degradable;  // missing, needed unless allow_degraded
   for (const NamedFeature& n : AllFeatures(r.features)) {
     if (n.feature->present) continue;
     if (n.need == FeatureNeed::kWhereAvailable) {
@@ -106,15 +126,28 @@ Report Diagnose(const DoctorArgs& args) {
       continue;
     }
     (n.need == FeatureNeed::kAlways ? r.missing_always : r.missing_degradable).push_back(n.label);
-    r.problems.push_back(absl::StrCat(n.label, " is missing: ", n.feature->detail));
+    (n.need == FeatureNeed::kAlways ? r.problems : degradable).push_back(
+        absl::StrCat(n.label, " is missing: ", n.feature->detail));
   }
+  // A missing part the degraded sandbox does without is a problem while
+  // any backend cannot start; where every one started without it (their
+  // manifests or CODECVISOR_ALLOW_DEGRADED_SANDBOX=1 allow it), a warning.
+  auto judge_degradable = [&r, &degradable](bool every_backend_started) {
+    for (std::string& d : degradable) {
+      (every_backend_started ? r.warnings : r.problems)
+          .push_back(every_backend_started ? absl::StrCat(d, "; every backend started without it, as allowed")
+                                           : std::move(d));
+    }
+  };
   std::vector<ManifestFailure> failures;
   absl::StatusOr<std::unique_ptr<Host>> host = CreateHost(args.backend_manifests, &failures);
   if (!host.ok()) {
     r.host_error = std::string(host.status().message());
     r.problems.push_back(absl::StrCat("cannot create the host: ", r.host_error));
+    judge_degradable(false);
     return r;
   }
+  bool every_backend_started = true;
   std::map<std::string, absl::Status> started;
   for (const BackendInfo& b : (*host)->Backends()) {
     started.emplace(b.name, ToAbsl((*host)->StartBackend(b.name, kBackendStartTimeout)));
@@ -127,11 +160,13 @@ Report Diagnose(const DoctorArgs& args) {
     if (it != started.end()) start = it->second;
     BackendReport b = Examine(r, std::move(s), start);
     if (b.status.state != "ready") {
+      every_backend_started = false;
       r.problems.push_back(absl::StrCat("backend '", b.status.name, "' is not ready (", b.status.state, "): ",
                                         b.status.diagnostic.empty() ? "no diagnostic" : b.status.diagnostic));
     }
     r.backends.push_back(std::move(b));
   }
+  judge_degradable(every_backend_started);
   for (std::string& warning : (*host)->warnings()) r.warnings.push_back(std::move(warning));
   return r;
 }
@@ -172,7 +207,10 @@ void PrintText(const Report& r) {
   }
   absl::StrAppend(&out, "\n");
   for (const std::string& warning : r.warnings) absl::StrAppend(&out, "warning: ", EscapeForTerminal(warning), "\n");
-  if (r.ok()) {
+  if (r.ok() && !r.missing_degradable.empty()) {
+    absl::StrAppend(&out, "ok: every backend started, in a DEGRADED sandbox (without ",
+                    absl::StrJoin(r.missing_degradable, ", "), ")\n");
+  } else if (r.ok()) {
     absl::StrAppend(&out, "ok: every mechanism the sandbox needs is present",
                     r.missing_where_available.empty()
                         ? std::string()
