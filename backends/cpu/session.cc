@@ -169,43 +169,49 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Open(int fd,
     if (!index.ok()) return index.status();
     session->index_ = *std::move(index);
     session->num_frames_ = session->index_->size();
-  } else {
-    if (fps.num <= 0) {
-      return absl::UnimplementedError(absl::StrCat(
-          "stream ", stream->index,
-          " has no frame rate in its header, which approximate mode needs; open it in exact mode"));
-    }
-    session->frame_rate_ = fps;
-    session->begin_pts_ = stream->start_time != AV_NOPTS_VALUE ? stream->start_time : 0;
-    session->frame_duration_ =
-        std::max<int64_t>(1, av_rescale_q(1, av_inv_q(fps), stream->time_base));
   }
   session->metadata_ =
       DescribeStream(*session->demuxer_, session->index_ ? &*session->index_ : nullptr);
   session->streams_ = DescribeStreams(session->demuxer_->format());
   session->header_begin_seconds_ = session->metadata_.begin_stream_seconds;
-  if (approximate) {
-    if (stream->nb_frames > 0) {
-      session->num_frames_ = std::min(stream->nb_frames, FrameIndex::kMaxFrames);
-    } else if (session->metadata_.duration_seconds > 0) {
-      // As torchcodec estimates it, rounded (StreamMetadata::num_frames()
-      // in the public API computes the same from the metadata).
-      session->count_estimated_ = true;
-      session->num_frames_ = std::clamp<int64_t>(
-          ClampToInt64(std::round(session->metadata_.duration_seconds * av_q2d(fps))), 0,
-          FrameIndex::kMaxFrames);
-    } else {
-      return absl::UnimplementedError(absl::StrCat(
-          "stream ", stream->index,
-          " has neither a frame count nor a duration in its header, which approximate mode "
-          "needs; open it in exact mode"));
-    }
+  if (!approximate) {
+    session->cursor_ = std::make_unique<FrameCursor>(session->demuxer_.get(), session->decoder_.get(),
+                                                     &*session->index_, /*at_start=*/false);
+  } else if (absl::Status s = session->StartNominalTimeline(); !s.ok()) {
+    return s;
   }
-  if (approximate && session->metadata_.duration_seconds <= 0) {
+  return session;
+}
+
+absl::Status CpuSession::StartNominalTimeline() {
+  const AVStream* stream = demuxer_->stream();
+  const AVRational fps = HeaderFrameRate(stream);
+  if (fps.num <= 0) {
+    return absl::UnimplementedError(absl::StrCat(
+        "stream ", stream->index,
+        " has no frame rate in its header, which approximate mode needs; open it in exact mode"));
+  }
+  frame_rate_ = fps;
+  begin_pts_ = stream->start_time != AV_NOPTS_VALUE ? stream->start_time : 0;
+  frame_duration_ = std::max<int64_t>(1, av_rescale_q(1, av_inv_q(fps), stream->time_base));
+  if (stream->nb_frames > 0) {
+    num_frames_ = std::min(stream->nb_frames, FrameIndex::kMaxFrames);
+  } else if (metadata_.duration_seconds > 0) {
+    // As torchcodec estimates it, rounded (StreamMetadata::num_frames()
+    // in the public API computes the same from the metadata).
+    count_estimated_ = true;
+    num_frames_ = std::clamp<int64_t>(ClampToInt64(std::round(metadata_.duration_seconds * av_q2d(fps))), 0,
+                                      FrameIndex::kMaxFrames);
+  } else {
+    return absl::UnimplementedError(absl::StrCat(
+        "stream ", stream->index,
+        " has neither a frame count nor a duration in its header, which approximate mode "
+        "needs; open it in exact mode"));
+  }
+  if (metadata_.duration_seconds <= 0) {
     // Only a frame count in the header: the nominal timeline gives the end.
-    cv_stream_metadata& m = session->metadata_;
-    m.duration_seconds = session->num_frames_ / av_q2d(fps);
-    m.end_stream_seconds = m.begin_stream_seconds + m.duration_seconds;
+    metadata_.duration_seconds = num_frames_ / av_q2d(fps);
+    metadata_.end_stream_seconds = metadata_.begin_stream_seconds + metadata_.duration_seconds;
   }
   // MPEG-4 Part 2 shows its first frame when the next I- or P-VOP is
   // sent, with that packet's dts: an AVI unpacked by mpeg4_unpack_bframes
@@ -213,40 +219,34 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Open(int fd,
   // do not cover. Read before the cursor, which holds the demuxer's state.
   // Only AVI: the containers whose packets have no presentation times.
   std::optional<int64_t> anchor;
-  if (approximate && stream->codecpar->video_delay > 0 && stream->codecpar->codec_id == AV_CODEC_ID_MPEG4 &&
-      std::string_view(session->demuxer_->format()->iformat->name) == "avi") {
-    absl::StatusOr<std::optional<int64_t>> read = NextAnchorDts(*session->demuxer_);
+  if (stream->codecpar->video_delay > 0 && stream->codecpar->codec_id == AV_CODEC_ID_MPEG4 &&
+      std::string_view(demuxer_->format()->iformat->name) == "avi") {
+    absl::StatusOr<std::optional<int64_t>> read = NextAnchorDts(*demuxer_);
     if (!read.ok()) return read.status();
     anchor = *read;
-    stream = session->demuxer_->stream();  // reopened: another AVStream
+    stream = demuxer_->stream();  // reopened: another AVStream
   }
-  session->cursor_ = std::make_unique<FrameCursor>(session->demuxer_.get(), session->decoder_.get(),
-                                                   session->index_ ? &*session->index_ : nullptr,
-                                                   /*at_start=*/approximate);
-  if (approximate && stream->codecpar->video_delay > 0) {
-    // A container without presentation times (AVI) starts the stream at
-    // its first decode time; with B-frames the decoder shows the first
-    // frame video_delay frames later, where the nominal timeline must
-    // start too.
-    const AVPacket* first = session->cursor_->PeekPacket();
-    if (first != nullptr && first->pts == AV_NOPTS_VALUE && first->dts != AV_NOPTS_VALUE &&
-        first->dts == session->begin_pts_) {
-      const int64_t delay_frames = std::min(stream->codecpar->video_delay, 16);
-      if (session->frame_duration_ <= std::numeric_limits<int64_t>::max() / 16) {
-        int64_t shift = delay_frames * session->frame_duration_;
-        if (anchor.has_value() && *anchor > first->dts && *anchor - first->dts <= 16 * session->frame_duration_) {
-          shift = *anchor - first->dts;
-        }
-        session->begin_pts_ = SaturatingAdd(session->begin_pts_, shift);
-        session->cursor_->set_display_delay(shift);
-        // The stream plays from there too (index_at_seconds counts from it).
-        const double seconds = Seconds(shift, stream->time_base);
-        session->metadata_.begin_stream_seconds += seconds;
-        session->metadata_.end_stream_seconds += seconds;
-      }
-    }
+  cursor_ = std::make_unique<FrameCursor>(demuxer_.get(), decoder_.get(), /*index=*/nullptr, /*at_start=*/true);
+  if (stream->codecpar->video_delay <= 0) return absl::OkStatus();
+  // A container without presentation times (AVI) starts the stream at its
+  // first decode time; with B-frames the decoder shows the first frame
+  // video_delay frames later, where the nominal timeline must start too.
+  const AVPacket* first = cursor_->PeekPacket();
+  if (first == nullptr || first->pts != AV_NOPTS_VALUE || first->dts == AV_NOPTS_VALUE || first->dts != begin_pts_ ||
+      frame_duration_ > std::numeric_limits<int64_t>::max() / 16) {
+    return absl::OkStatus();
   }
-  return session;
+  int64_t shift = std::min(stream->codecpar->video_delay, 16) * frame_duration_;
+  if (anchor.has_value() && *anchor > first->dts && *anchor - first->dts <= 16 * frame_duration_) {
+    shift = *anchor - first->dts;
+  }
+  begin_pts_ = SaturatingAdd(begin_pts_, shift);
+  cursor_->set_display_delay(shift);
+  // The stream plays from there too (index_at_seconds counts from it).
+  const double seconds = Seconds(shift, stream->time_base);
+  metadata_.begin_stream_seconds += seconds;
+  metadata_.end_stream_seconds += seconds;
+  return absl::OkStatus();
 }
 
 absl::Status CpuSession::CheckIndex(int64_t index) const {

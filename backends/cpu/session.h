@@ -138,6 +138,10 @@ class CpuSession {
   // stream's, so such a frame must go as RGB, in a new session.
   absl::Status CheckNativeHolds(const AVFrame& frame, int64_t index) const;
   CpuSession() = default;
+  // Approximate mode: frame i plays at the first pts + i frame durations
+  // of the header's rate, as many frames as the header counts (or its
+  // duration gives), from where the decoder shows the first one.
+  absl::Status StartNominalTimeline();
 
   absl::Status CheckIndex(int64_t index) const;
   // Approximate mode: the nominal pts of frame `index`.
