@@ -262,14 +262,18 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
                    manifest.name.c_str(), why.c_str());
     }
   }
-  if (!child.ok() && spawn.sandbox && allow_degraded) {
-    std::fprintf(stderr,
-                 "codecvisor: WARNING: backend '%s': no namespaces (%s); running with a DEGRADED sandbox as "
-                 "allowed by its manifest or the host\n",
-                 manifest.name.c_str(), std::string(child.status().message()).c_str());
+  if (!child.ok() && spawn.sandbox && allow_degraded && !absl::IsResourceExhausted(child.status())) {
+    const std::string why = std::string(child.status().message());
     spec.sandbox.namespaces = false;
     child = launcher->Launch(spec);
+    if (child.ok()) {
+      std::fprintf(stderr,
+                   "codecvisor: WARNING: backend '%s': no namespaces (%s); running with a DEGRADED sandbox as "
+                   "allowed by its manifest or the host\n",
+                   manifest.name.c_str(), why.c_str());
+    }
   }
+  if (!child.ok() && absl::IsResourceExhausted(child.status())) return HostShortage(Prefixed(child.status(), where));
   if (!child.ok()) {
     if (spawn.sandbox && !allow_degraded) {
       return Prefixed(absl::Status(child.status().code(),

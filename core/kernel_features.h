@@ -75,8 +75,9 @@ struct KernelFeatures {
   // Landlock: landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION).
   KernelFeature landlock;
   int landlock_abi = 0;  // 0: none
-  // pidfd_open, pidfd_send_signal (signal 0) and waitid(P_PIDFD), on a
-  // pidfd of the calling process.
+  // pidfd_open and pidfd_send_signal (signal 0) on a pidfd of the calling
+  // process, and waitid(P_PIDFD) where the kernel has it (Linux 5.4; on
+  // 5.3 children are reaped by pid, and the detail says so).
   KernelFeature pidfd;
   // memfd_create(MFD_ALLOW_SEALING) and the seals the channel adds
   // (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL), read back with F_GET_SEALS.
@@ -109,6 +110,11 @@ std::vector<NamedFeature> AllFeatures(const KernelFeatures& features);
 
 // Probes the running kernel (see the file comment).
 [[nodiscard]] KernelFeatures ProbeKernelFeatures();
+
+// Whether this process's user namespace maps `id` in /proc/self/`file`
+// (uid_map, gid_map); true where it cannot be read (the initial namespace
+// maps every id). Async-signal-safe but for the path it builds.
+bool UserNamespaceMapsId(const char* file, uint32_t id);
 
 // "EPERM (Operation not permitted)", or "errno 4242". Thread-safe.
 std::string ErrnoText(int err);

@@ -25,6 +25,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "core/kernel_features.h"
 
 namespace codecvisor {
 namespace {
@@ -135,7 +136,18 @@ constexpr int kIdsStep = -3;   // becoming nobody without a user namespace
   }
   // Every descriptor above the mapped ones (the moved copies, the error pipe,
   // anything the host had open) is closed by execve.
-  if (syscall(SYS_close_range, highest + 1, ~0U, CLOSE_RANGE_CLOEXEC) != 0) fail(errno);
+  if (syscall(SYS_close_range, highest + 1, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
+    // Before Linux 5.11 (close_range: 5.9; its CLOEXEC flag: 5.11), one
+    // descriptor at a time, up to the hard limit (a soft one may have been
+    // lowered below descriptors already open), at most fs.nr_open's default.
+    if (errno != ENOSYS && errno != EINVAL) fail(errno);
+    rlimit files{};
+    if (syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, nullptr, &files) != 0) fail(errno);
+    const rlim_t end = std::min<rlim_t>(std::max(files.rlim_cur, files.rlim_max), rlim_t{1} << 20);
+    for (rlim_t fd = static_cast<rlim_t>(highest) + 1; fd < end; ++fd) {
+      (void)fcntl(static_cast<int>(fd), F_SETFD, FD_CLOEXEC);  // EBADF where none is open
+    }
+  }
   for (const auto& [resource, limit] : spec.sandbox.rlimits) {
     // Set once the descriptors are in place: moving them takes numbers past
     // a small RLIMIT_NOFILE, which the moved copies may keep until execve
@@ -167,29 +179,6 @@ std::string KernelRelease() {
 bool WriteFileText(const std::string& path, const std::string& text) {
   ipc::UniqueFd fd(open(path.c_str(), O_WRONLY | O_CLOEXEC));
   return fd.valid() && write(fd.get(), text.data(), text.size()) == static_cast<ssize_t>(text.size());
-}
-
-// Whether this process's user namespace maps `id` in /proc/self/`file`
-// (uid_map, gid_map); true where it cannot be read (the initial namespace
-// maps every id).
-bool MapsId(const char* file, uint32_t id) {
-  const int fd = open(absl::StrCat("/proc/self/", file).c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return true;
-  char text[4096];
-  const ssize_t n = read(fd, text, sizeof(text) - 1);
-  close(fd);
-  if (n <= 0) return true;
-  text[n] = '\0';
-  const char* line = text;
-  for (;;) {
-    unsigned long long inside = 0, outside = 0, count = 0;
-    if (std::sscanf(line, "%llu %llu %llu", &inside, &outside, &count) == 3 && id >= inside && id - inside < count) {
-      return true;
-    }
-    line = std::strchr(line, '\n');
-    if (line == nullptr) return false;
-    ++line;
-  }
 }
 
 bool WriteProcFile(pid_t pid, const char* file, const std::string& text) {
@@ -300,8 +289,8 @@ absl::StatusOr<ChildProcess> LaunchOnThisThread(const LaunchSpec& spec) {
   const pid_t parent = getpid();
   // Read before clone: the child may not allocate.
   const bool become_outside_ids = spec.sandbox.unprivileged_without_namespaces && !spec.sandbox.namespaces &&
-                                  geteuid() == 0 && MapsId("uid_map", spec.sandbox.outside_uid) &&
-                                  MapsId("gid_map", spec.sandbox.outside_gid);
+                                  geteuid() == 0 && UserNamespaceMapsId("uid_map", spec.sandbox.outside_uid) &&
+                                  UserNamespaceMapsId("gid_map", spec.sandbox.outside_gid);
   const char* call = "clone3";
   long pid = syscall(SYS_clone3, &args, sizeof(args));
 #if defined(__x86_64__) || defined(__aarch64__)

@@ -10,11 +10,13 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <seccomp.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -176,19 +178,25 @@ TEST(DegradedSandboxTest, AContainersSeccompProfileWithoutClone3) {
       << "with it, a degraded sandbox" << (root ? ", as nobody" : "");
 }
 
-// In a forked child whose waitid answers EINVAL for P_PIDFD, as Linux 5.3
-// does (pidfds without waitid(P_PIDFD)): decodes through a backend that is
-// killed once and replaced, then destroys the host. Exits 0 if every
-// backend process was reaped (this process has no child left, not even a
-// zombie), 4 if one was not, 5 if the probe did not say how children are
-// reaped, 10 if the filter could not be loaded, 2 on any other failure.
+// In a forked child where what Linux 5.3 lacks is refused as it refuses
+// it (waitid answers EINVAL for P_PIDFD; close_range answers ENOSYS; the
+// other calls of later kernels the launcher does without are not used):
+// decodes through a backend that is killed once and replaced, then
+// destroys the host. Exits 0 if every backend process was reaped (this
+// process has no child left, not even a zombie), 4 if one was not, 5 if
+// the probe did not say how children are reaped, 6 if a descriptor of the
+// host's reached the backend, 10 if the filter could not be loaded, 2 on
+// any other failure.
 [[noreturn]] void DecodeOnLinux53(const std::string& video) {
   scmp_filter_ctx filter = seccomp_init(SCMP_ACT_ALLOW);
   if (filter == nullptr ||
-      seccomp_rule_add(filter, SCMP_ACT_ERRNO(EINVAL), SCMP_SYS(waitid), 1, SCMP_A0(SCMP_CMP_EQ, P_PIDFD, 0)) != 0 ||
-      seccomp_load(filter) != 0) {
+      seccomp_rule_add(filter, SCMP_ACT_ERRNO(EINVAL), SCMP_SYS(waitid), 1, SCMP_A0_32(SCMP_CMP_EQ, P_PIDFD, 0)) != 0 ||
+      seccomp_rule_add(filter, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(close_range), 0) != 0 || seccomp_load(filter) != 0) {
     _exit(10);
   }
+  // A descriptor the host left inheritable, high up: the child must close it.
+  const int marker = memfd_create("codecvisor-host-only", 0);
+  if (marker < 0 || dup2(marker, 200) != 200) _exit(2);
   const KernelFeatures features = ProbeKernelFeatures();
   if (!features.pidfd.present || features.pidfd.detail.find("reaped by pid") == std::string::npos) {
     std::fprintf(stderr, "pidfd probe: %s\n", features.pidfd.detail.c_str());
@@ -198,7 +206,15 @@ TEST(DegradedSandboxTest, AContainersSeccompProfileWithoutClone3) {
     auto [host, decoder] = OpenSynthetic(video);
     if (!decoder.ok() || !(*decoder)->GetFrameAt(1).ok()) _exit(2);
     for (const auto& b : host->Backends()) {
-      if (b.name == "synthetic" && b.pid > 0) kill(b.pid, SIGKILL);
+      if (b.name != "synthetic" || b.pid <= 0) continue;
+      for (const auto& entry : std::filesystem::directory_iterator("/proc/" + std::to_string(b.pid) + "/fd")) {
+        std::error_code error;
+        if (std::filesystem::read_symlink(entry.path(), error).string().find("codecvisor-host-only") !=
+            std::string::npos) {
+          _exit(6);
+        }
+      }
+      kill(b.pid, SIGKILL);
     }
     auto frame = (*decoder)->GetFrameAt(3);  // on its replacement
     if (!frame.ok() || frame->index() != 3) {
@@ -214,9 +230,10 @@ TEST(DegradedSandboxTest, AContainersSeccompProfileWithoutClone3) {
   _exit(0);
 }
 
-// Linux 5.3 has pidfds (and clone3) but not waitid(P_PIDFD): the launcher
-// waits for its children by pid there. It left a zombie per backend that
-// ended, and doctor called the kernel unfit while backends started.
+// Linux 5.3 has pidfds (and clone3) but not waitid(P_PIDFD), nor
+// close_range: the launcher waits for its children by pid there, and marks
+// descriptors close-on-exec one at a time. No backend started (close_range
+// failed), and one that ended was never reaped.
 TEST(DegradedSandboxTest, ALinux53KernelReapsEveryBackend) {
   const std::string video = WriteFile("clip.syn", "synthetic frames=10 width=8 height=4 fps=10");
   const int result = RunForked(nullptr, [&] { DecodeOnLinux53(video); });

@@ -208,7 +208,7 @@ check "doctor: cpu sandbox" grep -qE "^  sandbox: user\+pid\+net\+ipc\+mount nam
 check "doctor: verdict" grep -q '^ok: every mechanism' "$tmp/doctor.txt"
 check "doctor --json" run_cv 0 "$tmp/doctor.json" "$tmp/err" doctor --json
 json=$(cat "$tmp/doctor.json")
-for field in '{"schema_version":1,"ok":true' '"user_namespace":{"present":true' '"seccomp":{"present":true' \
+for field in '{"schema_version":1,"ok":true,"degraded":false' '"user_namespace":{"present":true' '"seccomp":{"present":true' \
     '"landlock":{"present":true' '"name":"cpu","devices":["cpu"],"state":"ready","pid":' '"problems":[]'; do
   check "doctor json has $field" contains "$json" "$field"
 done
@@ -226,18 +226,23 @@ without_user_namespaces() {
   unshare --user --map-root-user sh -c 'echo 0 >/proc/sys/user/max_user_namespaces && exec "$@"' sh "$cv_binary" "$@"
 }
 cv=without_user_namespaces
+check "a user namespace that forbids further ones can be made here" \
+  unshare --user --map-root-user sh -c 'echo 0 >/proc/sys/user/max_user_namespaces'
 check "doctor without user namespaces" run_cv 1 "$tmp/doctor.txt" "$tmp/err" doctor
 check "doctor: cpu cannot start" grep -q "^problem: backend 'cpu' is not ready" "$tmp/doctor.txt"
 check "doctor: that is a problem" grep -q "^problem: user namespace is missing: " "$tmp/doctor.txt"
 export CODECVISOR_ALLOW_DEGRADED_SANDBOX=1
 check "doctor, degraded allowed" run_cv 0 "$tmp/doctor.txt" "$tmp/err" doctor
-unset CODECVISOR_ALLOW_DEGRADED_SANDBOX
-check "doctor: one warning, for what it lacks" [ -z "$(grep 'no empty root' "$tmp/err")" ]
+check "doctor: one warning, for what it lacks" [ "$(grep -c "WARNING: backend 'cpu': no" "$tmp/err")" = 1 ]
+check "doctor: ... the namespaces" grep -q "WARNING: backend 'cpu': no namespaces" "$tmp/err"
 check "doctor: cpu started" grep -qE '^backend cpu \(cpu\): ready, pid [0-9]+$' "$tmp/doctor.txt"
 check "doctor: degraded" grep -q "^  note: running with a DEGRADED sandbox: not engaged: namespaces, empty root" "$tmp/doctor.txt"
 check "doctor: a warning" grep -q "^warning: user namespace is missing: .*; every backend started without it, as allowed" \
   "$tmp/doctor.txt"
 check "doctor: the verdict" grep -q "^ok: every backend started, in a DEGRADED sandbox (without user namespace" "$tmp/doctor.txt"
+check "doctor --json, degraded allowed" run_cv 0 "$tmp/doctor.json" "$tmp/err" doctor --json
+check "doctor json: ok, degraded" contains "$(cat "$tmp/doctor.json")" '"ok":true,"degraded":true'
+unset CODECVISOR_ALLOW_DEGRADED_SANDBOX
 cv=$cv_binary
 
 # AV1 in Matroska: no frame count in the header. libdav1d logs its version

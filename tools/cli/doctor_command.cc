@@ -49,6 +49,11 @@ struct Report {
   std::vector<std::string> problems;  // each makes the exit code 1
   std::vector<std::string> warnings;  // discovery's (a device claimed twice): shown, not failed for
   bool ok() const { return problems.empty(); }
+  // Some backend runs with less than the whole sandbox this host can give.
+  bool degraded() const {
+    return !missing_degradable.empty() ||
+           std::any_of(backends.begin(), backends.end(), [](const BackendReport& b) { return !b.not_engaged.empty(); });
+  }
 };
 
 const char* NeedName(FeatureNeed need, bool json) {
@@ -67,15 +72,22 @@ BackendReport Examine(const Report& report, BackendInfo status, const std::optio
   }
   if (s.state == "ready") {
     // What this host can never give a backend is not a degraded sandbox:
-    // a non-root host's backends keep its user outside their namespace, and
+    // a non-root host's backends keep its user outside their namespace (as
+    // do a root host's whose own namespace has no nobody to map), and
     // without cgroups (the feature table says why) rlimits bound them.
     std::vector<std::string> unavailable;
     for (const char* part : kSandboxParts) {
-      if (absl::StrContains(s.sandbox, part)) continue;
       const std::string_view p = part;
+      if (p == "seccomp" && absl::StrContains(s.sandbox, "seccomp (log only)")) {
+        b.not_engaged.push_back("seccomp (log only: CODECVISOR_SECCOMP=log)");
+        continue;
+      }
+      if (absl::StrContains(s.sandbox, part)) continue;
       if (p == "uid nobody" && geteuid() != 0) {
         unavailable.push_back(absl::StrCat("uid nobody (a host that is not root keeps its own uid, ", geteuid(),
                                            ", for its backends)"));
+      } else if (p == "uid nobody" && !(UserNamespaceMapsId("uid_map", 65534) && UserNamespaceMapsId("gid_map", 65534))) {
+        unavailable.push_back("uid nobody (the host's user namespace does not map uid and gid 65534)");
       } else if (p == "cgroup" && !report.features.cgroups.present) {
         unavailable.push_back("cgroup (memory and tasks bounded by rlimits)");
       } else {
@@ -207,9 +219,15 @@ void PrintText(const Report& r) {
   }
   absl::StrAppend(&out, "\n");
   for (const std::string& warning : r.warnings) absl::StrAppend(&out, "warning: ", EscapeForTerminal(warning), "\n");
-  if (r.ok() && !r.missing_degradable.empty()) {
-    absl::StrAppend(&out, "ok: every backend started, in a DEGRADED sandbox (without ",
-                    absl::StrJoin(r.missing_degradable, ", "), ")\n");
+  if (r.ok() && r.degraded()) {
+    std::vector<std::string> less;
+    if (!r.missing_degradable.empty()) less.push_back(absl::StrCat("without ", absl::StrJoin(r.missing_degradable, ", ")));
+    for (const BackendReport& b : r.backends) {
+      if (!b.not_engaged.empty()) {
+        less.push_back(absl::StrCat(EscapeForTerminal(b.status.name), ": not engaged: ", absl::StrJoin(b.not_engaged, ", ")));
+      }
+    }
+    absl::StrAppend(&out, "ok: every backend started, in a DEGRADED sandbox (", absl::StrJoin(less, "; "), ")\n");
   } else if (r.ok()) {
     absl::StrAppend(&out, "ok: every mechanism the sandbox needs is present",
                     r.missing_where_available.empty()
@@ -237,6 +255,7 @@ void PrintJson(const Report& r) {
   w.BeginObject();
   w.Key("schema_version").Int(kJsonSchemaVersion);
   w.Key("ok").Bool(r.ok());
+  w.Key("degraded").Bool(r.degraded());
   w.Key("kernel").String(r.features.kernel);
   w.Key("features").BeginObject();
   for (const NamedFeature& n : AllFeatures(r.features)) {
