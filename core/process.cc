@@ -19,6 +19,7 @@
 #include <functional>
 #include <future>
 #include <mutex>
+#include <string_view>
 #include <thread>
 #include <cerrno>
 #include <cstdio>
@@ -303,18 +304,37 @@ absl::StatusOr<ChildProcess> LaunchOnThisThread(const LaunchSpec& spec) {
     // fork.
     call = "clone";
     pid = syscall(SYS_clone, static_cast<unsigned long>(args.flags) | SIGCHLD, nullptr, &pidfd, nullptr, nullptr);
-    if (pid > 0 && pidfd < 0) {
-      // A kernel older than CLONE_PIDFD (5.2) ignores it: a child the host
-      // could neither signal nor reap through a pidfd. (It waits for the
-      // go byte; killed here, it is reaped at once.)
+    // A kernel older than CLONE_PIDFD (5.2) ignores it, and 5.2 gives a
+    // pidfd that cannot be polled (5.3, with pidfd_open): a child the host
+    // could not watch. (It waits for the go byte; killed here, it is
+    // reaped at once.)
+    bool watchable = pidfd >= 0;
+    if (pid > 0 && watchable) {
+      const long probe = syscall(SYS_pidfd_open, getpid(), 0);
+      if (probe >= 0) {
+        close(static_cast<int>(probe));
+      } else if (errno == ENOSYS) {
+        watchable = false;
+      }
+    }
+    if (pid > 0 && !watchable) {
       kill(static_cast<pid_t>(pid), SIGKILL);
       waitpid(static_cast<pid_t>(pid), nullptr, 0);
+      if (pidfd >= 0) close(pidfd);
       return absl::UnimplementedError(absl::StrCat(
-          "clone: this kernel (", KernelRelease(), ") ignores CLONE_PIDFD, and clone3 answers ENOSYS; the host "
-          "needs a pidfd for each backend process, which takes Linux 5.3 or newer (no sandbox setting helps)"));
+          "clone: this kernel (", KernelRelease(), ") gives no pidfd the host can watch, and clone3 answers ENOSYS; "
+          "the host needs one for each backend process, which takes Linux 5.3 or newer (no sandbox setting helps)"));
     }
   }
 #endif
+  if (pid < 0 && errno == ENOSYS) {
+    return absl::UnimplementedError(absl::StrCat(
+        call, ": ENOSYS: this kernel (", KernelRelease(), ") has no clone3 (Linux 5.3), or a seccomp profile refuses ",
+        std::string_view(call) == "clone3"
+            ? "it (Docker's and containerd's default do) on an architecture where the host does not fall back to clone"
+            : "both clone3 and clone with CLONE_PIDFD",
+        "; the host needs a pidfd for each backend process (no sandbox setting helps)"));
+  }
   if (pid < 0) {
     if (errno == EAGAIN) {
       return absl::ResourceExhaustedError(
