@@ -154,7 +154,11 @@ std::string DefaultBackendHistoryPath() {
   if (const char* state = std::getenv("XDG_STATE_HOME"); state != nullptr && state[0] == '/') {
     return absl::StrCat(state, kFile);
   }
-  if (const char* home = std::getenv("HOME"); home != nullptr && home[0] == '/') {
+  // The folders below a home are made as needed, never the home itself: a
+  // service account's (Debian's /nonexistent) keeps no history.
+  struct stat st;
+  if (const char* home = std::getenv("HOME");
+      home != nullptr && home[0] == '/' && stat(home, &st) == 0 && S_ISDIR(st.st_mode)) {
     return absl::StrCat(home, "/.local/state", kFile);
   }
   return "";

@@ -80,7 +80,8 @@ bool SameManifest(const BackendRecord& record, const std::string& manifest);
 std::string FormatBackendHistory(const BackendHistory& history);
 
 // $XDG_STATE_HOME/codecvisor/backends.toml, else
-// $HOME/.local/state/codecvisor/backends.toml; "" if neither is set.
+// $HOME/.local/state/codecvisor/backends.toml where $HOME is a folder; ""
+// if neither is set (or $HOME is missing, as a service account's is).
 std::string DefaultBackendHistoryPath();
 
 // The file's history; empty if it does not exist.

@@ -96,12 +96,16 @@ TEST(BackendHistoryTest, ABrokenFileIsAnErrorNamingIt) {
 }
 
 TEST(BackendHistoryTest, DefaultPathFollowsXdgThenHome) {
+  const std::string home = getenv("TEST_TMPDIR");
   setenv("XDG_STATE_HOME", "/xdg", 1);
-  setenv("HOME", "/home/u", 1);
+  setenv("HOME", home.c_str(), 1);
   EXPECT_EQ(DefaultBackendHistoryPath(), "/xdg/codecvisor/backends.toml");
   unsetenv("XDG_STATE_HOME");
-  EXPECT_EQ(DefaultBackendHistoryPath(), "/home/u/.local/state/codecvisor/backends.toml");
+  EXPECT_EQ(DefaultBackendHistoryPath(), home + "/.local/state/codecvisor/backends.toml");
   setenv("HOME", "relative", 1);
+  EXPECT_EQ(DefaultBackendHistoryPath(), "");
+  // A service account's home (Debian's /nonexistent) is not made: no history.
+  setenv("HOME", (home + "/nonexistent").c_str(), 1);
   EXPECT_EQ(DefaultBackendHistoryPath(), "");
 }
 
