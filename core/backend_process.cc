@@ -276,12 +276,8 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
   if (!child.ok() && absl::IsResourceExhausted(child.status())) return HostShortage(Prefixed(child.status(), where));
   if (!child.ok()) {
     if (spawn.sandbox && !allow_degraded) {
-      return Prefixed(absl::Status(child.status().code(),
-                                   absl::StrCat(child.status().message(),
-                                                "; the sandbox cannot be set up here (see `codecvisor doctor`); "
-                                                "set [sandbox] allow_degraded = true in its manifest, or CODECVISOR_ALLOW_DEGRADED_SANDBOX=1 in "
-                                                "the environment, to run with less of it")),
-                      where);
+      return Prefixed(
+          absl::Status(child.status().code(), absl::StrCat(child.status().message(), kDegradedSandboxAdvice)), where);
     }
     return Prefixed(child.status(), where);
   }

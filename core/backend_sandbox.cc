@@ -78,11 +78,7 @@ absl::StatusOr<std::unique_ptr<BackendCgroup>> MakeCgroup(const BackendManifest&
       BackendCgroup::Create(layout, manifest.name, memory, manifest.sandbox.threads);
   if (made.ok()) return made;
   if (!allow_degraded) {
-    return absl::FailedPreconditionError(absl::StrCat(made.status().message(),
-                                                      "; the sandbox cannot be set up here (see `codecvisor doctor`); "
-                                                      "set [sandbox] allow_degraded = true in its manifest, or "
-                                                      "CODECVISOR_ALLOW_DEGRADED_SANDBOX=1 in the environment, to run "
-                                                      "with less of it"));
+    return absl::FailedPreconditionError(absl::StrCat(made.status().message(), kDegradedSandboxAdvice));
   }
   std::fprintf(stderr,
                "codecvisor: WARNING: backend '%s': no cgroup (%s); its memory and tasks are bounded by rlimits "

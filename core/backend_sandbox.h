@@ -20,6 +20,12 @@
 
 namespace codecvisor {
 
+// Ends the error of a backend that cannot start in its whole sandbox where
+// the degraded one is not allowed.
+inline constexpr char kDegradedSandboxAdvice[] =
+    "; the sandbox cannot be set up here (see `codecvisor doctor`); set [sandbox] allow_degraded = true in its "
+    "manifest, or CODECVISOR_ALLOW_DEGRADED_SANDBOX=1 in the environment, to run with less of it";
+
 // What was engaged for one child, for `codecvisor doctor` and the tests.
 struct EngagedSandbox {
   bool namespaces = false;        // user, pid, net, ipc
