@@ -54,7 +54,9 @@ class VideoDecoder {
   // The frame on screen at `seconds`.
   Result<Frame> GetFramePlayedAt(double seconds);
   Result<std::vector<Frame>> GetFramesPlayedAt(std::span<const double> seconds);
-  // Every frame played in [start, stop).
+  // Every frame played in [start, stop). A stop past the stream's end
+  // gives the frames to the end (the Python package raises ValueError
+  // there, as torchcodec's Python layer does).
   Result<std::vector<Frame>> GetFramesPlayedInRange(double start, double stop);
   // (A Get* call whose frames come to more than half the memory this
   // process may use, the machine's or its cgroup's limit, stops there with
