@@ -118,6 +118,11 @@ class GlobalCache {
     return cache_->bytes();
   }
 
+  size_t limit_bytes() {
+    MutexLock lock(&mu_);
+    return cache_->limits().bytes;
+  }
+
   // Gives back every kept mapping; the limit stays.
   void Drop() {
     std::vector<BatchMemoryCache::Mapping> release;
@@ -215,6 +220,8 @@ void BatchMemory::Populate(size_t offset, size_t bytes) {
 void BatchMemory::SetCacheLimitBytes(size_t bytes) { GlobalCache::Get().SetLimitBytes(bytes); }
 
 size_t BatchMemory::CachedBytes() { return GlobalCache::Get().bytes(); }
+
+size_t BatchMemory::CacheLimitBytes() { return GlobalCache::Get().limit_bytes(); }
 
 BatchMemory::~BatchMemory() {
   if (data_ != nullptr) GlobalCache::Get().Give({data_, size_});

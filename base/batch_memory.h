@@ -69,9 +69,13 @@ class BatchMemory {
   // left as it was.
   void Grow(size_t bytes);
 
-  // Sets the cache's byte limit, giving back what no longer fits (0: keep
-  // nothing). For tests; the environment sets it otherwise.
+  // Sets the cache's byte limit, giving back what it holds (0: keep
+  // nothing from now on). The environment sets it otherwise; a process
+  // whose memory something other than the kernel watches (a Dask worker's
+  // nanny) sets it to suit.
   static void SetCacheLimitBytes(size_t bytes);
+  // The cache's byte limit.
+  static size_t CacheLimitBytes();
   // The bytes the cache holds now.
   static size_t CachedBytes();
 

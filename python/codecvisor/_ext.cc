@@ -56,6 +56,13 @@ PYBIND11_MODULE(_codecvisor, m) {
       pybind11::arg("address"), pybind11::arg("bytes"),
       "Makes the writable pages of [address, address + bytes) of this process present in one call; False where "
       "the kernel cannot (they then fault in when first written).");
+  m.def("batch_cache_limit_bytes", &codecvisor::BatchMemory::CacheLimitBytes,
+        "The most bytes of freed batch memory this process keeps for its next batches.");
+  m.def(
+      "set_batch_cache_limit_bytes",
+      [](size_t bytes) { codecvisor::python::WithoutGil([&] { codecvisor::BatchMemory::SetCacheLimitBytes(bytes); }); },
+      pybind11::arg("bytes"),
+      "Sets that limit, giving back what the cache holds (0: keep nothing).");
   m.def("usable_memory_bytes", &codecvisor::UsableMemoryBytes,
         "The memory this process may use: the machine's physical memory, or the memory limit of its cgroup or "
         "one above it (a container's) where lower; 0 if the system says neither.");

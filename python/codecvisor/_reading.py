@@ -6,20 +6,21 @@ import dataclasses
 import os
 from typing import Any, Callable
 
-from ._errors import CodecvisorError, NoSuchDeviceError
+from ._errors import CodecvisorError, NoSuchDeviceError, VideoError
 from .decoders import VideoDecoder
 
 ON_ERROR = ("skip", "raise")
 
-# What a bad file or backend raises: missing or unreadable (OSError),
-# corrupt, cut short or not decodable by the backend (VideoError,
-# MissingFrameError, UnsupportedVideoError),
-# a poison or hung request, a quarantined backend
-# (BackendError), no video stream (NoSuchStreamError). Anything else (a
-# job's own bug, a sampler argument the video cannot satisfy, a device no
-# backend serves: NoSuchDeviceError, which every file would meet) is always
-# raised.
-SKIPPABLE = (CodecvisorError, OSError)
+# What a bad file or backend raises: missing or unreadable when opened
+# (OSError; an empty in-memory video is a VideoError, as an empty file
+# is), corrupt, cut short or not decodable by the backend (VideoError,
+# MissingFrameError, UnsupportedVideoError), a poison or hung request, a
+# quarantined backend (BackendError), no video stream (NoSuchStreamError).
+# Anything else (a job's own bug or its own OSError, a sampler argument the
+# video cannot satisfy, a device no backend serves: NoSuchDeviceError,
+# which every file would meet) is always raised, noting the source.
+SKIPPABLE_AT_OPEN = (CodecvisorError, OSError)
+SKIPPABLE_IN_JOB = (CodecvisorError,)
 NEVER_SKIPPED = (NoSuchDeviceError,)
 
 
@@ -45,12 +46,38 @@ def describe(source) -> str:
     return f"<{len(source)} bytes>" if hasattr(source, "__len__") else type(source).__name__
 
 
+def _empty_buffer(source) -> bool:
+    if isinstance(source, (str, os.PathLike)):
+        return False
+    try:
+        return len(source) == 0
+    except TypeError:  # a file object, a 0-d tensor
+        return False
+
+
 def read(index: int, source, job: Callable[[VideoDecoder], Any], on_error: str, decoder_options: dict):
     """job(decoder) for `source`, or a Skipped record (on_error="skip")."""
-    try:
-        with VideoDecoder(source, **decoder_options) as decoder:
-            return job(decoder)
-    except SKIPPABLE as e:
+
+    def skip_or_raise(e: BaseException):
         if on_error == "raise" or isinstance(e, NEVER_SKIPPED):
-            raise
+            raise e
         return Skipped(index, describe(source), type(e).__name__, str(e))
+
+    try:
+        try:
+            if _empty_buffer(source):
+                raise VideoError(f"{describe(source)}: no bytes to decode")
+            decoder = VideoDecoder(source, **decoder_options)
+        except SKIPPABLE_AT_OPEN as e:
+            return skip_or_raise(e)
+        with decoder:
+            try:
+                return job(decoder)
+            except SKIPPABLE_IN_JOB as e:
+                return skip_or_raise(e)
+    except Exception as e:
+        # A job over thousands of videos: say which one (Dask's report
+        # names only the task).
+        if hasattr(e, "add_note"):
+            e.add_note(f"codecvisor: while reading source {index}: {describe(source)}")
+        raise

@@ -30,6 +30,12 @@ loses its tasks and Dask runs them again elsewhere, so results stay
 complete; a job that kills every worker it runs on fails after the
 scheduler's ``allowed-failures``.
 
+Memory. A worker's memory limit is watched by its nanny, which pauses a
+worker whose process holds more than 80% of it. The package keeps freed
+frame batches for the next ones (an eighth of the machine's memory at
+most); in a worker with a memory limit, codecvisor's tasks keep at most a
+sixteenth of that limit, unless ``CODECVISOR_BATCH_CACHE_MIB`` sets it.
+
 Results are what ``job`` returns (numpy arrays, or anything picklable), or
 with ``output_dir`` (a folder every worker can write) each result is saved
 there as ``NNNNNN.npz`` (its index in ``sources``; an array as ``result``,
@@ -45,7 +51,7 @@ import dask.bag
 import distributed
 import numpy as np
 
-from . import _host, _reading, _tensor, backends
+from . import _codecvisor, _host, _reading, _tensor, backends
 from ._frame import Frame, FrameBatch
 from ._errors import CodecvisorError
 from ._reading import Skipped
@@ -136,7 +142,31 @@ def _save(result: Any, path: str) -> str:
     return path
 
 
+_cache_fitted_in = None  # the pid whose batch cache was fitted to its worker
+
+
+def _fit_batch_cache_to_worker() -> None:
+    """In a Dask worker with a memory limit, keep at most a sixteenth of it
+    in the batch cache: the nanny pauses a worker above 80% of its limit
+    by the process's resident memory, which the cache's kept pages count
+    in, and a paused worker runs no task that would give them back."""
+    global _cache_fitted_in
+    if _cache_fitted_in == os.getpid():
+        return
+    _cache_fitted_in = os.getpid()
+    if os.environ.get("CODECVISOR_BATCH_CACHE_MIB") is not None:
+        return
+    try:
+        worker = distributed.get_worker()
+    except ValueError:  # not in a worker: the threaded or synchronous scheduler
+        return
+    limit = getattr(getattr(worker, "memory_manager", None), "memory_limit", None) or 0
+    if limit > 0 and limit // 16 < _codecvisor.batch_cache_limit_bytes():
+        _codecvisor.set_batch_cache_limit_bytes(limit // 16)
+
+
 def _run(item, job, on_error: str, decoder_options: dict, output_dir: Optional[str]):
+    _fit_batch_cache_to_worker()
     index, source = item
     result = _reading.read(index, source, job, on_error, decoder_options)
     if output_dir is None or isinstance(result, Skipped):

@@ -217,3 +217,42 @@ def test_the_readmes_dask_snippet(client, video):
     namespace["client"].close()
     expected = namespace["mean_color"](VideoDecoder(video))
     check_equal(namespace["means"], [expected] * 4)
+
+
+def save_to_a_missing_folder(decoder):
+    np.save("/nonexistent-folder/out.npy", decoder[0].numpy())
+
+
+def cache_limit():
+    return codecvisor._codecvisor.batch_cache_limit_bytes()
+
+
+def test_what_is_skipped_and_what_is_raised(tmp_path):
+    paths = videos(tmp_path)[:2]
+    # An empty in-memory video is a bad video, as an empty file is: skipped
+    # (it stopped the job with a ValueError).
+    results = video_bag(stats, [paths[0], b""], decoder_options=OPTIONS).compute(scheduler="sync")
+    assert results[0][0] == 10
+    assert results[1] == Skipped(1, "<0 bytes>", "VideoError", "<0 bytes>: no bytes to decode")
+    with pytest.raises(codecvisor.VideoError) as raised:
+        video_bag(stats, [b""], decoder_options=OPTIONS, on_error="raise").compute(scheduler="sync")
+    assert "codecvisor: while reading source 0: <0 bytes>" in raised.value.__notes__
+    # The job's own OSError is the job's: raised, naming the source (every
+    # video was Skipped as if unreadable).
+    with pytest.raises(FileNotFoundError) as raised:
+        video_bag(save_to_a_missing_folder, paths, decoder_options=OPTIONS).compute(scheduler="sync")
+    assert raised.value.__notes__ == [f"codecvisor: while reading source 0: {paths[0]}"]
+
+
+def test_a_workers_batch_cache_is_fitted_to_its_memory_limit(client, tmp_path):
+    # The nanny pauses a worker above 80% of its limit by resident memory,
+    # which the cache's kept pages count in: a worker whose cache took an
+    # eighth of the machine's memory (2 GiB at most) paused for good.
+    map_videos(stats, videos(tmp_path)[:4], client=client, decoder_options=OPTIONS, files_per_partition=1)
+    limits = {address: w["memory_limit"] for address, w in client.scheduler_info()["workers"].items()}
+    default = codecvisor._codecvisor.batch_cache_limit_bytes()  # this process's, not a worker's
+    fitted = client.run(cache_limit)
+    assert set(fitted) == set(limits)
+    for address, limit in limits.items():
+        assert fitted[address] == min(limit // 16, default), (address, limit)
+        assert limit // 16 < default, "the case needs a worker limit below 16 times the cache's"
