@@ -172,6 +172,17 @@ absl::StatusOr<BackendHistory> ReadBackendHistory(const std::string& path) {
 }
 
 absl::Status UpdateBackendHistory(const std::string& path, absl::FunctionRef<void(BackendHistory*)> change) {
+  // The folders below the home are made as needed, never the home itself
+  // (XDG_STATE_HOME under a service account's /nonexistent, or a home
+  // removed since).
+  if (const char* home = std::getenv("HOME"); home != nullptr && home[0] == '/') {
+    std::string h = home;
+    while (h.size() > 1 && h.back() == '/') h.pop_back();
+    struct stat st;
+    if (absl::StartsWith(path, absl::StrCat(h, "/")) && (stat(h.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))) {
+      return absl::NotFoundError(absl::StrCat(h, ": the home folder does not exist; no history is kept"));
+    }
+  }
   if (absl::Status s = MakeFolders(Folder(path)); !s.ok()) return s;
   const std::string lock_path = path + ".lock";
   ipc::UniqueFd lock(open(lock_path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -107,6 +108,14 @@ TEST(BackendHistoryTest, DefaultPathFollowsXdgThenHome) {
   // A service account's home (Debian's /nonexistent) is not made: no history.
   setenv("HOME", (home + "/nonexistent").c_str(), 1);
   EXPECT_EQ(DefaultBackendHistoryPath(), "");
+}
+
+TEST(BackendHistoryTest, AMissingHomeIsNeverMade) {
+  const std::string home = std::string(getenv("TEST_TMPDIR")) + "/gone-home";
+  setenv("HOME", home.c_str(), 1);
+  const absl::Status s = UpdateBackendHistory(home + "/.local/state/codecvisor/backends.toml", [](BackendHistory*) {});
+  EXPECT_TRUE(absl::IsNotFound(s)) << s;
+  EXPECT_FALSE(std::filesystem::exists(home)) << "the home was made";
 }
 
 TEST(BackendHistoryTest, ConcurrentWritersLoseNothing) {

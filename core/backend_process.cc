@@ -246,7 +246,7 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
   if (!child.ok() && absl::IsResourceExhausted(child.status())) return HostShortage(Prefixed(child.status(), where));
   // A kernel without what every backend needs (a pidfd): no weaker sandbox
   // would start, and none is worth advising.
-  if (!child.ok() && absl::IsUnimplemented(child.status())) return Prefixed(child.status(), where);
+  if (!child.ok() && IsKernelTooOld(child.status())) return Prefixed(child.status(), where);
   if (!child.ok() && spawn.sandbox && allow_degraded && !spec.sandbox.empty_root.steps.empty()) {
     // A kernel that gives user namespaces but no mounts in them (some
     // hardened configurations): the host's filesystem, Landlock-checked.

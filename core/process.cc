@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "core/kernel_features.h"
 
@@ -172,6 +173,14 @@ constexpr int kIdsStep = -3;   // becoming nobody without a user namespace
   _exit(127);
 }
 
+constexpr char kKernelTooOldPayload[] = "codecvisor/launch/kernel-too-old";
+
+absl::Status KernelTooOld(std::string message) {
+  absl::Status status = absl::FailedPreconditionError(message);
+  status.SetPayload(kKernelTooOldPayload, absl::Cord("1"));
+  return status;
+}
+
 std::string KernelRelease() {
   utsname u{};
   return uname(&u) == 0 ? absl::StrCat("Linux ", u.release) : std::string("Linux, release unknown");
@@ -305,30 +314,27 @@ absl::StatusOr<ChildProcess> LaunchOnThisThread(const LaunchSpec& spec) {
     call = "clone";
     pid = syscall(SYS_clone, static_cast<unsigned long>(args.flags) | SIGCHLD, nullptr, &pidfd, nullptr, nullptr);
     // A kernel older than CLONE_PIDFD (5.2) ignores it, and 5.2 gives a
-    // pidfd that cannot be polled (5.3, with pidfd_open): a child the host
-    // could not watch. (It waits for the go byte; killed here, it is
-    // reaped at once.)
+    // pidfd that cannot be polled (5.3): poll answers it with the default
+    // mask, POLLOUT included, which a pollable pidfd never reports. A child
+    // the host could not watch. (It waits for the go byte; killed here, it
+    // is reaped at once.)
     bool watchable = pidfd >= 0;
     if (pid > 0 && watchable) {
-      const long probe = syscall(SYS_pidfd_open, getpid(), 0);
-      if (probe >= 0) {
-        close(static_cast<int>(probe));
-      } else if (errno == ENOSYS) {
-        watchable = false;
-      }
+      pollfd p{pidfd, POLLOUT, 0};
+      watchable = poll(&p, 1, 0) == 0;
     }
     if (pid > 0 && !watchable) {
       kill(static_cast<pid_t>(pid), SIGKILL);
       waitpid(static_cast<pid_t>(pid), nullptr, 0);
       if (pidfd >= 0) close(pidfd);
-      return absl::UnimplementedError(absl::StrCat(
-          "clone: this kernel (", KernelRelease(), ") gives no pidfd the host can watch, and clone3 answers ENOSYS; "
+      return KernelTooOld(absl::StrCat(
+          "clone: this kernel (", KernelRelease(), ") gives no pidfd the host can watch, and clone3 is refused; "
           "the host needs one for each backend process, which takes Linux 5.3 or newer (no sandbox setting helps)"));
     }
   }
 #endif
   if (pid < 0 && errno == ENOSYS) {
-    return absl::UnimplementedError(absl::StrCat(
+    return KernelTooOld(absl::StrCat(
         call, ": ENOSYS: this kernel (", KernelRelease(), ") has no clone3 (Linux 5.3), or a seccomp profile refuses ",
         std::string_view(call) == "clone3"
             ? "it (Docker's and containerd's default do) on an architecture where the host does not fall back to clone"
@@ -424,6 +430,8 @@ absl::StatusOr<ChildProcess> LaunchOnThisThread(const LaunchSpec& spec) {
   }
   return child;
 }
+
+bool IsKernelTooOld(const absl::Status& status) { return status.GetPayload(kKernelTooOldPayload).has_value(); }
 
 void SystemProcessLauncher::Signal(const ChildProcess& child, int signal) {
   syscall(SYS_pidfd_send_signal, child.pidfd.get(), signal, nullptr, 0);

@@ -81,12 +81,16 @@ struct ExitStatus {
   std::string ToString() const;
 };
 
+// Whether a Launch failure is a kernel without what every child needs
+// (kFailedPrecondition, with a payload that says so).
+bool IsKernelTooOld(const absl::Status& status);
+
 class ProcessLauncher {
  public:
   virtual ~ProcessLauncher() = default;
   // Starts `spec`. Fails if the executable cannot be started at all (the
   // child's execve error is reported, not a bare exit code);
-  // kUnimplemented where the kernel lacks what every child needs (a
+  // IsKernelTooOld() where the kernel lacks what every child needs (a
   // pidfd), so that no weaker sandbox is worth trying.
   [[nodiscard]] virtual absl::StatusOr<ChildProcess> Launch(const LaunchSpec& spec) = 0;
   // Sends `signal` through the pidfd (never to a reused pid).

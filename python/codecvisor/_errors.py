@@ -43,6 +43,13 @@ class UnsupportedVideoError(VideoError, ValueError):
     ``on_error="skip"`` skips such a file as it skips a corrupt one."""
 
 
+class EmptyVideoError(VideoError, ValueError):
+    """An in-memory video (bytes, a tensor, a file object read to its end)
+    with no bytes at all. A ``ValueError``, as an argument no decoder can
+    use; a ``VideoError``, so a batch job's ``on_error="skip"`` skips it as
+    it skips an empty file."""
+
+
 class MissingFrameError(VideoError, IndexError):
     """A frame the video's own count says it has (an index below ``len()``,
     or a time inside the stream's range) that its stream does not hold: a

@@ -6,14 +6,13 @@ import dataclasses
 import os
 from typing import Any, Callable
 
-from ._errors import CodecvisorError, NoSuchDeviceError, VideoError
+from ._errors import CodecvisorError, NoSuchDeviceError
 from .decoders import VideoDecoder
 
 ON_ERROR = ("skip", "raise")
 
 # What a bad file or backend raises: missing or unreadable when opened
-# (OSError; an empty in-memory video is a VideoError, as an empty file
-# is), corrupt, cut short or not decodable by the backend (VideoError,
+# (OSError), empty (EmptyVideoError for in-memory bytes), corrupt, cut short or not decodable by the backend (VideoError,
 # MissingFrameError, UnsupportedVideoError), a poison or hung request, a
 # quarantined backend (BackendError), no video stream (NoSuchStreamError).
 # Anything else (a job's own bug or its own OSError, a sampler argument the
@@ -46,15 +45,6 @@ def describe(source) -> str:
     return f"<{len(source)} bytes>" if hasattr(source, "__len__") else type(source).__name__
 
 
-def _empty_buffer(source) -> bool:
-    if isinstance(source, (str, os.PathLike)):
-        return False
-    try:
-        return len(source) == 0
-    except TypeError:  # a file object, a 0-d tensor
-        return False
-
-
 def read(index: int, source, job: Callable[[VideoDecoder], Any], on_error: str, decoder_options: dict):
     """job(decoder) for `source`, or a Skipped record (on_error="skip")."""
 
@@ -65,8 +55,6 @@ def read(index: int, source, job: Callable[[VideoDecoder], Any], on_error: str, 
 
     try:
         try:
-            if _empty_buffer(source):
-                raise VideoError(f"{describe(source)}: no bytes to decode")
             decoder = VideoDecoder(source, **decoder_options)
         except SKIPPABLE_AT_OPEN as e:
             return skip_or_raise(e)
@@ -76,8 +64,12 @@ def read(index: int, source, job: Callable[[VideoDecoder], Any], on_error: str, 
             except SKIPPABLE_IN_JOB as e:
                 return skip_or_raise(e)
     except Exception as e:
-        # A job over thousands of videos: say which one (Dask's report
-        # names only the task).
-        if hasattr(e, "add_note"):
-            e.add_note(f"codecvisor: while reading source {index}: {describe(source)}")
+        note_source(e, index, source)
         raise
+
+
+def note_source(e: BaseException, index: int, source) -> None:
+    """Notes on `e` which source it came from: a job over thousands of
+    videos fails naming one (Dask's report names only the task)."""
+    if hasattr(e, "add_note"):  # Python 3.11
+        e.add_note(f"codecvisor: while reading source {index}: {describe(source)}")

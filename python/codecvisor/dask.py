@@ -30,11 +30,12 @@ loses its tasks and Dask runs them again elsewhere, so results stay
 complete; a job that kills every worker it runs on fails after the
 scheduler's ``allowed-failures``.
 
-Memory. A worker's memory limit is watched by its nanny, which pauses a
-worker whose process holds more than 80% of it. The package keeps freed
-frame batches for the next ones (an eighth of the machine's memory at
-most); in a worker with a memory limit, codecvisor's tasks keep at most a
-sixteenth of that limit, unless ``CODECVISOR_BATCH_CACHE_MIB`` sets it.
+Memory. A worker with a memory limit pauses itself while its process
+holds more than 80% of it. The package keeps freed frame batches for the
+next ones (an eighth of the memory the process may use, 2 GiB at most); in
+a worker with a memory limit, codecvisor's tasks keep at most a sixteenth
+of that limit, unless ``CODECVISOR_BATCH_CACHE_MIB`` sets it (a batch
+larger than that is not kept).
 
 Results are what ``job`` returns (numpy arrays, or anything picklable), or
 with ``output_dir`` (a folder every worker can write) each result is saved
@@ -147,19 +148,19 @@ _cache_fitted_in = None  # the pid whose batch cache was fitted to its worker
 
 def _fit_batch_cache_to_worker() -> None:
     """In a Dask worker with a memory limit, keep at most a sixteenth of it
-    in the batch cache: the nanny pauses a worker above 80% of its limit
-    by the process's resident memory, which the cache's kept pages count
-    in, and a paused worker runs no task that would give them back."""
+    in the batch cache: a worker pauses itself above 80% of its limit by
+    the process's resident memory, which the cache's kept pages count in,
+    and a paused worker runs no task that would give them back. (Workers
+    that are threads of one process share its cache: the first one's limit
+    sets it.)"""
     global _cache_fitted_in
-    if _cache_fitted_in == os.getpid():
-        return
-    _cache_fitted_in = os.getpid()
-    if os.environ.get("CODECVISOR_BATCH_CACHE_MIB") is not None:
+    if _cache_fitted_in == os.getpid() or os.environ.get("CODECVISOR_BATCH_CACHE_MIB") is not None:
         return
     try:
         worker = distributed.get_worker()
     except ValueError:  # not in a worker: the threaded or synchronous scheduler
         return
+    _cache_fitted_in = os.getpid()
     limit = getattr(getattr(worker, "memory_manager", None), "memory_limit", None) or 0
     if limit > 0 and limit // 16 < _codecvisor.batch_cache_limit_bytes():
         _codecvisor.set_batch_cache_limit_bytes(limit // 16)
@@ -171,7 +172,11 @@ def _run(item, job, on_error: str, decoder_options: dict, output_dir: Optional[s
     result = _reading.read(index, source, job, on_error, decoder_options)
     if output_dir is None or isinstance(result, Skipped):
         return result
-    return _save(result, os.path.join(output_dir, f"{index:06d}.npz"))
+    try:
+        return _save(result, os.path.join(output_dir, f"{index:06d}.npz"))
+    except Exception as e:
+        _reading.note_source(e, index, source)
+        raise
 
 
 def video_bag(job: Callable[[VideoDecoder], Any], sources: Sequence[Any], *, decoder_options: Optional[dict] = None,

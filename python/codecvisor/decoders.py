@@ -135,6 +135,8 @@ class VideoDecoder:
             _check_timeout(name, seconds)
         self._kind, self._source = _read_source(source)
         self._label = os.fspath(source) if self._kind == "path" else f"<{len(self._source)} bytes>"
+        if self._kind == "bytes" and not self._source:
+            raise _errors.EmptyVideoError(f"{self._label}: no bytes to decode", "INVALID_ARGUMENT")
         self._options = dict(device="" if device is None else str(device),
                              stream_index=-1 if stream_index is None else stream_index,
                              planar=dimension_order == "NCHW", threads=num_ffmpeg_threads,

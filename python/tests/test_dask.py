@@ -5,6 +5,7 @@ and when one video is poison; each worker keeps its warm backend across
 tasks."""
 
 import functools
+import io
 import logging
 import os
 import signal
@@ -233,10 +234,11 @@ def test_what_is_skipped_and_what_is_raised(tmp_path):
     # (it stopped the job with a ValueError).
     results = video_bag(stats, [paths[0], b""], decoder_options=OPTIONS).compute(scheduler="sync")
     assert results[0][0] == 10
-    assert results[1] == Skipped(1, "<0 bytes>", "VideoError", "<0 bytes>: no bytes to decode")
+    assert results[1] == Skipped(1, "<0 bytes>", "EmptyVideoError", "<0 bytes>: no bytes to decode")
     with pytest.raises(codecvisor.VideoError) as raised:
-        video_bag(stats, [b""], decoder_options=OPTIONS, on_error="raise").compute(scheduler="sync")
-    assert "codecvisor: while reading source 0: <0 bytes>" in raised.value.__notes__
+        video_bag(stats, [io.BytesIO()], decoder_options=OPTIONS, on_error="raise").compute(scheduler="sync")
+    assert isinstance(raised.value, ValueError), "as VideoDecoder(b'') raised"
+    assert raised.value.__notes__ == ["codecvisor: while reading source 0: BytesIO"]
     # The job's own OSError is the job's: raised, naming the source (every
     # video was Skipped as if unreadable).
     with pytest.raises(FileNotFoundError) as raised:
@@ -244,15 +246,15 @@ def test_what_is_skipped_and_what_is_raised(tmp_path):
     assert raised.value.__notes__ == [f"codecvisor: while reading source 0: {paths[0]}"]
 
 
-def test_a_workers_batch_cache_is_fitted_to_its_memory_limit(client, tmp_path):
-    # The nanny pauses a worker above 80% of its limit by resident memory,
+def test_a_workers_batch_cache_is_fitted_to_its_memory_limit(tmp_path):
+    # A worker pauses itself above 80% of its limit by resident memory,
     # which the cache's kept pages count in: a worker whose cache took an
     # eighth of the machine's memory (2 GiB at most) paused for good.
-    map_videos(stats, videos(tmp_path)[:4], client=client, decoder_options=OPTIONS, files_per_partition=1)
-    limits = {address: w["memory_limit"] for address, w in client.scheduler_info()["workers"].items()}
     default = codecvisor._codecvisor.batch_cache_limit_bytes()  # this process's, not a worker's
-    fitted = client.run(cache_limit)
-    assert set(fitted) == set(limits)
-    for address, limit in limits.items():
-        assert fitted[address] == min(limit // 16, default), (address, limit)
-        assert limit // 16 < default, "the case needs a worker limit below 16 times the cache's"
+    limit = 1 << 30
+    assert limit // 16 < default, "the case needs a worker limit below 16 times the cache's"
+    with LocalCluster(n_workers=1, processes=True, threads_per_worker=1, host="127.0.0.1", memory_limit=limit,
+                      dashboard_address=None, silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
+        assert list(client.run(cache_limit).values()) == [default], "before any task, the default"
+        map_videos(stats, videos(tmp_path)[:2], client=client, decoder_options=OPTIONS)
+        assert list(client.run(cache_limit).values()) == [limit // 16]

@@ -100,7 +100,8 @@ class Host {
   // The history file `codecvisor backends` shows:
   // $XDG_STATE_HOME/codecvisor/backends.toml, else
   // $HOME/.local/state/codecvisor/backends.toml; empty when neither
-  // variable holds an absolute path.
+  // variable holds an absolute path, or the home folder does not exist (no
+  // history is kept; the home itself is never made).
   static std::string DefaultHistoryFile();
   Host(const Host&) = delete;
   Host& operator=(const Host&) = delete;
