@@ -12,9 +12,10 @@ from .decoders import VideoDecoder
 ON_ERROR = ("skip", "raise")
 
 # What a bad file or backend raises: missing or unreadable when opened
-# (OSError), empty (EmptyVideoError for in-memory bytes), corrupt, cut short or not decodable by the backend (VideoError,
-# MissingFrameError, UnsupportedVideoError), a poison or hung request, a
-# quarantined backend (BackendError), no video stream (NoSuchStreamError).
+# (OSError), empty (EmptyVideoError for in-memory bytes), corrupt, cut
+# short or not decodable by the backend (VideoError, MissingFrameError,
+# UnsupportedVideoError), a poison or hung request, a quarantined backend
+# (BackendError), no video stream (NoSuchStreamError).
 # Anything else (a job's own bug or its own OSError, a sampler argument the
 # video cannot satisfy, a device no backend serves: NoSuchDeviceError,
 # which every file would meet) is always raised, noting the source.
