@@ -321,7 +321,7 @@ absl::StatusOr<ChildProcess> LaunchOnThisThread(const LaunchSpec& spec) {
     bool watchable = pidfd >= 0;
     if (pid > 0 && watchable) {
       pollfd p{pidfd, POLLOUT, 0};
-      watchable = poll(&p, 1, 0) == 0;
+      watchable = !(poll(&p, 1, 0) == 1 && (p.revents & POLLOUT) != 0);  // POLLIN, POLLHUP: it ended
     }
     if (pid > 0 && !watchable) {
       kill(static_cast<pid_t>(pid), SIGKILL);
