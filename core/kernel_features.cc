@@ -19,8 +19,6 @@
 #include <unistd.h>
 
 #include <cstdint>
-#include <cstdio>
-#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -385,24 +383,10 @@ void ProbeMemfd(KernelFeatures* f) {
 
 }  // namespace
 
-bool UserNamespaceMapsId(const char* file, uint32_t id) {
-  const int fd = open(absl::StrCat("/proc/self/", file).c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return true;
-  char text[4096];
-  const ssize_t n = read(fd, text, sizeof(text) - 1);
-  close(fd);
-  if (n <= 0) return true;
-  text[n] = '\0';
-  const char* line = text;
-  for (;;) {
-    unsigned long long inside = 0, outside = 0, count = 0;
-    if (std::sscanf(line, "%llu %llu %llu", &inside, &outside, &count) == 3 && id >= inside && id - inside < count) {
-      return true;
-    }
-    line = std::strchr(line, '\n');
-    if (line == nullptr) return false;
-    ++line;
-  }
+std::string KernelName() {
+  utsname u{};
+  return uname(&u) == 0 ? absl::StrCat(u.sysname, " ", u.release, " ", u.machine)
+                        : absl::StrCat("unknown (uname: ", ErrnoText(errno), ")");
 }
 
 std::string ErrnoText(int err) {
@@ -431,9 +415,7 @@ std::vector<NamedFeature> AllFeatures(const KernelFeatures& f) {
 
 KernelFeatures ProbeKernelFeatures() {
   KernelFeatures f;
-  utsname u{};
-  f.kernel = uname(&u) == 0 ? absl::StrCat(u.sysname, " ", u.release, " ", u.machine)
-                            : absl::StrCat("unknown (uname: ", ErrnoText(errno), ")");
+  f.kernel = KernelName();
   const ChildResult child = RunProbeChild();
   f.clone3.present = child.clone3;
   f.clone3.detail = child.clone3_detail;

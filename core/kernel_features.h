@@ -57,7 +57,7 @@ enum class FeatureNeed {
 };
 
 struct KernelFeatures {
-  std::string kernel;  // "Linux 6.1.0-13-amd64 x86_64" (uname)
+  std::string kernel;  // KernelName()
 
   // New namespaces, each tried with unshare() in the probe child: the user
   // namespace first, the others inside it (as the launcher creates them
@@ -111,10 +111,8 @@ std::vector<NamedFeature> AllFeatures(const KernelFeatures& features);
 // Probes the running kernel (see the file comment).
 [[nodiscard]] KernelFeatures ProbeKernelFeatures();
 
-// Whether this process's user namespace maps `id` in /proc/self/`file`
-// (uid_map, gid_map); true where it cannot be read (the initial namespace
-// maps every id). Async-signal-safe but for the path it builds.
-bool UserNamespaceMapsId(const char* file, uint32_t id);
+// "Linux 6.1.0-13-amd64 x86_64" (uname), or why it is unknown.
+std::string KernelName();
 
 // "EPERM (Operation not permitted)", or "errno 4242". Thread-safe.
 std::string ErrnoText(int err);

@@ -1,15 +1,11 @@
 #include "core/process.h"
 
 #include <fcntl.h>
-#include <linux/close_range.h>
 #include <linux/sched.h>
 #include <poll.h>
 #include <signal.h>
 #include <grp.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/syscall.h>
-#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,150 +24,17 @@
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "core/kernel_features.h"
+#include "core/process_child.h"
+#include "core/user_namespace_ids.h"
 
 namespace codecvisor {
 namespace {
 
-// What a child that failed before exec reports up the error pipe: the
-// errno, and which part of its set-up failed.
-struct ChildError {
-  int err;
-  int step;  // an index into the empty-root plan, or one of these:
-};
-constexpr int kNoStep = -1;    // the rest of the set-up, or execve
-constexpr int kRootStep = -2;  // the mounts around the empty-root plan's steps
-constexpr int kIdsStep = -3;   // becoming nobody without a user namespace
-
-// Between clone and execve only async-signal-safe calls are allowed: the
-// host may have other threads holding locks (minijail's rule). On any
-// failure, the errno goes up the pipe and the child _exits.
-[[noreturn]] void ChildAfterClone(const LaunchSpec& spec, char* const* argv, char* const* envp,
-                                  int error_pipe, int error_pipe_reader, int go_pipe, pid_t parent,
-                                  bool become_outside_ids) {
-  // The host's end of the error pipe, inherited: only the host may hold it,
-  // so that its death shows as POLLERR on ours (below).
-  close(error_pipe_reader);
-  auto fail = [&](int err, int step = kNoStep) {
-    const ChildError report{err, step};
-    (void)!write(error_pipe, &report, sizeof(report));
-    _exit(127);
-  };
-  // A change of credentials clears the parent-death signal (prctl(2)): set
-  // it again, or a child the host leaves behind (a host killed while its
-  // backend is stopped) lives on. If the host died in between, the read end
-  // of the error pipe, which it holds until we exec, is closed.
-  auto rearm_parent_death = [&] {
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail(errno);
-    pollfd host_alive{error_pipe, POLLOUT, 0};
-    if (poll(&host_alive, 1, 0) == 1 && (host_alive.revents & POLLERR) != 0) _exit(127);
-  };
-  // A session of its own: no controlling terminal, so no TIOCSTI into the
-  // user's shell, and no signals from the terminal's keyboard.
-  if (setsid() < 0) fail(errno);
-  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail(errno);
-  if (getppid() != parent && !spec.sandbox.namespaces) _exit(127);  // the host died before prctl took effect
-  if (!spec.sandbox.oom_score_adj.empty()) {
-    // Best effort (no /proc, say): a child that cannot raise it runs on.
-    if (const int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC); fd >= 0) {
-      (void)!write(fd, spec.sandbox.oom_score_adj.data(), spec.sandbox.oom_score_adj.size());
-      close(fd);
-    }
-  }
-  // Wait until the host has written our id maps and moved us into our
-  // cgroup; then become the mapped root, dropping the host's supplementary
-  // groups.
-  char go = 0;
-  if (spec.sandbox.namespaces || !spec.sandbox.cgroup_procs.empty()) {
-    ssize_t got;
-    while ((got = read(go_pipe, &go, 1)) < 0 && errno == EINTR) {
-    }
-    if (got != 1) fail(got < 0 ? errno : EPIPE);  // the host gave up on us
-  }
-  // Raw syscalls: glibc's wrappers would try to change the credentials of
-  // every thread it remembers from the parent, which do not exist here.
-  if (become_outside_ids) {
-    // No user namespace (a degraded sandbox) and a root host: the plugin
-    // must not run as root with root's capabilities. Nobody's ids, no
-    // supplementary groups; all capabilities go with uid 0.
-    const gid_t gid = spec.sandbox.outside_gid;
-    const uid_t uid = spec.sandbox.outside_uid;
-    if (syscall(SYS_setgroups, 0, nullptr) != 0) fail(errno, kIdsStep);
-    if (syscall(SYS_setresgid, gid, gid, gid) != 0) fail(errno, kIdsStep);
-    if (syscall(SYS_setresuid, uid, uid, uid) != 0) fail(errno, kIdsStep);
-    rearm_parent_death();
-  }
-  if (spec.sandbox.namespaces) {
-    if (go == 'n' && syscall(SYS_setgroups, 0, nullptr) != 0) fail(errno);
-    if (syscall(SYS_setresgid, 0, 0, 0) != 0) fail(errno);
-    if (syscall(SYS_setresuid, 0, 0, 0) != 0) fail(errno);
-    rearm_parent_death();  // for a root host, root to nobody is a change
-    if (!spec.sandbox.empty_root.steps.empty()) {
-      int step = kNoStep;
-      if (const int err = ApplyEmptyRoot(spec.sandbox.empty_root, &step); err != 0) fail(err, step < 0 ? kRootStep : step);
-    }
-  }
-  if (spec.sandbox.no_new_privs && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail(errno);
-  // Move every source above every target first, so that a dup2 never
-  // overwrites a source still to be moved. The copies take the lowest
-  // numbers past the targets: a host under a small RLIMIT_NOFILE (ulimit
-  // -n 64) has no higher ones to give.
-  int moved[16];
-  const size_t n = std::min<size_t>(spec.fds.size(), 16);
-  int highest = 2;
-  for (size_t i = 0; i < n; ++i) highest = std::max(highest, spec.fds[i].second);
-  // The error pipe too (a host whose stdio is closed gets low numbers):
-  // a dup2 onto it would close it, and the host would take a failed exec
-  // for a started child.
-  if (error_pipe <= highest) {
-    const int above = fcntl(error_pipe, F_DUPFD_CLOEXEC, highest + 1);
-    if (above < 0) fail(errno);
-    error_pipe = above;
-  }
-  for (size_t i = 0; i < n; ++i) {
-    moved[i] = fcntl(spec.fds[i].first, F_DUPFD_CLOEXEC, highest + 1);
-    if (moved[i] < 0) fail(errno);
-  }
-  const int exec_fd = spec.exec_fd >= 0 ? fcntl(spec.exec_fd, F_DUPFD_CLOEXEC, highest + 1) : -1;
-  if (spec.exec_fd >= 0 && exec_fd < 0) fail(errno);
-  for (size_t i = 0; i < n; ++i) {
-    if (dup2(moved[i], spec.fds[i].second) < 0) fail(errno);  // dup2 clears CLOEXEC
-  }
-  // Every descriptor above the mapped ones (the moved copies, the error pipe,
-  // anything the host had open) is closed by execve.
-  if (syscall(SYS_close_range, highest + 1, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
-    // Before Linux 5.11 (close_range: 5.9; its CLOEXEC flag: 5.11), one
-    // descriptor at a time, up to the hard limit (a soft one may have been
-    // lowered below descriptors already open), at most fs.nr_open's default.
-    if (errno != ENOSYS && errno != EINVAL) fail(errno);
-    rlimit files{};
-    if (syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, nullptr, &files) != 0) fail(errno);
-    const rlim_t end = std::min<rlim_t>(std::max(files.rlim_cur, files.rlim_max), rlim_t{1} << 20);
-    for (rlim_t fd = static_cast<rlim_t>(highest) + 1; fd < end; ++fd) {
-      (void)fcntl(static_cast<int>(fd), F_SETFD, FD_CLOEXEC);  // EBADF where none is open
-    }
-  }
-  for (const auto& [resource, limit] : spec.sandbox.rlimits) {
-    // Set once the descriptors are in place: moving them takes numbers past
-    // a small RLIMIT_NOFILE, which the moved copies may keep until execve
-    // closes them. A lower limit the host runs under (a cluster's `ulimit -v`) is kept:
-    // the child could not raise it (EPERM), and it bounds the backend
-    // more tightly anyway.
-    rlimit current{};
-    rlim_t value = static_cast<rlim_t>(limit);
-    if (syscall(SYS_prlimit64, 0, resource, nullptr, &current) == 0 && current.rlim_max < value) {
-      value = current.rlim_max;
-    }
-    rlimit r{value, value};
-    if (syscall(SYS_prlimit64, 0, resource, &r, nullptr) != 0) fail(errno);
-  }
-  if (exec_fd >= 0) {
-    syscall(SYS_execveat, exec_fd, "", argv, envp, AT_EMPTY_PATH);
-  } else {
-    execve(spec.path.c_str(), argv, envp);
-  }
-  fail(errno);
-  _exit(127);
-}
+using process_internal::ChildAfterClone;
+using process_internal::ChildError;
+using process_internal::kIdsStep;
+using process_internal::kNoStep;
+using process_internal::kRootStep;
 
 constexpr char kKernelTooOldPayload[] = "codecvisor/launch/kernel-too-old";
 
@@ -179,11 +42,6 @@ absl::Status KernelTooOld(std::string message) {
   absl::Status status = absl::FailedPreconditionError(message);
   status.SetPayload(kKernelTooOldPayload, absl::Cord("1"));
   return status;
-}
-
-std::string KernelRelease() {
-  utsname u{};
-  return uname(&u) == 0 ? absl::StrCat("Linux ", u.release) : std::string("Linux, release unknown");
 }
 
 bool WriteFileText(const std::string& path, const std::string& text) {
@@ -328,14 +186,14 @@ absl::StatusOr<ChildProcess> LaunchOnThisThread(const LaunchSpec& spec) {
       waitpid(static_cast<pid_t>(pid), nullptr, 0);
       if (pidfd >= 0) close(pidfd);
       return KernelTooOld(absl::StrCat(
-          "clone: this kernel (", KernelRelease(), ") gives no pidfd the host can watch, and clone3 is refused; "
+          "clone: this kernel (", KernelName(), ") gives no pidfd the host can watch, and clone3 is refused; "
           "the host needs one for each backend process, which takes Linux 5.3 or newer (no sandbox setting helps)"));
     }
   }
 #endif
   if (pid < 0 && errno == ENOSYS) {
     return KernelTooOld(absl::StrCat(
-        call, ": ENOSYS: this kernel (", KernelRelease(), ") has no clone3 (Linux 5.3), or a seccomp profile refuses ",
+        call, ": ENOSYS: this kernel (", KernelName(), ") has no clone3 (Linux 5.3), or a seccomp profile refuses ",
         std::string_view(call) == "clone3"
             ? "it (Docker's and containerd's default do) on an architecture where the host does not fall back to clone"
             : "both clone3 and clone with CLONE_PIDFD",

@@ -20,6 +20,7 @@
 #include "core/backend_output.h"
 #include "core/kernel_features.h"
 #include "core/manifest.h"
+#include "core/user_namespace_ids.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/host_setup.h"
 #include "tools/cli/json.h"

@@ -1,0 +1,34 @@
+// File: core/process_child.h
+//
+// The launcher's child between clone and execve (core/process.cc): it
+// applies the host's part of the sandbox and execs, or reports up the
+// error pipe why it could not. Internal to //core:process.
+
+#ifndef CODECVISOR_CORE_PROCESS_CHILD_H_
+#define CODECVISOR_CORE_PROCESS_CHILD_H_
+
+#include <sys/types.h>
+
+#include "core/process.h"
+
+namespace codecvisor::process_internal {
+
+// What a child that failed before exec reports up the error pipe: the
+// errno, and which part of its set-up failed.
+struct ChildError {
+  int err;
+  int step;  // an index into the empty-root plan, or one of these:
+};
+constexpr int kNoStep = -1;    // the rest of the set-up, or execve
+constexpr int kRootStep = -2;  // the mounts around the empty-root plan's steps
+constexpr int kIdsStep = -3;   // becoming nobody without a user namespace
+
+// Between clone and execve only async-signal-safe calls are allowed: the
+// host may have other threads holding locks (minijail's rule). On any
+// failure, the errno goes up the pipe and the child _exits.
+[[noreturn]] void ChildAfterClone(const LaunchSpec& spec, char* const* argv, char* const* envp, int error_pipe,
+                                  int error_pipe_reader, int go_pipe, pid_t parent, bool become_outside_ids);
+
+}  // namespace codecvisor::process_internal
+
+#endif  // CODECVISOR_CORE_PROCESS_CHILD_H_
