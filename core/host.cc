@@ -14,6 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/standard_descriptors.h"
 #include "core/backend_history.h"
 #include "core/system_supervisor_env.h"
 
@@ -61,6 +62,8 @@ Host::Host(HostOptions options, InstallLayout layout)
       env_(std::make_shared<SystemSupervisorEnv>(layout_, std::make_shared<SystemProcessLauncher>())) {}
 
 absl::StatusOr<std::unique_ptr<Host>> Host::Create(HostOptions options) {
+  // Before the host opens anything: none of its descriptors may be 0-2.
+  FillClosedStandardDescriptors();
   InstallLayout layout;
   if (options.layout.has_value()) {
     layout = *options.layout;

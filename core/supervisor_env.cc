@@ -2,9 +2,15 @@
 
 #include <sys/resource.h>
 
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <vector>
+
 #include "absl/strings/cord.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace codecvisor {
 namespace {
@@ -14,20 +20,48 @@ constexpr char kUsersThreadShortageUrl[] = "codecvisor/users-thread-shortage";
 
 }  // namespace
 
-absl::Status HostShortage(const absl::Status& cause) {
-  // EAGAIN from clone3 or pthread_create: the user's processes and threads
-  // (RLIMIT_NPROC); otherwise descriptors, the usual shortage.
-  const bool threads = absl::StrContains(cause.message(), "Resource temporarily unavailable");
-  rlimit r{};
-  std::string limit;
-  if (threads && getrlimit(RLIMIT_NPROC, &r) == 0) {
-    limit = absl::StrCat(" (this process's user may run ", r.rlim_cur, " processes and threads: `ulimit -u`)");
-  } else if (!threads && getrlimit(RLIMIT_NOFILE, &r) == 0) {
-    limit = absl::StrCat(" (this process may hold ", r.rlim_cur, " descriptors: `ulimit -n`)");
+ProcessLimits CurrentProcessLimits() {
+  auto current = [](int resource) -> uint64_t {
+    rlimit r{};
+    return getrlimit(resource, &r) == 0 ? r.rlim_cur : RLIM_INFINITY;
+  };
+  return {current(RLIMIT_NPROC), current(RLIMIT_NOFILE), current(RLIMIT_AS), current(RLIMIT_DATA)};
+}
+
+std::string WhoseLimit(absl::string_view cause, const ProcessLimits& limits) {
+  // Memory limits, where set: "its address space to 200 MiB (`ulimit -v`)".
+  std::vector<std::string> memory;
+  if (limits.address_space != RLIM_INFINITY) {
+    memory.push_back(absl::StrCat("its address space to ", limits.address_space >> 20, " MiB (`ulimit -v`)"));
   }
-  absl::Status status = absl::ResourceExhaustedError(
-      absl::StrCat("this process is short of what another decoder needs: ", cause.message(),
-                   "; close a decoder, or raise the process's limits", limit));
+  if (limits.data != RLIM_INFINITY) {
+    memory.push_back(absl::StrCat("its data to ", limits.data >> 20, " MiB (`ulimit -d`)"));
+  }
+  const std::string memory_text = absl::StrJoin(memory, " and ");
+  if (absl::StrContains(cause, std::strerror(EAGAIN))) {
+    std::string text =
+        limits.processes == RLIM_INFINITY
+            ? " (the machine's processes and threads: kernel.threads-max, kernel.pid_max"
+            : absl::StrCat(" (this process's user may run ", limits.processes, " processes and threads: `ulimit -u`");
+    if (!memory.empty())
+      absl::StrAppend(&text, "; a thread's stack also needs room: this process limits ", memory_text);
+    return text + ")";
+  }
+  if (absl::StrContains(cause, std::strerror(ENOMEM))) {
+    return memory.empty() ? "" : absl::StrCat(" (this process limits ", memory_text, ")");
+  }
+  // Before EMFILE's text, which it begins with.
+  if (absl::StrContains(cause, std::strerror(ENFILE))) return " (the machine's open files: fs.file-max)";
+  if (absl::StrContains(cause, std::strerror(EMFILE))) {
+    return absl::StrCat(" (this process may hold ", limits.descriptors, " descriptors: `ulimit -n`)");
+  }
+  return "";
+}
+
+absl::Status HostShortage(const absl::Status& cause) {
+  absl::Status status = absl::ResourceExhaustedError(absl::StrCat(
+      "this process is short of what another decoder needs: ", cause.message(),
+      "; close a decoder, or raise the process's limits", WhoseLimit(cause.message(), CurrentProcessLimits())));
   status.SetPayload(kHostShortageUrl, absl::Cord());
   return status;
 }

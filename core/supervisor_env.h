@@ -46,6 +46,23 @@ struct SpawnOptions {
   bool allow_degraded = false;
 };
 
+// The limits of this process that a shortage of its own may be: each
+// RLIM_INFINITY where there is none.
+struct ProcessLimits {
+  uint64_t processes;      // RLIMIT_NPROC, for the user's processes and threads
+  uint64_t descriptors;    // RLIMIT_NOFILE
+  uint64_t address_space;  // RLIMIT_AS, bytes
+  uint64_t data;           // RLIMIT_DATA, bytes
+};
+ProcessLimits CurrentProcessLimits();
+// Which of `limits` a failure whose message is `cause` ran into, as the
+// advice HostShortage appends: " (this process may hold 64 descriptors:
+// `ulimit -n`)"; empty where the error names no limit of the process's.
+// EAGAIN from clone3 or pthread_create: the user's processes and threads,
+// or, for a thread, room for its stack under an address-space or data
+// limit; ENOMEM: those two limits, where set; EMFILE: descriptors.
+std::string WhoseLimit(absl::string_view cause, const ProcessLimits& limits);
+
 // The host itself short of what a session needs (a descriptor, memory for
 // its shared region): `cause`, kResourceExhausted, marked so that no one
 // blames or replaces the backend for it; the message says whose limit it is.

@@ -137,9 +137,7 @@ absl::StatusOr<Region> Region::Create(const Geometry& geometry) {
   const Layout layout = Layout::For(geometry);
   UniqueFd fd(memfd_create("codecvisor-channel", MFD_CLOEXEC | MFD_ALLOW_SEALING));
   if (!fd.valid()) return ErrnoStatus("memfd_create(codecvisor-channel)");
-  if (RetryEintr([&] { return ftruncate(fd.get(), static_cast<off_t>(layout.total)); }) != 0) {
-    return ErrnoStatus(absl::StrCat("ftruncate(channel memfd, ", layout.total, ")"));
-  }
+  if (absl::Status s = SetMemfdSize(fd.get(), layout.total, "the channel's memfd"); !s.ok()) return s;
   // SECURITY: without these seals the backend could shrink the memfd and make
   // the host's next access to the arena raise SIGBUS.
   if (fcntl(fd.get(), F_ADD_SEALS, kSeals) != 0) return ErrnoStatus("fcntl(F_ADD_SEALS)");

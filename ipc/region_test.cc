@@ -1,14 +1,15 @@
 #include "ipc/region.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
 #include <string>
-
-#include <gtest/gtest.h>
 
 namespace codecvisor::ipc {
 namespace {
@@ -98,6 +99,32 @@ TEST(RegionTest, MemfdIsSealedAgainstResizing) {
   ASSERT_TRUE(host.ok());
   EXPECT_NE(ftruncate(host->fd(), 4096), 0) << "a backend could SIGBUS the host";
   EXPECT_NE(ftruncate(host->fd(), host->layout().total * 2), 0);
+}
+
+// Under a file-size limit (`ulimit -f`) the region's memfd counts against
+// it: growing it past the limit would raise SIGXFSZ, whose default kills
+// the host without a word. In a child, whose SIGXFSZ is the default.
+TEST(RegionTest, AFileSizeLimitBelowTheRegionIsAnErrorNamingItNotSigxfsz) {
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    signal(SIGXFSZ, SIG_DFL);
+    const rlimit limit{1 << 20, 1 << 20};
+    if (setrlimit(RLIMIT_FSIZE, &limit) != 0) _exit(10);
+    // Below the limit: made as usual.
+    if (!Region::Create({4096, 8192, 1, Geometry::SlotBytesFor(100'000)}).ok()) _exit(11);
+    auto big = Region::Create({4096, 8192, 4, Geometry::SlotBytesFor(1'000'000)});
+    if (big.ok()) _exit(12);
+    if (!absl::IsResourceExhausted(big.status())) _exit(13);
+    const std::string message(big.status().message());
+    if (message.find("`ulimit -f`") == std::string::npos || message.find("1048576") == std::string::npos) _exit(14);
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_FALSE(WIFSIGNALED(status)) << "killed by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "10: setrlimit, 11: a small region refused, 12: the large one made, "
+                                       "13: not kResourceExhausted, 14: the message names no limit";
 }
 
 TEST(RegionTest, RejectsBadGeometry) {

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -46,12 +47,35 @@ absl::Status ErrnoStatus(absl::string_view what, int err) {
   }
 }
 
+namespace {
+
+absl::Status OverFileSizeLimit(absl::string_view what, uint64_t bytes, uint64_t limit) {
+  return absl::ResourceExhaustedError(
+      absl::StrCat(what, ": ", bytes, " bytes of shared memory, above this process's file-size limit of ", limit,
+                   " bytes (`ulimit -f`), which memfds count against: raise or remove the limit"));
+}
+
+}  // namespace
+
+absl::Status SetMemfdSize(int fd, uint64_t bytes, absl::string_view what) {
+  rlimit limit{};
+  const bool limited = getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY;
+  if (limited && bytes > limit.rlim_cur) return OverFileSizeLimit(what, bytes, limit.rlim_cur);
+  if (RetryEintr([&] { return ftruncate(fd, static_cast<off_t>(bytes)); }) != 0) {
+    const int err = errno;
+    // Lowered by another thread since the check (SIGXFSZ then ignored).
+    if (err == EFBIG && getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
+      return OverFileSizeLimit(what, bytes, limit.rlim_cur);
+    }
+    return ErrnoStatus(absl::StrCat("ftruncate(", what, ", ", bytes, ")"), err);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<UniqueFd> SealedMemfd(const char* name, absl::string_view bytes, absl::string_view what) {
   UniqueFd fd(memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING));
   if (!fd.valid()) return ErrnoStatus(absl::StrCat("memfd_create(", name, ")"));
-  if (ftruncate(fd.get(), static_cast<off_t>(bytes.size())) != 0) {
-    return ErrnoStatus(absl::StrCat("ftruncate(", bytes.size(), " bytes) for ", what));
-  }
+  if (absl::Status s = SetMemfdSize(fd.get(), bytes.size(), absl::StrCat("the memfd of ", what)); !s.ok()) return s;
   for (size_t done = 0; done < bytes.size();) {
     const ssize_t n = pwrite(fd.get(), bytes.data() + done, bytes.size() - done, static_cast<off_t>(done));
     if (n < 0 && errno == EINTR) continue;

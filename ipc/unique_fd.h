@@ -48,6 +48,13 @@ class UniqueFd {
 // An error Status for a failed syscall: "`what`: strerror(errno)".
 absl::Status ErrnoStatus(absl::string_view what, int err = errno);
 
+// Sets the size of memfd `fd` to `bytes` (ftruncate). A memfd counts
+// against the file-size limit (RLIMIT_FSIZE, `ulimit -f`) as any file does,
+// and growing one past it raises SIGXFSZ, which kills a process that has not
+// ignored it: a size above the limit is refused here, before the call, with
+// kResourceExhausted naming the limit. Errors name `what`.
+absl::Status SetMemfdSize(int fd, uint64_t bytes, absl::string_view what);
+
 // A memfd named `name` holding `bytes`, sealed (no write, shrink or grow,
 // no further seals): whoever it is passed to reads exactly these bytes.
 // Errors name `what` (ErrnoStatus's codes: kResourceExhausted when out of

@@ -3,6 +3,9 @@
 // Host, zero copy until detached, calls that overlap on one decoder, and a
 // child forked with the parent's objects.
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -190,6 +193,55 @@ TEST_F(ApiHostTest, ADecoderOutlivingItsHostFailsAsUnavailable) {
   host_.reset();
   auto f = d->GetFrameAt(1);
   EXPECT_EQ(f.status().code(), StatusCode::kUnavailable) << f.status().ToString();
+}
+
+// A host started with stdin, stdout and stderr closed (a daemon, `2>&-`):
+// its first descriptors would take 0-2, and a write to stderr anywhere in
+// the process (the host's warnings, a backend's relayed output, the user's
+// logging) went into one of them: the backend read its control socket's
+// garbage as a forged message and was restarted. The host fills them with
+// /dev/null before it opens anything.
+TEST_F(ApiHostTest, AHostStartedWithStdioClosedKeepsItsDescriptorsOffThem) {
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    int code = 0;
+    {
+      host_.reset();
+      close(0);
+      close(1);
+      close(2);
+      HostOptions options;
+      options.backend_path = {testing::Runfile("backends/testing")};
+      auto host = Host::Create(options);
+      if (!host.ok()) _exit(1);
+      auto d = (*host)->OpenDecoder(clip_, DecoderOptions{.device = "synthetic"});
+      if (!d.ok()) _exit(2);
+      for (int fd = 0; fd <= 2; ++fd) {
+        struct stat st {};
+        if (fstat(fd, &st) != 0 || !S_ISCHR(st.st_mode) || major(st.st_rdev) != 1 || minor(st.st_rdev) != 3) {
+          code |= 4;
+        }
+        // What any stderr or stdout writer in the process might send.
+        constexpr char kNoise[] = "\x01\x02noise written to a standard stream\n";
+        (void)!write(fd, kNoise, sizeof(kNoise));
+      }
+      for (int64_t i : {0, 7, 39, 3}) {
+        auto f = (*d)->GetFrameAt(i);
+        if (!f.ok() || f->index() != i) code |= 8;
+      }
+      if ((*d)->retries() != 0) code |= 16;
+      for (const BackendInfo& b : (*host)->Backends()) {
+        if (b.name == "synthetic" && b.restarts != 0) code |= 32;
+      }
+    }
+    _exit(code);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "child status " << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: Host::Create, 2: open, 4: 0-2 not /dev/null, 8: a frame, 16: retried, "
+                                       "32: the backend restarted";
 }
 
 }  // namespace

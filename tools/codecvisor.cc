@@ -5,12 +5,14 @@
 // stderr. The benchmarks are a binary of their own
 // (tools/bench/bench_main.cc), so nothing here decodes in process.
 
+#include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <map>
 #include <string>
 
 #include "CLI/CLI.hpp"
+#include "base/standard_descriptors.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/frame_writers.h"
 #include "tools/cli/host_setup.h"
@@ -91,6 +93,11 @@ void AddOpenFlags(CLI::App* command, cli::OpenArgs* args, std::string* seek_mode
 
 int main(int argc, char** argv) {
   using namespace codecvisor;
+  // Started with stdio closed: nothing of ours may take numbers 0-2.
+  FillClosedStandardDescriptors();
+  // Under a file-size limit (`ulimit -f`), a write past it fails with EFBIG
+  // and is reported, rather than killing the command without a word.
+  std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"codecvisor: video decoding through sandboxed, supervised backend processes"};
   app.require_subcommand(1);
   app.footer(

@@ -370,4 +370,23 @@ check "--skip-bad-frames over a huge range" bash -c 'timeout 60 env CODECVISOR_B
   "$cv" "$tmp/uncounted.syn" "$tmp/huge2" "$tmp/err" "$slow"
 check "... says the frame is out of range" grep -q "out of range" "$tmp/err"
 
+# Under a file-size limit (`ulimit -f`, 1 KiB blocks) below the channel's
+# shared memory, which counts against it: SIGXFSZ killed the command without
+# a word (exit 153). Now exit 1 with the limit named; and a frame file past
+# the limit is EFBIG, an error, not the signal.
+check "decode under ulimit -f" bash -c 'ulimit -f 64; "$0" decode "$1" --format rgb24 --out - >/dev/null 2>"$2"; \
+  [ $? = 1 ]' "$cv" "$video" "$tmp/err"
+check "... names the file-size limit" grep -q 'file-size limit of 65536 bytes (`ulimit -f`)' "$tmp/err"
+
+# Started with stdin, stdout and stderr closed (a daemon), with the
+# backend's log relayed to stderr: the channel's socket took number 2, the
+# relayed lines went into it, and the backend, reading them as a forged
+# message, was restarted. Its restarts are recorded in the backends'
+# history under XDG_STATE_HOME.
+mkdir -p "$tmp/closed_state"
+check "decode with stdio closed" bash -c 'XDG_STATE_HOME="$2" "$0" decode "$1" --format ppm --out "$3" \
+  --loglevel debug 0<&- 1>&- 2>&-' "$cv" "$video" "$tmp/closed_state" "$tmp/closed_frames"
+check "... every frame written" [ "$(ls "$tmp/closed_frames" | wc -l)" = 25 ]
+check "... no backend was restarted" bash -c '! grep -rqsE "restarts|last_exit" "$0"' "$tmp/closed_state"
+
 [[ $fails == 0 ]] || { echo "$fails checks failed" >&2; exit 1; }

@@ -60,7 +60,21 @@ ipc::Error ThreadRefused(const std::string& name, absl::string_view why) {
   if (!threads || getrlimit(RLIMIT_NPROC, &limit) != 0) {
     return {ipc::ErrorCode::kResourceExhausted, std::string(why)};
   }
-  if (RefusedAboveOwnLimit(*threads, limit.rlim_cur) && RoomForAStack()) {
+  if (!RoomForAStack()) {
+    // The address space used up (the stack's mmap failed with it): no
+    // thread limit is near, and waiting for threads to end would not help.
+    rlimit address{};
+    std::string cap;
+    if (getrlimit(RLIMIT_AS, &address) == 0 && address.rlim_cur != RLIM_INFINITY) {
+      cap = absl::StrCat(", limited to ", address.rlim_cur >> 20,
+                         " MiB: [sandbox] memory_mb in its manifest, or the host's own hard `ulimit -v` where "
+                         "that is lower");
+    }
+    return {ipc::ErrorCode::kResourceExhausted,
+            absl::StrCat(why, " (no room for a thread's stack: the backend runs ", *threads,
+                         " threads and its address space is used up", cap, ")")};
+  }
+  if (RefusedAboveOwnLimit(*threads, limit.rlim_cur)) {
     return {ipc::ErrorCode::kNoThreadFree,
             absl::StrCat("backend '", name, "' could not start a thread (", why, ") with ", *threads,
                          " of its own running, below its own limit of ", limit.rlim_cur,

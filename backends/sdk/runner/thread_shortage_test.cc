@@ -1,11 +1,14 @@
 #include "backends/sdk/runner/thread_shortage.h"
 
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
-
-#include <gtest/gtest.h>
 
 namespace codecvisor::runner {
 namespace {
@@ -52,6 +55,34 @@ TEST(ThreadShortageTest, ThisProcessFarBelowItsLimitBlamesItsUser) {
   EXPECT_EQ(e.code, ipc::ErrorCode::kNoThreadFree);
   EXPECT_NE(e.message.find("backend 'cpu' could not start a thread"), std::string::npos) << e.message;
   EXPECT_NE(e.message.find("user's limit"), std::string::npos) << e.message;
+}
+
+// Under an address-space limit a thread's stack cannot be mapped and
+// pthread_create answers EAGAIN: the limit was named as the thread count's
+// ("the backend runs 2 threads, its limit: [sandbox] threads = 4096").
+TEST(ThreadShortageTest, NoRoomForAStackNamesTheAddressSpace) {
+#ifdef CODECVISOR_SANITIZER
+  // As the sandbox does not set it there (core/backend_sandbox.cc).
+  GTEST_SKIP() << "a sanitizer's runtime cannot run under an address-space limit";
+#endif
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    // Far below what the process has mapped already: no new mapping fits.
+    const rlimit limit{16 << 20, RLIM_INFINITY};
+    if (setrlimit(RLIMIT_AS, &limit) != 0) _exit(10);
+    const ipc::Error e = ThreadRefused("cpu", std::strerror(EAGAIN));
+    if (e.code != ipc::ErrorCode::kResourceExhausted) _exit(11);
+    if (e.message.find("no room for a thread's stack") == std::string::npos) _exit(12);
+    if (e.message.find("limited to 16 MiB") == std::string::npos) _exit(13);
+    if (e.message.find("[sandbox] threads") != std::string::npos) _exit(14);
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "10: setrlimit, 11: not kResourceExhausted, 12: no stack named, "
+                                       "13: no limit named, 14: the thread limit named";
 }
 
 }  // namespace
