@@ -154,6 +154,23 @@ TEST(ApproximateModeTest, MatroskaDurationIsTheStreamsOwn) {
   s.DecodeOrFail(49, &info);
   std::string pixels, message;
   EXPECT_EQ(s.Decode(50, &pixels, nullptr, &message), CV_ERROR_OUT_OF_RANGE) << message;
+  // A stream that starts late and ends before another (the audio runs
+  // 0-5 s, the video 1-3 s): FFmpeg's tag is still an end time (3 s), not
+  // a length, though 1 + 3 s ends inside the segment. Read as a length it
+  // made 75 frames of 50; so did a remux of an MP4 whose audio outlasts
+  // its video (the video moved to 0.023 s: one frame too many).
+  const std::string inside = MakeVideo("starts_late_ends_early.mkv",
+                                       "-itsoffset 1 -f lavfi -i testsrc=size=64x48:rate=25:duration=2 "
+                                       "-f lavfi -i sine=duration=5 -map 0 -map 1 -c:v libx264 -pix_fmt yuv420p "
+                                       "-c:a pcm_s16le");
+  TestSession within(inside, Approximate());
+  ASSERT_TRUE(within.ok()) << within.open_message();
+  const cv_stream_metadata w = within.Metadata();
+  EXPECT_NEAR(w.begin_stream_seconds, 1.0, 0.01);
+  EXPECT_NEAR(w.duration_seconds, 2.0, 0.01);
+  EXPECT_NEAR(w.duration_seconds * w.average_fps, 50, 0.5);
+  within.DecodeOrFail(49, &info);
+  EXPECT_EQ(within.Decode(50, &pixels, nullptr, &message), CV_ERROR_OUT_OF_RANGE) << message;
 }
 
 // Exact mode's times are the frames'; get_header_times gives what the header

@@ -144,6 +144,26 @@ TEST(CpuBackendTest, ChoosesAmongVideoStreams) {
   EXPECT_NE(audio.open_message().find("two_streams.mkv"), std::string::npos);
 }
 
+// FFmpeg's best stream may be a cover image: it ranks a picture attached to
+// a Matroska file above a video flagged for the hearing impaired (a
+// sign-language track). The default is then the best of the videos, where
+// the open failed with "has no video stream".
+TEST(CpuBackendTest, TheDefaultStreamIsAVideoWhereFfmpegPicksACover) {
+  const std::string cover = MakeVideo("cover.png", "-f lavfi -i color=red:size=32x32 -frames:v 1");
+  for (const char* flag : {"hearing_impaired", "visual_impaired"}) {
+    const std::string path =
+        MakeVideo(std::string(flag) + "_with_cover.mkv",
+                  std::string("-f lavfi -i testsrc=size=64x48:rate=25:duration=1 -c:v libx264 -pix_fmt yuv420p "
+                              "-disposition:v:0 ") +
+                      flag + " -attach " + cover + " -metadata:s:t mimetype=image/png");
+    TestSession best(path);
+    ASSERT_TRUE(best.ok()) << flag << ": " << best.open_message();
+    EXPECT_EQ(best.Metadata().stream_index, 0) << flag;
+    EXPECT_EQ(best.Metadata().width, 64u) << flag;
+    EXPECT_EQ(best.Metadata().num_frames_from_scan, 25) << flag;
+  }
+}
+
 TEST(CpuBackendTest, ResizesLikeTheScaleFilter) {
   const std::string path = TestVideoPath(FindTestVideo("h264.mp4"));
   TestSession::Options o;

@@ -26,6 +26,28 @@ bool IsVideoStream(const AVStream* stream) {
          (stream->disposition & AV_DISPOSITION_ATTACHED_PIC) == 0;
 }
 
+// The best video stream that is not a cover image, -1 if none: where
+// av_find_best_stream picks a cover (it ranks one above a video flagged for
+// the hearing or visually impaired), the videos are ranked by its first
+// criteria: neither flag, then the default flag, then bit rate, then order.
+int BestVideoStream(const AVFormatContext* format) {
+  int best = -1;
+  int best_rank = -1;
+  int64_t best_bit_rate = -1;
+  for (unsigned i = 0; i < format->nb_streams; ++i) {
+    const AVStream* s = format->streams[i];
+    if (!IsVideoStream(s)) continue;
+    const int rank = ((s->disposition & (AV_DISPOSITION_HEARING_IMPAIRED | AV_DISPOSITION_VISUAL_IMPAIRED)) == 0) +
+                     ((s->disposition & AV_DISPOSITION_DEFAULT) != 0);
+    if (rank > best_rank || (rank == best_rank && s->codecpar->bit_rate > best_bit_rate)) {
+      best = static_cast<int>(i);
+      best_rank = rank;
+      best_bit_rate = s->codecpar->bit_rate;
+    }
+  }
+  return best;
+}
+
 // SECURITY: installed as AVFormatContext::io_open so that no demuxer can open
 // a second resource (see demuxer.h).
 int RefuseNestedOpen(AVFormatContext* /*s*/, AVIOContext** /*pb*/, const char* /*url*/,
@@ -87,7 +109,8 @@ absl::StatusOr<std::unique_ptr<Demuxer>> Demuxer::OpenContainer(int fd, int stre
   }
   if (stream_index < 0) {
     ret = av_find_best_stream(format, AVMEDIA_TYPE_VIDEO, -1, -1, nullptr, 0);
-    if (ret < 0 || !IsVideoStream(format->streams[ret])) {
+    if (ret >= 0 && !IsVideoStream(format->streams[ret])) ret = BestVideoStream(format);
+    if (ret < 0) {
       std::string cover;
       for (unsigned i = 0; i < format->nb_streams && cover.empty(); ++i) {
         if ((format->streams[i]->disposition & AV_DISPOSITION_ATTACHED_PIC) != 0) {

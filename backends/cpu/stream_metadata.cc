@@ -33,9 +33,11 @@ bool Valid(AVRational r) { return r.num > 0 && r.den > 0; }
 // In Matroska a stream that starts late (at `begin`) is ambiguous: FFmpeg's
 // muxer writes both the tag and the segment's duration as end times from
 // the timeline's 0 (a stream from 5 s to 7 s says 7 s, and so does the
-// segment), where mkvmerge's statistics tag is the stream's span (2 s). A
-// tag that would end past the segment is an end time; the segment's own
-// duration is taken as one. FLV's duration (onMetaData, as FFmpeg's muxer
+// segment), where mkvmerge's statistics tag is the stream's span (2 s).
+// mkvmerge marks its statistics tags (_STATISTICS_WRITING_APP, keys with
+// a language suffix where it wrote one: "DURATION-eng"); a tag without
+// them is FFmpeg's, an end time, as is one that would end past the
+// segment. The segment's own duration is taken as one. FLV's duration (onMetaData, as FFmpeg's muxer
 // writes it) runs from the first decode time, and a stream with B-frames
 // shows its first frame video_delay frames after that: it spans the
 // duration less that delay (never more than its start; a file whose times
@@ -48,10 +50,13 @@ double HeaderDuration(const AVStream* stream, const AVFormatContext* format, dou
   const bool matroska =
       format->iformat != nullptr && std::string_view(format->iformat->name).starts_with("matroska");
   int64_t us = 0;
-  if (const AVDictionaryEntry* tag = av_dict_get(stream->metadata, "DURATION", nullptr, 0);
+  if (const AVDictionaryEntry* tag = av_dict_get(stream->metadata, "DURATION", nullptr, AV_DICT_IGNORE_SUFFIX);
       tag != nullptr && av_parse_time(&us, tag->value, /*duration=*/1) == 0 && us > 0) {
     const double seconds = us / static_cast<double>(AV_TIME_BASE);
-    const bool end_time = matroska && begin > 0 && seconds > begin && container > 0 && seconds + begin > container + 1e-3;
+    const bool statistics =
+        av_dict_get(stream->metadata, "_STATISTICS_WRITING_APP", nullptr, AV_DICT_IGNORE_SUFFIX) != nullptr;
+    const bool ends_past_segment = container > 0 && seconds + begin > container + 1e-3;
+    const bool end_time = matroska && begin > 0 && seconds > begin && (!statistics || ends_past_segment);
     return end_time ? seconds - begin : seconds;
   }
   const bool flv = format->iformat != nullptr && std::string_view(format->iformat->name).ends_with("flv");
@@ -80,6 +85,26 @@ cv_stream_type StreamType(int media_type) {
 }
 
 uint32_t NonNegative(int value) { return value > 0 ? static_cast<uint32_t>(value) : 0; }
+
+// The header's frame count (-1 if none), less the frames an MP4 edit list
+// hides: `ffmpeg -ss 0.5 -i F -c copy` keeps the GOP the cut falls in and
+// hides its frames before 0.5 s; nb_frames, the sample table's count,
+// still counts them (as ffprobe's nb_frames does), though no decode shows
+// them, so approximate mode's last indices would be past the end. The
+// demuxer flags each hidden sample in the stream's index, which lists one
+// entry a sample (otherwise the count is left as it is).
+int64_t HeaderFrameCount(const AVStream* stream) {
+  // A crafted header's count past what a stream can hold is unknown.
+  if (stream->nb_frames <= 0 || stream->nb_frames > FrameIndex::kMaxFrames) return -1;
+  AVStream* indexed = const_cast<AVStream*>(stream);  // FFmpeg's getters take a non-const stream
+  const int entries = avformat_index_get_entries_count(indexed);
+  if (entries != stream->nb_frames) return stream->nb_frames;
+  int64_t hidden = 0;
+  for (int i = 0; i < entries; ++i) {
+    if ((avformat_index_get_entry(indexed, i)->flags & AVINDEX_DISCARD_FRAME) != 0) ++hidden;
+  }
+  return hidden < stream->nb_frames ? stream->nb_frames - hidden : stream->nb_frames;
+}
 
 }  // namespace
 
@@ -135,9 +160,7 @@ cv_stream_metadata DescribeStream(const Demuxer& demuxer, const FrameIndex* inde
   const bool swap = SwapsSides(RotationFromMatrix(DisplayMatrix(stream)));
   m.width = static_cast<uint32_t>(swap ? par->height : par->width);
   m.height = static_cast<uint32_t>(swap ? par->width : par->height);
-  // A crafted header's count past what a stream can hold is unknown.
-  m.num_frames_from_header =
-      stream->nb_frames > 0 && stream->nb_frames <= FrameIndex::kMaxFrames ? stream->nb_frames : -1;
+  m.num_frames_from_header = HeaderFrameCount(stream);
   m.num_frames_from_scan = index != nullptr ? index->size() : -1;
 
   if (index != nullptr) {
