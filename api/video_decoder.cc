@@ -124,11 +124,28 @@ Result<std::vector<Frame>> VideoDecoder::GetFramesPlayedInRange(double start, do
   return WrapAll(impl_->decoder->GetFramesPlayedInRange(start, stop));
 }
 
-Status VideoDecoder::ForEachFrame(const FrameSelection& selection, const std::function<Status(Frame)>& sink) {
-  OneCall call(*impl_);
+namespace {
+
+// Both ForEachFrames; `interrupted` null for the one without it.
+template <typename Impl>
+Status StreamFrames(Impl& impl, const FrameSelection& selection, const std::function<Status(Frame)>& sink,
+                    const std::atomic<bool>* interrupted) {
+  OneCall call(impl);
   if (!call.admitted()) return call.status();
-  return api::FromAbsl(impl_->decoder->ForEachFrame(
-      api::ToIpc(selection), [&sink](internal::Frame frame) { return api::ToAbsl(sink(Wrap(std::move(frame)))); }));
+  return api::FromAbsl(impl.decoder->ForEachFrame(
+      api::ToIpc(selection), [&sink](internal::Frame frame) { return api::ToAbsl(sink(Wrap(std::move(frame)))); },
+      interrupted));
+}
+
+}  // namespace
+
+Status VideoDecoder::ForEachFrame(const FrameSelection& selection, const std::function<Status(Frame)>& sink) {
+  return StreamFrames(*impl_, selection, sink, nullptr);
+}
+
+Status VideoDecoder::ForEachFrame(const FrameSelection& selection, const std::function<Status(Frame)>& sink,
+                                  const std::atomic<bool>& interrupted) {
+  return StreamFrames(*impl_, selection, sink, &interrupted);
 }
 
 }  // namespace codecvisor

@@ -8,8 +8,10 @@
 
 #include <cxxabi.h>
 
+#include <algorithm>
 #include <atomic>
 #include <exception>
+#include <optional>
 #include <variant>
 
 #include "absl/strings/str_cat.h"
@@ -108,11 +110,34 @@ VideoDecoder::Attempt VideoDecoder::RunOnce(const FrameSelection& selection,
   // first answer) gets more time; a hung one does not (progress_watch.h).
   const pid_t backend_pid = backend_.process != nullptr ? backend_.process->pid() : -1;
   ProgressWatch progress(options_.request_timeout);
+  // Once the call is interrupted: when the backend's answer must have ended.
+  std::optional<Deadline> grace_end;
+  auto cancel = [&]() -> absl::Status {
+    if (cancelled) return absl::OkStatus();
+    cancelled = true;
+    return channel.Send({id, ipc::Cancel{}}, Clock::now() + options_.request_timeout);
+  };
   for (;;) {
     // The CPU sample is a procfs read: renewed only now and then, not for
     // every frame.
     if (const auto now = Clock::now(); progress.WantsSample(now)) progress.Sample(now, ProcessCpuTime(backend_pid));
-    absl::StatusOr<ipc::Incoming> in = channel.Receive(Clock::now() + options_.request_timeout);
+    absl::StatusOr<ipc::Incoming> in = grace_end
+                                           ? channel.Receive(*grace_end)
+                                           : ReceiveUnlessInterrupted(channel, Clock::now() + options_.request_timeout);
+    if (grace_end && absl::IsDeadlineExceeded(in.status())) {
+      // No end of the answer within the grace after a Cancel: the decode
+      // hung in the plugin, or is slow. The caller is not kept waiting for
+      // it; this session is dropped (the runner ends it when its call
+      // returns) and the next call opens another.
+      session_ = {};
+      return {first_error, false};
+    }
+    if (!grace_end && absl::IsCancelled(in.status()) && Interrupted()) {
+      if (first_error.ok()) first_error = Annotate(absl::CancelledError("interrupted"));
+      if (absl::Status s = cancel(); !s.ok()) return {IsChannelFailure(s) ? s : Annotate(s), IsChannelFailure(s)};
+      grace_end = Clock::now() + kInterruptGrace;
+      continue;
+    }
     if (absl::IsDeadlineExceeded(in.status()) && channel.arena().held_copy_count() >= slots) {
       // The backend is waiting for a slot, not hung: every one is held by
       // frames the sink kept. Not its fault; this session is mid-request,
@@ -164,15 +189,13 @@ VideoDecoder::Attempt VideoDecoder::RunOnce(const FrameSelection& selection,
       if (check.received() <= skip) continue;  // delivered before the restart; the lease frees its slot
       ++*delivered;
       if (!first_error.ok()) continue;
-      first_error = sink(Frame(std::move(lease)));
+      first_error = Interrupted() ? Annotate(absl::CancelledError("interrupted")) : sink(Frame(std::move(lease)));
       // The sink wants no more: the backend ends the answer after the frame
       // it is decoding, and the frames already on their way are drained, so
       // the next request starts clean on the same session.
       if (!first_error.ok() && !cancelled) {
-        if (absl::Status s = channel.Send({id, ipc::Cancel{}}, Clock::now() + options_.request_timeout); !s.ok()) {
-          return {IsChannelFailure(s) ? s : Annotate(s), IsChannelFailure(s)};
-        }
-        cancelled = true;
+        if (absl::Status s = cancel(); !s.ok()) return {IsChannelFailure(s) ? s : Annotate(s), IsChannelFailure(s)};
+        if (Interrupted()) grace_end = Clock::now() + kInterruptGrace;
       }
     }
     if (batch->final) {
@@ -180,6 +203,28 @@ VideoDecoder::Attempt VideoDecoder::RunOnce(const FrameSelection& selection,
       return {first_error, false};
     }
   }
+}
+
+absl::StatusOr<ipc::Incoming> VideoDecoder::ReceiveUnlessInterrupted(ipc::HostChannel& channel,
+                                                                     Deadline deadline) const {
+  if (interrupted_ == nullptr) return channel.Receive(deadline);
+  for (;;) {
+    if (Interrupted()) return absl::CancelledError("interrupted");
+    const Deadline slice = std::min(deadline, Clock::now() + kInterruptPoll);
+    absl::StatusOr<ipc::Incoming> in = channel.Receive(slice);
+    if (!absl::IsDeadlineExceeded(in.status()) || slice >= deadline) return in;
+  }
+}
+
+absl::Status VideoDecoder::ForEachFrame(const FrameSelection& selection, absl::FunctionRef<absl::Status(Frame)> sink,
+                                        const std::atomic<bool>* interrupted) {
+  interrupted_ = interrupted;
+  // Cleared however the call ends (a sink's exception goes on to the caller).
+  struct Clear {
+    const std::atomic<bool>*& flag;
+    ~Clear() { flag = nullptr; }
+  } clear{interrupted_};
+  return ForEachFrame(selection, sink);
 }
 
 absl::Status VideoDecoder::ForEachFrame(const FrameSelection& selection,
@@ -197,6 +242,7 @@ absl::Status VideoDecoder::ForEachFrame(const FrameSelection& selection,
   // Long lists go in consecutive requests: one must fit the request ring.
   auto in_pieces = [&](const auto& entries, auto make) -> absl::Status {
     for (size_t first = 0; first < entries.size(); first += kMaxEntriesPerRequest) {
+      if (Interrupted()) return Annotate(absl::CancelledError("interrupted"));
       const size_t last = std::min(entries.size(), first + kMaxEntriesPerRequest);
       if (absl::Status s = ForEachFrameOfOneRequest(make(entries.begin() + first, entries.begin() + last), sink);
           !s.ok()) {
@@ -247,6 +293,7 @@ absl::Status VideoDecoder::ServeOneRequest(const FrameSelection& selection,
   absl::Status sink_error;
   Replays replays(options_.request_timeout);
   for (;;) {
+    if (Interrupted()) return sink_error.ok() ? Annotate(absl::CancelledError("interrupted")) : sink_error;
     if (session_.channel == nullptr) {
       if (absl::Status s = Reopen(); !s.ok()) return s;
     }
@@ -267,8 +314,10 @@ absl::Status VideoDecoder::ServeOneRequest(const FrameSelection& selection,
     DeathRecord death;
     absl::StatusOr<RequestBlame> blame = Recover(attempt.status, options_.request_timeout, hints, &death);
     if (!blame.ok()) return Annotate(blame.status());
-    // The backend has been replaced; the caller's sink already said no.
+    // The backend has been replaced; the caller's sink already said no, or
+    // the caller was interrupted.
     if (!sink_error.ok()) return sink_error;
+    if (Interrupted()) return Annotate(absl::CancelledError("interrupted"));
     const std::string request = DescribeSelection(selection);
     if (absl::Status s = replays.AfterDeath(
             *blame, death,

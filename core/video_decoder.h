@@ -12,6 +12,7 @@
 #ifndef CODECVISOR_CORE_VIDEO_DECODER_H_
 #define CODECVISOR_CORE_VIDEO_DECODER_H_
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -111,6 +112,18 @@ class VideoDecoder {
   // of the earlier ones reach the sink before an error in a later one.
   [[nodiscard]] absl::Status ForEachFrame(const FrameSelection& selection,
                                           absl::FunctionRef<absl::Status(Frame)> sink);
+  // The same, ending soon after `*interrupted` becomes true (a store from
+  // any thread or a signal handler; read every kInterruptPoll while the
+  // request waits): the sink gets no more frames, the backend is sent a
+  // Cancel and given kInterruptGrace to end its answer, and the call
+  // returns kCancelled. A backend that does not answer by then (a decode
+  // hung in the plugin) is left to it: the session is dropped, and the next
+  // call opens another. A request interrupted while its backend died is not
+  // replayed (the supervisor still replaces the backend).
+  [[nodiscard]] absl::Status ForEachFrame(const FrameSelection& selection, absl::FunctionRef<absl::Status(Frame)> sink,
+                                          const std::atomic<bool>* interrupted);
+  static constexpr std::chrono::milliseconds kInterruptPoll{50};
+  static constexpr std::chrono::milliseconds kInterruptGrace{1000};
 
   // Indices or times per request to the backend (16 KiB on the wire, within
   // the session's 64 KiB request ring).
@@ -155,6 +168,11 @@ class VideoDecoder {
   absl::StatusOr<RequestBlame> Recover(const absl::Status& failure, std::chrono::milliseconds timeout,
                                        ipc::CrashHints hints, DeathRecord* death, bool replace = false);
   absl::StatusOr<std::vector<Frame>> Collect(const FrameSelection& selection);
+  // Whether the call in progress was interrupted (ForEachFrame's flag).
+  bool Interrupted() const { return interrupted_ != nullptr && interrupted_->load(std::memory_order_acquire); }
+  // channel.Receive(deadline), which an interruption cuts short with
+  // kCancelled.
+  absl::StatusOr<ipc::Incoming> ReceiveUnlessInterrupted(ipc::HostChannel& channel, ipc::Deadline deadline) const;
   absl::Status Annotate(const absl::Status& status) const;
 
   std::shared_ptr<Supervisor> supervisor_;
@@ -168,6 +186,7 @@ class VideoDecoder {
   const uint64_t token_;   // names this session in the supervisor's blame records
   uint64_t next_id_ = 1;
   uint64_t retries_ = 0;
+  const std::atomic<bool>* interrupted_ = nullptr;  // set for a call that may be interrupted
 };
 
 }  // namespace codecvisor::internal

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <thread>
@@ -242,6 +243,44 @@ TEST_F(ApiHostTest, AHostStartedWithStdioClosedKeepsItsDescriptorsOffThem) {
   ASSERT_TRUE(WIFEXITED(status)) << "child status " << status;
   EXPECT_EQ(WEXITSTATUS(status), 0) << "1: Host::Create, 2: open, 4: 0-2 not /dev/null, 8: a frame, 16: retried, "
                                        "32: the backend restarted";
+}
+
+// A call waiting on a backend whose decode hangs (its heartbeats still
+// answered) ends soon after its `interrupted` flag is set, with kCancelled:
+// not after the request timeout, a kill and a replay. The frames before the
+// hang reach the sink; the decoder goes on on a new session.
+TEST_F(ApiHostTest, AnInterruptedCallEndsWithoutWaitingForAHungBackend) {
+  const std::string hang = testing::WriteFile(
+      "hang.syn", "synthetic frames=40 width=32 height=24 fps=10 decode_ms=5 fault=hang fault_frame=20");
+  DecoderOptions options{.device = "faulty"};
+  options.request_timeout = std::chrono::seconds(60);
+  auto d = host_->OpenDecoder(hang, options);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  std::atomic<bool> interrupted{false};
+  int64_t delivered = 0;
+  std::thread interrupter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    interrupted.store(true);
+  });
+  const Status s = (*d)->ForEachFrame(
+      FrameSelection::InRange(0, 40),
+      [&](Frame f) {
+        EXPECT_EQ(f.index(), delivered);
+        ++delivered;
+        return Status();
+      },
+      interrupted);
+  interrupter.join();
+  EXPECT_EQ(s.code(), StatusCode::kCancelled) << s.ToString();
+  EXPECT_EQ(delivered, 20) << "the frames before the hang";
+  EXPECT_EQ((*d)->retries(), 0u) << "the interrupted request was replayed";
+  for (const BackendInfo& b : host_->Backends()) {
+    if (b.name == "faulty") EXPECT_EQ(b.restarts, 0u) << "the hung backend was killed";
+  }
+  interrupted.store(false);
+  auto f = (*d)->GetFrameAt(3);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_EQ(f->index(), 3);
 }
 
 }  // namespace

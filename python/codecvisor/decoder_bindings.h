@@ -62,10 +62,13 @@ class PyDecoder {
     const Status status = WithDecoderUnlessInterrupted(interrupt, [&](VideoDecoder& decoder) {
       std::unique_ptr<RgbConverter> rgb = converters_.Take(decoder);
       batch.UseConverter(rgb.get());
-      Status s = decoder.ForEachFrame(selection, [&](Frame f) {
-        if (interrupt.Raised()) return Status(StatusCode::kCancelled, "interrupted");
-        return batch.Add(f);
-      });
+      Status s = decoder.ForEachFrame(
+          selection,
+          [&](Frame f) {
+            if (interrupt.Raised()) return Status(StatusCode::kCancelled, "interrupted");
+            return batch.Add(f);
+          },
+          interrupt.Flag());
       batch.UseConverter(nullptr);
       converters_.Give(std::move(rgb));
       return s;

@@ -83,6 +83,11 @@ InterruptWatch::~InterruptWatch() {
 
 bool InterruptWatch::Raised() const { return active_ && g_sigint.load(std::memory_order_acquire); }
 
+const std::atomic<bool>& InterruptWatch::Flag() const {
+  static const std::atomic<bool> never{false};
+  return active_ ? g_sigint : never;
+}
+
 void InterruptWatch::Rethrow() const {
   if (Raised() && PyErr_CheckSignals() != 0) throw pybind11::error_already_set();
 }

@@ -9,7 +9,9 @@
 // sink asks Raised() before each frame, which reads that note and nothing
 // else (no GIL, no Python code while the decoder's lock is held); a true
 // answer fails the sink, which cancels the request in the backend (core: a
-// sink's error stops its decoding). Once the decoder's lock is released,
+// sink's error stops its decoding); the request also polls the note while it
+// waits for the backend (ForEachFrame's `interrupted`), so a hung decode
+// does not hold the interrupt until its timeout and replay. Once the decoder's lock is released,
 // Rethrow() runs Python's pending handlers, which raise KeyboardInterrupt.
 // With any other SIGINT handler (the user's own, which may not raise, or
 // SIG_IGN / SIG_DFL), on any other thread, or nested, the watch does
@@ -17,6 +19,8 @@
 
 #ifndef CODECVISOR_PYTHON_CODECVISOR_INTERRUPT_WATCH_H_
 #define CODECVISOR_PYTHON_CODECVISOR_INTERRUPT_WATCH_H_
+
+#include <atomic>
 
 namespace codecvisor::python {
 
@@ -32,6 +36,10 @@ class InterruptWatch {
 
   // Any thread, no GIL: whether SIGINT arrived since the watch began.
   bool Raised() const;
+  // The flag Raised() reads, for VideoDecoder::ForEachFrame's
+  // `interrupted` (which then also stops a wait on a hung backend); one
+  // that is never set when the watch is not active.
+  const std::atomic<bool>& Flag() const;
   // With the GIL held, the decoder's lock released: after a SIGINT, runs
   // Python's pending signal handlers and raises what they raised.
   void Rethrow() const;

@@ -146,6 +146,30 @@ def test_ctrl_c_stops_a_request_at_the_next_frame(tmp_path):
     assert backend_restarts("faulty") == restarts and d.retries == 0
 
 
+def test_ctrl_c_stops_a_request_whose_backend_hangs(tmp_path):
+    # Frame 20's decode never returns, while the runner still answers its
+    # heartbeats: Ctrl-C used to wait for the request timeout, have the
+    # supervisor kill the backend, replay the request the user had
+    # interrupted, wait a second timeout, and only then raise. The wait on
+    # the backend now looks for the signal too: KeyboardInterrupt, with no
+    # backend killed and no replay; the session is dropped, and the decoder
+    # goes on on a new one.
+    clip = synthetic_clip(tmp_path / "hang.syn", "frames=40 width=32 height=24 fps=10 decode_ms=5 "
+                                                 "fault=hang fault_frame=20")
+    d = VideoDecoder(clip, device="faulty", timeout=60)
+    restarts = backend_restarts("faulty")
+    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            d.get_frames_in_range(0, 40)
+    finally:
+        timer.join()
+    assert backend_restarts("faulty") == restarts, "the hung backend was killed: the interrupt waited for its timeout"
+    assert d.retries == 0, "the interrupted request was replayed"
+    assert d.get_frames_in_range(0, 5).data.shape == (5, 3, 24, 32)
+
+
 def test_ctrl_c_stops_a_request_in_a_child_forked_during_one(tmp_path):
     # A thread forks while the main thread is in a request (its Ctrl-C
     # watch installed): the child, whose main thread is the forking one,

@@ -15,6 +15,7 @@
 #ifndef CODECVISOR_VIDEO_DECODER_H_
 #define CODECVISOR_VIDEO_DECODER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -75,6 +76,19 @@ class VideoDecoder {
   // returned an error, and its exception is rethrown once the request is
   // drained: the decoder stays usable and its backend is not blamed.
   Status ForEachFrame(const FrameSelection& selection, const std::function<Status(Frame)>& sink);
+  // ForEachFrame that also ends soon after `interrupted` becomes true: set
+  // it from another thread, or from a signal handler (a lock-free atomic
+  // store), to stop a call waiting on a slow or hung backend (Ctrl-C). The
+  // flag is read at least every 50 ms while the call waits and before each
+  // frame goes to the sink; once it is seen the sink gets no more frames,
+  // the backend is told to stop and given 1 s to end its answer, and the
+  // call returns kCancelled. A backend that does not answer in that time (a
+  // decode hung in its plugin) is left to finish on its own, and the
+  // decoder's next call opens a new session on it; a request whose backend
+  // died meanwhile is not replayed. The flag is only read: reset it before
+  // the next call.
+  Status ForEachFrame(const FrameSelection& selection, const std::function<Status(Frame)>& sink,
+                      const std::atomic<bool>& interrupted);
 
  private:
   friend struct api::DecoderAccess;
