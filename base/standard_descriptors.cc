@@ -15,7 +15,7 @@ bool FillClosedStandardDescriptors() {
     // thread took it meanwhile (then it is open, as wanted).
     int opened;
     do {
-      opened = open("/dev/null", O_RDWR);
+      opened = open("/dev/null", fd == 0 ? O_WRONLY : O_RDONLY);
     } while (opened < 0 && errno == EINTR);
     if (opened > 2) close(opened);
     if (opened < 0 && fcntl(fd, F_GETFD) == -1) all_open = false;

@@ -7,7 +7,11 @@
 // warnings, the backends' relayed output, FFmpeg's or the user's logging)
 // would go into it: a backend reads that as a forged message. So the host
 // fills each closed standard descriptor with /dev/null before it opens
-// anything, as glibc does for a set-user-ID program.
+// anything, as glibc does for a set-user-ID program; opened for the other
+// direction (0 write-only, 1 and 2 read-only), so that a read of stdin or a
+// write to stdout or stderr still fails with EBADF, as on the closed one:
+// a command writing its output to a closed stdout reports it, rather than
+// losing the output into /dev/null.
 //
 // Thread-safety: may be called from any thread. A descriptor another thread
 // opens at the same moment may take the free number first; then that
@@ -18,7 +22,7 @@
 
 namespace codecvisor {
 
-// Opens /dev/null (read-write, inherited across exec, as a standard stream
+// Opens /dev/null (as above, inherited across exec, as a standard stream
 // is) on each of 0, 1 and 2 that is closed; open ones are left as they are.
 // Returns false if one is still closed afterwards (no /dev/null to open).
 bool FillClosedStandardDescriptors();

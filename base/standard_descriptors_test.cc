@@ -6,6 +6,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+
 #include "gtest/gtest.h"
 
 namespace codecvisor {
@@ -38,14 +40,20 @@ TEST(StandardDescriptorsTest, ClosedOnesBecomeDevNullAndTheNextOpenGetsAHigherNu
                                   if (!IsDevNull(fd)) return 2;
                                   // A standard stream: inherited across exec.
                                   if ((fcntl(fd, F_GETFD) & FD_CLOEXEC) != 0) return 3;
-                                  if ((fcntl(fd, F_GETFL) & O_ACCMODE) != O_RDWR) return 4;
                                 }
+                                // Used the way a standard stream is, each
+                                // fails as the closed one did.
+                                char byte = 0;
+                                if (read(0, &byte, 1) != -1 || errno != EBADF) return 4;
+                                if (write(1, "x", 1) != -1 || errno != EBADF) return 4;
+                                if (write(2, "x", 1) != -1 || errno != EBADF) return 4;
                                 int p[2];
                                 if (pipe(p) != 0 || p[0] <= 2 || p[1] <= 2) return 5;
                                 return 0;
                               }),
             0)
-      << "1: reported failure, 2: not /dev/null, 3: close-on-exec, 4: not read-write, 5: a pipe got 0-2";
+      << "1: reported failure, 2: not /dev/null, 3: close-on-exec, 4: a read of 0 or a write to 1 or 2 did not fail "
+         "with EBADF, 5: a pipe got 0-2";
 }
 
 TEST(StandardDescriptorsTest, OpenOnesAreLeftAlone) {

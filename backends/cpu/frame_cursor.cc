@@ -184,9 +184,8 @@ absl::StatusOr<bool> FrameCursor::NextFrame() {
       errors_pending_ = true;
       if (++errors_without_frame_ > kMaxErrorsWithoutFrame) {
         positioned_ = false;
-        return absl::DataLossError(absl::StrCat("the ", decoder_->name(), " decoder failed ",
-                                                kMaxErrorsWithoutFrame,
-                                                " times in a row: ", AvErrorText(ret)));
+        return DecodeFailure(ret, absl::StrCat("the ", decoder_->name(), " decoder failed ", kMaxErrorsWithoutFrame,
+                                               " times in a row: ", AvErrorText(ret)));
       }
       continue;
     }
@@ -245,9 +244,8 @@ absl::StatusOr<bool> FrameCursor::NextFrame() {
       }
       if (++errors_without_frame_ > kMaxErrorsWithoutFrame) {
         positioned_ = false;
-        return absl::DataLossError(absl::StrCat("the ", decoder_->name(), " decoder rejected ",
-                                                kMaxErrorsWithoutFrame,
-                                                " packets in a row: ", AvErrorText(ret)));
+        return DecodeFailure(ret, absl::StrCat("the ", decoder_->name(), " decoder rejected ", kMaxErrorsWithoutFrame,
+                                               " packets in a row: ", AvErrorText(ret)));
       }
     }
   }
@@ -337,9 +335,17 @@ void FrameCursor::Restart(bool from_start, bool fresh_decoder) {
   from_start_ = from_start;
 }
 
+absl::Status DecodeFailure(int error, std::string message) {
+  // The decoder out of memory is not the file's damage, which a batch job
+  // skips as a corrupt video.
+  if (error == AVERROR(ENOMEM)) return absl::ResourceExhaustedError(message);
+  return absl::DataLossError(message);
+}
+
 absl::Status FrameCursor::NotDecodedError(const char* what) const {
-  return absl::DataLossError(absl::StrCat(
-      what, last_error_ != 0 ? absl::StrCat(" (last error: ", AvErrorText(last_error_), ")") : ""));
+  return DecodeFailure(
+      last_error_,
+      absl::StrCat(what, last_error_ != 0 ? absl::StrCat(" (last error: ", AvErrorText(last_error_), ")") : ""));
 }
 
 absl::StatusOr<const AVFrame*> FrameCursor::DecodeExact(int64_t index) {

@@ -37,6 +37,7 @@
 #include <limits>
 #include <memory>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "absl/functional/function_ref.h"
@@ -60,6 +61,10 @@ bool IndexListsPacketsPast(const AVStream* stream, int64_t pos);
 // MP4 edit list): the header's frame count, from the same sample table,
 // counts them too.
 bool IndexDiscardsFrames(const AVStream* stream);
+// A decode that failed with FFmpeg's `error`, as `message`: kDataLoss (a
+// damaged file), but kResourceExhausted for ENOMEM (the backend's memory,
+// not the file).
+absl::Status DecodeFailure(int error, std::string message);
 
 class FrameCursor {
  public:

@@ -47,8 +47,15 @@ class PyDecoder {
   uint64_t retries() {
     return WithDecoder([](VideoDecoder& d) { return d.retries(); });
   }
+  // Waits for another thread's request in flight; Ctrl-C (on the main
+  // thread) ends the wait with KeyboardInterrupt, the decoder left open.
   void close() {
-    Locked([this] { decoder_.Reset(); });
+    InterruptWatch interrupt;
+    (void)LockedUnlessInterrupted(interrupt, [this] {
+      decoder_.Reset();
+      return Status();
+    });
+    interrupt.Rethrow();
   }
 
   pybind11::tuple Decode(const FrameSelection& selection, size_t expected) {
@@ -108,13 +115,18 @@ class PyDecoder {
   // the caller's interrupt.Rethrow() then raises).
   template <typename Fn>
   Status WithDecoderUnlessInterrupted(const InterruptWatch& interrupt, Fn fn) {
+    return LockedUnlessInterrupted(interrupt, [&] { return fn(OpenDecoder()); });
+  }
+  // fn() (a Status) Locked, unless Ctrl-C comes while the lock is awaited.
+  template <typename Fn>
+  Status LockedUnlessInterrupted(const InterruptWatch& interrupt, Fn fn) {
     decoder_.CheckOwner("this decoder");
     return WithoutGil([&] {
       std::unique_lock<std::timed_mutex> lock(mu_, std::defer_lock);
       while (!lock.try_lock_for(kInterruptPoll)) {
         if (interrupt.Raised()) return Status(StatusCode::kCancelled, "interrupted waiting for the decoder");
       }
-      return fn(OpenDecoder());
+      return fn();
     });
   }
   // The decoder, with the lock held; ValueError once closed.

@@ -245,6 +245,38 @@ def test_ctrl_c_ends_a_wait_for_another_threads_request(tmp_path):
     assert other_done.is_set() and len(d.get_frames_in_range(0, 2)) == 2
 
 
+def test_ctrl_c_ends_a_close_waiting_for_another_threads_request(tmp_path):
+    # close() waits for the request in flight; Ctrl-C meanwhile raised only
+    # once that request had ended (80 frames of 50 ms). It ends the wait;
+    # the other request goes on to its end, and the decoder is closed (its
+    # session ends with that request).
+    clip = synthetic_clip(tmp_path / "slow.syn", "frames=80 width=32 height=24 fps=10 decode_ms=50")
+    d = VideoDecoder(clip, device="faulty")
+    started, other_done = threading.Event(), threading.Event()
+
+    def other():
+        started.set()
+        d.get_frames_in_range(0, 80)
+        other_done.set()
+
+    worker = threading.Thread(target=other)
+    worker.start()
+    started.wait()
+    time.sleep(0.1)  # its request under way
+    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            d.close()
+        assert not other_done.is_set(), "the interrupt waited for the other thread's request"
+    finally:
+        timer.join()
+        worker.join()
+    assert other_done.is_set()
+    with pytest.raises(ValueError, match="closed"):
+        d[0]
+
+
 def test_a_sigint_handler_of_the_users_own_lets_the_request_finish(tmp_path):
     # Only Python's default handler (KeyboardInterrupt) cancels a request: a
     # handler of the user's own may not raise, and runs once it has ended.

@@ -387,6 +387,12 @@ mkdir -p "$tmp/closed_state"
 check "decode with stdio closed" bash -c 'XDG_STATE_HOME="$2" "$0" decode "$1" --format ppm --out "$3" \
   --loglevel debug 0<&- 1>&- 2>&-' "$cv" "$video" "$tmp/closed_state" "$tmp/closed_frames"
 check "... every frame written" [ "$(ls "$tmp/closed_frames" | wc -l)" = 25 ]
+# Output to a closed stdout fails, as any write to it does: the descriptor
+# the host fills is not a sink that swallows the frames.
+check "decode to a closed stdout fails" bash -c '"$0" decode "$1" --format rgb24 --out - >&- 2>"$2"; [ $? = 1 ]' \
+  "$cv" "$video" "$tmp/err"
+check "... saying why" grep -q "cannot write stdout: Bad file descriptor" "$tmp/err"
+check "info --json to a closed stdout fails" bash -c '"$0" info "$1" --json >&- 2>/dev/null; [ $? = 1 ]' "$cv" "$video"
 check "... no backend was restarted" bash -c '! grep -rqsE "restarts|last_exit" "$0"' "$tmp/closed_state"
 
 [[ $fails == 0 ]] || { echo "$fails checks failed" >&2; exit 1; }
