@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
+#include <cstdint>
 #include <exception>
 #include <optional>
 #include <variant>
@@ -364,8 +366,46 @@ absl::StatusOr<std::vector<Frame>> VideoDecoder::Collect(const FrameSelection& s
 
 absl::StatusOr<Frame> VideoDecoder::GetFrameAt(int64_t index) { return Single(Collect({ipc::IndexList{{index}}})); }
 
+namespace {
+
+// The frames of `asked` (indices or times), in the order asked, from one
+// `collect` of the distinct entries in stream order: asked in another
+// order, each frame would seek back to its key frame and decode forward
+// again, a cost that grows with the square of the GOP's length. A repeated
+// entry's frame is a copy.
+template <typename T, typename CollectFn>
+absl::StatusOr<std::vector<Frame>> InStreamOrder(std::span<const T> asked, CollectFn collect) {
+  std::vector<T> distinct(asked.begin(), asked.end());
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  if (std::equal(asked.begin(), asked.end(), distinct.begin(), distinct.end())) return collect(std::move(distinct));
+  absl::StatusOr<std::vector<Frame>> got = collect(distinct);
+  if (!got.ok()) return got;
+  std::vector<Frame> out;
+  out.reserve(asked.size());
+  std::vector<size_t> placed(distinct.size(), SIZE_MAX);  // where each went in `out`
+  for (const T& entry : asked) {
+    const size_t k = static_cast<size_t>(std::lower_bound(distinct.begin(), distinct.end(), entry) - distinct.begin());
+    if (placed[k] == SIZE_MAX) {
+      placed[k] = out.size();
+      out.push_back(std::move((*got)[k]));
+    } else {
+      Frame copy = out[placed[k]].CopyOut();
+      out.push_back(std::move(copy));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<Frame>> VideoDecoder::GetFramesAt(std::span<const int64_t> indices) {
-  return Collect({ipc::IndexList{{indices.begin(), indices.end()}}});
+  // Negative indices count from the end; in stream order only where none is.
+  if (std::any_of(indices.begin(), indices.end(), [](int64_t i) { return i < 0; })) {
+    return Collect({ipc::IndexList{{indices.begin(), indices.end()}}});
+  }
+  return InStreamOrder(
+      indices, [this](std::vector<int64_t> distinct) { return Collect({ipc::IndexList{std::move(distinct)}}); });
 }
 
 absl::StatusOr<std::vector<Frame>> VideoDecoder::GetFramesInRange(int64_t start, int64_t stop, int64_t step) {
@@ -377,7 +417,12 @@ absl::StatusOr<Frame> VideoDecoder::GetFramePlayedAt(double seconds) {
 }
 
 absl::StatusOr<std::vector<Frame>> VideoDecoder::GetFramesPlayedAt(std::span<const double> seconds) {
-  return Collect({ipc::PtsList{{seconds.begin(), seconds.end()}}});
+  // A NaN has no order: the backend refuses it, as asked.
+  if (std::any_of(seconds.begin(), seconds.end(), [](double s) { return std::isnan(s); })) {
+    return Collect({ipc::PtsList{{seconds.begin(), seconds.end()}}});
+  }
+  return InStreamOrder(seconds,
+                       [this](std::vector<double> distinct) { return Collect({ipc::PtsList{std::move(distinct)}}); });
 }
 
 absl::StatusOr<std::vector<Frame>> VideoDecoder::GetFramesPlayedInRange(double start, double stop) {

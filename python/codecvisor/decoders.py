@@ -261,7 +261,7 @@ class VideoDecoder:
                 self._check_memory(len(range(start, stop, step)))
             if step > 0:
                 return self._call("frames_in_range", start, max(start, stop), step).data
-            return self._call("frames_at", list(range(start, stop, step))).data
+            return self._in_stream_order(list(range(start, stop, step))).data
         raise TypeError(f"Unsupported key type: {type(key)}. Supported types are int and slice.")
 
     def __iter__(self):
@@ -278,7 +278,7 @@ class VideoDecoder:
         for i in indices:
             self._check_index(i)
         self._check_memory(len(indices))
-        return self._call("frames_at", indices)
+        return self._in_stream_order(indices)
 
     def _check_index(self, index: int) -> None:
         """Raises IndexError unless the stream's count (where known) has frame `index`."""
@@ -331,7 +331,7 @@ class VideoDecoder:
         for s in times:
             self._check_played(s, _errors.PtsOutOfRangeError)
         self._check_memory(len(times))
-        return self._call("frames_played_at", times)
+        return self._in_stream_order(times, by_time=True)
 
     def get_frames_played_in_range(self, start_seconds: float, stop_seconds: float,
                                    fps: Optional[float] = None) -> FrameBatch:
@@ -412,6 +412,23 @@ class VideoDecoder:
                              f"{begin} and less than {end}.")
         if end is not None and not stop_seconds <= end:
             raise ValueError(f"Invalid stop seconds: {stop_seconds}. It must be less than or equal to {end}.")
+
+    def _in_stream_order(self, entries: list, by_time: bool = False) -> FrameBatch:
+        """The frames at `entries` (checked indices, or times played with
+        by_time), in the order asked, from one request for the distinct ones
+        in stream order, as torchcodec does: asked in another order (a
+        shuffled list, a reversed slice), each would seek back to its key
+        frame and decode forward again, a cost that grows with the square
+        of the GOP's length."""
+        n = self._num_frames
+        if not by_time and n is not None:
+            entries = [i + n if i < 0 else i for i in entries]
+        in_order = all(a < b for a, b in zip(entries, entries[1:]))
+        if in_order or (not by_time and n is None and any(i < 0 for i in entries)):
+            return self._call("frames_played_at" if by_time else "frames_at", entries)
+        import numpy as np
+        distinct, where = np.unique(np.asarray(entries), return_inverse=True)
+        return self._frames_scattered(distinct.tolist(), where.tolist(), by_time)
 
     def _frames_scattered(self, distinct: Sequence, where: Sequence[int], by_time: bool = False) -> FrameBatch:
         """The samplers' hook: one request for the `distinct` frames (indices,

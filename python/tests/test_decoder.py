@@ -137,6 +137,33 @@ def test_indexing_like_a_sequence(video, reference):
         d["0"]
 
 
+def test_frames_asked_out_of_order_are_decoded_in_stream_order(video, reference, monkeypatch):
+    # As torchcodec does: one request for the distinct frames, ascending,
+    # each decoded once, and the batch in the order asked. Sent as asked,
+    # each frame before the last sought back to its key frame and decoded
+    # forward again (a reversed slice of a one-GOP clip: 27x the time).
+    d = VideoDecoder(video)
+    calls, real = [], VideoDecoder._call
+
+    def spy(self, method, *args):
+        calls.append((method,) + args)
+        return real(self, method, *args)
+
+    monkeypatch.setattr(VideoDecoder, "_call", spy)
+    b = d.get_frames_at([30, 2, -1, 2, 17])
+    np.testing.assert_array_equal(hwc(b.data), reference[[30, 2, -1, 2, 17]])
+    assert [round(t * FPS) for t in b.pts_seconds.tolist()] == [30, 2, 49, 2, 17]
+    assert calls.pop() == ("frames_at_scattered", [2, 17, 30, 49], [2, 0, 3, 0, 1])
+    np.testing.assert_array_equal(hwc(d[40:10:-10]), reference[40:10:-10])
+    assert calls.pop() == ("frames_at_scattered", [20, 30, 40], [2, 1, 0])
+    played = d.get_frames_played_at([1.0, 0.2, 1.0])
+    np.testing.assert_array_equal(hwc(played.data), reference[[round(1.0 * FPS), round(0.2 * FPS), round(1.0 * FPS)]])
+    assert calls.pop() == ("frames_played_at_scattered", [0.2, 1.0], [1, 0, 1])
+    # Already in order: the plain request.
+    np.testing.assert_array_equal(hwc(d.get_frames_at([1, 4]).data), reference[[1, 4]])
+    assert calls.pop() == ("frames_at", [1, 4])
+
+
 def test_frame_and_batch_accessors(video, reference):
     d = VideoDecoder(video)
     f = d.get_frame_at(12)
