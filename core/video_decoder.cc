@@ -333,6 +333,20 @@ absl::Status VideoDecoder::ServeOneRequest(const FrameSelection& selection,
   }
 }
 
+absl::Status VideoDecoder::RefuseUnlessFits(size_t count) const {
+  const size_t usable = UsableMemoryBytes();
+  const uint64_t width = options_.output_width > 0 ? options_.output_width : metadata_.width;
+  const uint64_t height = options_.output_height > 0 ? options_.output_height : metadata_.height;
+  const uint64_t rgb_bytes = width * height * 3;
+  // (Native frames are smaller: their size is not known before they come.)
+  if (usable == 0 || !options_.native_formats.empty() || rgb_bytes == 0 || count <= usable / 2 / rgb_bytes) {
+    return absl::OkStatus();
+  }
+  return Annotate(absl::ResourceExhaustedError(
+      absl::StrCat(count, " frames of ", rgb_bytes, " bytes each would take more than half the ", usable >> 20,
+                   " MiB of memory this process may use; ask for fewer frames")));
+}
+
 absl::StatusOr<std::vector<Frame>> VideoDecoder::Collect(const FrameSelection& selection) {
   std::vector<Frame> frames;
   size_t next_to_detach = 0;
@@ -345,9 +359,9 @@ absl::StatusOr<std::vector<Frame>> VideoDecoder::Collect(const FrameSelection& s
   absl::Status s = ForEachFrame(selection, [&](Frame frame) {
     kept_bytes += frame.data().size();
     if (usable > 0 && kept_bytes > usable / 2) {
-      return absl::ResourceExhaustedError(absl::StrCat("the request's frames came to more than ", frames.size(), " of ",
-                                                       frame.data().size(), " bytes each, more than half the ",
-                                                       usable >> 20,
+      return absl::ResourceExhaustedError(absl::StrCat("the request's frames came to more than ", frames.size(),
+                                                       " frames of ", frame.data().size(),
+                                                       " bytes each, more than half the ", usable >> 20,
                                                        " MiB of memory this process may use; ask for fewer frames"));
     }
     frames.push_back(std::move(frame));
@@ -400,6 +414,7 @@ absl::StatusOr<std::vector<Frame>> InStreamOrder(std::span<const T> asked, Colle
 }  // namespace
 
 absl::StatusOr<std::vector<Frame>> VideoDecoder::GetFramesAt(std::span<const int64_t> indices) {
+  if (absl::Status s = RefuseUnlessFits(indices.size()); !s.ok()) return s;
   // Negative indices count from the end; in stream order only where none is.
   if (std::any_of(indices.begin(), indices.end(), [](int64_t i) { return i < 0; })) {
     return Collect({ipc::IndexList{{indices.begin(), indices.end()}}});
@@ -417,6 +432,7 @@ absl::StatusOr<Frame> VideoDecoder::GetFramePlayedAt(double seconds) {
 }
 
 absl::StatusOr<std::vector<Frame>> VideoDecoder::GetFramesPlayedAt(std::span<const double> seconds) {
+  if (absl::Status s = RefuseUnlessFits(seconds.size()); !s.ok()) return s;
   // A NaN has no order: the backend refuses it, as asked.
   if (std::any_of(seconds.begin(), seconds.end(), [](double s) { return std::isnan(s); })) {
     return Collect({ipc::PtsList{{seconds.begin(), seconds.end()}}});

@@ -168,6 +168,9 @@ class VideoDecoder {
   absl::StatusOr<RequestBlame> Recover(const absl::Status& failure, std::chrono::milliseconds timeout,
                                        ipc::CrashHints hints, DeathRecord* death, bool replace = false);
   absl::StatusOr<std::vector<Frame>> Collect(const FrameSelection& selection);
+  // kResourceExhausted (before anything is decoded) where `count` RGB
+  // frames would take more than half the memory this process may use.
+  absl::Status RefuseUnlessFits(size_t count) const;
   // Whether the call in progress was interrupted (ForEachFrame's flag).
   bool Interrupted() const { return interrupted_ != nullptr && interrupted_->load(std::memory_order_acquire); }
   // channel.Receive(deadline), which an interruption cuts short with

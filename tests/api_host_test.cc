@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "base/cgroup_paths.h"
 #include "tests/api_host_test_fixture.h"
 
 namespace codecvisor {
@@ -73,6 +74,18 @@ TEST_F(ApiHostTest, MetadataAndEveryAccessMethod) {
   ASSERT_TRUE(last.ok());
   ExpectFrame(*last, 39);
 
+  // A list whose frames would take more than half the memory this process
+  // may use is refused before anything is decoded: one frame asked for
+  // that many times used to be copied until half the memory was taken.
+  {
+    const size_t too_many = UsableMemoryBytes() / 2 / (kWidth * kHeight * 3) + 1;
+    auto refused = d->GetFramesAt(std::vector<int64_t>(too_many, 3));
+    EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted) << refused.status().ToString();
+    EXPECT_NE(refused.status().message().find(std::to_string(too_many) + " frames of 2304 bytes each"),
+              std::string::npos)
+        << refused.status().ToString();
+    EXPECT_EQ(d->retries(), 0u);
+  }
   const std::vector<int64_t> wanted = {5, 1, 5};
   auto at = d->GetFramesAt(wanted);
   ASSERT_TRUE(at.ok()) << at.status().ToString();

@@ -61,7 +61,9 @@ class VideoDecoder {
   Result<std::vector<Frame>> GetFramesPlayedInRange(double start, double stop);
   // (A Get* call whose frames come to more than half the memory this
   // process may use, the machine's or its cgroup's limit, stops there with
-  // kResourceExhausted; ForEachFrame holds no more than the arena.)
+  // kResourceExhausted: GetFramesAt and GetFramesPlayedAt, whose count is
+  // known, before anything is decoded, where their RGB frames would; ForEachFrame holds no
+  // more than the arena.)
 
   // Streams the selected frames to `sink` in request order, zero copy, with
   // memory bounded by the arena however many frames are selected. A sink
