@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <mutex>
 #include <vector>
 
@@ -53,7 +54,26 @@ bool IsPrivateGroup(gid_t gid, uid_t uid) {
 
 }  // namespace
 
+uid_t UnmappedOwnerUid() {
+  // Every user mapped: one line "0 0 4294967295" (no namespace, or one
+  // given the whole range).
+  std::ifstream map("/proc/self/uid_map");
+  unsigned long long inside = 0, outside = 0, count = 0;
+  if (!(map >> inside >> outside >> count)) return static_cast<uid_t>(-1);
+  if (inside == 0 && outside == 0 && count == 4294967295ull) return static_cast<uid_t>(-1);
+  std::ifstream overflow("/proc/sys/kernel/overflowuid");
+  unsigned long long uid = 65534;
+  overflow >> uid;
+  return static_cast<uid_t>(uid);
+}
+
 std::string WhyOthersCouldChange(const std::string& name, const Ownership& entry, const Self& self) {
+  if (entry.uid == self.unmapped_uid && entry.uid != self.uid) {
+    return absl::StrCat(name, " belongs to uid ", entry.uid,
+                        ", which in this user namespace stands for every user outside it that the namespace does "
+                        "not map, root included, so who may change it cannot be told (run codecvisor outside the "
+                        "namespace, or from files the namespace's own users own)");
+  }
   if (entry.uid != 0 && entry.uid != self.uid) {
     return absl::StrCat(name, " belongs to uid ", entry.uid, ", another user");
   }
@@ -73,7 +93,7 @@ absl::Status CheckOnlyOwnerCanChange(const std::string& path, absl::string_view 
   if (path.empty() || path[0] != '/') {
     return absl::InvalidArgumentError(absl::StrCat(what, " ", path, ": not an absolute path"));
   }
-  Self self{geteuid(), getegid(), false};
+  Self self{geteuid(), getegid(), false, UnmappedOwnerUid()};
   bool private_group_known = false;
   auto untrusted = [&](const std::string& why) {
     return absl::PermissionDeniedError(absl::StrCat(

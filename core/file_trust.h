@@ -48,7 +48,16 @@ struct Self {
   uid_t uid = 0;
   gid_t gid = 0;               // its primary group
   bool private_group = false;  // `gid` is the user's private group
+  // In a user namespace that maps only some users (`unshare -Ur`, a
+  // rootless container), the owner every unmapped user (root outside
+  // included) shows as: the kernel's overflowuid, 65534. -1 where every
+  // user is mapped (no namespace, or the whole range).
+  uid_t unmapped_uid = static_cast<uid_t>(-1);
 };
+
+// Self::unmapped_uid for this process, from /proc/self/uid_map and
+// /proc/sys/kernel/overflowuid.
+uid_t UnmappedOwnerUid();
 
 // Pure: why another user could change `entry` (named `name` in the
 // sentence), or "" when no one but root and `self` can.

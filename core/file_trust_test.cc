@@ -42,6 +42,22 @@ TEST(FileTrustTest, ALinkIsJudgedByItsOwnerOnly) {
             "x belongs to uid 1002, another user");
 }
 
+// In a user namespace that maps only some users (`unshare -Ur`), whatever
+// an unmapped user owns, root's files outside included, shows as the
+// overflow uid: refused as before, but said so, where "another user" sent
+// the user to reinstall, which cannot help.
+TEST(FileTrustTest, AnUnmappedOwnerIsNamedAsSuch) {
+  const Self in_namespace{kMe, kMyGroup, true, 65534};
+  const std::string why = WhyOthersCouldChange("/", Ownership{65534, 65534, 0755, true}, in_namespace);
+  EXPECT_NE(why.find("/ belongs to uid 65534, which in this user namespace stands for every user outside it"),
+            std::string::npos)
+      << why;
+  EXPECT_EQ(WhyOthersCouldChange("/", Ownership{65534, 65534, 0755, true}, Self{kMe, kMyGroup, true}),
+            "/ belongs to uid 65534, another user");
+  // The namespace's own users' files are judged as ever.
+  EXPECT_EQ(WhyOthersCouldChange("x", Ownership{0, 0, 0755, true}, in_namespace), "");
+}
+
 TEST(FileTrustTest, AnotherUsersFileIsNot) {
   EXPECT_EQ(Why(1002, 1002, 0644), "x belongs to uid 1002, another user");
   EXPECT_EQ(Why(1002, 1002, 01777, true), "x belongs to uid 1002, another user");
