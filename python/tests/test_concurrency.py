@@ -216,40 +216,11 @@ def test_ctrl_c_stops_a_request_in_a_child_forked_during_one(tmp_path):
         "1: the child's SIGINT handler was the parent's watch, 2: Ctrl-C did not stop its request, 4: it raised"
 
 
-def test_ctrl_c_ends_a_wait_for_another_threads_request(tmp_path):
-    # Another thread's request holds the decoder for 80 frames of 50 ms: a
-    # request on the main thread waits for it, and Ctrl-C 0.3 s in must end
-    # that wait with KeyboardInterrupt while the other request still runs.
-    clip = synthetic_clip(tmp_path / "slow.syn", "frames=80 width=32 height=24 fps=10 decode_ms=50")
-    d = VideoDecoder(clip, device="faulty")
-    started, other_done = threading.Event(), threading.Event()
-
-    def other():
-        started.set()
-        d.get_frames_in_range(0, 80)
-        other_done.set()
-
-    worker = threading.Thread(target=other)
-    worker.start()
-    started.wait()
-    time.sleep(0.1)  # its request under way
-    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
-    timer.start()
-    try:
-        with pytest.raises(KeyboardInterrupt):  # (were its request first, it would stop at its next frame)
-            d.get_frames_in_range(0, 80)
-        assert not other_done.is_set(), "the interrupt waited for the other thread's request"
-    finally:
-        timer.join()
-        worker.join()
-    assert other_done.is_set() and len(d.get_frames_in_range(0, 2)) == 2
-
-
-def test_ctrl_c_ends_a_close_waiting_for_another_threads_request(tmp_path):
-    # close() waits for the request in flight; Ctrl-C meanwhile raised only
-    # once that request had ended (80 frames of 50 ms). It ends the wait;
-    # the other request goes on to its end, and the decoder is closed (its
-    # session ends with that request).
+def _interrupted_while_another_thread_decodes(tmp_path, call):
+    """Runs call(d) on the main thread while another thread's request holds
+    decoder d for 80 frames of 50 ms, with Ctrl-C 0.3 s in: `call` must end
+    with KeyboardInterrupt while the other request still runs. Returns d
+    once that request has ended."""
     clip = synthetic_clip(tmp_path / "slow.syn", "frames=80 width=32 height=24 fps=10 decode_ms=50")
     d = VideoDecoder(clip, device="faulty")
     started, other_done = threading.Event(), threading.Event()
@@ -267,12 +238,27 @@ def test_ctrl_c_ends_a_close_waiting_for_another_threads_request(tmp_path):
     timer.start()
     try:
         with pytest.raises(KeyboardInterrupt):
-            d.close()
+            call(d)
         assert not other_done.is_set(), "the interrupt waited for the other thread's request"
     finally:
         timer.join()
         worker.join()
     assert other_done.is_set()
+    return d
+
+
+def test_ctrl_c_ends_a_wait_for_another_threads_request(tmp_path):
+    # A request on the main thread waits for the other's (were its request
+    # first, it would stop at its next frame); the decoder goes on.
+    d = _interrupted_while_another_thread_decodes(tmp_path, lambda d: d.get_frames_in_range(0, 80))
+    assert len(d.get_frames_in_range(0, 2)) == 2
+
+
+def test_ctrl_c_ends_a_close_waiting_for_another_threads_request(tmp_path):
+    # close() waits for the request in flight; Ctrl-C meanwhile raised only
+    # once that request had ended. It ends the wait; the decoder is closed
+    # (its session ends with that request).
+    d = _interrupted_while_another_thread_decodes(tmp_path, lambda d: d.close())
     with pytest.raises(ValueError, match="closed"):
         d[0]
 
