@@ -55,16 +55,20 @@ bool IsPrivateGroup(gid_t gid, uid_t uid) {
 }  // namespace
 
 uid_t UnmappedOwnerUid() {
-  // Every user mapped: one line "0 0 4294967295" (no namespace, or one
-  // given the whole range).
-  std::ifstream map("/proc/self/uid_map");
-  unsigned long long inside = 0, outside = 0, count = 0;
-  if (!(map >> inside >> outside >> count)) return static_cast<uid_t>(-1);
-  if (inside == 0 && outside == 0 && count == 4294967295ull) return static_cast<uid_t>(-1);
   std::ifstream overflow("/proc/sys/kernel/overflowuid");
   unsigned long long uid = 65534;
   overflow >> uid;
-  return static_cast<uid_t>(uid);
+  // Where the namespace maps the overflow uid itself (every user, outside
+  // any namespace: "0 0 4294967295"; or a container's own nobody), its
+  // files are that user's.
+  std::ifstream map("/proc/self/uid_map");
+  unsigned long long inside = 0, outside = 0, count = 0;
+  bool read_any = false;  // (no /proc: nothing is known)
+  while (map >> inside >> outside >> count) {
+    read_any = true;
+    if (uid >= inside && uid - inside < count) return static_cast<uid_t>(-1);
+  }
+  return read_any ? static_cast<uid_t>(uid) : static_cast<uid_t>(-1);
 }
 
 std::string WhyOthersCouldChange(const std::string& name, const Ownership& entry, const Self& self) {

@@ -59,9 +59,13 @@ std::string WhoseLimit(absl::string_view cause, const ProcessLimits& limits) {
 }
 
 absl::Status HostShortage(const absl::Status& cause) {
-  absl::Status status = absl::ResourceExhaustedError(absl::StrCat(
-      "this process is short of what another decoder needs: ", cause.message(),
-      "; close a decoder, or raise the process's limits", WhoseLimit(cause.message(), CurrentProcessLimits())));
+  // The file-size limit is per file: closing decoders does not help.
+  const bool file_size = absl::StrContains(cause.message(), "`ulimit -f`");
+  absl::Status status = absl::ResourceExhaustedError(
+      file_size ? absl::StrCat("this process's limits leave no decoder room: ", cause.message())
+                : absl::StrCat("this process is short of what another decoder needs: ", cause.message(),
+                               "; close a decoder, or raise the process's limits",
+                               WhoseLimit(cause.message(), CurrentProcessLimits())));
   status.SetPayload(kHostShortageUrl, absl::Cord());
   return status;
 }

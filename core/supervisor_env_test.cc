@@ -52,5 +52,16 @@ TEST(WhoseLimitTest, HostShortageNamesTheLimitAndIsMarked) {
   EXPECT_NE(s.message().find("descriptors: `ulimit -n`"), std::string::npos) << s;
 }
 
+// A memfd above the file-size limit: no decoder can open, whatever is
+// closed.
+TEST(WhoseLimitTest, AFileSizeLimitIsNotCuredByClosingADecoder) {
+  const absl::Status s = HostShortage(absl::ResourceExhaustedError(
+      "the channel's memfd: 63164416 bytes of shared memory, above this process's file-size limit of 65536 bytes "
+      "(`ulimit -f`), which memfds count against: raise or remove the limit"));
+  EXPECT_TRUE(IsHostShortage(s));
+  EXPECT_EQ(s.message().find("close a decoder"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("`ulimit -f`"), std::string::npos) << s;
+}
+
 }  // namespace
 }  // namespace codecvisor

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <exception>
+#include <new>
 #include <optional>
 #include <variant>
 
@@ -128,11 +129,13 @@ VideoDecoder::Attempt VideoDecoder::RunOnce(const FrameSelection& selection,
                                            : ReceiveUnlessInterrupted(channel, Clock::now() + options_.request_timeout);
     if (grace_end && absl::IsDeadlineExceeded(in.status())) {
       // No end of the answer within the grace after a Cancel: the decode
-      // hung in the plugin, or is slow. The caller is not kept waiting for
-      // it; this session is dropped (the runner ends it when its call
-      // returns) and the next call opens another.
-      session_ = {};
-      return {first_error, false};
+      // hung in the plugin (or one frame takes that long). Taken as the
+      // hang the request timeout would have found, sooner: the backend is
+      // killed and replaced (a thread left stuck in it would never be
+      // reclaimed), and the caller gets its kCancelled, not a replay.
+      return {absl::DeadlineExceededError(
+                  absl::StrCat("no answer within ", kInterruptGrace.count(), " ms of a Cancel sent for an interrupt")),
+              true};
     }
     if (!grace_end && absl::IsCancelled(in.status()) && Interrupted()) {
       if (first_error.ok()) first_error = Annotate(absl::CancelledError("interrupted"));
@@ -330,6 +333,7 @@ absl::Status VideoDecoder::ServeOneRequest(const FrameSelection& selection,
       if (absl::IsAborted(s)) RecordPoison(replays, options_.request_timeout, DecoderOptions{}.request_timeout);
       return Annotate(s);
     }
+    ++retries_;  // the request is replayed
   }
 }
 
@@ -337,9 +341,10 @@ absl::Status VideoDecoder::RefuseUnlessFits(size_t count) const {
   const size_t usable = UsableMemoryBytes();
   const uint64_t width = options_.output_width > 0 ? options_.output_width : metadata_.width;
   const uint64_t height = options_.output_height > 0 ? options_.output_height : metadata_.height;
+  // (Native frames are counted at RGB's size: a backend may send RGB
+  // instead, and most native formats are smaller.)
   const uint64_t rgb_bytes = width * height * 3;
-  // (Native frames are smaller: their size is not known before they come.)
-  if (usable == 0 || !options_.native_formats.empty() || rgb_bytes == 0 || count <= usable / 2 / rgb_bytes) {
+  if (usable == 0 || rgb_bytes == 0 || count <= usable / 2 / rgb_bytes) {
     return absl::OkStatus();
   }
   return Annotate(absl::ResourceExhaustedError(
@@ -387,8 +392,8 @@ namespace {
 // order, each frame would seek back to its key frame and decode forward
 // again, a cost that grows with the square of the GOP's length. A repeated
 // entry's frame is a copy.
-template <typename T, typename CollectFn>
-absl::StatusOr<std::vector<Frame>> InStreamOrder(std::span<const T> asked, CollectFn collect) {
+template <typename T, typename CollectFn, typename AnnotateFn>
+absl::StatusOr<std::vector<Frame>> InStreamOrder(std::span<const T> asked, CollectFn collect, AnnotateFn annotate) {
   std::vector<T> distinct(asked.begin(), asked.end());
   std::sort(distinct.begin(), distinct.end());
   distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
@@ -404,8 +409,13 @@ absl::StatusOr<std::vector<Frame>> InStreamOrder(std::span<const T> asked, Colle
       placed[k] = out.size();
       out.push_back(std::move((*got)[k]));
     } else {
-      Frame copy = out[placed[k]].CopyOut();
-      out.push_back(std::move(copy));
+      try {
+        Frame copy = out[placed[k]].CopyOut();
+        out.push_back(std::move(copy));
+      } catch (const std::bad_alloc&) {
+        return annotate(absl::ResourceExhaustedError(
+            absl::StrCat("out of memory copying a repeated frame, ", out.size(), " of ", asked.size(), " placed")));
+      }
     }
   }
   return out;
@@ -420,7 +430,8 @@ absl::StatusOr<std::vector<Frame>> VideoDecoder::GetFramesAt(std::span<const int
     return Collect({ipc::IndexList{{indices.begin(), indices.end()}}});
   }
   return InStreamOrder(
-      indices, [this](std::vector<int64_t> distinct) { return Collect({ipc::IndexList{std::move(distinct)}}); });
+      indices, [this](std::vector<int64_t> distinct) { return Collect({ipc::IndexList{std::move(distinct)}}); },
+      [this](const absl::Status& s) { return Annotate(s); });
 }
 
 absl::StatusOr<std::vector<Frame>> VideoDecoder::GetFramesInRange(int64_t start, int64_t stop, int64_t step) {
@@ -437,8 +448,9 @@ absl::StatusOr<std::vector<Frame>> VideoDecoder::GetFramesPlayedAt(std::span<con
   if (std::any_of(seconds.begin(), seconds.end(), [](double s) { return std::isnan(s); })) {
     return Collect({ipc::PtsList{{seconds.begin(), seconds.end()}}});
   }
-  return InStreamOrder(seconds,
-                       [this](std::vector<double> distinct) { return Collect({ipc::PtsList{std::move(distinct)}}); });
+  return InStreamOrder(
+      seconds, [this](std::vector<double> distinct) { return Collect({ipc::PtsList{std::move(distinct)}}); },
+      [this](const absl::Status& s) { return Annotate(s); });
 }
 
 absl::StatusOr<std::vector<Frame>> VideoDecoder::GetFramesPlayedInRange(double start, double stop) {

@@ -117,9 +117,10 @@ class VideoDecoder {
   // request waits): the sink gets no more frames, the backend is sent a
   // Cancel and given kInterruptGrace to end its answer, and the call
   // returns kCancelled. A backend that does not answer by then (a decode
-  // hung in the plugin) is left to it: the session is dropped, and the next
-  // call opens another. A request interrupted while its backend died is not
-  // replayed (the supervisor still replaces the backend).
+  // hung in the plugin) is taken as hung, as the request timeout would
+  // have found it: killed and replaced. An interrupted request is never
+  // replayed. The waits for a backend to start or restart, for the gate
+  // and for room in the request ring do not read the flag.
   [[nodiscard]] absl::Status ForEachFrame(const FrameSelection& selection, absl::FunctionRef<absl::Status(Frame)> sink,
                                           const std::atomic<bool>* interrupted);
   static constexpr std::chrono::milliseconds kInterruptPoll{50};

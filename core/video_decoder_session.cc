@@ -61,7 +61,6 @@ absl::StatusOr<RequestBlame> VideoDecoder::Recover(const absl::Status& failure, 
   session_ = {};
   if (!record.ok()) return record.status();
   *death = *record;
-  ++retries_;
   return Judge(*death, hints, token_);
 }
 
@@ -147,7 +146,9 @@ absl::Status VideoDecoder::Reopen() {
     if (!blame.ok()) return Annotate(blame.status());
     if (absl::Status s = replays.AfterDeath(
             *blame, death, {"opening the file", "opening the file", "; it is poison and is not retried"}, Clock::now());
-        !s.ok()) {
+        s.ok()) {
+      ++retries_;  // the open is tried again
+    } else {
       if (absl::IsAborted(s)) RecordPoison(replays, options_.open_timeout, DecoderOptions{}.open_timeout);
       // An exact-mode open reads every packet: a huge (or padded) file can
       // outlast the open timeout without anything being wrong.

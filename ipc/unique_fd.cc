@@ -63,7 +63,8 @@ absl::Status SetMemfdSize(int fd, uint64_t bytes, absl::string_view what) {
   if (limited && bytes > limit.rlim_cur) return OverFileSizeLimit(what, bytes, limit.rlim_cur);
   if (RetryEintr([&] { return ftruncate(fd, static_cast<off_t>(bytes)); }) != 0) {
     const int err = errno;
-    // Lowered by another thread since the check (SIGXFSZ then ignored).
+    // Lowered by another thread since the check: the call raised SIGXFSZ,
+    // which only a process that ignores it (the CLI, Python) survives.
     if (err == EFBIG && getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
       return OverFileSizeLimit(what, bytes, limit.rlim_cur);
     }

@@ -171,6 +171,26 @@ TEST(ApproximateModeTest, MatroskaDurationIsTheStreamsOwn) {
   EXPECT_NEAR(w.duration_seconds * w.average_fps, 50, 0.5);
   within.DecodeOrFail(49, &info);
   EXPECT_EQ(within.Decode(50, &pixels, nullptr, &message), CV_ERROR_OUT_OF_RANGE) << message;
+  // ffmpeg copies stream tags: a cut or remux of an mkvmerge file keeps the
+  // source's statistics tags and its "DURATION-eng" (here 10 s), beside the
+  // plain DURATION FFmpeg writes. Those are stale: the first made the end
+  // time a span again (75 frames), the second promised 250 frames for 50.
+  const std::string stale_statistics = MakeVideo(
+      "starts_late_stale_statistics.mkv",
+      "-itsoffset 1 -f lavfi -i testsrc=size=64x48:rate=25:duration=2 -f lavfi -i sine=duration=5 -map 0 -map 1 "
+      "-c:v libx264 -pix_fmt yuv420p -c:a pcm_s16le -metadata:s:v:0 _STATISTICS_WRITING_APP=mkvmerge "
+      "-metadata:s:v:0 _STATISTICS_TAGS=DURATION");
+  const std::string stale_duration =
+      MakeVideo("cut_with_a_stale_duration.mkv",
+                "-f lavfi -i testsrc=size=64x48:rate=25:duration=2 -c:v libx264 -pix_fmt yuv420p "
+                "-metadata:s:v:0 DURATION-eng=00:00:10.000000000 -metadata:s:v:0 _STATISTICS_WRITING_APP-eng=mkvmerge");
+  for (const std::string& path : {stale_statistics, stale_duration}) {
+    TestSession stale(path, Approximate());
+    ASSERT_TRUE(stale.ok()) << stale.open_message();
+    const cv_stream_metadata sm = stale.Metadata();
+    EXPECT_NEAR(sm.duration_seconds, 2.0, 0.01) << path;
+    EXPECT_NEAR(sm.duration_seconds * sm.average_fps, 50, 0.5) << path;
+  }
 }
 
 // Exact mode's times are the frames'; get_header_times gives what the header

@@ -33,11 +33,16 @@ bool Valid(AVRational r) { return r.num > 0 && r.den > 0; }
 // In Matroska a stream that starts late (at `begin`) is ambiguous: FFmpeg's
 // muxer writes both the tag and the segment's duration as end times from
 // the timeline's 0 (a stream from 5 s to 7 s says 7 s, and so does the
-// segment), where mkvmerge's statistics tag is the stream's span (2 s).
-// mkvmerge marks its statistics tags (_STATISTICS_WRITING_APP, keys with
-// a language suffix where it wrote one: "DURATION-eng"); a tag without
-// them is FFmpeg's, an end time, as is one that would end past the
-// segment. The segment's own duration is taken as one. FLV's duration (onMetaData, as FFmpeg's muxer
+// segment), where mkvmerge's statistics tag is the stream's span (2 s),
+// under keys with a language suffix where it wrote one ("DURATION-eng").
+// A file FFmpeg wrote (its muxing app, the container's "encoder", is
+// "Lavf...") holds FFmpeg's own tag under the plain key, an end time; the
+// tags it copied from its source (ffmpeg keeps stream metadata: a cut or
+// remux of an mkvmerge file keeps "DURATION-eng" and the statistics tags)
+// are stale and not read. In a file another muxer wrote, a tag that
+// mkvmerge's statistics tags (_STATISTICS_WRITING_APP) mark is a span,
+// unless it would end past the segment; any other is an end time. The
+// segment's own duration is taken as one. FLV's duration (onMetaData, as FFmpeg's muxer
 // writes it) runs from the first decode time, and a stream with B-frames
 // shows its first frame video_delay frames after that: it spans the
 // duration less that delay (never more than its start; a file whose times
@@ -49,12 +54,15 @@ double HeaderDuration(const AVStream* stream, const AVFormatContext* format, dou
                                                                   : 0;
   const bool matroska =
       format->iformat != nullptr && std::string_view(format->iformat->name).starts_with("matroska");
+  const AVDictionaryEntry* encoder = av_dict_get(format->metadata, "encoder", nullptr, 0);
+  const bool lavf = matroska && encoder != nullptr && std::string_view(encoder->value).starts_with("Lavf");
+  const AVDictionaryEntry* tag = av_dict_get(stream->metadata, "DURATION", nullptr, 0);
+  if (tag == nullptr && !lavf) tag = av_dict_get(stream->metadata, "DURATION-", nullptr, AV_DICT_IGNORE_SUFFIX);
   int64_t us = 0;
-  if (const AVDictionaryEntry* tag = av_dict_get(stream->metadata, "DURATION", nullptr, AV_DICT_IGNORE_SUFFIX);
-      tag != nullptr && av_parse_time(&us, tag->value, /*duration=*/1) == 0 && us > 0) {
+  if (tag != nullptr && av_parse_time(&us, tag->value, /*duration=*/1) == 0 && us > 0) {
     const double seconds = us / static_cast<double>(AV_TIME_BASE);
     const bool statistics =
-        av_dict_get(stream->metadata, "_STATISTICS_WRITING_APP", nullptr, AV_DICT_IGNORE_SUFFIX) != nullptr;
+        !lavf && av_dict_get(stream->metadata, "_STATISTICS_WRITING_APP", nullptr, AV_DICT_IGNORE_SUFFIX) != nullptr;
     const bool ends_past_segment = container > 0 && seconds + begin > container + 1e-3;
     const bool end_time = matroska && begin > 0 && seconds > begin && (!statistics || ends_past_segment);
     return end_time ? seconds - begin : seconds;

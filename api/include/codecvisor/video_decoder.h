@@ -85,10 +85,11 @@ class VideoDecoder {
   // frame goes to the sink; once it is seen the sink gets no more frames,
   // the backend is told to stop and given 1 s to end its answer, and the
   // call returns kCancelled. A backend that does not answer in that time (a
-  // decode hung in its plugin) is left to finish on its own, and the
-  // decoder's next call opens a new session on it; a request whose backend
-  // died meanwhile is not replayed. The flag is only read: reset it before
-  // the next call.
+  // decode hung in its plugin) is taken as hung, as the request timeout
+  // would have found it: killed and restarted (other decoders on it replay
+  // their requests). An interrupted request is never replayed. Waits for a
+  // backend to start or restart do not read the flag. The flag is only
+  // read: reset it before the next call.
   Status ForEachFrame(const FrameSelection& selection, const std::function<Status(Frame)>& sink,
                       const std::atomic<bool>& interrupted);
 
