@@ -86,13 +86,6 @@ bool IndexListsPacketsPast(const AVStream* stream, int64_t pos) {
   return false;
 }
 
-bool IndexDiscardsFrames(const AVStream* stream) {
-  for (int i = 0, entries = IndexEntryCount(stream); i < entries; ++i) {
-    if ((IndexEntry(stream, i)->flags & AVINDEX_DISCARD_FRAME) != 0) return true;
-  }
-  return false;
-}
-
 absl::StatusOr<bool> FrameCursor::NextFrame() {
   if (have_ahead_) {
     std::swap(frame_, ahead_);

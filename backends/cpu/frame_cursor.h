@@ -57,10 +57,6 @@ bool IndexListsAfter(const AVStream* stream, int64_t timestamp);
 // file past byte `pos`: packets the index lists that a read ending at `pos`
 // never met (the file was cut short).
 bool IndexListsPacketsPast(const AVStream* stream, int64_t pos);
-// Whether that index holds packets whose frames are never shown (outside an
-// MP4 edit list): the header's frame count, from the same sample table,
-// counts them too.
-bool IndexDiscardsFrames(const AVStream* stream);
 // A decode that failed with FFmpeg's `error`, as `message`: kDataLoss (a
 // damaged file), but kResourceExhausted for ENOMEM (the backend's memory,
 // not the file).

@@ -4,8 +4,6 @@
 // and by time, the seek-or-decode-on decision, and the stretches lost to
 // damage. The exact mode and the decoding loop are in frame_cursor.cc.
 
-#include "backends/cpu/frame_cursor.h"
-
 #include <algorithm>
 #include <array>
 #include <string>
@@ -13,6 +11,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "backends/cpu/frame_cursor.h"
+#include "backends/cpu/stream_metadata.h"
 
 namespace codecvisor::cpu {
 namespace {
@@ -343,7 +343,7 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeApproximate(int64_t index, int
           // missing frames a sequential read does not reach either), or
           // frames an edit list discards.
           BackToFrameBefore();
-          if (!cut_short_ && !IndexDiscardsFrames(demuxer_->stream())) {
+          if (!cut_short_ && FramesTheIndexHides(demuxer_->stream()) == 0) {
             last_index_ = index;
             return frame_.get();
           }

@@ -104,17 +104,21 @@ uint32_t NonNegative(int value) { return value > 0 ? static_cast<uint32_t>(value
 int64_t HeaderFrameCount(const AVStream* stream) {
   // A crafted header's count past what a stream can hold is unknown.
   if (stream->nb_frames <= 0 || stream->nb_frames > FrameIndex::kMaxFrames) return -1;
-  AVStream* indexed = const_cast<AVStream*>(stream);  // FFmpeg's getters take a non-const stream
-  const int entries = avformat_index_get_entries_count(indexed);
-  if (entries != stream->nb_frames) return stream->nb_frames;
-  int64_t hidden = 0;
-  for (int i = 0; i < entries; ++i) {
-    if ((avformat_index_get_entry(indexed, i)->flags & AVINDEX_DISCARD_FRAME) != 0) ++hidden;
-  }
+  if (avformat_index_get_entries_count(const_cast<AVStream*>(stream)) != stream->nb_frames) return stream->nb_frames;
+  const int64_t hidden = FramesTheIndexHides(stream);
   return hidden < stream->nb_frames ? stream->nb_frames - hidden : stream->nb_frames;
 }
 
 }  // namespace
+
+int64_t FramesTheIndexHides(const AVStream* stream) {
+  AVStream* indexed = const_cast<AVStream*>(stream);  // FFmpeg's getters take a non-const stream
+  int64_t hidden = 0;
+  for (int i = 0, entries = avformat_index_get_entries_count(indexed); i < entries; ++i) {
+    if ((avformat_index_get_entry(indexed, i)->flags & AVINDEX_DISCARD_FRAME) != 0) ++hidden;
+  }
+  return hidden;
+}
 
 const int32_t* DisplayMatrix(const AVStream* stream) {
   size_t size = 0;

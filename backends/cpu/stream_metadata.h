@@ -36,6 +36,11 @@ const int32_t* DisplayMatrix(const AVStream* stream);
 // has none (or a degenerate one).
 double DisplayMatrixDegrees(const AVStream* stream);
 
+// How many packets `stream`'s own index (the container's, not a scan)
+// flags as never shown (outside an MP4 edit list): the header's sample
+// count, from the same table, counts them too.
+int64_t FramesTheIndexHides(const AVStream* stream);
+
 // What the header says of the demuxer's selected stream's times: its
 // start_time (else 0) and its duration (else its DURATION tag, else the
 // container's; 0 if none).
