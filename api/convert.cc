@@ -143,6 +143,7 @@ BackendInfo FromInternal(const internal::BackendStatus& s) {
   out.pid = s.pid;
   out.uptime_seconds = s.uptime_seconds;
   out.sessions = s.sessions;
+  out.parked = s.parked;
   out.restarts = s.restarts;
   out.last_exit = s.last_exit;
   out.last_exit_time = s.last_exit_time;

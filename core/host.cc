@@ -361,6 +361,7 @@ std::vector<BackendStatus> Host::Backends() const {
       s.pid = st.pid;
       s.uptime_seconds = std::chrono::duration<double>(st.uptime).count();
       s.sessions = st.sessions;
+      s.parked = st.parked;
       s.restarts = st.restarts;
       s.warm_spare = st.spare_ready;
       s.sandbox = st.sandbox;

@@ -65,6 +65,7 @@ struct BackendStatus {
   pid_t pid = -1;
   double uptime_seconds = 0;
   int sessions = 0;
+  uint64_t parked = 0;  // sessions closed to make room for others (Supervisor::MakeRoom)
   uint64_t restarts = 0;
   std::string last_exit;   // "killed by signal 11 (SIGSEGV)", empty if none
   std::string last_exit_time;  // ISO 8601, UTC

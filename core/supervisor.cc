@@ -50,7 +50,8 @@ Supervisor::Supervisor(BackendManifest manifest, std::shared_ptr<SupervisorEnv> 
     : manifest_(std::move(manifest)),
       env_(std::move(env)),
       options_(WithManifestsStartTimeout(options, manifest_)),
-      policy_(manifest_.restart) {}
+      policy_(manifest_.restart),
+      budget_(options_.spawn.sandbox ? SessionCapacity(manifest_.sandbox.memory_mb) : 0) {}
 
 Supervisor::~Supervisor() { Shutdown(); }
 
@@ -342,6 +343,10 @@ SupervisorStatus Supervisor::Status() const {
   s.generation = generation_;
   s.sessions = sessions_;
   s.restarts = restarts_;
+  {
+    MutexLock roster(&roster_mu_);
+    s.parked = parked_;
+  }
   if (!deaths_.empty()) s.last_exit = deaths_.rbegin()->second;
   s.spare_ready = spare_ != nullptr;
   return s;

@@ -29,21 +29,22 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <span>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "base/mutex.h"
 #include "core/death_record.h"
 #include "core/manifest.h"
 #include "core/restart_policy.h"
+#include "core/session_budget.h"
 #include "core/solo_gate.h"
 #include "core/supervisor_env.h"
 #include "ipc/channel.h"
-#include "base/mutex.h"
 
 namespace codecvisor {
 
@@ -71,6 +72,9 @@ struct SupervisorStatus {
   uint64_t generation = 0;
   std::chrono::steady_clock::duration uptime{};
   int sessions = 0;
+  // Sessions closed to make room for others (SessionBudget) and re-opened
+  // on their next request, since the host started.
+  uint64_t parked = 0;
   uint64_t restarts = 0;
   std::optional<DeathRecord> last_exit;
   bool spare_ready = false;
@@ -115,6 +119,34 @@ class Supervisor {
   void WatchChannel(uint64_t generation, std::weak_ptr<ipc::HostChannel> channel);
   void SessionOpened();
   void SessionClosed();
+
+  // Parking (core/session_budget.h). A session the supervisor may close
+  // to make room for another: TryPark() closes it unless a call of its own
+  // is running (then false), and must not call back into the supervisor.
+  class Parkable {
+   public:
+    virtual bool TryPark() = 0;
+
+   protected:
+    ~Parkable() = default;
+  };
+  // `session` may be parked from now until Withdraw(token), which returns
+  // only once no TryPark() of it is running.
+  void Enroll(uint64_t token, Parkable* session);
+  void Withdraw(uint64_t token);
+  // Before session `token` (re)opens: parks the least recently used other
+  // sessions until its `bytes` fit the backend's address space
+  // (SessionCapacity of the manifest's memory_mb). `bytes` 0: the size of
+  // the last session opened, the best guess for a first open.
+  void MakeRoom(uint64_t token, uint64_t bytes);
+  // Parks the least recently used other session that is idle: for an open
+  // the backend refused for want of resources. False when none could be.
+  bool ParkOne(uint64_t token);
+  // Session `token` holds `bytes` of the backend's address space (opened),
+  // was used, or holds nothing (closed, lost with its backend).
+  void SessionHolds(uint64_t token, uint64_t bytes);
+  void SessionUsed(uint64_t token);
+  void SessionReleased(uint64_t token);
 
   SupervisorStatus Status() const;
   // Every request and open on this backend passes it; a suspect passes
@@ -174,6 +206,7 @@ class Supervisor {
   void Quarantine(const RestartPolicy::Decision& decision, absl::string_view what, absl::string_view again,
                   absl::string_view last, absl::string_view advice) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void InterruptChannels(uint64_t generation) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool ParkOneLocked(uint64_t token) ABSL_EXCLUSIVE_LOCKS_REQUIRED(roster_mu_);
 
   const BackendManifest manifest_;
   const std::shared_ptr<SupervisorEnv> env_;
@@ -208,6 +241,15 @@ class Supervisor {
   int spare_failures_ ABSL_GUARDED_BY(mu_) = 0;  // in a row; spares stop at kMaxSpareFailures
 
   bool threads_started_ ABSL_GUARDED_BY(mu_) = false;
+
+  // Parking, under a lock of its own: TryPark() takes the session's own
+  // lock (try only), which its thread holds while it may call the methods
+  // above; never mu_ inside it.
+  mutable Mutex roster_mu_ ABSL_ACQUIRED_AFTER(mu_);
+  SessionBudget budget_ ABSL_GUARDED_BY(roster_mu_);
+  std::map<uint64_t, Parkable*> parkable_ ABSL_GUARDED_BY(roster_mu_);
+  uint64_t last_session_bytes_ ABSL_GUARDED_BY(roster_mu_) = 0;
+  uint64_t parked_ ABSL_GUARDED_BY(roster_mu_) = 0;
 
   SoloGate gate_;
   std::thread worker_;       // from the first use on, with an env that runs threads

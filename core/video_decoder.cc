@@ -54,17 +54,37 @@ absl::StatusOr<std::unique_ptr<VideoDecoder>> VideoDecoder::Open(std::shared_ptr
                                                                  DecoderOptions options) {
   std::unique_ptr<VideoDecoder> decoder(
       new VideoDecoder(std::move(supervisor), std::move(video), std::move(label), std::move(options)));
+  decoder->supervisor_->Enroll(decoder->token_, decoder.get());
+  MutexLock lock(&decoder->call_mu_);
   if (absl::Status s = decoder->Reopen(); !s.ok()) return s;
   return decoder;
 }
 
 VideoDecoder::~VideoDecoder() {
+  // No parking from here on (Withdraw waits out one in progress).
+  supervisor_->Withdraw(token_);
   // Best effort: tell the session thread to close. Our channel's hang-up
   // ends it anyway if the backend is busy.
   if (session_.channel != nullptr) {
     (void)session_.channel->Send({next_id_++, ipc::Close{}}, Clock::now() + std::chrono::milliseconds(100));
   }
   supervisor_->SessionClosed();
+}
+
+void VideoDecoder::DropSession() {
+  session_ = {};
+  supervisor_->SessionReleased(token_);
+}
+
+bool VideoDecoder::TryPark() {
+  if (!call_mu_.try_lock()) return false;  // a call of its own is running
+  MutexLock lock(&call_mu_, std::adopt_lock);
+  if (session_.channel != nullptr) {
+    // As the destructor does; the hang-up ends the backend's session anyway.
+    (void)session_.channel->Send({next_id_++, ipc::Close{}}, Clock::now() + std::chrono::milliseconds(100));
+    session_ = {};
+  }
+  return true;
 }
 
 absl::Status VideoDecoder::Annotate(const absl::Status& status) const {
@@ -140,7 +160,7 @@ VideoDecoder::Attempt VideoDecoder::RunOnce(const FrameSelection& selection,
       // frames the sink kept. Not its fault; this session is mid-request,
       // so the next call starts a fresh one (the runner ends this one when
       // its channel hangs up).
-      session_ = {};
+      DropSession();
       return {Annotate(absl::FailedPreconditionError(absl::StrCat(
                   "no frame for ", options_.request_timeout.count(), " ms while all ", slots,
                   " frame slots were held by frames still alive; a sink that keeps frames must Detach() "
@@ -284,6 +304,7 @@ absl::Status VideoDecoder::ForEachFrameOfOneRequest(const FrameSelection& select
 
 absl::Status VideoDecoder::ServeOneRequest(const FrameSelection& selection,
                                            absl::FunctionRef<absl::Status(Frame)> sink) {
+  MutexLock lock(&call_mu_);
   uint32_t delivered = 0;
   // The sink's first error, kept across replays: once it has failed it gets
   // no more frames, and the caller gets that error.
@@ -295,12 +316,13 @@ absl::Status VideoDecoder::ServeOneRequest(const FrameSelection& selection,
       if (absl::Status s = Reopen(); !s.ok()) return s;
     }
     Attempt attempt = RunOnce(selection, sink, &delivered, &sink_error, replays.alone());
+    if (session_.channel != nullptr) supervisor_->SessionUsed(token_);
     if (attempt.native_changed) {
       // The stream changed format or colours part way: from here on this
       // decoder's sessions send RGB, and the frames not yet delivered come
       // from a new one (those delivered are skipped, as after a restart).
       options_.native_formats.clear();
-      session_ = {};
+      DropSession();
       continue;
     }
     if (!attempt.channel_failure) {

@@ -70,7 +70,11 @@ struct DecoderOptions {
 // every request then inside vendor code a suspect: each replays alone
 // (Supervisor::gate()), and is blamed only when it was alone in there.
 
-class VideoDecoder {
+// Parking: an idle decoder's session may be closed by the supervisor to
+// make room in the backend for another's (core/session_budget.h); its next
+// request re-opens it, as after a restart (not counted in retries()).
+
+class VideoDecoder final : private Supervisor::Parkable {
  public:
   // Opens `video` on `supervisor`'s backend, surviving its crashes as above.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<VideoDecoder>> Open(std::shared_ptr<Supervisor> supervisor,
@@ -143,7 +147,12 @@ class VideoDecoder {
   VideoDecoder(std::shared_ptr<Supervisor> supervisor, ipc::UniqueFd video, std::string label,
                DecoderOptions options);
   // (Re)opens the session on the supervisor's current generation.
-  absl::Status Reopen();
+  absl::Status Reopen() ABSL_EXCLUSIVE_LOCKS_REQUIRED(call_mu_);
+  // Lets the session go (it is re-opened on the next request) and tells
+  // the supervisor it holds nothing now.
+  void DropSession();
+  // Supervisor::Parkable: closes the session unless a call is running.
+  bool TryPark() override;
   // `delivered` counts frames passed on (or drained after a sink error)
   // across replays; `sink_error` is the sink's first error, across replays.
   // `alone`: the attempt passes the backend's gate alone (a suspect's replay).
@@ -180,6 +189,11 @@ class VideoDecoder {
   absl::Status Annotate(const absl::Status& status) const;
 
   std::shared_ptr<Supervisor> supervisor_;
+  // Held by each request and the first open, and by TryPark (try only):
+  // what the supervisor's parking may change, session_, is changed under it.
+  Mutex call_mu_;
+  // The backend address space the last session took (SessionAddressSpace).
+  uint64_t session_bytes_ = 0;
   BackendHandle backend_;  // the generation the session is open on
   OpenedSession session_;  // channel null when it must be re-opened
   ipc::UniqueFd video_;

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/blame.h"
+#include "core/session_budget.h"
 #include "core/video_decoder.h"
 
 namespace codecvisor::internal {
@@ -58,7 +59,7 @@ absl::StatusOr<RequestBlame> VideoDecoder::Recover(const absl::Status& failure, 
   const bool kill = replace || absl::IsDeadlineExceeded(failure) || absl::IsDataLoss(failure);
   absl::StatusOr<DeathRecord> record =
       supervisor_->ReportFailure(backend_.generation, token_, kill, reason, Clock::now() + kExitWait);
-  session_ = {};
+  DropSession();
   if (!record.ok()) return record.status();
   *death = *record;
   return Judge(*death, hints, token_);
@@ -87,6 +88,9 @@ absl::Status VideoDecoder::Reopen() {
     if (!handle.ok()) return Annotate(handle.status());
     // Each attempt has the whole open timeout: a backend that hung or died
     // in the last one must not use up the next.
+    // Room in the backend's address space first, as this decoder's last
+    // session took (the last opened's for a first open).
+    supervisor_->MakeRoom(token_, session_bytes_);
     const Deadline attempt_deadline = Clock::now() + options_.open_timeout;
     bool channel_failure = false;
     uint64_t file_token = 0;
@@ -105,6 +109,9 @@ absl::Status VideoDecoder::Reopen() {
       metadata_ = session_.info.metadata;
       session_opened_before_ = true;
       supervisor_->WatchChannel(backend_.generation, session_.channel);
+      session_bytes_ = SessionAddressSpace(ipc::Layout::For(session_.channel->geometry()).total,
+                                           options_.decoder_threads, std::thread::hardware_concurrency());
+      supervisor_->SessionHolds(token_, session_bytes_);
       return absl::OkStatus();
     }
     // The backend out of something (threads, memory): a passing shortage
@@ -130,6 +137,14 @@ absl::Status VideoDecoder::Reopen() {
       return Annotate(opened.status());
     }
     if (!channel_failure && !exhausted) return Annotate(opened.status());
+    // The backend out of room with other decoders' sessions open in it (its
+    // address space full of their regions and stacks): one of them is
+    // parked, and the open tried again once its close has had a moment to
+    // land, before the backend is taken as exhausted.
+    if (exhausted && Clock::now() + kBusyRetry < open_deadline && supervisor_->ParkOne(token_)) {
+      std::this_thread::sleep_for(kBusyRetry);
+      continue;
+    }
     if (exhausted && busy_retries < kBusyRetries && Clock::now() + kBusyRetry * (busy_retries + 1) < open_deadline) {
       std::this_thread::sleep_for(kBusyRetry * ++busy_retries);
       continue;

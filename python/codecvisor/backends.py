@@ -25,6 +25,9 @@ class BackendInfo:
     pid: Optional[int] = None
     restarts: int = 0
     sandbox: str = ""
+    # Idle decoders' sessions closed to make room in the backend for others,
+    # re-opened on their next call.
+    parked: int = 0
     version: str = ""
 
 
@@ -42,7 +45,8 @@ def list() -> List[BackendInfo]:  # noqa: A001 (torch-style name)
         source = from_entry_points.get(path, "built-in" if b["name"] == "cpu" else "path")
         out.append(BackendInfo(name=b["name"], devices=b["devices"], source=source, manifest_path=path,
                                state=b["state"], diagnostic=b["diagnostic"], pid=b["pid"] if b["pid"] > 0 else None,
-                               restarts=b["restarts"], sandbox=b["sandbox"], version=b["version"]))
+                               restarts=b["restarts"], sandbox=b["sandbox"], version=b["version"],
+                               parked=b["parked"]))
     return out + failed
 
 

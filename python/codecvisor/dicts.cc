@@ -64,6 +64,7 @@ py::dict BackendDict(const BackendInfo& b) {
   d["pid"] = b.pid;
   d["uptime_seconds"] = b.uptime_seconds;
   d["sessions"] = b.sessions;
+  d["parked"] = b.parked;
   d["restarts"] = b.restarts;
   d["last_exit"] = Text(b.last_exit);
   d["last_exit_time"] = b.last_exit_time;

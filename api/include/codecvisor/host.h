@@ -79,6 +79,9 @@ struct BackendInfo {
   pid_t pid = -1;          // of the running process, -1 if none
   double uptime_seconds = 0;
   int sessions = 0;        // open decoders
+  // Idle decoders' sessions closed to make room in the backend's address
+  // space for others, re-opened on their next call (latency, not failure).
+  uint64_t parked = 0;
   uint64_t restarts = 0;
   std::string last_exit;       // "killed by signal 11 (SIGSEGV)"; empty if none
   std::string last_exit_time;  // ISO 8601, UTC
