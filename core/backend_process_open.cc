@@ -64,7 +64,13 @@ absl::StatusOr<OpenedSession> BackendProcess::OpenSession(int video_fd, ipc::Ope
   // Everything but an Error reply from the backend is a channel failure.
   *channel_failure = true;
   *file_token = 0;
+  const ipc::Clock::time_point asked = ipc::Clock::now();
   MutexLock lock(&mu_);
+  // The backend opens files one at a time, on its main thread, and this
+  // lock queues them: the time spent behind other decoders' opens is not
+  // this one's (a slow but sound open must not fail the ones queued after
+  // it). The queue is bounded, each open before it by its own deadline.
+  deadline += ipc::Clock::now() - asked;
   if (control_ == nullptr) return absl::UnavailableError("backend was shut down");
   options.file_token = next_id_;
   *file_token = options.file_token;

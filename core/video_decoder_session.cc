@@ -86,17 +86,18 @@ absl::Status VideoDecoder::Reopen() {
     absl::StatusOr<BackendHandle> handle = supervisor_->Acquire(
         Clock::now() + std::max<std::chrono::milliseconds>(options_.open_timeout, supervisor_->RecoveryWait()));
     if (!handle.ok()) return Annotate(handle.status());
-    // Each attempt has the whole open timeout: a backend that hung or died
-    // in the last one must not use up the next.
     // Room in the backend's address space first, as this decoder's last
     // session took (the last opened's for a first open).
     supervisor_->MakeRoom(token_, session_bytes_);
-    const Deadline attempt_deadline = Clock::now() + options_.open_timeout;
     bool channel_failure = false;
     uint64_t file_token = 0;
     absl::StatusOr<OpenedSession> opened;
     {
       SoloGate::Pass pass = PassGate(replays.alone(), options_.open_timeout);
+      // Each attempt has the whole open timeout from here: a backend that
+      // hung or died in the last one, and the wait for the gate, must not
+      // use it up.
+      const Deadline attempt_deadline = Clock::now() + options_.open_timeout;
       opened = handle->process->OpenSession(video_.get(), open, options_.arena_slots, attempt_deadline,
                                             &channel_failure, &file_token);
     }

@@ -1,12 +1,15 @@
-// More decoders open at once than their backend's address space holds
-// sessions for (the manifest's memory_mb): the least recently used idle
-// ones are parked (closed in the backend, re-opened on their next call),
-// never the backend replaced with every session in it.
+// Many decoders opening and open at once on one backend. More of them than
+// the backend's address space holds sessions for (the manifest's
+// memory_mb): the least recently used idle ones are parked (closed in the
+// backend, re-opened on their next call), never the backend replaced with
+// every session in it. Opens queued behind slow ones keep their timeout.
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backends/testing/synthetic_pattern.h"
@@ -95,6 +98,27 @@ TEST_F(ParkingTest, AParkedDecodersFramesOutliveItsSession) {
   EXPECT_TRUE(IsFrame(*kept, 3));
   EXPECT_EQ((*first)->retries(), 0u);
   EXPECT_EQ(StatusOf("synthetic").restarts, 0u);
+}
+
+// Opens go to a backend one at a time (its main thread runs them); each
+// one's open_timeout counts from when it is sent, not from when it joined
+// the queue: four sound opens of 1 s each, from four threads at once, with
+// a 2.5 s timeout, all succeed, and the backend is never killed for them
+// (the last two used to be, and then judged poison).
+TEST_F(FaultTest, AnOpenQueuedBehindSlowOnesHasItsWholeTimeout) {
+  ASSERT_TRUE(Open(WriteSyntheticVideo("warm.syn"), "synthetic").ok());  // started: its start is not an open
+  const std::string video = WriteSyntheticVideo("slow.syn", "open_ms=1000");
+  DecoderOptions options;
+  options.open_timeout = std::chrono::milliseconds(2500);
+  std::vector<absl::Status> opened(4);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < opened.size(); ++i) {
+    threads.emplace_back([&, i] { opened[i] = Open(video, "synthetic", options).status(); });
+  }
+  for (std::thread& t : threads) t.join();
+  for (size_t i = 0; i < opened.size(); ++i) EXPECT_TRUE(opened[i].ok()) << "open " << i << ": " << opened[i];
+  const BackendStatus status = StatusOf("synthetic");
+  EXPECT_EQ(status.restarts, 0u) << status.last_exit;
 }
 
 }  // namespace

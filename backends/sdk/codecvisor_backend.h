@@ -13,7 +13,8 @@
  *
  * Threading. Each session is driven by one runner thread at a time: calls on
  * one session never overlap, but calls on different sessions do, so a backend
- * must keep per-session state in its cv_session. `create` and `destroy` are
+ * must keep per-session state in its cv_session. `open_session` calls come
+ * one at a time, on the runner's main thread (while other sessions decode). `create` and `destroy` are
  * called with no session open.
  *
  * Errors. Every fallible call returns a cv_status and, on failure, writes a
