@@ -60,17 +60,22 @@ const char* NotAFile(mode_t mode) {
   return "not a regular file";
 }
 
-// Adds to `warnings` one line per key of `table` not in `known`.
-void WarnOfUnknownKeys(const toml::table& table, absl::string_view prefix, std::initializer_list<absl::string_view> known,
-                       absl::string_view path, std::vector<std::string>* warnings) {
+// Adds to `warnings` one line per key of `table` not in `known`; returns
+// those keys.
+std::vector<std::string> WarnOfUnknownKeys(const toml::table& table, absl::string_view prefix,
+                                           std::initializer_list<absl::string_view> known, absl::string_view path,
+                                           std::vector<std::string>* warnings) {
+  std::vector<std::string> unknown;
   for (const auto& entry : table) {
     const absl::string_view key(entry.first.str().data(), entry.first.str().size());
     if (std::find(known.begin(), known.end(), key) != known.end()) continue;
+    unknown.emplace_back(key);
     warnings->push_back(absl::StrCat("manifest ", path, ": key '", prefix, key, "' is unknown and ignored (",
                                      prefix.empty() ? "keys" : absl::StrCat("[", prefix.substr(0, prefix.size() - 1),
                                                                             "] keys"),
                                      ": ", absl::StrJoin(known, ", "), ")"));
   }
+  return unknown;
 }
 
 }  // namespace
@@ -92,18 +97,24 @@ absl::StatusOr<BackendManifest> ParseManifest(absl::string_view text, absl::stri
   // written for a later one still loads; but said, since it is more often
   // a typo ([conformence], max_restart) whose setting silently does not
   // apply.
-  WarnOfUnknownKeys(table, "",
-                    {"name", "devices", "library", "entry", "abi_version", "restart", "sandbox", "conformance",
-                     "config"},
-                    path, &m.warnings);
+  const std::vector<std::string> unknown = WarnOfUnknownKeys(
+      table, "", {"name", "devices", "library", "entry", "abi_version", "restart", "sandbox", "conformance", "config"},
+      path, &m.warnings);
+  // A required key missing beside an unknown one ('libary'): most likely
+  // its typo, so the error names both.
+  auto missing = [&](absl::string_view what) {
+    if (unknown.empty()) return bad(what);
+    return bad(absl::StrCat(what, " (the manifest has ", unknown.size() == 1 ? "an unknown key '" : "unknown keys '",
+                            absl::StrJoin(unknown, "', '"), "': a misspelling?)"));
+  };
 
   const auto* name = table["name"].as_string();
-  if (name == nullptr) return bad("key 'name': missing, or not a string");
+  if (name == nullptr) return missing("key 'name': missing, or not a string");
   m.name = name->get();
   if (!ValidName(m.name, 32)) return bad(absl::StrCat("key 'name': '", m.name, "' is not [a-z0-9_-]{1,32}"));
 
   const auto* devices = table["devices"].as_array();
-  if (devices == nullptr || devices->empty()) return bad("key 'devices': missing, or not a non-empty array");
+  if (devices == nullptr || devices->empty()) return missing("key 'devices': missing, or not a non-empty array");
   for (const auto& d : *devices) {
     const auto* s = d.as_string();
     if (s == nullptr || !ValidName(s->get(), 32)) {
@@ -113,7 +124,7 @@ absl::StatusOr<BackendManifest> ParseManifest(absl::string_view text, absl::stri
   }
 
   const auto* library = table["library"].as_string();
-  if (library == nullptr || library->get().empty()) return bad("key 'library': missing, or not a string");
+  if (library == nullptr || library->get().empty()) return missing("key 'library': missing, or not a string");
   m.library = library->get();
   if (m.library[0] != '/') m.library = absl::StrCat(Folder(path), "/", m.library);
   // Normal: the runner compares its folder with the read paths.

@@ -53,6 +53,22 @@ TEST(ManifestTest, UnknownKeysAreWarnedOfNotFatal) {
                             "warm_spare, start_timeout_seconds)");
 }
 
+// A required key missing beside an unknown one: the error names the
+// unknown key, most likely the misspelling (a vendor's 'libary' was told
+// only that 'library' was missing).
+TEST(ManifestTest, AMissingKeyNamesTheUnknownOnesBesideIt) {
+  auto m = ParseManifest("name='x'\ndevices=['x']\nlibary='l.so'\nabi_version=1\n", "/m/x.toml");
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().message(),
+            "manifest /m/x.toml: key 'library': missing, or not a string (the manifest has an unknown key 'libary': "
+            "a misspelling?)");
+  m = ParseManifest("nmae='x'\ndevise=['x']\nlibrary='l.so'\nabi_version=1\n", "/m/x.toml");
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("(the manifest has unknown keys 'devise', 'nmae': a misspelling?)"),
+            std::string::npos)
+      << m.status();
+}
+
 TEST(ManifestTest, EntryDefaultsToTheV1Symbol) {
   auto m = ParseManifest("name='x'\ndevices=['x']\nlibrary='/l.so'\nabi_version=1\n", "x.toml");
   ASSERT_TRUE(m.ok()) << m.status();

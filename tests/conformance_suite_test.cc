@@ -7,10 +7,11 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <memory>
 #include <map>
+#include <memory>
 #include <string>
 
+#include "backends/testing/synthetic_pattern.h"
 #include "tests/test_paths.h"
 #include "tools/common/subprocess.h"
 #include "tools/common/test_video.h"
@@ -20,7 +21,9 @@
 namespace codecvisor::conformance {
 namespace {
 
+using ::codecvisor::testing::FillSyntheticFrame;
 using ::codecvisor::testing::Runfile;
+using ::codecvisor::testing::SyntheticVideo;
 using ::codecvisor::testing::TempPath;
 using ::codecvisor::testing::WriteFile;
 
@@ -150,6 +153,52 @@ TEST(ConformanceSuiteTest, OwnSampleWithTheVendorsReference) {
   EXPECT_NE(why.find("worst 16x16 block at x=0 y=32"), std::string::npos) << why;
   EXPECT_NE(why.find("PSNR"), std::string::npos) << why;
   EXPECT_FALSE(by_name["native_own_y4m"].passed) << "frame 7, converted by the host, differs as well";
+}
+
+// A sample in a format FFmpeg cannot read, with the vendor's reference
+// (the synthetic backend's own text files): the first-seek check cannot
+// list its packets, and with no codec claimed it passes saying it had
+// nothing to check, where it used to fail every such backend on ffprobe.
+TEST(ConformanceSuiteTest, ASampleFFmpegCannotReadPassesTheFirstSeekCheck) {
+  const SyntheticVideo video{.frames = 12, .width = 32, .height = 24, .fps = 10, .start = 0};
+  const std::string clip = WriteFile("own.syn", "synthetic frames=12 width=32 height=24 fps=10");
+  std::string frames(size_t{12} * 32 * 24 * 3, '\0');
+  std::string stamps = "width 32\nheight 24\ntime_base 1/1000\ncodec synthetic\n";
+  for (int64_t i = 0; i < 12; ++i) {
+    FillSyntheticFrame(video, CV_OUTPUT_RGB24, i, reinterpret_cast<uint8_t*>(frames.data()) + i * 32 * 24 * 3);
+    stamps += std::to_string(i * 100) + " 100\n";
+  }
+  const std::string reference = WriteFile("own.syn.rgb24", frames);
+  const std::string timestamps = WriteFile("own.syn.timestamps", stamps);
+  // The synthetic library under a manifest that claims no codec.
+  const std::string manifest = WriteFile(
+      "own_synthetic.toml", "name='synthetic'\ndevices=['synthetic']\nlibrary='" +
+                                Runfile("backends/testing/libcodecvisor_synthetic.so") + "'\nabi_version=1\n");
+  ConformanceOptions options = Options();
+  options.samples = {{.path = clip, .reference = {reference, timestamps}}};
+  absl::StatusOr<ConformanceReport> report = RunConformance({.backend = "", .manifest_path = manifest}, options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  std::map<std::string, CheckResult> by_name = ByName(*report);
+  ASSERT_TRUE(by_name.count("frames_own_syn"));
+  EXPECT_TRUE(by_name["frames_own_syn"].passed) << by_name["frames_own_syn"].detail;
+  ASSERT_TRUE(by_name.count("first_seek_own_syn"));
+  const CheckResult& seek = by_name["first_seek_own_syn"];
+  EXPECT_TRUE(seek.passed) << seek.detail;
+  EXPECT_NE(seek.detail.find("is not a file FFmpeg reads"), std::string::npos) << seek.detail;
+  EXPECT_EQ(seek.detail.find("ffprobe"), std::string::npos) << seek.detail;
+
+  // Named by a manifest (as the Bazel macro runs it), the sample takes the
+  // reference beside it: own.syn.rgb24 and own.syn.timestamps.
+  const std::string named =
+      WriteFile("named_synthetic.toml", "name='synthetic'\ndevices=['synthetic']\nlibrary='" +
+                                            Runfile("backends/testing/libcodecvisor_synthetic.so") +
+                                            "'\nabi_version=1\n[conformance]\nsamples=['own.syn']\n");
+  report = RunConformance({.backend = "", .manifest_path = named}, Options());
+  ASSERT_TRUE(report.ok()) << report.status();
+  by_name = ByName(*report);
+  ASSERT_TRUE(by_name.count("frames_own_syn") && by_name.count("first_seek_own_syn"));
+  EXPECT_TRUE(by_name["frames_own_syn"].passed) << by_name["frames_own_syn"].detail;
+  EXPECT_TRUE(by_name["first_seek_own_syn"].passed) << by_name["first_seek_own_syn"].detail;
 }
 
 // A backend whose errors carry no message fails bad_input, saying so: its

@@ -310,15 +310,23 @@ absl::Status ParseTimestamps(absl::string_view text, absl::string_view file, Sam
   return absl::OkStatus();
 }
 
-absl::StatusOr<Sample> LoadSample(const std::string& path, const VendorReference& reference) {
+VendorReference ReferenceBeside(const std::string& path) {
+  VendorReference beside{absl::StrCat(path, ".rgb24"), absl::StrCat(path, ".timestamps")};
+  if (access(beside.frames.c_str(), F_OK) != 0 && access(beside.timestamps.c_str(), F_OK) != 0) return {};
+  return beside;
+}
+
+absl::StatusOr<Sample> LoadSample(const std::string& path, VendorReference reference) {
   Sample sample;
   sample.path = path;
   sample.codec = path.substr(path.rfind('/') + 1);
   if (access(path.c_str(), R_OK) != 0) return absl::NotFoundError(absl::StrCat("sample ", path, ": cannot be read"));
+  if (reference.frames.empty()) reference = ReferenceBeside(path);
   if (reference.frames.empty()) {
     if (absl::Status s = ProbeWithFfmpeg(&sample); !s.ok()) {
       return absl::Status(s.code(), absl::StrCat(s.message(), " (if FFmpeg cannot read ", path,
-                                                 ", give your own reference: --reference FRAMES.rgb24 "
+                                                 ", give your own reference: ", path, ".rgb24 and ", path,
+                                                 ".timestamps beside it, or --reference FRAMES.rgb24 "
                                                  "--reference-timestamps FILE)"));
     }
   } else {

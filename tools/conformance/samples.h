@@ -117,7 +117,10 @@ struct VendorReference {
 // empty: none), its stream and frames come from there; without, from
 // ffprobe and the ffmpeg CLI, which must then read the file. At least
 // kMinSampleFrames frames.
-[[nodiscard]] absl::StatusOr<Sample> LoadSample(const std::string& path, const VendorReference& reference);
+// A `reference` left empty is the one beside the file, where there is
+// one: PATH.rgb24 and PATH.timestamps (how a manifest's `samples` and the
+// Bazel macro's give theirs).
+[[nodiscard]] absl::StatusOr<Sample> LoadSample(const std::string& path, VendorReference reference);
 
 // `source` copied (no re-encoding) into an MP4 whose display matrix turns
 // it a quarter turn (ffprobe's rotation -90: the ffmpeg CLI autorotates it

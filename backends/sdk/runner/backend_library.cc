@@ -148,7 +148,9 @@ absl::StatusOr<LoadedBackend> LoadBackendLibrary(absl::string_view library, absl
   if (sym == nullptr) {
     return absl::NotFoundError(absl::StrCat("library ", path, ": undefined symbol ", symbol,
                                             "; the manifest's entry must name the function the "
-                                            "plugin exports"));
+                                            "plugin exports: declared extern \"C\" and visible "
+                                            "(CODECVISOR_BACKEND_EXPORT), not hidden by -fvisibility=hidden or a "
+                                            "version script"));
   }
   auto fn = reinterpret_cast<cv_backend_entry_fn>(sym);
   const cv_backend_v1* table = fn();
