@@ -35,6 +35,14 @@ bool FrameCursor::ReadAndName(AVPacket* packet, int64_t* index) {
     return false;
   }
   if (index_ == nullptr) return true;
+  if (index_->names_by_dts()) {
+    // Its pts is a decode time: named by its dts, and it carries the
+    // table's pts to its frame (a packet that makes none, none).
+    *index = index_->FindByDts(packet->dts);
+    packet->pts = *index >= 0 ? (*index_)[*index].pts : AV_NOPTS_VALUE;
+    next_order_ = *index >= 0 ? (*index_)[*index].decode_order + 1 : -1;
+    return true;
+  }
   if (index_->names_untimed()) {
     // By its own pts where that names one packet, else by its place: the
     // packet after the last one named; either way only a packet of the

@@ -29,6 +29,44 @@ namespace {
 // headers when they are anywhere).
 constexpr int kHeaderChecks = 4;
 
+// An H.264 or HEVC stream that reorders pictures, whose container gave
+// every packet its dts for a pts (a raw stream muxed without presentation
+// times: `ffmpeg -i raw.h264 -c copy out.mp4`): those are decode times,
+// and the decoder shows the pictures in picture order count order, not in
+// that one (where the counts say they differ). The counts are read in a second pass over the packets (the
+// container opened again); the key frames keep their times (an IDR picture
+// is shown in its decode place) and every other frame takes its place in
+// display order between them (PlaceUntimedByPictureOrder). False,
+// changing nothing, where the counts cannot be read or do not place every
+// frame.
+bool PlaceByPictureOrderOverDecodeTimes(Demuxer& demuxer, std::vector<FrameEntry>& frames, int64_t fallback_duration) {
+  std::unique_ptr<PictureOrderReader> reader = PictureOrderReader::ForStream(*demuxer.stream()->codecpar);
+  if (reader == nullptr || frames.size() < 2 || !demuxer.Reopen().ok()) return false;
+  // Each frame's count, by its dts (frames may have lost packets that
+  // make none; every packet is read, as a count depends on those before).
+  std::vector<std::pair<int64_t, std::optional<int64_t>>> counts;
+  PacketPtr packet = MakePacket();
+  while (demuxer.ReadPacket(packet.get())) {
+    const std::optional<int64_t> count = reader->Read(*packet);
+    if ((packet->flags & AV_PKT_FLAG_DISCARD) == 0) counts.emplace_back(packet->dts, count);
+  }
+  std::sort(counts.begin(), counts.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::optional<int64_t>> poc(frames.size());
+  std::vector<bool> known(frames.size());
+  for (size_t i = 0; i < frames.size(); ++i) {
+    auto it = std::lower_bound(counts.begin(), counts.end(), frames[i].dts,
+                               [](const auto& c, int64_t dts) { return c.first < dts; });
+    if (it == counts.end() || it->first != frames[i].dts || !it->second.has_value()) return false;
+    poc[i] = it->second;
+    known[i] = frames[i].key;
+  }
+  // Pictures decoded in the order they are shown (a count that only rises
+  // between key frames): the decode times are display times after all.
+  bool reordered = false;
+  for (size_t i = 1; i < frames.size() && !reordered; ++i) reordered = !frames[i].key && *poc[i] < *poc[i - 1];
+  return reordered && PlaceUntimedByPictureOrder(frames, known, poc, fallback_duration);
+}
+
 }  // namespace
 
 absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_duration,
@@ -56,6 +94,7 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
   bool b_vops = false;
   bool placeholders = false;  // not-coded VOPs, which a packed bitstream sends
   bool pts_are_dts = true;
+  bool every_pts_is_dts = true;  // any codec's: for DecodeTimesAsPts
   // Containers whose times may restart part way (StreamSplices).
   const bool may_splice = (demuxer.format()->iformat->flags & AVFMT_TS_DISCONT) != 0;
   StreamSplices splices(std::max<int64_t>(av_rescale_q(1, AVRational{1, 10}, demuxer.stream()->time_base), 1));
@@ -152,6 +191,7 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
       placeholders = placeholders || (vop.coding_type >= 0 && !vop.coded);
       pts_are_dts = pts_are_dts && packet->pts != AV_NOPTS_VALUE && packet->pts == packet->dts;
     }
+    every_pts_is_dts = every_pts_is_dts && packet->pts != AV_NOPTS_VALUE && packet->pts == packet->dts;
   }
   // A file cut short ends in a packet the demuxer could read only part of
   // (AV_PKT_FLAG_CORRUPT, or raw video's short last packet): its frame does
@@ -213,6 +253,9 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
       });
     }
   }
+  const bool decode_times = order_reader == nullptr && !mpeg4 && every_pts_is_dts && codecpar->video_delay > 0 &&
+                            PlaceByPictureOrderOverDecodeTimes(demuxer, index.frames_, fallback_duration);
+  codecpar = demuxer.stream()->codecpar;  // the container may have been opened again
   // B-VOPs are shown before the P-VOP decoded ahead of them: equal pts and
   // dts throughout are decode times. Either way the decoder must hold a
   // frame back (IsPackedMpeg4).
@@ -222,9 +265,12 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
       ApplyShownOrderTimeline(index.frames_, vop_types, fallback_duration)) {
     for (const FrameEntry& f : index.frames_) index.shown_order_dts_.push_back(f.dts);
     missing_pts.clear();
-  } else if (order_reader != nullptr &&
-             PlaceUntimedByPictureOrder(index.frames_, known_pts, picture_orders, fallback_duration,
-                                        &index.misplaced_pts_)) {
+  } else if (decode_times) {
+    for (const FrameEntry& f : index.frames_) index.by_dts_.emplace_back(f.dts, f.decode_order);
+    std::sort(index.by_dts_.begin(), index.by_dts_.end());
+    missing_pts.clear();
+  } else if (order_reader != nullptr && PlaceUntimedByPictureOrder(index.frames_, known_pts, picture_orders,
+                                                                   fallback_duration, &index.misplaced_pts_)) {
     // Packets with a dts and no pts were placed too. A container pts that
     // was out of place names no packet (another may carry it too).
     index.names_untimed_ = true;
@@ -314,6 +360,11 @@ int64_t FrameIndex::FindPacket(int64_t pts, int64_t dts) const {
   if (inferred_by_dts_.empty()) return Find(dts);
   auto it = std::lower_bound(inferred_by_dts_.begin(), inferred_by_dts_.end(), std::make_pair(dts, int64_t{-1}));
   return it != inferred_by_dts_.end() && it->first == dts ? index_of_order_[it->second] : -1;
+}
+
+int64_t FrameIndex::FindByDts(int64_t dts) const {
+  auto it = std::lower_bound(by_dts_.begin(), by_dts_.end(), std::make_pair(dts, int64_t{-1}));
+  return dts != AV_NOPTS_VALUE && it != by_dts_.end() && it->first == dts ? index_of_order_[it->second] : -1;
 }
 
 int64_t FrameIndex::FindAtOrBefore(int64_t pts) const { return FindAfter(pts) - 1; }

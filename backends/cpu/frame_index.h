@@ -94,7 +94,15 @@ class FrameIndex {
   // their own, so a reader names such a packet by its place in decode
   // order, after the packet before it, and gives it its pts from here.
   // Entries then hold their packet's size, which the naming checks.
-  bool names_untimed() const { return names_untimed_; }
+  bool names_untimed() const { return names_untimed_ || names_by_dts(); }
+  // The container's pts were decode times (PlaceByPictureOrderOverDecodeTimes
+  // in frame_index.cc): the times here come from picture order, and a
+  // reader names each packet by its dts instead (FindByDts), giving it its
+  // pts from here. names_untimed() too.
+  bool names_by_dts() const { return !by_dts_.empty(); }
+  // The frame index of the packet read with `dts`, -1 if none (a packet
+  // that makes no frame).
+  int64_t FindByDts(int64_t dts) const;
   // The stream's packets, frames or not (decode positions run from 0 to
   // packets() - 1).
   int64_t packets() const { return static_cast<int64_t>(index_of_order_.size()); }
@@ -146,6 +154,8 @@ class FrameIndex {
   // (dts, decode order) of the frames whose pts InferMissingPts filled in,
   // by dts; empty when it filled none.
   std::vector<std::pair<int64_t, int64_t>> inferred_by_dts_;
+  // (dts, decode order) of every frame, sorted, where names_by_dts().
+  std::vector<std::pair<int64_t, int64_t>> by_dts_;
   // Timed by ApplyShownOrderTimeline: every dts, by decode order
   // (ascending); else empty.
   std::vector<int64_t> shown_order_dts_;
