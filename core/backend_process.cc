@@ -197,7 +197,6 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
   // A debugging aid for vendors (backends/sdk/README.md): the runner writes
   // the crashing thread's backtrace to its stderr, which is ours.
   args.backtrace = BacktraceEnabled();
-  spec.argv = args.ToArgv();
   // A clean environment: no secret of the host's reaches plugin code.
   spec.env = {"PATH=/usr/bin:/bin", "LANG=C.UTF-8"};
   // Except the log level the user asked backends for (the CLI's --loglevel;
@@ -236,7 +235,12 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
       engaged.cgroup = absl::StrCat("cgroup v", cgroup->version(), " (memory ", manifest.sandbox.memory_mb,
                                     " MiB, tasks ", manifest.sandbox.threads, ")");
     }
-  } else {
+  }
+  // A memfd's pages are charged to no mapping and no RSS: only a memory
+  // cgroup bounds what a plugin holds in memfds (RunnerArgs::memfd).
+  args.memfd = !spawn.sandbox || cgroup != nullptr;
+  spec.argv = args.ToArgv();
+  if (!spawn.sandbox) {
     std::fprintf(stderr, "codecvisor: WARNING: backend '%s' runs WITHOUT a sandbox (sandbox disabled by the host)\n",
                  manifest.name.c_str());
   }

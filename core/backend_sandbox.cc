@@ -65,7 +65,8 @@ absl::StatusOr<std::unique_ptr<BackendCgroup>> MakeCgroup(const BackendManifest&
     std::call_once(warned, [] {
       std::fprintf(stderr,
                    "codecvisor: WARNING: backends run without a cgroup (%s); their memory and tasks are bounded "
-                   "by RLIMIT_AS and RLIMIT_NPROC only\n",
+                   "by RLIMIT_AS and RLIMIT_NPROC only, and memfd_create is refused to them (nothing else would "
+                   "bound what memfds hold)\n",
                    layout.missing.c_str());
     });
     return nullptr;
@@ -82,7 +83,7 @@ absl::StatusOr<std::unique_ptr<BackendCgroup>> MakeCgroup(const BackendManifest&
   }
   std::fprintf(stderr,
                "codecvisor: WARNING: backend '%s': no cgroup (%s); its memory and tasks are bounded by rlimits "
-               "only, as allowed by its manifest or the host\n",
+               "only, as allowed by its manifest or the host, and memfd_create is refused to it\n",
                manifest.name.c_str(), std::string(made.status().message()).c_str());
   return nullptr;
 }

@@ -252,6 +252,13 @@ trap 'rm -rf "$nr"' EXIT
 chmod 755 "$nr"
 cp -r "$tmp/c" "$nr/tree"
 cp "$video" "$nr/clip.mp4"
+# A plugin that fills memfds (the faulty test backend's memfd_hog: 2 GiB,
+# four times its memory_mb, exiting 42 if it got it all): with no cgroup
+# to charge them to, memfd_create is refused, and its frames decode.
+mkdir "$nr/plugins"
+cp "$TEST_SRCDIR/codecvisor/backends/testing/faulty.toml" \
+  "$TEST_SRCDIR/codecvisor/backends/testing/libcodecvisor_faulty.so" "$nr/plugins/"
+printf 'synthetic frames=4 width=32 height=24 fps=10 fault=memfd_hog fault_frame=2\n' >"$nr/hog.syn"
 chmod -R a+rX "$nr"
 for uid in 65534 4321; do
   as_user=(setpriv --reuid="$uid" --regid="$uid" --clear-groups env HOME="$nr")
@@ -263,7 +270,15 @@ for uid in 65534 4321; do
     grep -q "backends run without a cgroup (cannot create cgroups in .*not delegated to this user" "$err"
   expect 0 "uid $uid: backends --start" installed "${as_user[@]}" "$nr/tree/bin/codecvisor" backends --start
   holds "uid $uid: sandboxed" grep -qE "sandbox: user\+pid\+net\+ipc\+mount namespaces, empty root, .*landlock v[0-9]+, seccomp" "$out"
-  if [ "$uid" = 65534 ]; then holds "uid $uid: the child is nobody" grep -q "uid nobody" "$out"; fi
+  if [ "$uid" = 65534 ]; then
+    holds "uid $uid: the child is nobody" grep -q "uid nobody" "$out"
+    mkdir -m 777 "$nr/hog-$uid"
+    expect 0 "uid $uid: a plugin filling memfds without a cgroup gets none, and decodes" installed "${as_user[@]}" \
+      CODECVISOR_BACKEND_PATH="$nr/plugins" "$nr/tree/bin/codecvisor" decode "$nr/hog.syn" --device faulty \
+      --format ppm --out "$nr/hog-$uid"
+    holds "uid $uid: the hog's 4 frames" [ "$(ls "$nr/hog-$uid" | wc -l)" = 4 ]
+    holds "uid $uid: memfds are said to be refused" grep -q "memfd_create is refused" "$err"
+  fi
   expect 0 "uid $uid: doctor" installed "${as_user[@]}" "$nr/tree/bin/codecvisor" doctor
   holds "uid $uid: doctor names the missing cgroup" grep -qE "^cgroup \(memory, pids\) +MISSING +where available" "$out"
   holds "uid $uid: cpu ready" grep -qE "^backend cpu \(cpu\): ready, pid [0-9]+$" "$out"

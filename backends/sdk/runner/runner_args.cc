@@ -68,6 +68,7 @@ std::vector<std::string> RunnerArgs::ToArgv() const {
   add(kFlagLandlock, NameOf(kLandlockNames, landlock));
   add(kFlagSeccomp, NameOf(kSeccompNames, seccomp));
   if (backtrace) add(kFlagBacktrace, "1");
+  if (!memfd) add(kFlagMemfd, "0");
   return argv;
 }
 
@@ -115,6 +116,9 @@ absl::StatusOr<RunnerArgs> RunnerArgs::Parse(int argc, const char* const* argv) 
     } else if (flag == kFlagBacktrace) {
       if (value != "0" && value != "1") return BadValue(kFlagBacktrace, value, "0 or 1");
       args.backtrace = value == "1";
+    } else if (flag == kFlagMemfd) {
+      if (value != "0" && value != "1") return BadValue(kFlagMemfd, value, "0 or 1");
+      args.memfd = value == "1";
     } else {
       return absl::InvalidArgumentError(absl::StrCat("unknown flag ", flag));
     }

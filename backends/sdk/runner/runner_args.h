@@ -58,6 +58,7 @@ inline constexpr const char kFlagSeccomp[] = "--seccomp";       // require | log
 // (crash_backtrace.h). The host passes it when its own environment has
 // CODECVISOR_BACKEND_BACKTRACE=1 (the child's environment is cleaned).
 inline constexpr const char kFlagBacktrace[] = "--backtrace";
+inline constexpr const char kFlagMemfd[] = "--memfd";
 inline constexpr const char kBacktraceEnv[] = "CODECVISOR_BACKEND_BACKTRACE";
 inline constexpr const char kSeccompEnv[] = "CODECVISOR_SECCOMP";  // "log": log refusals, do not enforce
 
@@ -91,6 +92,10 @@ struct RunnerArgs {
   Landlock landlock = Landlock::kRequire;
   Seccomp seccomp = Seccomp::kRequire;
   bool backtrace = false;
+  // memfd_create allowed. Off where no memory cgroup holds the backend: a
+  // memfd's pages are in no mapping (RLIMIT_AS never sees them) and in no
+  // process's RSS, so only a cgroup bounds what memfds hold.
+  bool memfd = true;
 
   // argv[0] ("codecvisor-backend") and the flags; only what differs from
   // the defaults, besides name, library and the two sandbox modes.

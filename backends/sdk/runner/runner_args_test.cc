@@ -24,6 +24,7 @@ RunnerArgs Full() {
   a.landlock = RunnerArgs::Landlock::kTry;
   a.seccomp = RunnerArgs::Seccomp::kLog;
   a.backtrace = true;
+  a.memfd = false;
   return a;
 }
 
@@ -35,6 +36,7 @@ TEST(RunnerArgsTest, RoundTrips) {
   off.landlock = RunnerArgs::Landlock::kOff;
   off.seccomp = RunnerArgs::Seccomp::kOff;
   off.backtrace = false;
+  off.memfd = true;
   off.read_paths.clear();
   RunnerArgs require = Full();
   require.landlock = RunnerArgs::Landlock::kRequire;
@@ -89,12 +91,31 @@ TEST(RunnerArgsTest, ReadsTheConfigFromItsDescriptor) {
 }
 
 TEST(RunnerArgsTest, WritesTheFlagsTheRunnerHasAlwaysRead) {
-  const std::vector<std::string> want = {
-      "codecvisor-backend", "--name",      "acme",       "--library",  "/opt/acme/libacme.so",
-      "--entry",            "acme_entry",  "--library-fd", "5",        "--config",
-      "threads=4\nmode=fast", "--read-path", "/opt/acme/models", "--read-path", "/usr/share/acme",
-      "--device",           "/dev/acme0",  "--landlock", "try",        "--seccomp",
-      "log",                "--backtrace", "1"};
+  const std::vector<std::string> want = {"codecvisor-backend",
+                                         "--name",
+                                         "acme",
+                                         "--library",
+                                         "/opt/acme/libacme.so",
+                                         "--entry",
+                                         "acme_entry",
+                                         "--library-fd",
+                                         "5",
+                                         "--config",
+                                         "threads=4\nmode=fast",
+                                         "--read-path",
+                                         "/opt/acme/models",
+                                         "--read-path",
+                                         "/usr/share/acme",
+                                         "--device",
+                                         "/dev/acme0",
+                                         "--landlock",
+                                         "try",
+                                         "--seccomp",
+                                         "log",
+                                         "--backtrace",
+                                         "1",
+                                         "--memfd",
+                                         "0"};
   EXPECT_EQ(Full().ToArgv(), want);
 }
 

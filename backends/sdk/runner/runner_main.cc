@@ -53,7 +53,7 @@ absl::Status CompleteSandbox(const RunnerArgs& args, ipc::HelloReply* report) {
   }
   if (args.seccomp != RunnerArgs::Seccomp::kOff) {
     absl::Status s =
-        ApplySeccomp(args.seccomp == RunnerArgs::Seccomp::kLog ? SeccompMode::kLog : SeccompMode::kEnforce);
+        ApplySeccomp(args.seccomp == RunnerArgs::Seccomp::kLog ? SeccompMode::kLog : SeccompMode::kEnforce, args.memfd);
     if (!s.ok()) return absl::FailedPreconditionError(absl::StrCat("sandbox: seccomp: ", s.message()));
     report->sandbox_seccomp = true;
   }

@@ -188,7 +188,7 @@ std::vector<std::pair<uint8_t, uint8_t>> AllowedIoctlTypeBlocks(std::span<const 
   return blocks;
 }
 
-absl::Status ApplySeccomp(SeccompMode mode) {
+absl::Status ApplySeccomp(SeccompMode mode, bool memfd) {
   // Anything not allowed below traps: the SIGSYS handler (crash_hints.h)
   // records the syscall for the host's crash message and ends the whole
   // process, so a refusal is as final as SECCOMP_RET_KILL_PROCESS and says
@@ -212,7 +212,12 @@ absl::Status ApplySeccomp(SeccompMode mode) {
     if (nr < 0 || rc != 0) return;  // a name this architecture lacks (e.g. `open` on arm64)
     rc = seccomp_rule_add_array(ctx, action, nr, static_cast<unsigned>(args.size()), args.begin());
   };
-  for (const char* name : kAllowedSyscalls) add(SCMP_ACT_ALLOW, seccomp_syscall_resolve_name(name));
+  for (const char* name : kAllowedSyscalls) {
+    if (memfd || std::string_view(name) != "memfd_create") add(SCMP_ACT_ALLOW, seccomp_syscall_resolve_name(name));
+  }
+  // An error a plugin can handle, not a trap: a library may try a memfd
+  // and fall back to memory of its own.
+  if (!memfd) add(SCMP_ACT_ERRNO(EPERM), SCMP_SYS(memfd_create));
 
   // Memory: no mapping is writable and executable at once. (This does not
   // stop code written into a writable mapping that is later made, or mapped

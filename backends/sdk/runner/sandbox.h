@@ -64,7 +64,8 @@ enum class SeccompMode {
 // kEnforce mode, any syscall not on the list ends the whole process (a
 // trap whose handler records the syscall for the host, then exits); a
 // call made through another ABI (i386 int 0x80, x32) kills it outright.
-[[nodiscard]] absl::Status ApplySeccomp(SeccompMode mode = SeccompMode::kEnforce);
+// Without `memfd` (RunnerArgs::memfd), memfd_create fails with EPERM.
+[[nodiscard]] absl::Status ApplySeccomp(SeccompMode mode = SeccompMode::kEnforce, bool memfd = true);
 
 }  // namespace codecvisor::runner
 

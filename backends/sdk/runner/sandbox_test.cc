@@ -1,8 +1,13 @@
 #include "backends/sdk/runner/sandbox.h"
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <vector>
 
 namespace codecvisor::runner {
@@ -27,6 +32,36 @@ TEST(AllowedIoctlTypeBlocksTest, CoverEveryTypeButTheDeniedOnes) {
   EXPECT_EQ(AllowedIoctlTypeBlocks(std::vector<uint8_t>{0x54}).size(), 8u);
   EXPECT_EQ(AllowedIoctlTypeBlocks(std::vector<uint8_t>{}),
             (std::vector<std::pair<uint8_t, uint8_t>>{{0x00, 0x00}}));
+}
+
+// What memfd_create gives a child under the filter, with and without
+// `memfd`: 0 where it made one, else its errno. The child writes it to a
+// pipe and never returns (its exit traps: no SIGSYS handler here).
+int MemfdUnderTheFilter(bool memfd) {
+  int result[2];
+  if (pipe(result) != 0) return -1;
+  const pid_t child = fork();
+  if (child == 0) {
+    int answer = -1;
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 && ApplySeccomp(SeccompMode::kEnforce, memfd).ok()) {
+      answer = memfd_create("probe", MFD_CLOEXEC) >= 0 ? 0 : errno;
+    }
+    (void)!write(result[1], &answer, sizeof(answer));
+    _exit(0);
+  }
+  close(result[1]);
+  int answer = -1;
+  if (read(result[0], &answer, sizeof(answer)) != sizeof(answer)) answer = -1;
+  close(result[0]);
+  waitpid(child, nullptr, 0);
+  return answer;
+}
+
+// A backend held by no memory cgroup gets no memfd (whose pages nothing
+// else bounds): an error it can handle, not a trap.
+TEST(SeccompTest, MemfdsAreRefusedWithoutTheirFlag) {
+  EXPECT_EQ(MemfdUnderTheFilter(true), 0);
+  EXPECT_EQ(MemfdUnderTheFilter(false), EPERM);
 }
 
 }  // namespace
