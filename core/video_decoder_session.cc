@@ -10,6 +10,7 @@
 #include <cstring>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/blame.h"
 #include "core/session_budget.h"
@@ -49,7 +50,17 @@ absl::StatusOr<RequestBlame> VideoDecoder::Recover(const absl::Status& failure, 
   // kills it for us, and the blame is ours.
   std::string reason;
   if (absl::IsDeadlineExceeded(failure)) {
-    reason = absl::StrCat(kNoAnswerWithin, timeout.count(), " ms (", failure.message(), ")");
+    // The wait's own "timed out after N ms" times its last slice only (a
+    // wait renewed while the backend works, or polled for an interrupt),
+    // which read as a contradiction beside the timeout; what follows it
+    // (the CPU the backend used) is kept.
+    absl::string_view detail = failure.message();
+    if (absl::StartsWith(detail, "timed out after ")) {
+      const size_t more = detail.find("; ");
+      detail = more == absl::string_view::npos ? absl::string_view() : detail.substr(more + 2);
+    }
+    reason = detail.empty() ? absl::StrCat(kNoAnswerWithin, timeout.count(), " ms")
+                            : absl::StrCat(kNoAnswerWithin, timeout.count(), " ms (", detail, ")");
   } else if (absl::IsDataLoss(failure)) {
     reason = absl::StrCat("malformed message: ", failure.message());
   } else {
