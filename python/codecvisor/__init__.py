@@ -12,11 +12,11 @@ CODECVISOR_DEVICE_BACKEND_AUTOLOAD=0) and started on first use.
 
 from . import backends, decoders
 from ._codecvisor import __version__
-from ._errors import (BackendError, CodecvisorError, MissingFrameError, NoSuchDeviceError, NoSuchStreamError,
-                      UnsupportedVideoError, VideoError)
+from ._errors import (BackendError, CodecvisorError, EmptyVideoError, MissingFrameError, NoSuchDeviceError,
+                      NoSuchStreamError, UnsupportedVideoError, VideoError)
 from ._frame import Frame, FrameBatch
 
-__all__ = ["BackendError", "CodecvisorError", "Frame", "FrameBatch", "MissingFrameError", "NoSuchDeviceError",
+__all__ = ["BackendError", "CodecvisorError", "EmptyVideoError", "Frame", "FrameBatch", "MissingFrameError", "NoSuchDeviceError",
            "NoSuchStreamError",
            "UnsupportedVideoError", "VideoError", "backends",
            "decoders", "__version__"]

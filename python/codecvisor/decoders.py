@@ -8,6 +8,7 @@ import dataclasses
 import math
 import numbers
 import os
+import stat
 import threading
 from typing import Optional, Sequence, Union
 
@@ -47,6 +48,15 @@ def _new_reopening_lock():
 
 
 os.register_at_fork(after_in_child=_new_reopening_lock)
+
+
+def _is_empty_file(path) -> bool:
+    """Whether `path` is a regular file of 0 bytes (what cannot be read is the open's to report)."""
+    try:
+        status = os.stat(path)
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISREG(status.st_mode) and status.st_size == 0
 
 
 # Supervisor states of a backend that has started, or is starting: up,
@@ -137,6 +147,8 @@ class VideoDecoder:
         self._label = os.fspath(source) if self._kind == "path" else f"<{len(self._source)} bytes>"
         if self._kind == "bytes" and not self._source:
             raise _errors.EmptyVideoError(f"{self._label}: no bytes to decode", "INVALID_ARGUMENT")
+        if self._kind == "path" and _is_empty_file(self._source):
+            raise _errors.EmptyVideoError(f"{self._label}: the file is empty (0 bytes)", "INVALID_ARGUMENT")
         self._options = dict(device="" if device is None else str(device),
                              stream_index=-1 if stream_index is None else stream_index,
                              planar=dimension_order == "NCHW", threads=num_ffmpeg_threads,

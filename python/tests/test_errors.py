@@ -155,6 +155,17 @@ def test_a_corrupt_file_is_a_clear_error(tmp_path):
     assert "garbage.mp4" in str(e.value)
 
 
+def test_an_empty_file_is_an_empty_video_as_empty_bytes_are(tmp_path):
+    # The files QA helper: b"" was an EmptyVideoError, an empty file on
+    # disk a VideoError saying it could not be demuxed.
+    empty = tmp_path / "empty.mp4"
+    empty.write_bytes(b"")
+    with pytest.raises(codecvisor.EmptyVideoError, match="empty.mp4: the file is empty"):
+        VideoDecoder(empty)
+    with pytest.raises(codecvisor.EmptyVideoError, match="no bytes to decode"):
+        VideoDecoder(b"")
+
+
 def test_frames_larger_than_the_backend_decodes_are_an_unsupported_video(tmp_path):
     # 16400 px wide: past the cpu backend's 16384 per side. A property of the
     # file, as a codec without a decoder is: a VideoError (which a batch job
