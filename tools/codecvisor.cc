@@ -86,6 +86,17 @@ void AddOpenFlags(CLI::App* command, cli::OpenArgs* args, std::string* seek_mode
       ->check(CLI::IsMember({"exact", "approximate"}));
   command->add_option("--backend-manifest", args->backend_manifests, "load an extra backend manifest (repeatable)")
       ->check(ManifestPath());
+  // As Python's timeout= and open_timeout=: a hung backend is killed and
+  // the request replayed once, so a hang costs about twice this.
+  command
+      ->add_option("--timeout", args->timeout,
+                   "seconds without an answer from the backend before it is taken as hung (killed, restarted, "
+                   "the request replayed once); default 30")
+      ->check(CLI::Range(0.001, 315360000.0));
+  command
+      ->add_option("--open-timeout", args->open_timeout,
+                   "seconds for one attempt at opening the file (exact mode reads it whole); default 120")
+      ->check(CLI::Range(0.001, 315360000.0));
 }
 
 }  // namespace

@@ -361,6 +361,17 @@ wait "$slow_pid" || slow_rc=$?
 check "SIGHUP ignored at start stays ignored (exit $slow_rc)" [ "$slow_rc" = 0 ]
 check "every frame written" [ "$(ls "$tmp/slow_frames" | wc -l)" = 10 ]
 
+# --timeout bounds a hung backend's wait as Python's timeout= does: a
+# decode that hangs (the faulty backend's hang, frame 2) is killed after
+# 0.3 s, replayed once, then poison; the default would take a minute.
+printf 'synthetic frames=10 width=8 height=4 fps=10 fault=hang fault_frame=2\n' >"$tmp/hang.syn"
+check "--timeout 0.3 on a hang" bash -c 'timeout 50 env CODECVISOR_BACKEND_PATH="$4" "$0" decode "$1" \
+  --device faulty --timeout 0.3 --format ppm --out "$2" -q 2>"$3"; [ $? = 1 ]' "$cv" "$tmp/hang.syn" "$tmp/hang" "$tmp/err" \
+  "$slow"
+check "... names the timeout" grep -q "no answer within 300 ms" "$tmp/err"
+check "--timeout 0 is refused" bash -c '"$0" decode "$1" --timeout 0 --out "$2" 2>/dev/null; [ $? = 105 ]' "$cv" \
+  "$video" "$tmp/t0"
+
 # With no frame count known, a range is not clamped: --skip-bad-frames used
 # to list a huge one whole (2^63 indices, or an endless loop where i +=
 # step overflowed) and abort on std::bad_alloc. It fails as it does without.

@@ -32,6 +32,9 @@ struct OpenArgs {
   int32_t stream = -1;  // -1: the best video stream
   SeekMode seek_mode = SeekMode::kExact;
   uint32_t threads = 0;  // decoder threads; 0: the decoder chooses
+  // --timeout and --open-timeout, in seconds; 0: DecoderOptions' defaults.
+  double timeout = 0;
+  double open_timeout = 0;
   // Extra manifests to load with Host::LoadBackend, in order.
   std::vector<std::string> backend_manifests;
   // --loglevel: the backends' own log level (FFmpeg's, for cpu); empty

@@ -4,9 +4,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <algorithm>
 #include <cstring>
 #include <filesystem>
 
@@ -59,6 +61,12 @@ DecoderOptions DecoderOptionsFor(const OpenArgs& args) {
   options.stream_index = args.stream;
   options.seek_mode = args.seek_mode;
   options.decoder_threads = args.threads;
+  // At least a millisecond: the flags' check keeps them positive.
+  auto milliseconds = [](double seconds) {
+    return std::chrono::milliseconds(std::max<int64_t>(1, std::llround(seconds * 1000)));
+  };
+  if (args.timeout > 0) options.request_timeout = milliseconds(args.timeout);
+  if (args.open_timeout > 0) options.open_timeout = milliseconds(args.open_timeout);
   return options;
 }
 
