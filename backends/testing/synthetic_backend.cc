@@ -8,10 +8,9 @@
 // offers a table asking for late frame buffers, as `synthetic_late`), and
 // with CODECVISOR_FAULTY as `faulty`, which also obeys the fault named in
 // the video ("fault=segfault fault_frame=5", see faults.h) or in its
-// manifest's [config] ("fail_init=1", "segfault_open=1", "silent_errors=1", "chatty=1", "close_channel=1"), and exports
-// extra entry symbols that return a bad table; and with CODECVISOR_HOSTILE
-// as `hostile`, which tries to escape its sandbox (attacks.h) in create()
-// or decode_frame(). Used by tests only.
+// manifest's [config] ("fail_init=1", "segfault_open=1", "silent_errors=1", "leak_open=1", "chatty=1",
+// "close_channel=1"), and exports extra entry symbols that return a bad table; and with CODECVISOR_HOSTILE as
+// `hostile`, which tries to escape its sandbox (attacks.h) in create() or decode_frame(). Used by tests only.
 
 #include <time.h>
 #include <unistd.h>
@@ -51,6 +50,7 @@ constexpr char kLateName[] = "synthetic_late";
 struct Backend {
   bool segfault_open = false;  // faulty, [config] segfault_open=1: every open crashes
   bool silent_errors = false;  // faulty, [config] silent_errors=1: a failed open says nothing (a vendor's mistake)
+  bool leak_open = false;      // faulty, [config] leak_open=1: every open leaks 16 MiB, touched (a vendor's mistake)
   bool chatty = false;  // faulty, [config] chatty=1: every open writes 100 lines to stderr, whatever the log level
 };
 
@@ -113,6 +113,7 @@ cv_status Create(const char* config, cv_backend** out, cv_error* error) {
   auto* backend = new Backend;
   backend->segfault_open = kFaulty && config != nullptr && std::strstr(config, "segfault_open=1") != nullptr;
   backend->silent_errors = kFaulty && config != nullptr && std::strstr(config, "silent_errors=1") != nullptr;
+  backend->leak_open = kFaulty && config != nullptr && std::strstr(config, "leak_open=1") != nullptr;
   backend->chatty = kFaulty && config != nullptr && std::strstr(config, "chatty=1") != nullptr;
   *out = reinterpret_cast<cv_backend*>(backend);
   return CV_OK;
@@ -137,6 +138,10 @@ cv_status Open(cv_backend* backend, int fd, const cv_open_options* options, cv_s
     return Fail(error, CV_ERROR_CORRUPT_DATA, "%s: not a synthetic video description", options->file_label);
   }
   if (video->open_ms > 0) usleep(static_cast<useconds_t>(video->open_ms) * 1000);
+  if (reinterpret_cast<Backend*>(backend)->leak_open) {
+    constexpr size_t kLeak = size_t{16} << 20;
+    if (void* lost = std::malloc(kLeak)) std::memset(lost, 1, kLeak);  // never freed
+  }
   if (kFaulty && video->fault == "hang_open") {
     for (;;) pause();
   }

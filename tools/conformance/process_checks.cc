@@ -7,21 +7,23 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <thread>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "backends/sdk/codecvisor_backend.h"
 #include "ipc/messages.h"
 #include "tools/common/process_census.h"
-#include "backends/sdk/codecvisor_backend.h"
 #include "tools/conformance/suite.h"
 
 namespace codecvisor::conformance::internal {
@@ -269,6 +271,69 @@ absl::Status Suite::Concurrency(std::string* detail) {
     }
   }
   *detail = absl::StrCat(sessions, " sessions at once, each every frame in order then 3 at random, all correct");
+  return absl::OkStatus();
+}
+
+namespace {
+
+// A process's resident memory in bytes (VmRSS), or -1.
+int64_t ResidentBytes(pid_t pid) {
+  const std::string status = tools::ReadWholeFile(absl::StrCat("/proc/", pid, "/status"));
+  for (absl::string_view line : absl::StrSplit(status, '\n')) {
+    int64_t kib = 0;
+    if (absl::ConsumePrefix(&line, "VmRSS:") &&
+        absl::SimpleAtoi(absl::StripSuffix(absl::StripAsciiWhitespace(line), " kB"), &kib)) {
+      return kib << 10;
+    }
+  }
+  return -1;
+}
+
+}  // namespace
+
+absl::Status Suite::SessionLeak(const Sample& sample, std::string* detail) {
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  // The backend is built with AddressSanitizer too, whose quarantine holds
+  // freed memory (up to 256 MiB): its growth says nothing of leaks.
+  *detail = "not measured: AddressSanitizer holds freed memory back";
+  return absl::OkStatus();
+#endif
+#endif
+  // Each session opened, one frame decoded, closed.
+  auto sessions = [&](int n) -> absl::Status {
+    for (int i = 0; i < n; ++i) {
+      absl::StatusOr<std::unique_ptr<VideoDecoder>> decoder = Open(sample.path);
+      if (!decoder.ok()) return decoder.status();
+      if (absl::StatusOr<Frame> frame = (*decoder)->GetFrameAt(sample.num_frames() / 2); !frame.ok()) {
+        return frame.status();
+      }
+    }
+    return absl::OkStatus();
+  };
+  // The first ones warm the allocators up: what FFmpeg's and the runner's
+  // allocators keep for reuse after a close is not a leak.
+  if (absl::Status s = sessions(kLeakWarmup); !s.ok()) return s;
+  absl::StatusOr<BackendStatus> before = Status();
+  if (!before.ok()) return before.status();
+  const int64_t start = ResidentBytes(before->pid);
+  if (absl::Status s = sessions(kLeakSessions); !s.ok()) return s;
+  absl::StatusOr<BackendStatus> after = Status();
+  if (!after.ok()) return after.status();
+  if (after->pid != before->pid || start < 0) {
+    return absl::InternalError(absl::StrCat("the backend was restarted while ", kLeakSessions,
+                                            " sessions were opened and closed one after another"));
+  }
+  const int64_t grown = ResidentBytes(after->pid) - start;
+  const int64_t each = grown / kLeakSessions;
+  if (each > kLeakPerSession) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "the backend's resident memory grew by %d MiB over %d sessions opened, decoded from and closed one after "
+        "another (about %.1f MiB each): close_session must free what open_session and decode_frame allocated",
+        grown >> 20, kLeakSessions, static_cast<double>(each) / (1 << 20)));
+  }
+  *detail = absl::StrCat(kLeakSessions, " sessions opened, decoded from and closed: the backend's resident memory ",
+                         grown >= 0 ? "grew by " : "shrank by ", std::abs(grown) >> 10, " KiB");
   return absl::OkStatus();
 }
 

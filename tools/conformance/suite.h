@@ -81,6 +81,15 @@ class Suite {
   void CheckFirstSeek();
   absl::Status BadInput(const Sample& sample, std::string* detail);
   absl::Status Concurrency(std::string* detail);
+  // A backend that keeps memory of closed sessions: kLeakWarmup sessions
+  // of `sample` (each opened, one frame decoded, closed), then
+  // kLeakSessions more, after which the backend's resident memory may have
+  // grown by at most kLeakPerSession for each. Passes as "not measured"
+  // under AddressSanitizer, whose quarantine keeps freed memory.
+  absl::Status SessionLeak(const Sample& sample, std::string* detail);
+  static constexpr int kLeakWarmup = 8;
+  static constexpr int kLeakSessions = 16;
+  static constexpr int64_t kLeakPerSession = int64_t{2} << 20;
   absl::Status CrashRecovery(const Sample& sample, std::string* detail);
   // Stops capturing the backend's output (output_): more than
   // kMaxQuietLines lines written at the quiet log level fail, naming the
