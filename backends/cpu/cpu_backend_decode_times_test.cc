@@ -79,20 +79,30 @@ TEST(NominalTimelineTest, ACorrectStreamWithBFramesKeepsIt) {
 
 INSTANTIATE_TEST_SUITE_P(
     ElementaryStreamsMuxed, DecodeTimesTest,
-    ::testing::Values(
-        DecodeTimesCase{"h264_bframes_genpts",
-                        "-f lavfi -i testsrc2=size=96x64:rate=30 -frames:v 90 -c:v libx264 -g 15 -bf 3 "
-                        "-pix_fmt yuv420p",
-                        "h264"},
-        DecodeTimesCase{"hevc_bframes_genpts",
-                        "-f lavfi -i testsrc2=size=96x64:rate=30 -frames:v 60 -c:v libx265 -x265-params "
-                        "log-level=error:keyint=15:bframes=3 -pix_fmt yuv420p",
-                        "hevc"},
-        // No B-frames: the decode times are the display times.
-        DecodeTimesCase{"h264_no_bframes_genpts",
-                        "-f lavfi -i testsrc2=size=96x64:rate=30 -frames:v 60 -c:v libx264 -g 15 -bf 0 "
-                        "-pix_fmt yuv420p",
-                        "h264"}),
+    ::testing::Values(DecodeTimesCase{"h264_bframes_genpts",
+                                      "-f lavfi -i testsrc2=size=96x64:rate=30 -frames:v 90 -c:v libx264 -g 15 -bf 3 "
+                                      "-pix_fmt yuv420p",
+                                      "h264"},
+                      DecodeTimesCase{"hevc_bframes_genpts",
+                                      "-f lavfi -i testsrc2=size=96x64:rate=30 -frames:v 60 -c:v libx265 -x265-params "
+                                      "log-level=error:keyint=15:bframes=3 -pix_fmt yuv420p",
+                                      "hevc"},
+                      // One group of pictures (x264's and x265's default GOP is 250
+                      // frames): the muxer drops the key frame's packet with the one
+                      // after it, so no key frame keeps a time (review helper).
+                      DecodeTimesCase{
+                          "h264_one_gop_genpts",
+                          "-f lavfi -i testsrc2=size=96x64:rate=30 -frames:v 120 -c:v libx264 -bf 3 -pix_fmt yuv420p",
+                          "h264"},
+                      DecodeTimesCase{"hevc_one_gop_genpts",
+                                      "-f lavfi -i testsrc2=size=96x64:rate=30 -frames:v 60 -c:v libx265 -x265-params "
+                                      "log-level=error:bframes=3 -pix_fmt yuv420p",
+                                      "hevc"},
+                      // No B-frames: the decode times are the display times.
+                      DecodeTimesCase{"h264_no_bframes_genpts",
+                                      "-f lavfi -i testsrc2=size=96x64:rate=30 -frames:v 60 -c:v libx264 -g 15 -bf 0 "
+                                      "-pix_fmt yuv420p",
+                                      "h264"}),
     [](const ::testing::TestParamInfo<DecodeTimesCase>& info) { return info.param.name; });
 
 }  // namespace

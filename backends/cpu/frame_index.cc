@@ -64,7 +64,27 @@ bool PlaceByPictureOrderOverDecodeTimes(Demuxer& demuxer, std::vector<FrameEntry
   // between key frames): the decode times are display times after all.
   bool reordered = false;
   for (size_t i = 1; i < frames.size() && !reordered; ++i) reordered = !frames[i].key && *poc[i] < *poc[i - 1];
-  return reordered && PlaceUntimedByPictureOrder(frames, known, poc, fallback_duration);
+  if (!reordered) return false;
+  // A clip of one group of pictures whose key frame the container drops
+  // (its muxer starts the dts early, and the packets before the first
+  // shown time are discarded): no key frame keeps a time. The first frame
+  // shown (the lowest count: one run) takes the earliest decode time, and
+  // the others follow it a frame duration apart.
+  if (std::find(known.begin(), known.end(), true) == known.end()) {
+    size_t first = 0;
+    int64_t earliest = frames[0].dts;
+    for (size_t i = 1; i < frames.size(); ++i) {
+      if (*poc[i] < *poc[first]) first = i;
+      earliest = std::min(earliest, frames[i].dts);
+    }
+    const int64_t own = frames[first].pts;
+    frames[first].pts = earliest;
+    known[first] = true;
+    if (PlaceUntimedByPictureOrder(frames, known, poc, fallback_duration)) return true;
+    frames[first].pts = own;  // changing nothing
+    return false;
+  }
+  return PlaceUntimedByPictureOrder(frames, known, poc, fallback_duration);
 }
 
 }  // namespace
