@@ -136,7 +136,7 @@ absl::StatusOr<BackendManifest> ParseManifest(absl::string_view text, absl::stri
     m.entry = entry->get();
   }
   const auto* abi = table["abi_version"].as_integer();
-  if (abi == nullptr) return bad("key 'abi_version': missing, or not an integer");
+  if (abi == nullptr) return missing("key 'abi_version': missing, or not an integer");
   m.abi_version = abi->get();
   if (m.abi_version != CODECVISOR_BACKEND_ABI_VERSION) {
     return bad(absl::StrCat("key 'abi_version': ", m.abi_version, ", but this codecvisor speaks backend ABI ",

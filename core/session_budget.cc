@@ -2,6 +2,8 @@
 
 #include "core/session_budget.h"
 
+#include <algorithm>
+
 namespace codecvisor {
 namespace {
 
@@ -49,7 +51,11 @@ std::vector<uint64_t> SessionBudget::LeastRecentlyUsed(uint64_t except) const {
 }
 
 uint64_t SessionAddressSpace(uint64_t region_bytes, uint32_t decoder_threads, unsigned cores) {
-  const uint64_t threads = 1 + (decoder_threads == 0 ? uint64_t{cores} + 1 : decoder_threads > 1 ? decoder_threads : 0);
+  // FFmpeg's automatic count is the cores and one more, at most 16
+  // (MAX_AUTO_THREADS).
+  constexpr uint64_t kMaxAutoThreads = 16;
+  const uint64_t automatic = std::min<uint64_t>(uint64_t{cores} + 1, kMaxAutoThreads);
+  const uint64_t threads = 1 + (decoder_threads == 0 ? automatic : decoder_threads > 1 ? decoder_threads : 0);
   return region_bytes + threads * kThreadStack;
 }
 

@@ -62,7 +62,7 @@ class SessionBudget {
 // The backend address space a session costs: its region, and a stack for
 // the runner's session thread and for each of the decoder's own threads
 // (`decoder_threads`, 0 for the decoder's automatic count, which FFmpeg
-// makes one more than the machine's cores).
+// makes one more than the machine's cores, at most 16).
 uint64_t SessionAddressSpace(uint64_t region_bytes, uint32_t decoder_threads, unsigned cores);
 
 // The part of a backend's address-space limit (`memory_mb`) its sessions

@@ -75,6 +75,9 @@ TEST(SessionBudgetTest, AddressSpaceCountsStacksForTheDecodersThreads) {
   EXPECT_EQ(SessionAddressSpace(1000, 1, 2), 1000 + kStack);      // decodes on the session's thread
   EXPECT_EQ(SessionAddressSpace(1000, 4, 2), 1000 + 5 * kStack);  // four frame threads
   EXPECT_EQ(SessionAddressSpace(1000, 0, 2), 1000 + 4 * kStack);  // automatic: cores + 1
+  // FFmpeg's automatic count stops at 16 threads: a 64-core host's
+  // sessions are not 66 stacks each (the review helper's).
+  EXPECT_EQ(SessionAddressSpace(1000, 0, 64), 1000 + 17 * kStack);
   EXPECT_EQ(SessionCapacity(8192), uint64_t{6144} << 20);
   EXPECT_EQ(SessionCapacity(0), 0u);
   EXPECT_EQ(SessionCapacity(UINT64_MAX), 0u);

@@ -343,10 +343,7 @@ SupervisorStatus Supervisor::Status() const {
   s.generation = generation_;
   s.sessions = sessions_;
   s.restarts = restarts_;
-  {
-    MutexLock roster(&roster_mu_);
-    s.parked = parked_;
-  }
+  s.parked = parked_.load(std::memory_order_relaxed);
   if (!deaths_.empty()) s.last_exit = deaths_.rbegin()->second;
   s.spare_ready = spare_ != nullptr;
   return s;

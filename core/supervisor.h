@@ -25,6 +25,7 @@
 #ifndef CODECVISOR_CORE_SUPERVISOR_H_
 #define CODECVISOR_CORE_SUPERVISOR_H_
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -249,7 +250,9 @@ class Supervisor {
   SessionBudget budget_ ABSL_GUARDED_BY(roster_mu_);
   std::map<uint64_t, Parkable*> parkable_ ABSL_GUARDED_BY(roster_mu_);
   uint64_t last_session_bytes_ ABSL_GUARDED_BY(roster_mu_) = 0;
-  uint64_t parked_ ABSL_GUARDED_BY(roster_mu_) = 0;
+  // Read by Status() without roster_mu_, which parking holds across Close
+  // sends.
+  std::atomic<uint64_t> parked_{0};
 
   SoloGate gate_;
   std::thread worker_;       // from the first use on, with an env that runs threads

@@ -36,7 +36,7 @@ bool Supervisor::ParkOneLocked(uint64_t token) {
     auto it = parkable_.find(other);
     if (it == parkable_.end() || !it->second->TryPark()) continue;  // busy: the next one
     budget_.Release(other);
-    ++parked_;
+    parked_.fetch_add(1, std::memory_order_relaxed);
     return true;
   }
   return false;

@@ -77,6 +77,7 @@ void VideoDecoder::DropSession() {
 }
 
 bool VideoDecoder::TryPark() {
+  if (caller_.load(std::memory_order_relaxed) == std::this_thread::get_id()) return false;  // this thread's call
   if (!call_mu_.try_lock()) return false;  // a call of its own is running
   MutexLock lock(&call_mu_, std::adopt_lock);
   if (session_.channel != nullptr) {
@@ -304,7 +305,17 @@ absl::Status VideoDecoder::ForEachFrameOfOneRequest(const FrameSelection& select
 
 absl::Status VideoDecoder::ServeOneRequest(const FrameSelection& selection,
                                            absl::FunctionRef<absl::Status(Frame)> sink) {
+  if (caller_.load(std::memory_order_relaxed) == std::this_thread::get_id()) {
+    return Annotate(absl::FailedPreconditionError(
+        "a frame sink called its own decoder: a decoder serves one call at a time; collect the frames, then call"));
+  }
   MutexLock lock(&call_mu_);
+  caller_.store(std::this_thread::get_id(), std::memory_order_relaxed);
+  // Cleared before the lock is let go however the call ends.
+  struct ClearCaller {
+    std::atomic<std::thread::id>& caller;
+    ~ClearCaller() { caller.store(std::thread::id(), std::memory_order_relaxed); }
+  } clear_caller{caller_};
   uint32_t delivered = 0;
   // The sink's first error, kept across replays: once it has failed it gets
   // no more frames, and the caller gets that error.

@@ -18,6 +18,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/functional/function_ref.h"
@@ -192,6 +193,10 @@ class VideoDecoder final : private Supervisor::Parkable {
   // Held by each request and the first open, and by TryPark (try only):
   // what the supervisor's parking may change, session_, is changed under it.
   Mutex call_mu_;
+  // The thread in a call, holding call_mu_: a sink that calls its own
+  // decoder gets an error, not a deadlock, and that thread never tries a
+  // lock it holds (parking from a sink's call on another decoder).
+  std::atomic<std::thread::id> caller_{};
   // The backend address space the last session took (SessionAddressSpace).
   uint64_t session_bytes_ = 0;
   BackendHandle backend_;  // the generation the session is open on

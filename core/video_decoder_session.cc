@@ -41,6 +41,9 @@ constexpr int kBusyRetries = 4;  // 0.5 s in all
 // Waits for threads the user's other processes give back, doubling from
 // kBusyRetry: 1.55 s in all.
 constexpr int kShortageWaits = 5;
+// Sessions an open refused for want of resources parks to make room
+// (Reopen).
+constexpr int kMaxParksPerOpen = 4;
 
 }  // namespace
 
@@ -90,6 +93,7 @@ absl::Status VideoDecoder::Reopen() {
   const Deadline open_deadline = Clock::now() + options_.open_timeout;
   int busy_retries = 0;
   int shortage_waits = 0;
+  int parks = 0;
   Replays replays(options_.open_timeout);
   for (;;) {
     // Waiting for a (re)start is not the open: a short open timeout must
@@ -152,8 +156,12 @@ absl::Status VideoDecoder::Reopen() {
     // The backend out of room with other decoders' sessions open in it (its
     // address space full of their regions and stacks): one of them is
     // parked, and the open tried again once its close has had a moment to
-    // land, before the backend is taken as exhausted.
-    if (exhausted && Clock::now() + kBusyRetry < open_deadline && supervisor_->ParkOne(token_)) {
+    // land, before the backend is taken as exhausted. A few at most: an
+    // open that exhausts the backend on its own would otherwise close
+    // every idle session before the backend is replaced anyway.
+    if (exhausted && parks < kMaxParksPerOpen && Clock::now() + kBusyRetry < open_deadline &&
+        supervisor_->ParkOne(token_)) {
+      ++parks;
       std::this_thread::sleep_for(kBusyRetry);
       continue;
     }

@@ -100,6 +100,49 @@ TEST_F(ParkingTest, AParkedDecodersFramesOutliveItsSession) {
   EXPECT_EQ(StatusOf("synthetic").restarts, 0u);
 }
 
+// An open the backend refuses for want of resources on its own account (the
+// faulty backend's exhausted_open) parks a few idle sessions to make room,
+// not every one, before the backend is replaced (review helper: with the
+// parks unbounded, 20 idle decoders were all closed, each to be re-opened
+// later): at most 4 for the open. The idle ones decode on one thread, so
+// that their sessions fit the backend's budget and nothing else parks them.
+TEST_F(FaultTest, AnOpenThatExhaustsTheBackendParksAFewSessionsNotAll) {
+  DecoderOptions one_thread;
+  one_thread.decoder_threads = 1;
+  std::vector<std::unique_ptr<VideoDecoder>> idle;
+  for (int i = 0; i < 20; ++i) {
+    auto decoder = Open(WriteSyntheticVideo("idle.syn"), "faulty", one_thread);
+    ASSERT_TRUE(decoder.ok()) << decoder.status();
+    idle.push_back(*std::move(decoder));
+  }
+  auto exhausted = Open(WriteSyntheticVideo("exhausted.syn", "fault=exhausted_open"), "faulty");
+  ASSERT_FALSE(exhausted.ok());
+  EXPECT_NE(exhausted.status().message().find("poison"), std::string::npos) << exhausted.status();
+  EXPECT_LE(StatusOf("faulty").parked, 4u);
+  for (auto& decoder : idle) {
+    absl::StatusOr<Frame> frame = decoder->GetFrameAt(1);
+    ASSERT_TRUE(frame.ok()) << frame.status();
+  }
+}
+
+// A sink that calls its own decoder gets an error (a decoder serves one
+// call at a time), not a deadlock on the decoder's own lock.
+TEST_F(FaultTest, ASinkCallingItsOwnDecoderIsAnErrorNotADeadlock) {
+  auto decoder = Open(WriteSyntheticVideo("again.syn"), "synthetic");
+  ASSERT_TRUE(decoder.ok()) << decoder.status();
+  absl::Status inner;
+  const absl::Status outer = (*decoder)->ForEachFrame({ipc::IndexRange{0, 2, 1}}, [&](Frame) {
+    inner = (*decoder)->GetFrameAt(5).status();
+    return absl::OkStatus();
+  });
+  EXPECT_TRUE(outer.ok()) << outer;
+  EXPECT_EQ(inner.code(), absl::StatusCode::kFailedPrecondition) << inner;
+  EXPECT_NE(inner.message().find("a frame sink called its own decoder"), std::string::npos) << inner;
+  absl::StatusOr<Frame> after = (*decoder)->GetFrameAt(5);
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_TRUE(IsSyntheticFrame(*after, 5));
+}
+
 // Opens go to a backend one at a time (its main thread runs them); each
 // one's open_timeout counts from when it is sent, not from when it joined
 // the queue: four sound opens of 1 s each, from four threads at once, with
