@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -99,8 +100,9 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
   // MPEG-4 Part 2: each packet's first VOP type (-1 for a placeholder VOP,
   // which is not coded); whether the stream is a packed bitstream (its
   // marker is in the extradata or in a key frame's headers; the first few
-  // key packets are looked at); whether every pts is its packet's dts.
-  // Reading vop_coded takes the width of vop_time_increment, from the
+  // key packets are looked at). Any codec: whether every pts is its
+  // packet's dts (decode times, for MPEG-4's B-VOPs and for
+  // PlaceByPictureOrderOverDecodeTimes). Reading vop_coded takes the width of vop_time_increment, from the
   // video object layer header (the extradata's, else a key packet's).
   const AVCodecParameters* codecpar = demuxer.stream()->codecpar;
   const bool mpeg4 = codecpar->codec_id == AV_CODEC_ID_MPEG4;
@@ -113,8 +115,7 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
   std::vector<int8_t> vop_types;
   bool b_vops = false;
   bool placeholders = false;  // not-coded VOPs, which a packed bitstream sends
-  bool pts_are_dts = true;
-  bool every_pts_is_dts = true;  // any codec's: for DecodeTimesAsPts
+  bool every_pts_is_dts = true;
   // Containers whose times may restart part way (StreamSplices).
   const bool may_splice = (demuxer.format()->iformat->flags & AVFMT_TS_DISCONT) != 0;
   StreamSplices splices(std::max<int64_t>(av_rescale_q(1, AVRational{1, 10}, demuxer.stream()->time_base), 1));
@@ -209,7 +210,6 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
       vop_types.push_back(static_cast<int8_t>(vop.coded ? vop.coding_type : -1));
       b_vops = b_vops || vop.coding_type == kBVop;
       placeholders = placeholders || (vop.coding_type >= 0 && !vop.coded);
-      pts_are_dts = pts_are_dts && packet->pts != AV_NOPTS_VALUE && packet->pts == packet->dts;
     }
     every_pts_is_dts = every_pts_is_dts && packet->pts != AV_NOPTS_VALUE && packet->pts == packet->dts;
   }
@@ -281,7 +281,7 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
   // frame back (IsPackedMpeg4).
   // A marker without placeholders is a stream unpacked since
   // (mpeg4_unpack_bframes rewrites the marker in one place only).
-  if (codecpar->video_delay > 0 && ((packed && placeholders) || (b_vops && pts_are_dts)) &&
+  if (codecpar->video_delay > 0 && ((packed && placeholders) || (b_vops && every_pts_is_dts)) &&
       ApplyShownOrderTimeline(index.frames_, vop_types, fallback_duration)) {
     for (const FrameEntry& f : index.frames_) index.shown_order_dts_.push_back(f.dts);
     missing_pts.clear();
@@ -380,6 +380,27 @@ int64_t FrameIndex::FindPacket(int64_t pts, int64_t dts) const {
   if (inferred_by_dts_.empty()) return Find(dts);
   auto it = std::lower_bound(inferred_by_dts_.begin(), inferred_by_dts_.end(), std::make_pair(dts, int64_t{-1}));
   return it != inferred_by_dts_.end() && it->first == dts ? index_of_order_[it->second] : -1;
+}
+
+absl::StatusOr<bool> FirstPtsIsADecodeTime(Demuxer& demuxer) {
+  const AVCodecParameters* par = demuxer.stream()->codecpar;
+  if ((par->codec_id != AV_CODEC_ID_H264 && par->codec_id != AV_CODEC_ID_HEVC) || par->video_delay <= 0 ||
+      std::string_view(demuxer.format()->iformat->name) != "mov,mp4,m4a,3gp,3g2,mj2") {
+    return false;
+  }
+  constexpr int kMaxDiscarded = 16;
+  PacketPtr packet = MakePacket();
+  int64_t first_dts = AV_NOPTS_VALUE;
+  bool decode_time = false;
+  for (int read = 0; read <= kMaxDiscarded && demuxer.ReadPacket(packet.get()); ++read) {
+    if (first_dts == AV_NOPTS_VALUE) first_dts = packet->dts;
+    if ((packet->flags & AV_PKT_FLAG_DISCARD) != 0) continue;
+    decode_time = packet->pts != AV_NOPTS_VALUE && packet->pts == packet->dts;
+    break;
+  }
+  if (first_dts == AV_NOPTS_VALUE) return false;
+  if (absl::Status s = demuxer.Seek(first_dts); !s.ok()) return s;
+  return decode_time;
 }
 
 int64_t FrameIndex::FindByDts(int64_t dts) const {

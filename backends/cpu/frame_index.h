@@ -164,6 +164,18 @@ class FrameIndex {
   std::vector<int64_t> misplaced_pts_;  // sorted: container times PlaceUntimedByPictureOrder moved
 };
 
+// Whether the first frame's packet of an H.264 or HEVC stream that shows
+// pictures out of decode order carries its dts for a pts. In such a stream
+// the first picture is decoded at least one frame before it is shown, so
+// that pts is a decode time: an elementary stream muxed without
+// presentation times (FrameIndex::Scan names its frames by picture order), whose
+// container times approximate mode cannot use. Only in the MP4 family,
+// where that is how such a stream ends up, and whose seeks go to the
+// sample asked for: the packets read (up to kMaxDiscarded the container
+// drops before that one) are read again after a seek to the first one.
+// The demuxer is at the start after it either way.
+[[nodiscard]] absl::StatusOr<bool> FirstPtsIsADecodeTime(Demuxer& demuxer);
+
 }  // namespace codecvisor::cpu
 
 #endif  // CODECVISOR_BACKENDS_CPU_FRAME_INDEX_H_

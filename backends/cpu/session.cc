@@ -44,37 +44,6 @@ absl::Status ValidateOptions(const cv_open_options& options) {
 
 std::atomic<int64_t> frame_threaded_native_min_pixels{kFrameThreadedNativeMinPixels};
 
-// Whether the first frame's packet of an H.264 or HEVC stream that shows
-// pictures out of decode order carries its dts for a pts. In such a stream
-// the first picture is decoded at least one frame before it is shown, so
-// that pts is a decode time: an elementary stream muxed without
-// presentation times (FrameIndex names its frames by picture order), whose
-// container times approximate mode cannot use. Only in the MP4 family,
-// where that is how such a stream ends up, and whose seeks go to the
-// sample asked for: the packets read (up to kMaxDiscarded the container
-// drops before that one) are read again after a seek to the first one.
-// The demuxer is at the start after it either way.
-absl::StatusOr<bool> FirstPtsIsADecodeTime(Demuxer& demuxer) {
-  const AVCodecParameters* par = demuxer.stream()->codecpar;
-  if ((par->codec_id != AV_CODEC_ID_H264 && par->codec_id != AV_CODEC_ID_HEVC) || par->video_delay <= 0 ||
-      std::string_view(demuxer.format()->iformat->name) != "mov,mp4,m4a,3gp,3g2,mj2") {
-    return false;
-  }
-  constexpr int kMaxDiscarded = 16;
-  PacketPtr packet = MakePacket();
-  int64_t first_dts = AV_NOPTS_VALUE;
-  bool decode_time = false;
-  for (int read = 0; read <= kMaxDiscarded && demuxer.ReadPacket(packet.get()); ++read) {
-    if (first_dts == AV_NOPTS_VALUE) first_dts = packet->dts;
-    if ((packet->flags & AV_PKT_FLAG_DISCARD) != 0) continue;
-    decode_time = packet->pts != AV_NOPTS_VALUE && packet->pts == packet->dts;
-    break;
-  }
-  if (first_dts == AV_NOPTS_VALUE) return false;
-  if (absl::Status s = demuxer.Seek(first_dts); !s.ok()) return s;
-  return decode_time;
-}
-
 // Whether libavcodec decodes this stream on frame threads: the session
 // thread hands packets to them and waits for their pictures.
 bool FrameThreaded(const AVCodecContext* ctx) {
