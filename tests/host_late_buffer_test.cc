@@ -2,14 +2,15 @@
 // (backends/sdk/README.md, "Frame buffers"): the backend takes each frame's
 // slot through cv_frame_buffer.acquire once the frame is decoded.
 
+#include <gtest/gtest.h>
 #include <sys/types.h>
 
 #include <cstdint>
+#include <fstream>
 #include <memory>
 #include <set>
 #include <string>
-
-#include <gtest/gtest.h>
+#include <utility>
 
 #include "core/host.h"
 #include "tests/fault_test_support.h"
@@ -99,17 +100,25 @@ TEST_F(LateBufferHostTest, AcquiringAgainLendsTheSameSlot) {
 }
 
 // What late buffers are for: a caller that lets go of each frame before the
-// next one is decoded (here 20 ms later) gets every frame in the same slot.
+// next one is decoded gets every frame in the same slot. The backend waits
+// to acquire frame i's buffer until the caller has appended a byte to the
+// video's file (late_gate), which it does once it has let go of frame i - 1.
 TEST_F(LateBufferHostTest, FramesLandInOneSlotWhenTheCallerLetsGoOfEach) {
-  auto decoder = OpenLate("decode_ms=20");
+  auto decoder = OpenLate("late_gate=1");
   ASSERT_TRUE(decoder.ok()) << decoder.status();
+  std::ofstream gate(TempPath("late.syn"), std::ios::app);
   std::set<const uint8_t*> slots;
   int64_t next = 0;
-  ASSERT_TRUE((*decoder)->ForEachFrame({ipc::IndexRange{0, 8, 1}}, [&](Frame f) {
-    ExpectFrame(f, next++);
-    slots.insert(f.data().data());
+  absl::Status s = (*decoder)->ForEachFrame({ipc::IndexRange{0, 8, 1}}, [&](Frame f) {
+    {
+      const Frame mine = std::move(f);
+      ExpectFrame(mine, next++);
+      slots.insert(mine.data().data());
+    }
+    gate << '\n' << std::flush;
     return absl::OkStatus();
-  }).ok());
+  });
+  ASSERT_TRUE(s.ok()) << s;
   EXPECT_EQ(next, 8);
   EXPECT_EQ(slots.size(), 1u) << "frames were spread over " << slots.size() << " slots";
 }

@@ -71,7 +71,20 @@ struct Session {
   codecvisor::testing::SyntheticVideo video;
   cv_output_format format = CV_OUTPUT_RGB24;
   std::string label;
+  int fd = -1;  // the video's file (late_gate reads how far it has grown)
+  off_t size_at_open = 0;
 };
+
+// late_gate: whether the video's file has grown by `index` bytes since the
+// open, within 10 s.
+bool GateOpens(const Session& s, int64_t index) {
+  for (int waited_ms = 0; waited_ms < 10'000; ++waited_ms) {
+    char byte;
+    if (index <= 0 || pread(s.fd, &byte, 1, s.size_at_open + index - 1) == 1) return true;
+    usleep(1000);
+  }
+  return false;
+}
 
 cv_status Fail(cv_error* error, cv_status status, const char* fmt, const char* label, double value = 0) {
   std::snprintf(error->message, sizeof(error->message), fmt, label, value);
@@ -163,6 +176,8 @@ cv_status Open(cv_backend* backend, int fd, const cv_open_options* options, cv_s
   s->video = *video;
   s->format = options->output_format;
   s->label = options->file_label ? options->file_label : "";
+  s->fd = fd;
+  s->size_at_open = lseek(fd, 0, SEEK_END);
   *out = reinterpret_cast<cv_session*>(s);
   return CV_OK;
 }
@@ -247,6 +262,10 @@ cv_status Decode(cv_session* session, int64_t index, cv_frame_buffer* buffer, cv
   // A late buffer: the frame is "decoded", take it now.
   if (buffer->data == nullptr) {
     if (s->video.late_skip == index) return CV_OK;  // broken: returns without a buffer
+    if (s->video.late_gate && !GateOpens(*s, index)) {
+      return Fail(error, CV_ERROR_INTERNAL, "%s: the test never let go of frame %.0f", s->label.c_str(),
+                  static_cast<double>(index - 1));
+    }
     if (cv_status st = buffer->acquire(buffer, error); st != CV_OK) return st;
     if (s->video.late_twice) {
       uint8_t* first = buffer->data;

@@ -50,6 +50,11 @@ struct SyntheticVideo {
   // plugin; -1: none), and whether every decode acquires twice.
   int64_t late_skip = -1;
   bool late_twice = false;
+  // For the late table: before it acquires frame i's buffer, wait (up to
+  // 10 s) until the video's file has grown by i bytes since the open, so
+  // that a test can say when it has let go of frame i - 1 by appending a
+  // byte, and the acquire comes after that whatever the machine's speed.
+  bool late_gate = false;
   // Reports no frame count (-1 from header and scan), as a container with
   // no count in its header does; frames past the end are still out of range.
   bool count_unknown = false;
@@ -90,6 +95,7 @@ inline std::optional<SyntheticVideo> ParseSyntheticVideo(const std::string& text
     if (key == "open_ms") v.open_ms = static_cast<int64_t>(value);
     if (key == "late_skip") v.late_skip = static_cast<int64_t>(value);
     if (key == "late_twice") v.late_twice = value != 0;
+    if (key == "late_gate") v.late_gate = value != 0;
     if (key == "count_unknown") v.count_unknown = value != 0;
     if (key == "nan_rate") v.nan_rate = value != 0;
     if (key == "host_pid") v.host_pid = static_cast<int>(value);

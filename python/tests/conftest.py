@@ -1,7 +1,9 @@
 """Shared fixtures: videos made with the ffmpeg CLI, and its rgb24 decode of
 them as the reference every frame is compared with, byte for byte."""
 
+import atexit
 import os
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -18,8 +20,10 @@ def runfile(path):
 os.environ.setdefault("CODECVISOR_BACKEND_PATH", runfile("backends/testing"))
 # The suites crash backends on purpose: their record goes to a folder of
 # the run's own, never to the user's history (`codecvisor backends`), also
-# when pytest runs outside Bazel, whose HOME is the test's.
-os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="codecvisor-test-state-")
+# when pytest runs outside Bazel, whose HOME is the test's. The folder is
+# the test's own under Bazel (TEST_TMPDIR) and is removed at exit.
+os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="codecvisor-test-state-", dir=os.environ.get("TEST_TMPDIR"))
+atexit.register(shutil.rmtree, os.environ["XDG_STATE_HOME"], ignore_errors=True)
 
 FFMPEG = ["/usr/bin/ffmpeg", "-nostdin", "-v", "error", "-y"]
 WIDTH, HEIGHT, FPS, SECONDS = 96, 64, 25, 2
