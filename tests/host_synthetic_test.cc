@@ -201,6 +201,17 @@ TEST_F(HostSyntheticTest, AFifoOrAFolderIsAnErrorNotAHang) {
   }
 }
 
+// An empty file (a download that never started) is named as such, not
+// left to the backend, which can only say it cannot read it.
+TEST_F(HostSyntheticTest, AnEmptyFileIsNamedEmpty) {
+  DecoderOptions options;
+  options.device = "synthetic";
+  auto decoder = host_->OpenDecoder(WriteFile("empty.syn", ""), options);
+  ASSERT_EQ(decoder.status().code(), absl::StatusCode::kInvalidArgument) << decoder.status();
+  EXPECT_NE(decoder.status().message().find("empty.syn: the file is empty (0 bytes)"), std::string::npos)
+      << decoder.status();
+}
+
 // An index list must fit the 64 KiB request ring: a longer one goes in
 // several requests. Sent whole, it once failed to send, and that failure
 // was taken for a broken backend: killed twice and reported as poison.

@@ -88,11 +88,14 @@ check "missing file" run_cv 1 "$tmp/stdout" "$tmp/err" decode "$tmp/nope.mp4" --
 check "missing file message" grep -q "^codecvisor decode: $tmp/nope.mp4: No such file or directory$" "$tmp/err"
 # a file name with a newline or an escape sequence: still one line, the name escaped once
 odd="$tmp/bad"$'\n'"name"$'\e'"[31m.mp4"
-: >"$odd"
+echo "not a video" >"$odd"
 check "odd file name" run_cv 1 "$tmp/stdout" "$tmp/err" info -- "$odd"
 check "odd file name: one line" [ "$(wc -l <"$tmp/err")" = 1 ]
 check "odd file name: escaped once" grep -qF "codecvisor info: $tmp/bad\\x0aname\\x1b[31m.mp4 (backend 'cpu'): video '" "$tmp/err"
 check "odd file name: no raw escape" bash -c "! grep -q $'\e' '$tmp/err'"
+: >"$tmp/empty.mp4"
+check "empty file" run_cv 1 "$tmp/stdout" "$tmp/err" decode "$tmp/empty.mp4" --out "$tmp/x"
+check "empty file message" grep -q "^codecvisor decode: $tmp/empty.mp4: the file is empty (0 bytes)$" "$tmp/err"
 check "odd missing file" run_cv 1 "$tmp/stdout" "$tmp/err" decode "$tmp/missing"$'\n'"file.mp4" --out "$tmp/x"
 check "odd missing file: one line" [ "$(wc -l <"$tmp/err")" = 1 ]
 # --frames is a Python slice: clamped at the ends, and an empty slice is no frames
