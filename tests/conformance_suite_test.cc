@@ -98,9 +98,12 @@ std::map<std::string, CheckResult> ByName(const ConformanceReport& report) {
 }
 
 // A backend whose every open crashes is quarantined early in the run (its
-// poison opens' crashes counted like any: max_poison_in_a_row 0); the
-// checks after that say so, never what a check could not measure of a
-// process that is not there (it read /proc/-1/io).
+// poison opens' crashes counted like any: max_poison_in_a_row 0). The suite
+// lifts the first quarantine, so the next check runs and meets the crashes
+// itself; after the second, the checks that need the backend are not run
+// and say why. None says what a check could not measure of a process that
+// is not there (it read /proc/-1/io), or gives the host's advice to call
+// Host::ResetBackend, which a conformance run's user cannot take.
 TEST(ConformanceSuiteTest, ChecksAfterAQuarantineSayWhy) {
   const std::string manifest =
       WriteFile("crashing_faulty.toml",
@@ -114,9 +117,26 @@ TEST(ConformanceSuiteTest, ChecksAfterAQuarantineSayWhy) {
   const CheckResult& seek = by_name["first_seek_h264"];
   EXPECT_FALSE(seek.passed);
   EXPECT_NE(seek.detail.find("quarantined"), std::string::npos) << seek.detail;
+  std::vector<std::string> lifted, second, not_run;
   for (const CheckResult& c : report->checks) {
     EXPECT_EQ(c.detail.find("/proc/-1"), std::string::npos) << c.name << ": " << c.detail;
+    if (c.detail.find("the suite lifted the quarantine") != std::string::npos) lifted.push_back(c.name);
+    if (c.detail.find("for the second time") != std::string::npos) second.push_back(c.name);
+    if (c.detail.starts_with("not run: the backend was quarantined during the '")) {
+      not_run.push_back(c.name);
+    } else if (!second.empty() && c.name != second.front()) {
+      EXPECT_TRUE(c.name == "quiet_output" || c.name == "frame_pool") << c.name << " ran after the second quarantine";
+    }
+    if (!not_run.empty() && not_run.back() == c.name) {
+      EXPECT_EQ(c.detail.find("ResetBackend"), std::string::npos) << c.name << ": " << c.detail;
+    }
   }
+  ASSERT_EQ(lifted.size(), 1u) << "the first quarantine is lifted";
+  ASSERT_EQ(second.size(), 1u) << "a second one ends the run's use of the backend";
+  EXPECT_NE(lifted.front(), second.front()) << "the check after the lift ran and met the crashes itself";
+  EXPECT_FALSE(by_name[second.front()].passed);
+  EXPECT_FALSE(not_run.empty());
+  EXPECT_TRUE(by_name.count("shutdown") && by_name["shutdown"].detail.starts_with("not run: "));
 }
 
 // The vendor's own file, with a reference the vendor gives: the cpu backend

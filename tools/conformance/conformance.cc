@@ -71,6 +71,16 @@ std::string PackedRgb24(const Frame& frame) {
 void Suite::Check(const std::string& name, const std::function<absl::Status(std::string* detail)>& body) {
   CheckResult result;
   result.name = name;
+  // Two checks have quarantined the backend: the checks after them would
+  // only meet the quarantine (or a third crash loop). These two read what
+  // was captured, not the backend.
+  if (quarantines_.size() >= kMaxQuarantines && name != "quiet_output" && name != "frame_pool") {
+    result.detail = absl::StrCat("not run: the backend was quarantined during the '",
+                                 absl::StrJoin(quarantines_, "' and '"), "' checks (they say why)");
+    if (options_.on_check) options_.on_check(result);
+    report_.checks.push_back(std::move(result));
+    return;
+  }
   // Only these two end the backend's process on purpose; in any other
   // check a restart is the backend dying or running out of something in
   // normal use, which the host's recovery would otherwise hide.
@@ -88,6 +98,18 @@ void Suite::Check(const std::string& name, const std::function<absl::Status(std:
   result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   result.passed = status.ok();
   if (!status.ok()) result.detail = std::string(status.message());
+  // A quarantine lasts as long as the suite's host: lifted, so that the
+  // checks after this one say what they find of the backend, not that the
+  // host gave up on it (advice a conformance run's user cannot take).
+  // (The shutdown check ends the host.)
+  absl::StatusOr<BackendStatus> now = host_ != nullptr ? Status() : absl::FailedPreconditionError("no host");
+  if (now.ok() && now->state == "quarantined" && !(before.ok() && before->state == "quarantined")) {
+    quarantines_.push_back(name);
+    const bool lift = quarantines_.size() < kMaxQuarantines && host_->ResetBackend(report_.backend).ok();
+    absl::StrAppend(&result.detail, result.detail.empty() ? "" : "; ", "the backend was quarantined during this check",
+                    lift ? ", and the suite lifted the quarantine for the checks after it"
+                         : ", for the second time: the checks after it that need the backend are not run");
+  }
   if (options_.on_check) options_.on_check(result);
   report_.checks.push_back(std::move(result));
 }

@@ -139,6 +139,11 @@ class Suite {
   bool exact_ = true;
   double min_psnr_db_ = 0;
   bool ready_ = false;  // the handshake passed
+  // The checks during which the backend was quarantined. The suite lifts
+  // the first quarantine; after the second, the checks that need the
+  // backend are not run.
+  std::vector<std::string> quarantines_;
+  static constexpr size_t kMaxQuarantines = 2;
   std::vector<Sample> samples_;
   std::map<int, std::string> descriptors_before_;
   // The backend's relayed output from its start to the quiet_output check,
