@@ -216,8 +216,10 @@ absl::Status ApplySeccomp(SeccompMode mode, bool memfd) {
     if (memfd || std::string_view(name) != "memfd_create") add(SCMP_ACT_ALLOW, seccomp_syscall_resolve_name(name));
   }
   // An error a plugin can handle, not a trap: a library may try a memfd
-  // and fall back to memory of its own.
-  if (!memfd) add(SCMP_ACT_ERRNO(EPERM), SCMP_SYS(memfd_create));
+  // and fall back to memory of its own. In the logging mode the default
+  // action logs it and lets it through, like every other refusal, so that
+  // a vendor finds it.
+  if (!memfd && mode != SeccompMode::kLog) add(SCMP_ACT_ERRNO(EPERM), SCMP_SYS(memfd_create));
 
   // Memory: no mapping is writable and executable at once. (This does not
   // stop code written into a writable mapping that is later made, or mapped

@@ -37,13 +37,13 @@ TEST(AllowedIoctlTypeBlocksTest, CoverEveryTypeButTheDeniedOnes) {
 // What memfd_create gives a child under the filter, with and without
 // `memfd`: 0 where it made one, else its errno. The child writes it to a
 // pipe and never returns (its exit traps: no SIGSYS handler here).
-int MemfdUnderTheFilter(bool memfd) {
+int MemfdUnderTheFilter(bool memfd, SeccompMode mode = SeccompMode::kEnforce) {
   int result[2];
   if (pipe(result) != 0) return -1;
   const pid_t child = fork();
   if (child == 0) {
     int answer = -1;
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 && ApplySeccomp(SeccompMode::kEnforce, memfd).ok()) {
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 && ApplySeccomp(mode, memfd).ok()) {
       answer = memfd_create("probe", MFD_CLOEXEC) >= 0 ? 0 : errno;
     }
     (void)!write(result[1], &answer, sizeof(answer));
@@ -62,6 +62,12 @@ int MemfdUnderTheFilter(bool memfd) {
 TEST(SeccompTest, MemfdsAreRefusedWithoutTheirFlag) {
   EXPECT_EQ(MemfdUnderTheFilter(true), 0);
   EXPECT_EQ(MemfdUnderTheFilter(false), EPERM);
+}
+
+// CODECVISOR_SECCOMP=log, how a vendor lists what the filter refuses: the
+// memfd goes ahead (and the kernel logs it) as every other refused call.
+TEST(SeccompTest, TheLoggingModeLetsARefusedMemfdThrough) {
+  EXPECT_EQ(MemfdUnderTheFilter(false, SeccompMode::kLog), 0);
 }
 
 }  // namespace
