@@ -217,9 +217,8 @@ void BackendOutput::Finish(std::chrono::milliseconds grace) {
 void BackendOutput::Run(std::string name, int out) {
   HostStderr::BlockSigpipe();
   HostStderr host_stderr(out);
-  OutputFilter filter(
-      std::move(name), [&host_stderr](std::string_view line) { host_stderr.Write(line); },
-      OutputFilter::Clock::now());
+  OutputFilter& filter = filter_.emplace(
+      std::move(name), [&host_stderr](std::string_view line) { host_stderr.Write(line); }, OutputFilter::Clock::now());
   std::optional<OutputFilter::Clock::time_point> deadline;
   char buffer[16 << 10];
   for (;;) {

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -104,6 +105,10 @@ class BackendOutput {
   ipc::UniqueFd read_end_;
   ipc::UniqueFd stop_;  // an eventfd: Finish's "stop now"
   std::thread thread_;
+  // Run's, kept here rather than on its thread's stack: a forked child has
+  // no such thread, and what only its stack pointed to would be reported
+  // as leaked by a leak checker at the child's exit.
+  std::optional<OutputFilter> filter_;
 };
 
 }  // namespace codecvisor

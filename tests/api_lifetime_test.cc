@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <thread>
@@ -198,6 +199,23 @@ TEST_F(ApiHostTest, ADecoderOutlivingItsHostFailsAsUnavailable) {
 
 // A host started with stdin, stdout and stderr closed (a daemon, `2>&-`):
 // its first descriptors would take 0-2, and a write to stderr anywhere in
+// A child that exits as a program does (exit(), not _exit()) while its
+// parent's backend runs: nothing the host allocated may look leaked there,
+// where the host's threads do not exist (LeakSanitizer, in the ASan
+// configuration, ends such a child with its own exit code).
+TEST_F(ApiHostTest, AForkedChildExitsCleanlyWithItsParentsHostRunning) {
+  auto d = Open();
+  ASSERT_NE(d, nullptr);
+  ASSERT_TRUE(d->GetFrameAt(0).ok());
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) std::exit(0);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "child status " << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the child's exit reported a problem (a leak report, under ASan)";
+}
+
 // the process (the host's warnings, a backend's relayed output, the user's
 // logging) went into one of them: the backend read its control socket's
 // garbage as a forged message and was restarted. The host fills them with
