@@ -166,12 +166,28 @@ void Host::Add(DiscoveredBackend b) {
   backends_[b.name] = std::move(entry);
 }
 
+namespace {
+
+// Whether two paths name one file (a path and a symlink to it, or the same
+// file reached through two folders).
+bool SameFile(const std::string& a, const std::string& b) {
+  struct stat sa, sb;
+  return stat(a.c_str(), &sa) == 0 && stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+}  // namespace
+
 absl::Status Host::LoadBackend(absl::string_view manifest_path) {
   if (manifest_path.empty()) return absl::InvalidArgumentError("no manifest path given to load a backend from");
   absl::StatusOr<BackendManifest> manifest = LoadManifest(manifest_path);
   if (!manifest.ok()) return manifest.status();
   MutexLock lock(&mu_);
   if (auto it = backends_.find(manifest->name); it != backends_.end()) {
+    // The manifest discovery found already (a CLI user naming an installed
+    // backend's manifest): loaded once, as Python's entry points are.
+    if (it->second.supervisor != nullptr && SameFile(it->second.manifest_path, std::string(manifest_path))) {
+      return absl::OkStatus();
+    }
     // A broken manifest of that name (say one left on the search path by an
     // old install) yields the name to a sound one, as discovery does between
     // two path manifests; it stays listed, under a name that says where it is.

@@ -5,6 +5,7 @@
 // frame buffers have suites of their own (host_runner_threads_test,
 // host_late_buffer_test); the fixture is in host_test_support.h.
 
+#include <gtest/gtest.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -13,13 +14,13 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <new>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "backends/testing/synthetic_pattern.h"
 #include "core/host.h"
@@ -28,10 +29,11 @@
 
 namespace codecvisor::testing {
 
-using ::codecvisor::internal::VideoDecoder;
+using ::codecvisor::internal::BackendStatus;
 using ::codecvisor::internal::DecoderOptions;
 using ::codecvisor::internal::Frame;
 using ::codecvisor::internal::OutputFormat;
+using ::codecvisor::internal::VideoDecoder;
 namespace {
 
 TEST_F(HostSyntheticTest, MetadataComesFromTheBackend) {
@@ -199,6 +201,27 @@ TEST_F(HostSyntheticTest, AFifoOrAFolderIsAnErrorNotAHang) {
     ASSERT_EQ(decoder.status().code(), absl::StatusCode::kInvalidArgument) << path << ": " << decoder.status();
     EXPECT_NE(decoder.status().message().find("not a regular file"), std::string::npos) << decoder.status();
   }
+}
+
+// Naming a manifest the host has already (discovered, or loaded before),
+// by its path or through a symlink, loads nothing twice and is no error;
+// another file claiming the same name still is.
+TEST_F(HostSyntheticTest, LoadingALoadedManifestAgainIsANoOp) {
+  const std::string manifest = Runfile("backends/testing/synthetic.toml");
+  EXPECT_TRUE(host_->LoadBackend(manifest).ok());
+  const std::string link = TempPath("again.toml");
+  ASSERT_EQ(symlink(manifest.c_str(), link.c_str()), 0);
+  EXPECT_TRUE(host_->LoadBackend(link).ok());
+  int listed = 0;
+  for (const BackendStatus& b : host_->Backends()) listed += b.name == "synthetic";
+  EXPECT_EQ(listed, 1);
+  std::ifstream in(manifest);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  absl::Status copy = host_->LoadBackend(WriteFile("copy.toml", text));
+  EXPECT_EQ(copy.code(), absl::StatusCode::kAlreadyExists) << copy;
+  auto decoder = Open();
+  ASSERT_TRUE(decoder.ok()) << decoder.status();
+  EXPECT_TRUE((*decoder)->GetFrameAt(1).ok());
 }
 
 // An empty file (a download that never started) is named as such, not
