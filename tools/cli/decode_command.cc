@@ -1,8 +1,10 @@
 // `codecvisor decode`: selected frames to PNG, PPM, Y4M or raw RGB24.
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -178,6 +180,17 @@ int RunDecode(const DecodeArgs& args) {
 
   absl::StatusOr<FrameSelection> selection = BuildSelection(args.selection, decoder.metadata());
   if (!selection.ok()) return fail(selection.status());
+  // An index list out of order, one file per frame named by its index: the
+  // same files from one pass in stream order, --json and the skipped list
+  // in the order asked. (A stream's frames go in the order asked.)
+  const bool one_stream = args.format == FileFormat::kY4m || args.out == "-";
+  std::optional<std::vector<int64_t>> asked =
+      one_stream ? std::nullopt : IndicesOutOfStreamOrder(*selection, decoder.metadata());
+  if (asked.has_value()) {
+    std::vector<int64_t> in_order = *asked;
+    std::sort(in_order.begin(), in_order.end());
+    *selection = FrameSelection::AtIndices(std::move(in_order));
+  }
   if (SelectedFrameCount(*selection) == 0) {
     // An empty slice, as in Python: no frames, no output, and no error.
     if (!args.quiet) {
@@ -258,6 +271,14 @@ int RunDecode(const DecodeArgs& args) {
     return fail(s);
   }
   progress.Clear();
+  if (asked.has_value()) {
+    // Back in the order asked (the indices are distinct).
+    std::map<int64_t, size_t> position;
+    for (size_t i = 0; i < asked->size(); ++i) position[(*asked)[i]] = i;
+    std::sort(written.begin(), written.end(),
+              [&](const WrittenFrame& a, const WrittenFrame& b) { return position[a.index] < position[b.index]; });
+    std::sort(skipped.begin(), skipped.end(), [&](int64_t a, int64_t b) { return position[a] < position[b]; });
+  }
   if (args.json) PrintJson(args, written, skipped);
   if (!skipped.empty()) {
     std::fprintf(stderr, "codecvisor decode: %s: skipped %zu undecodable frame%s: %s\n", EscapeForTerminal(file).c_str(),

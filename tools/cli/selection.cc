@@ -221,6 +221,22 @@ bool MayRepeatFrames(const FrameSelection& selection, const StreamMetadata& meta
   return false;
 }
 
+std::optional<std::vector<int64_t>> IndicesOutOfStreamOrder(const FrameSelection& selection,
+                                                            const StreamMetadata& metadata) {
+  auto* list = std::get_if<FrameSelection::Indices>(&selection.get());
+  const int64_t count = metadata.num_frames();
+  if (list == nullptr || count < 0 || MayRepeatFrames(selection, metadata)) return std::nullopt;
+  std::vector<int64_t> counted;
+  counted.reserve(list->indices.size());
+  for (int64_t index : list->indices) {
+    if (index < 0) index += count;
+    if (index < 0 || index >= count) return std::nullopt;
+    counted.push_back(index);
+  }
+  if (std::is_sorted(counted.begin(), counted.end())) return std::nullopt;
+  return counted;
+}
+
 std::optional<int64_t> SelectedFrameCount(const FrameSelection& selection) {
   if (auto* list = std::get_if<FrameSelection::Indices>(&selection.get())) {
     return static_cast<int64_t>(list->indices.size());

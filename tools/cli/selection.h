@@ -80,6 +80,17 @@ std::optional<int64_t> SelectedFrameCount(const FrameSelection& selection);
 // known only once decoded). Ranges never repeat a frame.
 bool MayRepeatFrames(const FrameSelection& selection, const StreamMetadata& metadata);
 
+// For an index list out of stream order, its indices counted against the
+// frame count (negative ones from the end), in the order asked; the caller
+// may decode them in stream order instead, one pass over the file rather
+// than a seek back to a key frame for each, as the C++ GetFramesAt and
+// Python's get_frames_at do. nullopt where the list is decoded as asked:
+// in order already, with a repeat (files are then named by position in the
+// request), without a frame count, or with an index outside it (which
+// fails before any frame is written).
+std::optional<std::vector<int64_t>> IndicesOutOfStreamOrder(const FrameSelection& selection,
+                                                            const StreamMetadata& metadata);
+
 }  // namespace codecvisor::cli
 
 #endif  // CODECVISOR_TOOLS_CLI_SELECTION_H_

@@ -177,6 +177,20 @@ TEST(MayRepeatFramesTest, RepeatedIndicesAndTimeLists) {
   EXPECT_FALSE(MayRepeatFrames(FrameSelection::PlayedInSeconds(0, 1), Stream(40)));
 }
 
+TEST(IndicesOutOfStreamOrderTest, OnlyDistinctCountedIndicesOutOfOrder) {
+  using Indices = std::vector<int64_t>;
+  EXPECT_EQ(IndicesOutOfStreamOrder(FrameSelection::AtIndices({30, 2, -1, 7}), Stream(40)), Indices({30, 2, 39, 7}));
+  EXPECT_EQ(IndicesOutOfStreamOrder(FrameSelection::AtIndices({30, 2}), Stream(-1, 40)), Indices({30, 2}))
+      << "a header's count counts too";
+  EXPECT_EQ(IndicesOutOfStreamOrder(FrameSelection::AtIndices({2, 7, -1}), Stream(40)), std::nullopt) << "in order";
+  EXPECT_EQ(IndicesOutOfStreamOrder(FrameSelection::AtIndices({7, 2, 7}), Stream(40)), std::nullopt) << "a repeat";
+  EXPECT_EQ(IndicesOutOfStreamOrder(FrameSelection::AtIndices({7, 40}), Stream(40)), std::nullopt) << "out of range";
+  EXPECT_EQ(IndicesOutOfStreamOrder(FrameSelection::AtIndices({7, -41}), Stream(40)), std::nullopt) << "out of range";
+  EXPECT_EQ(IndicesOutOfStreamOrder(FrameSelection::AtIndices({7, 2}), Stream(-1)), std::nullopt) << "no count";
+  EXPECT_EQ(IndicesOutOfStreamOrder(Range(0, 40), Stream(40)), std::nullopt);
+  EXPECT_EQ(IndicesOutOfStreamOrder(FrameSelection::PlayedAtSeconds({2.0, 1.0}), Stream(40)), std::nullopt);
+}
+
 TEST(BuildSelectionTest, ListsAndTimes) {
   SelectionFlags flags;
   flags.indices = "1,5,-1";
