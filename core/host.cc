@@ -1,5 +1,6 @@
 #include "core/host.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -16,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "base/standard_descriptors.h"
 #include "core/backend_history.h"
+#include "core/environment_warnings.h"
 #include "core/system_supervisor_env.h"
 
 namespace codecvisor::internal {
@@ -30,6 +32,12 @@ std::string DefaultDevice(const HostOptions& options) {
   if (!options.default_device.empty()) return options.default_device;
   if (const char* env = std::getenv("CODECVISOR_DEFAULT_DEVICE"); env != nullptr && *env) return env;
   return kBuiltinBackend;
+}
+
+const char* DefaultDeviceSource(const HostOptions& options) {
+  if (!options.default_device.empty()) return "";
+  const char* env = std::getenv("CODECVISOR_DEFAULT_DEVICE");
+  return env != nullptr && *env ? "CODECVISOR_DEFAULT_DEVICE" : "";
 }
 
 std::string IsoTime(std::chrono::system_clock::time_point t) {
@@ -59,6 +67,7 @@ Host::Host(HostOptions options, InstallLayout layout)
     : options_(std::move(options)),
       layout_(std::move(layout)),
       default_device_(DefaultDevice(options_)),
+      default_device_source_(DefaultDeviceSource(options_)),
       env_(std::make_shared<SystemSupervisorEnv>(layout_, std::make_shared<SystemProcessLauncher>())) {}
 
 absl::StatusOr<std::unique_ptr<Host>> Host::Create(HostOptions options) {
@@ -95,6 +104,13 @@ absl::StatusOr<std::unique_ptr<Host>> Host::Create(HostOptions options) {
   {
     MutexLock lock(&host->mu_);
     host->warnings_ = std::move(found.warnings);
+    for (std::string& w : EnvironmentWarnings(std::getenv, [](const std::string& path) {
+           DIR* dir = opendir(path.c_str());
+           if (dir != nullptr) closedir(dir);
+           return dir != nullptr;
+         })) {
+      host->warnings_.push_back(std::move(w));
+    }
     for (DiscoveredBackend& b : found.backends) host->Add(std::move(b));
     if (host->options_.eager_spawn) {
       for (auto& [name, entry] : host->backends_) {
@@ -327,7 +343,8 @@ absl::StatusOr<std::unique_ptr<VideoDecoder>> Host::OpenDecoderFromBytes(absl::s
 
 absl::StatusOr<std::unique_ptr<VideoDecoder>> Host::OpenDescriptor(ipc::UniqueFd fd, std::string label,
                                                                    DecoderOptions options) {
-  if (options.device.empty()) options.device = default_device_;
+  const bool defaulted = options.device.empty();
+  if (defaulted) options.device = default_device_;
   if (options.arena_slots == 0 || options.arena_slots > ipc::kMaxSlots) {
     return absl::InvalidArgumentError(absl::StrCat("arena_slots must be in [1, ", ipc::kMaxSlots, "]"));
   }
@@ -356,6 +373,12 @@ absl::StatusOr<std::unique_ptr<VideoDecoder>> Host::OpenDescriptor(ipc::UniqueFd
     }
   }
   absl::StatusOr<std::shared_ptr<Supervisor>> supervisor = SupervisorFor(options.device);
+  if (!supervisor.ok() && defaulted && !default_device_source_.empty()) {
+    // A device the caller never named: say where it came from.
+    return absl::Status(supervisor.status().code(),
+                        absl::StrCat(default_device_source_, "='", default_device_,
+                                     "', the default device: ", supervisor.status().message()));
+  }
   if (!supervisor.ok()) return supervisor.status();
   return VideoDecoder::Open(*std::move(supervisor), std::move(fd), std::move(label), std::move(options));
 }

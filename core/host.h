@@ -143,6 +143,9 @@ class Host {
   const HostOptions options_;
   const InstallLayout layout_;
   const std::string default_device_;
+  // Where default_device_ came from, for errors about it: "" (the options
+  // or the built-in default) or the variable's name.
+  const std::string default_device_source_;
   // One per host: every backend's exit is seen on its one watcher thread.
   std::shared_ptr<SupervisorEnv> env_;
   mutable Mutex mu_;

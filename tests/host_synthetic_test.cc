@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -22,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "backends/testing/synthetic_pattern.h"
 #include "core/host.h"
 #include "tests/fault_test_support.h"
@@ -32,6 +34,7 @@ namespace codecvisor::testing {
 using ::codecvisor::internal::BackendStatus;
 using ::codecvisor::internal::DecoderOptions;
 using ::codecvisor::internal::Frame;
+using ::codecvisor::internal::HostOptions;
 using ::codecvisor::internal::OutputFormat;
 using ::codecvisor::internal::VideoDecoder;
 namespace {
@@ -222,6 +225,28 @@ TEST_F(HostSyntheticTest, LoadingALoadedManifestAgainIsANoOp) {
   auto decoder = Open();
   ASSERT_TRUE(decoder.ok()) << decoder.status();
   EXPECT_TRUE((*decoder)->GetFrameAt(1).ok());
+}
+
+// A device from CODECVISOR_DEFAULT_DEVICE that nothing serves: the error
+// says where the name came from (the caller never gave one); and a
+// malformed CODECVISOR_* variable is among the host's warnings.
+TEST(HostEnvironmentTest, TheDefaultDevicesSourceAndMalformedVariablesAreNamed) {
+  setenv("CODECVISOR_DEFAULT_DEVICE", "cpu0", 1);
+  setenv("CODECVISOR_BACKEND_LOG_LEVEL", "warn", 1);
+  HostOptions options;
+  options.layout = TestLayout();
+  auto host = Host::Create(options);
+  unsetenv("CODECVISOR_DEFAULT_DEVICE");
+  unsetenv("CODECVISOR_BACKEND_LOG_LEVEL");
+  ASSERT_TRUE(host.ok()) << host.status();
+  auto decoder = (*host)->OpenDecoder(WriteFile("env.syn", "synthetic frames=4 width=32 height=24 fps=10"));
+  ASSERT_EQ(decoder.status().code(), absl::StatusCode::kNotFound) << decoder.status();
+  EXPECT_TRUE(absl::StartsWith(decoder.status().message(), "CODECVISOR_DEFAULT_DEVICE='cpu0', the default device: "))
+      << decoder.status();
+  const std::vector<std::string>& warnings = (*host)->warnings();
+  EXPECT_TRUE(std::any_of(warnings.begin(), warnings.end(), [](const std::string& w) {
+    return w.starts_with("CODECVISOR_BACKEND_LOG_LEVEL='warn' is not one of quiet, ");
+  })) << ::testing::PrintToString(warnings);
 }
 
 // An empty file (a download that never started) is named as such, not

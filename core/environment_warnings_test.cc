@@ -1,0 +1,56 @@
+#include "core/environment_warnings.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace codecvisor {
+namespace {
+
+std::vector<std::string> WarningsFor(const std::map<std::string, std::string>& env) {
+  return EnvironmentWarnings(
+      [&](const char* name) -> const char* {
+        auto it = env.find(name);
+        return it == env.end() ? nullptr : it->second.c_str();
+      },
+      [](const std::string& path) { return path == "/plugins" || path == "/more"; });
+}
+
+TEST(EnvironmentWarningsTest, WellFormedValuesAndUnsetOnesSayNothing) {
+  EXPECT_TRUE(WarningsFor({}).empty());
+  EXPECT_TRUE(WarningsFor({{"CODECVISOR_BACKEND_LOG_LEVEL", "error"},
+                           {"CODECVISOR_DEVICE_BACKEND_AUTOLOAD", "0"},
+                           {"CODECVISOR_ALLOW_DEGRADED_SANDBOX", "1"},
+                           {"CODECVISOR_SECCOMP", "log"},
+                           {"CODECVISOR_BACKEND_BACKTRACE", "1"},
+                           {"CODECVISOR_FRAME_POOL_SLOTS", "0"},
+                           {"CODECVISOR_BATCH_CACHE_MIB", "512"},
+                           {"CODECVISOR_BACKEND_PATH", "/plugins::/more:"}})
+                  .empty());
+  EXPECT_TRUE(WarningsFor({{"CODECVISOR_BACKEND_LOG_LEVEL", ""}}).empty()) << "empty is unset";
+}
+
+TEST(EnvironmentWarningsTest, EachMalformedValueIsNamedWithWhatItTakesAndWhatHappens) {
+  const std::vector<std::string> w = WarningsFor({{"CODECVISOR_BACKEND_LOG_LEVEL", "warn"},
+                                                  {"CODECVISOR_ALLOW_DEGRADED_SANDBOX", "true"},
+                                                  {"CODECVISOR_SECCOMP", "LOG"},
+                                                  {"CODECVISOR_FRAME_POOL_SLOTS", "lots"},
+                                                  {"CODECVISOR_BATCH_CACHE_MIB", "-1"},
+                                                  {"CODECVISOR_BACKEND_PATH", "/plugins:/nonexistent"}});
+  ASSERT_EQ(w.size(), 6u);
+  EXPECT_EQ(w[0],
+            "CODECVISOR_BACKEND_LOG_LEVEL='warn' is not one of quiet, panic, fatal, error, warning, info, verbose, "
+            "debug, trace: backends log nothing (quiet)");
+  EXPECT_EQ(w[1], "CODECVISOR_ALLOW_DEGRADED_SANDBOX='true' is not one of 0, 1: no degraded sandbox is allowed (as 0)");
+  EXPECT_EQ(w[2], "CODECVISOR_SECCOMP='LOG' is not one of log: the seccomp filter is enforced");
+  EXPECT_EQ(w[3], "CODECVISOR_FRAME_POOL_SLOTS='lots' is not a whole number from 0: the default of 16 slots is used");
+  EXPECT_EQ(w[4], "CODECVISOR_BATCH_CACHE_MIB='-1' is not a whole number from 0: the default cache size is used");
+  EXPECT_EQ(w[5],
+            "CODECVISOR_BACKEND_PATH names /nonexistent, which is not a folder this process can read: no backend is "
+            "found there");
+}
+
+}  // namespace
+}  // namespace codecvisor
