@@ -124,9 +124,13 @@ class Supervisor {
   // Parking (core/session_budget.h). A session the supervisor may close
   // to make room for another: TryPark() closes it unless a call of its own
   // is running (then false), and must not call back into the supervisor.
+  // TryDrop() does the same for a session whose backend has died, without
+  // a word to it: before a restart, so that what the dead sessions held
+  // (their descriptors, the host's mapping) is free for the new process.
   class Parkable {
    public:
     virtual bool TryPark() = 0;
+    virtual bool TryDrop() = 0;
 
    protected:
     ~Parkable() = default;
@@ -148,6 +152,9 @@ class Supervisor {
   void SessionHolds(uint64_t token, uint64_t bytes);
   void SessionUsed(uint64_t token);
   void SessionReleased(uint64_t token);
+  // Before a restart: drops every idle session (all of the dead backend's).
+  // A session inside a call drops its own as the call finds the death.
+  void DropDeadSessions();
 
   SupervisorStatus Status() const;
   // Every request and open on this backend passes it; a suspect passes

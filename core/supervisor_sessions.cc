@@ -42,6 +42,13 @@ bool Supervisor::ParkOneLocked(uint64_t token) {
   return false;
 }
 
+void Supervisor::DropDeadSessions() {
+  MutexLock lock(&roster_mu_);
+  for (const auto& [token, session] : parkable_) {
+    if (session->TryDrop()) budget_.Release(token);
+  }
+}
+
 void Supervisor::SessionHolds(uint64_t token, uint64_t bytes) {
   MutexLock lock(&roster_mu_);
   budget_.Hold(token, bytes);

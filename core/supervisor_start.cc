@@ -98,10 +98,16 @@ void Supervisor::Quarantine(const RestartPolicy::Decision& decision, absl::strin
 
 void Supervisor::StartBackend() {
   std::unique_ptr<RunningBackend> process;
+  bool restart = false;
   {
     MutexLock lock(&mu_);
     process = std::move(spare_);  // a warm spare makes failover skip the cold start
+    restart = generation_ > 0;
   }
+  // The sessions of the process that died hold descriptors a start needs:
+  // in a host at its descriptor limit, decoders waiting for this restart
+  // would otherwise hold what it lacks.
+  if (restart) DropDeadSessions();
   absl::Status failed;
   if (process == nullptr) {
     absl::StatusOr<std::unique_ptr<RunningBackend>> started = Spawn();

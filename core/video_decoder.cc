@@ -73,17 +73,21 @@ VideoDecoder::~VideoDecoder() {
 
 void VideoDecoder::DropSession() {
   session_ = {};
+  backend_.process.reset();  // a dead process's descriptors go with its last holder
   supervisor_->SessionReleased(token_);
 }
 
-bool VideoDecoder::TryPark() {
+bool VideoDecoder::TryClose(bool tell_backend) {
   if (caller_.load(std::memory_order_relaxed) == std::this_thread::get_id()) return false;  // this thread's call
   if (!call_mu_.try_lock()) return false;  // a call of its own is running
   MutexLock lock(&call_mu_, std::adopt_lock);
   if (session_.channel != nullptr) {
     // As the destructor does; the hang-up ends the backend's session anyway.
-    (void)session_.channel->Send({next_id_++, ipc::Close{}}, Clock::now() + std::chrono::milliseconds(100));
+    if (tell_backend) {
+      (void)session_.channel->Send({next_id_++, ipc::Close{}}, Clock::now() + std::chrono::milliseconds(100));
+    }
     session_ = {};
+    backend_.process.reset();
   }
   return true;
 }

@@ -152,8 +152,11 @@ class VideoDecoder final : private Supervisor::Parkable {
   // Lets the session go (it is re-opened on the next request) and tells
   // the supervisor it holds nothing now.
   void DropSession();
-  // Supervisor::Parkable: closes the session unless a call is running.
-  bool TryPark() override;
+  // Supervisor::Parkable: closes the session unless a call is running,
+  // telling the backend (TryPark) or not, the backend dead (TryDrop).
+  bool TryPark() override { return TryClose(/*tell_backend=*/true); }
+  bool TryDrop() override { return TryClose(/*tell_backend=*/false); }
+  bool TryClose(bool tell_backend);
   // `delivered` counts frames passed on (or drained after a sink error)
   // across replays; `sink_error` is the sink's first error, across replays.
   // `alone`: the attempt passes the backend's gate alone (a suspect's replay).

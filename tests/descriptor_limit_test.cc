@@ -5,13 +5,14 @@
 // of those cases is a row of docs/RELIABILITY.md (FaultRow). And a host
 // that cannot start a thread (RLIMIT_NPROC) says so.
 
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <string>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -137,6 +138,45 @@ TEST_F(DescriptorLimitTest, AnOpenPastTheHostsDescriptorLimitFailsAlone) {
   EXPECT_NE(refused.message().find("this process is short of what another decoder needs"), std::string::npos)
       << refused;
   ExpectTheOthersGoOn(row);
+}
+
+// The backend killed while the host is at its descriptor limit (decoders
+// opened until one was refused): the restart needs descriptors that only
+// the dead backend's sessions hold. They are dropped before it, so every
+// decoder gets its frame from the new process; the waiting decoders once
+// held them, and the restart failed until each call gave up.
+TEST_F(DescriptorLimitTest, ARestartAtTheHostsDescriptorLimitTakesWhatTheDeadSessionsHeld) {
+  FaultRow& row = Row("the backend killed while the host process is at its descriptor limit (RLIMIT_NOFILE)");
+  DecoderOptions options;
+  options.request_timeout = std::chrono::seconds(5);
+  options.open_timeout = std::chrono::seconds(5);
+  absl::StatusOr<std::unique_ptr<VideoDecoder>> first = Open(video_, "synthetic", options);
+  ASSERT_TRUE(first.ok()) << first.status();
+  decoders_.push_back(*std::move(first));
+  LoweredFileLimit limit(static_cast<rlim_t>(CountOpenFds() + 40));
+  ASSERT_TRUE(limit.ok());
+  while (decoders_.size() < 100) {
+    absl::StatusOr<std::unique_ptr<VideoDecoder>> d = Open(video_, "synthetic", options);
+    if (!d.ok()) break;
+    decoders_.push_back(*std::move(d));
+  }
+  ASSERT_LT(decoders_.size(), 100u);
+  const pid_t pid = StatusOf("synthetic").pid;
+  ASSERT_GT(pid, 0);
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  int good = 0;
+  for (size_t i = 0; i < decoders_.size(); ++i) {
+    const int64_t index = static_cast<int64_t>(i % 40);
+    absl::StatusOr<Frame> f = decoders_[i]->GetFrameAt(index);
+    good += f.ok() && IsSyntheticFrame(*f, index);
+    EXPECT_TRUE(f.ok() && IsSyntheticFrame(*f, index))
+        << "decoder " << i << ": " << FrameOutcome(f, index) << " " << f.status();
+  }
+  row.Saw(absl::StrCat(good, " of the ", decoders_.size(), " decoders decode after the kill"));
+  const BackendStatus status = StatusOf("synthetic");
+  row.Note(absl::StrCat(status.restarts, " restart(s), backend ", status.state));
+  EXPECT_EQ(status.restarts, 1u);
+  EXPECT_NE(status.pid, pid);
 }
 
 TEST_F(DescriptorLimitTest, AFirstStartPastTheHostsDescriptorLimitFailsOnlyThatOpen) {
