@@ -139,12 +139,14 @@ def get():
         if _host is None or _host_pid != os.getpid():
             _host = _make()
             _host_pid = os.getpid()
-            if _forked:
-                # A forked multiprocessing child (a DataLoader worker) ends
-                # with os._exit, past the interpreter's teardown: its Host
-                # would never stop and reap its backends, which the kernel
-                # then kills and hands, unreaped, to init (zombies for the
-                # rest of a job whose trainer is a container's PID 1).
+            if _forked or multiprocessing.parent_process() is not None:
+                # A forked multiprocessing child (a DataLoader worker, with
+                # the fork or the forkserver start method, whose worker may
+                # import codecvisor only after its fork) ends with
+                # os._exit, past the interpreter's teardown: its Host would
+                # never stop and reap its backends, which the kernel then
+                # kills and hands, unreaped, to init (zombies for the rest
+                # of a job whose trainer is a container's PID 1).
                 # multiprocessing runs its exit finalizers before os._exit.
                 multiprocessing.util.Finalize(None, _close_if_alone, args=(_host,), exitpriority=0)
         return _host

@@ -183,19 +183,25 @@ def zombies():
             found += fields[0] == "Z" and int(fields[1]) == os.getpid()
     return found
 
-for epoch in range(2):
-    for _ in DataLoader(Frames(), batch_size=2, num_workers=2, multiprocessing_context="fork"):
-        pass
-time.sleep(1)  # what the kernel hands over after the workers' exit has arrived
-print(zombies())
+if __name__ == "__main__":
+    for epoch in range(2):
+        for _ in DataLoader(Frames(), batch_size=2, num_workers=2, multiprocessing_context=sys.argv[2]):
+            pass
+    time.sleep(1)  # what the kernel hands over after the workers' exit has arrived
+    print(zombies())
 """
 
 
-def test_forked_workers_stop_and_reap_their_backends(video):
+@pytest.mark.parametrize("start_method", ["fork", "forkserver"])
+def test_workers_stop_and_reap_their_backends(video, tmp_path, start_method):
     # A trainer that is a subreaper (a container's PID 1) inherits whatever
-    # its workers leave. Each fork-started worker ended with os._exit and
-    # left its backend to the kernel: one zombie per worker per epoch.
+    # its workers leave. Each fork- or forkserver-started worker ended with
+    # os._exit and left its backend to the kernel: one zombie per worker
+    # per epoch. (A forkserver's worker imports codecvisor after its fork.)
+    script = tmp_path / "zombies.py"
+    script.write_text(ZOMBIES)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    done = subprocess.run([sys.executable, "-c", ZOMBIES, video], env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run([sys.executable, str(script), video, start_method], env=env, capture_output=True, text=True,
+                          timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "0", done.stdout
