@@ -51,7 +51,10 @@ class Frame {
   size_t num_planes() const;
   std::span<const uint8_t> plane(size_t i) const;
   uint32_t stride(size_t i) const;
-  // Every byte of the frame, planes in order.
+  // Every byte of the frame, planes in order: for a frame the backend
+  // decoded in place (a frame pool's, see DecoderOptions::native_formats),
+  // with the decoder's own gaps between planes; read planes through
+  // plane() and stride().
   std::span<const uint8_t> data() const;
 
   bool shared() const;

@@ -176,7 +176,9 @@ struct DecoderOptions {
   std::vector<std::string> native_formats;
   // How many frames can be in flight or held zero-copy at once (see
   // VideoDecoder: a Get* call copies its frames out when live frames hold
-  // the slots, so it never waits for one).
+  // the slots, so it never waits for one). With native_formats, frames the
+  // backend decodes in place come from a frame pool besides these (16
+  // slots by default, CODECVISOR_FRAME_POOL_SLOTS) and are shared as well.
   uint32_t arena_slots = 4;
   // Longest wait for the backend to make progress on one request, and for
   // one attempt at opening the file. A backend that takes longer is
