@@ -5,14 +5,17 @@
 // stderr. The benchmarks are a binary of their own
 // (tools/bench/bench_main.cc), so nothing here decodes in process.
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "CLI/CLI.hpp"
 #include "base/standard_descriptors.h"
+#include "core/backend_output.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/frame_writers.h"
 #include "tools/cli/host_setup.h"
@@ -238,8 +241,10 @@ int main(int argc, char** argv) {
       "manifest's [conformance] samples, or your own files with --sample. Exit 0 when every check passes");
   conformance->add_option("--backend", conformance_args.backend, "the backend's name (see `codecvisor backends`)")
       ->type_name("NAME");
-  conformance->add_option("--backend-manifest", conformance_args.manifest,
-                          "register this manifest first and check its backend");
+  conformance
+      ->add_option("--backend-manifest", conformance_args.manifest,
+                   "register this manifest first and check its backend")
+      ->check(ManifestPath());
   conformance->add_flag("--json", conformance_args.json, "print one JSON object");
   AddLogLevelFlag(conformance, &conformance_args.log_level);
   conformance->add_option("--timeout", conformance_timeout_s, "seconds to wait for the backend at each step")
@@ -285,6 +290,22 @@ int main(int argc, char** argv) {
     exit_code = cli::RunConformance(conformance_args);
   });
 
+  // A first word that is no command ("decdoe") is named, where CLI11 says
+  // only that a command is required.
+  if (argc > 1 && argv[1][0] != '-') {
+    std::vector<std::string> names;
+    for (const CLI::App* command : app.get_subcommands([](CLI::App*) { return true; })) {
+      names.push_back(command->get_name());
+    }
+    if (std::find(names.begin(), names.end(), argv[1]) == names.end()) {
+      std::string list;
+      for (const std::string& name : names) list += (list.empty() ? "" : ", ") + name;
+      std::fprintf(stderr,
+                   "codecvisor: '%s' is not a command (the commands: %s)\nRun with --help for more information.\n",
+                   EscapeForTerminal(argv[1]).c_str(), list.c_str());
+      return static_cast<int>(CLI::ExitCodes::RequiredError);
+    }
+  }
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }

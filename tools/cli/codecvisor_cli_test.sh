@@ -154,6 +154,10 @@ check "unknown device" run_cv 1 "$tmp/stdout" "$tmp/err" info "$video" --device 
 check "png to stdout is bad usage" run_cv 105 "$tmp/stdout" "$tmp/err" decode "$video" --out -
 check "bad --frames is bad usage" run_cv 105 "$tmp/stdout" "$tmp/err" decode "$video" --frames 1:5:0 --out "$tmp/x"
 check "bad --frames message" grep -q "STEP must be a positive integer" "$tmp/err"
+check "an unknown command" run_cv 106 "$tmp/stdout" "$tmp/err" decdoe "$video"
+check "an unknown command is named" grep -q "^codecvisor: 'decdoe' is not a command (the commands: info, decode, " "$tmp/err"
+check "conformance with an empty manifest path" run_cv 105 "$tmp/stdout" "$tmp/err" conformance --backend-manifest ""
+check "... asks about a command substitution" grep -q "did a command substitution print nothing" "$tmp/err"
 check "two selections are bad usage" run_cv 108 "$tmp/stdout" "$tmp/err" decode "$video" --indices 1 --times 1 --out "$tmp/x"
 check "--out is required" run_cv 106 "$tmp/stdout" "$tmp/err" decode "$video"
 # The exit codes tools/README.md gives for these two.
