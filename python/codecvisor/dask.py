@@ -34,13 +34,14 @@ Memory. A worker with a memory limit pauses itself while its process
 holds more than 80% of it. The package keeps freed frame batches for the
 next ones (an eighth of the memory the process may use, 2 GiB at most); in
 a worker with a memory limit, codecvisor's tasks keep at most a sixteenth
-of that limit, unless ``CODECVISOR_BATCH_CACHE_MIB`` sets it (a batch
+of that limit, unless ``CODECVISOR_BATCH_CACHE_MIB`` sets it to a number (a batch
 larger than that is not kept).
 
 Results are what ``job`` returns (numpy arrays, or anything picklable), or
 with ``output_dir`` (a folder every worker can write) each result is saved
 there as ``NNNNNN.npz`` (its index in ``sources``; an array as ``result``,
-a dict of arrays under its keys) and its path is returned instead.
+a dict of arrays under its keys) and its path is returned instead; a
+skipped source has no file there (one an earlier run left is removed).
 """
 
 import os
@@ -146,6 +147,19 @@ def _save(result: Any, path: str) -> str:
 _cache_fitted_in = None  # the pid whose batch cache was fitted to its worker
 
 
+def _cache_size_from_environment() -> bool:
+    """Whether CODECVISOR_BATCH_CACHE_MIB holds a size the batch cache takes
+    (a whole number of MiB): any other value is ignored there, with a
+    warning in codecvisor.backends.warnings(), and must not stop the cache
+    being fitted to the worker either."""
+    value = os.environ.get("CODECVISOR_BATCH_CACHE_MIB")
+    if value is None:
+        return False
+    value = value.strip()
+    value = value[1:] if value.startswith("+") else value
+    return value.isascii() and value.isdigit()
+
+
 def _fit_batch_cache_to_worker() -> None:
     """In a Dask worker with a memory limit, keep at most a sixteenth of it
     in the batch cache: a worker pauses itself above 80% of its limit by
@@ -154,7 +168,7 @@ def _fit_batch_cache_to_worker() -> None:
     that are threads of one process share its cache: the first one's limit
     sets it.)"""
     global _cache_fitted_in
-    if _cache_fitted_in == os.getpid() or os.environ.get("CODECVISOR_BATCH_CACHE_MIB") is not None:
+    if _cache_fitted_in == os.getpid() or _cache_size_from_environment():
         return
     try:
         worker = distributed.get_worker()
@@ -170,6 +184,12 @@ def _run(item, job, on_error: str, decoder_options: dict, output_dir: Optional[s
     _fit_batch_cache_to_worker()
     index, source = item
     result = _reading.read(index, source, job, on_error, decoder_options)
+    if output_dir is not None and isinstance(result, Skipped):
+        # No result for it: not one an earlier run left in the folder either.
+        try:
+            os.unlink(os.path.join(output_dir, f"{index:06d}.npz"))
+        except FileNotFoundError:
+            pass
     if output_dir is None or isinstance(result, Skipped):
         return result
     try:

@@ -179,6 +179,19 @@ def test_results_can_be_written_to_files(client, tmp_path):
     assert {os.stat(p).st_mode & 0o777 for p in written} == {0o666 & ~umask}
 
 
+def test_a_source_skipped_on_a_run_again_leaves_no_earlier_result(tmp_path):
+    # A folder globbed after the second run held the first run's result
+    # for a video that was skipped in the second.
+    paths = videos(tmp_path)[:3]
+    out = str(tmp_path / "out")
+    video_bag(stats, paths, decoder_options=OPTIONS, output_dir=out).compute(scheduler="sync")
+    assert sorted(os.listdir(out)) == ["000000.npz", "000001.npz", "000002.npz"]
+    open(paths[1], "wb").close()  # now empty
+    again = video_bag(stats, paths, decoder_options=OPTIONS, output_dir=out).compute(scheduler="sync")
+    assert isinstance(again[1], Skipped) and again[1].error == "EmptyVideoError"
+    assert sorted(os.listdir(out)) == ["000000.npz", "000002.npz"]
+
+
 def first_frames(decoder):
     return decoder.get_frames_at([0, 1])
 
@@ -246,10 +259,15 @@ def test_what_is_skipped_and_what_is_raised(tmp_path):
     assert raised.value.__notes__ == [f"codecvisor: while reading source 0: {paths[0]}"]
 
 
-def test_a_workers_batch_cache_is_fitted_to_its_memory_limit(tmp_path):
+@pytest.mark.parametrize("cache_mib", [None, "lots"])
+def test_a_workers_batch_cache_is_fitted_to_its_memory_limit(tmp_path, monkeypatch, cache_mib):
     # A worker pauses itself above 80% of its limit by resident memory,
     # which the cache's kept pages count in: a worker whose cache took an
-    # eighth of the machine's memory (2 GiB at most) paused for good.
+    # eighth of the machine's memory (2 GiB at most) paused for good. A
+    # CODECVISOR_BATCH_CACHE_MIB the cache ignores (not a number) once
+    # stopped the fitting too.
+    if cache_mib is not None:
+        monkeypatch.setenv("CODECVISOR_BATCH_CACHE_MIB", cache_mib)
     default = codecvisor._codecvisor.batch_cache_limit_bytes()  # this process's, not a worker's
     limit = 1 << 30
     assert limit // 16 < default, "the case needs a worker limit below 16 times the cache's"
