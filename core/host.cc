@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <system_error>
@@ -17,6 +18,7 @@
 #include "absl/strings/str_join.h"
 #include "base/standard_descriptors.h"
 #include "core/backend_history.h"
+#include "core/backend_output.h"
 #include "core/environment_warnings.h"
 #include "core/system_supervisor_env.h"
 
@@ -134,12 +136,21 @@ Host::~Host() {
                       .last_exit_time = b.last_exit_time});
     }
     // Written only when it changes (most hosts see no failure). Best effort:
-    // a history that cannot be written costs only the record.
+    // a history that cannot be written costs only the record, which is
+    // said, once, so that a later `codecvisor backends` that shows no
+    // earlier failure is not taken for a clean record.
     absl::StatusOr<BackendHistory> before = ReadBackendHistory(options_.history_file);
     BackendHistory after = before.ok() ? *before : BackendHistory{};
     AddSightings(seen, &after);
     if (!before.ok() || after != *before) {
-      (void)UpdateBackendHistory(options_.history_file, [&](BackendHistory* h) { AddSightings(seen, h); });
+      const absl::Status written =
+          UpdateBackendHistory(options_.history_file, [&](BackendHistory* h) { AddSightings(seen, h); });
+      if (!written.ok()) {
+        std::fprintf(stderr,
+                     "codecvisor: the backends' failures in this process were not recorded for "
+                     "`codecvisor backends`: %s\n",
+                     EscapeForTerminal(std::string(written.message())).c_str());
+      }
     }
   }
   std::vector<std::shared_ptr<Supervisor>> supervisors;

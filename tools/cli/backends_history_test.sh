@@ -114,5 +114,14 @@ echo 'backend = [ not toml' >"$history"
 check "decode beside a file that is not a history" run_cv 1 "$out" "$err" decode "$tmp/poison.syn" --device faulty --indices 5 --out "$tmp/frames"
 check "that file is left as it is" [ "$(cat "$history")" = 'backend = [ not toml' ]
 
+check "... and says its record was not kept" grep -q "^codecvisor: the backends' failures in this process were not recorded for \`codecvisor backends\`: " "$tmp/err"
+
+# A state folder that cannot be made (XDG_STATE_HOME through a file): the
+# failure is said, not dropped.
+: >"$tmp/a_file"
+XDG_STATE_HOME="$tmp/a_file/state" check "decode with no history folder" \
+  run_cv 1 "$out" "$err" decode "$tmp/poison.syn" --device faulty --indices 5 --out "$tmp/frames"
+check "... says its record was not kept" grep -q "^codecvisor: the backends' failures in this process were not recorded" "$tmp/err"
+
 echo "$fails checks failed"
 [[ $fails == 0 ]]
