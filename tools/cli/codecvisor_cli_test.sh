@@ -246,6 +246,9 @@ check "doctor: cpu started" grep -qE '^backend cpu \(cpu\): ready, pid [0-9]+$' 
 check "doctor: degraded" grep -q "^  note: running with a DEGRADED sandbox: not engaged: namespaces, empty root" "$tmp/doctor.txt"
 check "doctor: a warning" grep -q "^warning: user namespace is missing: .*; every backend started without it, as allowed" \
   "$tmp/doctor.txt"
+check "doctor: the note says what goes with the user namespace" grep -qF \
+  "note: CODECVISOR_ALLOW_DEGRADED_SANDBOX=1: it runs without user namespace (and with it the pid, net, ipc and mount namespaces and the empty root made inside one), with a warning" \
+  "$tmp/doctor.txt"
 check "doctor: the verdict" grep -q "^ok: every backend started, in a DEGRADED sandbox (without user namespace" "$tmp/doctor.txt"
 check "doctor --json, degraded allowed" run_cv 0 "$tmp/doctor.json" "$tmp/err" doctor --json
 check "doctor json: ok, degraded" contains "$(cat "$tmp/doctor.json")" '"ok":true,"degraded":true'

@@ -63,6 +63,18 @@ const char* NeedName(FeatureNeed need, bool json) {
   return json ? "unless_allow_degraded" : "unless allow_degraded";
 }
 
+// What a backend goes without in the degraded sandbox: the parts missing,
+// and, with no user namespace, the namespaces and the root made inside one
+// (present as the kernel's features, but never given to a backend without
+// it).
+std::string DegradedLoss(const std::vector<std::string>& missing) {
+  std::string loss = absl::StrJoin(missing, ", ");
+  if (std::find(missing.begin(), missing.end(), "user namespace") != missing.end()) {
+    absl::StrAppend(&loss, " (and with it the pid, net, ipc and mount namespaces and the empty root made inside one)");
+  }
+  return loss;
+}
+
 BackendReport Examine(const Report& report, BackendInfo status, const std::optional<absl::Status>& start) {
   BackendReport b;
   b.status = std::move(status);
@@ -110,7 +122,7 @@ BackendReport Examine(const Report& report, BackendInfo status, const std::optio
                                    " is needed even with [sandbox] allow_degraded = true"));
   }
   if (!report.missing_degradable.empty()) {
-    const std::string missing = absl::StrJoin(report.missing_degradable, ", ");
+    const std::string missing = DegradedLoss(report.missing_degradable);
     const char* env = std::getenv(kAllowDegradedEnv);
     if (b.allow_degraded.value_or(false)) {
       b.notes.push_back(absl::StrCat("its manifest sets [sandbox] allow_degraded = true: it runs without ", missing,
