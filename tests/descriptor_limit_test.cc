@@ -107,6 +107,7 @@ class DescriptorLimitTest : public FaultTest {
 
 TEST_F(DescriptorLimitTest, AnOpenPastTheBackendsDescriptorLimitFailsAlone) {
   FaultRow& row = Row("more decoders open than the backend has descriptors for ([sandbox] open_files = 64)");
+  ++row.tries;
   host_.reset();
   absl::StatusOr<std::unique_ptr<Host>> host = Host::Create(options_);
   ASSERT_TRUE(host.ok()) << host.status();
@@ -123,6 +124,7 @@ TEST_F(DescriptorLimitTest, AnOpenPastTheBackendsDescriptorLimitFailsAlone) {
 
 TEST_F(DescriptorLimitTest, AnOpenPastTheHostsDescriptorLimitFailsAlone) {
   FaultRow& row = Row("more decoders open than the host process has descriptors for (RLIMIT_NOFILE)");
+  ++row.tries;
   // The backend up first, with one decoder: the limit then bounds sessions only.
   absl::StatusOr<std::unique_ptr<VideoDecoder>> first = OpenVideo();
   ASSERT_TRUE(first.ok()) << first.status();
@@ -147,6 +149,7 @@ TEST_F(DescriptorLimitTest, AnOpenPastTheHostsDescriptorLimitFailsAlone) {
 // held them, and the restart failed until each call gave up.
 TEST_F(DescriptorLimitTest, ARestartAtTheHostsDescriptorLimitTakesWhatTheDeadSessionsHeld) {
   FaultRow& row = Row("the backend killed while the host process is at its descriptor limit (RLIMIT_NOFILE)");
+  ++row.tries;
   DecoderOptions options;
   options.request_timeout = std::chrono::seconds(5);
   options.open_timeout = std::chrono::seconds(5);
@@ -181,6 +184,7 @@ TEST_F(DescriptorLimitTest, ARestartAtTheHostsDescriptorLimitTakesWhatTheDeadSes
 
 TEST_F(DescriptorLimitTest, AFirstStartPastTheHostsDescriptorLimitFailsOnlyThatOpen) {
   FaultRow& row = Row("the host process out of descriptors as it starts a backend for the first time");
+  ++row.tries;
   // The smallest soft limit past this process's descriptors at which the
   // video opens and the backend's start is what runs short.
   absl::Status refused;

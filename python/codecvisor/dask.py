@@ -144,7 +144,7 @@ def _save(result: Any, path: str) -> str:
     return path
 
 
-_cache_fitted_in = None  # the pid whose batch cache was fitted to its worker
+_cache_fitted_to = None  # (pid, worker memory limit) the batch cache was last fitted to
 
 
 def _cache_size_from_environment() -> bool:
@@ -165,17 +165,19 @@ def _fit_batch_cache_to_worker() -> None:
     in the batch cache: a worker pauses itself above 80% of its limit by
     the process's resident memory, which the cache's kept pages count in,
     and a paused worker runs no task that would give them back. (Workers
-    that are threads of one process share its cache: the first one's limit
-    sets it.)"""
-    global _cache_fitted_in
-    if _cache_fitted_in == os.getpid() or _cache_size_from_environment():
+    that are threads of one process share its cache: the smallest limit
+    among them sets it, also across clusters started one after another.)"""
+    global _cache_fitted_to
+    if _cache_size_from_environment():
         return
     try:
         worker = distributed.get_worker()
     except ValueError:  # not in a worker: the threaded or synchronous scheduler
         return
-    _cache_fitted_in = os.getpid()
     limit = getattr(getattr(worker, "memory_manager", None), "memory_limit", None) or 0
+    if _cache_fitted_to == (os.getpid(), limit):
+        return
+    _cache_fitted_to = (os.getpid(), limit)
     if limit > 0 and limit // 16 < _codecvisor.batch_cache_limit_bytes():
         _codecvisor.set_batch_cache_limit_bytes(limit // 16)
 

@@ -241,6 +241,22 @@ def cache_limit():
     return codecvisor._codecvisor.batch_cache_limit_bytes()
 
 
+def test_thread_workers_of_clusters_started_in_turn_fit_the_cache_to_the_smallest_limit(tmp_path):
+    # Workers that are threads of this process share its cache: a second
+    # cluster with a smaller limit kept the first one's (a notebook user's
+    # second LocalCluster).
+    default = cache_limit()
+    try:
+        for limit in (1 << 30, 256 << 20):
+            assert limit // 16 < default
+            with LocalCluster(n_workers=1, processes=False, threads_per_worker=1, memory_limit=limit,
+                              dashboard_address=None, silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
+                map_videos(stats, videos(tmp_path)[:1], client=client, decoder_options=OPTIONS)
+                assert cache_limit() == limit // 16
+    finally:
+        codecvisor._codecvisor.set_batch_cache_limit_bytes(default)
+
+
 def test_what_is_skipped_and_what_is_raised(tmp_path):
     paths = videos(tmp_path)[:2]
     # An empty in-memory video is a bad video, as an empty file is: skipped
