@@ -125,12 +125,14 @@ class Supervisor {
   // to make room for another: TryPark() closes it unless a call of its own
   // is running (then false), and must not call back into the supervisor.
   // TryDrop() does the same for a session whose backend has died, without
-  // a word to it: before a restart, so that what the dead sessions held
-  // (their descriptors, the host's mapping) is free for the new process.
+  // a word to it, and hands what the session held (its channel, the dead
+  // process) to `remains`, which the caller destroys once its locks are
+  // released: before a cold restart, so that their descriptors are free
+  // for the new process.
   class Parkable {
    public:
     virtual bool TryPark() = 0;
-    virtual bool TryDrop() = 0;
+    virtual bool TryDrop(std::shared_ptr<void>* remains) = 0;
 
    protected:
     ~Parkable() = default;
@@ -152,8 +154,10 @@ class Supervisor {
   void SessionHolds(uint64_t token, uint64_t bytes);
   void SessionUsed(uint64_t token);
   void SessionReleased(uint64_t token);
-  // Before a restart: drops every idle session (all of the dead backend's).
-  // A session inside a call drops its own as the call finds the death.
+  // Before a cold restart: drops every idle session (all of the dead
+  // backend's), destroying what they held, the dead process too, outside
+  // the roster's lock. A session inside a call drops its own as the call
+  // finds the death.
   void DropDeadSessions();
 
   SupervisorStatus Status() const;

@@ -4,6 +4,9 @@
 // which sessions hold how much of the backend's address space, and the
 // closing of the least recently used idle ones to make room for another.
 
+#include <memory>
+#include <vector>
+
 #include "core/supervisor.h"
 
 namespace codecvisor {
@@ -43,9 +46,15 @@ bool Supervisor::ParkOneLocked(uint64_t token) {
 }
 
 void Supervisor::DropDeadSessions() {
-  MutexLock lock(&roster_mu_);
-  for (const auto& [token, session] : parkable_) {
-    if (session->TryDrop()) budget_.Release(token);
+  std::vector<std::shared_ptr<void>> remains;  // destroyed after the lock is released
+  {
+    MutexLock lock(&roster_mu_);
+    for (const auto& [token, session] : parkable_) {
+      std::shared_ptr<void> held;
+      if (!session->TryDrop(&held)) continue;
+      budget_.Release(token);
+      if (held != nullptr) remains.push_back(std::move(held));
+    }
   }
 }
 

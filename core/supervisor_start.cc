@@ -104,10 +104,11 @@ void Supervisor::StartBackend() {
     process = std::move(spare_);  // a warm spare makes failover skip the cold start
     restart = generation_ > 0;
   }
-  // The sessions of the process that died hold descriptors a start needs:
-  // in a host at its descriptor limit, decoders waiting for this restart
-  // would otherwise hold what it lacks.
-  if (restart) DropDeadSessions();
+  // The sessions of the process that died hold descriptors a cold start
+  // needs: in a host at its descriptor limit, decoders waiting for this
+  // restart would otherwise hold what it lacks. (A warm spare needs none:
+  // its failover is not delayed by their teardown.)
+  if (restart && process == nullptr) DropDeadSessions();
   absl::Status failed;
   if (process == nullptr) {
     absl::StatusOr<std::unique_ptr<RunningBackend>> started = Spawn();

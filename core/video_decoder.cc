@@ -77,7 +77,7 @@ void VideoDecoder::DropSession() {
   supervisor_->SessionReleased(token_);
 }
 
-bool VideoDecoder::TryClose(bool tell_backend) {
+bool VideoDecoder::TryClose(bool tell_backend, std::shared_ptr<void>* remains) {
   if (caller_.load(std::memory_order_relaxed) == std::this_thread::get_id()) return false;  // this thread's call
   if (!call_mu_.try_lock()) return false;  // a call of its own is running
   MutexLock lock(&call_mu_, std::adopt_lock);
@@ -85,6 +85,10 @@ bool VideoDecoder::TryClose(bool tell_backend) {
     // As the destructor does; the hang-up ends the backend's session anyway.
     if (tell_backend) {
       (void)session_.channel->Send({next_id_++, ipc::Close{}}, Clock::now() + std::chrono::milliseconds(100));
+    }
+    if (remains != nullptr) {
+      *remains = std::make_shared<std::pair<OpenedSession, std::shared_ptr<RunningBackend>>>(
+          std::move(session_), std::move(backend_.process));
     }
     session_ = {};
     backend_.process.reset();

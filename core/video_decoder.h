@@ -154,9 +154,10 @@ class VideoDecoder final : private Supervisor::Parkable {
   void DropSession();
   // Supervisor::Parkable: closes the session unless a call is running,
   // telling the backend (TryPark) or not, the backend dead (TryDrop).
-  bool TryPark() override { return TryClose(/*tell_backend=*/true); }
-  bool TryDrop() override { return TryClose(/*tell_backend=*/false); }
-  bool TryClose(bool tell_backend);
+  bool TryPark() override { return TryClose(/*tell_backend=*/true, nullptr); }
+  bool TryDrop(std::shared_ptr<void>* remains) override { return TryClose(/*tell_backend=*/false, remains); }
+  // `remains`, when given, takes the session and the process handle.
+  bool TryClose(bool tell_backend, std::shared_ptr<void>* remains);
   // `delivered` counts frames passed on (or drained after a sink error)
   // across replays; `sink_error` is the sink's first error, across replays.
   // `alone`: the attempt passes the backend's gate alone (a suspect's replay).
