@@ -30,6 +30,7 @@ TEST(EnvironmentWarningsTest, WellFormedValuesAndUnsetOnesSayNothing) {
                            {"CODECVISOR_BACKEND_PATH", "/plugins::/more:"}})
                   .empty());
   EXPECT_TRUE(WarningsFor({{"CODECVISOR_BACKEND_LOG_LEVEL", ""}}).empty()) << "empty is unset";
+  EXPECT_TRUE(WarningsFor({{"CODECVISOR_FRAME_POOL_SLOTS", "64"}}).empty());
 }
 
 TEST(EnvironmentWarningsTest, EachMalformedValueIsNamedWithWhatItTakesAndWhatHappens) {
@@ -45,11 +46,27 @@ TEST(EnvironmentWarningsTest, EachMalformedValueIsNamedWithWhatItTakesAndWhatHap
             "debug, trace: backends log nothing (quiet)");
   EXPECT_EQ(w[1], "CODECVISOR_ALLOW_DEGRADED_SANDBOX='true' is not one of 0, 1: no degraded sandbox is allowed (as 0)");
   EXPECT_EQ(w[2], "CODECVISOR_SECCOMP='LOG' is not one of log: the seccomp filter is enforced");
-  EXPECT_EQ(w[3], "CODECVISOR_FRAME_POOL_SLOTS='lots' is not a whole number from 0: the default of 16 slots is used");
-  EXPECT_EQ(w[4], "CODECVISOR_BATCH_CACHE_MIB='-1' is not a whole number from 0: the default cache size is used");
+  EXPECT_EQ(w[3], "CODECVISOR_FRAME_POOL_SLOTS='lots' is not a whole number: the default of 16 slots is used");
+  EXPECT_EQ(w[4], "CODECVISOR_BATCH_CACHE_MIB='-1' is not a whole number: the default cache size is used");
   EXPECT_EQ(w[5],
             "CODECVISOR_BACKEND_PATH names /nonexistent, which is not a folder this process can read: no backend is "
             "found there");
+}
+
+// Each read as the code that uses it reads it: a switch whose empty value
+// is not its default, a pool size strtoul takes whole or clamps.
+TEST(EnvironmentWarningsTest, ValuesAreJudgedAsTheirReadersReadThem) {
+  EXPECT_EQ(WarningsFor({{"CODECVISOR_DEVICE_BACKEND_AUTOLOAD", ""}}),
+            std::vector<std::string>{"CODECVISOR_DEVICE_BACKEND_AUTOLOAD='' is not one of 0, 1: plugins are not "
+                                     "autoloaded (as 0)"});
+  EXPECT_EQ(WarningsFor({{"CODECVISOR_FRAME_POOL_SLOTS", "8 "}}),
+            std::vector<std::string>{"CODECVISOR_FRAME_POOL_SLOTS='8 ' is not a whole number: the default of 16 "
+                                     "slots is used"});
+  EXPECT_EQ(WarningsFor({{"CODECVISOR_FRAME_POOL_SLOTS", "99999999999999999999"}}),
+            std::vector<std::string>{"CODECVISOR_FRAME_POOL_SLOTS='99999999999999999999' is more than 64: 64 slots "
+                                     "are used"});
+  EXPECT_EQ(WarningsFor({{"CODECVISOR_FRAME_POOL_SLOTS", "65"}}),
+            std::vector<std::string>{"CODECVISOR_FRAME_POOL_SLOTS='65' is more than 64: 64 slots are used"});
 }
 
 }  // namespace

@@ -83,6 +83,7 @@ absl::StatusOr<std::unique_ptr<Host>> Host::Create(HostOptions options) {
     if (!found.ok()) return found.status();
     layout = *found;
   }
+  const bool discovery_from_environment = !options.discovery.has_value();
   const DiscoveryOptions discovery =
       options.discovery.has_value() ? *options.discovery : DiscoveryOptionsFromEnvironment(layout.builtin_dir);
   // For every backend of this process, as [sandbox] allow_degraded is for
@@ -106,7 +107,17 @@ absl::StatusOr<std::unique_ptr<Host>> Host::Create(HostOptions options) {
   {
     MutexLock lock(&host->mu_);
     host->warnings_ = std::move(found.warnings);
-    for (std::string& w : EnvironmentWarnings(std::getenv, [](const std::string& path) {
+    // The discovery variables only where the caller's options did not
+    // replace what they set.
+    auto variable = [discovery_from_environment](const char* name) -> const char* {
+      const std::string_view n = name;
+      if (!discovery_from_environment &&
+          (n == "CODECVISOR_BACKEND_PATH" || n == "CODECVISOR_DEVICE_BACKEND_AUTOLOAD")) {
+        return nullptr;
+      }
+      return std::getenv(name);
+    };
+    for (std::string& w : EnvironmentWarnings(variable, [](const std::string& path) {
            DIR* dir = opendir(path.c_str());
            if (dir != nullptr) closedir(dir);
            return dir != nullptr;
