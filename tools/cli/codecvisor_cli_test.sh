@@ -285,6 +285,13 @@ skipped=$(grep -oE 'skipped [0-9]+ undecodable frames' "$tmp/err" | grep -oE '[0
 check "some frames were skipped" [ "$skipped" -gt 0 ]
 check "the others were written" [ $(($(ls "$tmp/dmg2" | wc -l) + skipped)) = 200 ]
 check "--json lists the skipped" grep -qE '"skipped":\[[0-9]+(,[0-9]+)*\]\}$' "$tmp/dmg.json"
+# Out of order, decoded in stream order: --json lists frames and the
+# skipped index in the order and form given (a negative index as typed).
+bad=$(grep -oE '"skipped":\[[0-9]+' "$tmp/dmg.json" | grep -oE '[0-9]+$')
+check "--skip-bad-frames, indices out of order" run_cv 0 "$tmp/dmg3.json" "$tmp/err" decode "$dmg" --format ppm \
+  --out "$tmp/dmg3" --skip-bad-frames --json --indices "199,$((bad - 200)),0"
+check "... frames in the order given" grep -qE '"frames":\[\{"index":199,[^]]*\{"index":0,' "$tmp/dmg3.json"
+check "... the skipped index as given" grep -qE "\"skipped\":\[$((bad - 200))\]\}\$" "$tmp/dmg3.json"
 check "--skip-bad-frames takes no time selection" run_cv 108 "$tmp/stdout" "$tmp/err" decode "$dmg" --skip-bad-frames --times 1 --out "$tmp/x"
 # An approximate-mode slice is clamped to the header's count (25 frames
 # here), as the Python package's len() bounds it: a STOP past it used to

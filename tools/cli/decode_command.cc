@@ -186,7 +186,9 @@ int RunDecode(const DecodeArgs& args) {
   const bool one_stream = args.format == FileFormat::kY4m || args.out == "-";
   std::optional<std::vector<int64_t>> asked =
       one_stream ? std::nullopt : IndicesOutOfStreamOrder(*selection, decoder.metadata());
+  std::vector<int64_t> given;  // as typed (-1), for the skipped list
   if (asked.has_value()) {
+    given = std::get<FrameSelection::Indices>(selection->get()).indices;
     std::vector<int64_t> in_order = *asked;
     std::sort(in_order.begin(), in_order.end());
     *selection = FrameSelection::AtIndices(std::move(in_order));
@@ -278,6 +280,7 @@ int RunDecode(const DecodeArgs& args) {
     std::sort(written.begin(), written.end(),
               [&](const WrittenFrame& a, const WrittenFrame& b) { return position[a.index] < position[b.index]; });
     std::sort(skipped.begin(), skipped.end(), [&](int64_t a, int64_t b) { return position[a] < position[b]; });
+    for (int64_t& index : skipped) index = given[position[index]];  // as given, as when decoded in that order
   }
   if (args.json) PrintJson(args, written, skipped);
   if (!skipped.empty()) {

@@ -224,8 +224,10 @@ bool MayRepeatFrames(const FrameSelection& selection, const StreamMetadata& meta
 std::optional<std::vector<int64_t>> IndicesOutOfStreamOrder(const FrameSelection& selection,
                                                             const StreamMetadata& metadata) {
   auto* list = std::get_if<FrameSelection::Indices>(&selection.get());
+  // A count of the file's frames, not an estimate from its duration.
+  const bool has_count = metadata.num_frames_from_scan >= 0 || metadata.num_frames_from_header >= 0;
   const int64_t count = metadata.num_frames();
-  if (list == nullptr || count < 0 || MayRepeatFrames(selection, metadata)) return std::nullopt;
+  if (list == nullptr || !has_count || count < 0 || MayRepeatFrames(selection, metadata)) return std::nullopt;
   std::vector<int64_t> counted;
   counted.reserve(list->indices.size());
   for (int64_t index : list->indices) {

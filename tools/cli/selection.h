@@ -86,8 +86,9 @@ bool MayRepeatFrames(const FrameSelection& selection, const StreamMetadata& meta
 // than a seek back to a key frame for each, as the C++ GetFramesAt and
 // Python's get_frames_at do. nullopt where the list is decoded as asked:
 // in order already, with a repeat (files are then named by position in the
-// request), without a frame count, or with an index outside it (which
-// fails before any frame is written).
+// request), without a frame count from a scan or the header (an estimate
+// from the duration may be wrong), or with an index outside the count
+// (which fails before any frame is written).
 std::optional<std::vector<int64_t>> IndicesOutOfStreamOrder(const FrameSelection& selection,
                                                             const StreamMetadata& metadata);
 

@@ -187,6 +187,10 @@ TEST(IndicesOutOfStreamOrderTest, OnlyDistinctCountedIndicesOutOfOrder) {
   EXPECT_EQ(IndicesOutOfStreamOrder(FrameSelection::AtIndices({7, 40}), Stream(40)), std::nullopt) << "out of range";
   EXPECT_EQ(IndicesOutOfStreamOrder(FrameSelection::AtIndices({7, -41}), Stream(40)), std::nullopt) << "out of range";
   EXPECT_EQ(IndicesOutOfStreamOrder(FrameSelection::AtIndices({7, 2}), Stream(-1)), std::nullopt) << "no count";
+  StreamMetadata estimated = Stream(-1);
+  estimated.average_fps = 10;  // 4 s: an estimate of 40 frames, no count
+  ASSERT_EQ(estimated.num_frames(), 40);
+  EXPECT_EQ(IndicesOutOfStreamOrder(FrameSelection::AtIndices({7, 2}), estimated), std::nullopt) << "an estimate";
   EXPECT_EQ(IndicesOutOfStreamOrder(Range(0, 40), Stream(40)), std::nullopt);
   EXPECT_EQ(IndicesOutOfStreamOrder(FrameSelection::PlayedAtSeconds({2.0, 1.0}), Stream(40)), std::nullopt);
 }
