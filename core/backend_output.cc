@@ -245,6 +245,7 @@ void BackendOutput::Run(std::string name, int out) {
     filter.Feed(std::string_view(buffer, static_cast<size_t>(n)), OutputFilter::Clock::now());
   }
   filter.Finish(OutputFilter::Clock::now());
+  filter_.reset();  // its sink writes to host_stderr, which ends here
 }
 
 }  // namespace codecvisor
