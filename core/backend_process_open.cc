@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/backend_output.h"
 #include "core/backend_process.h"
+#include "core/environment_warnings.h"
 #include "core/session_opened_check.h"
 #include "core/stream_list_check.h"
 #include "core/supervisor_env.h"
@@ -30,19 +31,11 @@ namespace {
 // session (a 4K frame pool is then 16 slots, an 8K one 5): it costs the
 // runner's address space even where the decoder never writes it.
 // CODECVISOR_FRAME_POOL_SLOTS sets the count (0 turns decoding in place
-// off; at most kMaxFramePoolSlots), read at every open.
-constexpr uint32_t kFramePoolSlots = 16;
-constexpr uint32_t kMaxFramePoolSlots = 64;
+// off; at most kMaxFramePoolSlots), read at every open
+// (core/environment_warnings.h).
 constexpr uint64_t kMaxFramePoolBytes = uint64_t{256} << 20;
 
-uint32_t WantedFramePoolSlots() {
-  const char* text = std::getenv("CODECVISOR_FRAME_POOL_SLOTS");
-  if (text == nullptr || text[0] == '\0') return kFramePoolSlots;
-  char* end = nullptr;
-  const unsigned long v = std::strtoul(text, &end, 10);
-  if (*end != '\0' || text[0] == '-') return kFramePoolSlots;
-  return static_cast<uint32_t>(std::min<unsigned long>(v, kMaxFramePoolSlots));
-}
+uint32_t WantedFramePoolSlots() { return ReadFramePoolSlots(std::getenv("CODECVISOR_FRAME_POOL_SLOTS")).slots; }
 
 uint32_t FramePoolSlots(ipc::OutputFormat asked, const ipc::FrameLayout& layout, uint32_t copy_slots,
                         uint64_t slot_bytes) {

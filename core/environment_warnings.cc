@@ -4,8 +4,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
-#include <initializer_list>
-#include <optional>
+#include <span>
 #include <string_view>
 
 #include "absl/strings/numbers.h"
@@ -18,43 +17,41 @@ namespace codecvisor {
 namespace {
 
 struct Choice {
-  const char* name;                          // the variable
-  std::initializer_list<const char*> takes;  // the values it takes
-  const char* otherwise;                     // what any other value does
-  bool empty_is_unset = true;                // an empty value is read as none
+  const char* name;                    // the variable
+  std::span<const char* const> takes;  // the values it takes
+  const char* otherwise;               // what any other value does
+  bool empty_is_unset = true;          // an empty value is read as none
 };
+
+constexpr const char* kSwitch[] = {"0", "1"};
+constexpr const char* kLog[] = {"log"};
 
 // Variables with a few values each; any other is read as the default.
 constexpr Choice kChoices[] = {
-    {"CODECVISOR_BACKEND_LOG_LEVEL",
-     {"quiet", "panic", "fatal", "error", "warning", "info", "verbose", "debug", "trace"},
-     "backends log nothing (quiet)"},
+    {"CODECVISOR_BACKEND_LOG_LEVEL", kBackendLogLevels, "backends log nothing (quiet)"},
     // Read as torch reads its switch: only unset or "1" is on.
-    {"CODECVISOR_DEVICE_BACKEND_AUTOLOAD", {"0", "1"}, "plugins are not autoloaded (as 0)", false},
-    {"CODECVISOR_ALLOW_DEGRADED_SANDBOX", {"0", "1"}, "no degraded sandbox is allowed (as 0)"},
-    {"CODECVISOR_SECCOMP", {"log"}, "the seccomp filter is enforced"},
-    {"CODECVISOR_BACKEND_BACKTRACE", {"0", "1"}, "no backtrace is written (as 0)"},
+    {"CODECVISOR_DEVICE_BACKEND_AUTOLOAD", kSwitch, "plugins are not autoloaded (as 0)", false},
+    {"CODECVISOR_ALLOW_DEGRADED_SANDBOX", kSwitch, "no degraded sandbox is allowed (as 0)"},
+    {"CODECVISOR_SECCOMP", kLog, "the seccomp filter is enforced"},
+    {"CODECVISOR_BACKEND_BACKTRACE", kSwitch, "no backtrace is written (as 0)"},
 };
 
-// As core/backend_process_open.cc reads CODECVISOR_FRAME_POOL_SLOTS:
-// strtoul's whole number, at most kMostPoolSlots.
-constexpr unsigned long kMostPoolSlots = 64;
-std::optional<std::string> PoolSlotsWarning(const char* text) {
+}  // namespace
+
+FramePoolSlotsSetting ReadFramePoolSlots(const char* text) {
+  FramePoolSlotsSetting setting;
+  if (text == nullptr || text[0] == '\0') return setting;
   char* end = nullptr;
   errno = 0;
   const unsigned long v = std::strtoul(text, &end, 10);
-  if (*end != '\0' || text[0] == '-' || end == text) {
-    return absl::StrCat("CODECVISOR_FRAME_POOL_SLOTS='", text,
-                        "' is not a whole number: the default of 16 slots is used");
+  if (*end != '\0' || text[0] == '-') {
+    setting.well_formed = false;
+    return setting;
   }
-  if (v > kMostPoolSlots || errno == ERANGE) {
-    return absl::StrCat("CODECVISOR_FRAME_POOL_SLOTS='", text, "' is more than ", kMostPoolSlots, ": ", kMostPoolSlots,
-                        " slots are used");
-  }
-  return std::nullopt;
+  setting.clamped = v > kMaxFramePoolSlots || errno == ERANGE;
+  setting.slots = setting.clamped ? kMaxFramePoolSlots : static_cast<uint32_t>(v);
+  return setting;
 }
-
-}  // namespace
 
 std::vector<std::string> EnvironmentWarnings(absl::FunctionRef<const char*(const char*)> get,
                                              absl::FunctionRef<bool(const std::string&)> is_folder) {
@@ -68,8 +65,16 @@ std::vector<std::string> EnvironmentWarnings(absl::FunctionRef<const char*(const
     warnings.push_back(absl::StrCat(c.name, "='", value, "' is not one of ", absl::StrJoin(c.takes, ", "), ": ",
                                     c.otherwise));
   }
-  if (const char* value = get("CODECVISOR_FRAME_POOL_SLOTS"); value != nullptr && *value != '\0') {
-    if (std::optional<std::string> w = PoolSlotsWarning(value)) warnings.push_back(*std::move(w));
+  if (const char* value = get("CODECVISOR_FRAME_POOL_SLOTS"); value != nullptr) {
+    const FramePoolSlotsSetting pool = ReadFramePoolSlots(value);
+    if (!pool.well_formed) {
+      warnings.push_back(absl::StrCat("CODECVISOR_FRAME_POOL_SLOTS='", value,
+                                      "' is not a whole number: the default of ", kDefaultFramePoolSlots,
+                                      " slots is used"));
+    } else if (pool.clamped) {
+      warnings.push_back(absl::StrCat("CODECVISOR_FRAME_POOL_SLOTS='", value, "' is more than ", kMaxFramePoolSlots,
+                                      ": ", kMaxFramePoolSlots, " slots are used"));
+    }
   }
   // As base/batch_memory.cc reads it.
   if (const char* value = get("CODECVISOR_BATCH_CACHE_MIB"); value != nullptr) {

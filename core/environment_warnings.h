@@ -12,12 +12,30 @@
 #ifndef CODECVISOR_CORE_ENVIRONMENT_WARNINGS_H_
 #define CODECVISOR_CORE_ENVIRONMENT_WARNINGS_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "absl/functional/function_ref.h"
 
 namespace codecvisor {
+
+// The levels CODECVISOR_BACKEND_LOG_LEVEL takes (the ffmpeg CLI's
+// -loglevel names, as the SDK header says), the CLI's --loglevel too.
+inline constexpr const char* kBackendLogLevels[] = {"quiet", "panic",   "fatal", "error", "warning",
+                                                    "info",  "verbose", "debug", "trace"};
+
+// CODECVISOR_FRAME_POOL_SLOTS (`text`, null when unset) as the host reads
+// it at every open: strtoul's whole number, at most kMaxFramePoolSlots;
+// anything else is the default.
+inline constexpr uint32_t kDefaultFramePoolSlots = 16;
+inline constexpr uint32_t kMaxFramePoolSlots = 64;
+struct FramePoolSlotsSetting {
+  uint32_t slots = kDefaultFramePoolSlots;
+  bool well_formed = true;  // unset, empty or a whole number
+  bool clamped = false;     // a number above kMaxFramePoolSlots
+};
+FramePoolSlotsSetting ReadFramePoolSlots(const char* text);
 
 // `get(name)`: the variable's value, or null when unset (std::getenv).
 // `is_folder(path)`: whether `path` is a folder this process can list.

@@ -69,5 +69,16 @@ TEST(EnvironmentWarningsTest, ValuesAreJudgedAsTheirReadersReadThem) {
             std::vector<std::string>{"CODECVISOR_FRAME_POOL_SLOTS='65' is more than 64: 64 slots are used"});
 }
 
+TEST(ReadFramePoolSlotsTest, TheCountTheHostUses) {
+  EXPECT_EQ(ReadFramePoolSlots(nullptr).slots, kDefaultFramePoolSlots);
+  EXPECT_EQ(ReadFramePoolSlots("").slots, kDefaultFramePoolSlots);
+  EXPECT_EQ(ReadFramePoolSlots("0").slots, 0u);
+  EXPECT_EQ(ReadFramePoolSlots("8").slots, 8u);
+  EXPECT_FALSE(ReadFramePoolSlots("8 ").well_formed);
+  EXPECT_EQ(ReadFramePoolSlots("-1").slots, kDefaultFramePoolSlots);
+  EXPECT_EQ(ReadFramePoolSlots("99999999999999999999").slots, kMaxFramePoolSlots);
+  EXPECT_TRUE(ReadFramePoolSlots("65").clamped);
+}
+
 }  // namespace
 }  // namespace codecvisor

@@ -186,16 +186,18 @@ def _run(item, job, on_error: str, decoder_options: dict, output_dir: Optional[s
     _fit_batch_cache_to_worker()
     index, source = item
     result = _reading.read(index, source, job, on_error, decoder_options)
-    if output_dir is not None and isinstance(result, Skipped):
+    if output_dir is None:
+        return result
+    path = os.path.join(output_dir, f"{index:06d}.npz")
+    if isinstance(result, Skipped):
         # No result for it: not one an earlier run left in the folder either.
         try:
-            os.unlink(os.path.join(output_dir, f"{index:06d}.npz"))
+            os.unlink(path)
         except FileNotFoundError:
             pass
-    if output_dir is None or isinstance(result, Skipped):
         return result
     try:
-        return _save(result, os.path.join(output_dir, f"{index:06d}.npz"))
+        return _save(result, path)
     except Exception as e:
         _reading.note_source(e, index, source)
         raise

@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "codecvisor/host.h"
+#include "core/environment_warnings.h"
 #include "tools/cli/commands.h"
 
 namespace codecvisor::cli {
@@ -45,8 +46,7 @@ struct ManifestFailure {
 BackendInfo FailedManifestStatus(const ManifestFailure& failure);
 
 // The level names --loglevel takes (the ffmpeg CLI's -loglevel names).
-inline constexpr const char* kLogLevels[] = {"quiet", "panic", "fatal", "error", "warning",
-                                             "info",  "verbose", "debug", "trace"};
+inline constexpr const auto& kLogLevels = kBackendLogLevels;
 
 // Passes --loglevel `level` to the backends this process starts, through
 // $CODECVISOR_BACKEND_LOG_LEVEL (which the host hands to their processes);

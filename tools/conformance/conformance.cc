@@ -78,9 +78,7 @@ void Suite::Check(const std::string& name, const std::function<absl::Status(std:
   if (quarantines_.size() >= kMaxQuarantines && name != "quiet_output" && name != "frame_pool" && name != "shutdown") {
     result.detail = absl::StrCat("not run: the backend was quarantined during the '",
                                  absl::StrJoin(quarantines_, "' and '"), "' checks (they say why)");
-    if (options_.on_check) options_.on_check(result);
-    report_.checks.push_back(std::move(result));
-    return;
+    return Record(std::move(result));
   }
   // Only these two end the backend's process on purpose; in any other
   // check a restart is the backend dying or running out of something in
@@ -89,8 +87,9 @@ void Suite::Check(const std::string& name, const std::function<absl::Status(std:
   const absl::StatusOr<BackendStatus> before = Status();
   const auto start = Clock::now();
   absl::Status status = body(&result.detail);
-  const absl::StatusOr<BackendStatus> after = status.ok() && !may_restart && before.ok() ? Status() : before;
-  if (after.ok() && before.ok() && after->restarts > before->restarts) {
+  // (The shutdown check ends the host.)
+  const absl::StatusOr<BackendStatus> after = host_ != nullptr ? Status() : absl::FailedPreconditionError("no host");
+  if (status.ok() && !may_restart && after.ok() && before.ok() && after->restarts > before->restarts) {
     status = absl::InternalError(absl::StrCat(
         "the backend was restarted ", after->restarts - before->restarts,
         " time(s) during this check (last exit: ", after->last_exit.empty() ? "unknown" : after->last_exit,
@@ -102,15 +101,17 @@ void Suite::Check(const std::string& name, const std::function<absl::Status(std:
   // A quarantine lasts as long as the suite's host: lifted, so that the
   // checks after this one say what they find of the backend, not that the
   // host gave up on it (advice a conformance run's user cannot take).
-  // (The shutdown check ends the host.)
-  absl::StatusOr<BackendStatus> now = host_ != nullptr ? Status() : absl::FailedPreconditionError("no host");
-  if (now.ok() && now->state == "quarantined" && !(before.ok() && before->state == "quarantined")) {
+  if (after.ok() && after->state == "quarantined" && !(before.ok() && before->state == "quarantined")) {
     quarantines_.push_back(name);
     const bool lift = quarantines_.size() < kMaxQuarantines && host_->ResetBackend(report_.backend).ok();
     absl::StrAppend(&result.detail, result.detail.empty() ? "" : "; ", "the backend was quarantined during this check",
                     lift ? ", and the suite lifted the quarantine for the checks after it"
                          : ", for the second time: the checks after it that need the backend are not run");
   }
+  Record(std::move(result));
+}
+
+void Suite::Record(CheckResult result) {
   if (options_.on_check) options_.on_check(result);
   report_.checks.push_back(std::move(result));
 }

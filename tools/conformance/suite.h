@@ -52,6 +52,8 @@ class Suite {
   // collects what a passing check saw.
   void Check(const std::string& name, const std::function<absl::Status(std::string* detail)>& body);
   void Skip(const std::string& name, const std::string& why);
+  // Reports `result` (options_.on_check) and adds it to the report.
+  void Record(CheckResult result);
 
   absl::Status Prepare();
   absl::Status Handshake(std::string* detail);
