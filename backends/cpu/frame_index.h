@@ -25,12 +25,7 @@
 
 namespace codecvisor::cpu {
 
-// Whether the stream's extradata marks it an MPEG-4 Part 2 packed bitstream
-// (mpeg4_bitstream.h) whose decoder holds frames back (video_delay, from
-// the header's low_delay: a low-delay stream has no B-VOPs to pack, and
-// shows frame k as packet k is sent, whatever its marker says). The scan
-// also finds the mark in key packets.
-bool IsPackedMpeg4(const AVCodecParameters& par);
+struct PacketScan;
 
 // Decodes a stream's first `count` packets from its start and says, for
 // each, whether it made a frame (leading_frames.h); the demuxer may be
@@ -95,8 +90,8 @@ class FrameIndex {
   // order, after the packet before it, and gives it its pts from here.
   // Entries then hold their packet's size, which the naming checks.
   bool names_untimed() const { return names_untimed_ || names_by_dts(); }
-  // The container's pts were decode times (PlaceByPictureOrderOverDecodeTimes
-  // in frame_index.cc): the times here come from picture order, and a
+  // The container's pts were decode times (PlaceByPictureOrderOverDecodeTimes,
+  // decode_times.h): the times here come from picture order, and a
   // reader names each packet by its dts instead (FindByDts), giving it its
   // pts from here. names_untimed() too.
   bool names_by_dts() const { return !by_dts_.empty(); }
@@ -140,6 +135,13 @@ class FrameIndex {
   }
 
  private:
+  // Gives `scan`'s frames their display times (the timeline rules, in the
+  // order they are tried) and keeps the lookups those rules need.
+  void PlaceTimes(Demuxer& demuxer, PacketScan& scan, int64_t fallback_duration);
+  // With frames_ holding the frames in decode order: sorts them by pts,
+  // maps the `packets` decode positions, and gives every frame a duration.
+  void Order(int64_t packets, int64_t fallback_duration);
+
   std::vector<FrameEntry> frames_;       // by pts
   std::vector<int64_t> index_of_order_;  // decode order -> frame index (-1: no frame)
   // The packets that make no frame, by decode order.
@@ -163,18 +165,6 @@ class FrameIndex {
   bool names_untimed_ = false;
   std::vector<int64_t> misplaced_pts_;  // sorted: container times PlaceUntimedByPictureOrder moved
 };
-
-// Whether the first frame's packet of an H.264 or HEVC stream that shows
-// pictures out of decode order carries its dts for a pts. In such a stream
-// the first picture is decoded at least one frame before it is shown, so
-// that pts is a decode time: an elementary stream muxed without
-// presentation times (FrameIndex::Scan names its frames by picture order), whose
-// container times approximate mode cannot use. Only in the MP4 family,
-// where that is how such a stream ends up, and whose seeks go to the
-// sample asked for: the packets read (up to kMaxDiscarded the container
-// drops before that one) are read again after a seek to the first one.
-// The demuxer is at the start after it either way.
-[[nodiscard]] absl::StatusOr<bool> FirstPtsIsADecodeTime(Demuxer& demuxer);
 
 }  // namespace codecvisor::cpu
 
