@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 
 namespace codecvisor::cli {
 
@@ -25,7 +26,12 @@ absl::StatusOr<std::optional<int64_t>> ParseOptionalInt(absl::string_view whole,
   if (field.empty()) return std::optional<int64_t>();
   int64_t value;
   if (!absl::SimpleAtoi(field, &value)) {
-    return Invalid(whole, absl::StrCat(what, " '", field, "' is not an integer"));
+    // Digits that SimpleAtoi refuses are too many for an int64.
+    const absl::string_view digits = absl::StripPrefix(absl::StripPrefix(field, "-"), "+");
+    const bool too_large = !digits.empty() && std::all_of(digits.begin(), digits.end(), absl::ascii_isdigit);
+    return Invalid(whole, absl::StrCat(what, " '", field, "' ",
+                                       too_large ? "is out of range (a 64-bit integer: at most 9223372036854775807)"
+                                                 : "is not an integer"));
   }
   return std::optional<int64_t>(value);
 }

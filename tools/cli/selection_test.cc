@@ -64,6 +64,12 @@ TEST(ParseIndexListTest, GoodAndBad) {
   for (const char* bad : {"", ",", "1,", ",1", "1,,2", "1;2", "1.5", "one", "99999999999999999999"}) {
     EXPECT_FALSE(ParseIndexList(bad).ok()) << "'" << bad << "' was accepted";
   }
+  EXPECT_NE(ParseIndexList("1,one").status().message().find("'one' is not an integer"), std::string::npos);
+  for (const char* huge : {"9223372036854775808", "-9223372036854775809", "+99999999999999999999"}) {
+    const absl::Status status = ParseIndexList(huge).status();
+    EXPECT_NE(status.message().find("is out of range"), std::string::npos) << status;
+  }
+  EXPECT_EQ(*ParseIndexList("9223372036854775807"), std::vector<int64_t>{INT64_MAX});
 }
 
 TEST(ParseTimeListTest, GoodAndBad) {
