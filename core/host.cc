@@ -30,18 +30,6 @@ namespace {
 // clock, which milliseconds::max() would overflow into the past.
 constexpr std::chrono::milliseconds kLongestTimeout = std::chrono::hours(24 * 365 * 10);
 
-std::string DefaultDevice(const HostOptions& options) {
-  if (!options.default_device.empty()) return options.default_device;
-  if (const char* env = std::getenv("CODECVISOR_DEFAULT_DEVICE"); env != nullptr && *env) return env;
-  return kBuiltinBackend;
-}
-
-const char* DefaultDeviceSource(const HostOptions& options) {
-  if (!options.default_device.empty()) return "";
-  const char* env = std::getenv("CODECVISOR_DEFAULT_DEVICE");
-  return env != nullptr && *env ? "CODECVISOR_DEFAULT_DEVICE" : "";
-}
-
 std::string IsoTime(std::chrono::system_clock::time_point t) {
   std::time_t secs = std::chrono::system_clock::to_time_t(t);
   std::tm tm{};
@@ -65,11 +53,18 @@ absl::StatusOr<std::pair<std::string, int>> ParseDevice(absl::string_view device
   return std::make_pair(name, index);
 }
 
+Host::DefaultDevice Host::ChooseDefaultDevice(const HostOptions& options) {
+  if (!options.default_device.empty()) return {options.default_device, ""};
+  if (const char* env = std::getenv("CODECVISOR_DEFAULT_DEVICE"); env != nullptr && *env) {
+    return {env, "CODECVISOR_DEFAULT_DEVICE"};
+  }
+  return {kBuiltinBackend, ""};
+}
+
 Host::Host(HostOptions options, InstallLayout layout)
     : options_(std::move(options)),
       layout_(std::move(layout)),
-      default_device_(DefaultDevice(options_)),
-      default_device_source_(DefaultDeviceSource(options_)),
+      default_device_(ChooseDefaultDevice(options_)),
       env_(std::make_shared<SystemSupervisorEnv>(layout_, std::make_shared<SystemProcessLauncher>())) {}
 
 absl::StatusOr<std::unique_ptr<Host>> Host::Create(HostOptions options) {
@@ -366,7 +361,7 @@ absl::StatusOr<std::unique_ptr<VideoDecoder>> Host::OpenDecoderFromBytes(absl::s
 absl::StatusOr<std::unique_ptr<VideoDecoder>> Host::OpenDescriptor(ipc::UniqueFd fd, std::string label,
                                                                    DecoderOptions options) {
   const bool defaulted = options.device.empty();
-  if (defaulted) options.device = default_device_;
+  if (defaulted) options.device = default_device_.name;
   if (options.arena_slots == 0 || options.arena_slots > ipc::kMaxSlots) {
     return absl::InvalidArgumentError(absl::StrCat("arena_slots must be in [1, ", ipc::kMaxSlots, "]"));
   }
@@ -395,10 +390,10 @@ absl::StatusOr<std::unique_ptr<VideoDecoder>> Host::OpenDescriptor(ipc::UniqueFd
     }
   }
   absl::StatusOr<std::shared_ptr<Supervisor>> supervisor = SupervisorFor(options.device);
-  if (!supervisor.ok() && defaulted && !default_device_source_.empty()) {
+  if (!supervisor.ok() && defaulted && !default_device_.source.empty()) {
     // A device the caller never named: say where it came from.
     return absl::Status(supervisor.status().code(),
-                        absl::StrCat(default_device_source_, "='", default_device_,
+                        absl::StrCat(default_device_.source, "='", default_device_.name,
                                      "', the default device: ", supervisor.status().message()));
   }
   if (!supervisor.ok()) return supervisor.status();

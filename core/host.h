@@ -114,7 +114,7 @@ class Host {
   // Discovery's warnings: a device claimed by two manifests, a manifest key
   // this version does not know (ignored).
   std::vector<std::string> warnings() const;
-  const std::string& default_device() const { return default_device_; }
+  const std::string& default_device() const { return default_device_.name; }
 
  private:
   Host(HostOptions options, InstallLayout layout);
@@ -142,10 +142,14 @@ class Host {
 
   const HostOptions options_;
   const InstallLayout layout_;
-  const std::string default_device_;
-  // Where default_device_ came from, for errors about it: "" (the options
-  // or the built-in default) or the variable's name.
-  const std::string default_device_source_;
+  struct DefaultDevice {
+    std::string name;
+    // Where it came from, for errors about it: "" (the options or the
+    // built-in default) or the variable's name.
+    std::string source;
+  };
+  static DefaultDevice ChooseDefaultDevice(const HostOptions& options);
+  const DefaultDevice default_device_;
   // One per host: every backend's exit is seen on its one watcher thread.
   std::shared_ptr<SupervisorEnv> env_;
   mutable Mutex mu_;
