@@ -41,9 +41,13 @@ Results are what ``job`` returns (numpy arrays, or anything picklable), or
 with ``output_dir`` (a folder every worker can write) each result is saved
 there as ``NNNNNN.npz`` (its index in ``sources``; an array as ``result``,
 a dict of arrays under its keys) and its path is returned instead; a
-skipped source has no file there (one an earlier run left is removed).
+skipped source has no file there (one an earlier run left is removed). A
+result is written to a hidden ``.partial-NNNNNN-*.npz`` and renamed: one
+left by a worker killed mid-write is removed when the task runs again.
 """
 
+import contextlib
+import glob
 import os
 import tempfile
 import warnings
@@ -127,12 +131,28 @@ def _arrays(result: Any) -> dict:
     return {"result": result}
 
 
+def _partial_prefix(path: str) -> str:
+    """The start of the names of `path`'s partial files (`path` ends in .npz)."""
+    folder, name = os.path.split(path)
+    return os.path.join(folder, f".partial-{name[:-len('.npz')]}-")
+
+
+def _remove_partials(path: str) -> None:
+    """Removes what an earlier attempt at `path` left part way (its worker
+    killed while writing): a task runs once at a time, so none is being
+    written now."""
+    for partial in glob.glob(glob.escape(_partial_prefix(path)) + "*.npz"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(partial)
+
+
 def _save(result: Any, path: str) -> str:
     arrays = {str(k): _as_array(f"its {k!r}", v) for k, v in _arrays(result).items()}
     # Written whole then renamed: a task run again after its worker died
     # never leaves a torn file. mkstemp makes it 0600; the client, which
     # may be another user than the workers, reads it as any new file.
-    fd, partial = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".partial-", suffix=".npz")
+    folder, prefix = os.path.split(_partial_prefix(path))
+    fd, partial = tempfile.mkstemp(dir=folder, prefix=prefix, suffix=".npz")
     try:
         os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as f:
@@ -189,6 +209,7 @@ def _run(item, job, on_error: str, decoder_options: dict, output_dir: Optional[s
     if output_dir is None:
         return result
     path = os.path.join(output_dir, f"{index:06d}.npz")
+    _remove_partials(path)
     if isinstance(result, Skipped):
         # No result for it: not one an earlier run left in the folder either.
         try:

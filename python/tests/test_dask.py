@@ -192,6 +192,20 @@ def test_a_source_skipped_on_a_run_again_leaves_no_earlier_result(tmp_path):
     assert sorted(os.listdir(out)) == ["000000.npz", "000002.npz"]
 
 
+def test_a_task_run_again_removes_what_a_killed_attempt_left_part_way(tmp_path):
+    # A worker killed inside np.savez left its hidden partial file for good.
+    paths = videos(tmp_path)[:3]
+    out = tmp_path / "out"
+    out.mkdir()
+    for name in (".partial-000001-k1ll3d.npz", ".partial-000002-x.npz", ".partial-000009-other.npz"):
+        (out / name).write_bytes(b"PK\x03\x04 torn")
+    open(paths[2], "wb").close()  # skipped: its partial goes too
+    results = video_bag(stats, paths, decoder_options=OPTIONS, output_dir=str(out)).compute(scheduler="sync")
+    assert isinstance(results[2], Skipped)
+    # Index 9 is no task of this run: left alone.
+    assert sorted(os.listdir(out)) == [".partial-000009-other.npz", "000000.npz", "000001.npz"]
+
+
 def first_frames(decoder):
     return decoder.get_frames_at([0, 1])
 
