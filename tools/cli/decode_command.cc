@@ -169,6 +169,13 @@ int RunDecode(const DecodeArgs& args) {
   const std::string& file = args.open.file;
   const auto start = std::chrono::steady_clock::now();
   auto fail = [&](const absl::Status& status) { return ReportFailure("decode", file, status); };
+  // Frames are bytes, not text: a terminal would take them for its control
+  // sequences (which a plugin's output could choose), as gzip refuses to.
+  if (args.out == "-" && IsTerminal(stdout)) {
+    return fail(absl::InvalidArgumentError(
+        "frames are not written to a terminal: redirect standard output to a file or a program "
+        "(--out - > frames.rgb, --out - | ffplay ...), or give --out a folder"));
+  }
   if (absl::Status s = CheckReadableFile(file); !s.ok()) return fail(s);
   SetBackendLogLevel(args.open.log_level);
   absl::StatusOr<std::unique_ptr<Host>> host = CreateHost(args.open.backend_manifests);
