@@ -74,6 +74,21 @@ std::string Folder(const std::string& path) {
   return slash == std::string::npos ? "" : path.substr(0, slash);
 }
 
+// The history is written only into folders of this process's user: root
+// run with a user's HOME (`sudo -E`, a container given the user's home)
+// would make a ~/.local of root's that the user can then neither use nor
+// remove. FailedPrecondition naming the nearest folder that exists, where
+// another user owns it.
+absl::Status CheckOwnFolders(std::string folder) {
+  struct stat st;
+  while (!folder.empty() && stat(folder.c_str(), &st) != 0) folder = Folder(folder);
+  if (folder.empty() && stat("/", &st) != 0) return absl::OkStatus();
+  if (st.st_uid == geteuid()) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      folder.empty() ? "/" : folder, " belongs to uid ", st.st_uid, ", not to this process's user (uid ", geteuid(),
+      "): no history is written into another user's folders (sudo -H gives root a HOME of its own)"));
+}
+
 }  // namespace
 
 bool SameManifest(const BackendRecord& record, const std::string& manifest) {
@@ -183,6 +198,7 @@ absl::Status UpdateBackendHistory(const std::string& path, absl::FunctionRef<voi
       return absl::NotFoundError(absl::StrCat(h, ": the home folder does not exist; no history is kept"));
     }
   }
+  if (absl::Status s = CheckOwnFolders(Folder(path)); !s.ok()) return s;
   if (absl::Status s = MakeFolders(Folder(path)); !s.ok()) return s;
   const std::string lock_path = path + ".lock";
   ipc::UniqueFd lock(open(lock_path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));

@@ -118,6 +118,26 @@ TEST(BackendHistoryTest, AMissingHomeIsNeverMade) {
   EXPECT_FALSE(std::filesystem::exists(home)) << "the home was made";
 }
 
+// Root run with a user's HOME (sudo -E) made a ~/.local of root's, mode
+// 0700, that the user could then neither use nor remove. Another user's
+// folders get no history at all.
+TEST(BackendHistoryTest, NothingIsWrittenIntoAnotherUsersFolders) {
+  std::string home = std::string(getenv("TEST_TMPDIR")) + "/someone-else";
+  ASSERT_EQ(mkdir(home.c_str(), 0755), 0);
+  if (geteuid() == 0) {
+    ASSERT_EQ(chown(home.c_str(), 65534, 65534), 0);
+  } else {
+    home = "/usr";  // root's, not this user's
+  }
+  setenv("HOME", home.c_str(), 1);
+  const std::string path = home + "/.local/state/codecvisor/backends.toml";
+  const absl::Status s = UpdateBackendHistory(path, [](BackendHistory*) {});
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_NE(s.message().find(home + " belongs to uid "), std::string::npos) << s;
+  EXPECT_NE(s.message().find("another user's folders"), std::string::npos) << s;
+  EXPECT_FALSE(std::filesystem::exists(home + "/.local")) << "a folder was made in another user's home";
+}
+
 TEST(BackendHistoryTest, ConcurrentWritersLoseNothing) {
   const std::string folder = std::string(getenv("TEST_TMPDIR")) + "/state/deeper";
   const std::string path = folder + "/backends.toml";
