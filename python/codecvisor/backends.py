@@ -31,8 +31,23 @@ class BackendInfo:
     version: str = ""
 
 
-def list() -> List[BackendInfo]:  # noqa: A001 (torch-style name)
+def list(start: bool = False, timeout: float = 15.0) -> List[BackendInfo]:  # noqa: A001 (torch-style name)
+    """Every backend this process can use, with its source, state and
+    diagnostic. Nothing is started: a plugin whose manifest is sound is
+    "discovered" until its device is first used, even one whose library
+    cannot load. With ``start``, each discovered backend is started first
+    (at most ``timeout`` seconds each), as ``codecvisor backends`` does, so
+    that one that cannot load or dies as it starts is listed as "failed",
+    saying why."""
     host = _host.get()
+    if start:
+        decoders._check_timeout("timeout", timeout)
+        for b in host.backends():
+            if b["state"] == "discovered":
+                try:
+                    host.start_backend(b["name"], timeout)
+                except _codecvisor.StatusError:
+                    pass  # its state and diagnostic say why, below
     failed = [BackendInfo(name=plugin.name, devices=[], source=plugin.source, manifest_path=plugin.manifest_path,
                           state="failed", diagnostic=reason) for plugin, reason in host.failures]
     # Keyed as the host spells the path it was given (os.fsencode of ours):

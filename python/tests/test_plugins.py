@@ -222,6 +222,27 @@ def test_a_broken_plugin_is_listed_with_why_and_fails_only_its_device(site, tmp_
     assert decode["cpu"] == ["ok", "cpu", [50, 64, 96, 3]], decode["cpu"]
 
 
+def test_list_with_start_shows_the_plugins_that_cannot_start(site, tmp_path):
+    # A vendor's QA found list() calling plugins healthy ("discovered", no
+    # diagnostic) whose library could not load: nothing had started them.
+    code = ("import json, codecvisor\n"
+            "before = {b.name: b.state for b in codecvisor.backends.list()}\n"
+            "after = {b.name: [b.state, b.diagnostic] for b in codecvisor.backends.list(start=True)}\n"
+            "print(json.dumps([before, after]))\n")
+    env = dict(os.environ)
+    env.pop("CODECVISOR_BACKEND_PATH", None)
+    env["PYTHONPATH"] = f"{site}:{env['PYTHONPATH']}"
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=240)
+    assert run.returncode == 0, run.stderr
+    before, after = json.loads(run.stdout)
+    assert before["nolib"] == "discovered" and before["undef"] == "discovered"
+    assert after["nolib"][0] == "failed" and "libmissing.so: cannot open shared object file" in after["nolib"][1], \
+        after["nolib"]
+    assert after["undef"][0] == "failed" and "vendor_dep_init" in after["undef"][1], after["undef"]
+    assert after["dav1d"][0] == "ready" and after["cpu"][0] == "ready", (after["dav1d"], after["cpu"])
+    assert after["garbage"][0] == "failed"
+
+
 def test_every_plugin_that_cannot_load_is_a_device_error(site, tmp_path):
     # However its library fails (missing, an undefined symbol, an entry
     # returning NULL, another ABI's table), asking for the device raises
