@@ -7,9 +7,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <cerrno>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -17,6 +17,8 @@
 #include "backends/sdk/runner/runner_args.h"
 #include "core/backend_output.h"
 #include "core/file_trust.h"
+#include "core/loader_folders.h"
+#include "core/read_path_policy.h"
 #include "ipc/region.h"
 
 namespace codecvisor {
@@ -176,6 +178,9 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
     args.config_fd = runner::kConfigFd;
   }
   args.read_paths = manifest.sandbox.read_paths;
+  // Landlock's grant of the loader's registered folders, which the empty
+  // root binds (HostSandbox).
+  args.read_paths.insert(args.read_paths.end(), LoaderFolders().begin(), LoaderFolders().end());
   args.devices = manifest.sandbox.devices;
   args.landlock = !spawn.sandbox    ? runner::RunnerArgs::Landlock::kOff
                   : allow_degraded ? runner::RunnerArgs::Landlock::kTry
@@ -226,6 +231,9 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
     // Checked when the manifest was read, and again now: what is at a
     // device's path is what gets bound.
     if (absl::Status s = CheckDeviceNodes(manifest.sandbox.devices); !s.ok()) return Prefixed(s, where);
+    if (absl::Status s = CheckReadPaths(manifest.sandbox.read_paths, manifest.path); !s.ok()) {
+      return Prefixed(s, where);
+    }
     spec.sandbox = HostSandbox(manifest.sandbox);
     absl::StatusOr<std::unique_ptr<BackendCgroup>> made = MakeCgroup(manifest, allow_degraded);
     if (!made.ok()) return Prefixed(made.status(), where);
@@ -268,7 +276,7 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
   }
   if (!child.ok() && spawn.sandbox && allow_degraded && !absl::IsResourceExhausted(child.status())) {
     const std::string why = std::string(child.status().message());
-    spec.sandbox.namespaces = false;
+    DropNamespaces(&spec.sandbox, cgroup != nullptr, geteuid() == 0);
     child = launcher->Launch(spec);
     if (child.ok()) {
       std::fprintf(stderr,

@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "base/cgroup_paths.h"
 #include "core/empty_root.h"
+#include "core/loader_folders.h"
 
 namespace codecvisor {
 
@@ -34,7 +35,11 @@ SandboxSpec HostSandbox(const SandboxPolicy& policy) {
   s.unprivileged_without_namespaces = true;
   // Its filesystem: the system libraries, its declared paths and devices,
   // and nothing else (core/empty_root.h).
-  s.empty_root = PlanEmptyRoot(policy.read_paths, policy.devices, ProbeHostPath);
+  // And the folders an administrator registered with the loader
+  // (core/loader_folders.h), where a vendor library ldconfig knows lives.
+  std::vector<std::string> read_only = policy.read_paths;
+  read_only.insert(read_only.end(), LoaderFolders().begin(), LoaderFolders().end());
+  s.empty_root = PlanEmptyRoot(read_only, policy.devices, ProbeHostPath);
   s.no_new_privs = true;
   // When memory runs out, the kernel kills a backend before its host: a
   // backend is restarted, the host's work would be lost.
@@ -54,6 +59,13 @@ SandboxSpec HostSandbox(const SandboxPolicy& policy) {
   s.rlimits.emplace_back(RLIMIT_AS, policy.memory_mb << 20);
 #endif
   return s;
+}
+
+void DropNamespaces(SandboxSpec* spec, bool cgroup, bool host_is_root) {
+  spec->namespaces = false;
+  if (cgroup || !host_is_root) {
+    std::erase_if(spec->rlimits, [](const std::pair<int, uint64_t>& r) { return r.first == RLIMIT_NPROC; });
+  }
 }
 
 absl::StatusOr<std::unique_ptr<BackendCgroup>> MakeCgroup(const BackendManifest& manifest, bool allow_degraded) {

@@ -71,7 +71,7 @@ std::string MountStep::Describe() const {
     case kBind:
       return absl::StrCat("bind ", source, " on ", target, writable ? " (read-write)" : " (read-only)");
     case kProc:
-      return absl::StrCat("mount a proc on ", target);
+      return "mount a proc of its own pid namespace";
   }
   return "?";
 }
@@ -161,13 +161,19 @@ struct MountAttr {
   uint64_t attr_set, attr_clr, propagation, userns_fd;
 };
 constexpr uint64_t kMountAttrReadOnly = 0x1;
+constexpr uint64_t kMountAttrNoSuid = 0x2;
+constexpr uint64_t kMountAttrNoDev = 0x4;
 
+// Read-only, and no device node or set-uid bit in it works: a folder
+// granted for reading never opens a terminal (the devices are bound
+// read-write, one by one, and checked).
 int MakeReadOnly(const MountStep& step) {
-  MountAttr attr{kMountAttrReadOnly, 0, 0, 0};
+  MountAttr attr{kMountAttrReadOnly | kMountAttrNoSuid | kMountAttrNoDev, 0, 0, 0};
   if (syscall(SYS_mount_setattr, AT_FDCWD, step.target.c_str(), AT_RECURSIVE, &attr, sizeof(attr)) == 0) return 0;
   if (errno != ENOSYS) return errno;
   // An older kernel: the top mount only, repeating its locked flags.
-  if (mount(nullptr, step.target.c_str(), nullptr, MS_BIND | MS_REMOUNT | MS_RDONLY | step.mount_flags, nullptr) != 0) {
+  if (mount(nullptr, step.target.c_str(), nullptr,
+            MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | step.mount_flags, nullptr) != 0) {
     return errno;
   }
   return 0;

@@ -84,7 +84,7 @@ TEST(EmptyRootTest, AMergedUsrHostGetsItsLinksAndOneBindOfUsr) {
       "make the mount point /tmp/dev/null",
       "bind /dev/null on /tmp/dev/null (read-write)",
       "make the folder /tmp/proc",
-      "mount a proc on /tmp/proc",
+      "mount a proc of its own pid namespace",
   };
   EXPECT_EQ(Lines(plan), want);
 }

@@ -16,9 +16,11 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "base/standard_descriptors.h"
 #include "core/backend_history.h"
 #include "core/backend_output.h"
+#include "core/death_record.h"
 #include "core/environment_warnings.h"
 #include "core/system_supervisor_env.h"
 
@@ -425,6 +427,7 @@ std::vector<BackendStatus> Host::Backends() const {
       s.hello = st.hello;
       if (st.last_exit.has_value()) {
         s.last_exit = st.last_exit->Describe();
+        s.last_exit_advice = std::string(absl::StripPrefix(CrashAdvice(*st.last_exit, BacktraceEnabled()), "; "));
         s.last_exit_time = IsoTime(st.last_exit->when);
       }
     }

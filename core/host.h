@@ -68,6 +68,10 @@ struct BackendStatus {
   uint64_t parked = 0;  // sessions closed to make room for others (Supervisor::MakeRoom)
   uint64_t restarts = 0;
   std::string last_exit;   // "killed by signal 11 (SIGSEGV)", empty if none
+  // For a crash (a fault signal), how to see where it happened: "for the
+  // crashing thread's backtrace, run with CODECVISOR_BACKEND_BACKTRACE=1",
+  // or where that backtrace went; else empty.
+  std::string last_exit_advice;
   std::string last_exit_time;  // ISO 8601, UTC
   bool warm_spare = false;
   std::string sandbox;     // what is engaged for the running child

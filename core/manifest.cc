@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <toml++/toml.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,18 +10,17 @@
 #include <cstring>
 #include <filesystem>
 #include <initializer_list>
-#include <system_error>
 #include <string_view>
-
-#include <toml++/toml.h>
+#include <system_error>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "backends/sdk/codecvisor_backend.h"
 #include "core/file_trust.h"
+#include "core/read_path_policy.h"
 
 namespace codecvisor {
 namespace {
@@ -78,12 +78,49 @@ std::vector<std::string> WarnOfUnknownKeys(const toml::table& table, absl::strin
   return unknown;
 }
 
+absl::Status BadManifest(absl::string_view path, absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat("manifest ", path, ": ", what));
+}
+
+// The [conformance] table (`node`, absent or not) into `claims`.
+absl::Status ParseConformance(toml::node_view<toml::node> node, absl::string_view path, ConformanceClaims* claims) {
+  auto bad = [&](absl::string_view what) { return BadManifest(path, what); };
+  if (!node) return absl::OkStatus();
+  const auto* conformance = node.as_table();
+  if (conformance == nullptr) return bad("key 'conformance': not a table");
+  const std::string sample_codecs = absl::StrJoin(kConformanceSampleCodecs, ", ");
+  if (conformance->contains("samples") && !conformance->contains("codecs")) claims->codecs.clear();
+  for (const auto& entry : *conformance) {
+    const std::string k(entry.first.str());
+    if (k != "codecs" && k != "samples")
+      return bad(absl::StrCat("key 'conformance.", k, "': unknown (codecs, samples)"));
+    const auto* array = entry.second.as_array();
+    if (array == nullptr || array->empty())
+      return bad(absl::StrCat("key 'conformance.", k, "': expected a non-empty array"));
+    std::vector<std::string>& values = k == "codecs" ? claims->codecs : claims->samples;
+    values.clear();
+    for (const auto& value : *array) {
+      const auto* str = value.as_string();
+      if (str == nullptr || str->get().empty()) {
+        return bad(absl::StrCat("key 'conformance.", k, "': expected an array of non-empty strings"));
+      }
+      if (k == "codecs" && !IsSampleCodec(str->get())) {
+        return bad(absl::StrCat("key 'conformance.codecs': the sample generator cannot make '", str->get(),
+                                "' (it makes ", sample_codecs,
+                                "); name your own files with "
+                                "[conformance] samples = [\"clip.ext\"] or run codecvisor conformance --sample FILE"));
+      }
+      const std::string& v = str->get();
+      values.push_back(k == "samples" && v[0] != '/' ? absl::StrCat(Folder(path), "/", v) : v);
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<BackendManifest> ParseManifest(absl::string_view text, absl::string_view path) {
-  auto bad = [&](absl::string_view what) {
-    return absl::InvalidArgumentError(absl::StrCat("manifest ", path, ": ", what));
-  };
+  auto bad = [&](absl::string_view what) { return BadManifest(path, what); };
   if (text.size() > kMaxManifestBytes) return bad(absl::StrCat("larger than ", kMaxManifestBytes, " bytes"));
   toml::table table;
   try {
@@ -271,32 +308,12 @@ absl::StatusOr<BackendManifest> ParseManifest(absl::string_view text, absl::stri
     }
   }
 
-  if (auto node = table["conformance"]; node) {
-    const auto* conformance = node.as_table();
-    if (conformance == nullptr) return bad("key 'conformance': not a table");
-    const std::string sample_codecs = absl::StrJoin(kConformanceSampleCodecs, ", ");
-    if (conformance->contains("samples") && !conformance->contains("codecs")) m.conformance.codecs.clear();
-    for (const auto& entry : *conformance) {
-      const std::string k(entry.first.str());
-      if (k != "codecs" && k != "samples") return bad(absl::StrCat("key 'conformance.", k, "': unknown (codecs, samples)"));
-      const auto* array = entry.second.as_array();
-      if (array == nullptr || array->empty()) return bad(absl::StrCat("key 'conformance.", k, "': expected a non-empty array"));
-      std::vector<std::string>& values = k == "codecs" ? m.conformance.codecs : m.conformance.samples;
-      values.clear();
-      for (const auto& value : *array) {
-        const auto* str = value.as_string();
-        if (str == nullptr || str->get().empty()) {
-          return bad(absl::StrCat("key 'conformance.", k, "': expected an array of non-empty strings"));
-        }
-        if (k == "codecs" && !IsSampleCodec(str->get())) {
-          return bad(absl::StrCat("key 'conformance.codecs': the sample generator cannot make '", str->get(),
-                                  "' (it makes ", sample_codecs, "); name your own files with "
-                                  "[conformance] samples = [\"clip.ext\"] or run codecvisor conformance --sample FILE"));
-        }
-        const std::string& v = str->get();
-        values.push_back(k == "samples" && v[0] != '/' ? absl::StrCat(Folder(path), "/", v) : v);
-      }
-    }
+  // The [conformance] table is the suite's alone: a mistake there must
+  // not take the device from users, so the backend loads, with a warning,
+  // and the suite refuses the manifest (ConformanceClaims::problem).
+  if (absl::Status s = ParseConformance(table["conformance"], path, &m.conformance); !s.ok()) {
+    m.conformance = ConformanceClaims{.problem = std::string(s.message())};
+    m.warnings.push_back(absl::StrCat(s.message(), "; the backend loads, the conformance suite refuses the manifest"));
   }
 
   if (auto node = table["config"]; node) {
@@ -383,6 +400,9 @@ absl::StatusOr<BackendManifest> LoadManifest(absl::string_view relative_path) {
   // A library that is missing says so when the backend starts.
   if (absl::Status s = CheckOnlyOwnerCanChange(m->library, "library"); !s.ok() && !absl::IsNotFound(s)) return s;
   if (absl::Status s = CheckDeviceNodes(m->sandbox.devices); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("manifest ", path, ": ", s.message()));
+  }
+  if (absl::Status s = CheckReadPaths(m->sandbox.read_paths, m->path); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("manifest ", path, ": ", s.message()));
   }
   for (const std::string& w : DeviceAccessWarnings(m->sandbox.devices, geteuid() == 0)) {

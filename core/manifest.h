@@ -57,6 +57,9 @@ struct ConformanceClaims {
   // empty when it names only `samples`.
   std::vector<std::string> codecs = {"h264"};
   std::vector<std::string> samples;  // absolute: resolved against the manifest's folder
+  // What is wrong with the table, if anything (then it claims nothing).
+  // The backend loads anyway; the conformance suite refuses the manifest.
+  std::string problem;
 };
 
 struct BackendManifest {

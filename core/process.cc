@@ -53,6 +53,21 @@ bool WriteProcFile(pid_t pid, const char* file, const std::string& text) {
   return WriteFileText(absl::StrCat("/proc/", pid, "/", file), text);
 }
 
+// The child's id maps are written through /proc/PID, with PID as this
+// process's pid namespace numbers it: a /proc of another namespace (one
+// entered without mounting its own, as `unshare --pid --fork` without
+// --mount-proc leaves it) would name some other process there.
+absl::Status CheckProcIsThisNamespaces() {
+  char target[32] = {};
+  const ssize_t n = readlink("/proc/self", target, sizeof(target) - 1);
+  if (n > 0 && absl::string_view(target, static_cast<size_t>(n)) == absl::StrCat(getpid())) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "this process (pid ", getpid(), ") is not in the pid namespace its /proc shows (/proc/self is ",
+      n > 0 ? absl::StrCat("'", absl::string_view(target, static_cast<size_t>(n)), "'") : std::string("unreadable"),
+      "): the backend's id maps cannot be written; mount a proc for this namespace "
+      "(unshare --mount-proc, bwrap --proc /proc)"));
+}
+
 // Maps the child's root to nobody, or failing that to our own ids. Returns
 // the byte that tells the child what it got ('n': nobody, 's': self), or 0.
 // Each map can be written once, so the order matters: only a host with
@@ -135,6 +150,9 @@ absl::StatusOr<ChildProcess> SystemProcessLauncher::Launch(const LaunchSpec& spe
 
 absl::StatusOr<ChildProcess> LaunchOnThisThread(const LaunchSpec& spec) {
   if (spec.fds.size() > 16) return absl::InvalidArgumentError("at most 16 descriptors can be passed");
+  if (spec.sandbox.namespaces) {
+    if (absl::Status s = CheckProcIsThisNamespaces(); !s.ok()) return s;
+  }
   // Everything the child needs is built before clone: it must not allocate.
   std::vector<char*> argv, envp;
   for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
@@ -273,6 +291,15 @@ absl::StatusOr<ChildProcess> LaunchOnThisThread(const LaunchSpec& spec) {
                                                 : steps[static_cast<size_t>(report.step)].Describe(),
                        ")"),
           report.err);
+      if (report.step >= 0 && steps[static_cast<size_t>(report.step)].kind == MountStep::kProc && report.err == EPERM) {
+        // The kernel's mount_too_revealing(): in a user namespace, a new
+        // proc only where the one already mounted hides nothing.
+        return absl::FailedPreconditionError(
+            absl::StrCat(failed.message(),
+                         "; the kernel refuses a new proc where this /proc has parts masked or read-only, as "
+                         "container runtimes mount it: run the container with --security-opt "
+                         "systempaths=unconfined (Docker) or procMount: Unmasked (Kubernetes)"));
+      }
       return absl::IsResourceExhausted(failed) ? absl::FailedPreconditionError(failed.message()) : failed;
     }
     if (report.step == kIdsStep) {

@@ -137,12 +137,15 @@ TEST_F(FaultTest, APluginThatNeverFinishesStartingSaysSo) {
 // 'was not ready in time' (a training loop's sample lost to one hang).
 TEST_F(FaultTest, AStartThatHangsOnceDelaysAnOpenWithAShortTimeoutButDoesNotFailIt) {
   StartHost();  // the default spawn_timeout, 10 s
-  const std::string marker = WriteFile("hang_marker", "");
+  // The plugin's own folder (HOME here is the test's folder, which a read
+  // path may not be: read_path_policy.h).
+  mkdir(TempPath("hangonce").c_str(), 0755);
+  const std::string marker = WriteFile("hangonce/hang_marker", "");
   const std::string folder = marker.substr(0, marker.rfind('/'));
   const std::string path = WriteFile(
-      "hangonce.toml", FaultyManifest("hangonce", Runfile("backends/testing/libcodecvisor_faulty.so"),
-                                      "faulty_hangs_while_marked",
-                                      "[sandbox]\nread_paths=['" + folder + "']\n[config]\nmarker='" + marker + "'\n"));
+      "hangonce/hangonce.toml",
+      FaultyManifest("hangonce", Runfile("backends/testing/libcodecvisor_faulty.so"), "faulty_hangs_while_marked",
+                     "[sandbox]\nread_paths=['" + folder + "']\n[config]\nmarker='" + marker + "'\n"));
   ASSERT_TRUE(host_->LoadBackend(path).ok());
   FaultRow& row = Row("plugin create() that hangs once, with a short open_timeout");
   ++row.tries;

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -232,6 +233,33 @@ TEST(ConformanceSuiteTest, ASampleFFmpegCannotReadPassesTheFirstSeekCheck) {
   ASSERT_TRUE(by_name.count("frames_own_syn") && by_name.count("first_seek_own_syn"));
   EXPECT_TRUE(by_name["frames_own_syn"].passed) << by_name["frames_own_syn"].detail;
   EXPECT_TRUE(by_name["first_seek_own_syn"].passed) << by_name["first_seek_own_syn"].detail;
+}
+
+// A mistake in the suite's own table of the manifest (a codec the sample
+// generator cannot make) is the suite's to refuse: a host loads the
+// backend all the same, with a warning, and its device serves frames.
+TEST(ConformanceSuiteTest, AMistakeInTheConformanceTableIsRefusedByTheSuiteOnly) {
+  const std::string clip = WriteSyntheticSample("typo.syn");
+  const std::string manifest = WriteFile("typo.toml", "name='faulty'\ndevices=['faulty']\nlibrary='" +
+                                                          Runfile("backends/testing/libcodecvisor_faulty.so") +
+                                                          "'\nabi_version=1\n[conformance]\ncodecs=['h265']\n");
+  absl::StatusOr<ConformanceReport> report = RunConformance({.backend = "", .manifest_path = manifest}, Options());
+  ASSERT_EQ(report.status().code(), absl::StatusCode::kInvalidArgument) << report.status();
+  EXPECT_NE(report.status().message().find("key 'conformance.codecs': the sample generator cannot make 'h265'"),
+            std::string::npos)
+      << report.status();
+
+  absl::StatusOr<std::unique_ptr<Host>> host = Host::Create(Options().host);
+  ASSERT_TRUE(host.ok()) << host.status();
+  ASSERT_TRUE((*host)->LoadBackend(manifest).ok());
+  const std::vector<std::string> warnings = (*host)->warnings();
+  EXPECT_TRUE(std::any_of(warnings.begin(), warnings.end(), [](const std::string& w) {
+    return w.find("cannot make 'h265'") != std::string::npos &&
+           w.find("the backend loads, the conformance suite refuses the manifest") != std::string::npos;
+  })) << ::testing::PrintToString(warnings);
+  auto decoder = (*host)->OpenDecoder(clip, {.device = "faulty"});
+  ASSERT_TRUE(decoder.ok()) << decoder.status();
+  EXPECT_TRUE((*decoder)->GetFrameAt(1).ok());
 }
 
 // A backend that leaks 16 MiB a session (the faulty backend's

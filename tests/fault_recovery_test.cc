@@ -265,6 +265,9 @@ TEST_F(FaultTest, AFaultOnAPluginsOwnThreadIsNotBlamedOnAnOpenInVendorCode) {
   // The first death, with both suspected; then two with the request alone.
   EXPECT_EQ(restarts, 3u);
   EXPECT_NE(StatusOf("faulty").last_exit.find("SIGSEGV"), std::string::npos) << StatusOf("faulty").last_exit;
+  // What the conformance suite tells a vendor whose backend crashed.
+  EXPECT_EQ(StatusOf("faulty").last_exit_advice,
+            "for the crashing thread's backtrace, run with CODECVISOR_BACKEND_BACKTRACE=1");
   auto fine = Open(WriteSyntheticVideo("after_thread_crash.syn"), "faulty");
   ASSERT_TRUE(fine.ok()) << fine.status();
   auto frame = (*fine)->GetFrameAt(3);

@@ -59,6 +59,7 @@ TEST_F(FaultTest, RequestInFlightIsReplayedAfterAnOutsideKill) {
     EXPECT_EQ(StatusOf("synthetic").restarts, 1u);
     EXPECT_EQ((*decoder)->retries(), 1u);
     EXPECT_NE(StatusOf("synthetic").last_exit.find("SIGKILL"), std::string::npos) << StatusOf("synthetic").last_exit;
+    EXPECT_EQ(StatusOf("synthetic").last_exit_advice, "") << "a kill from outside is no crash to look into";
   }
 }
 

@@ -17,6 +17,7 @@
 #include <netinet/in.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -186,16 +187,24 @@ TEST_F(SandboxTest, LiveBackendHasTheSandboxEngaged) {
 TEST_F(SandboxTest, AReadPathUnderTheStagingFolderIsTheHostsFile) {
   FaultRow& row = Row("a manifest read path under /tmp, where the empty root is staged");
   ++row.tries;
-  char path[] = "/tmp/codecvisor-read-path-XXXXXX";
-  const int fd = mkstemp(path);
-  ASSERT_GE(fd, 0);
+  // A plugin unpacked into a folder of its own there (a read path in /tmp
+  // is the plugin's own folder or nothing: read_path_policy.h).
+  char folder[] = "/tmp/codecvisor-read-path-XXXXXX";
+  ASSERT_NE(mkdtemp(folder), nullptr);
+  const std::string path = std::string(folder) + "/data";
   const std::string text = "the host's bytes\n";
-  ASSERT_EQ(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
-  fchmod(fd, 0644);
-  close(fd);
-  const std::string manifest = WriteFile("read_path.toml", "name='synthetic'\ndevices=['synthetic']\nlibrary='" +
-                                                               Runfile("backends/testing/libcodecvisor_synthetic.so") +
-                                                               "'\nabi_version=1\n[sandbox]\nread_paths=['" + path + "']\n");
+  {
+    std::ofstream out(path);
+    out << text;
+  }
+  ASSERT_EQ(chmod(path.c_str(), 0644), 0);
+  const std::string manifest = std::string(folder) + "/read_path.toml";
+  {
+    std::ofstream out(manifest);
+    out << "name='synthetic'\ndevices=['synthetic']\nlibrary='"
+        << Runfile("backends/testing/libcodecvisor_synthetic.so")
+        << "'\nabi_version=1\n[sandbox]\nread_paths=['data']\n";
+  }
   auto host = Host::Create(options_);
   ASSERT_TRUE(host.ok()) << host.status();
   ASSERT_TRUE((*host)->LoadBackend(manifest).ok());
@@ -212,7 +221,45 @@ TEST_F(SandboxTest, AReadPathUnderTheStagingFolderIsTheHostsFile) {
   row.Note(seen == text ? "the child reads the host's file" : "the child reads '" + seen + "'");
   row.Verdict(seen == text);
   EXPECT_EQ(seen, text);
-  unlink(path);
+  host->reset();
+  unlink(path.c_str());
+  unlink(manifest.c_str());
+  rmdir(folder);
+}
+
+// A manifest is the plugin vendor's: its read_paths may not grant the
+// user's terminal (a red team's plugin read a password typed into it
+// through read_paths = ["/dev/pts/0"]), the user's files or the shared
+// folders. The manifest fails to load, naming the path.
+TEST_F(SandboxTest, AManifestCannotGrantItsBackendTheUsersTerminalOrFiles) {
+  FaultRow& row = Row("manifest read_paths naming a terminal, /dev/pts, HOME's files, /tmp, /");
+  auto host = Host::Create(options_);
+  ASSERT_TRUE(host.ok()) << host.status();
+  const std::string home = std::getenv("HOME") != nullptr ? std::getenv("HOME") : "/root";
+  // The test's folder is in /tmp, /root or HOME: a file there, beside the
+  // plugin's own folder, is the user's.
+  const std::string users_file = WriteFile("secret_key", "private");
+  const std::string plugin = TempPath("plugin");
+  ASSERT_EQ(mkdir(plugin.c_str(), 0755), 0);
+  int refused = 0;
+  for (const std::string& grant :
+       {std::string("/dev/tty"), std::string("/dev/pts"), std::string("/dev"), std::string("/dev/shm"), users_file,
+        home, std::string("/tmp"), std::string("/"), std::string("/proc/1")}) {
+    ++row.tries;
+    const std::string manifest = plugin + "/grant.toml";
+    {
+      std::ofstream out(manifest);
+      out << "name='synthetic'\ndevices=['synthetic']\nlibrary='"
+          << Runfile("backends/testing/libcodecvisor_synthetic.so") << "'\nabi_version=1\n[sandbox]\nread_paths=['"
+          << grant << "']\n";
+    }
+    const absl::Status loaded = (*host)->LoadBackend(manifest);
+    EXPECT_EQ(loaded.code(), absl::StatusCode::kInvalidArgument) << grant << ": " << loaded;
+    EXPECT_NE(loaded.message().find("[sandbox] read_paths: " + grant), std::string::npos) << loaded;
+    refused += loaded.code() == absl::StatusCode::kInvalidArgument;
+  }
+  row.Note(std::to_string(refused) + " of " + std::to_string(row.tries) + " refused at load");
+  row.Verdict(refused == row.tries);
 }
 
 // A manifest's [config] (a vendor's licence key, say) reaches create()

@@ -90,10 +90,11 @@ void Suite::Check(const std::string& name, const std::function<absl::Status(std:
   // (The shutdown check ends the host.)
   const absl::StatusOr<BackendStatus> after = host_ != nullptr ? Status() : absl::FailedPreconditionError("no host");
   if (status.ok() && !may_restart && after.ok() && before.ok() && after->restarts > before->restarts) {
-    status = absl::InternalError(absl::StrCat(
-        "the backend was restarted ", after->restarts - before->restarts,
-        " time(s) during this check (last exit: ", after->last_exit.empty() ? "unknown" : after->last_exit,
-        "); it must not die or run out of resources in normal use (see `codecvisor backends` for its diagnostic)"));
+    status = absl::InternalError(
+        absl::StrCat("the backend was restarted ", after->restarts - before->restarts,
+                     " time(s) during this check (last exit: ", after->last_exit.empty() ? "unknown" : after->last_exit,
+                     "); it must not die or run out of resources in normal use",
+                     after->last_exit_advice.empty() ? "" : absl::StrCat("; ", after->last_exit_advice)));
   }
   result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   result.passed = status.ok();
@@ -226,6 +227,7 @@ absl::Status Suite::Prepare() {
   device_ = status->devices.front();
   absl::StatusOr<BackendManifest> manifest = LoadManifest(status->manifest_path);
   if (!manifest.ok()) return manifest.status();
+  if (!manifest->conformance.problem.empty()) return absl::InvalidArgumentError(manifest->conformance.problem);
   manifest_ = *std::move(manifest);
 
   scratch_ = options_.scratch_dir;
@@ -345,10 +347,12 @@ absl::StatusOr<ConformanceReport> Suite::Run() {
     Skip("sandbox", "the backend did not start");
   }
   CheckSamples();
-  // Rotation on the first generated sample, remuxed into MP4 with a
-  // display matrix (a vendor's own files are checked as they are).
+  // The first generated sample again, remuxed into MP4 (the generator
+  // writes Matroska, and most files are MP4); then rotation on it, remuxed
+  // with a display matrix (a vendor's own files are checked as they are).
   if (options_.samples.empty() && !manifest_.conformance.codecs.empty() && !samples_.empty() &&
       samples_.front().codec == manifest_.conformance.codecs.front()) {
+    CheckSample(absl::StrCat(samples_.front().codec, "_mp4"), MakeMp4Sample(samples_.front(), scratch_));
     const std::string name = absl::StrCat("rotation_", samples_.front().codec);
     absl::StatusOr<Sample> rotated = MakeRotatedSample(samples_.front(), scratch_);
     if (rotated.ok()) {

@@ -184,10 +184,18 @@ absl::Status CheckApproximateMetadata(const ipc::StreamMetadata& m, const Sample
   if (absl::Status s = CheckDuration(m, sample); !s.ok()) {
     return absl::Status(s.code(), absl::StrCat("approximate mode: ", s.message()));
   }
-  const int64_t estimate = m.estimated_frame_count();
+  // len() as the Python package counts it: the header's frame count, else
+  // the header's duration (get_header_times, which approximate mode always
+  // has: the metadata's times where a backend lacks it) times its rate.
+  const double duration = m.header_times.has_value() ? m.header_times->duration_seconds : m.duration_seconds;
+  int64_t estimate = m.known_frame_count();
+  if (estimate < 0 && duration > 0 && m.average_fps > 0 && duration * m.average_fps < 9e18) {
+    estimate = std::llround(duration * m.average_fps);
+  }
   if (estimate < 0) {
-    return wrong("metadata gives no frame count: no num_frames_from_header, and no duration and rate to estimate "
-                 "one from (len() is unknown)");
+    return wrong("metadata gives no frame count: no num_frames_from_header, and no header duration (",
+                 m.header_times.has_value() ? "get_header_times says " : "the metadata says ", duration,
+                 " s) and rate to estimate one from (len() is unknown)");
   }
   std::vector<double> counts;
   if (sample.header.has_value() && sample.header->num_frames >= 0) {
@@ -200,14 +208,13 @@ absl::Status CheckApproximateMetadata(const ipc::StreamMetadata& m, const Sample
   }
   const double tolerance = std::max(1.0, std::round(0.02 * static_cast<double>(sample.num_frames())));
   if (!NearAny(static_cast<double>(estimate), counts, tolerance)) {
-    return wrong("frame count (len()) ", estimate, " (num_frames_from_header ", m.num_frames_from_header,
-                 ", duration_seconds ", m.duration_seconds, ", average_fps ", m.average_fps, "), but ",
-                 sample.header.has_value() && sample.header->num_frames >= 0 ? "ffprobe's nb_frames is "
-                                                                             : "the header gives ",
-                 Joined(counts), " and the file has ", sample.num_frames(), " frames (within ", tolerance, ")");
+    return wrong(
+        "frame count (len()) ", estimate, " (num_frames_from_header ", m.num_frames_from_header, ", header duration ",
+        duration, " s, average_fps ", m.average_fps, "), but ",
+        sample.header.has_value() && sample.header->num_frames >= 0 ? "ffprobe's nb_frames is " : "the header gives ",
+        Joined(counts), " and the file has ", sample.num_frames(), " frames (within ", tolerance, ")");
   }
-  *detail = absl::StrCat("header metadata: ", estimate, " frames at ", m.average_fps, " fps, ", m.duration_seconds,
-                         " s");
+  *detail = absl::StrCat("header metadata: ", estimate, " frames at ", m.average_fps, " fps, ", duration, " s");
   return absl::OkStatus();
 }
 

@@ -143,6 +143,22 @@ TEST(MetadataChecksTest, WrongApproximateMetadataFails) {
   EXPECT_NE(Approximate(m).find("duration_seconds 0"), std::string::npos) << Approximate(m);
 }
 
+// len() is counted from the header's times, as the Python package counts
+// it: a vendor's backend whose get_header_times said 0 s while its metadata
+// said the container's 2 s passed, and its len() was unknown in Python.
+TEST(MetadataChecksTest, TheApproximateCountIsTheHeaderTimesOne) {
+  ipc::StreamMetadata m = CpuApproximate();
+  m.num_frames_from_header = -1;
+  m.header_times = ipc::HeaderTimes{m.duration_seconds, m.begin_stream_seconds};
+  EXPECT_EQ(Approximate(m), "");
+  m.header_times = ipc::HeaderTimes{0, 0};
+  EXPECT_NE(Approximate(m).find("no header duration (get_header_times says 0 s)"), std::string::npos) << Approximate(m);
+  m.header_times = ipc::HeaderTimes{2.25, 0};
+  EXPECT_NE(Approximate(m).find("frame count (len()) 54 (num_frames_from_header -1, header duration 2.25 s"),
+            std::string::npos)
+      << Approximate(m);
+}
+
 // A Matroska file starting at 0.5 s has no stream duration; its segment
 // lasts 2.0 s from 0. A duration of the frames' 1.5 s and one of the
 // container's 2.0 s both pass (the dav1d example reports the latter in

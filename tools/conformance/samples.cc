@@ -2,13 +2,14 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
+#include <cstring>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <utility>
-
-#include <fstream>
-#include <iterator>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -320,7 +321,14 @@ absl::StatusOr<Sample> LoadSample(const std::string& path, VendorReference refer
   Sample sample;
   sample.path = path;
   sample.codec = path.substr(path.rfind('/') + 1);
-  if (access(path.c_str(), R_OK) != 0) return absl::NotFoundError(absl::StrCat("sample ", path, ": cannot be read"));
+  if (access(path.c_str(), R_OK) != 0) {
+    const int err = errno;
+    // Most often a manifest's sample that its wheel does not install.
+    return absl::NotFoundError(absl::StrCat("sample ", path, ": cannot be read (", std::strerror(err), ")",
+                                            err == ENOENT ? "; a sample a package ships must be in its package data "
+                                                            "(setuptools: [tool.setuptools.package-data])"
+                                                          : ""));
+  }
   if (reference.frames.empty()) reference = ReferenceBeside(path);
   if (reference.frames.empty()) {
     if (absl::Status s = ProbeWithFfmpeg(&sample); !s.ok()) {
@@ -351,19 +359,31 @@ absl::StatusOr<Sample> LoadSample(const std::string& path, VendorReference refer
   return sample;
 }
 
-absl::StatusOr<Sample> MakeRotatedSample(const Sample& source, absl::string_view folder) {
+namespace {
+
+// `source`'s video stream copied to `path` with `extra` ffmpeg arguments,
+// probed for its own reference.
+absl::StatusOr<Sample> RemuxSample(const Sample& source, std::string path, std::vector<std::string> extra) {
   Sample sample;
   sample.codec = source.codec;
-  sample.path = absl::StrCat(folder, "/sample_", source.codec, "_rotated.mp4");
-  // The mov muxer writes a display matrix for a "rotate" tag on stream copy.
-  if (absl::Status s = tools::MakeTestVideo({"-i", source.path, "-map", "0:v:0", "-c", "copy", "-metadata:s:v:0",
-                                             "rotate=-90"},
-                                            sample.path);
-      !s.ok()) {
-    return s;
-  }
+  sample.path = std::move(path);
+  std::vector<std::string> args = {"-i", source.path, "-map", "0:v:0", "-c", "copy"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  if (absl::Status s = tools::MakeTestVideo(args, sample.path); !s.ok()) return s;
   if (absl::Status s = ProbeWithFfmpeg(&sample); !s.ok()) return s;
   return sample;
+}
+
+}  // namespace
+
+absl::StatusOr<Sample> MakeRotatedSample(const Sample& source, absl::string_view folder) {
+  // The mov muxer writes a display matrix for a "rotate" tag on stream copy.
+  return RemuxSample(source, absl::StrCat(folder, "/sample_", source.codec, "_rotated.mp4"),
+                     {"-metadata:s:v:0", "rotate=-90"});
+}
+
+absl::StatusOr<Sample> MakeMp4Sample(const Sample& source, absl::string_view folder) {
+  return RemuxSample(source, absl::StrCat(folder, "/sample_", source.codec, ".mp4"), {});
 }
 
 namespace {

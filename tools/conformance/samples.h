@@ -128,6 +128,11 @@ struct VendorReference {
 // frames, and stream.width/height those of the rotated frames.
 [[nodiscard]] absl::StatusOr<Sample> MakeRotatedSample(const Sample& source, absl::string_view folder);
 
+// `source` copied (no re-encoding) into an MP4, with its own reference: the
+// same frames in the container most files come in, whose seeking, times
+// (an edit list for the start) and B-frame delay differ from Matroska's.
+[[nodiscard]] absl::StatusOr<Sample> MakeMp4Sample(const Sample& source, absl::string_view folder);
+
 // Peak signal-to-noise ratio of `decoded` against `reference` (same size),
 // over all bytes, in dB; +infinity when they are identical.
 double Psnr(std::span<const uint8_t> decoded, std::span<const uint8_t> reference);

@@ -79,9 +79,11 @@ std::string LoadFailureAdvice(absl::string_view why, absl::string_view display) 
     const absl::string_view missing = why.substr(0, at);
     if (missing != display) {
       return absl::StrCat("; the plugin is linked against ", missing,
-                          ", which the loader cannot find: install it in the system's library path, or ship it "
-                          "beside the plugin, link the plugin with an rpath of $ORIGIN, and let the sandbox read "
-                          "the plugin's folder (read_paths = [\".\"] in the manifest's [sandbox] table)");
+                          ", which the loader cannot find in the sandbox: install it in the system's library path "
+                          "(or a folder registered with ldconfig in /etc/ld.so.conf.d), or ship it beside the "
+                          "plugin, link the plugin with an rpath of $ORIGIN, and let the sandbox read the plugin's "
+                          "folder (read_paths = [\".\"] in the manifest's [sandbox] table); LD_LIBRARY_PATH does "
+                          "not reach a backend, and a folder an absolute rpath names needs to be in read_paths");
     }
   }
   return "; reinstall the plugin";

@@ -1,0 +1,44 @@
+// File: core/read_path_policy.h
+//
+// Which host paths a backend's manifest may grant it for reading
+// ([sandbox] read_paths). The manifest is the plugin vendor's, so a
+// hostile plugin writes its own grants: without a rule it could read the
+// user's terminal (typed passwords), ~/.ssh, or the shared memory other
+// programs keep in /dev/shm. A read path may be the plugin's own folder
+// and what is inside it, Python packages' files (a folder inside a
+// site-packages or dist-packages folder: another wheel's libraries), and
+// system folders (/usr, /opt, /etc, ...). Refused: the whole filesystem;
+// /dev (device nodes are [sandbox] devices, with their own checks); /proc's
+// processes; the folders every program shares (/tmp, /var/tmp, /run); and
+// home folders (/home, /root, the user's HOME), each with anything inside
+// it or any folder that holds it. The plugin's own folder is exempt only
+// when it is not one of those folders itself (a manifest dropped straight
+// into HOME or /tmp grants no more than any other).
+//
+// Judged on real paths (symbolic links resolved), at load and again at
+// each start. Thread-safe: pure functions and system calls only.
+
+#ifndef CODECVISOR_CORE_READ_PATH_POLICY_H_
+#define CODECVISOR_CORE_READ_PATH_POLICY_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace codecvisor {
+
+// Pure: why `path` (absolute, real) may not be read by a backend whose
+// manifest's folder is `manifest_folder` (real), for a user whose home
+// folder is `home` (real; "" if unknown); "" when it may.
+std::string WhyReadPathIsRefused(const std::string& path, const std::string& manifest_folder, const std::string& home);
+
+// Each of `read_paths` (absolute) that exists, resolved, judged for the
+// manifest at `manifest_path` and this process's HOME (and its user's home
+// in the password database): FAILED_PRECONDITION naming the first that is
+// refused. A missing path is left out, as the sandbox leaves it out.
+absl::Status CheckReadPaths(const std::vector<std::string>& read_paths, const std::string& manifest_path);
+
+}  // namespace codecvisor
+
+#endif  // CODECVISOR_CORE_READ_PATH_POLICY_H_
