@@ -79,17 +79,18 @@ std::string Folder(const std::string& path) {
 // would make a ~/.local of root's that the user can then neither use nor
 // remove. FailedPrecondition naming the nearest folder that exists, where
 // another user owns it.
-absl::Status CheckOwnFolders(std::string folder) {
+
+}  // namespace
+
+absl::Status CheckOwnFolders(std::string folder, uid_t self) {
   struct stat st;
   while (!folder.empty() && stat(folder.c_str(), &st) != 0) folder = Folder(folder);
   if (folder.empty() && stat("/", &st) != 0) return absl::OkStatus();
-  if (st.st_uid == geteuid()) return absl::OkStatus();
+  if (st.st_uid == self) return absl::OkStatus();
   return absl::FailedPreconditionError(absl::StrCat(
-      folder.empty() ? "/" : folder, " belongs to uid ", st.st_uid, ", not to this process's user (uid ", geteuid(),
+      folder.empty() ? "/" : folder, " belongs to uid ", st.st_uid, ", not to this process's user (uid ", self,
       "): no history is written into another user's folders (sudo -H gives root a HOME of its own)"));
 }
-
-}  // namespace
 
 bool SameManifest(const BackendRecord& record, const std::string& manifest) {
   // Normal on both sides: a record written with "/x/./a.toml" is /x/a.toml's.
@@ -198,7 +199,7 @@ absl::Status UpdateBackendHistory(const std::string& path, absl::FunctionRef<voi
       return absl::NotFoundError(absl::StrCat(h, ": the home folder does not exist; no history is kept"));
     }
   }
-  if (absl::Status s = CheckOwnFolders(Folder(path)); !s.ok()) return s;
+  if (absl::Status s = CheckOwnFolders(Folder(path), geteuid()); !s.ok()) return s;
   if (absl::Status s = MakeFolders(Folder(path)); !s.ok()) return s;
   const std::string lock_path = path + ".lock";
   ipc::UniqueFd lock(open(lock_path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));

@@ -122,12 +122,23 @@ TEST(BackendHistoryTest, AMissingHomeIsNeverMade) {
 // 0700, that the user could then neither use nor remove. Another user's
 // folders get no history at all.
 TEST(BackendHistoryTest, NothingIsWrittenIntoAnotherUsersFolders) {
+  // As another user would see the test's own folder.
+  const std::string mine = std::string(getenv("TEST_TMPDIR")) + "/mine";
+  ASSERT_EQ(mkdir(mine.c_str(), 0755), 0);
+  const std::string below = mine + "/.local/state/codecvisor";
+  EXPECT_TRUE(CheckOwnFolders(below, geteuid()).ok());
+  const absl::Status other = CheckOwnFolders(below, geteuid() + 1);
+  EXPECT_EQ(other.code(), absl::StatusCode::kFailedPrecondition) << other;
+  EXPECT_NE(other.message().find(mine + " belongs to uid "), std::string::npos) << other;
+  // The whole write, where a folder of another user can be made: root
+  // giving one away (not in a user namespace that maps only root, as
+  // Bazel's sandbox is), or root's own /usr for any other user.
   std::string home = std::string(getenv("TEST_TMPDIR")) + "/someone-else";
   ASSERT_EQ(mkdir(home.c_str(), 0755), 0);
-  if (geteuid() == 0) {
-    ASSERT_EQ(chown(home.c_str(), 65534, 65534), 0);
-  } else {
-    home = "/usr";  // root's, not this user's
+  if (geteuid() != 0) {
+    home = "/usr";
+  } else if (chown(home.c_str(), 65534, 65534) != 0) {
+    return;  // only the check above: no other uid exists here
   }
   setenv("HOME", home.c_str(), 1);
   const std::string path = home + "/.local/state/codecvisor/backends.toml";

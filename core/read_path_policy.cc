@@ -78,14 +78,15 @@ std::string WhyReadPathIsRefused(const std::string& path, const std::string& man
   for (const Guarded& g : guarded)
     own_folder_exempt = own_folder_exempt && !Inside(g.folder, manifest_folder) && manifest_folder != g.folder;
   for (const Guarded& g : guarded) {
-    if (Inside(g.folder, path)) {
-      return absl::StrCat(path == g.folder ? "" : "a folder that holds ", g.folder, " (", g.what, ")");
-    }
     if (!Inside(path, g.folder)) continue;
+    if (path == g.folder) return absl::StrCat(g.folder, " (", g.what, ")");
     if (own_folder_exempt && Inside(path, manifest_folder)) continue;
     if (InPythonPackages(path)) continue;
     return absl::StrCat("inside ", g.folder, " (", g.what, "), and neither in the plugin's own folder (",
                         manifest_folder, ") nor in a Python package (site-packages)");
+  }
+  for (const Guarded& g : guarded) {
+    if (Inside(g.folder, path)) return absl::StrCat("a folder that holds ", g.folder, " (", g.what, ")");
   }
   return "";
 }

@@ -249,7 +249,7 @@ TEST(ConformanceSuiteTest, AMistakeInTheConformanceTableIsRefusedByTheSuiteOnly)
             std::string::npos)
       << report.status();
 
-  absl::StatusOr<std::unique_ptr<Host>> host = Host::Create(Options().host);
+  absl::StatusOr<std::unique_ptr<internal::Host>> host = internal::Host::Create(Options().host);
   ASSERT_TRUE(host.ok()) << host.status();
   ASSERT_TRUE((*host)->LoadBackend(manifest).ok());
   const std::vector<std::string> warnings = (*host)->warnings();
