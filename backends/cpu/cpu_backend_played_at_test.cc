@@ -137,6 +137,30 @@ TEST_P(PlayedAtTest, ATimeFindsTheFramePlayingThenWhateverTheRate) {
   EXPECT_GT(wrong, static_cast<int>(times.size()) / 3);
 }
 
+// A clip cut with `ffmpeg -ss 1.3 -c copy`: its edit list (the header's
+// end, 2.7 s) runs 0.02 s past the last packet's end (2.68 s). A time in
+// between is within the stream as the metadata says, and the last frame
+// plays there (it failed "the stream's last frame ... ends before it":
+// an odd-files QA helper's random-timestamp sampler on such a clip).
+TEST(PlayedAtCutClipTest, TheLastFramePlaysToTheHeadersEndOfACutClip) {
+  const std::string source = MakeVideo("cut_source.mp4",
+                                       "-f lavfi -i testsrc2=size=64x48:rate=25 -frames:v 100 -c:v libx264 "
+                                       "-preset veryfast -bf 2 -g 25 -pix_fmt yuv420p");
+  const std::string cut = MakeVideo("cut_clip.mp4", "-ss 1.3 -i " + source + " -c copy");
+  TestSession exact(cut);
+  TestSession approx(cut, Approximate());
+  ASSERT_TRUE(exact.ok() && approx.ok()) << approx.open_message();
+  const cv_stream_metadata m = approx.Metadata();
+  cv_frame_info last{}, got{};
+  exact.DecodeOrFail(exact.Metadata().num_frames_from_scan - 1, &last);
+  const double last_end = last.pts_seconds + last.duration_seconds;
+  ASSERT_GT(m.end_stream_seconds, last_end + 0.01) << "no slack between the last packet and the header's end";
+  std::string pixels, message;
+  const double t = (last_end + m.end_stream_seconds) / 2;
+  ASSERT_EQ(approx.DecodeAt(t, &pixels, &got, &message), CV_OK) << "at " << t << " s: " << message;
+  EXPECT_EQ(got.pts, last.pts);
+}
+
 // Frame 4k+5 takes frame 4k+4's pts (a muxer that rounded two frames
 // onto one time), which leaves a frame's gap after it. Exact mode counts
 // both frames and shows the later one at that time; so must approximate

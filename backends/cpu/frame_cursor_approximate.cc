@@ -159,12 +159,15 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodePlayedAt(int64_t target_pts, i
 
 absl::StatusOr<bool> FrameCursor::DecodeLastUpTo(int64_t target_pts, int64_t frame_duration) {
   // frame_ is the stream's last frame and at or before the target: it
-  // plays there if its packet's duration (else the nominal one) reaches it.
-  // (To the tick: the host has checked the time against the stream's end
-  // in seconds, and a time a hair before it may round onto the end's tick.)
+  // plays there if its packet's duration (else the nominal one) reaches it,
+  // or up to a nominal frame after that: the time is within the header's
+  // end (the host checked), which an edit list or the header's rounding
+  // may put a little past the last packet's (`ffmpeg -ss T -c copy` cuts
+  // end 0.02 s later at 25 fps). (To the tick: a time a hair before the
+  // end may round onto the end's tick.)
   auto plays_for_its_duration = [&] {
     const int64_t duration = frame_->pkt_duration > 0 ? frame_->pkt_duration : std::max<int64_t>(frame_duration, 1);
-    return target_pts <= SaturatingAdd(last_ts_, duration);
+    return target_pts <= SaturatingAdd(SaturatingAdd(last_ts_, duration), std::max<int64_t>(frame_duration, 0));
   };
   auto last_frame_plays = [&]() -> absl::StatusOr<bool> {
     if (plays_for_its_duration()) return true;
