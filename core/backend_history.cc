@@ -199,7 +199,12 @@ absl::Status UpdateBackendHistory(const std::string& path, absl::FunctionRef<voi
       return absl::NotFoundError(absl::StrCat(h, ": the home folder does not exist; no history is kept"));
     }
   }
-  if (absl::Status s = CheckOwnFolders(Folder(path), geteuid()); !s.ok()) return s;
+  // Root's, run with a user's HOME (sudo -E); another user's folders are
+  // a non-root host's own choice (OpenShift's random uid in a home of
+  // uid 1001, group-writable).
+  if (geteuid() == 0) {
+    if (absl::Status s = CheckOwnFolders(Folder(path), 0); !s.ok()) return s;
+  }
   if (absl::Status s = MakeFolders(Folder(path)); !s.ok()) return s;
   const std::string lock_path = path + ".lock";
   ipc::UniqueFd lock(open(lock_path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));

@@ -86,11 +86,11 @@ std::string FormatBackendHistory(const BackendHistory& history);
 // if neither is set (or $HOME is missing, as a service account's is).
 std::string DefaultBackendHistoryPath();
 
-// The history is written only into folders of this process's user: root
-// run with a user's HOME (`sudo -E`, a container given the user's home)
-// would make a ~/.local of root's that the user can then neither use nor
-// remove. OK when the nearest folder of `folder` that exists (it, or one
-// above it) belongs to `self`; else FailedPrecondition naming it.
+// Root writes the history only into its own folders: run with a user's
+// HOME (`sudo -E`, a container given the user's home) it would make a
+// ~/.local of root's that the user can then neither use nor remove. OK
+// when the nearest folder of `folder` that exists (it, or one above it)
+// belongs to `self`; else FailedPrecondition naming it.
 [[nodiscard]] absl::Status CheckOwnFolders(std::string folder, uid_t self);
 
 // The file's history; empty if it does not exist.

@@ -130,16 +130,12 @@ TEST(BackendHistoryTest, NothingIsWrittenIntoAnotherUsersFolders) {
   const absl::Status other = CheckOwnFolders(below, geteuid() + 1);
   EXPECT_EQ(other.code(), absl::StatusCode::kFailedPrecondition) << other;
   EXPECT_NE(other.message().find(mine + " belongs to uid "), std::string::npos) << other;
-  // The whole write, where a folder of another user can be made: root
-  // giving one away (not in a user namespace that maps only root, as
-  // Bazel's sandbox is), or root's own /usr for any other user.
-  std::string home = std::string(getenv("TEST_TMPDIR")) + "/someone-else";
+  // The whole write, root's, where a folder of another user can be made
+  // (not in a user namespace that maps only root, as Bazel's sandbox is).
+  // A host that is not root keeps its history where its HOME says.
+  const std::string home = std::string(getenv("TEST_TMPDIR")) + "/someone-else";
   ASSERT_EQ(mkdir(home.c_str(), 0755), 0);
-  if (geteuid() != 0) {
-    home = "/usr";
-  } else if (chown(home.c_str(), 65534, 65534) != 0) {
-    return;  // only the check above: no other uid exists here
-  }
+  if (geteuid() != 0 || chown(home.c_str(), 65534, 65534) != 0) return;  // only the check above
   setenv("HOME", home.c_str(), 1);
   const std::string path = home + "/.local/state/codecvisor/backends.toml";
   const absl::Status s = UpdateBackendHistory(path, [](BackendHistory*) {});

@@ -276,7 +276,7 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
   }
   if (!child.ok() && spawn.sandbox && allow_degraded && !absl::IsResourceExhausted(child.status())) {
     const std::string why = std::string(child.status().message());
-    DropNamespaces(&spec.sandbox, cgroup != nullptr, geteuid() == 0);
+    DropNamespaces(&spec.sandbox, cgroup != nullptr);
     child = launcher->Launch(spec);
     if (child.ok()) {
       std::fprintf(stderr,

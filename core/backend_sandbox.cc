@@ -61,9 +61,9 @@ SandboxSpec HostSandbox(const SandboxPolicy& policy) {
   return s;
 }
 
-void DropNamespaces(SandboxSpec* spec, bool cgroup, bool host_is_root) {
+void DropNamespaces(SandboxSpec* spec, bool cgroup) {
   spec->namespaces = false;
-  if (cgroup || !host_is_root) {
+  if (cgroup) {
     std::erase_if(spec->rlimits, [](const std::pair<int, uint64_t>& r) { return r.first == RLIMIT_NPROC; });
   }
 }

@@ -49,11 +49,10 @@ SandboxSpec HostSandbox(const SandboxPolicy& policy);
 // counts every process and thread of the backend's user (nobody's, shared
 // by the backends of every root host on the machine, or the user's own),
 // not the backend's, and would fail a backend whose user is busy elsewhere.
-// It goes where the backend's tasks are bounded otherwise: by its cgroup's
-// pids limit (`cgroup`), or, for a host that is not root (whose backend
-// runs as its user), by that user's own limit. A root host without a
-// cgroup keeps it: nothing else bounds a nobody backend's threads.
-void DropNamespaces(SandboxSpec* spec, bool cgroup, bool host_is_root);
+// It goes where the backend's tasks are bounded otherwise, by its
+// cgroup's pids limit (`cgroup`); without one it stays, as nothing else
+// bounds them (a manifest may ask for the degraded sandbox itself).
+void DropNamespaces(SandboxSpec* spec, bool cgroup);
 
 // The kernel's memory and task limits on everything the child holds
 // (core/cgroup.h); RLIMIT_AS and RLIMIT_NPROC stay as a second line.

@@ -25,15 +25,12 @@ TEST(BackendSandboxTest, TheFullSandboxBoundsTheBackendsTasks) {
 // held 4200 threads.
 TEST(BackendSandboxTest, WithoutNamespacesTheUsersTaskCountIsNotTheBackends) {
   for (const bool cgroup : {false, true}) {
-    for (const bool root : {false, true}) {
-      SandboxSpec spec = HostSandbox(SandboxPolicy{});
-      DropNamespaces(&spec, cgroup, root);
-      EXPECT_FALSE(spec.namespaces);
-      EXPECT_EQ(HasLimit(spec, RLIMIT_NPROC), root && !cgroup)
-          << "cgroup " << cgroup << ", root " << root << ": only a root host without a cgroup keeps it";
-      EXPECT_TRUE(HasLimit(spec, RLIMIT_NOFILE)) << "the other limits stay";
-      EXPECT_TRUE(HasLimit(spec, RLIMIT_CPU));
-    }
+    SandboxSpec spec = HostSandbox(SandboxPolicy{});
+    DropNamespaces(&spec, cgroup);
+    EXPECT_FALSE(spec.namespaces);
+    EXPECT_EQ(HasLimit(spec, RLIMIT_NPROC), !cgroup) << "cgroup " << cgroup << ": kept only where nothing else bounds";
+    EXPECT_TRUE(HasLimit(spec, RLIMIT_NOFILE)) << "the other limits stay";
+    EXPECT_TRUE(HasLimit(spec, RLIMIT_CPU));
   }
 }
 

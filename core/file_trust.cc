@@ -76,7 +76,9 @@ std::string WhyOthersCouldChange(const std::string& name, const Ownership& entry
     return absl::StrCat(name, " belongs to uid ", entry.uid,
                         ", which in this user namespace stands for every user outside it that the namespace does "
                         "not map, root included, so who may change it cannot be told (run codecvisor outside the "
-                        "namespace, or from files the namespace's own users own)");
+                        "namespace, or in one that maps root and the install's owner: every folder above the "
+                        "install, / included, must belong to a user the namespace maps, which a namespace that "
+                        "maps only you never does)");
   }
   if (entry.uid != 0 && entry.uid != self.uid) {
     return absl::StrCat(name, " belongs to uid ", entry.uid, ", another user");

@@ -3,6 +3,8 @@
 #include "core/loader_folders.h"
 
 #include <glob.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -13,6 +15,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
+#include "core/read_path_policy.h"
 
 namespace codecvisor {
 namespace {
@@ -46,9 +49,26 @@ void Parse(absl::string_view text, const std::function<std::vector<std::string>(
   }
 }
 
+// At most 64 KiB: a loader configuration is a few lines.
 std::string ReadText(const std::string& path) {
   std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  std::string text(64 << 10, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(std::max<std::streamsize>(in.gcount(), 0)));
+  return text;
+}
+
+// Whether every folder from / down to `folder` (real) may be searched by
+// any user.
+bool EveryoneMaySearch(const std::string& folder) {
+  std::string prefix;
+  for (absl::string_view part : absl::StrSplit(folder, '/', absl::SkipEmpty())) {
+    prefix += "/";
+    prefix.append(part.data(), part.size());
+    struct stat st {};
+    if (stat(prefix.c_str(), &st) != 0 || (st.st_mode & S_IXOTH) == 0) return false;
+  }
+  return true;
 }
 
 std::vector<std::string> IncludedTexts(const std::string& pattern) {
@@ -76,12 +96,19 @@ const std::vector<std::string>& LoaderFolders() {
   static const std::vector<std::string> folders = [] {
     std::vector<std::string> kept;
     for (const std::string& f : ParseLoaderConfig(ReadText("/etc/ld.so.conf"), IncludedTexts)) {
-      if (f == "/" || Inside(f, "/dev") || Inside(f, "/proc")) continue;
       bool system = false;
       for (const char* s : {"/usr", "/lib", "/lib64", "/lib32"}) system = system || Inside(f, s);
+      char resolved[PATH_MAX];
+      if (system || realpath(f.c_str(), resolved) == nullptr) continue;
+      const std::string real = resolved;
       struct stat st {};
-      if (system || stat(f.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
-      if (kept.size() < kMaxLoaderFolders) kept.push_back(f);
+      if (stat(real.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+      // Never what a manifest could not grant (the users' folders, /tmp,
+      // /dev, /proc); and only where a root host's backend, nobody outside
+      // its namespace, can reach it: a folder it cannot open would stop
+      // every backend's start.
+      if (!WhyReadPathIsRefused(real, "/", std::string()).empty() || !EveryoneMaySearch(real)) continue;
+      if (kept.size() < kMaxLoaderFolders) kept.push_back(real);
     }
     return kept;
   }();

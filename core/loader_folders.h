@@ -8,7 +8,8 @@
 // in its sandbox as much as /usr: the host binds them read-only into the
 // backend's root and grants them to Landlock, as it does the system
 // folders. Folders under /usr, /lib, /lib64 and /lib32 are there already;
-// /, /dev and /proc are never taken from the file.
+// one a manifest could not grant (core/read_path_policy.h: /, /dev, /proc,
+// /tmp, home folders) or that not every user may reach is never taken.
 //
 // Thread-safe: pure functions and reads of files.
 

@@ -312,7 +312,7 @@ absl::StatusOr<BackendManifest> ParseManifest(absl::string_view text, absl::stri
   // not take the device from users, so the backend loads, with a warning,
   // and the suite refuses the manifest (ConformanceClaims::problem).
   if (absl::Status s = ParseConformance(table["conformance"], path, &m.conformance); !s.ok()) {
-    m.conformance = ConformanceClaims{.problem = std::string(s.message())};
+    m.conformance = ConformanceClaims{.codecs = {}, .problem = std::string(s.message())};
     m.warnings.push_back(absl::StrCat(s.message(), "; the backend loads, the conformance suite refuses the manifest"));
   }
 

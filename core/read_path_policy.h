@@ -28,15 +28,32 @@
 
 namespace codecvisor {
 
+// A folder no read path may be in (but the plugin's own folder), or hold.
+struct GuardedFolder {
+  std::string folder;
+  std::string what;  // "the user's home folder"
+  // Every user may write it (/tmp): a Python package there is no exception.
+  bool shared = false;
+};
+
 // Pure: why `path` (absolute, real) may not be read by a backend whose
-// manifest's folder is `manifest_folder` (real), for a user whose home
-// folder is `home` (real; "" if unknown); "" when it may.
+// manifest's folder is `manifest_folder` (real); "" when it may. Guarded:
+// `also_guarded` (the user's home folders, and where the fixed ones really
+// are) and the fixed folders (/tmp, /var/tmp, /run, /home, /root, /media,
+// /mnt, /var/mail, /var/spool, /var/crash).
+std::string WhyReadPathIsRefused(const std::string& path, const std::string& manifest_folder,
+                                 const std::vector<GuardedFolder>& also_guarded);
+// The same for a user whose home folder is `home` (real; "" if unknown).
 std::string WhyReadPathIsRefused(const std::string& path, const std::string& manifest_folder, const std::string& home);
 
-// Each of `read_paths` (absolute) that exists, resolved, judged for the
-// manifest at `manifest_path` and this process's HOME (and its user's home
-// in the password database): FAILED_PRECONDITION naming the first that is
-// refused. A missing path is left out, as the sandbox leaves it out.
+// Each of `read_paths` (absolute), judged for the manifest at
+// `manifest_path` and this process's HOME (and its user's home in the
+// password database): FAILED_PRECONDITION naming the first that is
+// refused. Under /dev or /proc's processes as written, whether it exists
+// or not; else a missing path is left out, as the sandbox leaves it out.
+// One that exists must resolve (realpath) to the very file the kernel
+// opens for it (a /proc/PID/root link does not), pass the rule above, and
+// be changeable by no other user (core/file_trust.h).
 absl::Status CheckReadPaths(const std::vector<std::string>& read_paths, const std::string& manifest_path);
 
 }  // namespace codecvisor

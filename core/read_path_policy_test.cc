@@ -1,6 +1,15 @@
 #include "core/read_path_policy.h"
 
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
 
 namespace codecvisor {
 namespace {
@@ -65,16 +74,77 @@ TEST(ReadPathPolicyTest, AManifestDroppedIntoAGuardedFolderGrantsNoMoreThanAnyOt
   EXPECT_NE(Why("/home/ann/acme2", "/home/ann/acme").find("inside /home/ann"), std::string::npos);
 }
 
+TEST(ReadPathPolicyTest, MoreFoldersOfTheUsersAndWhereTheyReallyAre) {
+  for (const char* users :
+       {"/media/ann/usb", "/mnt/c/Users/ann", "/var/mail/ann", "/var/crash/x.1000.crash", "/var/spool/cron"}) {
+    EXPECT_NE(Why(users), "") << users;
+  }
+  // Fedora Silverblue's /home is /var/home: given as where /home really is.
+  const std::vector<GuardedFolder> aliases = {{"/var/home", "the users' home folders", false}};
+  EXPECT_NE(WhyReadPathIsRefused("/var/home/bob/.ssh", "/opt/acme", aliases), "");
+  EXPECT_EQ(WhyReadPathIsRefused("/var/lib/acme", "/opt/acme", aliases), "");
+  // A Python package in /tmp is no exception: another user may own its
+  // folders there.
+  EXPECT_NE(Why("/tmp/m/site-packages/x").find("inside /tmp"), std::string::npos) << Why("/tmp/m/site-packages/x");
+}
+
+// The kernel follows /proc/PID/root into another mount namespace, where
+// realpath looks the rest up in this one: a link in the plugin's folder to
+// a process's root reached a tmpfs this namespace cannot see (a review's
+// finding) while the check judged an empty folder of the same name.
+TEST(ReadPathPolicyTest, ALinkThroughAnotherProcesssRootIsRefused) {
+  const std::string base = getenv("TEST_TMPDIR");
+  const std::string hidden = base + "/hidden", plugin = base + "/proc_plugin";
+  ASSERT_EQ(mkdir(hidden.c_str(), 0755), 0);
+  ASSERT_EQ(mkdir(plugin.c_str(), 0755), 0);
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    char ok = 0;
+    if (unshare(CLONE_NEWNS) == 0 && mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0 &&
+        mount("tmpfs", hidden.c_str(), "tmpfs", 0, "size=64k") == 0) {
+      ok = 1;
+    }
+    (void)!write(ready[1], &ok, 1);
+    pause();
+    _exit(0);
+  }
+  close(ready[1]);
+  char ok = 0;
+  ASSERT_EQ(read(ready[0], &ok, 1), 1);
+  close(ready[0]);
+  if (ok == 1) {
+    const std::string link = plugin + "/link";
+    ASSERT_EQ(symlink(("/proc/" + std::to_string(child) + "/root" + hidden).c_str(), link.c_str()), 0);
+    const absl::Status s = CheckReadPaths({link}, plugin + "/acme.toml");
+    EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+    EXPECT_NE(s.message().find("reached through a link that leads outside the paths it names"), std::string::npos) << s;
+  }
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  if (ok != 1) GTEST_SKIP() << "no mount namespace to make here";
+}
+
 TEST(ReadPathPolicyTest, CheckReadPathsResolvesLinksAndNamesThePath) {
   EXPECT_TRUE(CheckReadPaths({}, "/opt/acme/acme.toml").ok());
   EXPECT_TRUE(CheckReadPaths({"/usr/share", "/no/such/path"}, "/opt/acme/acme.toml").ok());
   const absl::Status terminal = CheckReadPaths({"/usr", "/dev/null"}, "/opt/acme/acme.toml");
   EXPECT_EQ(terminal.code(), absl::StatusCode::kFailedPrecondition) << terminal;
   EXPECT_NE(terminal.message().find("[sandbox] read_paths: /dev/null is under /dev"), std::string::npos) << terminal;
-  // /dev/stdin leads to a descriptor's file: named with where it leads.
-  const absl::Status proc = CheckReadPaths({"/proc/self"}, "/opt/acme/acme.toml");
-  EXPECT_EQ(proc.code(), absl::StatusCode::kFailedPrecondition) << proc;
-  EXPECT_NE(proc.message().find("/proc/self ("), std::string::npos) << proc;
+  // As written, existing or not.
+  for (const char* written : {"/proc/self", "/proc/1/root", "/dev/pts/999", "/dev/../dev/shm"}) {
+    const absl::Status proc = CheckReadPaths({written}, "/opt/acme/acme.toml");
+    EXPECT_EQ(proc.code(), absl::StatusCode::kFailedPrecondition) << written << ": " << proc;
+  }
+  // A link is named with where it leads.
+  const std::string plugin = std::string(getenv("TEST_TMPDIR")) + "/linking_plugin";
+  ASSERT_EQ(mkdir(plugin.c_str(), 0755), 0);
+  ASSERT_EQ(symlink("/tmp", (plugin + "/tmp").c_str()), 0);
+  const absl::Status linked = CheckReadPaths({plugin + "/tmp"}, plugin + "/acme.toml");
+  EXPECT_NE(linked.message().find(plugin + "/tmp (/tmp) is /tmp (a folder every program shares)"), std::string::npos)
+      << linked;
 }
 
 }  // namespace

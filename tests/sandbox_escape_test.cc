@@ -191,6 +191,7 @@ TEST_F(SandboxTest, AReadPathUnderTheStagingFolderIsTheHostsFile) {
   // is the plugin's own folder or nothing: read_path_policy.h).
   char folder[] = "/tmp/codecvisor-read-path-XXXXXX";
   ASSERT_NE(mkdtemp(folder), nullptr);
+  ASSERT_EQ(chmod(folder, 0755), 0);  // a root host's backend is nobody outside
   const std::string path = std::string(folder) + "/data";
   const std::string text = "the host's bytes\n";
   {

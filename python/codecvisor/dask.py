@@ -142,7 +142,7 @@ def _remove_partials(path: str) -> None:
     killed while writing): a task runs once at a time, so none is being
     written now."""
     for partial in glob.glob(glob.escape(_partial_prefix(path)) + "*.npz"):
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(OSError):  # gone already, or another user's: the write goes on
             os.unlink(partial)
 
 
@@ -159,7 +159,8 @@ def _save(result: Any, path: str) -> str:
             np.savez(f, **arrays)
         os.replace(partial, path)
     except BaseException:
-        os.unlink(partial)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(partial)
         raise
     return path
 

@@ -45,7 +45,6 @@ check "decode rgb24 to stdout" run_cv 0 "$tmp/all.rgb" "$tmp/err" decode "$video
 check "rgb24 equals ffmpeg" cmp "$tmp/all.rgb" "$tmp/ref.rgb"
 check "summary on stderr" grep -q 'wrote 25 frames (rgb24) to stdout' "$tmp/err"
 
-# y4m passes yuv420p through: same frames as ffmpeg's yuv4mpegpipe
 # Frames to a terminal (script(1) gives the command one): refused before
 # anything is written, whatever a backend's frames hold.
 tty_refused() {
@@ -54,14 +53,18 @@ tty_refused() {
   [[ $rc == 1 ]] || { echo "  exit $rc, wanted 1: $(head -c 300 "$tmp/tty.out")" >&2; return 1; }
   grep -q "frames are not written to a terminal" "$tmp/tty.out" && [ "$(wc -c <"$tmp/tty.out")" -lt 1000 ]
 }
-check "rgb24 to a terminal is refused" tty_refused
+if script -qec true /dev/null >/dev/null 2>&1; then
+  check "rgb24 to a terminal is refused" tty_refused
+else
+  echo "skip rgb24 to a terminal is refused (script(1) cannot make a terminal here)"
+fi
 # In a pid namespace whose /proc is still the outer one's (unshare --pid
 # without --mount-proc), /proc/PID names another process: the start is
 # refused, saying so, before any id map is written there.
 if unshare --pid --fork true 2>/dev/null; then
   pidns_refused() {
     local rc=0
-    unshare --pid --fork "$cv" decode "$video" --format rgb24 --out "$tmp/pidns" >"$tmp/pidns.out" 2>&1 || rc=$?
+    env -u CODECVISOR_ALLOW_DEGRADED_SANDBOX unshare --pid --fork "$cv" decode "$video" --format rgb24 --out "$tmp/pidns" >"$tmp/pidns.out" 2>&1 || rc=$?
     [[ $rc == 1 ]] || { echo "  exit $rc, wanted 1: $(head -c 500 "$tmp/pidns.out")" >&2; return 1; }
     grep -q "is not in the pid namespace its /proc shows" "$tmp/pidns.out" || { cat "$tmp/pidns.out" >&2; return 1; }
   }
@@ -69,6 +72,7 @@ if unshare --pid --fork true 2>/dev/null; then
 else
   echo "skip a pid namespace without its own /proc is named (unshare --pid is refused here)"
 fi
+# y4m passes yuv420p through: same frames as ffmpeg's yuv4mpegpipe
 check "decode y4m to stdout" run_cv 0 "$tmp/out.y4m" "$tmp/err" decode "$video" --format y4m --out - --quiet
 check "y4m header (the pixel shape as ffmpeg writes it)" [ "$(head -n 1 "$tmp/out.y4m")" = "YUV4MPEG2 W96 H64 F25:1 Ip A1:1 C420mpeg2" ]
 check "y4m frames equal ffmpeg" cmp <(tail -n +2 "$tmp/out.y4m") <(tail -n +2 "$tmp/ref.y4m")
