@@ -9,7 +9,6 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
 
 namespace codecvisor::cli {
 
@@ -27,7 +26,8 @@ absl::StatusOr<std::optional<int64_t>> ParseOptionalInt(absl::string_view whole,
   int64_t value;
   if (!absl::SimpleAtoi(field, &value)) {
     // Digits that SimpleAtoi refuses are too many for an int64.
-    const absl::string_view digits = absl::StripPrefix(absl::StripPrefix(field, "-"), "+");
+    absl::string_view digits = field;
+    if (!digits.empty() && (digits[0] == '-' || digits[0] == '+')) digits.remove_prefix(1);
     const bool too_large = !digits.empty() && std::all_of(digits.begin(), digits.end(), absl::ascii_isdigit);
     return Invalid(whole, absl::StrCat(what, " '", field, "' ",
                                        too_large ? "is out of range (a 64-bit integer: at most 9223372036854775807)"

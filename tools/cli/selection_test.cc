@@ -65,6 +65,7 @@ TEST(ParseIndexListTest, GoodAndBad) {
     EXPECT_FALSE(ParseIndexList(bad).ok()) << "'" << bad << "' was accepted";
   }
   EXPECT_NE(ParseIndexList("1,one").status().message().find("'one' is not an integer"), std::string::npos);
+  EXPECT_NE(ParseIndexList("-+5").status().message().find("is not an integer"), std::string::npos);
   for (const char* huge : {"9223372036854775808", "-9223372036854775809", "+99999999999999999999"}) {
     const absl::Status status = ParseIndexList(huge).status();
     EXPECT_NE(status.message().find("is out of range"), std::string::npos) << status;
