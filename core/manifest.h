@@ -54,7 +54,7 @@ inline constexpr const char* kConformanceSampleCodecs[] = {"h264", "hevc", "vp9"
 // is the backend's own claim, in its capabilities (codecvisor_backend.h).
 struct ConformanceClaims {
   // Of kConformanceSampleCodecs; {"h264"} when the table names neither key,
-  // empty when it names only `samples`.
+  // empty when it names only `samples` (or has a problem).
   std::vector<std::string> codecs = {"h264"};
   std::vector<std::string> samples;  // absolute: resolved against the manifest's folder
   // What is wrong with the table, if anything (then it claims nothing).
