@@ -22,10 +22,6 @@ namespace {
 
 constexpr int kMaxIncludeDepth = 4;
 
-bool Inside(const std::string& path, absl::string_view root) {
-  return path == root || (absl::StartsWith(path, root) && path.size() > root.size() && path[root.size()] == '/');
-}
-
 void Parse(absl::string_view text, const std::function<std::vector<std::string>(const std::string&)>& included,
            int depth, std::vector<std::string>* out) {
   for (absl::string_view line : absl::StrSplit(text, absl::ByAnyChar("\n"))) {

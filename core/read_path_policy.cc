@@ -22,13 +22,13 @@
 #include "core/file_trust.h"
 
 namespace codecvisor {
-namespace {
 
-// Whether `path` is `root` or lies inside it.
 bool Inside(const std::string& path, const std::string& root) {
   if (root == "/") return true;
   return path == root || (absl::StartsWith(path, root) && path.size() > root.size() && path[root.size()] == '/');
 }
+
+namespace {
 
 // Whether `path` lies strictly inside a folder named site-packages or
 // dist-packages (a Python package's files, another wheel's libraries).

@@ -28,6 +28,9 @@
 
 namespace codecvisor {
 
+// Whether `path` is `root` or lies inside it (both absolute and normal).
+bool Inside(const std::string& path, const std::string& root);
+
 // A folder no read path may be in (but the plugin's own folder), or hold.
 struct GuardedFolder {
   std::string folder;
