@@ -48,9 +48,10 @@ TEST(ManifestTest, UnknownKeysAreWarnedOfNotFatal) {
   ASSERT_EQ(m->warnings.size(), 2u);
   EXPECT_EQ(m->warnings[0], "manifest /m/x.toml: key 'conformence' is unknown and ignored (keys: name, devices, "
                             "library, entry, abi_version, restart, sandbox, conformance, config)");
-  EXPECT_EQ(m->warnings[1], "manifest /m/x.toml: key 'restart.max_restart' is unknown and ignored ([restart] keys: "
-                            "max_restarts, window_seconds, backoff_initial_ms, backoff_max_ms, max_poison_in_a_row, "
-                            "warm_spare, start_timeout_seconds)");
+  EXPECT_EQ(m->warnings[1],
+            "manifest /m/x.toml: key 'restart.max_restart' is unknown and ignored ([restart] keys: "
+            "max_restarts, window_seconds, backoff_initial_ms, backoff_max_ms, max_poison_in_a_row, "
+            "heal_after_successes, warm_spare, start_timeout_seconds)");
 }
 
 // A required key missing beside an unknown one: the error names the
@@ -112,7 +113,7 @@ TEST(ManifestTest, RestartTableOverridesTheDefaults) {
   auto m = ParseManifest(
       "name='x'\ndevices=['x']\nlibrary='/l.so'\nabi_version=1\n"
       "[restart]\nmax_restarts=2\nwindow_seconds=30\nbackoff_initial_ms=5\nbackoff_max_ms=100\nwarm_spare=true\n"
-      "max_poison_in_a_row=3\n",
+      "max_poison_in_a_row=3\nheal_after_successes=2\n",
       "x.toml");
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_EQ(m->restart.max_restarts, 2);
@@ -120,6 +121,7 @@ TEST(ManifestTest, RestartTableOverridesTheDefaults) {
   EXPECT_EQ(m->restart.backoff_initial, std::chrono::milliseconds(5));
   EXPECT_EQ(m->restart.backoff_max, std::chrono::milliseconds(100));
   EXPECT_EQ(m->restart.max_poison_in_a_row, 3);
+  EXPECT_EQ(m->restart.heal_after_successes, 2);
   EXPECT_TRUE(m->warm_spare);
   EXPECT_FALSE(m->start_timeout.has_value());  // the host's, unless set
   auto slow = ParseManifest("name='x'\ndevices=['x']\nlibrary='/l.so'\nabi_version=1\n[restart]\nstart_timeout_seconds=40\n",
@@ -140,6 +142,14 @@ TEST(ManifestTest, RestartTableOverridesTheDefaults) {
   EXPECT_NE(instant.status().message().find("restart.start_timeout_seconds': expected an integer in [1, 120]"),
             std::string::npos)
       << instant.status();
+  auto never_heals = ParseManifest(
+      "name='x'\ndevices=['x']\nlibrary='/l.so'\nabi_version=1\n[restart]\n"
+      "heal_after_successes=0\n",
+      "x.toml");
+  ASSERT_FALSE(never_heals.ok());
+  EXPECT_NE(never_heals.status().message().find("restart.heal_after_successes': expected an integer in [1, 1000000]"),
+            std::string::npos)
+      << never_heals.status();
 }
 
 TEST(ManifestTest, SandboxTableAndNoNetworkEver) {

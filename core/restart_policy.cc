@@ -12,6 +12,7 @@ void RestartPolicy::Expire(Clock::time_point now) {
 RestartPolicy::Decision RestartPolicy::OnCrash(Clock::time_point now, uint64_t generation) {
   Expire(now);
   crashes_.push_back({now, generation});
+  successes_since_crash_ = 0;
   Decision d;
   const int n = static_cast<int>(crashes_.size());
   if (n > limits_.max_restarts) {
@@ -40,8 +41,15 @@ void RestartPolicy::OnPoison(std::span<const uint64_t> generations, Clock::time_
 }
 
 void RestartPolicy::OnSuccess() {
+  poison_.clear();
+  if (successes_since_crash_ < limits_.heal_after_successes) ++successes_since_crash_;
+  if (successes_since_crash_ >= limits_.heal_after_successes) crashes_.clear();
+}
+
+void RestartPolicy::Reset() {
   crashes_.clear();
   poison_.clear();
+  successes_since_crash_ = 0;
 }
 
 }  // namespace codecvisor

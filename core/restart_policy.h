@@ -7,9 +7,13 @@
 // that input, not of a backend that crashes whatever it is given, so a run
 // of bad files does not stop every decoder in the process. A backend that
 // crashes again after `max_poison_in_a_row` verdicts with no success
-// between is stopped all the same (it may crash on everything). Pure logic on the times it is
-// given, so it is tested without processes or clocks. Not thread-safe: the
-// Supervisor owns one per backend under its lock.
+// between is stopped all the same (it may crash on everything). The budget
+// is whole again only once `heal_after_successes` requests in a row were
+// served without a crash, so a backend that crashes on every other request
+// (its replays succeeding) is quarantined like one that crashes on every
+// request. Pure logic on the times it is given, so it is tested without
+// processes or clocks. Not thread-safe: the Supervisor owns one per backend
+// under its lock.
 
 #ifndef CODECVISOR_CORE_RESTART_POLICY_H_
 #define CODECVISOR_CORE_RESTART_POLICY_H_
@@ -33,6 +37,9 @@ struct RestartLimits {
   // crashes leave the budget; a crash after that many quarantines. 0: a
   // poison request's crashes count like any other.
   int max_poison_in_a_row = 8;
+  // Requests served in a row since the last crash (a replay that succeeds
+  // is one) that make the budget whole again.
+  int heal_after_successes = 8;
 };
 
 class RestartPolicy {
@@ -62,15 +69,19 @@ class RestartPolicy {
   // broken backend) the crashes leave the budget and the verdict does not
   // count toward the limit; with the limit 0 they count like any crash.
   void OnPoison(std::span<const uint64_t> generations, Clock::time_point now, bool toward_quarantine = true);
-  // A request succeeded: the budget is whole again.
+  // A request succeeded: it ends a run of poison verdicts, and the
+  // heal_after_successes-th success in a row since the last crash makes the
+  // budget whole again.
   void OnSuccess();
-  // Lifts a quarantine (an operator's explicit reset).
-  void Reset() { OnSuccess(); }
+  // Lifts a quarantine (an operator's explicit reset): the budget is whole.
+  void Reset();
 
   int crashes_in_window() const { return static_cast<int>(crashes_.size()); }
   // Poison verdicts since the last success, within the window as of the
   // last crash or verdict.
   int poison_in_a_row() const { return static_cast<int>(poison_.size()); }
+  // Requests served since the last crash (counted up to the limit).
+  int successes_since_crash() const { return successes_since_crash_; }
   const RestartLimits& limits() const { return limits_; }
 
  private:
@@ -83,6 +94,7 @@ class RestartPolicy {
   RestartLimits limits_;
   std::deque<Crash> crashes_;               // within the window, oldest first
   std::deque<Clock::time_point> poison_;    // verdicts since the last success, within the window
+  int successes_since_crash_ = 0;
 };
 
 }  // namespace codecvisor

@@ -39,15 +39,71 @@ TEST(RestartPolicyTest, OldCrashesLeaveTheWindow) {
   EXPECT_EQ(p.crashes_in_window(), 1);
 }
 
-TEST(RestartPolicyTest, SuccessRestoresTheBudget) {
-  RestartPolicy p({2, milliseconds(60'000), milliseconds(1), milliseconds(8)});
+TEST(RestartPolicyTest, EnoughSuccessesInARowRestoreTheBudget) {
+  RestartPolicy p({2, milliseconds(60'000), milliseconds(1), milliseconds(8), 8, 3});
   auto t = RestartPolicy::Clock::now();
   p.OnCrash(t);
   p.OnCrash(t);
   p.OnSuccess();
+  p.OnSuccess();
+  EXPECT_EQ(p.crashes_in_window(), 2) << "two successes of the three that heal";
+  p.OnSuccess();
   EXPECT_EQ(p.crashes_in_window(), 0);
   EXPECT_FALSE(p.OnCrash(t).quarantine);
   EXPECT_EQ(p.OnCrash(t).delay, milliseconds(1));
+}
+
+// The default limits: a backend whose every request crashes once and then
+// succeeds on its replay, or that crashes on every other request, is
+// crash-looping, and is quarantined at the sixth crash in the minute; one
+// that serves eight requests between crashes is restarted at once each time.
+TEST(RestartPolicyTest, CrashingOnEveryOtherRequestQuarantines) {
+  const RestartLimits defaults;
+  auto t = RestartPolicy::Clock::now();
+  for (int served_between : {1, 2, defaults.heal_after_successes - 1}) {
+    RestartPolicy p;
+    int crashes = 0;
+    for (RestartPolicy::Decision d; !d.quarantine; ++crashes) {
+      ASSERT_LE(crashes, defaults.max_restarts) << served_between;
+      d = p.OnCrash(t + milliseconds(100 * crashes));
+      for (int i = 0; i < served_between; ++i) p.OnSuccess();
+    }
+    EXPECT_EQ(crashes, defaults.max_restarts + 1) << served_between;
+  }
+  RestartPolicy healthy;
+  for (int crash = 0; crash < 20; ++crash) {
+    const RestartPolicy::Decision d = healthy.OnCrash(t + milliseconds(100 * crash));
+    EXPECT_FALSE(d.quarantine) << crash;
+    EXPECT_EQ(d.delay, milliseconds(0)) << crash;
+    for (int i = 0; i < defaults.heal_after_successes; ++i) healthy.OnSuccess();
+  }
+}
+
+TEST(RestartPolicyTest, ACrashStartsTheCountOfSuccessesAgain) {
+  RestartPolicy p({5, milliseconds(60'000), milliseconds(1), milliseconds(8), 8, 3});
+  auto t = RestartPolicy::Clock::now();
+  p.OnCrash(t);
+  p.OnSuccess();
+  p.OnSuccess();
+  EXPECT_EQ(p.successes_since_crash(), 2);
+  p.OnCrash(t);
+  EXPECT_EQ(p.successes_since_crash(), 0);
+  p.OnSuccess();
+  p.OnSuccess();
+  EXPECT_EQ(p.crashes_in_window(), 2) << "four successes, but never three in a row";
+  p.OnSuccess();
+  EXPECT_EQ(p.crashes_in_window(), 0);
+}
+
+TEST(RestartPolicyTest, ResetMakesTheBudgetWholeAtOnce) {
+  RestartPolicy p({1, milliseconds(60'000), milliseconds(1), milliseconds(8)});
+  auto t = RestartPolicy::Clock::now();
+  p.OnCrash(t);
+  ASSERT_TRUE(p.OnCrash(t).quarantine);
+  p.Reset();
+  EXPECT_EQ(p.crashes_in_window(), 0);
+  EXPECT_EQ(p.poison_in_a_row(), 0);
+  EXPECT_FALSE(p.OnCrash(t).quarantine);
 }
 
 TEST(RestartPolicyTest, APoisonVerdictTakesItsCrashesOffTheBudget) {

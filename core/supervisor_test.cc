@@ -2,15 +2,16 @@
 // core/supervisor_test_fixture.h: first use, crashes and their backoff,
 // quarantine, failed and late first starts, descriptor shortage.
 
+#include "core/supervisor.h"
+
+#include <gtest/gtest.h>
 #include <signal.h>
 
 #include <thread>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "core/blame.h"
-#include "core/supervisor.h"
+#include "core/restart_policy.h"
 #include "core/supervisor_test_fixture.h"
 
 namespace codecvisor {
@@ -147,16 +148,38 @@ TEST_F(SupervisorTest, TooManyCrashesQuarantineUntilReset) {
   EXPECT_EQ(env_->starts(), 5);
 }
 
-TEST_F(SupervisorTest, ASuccessMakesTheBudgetWhole) {
+TEST_F(SupervisorTest, EnoughSuccessesInARowMakeTheBudgetWhole) {
   Make();
   StartReady();
   for (int crash = 1; crash <= 10; ++crash) {
     env_->Exit(Current(), kSegv);
     supervisor_->RunDueWorkForTest();  // always the first crash of a quiet period: immediate
     ASSERT_EQ(supervisor_->Status().state, BackendState::kReady) << crash;
-    supervisor_->RecordSuccess();
+    for (int i = 0; i < RestartLimits{}.heal_after_successes; ++i) supervisor_->RecordSuccess();
   }
   EXPECT_EQ(env_->starts(), 11);
+}
+
+// A backend that crashes on every other request, each replay succeeding,
+// never serves enough requests in a row to heal: the fourth crash within
+// the window quarantines it, as if it crashed on every request.
+TEST_F(SupervisorTest, ABackendThatCrashesOnEveryOtherRequestIsQuarantined) {
+  Make();
+  StartReady();
+  for (int crash = 1; crash <= 3; ++crash) {
+    env_->Exit(Current(), kSegv);
+    env_->Advance(milliseconds(100));
+    supervisor_->RunDueWorkForTest();
+    ASSERT_EQ(supervisor_->Status().state, BackendState::kReady) << crash;
+    supervisor_->RecordSuccess();  // the replay
+    supervisor_->RecordSuccess();  // the next request
+  }
+  env_->Exit(Current(), kSegv);
+  EXPECT_EQ(supervisor_->Status().state, BackendState::kQuarantined);
+  absl::StatusOr<BackendHandle> handle = AcquireNow();
+  EXPECT_NE(handle.status().message().find("quarantined after 4 crashes within 60 s"), std::string::npos)
+      << handle.status();
+  EXPECT_EQ(env_->starts(), 4);
 }
 
 // 3 crashes a minute allowed; a poison request is two crashes. Judged

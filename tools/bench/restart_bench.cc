@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/host.h"
+#include "core/restart_policy.h"
 #include "tools/bench/scratch_dir.h"
 #include "tools/bench/stats.h"
 #include "tools/bench/test_backend_library.h"
@@ -187,8 +188,9 @@ struct Failover {
 // wait for the next frame just as the supervisor interrupts the channel, and
 // ipc::WaitFor can miss an interrupt that lands during its spin, sleeping a
 // whole kLivenessSlice of 10 ms: that would be measured, not the failover.)
-// One kill per request, so no request is ever taken for poison; each
-// success restores the restart budget, so every restart is immediate.
+// One kill per request, so no request is ever taken for poison; enough
+// requests are served between kills to make the restart budget whole
+// (RestartLimits::heal_after_successes), so every restart is immediate.
 absl::StatusOr<Failover> MeasureFailover(const Setup& s, bool warm_spare, int crashes) {
   HostOptions options = BaseOptions(s);
   options.supervision.warm_spare = warm_spare;
@@ -212,6 +214,9 @@ absl::StatusOr<Failover> MeasureFailover(const Setup& s, bool warm_spare, int cr
   f.request_ms = Median(request_ms);
 
   for (int c = 0; c < crashes; ++c) {
+    for (int i = 0; i < RestartLimits{}.heal_after_successes; ++i) {
+      if (absl::StatusOr<Frame> frame = (*decoder)->GetFrameAt(i); !frame.ok()) return frame.status();
+    }
     if (warm_spare) {
       if (absl::Status ready = WaitForSpare(**host); !ready.ok()) return ready;
     }
