@@ -44,9 +44,11 @@ absl::Status Replays::AfterDeath(const RequestBlame& blame, const DeathRecord& d
                                  Clock::time_point now) {
   if (blame.blamed) {
     blamed_.push_back(death.Describe());
-    blamed_generations_.push_back(death.generation);
+    guilty_generations_.push_back(death.generation);
     only_hangs_ = only_hangs_ && death.KilledForNoAnswer();
     if (advice_.empty()) advice_ = CrashAdvice(death, BacktraceEnabled());
+  } else if (blame.replay_alone) {
+    guilty_generations_.push_back(death.generation);  // a suspect: guilty if it turns out poison
   }
   alone_ = blame.replay_alone;
   if (static_cast<int>(blamed_.size()) >= kPoisonDeaths) {

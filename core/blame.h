@@ -50,7 +50,7 @@ RequestBlame Judge(const DeathRecord& death, ipc::CrashHints hints, uint64_t ses
 // replays alone. And however the deaths fall, it is given up four times its
 // own timeout after the first: deaths that blame nobody (an outside
 // SIGKILL, say) are replayed, and the restart budget that ends a crash loop
-// is made whole by any other session's success, so without this bound such
+// is made whole by other sessions' successes, so without this bound such
 // a request could replay forever (every attempt may take a whole timeout).
 class Replays {
  public:
@@ -72,16 +72,19 @@ class Replays {
                                         Clock::time_point now);
   // Whether the next attempt passes the backend's gate alone.
   bool alone() const { return alone_; }
-  // The generations whose deaths blamed it (a poison verdict's, for the
-  // restart budget: RestartPolicy::OnPoison).
-  const std::vector<uint64_t>& blamed_generations() const { return blamed_generations_; }
+  // The generations whose deaths a poison verdict holds it guilty of, for
+  // the restart budget (RestartPolicy::OnPoison): those that blamed it, and
+  // those it was one of several suspects of (once it has killed the backend
+  // twice on its own, the bystanders' replays having succeeded, the first
+  // death was its too).
+  const std::vector<uint64_t>& guilty_generations() const { return guilty_generations_; }
   // Whether every death that blamed it was a kill for no answer in time.
   bool blamed_only_for_hangs() const { return only_hangs_; }
 
  private:
   const std::chrono::milliseconds bound_;
   std::vector<std::string> blamed_;  // how each death that blamed it ended
-  std::vector<uint64_t> blamed_generations_;
+  std::vector<uint64_t> guilty_generations_;
   std::string advice_;                // CrashAdvice for the first of them
   bool alone_ = false;
   bool only_hangs_ = true;

@@ -140,6 +140,26 @@ TEST(ReplaysTest, ASuspectReplaysAloneOnlyAfterTheDeathThatMadeItOne) {
   EXPECT_FALSE(replays.alone());
 }
 
+// A fault on a plugin's own thread with several requests inside vendor
+// code blames none of them; the one that then kills the backend twice on
+// its own is poison, and guilty of all three deaths (the restart budget
+// forgets them). Deaths that blamed nobody and made it no suspect are not
+// its own.
+TEST(ReplaysTest, APoisonRequestIsGuiltyOfTheDeathsItWasASuspectOf) {
+  Replays replays(milliseconds(1000));
+  const auto t = Replays::Clock::time_point() + std::chrono::hours(1);
+  auto death = [](uint64_t generation, ExitStatus exit) {
+    DeathRecord d = Death(exit);
+    d.generation = generation;
+    return d;
+  };
+  ASSERT_TRUE(replays.AfterDeath({}, death(1, {true, SIGKILL}), kWords, t).ok());  // from outside
+  ASSERT_TRUE(replays.AfterDeath({false, true}, death(2, {true, SIGSEGV}), kWords, t).ok());
+  ASSERT_TRUE(replays.AfterDeath({true, true}, death(3, {true, SIGSEGV}), kWords, t).ok());
+  EXPECT_EQ(replays.AfterDeath({true, true}, death(4, {true, SIGSEGV}), kWords, t).code(), absl::StatusCode::kAborted);
+  EXPECT_EQ(replays.guilty_generations(), (std::vector<uint64_t>{2, 3, 4}));
+}
+
 TEST(ReplaysTest, GivesUpFourTimeoutsAfterTheFirstDeath) {
   struct Case {
     milliseconds since_first;

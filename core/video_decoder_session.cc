@@ -213,7 +213,7 @@ void VideoDecoder::RecordPoison(const Replays& replays, std::chrono::millisecond
   // than the default (a timeout of 1 ms) says the caller wanted it sooner,
   // not that the backend is broken: it must not quarantine the backend that
   // every decoder of the process shares.
-  supervisor_->RecordPoison(replays.blamed_generations(),
+  supervisor_->RecordPoison(replays.guilty_generations(),
                             !(replays.blamed_only_for_hangs() && timeout < default_timeout));
 }
 
