@@ -241,7 +241,7 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
     if (cgroup != nullptr) {
       spec.sandbox.cgroup_procs = cgroup->procs_files();
       engaged.cgroup = absl::StrCat("cgroup v", cgroup->version(), " (memory ", manifest.sandbox.memory_mb,
-                                    " MiB, tasks ", manifest.sandbox.threads, ")");
+                                    " MiB, tasks ", BackendTaskLimit(manifest.sandbox.threads), ")");
     }
   }
   // A memfd's pages are charged to no mapping and no RSS: only a memory

@@ -8,6 +8,8 @@
 #include <mutex>
 #include <vector>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/cgroup_paths.h"
@@ -27,6 +29,20 @@ std::string EngagedSandbox::Describe() const {
   if (seccomp) parts.push_back(seccomp_log_only ? "seccomp (log only)" : "seccomp");
   if (!cgroup.empty()) parts.push_back(cgroup);
   return parts.empty() ? "none" : absl::StrJoin(parts, ", ");
+}
+
+uint64_t BackendTaskLimit(uint64_t wanted, uint64_t pid_max, uint64_t threads_max) {
+  uint64_t system = pid_max;
+  if (threads_max > 0 && (system == 0 || threads_max < system)) system = threads_max;
+  return system == 0 ? wanted : std::min(wanted, std::max<uint64_t>(system / 4, 1));
+}
+
+uint64_t BackendTaskLimit(uint64_t wanted) {
+  auto read = [](const char* path) -> uint64_t {
+    uint64_t value = 0;
+    return absl::SimpleAtoi(absl::StripAsciiWhitespace(ReadFileText(path)), &value) ? value : 0;
+  };
+  return BackendTaskLimit(wanted, read("/proc/sys/kernel/pid_max"), read("/proc/sys/kernel/threads-max"));
 }
 
 SandboxSpec HostSandbox(const SandboxPolicy& policy) {
@@ -52,7 +68,7 @@ SandboxSpec HostSandbox(const SandboxPolicy& policy) {
                {RLIMIT_FSIZE, uint64_t{1} << 30},
                {RLIMIT_CPU, policy.cpu_seconds},
                {RLIMIT_NOFILE, policy.open_files},
-               {RLIMIT_NPROC, policy.threads}};
+               {RLIMIT_NPROC, BackendTaskLimit(policy.threads)}};
 #ifndef CODECVISOR_SANITIZER
   // Sanitizer runtimes reserve terabytes of shadow address space, so an
   // address-space limit would stop an instrumented runner from starting.
@@ -88,7 +104,7 @@ absl::StatusOr<std::unique_ptr<BackendCgroup>> MakeCgroup(const BackendManifest&
   const size_t usable = UsableMemoryBytes();  // 0: unknown
   const uint64_t memory = std::min<uint64_t>(manifest.sandbox.memory_mb << 20, usable > 0 ? usable : ~uint64_t{0});
   absl::StatusOr<std::unique_ptr<BackendCgroup>> made =
-      BackendCgroup::Create(layout, manifest.name, memory, manifest.sandbox.threads);
+      BackendCgroup::Create(layout, manifest.name, memory, BackendTaskLimit(manifest.sandbox.threads));
   if (made.ok()) return made;
   if (!allow_degraded) {
     return absl::FailedPreconditionError(absl::StrCat(made.status().message(), kDegradedSandboxAdvice));

@@ -45,6 +45,15 @@ struct EngagedSandbox {
 // manifest's policy, new namespaces, an empty root, no_new_privs.
 SandboxSpec HostSandbox(const SandboxPolicy& policy);
 
+// Pure: the tasks one backend may hold, for a manifest that asks for
+// `wanted`, on a kernel whose task ids end at `pid_max` and whose tasks at
+// `threads_max` (0: unknown): at most a quarter of the lower, so that one
+// plugin cannot take every task id of the machine and leave its host (and
+// every other program) unable to start a thread.
+uint64_t BackendTaskLimit(uint64_t wanted, uint64_t pid_max, uint64_t threads_max);
+// The same on this machine (kernel.pid_max, kernel.threads-max).
+uint64_t BackendTaskLimit(uint64_t wanted);
+
 // The sandbox without its namespaces (a degraded one): RLIMIT_NPROC then
 // counts every process and thread of the backend's user (nobody's, shared
 // by the backends of every root host on the machine, or the user's own),

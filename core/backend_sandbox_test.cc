@@ -34,5 +34,17 @@ TEST(BackendSandboxTest, WithoutNamespacesTheUsersTaskCountIsNotTheBackends) {
   }
 }
 
+// The red team's manifest asked for 6000 tasks on a machine whose pid_max
+// is 32768: granted, and 40000 would have taken every task id there.
+TEST(BackendSandboxTest, OneBackendHoldsAtMostAQuarterOfTheMachinesTasks) {
+  EXPECT_EQ(BackendTaskLimit(4096, 32768, 190000), 4096u);
+  EXPECT_EQ(BackendTaskLimit(40000, 32768, 190000), 8192u);
+  EXPECT_EQ(BackendTaskLimit(40000, 4194304, 20000), 5000u) << "threads-max is the lower";
+  EXPECT_EQ(BackendTaskLimit(40000, 0, 0), 40000u) << "unknown limits leave the manifest's";
+  EXPECT_EQ(BackendTaskLimit(100, 2, 0), 1u);
+  EXPECT_LE(BackendTaskLimit(uint64_t{1} << 30), BackendTaskLimit(uint64_t{1} << 30, 4194304, 0));
+  EXPECT_GT(BackendTaskLimit(4096), 0u);
+}
+
 }  // namespace
 }  // namespace codecvisor

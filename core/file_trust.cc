@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "core/device_policy.h"
 
 namespace codecvisor {
 namespace {
@@ -198,17 +199,20 @@ absl::Status CheckDeviceNodes(const std::vector<std::string>& devices) {
     if (stat(d.c_str(), &st) != 0) continue;
     auto refused = [&](absl::string_view what) {
       return absl::FailedPreconditionError(
-          absl::StrCat("[sandbox] devices: ", d, " is ", what, "; devices are granted read-write, and only "
-                       "character devices that are not terminals may be"));
+          absl::StrCat("[sandbox] devices: ", d, " is ", what,
+                       "; devices are granted read-write, and only "
+                       "character devices a decoder uses may be (never terminals, screens, input, sound, cameras "
+                       "or the kernel's memory)"));
     };
     if (S_ISDIR(st.st_mode)) return refused("a folder");
     if (S_ISBLK(st.st_mode)) return refused("a block device (a disk)");
     if (!S_ISCHR(st.st_mode)) return refused("not a device node");
-    // Terminals: the tty majors (4: ttyN and serial, 5: tty, console and
-    // ptmx) and the pseudo-terminals' (136-143).
-    const unsigned int major_number = major(st.st_rdev);
-    if (major_number == 4 || major_number == 5 || (major_number >= 136 && major_number <= 143)) {
-      return refused("a terminal");
+    const unsigned major_number = major(st.st_rdev), minor_number = minor(st.st_rdev);
+    const VideoNodeKind video = major_number == 81 ? QueryVideoNode(d) : VideoNodeKind::kNotVideo4Linux;
+    if (const std::string why =
+            WhyDeviceIsRefused(major_number, minor_number, CharacterDriverName(major_number), video);
+        !why.empty()) {
+      return refused(why);
     }
   }
   return absl::OkStatus();

@@ -69,12 +69,13 @@ std::string WhyOthersCouldChange(const std::string& name, const Ownership& entry
 absl::Status CheckOnlyOwnerCanChange(const std::string& path, absl::string_view what);
 
 // A manifest's [sandbox] devices are bound read-write into the backend's
-// root and granted by Landlock: each must be a character device that is
-// not a terminal (which takes typed input: TIOCSTI) where it exists (a
+// root and granted by Landlock: each must be a character device that
+// core/device_policy.h allows (not a terminal, which takes typed input,
+// nor a screen, input, sound, camera or memory device) where it exists (a
 // missing one is left out: a GPU plugin on a machine without the GPU).
-// A regular file (/dev/shm/x), a folder, a block device or a terminal is
-// FAILED_PRECONDITION: a way out of the sandbox, or into the user's
-// session.
+// A regular file (/dev/shm/x), a folder, a block device or a refused
+// device is FAILED_PRECONDITION: a way out of the sandbox, or into the
+// user's session.
 absl::Status CheckDeviceNodes(const std::vector<std::string>& devices);
 
 // The manifest's devices the backend will not be able to open read-write,

@@ -18,6 +18,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "core/file_trust.h"
 
@@ -67,6 +68,17 @@ const std::vector<GuardedFolder>& FixedGuardedFolders() {
   return folders;
 }
 
+// Where the system's files are: libraries, drivers' files and settings,
+// vendors' toolkits (/opt/rocm), the kernel's views of the hardware. Any
+// other folder (/srv, /data, /workspace, /var/www, a mount of the user's)
+// may hold the users' data.
+const std::vector<std::string>& SystemFolders() {
+  static const std::vector<std::string> folders = {"/usr",  "/lib",     "/lib32",     "/lib64",    "/libx32",
+                                                   "/bin",  "/sbin",    "/opt",       "/etc",      "/sys",
+                                                   "/proc", "/var/lib", "/nix/store", "/gnu/store"};
+  return folders;
+}
+
 std::optional<std::string> RealPath(const std::string& path) {
   char resolved[PATH_MAX];
   if (realpath(path.c_str(), resolved) == nullptr) return std::nullopt;
@@ -103,7 +115,14 @@ std::string WhyReadPathIsRefused(const std::string& path, const std::string& man
   for (const GuardedFolder& g : guarded) {
     if (Inside(g.folder, path)) return absl::StrCat("a folder that holds ", g.folder, " (", g.what, ")");
   }
-  return "";
+  if (own_folder_exempt && Inside(path, manifest_folder)) return "";
+  if (InPythonPackages(path)) return "";
+  for (const std::string& system : SystemFolders()) {
+    if (Inside(path, system)) return "";
+  }
+  return absl::StrCat("neither in the plugin's own folder (", manifest_folder,
+                      "), nor in a Python package (site-packages), nor in a system folder (",
+                      absl::StrJoin(SystemFolders(), ", "), "): other folders may hold the users' data");
 }
 
 std::string WhyReadPathIsRefused(const std::string& path, const std::string& manifest_folder, const std::string& home) {

@@ -7,7 +7,9 @@
 // programs keep in /dev/shm. A read path may be the plugin's own folder
 // and what is inside it, Python packages' files (a folder inside a
 // site-packages or dist-packages folder: another wheel's libraries), and
-// system folders (/usr, /opt, /etc, ...). Refused: the whole filesystem;
+// system folders (/usr, /lib*, /opt, /etc, /sys, /proc, /var/lib, /nix/store,
+// ...); any other folder (/srv, /data, /workspace) may hold the users' data
+// and is refused. Refused with their own reasons: the whole filesystem;
 // /dev (device nodes are [sandbox] devices, with their own checks); /proc's
 // processes; the folders every program shares (/tmp, /var/tmp, /run); and
 // home folders (/home, /root, the user's HOME), each with anything inside

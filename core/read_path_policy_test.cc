@@ -34,8 +34,22 @@ TEST(ReadPathPolicyTest, SystemFoldersAndThePluginsOwnAreReadable) {
   EXPECT_EQ(
       Why("/home/ann/.local/lib/python3.11/site-packages/acme", "/home/ann/.local/lib/python3.11/site-packages/acme"),
       "");
-  // A plugin unpacked into a folder of its own in /tmp.
+  // A plugin unpacked into a folder of its own in /tmp, or anywhere.
   EXPECT_EQ(Why("/tmp/acme-1.0", "/tmp/acme-1.0"), "");
+  EXPECT_EQ(Why("/srv/plugins/acme/models", "/srv/plugins/acme"), "");
+  EXPECT_EQ(Why("/nix/store/abc-cuda/lib"), "");
+}
+
+// The red team's reads of a user's files outside every guarded folder:
+// folders other than the system's may hold the users' data.
+TEST(ReadPathPolicyTest, FoldersOutsideTheSystemsAreRefused) {
+  for (const char* data : {"/srv", "/srv/qa-data", "/data/qa", "/workspace", "/work/main", "/var/www", "/var/backups",
+                           "/var/log", "/boot", "/snap/x"}) {
+    EXPECT_NE(Why(data).find("nor in a system folder (/usr, /lib, "), std::string::npos) << data << ": " << Why(data);
+  }
+  EXPECT_NE(Why("/srv/other", "/srv/plugins/acme").find("neither in the plugin's own folder (/srv/plugins/acme)"),
+            std::string::npos);
+  EXPECT_EQ(Why("/data/venv/lib/python3.11/site-packages/nvidia/lib", "/srv/plugins/acme"), "");
 }
 
 TEST(ReadPathPolicyTest, TheUsersFilesTerminalsAndSharedFoldersAreRefused) {

@@ -378,3 +378,40 @@ def test_an_entry_point_naming_a_module_attribute_says_what_values_are_valid(tmp
     assert attr["state"] == "failed", attr
     assert attr["diagnostic"] == ("'attr_plugin.mod:backend' names no manifest: the value must be `package` or "
                                   "`package:manifest.toml` (it is never imported)"), attr
+
+
+def fake_editable_dist(site, source, entry_point):
+    """A dist-info in `site` as pip writes it for `pip install -e SOURCE`
+    (a RECORD of its own files only, direct_url.json naming SOURCE), which a
+    hostile wheel could also carry itself."""
+    info = site / "evil_plugin-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: evil-plugin\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[codecvisor.backends]\n{entry_point}\n")
+    (info / "RECORD").write_text("evil_plugin-1.0.dist-info/METADATA,,\n")
+    (info / "direct_url.json").write_text(json.dumps(
+        {"url": f"file://{source}", "dir_info": {"editable": True}}))
+    return next(iter(importlib.metadata.distributions(path=[str(site)])))
+
+
+def test_an_editable_source_inside_the_python_installation_is_not_a_plugins_folder(tmp_path):
+    # The red team's wheel for pip install --user: its data files in
+    # ~/.local/share (beside the user's keyrings), its own direct_url.json
+    # calling ~/.local an editable source, and `acme = share:acme.toml`:
+    # ~/.local/share would have been the plugin's own folder, readable.
+    from codecvisor import _plugins
+    prefix = tmp_path / "home" / ".local"
+    site = prefix / "lib" / "python3.11" / "site-packages"
+    (prefix / "share" / "keyrings").mkdir(parents=True)
+    (prefix / "share" / "acme.toml").write_text(manifest("acme", "acme/libevil.so"))
+    found = _plugins._resolve_distribution(fake_editable_dist(site, prefix, "acme = share:acme.toml"))
+    assert [p.manifest_path for p in found] == [None], found
+    assert f"inside the Python installation {prefix} but outside its packages" in found[0].error, found[0].error
+    # A real editable source (a checkout beside the installation, or in a
+    # virtualenv's src/, where pip puts `-e git+...` checkouts) is looked in.
+    for n, source in enumerate((tmp_path / "checkout", prefix / "src" / "acme")):
+        (source / "share").mkdir(parents=True)
+        (source / "share" / "acme.toml").write_text(manifest("acme", "libacme.so"))
+        other_site = prefix / "lib" / f"python3.{n}" / "site-packages"
+        found = _plugins._resolve_distribution(fake_editable_dist(other_site, source, "acme = share:acme.toml"))
+        assert [p.manifest_path for p in found] == [str(source / "share" / "acme.toml")], found

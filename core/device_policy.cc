@@ -1,0 +1,72 @@
+// File: core/device_policy.cc
+
+#include "core/device_policy.h"
+
+#include <fcntl.h>
+#include <linux/videodev2.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <fstream>
+
+namespace codecvisor {
+
+namespace {
+
+constexpr unsigned kMemMajor = 1, kMiscMajor = 10, kVideoMajor = 81;
+
+}  // namespace
+
+std::string WhyDeviceIsRefused(unsigned major, unsigned minor, const std::string& driver, VideoNodeKind video) {
+  if (major == 4 || major == 5 || (major >= 136 && major <= 143)) return "a terminal";
+  if (major == 7) return "a console's screen (vcs)";
+  if (major == 13) return "an input device (keystrokes, pointers)";
+  if (major == 14 || major == 116) return "a sound device (microphones)";
+  if (major == kMemMajor && (minor == 1 || minor == 2 || minor == 4 || minor == 11)) {
+    return "the kernel's or the machine's memory, I/O ports or log";
+  }
+  if (major == kMiscMajor && (minor == 223 || minor == 239)) return "a device that makes input (uinput, uhid)";
+  if (major == kMiscMajor && minor == 1) return "an input device (the PS/2 mouse)";
+  if (driver == "hidraw") return "a raw HID device (keyboards, security keys)";
+  if (major == kVideoMajor && video != VideoNodeKind::kMemToMem) {
+    return video == VideoNodeKind::kUnknown ? "a video4linux node that could not be asked whether it is a codec"
+                                            : "a video4linux node that is not a codec (a camera or capture device)";
+  }
+  return "";
+}
+
+std::string CharacterDriverName(unsigned major) {
+  std::ifstream in("/proc/devices");
+  std::string line;
+  bool character = false;
+  while (std::getline(in, line)) {
+    if (line == "Character devices:") {
+      character = true;
+      continue;
+    }
+    if (line.empty() || line.back() == ':') {
+      character = false;
+      continue;
+    }
+    if (!character) continue;
+    const size_t start = line.find_first_not_of(' ');
+    const size_t space = line.find(' ', start);
+    if (start == std::string::npos || space == std::string::npos) continue;
+    if (line.compare(start, space - start, std::to_string(major)) == 0) return line.substr(space + 1);
+  }
+  return "";
+}
+
+VideoNodeKind QueryVideoNode(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return VideoNodeKind::kUnknown;
+  v4l2_capability caps{};
+  const int got = ioctl(fd, VIDIOC_QUERYCAP, &caps);
+  close(fd);
+  if (got != 0) return VideoNodeKind::kUnknown;
+  const uint32_t device_caps = (caps.capabilities & V4L2_CAP_DEVICE_CAPS) != 0 ? caps.device_caps : caps.capabilities;
+  return (device_caps & (V4L2_CAP_VIDEO_M2M | V4L2_CAP_VIDEO_M2M_MPLANE)) != 0 ? VideoNodeKind::kMemToMem
+                                                                                 : VideoNodeKind::kOther;
+}
+
+}  // namespace codecvisor

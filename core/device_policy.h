@@ -1,0 +1,45 @@
+// File: core/device_policy.h
+//
+// Which character devices a backend's manifest may grant it ([sandbox]
+// devices, bound read-write). A manifest is its vendor's, so a hostile
+// plugin names whatever the user can open: the rule refuses the devices
+// that hold the user's input, screens or sound, or the kernel's memory,
+// whichever driver numbers them, and keeps what decoders use (GPUs and
+// their render nodes, accelerators, mem-to-mem video4linux decoders).
+// Pure but for reading /proc/devices and asking a video4linux node what it
+// is. Thread-safe.
+
+#ifndef CODECVISOR_CORE_DEVICE_POLICY_H_
+#define CODECVISOR_CORE_DEVICE_POLICY_H_
+
+#include <string>
+
+namespace codecvisor {
+
+// What a video4linux node (major 81) is.
+enum class VideoNodeKind {
+  kNotVideo4Linux,
+  kMemToMem,  // a codec: frames in, frames out (V4L2_CAP_VIDEO_M2M*)
+  kOther,     // a camera, a capture card, a tuner, an output
+  kUnknown,   // could not be asked
+};
+
+// Pure: why the character device `major:minor`, whose driver registered
+// `driver` for that major in /proc/devices ("" if unknown) and which is a
+// `video` node of that kind, may not be granted; "" when it may. Refused:
+// terminals (4, 5, 136-143: typed passwords, TIOCSTI), the consoles'
+// screens (vcs, 7), input devices (13: keystrokes), sound (14, 116:
+// microphones), /dev/mem, kmem, port and kmsg (1:1, 2, 4, 11), uinput,
+// uhid and the PS/2 mouse (10:223, 239, 1), raw HID devices ("hidraw":
+// keyboards, security keys) and video4linux nodes but codecs (cameras).
+std::string WhyDeviceIsRefused(unsigned major, unsigned minor, const std::string& driver, VideoNodeKind video);
+
+// The driver name /proc/devices gives character major `major`; "" if none.
+std::string CharacterDriverName(unsigned major);
+
+// Asks the video4linux node at `path` what it is (VIDIOC_QUERYCAP).
+VideoNodeKind QueryVideoNode(const std::string& path);
+
+}  // namespace codecvisor
+
+#endif  // CODECVISOR_CORE_DEVICE_POLICY_H_
