@@ -331,8 +331,12 @@ class VideoDecoder:
         """Raises `error` unless a frame is played at `seconds`."""
         begin, end = self.metadata.begin_stream_seconds, self.metadata.end_stream_seconds
         if end is not None and not begin <= seconds < end:
+            # With the phrases of both of torchcodec's messages: its
+            # get_frame_played_at's "Invalid pts in seconds", and its
+            # get_frames_played_at's "must be greater than or equal to" and
+            # "must be less than" (its tests match them).
             raise error(f"Invalid pts in seconds: {seconds}. It must be greater than or equal to {begin} "
-                        f"and less than {end}.")
+                        f"and must be less than {end}.")
 
     def get_frame_played_at(self, seconds: float) -> Frame:
         self._check_played(seconds)

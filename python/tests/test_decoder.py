@@ -228,13 +228,19 @@ def test_time_access_is_half_open(video, reference):
     r = d.get_frames_played_in_range(1.0, 1.2)
     np.testing.assert_allclose(r.pts_seconds.numpy(), [1.0, 1.04, 1.08, 1.12, 1.16])
     assert len(d.get_frames_played_in_range(1.0, 1.0)) == 0
-    with pytest.raises(IndexError):
+    # The messages have the phrases torchcodec's tests match ("Invalid pts
+    # in seconds" of one time, "must be less than" and "must be greater
+    # than or equal to" of several) and say the range.
+    with pytest.raises(IndexError, match=r"^Invalid pts in seconds: 2\.0\. It must be greater than or equal to 0\.0 "
+                                         r"and must be less than 2\.0\.$"):
         d.get_frame_played_at(2.0)  # the end is excluded
-    with pytest.raises(IndexError):
+    with pytest.raises(IndexError, match="Invalid pts in seconds: -0.1. It must be greater than or equal to 0.0"):
         d.get_frame_played_at(-0.1)
-    with pytest.raises(IndexError) as several:
+    with pytest.raises(IndexError, match="must be less than 2.0") as several:
         d.get_frames_played_at([0.5, 5.0])
     assert isinstance(several.value, RuntimeError)  # what torchcodec raises there
+    with pytest.raises(RuntimeError, match="must be greater than or equal to 0.0"):
+        d.get_frames_played_at([-1])
     with pytest.raises(ValueError):
         d.get_frames_played_in_range(1.0, 0.5)
     with pytest.raises(ValueError):
