@@ -12,7 +12,7 @@ import stat
 import threading
 from typing import Optional, Sequence, Union
 
-from . import _codecvisor, _errors, _frame, _host
+from . import _codecvisor, _errors, _frame, _host, _tensor
 from ._arguments import (_INT64_LIMIT, _MAX_STREAM_INDEX, _MAX_THREADS, _check_timeout, _index, _index_list,
                          _integer, _option_int, _out_of_range, _times)
 from ._frame import Frame, FrameBatch
@@ -354,7 +354,8 @@ class VideoDecoder:
         """The frames played in [start_seconds, stop_seconds); with `fps`,
         the range resampled to that rate instead: the frame played at
         start_seconds + i / fps for each of round((stop - start) * fps) (halves up)
-        outputs (a frame repeats where fps is above the video's rate)."""
+        outputs (a frame repeats where fps is above the video's rate), each
+        with that time as its pts and 1 / fps as its duration."""
         self._check_played_range(start_seconds, stop_seconds)
         if fps is not None:
             return self._resampled(start_seconds, stop_seconds, fps)
@@ -391,7 +392,10 @@ class VideoDecoder:
         # backend claiming a stream of 1e300 s) is refused first.
         self._check_memory(count, f" ({stop_seconds - start_seconds} s at {fps} fps)", "a shorter range or a lower fps")
         end = self.metadata.end_stream_seconds
-        times = [start_seconds + i / fps for i in range(count)]
+        # The grid as torchcodec computes it: start + i * (1 / fps).
+        duration = 1.0 / float(fps)
+        grid = [start_seconds + i * duration for i in range(count)]
+        times = grid
         if end is not None:
             # Rounding may put the last output at the end: the last frame plays there.
             last = math.nextafter(end, -math.inf)
@@ -400,7 +404,12 @@ class VideoDecoder:
         position = {t: p for p, t in enumerate(distinct)}
         if not times:
             return self._empty_batch()
-        return self._frames_scattered(distinct, [position[t] for t in times], by_time=True)
+        import numpy as np
+        frames = self._frames_scattered(distinct, [position[t] for t in times], by_time=True).data
+        # Each output's time is its place on the grid and its duration
+        # 1 / fps, as torchcodec gives them (float64), not the source frame's:
+        # a frame repeated at a higher rate is at each of its times.
+        return FrameBatch(frames, _tensor.of(np.array(grid, np.float64)), _tensor.of(np.full(count, duration)))
 
     def _check_memory(self, count: int, what: str = "", instead: str = "fewer frames at a time") -> None:
         """Raises MemoryError if `count` frames would take more than half the

@@ -277,7 +277,14 @@ def test_a_time_range_resampled_to_a_frame_rate(video, reference):
         want = [min(math.floor((start + i / fps) * FPS + 1e-9), 49) for i in range(count)]
         assert len(b) == len(want), fps
         np.testing.assert_array_equal(b.data.numpy(), reference[want])
-        assert b.pts_seconds.tolist() == pytest.approx([i / FPS for i in want])
+        # Each output's time is its place on the grid, start + i * (1 / fps)
+        # as torchcodec computes it, and its duration 1 / fps, not the
+        # source frame's: a frame repeated (75 fps from 25) is at each of
+        # its times.
+        assert b.pts_seconds.dtype == b.duration_seconds.dtype == torch.float64
+        assert b.pts_seconds.tolist() == [start + i * (1 / fps) for i in range(count)], fps
+        assert b.duration_seconds.tolist() == [1 / fps] * count, fps
+    assert d.get_all_frames(fps=50).pts_seconds.tolist() == [i * (1 / 50) for i in range(100)]
     # A count that ends in a half rounds up, as C's round(): the frame at
     # the range's start is in it (Python's round() made this batch empty).
     assert d.get_frames_played_in_range(0.0, 0.5, fps=1).pts_seconds.tolist() == [0.0]
