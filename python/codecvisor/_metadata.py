@@ -38,10 +38,12 @@ class VideoStreamMetadata:
     num_frames_from_header: Optional[int]
     num_frames_from_content: Optional[int]
     average_fps_from_header: Optional[float]
-    rotation: Optional[float]
-    pixel_format: Optional[str]
-    color_space: Optional[str]
-    color_range: Optional[str]
+    # With defaults: torchcodec's constructor arguments (its tests build a
+    # VideoStreamMetadata directly) make one without them.
+    rotation: Optional[float] = None
+    pixel_format: Optional[str] = None
+    color_space: Optional[str] = None
+    color_range: Optional[str] = None
     # With defaults: a decoder pickled before they were reported unpickles.
     color_primaries: Optional[str] = None
     color_transfer_characteristic: Optional[str] = None
@@ -54,21 +56,16 @@ class VideoStreamMetadata:
     # it is the header's. Not torchcodec fields: left out of the repr.
     _begin_nominal: Optional[float] = None
     _end_nominal: Optional[float] = None
-    # Computed from the fields above when the metadata is made, as
-    # torchcodec's newest releases make them: fields, so that
-    # dataclasses.asdict() and the repr have them.
+    # Computed from the fields above on each access (the properties set
+    # below the class), as torchcodec's @property values are: a field a user
+    # edits (num_frames_from_header = None) changes them. Declared as fields
+    # so that dataclasses.asdict(), equality and the repr have them, as
+    # torchcodec's newest releases, whose computed values are fields, do.
     duration_seconds: Optional[float] = dataclasses.field(init=False)
     begin_stream_seconds: float = dataclasses.field(init=False)
     end_stream_seconds: Optional[float] = dataclasses.field(init=False)
     num_frames: Optional[int] = dataclasses.field(init=False)
     average_fps: Optional[float] = dataclasses.field(init=False)
-
-    def __post_init__(self):
-        self.duration_seconds = self._duration()
-        self.begin_stream_seconds = self._begin()
-        self.end_stream_seconds = self._end()
-        self.num_frames = self._count()
-        self.average_fps = self._fps()
 
     def _duration(self) -> Optional[float]:
         """From the scan if there was one, else the header's; else, as
@@ -138,12 +135,13 @@ class VideoStreamMetadata:
 
     def __setstate__(self, state):
         # A metadata object pickled by an earlier version: the fields added
-        # since take their defaults, and the computed ones are computed.
-        self.__dict__.update(state)
+        # since take their defaults, and the computed values it kept are
+        # left out (computed again). A copy: copy.copy() passes the
+        # original's own __dict__.
+        self.__dict__.update({name: value for name, value in state.items() if name not in _COMPUTED})
         for f in dataclasses.fields(self):
             if f.init and f.name not in state and f.default is not dataclasses.MISSING:
                 setattr(self, f.name, f.default)
-        self.__post_init__()
 
     @staticmethod
     def _from_native(m: dict) -> "VideoStreamMetadata":
@@ -184,6 +182,42 @@ class VideoStreamMetadata:
             _begin_nominal=m["begin_stream_seconds"] if shifted else None,
             _end_nominal=m["end_stream_seconds"] if shifted else None,
         )
+
+
+# The computed values and what computes each.
+_COMPUTED = {
+    "duration_seconds": VideoStreamMetadata._duration,
+    "begin_stream_seconds": VideoStreamMetadata._begin,
+    "end_stream_seconds": VideoStreamMetadata._end,
+    "num_frames": VideoStreamMetadata._count,
+    "average_fps": VideoStreamMetadata._fps,
+}
+
+
+def _computed(name: str, compute) -> property:
+    """`compute`'s value, from the fields as they are now. A value assigned
+    to it (torchcodec's newest releases, whose computed values are fields,
+    let a user set metadata.end_stream_seconds = None, and their sampler
+    tests do) is the value until deleted; kept in the instance's own
+    __dict__ entry, so that a copy.copy() of the metadata keeps its own."""
+    key = "_assigned_" + name
+
+    def get(self):
+        return self.__dict__[key] if key in self.__dict__ else compute(self)
+
+    def set_(self, value):
+        self.__dict__[key] = value
+
+    def delete(self):
+        self.__dict__.pop(key, None)
+
+    return property(get, set_, delete, compute.__doc__)
+
+
+# After the dataclass is made: a property there before would be taken for
+# the fields' default.
+for _name, _compute in _COMPUTED.items():
+    setattr(VideoStreamMetadata, _name, _computed(_name, _compute))
 
 
 def _known(name: str) -> Optional[str]:

@@ -2,7 +2,9 @@
 and the ffmpeg tools: metadata, approximate mode's estimates, variable
 rates, splices, cut recordings and display matrices."""
 
+import copy
 import dataclasses
+import functools
 import pathlib
 import pickle
 import struct
@@ -15,6 +17,7 @@ import torch
 
 import codecvisor
 from codecvisor.decoders import VideoDecoder, VideoStreamMetadata
+from codecvisor.samplers import clips_at_random_timestamps, clips_at_regular_timestamps
 
 from conftest import FFMPEG, FPS, HEIGHT, SECONDS, WIDTH, backend_restarts, ffmpeg_frames, make_video
 
@@ -379,6 +382,61 @@ def test_duration_falls_back_as_torchcodecs():
                     average_fps_from_header=25.0).duration_seconds == 9.0
     assert metadata(num_frames_from_header=50, average_fps_from_header=25.0).duration_seconds == 2.0
     assert metadata(num_frames_from_header=50).duration_seconds is None
+
+
+def test_metadata_is_made_with_torchcodecs_arguments():
+    # torchcodec's test_metadata.py builds one with these alone.
+    m = VideoStreamMetadata(duration_seconds_from_header=4, bit_rate=123, num_frames_from_header=5,
+                            num_frames_from_content=10, begin_stream_seconds_from_header=0,
+                            begin_stream_seconds_from_content=0, end_stream_seconds_from_content=4, codec="whatever",
+                            width=123, height=321, average_fps_from_header=30, pixel_aspect_ratio=Fraction(1, 1),
+                            stream_index=0)
+    assert (m.rotation, m.pixel_format, m.color_space, m.color_range) == (None, None, None, None)
+    assert (m.num_frames, m.duration_seconds, m.end_stream_seconds, m.average_fps) == (10, 4, 4, 2.5)
+
+
+def test_computed_values_follow_the_fields_they_come_from(video):
+    # As torchcodec's @property values: a field edited changes the values
+    # computed from it, on a copy without touching the original; torchcodec's
+    # sampler tests edit them so and expect its samplers' errors.
+    d = VideoDecoder(video)
+    m = copy.copy(d.metadata)
+    assert m == d.metadata
+    m.end_stream_seconds_from_content = None
+    m.duration_seconds_from_header = None
+    m.num_frames_from_header = None
+    assert (m.duration_seconds, m.end_stream_seconds, m.num_frames) == (None, None, 50)
+    assert d.metadata.end_stream_seconds == pytest.approx(2.0) and m != d.metadata
+    assert "end_stream_seconds: None" in repr(m) and dataclasses.asdict(m)["end_stream_seconds"] is None
+    assert pickle.loads(pickle.dumps(m)) == m
+    original, d.metadata = d.metadata, m
+    samplers = (clips_at_random_timestamps,
+                functools.partial(clips_at_regular_timestamps, seconds_between_clip_starts=1))
+    for sampler in samplers:
+        with pytest.raises(ValueError, match="Could not infer stream end from video metadata"):
+            sampler(d)
+    d.metadata = copy.copy(original)
+    d.metadata.end_stream_seconds_from_content = None
+    d.metadata.average_fps_from_header = None
+    assert d.metadata.average_fps is None
+    for sampler in samplers:
+        with pytest.raises(ValueError, match="Could not infer average fps"):
+            sampler(d)
+    # Assigned, as torchcodec's newest releases (whose computed values are
+    # fields) let one and their sampler tests do, a value is that value
+    # until deleted, on that metadata alone.
+    d.metadata = original
+    m = copy.copy(original)
+    m.end_stream_seconds = None
+    assert m.end_stream_seconds is None and original.end_stream_seconds == pytest.approx(2.0)
+    assert pickle.loads(pickle.dumps(m)).end_stream_seconds is None
+    del m.end_stream_seconds
+    assert m.end_stream_seconds == pytest.approx(2.0) and m == original
+    # A metadata pickled when the computed values were kept: they are
+    # computed again from its fields.
+    old = VideoStreamMetadata.__new__(VideoStreamMetadata)
+    old.__setstate__({**vars(original), "num_frames": 7, "end_stream_seconds": 9.0})
+    assert old == original and (old.num_frames, old.end_stream_seconds) == (50, pytest.approx(2.0))
 
 
 
