@@ -41,6 +41,22 @@ bool InPythonPackages(const std::string& path) {
   return false;
 }
 
+// The library folder of the Python environment (a virtualenv, a conda
+// environment, ~/.local) whose packages hold `folder`: PREFIX/lib for a
+// folder inside PREFIX/lib/pythonX.Y/site-packages (or lib64, or
+// dist-packages); "" for one in no environment's packages. A conda
+// environment keeps its packages' shared libraries there (CUDA's, say).
+std::string EnvironmentLibraries(const std::string& folder) {
+  const std::vector<std::string> parts = absl::StrSplit(folder, '/', absl::SkipEmpty());
+  for (size_t i = 0; i + 2 < parts.size(); ++i) {
+    if ((parts[i] == "lib" || parts[i] == "lib64") && absl::StartsWith(parts[i + 1], "python") &&
+        (parts[i + 2] == "site-packages" || parts[i + 2] == "dist-packages")) {
+      return absl::StrCat("/", absl::StrJoin(parts.begin(), parts.begin() + static_cast<long>(i) + 1, "/"));
+    }
+  }
+  return "";
+}
+
 // /proc/N..., /proc/self, /proc/thread-self: processes (their command
 // lines, environments, memory).
 bool ProcessesInProc(const std::string& path) {
@@ -102,26 +118,34 @@ std::string WhyReadPathIsRefused(const std::string& path, const std::string& man
   for (const GuardedFolder& g : guarded) {
     own_folder_exempt = own_folder_exempt && !Inside(g.folder, manifest_folder);
   }
+  // The libraries of the Python environment the plugin is installed in,
+  // unless that folder is a guarded one or holds one.
+  std::string environment = EnvironmentLibraries(manifest_folder);
+  for (const GuardedFolder& g : guarded) {
+    if (!environment.empty() && Inside(g.folder, environment)) environment.clear();
+  }
   for (const GuardedFolder& g : guarded) {
     if (!Inside(path, g.folder)) continue;
     if (path == g.folder) return absl::StrCat(g.folder, " (", g.what, ")");
     if (own_folder_exempt && Inside(path, manifest_folder)) continue;
+    if (!g.shared && !environment.empty() && Inside(path, environment)) continue;
     // Another wheel's files in a home's virtualenv; not in a folder every
     // user may write, where another user could swap what is checked.
     if (!g.shared && InPythonPackages(path)) continue;
     return absl::StrCat("inside ", g.folder, " (", g.what, "), and neither in the plugin's own folder (",
-                        manifest_folder, ")", g.shared ? "" : " nor in a Python package (site-packages)");
+                        manifest_folder, ")",
+                        g.shared ? "" : " nor in a Python package (site-packages) or its environment's lib");
   }
   for (const GuardedFolder& g : guarded) {
     if (Inside(g.folder, path)) return absl::StrCat("a folder that holds ", g.folder, " (", g.what, ")");
   }
   if (own_folder_exempt && Inside(path, manifest_folder)) return "";
-  if (InPythonPackages(path)) return "";
+  if (InPythonPackages(path) || (!environment.empty() && Inside(path, environment))) return "";
   for (const std::string& system : SystemFolders()) {
     if (Inside(path, system)) return "";
   }
   return absl::StrCat("neither in the plugin's own folder (", manifest_folder,
-                      "), nor in a Python package (site-packages), nor in a system folder (",
+                      "), nor in a Python package (site-packages) or its environment's lib, nor in a system folder (",
                       absl::StrJoin(SystemFolders(), ", "), "): other folders may hold the users' data");
 }
 

@@ -6,7 +6,9 @@
 // user's terminal (typed passwords), ~/.ssh, or the shared memory other
 // programs keep in /dev/shm. A read path may be the plugin's own folder
 // and what is inside it, Python packages' files (a folder inside a
-// site-packages or dist-packages folder: another wheel's libraries), and
+// site-packages or dist-packages folder: another wheel's libraries), the
+// library folder of the Python environment the plugin is installed in
+// (PREFIX/lib: a conda environment's CUDA libraries), and
 // system folders (/usr, /lib*, /opt, /etc, /sys, /proc, /var/lib, /nix/store,
 // ...); any other folder (/srv, /data, /workspace) may hold the users' data
 // and is refused. Refused with their own reasons: the whole filesystem;

@@ -76,6 +76,26 @@ TEST(ReadPathPolicyTest, TheUsersFilesTerminalsAndSharedFoldersAreRefused) {
   EXPECT_NE(Why("/home/ann/venv", plugin).find("neither in the plugin's own folder"), std::string::npos);
 }
 
+// A plugin pip-installed into a conda environment in a home links against
+// the environment's CUDA libraries in PREFIX/lib: its own environment's
+// library folder is readable, no other's, and nothing else of the prefix.
+TEST(ReadPathPolicyTest, ThePluginsOwnPythonEnvironmentsLibrariesAreReadable) {
+  const std::string env = "/home/ann/miniconda3/envs/train";
+  const std::string plugin = env + "/lib/python3.11/site-packages/acme_codecvisor";
+  EXPECT_EQ(Why(env + "/lib", plugin), "");
+  EXPECT_EQ(Why(env + "/lib/libcudart.so.12", plugin), "");
+  EXPECT_NE(Why(env + "/etc", plugin), "");
+  EXPECT_NE(Why(env, plugin), "");
+  EXPECT_NE(Why("/home/ann/miniconda3/envs/other/lib", plugin), "");
+  EXPECT_EQ(Why("/home/ann/.local/lib", "/home/ann/.local/lib/python3.11/site-packages/acme"), "");
+  EXPECT_NE(Why("/home/ann/.local/share/keyrings", "/home/ann/.local/lib/python3.11/site-packages/acme"), "");
+  // Not for a manifest outside an environment's packages, nor in /tmp.
+  EXPECT_NE(Why(env + "/lib", "/opt/acme"), "");
+  EXPECT_NE(Why("/tmp/env/lib", "/tmp/env/lib/python3.11/site-packages/acme").find("every program shares"),
+            std::string::npos);
+  EXPECT_EQ(Why("/data/envs/x/lib", "/data/envs/x/lib/python3.11/site-packages/acme"), "");
+}
+
 TEST(ReadPathPolicyTest, AManifestDroppedIntoAGuardedFolderGrantsNoMoreThanAnyOther) {
   // "." of a manifest straight in HOME or /tmp is all of it.
   EXPECT_NE(Why("/home/ann", "/home/ann").find("/home/ann (the user's home folder)"), std::string::npos);
