@@ -56,7 +56,8 @@ struct Self {
 };
 
 // Self::unmapped_uid for this process, from /proc/self/uid_map and
-// /proc/sys/kernel/overflowuid.
+// /proc/sys/kernel/overflowuid (read at most once a second, and at once
+// in a forked child).
 uid_t UnmappedOwnerUid();
 
 // Pure: why another user could change `entry` (named `name` in the
