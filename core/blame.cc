@@ -49,6 +49,7 @@ absl::Status Replays::AfterDeath(const RequestBlame& blame, const DeathRecord& d
     if (advice_.empty()) advice_ = CrashAdvice(death, BacktraceEnabled());
   } else if (blame.replay_alone) {
     guilty_generations_.push_back(death.generation);  // a suspect: guilty if it turns out poison
+    only_hangs_ = only_hangs_ && death.KilledForNoAnswer();
   }
   alone_ = blame.replay_alone;
   if (static_cast<int>(blamed_.size()) >= kPoisonDeaths) {

@@ -78,7 +78,8 @@ class Replays {
   // twice on its own, the bystanders' replays having succeeded, the first
   // death was its too).
   const std::vector<uint64_t>& guilty_generations() const { return guilty_generations_; }
-  // Whether every death that blamed it was a kill for no answer in time.
+  // Whether every death it is guilty of (guilty_generations) was a kill for
+  // no answer in time.
   bool blamed_only_for_hangs() const { return only_hangs_; }
 
  private:

@@ -11,8 +11,7 @@ void RestartPolicy::Expire(Clock::time_point now) {
 
 RestartPolicy::Decision RestartPolicy::OnCrash(Clock::time_point now, uint64_t generation) {
   Expire(now);
-  crashes_.push_back({now, generation});
-  successes_since_crash_ = 0;
+  crashes_.push_back({now, generation, successes_});
   Decision d;
   const int n = static_cast<int>(crashes_.size());
   if (n > limits_.max_restarts) {
@@ -38,18 +37,26 @@ void RestartPolicy::OnPoison(std::span<const uint64_t> generations, Clock::time_
     return c.generation != 0 && std::find(generations.begin(), generations.end(), c.generation) != generations.end();
   });
   if (toward_quarantine) poison_.push_back(now);
+  HealIfServedEnough();
 }
 
 void RestartPolicy::OnSuccess() {
   poison_.clear();
-  if (successes_since_crash_ < limits_.heal_after_successes) ++successes_since_crash_;
-  if (successes_since_crash_ >= limits_.heal_after_successes) crashes_.clear();
+  ++successes_;
+  HealIfServedEnough();
+}
+
+int RestartPolicy::successes_since_crash() const {
+  return crashes_.empty() ? 0 : static_cast<int>(successes_ - crashes_.back().successes_before);
+}
+
+void RestartPolicy::HealIfServedEnough() {
+  if (!crashes_.empty() && successes_since_crash() >= limits_.heal_after_successes) crashes_.clear();
 }
 
 void RestartPolicy::Reset() {
   crashes_.clear();
   poison_.clear();
-  successes_since_crash_ = 0;
 }
 
 }  // namespace codecvisor

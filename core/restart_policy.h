@@ -37,9 +37,11 @@ struct RestartLimits {
   // crashes leave the budget; a crash after that many quarantines. 0: a
   // poison request's crashes count like any other.
   int max_poison_in_a_row = 8;
-  // Requests served in a row since the last crash (a replay that succeeds
-  // is one) that make the budget whole again.
-  int heal_after_successes = 8;
+  // Requests served in a row since the last crash still in the budget (a
+  // replay that succeeds is one) that make the budget whole again: 3 takes
+  // a backend that crashes on every request, or every other one, for
+  // crash-looping, and one that serves a few between crashes for flaky.
+  int heal_after_successes = 3;
 };
 
 class RestartPolicy {
@@ -80,21 +82,27 @@ class RestartPolicy {
   // Poison verdicts since the last success, within the window as of the
   // last crash or verdict.
   int poison_in_a_row() const { return static_cast<int>(poison_.size()); }
-  // Requests served since the last crash (counted up to the limit).
-  int successes_since_crash() const { return successes_since_crash_; }
+  // Requests served since the latest crash still in the budget (0 with
+  // none): a crash a poison verdict took off the budget does not end the
+  // run of successes since the one before it.
+  int successes_since_crash() const;
   const RestartLimits& limits() const { return limits_; }
 
  private:
   struct Crash {
     Clock::time_point when;
     uint64_t generation;
+    uint64_t successes_before;  // successes_ when it happened
   };
   void Expire(Clock::time_point now);
+  // Makes the budget whole once enough requests were served since the
+  // latest crash in it.
+  void HealIfServedEnough();
 
   RestartLimits limits_;
   std::deque<Crash> crashes_;               // within the window, oldest first
   std::deque<Clock::time_point> poison_;    // verdicts since the last success, within the window
-  int successes_since_crash_ = 0;
+  uint64_t successes_ = 0;                  // requests served, ever
 };
 
 }  // namespace codecvisor

@@ -56,7 +56,7 @@ TEST(RestartPolicyTest, EnoughSuccessesInARowRestoreTheBudget) {
 // The default limits: a backend whose every request crashes once and then
 // succeeds on its replay, or that crashes on every other request, is
 // crash-looping, and is quarantined at the sixth crash in the minute; one
-// that serves eight requests between crashes is restarted at once each time.
+// that serves three requests between crashes is restarted at once each time.
 TEST(RestartPolicyTest, CrashingOnEveryOtherRequestQuarantines) {
   const RestartLimits defaults;
   auto t = RestartPolicy::Clock::now();
@@ -93,6 +93,26 @@ TEST(RestartPolicyTest, ACrashStartsTheCountOfSuccessesAgain) {
   EXPECT_EQ(p.crashes_in_window(), 2) << "four successes, but never three in a row";
   p.OnSuccess();
   EXPECT_EQ(p.crashes_in_window(), 0);
+}
+
+// A poison request's crashes leave the budget, and with them the break
+// they made in the run of successes: an unrelated crash before them heals
+// once enough requests were served since it, poison or not between.
+TEST(RestartPolicyTest, APoisonVerdictDoesNotEndTheRunOfSuccesses) {
+  RestartPolicy p({5, milliseconds(60'000), milliseconds(1), milliseconds(8), 8, 3});
+  auto t = RestartPolicy::Clock::now();
+  p.OnCrash(t, 1);  // an outside kill, say
+  p.OnSuccess();
+  p.OnSuccess();
+  p.OnCrash(t, 2);
+  p.OnCrash(t, 3);
+  EXPECT_EQ(p.successes_since_crash(), 0);
+  const std::vector<uint64_t> guilty = {2, 3};
+  p.OnPoison(guilty, t);
+  EXPECT_EQ(p.crashes_in_window(), 1);
+  EXPECT_EQ(p.successes_since_crash(), 2);
+  p.OnSuccess();
+  EXPECT_EQ(p.crashes_in_window(), 0) << "three served since the outside kill";
 }
 
 TEST(RestartPolicyTest, ResetMakesTheBudgetWholeAtOnce) {
