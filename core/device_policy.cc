@@ -5,9 +5,15 @@
 #include <fcntl.h>
 #include <linux/videodev2.h>
 #include <sys/ioctl.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <fstream>
+#include <limits>
+#include <map>
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
 
 namespace codecvisor {
 
@@ -17,8 +23,10 @@ constexpr unsigned kMemMajor = 1, kMiscMajor = 10, kVideoMajor = 81;
 
 }  // namespace
 
-std::string WhyDeviceIsRefused(unsigned major, unsigned minor, const std::string& driver, VideoNodeKind video) {
-  if (major == 4 || major == 5 || (major >= 136 && major <= 143)) return "a terminal";
+std::string WhyDeviceIsRefused(const DeviceFacts& device) {
+  const unsigned major = device.major, minor = device.minor;
+  const std::string& driver = device.driver;
+  if (device.tty || major == 4 || major == 5 || (major >= 136 && major <= 143)) return "a terminal";
   if (major == 7) return "a console's screen (vcs)";
   if (major == 13) return "an input device (keystrokes, pointers)";
   if (major == 14 || major == 116) return "a sound device (microphones)";
@@ -28,11 +36,47 @@ std::string WhyDeviceIsRefused(unsigned major, unsigned minor, const std::string
   if (major == kMiscMajor && (minor == 223 || minor == 239)) return "a device that makes input (uinput, uhid)";
   if (major == kMiscMajor && minor == 1) return "an input device (the PS/2 mouse)";
   if (driver == "hidraw") return "a raw HID device (keyboards, security keys)";
-  if (major == kVideoMajor && video != VideoNodeKind::kMemToMem) {
-    return video == VideoNodeKind::kUnknown ? "a video4linux node that could not be asked whether it is a codec"
-                                            : "a video4linux node that is not a codec (a camera or capture device)";
+  if (driver == "usb_device" || driver == "usbmon") {
+    return "raw USB access (any device on the bus: cameras, phones, security keys)";
+  }
+  if (driver == "sg" || driver == "bsg" || driver == "nvme-generic") return "raw access to a disk (SCSI, NVMe)";
+  if (major == kVideoMajor && device.video != VideoNodeKind::kMemToMem) {
+    const char* advice = " (name the codec's node by a stable path, such as its udev link under /dev/v4l/by-path)";
+    return absl::StrCat(device.video == VideoNodeKind::kUnknown
+                            ? "a video4linux node that could not be asked whether it is a codec"
+                            : "a video4linux node that is not a codec (a camera or capture device)",
+                        advice);
   }
   return "";
+}
+
+DeviceFacts ReadDeviceFacts(const std::string& path, dev_t rdev) {
+  DeviceFacts f;
+  f.major = major(rdev);
+  f.minor = minor(rdev);
+  f.driver = CharacterDriverName(f.major);
+  f.tty = IsTtyMajor(f.major);
+  if (f.major == kVideoMajor) {
+    static std::mutex mu;
+    static std::map<dev_t, VideoNodeKind> asked;
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = asked.find(rdev);
+    if (it == asked.end()) it = asked.emplace(rdev, QueryVideoNode(path)).first;
+    f.video = it->second;
+  }
+  return f;
+}
+
+bool IsTtyMajor(unsigned major) {
+  // "name  /dev/node  major  minor-range  type", one driver a line.
+  std::ifstream in("/proc/tty/drivers");
+  std::string name, node, type, minors;
+  unsigned driver_major = 0;
+  while (in >> name >> node >> driver_major >> minors >> type) {
+    if (driver_major == major) return true;
+    in.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  }
+  return false;
 }
 
 std::string CharacterDriverName(unsigned major) {

@@ -261,13 +261,7 @@ absl::Status CheckDeviceNodes(const std::vector<std::string>& devices) {
     if (S_ISDIR(st.st_mode)) return refused("a folder");
     if (S_ISBLK(st.st_mode)) return refused("a block device (a disk)");
     if (!S_ISCHR(st.st_mode)) return refused("not a device node");
-    const unsigned major_number = major(st.st_rdev), minor_number = minor(st.st_rdev);
-    const VideoNodeKind video = major_number == 81 ? QueryVideoNode(d) : VideoNodeKind::kNotVideo4Linux;
-    if (const std::string why =
-            WhyDeviceIsRefused(major_number, minor_number, CharacterDriverName(major_number), video);
-        !why.empty()) {
-      return refused(why);
-    }
+    if (const std::string why = WhyDeviceIsRefused(ReadDeviceFacts(d, st.st_rdev)); !why.empty()) return refused(why);
   }
   return absl::OkStatus();
 }

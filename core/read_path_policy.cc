@@ -80,6 +80,8 @@ const std::vector<GuardedFolder>& FixedGuardedFolders() {
       {"/var/mail", "the users' mail", false},
       {"/var/spool", "the users' queued mail and jobs", false},
       {"/var/crash", "crashed programs' memory", false},
+      {"/var/lib/systemd/coredump", "crashed programs' memory", false},
+      {"/var/lib/apport", "crashed programs' memory", false},
   };
   return folders;
 }

@@ -47,7 +47,8 @@ struct GuardedFolder {
 // manifest's folder is `manifest_folder` (real); "" when it may. Guarded:
 // `also_guarded` (the user's home folders, and where the fixed ones really
 // are) and the fixed folders (/tmp, /var/tmp, /run, /home, /root, /media,
-// /mnt, /var/mail, /var/spool, /var/crash).
+// /mnt, /var/mail, /var/spool, /var/crash, the core dump folders in
+// /var/lib).
 std::string WhyReadPathIsRefused(const std::string& path, const std::string& manifest_folder,
                                  const std::vector<GuardedFolder>& also_guarded);
 // The same for a user whose home folder is `home` (real; "" if unknown).

@@ -110,13 +110,16 @@ TEST(ReadPathPolicyTest, AManifestDroppedIntoAGuardedFolderGrantsNoMoreThanAnyOt
 
 TEST(ReadPathPolicyTest, MoreFoldersOfTheUsersAndWhereTheyReallyAre) {
   for (const char* users :
-       {"/media/ann/usb", "/mnt/c/Users/ann", "/var/mail/ann", "/var/crash/x.1000.crash", "/var/spool/cron"}) {
+       {"/media/ann/usb", "/mnt/c/Users/ann", "/var/mail/ann", "/var/crash/x.1000.crash", "/var/spool/cron",
+        "/var/lib/systemd/coredump/core.python3.1000.zst", "/var/lib/apport/coredump/core.x"}) {
     EXPECT_NE(Why(users), "") << users;
   }
   // Fedora Silverblue's /home is /var/home: given as where /home really is.
   const std::vector<GuardedFolder> aliases = {{"/var/home", "the users' home folders", false}};
   EXPECT_NE(WhyReadPathIsRefused("/var/home/bob/.ssh", "/opt/acme", aliases), "");
   EXPECT_EQ(WhyReadPathIsRefused("/var/lib/acme", "/opt/acme", aliases), "");
+  EXPECT_NE(Why("/var/lib").find("a folder that holds /var/lib/systemd/coredump"), std::string::npos)
+      << Why("/var/lib");
   // A Python package in /tmp is no exception: another user may own its
   // folders there.
   EXPECT_NE(Why("/tmp/m/site-packages/x").find("inside /tmp"), std::string::npos) << Why("/tmp/m/site-packages/x");
