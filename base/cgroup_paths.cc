@@ -120,15 +120,22 @@ ProcessCgroups ParseProcessCgroups(absl::string_view proc_self_cgroup) {
   return p;
 }
 
-std::vector<std::string> MemoryCgroupDirs(absl::string_view proc_self_cgroup, absl::string_view mountinfo) {
+namespace {
+
+// The directories of this process's cgroup of `controller` and of those
+// above it: the v1 hierarchy of the controller (whose path in
+// /proc/self/cgroup is `v1_path`) where one is mounted, else the v2 one.
+std::vector<std::string> ControllerCgroupDirs(absl::string_view proc_self_cgroup, absl::string_view mountinfo,
+                                              absl::string_view controller, bool pids) {
   const ProcessCgroups own = ParseProcessCgroups(proc_self_cgroup);
+  const std::string& v1_path = pids ? own.pids_path : own.memory_path;
   const std::vector<CgroupMount> mounts = CgroupMounts(mountinfo);
-  const CgroupMount* v1 = MountShowing(mounts, "cgroup", "memory", own.memory_path);
+  const CgroupMount* v1 = MountShowing(mounts, "cgroup", controller, v1_path);
   const CgroupMount* v2 = MountShowing(mounts, "cgroup2", "", own.v2_path);
-  const CgroupMount* mount = v1 != nullptr && !own.memory_path.empty() ? v1 : own.v2_listed ? v2 : nullptr;
+  const CgroupMount* mount = v1 != nullptr && !v1_path.empty() ? v1 : own.v2_listed ? v2 : nullptr;
   if (mount == nullptr) return {};
   std::vector<std::string> dirs;
-  std::string dir = CgroupDirUnder(*mount, mount == v1 ? own.memory_path : own.v2_path);
+  std::string dir = CgroupDirUnder(*mount, mount == v1 ? v1_path : own.v2_path);
   if (dir.empty()) return {};
   // Up to the mount point.
   while (true) {
@@ -139,6 +146,27 @@ std::vector<std::string> MemoryCgroupDirs(absl::string_view proc_self_cgroup, ab
     dir.resize(slash);
   }
   return dirs;
+}
+
+}  // namespace
+
+std::vector<std::string> MemoryCgroupDirs(absl::string_view proc_self_cgroup, absl::string_view mountinfo) {
+  return ControllerCgroupDirs(proc_self_cgroup, mountinfo, "memory", false);
+}
+
+std::vector<std::string> PidsCgroupDirs(absl::string_view proc_self_cgroup, absl::string_view mountinfo) {
+  return ControllerCgroupDirs(proc_self_cgroup, mountinfo, "pids", true);
+}
+
+uint64_t LowestPidsLimit(const std::vector<std::string>& dirs,
+                         const std::function<std::string(const std::string&)>& read) {
+  uint64_t lowest = 0;
+  for (const std::string& dir : dirs) {
+    uint64_t limit = 0;
+    if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(read(dir + "/pids.max")), &limit) || limit == 0) continue;
+    lowest = lowest == 0 ? limit : std::min(lowest, limit);
+  }
+  return lowest;
 }
 
 uint64_t LowestMemoryLimit(const std::vector<std::string>& dirs,

@@ -60,12 +60,19 @@ ProcessCgroups ParseProcessCgroups(absl::string_view proc_self_cgroup);
 // it up to its hierarchy's root, nearest first: the v1 memory hierarchy
 // where one is mounted (hybrid hosts), else the v2 one. Empty where none is.
 std::vector<std::string> MemoryCgroupDirs(absl::string_view proc_self_cgroup, absl::string_view mountinfo);
+// The same for the pids controller.
+std::vector<std::string> PidsCgroupDirs(absl::string_view proc_self_cgroup, absl::string_view mountinfo);
 
 // The lowest memory limit set in `dirs` (memory.max, else
 // memory.limit_in_bytes; "max" and unreadable files set none), 0 where none
 // is. `read` returns a file's text, "" if it cannot be read.
 uint64_t LowestMemoryLimit(const std::vector<std::string>& dirs,
                            const std::function<std::string(const std::string&)>& read);
+
+// The lowest task limit set in `dirs` (pids.max; "max" and unreadable files
+// set none), 0 where none is.
+uint64_t LowestPidsLimit(const std::vector<std::string>& dirs,
+                         const std::function<std::string(const std::string&)>& read);
 
 // A file's whole text, "" if it cannot be read (a cgroup or /proc file).
 std::string ReadFileText(const std::string& path);

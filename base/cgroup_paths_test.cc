@@ -111,6 +111,18 @@ TEST(LowestMemoryLimitTest, NoneWhereNothingIsSetOrReadable) {
   EXPECT_EQ(LowestMemoryLimit({}, Reader({})), 0u);
 }
 
+// The pids controller: its own v1 hierarchy on a hybrid host, the one v2
+// hierarchy elsewhere; a container's or systemd's limit on the way up.
+TEST(PidsCgroupDirsTest, TheHostsTaskLimitsOnTheWayUp) {
+  EXPECT_EQ(PidsCgroupDirs(kHybridCgroup, kHybridMounts), (std::vector<std::string>{"/sys/fs/cgroup/pids"}));
+  const std::vector<std::string> unified = PidsCgroupDirs(kUnifiedCgroup, kUnifiedMounts);
+  EXPECT_EQ(unified, MemoryCgroupDirs(kUnifiedCgroup, kUnifiedMounts));
+  EXPECT_EQ(LowestPidsLimit(unified, Reader({{"/sys/fs/cgroup/user.slice/user-1000.slice/pids.max", "4915\n"},
+                                             {"/sys/fs/cgroup/user.slice/pids.max", "max\n"}})),
+            4915u);
+  EXPECT_EQ(LowestPidsLimit(unified, Reader({})), 0u);
+}
+
 TEST(UsableMemoryBytesTest, NeverMoreThanTheMachineHas) {
   const uint64_t physical = uint64_t(sysconf(_SC_PHYS_PAGES)) * uint64_t(sysconf(_SC_PAGESIZE));
   EXPECT_GT(UsableMemoryBytes(), 0u);

@@ -31,10 +31,13 @@ std::string EngagedSandbox::Describe() const {
   return parts.empty() ? "none" : absl::StrJoin(parts, ", ");
 }
 
-uint64_t BackendTaskLimit(uint64_t wanted, uint64_t pid_max, uint64_t threads_max) {
-  uint64_t system = pid_max;
-  if (threads_max > 0 && (system == 0 || threads_max < system)) system = threads_max;
-  return system == 0 ? wanted : std::min(wanted, std::max<uint64_t>(system / 4, 1));
+uint64_t BackendTaskLimit(uint64_t wanted, uint64_t pid_max, uint64_t threads_max, uint64_t host_cgroup) {
+  uint64_t limit = wanted;
+  for (const uint64_t share : {pid_max / 4, threads_max / 4, host_cgroup / 2}) {
+    if (share > 0) limit = std::min(limit, share);
+  }
+  const bool any_known = pid_max > 0 || threads_max > 0 || host_cgroup > 0;
+  return any_known ? std::max<uint64_t>(limit, 1) : wanted;
 }
 
 uint64_t BackendTaskLimit(uint64_t wanted) {
@@ -42,7 +45,9 @@ uint64_t BackendTaskLimit(uint64_t wanted) {
     uint64_t value = 0;
     return absl::SimpleAtoi(absl::StripAsciiWhitespace(ReadFileText(path)), &value) ? value : 0;
   };
-  return BackendTaskLimit(wanted, read("/proc/sys/kernel/pid_max"), read("/proc/sys/kernel/threads-max"));
+  const uint64_t host_cgroup = LowestPidsLimit(
+      PidsCgroupDirs(ReadFileText("/proc/self/cgroup"), ReadFileText("/proc/self/mountinfo")), ReadFileText);
+  return BackendTaskLimit(wanted, read("/proc/sys/kernel/pid_max"), read("/proc/sys/kernel/threads-max"), host_cgroup);
 }
 
 SandboxSpec HostSandbox(const SandboxPolicy& policy) {

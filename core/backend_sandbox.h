@@ -47,11 +47,14 @@ SandboxSpec HostSandbox(const SandboxPolicy& policy);
 
 // Pure: the tasks one backend may hold, for a manifest that asks for
 // `wanted`, on a kernel whose task ids end at `pid_max` and whose tasks at
-// `threads_max` (0: unknown): at most a quarter of the lower, so that one
-// plugin cannot take every task id of the machine and leave its host (and
-// every other program) unable to start a thread.
-uint64_t BackendTaskLimit(uint64_t wanted, uint64_t pid_max, uint64_t threads_max);
-// The same on this machine (kernel.pid_max, kernel.threads-max).
+// `threads_max`, for a host whose own cgroups allow `host_cgroup` tasks
+// (each 0: unknown): at most a quarter of the kernel's lower limit and
+// half of the host's cgroup's, so that one plugin cannot take every task
+// id of the machine (or of the host's container, or systemd's TasksMax for
+// the user) and leave its host unable to start a thread.
+uint64_t BackendTaskLimit(uint64_t wanted, uint64_t pid_max, uint64_t threads_max, uint64_t host_cgroup = 0);
+// The same on this machine (kernel.pid_max, kernel.threads-max, the lowest
+// pids.max of this process's cgroup and those above it).
 uint64_t BackendTaskLimit(uint64_t wanted);
 
 // The sandbox without its namespaces (a degraded one): RLIMIT_NPROC then

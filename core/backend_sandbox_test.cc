@@ -42,6 +42,10 @@ TEST(BackendSandboxTest, OneBackendHoldsAtMostAQuarterOfTheMachinesTasks) {
   EXPECT_EQ(BackendTaskLimit(40000, 4194304, 20000), 5000u) << "threads-max is the lower";
   EXPECT_EQ(BackendTaskLimit(40000, 0, 0), 40000u) << "unknown limits leave the manifest's";
   EXPECT_EQ(BackendTaskLimit(100, 2, 0), 1u);
+  // A container's pids limit (docker --pids-limit 512), or systemd's
+  // TasksMax for the user's session: half of it.
+  EXPECT_EQ(BackendTaskLimit(4096, 32768, 190000, 512), 256u);
+  EXPECT_EQ(BackendTaskLimit(4096, 0, 0, 20000), 4096u);
   EXPECT_LE(BackendTaskLimit(uint64_t{1} << 30), BackendTaskLimit(uint64_t{1} << 30, 4194304, 0));
   EXPECT_GT(BackendTaskLimit(4096), 0u);
 }
