@@ -33,11 +33,11 @@ std::string EngagedSandbox::Describe() const {
 
 uint64_t BackendTaskLimit(uint64_t wanted, uint64_t pid_max, uint64_t threads_max, uint64_t host_cgroup) {
   uint64_t limit = wanted;
-  for (const uint64_t share : {pid_max / 4, threads_max / 4, host_cgroup / 2}) {
-    if (share > 0) limit = std::min(limit, share);
+  for (const auto [known, share] : {std::pair{pid_max, pid_max / 4}, std::pair{threads_max, threads_max / 4},
+                                    std::pair{host_cgroup, host_cgroup / 2}}) {
+    if (known > 0) limit = std::min(limit, std::max<uint64_t>(share, 1));
   }
-  const bool any_known = pid_max > 0 || threads_max > 0 || host_cgroup > 0;
-  return any_known ? std::max<uint64_t>(limit, 1) : wanted;
+  return limit;
 }
 
 uint64_t BackendTaskLimit(uint64_t wanted) {
