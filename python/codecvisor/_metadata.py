@@ -56,6 +56,12 @@ class VideoStreamMetadata:
     # it is the header's. Not torchcodec fields: left out of the repr.
     _begin_nominal: Optional[float] = None
     _end_nominal: Optional[float] = None
+    # The values assigned to the computed ones below, {name: value} (None:
+    # none). A field, so that dataclasses.replace() and asdict() keep them
+    # as they keep the other fields; replaced on each assignment, never
+    # changed in place, so that metadata sharing it (a copy.copy(), a
+    # replace()) each keep their own. Not compared: the values it holds are.
+    _assigned: Optional[dict] = dataclasses.field(default=None, repr=False, compare=False)
     # Computed from the fields above on each access (the properties set
     # below the class), as torchcodec's @property values are: a field a user
     # edits (num_frames_from_header = None) changes them. Declared as fields
@@ -126,11 +132,12 @@ class VideoStreamMetadata:
     @classmethod
     def _from_fields(cls, fields: dict) -> "VideoStreamMetadata":
         """The metadata whose given fields (dataclasses.asdict's) are `fields`;
-        computed ones there are computed again. Fields a pickle made by an
-        earlier version lacks are not compared when the video is reopened."""
+        computed ones there are computed again (those assigned are kept in
+        _assigned). Fields a pickle made by an earlier version lacks are not
+        compared when the video is reopened."""
         given = {f.name for f in dataclasses.fields(cls) if f.init}
         metadata = cls(**{name: value for name, value in fields.items() if name in given})
-        metadata._unknown = given - set(fields)
+        metadata._unknown = {f.name for f in dataclasses.fields(cls) if f.init and f.compare} - set(fields)
         return metadata
 
     def __setstate__(self, state):
@@ -184,40 +191,40 @@ class VideoStreamMetadata:
         )
 
 
-# The computed values and what computes each.
+# The computed values and the method that computes each (called on the
+# instance: a subclass's own method is the one used).
 _COMPUTED = {
-    "duration_seconds": VideoStreamMetadata._duration,
-    "begin_stream_seconds": VideoStreamMetadata._begin,
-    "end_stream_seconds": VideoStreamMetadata._end,
-    "num_frames": VideoStreamMetadata._count,
-    "average_fps": VideoStreamMetadata._fps,
+    "duration_seconds": "_duration",
+    "begin_stream_seconds": "_begin",
+    "end_stream_seconds": "_end",
+    "num_frames": "_count",
+    "average_fps": "_fps",
 }
 
 
-def _computed(name: str, compute) -> property:
-    """`compute`'s value, from the fields as they are now. A value assigned
-    to it (torchcodec's newest releases, whose computed values are fields,
-    let a user set metadata.end_stream_seconds = None, and their sampler
-    tests do) is the value until deleted; kept in the instance's own
-    __dict__ entry, so that a copy.copy() of the metadata keeps its own."""
-    key = "_assigned_" + name
+def _computed(name: str, method: str) -> property:
+    """The value `method` computes from the fields as they are now. A value
+    assigned to it (torchcodec's newest releases, whose computed values are
+    fields, let a user set metadata.end_stream_seconds = None, and their
+    sampler tests do) is the value until deleted."""
 
     def get(self):
-        return self.__dict__[key] if key in self.__dict__ else compute(self)
+        assigned = self._assigned
+        return assigned[name] if assigned and name in assigned else getattr(self, method)()
 
     def set_(self, value):
-        self.__dict__[key] = value
+        self._assigned = {**(self._assigned or {}), name: value}
 
     def delete(self):
-        self.__dict__.pop(key, None)
+        self._assigned = {k: v for k, v in (self._assigned or {}).items() if k != name} or None
 
-    return property(get, set_, delete, compute.__doc__)
+    return property(get, set_, delete, getattr(VideoStreamMetadata, method).__doc__)
 
 
 # After the dataclass is made: a property there before would be taken for
 # the fields' default.
-for _name, _compute in _COMPUTED.items():
-    setattr(VideoStreamMetadata, _name, _computed(_name, _compute))
+for _name, _method in _COMPUTED.items():
+    setattr(VideoStreamMetadata, _name, _computed(_name, _method))
 
 
 def _known(name: str) -> Optional[str]:
@@ -233,7 +240,7 @@ def _metadata_change(before: VideoStreamMetadata, after: VideoStreamMetadata) ->
     unknown = getattr(before, "_unknown", set())
     return ", ".join(f"{f.name}: {getattr(before, f.name)} -> {getattr(after, f.name)}"
                      for f in dataclasses.fields(before)
-                     if f.name not in unknown and getattr(before, f.name) != getattr(after, f.name))
+                     if f.compare and f.name not in unknown and getattr(before, f.name) != getattr(after, f.name))
 
 
 # Its public home, as torchcodec's is torchcodec.decoders: pickles and

@@ -439,6 +439,32 @@ def test_computed_values_follow_the_fields_they_come_from(video):
     assert old == original and (old.num_frames, old.end_stream_seconds) == (50, pytest.approx(2.0))
 
 
+def test_replace_keeps_an_assigned_value_and_a_subclass_computes_its_own(video):
+    # dataclasses.replace() keeps a value assigned to a computed one, as it
+    # keeps the fields; so does a metadata made again from asdict()'s
+    # fields (a pickled decoder's). Each copy's assignments are its own.
+    m = VideoDecoder(video).metadata
+    fields = {f.name: getattr(m, f.name) for f in dataclasses.fields(m) if f.init}
+    m.end_stream_seconds = None
+    r = dataclasses.replace(m, codec="other")
+    assert (r.end_stream_seconds, r.codec, r.num_frames) == (None, "other", 50)
+    r.end_stream_seconds = 3.0
+    assert m.end_stream_seconds is None
+    del r.end_stream_seconds
+    assert r.end_stream_seconds == pytest.approx(2.0) and m.end_stream_seconds is None
+    again = VideoStreamMetadata._from_fields(dataclasses.asdict(m))
+    assert again.end_stream_seconds is None and again == m and not again._unknown
+    # A subclass's own way to compute a value is the one used, by the
+    # values computed from it too.
+
+    class Counted(VideoStreamMetadata):
+        def _count(self):
+            return 7
+
+    c = Counted(**fields)
+    assert (c.num_frames, c.average_fps) == (7, pytest.approx(3.5))
+
+
 
 @pytest.mark.parametrize("pix_fmt, codec", [("yuv420p10le", "libx265"), ("yuv420p", "libvpx-vp9")])
 def test_a_rotated_video_is_the_clis_autorotated_frames(tmp_path, pix_fmt, codec):
