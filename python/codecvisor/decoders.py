@@ -4,6 +4,7 @@ supervised backend processes. Switch by changing the import::
     from codecvisor.decoders import VideoDecoder   # was: from torchcodec.decoders import ...
 """
 
+import copy
 import dataclasses
 import math
 import numbers
@@ -160,6 +161,7 @@ class VideoDecoder:
         self._pid = None
         self._closed = False
         self.metadata = None
+        self._video_metadata = None
         self._open()
 
     def _open(self):
@@ -182,7 +184,7 @@ class VideoDecoder:
                                     plugin_unloadable=_plugin_unloadable(
                                         backends, code, lambda b: device.split(":")[0] in b["devices"])) from None
         metadata = VideoStreamMetadata._from_native(native.metadata())
-        change = "" if self.metadata is None else _metadata_change(self.metadata, metadata)
+        change = "" if self._video_metadata is None else _metadata_change(self._video_metadata, metadata)
         if change:
             native.close()
             raise _errors.VideoError(f"{self._label}: the video changed since the decoder was made: reopened, "
@@ -194,9 +196,22 @@ class VideoDecoder:
         if not installed:
             native.close()
             raise ValueError("the decoder is closed")
-        self.metadata = metadata
+        self._keep(metadata)
+
+    def _keep(self, metadata: VideoStreamMetadata) -> None:
+        """Keeps the video's metadata as the backend reported it, and the
+        values the decoder's checks and computations take from it, as its
+        own, as torchcodec's decoder keeps its own copies: self.metadata is
+        the user's copy, whose fields they may edit (torchcodec's sampler
+        tests set some to None) without moving the decoder's range checks
+        or the video a reopen must find. The user's copy is made once: a
+        reopen (a forked child's) keeps it as it was edited."""
+        self._video_metadata = metadata
         self.stream_index = metadata.stream_index
-        self._num_frames = metadata.num_frames
+        self._num_frames, self._begin, self._end, self._fps = (
+            metadata.num_frames, metadata.begin_stream_seconds, metadata.end_stream_seconds, metadata.average_fps)
+        if self.metadata is None:
+            self.metadata = copy.copy(metadata)
 
     def _decoder(self):
         native = self._native  # once: another thread may close() meanwhile
@@ -238,7 +253,7 @@ class VideoDecoder:
         """Whether every frame `method` asked for is one the video's own
         count or time range says it has: an out-of-range answer then means
         the stream lacks it (MissingFrameError), not that the caller asked
-        past the end. Times were checked against the metadata's range before
+        past the end. Times were checked against the stream's range before
         the call; a range's start against the count."""
         n = self._num_frames
         if method in ("frames_at", "frames_at_scattered"):
@@ -246,7 +261,7 @@ class VideoDecoder:
         if method == "frames_in_range":
             return n is not None
         return (method in ("frames_played_at", "frames_played_at_scattered", "frames_played_in_range")
-                and self.metadata.end_stream_seconds is not None)
+                and self._end is not None)
 
     # --- torchcodec's surface -------------------------------------------
 
@@ -269,7 +284,7 @@ class VideoDecoder:
             start, stop, step = key.indices(len(self))
             # A step past the whole stream takes one frame, as any longer one does.
             step = max(-len(self) - 1, min(step, len(self) + 1))
-            if self.metadata.num_frames_from_content is not None:  # as for a range (get_frames_in_range)
+            if self._video_metadata.num_frames_from_content is not None:  # as for a range (get_frames_in_range)
                 self._check_memory(len(range(start, stop, step)))
             if step > 0:
                 return self._call("frames_in_range", start, max(start, stop), step).data
@@ -320,32 +335,34 @@ class VideoDecoder:
             step = min(step, n + 1)  # a step past the stream takes one frame, as any longer one does
         if stop <= start:
             return self._empty_batch()
-        if self.metadata.num_frames_from_content is not None:
+        if self._video_metadata.num_frames_from_content is not None:
             # A count the scan made: the stream has every frame of the range.
             # (A header's may promise frames that never come: the batch then
             # grows only as they do.)
             self._check_memory(-(-(stop - start) // step))
         return self._call("frames_in_range", start, stop, step)
 
-    def _check_played(self, seconds, error=IndexError):
-        """Raises `error` unless a frame is played at `seconds`."""
-        begin, end = self.metadata.begin_stream_seconds, self.metadata.end_stream_seconds
-        if end is not None and not begin <= seconds < end:
-            # With the phrases of both of torchcodec's messages: its
-            # get_frame_played_at's "Invalid pts in seconds", and its
-            # get_frames_played_at's "must be greater than or equal to" and
-            # "must be less than" (its tests match them).
-            raise error(f"Invalid pts in seconds: {seconds}. It must be greater than or equal to {begin} "
-                        f"and must be less than {end}.")
+    def _check_played(self, times, error=IndexError):
+        """Raises `error` unless a frame is played at each of `times`."""
+        begin, end = self._begin, self._end
+        if end is None:
+            return
+        for seconds in times:
+            if not begin <= seconds < end:
+                # With the phrases of both of torchcodec's messages: its
+                # get_frame_played_at's "Invalid pts in seconds", and its
+                # get_frames_played_at's "must be greater than or equal to"
+                # and "must be less than" (its tests match them).
+                raise error(f"Invalid pts in seconds: {seconds}. It must be greater than or equal to {begin} "
+                            f"and must be less than {end}.")
 
     def get_frame_played_at(self, seconds: float) -> Frame:
-        self._check_played(seconds)
+        self._check_played([seconds])
         return _frame.first_frame(self._call("frames_played_at", [float(seconds)]))
 
     def get_frames_played_at(self, seconds: Sequence[float]) -> FrameBatch:
         times = _times(seconds)
-        for s in times:
-            self._check_played(s, _errors.PtsOutOfRangeError)
+        self._check_played(times, _errors.PtsOutOfRangeError)
         self._check_memory(len(times))
         return self._in_stream_order(times, by_time=True)
 
@@ -365,7 +382,7 @@ class VideoDecoder:
         # the start): refused before any frame comes if it could not fit,
         # else the batch's size (it stops a backend that sends more than
         # half the memory this process may use).
-        rate = self.metadata.average_fps
+        rate = self._fps
         expected = (stop_seconds - start_seconds) * rate if rate else 0.0
         count = math.ceil(expected) + 1 if math.isfinite(expected) and rate else 0
         self._check_memory(count, f" ({stop_seconds - start_seconds} s at {rate} fps)", "a shorter range")
@@ -376,7 +393,7 @@ class VideoDecoder:
         as get_frames_played_in_range does)."""
         if fps is None:
             return self.get_frames_in_range(0, len(self))
-        begin, end = self.metadata.begin_stream_seconds, self.metadata.end_stream_seconds
+        begin, end = self._begin, self._end
         if end is None:
             raise TypeError(f"{self._label}: the stream's end is unknown; use seek_mode='exact'")
         return self.get_frames_played_in_range(begin, end, fps=fps)
@@ -391,7 +408,7 @@ class VideoDecoder:
         # memory could hold the frames of (a long stream at a high fps, or a
         # backend claiming a stream of 1e300 s) is refused first.
         self._check_memory(count, f" ({stop_seconds - start_seconds} s at {fps} fps)", "a shorter range or a lower fps")
-        end = self.metadata.end_stream_seconds
+        end = self._end
         # The grid as torchcodec computes it: start + i * (1 / fps).
         duration = 1.0 / float(fps)
         grid = [start_seconds + i * duration for i in range(count)]
@@ -418,7 +435,7 @@ class VideoDecoder:
         is asked for, where a batch that grew to it would get the process
         killed by the kernel. A batch that grows past it as frames come (a
         time range, whose count is not known) is refused there too."""
-        frame_bytes = max(1, (self.metadata.width or 1) * (self.metadata.height or 1) * 3)
+        frame_bytes = max(1, (self._video_metadata.width or 1) * (self._video_metadata.height or 1) * 3)
         memory = _codecvisor.usable_memory_bytes()
         if memory and count * frame_bytes > memory // 2:
             raise MemoryError(f"{self._label}: {count} frames{what} of {frame_bytes} bytes each would take more "
@@ -431,7 +448,7 @@ class VideoDecoder:
         if not start_seconds <= stop_seconds:
             raise ValueError(f"Invalid start seconds: {start_seconds}. It must be less than or equal to "
                              f"stop seconds ({stop_seconds}).")
-        begin, end = self.metadata.begin_stream_seconds, self.metadata.end_stream_seconds
+        begin, end = self._begin, self._end
         if end is not None and not begin <= start_seconds < end:
             raise ValueError(f"Invalid start seconds: {start_seconds}. It must be greater than or equal to "
                              f"{begin} and less than {end}.")
@@ -461,14 +478,13 @@ class VideoDecoder:
         distinct[where[p]]; a repeated frame costs a copy, not a decode."""
         self._check_memory(len(where))
         if by_time:
-            for s in distinct:
-                self._check_played(s, _errors.PtsOutOfRangeError)
+            self._check_played(distinct, _errors.PtsOutOfRangeError)
             return self._call("frames_played_at_scattered", [float(s) for s in distinct], list(where))
         return self._call("frames_at_scattered", [int(i) for i in distinct], list(where))
 
     def _empty_batch(self) -> FrameBatch:
         import numpy as np
-        h, w = self.metadata.height or 0, self.metadata.width or 0
+        h, w = self._video_metadata.height or 0, self._video_metadata.width or 0
         shape = (0, 3, h, w) if self._dimension_order == "NCHW" else (0, h, w, 3)
         return _frame.batch_from((np.zeros(shape, np.uint8), np.zeros(0), np.zeros(0)))
 
@@ -501,7 +517,8 @@ class VideoDecoder:
 
     def __getstate__(self):
         return dict(kind=self._kind, source=self._source, options=self._options, order=self._dimension_order,
-                    seek_mode=self._seek_mode, label=self._label, metadata=dataclasses.asdict(self.metadata))
+                    seek_mode=self._seek_mode, label=self._label, metadata=dataclasses.asdict(self._video_metadata),
+                    shown=self.metadata)
 
     def __setstate__(self, state):
         self._kind, self._source, self._options = state["kind"], state["source"], state["options"]
@@ -512,8 +529,11 @@ class VideoDecoder:
         self._pid = None
         self._closed = False
         metadata = state.get("metadata")
-        self.metadata = None if metadata is None else VideoStreamMetadata._from_fields(metadata)
-        if self.metadata is None or self.metadata._unknown:
+        self._video_metadata = None if metadata is None else VideoStreamMetadata._from_fields(metadata)
+        # The user's copy, as they left it (a pickle made by an earlier
+        # version has none: a copy of the video's is made).
+        self.metadata = state.get("shown")
+        if self._video_metadata is None or self._video_metadata._unknown:
             # Pickled by an earlier version, before the metadata (or some of
             # its fields) was kept: opened now, for the metadata it lacks.
             self._open()
@@ -523,6 +543,5 @@ class VideoDecoder:
         # the worker starts, where an error (the file replaced or gone) would
         # end the worker with no word to the training loop; on first use it
         # reaches the loop as the error it is.
-        self.stream_index = self.metadata.stream_index
-        self._num_frames = self.metadata.num_frames
+        self._keep(self._video_metadata)
         self._native = _NOT_OPENED

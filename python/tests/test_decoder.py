@@ -251,6 +251,39 @@ def test_time_access_is_half_open(video, reference):
         d.get_frames_played_in_range(2.0, 2.0)
 
 
+def test_editing_the_metadata_leaves_the_decoders_checks_and_results(video, reference):
+    # decoder.metadata is the user's to edit (torchcodec's sampler tests set
+    # its fields to None); the decoder checks times and sizes its results
+    # by the stream's values at open, as torchcodec's decoder keeps its own:
+    # an end of None there does not send times past the end to the backend.
+    d = VideoDecoder(video, dimension_order="NHWC")
+    m = d.metadata
+    m.begin_stream_seconds_from_content = m.end_stream_seconds_from_content = None
+    m.duration_seconds_from_header = m.num_frames_from_header = m.average_fps_from_header = None
+    m.width = m.height = None
+    assert (m.end_stream_seconds, m.average_fps) == (None, None)
+    with pytest.raises(IndexError, match=r"^Invalid pts in seconds: 2\.5\. .* must be less than 2\.0\.$"):
+        d.get_frame_played_at(2.5)
+    with pytest.raises(IndexError, match="must be less than 2.0"):
+        d.get_frames_played_at([0.5, 5.0])
+    with pytest.raises(ValueError, match=r"Invalid stop seconds: 2\.5\. It must be less than or equal to 2\.0"):
+        d.get_frames_played_in_range(1.0, 2.5)
+    r = d.get_frames_played_in_range(1.0, 1.2)
+    np.testing.assert_array_equal(r.data.numpy(), reference[25:30])
+    assert d.get_all_frames(fps=50).pts_seconds.tolist() == [i * (1 / 50) for i in range(100)]
+    assert tuple(d.get_frames_played_in_range(1.0, 1.0).data.shape) == (0, HEIGHT, WIDTH, 3)
+    m.begin_stream_seconds, m.end_stream_seconds = -5.0, 100.0  # assigned, as torchcodec's newest releases allow
+    with pytest.raises(IndexError, match="must be greater than or equal to 0.0"):
+        d.get_frame_played_at(-1.0)
+    # A pickled copy keeps the user's edits, and reopens the video without
+    # taking them for a changed video.
+    e = pickle.loads(pickle.dumps(d))
+    assert e.metadata == m and e.metadata.end_stream_seconds == 100.0
+    np.testing.assert_array_equal(e.get_frame_played_at(1.0).data.numpy(), reference[25])
+    with pytest.raises(IndexError, match="must be less than 2.0"):
+        e.get_frame_played_at(2.5)
+
+
 def test_a_range_of_indices_has_a_slices_bounds(video, reference):
     # torchcodec's get_frames_in_range takes slice syntax: negative indices
     # from the end, bounds past it capped, None for the end, and an empty
