@@ -12,10 +12,11 @@ plugin's module is never imported, so its Python code never runs in the
 user's process, and its library is only ever loaded by the sandboxed backend
 process. The package's folder is found, in order, from the distribution's
 list of installed files (a wheel's RECORD), from the source tree of an
-editable install (``pip install -e``: direct_url.json; never inside the
-Python installation outside its packages and src/, where any wheel can put
-data files), or next to the
-metadata folder when it lists no files (Debian's .egg-info). A plugin that
+editable install (``pip install -e``: direct_url.json; never a folder
+inside the Python installation the distribution is installed in but
+outside its packages and src/, where its wheel could have put data
+files), or next to the metadata folder when it lists no files (Debian's
+.egg-info). A plugin that
 cannot be resolved becomes a failed entry with its diagnostic; it never
 makes ``import codecvisor`` fail, and never hides another plugin.
 """
@@ -27,8 +28,6 @@ import os
 import re
 import site
 import stat
-import sys
-import sysconfig
 import urllib.parse
 from typing import Iterator, List, Optional, Set
 
@@ -217,15 +216,6 @@ def _find_manifests(dist, folder, manifest):
             return [], ""
         candidates = [os.path.join(source, folder), os.path.join(source, "src", folder)]
         note = f"an editable install of {source}"
-        # A wheel may write data files anywhere under the prefix it is
-        # installed into (~/.local/share for pip --user), and its own
-        # direct_url.json may claim an editable source there: a manifest
-        # found so would make ~/.local/share (keyrings and all) the
-        # plugin's own folder, which the sandbox lets it read.
-        prefix = _installation_holding(candidates, dist)
-        if prefix is not None:
-            return [], (f" ({note}, inside the Python installation {prefix} but outside its packages, where only "
-                        "a package's data files lie: not looked in)")
     else:
         # No RECORD, no SOURCES.txt (Debian installs an .egg-info with
         # neither): the package folder sits next to the metadata folder.
@@ -233,42 +223,58 @@ def _find_manifests(dist, folder, manifest):
         note = "its metadata lists no installed files"
     for candidate in candidates:
         found = _manifests_in_folder(candidate, manifest)
-        if found:
-            return found, ""
+        if not found:
+            continue
+        # A wheel may write data files anywhere under the prefix it is
+        # installed into (~/.local/share for pip --user), and its own
+        # direct_url.json may claim an editable source there: a manifest
+        # found so would make ~/.local/share (keyrings and all) the
+        # plugin's own folder, which the sandbox lets it read.
+        prefix = _installation_holding(candidate, dist) if files is not None else None
+        if prefix is not None:
+            return [], (f" ({note}: {candidate} is inside the Python installation {prefix} but outside its "
+                        "packages, where only a package's data files lie: not a plugin's folder)")
+        return found, ""
     return [], f" ({note}; looked in {' and '.join(candidates)})"
 
 
-def _installation_holding(candidates, dist) -> Optional[str]:
-    """The Python installation prefix (a virtualenv, ~/.local, /usr/local)
-    that holds one of `candidates` outside any site-packages or
-    dist-packages folder and outside its src/ (where pip checks out
-    `pip install -e git+...` sources in a virtualenv), or None."""
-    prefixes = {sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix, site.getuserbase()}
-    for scheme in sysconfig.get_scheme_names():
-        try:
-            prefixes.add(sysconfig.get_paths(scheme)["data"])
-        except Exception:
-            pass
-    # The one the distribution itself is installed in: PREFIX/lib/pythonX.Y/
-    # site-packages, PREFIX/lib/python3/dist-packages.
+def _installation_holding(candidate, dist) -> Optional[str]:
+    """The prefix of the Python installation `dist` is installed in, if
+    `candidate` lies inside it but outside its packages and its src/ (where
+    pip checks out `pip install -e git+...` sources in a virtualenv), or
+    None. That prefix (PREFIX/lib/pythonX.Y/site-packages, PREFIX/lib/
+    python3/dist-packages; and the user base for a distribution in the user
+    site) is the only place its wheel could have written data files: a
+    checkout in another one (/usr/local/src for a --user install) is not."""
     try:
-        parts = os.path.realpath(os.fspath(dist.locate_file(""))).split(os.sep)
-        for i in range(len(parts) - 2, 0, -1):
-            if parts[i] in ("lib", "lib64") and parts[i + 1].startswith("python"):
-                prefixes.add(os.sep.join(parts[:i]) or os.sep)
-                break
+        packages = os.path.realpath(os.fspath(dist.locate_file("")))
+    except Exception:
+        return None
+    prefixes = []
+    rest, kind = os.path.split(packages)
+    rest, python = os.path.split(rest)
+    prefix, lib = os.path.split(rest)
+    if kind in ("site-packages", "dist-packages") and python.startswith("python") and lib in ("lib", "lib64"):
+        prefixes.append(prefix)
+    try:
+        if packages == os.path.realpath(site.getusersitepackages()):
+            prefixes.append(site.getuserbase())
     except Exception:
         pass
-    for candidate in candidates:
-        real = os.path.realpath(candidate)
-        parts = real.split(os.sep)
-        if "site-packages" in parts[:-1] or "dist-packages" in parts[:-1]:
+    real = os.path.realpath(candidate)
+    for prefix in prefixes:
+        root = os.path.realpath(prefix)
+        if root == os.sep:  # an installation at / would make every folder its own
             continue
-        for prefix in sorted(p for p in prefixes if p):
-            root = os.path.realpath(prefix)
-            inside = real == root or real.startswith(root + os.sep)
-            if root != os.sep and inside and not real.startswith(os.path.join(root, "src") + os.sep):
-                return root
+        parts = os.path.relpath(real, root).split(os.sep)
+        if parts[0] == os.pardir:
+            continue
+        if parts[0] == "src" and len(parts) > 1:
+            continue
+        if (len(parts) > 3 and parts[0] in ("lib", "lib64") and parts[1].startswith("python")
+                and parts[2] in ("site-packages", "dist-packages")):
+            continue
+        return root
     return None
 
 

@@ -415,3 +415,51 @@ def test_an_editable_source_inside_the_python_installation_is_not_a_plugins_fold
         other_site = prefix / "lib" / f"python3.{n}" / "site-packages"
         found = _plugins._resolve_distribution(fake_editable_dist(other_site, source, "acme = share:acme.toml"))
         assert [p.manifest_path for p in found] == [str(source / "share" / "acme.toml")], found
+
+
+def test_an_editable_source_is_judged_by_the_folder_with_its_manifest_in_its_own_installation(tmp_path, monkeypatch):
+    # Only the folder that holds the manifest is judged, and only against
+    # the installation the distribution is in: the one its wheel could
+    # have written data files into.
+    from codecvisor import _plugins
+    installs = iter(range(100))
+
+    def resolve(prefix, source):
+        site = prefix / "lib" / f"python3.{next(installs)}" / "site-packages"
+        found = _plugins._resolve_distribution(fake_editable_dist(site, source, "acme = acme:acme.toml"))
+        return [p.manifest_path for p in found], found[0].error
+
+    def plugin_folder(folder):
+        folder.mkdir(parents=True)
+        (folder / "acme.toml").write_text(manifest("acme", "libacme.so"))
+        return str(folder / "acme.toml")
+
+    # A virtualenv made at the root of a src-layout project (`python -m venv
+    # .`): the project is the installation, its src/acme the plugin's folder
+    # (REPO/acme, which is not there, was refused). A flat layout there is
+    # a folder the installation's wheels could have made, and is refused.
+    repo = tmp_path / "repo"
+    src_layout = plugin_folder(repo / "src" / "acme")
+    assert resolve(repo, repo) == ([src_layout], None)
+    plugin_folder(repo / "acme")
+    paths, error = resolve(repo, repo)
+    assert paths == [None] and f"inside the Python installation {repo} but outside its packages" in error, error
+    # A checkout in another installation's src/ (an admin's in /usr/local/src,
+    # under Debian's Python at /usr) or outside any src/: a --user install's
+    # wheel could not write there.
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / "usr"))
+    user = tmp_path / "home" / ".local"
+    for checkout in (tmp_path / "usr" / "local" / "src" / "acme", tmp_path / "usr" / "src" / "acme",
+                     tmp_path / "usr" / "share" / "acme"):
+        path = plugin_folder(checkout / "acme")
+        assert resolve(user, checkout) == ([path], None), checkout
+    # The user base of a user site not shaped PREFIX/lib/pythonX.Y (Windows's
+    # %APPDATA%\Python\Python311\site-packages) is its installation too.
+    base = tmp_path / "appdata"
+    user_site = base / "Python311" / "site-packages"
+    monkeypatch.setattr("site.getusersitepackages", lambda: str(user_site))
+    monkeypatch.setattr("site.getuserbase", lambda: str(base))
+    plugin_folder(base / "acme")
+    found = _plugins._resolve_distribution(fake_editable_dist(user_site, base, "acme = acme:acme.toml"))
+    assert [p.manifest_path for p in found] == [None], found
+    assert f"inside the Python installation {base} but outside its packages" in found[0].error, found[0].error
