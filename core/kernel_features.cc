@@ -1,7 +1,5 @@
 #include "core/kernel_features.h"
 
-#include "core/cgroup.h"
-
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/filter.h>
@@ -12,6 +10,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
@@ -25,6 +24,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "core/cgroup.h"
 
 namespace codecvisor {
 namespace {
@@ -58,6 +58,7 @@ struct ChildReport {
   int pid_ns = -1;
   int net_ns = -1;
   int ipc_ns = -1;
+  int proc_mount = -1;  // -1: not tried (no pid or mount namespace)
   int no_new_privs_set = -1;
   int no_new_privs_get = -1;  // the value read back, or -errno
   int seccomp_install = -1;
@@ -74,6 +75,25 @@ int SyscallErrno(long rc) { return rc == 0 ? 0 : errno; }
   r.pid_ns = SyscallErrno(syscall(SYS_unshare, CLONE_NEWPID));
   r.net_ns = SyscallErrno(syscall(SYS_unshare, CLONE_NEWNET));
   r.ipc_ns = SyscallErrno(syscall(SYS_unshare, CLONE_NEWIPC));
+  // A fresh proc, as the runner mounts one: by the first process of the new
+  // pid namespace, in a mount namespace of its own. The kernel refuses it
+  // where the proc already mounted has parts masked (a container's).
+  if (r.pid_ns == 0 && syscall(SYS_unshare, CLONE_NEWNS) == 0) {
+    const long pid = syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+    if (pid == 0) {
+      long rc = syscall(SYS_mount, nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr);
+      if (rc == 0) rc = syscall(SYS_mount, "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr);
+      syscall(SYS_exit_group, rc == 0 ? 0 : errno);
+    }
+    int status = 0;
+    if (pid < 0) {
+      r.proc_mount = errno;
+    } else {
+      while (syscall(SYS_wait4, pid, &status, 0, nullptr) < 0 && errno == EINTR) {
+      }
+      r.proc_mount = WIFEXITED(status) ? WEXITSTATUS(status) : EFAULT;
+    }
+  }
   r.no_new_privs_set = SyscallErrno(syscall(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
   long nnp = syscall(SYS_prctl, PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0);
   r.no_new_privs_get = nnp < 0 ? -errno : static_cast<int>(nnp);
@@ -218,7 +238,8 @@ std::string UserNamespaceHint(int err) {
 
 void ProbeNamespaces(const ChildResult& child, KernelFeatures* f) {
   if (!child.ok) {
-    for (KernelFeature* ns : {&f->user_namespace, &f->pid_namespace, &f->net_namespace, &f->ipc_namespace}) {
+    for (KernelFeature* ns :
+         {&f->user_namespace, &f->pid_namespace, &f->net_namespace, &f->ipc_namespace, &f->proc_mount}) {
       ns->present = false;
       ns->detail = absl::StrCat("not probed: ", child.failure);
     }
@@ -239,6 +260,19 @@ void ProbeNamespaces(const ChildResult& child, KernelFeatures* f) {
   one(&f->pid_namespace, r.pid_ns, "CLONE_NEWPID", "CONFIG_PID_NS");
   one(&f->net_namespace, r.net_ns, "CLONE_NEWNET", "CONFIG_NET_NS");
   one(&f->ipc_namespace, r.ipc_ns, "CLONE_NEWIPC", "CONFIG_IPC_NS");
+  f->proc_mount.present = r.proc_mount == 0;
+  if (r.proc_mount == 0) {
+    f->proc_mount.detail = absl::StrCat("mount(proc) by the first process of a new pid namespace", where);
+  } else if (r.proc_mount < 0) {
+    f->proc_mount.detail = "not tried: no new pid or mount namespace";
+  } else {
+    f->proc_mount.detail = absl::StrCat(
+        "mount(proc) by the first process of a new pid namespace", where, ": ", ErrnoText(r.proc_mount),
+        r.proc_mount == EPERM ? "; the kernel refuses a new proc where this /proc has parts masked or read-only, as "
+                                "container runtimes mount it: run the container with --security-opt "
+                                "systempaths=unconfined (Docker) or procMount: Unmasked (Kubernetes)"
+                              : "");
+  }
 }
 
 void ProbeNoNewPrivs(const ChildResult& child, KernelFeatures* f) {
@@ -403,6 +437,7 @@ std::vector<NamedFeature> AllFeatures(const KernelFeatures& f) {
       {"pid_namespace", "pid namespace", N::kUnlessDegraded, &f.pid_namespace},
       {"net_namespace", "net namespace", N::kUnlessDegraded, &f.net_namespace},
       {"ipc_namespace", "ipc namespace", N::kUnlessDegraded, &f.ipc_namespace},
+      {"proc_mount", "new proc mount", N::kUnlessDegraded, &f.proc_mount},
       {"seccomp", "seccomp-bpf", N::kAlways, &f.seccomp},
       {"landlock", "landlock", N::kUnlessDegraded, &f.landlock},
       {"no_new_privs", "no_new_privs", N::kAlways, &f.no_new_privs},

@@ -66,6 +66,10 @@ struct KernelFeatures {
   KernelFeature pid_namespace;
   KernelFeature net_namespace;
   KernelFeature ipc_namespace;
+  // A fresh proc mounted by the first process of a new pid namespace, in a
+  // mount namespace of its own, as the runner mounts one (refused where the
+  // proc already mounted has parts masked: a container's default).
+  KernelFeature proc_mount;
   // seccomp-bpf in filter mode: PR_SET_SECCOMP(SECCOMP_MODE_FILTER, NULL)
   // fails with EFAULT (the mode is known, the filter unreadable), the TRAP
   // and ERRNO actions are available, and an allow-all filter installs with

@@ -15,6 +15,7 @@
 #include <linux/sched.h>
 #include <linux/seccomp.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -75,8 +76,8 @@ TEST(KernelFeaturesTest, EveryFeatureHasAOneLineDetail) {
     EXPECT_EQ(n.feature->detail.find('\n'), std::string::npos) << n.key << ": " << n.feature->detail;
     EXPECT_NE(std::string(n.label), "");
   }
-  EXPECT_EQ(keys.size(), 11u);
-  for (const char* key : {"user_namespace", "pid_namespace", "net_namespace", "ipc_namespace", "seccomp",
+  EXPECT_EQ(keys.size(), 12u);
+  for (const char* key : {"user_namespace", "pid_namespace", "net_namespace", "ipc_namespace", "proc_mount", "seccomp",
                           "landlock", "no_new_privs", "pidfd", "memfd_sealing", "clone3", "cgroups"}) {
     EXPECT_TRUE(keys.count(key)) << key;
   }
@@ -126,6 +127,29 @@ TEST(KernelFeaturesTest, NamespaceAnswersMatchTheNamespacesSeen) {
   EXPECT_EQ(f.pid_namespace.present, (seen & 2) != 0) << f.pid_namespace.detail;
   EXPECT_EQ(f.net_namespace.present, (seen & 4) != 0) << f.net_namespace.detail;
   EXPECT_EQ(f.ipc_namespace.present, (seen & 8) != 0) << f.ipc_namespace.detail;
+}
+
+// The probe's answer is what mounting a proc the runner's way does here.
+TEST(KernelFeaturesTest, ProcMountAnswerMatchesMountingOne) {
+  const KernelFeatures f = ProbeKernelFeatures();
+  const int mounted = InChild([] {
+    syscall(SYS_unshare, CLONE_NEWUSER);  // where it fails, the rest runs as this user
+    if (syscall(SYS_unshare, CLONE_NEWPID) != 0 || syscall(SYS_unshare, CLONE_NEWNS) != 0) return 1;
+    const long pid = syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+    if (pid == 0) {
+      const bool ok = mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0 &&
+                      mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) == 0;
+      syscall(SYS_exit_group, ok ? 0 : 2);
+    }
+    int status = 0;
+    if (pid < 0 || waitpid(static_cast<pid_t>(pid), &status, 0) < 0) return 3;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 4;
+  });
+  ASSERT_GE(mounted, 0);
+  EXPECT_EQ(f.proc_mount.present, mounted == 0) << f.proc_mount.detail << "; child exit " << mounted;
+  if (!f.proc_mount.present && f.pid_namespace.present) {
+    EXPECT_NE(f.proc_mount.detail.find("mount(proc)"), std::string::npos) << f.proc_mount.detail;
+  }
 }
 
 // Every backend this project starts needs these (core/process.cc,

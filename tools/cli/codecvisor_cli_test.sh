@@ -231,7 +231,7 @@ unset XDG_STATE_HOME
 
 # doctor: on this machine every mechanism is present and cpu starts fully sandboxed
 check "doctor" run_cv 0 "$tmp/doctor.txt" "$tmp/err" doctor
-for feature in 'user namespace' 'pid namespace' 'net namespace' 'ipc namespace' 'seccomp-bpf' 'landlock' \
+for feature in 'user namespace' 'pid namespace' 'net namespace' 'ipc namespace' 'new proc mount' 'seccomp-bpf' 'landlock' \
     'no_new_privs' 'pidfd' 'memfd sealing' 'clone3 \(or clone\) with a pidfd' 'cgroup \(memory, pids\)'; do
   check "doctor: $feature present" grep -qE "^$feature +present +(always|unless allow_degraded|where available) +[^ ]" "$tmp/doctor.txt"
 done
