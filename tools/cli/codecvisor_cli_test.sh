@@ -247,6 +247,22 @@ for field in '{"schema_version":1,"ok":true,"degraded":false' '"user_namespace":
   check "doctor json has $field" contains "$json" "$field"
 done
 check "doctor json is one line" [ "$(wc -l <"$tmp/doctor.json")" = 1 ]
+# A /proc with a part masked, as container runtimes mount it (a file bound
+# over /proc/keys): the kernel refuses the backend a new proc, and doctor
+# says so and names the setting that unmasks it.
+if unshare -m --propagation private sh -c 'mount --bind /dev/null /proc/keys' 2>/dev/null; then
+  masked_proc() {
+    local rc=0
+    env -u CODECVISOR_ALLOW_DEGRADED_SANDBOX unshare -m --propagation private \
+      sh -c 'mount --bind /dev/null /proc/keys && exec "$0" doctor' "$cv" >"$tmp/masked.txt" 2>&1 || rc=$?
+    [[ $rc == 1 ]] || { echo "  exit $rc, wanted 1: $(head -c 500 "$tmp/masked.txt")" >&2; return 1; }
+    grep -qE '^new proc mount +MISSING +unless allow_degraded +mount\(proc\) .*EPERM.*systempaths=unconfined' \
+      "$tmp/masked.txt" || { cat "$tmp/masked.txt" >&2; return 1; }
+  }
+  check "doctor: a masked /proc refuses a new proc mount, and says what unmasks it" masked_proc
+else
+  echo "skip doctor: a masked /proc (unshare -m or a bind mount over /proc/keys is refused here)"
+fi
 # a manifest that does not load is a problem: listed, and exit 1
 check "doctor with a broken manifest" run_cv 1 "$tmp/doctor.txt" "$tmp/err" doctor --backend-manifest "$tmp/nope.toml"
 check "doctor names it" grep -q "^problem: backend 'nope' is not ready (failed): .*nope.toml" "$tmp/doctor.txt"
