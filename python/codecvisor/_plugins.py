@@ -221,6 +221,7 @@ def _find_manifests(dist, folder, manifest):
         # neither): the package folder sits next to the metadata folder.
         candidates = [os.fspath(dist.locate_file(folder))]
         note = "its metadata lists no installed files"
+    refused = []
     for candidate in candidates:
         found = _manifests_in_folder(candidate, manifest)
         if not found:
@@ -232,9 +233,13 @@ def _find_manifests(dist, folder, manifest):
         # plugin's own folder, which the sandbox lets it read.
         prefix = _installation_holding(candidate, dist) if files is not None else None
         if prefix is not None:
-            return [], (f" ({note}: {candidate} is inside the Python installation {prefix} but outside its "
-                        "packages, where only a package's data files lie: not a plugin's folder)")
+            # (The next candidate, DIR/src/package, may still be the one.)
+            refused.append(f"{candidate} is inside the Python installation {prefix} but outside its packages, where "
+                           "only a package's data files lie: not a plugin's folder")
+            continue
         return found, ""
+    if refused:
+        return [], f" ({note}: {'; '.join(refused)})"
     return [], f" ({note}; looked in {' and '.join(candidates)})"
 
 
@@ -247,20 +252,24 @@ def _installation_holding(candidate, dist) -> Optional[str]:
     site) is the only place its wheel could have written data files: a
     checkout in another one (/usr/local/src for a --user install) is not."""
     try:
-        packages = os.path.realpath(os.fspath(dist.locate_file("")))
+        located = os.path.abspath(os.fspath(dist.locate_file("")))
     except Exception:
         return None
     prefixes = []
-    rest, kind = os.path.split(packages)
-    rest, python = os.path.split(rest)
-    prefix, lib = os.path.split(rest)
-    if kind in ("site-packages", "dist-packages") and python.startswith("python") and lib in ("lib", "lib64"):
-        prefixes.append(prefix)
-    try:
-        if packages == os.path.realpath(site.getusersitepackages()):
-            prefixes.append(site.getuserbase())
-    except Exception:
-        pass
+    # As written and where it really is: a site-packages that is a link
+    # to another folder still names its installation's layout.
+    for packages in {located, os.path.realpath(located)}:
+        rest, kind = os.path.split(packages)
+        rest, python = os.path.split(rest)
+        prefix, lib = os.path.split(rest)
+        if (kind in ("site-packages", "dist-packages") and python.startswith(("python", "pypy"))
+                and lib in ("lib", "lib64")):
+            prefixes.append(prefix)
+        try:
+            if os.path.realpath(packages) == os.path.realpath(site.getusersitepackages()):
+                prefixes.append(site.getuserbase())
+        except Exception:
+            pass
     real = os.path.realpath(candidate)
     for prefix in prefixes:
         root = os.path.realpath(prefix)
@@ -271,7 +280,7 @@ def _installation_holding(candidate, dist) -> Optional[str]:
             continue
         if parts[0] == "src" and len(parts) > 1:
             continue
-        if (len(parts) > 3 and parts[0] in ("lib", "lib64") and parts[1].startswith("python")
+        if (len(parts) > 3 and parts[0] in ("lib", "lib64") and parts[1].startswith(("python", "pypy"))
                 and parts[2] in ("site-packages", "dist-packages")):
             continue
         return root

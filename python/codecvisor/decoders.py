@@ -532,7 +532,9 @@ class VideoDecoder:
         self._video_metadata = None if metadata is None else VideoStreamMetadata._from_fields(metadata)
         # The user's copy, as they left it (a pickle made by an earlier
         # version has none: a copy of the video's is made).
-        self.metadata = state.get("shown")
+        # (A copy of it: copy.copy() hands this the original's state.)
+        shown = state.get("shown")
+        self.metadata = None if shown is None else copy.copy(shown)
         if self._video_metadata is None or self._video_metadata._unknown:
             # Pickled by an earlier version, before the metadata (or some of
             # its fields) was kept: opened now, for the metadata it lacks.

@@ -2,6 +2,7 @@
 documented behaviour, with every frame compared byte for byte with the
 ffmpeg CLI."""
 
+import copy
 import math
 import pathlib
 import pickle
@@ -282,6 +283,11 @@ def test_editing_the_metadata_leaves_the_decoders_checks_and_results(video, refe
     np.testing.assert_array_equal(e.get_frame_played_at(1.0).data.numpy(), reference[25])
     with pytest.raises(IndexError, match="must be less than 2.0"):
         e.get_frame_played_at(2.5)
+    # A copy's metadata is its own, as a pickled copy's is.
+    c = copy.copy(d)
+    assert c.metadata == d.metadata and c.metadata is not d.metadata
+    c.metadata.num_frames_from_header = 7
+    assert d.metadata.num_frames_from_header != 7
 
 
 def test_a_range_of_indices_has_a_slices_bounds(video, reference):

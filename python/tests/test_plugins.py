@@ -439,11 +439,27 @@ def test_an_editable_source_is_judged_by_the_folder_with_its_manifest_in_its_own
     # (REPO/acme, which is not there, was refused). A flat layout there is
     # a folder the installation's wheels could have made, and is refused.
     repo = tmp_path / "repo"
-    src_layout = plugin_folder(repo / "src" / "acme")
-    assert resolve(repo, repo) == ([src_layout], None)
     plugin_folder(repo / "acme")
     paths, error = resolve(repo, repo)
     assert paths == [None] and f"inside the Python installation {repo} but outside its packages" in error, error
+    # With a src layout beside it, REPO/src/acme is still looked in.
+    src_layout = plugin_folder(repo / "src" / "acme")
+    assert resolve(repo, repo) == ([src_layout], None)
+    # A site-packages that is a link to another folder still names its
+    # installation; so does PyPy's lib/pypy3.10/site-packages.
+    linked = tmp_path / "linked"
+    (tmp_path / "elsewhere").mkdir()
+    (linked / "lib" / "python3.11").mkdir(parents=True)
+    (linked / "lib" / "python3.11" / "site-packages").symlink_to(tmp_path / "elsewhere")
+    plugin_folder(linked / "share" / "acme")
+    found = _plugins._resolve_distribution(fake_editable_dist(
+        linked / "lib" / "python3.11" / "site-packages", linked / "share", "acme = acme:acme.toml"))
+    assert [p.manifest_path for p in found] == [None], found
+    pypy = tmp_path / "pypy"
+    plugin_folder(pypy / "share" / "acme")
+    found = _plugins._resolve_distribution(fake_editable_dist(
+        pypy / "lib" / "pypy3.10" / "site-packages", pypy / "share", "acme = acme:acme.toml"))
+    assert [p.manifest_path for p in found] == [None], found
     # A checkout in another installation's src/ (an admin's in /usr/local/src,
     # under Debian's Python at /usr) or outside any src/: a --user install's
     # wheel could not write there.
