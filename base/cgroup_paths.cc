@@ -6,16 +6,15 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <fstream>
 #include <sstream>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "absl/strings/match.h"
+#include "base/refreshed_value.h"
 
 namespace codecvisor {
 namespace {
@@ -200,25 +199,9 @@ size_t ReadUsableMemoryBytes() {
 }  // namespace
 
 size_t UsableMemoryBytes() {
-  // Read at most once a second per process (a request asks for it; a
-  // limit seldom changes), and again at once in a forked child. No lock:
-  // a fork while another thread held one would leave the child waiting on
-  // it for good; two threads that both read /proc agree.
-  static std::atomic<pid_t> cached_pid{0};
-  static std::atomic<int64_t> cached_at{0};
-  static std::atomic<size_t> cached_bytes{0};
-  const pid_t pid = getpid();
-  const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                          std::chrono::steady_clock::now().time_since_epoch())
-                          .count();
-  if (cached_pid.load(std::memory_order_acquire) == pid && now - cached_at.load(std::memory_order_relaxed) < 1000) {
-    return cached_bytes.load(std::memory_order_relaxed);
-  }
-  const size_t bytes = ReadUsableMemoryBytes();
-  cached_bytes.store(bytes, std::memory_order_relaxed);
-  cached_at.store(now, std::memory_order_relaxed);
-  cached_pid.store(pid, std::memory_order_release);
-  return bytes;
+  // A request asks for it; a limit seldom changes.
+  static RefreshedValue<size_t> usable;
+  return usable.Get(ReadUsableMemoryBytes);
 }
 
 }  // namespace codecvisor

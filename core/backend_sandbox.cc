@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/cgroup_paths.h"
+#include "base/refreshed_value.h"
 #include "core/empty_root.h"
 #include "core/loader_folders.h"
 
@@ -41,13 +42,19 @@ uint64_t BackendTaskLimit(uint64_t wanted, uint64_t pid_max, uint64_t threads_ma
 }
 
 uint64_t BackendTaskLimit(uint64_t wanted) {
-  auto read = [](const char* path) -> uint64_t {
-    uint64_t value = 0;
-    return absl::SimpleAtoi(absl::StripAsciiWhitespace(ReadFileText(path)), &value) ? value : 0;
-  };
-  const uint64_t host_cgroup = LowestPidsLimit(
-      PidsCgroupDirs(ReadFileText("/proc/self/cgroup"), ReadFileText("/proc/self/mountinfo")), ReadFileText);
-  return BackendTaskLimit(wanted, read("/proc/sys/kernel/pid_max"), read("/proc/sys/kernel/threads-max"), host_cgroup);
+  // Asked three times for each start (its rlimit, its cgroup, what the
+  // sandbox engaged says): the four files are read once a second at most.
+  static RefreshedValue<uint64_t> most;
+  return std::min(wanted, most.Get([] {
+    auto read = [](const char* path) -> uint64_t {
+      uint64_t value = 0;
+      return absl::SimpleAtoi(absl::StripAsciiWhitespace(ReadFileText(path)), &value) ? value : 0;
+    };
+    const uint64_t host_cgroup = LowestPidsLimit(
+        PidsCgroupDirs(ReadFileText("/proc/self/cgroup"), ReadFileText("/proc/self/mountinfo")), ReadFileText);
+    return BackendTaskLimit(~uint64_t{0}, read("/proc/sys/kernel/pid_max"), read("/proc/sys/kernel/threads-max"),
+                            host_cgroup);
+  }));
 }
 
 SandboxSpec HostSandbox(const SandboxPolicy& policy) {

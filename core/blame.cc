@@ -42,14 +42,14 @@ RequestBlame Judge(const DeathRecord& death, ipc::CrashHints hints, uint64_t ses
 
 absl::Status Replays::AfterDeath(const RequestBlame& blame, const DeathRecord& death, const Words& words,
                                  Clock::time_point now) {
-  if (blame.blamed) {
-    blamed_.push_back(death.Describe());
+  // Blamed, or a suspect (guilty too if it turns out poison).
+  if (blame.blamed || blame.replay_alone) {
     guilty_generations_.push_back(death.generation);
     only_hangs_ = only_hangs_ && death.KilledForNoAnswer();
+  }
+  if (blame.blamed) {
+    blamed_.push_back(death.Describe());
     if (advice_.empty()) advice_ = CrashAdvice(death, BacktraceEnabled());
-  } else if (blame.replay_alone) {
-    guilty_generations_.push_back(death.generation);  // a suspect: guilty if it turns out poison
-    only_hangs_ = only_hangs_ && death.KilledForNoAnswer();
   }
   alone_ = blame.replay_alone;
   if (static_cast<int>(blamed_.size()) >= kPoisonDeaths) {

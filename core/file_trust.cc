@@ -7,7 +7,6 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -20,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "base/refreshed_value.h"
 #include "core/device_policy.h"
 
 namespace codecvisor {
@@ -107,23 +107,10 @@ uid_t ReadUnmappedOwnerUid() {
 }  // namespace
 
 uid_t UnmappedOwnerUid() {
-  // Read at most once a second per process, and again at once in a forked
-  // child: every check of a path asks, and reading two /proc files each
-  // time was most of the cost of discovering 100 manifests.
-  using Clock = std::chrono::steady_clock;
-  static std::atomic<pid_t> cached_pid{0};
-  static std::atomic<int64_t> cached_at{0};
-  static std::atomic<uid_t> cached_uid{0};
-  const pid_t pid = getpid();
-  const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch()).count();
-  if (cached_pid.load(std::memory_order_acquire) == pid && now - cached_at.load(std::memory_order_relaxed) < 1000) {
-    return cached_uid.load(std::memory_order_relaxed);
-  }
-  const uid_t uid = ReadUnmappedOwnerUid();
-  cached_uid.store(uid, std::memory_order_relaxed);
-  cached_at.store(now, std::memory_order_relaxed);
-  cached_pid.store(pid, std::memory_order_release);
-  return uid;
+  // Every check of a path asks: reading two /proc files each time was most
+  // of the cost of discovering 100 manifests.
+  static RefreshedValue<uid_t> unmapped;
+  return unmapped.Get(ReadUnmappedOwnerUid);
 }
 
 std::string WhyOthersCouldChange(const std::string& name, const Ownership& entry, const Self& self) {

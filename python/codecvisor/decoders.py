@@ -412,11 +412,9 @@ class VideoDecoder:
         # The grid as torchcodec computes it: start + i * (1 / fps).
         duration = 1.0 / float(fps)
         grid = [start_seconds + i * duration for i in range(count)]
-        times = grid
-        if end is not None:
-            # Rounding may put the last output at the end: the last frame plays there.
-            last = math.nextafter(end, -math.inf)
-            times = [min(t, last) for t in times]
+        # Rounding may put the last output at the end: the last frame plays there.
+        last = math.inf if end is None else math.nextafter(end, -math.inf)
+        times = [min(t, last) for t in grid]
         distinct = sorted(set(times))
         position = {t: p for p, t in enumerate(distinct)}
         if not times:
