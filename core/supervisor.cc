@@ -308,9 +308,14 @@ void Supervisor::SessionClosed() {
   --sessions_;
 }
 
-void Supervisor::RecordSuccess() {
+void Supervisor::RecordSuccess(uint64_t generation) {
   MutexLock lock(&mu_);
+  if (generation != generation_ || current_ == nullptr) return;
   policy_.OnSuccess();
+  if (!served_since_start_) {
+    served_since_start_ = true;
+    changed_.NotifyAll();  // the spare maker may start the spare
+  }
 }
 
 void Supervisor::RecordPoison(std::span<const uint64_t> generations, bool toward_quarantine) {
@@ -404,7 +409,7 @@ void Supervisor::RunDueWorkForTest() {
       if (stopping_) return;
       Clock::time_point due;
       work = NextWork(env_->Now(), &due);
-      spare = WantSpare();
+      spare = WantSpare() && env_->Now() >= SpareDue();
     }
     if (work != Work::kNone) {
       DoWork(work);

@@ -105,8 +105,11 @@ class Supervisor {
   [[nodiscard]] absl::StatusOr<DeathRecord> ReportFailure(uint64_t generation, uint64_t session, bool kill,
                                                           const std::string& reason, ipc::Deadline deadline);
 
-  // A request succeeded: the restart budget is whole again.
-  void RecordSuccess();
+  // A request on `generation` succeeded: counts toward making the restart
+  // budget whole (RestartPolicy::OnSuccess), and lets a warm spare start
+  // (kSpareHoldoff). A success of a generation that has since died counts
+  // for neither: the death came after it.
+  void RecordSuccess(uint64_t generation);
   // A request (or open) was judged poison, guilty of the deaths of
   // `generations`: those leave the restart budget (RestartPolicy::OnPoison,
   // which says what `toward_quarantine` false is for).
@@ -200,7 +203,12 @@ class Supervisor {
   void SpareLoop();
   // Starts one spare and keeps it if it is still wanted.
   void StartSpare() ABSL_LOCKS_EXCLUDED(mu_);
+  // Whether a spare would be kept: warm spares asked for, the backend
+  // ready, none kept yet, and not given up on.
   bool WantSpare() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // When the spare wanted may start (kSpareHoldoff): a time on the env's
+  // clock, time_point::min() once the current child has served a request.
+  ipc::Clock::time_point SpareDue() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Spawns a child (handshake included) without holding mu_.
   absl::StatusOr<std::unique_ptr<RunningBackend>> Spawn();
   // Has the env call OnExit when `backend` exits.
@@ -240,6 +248,8 @@ class Supervisor {
   uint64_t host_short_starts_ ABSL_GUARDED_BY(mu_) = 0;
   // Times on the env's clock.
   ipc::Clock::time_point started_at_ ABSL_GUARDED_BY(mu_);
+  // Whether the current child has served a request (RecordSuccess).
+  bool served_since_start_ ABSL_GUARDED_BY(mu_) = false;
   ipc::Clock::time_point restart_at_ ABSL_GUARDED_BY(mu_);
   ipc::Clock::time_point next_heartbeat_ ABSL_GUARDED_BY(mu_);
   // A kill the supervisor made, waiting for the child to die.

@@ -184,12 +184,10 @@ TEST_F(SupervisorTest, ARequestWhoseBackendKeepsBeingKilledGivesUpAtTheBound) {
     ++deaths;
     DeathRecord death = *supervisor_->Status().last_exit;
     verdict = replays.AfterDeath(Judge(death, {}, kSession), death, words, env_->Now());
-    for (int i = 0; i < RestartLimits{}.heal_after_successes; ++i) {
-      supervisor_->RecordSuccess();  // other sessions' requests
-    }
     env_->Advance(milliseconds(500));
     supervisor_->RunDueWorkForTest();
     ASSERT_EQ(supervisor_->Status().state, BackendState::kReady);
+    Served(RestartLimits{}.heal_after_successes);  // other sessions' requests
   }
   EXPECT_EQ(deaths, 9);  // deaths at 0, 0.5, ..., 4 s: the one at 4 s is past the bound
   EXPECT_EQ(verdict.code(), absl::StatusCode::kUnavailable);
@@ -198,19 +196,45 @@ TEST_F(SupervisorTest, ARequestWhoseBackendKeepsBeingKilledGivesUpAtTheBound) {
       << verdict;
 }
 
-TEST_F(SupervisorTest, AWarmSpareTakesOverWithoutAColdStart) {
+// With a spare started beside it, a warm failover's replay came twice as
+// late: a spare waits for the child it would replace to serve a request...
+TEST_F(SupervisorTest, AWarmSpareStartsOnceTheBackendHasServedARequest) {
   Make(/*warm_spare=*/true);
-  StartReady();  // and the spare
+  StartReady();
+  EXPECT_EQ(env_->starts(), 1);
+  EXPECT_FALSE(supervisor_->Status().spare_ready);
+  Served();
+  supervisor_->RunDueWorkForTest();
   EXPECT_EQ(env_->starts(), 2);
   EXPECT_TRUE(supervisor_->Status().spare_ready);
   EXPECT_EQ(env_->watches(), 2);
+}
+
+// ...or for 250 ms after it started, whichever comes first.
+TEST_F(SupervisorTest, AWarmSpareTakesOverWithoutAColdStart) {
+  Make(/*warm_spare=*/true);
+  StartReady();
+  env_->Advance(milliseconds(249));
+  supervisor_->RunDueWorkForTest();
+  EXPECT_EQ(env_->starts(), 1);  // not due yet
+  env_->Advance(milliseconds(1));
+  supervisor_->RunDueWorkForTest();
+  EXPECT_EQ(env_->starts(), 2);
+  EXPECT_TRUE(supervisor_->Status().spare_ready);
   FakeChild* spare = env_->child(2);
   env_->Exit(env_->child(1), kSegv);
-  supervisor_->RunDueWorkForTest();  // the spare becomes current; a new spare starts
+  supervisor_->RunDueWorkForTest();  // the spare becomes current
   absl::StatusOr<BackendHandle> handle = AcquireNow();
   ASSERT_TRUE(handle.ok());
   EXPECT_EQ(handle->process->pid(), 1000 + spare->serial());
   EXPECT_EQ(handle->generation, 2u);
+  EXPECT_EQ(env_->starts(), 2);  // the next spare waits for the replay
+  EXPECT_FALSE(supervisor_->Status().spare_ready);
+  supervisor_->RecordSuccess(1);  // a late word from the dead child
+  supervisor_->RunDueWorkForTest();
+  EXPECT_EQ(env_->starts(), 2);
+  Served();  // the replay
+  supervisor_->RunDueWorkForTest();
   EXPECT_EQ(env_->starts(), 3);
   EXPECT_TRUE(supervisor_->Status().spare_ready);
 }
@@ -218,6 +242,8 @@ TEST_F(SupervisorTest, AWarmSpareTakesOverWithoutAColdStart) {
 TEST_F(SupervisorTest, ADeadSpareIsReplacedUntilThreeFail) {
   Make(/*warm_spare=*/true);
   StartReady();
+  Served();
+  supervisor_->RunDueWorkForTest();
   env_->Exit(env_->child(2), kSegv);  // the spare dies
   EXPECT_EQ(supervisor_->Status().state, BackendState::kReady);  // the backend is untouched
   EXPECT_TRUE(env_->child(2)->shut_down());
@@ -235,6 +261,8 @@ TEST_F(SupervisorTest, ADeadSpareIsReplacedUntilThreeFail) {
 TEST_F(SupervisorTest, ShutdownStopsEveryChildAndEveryWatch) {
   Make(/*warm_spare=*/true);
   StartReady();
+  Served();
+  supervisor_->RunDueWorkForTest();
   supervisor_->Shutdown();
   EXPECT_TRUE(env_->child(1)->shut_down());
   EXPECT_TRUE(env_->child(2)->shut_down());

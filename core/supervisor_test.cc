@@ -155,9 +155,26 @@ TEST_F(SupervisorTest, EnoughSuccessesInARowMakeTheBudgetWhole) {
     env_->Exit(Current(), kSegv);
     supervisor_->RunDueWorkForTest();  // always the first crash of a quiet period: immediate
     ASSERT_EQ(supervisor_->Status().state, BackendState::kReady) << crash;
-    for (int i = 0; i < RestartLimits{}.heal_after_successes; ++i) supervisor_->RecordSuccess();
+    Served(RestartLimits{}.heal_after_successes);
   }
   EXPECT_EQ(env_->starts(), 11);
+}
+
+// A reply the child sent just before it died is no success after its death:
+// it does not count toward making the budget whole.
+TEST_F(SupervisorTest, ASuccessOfADeadGenerationDoesNotHeal) {
+  Make();
+  StartReady();
+  for (int crash = 1; crash <= 3; ++crash) {
+    const uint64_t generation = supervisor_->Status().generation;
+    env_->Exit(Current(), kSegv);
+    env_->Advance(milliseconds(100));
+    supervisor_->RunDueWorkForTest();
+    ASSERT_EQ(supervisor_->Status().state, BackendState::kReady) << crash;
+    for (int i = 0; i < RestartLimits{}.heal_after_successes; ++i) supervisor_->RecordSuccess(generation);
+  }
+  env_->Exit(Current(), kSegv);
+  EXPECT_EQ(supervisor_->Status().state, BackendState::kQuarantined);
 }
 
 // A backend that crashes on every other request, each replay succeeding,
@@ -171,8 +188,7 @@ TEST_F(SupervisorTest, ABackendThatCrashesOnEveryOtherRequestIsQuarantined) {
     env_->Advance(milliseconds(100));
     supervisor_->RunDueWorkForTest();
     ASSERT_EQ(supervisor_->Status().state, BackendState::kReady) << crash;
-    supervisor_->RecordSuccess();  // the replay
-    supervisor_->RecordSuccess();  // the next request
+    Served(2);  // the replay and the next request
   }
   env_->Exit(Current(), kSegv);
   EXPECT_EQ(supervisor_->Status().state, BackendState::kQuarantined);
@@ -195,7 +211,7 @@ TEST_F(SupervisorTest, PoisonRequestsLeaveTheBudgetUntilTooManyInARow) {
       ASSERT_EQ(supervisor_->Status().state, BackendState::kReady) << round << ", " << request;
       supervisor_->RecordPoison(generations);
     }
-    if (round == 0) supervisor_->RecordSuccess();  // a good file between the runs
+    if (round == 0) Served();  // a good file between the runs
   }
   env_->Exit(Current(), kSegv);  // after two verdicts in a row
   EXPECT_EQ(supervisor_->Status().state, BackendState::kQuarantined);

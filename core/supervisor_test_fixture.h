@@ -75,6 +75,11 @@ class SupervisorTest : public ::testing::Test {
     ASSERT_EQ(supervisor_->Status().state, BackendState::kReady);
   }
 
+  // The current child served `requests` requests (RecordSuccess).
+  void Served(int requests = 1) {
+    for (int i = 0; i < requests; ++i) supervisor_->RecordSuccess(supervisor_->Status().generation);
+  }
+
   // The current child, by the serial of the env's last start.
   FakeChild* Current() { return env_->child(env_->children()); }
 

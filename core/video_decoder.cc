@@ -345,7 +345,7 @@ absl::Status VideoDecoder::ServeOneRequest(const FrameSelection& selection,
       continue;
     }
     if (!attempt.channel_failure) {
-      if (attempt.status.ok()) supervisor_->RecordSuccess();
+      if (attempt.status.ok()) supervisor_->RecordSuccess(backend_.generation);
       return attempt.status;
     }
     const ipc::CrashHints hints = session_.channel->ReadCrashHints();

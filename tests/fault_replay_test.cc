@@ -45,6 +45,15 @@ TEST_F(FaultTest, RequestInFlightIsReplayedAfterAnOutsideKill) {
     const std::string video = WriteSyntheticVideo("replay.syn");
     auto decoder = Open(video, "synthetic");
     ASSERT_TRUE(decoder.ok()) << decoder.status();
+    if (warm_spare) {
+      // The spare starts once the backend has served a request.
+      ASSERT_TRUE((*decoder)->GetFrameAt(0).ok());
+      const auto asked = std::chrono::steady_clock::now();
+      while (!StatusOf("synthetic").warm_spare && std::chrono::steady_clock::now() - asked < std::chrono::seconds(10)) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+      ASSERT_TRUE(StatusOf("synthetic").warm_spare);
+    }
     int64_t next = 0;
     absl::Status s = (*decoder)->ForEachFrame({ipc::IndexRange{0, 40, 1}}, [&](Frame f) {
       if (!IsSyntheticFrame(f, next)) return absl::InternalError("wrong frame " + std::to_string(next));
@@ -79,7 +88,9 @@ TEST_F(FaultTest, ADeathIsHandledWhileAWarmSpareIsStillStarting) {
   const std::string video = WriteSyntheticVideo("slowstart.syn");
   auto decoder = Open(video, "slowstart");  // the first start: 2 s
   ASSERT_TRUE(decoder.ok()) << decoder.status();
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the spare has begun its 2 s start
+  // The spare starts 250 ms after the backend (no request served yet): 450
+  // ms in, it has begun its 2 s start.
+  std::this_thread::sleep_for(std::chrono::milliseconds(450));
   ASSERT_FALSE(StatusOf("slowstart").warm_spare);
   const auto killed_at = std::chrono::steady_clock::now();
   ASSERT_EQ(kill(StatusOf("slowstart").pid, SIGKILL), 0);
@@ -91,7 +102,7 @@ TEST_F(FaultTest, ADeathIsHandledWhileAWarmSpareIsStillStarting) {
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - killed_at).count();
   row.Saw(absl::StrCat("death recorded ", noticed_ms < 1000 ? "within 1 s" : "AFTER MORE THAN 1 S", " of the kill"));
   EXPECT_NE(StatusOf("slowstart").last_exit.find("SIGKILL"), std::string::npos) << StatusOf("slowstart").last_exit;
-  // The spare still had at least 1.8 s to go: a watcher busy starting it
+  // The spare still had at least 1.5 s to go: a watcher busy starting it
   // would have recorded the death no sooner than that.
   EXPECT_LT(noticed_ms, 1000);
   auto frame = (*decoder)->GetFrameAt(7);
