@@ -240,6 +240,7 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
     cgroup = *std::move(made);
     if (cgroup != nullptr) {
       spec.sandbox.cgroup_procs = cgroup->procs_files();
+      spec.sandbox.cgroup_version = cgroup->version();
       engaged.cgroup = absl::StrCat("cgroup v", cgroup->version(), " (memory ", manifest.sandbox.memory_mb,
                                     " MiB, tasks ", BackendTaskLimit(manifest.sandbox.threads), ")");
     }

@@ -1,28 +1,29 @@
 #include "core/process.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <linux/sched.h>
 #include <poll.h>
 #include <signal.h>
-#include <grp.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <condition_variable>
+#include <cstdio>
+#include <cstring>
 #include <deque>
 #include <functional>
 #include <future>
 #include <mutex>
 #include <string_view>
 #include <thread>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
+#include "core/cgroup_birth.h"
 #include "core/kernel_features.h"
 #include "core/process_child.h"
 #include "core/user_namespace_ids.h"
@@ -178,7 +179,21 @@ absl::StatusOr<ChildProcess> LaunchOnThisThread(const LaunchSpec& spec) {
                                   geteuid() == 0 && UserNamespaceMapsId("uid_map", spec.sandbox.outside_uid) &&
                                   UserNamespaceMapsId("gid_map", spec.sandbox.outside_gid);
   const char* call = "clone3";
+  CgroupBirth birth(spec.sandbox.cgroup_procs, spec.sandbox.cgroup_version);
+  if (birth.clone_into() >= 0) {
+    args.flags |= CLONE_INTO_CGROUP;
+    args.cgroup = static_cast<uint64_t>(birth.clone_into());
+  } else {
+    (void)birth.Enter();
+  }
   long pid = syscall(SYS_clone3, &args, sizeof(args));
+  if (pid < 0 && (args.flags & CLONE_INTO_CGROUP) != 0 && errno != ENOSYS && errno != EAGAIN) {
+    // A kernel before 5.7 (E2BIG), or a cgroup it will not start a process
+    // in: the child is moved into it after clone instead.
+    args.flags &= ~static_cast<uint64_t>(CLONE_INTO_CGROUP);
+    args.cgroup = 0;
+    pid = syscall(SYS_clone3, &args, sizeof(args));
+  }
 #if defined(__x86_64__) || defined(__aarch64__)
   if (pid < 0 && errno == ENOSYS) {
     // Docker's and containerd's default seccomp profiles answer clone3 with
@@ -188,6 +203,7 @@ absl::StatusOr<ChildProcess> LaunchOnThisThread(const LaunchSpec& spec) {
     // otherwise). No stack: the child runs on a copy of this one, as after
     // fork.
     call = "clone";
+    args.flags &= ~static_cast<uint64_t>(CLONE_INTO_CGROUP);  // clone3's alone
     pid = syscall(SYS_clone, static_cast<unsigned long>(args.flags) | SIGCHLD, nullptr, &pidfd, nullptr, nullptr);
     // A kernel older than CLONE_PIDFD (5.2) ignores it, and 5.2 gives a
     // pidfd that cannot be polled (5.3): poll answers it with the default
@@ -233,6 +249,9 @@ absl::StatusOr<ChildProcess> LaunchOnThisThread(const LaunchSpec& spec) {
     if (err == ENOSPC) return absl::FailedPreconditionError(failed.message());
     return failed;
   }
+  // Born in its cgroups, or to be moved there below.
+  const bool born_in_cgroups = birth.entered() || (args.flags & CLONE_INTO_CGROUP) != 0;
+  if (pid != 0) birth.Leave();  // the parent's thread, at once
   if (pid == 0) {
     ChildAfterClone(spec, argv.data(), envp.data(), write_end.get(), read_end.get(), go_read.get(), parent,
                     become_outside_ids);
@@ -256,7 +275,7 @@ absl::StatusOr<ChildProcess> LaunchOnThisThread(const LaunchSpec& spec) {
   } else {
     child.unprivileged_ids = become_outside_ids;
   }
-  for (const std::string& procs : spec.sandbox.cgroup_procs) {
+  for (const std::string& procs : born_in_cgroups ? std::vector<std::string>{} : spec.sandbox.cgroup_procs) {
     if (!WriteFileText(procs, absl::StrCat(child.pid))) {
       const int err = errno;
       syscall(SYS_pidfd_send_signal, child.pidfd.get(), SIGKILL, nullptr, 0);

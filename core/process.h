@@ -46,9 +46,12 @@ struct SandboxSpec {
   // memory runs out, before the host (a training job with a large
   // footprint).
   std::string oom_score_adj;
-  // cgroup.procs files the child is moved into (its pid written there by
-  // the host) before it runs anything of its own: it waits for that.
+  // The cgroups the child runs in, by their cgroup.procs files, and their
+  // version (1 or 2): it is born in them (core/cgroup_birth.h), or, where
+  // the kernel refuses that, moved into them (its pid written there by the
+  // host) before it runs anything of its own: it waits for that.
   std::vector<std::string> cgroup_procs;
+  int cgroup_version = 0;
   // With `namespaces`: a mount namespace too, whose root is built from this
   // plan (core/empty_root.h) before exec. Empty: the host's filesystem.
   EmptyRootPlan empty_root;
