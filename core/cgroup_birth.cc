@@ -48,6 +48,19 @@ bool CgroupBirth::Enter() {
   return true;
 }
 
+void CgroupBirth::Abandon() {
+  Leave();
+  v2_dir_.reset();
+  enter_tasks_.clear();
+  leave_tasks_.clear();
+}
+
+void CgroupBirth::CloseInChild() const {
+  if (v2_dir_.valid()) close(v2_dir_.get());
+  for (const ipc::UniqueFd& fd : enter_tasks_) close(fd.get());
+  for (const ipc::UniqueFd& fd : leave_tasks_) close(fd.get());
+}
+
 void CgroupBirth::Leave() {
   if (!entered_) return;
   for (const ipc::UniqueFd& tasks : leave_tasks_) (void)MoveThisThread(tasks);

@@ -49,6 +49,13 @@ class CgroupBirth {
   void Leave();
   // Whether the thread is in the cgroups now (Enter() done, Leave() not).
   bool entered() const { return entered_; }
+  // Whether the clone is to use it: entered (v1), or clone_into() (v2).
+  bool in_use() const { return entered_ || v2_dir_.valid(); }
+  // Leaves, and closes every descriptor: the child is then moved by pid.
+  void Abandon();
+  // In the child after clone: closes the descriptors it inherited, without
+  // freeing anything (the child may not allocate or free).
+  void CloseInChild() const;
 
  private:
   ipc::UniqueFd v2_dir_;

@@ -45,6 +45,16 @@ TEST(CgroupBirthTest, TheChildIsBornInItsCgroupsAndTheThreadReturns) {
   const std::string name = dir.substr(dir.rfind('/') + 1);
   const std::string before = Read("/proc/thread-self/cgroup");
   ASSERT_EQ(before.find(name), std::string::npos);
+  {
+    // Given up on (the clone refused), it leaves and closes everything.
+    CgroupBirth abandoned((*cg)->procs_files(), (*cg)->version());
+    if (layout.version == 1) ASSERT_TRUE(abandoned.Enter());
+    EXPECT_TRUE(abandoned.in_use());
+    abandoned.Abandon();
+    EXPECT_FALSE(abandoned.in_use());
+    EXPECT_EQ(abandoned.clone_into(), -1);
+    EXPECT_EQ(Read("/proc/thread-self/cgroup"), before);
+  }
   int go[2];
   ASSERT_EQ(pipe(go), 0);
   long child = -1;
@@ -86,6 +96,7 @@ TEST(CgroupBirthTest, NoCgroupsNoMove) {
   EXPECT_EQ(birth.clone_into(), -1);
   EXPECT_FALSE(birth.Enter());
   EXPECT_FALSE(birth.entered());
+  EXPECT_FALSE(birth.in_use());
 }
 
 }  // namespace

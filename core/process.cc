@@ -187,9 +187,13 @@ absl::StatusOr<ChildProcess> LaunchOnThisThread(const LaunchSpec& spec) {
     (void)birth.Enter();
   }
   long pid = syscall(SYS_clone3, &args, sizeof(args));
-  if (pid < 0 && (args.flags & CLONE_INTO_CGROUP) != 0 && errno != ENOSYS && errno != EAGAIN) {
-    // A kernel before 5.7 (E2BIG), or a cgroup it will not start a process
-    // in: the child is moved into it after clone instead.
+  if (pid < 0 && errno != ENOSYS && birth.in_use()) {
+    // Refused with the child to be born in its cgroups: a kernel before 5.7
+    // (E2BIG), a cgroup it will not start a process in, the cloning thread
+    // counted toward a pids limit of one (EAGAIN, v1), the birth's
+    // descriptors at this process's limit (EMFILE). Born outside, the
+    // child is moved in by pid.
+    birth.Abandon();
     args.flags &= ~static_cast<uint64_t>(CLONE_INTO_CGROUP);
     args.cgroup = 0;
     pid = syscall(SYS_clone3, &args, sizeof(args));
@@ -253,6 +257,7 @@ absl::StatusOr<ChildProcess> LaunchOnThisThread(const LaunchSpec& spec) {
   const bool born_in_cgroups = birth.entered() || (args.flags & CLONE_INTO_CGROUP) != 0;
   if (pid != 0) birth.Leave();  // the parent's thread, at once
   if (pid == 0) {
+    birth.CloseInChild();  // its numbers are the child's to move descriptors through
     ChildAfterClone(spec, argv.data(), envp.data(), write_end.get(), read_end.get(), go_read.get(), parent,
                     become_outside_ids);
   }

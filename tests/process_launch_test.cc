@@ -6,10 +6,16 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "core/cgroup.h"
 #include "core/process.h"
 #include "gtest/gtest.h"
 #include "ipc/unique_fd.h"
@@ -69,6 +75,48 @@ TEST_F(ProcessLaunchTest, AChildStartsWithItsDescriptorsWhateverNumbersTheHostHa
   ASSERT_TRUE(exit.ok()) << exit.status();
   EXPECT_FALSE(exit->signaled);
   EXPECT_EQ(exit->code, 0) << exit->ToString();
+}
+
+// The child runs in its cgroups (v1 here: memory and pids) from its first
+// instruction, whether born there (core/cgroup_birth.h) or, with a limit of
+// one task that the cloning thread inside would fill, moved there by pid.
+TEST_F(ProcessLaunchTest, AChildRunsInItsCgroupsWhateverItsTaskLimit) {
+  const CgroupLayout layout = ProbeCgroupLayout();
+  ASSERT_NE(layout.version, 0) << layout.missing
+                               << " (in Bazel's sandbox, tools/test.sh makes the cgroup hierarchies writable)";
+  for (const uint64_t tasks : {uint64_t{64}, uint64_t{1}}) {
+    auto cg = BackendCgroup::Create(layout, absl::StrCat("launch", tasks), 256 << 20, tasks);
+    ASSERT_TRUE(cg.ok()) << cg.status();
+    const std::string dir = (*cg)->memory_dir();
+    const std::string name = dir.substr(dir.rfind('/') + 1);
+    int out[2];
+    ASSERT_EQ(pipe2(out, O_CLOEXEC), 0);
+    ipc::UniqueFd read_end(out[0]), write_end(out[1]);
+    LaunchSpec spec;
+    spec.path = "/bin/cat";
+    spec.argv = {"/bin/cat", "/proc/self/cgroup"};
+    spec.fds = {{write_end.get(), 1}};
+    spec.sandbox.cgroup_procs = (*cg)->procs_files();
+    spec.sandbox.cgroup_version = (*cg)->version();
+    absl::StatusOr<ChildProcess> child = launcher.Launch(spec);
+    ASSERT_TRUE(child.ok()) << tasks << " tasks: " << child.status();
+    write_end.reset();
+    std::string cgroups;
+    char buf[4096];
+    for (ssize_t n; (n = read(read_end.get(), buf, sizeof(buf))) > 0;) cgroups.append(buf, static_cast<size_t>(n));
+    absl::StatusOr<ExitStatus> exit = launcher.Wait(*child, ipc::Clock::now() + std::chrono::seconds(30));
+    ASSERT_TRUE(exit.ok()) << exit.status();
+    EXPECT_EQ(exit->code, 0) << exit->ToString();
+    size_t found = 0;
+    for (size_t at = cgroups.find(name); at != std::string::npos; at = cgroups.find(name, at + 1)) ++found;
+    EXPECT_EQ(found, (*cg)->procs_files().size()) << tasks << " tasks: " << cgroups;
+    // The launcher's thread, which cloned it, is back in this process's cgroups.
+    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+      std::ifstream in(task.path() / "cgroup");
+      const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      EXPECT_EQ(text.find(name), std::string::npos) << "thread " << task.path() << " left in the child's cgroup";
+    }
+  }
 }
 
 }  // namespace
