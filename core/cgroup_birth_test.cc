@@ -1,5 +1,6 @@
 #include "core/cgroup_birth.h"
 
+#include <fcntl.h>
 #include <linux/sched.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -33,9 +34,9 @@ size_t Count(const std::string& text, const std::string& what) {
 
 // On a machine that lets this process make cgroups (root here; tools/test.sh
 // makes the cgroup hierarchies writable in Bazel's sandbox): the child is
-// born in every cgroup of the backend (v1: memory and pids), and the
-// cloning thread is back in its own afterwards.
-TEST(CgroupBirthTest, TheChildIsBornInItsCgroupsAndTheThreadReturns) {
+// in every cgroup of the backend (v1: memory and pids) before it runs
+// anything of its own, and the cloning thread never left its own.
+TEST(CgroupBirthTest, TheChildIsInItsCgroupsAndTheThreadStaysInItsOwn) {
   const CgroupLayout layout = ProbeCgroupLayout();
   ASSERT_NE(layout.version, 0) << layout.missing
                                << " (in Bazel's sandbox, tools/test.sh makes the cgroup hierarchies writable)";
@@ -45,58 +46,52 @@ TEST(CgroupBirthTest, TheChildIsBornInItsCgroupsAndTheThreadReturns) {
   const std::string name = dir.substr(dir.rfind('/') + 1);
   const std::string before = Read("/proc/thread-self/cgroup");
   ASSERT_EQ(before.find(name), std::string::npos);
-  {
-    // Given up on (the clone refused), it leaves and closes everything.
-    CgroupBirth abandoned((*cg)->procs_files(), (*cg)->version());
-    if (layout.version == 1) ASSERT_TRUE(abandoned.Enter());
-    EXPECT_TRUE(abandoned.in_use());
-    abandoned.Abandon();
-    EXPECT_FALSE(abandoned.in_use());
-    EXPECT_EQ(abandoned.clone_into(), -1);
-    EXPECT_EQ(Read("/proc/thread-self/cgroup"), before);
+  int report[2];
+  ASSERT_EQ(pipe(report), 0);
+  CgroupBirth birth((*cg)->procs_files(), (*cg)->version());
+  ASSERT_TRUE(birth.in_use());
+  clone_args args{};
+  args.exit_signal = SIGCHLD;
+  if (layout.version == 2) {
+    ASSERT_GE(birth.clone_into(), 0);
+    args.flags = CLONE_INTO_CGROUP;
+    args.cgroup = static_cast<uint64_t>(birth.clone_into());
+  } else {
+    ASSERT_EQ(birth.clone_into(), -1);
+    ASSERT_TRUE(birth.child_moves_itself());
   }
-  int go[2];
-  ASSERT_EQ(pipe(go), 0);
-  long child = -1;
-  {
-    CgroupBirth birth((*cg)->procs_files(), (*cg)->version());
-    clone_args args{};
-    args.exit_signal = SIGCHLD;
-    if (layout.version == 2) {
-      ASSERT_GE(birth.clone_into(), 0);
-      args.flags = CLONE_INTO_CGROUP;
-      args.cgroup = static_cast<uint64_t>(birth.clone_into());
-    } else {
-      ASSERT_EQ(birth.clone_into(), -1);
-      ASSERT_TRUE(birth.Enter());
-      EXPECT_EQ(Count(Read("/proc/thread-self/cgroup"), name), 2u) << "the thread is not in both hierarchies";
-    }
-    child = syscall(SYS_clone3, &args, sizeof(args));
-    if (child == 0) {
-      char c;
-      (void)!read(go[0], &c, 1);
-      _exit(0);
-    }
-    birth.Leave();
-    EXPECT_FALSE(birth.entered());
+  const long child = syscall(SYS_clone3, &args, sizeof(args));
+  if (child == 0) {
+    // Reports EnterInChild's result, and whether the v2 descriptor is
+    // still open; then waits to be killed.
+    const int out[2] = {birth.EnterInChild(), birth.clone_into() >= 0 && fcntl(birth.clone_into(), F_GETFD) >= 0};
+    (void)!write(report[1], out, sizeof(out));
+    char c;
+    (void)!read(report[0], &c, 1);
+    _exit(0);
   }
-  ASSERT_GT(child, 0) << std::strerror(errno);
-  EXPECT_EQ(Read("/proc/thread-self/cgroup"), before) << "the thread did not return to its own cgroups";
+  const int clone_errno = errno;
+  ASSERT_GT(child, 0) << std::strerror(clone_errno);
+  close(report[1]);
+  int got[2] = {-1, -1};
+  ASSERT_EQ(read(report[0], got, sizeof(got)), static_cast<ssize_t>(sizeof(got)));
+  EXPECT_EQ(got[0], 0) << std::strerror(got[0]);
+  EXPECT_EQ(got[1], 0) << "the v2 descriptor is still open in the child";
   const std::string childs = Read(absl::StrCat("/proc/", child, "/cgroup"));
   EXPECT_EQ(Count(childs, name), (*cg)->procs_files().size()) << childs;
-  close(go[0]);
-  (void)!write(go[1], "x", 1);
-  close(go[1]);
+  EXPECT_EQ(Read("/proc/thread-self/cgroup"), before) << "the cloning thread moved";
+  kill(static_cast<pid_t>(child), SIGKILL);
   ASSERT_EQ(waitpid(static_cast<pid_t>(child), nullptr, 0), child);
+  close(report[0]);
 }
 
 // Without cgroups it does nothing: the caller's path is unchanged.
 TEST(CgroupBirthTest, NoCgroupsNoMove) {
   CgroupBirth birth({}, 1);
   EXPECT_EQ(birth.clone_into(), -1);
-  EXPECT_FALSE(birth.Enter());
-  EXPECT_FALSE(birth.entered());
+  EXPECT_FALSE(birth.child_moves_itself());
   EXPECT_FALSE(birth.in_use());
+  EXPECT_EQ(birth.EnterInChild(), 0);
 }
 
 }  // namespace

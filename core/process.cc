@@ -33,6 +33,7 @@ namespace {
 
 using process_internal::ChildAfterClone;
 using process_internal::ChildError;
+using process_internal::kCgroupStep;
 using process_internal::kIdsStep;
 using process_internal::kNoStep;
 using process_internal::kRootStep;
@@ -183,16 +184,14 @@ absl::StatusOr<ChildProcess> LaunchOnThisThread(const LaunchSpec& spec) {
   if (birth.clone_into() >= 0) {
     args.flags |= CLONE_INTO_CGROUP;
     args.cgroup = static_cast<uint64_t>(birth.clone_into());
-  } else {
-    (void)birth.Enter();
   }
   long pid = syscall(SYS_clone3, &args, sizeof(args));
-  if (pid < 0 && errno != ENOSYS && birth.in_use()) {
-    // Refused with the child to be born in its cgroups: a kernel before 5.7
-    // (E2BIG), a cgroup it will not start a process in, the cloning thread
-    // counted toward a pids limit of one (EAGAIN, v1), the birth's
-    // descriptors at this process's limit (EMFILE). Born outside, the
-    // child is moved in by pid.
+  if (pid < 0 && birth.in_use() &&
+      (errno == E2BIG || errno == EINVAL || errno == EBADF || errno == EBUSY || errno == EOPNOTSUPP ||
+       errno == EACCES || errno == EMFILE || errno == ENFILE)) {
+    // A kernel before 5.7 (E2BIG), a cgroup it will not start a process in,
+    // or the birth's descriptors at this process's limit: the child is
+    // moved in by pid instead.
     birth.Abandon();
     args.flags &= ~static_cast<uint64_t>(CLONE_INTO_CGROUP);
     args.cgroup = 0;
@@ -253,13 +252,12 @@ absl::StatusOr<ChildProcess> LaunchOnThisThread(const LaunchSpec& spec) {
     if (err == ENOSPC) return absl::FailedPreconditionError(failed.message());
     return failed;
   }
-  // Born in its cgroups, or to be moved there below.
-  const bool born_in_cgroups = birth.entered() || (args.flags & CLONE_INTO_CGROUP) != 0;
-  if (pid != 0) birth.Leave();  // the parent's thread, at once
+  // In its cgroups by itself (born there, or moving there first thing), or
+  // moved there below.
+  const bool in_cgroups_by_itself = birth.child_moves_itself() || (args.flags & CLONE_INTO_CGROUP) != 0;
   if (pid == 0) {
-    birth.CloseInChild();  // its numbers are the child's to move descriptors through
     ChildAfterClone(spec, argv.data(), envp.data(), write_end.get(), read_end.get(), go_read.get(), parent,
-                    become_outside_ids);
+                    become_outside_ids, birth);
   }
 
   ChildProcess child{static_cast<pid_t>(pid), ipc::UniqueFd(pidfd)};
@@ -280,7 +278,8 @@ absl::StatusOr<ChildProcess> LaunchOnThisThread(const LaunchSpec& spec) {
   } else {
     child.unprivileged_ids = become_outside_ids;
   }
-  for (const std::string& procs : born_in_cgroups ? std::vector<std::string>{} : spec.sandbox.cgroup_procs) {
+  birth.Abandon();  // the child's copies are its own
+  for (const std::string& procs : in_cgroups_by_itself ? std::vector<std::string>{} : spec.sandbox.cgroup_procs) {
     if (!WriteFileText(procs, absl::StrCat(child.pid))) {
       const int err = errno;
       syscall(SYS_pidfd_send_signal, child.pidfd.get(), SIGKILL, nullptr, 0);
@@ -325,6 +324,10 @@ absl::StatusOr<ChildProcess> LaunchOnThisThread(const LaunchSpec& spec) {
                          "systempaths=unconfined (Docker) or procMount: Unmasked (Kubernetes)"));
       }
       return absl::IsResourceExhausted(failed) ? absl::FailedPreconditionError(failed.message()) : failed;
+    }
+    if (report.step == kCgroupStep) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "starting ", spec.path, ": cannot move the backend process into its cgroup: ", std::strerror(report.err)));
     }
     if (report.step == kIdsStep) {
       return absl::PermissionDeniedError(absl::StrCat(

@@ -16,9 +16,9 @@
 
 namespace codecvisor::process_internal {
 
-void ChildAfterClone(const LaunchSpec& spec, char* const* argv, char* const* envp,
-                                  int error_pipe, int error_pipe_reader, int go_pipe, pid_t parent,
-                                  bool become_outside_ids) {
+void ChildAfterClone(const LaunchSpec& spec, char* const* argv, char* const* envp, int error_pipe,
+                     int error_pipe_reader, int go_pipe, pid_t parent, bool become_outside_ids,
+                     const CgroupBirth& birth) {
   // The host's end of the error pipe, inherited: only the host may hold it,
   // so that its death shows as POLLERR on ours (below).
   close(error_pipe_reader);
@@ -27,6 +27,8 @@ void ChildAfterClone(const LaunchSpec& spec, char* const* argv, char* const* env
     (void)!write(error_pipe, &report, sizeof(report));
     _exit(127);
   };
+  // Into its own cgroups before anything else (core/cgroup_birth.h).
+  if (const int err = birth.EnterInChild(); err != 0) fail(err, kCgroupStep);
   // A change of credentials clears the parent-death signal (prctl(2)): set
   // it again, or a child the host leaves behind (a host killed while its
   // backend is stopped) lives on. If the host died in between, the read end
@@ -48,8 +50,8 @@ void ChildAfterClone(const LaunchSpec& spec, char* const* argv, char* const* env
       close(fd);
     }
   }
-  // Wait until the host has written our id maps and moved us into our
-  // cgroup; then become the mapped root, dropping the host's supplementary
+  // Wait until the host has written our id maps and, unless we moved
+  // ourselves, moved us into our cgroup; then become the mapped root, dropping the host's supplementary
   // groups.
   char go = 0;
   if (spec.sandbox.namespaces || !spec.sandbox.cgroup_procs.empty()) {

@@ -9,6 +9,7 @@
 
 #include <sys/types.h>
 
+#include "core/cgroup_birth.h"
 #include "core/process.h"
 
 namespace codecvisor::process_internal {
@@ -22,12 +23,14 @@ struct ChildError {
 constexpr int kNoStep = -1;    // the rest of the set-up, or execve
 constexpr int kRootStep = -2;  // the mounts around the empty-root plan's steps
 constexpr int kIdsStep = -3;   // becoming nobody without a user namespace
+constexpr int kCgroupStep = -4;  // moving into its cgroups (CgroupBirth::EnterInChild)
 
 // Between clone and execve only async-signal-safe calls are allowed: the
 // host may have other threads holding locks (minijail's rule). On any
 // failure, the errno goes up the pipe and the child _exits.
 [[noreturn]] void ChildAfterClone(const LaunchSpec& spec, char* const* argv, char* const* envp, int error_pipe,
-                                  int error_pipe_reader, int go_pipe, pid_t parent, bool become_outside_ids);
+                                  int error_pipe_reader, int go_pipe, pid_t parent, bool become_outside_ids,
+                                  const CgroupBirth& birth);
 
 }  // namespace codecvisor::process_internal
 

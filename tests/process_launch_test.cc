@@ -119,5 +119,44 @@ TEST_F(ProcessLaunchTest, AChildRunsInItsCgroupsWhateverItsTaskLimit) {
   }
 }
 
+// Cloning copies the host's page tables, and on cgroup v1 that kernel memory
+// is charged to the cgroup of the thread that clones. A host whose page
+// tables alone exceed its backend's memory limit (a training process with
+// many GiB resident, 256 MiB backends) must not be charged to that cgroup:
+// its OOM killer would pick the host. Here 1 GiB resident (2 MiB of page
+// tables) against a limit of 1.5 MiB, which /bin/true fits in: the limit is
+// never reached.
+TEST_F(ProcessLaunchTest, AHostWhosePageTablesExceedTheChildsMemoryLimitSurvivesTheStart) {
+  const CgroupLayout layout = ProbeCgroupLayout();
+  ASSERT_NE(layout.version, 0) << layout.missing
+                               << " (in Bazel's sandbox, tools/test.sh makes the cgroup hierarchies writable)";
+  constexpr size_t kResident = size_t{1} << 30;
+  std::vector<char> resident(kResident);
+  for (size_t i = 0; i < kResident; i += 4096) resident[i] = 1;
+  auto cg = BackendCgroup::Create(layout, "tiny", 3 << 19, 64);
+  ASSERT_TRUE(cg.ok()) << cg.status();
+  LaunchSpec spec;
+  spec.path = "/bin/true";
+  spec.argv = {"/bin/true"};
+  spec.sandbox.cgroup_procs = (*cg)->procs_files();
+  spec.sandbox.cgroup_version = (*cg)->version();
+  absl::StatusOr<ChildProcess> child = launcher.Launch(spec);
+  ASSERT_TRUE(child.ok()) << child.status();
+  absl::StatusOr<ExitStatus> exit = launcher.Wait(*child, ipc::Clock::now() + std::chrono::seconds(30));
+  ASSERT_TRUE(exit.ok()) << exit.status();
+  EXPECT_EQ(exit->code, 0) << exit->ToString();
+  // How often a charge met the limit (v1: memory.failcnt; v2: "max" in
+  // memory.events).
+  const std::string dir = (*cg)->memory_dir();
+  std::ifstream counts(dir + (layout.version == 1 ? "/memory.failcnt" : "/memory.events"));
+  const std::string text((std::istreambuf_iterator<char>(counts)), std::istreambuf_iterator<char>());
+  if (layout.version == 1) {
+    EXPECT_EQ(text, "0\n") << "the start was charged past the child's limit";
+  } else {
+    EXPECT_NE(text.find("max 0\n"), std::string::npos) << text;
+  }
+  EXPECT_EQ(resident[kResident - 4096], 1);
+}
+
 }  // namespace
 }  // namespace codecvisor
