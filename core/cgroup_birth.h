@@ -4,8 +4,8 @@
 // after clone. That move (its pid written to cgroup.procs) takes the
 // kernel's cgroup_threadgroup_rwsem for writing, which waits for an RCU
 // grace period: about 10 ms a start on this project's 2-vCPU VM
-// (`codecvisor-bench restart`: cold_spawn_ms 29-36 ms with the host moving
-// the child, 19-21 ms without). Instead:
+// (`codecvisor-bench restart`: cold_spawn_ms 29-32 ms with the host moving
+// the child, 17-21 ms without; docs/SANDBOX.md). Instead:
 // - cgroup v2: clone3's CLONE_INTO_CGROUP (Linux 5.7) creates the child in
 //   the cgroup a descriptor of its directory names;
 // - cgroup v1: the child moves itself, first thing after clone, writing "0"
