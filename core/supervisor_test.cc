@@ -160,17 +160,20 @@ TEST_F(SupervisorTest, EnoughSuccessesInARowMakeTheBudgetWhole) {
   EXPECT_EQ(env_->starts(), 11);
 }
 
-// A reply the child sent just before it died is no success after its death:
-// it does not count toward making the budget whole.
+// A success recorded once the child's death is (a reply it sent just
+// before it died, read late) does not count toward making the budget whole.
 TEST_F(SupervisorTest, ASuccessOfADeadGenerationDoesNotHeal) {
   Make();
   StartReady();
   for (int crash = 1; crash <= 3; ++crash) {
     const uint64_t generation = supervisor_->Status().generation;
     env_->Exit(Current(), kSegv);
+    // Recorded once the death is: before the restart...
+    for (int i = 0; i < RestartLimits{}.heal_after_successes; ++i) supervisor_->RecordSuccess(generation);
     env_->Advance(milliseconds(100));
     supervisor_->RunDueWorkForTest();
     ASSERT_EQ(supervisor_->Status().state, BackendState::kReady) << crash;
+    // ...and after it.
     for (int i = 0; i < RestartLimits{}.heal_after_successes; ++i) supervisor_->RecordSuccess(generation);
   }
   env_->Exit(Current(), kSegv);
