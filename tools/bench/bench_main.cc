@@ -126,6 +126,11 @@ int main(int argc, char** argv) {
   restart->add_option("--rounds", restart_options.rounds, "host creations per discovery and cold-start median")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  restart
+      ->add_option("--host-resident-mb", restart_options.host_resident_mb,
+                   "make this many MiB of this process's memory resident first, as a training process's is")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 20));
   restart->add_option("--synthetic-library", restart_options.synthetic_library,
                       "libcodecvisor_synthetic.so (//backends/testing); default: next to this binary");
   restart->callback([&] { 

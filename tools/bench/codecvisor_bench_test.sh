@@ -40,7 +40,7 @@ has "$tmp/help_ipc" --slots --rounds --round-trips --frames --json
 has "$tmp/help_decode" --threads --frames --rounds --random-frames --arena-slots --in-process-buffers \
   --compare-runner --json
 has "$tmp/help_seek" --index --rounds --threads --json
-has "$tmp/help_restart" --crashes --rounds --synthetic-library --json
+has "$tmp/help_restart" --crashes --rounds --synthetic-library --json --host-resident-mb
 has "$tmp/help_soak" --seconds --decoders --crash-interval-ms --faulty-library --seed --json
 rc=0
 "$bench" info "$video" >/dev/null 2>&1 || rc=$?
@@ -83,10 +83,12 @@ has "$tmp/err" "--index 25: $video has 25 frames"
 has "$tmp/ipc.json" '"figure":"rtt_ratio","target":"<= 1.5"' '"figure":"frame_ratio","target":">= 0.9"'
 positive "$tmp/ipc.json" futex_rtt_us channel_rtt_us frame_fps local_fps
 
-# restart: the synthetic backend, given by flag.
-"$bench" restart --json --crashes 2 --rounds 1 --synthetic-library "$synthetic" >"$tmp/restart.json" \
-  2>"$tmp/err" || fail "restart: $(cat "$tmp/err")"
-has "$tmp/restart.json" '"figure":"discovery_ms_100"' '"figure":"failover_ms_warm_p50"'
-positive "$tmp/restart.json" discovery_ms_100 cold_spawn_ms failover_ms_cold_p50 failover_ms_warm_p50
+# restart: the synthetic backend, given by flag, with 64 MiB of the bench's
+# own memory resident.
+"$bench" restart --json --crashes 2 --rounds 1 --synthetic-library "$synthetic" --host-resident-mb 64 \
+  >"$tmp/restart.json" 2>"$tmp/err" || fail "restart: $(cat "$tmp/err")"
+has "$tmp/restart.json" '"figure":"discovery_ms_100"' '"figure":"failover_ms_warm_p50"' '"host_resident_mb":64'
+positive "$tmp/restart.json" discovery_ms_100 cold_spawn_ms failover_ms_cold_p50 failover_ms_warm_p50 \
+  resident_rewrite_ms resident_rewrite_ms_quiet
 
 echo "PASS"

@@ -2,8 +2,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -39,6 +41,26 @@ absl::Status ResetPeakRss() {
   }
   close(fd);
   return absl::OkStatus();
+}
+
+ResidentMemory::ResidentMemory(uint64_t mib) {
+  if (mib == 0) return;
+  void* p = mmap(nullptr, mib << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return;
+  data_ = static_cast<char*>(p);
+  bytes_ = mib << 20;
+  (void)RewriteMs();
+}
+
+ResidentMemory::~ResidentMemory() {
+  if (data_ != nullptr) munmap(data_, bytes_);
+}
+
+double ResidentMemory::RewriteMs() {
+  const auto start = std::chrono::steady_clock::now();
+  for (uint64_t at = 0; at < bytes_; at += 4096) data_[at] = static_cast<char>(data_[at] + 1);
+  asm volatile("" : : "r"(data_) : "memory");
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
 
 }  // namespace codecvisor::bench

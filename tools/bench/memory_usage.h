@@ -22,6 +22,27 @@ namespace codecvisor::bench {
 // so that a later VmHWM is the peak of what ran in between.
 [[nodiscard]] absl::Status ResetPeakRss();
 
+// Anonymous memory this process holds resident, every page written, as a
+// training process's tensors and model are (`codecvisor-bench restart
+// --host-resident-mb`): a backend start forks this process, whose page
+// tables grow with it, and after which every page written again faults
+// once. Not thread-safe.
+class ResidentMemory {
+ public:
+  explicit ResidentMemory(uint64_t mib);  // 0: none
+  ~ResidentMemory();
+  ResidentMemory(const ResidentMemory&) = delete;
+  ResidentMemory& operator=(const ResidentMemory&) = delete;
+
+  uint64_t bytes() const { return bytes_; }
+  // Writes one byte of every page and returns how long that took, in ms.
+  double RewriteMs();
+
+ private:
+  char* data_ = nullptr;
+  uint64_t bytes_ = 0;
+};
+
 }  // namespace codecvisor::bench
 
 #endif  // CODECVISOR_TOOLS_BENCH_MEMORY_USAGE_H_

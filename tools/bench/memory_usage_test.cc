@@ -1,6 +1,7 @@
 #include "tools/bench/memory_usage.h"
 
 #include <gtest/gtest.h>
+
 #include <vector>
 
 namespace codecvisor::bench {
@@ -21,6 +22,19 @@ TEST(MemoryUsageTest, ReadsAndResetsThePeak) {
   auto now = ProcStatusKb("VmRSS");
   ASSERT_TRUE(now.ok());
   EXPECT_LT(*hwm, *now + (32 << 10)) << "the 64 MiB peak survived the reset";
+}
+
+// Resident at once, every page: VmRSS grows by its size.
+TEST(MemoryUsageTest, ResidentMemoryIsResident) {
+  auto before = ProcStatusKb("VmRSS");
+  ASSERT_TRUE(before.ok());
+  ResidentMemory memory(64);
+  ASSERT_EQ(memory.bytes(), uint64_t{64} << 20);
+  auto after = ProcStatusKb("VmRSS");
+  ASSERT_TRUE(after.ok());
+  EXPECT_GE(*after - *before, 60 << 10) << "64 MiB written is not resident";
+  EXPECT_GT(memory.RewriteMs(), 0);
+  EXPECT_EQ(ResidentMemory(0).bytes(), 0u);
 }
 
 }  // namespace

@@ -19,6 +19,13 @@
 // killed child's own exit time, and OpenDecoder and GetFrameAt on a running
 // backend (what a failover repeats).
 //
+// With --host-resident-mb N the benchmark first makes N MiB of its own
+// memory resident, as a training process's is, and takes every figure with
+// it; and reports, per round, how long writing one byte of every page of it
+// takes right after a sandboxed cold start (resident_rewrite_ms) and at
+// once again, with no start between (resident_rewrite_ms_quiet): a start
+// forks this process, and each page it writes afterwards faults once.
+//
 // The synthetic backend's library is a test-only build product: it is
 // looked for next to this binary (a Bazel runfiles tree, or bazel-bin's
 // layout) unless given; the benchmark writes its own manifest for it in a
@@ -45,6 +52,7 @@ struct RestartBenchOptions {
   // Path of libcodecvisor_synthetic.so (//backends/testing). Empty: look
   // next to this binary (FindTestBackendLibrary, test_backend_library.h).
   std::string synthetic_library;
+  uint64_t host_resident_mb = 0;  // this process's own resident memory, MiB
 };
 
 struct RestartBenchResult {
@@ -66,6 +74,10 @@ struct RestartBenchResult {
   double failover_ms_cold_p95 = 0;
   double failover_ms_warm_p50 = 0;
   double failover_ms_warm_p95 = 0;
+  // With host_resident_mb > 0 (medians over rounds).
+  uint64_t host_resident_mb = 0;
+  double resident_rewrite_ms = 0;
+  double resident_rewrite_ms_quiet = 0;
   std::vector<TargetCheck> targets;
 
   std::string ToJson() const;  // one line, no newline
