@@ -8,23 +8,15 @@
 #include <unistd.h>
 
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "base/cgroup_paths.h"
 #include "core/cgroup.h"
 #include "gtest/gtest.h"
 
 namespace codecvisor {
 namespace {
-
-std::string Read(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 size_t Count(const std::string& text, const std::string& what) {
   size_t n = 0;
@@ -44,7 +36,7 @@ TEST(CgroupBirthTest, TheChildIsInItsCgroupsAndTheThreadStaysInItsOwn) {
   ASSERT_TRUE(cg.ok()) << cg.status();
   const std::string dir = (*cg)->memory_dir();
   const std::string name = dir.substr(dir.rfind('/') + 1);
-  const std::string before = Read("/proc/thread-self/cgroup");
+  const std::string before = ReadFileText("/proc/thread-self/cgroup");
   ASSERT_EQ(before.find(name), std::string::npos);
   int report[2];
   ASSERT_EQ(pipe(report), 0);
@@ -75,9 +67,9 @@ TEST(CgroupBirthTest, TheChildIsInItsCgroupsAndTheThreadStaysInItsOwn) {
   ASSERT_EQ(read(report[0], got, sizeof(got)), static_cast<ssize_t>(sizeof(got)));
   EXPECT_EQ(got[0], 0) << std::strerror(got[0]);
   EXPECT_EQ(got[1], 0) << "the v2 descriptor is still open in the child";
-  const std::string childs = Read(absl::StrCat("/proc/", child, "/cgroup"));
+  const std::string childs = ReadFileText(absl::StrCat("/proc/", child, "/cgroup"));
   EXPECT_EQ(Count(childs, name), (*cg)->procs_files().size()) << childs;
-  EXPECT_EQ(Read("/proc/thread-self/cgroup"), before) << "the cloning thread moved";
+  EXPECT_EQ(ReadFileText("/proc/thread-self/cgroup"), before) << "the cloning thread moved";
   kill(static_cast<pid_t>(child), SIGKILL);
   ASSERT_EQ(waitpid(static_cast<pid_t>(child), nullptr, 0), child);
   close(report[0]);

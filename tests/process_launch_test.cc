@@ -8,13 +8,12 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "base/cgroup_paths.h"
 #include "core/cgroup.h"
 #include "core/process.h"
 #include "gtest/gtest.h"
@@ -110,11 +109,11 @@ TEST_F(ProcessLaunchTest, AChildRunsInItsCgroupsWhateverItsTaskLimit) {
     size_t found = 0;
     for (size_t at = cgroups.find(name); at != std::string::npos; at = cgroups.find(name, at + 1)) ++found;
     EXPECT_EQ(found, (*cg)->procs_files().size()) << tasks << " tasks: " << cgroups;
-    // The launcher's thread, which cloned it, is back in this process's cgroups.
+    // No thread of this process is in the child's cgroup: the launcher's,
+    // which cloned it, never entered it.
     for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
-      std::ifstream in(task.path() / "cgroup");
-      const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      EXPECT_EQ(text.find(name), std::string::npos) << "thread " << task.path() << " left in the child's cgroup";
+      EXPECT_EQ(ReadFileText(task.path() / "cgroup").find(name), std::string::npos)
+          << "thread " << task.path() << " in the child's cgroup";
     }
   }
 }
@@ -148,8 +147,7 @@ TEST_F(ProcessLaunchTest, AHostWhosePageTablesExceedTheChildsMemoryLimitSurvives
   // How often a charge met the limit (v1: memory.failcnt; v2: "max" in
   // memory.events).
   const std::string dir = (*cg)->memory_dir();
-  std::ifstream counts(dir + (layout.version == 1 ? "/memory.failcnt" : "/memory.events"));
-  const std::string text((std::istreambuf_iterator<char>(counts)), std::istreambuf_iterator<char>());
+  const std::string text = ReadFileText(dir + (layout.version == 1 ? "/memory.failcnt" : "/memory.events"));
   if (layout.version == 1) {
     EXPECT_EQ(text, "0\n") << "the start was charged past the child's limit";
   } else {
