@@ -26,6 +26,7 @@
 #include "core/cgroup_birth.h"
 #include "core/kernel_features.h"
 #include "core/process_child.h"
+#include "core/process_clone.h"
 #include "core/user_namespace_ids.h"
 
 namespace codecvisor {
@@ -33,6 +34,9 @@ namespace {
 
 using process_internal::ChildAfterClone;
 using process_internal::ChildError;
+using process_internal::CloneRequest;
+using process_internal::CloneResult;
+using process_internal::CloneUntilExec;
 using process_internal::kCgroupStep;
 using process_internal::kIdsStep;
 using process_internal::kNoStep;
@@ -87,6 +91,52 @@ char WriteIdMaps(pid_t pid, const SandboxSpec& sandbox) {
     return 's';
   }
   return 0;
+}
+
+// What the child's code gets (on the launching thread's stack, which the
+// child can read: it shares this process's memory until it execs).
+struct ChildArgs {
+  const LaunchSpec* spec;
+  char* const* argv;
+  char* const* envp;
+  int error_pipe;
+  int error_pipe_reader;
+  int go_pipe;
+  pid_t parent;
+  bool become_outside_ids;
+  const CgroupBirth* birth;
+};
+
+int RunChild(void* arg) {
+  const auto* a = static_cast<const ChildArgs*>(arg);
+  ChildAfterClone(*a->spec, a->argv, a->envp, a->error_pipe, a->error_pipe_reader, a->go_pipe, a->parent,
+                  a->become_outside_ids, *a->birth);
+}
+
+// Why no child was made, for the caller: a kernel too old for any sandbox
+// (no pidfd), a shortage, or a refused namespace.
+absl::Status CloneFailure(const LaunchSpec& spec, const CloneResult& cloned) {
+  const absl::string_view call = cloned.call;
+  if (cloned.err == ENOSYS) {
+    return KernelTooOld(absl::StrCat(call, ": ENOSYS: this kernel (", KernelName(), ") has ",
+                                     call == "pidfd_open"
+                                         ? "no pidfd_open (Linux 5.3), or a seccomp profile refuses it"
+                                         : "no clone3 (Linux 5.3), or a seccomp profile refuses both clone3 and clone",
+                                     "; the host needs a pidfd for each backend process (no sandbox setting helps)"));
+  }
+  if (cloned.err == EAGAIN) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(call, ": Resource temporarily unavailable (too many processes and threads)"));
+  }
+  absl::Status failed = ipc::ErrnoStatus(
+      absl::StrCat(call, spec.sandbox.namespaces ? "(CLONE_VM | CLONE_VFORK | CLONE_NEWUSER | CLONE_NEWPID | "
+                                                   "CLONE_NEWNET | CLONE_NEWIPC)"
+                                                 : "(CLONE_VM | CLONE_VFORK)"),
+      cloned.err);
+  // ENOSPC here is a namespace limit (user.max_user_namespaces = 0 where
+  // they are forbidden), not this process's shortage: a weaker sandbox may start.
+  if (cloned.err == ENOSPC) return absl::FailedPreconditionError(failed.message());
+  return failed;
 }
 
 }  // namespace
@@ -167,132 +217,83 @@ absl::StatusOr<ChildProcess> LaunchOnThisThread(const LaunchSpec& spec) {
   if (pipe2(pipe_fds, O_CLOEXEC) != 0) return ipc::ErrnoStatus("pipe2");
   ipc::UniqueFd go_read(pipe_fds[0]), go_write(pipe_fds[1]);
 
-  int pidfd = -1;
-  clone_args args{};
-  args.flags = CLONE_PIDFD;
-  if (spec.sandbox.namespaces) args.flags |= CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC;
-  if (spec.sandbox.namespaces && !spec.sandbox.empty_root.steps.empty()) args.flags |= CLONE_NEWNS;
-  args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
-  args.exit_signal = SIGCHLD;
+  uint64_t flags = 0;
+  if (spec.sandbox.namespaces) flags |= CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC;
+  if (spec.sandbox.namespaces && !spec.sandbox.empty_root.steps.empty()) flags |= CLONE_NEWNS;
   const pid_t parent = getpid();
   // Read before clone: the child may not allocate.
   const bool become_outside_ids = spec.sandbox.unprivileged_without_namespaces && !spec.sandbox.namespaces &&
                                   geteuid() == 0 && UserNamespaceMapsId("uid_map", spec.sandbox.outside_uid) &&
                                   UserNamespaceMapsId("gid_map", spec.sandbox.outside_gid);
-  const char* call = "clone3";
   CgroupBirth birth(spec.sandbox.cgroup_procs, spec.sandbox.cgroup_version);
-  if (birth.clone_into() >= 0) {
-    args.flags |= CLONE_INTO_CGROUP;
-    args.cgroup = static_cast<uint64_t>(birth.clone_into());
-  }
-  long pid = syscall(SYS_clone3, &args, sizeof(args));
-  if (pid < 0 && birth.in_use() &&
-      (errno == E2BIG || errno == EINVAL || errno == EBADF || errno == EBUSY || errno == EOPNOTSUPP ||
-       errno == EACCES || errno == EMFILE || errno == ENFILE)) {
+  ChildArgs child_args{&spec,         argv.data(), envp.data(),        write_end.get(), read_end.get(),
+                       go_read.get(), parent,      become_outside_ids, &birth};
+
+  // What the host does while the child waits for its go byte (on
+  // CloneUntilExec's helper thread): write its id maps, move it into its
+  // cgroups unless it is in them by itself, let it go on. On failure the
+  // child is killed and `refused` says why.
+  absl::Status refused;
+  bool unprivileged_ids = become_outside_ids;
+  const bool needs_go = spec.sandbox.namespaces || !spec.sandbox.cgroup_procs.empty();
+  auto start_child = [&](pid_t pid, bool born_in_cgroup) {
+    char go = 's';
+    if (spec.sandbox.namespaces) {
+      go = WriteIdMaps(pid, spec.sandbox);
+      if (go == 0) {
+        refused = absl::PermissionDeniedError(
+            absl::StrCat("cannot write the user namespace id maps of the backend process (uid ", geteuid(), ", gid ",
+                         getegid(), "): ", std::strerror(errno)));
+        kill(pid, SIGKILL);
+        return;
+      }
+      unprivileged_ids = go == 'n' || (geteuid() == spec.sandbox.outside_uid && getegid() == spec.sandbox.outside_gid);
+    }
+    const bool in_cgroups_by_itself = born_in_cgroup || birth.child_moves_itself();
+    for (const std::string& procs : in_cgroups_by_itself ? std::vector<std::string>{} : spec.sandbox.cgroup_procs) {
+      if (!WriteFileText(procs, absl::StrCat(pid))) {
+        refused = absl::PermissionDeniedError(
+            absl::StrCat("cannot move the backend process into its cgroup (", procs, "): ", std::strerror(errno)));
+        kill(pid, SIGKILL);
+        return;
+      }
+    }
+    if (needs_go) (void)!write(go_write.get(), &go, 1);
+  };
+  CloneRequest request;
+  request.flags = flags;
+  request.cgroup_dir = birth.clone_into();
+  request.child = &RunChild;
+  request.child_arg = &child_args;
+  request.started = start_child;
+  request.exec_deadline = std::chrono::seconds(10);
+  CloneResult cloned = CloneUntilExec(request);
+  const int clone_err = cloned.err;
+  if (cloned.pid < 0 && birth.in_use() &&
+      (clone_err == E2BIG || clone_err == EINVAL || clone_err == EBADF || clone_err == EBUSY ||
+       clone_err == EOPNOTSUPP || clone_err == EACCES || clone_err == EMFILE || clone_err == ENFILE)) {
     // A kernel before 5.7 (E2BIG), a cgroup it will not start a process in,
     // or the birth's descriptors at this process's limit: the child is
     // moved in by pid instead.
     birth.Abandon();
-    args.flags &= ~static_cast<uint64_t>(CLONE_INTO_CGROUP);
-    args.cgroup = 0;
-    pid = syscall(SYS_clone3, &args, sizeof(args));
+    request.cgroup_dir = -1;
+    cloned = CloneUntilExec(request);
   }
-#if defined(__x86_64__) || defined(__aarch64__)
-  if (pid < 0 && errno == ENOSYS) {
-    // Docker's and containerd's default seccomp profiles answer clone3 with
-    // ENOSYS (so that glibc falls back to clone). The legacy call takes the
-    // same flags; CLONE_PIDFD writes the pidfd at its parent_tid argument,
-    // the third on these two architectures (s390 and others order them
-    // otherwise). No stack: the child runs on a copy of this one, as after
-    // fork.
-    call = "clone";
-    args.flags &= ~static_cast<uint64_t>(CLONE_INTO_CGROUP);  // clone3's alone
-    pid = syscall(SYS_clone, static_cast<unsigned long>(args.flags) | SIGCHLD, nullptr, &pidfd, nullptr, nullptr);
-    // A kernel older than CLONE_PIDFD (5.2) ignores it, and 5.2 gives a
-    // pidfd that cannot be polled (5.3): poll answers it with the default
-    // mask, POLLOUT included, which a pollable pidfd never reports. A child
-    // the host could not watch. (It waits for the go byte; killed here, it
-    // is reaped at once.)
-    bool watchable = pidfd >= 0;
-    if (pid > 0 && watchable) {
-      pollfd p{pidfd, POLLOUT, 0};
-      watchable = !(poll(&p, 1, 0) == 1 && (p.revents & POLLOUT) != 0);  // POLLIN, POLLHUP: it ended
-    }
-    if (pid > 0 && !watchable) {
-      kill(static_cast<pid_t>(pid), SIGKILL);
-      waitpid(static_cast<pid_t>(pid), nullptr, 0);
-      if (pidfd >= 0) close(pidfd);
-      return KernelTooOld(absl::StrCat(
-          "clone: this kernel (", KernelName(), ") gives no pidfd the host can watch, and clone3 is refused; "
-          "the host needs one for each backend process, which takes Linux 5.3 or newer (no sandbox setting helps)"));
-    }
-  }
-#endif
-  if (pid < 0 && errno == ENOSYS) {
-    return KernelTooOld(absl::StrCat(
-        call, ": ENOSYS: this kernel (", KernelName(), ") has no clone3 (Linux 5.3), or a seccomp profile refuses ",
-        std::string_view(call) == "clone3"
-            ? "it (Docker's and containerd's default do) on an architecture where the host does not fall back to clone"
-            : "both clone3 and clone with CLONE_PIDFD",
-        "; the host needs a pidfd for each backend process (no sandbox setting helps)"));
-  }
-  if (pid < 0) {
-    if (errno == EAGAIN) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat(call, ": Resource temporarily unavailable (too many processes and threads)"));
-    }
-    const int err = errno;
-    absl::Status failed = ipc::ErrnoStatus(
-        absl::StrCat(call, spec.sandbox.namespaces ? "(CLONE_PIDFD | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | "
-                                                     "CLONE_NEWIPC)"
-                                                   : "(CLONE_PIDFD)"),
-        err);
-    // ENOSPC here is a namespace limit (user.max_user_namespaces = 0 where
-    // they are forbidden), not this process's shortage: a weaker sandbox may start.
-    if (err == ENOSPC) return absl::FailedPreconditionError(failed.message());
-    return failed;
-  }
-  // In its cgroups by itself (born there, or moving there first thing), or
-  // moved there below.
-  const bool in_cgroups_by_itself = birth.child_moves_itself() || (args.flags & CLONE_INTO_CGROUP) != 0;
-  if (pid == 0) {
-    ChildAfterClone(spec, argv.data(), envp.data(), write_end.get(), read_end.get(), go_read.get(), parent,
-                    become_outside_ids, birth);
-  }
-
-  ChildProcess child{static_cast<pid_t>(pid), ipc::UniqueFd(pidfd)};
-  write_end.reset();
   go_read.reset();
-  char go = 's';
-  if (spec.sandbox.namespaces) {
-    go = WriteIdMaps(child.pid, spec.sandbox);
-    const int err = errno;
-    if (go == 0) {
-      syscall(SYS_pidfd_send_signal, child.pidfd.get(), SIGKILL, nullptr, 0);
-      waitpid(child.pid, nullptr, 0);
-      return absl::PermissionDeniedError(absl::StrCat(
-          "cannot write the user namespace id maps of the backend process (uid ", geteuid(), ", gid ", getegid(),
-          "): ", std::strerror(err)));
-    }
-    child.unprivileged_ids = go == 'n' || (geteuid() == spec.sandbox.outside_uid && getegid() == spec.sandbox.outside_gid);
-  } else {
-    child.unprivileged_ids = become_outside_ids;
-  }
-  birth.Abandon();  // the child's copies are its own
-  for (const std::string& procs : in_cgroups_by_itself ? std::vector<std::string>{} : spec.sandbox.cgroup_procs) {
-    if (!WriteFileText(procs, absl::StrCat(child.pid))) {
-      const int err = errno;
-      syscall(SYS_pidfd_send_signal, child.pidfd.get(), SIGKILL, nullptr, 0);
-      waitpid(child.pid, nullptr, 0);
-      return absl::PermissionDeniedError(
-          absl::StrCat("cannot move the backend process into its cgroup (", procs, "): ", std::strerror(err)));
-    }
-  }
-  if (spec.sandbox.namespaces || !spec.sandbox.cgroup_procs.empty()) (void)!write(go_write.get(), &go, 1);
   go_write.reset();
-  // The child either execs (closing the error pipe) or reports errno; it
-  // cannot take longer than this unless something is badly wrong, and the
-  // host must not hang on it.
+  write_end.reset();
+  birth.Abandon();  // the child's copies were its own
+  if (cloned.pid < 0) return CloneFailure(spec, cloned);
+  ChildProcess child{cloned.pid, std::move(cloned.pidfd), unprivileged_ids};
+  if (!refused.ok() || cloned.deadline_passed) {
+    syscall(SYS_pidfd_send_signal, child.pidfd.get(), SIGKILL, nullptr, 0);
+    waitpid(child.pid, nullptr, 0);
+    if (!refused.ok()) return refused;
+    return absl::DeadlineExceededError(absl::StrCat("starting ", spec.path, ": the child did not exec within 10 s"));
+  }
+  // The child has exec'd or exited. After an exec it closes the error pipe
+  // moments later (execve closes descriptors after the point where the
+  // clone returns); after a failure the report is there.
   pollfd p{read_end.get(), POLLIN, 0};
   if (ipc::RetryEintr([&] { return poll(&p, 1, 10'000); }) != 1) {
     syscall(SYS_pidfd_send_signal, child.pidfd.get(), SIGKILL, nullptr, 0);

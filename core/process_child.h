@@ -26,8 +26,10 @@ constexpr int kIdsStep = -3;   // becoming nobody without a user namespace
 constexpr int kCgroupStep = -4;  // moving into its cgroups (CgroupBirth::EnterInChild)
 
 // Between clone and execve only async-signal-safe calls are allowed: the
-// host may have other threads holding locks (minijail's rule). On any
-// failure, the errno goes up the pipe and the child _exits.
+// host may have other threads holding locks (minijail's rule), and the
+// child runs on the host's memory (core/process_clone.h), of which it may
+// write only its own stack. On any failure, the errno goes up the pipe and
+// the child _exits.
 [[noreturn]] void ChildAfterClone(const LaunchSpec& spec, char* const* argv, char* const* envp, int error_pipe,
                                   int error_pipe_reader, int go_pipe, pid_t parent, bool become_outside_ids,
                                   const CgroupBirth& birth);

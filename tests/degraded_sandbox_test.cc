@@ -241,10 +241,10 @@ TEST(DegradedSandboxTest, ALinux53KernelReapsEveryBackend) {
   EXPECT_EQ(result, 0);
 }
 
-// In a forked child where clone3 answers ENOSYS and clone with CLONE_PIDFD
-// too, as before Linux 5.2 (or, with `only_pidfd_open`, where only
+// In a forked child where clone3, clone with CLONE_PIDFD and pidfd_open
+// answer ENOSYS, as before Linux 5.2 (or, with `only_pidfd_open`, where only
 // pidfd_open answers ENOSYS, as a seccomp profile's default may: the
-// launcher does not need it): exits 1 if the open failed naming the
+// launcher needs it only where clone3 is refused): exits 1 if the open failed naming the
 // kernel Linux 5.3 needs and not advising the degraded sandbox, which
 // cannot help; 0 if it opened; 10 if the filter could not be loaded, 2
 // otherwise.
@@ -254,7 +254,8 @@ TEST(DegradedSandboxTest, ALinux53KernelReapsEveryBackend) {
   ok = ok && (only_pidfd_open ? seccomp_rule_add(filter, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(pidfd_open), 0)
                               : seccomp_rule_add(filter, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0) == 0 &&
                                     seccomp_rule_add(filter, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone), 1,
-                                                     SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_PIDFD, CLONE_PIDFD))) == 0;
+                                                     SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_PIDFD, CLONE_PIDFD)) == 0 &&
+                                    seccomp_rule_add(filter, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(pidfd_open), 0)) == 0;
   if (!ok || seccomp_load(filter) != 0) _exit(10);
   auto [host, decoder] = OpenSynthetic(video);
   if (decoder.ok()) _exit(0);

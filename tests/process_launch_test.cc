@@ -3,6 +3,8 @@
 // stdio closed).
 
 #include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -13,9 +15,11 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "base/cgroup_paths.h"
 #include "core/cgroup.h"
 #include "core/process.h"
+#include "core/process_clone.h"
 #include "gtest/gtest.h"
 #include "ipc/unique_fd.h"
 
@@ -40,13 +44,21 @@ int ErrorPipeNumber() {
   return second;
 }
 
-class ProcessLaunchTest : public ::testing::Test {
+// Every test runs twice: with clone3 and with the clone a container's
+// seccomp profile leaves (core/process_clone.h).
+class ProcessLaunchTest : public ::testing::TestWithParam<bool> {
  protected:
+  ProcessLaunchTest() { process_internal::ForceLegacyCloneForTesting(GetParam()); }
+  ~ProcessLaunchTest() override { process_internal::ForceLegacyCloneForTesting(false); }
+
   SystemProcessLauncher launcher;
   ipc::UniqueFd devnull{open("/dev/null", O_RDONLY | O_CLOEXEC)};
 };
 
-TEST_F(ProcessLaunchTest, AFailedExecIsReportedWhenTheErrorPipeHasAMappedNumber) {
+INSTANTIATE_TEST_SUITE_P(Clone, ProcessLaunchTest, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "clone" : "clone3"; });
+
+TEST_P(ProcessLaunchTest, AFailedExecIsReportedWhenTheErrorPipeHasAMappedNumber) {
   ASSERT_TRUE(devnull.valid());
   const int second = ErrorPipeNumber();
   LaunchSpec spec;
@@ -60,7 +72,7 @@ TEST_F(ProcessLaunchTest, AFailedExecIsReportedWhenTheErrorPipeHasAMappedNumber)
       << child.status();
 }
 
-TEST_F(ProcessLaunchTest, AChildStartsWithItsDescriptorsWhateverNumbersTheHostHas) {
+TEST_P(ProcessLaunchTest, AChildStartsWithItsDescriptorsWhateverNumbersTheHostHas) {
   ASSERT_TRUE(devnull.valid());
   const int second = ErrorPipeNumber();
   LaunchSpec spec;
@@ -76,10 +88,86 @@ TEST_F(ProcessLaunchTest, AChildStartsWithItsDescriptorsWhateverNumbersTheHostHa
   EXPECT_EQ(exit->code, 0) << exit->ToString();
 }
 
+// What a child writes to its stdout, and how it ended.
+struct Output {
+  std::string text;
+  ExitStatus exit;
+};
+
+Output RunForOutput(ProcessLauncher& launcher, std::vector<std::string> argv, SandboxSpec sandbox = {}) {
+  int out[2];
+  EXPECT_EQ(pipe2(out, O_CLOEXEC), 0);
+  ipc::UniqueFd read_end(out[0]), write_end(out[1]);
+  LaunchSpec spec;
+  spec.sandbox = std::move(sandbox);
+  spec.path = argv[0];
+  spec.argv = std::move(argv);
+  spec.fds = {{write_end.get(), 1}};
+  absl::StatusOr<ChildProcess> child = launcher.Launch(spec);
+  EXPECT_TRUE(child.ok()) << child.status();
+  if (!child.ok()) return {};
+  write_end.reset();
+  Output output;
+  char buf[4096];
+  for (ssize_t n; (n = read(read_end.get(), buf, sizeof(buf))) > 0;) output.text.append(buf, static_cast<size_t>(n));
+  absl::StatusOr<ExitStatus> exit = launcher.Wait(*child, ipc::Clock::now() + std::chrono::seconds(30));
+  EXPECT_TRUE(exit.ok()) << exit.status();
+  if (exit.ok()) output.exit = *exit;
+  return output;
+}
+
+// A start shares the host's memory until the exec instead of copying it:
+// afterwards the host writes its pages without a fault each, as it would
+// if every page had been made copy-on-write by a fork-style clone.
+TEST_P(ProcessLaunchTest, AStartLeavesTheHostsPagesWritable) {
+  constexpr size_t kBytes = size_t{256} << 20;
+  constexpr size_t kPage = 4096;
+  void* mapped = mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(mapped, MAP_FAILED);
+  auto* pages = static_cast<char*>(mapped);
+  ASSERT_EQ(madvise(pages, kBytes, MADV_NOHUGEPAGE), 0);  // one fault per page, whatever the THP setting
+  for (size_t i = 0; i < kBytes; i += kPage) pages[i] = 1;
+  const Output output = RunForOutput(launcher, {"/bin/true"});
+  EXPECT_EQ(output.exit.code, 0) << output.exit.ToString();
+  rusage before{}, after{};
+  ASSERT_EQ(getrusage(RUSAGE_THREAD, &before), 0);
+  for (size_t i = 0; i < kBytes; i += kPage) pages[i] = 2;
+  ASSERT_EQ(getrusage(RUSAGE_THREAD, &after), 0);
+  EXPECT_LT(after.ru_minflt - before.ru_minflt, static_cast<long>(kBytes / kPage / 16))
+      << "writing the host's " << kBytes / kPage << " pages after a start faulted: the start copied the host";
+  munmap(pages, kBytes);
+}
+
+// Every signal is blocked across the clone (core/process_clone.h); the
+// child must not keep that mask into the program it runs.
+TEST_P(ProcessLaunchTest, AChildRunsWithTheHostsSignalMask) {
+  const Output output = RunForOutput(launcher, {"/bin/grep", "^SigBlk:", "/proc/self/status"});
+  EXPECT_EQ(output.exit.code, 0) << output.exit.ToString();
+  EXPECT_EQ(output.text, "SigBlk:\t0000000000000000\n");
+}
+
+// In its own namespaces the child is root mapped to a single id outside:
+// the host wrote its maps (from the helper thread, while the cloning
+// thread was suspended) before letting it go on.
+TEST_P(ProcessLaunchTest, AChildInItsOwnNamespacesIsRootMappedToOneIdOutside) {
+  SandboxSpec sandbox;
+  sandbox.namespaces = true;
+  const Output output = RunForOutput(launcher, {"/bin/cat", "/proc/self/uid_map", "/proc/self/gid_map"}, sandbox);
+  EXPECT_EQ(output.exit.code, 0) << output.exit.ToString();
+  const std::vector<std::string> lines = absl::StrSplit(output.text, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 2u) << output.text;
+  for (const std::string& line : lines) {
+    const std::vector<std::string> fields = absl::StrSplit(line, ' ', absl::SkipEmpty());
+    ASSERT_EQ(fields.size(), 3u) << line;
+    EXPECT_EQ(fields[0], "0") << line;
+    EXPECT_EQ(fields[2], "1") << line;
+  }
+}
+
 // The child runs in its cgroups (v1 here: memory and pids) from its first
 // instruction, whether born there (core/cgroup_birth.h) or, with a limit of
 // one task that the cloning thread inside would fill, moved there by pid.
-TEST_F(ProcessLaunchTest, AChildRunsInItsCgroupsWhateverItsTaskLimit) {
+TEST_P(ProcessLaunchTest, AChildRunsInItsCgroupsWhateverItsTaskLimit) {
   const CgroupLayout layout = ProbeCgroupLayout();
   ASSERT_NE(layout.version, 0) << layout.missing
                                << " (in Bazel's sandbox, tools/test.sh makes the cgroup hierarchies writable)";
@@ -125,7 +213,7 @@ TEST_F(ProcessLaunchTest, AChildRunsInItsCgroupsWhateverItsTaskLimit) {
 // its OOM killer would pick the host. Here 1 GiB resident (2 MiB of page
 // tables) against a limit of 1.5 MiB, which /bin/true fits in: the limit is
 // never reached.
-TEST_F(ProcessLaunchTest, AHostWhosePageTablesExceedTheChildsMemoryLimitSurvivesTheStart) {
+TEST_P(ProcessLaunchTest, AHostWhosePageTablesExceedTheChildsMemoryLimitSurvivesTheStart) {
   const CgroupLayout layout = ProbeCgroupLayout();
   ASSERT_NE(layout.version, 0) << layout.missing
                                << " (in Bazel's sandbox, tools/test.sh makes the cgroup hierarchies writable)";

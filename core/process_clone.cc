@@ -1,0 +1,216 @@
+#include "core/process_clone.h"
+
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <thread>
+
+#include "ipc/unique_fd.h"
+
+namespace codecvisor::process_internal {
+namespace {
+
+std::atomic<bool> force_legacy_clone{false};
+
+// The child's stack: its own mapping, with a guard page below it. Generous
+// for a sanitizer build's frames; untouched pages cost nothing.
+constexpr size_t kStackBytes = size_t{1} << 20;
+
+class ChildStack {
+ public:
+  ChildStack() {
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    size_ = kStackBytes + page;
+    void* base =
+        mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+    if (base == MAP_FAILED) return;
+    base_ = static_cast<char*>(base);
+    if (mprotect(base_, page, PROT_NONE) != 0) {
+      munmap(base_, size_);
+      base_ = nullptr;
+    }
+  }
+  ~ChildStack() {
+    if (base_ != nullptr) munmap(base_, size_);
+  }
+  ChildStack(const ChildStack&) = delete;
+  ChildStack& operator=(const ChildStack&) = delete;
+
+  bool valid() const { return base_ != nullptr; }
+  char* base() const { return base_; }
+  size_t size() const { return size_; }
+  char* top() const { return base_ + size_; }  // page-aligned, so 16-byte aligned as every ABI wants
+
+ private:
+  char* base_ = nullptr;
+  size_t size_ = 0;
+};
+
+// What the child's first code needs, on the cloning thread's stack.
+struct Trampoline {
+  int (*child)(void*);
+  void* arg;
+  int started_fd;
+  sigset_t mask;  // the cloning thread's, before everything was blocked
+};
+
+// Each handler the host installed goes back to the default (an ignored
+// signal stays ignored, as across execve). Raw calls: glibc's sigaction
+// refuses its own two signals, whose handlers it installs too. A zeroed
+// kernel sigaction is SIG_DFL with no flags on every layout, and the
+// handler is its first word on every architecture this builds for.
+void ResetSignalHandlers() {
+  for (int sig = 1; sig <= 64; ++sig) {
+    if (sig == SIGKILL || sig == SIGSTOP) continue;
+    unsigned long old[4] = {};
+    if (syscall(SYS_rt_sigaction, sig, nullptr, old, 8) != 0) continue;
+    if (old[0] == reinterpret_cast<unsigned long>(SIG_DFL) || old[0] == reinterpret_cast<unsigned long>(SIG_IGN)) {
+      continue;
+    }
+    const unsigned long default_action[4] = {};
+    syscall(SYS_rt_sigaction, sig, default_action, nullptr, 8);
+  }
+}
+
+int TrampolineEntry(void* arg) {
+  const auto* t = static_cast<const Trampoline*>(arg);
+  ResetSignalHandlers();
+  pthread_sigmask(SIG_SETMASK, &t->mask, nullptr);
+  const char started = 's';
+  (void)!write(t->started_fd, &started, 1);
+  return t->child(t->arg);
+}
+
+#if defined(__x86_64__)
+// clone3 with the child on `args->stack`: no libc wrapper for it exists,
+// and a plain syscall() would return into its caller on the new stack,
+// where no frame is. The child calls `fn(arg)` and exits with its result;
+// the parent gets the kernel's answer (a pid, or -errno).
+long Clone3OnStack(clone_args* args, int (*fn)(void*), void* arg) {
+  long ret;
+  register int (*fn_reg)(void*) __asm__("r12") = fn;
+  register void* arg_reg __asm__("r13") = arg;
+  __asm__ volatile(
+      "syscall\n\t"
+      "test %%rax, %%rax\n\t"
+      "jnz 1f\n\t"
+      "xor %%ebp, %%ebp\n\t"  // the child's outermost frame
+      "mov %%r13, %%rdi\n\t"
+      "call *%%r12\n\t"
+      "mov %%eax, %%edi\n\t"
+      "mov %[exit_nr], %%eax\n\t"
+      "syscall\n\t"
+      "hlt\n\t"
+      "1:\n\t"
+      : "=a"(ret)
+      : "0"(static_cast<long>(SYS_clone3)), "D"(args), "S"(sizeof(*args)), "r"(fn_reg),
+        "r"(arg_reg), [exit_nr] "i"(SYS_exit)
+      : "rcx", "r11", "memory");
+  return ret;
+}
+constexpr bool kHaveClone3OnStack = true;
+#else
+long Clone3OnStack(clone_args*, int (*)(void*), void*) { return -ENOSYS; }
+constexpr bool kHaveClone3OnStack = false;
+#endif
+
+}  // namespace
+
+void ForceLegacyCloneForTesting(bool legacy) { force_legacy_clone.store(legacy); }
+
+CloneResult CloneUntilExec(const CloneRequest& request) {
+  CloneResult result;
+  ChildStack stack;
+  if (!stack.valid()) {
+    result.err = errno;
+    result.call = "mmap (the child's stack)";
+    return result;
+  }
+  int started_pipe[2];
+  if (pipe2(started_pipe, O_CLOEXEC) != 0) {
+    result.err = errno;
+    result.call = "pipe2";
+    return result;
+  }
+  ipc::UniqueFd started_read(started_pipe[0]), started_write(started_pipe[1]);
+
+  Trampoline trampoline{request.child, request.child_arg, started_write.get(), {}};
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &trampoline.mask);
+
+  const bool clone3 = kHaveClone3OnStack && !force_legacy_clone.load();
+  const bool into_cgroup = clone3 && request.cgroup_dir >= 0;
+  pid_t child_pid = 0;  // written by the kernel before the child runs (CLONE_PARENT_SETTID)
+  bool deadline_passed = false;
+  // The helper: the child's first byte ('s') or this thread's after the
+  // clone returns ('r'), whichever comes first.
+  std::thread helper([&] {
+    char first = 0;
+    if (ipc::RetryEintr([&] { return read(started_read.get(), &first, 1); }) != 1 || first != 's') return;
+    const pid_t pid = child_pid;
+    if (request.started) request.started(pid, into_cgroup);
+    pollfd resumed{started_read.get(), POLLIN, 0};
+    const int ms = static_cast<int>(request.exec_deadline.count());
+    if (ipc::RetryEintr([&] { return poll(&resumed, 1, ms); }) == 0) {
+      deadline_passed = true;
+      kill(pid, SIGKILL);  // unreaped until the helper is joined: the pid is still this child's
+    }
+  });
+
+  const uint64_t flags = request.flags | CLONE_VM | CLONE_VFORK | CLONE_PARENT_SETTID;
+  long pid = -ENOSYS;
+  int pidfd = -1;
+  if (clone3) {
+    clone_args args{};
+    args.flags = flags | CLONE_PIDFD | (into_cgroup ? CLONE_INTO_CGROUP : 0);
+    args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
+    args.parent_tid = reinterpret_cast<uint64_t>(&child_pid);
+    args.exit_signal = SIGCHLD;
+    args.stack = reinterpret_cast<uint64_t>(stack.base());
+    args.stack_size = stack.size();
+    if (into_cgroup) args.cgroup = static_cast<uint64_t>(request.cgroup_dir);
+    pid = Clone3OnStack(&args, TrampolineEntry, &trampoline);
+  }
+  if (pid == -ENOSYS) {
+    result.call = "clone";
+    pid = clone(TrampolineEntry, stack.top(), static_cast<int>(flags) | SIGCHLD, &trampoline, &child_pid);
+    if (pid < 0) pid = -errno;
+  }
+  pthread_sigmask(SIG_SETMASK, &trampoline.mask, nullptr);
+  const char resumed = 'r';
+  (void)!write(started_write.get(), &resumed, 1);
+  helper.join();
+
+  if (pid < 0) {
+    result.err = static_cast<int>(-pid);
+    return result;
+  }
+  result.pid = static_cast<pid_t>(pid);
+  result.deadline_passed = deadline_passed;
+  if (pidfd < 0) {
+    pidfd = static_cast<int>(syscall(SYS_pidfd_open, result.pid, 0));
+    if (pidfd < 0) {
+      result.err = errno;
+      result.call = "pidfd_open";
+      kill(result.pid, SIGKILL);
+      waitpid(result.pid, nullptr, 0);
+      result.pid = -1;
+      return result;
+    }
+  }
+  result.pidfd = ipc::UniqueFd(pidfd);
+  return result;
+}
+
+}  // namespace codecvisor::process_internal

@@ -1,0 +1,79 @@
+// File: core/process_clone.h
+//
+// Starts a child that shares the host's memory until it execs, as
+// posix_spawn does (CLONE_VM | CLONE_VFORK), instead of a copy of it, as a
+// fork-style clone makes. A copy costs in proportion to what the host has
+// resident: the kernel copies its page tables and marks every private page
+// copy-on-write, so that each page the host writes afterwards takes a
+// fault. For a training process with GiBs resident that is hundreds of
+// milliseconds per backend start and more after it; sharing costs the same
+// whatever the host's size (figures in core/README.md, "Starting a child").
+// Internal to //core:process.
+//
+// The price is posix_spawn's rules, which this file keeps:
+// - the child runs on a stack of its own, mapped here, but with the cloning
+//   thread's thread-local storage (errno, the sanitizers' state): safe only
+//   because that thread is suspended until the child has exec'd or exited
+//   (CLONE_VFORK), so the two never run at once;
+// - every signal is blocked across the clone; the child sets each handler
+//   the host installed back to the default before it restores the mask, as
+//   a host handler run in the child would run on the host's memory;
+// - the child allocates nothing and writes no memory but its own stack and
+//   that errno (core/process_child.h's rules).
+// Since the cloning thread sleeps until the exec, what the host must do for
+// the child before it may exec (write its id maps, move it into a cgroup,
+// let it go on) runs on a helper thread, `started`, once the child runs. The
+// helper also keeps the deadline: a child that has not exec'd by then is
+// killed, which wakes the cloning thread.
+
+#ifndef CODECVISOR_CORE_PROCESS_CLONE_H_
+#define CODECVISOR_CORE_PROCESS_CLONE_H_
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+
+#include "ipc/unique_fd.h"
+
+namespace codecvisor::process_internal {
+
+struct CloneRequest {
+  // CLONE_NEW* flags; CLONE_VM, CLONE_VFORK and the pid and pidfd flags are
+  // added here.
+  uint64_t flags = 0;
+  // A cgroup v2 directory to be born in (clone3's CLONE_INTO_CGROUP), or -1.
+  int cgroup_dir = -1;
+  // Runs in the child on its own stack, with the host's signal mask and
+  // default handlers; must exec or _exit, never return.
+  int (*child)(void*) = nullptr;
+  void* child_arg = nullptr;
+  // On a helper thread once the child runs (it may be waiting for this):
+  // its pid in this process's pid namespace, and whether it was born in
+  // `cgroup_dir`. It may kill the child, never reap it.
+  std::function<void(pid_t pid, bool born_in_cgroup)> started;
+  std::chrono::milliseconds exec_deadline{10'000};
+};
+
+struct CloneResult {
+  pid_t pid = -1;  // -1: no child; `err` and `call` say why
+  int err = 0;
+  const char* call = "clone3";  // the call that made the child, or failed
+  ipc::UniqueFd pidfd;
+  bool deadline_passed = false;  // the helper killed it before it exec'd
+};
+
+// Clones `request.child` and returns once it has exec'd or exited (or, if
+// the clone failed, at once). clone3 where it is there (x86_64), else, and
+// where a seccomp profile answers clone3 with ENOSYS (Docker's and
+// containerd's default ones do), glibc's clone with the same flags, no
+// CLONE_INTO_CGROUP (it is clone3's alone), and the pidfd from pidfd_open.
+CloneResult CloneUntilExec(const CloneRequest& request);
+
+// Tests: take the clone path (true) even where clone3 works.
+void ForceLegacyCloneForTesting(bool legacy);
+
+}  // namespace codecvisor::process_internal
+
+#endif  // CODECVISOR_CORE_PROCESS_CLONE_H_
