@@ -12,8 +12,8 @@
 //   (the writing thread) to each cgroup's tasks file through a descriptor
 //   the host opened, which the kernel does without that lock: a thread
 //   moving itself can neither exit nor exec meanwhile. (Not the cloning
-//   thread entering the cgroups for the clone: the clone's kernel memory,
-//   the copy of the host's page tables among it, would be charged to the
+//   thread entering the cgroups for the clone: what the host's thread
+//   allocates there, kernel memory included, would be charged to the
 //   backend's memory limit, whose OOM killer would then pick the host.)
 // The kernel checks the permission with the opener's credentials, so a
 // child already in its user namespace may write. Where a descriptor cannot

@@ -4,6 +4,7 @@
 #include <linux/sched.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sanitizer/asan_interface.h>  // a no-op unless built with ASan
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -41,7 +42,12 @@ class ChildStack {
     }
   }
   ~ChildStack() {
-    if (base_ != nullptr) munmap(base_, size_);
+    if (base_ == nullptr) return;
+    // An ASan build's child leaves its frames' redzones poisoned in the
+    // shadow memory it shares with the host; the next mapping here must
+    // not inherit them.
+    ASAN_UNPOISON_MEMORY_REGION(base_, size_);
+    munmap(base_, size_);
   }
   ChildStack(const ChildStack&) = delete;
   ChildStack& operator=(const ChildStack&) = delete;

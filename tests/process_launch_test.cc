@@ -206,13 +206,14 @@ TEST_P(ProcessLaunchTest, AChildRunsInItsCgroupsWhateverItsTaskLimit) {
   }
 }
 
-// Cloning copies the host's page tables, and on cgroup v1 that kernel memory
-// is charged to the cgroup of the thread that clones. A host whose page
-// tables alone exceed its backend's memory limit (a training process with
-// many GiB resident, 256 MiB backends) must not be charged to that cgroup:
-// its OOM killer would pick the host. Here 1 GiB resident (2 MiB of page
-// tables) against a limit of 1.5 MiB, which /bin/true fits in: the limit is
-// never reached.
+// A start must charge nothing of the host's size to the child's cgroup. A
+// fork-style clone copies the host's page tables, and on cgroup v1 that
+// kernel memory is charged to the cgroup of the thread that clones: were
+// that thread in the child's cgroup, a host whose page tables alone exceed
+// its backend's memory limit (a training process with many GiB resident,
+// 256 MiB backends) would meet that cgroup's OOM killer. Here 1 GiB
+// resident (2 MiB of page tables) against a limit of 1.5 MiB, which
+// /bin/true fits in: the limit is never reached.
 TEST_P(ProcessLaunchTest, AHostWhosePageTablesExceedTheChildsMemoryLimitSurvivesTheStart) {
   const CgroupLayout layout = ProbeCgroupLayout();
   ASSERT_NE(layout.version, 0) << layout.missing
