@@ -107,9 +107,9 @@ struct ChildArgs {
   const CgroupBirth* birth;
 };
 
-int RunChild(void* arg) {
+int RunChild(void* arg, const sigset_t* exec_mask) {
   const auto* a = static_cast<const ChildArgs*>(arg);
-  ChildAfterClone(*a->spec, a->argv, a->envp, a->error_pipe, a->error_pipe_reader, a->go_pipe, a->parent,
+  ChildAfterClone(*a->spec, a->argv, a->envp, exec_mask, a->error_pipe, a->error_pipe_reader, a->go_pipe, a->parent,
                   a->become_outside_ids, *a->birth);
 }
 
@@ -232,7 +232,7 @@ absl::StatusOr<ChildProcess> LaunchOnThisThread(const LaunchSpec& spec) {
   // What the host does while the child waits for its go byte (on
   // CloneUntilExec's helper thread): write its id maps, move it into its
   // cgroups unless it is in them by itself, let it go on. On failure the
-  // child is killed and `refused` says why.
+  // child is killed (false) and `refused` says why.
   absl::Status refused;
   bool unprivileged_ids = become_outside_ids;
   const bool needs_go = spec.sandbox.namespaces || !spec.sandbox.cgroup_procs.empty();
@@ -244,8 +244,7 @@ absl::StatusOr<ChildProcess> LaunchOnThisThread(const LaunchSpec& spec) {
         refused = absl::PermissionDeniedError(
             absl::StrCat("cannot write the user namespace id maps of the backend process (uid ", geteuid(), ", gid ",
                          getegid(), "): ", std::strerror(errno)));
-        kill(pid, SIGKILL);
-        return;
+        return false;
       }
       unprivileged_ids = go == 'n' || (geteuid() == spec.sandbox.outside_uid && getegid() == spec.sandbox.outside_gid);
     }
@@ -254,11 +253,11 @@ absl::StatusOr<ChildProcess> LaunchOnThisThread(const LaunchSpec& spec) {
       if (!WriteFileText(procs, absl::StrCat(pid))) {
         refused = absl::PermissionDeniedError(
             absl::StrCat("cannot move the backend process into its cgroup (", procs, "): ", std::strerror(errno)));
-        kill(pid, SIGKILL);
-        return;
+        return false;
       }
     }
     if (needs_go) (void)!write(go_write.get(), &go, 1);
+    return true;
   };
   CloneRequest request;
   request.flags = flags;

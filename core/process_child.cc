@@ -15,9 +15,19 @@
 #include "core/empty_root.h"
 
 namespace codecvisor::process_internal {
+namespace {
 
-void ChildAfterClone(const LaunchSpec& spec, char* const* argv, char* const* envp, int error_pipe,
-                     int error_pipe_reader, int go_pipe, pid_t parent, bool become_outside_ids,
+// exit_group itself: a sanitizer's _exit interceptor would run its exit
+// processing here, on the host's state.
+[[noreturn]] void ExitChild() {
+  syscall(SYS_exit_group, 127);
+  __builtin_unreachable();
+}
+
+}  // namespace
+
+void ChildAfterClone(const LaunchSpec& spec, char* const* argv, char* const* envp, const sigset_t* exec_mask,
+                     int error_pipe, int error_pipe_reader, int go_pipe, pid_t parent, bool become_outside_ids,
                      const CgroupBirth& birth) {
   // The host's end of the error pipe, inherited: only the host may hold it,
   // so that its death shows as POLLERR on ours (below).
@@ -25,7 +35,7 @@ void ChildAfterClone(const LaunchSpec& spec, char* const* argv, char* const* env
   auto fail = [&](int err, int step = kNoStep) {
     const ChildError report{err, step};
     (void)!write(error_pipe, &report, sizeof(report));
-    _exit(127);
+    ExitChild();
   };
   // Into its own cgroups before anything else (core/cgroup_birth.h).
   if (const int err = birth.EnterInChild(); err != 0) fail(err, kCgroupStep);
@@ -36,13 +46,13 @@ void ChildAfterClone(const LaunchSpec& spec, char* const* argv, char* const* env
   auto rearm_parent_death = [&] {
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail(errno);
     pollfd host_alive{error_pipe, POLLOUT, 0};
-    if (poll(&host_alive, 1, 0) == 1 && (host_alive.revents & POLLERR) != 0) _exit(127);
+    if (poll(&host_alive, 1, 0) == 1 && (host_alive.revents & POLLERR) != 0) ExitChild();
   };
   // A session of its own: no controlling terminal, so no TIOCSTI into the
   // user's shell, and no signals from the terminal's keyboard.
   if (setsid() < 0) fail(errno);
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail(errno);
-  if (getppid() != parent && !spec.sandbox.namespaces) _exit(127);  // the host died before prctl took effect
+  if (getppid() != parent && !spec.sandbox.namespaces) ExitChild();  // the host died before prctl took effect
   if (!spec.sandbox.oom_score_adj.empty()) {
     // Best effort (no /proc, say): a child that cannot raise it runs on.
     if (const int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC); fd >= 0) {
@@ -137,13 +147,17 @@ void ChildAfterClone(const LaunchSpec& spec, char* const* argv, char* const* env
     rlimit r{value, value};
     if (syscall(SYS_prlimit64, 0, resource, &r, nullptr) != 0) fail(errno);
   }
+  // Blocked until now (core/process_clone.h): a Ctrl-C to the host's
+  // process group before setsid() would have killed a child with default
+  // handlers.
+  syscall(SYS_rt_sigprocmask, SIG_SETMASK, exec_mask, nullptr, sizeof(uint64_t));
   if (exec_fd >= 0) {
     syscall(SYS_execveat, exec_fd, "", argv, envp, AT_EMPTY_PATH);
   } else {
     execve(spec.path.c_str(), argv, envp);
   }
   fail(errno);
-  _exit(127);
+  ExitChild();
 }
 
 }  // namespace codecvisor::process_internal

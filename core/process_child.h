@@ -7,6 +7,7 @@
 #ifndef CODECVISOR_CORE_PROCESS_CHILD_H_
 #define CODECVISOR_CORE_PROCESS_CHILD_H_
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include "core/cgroup_birth.h"
@@ -30,9 +31,10 @@ constexpr int kCgroupStep = -4;  // moving into its cgroups (CgroupBirth::EnterI
 // child runs on the host's memory (core/process_clone.h), of which it may
 // write only its own stack. On any failure, the errno goes up the pipe and
 // the child _exits.
-[[noreturn]] void ChildAfterClone(const LaunchSpec& spec, char* const* argv, char* const* envp, int error_pipe,
-                                  int error_pipe_reader, int go_pipe, pid_t parent, bool become_outside_ids,
-                                  const CgroupBirth& birth);
+// Every signal is blocked until just before execve, which gets `exec_mask`.
+[[noreturn]] void ChildAfterClone(const LaunchSpec& spec, char* const* argv, char* const* envp,
+                                  const sigset_t* exec_mask, int error_pipe, int error_pipe_reader, int go_pipe,
+                                  pid_t parent, bool become_outside_ids, const CgroupBirth& birth);
 
 }  // namespace codecvisor::process_internal
 

@@ -14,12 +14,27 @@
 
 #include <atomic>
 #include <cerrno>
+#include <system_error>
 #include <thread>
 
 #include "ipc/unique_fd.h"
 
+#if defined(__SANITIZE_THREAD__)
+#define CODECVISOR_PROCESS_CLONE_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define CODECVISOR_PROCESS_CLONE_TSAN 1
+#endif
+#endif
+
 namespace codecvisor::process_internal {
 namespace {
+
+#ifdef CODECVISOR_PROCESS_CLONE_TSAN
+constexpr bool kShareMemory = false;  // see the header
+#else
+constexpr bool kShareMemory = true;
+#endif
 
 std::atomic<bool> force_legacy_clone{false};
 
@@ -64,7 +79,7 @@ class ChildStack {
 
 // What the child's first code needs, on the cloning thread's stack.
 struct Trampoline {
-  int (*child)(void*);
+  int (*child)(void*, const sigset_t*);
   void* arg;
   int started_fd;
   sigset_t mask;  // the cloning thread's, before everything was blocked
@@ -88,28 +103,35 @@ void ResetSignalHandlers() {
   }
 }
 
+// Never returns: the child execs or exits, and its stack has no frame to
+// return to.
 int TrampolineEntry(void* arg) {
   const auto* t = static_cast<const Trampoline*>(arg);
   ResetSignalHandlers();
-  pthread_sigmask(SIG_SETMASK, &t->mask, nullptr);
   const char started = 's';
-  (void)!write(t->started_fd, &started, 1);
-  return t->child(t->arg);
+  (void)!syscall(SYS_write, t->started_fd, &started, 1);
+  t->child(t->arg, &t->mask);
+  syscall(SYS_exit_group, 127);
+  __builtin_unreachable();
 }
 
 #if defined(__x86_64__)
 // clone3 with the child on `args->stack`: no libc wrapper for it exists,
 // and a plain syscall() would return into its caller on the new stack,
-// where no frame is. The child calls `fn(arg)` and exits with its result;
-// the parent gets the kernel's answer (a pid, or -errno).
-long Clone3OnStack(clone_args* args, int (*fn)(void*), void* arg) {
+// where no frame is. The child sets its stack pointer itself (Linux before
+// 5.3.11 took `stack` for the pointer, not the mapping's base), calls
+// `fn(arg)` and exits. The parent gets the kernel's answer (a pid, or
+// -errno).
+long Clone3OnStack(clone_args* args, char* top, int (*fn)(void*), void* arg) {
   long ret;
   register int (*fn_reg)(void*) __asm__("r12") = fn;
   register void* arg_reg __asm__("r13") = arg;
+  register char* top_reg __asm__("r14") = top;
   __asm__ volatile(
       "syscall\n\t"
       "test %%rax, %%rax\n\t"
       "jnz 1f\n\t"
+      "mov %%r14, %%rsp\n\t"
       "xor %%ebp, %%ebp\n\t"  // the child's outermost frame
       "mov %%r13, %%rdi\n\t"
       "call *%%r12\n\t"
@@ -119,25 +141,47 @@ long Clone3OnStack(clone_args* args, int (*fn)(void*), void* arg) {
       "hlt\n\t"
       "1:\n\t"
       : "=a"(ret)
-      : "0"(static_cast<long>(SYS_clone3)), "D"(args), "S"(sizeof(*args)), "r"(fn_reg),
-        "r"(arg_reg), [exit_nr] "i"(SYS_exit)
+      : "0"(static_cast<long>(SYS_clone3)), "D"(args), "S"(sizeof(*args)), "r"(fn_reg), "r"(arg_reg),
+        "r"(top_reg), [exit_nr] "i"(SYS_exit_group)
       : "rcx", "r11", "memory");
   return ret;
 }
 constexpr bool kHaveClone3OnStack = true;
 #else
-long Clone3OnStack(clone_args*, int (*)(void*), void*) { return -ENOSYS; }
+long Clone3OnStack(clone_args*, char*, int (*)(void*), void*) { return -ENOSYS; }
 constexpr bool kHaveClone3OnStack = false;
 #endif
+
+// Without CLONE_VM (a ThreadSanitizer build) the child runs on a copy of
+// this thread's stack, as after fork, and plain system calls do.
+long CloneCopying(uint64_t flags, uint64_t into_cgroup, bool clone3, clone_args* args, pid_t* child_pid,
+                  std::atomic<bool>* born_in_cgroup, const char** call, Trampoline* trampoline) {
+  long pid = -1;
+  errno = ENOSYS;
+  if (clone3) {
+    args->flags = flags | CLONE_PIDFD | into_cgroup;
+    pid = syscall(SYS_clone3, args, sizeof(*args));
+  }
+  if (pid < 0 && errno == ENOSYS) {
+    *call = "clone";
+    born_in_cgroup->store(false);
+    // The parent's tid pointer is the third argument on x86_64 and aarch64.
+    pid = syscall(SYS_clone, static_cast<unsigned long>(flags) | SIGCHLD, nullptr, child_pid, nullptr, nullptr);
+  }
+  if (pid == 0) TrampolineEntry(trampoline);
+  return pid < 0 ? -errno : pid;
+}
 
 }  // namespace
 
 void ForceLegacyCloneForTesting(bool legacy) { force_legacy_clone.store(legacy); }
 
+bool StartsShareHostMemory() { return kShareMemory; }
+
 CloneResult CloneUntilExec(const CloneRequest& request) {
   CloneResult result;
   ChildStack stack;
-  if (!stack.valid()) {
+  if (kShareMemory && !stack.valid()) {
     result.err = errno;
     result.call = "mmap (the child's stack)";
     return result;
@@ -151,47 +195,73 @@ CloneResult CloneUntilExec(const CloneRequest& request) {
   ipc::UniqueFd started_read(started_pipe[0]), started_write(started_pipe[1]);
 
   Trampoline trampoline{request.child, request.child_arg, started_write.get(), {}};
-  sigset_t all;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &trampoline.mask);
-
   const bool clone3 = kHaveClone3OnStack && !force_legacy_clone.load();
-  const bool into_cgroup = clone3 && request.cgroup_dir >= 0;
+  // Whether the clone that made the child asked for CLONE_INTO_CGROUP: set
+  // before each call, read by the helper once the child has run.
+  std::atomic<bool> born_in_cgroup{false};
   pid_t child_pid = 0;  // written by the kernel before the child runs (CLONE_PARENT_SETTID)
+  int pidfd = -1;       // clone3 only: likewise
   bool deadline_passed = false;
   // The helper: the child's first byte ('s') or this thread's after the
   // clone returns ('r'), whichever comes first.
-  std::thread helper([&] {
+  auto help = [&] {
     char first = 0;
     if (ipc::RetryEintr([&] { return read(started_read.get(), &first, 1); }) != 1 || first != 's') return;
     const pid_t pid = child_pid;
-    if (request.started) request.started(pid, into_cgroup);
+    // Unreaped until the helper is joined, the pid is still this child's;
+    // its pidfd, where there is one, says so whatever the host does with
+    // SIGCHLD.
+    auto kill_child = [&] {
+      if (pidfd < 0 || syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0) != 0) kill(pid, SIGKILL);
+    };
+    if (request.started && !request.started(pid, born_in_cgroup.load())) {
+      kill_child();
+      return;
+    }
     pollfd resumed{started_read.get(), POLLIN, 0};
     const int ms = static_cast<int>(request.exec_deadline.count());
     if (ipc::RetryEintr([&] { return poll(&resumed, 1, ms); }) == 0) {
       deadline_passed = true;
-      kill(pid, SIGKILL);  // unreaped until the helper is joined: the pid is still this child's
+      kill_child();
     }
-  });
-
-  const uint64_t flags = request.flags | CLONE_VM | CLONE_VFORK | CLONE_PARENT_SETTID;
-  long pid = -ENOSYS;
-  int pidfd = -1;
-  if (clone3) {
-    clone_args args{};
-    args.flags = flags | CLONE_PIDFD | (into_cgroup ? CLONE_INTO_CGROUP : 0);
-    args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
-    args.parent_tid = reinterpret_cast<uint64_t>(&child_pid);
-    args.exit_signal = SIGCHLD;
-    args.stack = reinterpret_cast<uint64_t>(stack.base());
-    args.stack_size = stack.size();
-    if (into_cgroup) args.cgroup = static_cast<uint64_t>(request.cgroup_dir);
-    pid = Clone3OnStack(&args, TrampolineEntry, &trampoline);
+  };
+  std::thread helper;
+  try {
+    helper = std::thread(help);
+  } catch (const std::system_error& e) {
+    result.err = e.code().value() != 0 ? e.code().value() : EAGAIN;
+    result.call = "pthread_create";
+    return result;
   }
-  if (pid == -ENOSYS) {
-    result.call = "clone";
-    pid = clone(TrampolineEntry, stack.top(), static_cast<int>(flags) | SIGCHLD, &trampoline, &child_pid);
-    if (pid < 0) pid = -errno;
+
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &trampoline.mask);
+  const uint64_t flags =
+      request.flags | CLONE_VFORK | CLONE_PARENT_SETTID | (kShareMemory ? static_cast<uint64_t>(CLONE_VM) : 0);
+  clone_args args{};
+  args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
+  args.parent_tid = reinterpret_cast<uint64_t>(&child_pid);
+  args.exit_signal = SIGCHLD;
+  if (request.cgroup_dir >= 0) args.cgroup = static_cast<uint64_t>(request.cgroup_dir);
+  const uint64_t into_cgroup = request.cgroup_dir >= 0 ? static_cast<uint64_t>(CLONE_INTO_CGROUP) : 0;
+  born_in_cgroup = clone3 && into_cgroup != 0;
+  long pid = -ENOSYS;
+  if (!kShareMemory) {
+    pid = CloneCopying(flags, into_cgroup, clone3, &args, &child_pid, &born_in_cgroup, &result.call, &trampoline);
+  } else {
+    if (clone3) {
+      args.flags = flags | CLONE_PIDFD | into_cgroup;
+      args.stack = reinterpret_cast<uint64_t>(stack.base());
+      args.stack_size = stack.size();
+      pid = Clone3OnStack(&args, stack.top(), TrampolineEntry, &trampoline);
+    }
+    if (pid == -ENOSYS) {
+      result.call = "clone";
+      born_in_cgroup = false;  // before the child can run: the helper reads it after the child's byte
+      pid = clone(TrampolineEntry, stack.top(), static_cast<int>(flags) | SIGCHLD, &trampoline, &child_pid);
+      if (pid < 0) pid = -errno;
+    }
   }
   pthread_sigmask(SIG_SETMASK, &trampoline.mask, nullptr);
   const char resumed = 'r';
@@ -199,10 +269,12 @@ CloneResult CloneUntilExec(const CloneRequest& request) {
   helper.join();
 
   if (pid < 0) {
+    if (pidfd >= 0) close(pidfd);
     result.err = static_cast<int>(-pid);
     return result;
   }
   result.pid = static_cast<pid_t>(pid);
+  result.born_in_cgroup = born_in_cgroup.load();
   result.deadline_passed = deadline_passed;
   if (pidfd < 0) {
     pidfd = static_cast<int>(syscall(SYS_pidfd_open, result.pid, 0));

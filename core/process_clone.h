@@ -12,23 +12,30 @@
 //
 // The price is posix_spawn's rules, which this file keeps:
 // - the child runs on a stack of its own, mapped here, but with the cloning
-//   thread's thread-local storage (errno, the sanitizers' state): safe only
-//   because that thread is suspended until the child has exec'd or exited
-//   (CLONE_VFORK), so the two never run at once;
-// - every signal is blocked across the clone; the child sets each handler
-//   the host installed back to the default before it restores the mask, as
-//   a host handler run in the child would run on the host's memory;
+//   thread's thread-local storage (errno, glibc's cancellation state, the
+//   sanitizers' state): safe only because that thread is suspended until
+//   the child has exec'd or exited (CLONE_VFORK), so the two never run at
+//   once, and because nothing cancels that thread;
+// - every signal is blocked across the clone, and stays blocked in the
+//   child until just before its execve; each handler the host installed is
+//   set back to the default first thing, as a host handler run in the
+//   child would run on the host's memory;
 // - the child allocates nothing and writes no memory but its own stack and
-//   that errno (core/process_child.h's rules).
+//   that thread-local state (core/process_child.h's rules).
 // Since the cloning thread sleeps until the exec, what the host must do for
 // the child before it may exec (write its id maps, move it into a cgroup,
 // let it go on) runs on a helper thread, `started`, once the child runs. The
 // helper also keeps the deadline: a child that has not exec'd by then is
 // killed, which wakes the cloning thread.
+//
+// A ThreadSanitizer build clones without CLONE_VM (still CLONE_VFORK, so the
+// protocol is the same): its runtime cannot have a second process running on
+// its state.
 
 #ifndef CODECVISOR_CORE_PROCESS_CLONE_H_
 #define CODECVISOR_CORE_PROCESS_CLONE_H_
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -45,14 +52,16 @@ struct CloneRequest {
   uint64_t flags = 0;
   // A cgroup v2 directory to be born in (clone3's CLONE_INTO_CGROUP), or -1.
   int cgroup_dir = -1;
-  // Runs in the child on its own stack, with the host's signal mask and
-  // default handlers; must exec or _exit, never return.
-  int (*child)(void*) = nullptr;
+  // Runs in the child on its own stack, with default handlers and every
+  // signal blocked; sets `exec_mask` (the cloning thread's mask) just
+  // before it execs. Must exec or exit, never return.
+  int (*child)(void* arg, const sigset_t* exec_mask) = nullptr;
   void* child_arg = nullptr;
   // On a helper thread once the child runs (it may be waiting for this):
   // its pid in this process's pid namespace, and whether it was born in
-  // `cgroup_dir`. It may kill the child, never reap it.
-  std::function<void(pid_t pid, bool born_in_cgroup)> started;
+  // `cgroup_dir`. False: the child is killed (the caller must not signal or
+  // reap it itself).
+  std::function<bool(pid_t pid, bool born_in_cgroup)> started;
   std::chrono::milliseconds exec_deadline{10'000};
 };
 
@@ -61,18 +70,25 @@ struct CloneResult {
   int err = 0;
   const char* call = "clone3";  // the call that made the child, or failed
   ipc::UniqueFd pidfd;
+  bool born_in_cgroup = false;   // in `cgroup_dir` from its first instruction
   bool deadline_passed = false;  // the helper killed it before it exec'd
 };
 
 // Clones `request.child` and returns once it has exec'd or exited (or, if
-// the clone failed, at once). clone3 where it is there (x86_64), else, and
-// where a seccomp profile answers clone3 with ENOSYS (Docker's and
-// containerd's default ones do), glibc's clone with the same flags, no
-// CLONE_INTO_CGROUP (it is clone3's alone), and the pidfd from pidfd_open.
+// the clone failed, at once; err EAGAIN, call "pthread_create" where no
+// helper thread could be started). clone3 on x86_64, else, and where a
+// seccomp profile answers clone3 with ENOSYS (Docker's and containerd's
+// default ones do), glibc's clone with the same flags, no
+// CLONE_INTO_CGROUP (it is clone3's alone: a cgroup v2 child is then moved
+// by pid, about 10 ms more per start), and the pidfd from pidfd_open.
 CloneResult CloneUntilExec(const CloneRequest& request);
 
 // Tests: take the clone path (true) even where clone3 works.
 void ForceLegacyCloneForTesting(bool legacy);
+
+// Whether children share the host's memory until they exec (false in a
+// ThreadSanitizer build).
+bool StartsShareHostMemory();
 
 }  // namespace codecvisor::process_internal
 

@@ -5,12 +5,15 @@
 
 #include <fcntl.h>
 #include <sched.h>
+#include <seccomp.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <string_view>
 
 #include "gtest/gtest.h"
 #include "ipc/unique_fd.h"
@@ -27,6 +30,13 @@ class ProcessCloneTest : public ::testing::TestWithParam<bool> {
 INSTANTIATE_TEST_SUITE_P(Clone, ProcessCloneTest, ::testing::Values(false, true),
                          [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "clone" : "clone3"; });
 
+// A child's exit: exit_group itself, as a sanitizer's _exit interceptor
+// would run its exit processing on the host's state.
+[[noreturn]] void ExitChild(int code) {
+  syscall(SYS_exit_group, code);
+  __builtin_unreachable();
+}
+
 // How the child ended (it is reaped here).
 siginfo_t Reap(pid_t pid) {
   siginfo_t info{};
@@ -37,9 +47,10 @@ siginfo_t Reap(pid_t pid) {
 std::atomic<int> handler_runs{0};
 void CountRun(int) { handler_runs.fetch_add(1); }
 
-int RaiseUsr1(void*) {
+int RaiseUsr1(void*, const sigset_t* exec_mask) {
+  pthread_sigmask(SIG_SETMASK, exec_mask, nullptr);
   kill(getpid(), SIGUSR1);
-  _exit(0);
+  ExitChild(0);
 }
 
 // A handler the host installed, run in the child, would run on the host's
@@ -66,10 +77,10 @@ struct GoArgs {
   int go_read;
 };
 
-int WaitForGo(void* arg) {
+int WaitForGo(void* arg, const sigset_t*) {
   char go = 0;
   const bool got = read(static_cast<GoArgs*>(arg)->go_read, &go, 1) == 1;
-  _exit(got && go == 'g' ? 0 : 3);
+  ExitChild(got && go == 'g' ? 0 : 3);
 }
 
 // `started` runs while the child runs and before it may exec, with its pid:
@@ -87,7 +98,8 @@ TEST_P(ProcessCloneTest, StartedRunsWithTheChildsPidWhileItWaits) {
   request.started = [&](pid_t pid, bool born_in_cgroup) {
     seen = pid;
     EXPECT_FALSE(born_in_cgroup);
-    ASSERT_EQ(write(go_write.get(), "g", 1), 1);
+    EXPECT_EQ(write(go_write.get(), "g", 1), 1);
+    return true;
   };
   CloneResult cloned = CloneUntilExec(request);
   ASSERT_GT(cloned.pid, 0) << cloned.call << ": " << cloned.err;
@@ -99,7 +111,66 @@ TEST_P(ProcessCloneTest, StartedRunsWithTheChildsPidWhileItWaits) {
   EXPECT_EQ(info.si_status, 0);
 }
 
-int Hang(void*) {
+// Exits 0 if SIGINT and SIGTERM are blocked (as every signal is until the
+// child restores the mask before its exec) and the mask to restore does not
+// block them.
+int CheckBlocked(void*, const sigset_t* exec_mask) {
+  sigset_t now;
+  pthread_sigmask(SIG_SETMASK, nullptr, &now);
+  const bool blocked = sigismember(&now, SIGINT) == 1 && sigismember(&now, SIGTERM) == 1;
+  const bool restored_unblocked = sigismember(exec_mask, SIGINT) == 0 && sigismember(exec_mask, SIGTERM) == 0;
+  ExitChild(blocked && restored_unblocked ? 0 : 4);
+}
+
+// A Ctrl-C to the host's process group must not kill a child that has not
+// yet left it (setsid) and has its handlers at the default: signals wait
+// until the exec.
+TEST_P(ProcessCloneTest, EverySignalIsBlockedInTheChildUntilItsExec) {
+  CloneRequest request;
+  request.child = CheckBlocked;
+  CloneResult cloned = CloneUntilExec(request);
+  ASSERT_GT(cloned.pid, 0) << cloned.call << ": " << cloned.err;
+  const siginfo_t info = Reap(cloned.pid);
+  EXPECT_EQ(info.si_code, CLD_EXITED);
+  EXPECT_EQ(info.si_status, 0);
+}
+
+// Where a seccomp profile answers clone3 with ENOSYS, the child comes from
+// clone, which cannot be born in a cgroup: `started` must be told so, or
+// the caller would leave it out of its cgroup. In a forked child, which
+// exits 0 if so, 1 if not, 10 if the filter could not be loaded.
+[[noreturn]] void CloneWithClone3Refused() {
+  scmp_filter_ctx filter = seccomp_init(SCMP_ACT_ALLOW);
+  if (filter == nullptr || seccomp_rule_add(filter, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0) != 0 ||
+      seccomp_load(filter) != 0) {
+    _exit(10);
+  }
+  ipc::UniqueFd dir(open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  bool born = true;
+  CloneRequest request;
+  request.cgroup_dir = dir.get();
+  request.child = CheckBlocked;
+  request.started = [&](pid_t, bool born_in_cgroup) {
+    born = born_in_cgroup;
+    return true;
+  };
+  CloneResult cloned = CloneUntilExec(request);
+  if (cloned.pid <= 0) _exit(2);
+  const siginfo_t info = Reap(cloned.pid);
+  _exit(!born && !cloned.born_in_cgroup && std::string_view(cloned.call) == "clone" && info.si_status == 0 ? 0 : 1);
+}
+
+TEST(ProcessCloneFallbackTest, AChildFromTheCloneFallbackIsNotTakenForBornInItsCgroup) {
+  const pid_t pid = fork();
+  if (pid == 0) CloneWithClone3Refused();
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  ASSERT_NE(WEXITSTATUS(status), 10) << "the seccomp filter could not be loaded";
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+int Hang(void*, const sigset_t*) {
   for (;;) pause();
 }
 
@@ -124,7 +195,7 @@ TEST_P(ProcessCloneTest, ARefusedCloneReturnsItsErrno) {
   CloneRequest request;
   request.flags = CLONE_FS | CLONE_NEWUSER;
   request.child = Hang;
-  request.started = [&](pid_t, bool) { started = true; };
+  request.started = [&](pid_t, bool) { return started = true; };
   CloneResult cloned = CloneUntilExec(request);
   EXPECT_EQ(cloned.pid, -1);
   EXPECT_EQ(cloned.err, EINVAL) << cloned.call;
