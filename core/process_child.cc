@@ -13,6 +13,7 @@
 #include <cerrno>
 
 #include "core/empty_root.h"
+#include "core/process_clone.h"
 
 namespace codecvisor::process_internal {
 namespace {
@@ -51,6 +52,7 @@ void ChildAfterClone(const LaunchSpec& spec, char* const* argv, char* const* env
   // A session of its own: no controlling terminal, so no TIOCSTI into the
   // user's shell, and no signals from the terminal's keyboard.
   if (setsid() < 0) fail(errno);
+  DiscardPendingSignals();
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail(errno);
   if (getppid() != parent && !spec.sandbox.namespaces) ExitChild();  // the host died before prctl took effect
   if (!spec.sandbox.oom_score_adj.empty()) {

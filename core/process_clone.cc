@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <new>
 #include <system_error>
 #include <thread>
 
@@ -44,7 +45,8 @@ constexpr size_t kStackBytes = size_t{1} << 20;
 
 class ChildStack {
  public:
-  ChildStack() {
+  explicit ChildStack(bool wanted) {
+    if (!wanted) return;
     const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
     size_ = kStackBytes + page;
     void* base =
@@ -174,13 +176,20 @@ long CloneCopying(uint64_t flags, uint64_t into_cgroup, bool clone3, clone_args*
 
 }  // namespace
 
+void DiscardPendingSignals() {
+  const uint64_t all = ~uint64_t{0};
+  const timespec now{0, 0};
+  while (syscall(SYS_rt_sigtimedwait, &all, nullptr, &now, sizeof(all)) > 0) {
+  }
+}
+
 void ForceLegacyCloneForTesting(bool legacy) { force_legacy_clone.store(legacy); }
 
 bool StartsShareHostMemory() { return kShareMemory; }
 
 CloneResult CloneUntilExec(const CloneRequest& request) {
   CloneResult result;
-  ChildStack stack;
+  ChildStack stack(kShareMemory);
   if (kShareMemory && !stack.valid()) {
     result.err = errno;
     result.call = "mmap (the child's stack)";
@@ -208,11 +217,18 @@ CloneResult CloneUntilExec(const CloneRequest& request) {
     char first = 0;
     if (ipc::RetryEintr([&] { return read(started_read.get(), &first, 1); }) != 1 || first != 's') return;
     const pid_t pid = child_pid;
-    // Unreaped until the helper is joined, the pid is still this child's;
-    // its pidfd, where there is one, says so whatever the host does with
-    // SIGCHLD.
+    // The clone fallback gives no pidfd: one is opened now, while the child
+    // cannot have been reaped by this thread's caller (it waits for it to
+    // exec), and handed back with the result.
+    if (pidfd < 0) pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+    // By the pid only where no pidfd could be had: a host that ignores
+    // SIGCHLD (or reaps every child) may have let it go, and the pid with it.
     auto kill_child = [&] {
-      if (pidfd < 0 || syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0) != 0) kill(pid, SIGKILL);
+      if (pidfd >= 0) {
+        syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0);
+      } else {
+        kill(pid, SIGKILL);
+      }
     };
     if (request.started && !request.started(pid, born_in_cgroup.load())) {
       kill_child();
@@ -232,11 +248,17 @@ CloneResult CloneUntilExec(const CloneRequest& request) {
     result.err = e.code().value() != 0 ? e.code().value() : EAGAIN;
     result.call = "pthread_create";
     return result;
+  } catch (const std::bad_alloc&) {
+    result.err = ENOMEM;
+    result.call = "pthread_create";
+    return result;
   }
 
-  sigset_t all;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &trampoline.mask);
+  // Every signal, glibc's own two included (its pthread_sigmask leaves
+  // them out), as glibc's posix_spawn blocks them.
+  const uint64_t all = ~uint64_t{0};
+  sigemptyset(&trampoline.mask);
+  syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &trampoline.mask, sizeof(all));
   const uint64_t flags =
       request.flags | CLONE_VFORK | CLONE_PARENT_SETTID | (kShareMemory ? static_cast<uint64_t>(CLONE_VM) : 0);
   clone_args args{};
@@ -263,13 +285,14 @@ CloneResult CloneUntilExec(const CloneRequest& request) {
       if (pid < 0) pid = -errno;
     }
   }
-  pthread_sigmask(SIG_SETMASK, &trampoline.mask, nullptr);
+  syscall(SYS_rt_sigprocmask, SIG_SETMASK, &trampoline.mask, nullptr, sizeof(all));
   const char resumed = 'r';
   (void)!write(started_write.get(), &resumed, 1);
   helper.join();
 
   if (pid < 0) {
-    if (pidfd >= 0) close(pidfd);
+    // No pidfd either: a clone that fails after the kernel wrote its
+    // number leaves the number there but frees it, for any thread to take.
     result.err = static_cast<int>(-pid);
     return result;
   }

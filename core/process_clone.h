@@ -83,6 +83,11 @@ struct CloneResult {
 // by pid, about 10 ms more per start), and the pidfd from pidfd_open.
 CloneResult CloneUntilExec(const CloneRequest& request);
 
+// In the child, once it has left the host's process group (setsid):
+// throws away every signal that came while they were blocked, a Ctrl-C to
+// that group among them, which would kill it at the exec. Async-signal-safe.
+void DiscardPendingSignals();
+
 // Tests: take the clone path (true) even where clone3 works.
 void ForceLegacyCloneForTesting(bool legacy);
 

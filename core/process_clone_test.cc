@@ -170,6 +170,29 @@ TEST(ProcessCloneFallbackTest, AChildFromTheCloneFallbackIsNotTakenForBornInItsC
   EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
+// A signal that came while every signal was blocked (a Ctrl-C to the
+// host's process group before the child's setsid) is thrown away, not
+// delivered when the mask is restored. In a forked child: exits 0 if it
+// survives the restore, is killed by SIGINT if not.
+TEST(DiscardPendingSignalsTest, ASignalThatCameWhileBlockedIsThrownAway) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    sigset_t all, old;
+    sigfillset(&all);
+    sigprocmask(SIG_SETMASK, &all, &old);
+    kill(getpid(), SIGINT);
+    sigset_t pending;
+    sigpending(&pending);
+    if (sigismember(&pending, SIGINT) != 1) ExitChild(3);
+    DiscardPendingSignals();
+    sigprocmask(SIG_SETMASK, &old, nullptr);
+    ExitChild(0);
+  }
+  const siginfo_t info = Reap(pid);
+  EXPECT_EQ(info.si_code, CLD_EXITED) << "killed by signal " << info.si_status;
+  EXPECT_EQ(info.si_status, 0);
+}
+
 int Hang(void*, const sigset_t*) {
   for (;;) pause();
 }
