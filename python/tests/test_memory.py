@@ -216,6 +216,40 @@ def test_a_time_range_larger_than_the_limit_is_refused_before_any_request(memory
     assert "401 frames (40.0 s at 10.0 fps) of 12582912 bytes each would take more than half the 2048 MiB" in done.stdout
 
 
+def test_a_backend_start_leaves_the_processes_memory_as_it_was(video):
+    # A training process has GiBs resident. A backend's start (the first
+    # one, then a restart after a SIGKILL) shares that memory until the
+    # child execs instead of copying it: afterwards the process writes each
+    # page without a fault, where a start that copied it left every page
+    # copy-on-write, one fault each (seconds for GiBs). Counted on this
+    # thread alone, so the host's own threads do not blur the figure.
+    script = f"""
+        import mmap, os, resource, signal
+        import codecvisor
+        from codecvisor.decoders import VideoDecoder
+        size, page = 64 << 20, mmap.PAGESIZE
+        memory = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)  # as a heap's or an array's
+        memory.madvise(mmap.MADV_NOHUGEPAGE)  # one fault per page, whatever the THP setting
+        for i in range(0, size, page):
+            memory[i] = 1
+        d = VideoDecoder({video!r})
+        d[0]
+        os.kill(next(b.pid for b in codecvisor.backends.list() if b.name == "cpu"), signal.SIGKILL)
+        d[1]
+        before = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
+        for i in range(0, size, page):
+            memory[i] = 2
+        print(resource.getrusage(resource.RUSAGE_THREAD).ru_minflt - before, size // page, d.retries)
+    """
+    prelude = "import sys; sys.modules['torch'] = None\n"
+    done = subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(script)], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    faults, pages, retries = (int(n) for n in done.stdout.split())
+    assert retries == 1, "the kill did not cost a restart"
+    assert faults < pages // 16, f"{faults} faults writing {pages} pages after the starts: a start copied the process"
+
+
 def run_with_address_space(limit, script):
     """`script` run by this Python, without torch, under `ulimit -v`."""
     import resource
