@@ -107,7 +107,7 @@ struct ChildArgs {
   const CgroupBirth* birth;
 };
 
-int RunChild(void* arg, const sigset_t* exec_mask) {
+CODECVISOR_CHILD_CODE int RunChild(void* arg, const sigset_t* exec_mask) {
   const auto* a = static_cast<const ChildArgs*>(arg);
   ChildAfterClone(*a->spec, a->argv, a->envp, exec_mask, a->error_pipe, a->error_pipe_reader, a->go_pipe, a->parent,
                   a->become_outside_ids, *a->birth);

@@ -20,20 +20,21 @@ namespace {
 
 // exit_group itself: a sanitizer's _exit interceptor would run its exit
 // processing here, on the host's state.
-[[noreturn]] void ExitChild() {
+[[noreturn]] CODECVISOR_CHILD_CODE void ExitChild() {
   syscall(SYS_exit_group, 127);
   __builtin_unreachable();
 }
 
 }  // namespace
 
-void ChildAfterClone(const LaunchSpec& spec, char* const* argv, char* const* envp, const sigset_t* exec_mask,
-                     int error_pipe, int error_pipe_reader, int go_pipe, pid_t parent, bool become_outside_ids,
-                     const CgroupBirth& birth) {
+CODECVISOR_CHILD_CODE void ChildAfterClone(const LaunchSpec& spec, char* const* argv, char* const* envp,
+                                           const sigset_t* exec_mask, int error_pipe, int error_pipe_reader,
+                                           int go_pipe, pid_t parent, bool become_outside_ids,
+                                           const CgroupBirth& birth) {
   // The host's end of the error pipe, inherited: only the host may hold it,
   // so that its death shows as POLLERR on ours (below).
   close(error_pipe_reader);
-  auto fail = [&](int err, int step = kNoStep) {
+  auto fail = [&](int err, int step = kNoStep) CODECVISOR_CHILD_CODE {
     const ChildError report{err, step};
     (void)!write(error_pipe, &report, sizeof(report));
     ExitChild();
@@ -44,7 +45,7 @@ void ChildAfterClone(const LaunchSpec& spec, char* const* argv, char* const* env
   // it again, or a child the host leaves behind (a host killed while its
   // backend is stopped) lives on. If the host died in between, the read end
   // of the error pipe, which it holds until we exec, is closed.
-  auto rearm_parent_death = [&] {
+  auto rearm_parent_death = [&]() CODECVISOR_CHILD_CODE {
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail(errno);
     pollfd host_alive{error_pipe, POLLOUT, 0};
     if (poll(&host_alive, 1, 0) == 1 && (host_alive.revents & POLLERR) != 0) ExitChild();

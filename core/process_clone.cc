@@ -92,7 +92,7 @@ struct Trampoline {
 // refuses its own two signals, whose handlers it installs too. A zeroed
 // kernel sigaction is SIG_DFL with no flags on every layout, and the
 // handler is its first word on every architecture this builds for.
-void ResetSignalHandlers() {
+CODECVISOR_CHILD_CODE void ResetSignalHandlers() {
   for (int sig = 1; sig <= 64; ++sig) {
     if (sig == SIGKILL || sig == SIGSTOP) continue;
     unsigned long old[4] = {};
@@ -107,7 +107,7 @@ void ResetSignalHandlers() {
 
 // Never returns: the child execs or exits, and its stack has no frame to
 // return to.
-int TrampolineEntry(void* arg) {
+CODECVISOR_CHILD_CODE int TrampolineEntry(void* arg) {
   const auto* t = static_cast<const Trampoline*>(arg);
   ResetSignalHandlers();
   const char started = 's';

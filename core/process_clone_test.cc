@@ -32,7 +32,7 @@ INSTANTIATE_TEST_SUITE_P(Clone, ProcessCloneTest, ::testing::Values(false, true)
 
 // A child's exit: exit_group itself, as a sanitizer's _exit interceptor
 // would run its exit processing on the host's state.
-[[noreturn]] void ExitChild(int code) {
+[[noreturn]] CODECVISOR_CHILD_CODE void ExitChild(int code) {
   syscall(SYS_exit_group, code);
   __builtin_unreachable();
 }
@@ -47,7 +47,7 @@ siginfo_t Reap(pid_t pid) {
 std::atomic<int> handler_runs{0};
 void CountRun(int) { handler_runs.fetch_add(1); }
 
-int RaiseUsr1(void*, const sigset_t* exec_mask) {
+CODECVISOR_CHILD_CODE int RaiseUsr1(void*, const sigset_t* exec_mask) {
   pthread_sigmask(SIG_SETMASK, exec_mask, nullptr);
   kill(getpid(), SIGUSR1);
   ExitChild(0);
@@ -77,7 +77,7 @@ struct GoArgs {
   int go_read;
 };
 
-int WaitForGo(void* arg, const sigset_t*) {
+CODECVISOR_CHILD_CODE int WaitForGo(void* arg, const sigset_t*) {
   char go = 0;
   const bool got = read(static_cast<GoArgs*>(arg)->go_read, &go, 1) == 1;
   ExitChild(got && go == 'g' ? 0 : 3);
@@ -114,7 +114,7 @@ TEST_P(ProcessCloneTest, StartedRunsWithTheChildsPidWhileItWaits) {
 // Exits 0 if SIGINT and SIGTERM are blocked (as every signal is until the
 // child restores the mask before its exec) and the mask to restore does not
 // block them.
-int CheckBlocked(void*, const sigset_t* exec_mask) {
+CODECVISOR_CHILD_CODE int CheckBlocked(void*, const sigset_t* exec_mask) {
   sigset_t now;
   pthread_sigmask(SIG_SETMASK, nullptr, &now);
   const bool blocked = sigismember(&now, SIGINT) == 1 && sigismember(&now, SIGTERM) == 1;
@@ -193,7 +193,7 @@ TEST(DiscardPendingSignalsTest, ASignalThatCameWhileBlockedIsThrownAway) {
   EXPECT_EQ(info.si_status, 0);
 }
 
-int Hang(void*, const sigset_t*) {
+CODECVISOR_CHILD_CODE int Hang(void*, const sigset_t*) {
   for (;;) pause();
 }
 
