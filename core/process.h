@@ -102,8 +102,9 @@ class ProcessLauncher {
   [[nodiscard]] virtual absl::StatusOr<ExitStatus> Wait(const ChildProcess& child, ipc::Deadline deadline) = 0;
 };
 
-// The real thing: clone3(CLONE_PIDFD) + execve, the child killed by the
-// kernel if the host dies (PR_SET_PDEATHSIG).
+// The real thing: a clone that shares the host's memory until the child's
+// execve, as posix_spawn's does (core/process_clone.h), the child killed by
+// the kernel if the host dies (PR_SET_PDEATHSIG).
 //
 // PR_SET_PDEATHSIG fires when the *thread* that created the child exits, not
 // the process. Children are therefore created on one thread owned by the

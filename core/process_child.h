@@ -29,8 +29,9 @@ constexpr int kCgroupStep = -4;  // moving into its cgroups (CgroupBirth::EnterI
 // Between clone and execve only async-signal-safe calls are allowed: the
 // host may have other threads holding locks (minijail's rule), and the
 // child runs on the host's memory (core/process_clone.h), of which it may
-// write only its own stack. On any failure, the errno goes up the pipe and
-// the child exits (exit_group). Every signal is blocked until just before
+// write only its own stack and the cloning thread's thread-local state
+// (errno). On a failure of its set-up, the errno goes up the pipe and the
+// child exits (exit_group); one whose host died exits without a report. Every signal is blocked until just before
 // execve, which gets `exec_mask`; those that came before setsid() are
 // thrown away.
 [[noreturn]] void ChildAfterClone(const LaunchSpec& spec, char* const* argv, char* const* envp,

@@ -7,7 +7,8 @@
 // copy-on-write, so that each page the host writes afterwards takes a
 // fault. For a training process with GiBs resident that is hundreds of
 // milliseconds per backend start and more after it; sharing costs the same
-// whatever the host's size (figures in core/README.md, "Starting a child").
+// whatever the host's size (figures: `codecvisor-bench restart
+// --host-resident-mb`, tools/bench/README.md).
 // Internal to //core:process.
 //
 // The price is posix_spawn's rules, which this file keeps:
@@ -66,8 +67,9 @@ struct CloneRequest {
   void* child_arg = nullptr;
   // On a helper thread once the child runs (it may be waiting for this):
   // its pid in this process's pid namespace, and whether it was born in
-  // `cgroup_dir`. False: the child is killed (the caller must not signal or
-  // reap it itself).
+  // `cgroup_dir`. False: the helper kills the child. `started` must not
+  // signal or reap it itself; the caller gets its pid and pidfd either way,
+  // and reaps it.
   std::function<bool(pid_t pid, bool born_in_cgroup)> started;
   std::chrono::milliseconds exec_deadline{10'000};
 };
@@ -82,10 +84,11 @@ struct CloneResult {
 };
 
 // Clones `request.child` and returns once it has exec'd or exited (or, if
-// the clone failed, at once; err EAGAIN, call "pthread_create" where no
-// helper thread could be started). clone3 on x86_64, else, and where a
-// seccomp profile answers clone3 with ENOSYS (Docker's and containerd's
-// default ones do), glibc's clone with the same flags, no
+// the clone failed, at once; call "pthread_create", err its errno (EAGAIN)
+// or ENOMEM, where no helper thread could be started). clone3 on x86_64,
+// else, and where a seccomp profile answers clone3 with ENOSYS (Docker's
+// and containerd's default ones do), glibc's clone with the same namespace
+// flags, no
 // CLONE_INTO_CGROUP (it is clone3's alone: a cgroup v2 child is then moved
 // by pid, about 10 ms more per start), and the pidfd from pidfd_open.
 CloneResult CloneUntilExec(const CloneRequest& request);
