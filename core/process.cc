@@ -44,6 +44,9 @@ using process_internal::kRootStep;
 
 constexpr char kKernelTooOldPayload[] = "codecvisor/launch/kernel-too-old";
 
+// How long a child may take from clone to exec before it is killed.
+constexpr std::chrono::milliseconds kExecDeadline{10'000};
+
 absl::Status KernelTooOld(std::string message) {
   absl::Status status = absl::FailedPreconditionError(message);
   status.SetPayload(kKernelTooOldPayload, absl::Cord("1"));
@@ -265,7 +268,7 @@ absl::StatusOr<ChildProcess> LaunchOnThisThread(const LaunchSpec& spec) {
   request.child = &RunChild;
   request.child_arg = &child_args;
   request.started = start_child;
-  request.exec_deadline = std::chrono::seconds(10);
+  request.exec_deadline = kExecDeadline;
   CloneResult cloned = CloneUntilExec(request);
   const int clone_err = cloned.err;
   if (cloned.pid < 0 && birth.in_use() &&
@@ -284,21 +287,21 @@ absl::StatusOr<ChildProcess> LaunchOnThisThread(const LaunchSpec& spec) {
   birth.Abandon();  // the child's copies were its own
   if (cloned.pid < 0) return CloneFailure(spec, cloned);
   ChildProcess child{cloned.pid, std::move(cloned.pidfd), unprivileged_ids};
-  if (!refused.ok() || cloned.deadline_passed) {
+  auto give_up = [&](absl::Status why) {
     syscall(SYS_pidfd_send_signal, child.pidfd.get(), SIGKILL, nullptr, 0);
     waitpid(child.pid, nullptr, 0);
-    if (!refused.ok()) return refused;
-    return absl::DeadlineExceededError(absl::StrCat("starting ", spec.path, ": the child did not exec within 10 s"));
-  }
+    return why;
+  };
+  const absl::Status too_slow = absl::DeadlineExceededError(
+      absl::StrCat("starting ", spec.path, ": the child did not exec within ", kExecDeadline.count() / 1000, " s"));
+  if (!refused.ok()) return give_up(refused);
+  if (cloned.deadline_passed) return give_up(too_slow);
   // The child has exec'd or exited. After an exec it closes the error pipe
   // moments later (execve closes descriptors after the point where the
   // clone returns); after a failure the report is there.
   pollfd p{read_end.get(), POLLIN, 0};
-  if (ipc::RetryEintr([&] { return poll(&p, 1, 10'000); }) != 1) {
-    syscall(SYS_pidfd_send_signal, child.pidfd.get(), SIGKILL, nullptr, 0);
-    waitpid(child.pid, nullptr, 0);
-    return absl::DeadlineExceededError(absl::StrCat("starting ", spec.path, ": the child did not exec within 10 s"));
-  }
+  const int ms = static_cast<int>(kExecDeadline.count());
+  if (ipc::RetryEintr([&] { return poll(&p, 1, ms); }) != 1) return give_up(too_slow);
   ChildError report{0, kNoStep};
   ssize_t got = ipc::RetryEintr([&] { return read(read_end.get(), &report, sizeof(report)); });
   if (got == sizeof(report)) {

@@ -16,16 +16,6 @@
 #include "core/process_clone.h"
 
 namespace codecvisor::process_internal {
-namespace {
-
-// exit_group itself: a sanitizer's _exit interceptor would run its exit
-// processing here, on the host's state.
-[[noreturn]] CODECVISOR_CHILD_CODE void ExitChild() {
-  syscall(SYS_exit_group, 127);
-  __builtin_unreachable();
-}
-
-}  // namespace
 
 CODECVISOR_CHILD_CODE void ChildAfterClone(const LaunchSpec& spec, char* const* argv, char* const* envp,
                                            const sigset_t* exec_mask, int error_pipe, int error_pipe_reader,
@@ -37,7 +27,7 @@ CODECVISOR_CHILD_CODE void ChildAfterClone(const LaunchSpec& spec, char* const* 
   auto fail = [&](int err, int step = kNoStep) CODECVISOR_CHILD_CODE {
     const ChildError report{err, step};
     (void)!write(error_pipe, &report, sizeof(report));
-    ExitChild();
+    ExitChild(127);
   };
   // Into its own cgroups before anything else (core/cgroup_birth.h).
   if (const int err = birth.EnterInChild(); err != 0) fail(err, kCgroupStep);
@@ -48,14 +38,14 @@ CODECVISOR_CHILD_CODE void ChildAfterClone(const LaunchSpec& spec, char* const* 
   auto rearm_parent_death = [&]() CODECVISOR_CHILD_CODE {
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail(errno);
     pollfd host_alive{error_pipe, POLLOUT, 0};
-    if (poll(&host_alive, 1, 0) == 1 && (host_alive.revents & POLLERR) != 0) ExitChild();
+    if (poll(&host_alive, 1, 0) == 1 && (host_alive.revents & POLLERR) != 0) ExitChild(127);
   };
   // A session of its own: no controlling terminal, so no TIOCSTI into the
   // user's shell, and no signals from the terminal's keyboard.
   if (setsid() < 0) fail(errno);
   DiscardPendingSignals();
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail(errno);
-  if (getppid() != parent && !spec.sandbox.namespaces) ExitChild();  // the host died before prctl took effect
+  if (getppid() != parent && !spec.sandbox.namespaces) ExitChild(127);  // the host died before prctl took effect
   if (!spec.sandbox.oom_score_adj.empty()) {
     // Best effort (no /proc, say): a child that cannot raise it runs on.
     if (const int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC); fd >= 0) {
@@ -93,7 +83,9 @@ CODECVISOR_CHILD_CODE void ChildAfterClone(const LaunchSpec& spec, char* const* 
     rearm_parent_death();  // for a root host, root to nobody is a change
     if (!spec.sandbox.empty_root.steps.empty()) {
       int step = kNoStep;
-      if (const int err = ApplyEmptyRoot(spec.sandbox.empty_root, &step); err != 0) fail(err, step < 0 ? kRootStep : step);
+      if (const int err = ApplyEmptyRoot(spec.sandbox.empty_root, &step); err != 0) {
+        fail(err, step < 0 ? kRootStep : step);
+      }
     }
   }
   if (spec.sandbox.no_new_privs && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail(errno);
@@ -160,7 +152,7 @@ CODECVISOR_CHILD_CODE void ChildAfterClone(const LaunchSpec& spec, char* const* 
     execve(spec.path.c_str(), argv, envp);
   }
   fail(errno);
-  ExitChild();
+  ExitChild(127);
 }
 
 }  // namespace codecvisor::process_internal

@@ -31,9 +31,9 @@ constexpr int kCgroupStep = -4;  // moving into its cgroups (CgroupBirth::EnterI
 // child runs on the host's memory (core/process_clone.h), of which it may
 // write only its own stack and the cloning thread's thread-local state
 // (errno). On a failure of its set-up, the errno goes up the pipe and the
-// child exits (exit_group); one whose host died exits without a report. Every signal is blocked until just before
-// execve, which gets `exec_mask`; those that came before setsid() are
-// thrown away.
+// child exits (exit_group); one whose host died exits without a report.
+// Every signal is blocked until just before execve, which gets
+// `exec_mask`; those that came before setsid() are thrown away.
 [[noreturn]] void ChildAfterClone(const LaunchSpec& spec, char* const* argv, char* const* envp,
                                   const sigset_t* exec_mask, int error_pipe, int error_pipe_reader, int go_pipe,
                                   pid_t parent, bool become_outside_ids, const CgroupBirth& birth);

@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <linux/sched.h>
 #include <poll.h>
-#include <pthread.h>
 #include <sanitizer/asan_interface.h>  // a no-op unless built with ASan
 #include <sched.h>
 #include <signal.h>
@@ -113,8 +112,7 @@ CODECVISOR_CHILD_CODE int TrampolineEntry(void* arg) {
   const char started = 's';
   (void)!syscall(SYS_write, t->started_fd, &started, 1);
   t->child(t->arg, &t->mask);
-  syscall(SYS_exit_group, 127);
-  __builtin_unreachable();
+  ExitChild(127);
 }
 
 #if defined(__x86_64__)

@@ -37,7 +37,9 @@
 #define CODECVISOR_CORE_PROCESS_CLONE_H_
 
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdint>
@@ -53,6 +55,13 @@ namespace codecvisor::process_internal {
 // the child's stack for the suspended thread's and print a warning on the
 // host's stderr.
 #define CODECVISOR_CHILD_CODE __attribute__((no_sanitize("address")))
+
+// The child's exit, before its exec: exit_group itself, as a sanitizer's
+// _exit interceptor would run its exit processing on the host's state.
+[[noreturn]] CODECVISOR_CHILD_CODE inline void ExitChild(int code) {
+  syscall(SYS_exit_group, code);
+  __builtin_unreachable();
+}
 
 struct CloneRequest {
   // CLONE_NEW* flags; CLONE_VM, CLONE_VFORK and the pid and pidfd flags are

@@ -30,13 +30,6 @@ class ProcessCloneTest : public ::testing::TestWithParam<bool> {
 INSTANTIATE_TEST_SUITE_P(Clone, ProcessCloneTest, ::testing::Values(false, true),
                          [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "clone" : "clone3"; });
 
-// A child's exit: exit_group itself, as a sanitizer's _exit interceptor
-// would run its exit processing on the host's state.
-[[noreturn]] CODECVISOR_CHILD_CODE void ExitChild(int code) {
-  syscall(SYS_exit_group, code);
-  __builtin_unreachable();
-}
-
 // How the child ended (it is reaped here).
 siginfo_t Reap(pid_t pid) {
   siginfo_t info{};

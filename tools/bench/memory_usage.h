@@ -24,9 +24,9 @@ namespace codecvisor::bench {
 
 // Anonymous memory this process holds resident, every page written, as a
 // training process's tensors and model are (`codecvisor-bench restart
-// --host-resident-mb`): a backend start forks this process, whose page
-// tables grow with it, and after which every page written again faults
-// once. Not thread-safe.
+// --host-resident-mb`): a backend start that copied this process (a
+// fork-style clone) would cost more the more it holds, and leave every page
+// to fault once when written again. Not thread-safe.
 class ResidentMemory {
  public:
   explicit ResidentMemory(uint64_t mib);  // 0: none
