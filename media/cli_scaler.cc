@@ -79,7 +79,15 @@ absl::StatusOr<SwsContext*> NewCliScaler(int src_width, int src_height, AVPixelF
   return s;
 }
 
-void SetCliColorDetails(SwsContext* scaler, int colorspace, int color_range) {
+bool InputFullRange(SwsContext* scaler) {
+  int* inv_table = nullptr;
+  int* table = nullptr;
+  int in_full = 0, out_full = 0, brightness = 0, contrast = 0, saturation = 0;
+  sws_getColorspaceDetails(scaler, &inv_table, &in_full, &table, &out_full, &brightness, &contrast, &saturation);
+  return in_full != 0;
+}
+
+void SetCliColorDetails(SwsContext* scaler, int colorspace, int color_range, bool unspecified_full) {
   int* inv_table = nullptr;
   int* table = nullptr;
   int in_full = 0, out_full = 0, brightness = 0, contrast = 0, saturation = 0;
@@ -88,7 +96,7 @@ void SetCliColorDetails(SwsContext* scaler, int colorspace, int color_range) {
   // vf_scale's parse_yuv_type("auto", frame->colorspace).
   if (colorspace < 1 || colorspace > 10 || colorspace == 8) colorspace = AVCOL_SPC_BT470BG;
   const int* coefficients = sws_getCoefficients(colorspace);
-  if (color_range != AVCOL_RANGE_UNSPECIFIED) in_full = color_range == AVCOL_RANGE_JPEG;
+  in_full = color_range == AVCOL_RANGE_UNSPECIFIED ? unspecified_full : color_range == AVCOL_RANGE_JPEG;
   sws_setColorspaceDetails(scaler, coefficients, in_full, coefficients, out_full, brightness,
                            contrast, saturation);
 }

@@ -38,12 +38,23 @@ namespace codecvisor::media {
 absl::StatusOr<SwsContext*> NewCliScaler(int src_width, int src_height, AVPixelFormat src,
                                          int dst_width, int dst_height, AVPixelFormat dst);
 
+// Whether `scaler` reads its input as full range. A new scaler's is its
+// input format's default: full for the YUVJ and grey formats, limited for
+// other YUV.
+bool InputFullRange(SwsContext* scaler);
+
 // Sets `scaler`'s coefficients for a frame whose AVFrame::colorspace and
 // AVFrame::color_range are `colorspace` and `color_range` (read as integers:
 // decoders copy them from the bitstream, so any value may come): that
 // colour space's coefficients both ways, BT.601 for one that is unspecified
-// or unknown; the frame's range when it has one.
-void SetCliColorDetails(SwsContext* scaler, int colorspace, int color_range);
+// or unknown; the frame's range when it has one, else `unspecified_full`.
+// vf_scale keeps the range it last set for a frame without one, so what
+// such a frame becomes would depend on the frames converted before it (a
+// stream spliced from a full-range part and one that says nothing, read in
+// another order than the CLI's): callers that convert many frames with one
+// scaler pass the range it had when new (InputFullRange), which is the
+// CLI's for every frame up to a change of range.
+void SetCliColorDetails(SwsContext* scaler, int colorspace, int color_range, bool unspecified_full);
 
 // swscale's SIMD conversions from 4:2:0 and 4:2:2 write rows in whole blocks
 // of 8 pixels, and where a row's stride has no room for its last whole block

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -24,7 +25,7 @@ std::vector<uint8_t> Rgb(int width, int height, uint8_t y, uint8_t u, uint8_t v,
   absl::StatusOr<SwsContext*> s = NewCliScaler(width, height, AV_PIX_FMT_YUV420P, width, height, AV_PIX_FMT_RGB24);
   EXPECT_TRUE(s.ok()) << s.status();
   if (!s.ok()) return {};
-  SetCliColorDetails(*s, colorspace, range);
+  SetCliColorDetails(*s, colorspace, range, InputFullRange(*s));
   const uint8_t* src[4] = {luma.data(), cb.data(), cr.data(), nullptr};
   const int src_stride[4] = {width, cw, cw, 0};
   uint8_t* dst[4] = {rgb.data(), nullptr, nullptr, nullptr};
@@ -60,6 +61,32 @@ TEST(CliScalerTest, UnspecifiedAndOutOfRangeColourSpacesAreBt601) {
   EXPECT_EQ(Rgb(16, 8, 81, 90, 240, -5, AVCOL_RANGE_MPEG), bt601);
   // An unspecified range leaves the scaler's own (limited for YUV input).
   EXPECT_EQ(Rgb(16, 8, 81, 90, 240, AVCOL_SPC_BT470BG, AVCOL_RANGE_UNSPECIFIED), bt601);
+}
+
+// A new scaler reads YUV as limited range and YUVJ as full.
+TEST(CliScalerTest, ANewScalersRangeIsItsFormats) {
+  for (const auto& [format, full] : {std::pair{AV_PIX_FMT_YUV420P, false}, std::pair{AV_PIX_FMT_YUVJ420P, true}}) {
+    absl::StatusOr<SwsContext*> s = NewCliScaler(16, 8, format, 16, 8, AV_PIX_FMT_RGB24);
+    ASSERT_TRUE(s.ok()) << s.status();
+    EXPECT_EQ(InputFullRange(*s), full) << format;
+    sws_freeContext(*s);
+  }
+}
+
+// A frame without a range gets the one asked for, not the one the last
+// frame set: after a full-range frame, a frame that says nothing converts
+// as it would on a new scaler.
+TEST(CliScalerTest, AFrameWithoutARangeDoesNotTakeTheLastFramesRange) {
+  absl::StatusOr<SwsContext*> s = NewCliScaler(16, 8, AV_PIX_FMT_YUV420P, 16, 8, AV_PIX_FMT_RGB24);
+  ASSERT_TRUE(s.ok()) << s.status();
+  const bool new_full = InputFullRange(*s);
+  SetCliColorDetails(*s, AVCOL_SPC_BT470BG, AVCOL_RANGE_JPEG, new_full);
+  EXPECT_TRUE(InputFullRange(*s));
+  SetCliColorDetails(*s, AVCOL_SPC_BT470BG, AVCOL_RANGE_UNSPECIFIED, new_full);
+  EXPECT_FALSE(InputFullRange(*s));
+  SetCliColorDetails(*s, AVCOL_SPC_BT470BG, AVCOL_RANGE_UNSPECIFIED, true);
+  EXPECT_TRUE(InputFullRange(*s));
+  sws_freeContext(*s);
 }
 
 TEST(CliScalerTest, RefusesSizesSwscaleCannotTake) {

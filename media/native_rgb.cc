@@ -124,7 +124,7 @@ absl::Status NativeRgb::Convert(absl::string_view pixel_format, uint32_t width, 
     if (!s.ok()) return s.status();
     m.scaler = *s;
     // Constant for the stream, so set once rather than before every frame.
-    SetCliColorDetails(m.scaler, m.colorspace, m.color_range);
+    SetCliColorDetails(m.scaler, m.colorspace, m.color_range, InputFullRange(m.scaler));
   }
   // Straight into `out` only with rows swscale fills whole (cli_scaler.h).
   const bool direct = !planar && out.size() - bytes >= kSlack && TightRgb24Rows(w);

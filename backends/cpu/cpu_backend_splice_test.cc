@@ -194,5 +194,27 @@ TEST(SplicedStreamTest, APartWithoutAColourDescriptionReadAfterAPartWithOneIsThe
   }
 }
 
+// The same splice with the second part in full-range 4:2:0 (x264's
+// yuvj420p, as a camera's or a screen recording's stream is): read through
+// the change (24, then 25), the decoder keeps full range, and going back to
+// the start (0, which reopens the file rather than seeking) must not bring
+// it along: every frame is the CLI's.
+TEST(SplicedStreamTest, TheStartReadAfterReadingThroughAChangeOfRangeIsTheClis) {
+  const std::string common =
+      "-f lavfi -i testsrc2=size=96x64:rate=25 -t 1 -c:v libx264 -preset veryfast -bf 2 "
+      "-f mpegts -muxdelay 0";
+  const std::string plain = MakeVideo("range_plain.ts", common + " -pix_fmt yuv420p");
+  const std::string full = MakeVideo("range_full.ts", common + " -pix_fmt yuvj420p -output_ts_offset 1.04");
+  const std::string joined = WriteFile("range_spliced.ts", ReadFile(plain) + ReadFile(full));
+  const std::string cli = CliAllFrames(joined, 0, "format=rgb24");
+  TestSession session(joined);
+  ASSERT_TRUE(session.ok()) << session.open_message();
+  const size_t bytes = RgbBytes(session.Layout());
+  ASSERT_EQ(cli.size(), 50 * bytes);
+  for (int64_t i : {24, 25, 0, 3, 30, 1}) {
+    EXPECT_TRUE(session.DecodeOrFail(i) == cli.substr(i * bytes, bytes)) << "frame " << i;
+  }
+}
+
 }  // namespace
 }  // namespace codecvisor::cpu

@@ -143,11 +143,12 @@ absl::Status FrameConverter::PrepareScaler(const AVFrame* frame) {
   scaler_width_ = frame->width;
   scaler_height_ = frame->height;
   scaler_format_ = frame->format;
+  scaler_default_full_ = media::InputFullRange(scaler_);
   return absl::OkStatus();
 }
 
 void FrameConverter::ApplyColorDetails(const AVFrame* frame) {
-  media::SetCliColorDetails(scaler_, EnumValue(frame->colorspace), EnumValue(frame->color_range));
+  media::SetCliColorDetails(scaler_, EnumValue(frame->colorspace), EnumValue(frame->color_range), scaler_default_full_);
 }
 
 absl::Status FrameConverter::Convert(const AVFrame* frame, uint8_t* dst) {

@@ -85,6 +85,7 @@ class FrameConverter {
   int scaler_width_ = 0;
   int scaler_height_ = 0;
   int scaler_format_ = AV_PIX_FMT_NONE;
+  bool scaler_default_full_ = false;  // the range scaler_ read when new: for frames that give none
   std::vector<uint8_t> scratch_;  // interleaved rows, when not straight into dst
 };
 

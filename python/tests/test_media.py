@@ -285,6 +285,27 @@ def test_recordings_concatenated_byte_for_byte_read_in_file_order(tmp_path):
 
 
 @pytest.mark.parametrize("threads", [1, 0])
+def test_frames_read_after_a_request_through_a_change_of_range_are_the_clis(tmp_path, threads):
+    # A capture whose second part is full range (x264's yuvj420p) after a
+    # part that gives none: a request that decodes through the change
+    # (frames 19 and 20) goes on in RGB from a new session, and frames of
+    # the first part read afterwards are still the CLI's, not converted
+    # with the second part's range.
+    parts = [make_video(tmp_path / f"{name}.ts", ["-f", "lavfi", "-i", f"testsrc2=size={WIDTH}x{HEIGHT}:rate={FPS}",
+                                                  "-frames:v", "20", "-c:v", "libx264", "-pix_fmt", pix_fmt]
+                        + offset)
+             for name, pix_fmt, offset in (("a", "yuv420p", []), ("b", "yuvj420p", ["-output_ts_offset", "0.88"]))]
+    joined = tmp_path / "joined.ts"
+    joined.write_bytes(b"".join(open(p, "rb").read() for p in parts))
+    want = ffmpeg_frames(str(joined))
+    d = VideoDecoder(str(joined), dimension_order="NHWC", num_ffmpeg_threads=threads)
+    assert len(d) == len(want) == 40
+    assert np.array_equal(d.get_frames_at([19, 20]).data.numpy(), want[19:21])
+    for i in (0, 5, 30, 3):
+        assert np.array_equal(d[i].numpy(), want[i]), i
+
+
+@pytest.mark.parametrize("threads", [1, 0])
 @pytest.mark.parametrize("codec", ["libx264", "libx265"])
 def test_a_recording_cut_inside_a_gop_is_the_clis_frames(tmp_path, codec, threads):
     # A program stream cut 12,000 bytes in (a capture that starts mid-GOP):
