@@ -230,13 +230,15 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
   if (spawn.sandbox) {
     // Checked when the manifest was read, and again now: what is at a
     // device's path is what gets bound.
-    if (absl::Status s = CheckDeviceNodes(manifest.sandbox.devices); !s.ok()) return Prefixed(s, where);
+    if (absl::Status s = CheckDeviceNodes(manifest.sandbox.devices); !s.ok()) {
+      return MaybeHostShortage(Prefixed(s, where));
+    }
     if (absl::Status s = CheckReadPaths(manifest.sandbox.read_paths, manifest.path); !s.ok()) {
-      return Prefixed(s, where);
+      return MaybeHostShortage(Prefixed(s, where));
     }
     spec.sandbox = HostSandbox(manifest.sandbox);
     absl::StatusOr<std::unique_ptr<BackendCgroup>> made = MakeCgroup(manifest, allow_degraded);
-    if (!made.ok()) return Prefixed(made.status(), where);
+    if (!made.ok()) return MaybeHostShortage(Prefixed(made.status(), where));
     cgroup = *std::move(made);
     if (cgroup != nullptr) {
       spec.sandbox.cgroup_procs = cgroup->procs_files();

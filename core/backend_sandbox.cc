@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -96,13 +97,32 @@ void DropNamespaces(SandboxSpec* spec, bool cgroup) {
   }
 }
 
+// This host's cgroup layout, probed once, but again while a probe runs
+// short of descriptors: a shortage must not leave every later backend of
+// the process without its cgroup.
+absl::StatusOr<CgroupLayout> HostCgroupLayout() {
+  static std::mutex mu;
+  static std::optional<CgroupLayout> probed;
+  std::lock_guard<std::mutex> lock(mu);
+  if (!probed.has_value()) {
+    CgroupLayout layout = ProbeCgroupLayout();
+    if (layout.short_of_descriptors) {
+      return absl::ResourceExhaustedError(absl::StrCat("probing the cgroup filesystems: ", layout.missing));
+    }
+    probed = std::move(layout);
+  }
+  return *probed;
+}
+
 absl::StatusOr<std::unique_ptr<BackendCgroup>> MakeCgroup(const BackendManifest& manifest, bool allow_degraded) {
-  static const CgroupLayout layout = ProbeCgroupLayout();
+  absl::StatusOr<CgroupLayout> host_layout = HostCgroupLayout();
+  if (!host_layout.ok()) return host_layout.status();
+  const CgroupLayout& layout = *host_layout;
   if (layout.version == 0) {
     // Not a failure: an unprivileged host without delegation, a container
     // with a read-only /sys/fs/cgroup. `codecvisor doctor` says it too.
     static std::once_flag warned;
-    std::call_once(warned, [] {
+    std::call_once(warned, [&layout] {
       std::fprintf(stderr,
                    "codecvisor: WARNING: backends run without a cgroup (%s); their memory and tasks are bounded "
                    "by RLIMIT_AS and RLIMIT_NPROC only, and memfd_create is refused to them (nothing else would "
@@ -118,6 +138,7 @@ absl::StatusOr<std::unique_ptr<BackendCgroup>> MakeCgroup(const BackendManifest&
   absl::StatusOr<std::unique_ptr<BackendCgroup>> made =
       BackendCgroup::Create(layout, manifest.name, memory, BackendTaskLimit(manifest.sandbox.threads));
   if (made.ok()) return made;
+  if (absl::IsResourceExhausted(made.status())) return made.status();  // this process's descriptors
   if (!allow_degraded) {
     return absl::FailedPreconditionError(absl::StrCat(made.status().message(), kDegradedSandboxAdvice));
   }

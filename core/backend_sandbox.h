@@ -71,7 +71,9 @@ void DropNamespaces(SandboxSpec* spec, bool cgroup);
 // nullptr where the backend runs without one: this user or machine has no
 // cgroup to give (said once per host), or making it failed and the manifest
 // or host allows a degraded sandbox (said each time). An error where it
-// failed and neither allows that.
+// failed and neither allows that; ResourceExhausted, whatever either
+// allows, where this process is out of descriptors (the cgroup is not given
+// up for a shortage that passes).
 absl::StatusOr<std::unique_ptr<BackendCgroup>> MakeCgroup(const BackendManifest& manifest, bool allow_degraded);
 
 }  // namespace codecvisor

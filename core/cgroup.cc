@@ -33,9 +33,16 @@ bool Has(const std::vector<std::string>& v, absl::string_view s) {
   return false;
 }
 
+bool OutOfDescriptors(int err) { return err == EMFILE || err == ENFILE; }
+
 absl::Status WriteText(const std::string& path, const std::string& text) {
   const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return absl::PermissionDeniedError(absl::StrCat("open(", path, "): ", std::strerror(errno)));
+  if (fd < 0) {
+    // Out of descriptors: this process's shortage, not a cgroup refused.
+    std::string message = absl::StrCat("open(", path, "): ", std::strerror(errno));
+    return OutOfDescriptors(errno) ? absl::ResourceExhaustedError(std::move(message))
+                                   : absl::PermissionDeniedError(std::move(message));
+  }
   const ssize_t n = write(fd, text.data(), text.size());
   const int err = errno;
   close(fd);
@@ -171,6 +178,19 @@ CgroupLayout FindCgroupLayout(absl::string_view proc_self_cgroup, absl::string_v
 }
 
 CgroupLayout ProbeCgroupLayout() {
+  // What it reads, unreadable for want of descriptors, would read as no
+  // cgroup filesystem at all.
+  for (const char* path : {"/proc/self/cgroup", "/proc/self/mountinfo"}) {
+    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      close(fd);
+    } else if (OutOfDescriptors(errno)) {
+      CgroupLayout short_of;
+      short_of.short_of_descriptors = true;
+      short_of.missing = absl::StrCat("open(", path, "): ", std::strerror(errno));
+      return short_of;
+    }
+  }
   CgroupLayout layout = FindCgroupLayout(ReadFileText("/proc/self/cgroup"), ReadFileText("/proc/self/mountinfo"));
   auto fail = [&](std::string why) {
     layout.version = 0;

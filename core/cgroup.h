@@ -35,6 +35,9 @@ struct CgroupLayout {
   std::string memory_mount;  // where memory_dir's hierarchy is mounted
   std::string pids_mount;    // v1 only
   std::string missing;      // why no version is usable
+  // The probe could not open what it reads (this process at its
+  // descriptor limit): version 0 says nothing of the machine; probe again.
+  bool short_of_descriptors = false;
   std::string Describe() const;  // "cgroup v1: memory at DIR, pids at DIR"
 };
 

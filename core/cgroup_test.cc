@@ -5,6 +5,7 @@
 
 #include "core/cgroup.h"
 
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -89,6 +90,28 @@ std::string Read(const std::string& path) {
 // On a machine that lets this process make cgroups (root here; tools/test.sh
 // makes the cgroup hierarchies writable in Bazel's sandbox), a backend
 // cgroup has the limits asked for and is gone after destruction.
+// A probe run with no descriptor to spare (a host at its `ulimit -n`)
+// says so, not that the machine has no cgroup filesystem, and the next
+// probe, with descriptors, finds what the machine has.
+TEST(CgroupLayoutTest, AProbeShortOfDescriptorsSaysSo) {
+  const CgroupLayout before = ProbeCgroupLayout();
+  ASSERT_FALSE(before.short_of_descriptors);
+  rlimit saved{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
+  rlimit none = saved;
+  none.rlim_cur = 3;  // past stdin, stdout and stderr: no open succeeds
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &none), 0);
+  const CgroupLayout short_of = ProbeCgroupLayout();
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &saved), 0);
+  EXPECT_TRUE(short_of.short_of_descriptors);
+  EXPECT_EQ(short_of.version, 0);
+  EXPECT_NE(short_of.missing.find("Too many open files"), std::string::npos) << short_of.missing;
+  const CgroupLayout after = ProbeCgroupLayout();
+  EXPECT_FALSE(after.short_of_descriptors);
+  EXPECT_EQ(after.version, before.version);
+  EXPECT_EQ(after.memory_dir, before.memory_dir);
+}
+
 TEST(BackendCgroupTest, MadeWithItsLimitsAndRemoved) {
   const CgroupLayout layout = ProbeCgroupLayout();
   ASSERT_NE(layout.version, 0) << layout.missing

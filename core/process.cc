@@ -116,6 +116,15 @@ CODECVISOR_CHILD_CODE int RunChild(void* arg, const sigset_t* exec_mask) {
                   a->become_outside_ids, *a->birth);
 }
 
+// A step refused for want of descriptors (the child starts with a copy of
+// this process's table, so it runs short where this process is near its
+// limit) is this process's shortage, which passes when it closes some (the
+// caller reports it as such, backend_process.cc), not the sandbox's.
+absl::Status Refused(int err, std::string message) {
+  return err == EMFILE || err == ENFILE ? absl::ResourceExhaustedError(std::move(message))
+                                        : absl::PermissionDeniedError(std::move(message));
+}
+
 // Why no child was made, for the caller: a kernel too old for any sandbox
 // (no pidfd), a shortage, or a refused namespace.
 absl::Status CloneFailure(const LaunchSpec& spec, const CloneResult& cloned) {
@@ -244,9 +253,8 @@ absl::StatusOr<ChildProcess> LaunchOnThisThread(const LaunchSpec& spec) {
     if (spec.sandbox.namespaces) {
       go = WriteIdMaps(pid, spec.sandbox);
       if (go == 0) {
-        refused = absl::PermissionDeniedError(
-            absl::StrCat("cannot write the user namespace id maps of the backend process (uid ", geteuid(), ", gid ",
-                         getegid(), "): ", std::strerror(errno)));
+        refused = Refused(errno, absl::StrCat("cannot write the user namespace id maps of the backend process (uid ",
+                                              geteuid(), ", gid ", getegid(), "): ", std::strerror(errno)));
         return false;
       }
       unprivileged_ids = go == 'n' || (geteuid() == spec.sandbox.outside_uid && getegid() == spec.sandbox.outside_gid);
@@ -254,8 +262,8 @@ absl::StatusOr<ChildProcess> LaunchOnThisThread(const LaunchSpec& spec) {
     const bool in_cgroups_by_itself = born_in_cgroup || birth.child_moves_itself();
     for (const std::string& procs : in_cgroups_by_itself ? std::vector<std::string>{} : spec.sandbox.cgroup_procs) {
       if (!WriteFileText(procs, absl::StrCat(pid))) {
-        refused = absl::PermissionDeniedError(
-            absl::StrCat("cannot move the backend process into its cgroup (", procs, "): ", std::strerror(errno)));
+        refused = Refused(errno, absl::StrCat("cannot move the backend process into its cgroup (", procs,
+                                              "): ", std::strerror(errno)));
         return false;
       }
     }
@@ -309,8 +317,8 @@ absl::StatusOr<ChildProcess> LaunchOnThisThread(const LaunchSpec& spec) {
     waitpid(child.pid, nullptr, 0);
     const auto& steps = spec.sandbox.empty_root.steps;
     if (report.step == kRootStep || (report.step >= 0 && static_cast<size_t>(report.step) < steps.size())) {
-      // A mount that fails is the sandbox's failure, whatever its errno
-      // (ENOSPC: the mount limit): not this process's shortage.
+      // A mount that fails is the sandbox's failure (ENOSPC: the mount
+      // limit), but for a descriptor the child lacked (Refused).
       absl::Status failed = ipc::ErrnoStatus(
           absl::StrCat("starting ", spec.path, ": building its empty root filesystem (",
                        report.step == kRootStep ? "private mounts, tmpfs and pivot_root"
@@ -326,11 +334,13 @@ absl::StatusOr<ChildProcess> LaunchOnThisThread(const LaunchSpec& spec) {
                          "container runtimes mount it: run the container with --security-opt "
                          "systempaths=unconfined (Docker) or procMount: Unmasked (Kubernetes)"));
       }
+      if (report.err == EMFILE || report.err == ENFILE) return failed;
       return absl::IsResourceExhausted(failed) ? absl::FailedPreconditionError(failed.message()) : failed;
     }
     if (report.step == kCgroupStep) {
-      return absl::PermissionDeniedError(absl::StrCat(
-          "starting ", spec.path, ": cannot move the backend process into its cgroup: ", std::strerror(report.err)));
+      return Refused(report.err,
+                     absl::StrCat("starting ", spec.path,
+                                  ": cannot move the backend process into its cgroup: ", std::strerror(report.err)));
     }
     if (report.step == kIdsStep) {
       return absl::PermissionDeniedError(absl::StrCat(

@@ -129,6 +129,7 @@ void Supervisor::SpawnEagerly() {
 absl::StatusOr<BackendHandle> Supervisor::Acquire(ipc::Deadline deadline) {
   MutexLock lock(&mu_);
   const uint64_t host_short_starts = host_short_starts_;
+  bool retry_pulled = false;
   for (;;) {
     if (stopping_) {
       return absl::UnavailableError(absl::StrCat("backend '", manifest_.name, "' is shut down: its host was destroyed"));
@@ -151,8 +152,20 @@ absl::StatusOr<BackendHandle> Supervisor::Acquire(ipc::Deadline deadline) {
         }
         changed_.NotifyAll();
         break;
-      case BackendState::kSpawning:
       case BackendState::kRestarting:
+        // Likewise a restart (retried in a while, OnFailedRestart): the
+        // caller, who may hold the descriptors it lacks, hears why now
+        // rather than at its deadline. One that comes while the retry
+        // waits has it made now, and gets its outcome: the caller may have
+        // just closed what the restart lacked.
+        if (host_short_starts_ != host_short_starts && !failure_.ok()) return failure_;
+        if (IsHostShortage(failure_) && !retry_pulled) {
+          retry_pulled = true;
+          restart_at_ = std::min(restart_at_, env_->Now());
+          changed_.NotifyAll();
+        }
+        break;
+      case BackendState::kSpawning:
         break;
     }
     if (!changed_.WaitUntil(&mu_, deadline) && Clock::now() >= deadline) {

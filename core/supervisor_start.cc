@@ -87,8 +87,10 @@ void Supervisor::OnFailedRestart(const absl::Status& why) {
   if (IsHostShortage(why)) {
     // The host out of descriptors for the channel: not the backend's doing,
     // and it passes when the host's own decoders close. Tried again in a
-    // while, not counted against the backend.
+    // while, not counted against the backend; those waiting for it get
+    // the shortage (Acquire).
     restart_at_ = env_->Now() + kHostShortageRetry;
+    ++host_short_starts_;
     return;
   }
   // It ran before: the cause may pass (a handshake late under load, threads

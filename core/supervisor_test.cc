@@ -368,6 +368,50 @@ TEST_F(SupervisorTest, ARestartShortOfTheHostsDescriptorsIsRetriedUncounted) {
   EXPECT_TRUE(AcquireNow().ok());
 }
 
+// An open waiting for a restart that fails for the host's descriptors
+// hears of the shortage as soon as the restart fails, not at its deadline:
+// it may hold the descriptors the restart lacks (a caller at its `ulimit -n`
+// whose backend crashed). An open that comes while the retry waits has it
+// made at once and gets its outcome, so one made after the caller closed
+// some files finds the backend restarted.
+TEST_F(SupervisorTest, AnOpenWaitingForARestartShortOfTheHostsDescriptorsGetsTheShortage) {
+  Make();
+  StartReady();
+  const absl::Status shortage = HostShortage(absl::ResourceExhaustedError("socketpair: Too many open files"));
+  env_->FailNextStarts({shortage, shortage});
+  env_->Exit(Current(), kSegv);
+  supervisor_->RunDueWorkForTest();  // the restart fails short; its retry is 0.5 s away
+  ASSERT_EQ(supervisor_->Status().state, BackendState::kRestarting);
+  ASSERT_EQ(env_->starts(), 2);
+  // Each Acquire below runs on a thread while this one runs whatever work is
+  // due (none, on this clock, until an Acquire makes the retry due).
+  auto acquire = [&] {
+    std::atomic<bool> done{false};
+    absl::StatusOr<BackendHandle> got = absl::UnknownError("not acquired");
+    std::thread waiter([&] {
+      got = supervisor_->Acquire(ipc::Clock::now() + std::chrono::seconds(60));
+      done = true;
+    });
+    while (!done) {
+      supervisor_->RunDueWorkForTest();
+      std::this_thread::yield();
+    }
+    waiter.join();
+    return got;
+  };
+  absl::StatusOr<BackendHandle> waited = acquire();
+  ASSERT_FALSE(waited.ok());
+  EXPECT_TRUE(IsHostShortage(waited.status())) << waited.status();
+  EXPECT_NE(waited.status().message().find("Too many open files"), std::string::npos) << waited.status();
+  EXPECT_EQ(env_->starts(), 3) << "the open did not have the retry made";
+  EXPECT_EQ(supervisor_->Status().state, BackendState::kRestarting);
+  waited = acquire();
+  EXPECT_TRUE(waited.ok()) << waited.status();
+  EXPECT_EQ(env_->starts(), 4);
+  EXPECT_EQ(supervisor_->Status().state, BackendState::kReady);
+  EXPECT_EQ(supervisor_->Status().restarts, 1u);
+}
+
 TEST_F(SupervisorTest, AFailedRestartCountsAsACrash) {
   Make();
   StartReady();

@@ -18,6 +18,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/threads_refused_for_test.h"
+#include "core/cgroup.h"
 #include "tests/fault_test_support.h"
 
 namespace codecvisor::testing {
@@ -212,6 +213,95 @@ TEST_F(DescriptorLimitTest, AFirstStartPastTheHostsDescriptorLimitFailsOnlyThatO
   row.Note(absl::StrCat(status.restarts, " restarts, backend ", status.state));
   EXPECT_EQ(status.state, "ready");
   EXPECT_EQ(status.restarts, 0u);
+}
+
+// However few descriptors the host has to spare as it first starts a
+// backend (each step of the start takes some: its channel, the sandbox's id
+// maps, cgroup and empty root, which the child builds with a copy of the
+// host's descriptor table), an open it cannot serve fails with this
+// process's shortage, never as a sandbox the machine cannot give, which
+// would fail the backend for the life of the process. With the limit back,
+// the backend starts with its whole sandbox, cgroup included where this
+// machine gives one.
+TEST_F(DescriptorLimitTest, AFirstStartWithAnyNumberOfDescriptorsSpareStartsOrIsTheHostsShortage) {
+  FaultRow& row = Row("the host process out of descriptors at each step of a backend's first start");
+  ++row.tries;
+  int refused = 0;
+  absl::StatusOr<std::unique_ptr<VideoDecoder>> d;
+  int extra = 0;
+  for (; extra <= 48; ++extra) {
+    {
+      LoweredFileLimit limit(static_cast<rlim_t>(CountOpenFds() + extra));
+      ASSERT_TRUE(limit.ok());
+      d = OpenVideo();
+    }
+    if (d.ok()) break;
+    ++refused;
+    EXPECT_EQ(d.status().code(), absl::StatusCode::kResourceExhausted) << extra << " spare: " << d.status();
+    EXPECT_EQ(StatusOf("synthetic").state, "discovered") << extra << " spare: " << d.status();
+  }
+  row.Saw(absl::StrCat(refused, " opens refused with this process's shortage, then one started the backend"));
+  ASSERT_TRUE(d.ok()) << d.status();
+  decoders_.push_back(*std::move(d));
+  // Started at the first count that had room: its sandbox is the whole one.
+  const CgroupLayout cgroups = ProbeCgroupLayout();
+  EXPECT_EQ(StatusOf("synthetic").sandbox.find("cgroup") != std::string::npos, cgroups.version != 0)
+      << StatusOf("synthetic").sandbox << " (" << cgroups.missing << ")";
+  absl::StatusOr<Frame> f = decoders_[0]->GetFrameAt(5);
+  EXPECT_TRUE(f.ok() && IsSyntheticFrame(*f, 5)) << FrameOutcome(f, 5);
+}
+
+// The backend killed while the host has few descriptors to spare, for
+// every count from none up: the request in flight gets its frame (the
+// restart had room) or, at once, this process's shortage (not a hang until
+// the open's deadline, and not a crash counted toward quarantine). Once
+// the limit is back the same decoder gets its frames from a restarted
+// backend with the sandbox it had.
+TEST_F(DescriptorLimitTest, ARestartWithAnyNumberOfDescriptorsSpareServesOrIsTheHostsShortage) {
+  FaultRow& row = Row("the backend killed while the host process has 0 to 24 descriptors to spare");
+  ++row.tries;
+  DecoderOptions options;
+  options.request_timeout = std::chrono::seconds(20);
+  options.open_timeout = std::chrono::seconds(20);
+  absl::StatusOr<std::unique_ptr<VideoDecoder>> opened = Open(video_, "synthetic", options);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  VideoDecoder& d = **opened;
+  const std::string sandbox = StatusOf("synthetic").sandbox;
+  int shortages = 0;
+  for (int extra = 0; extra <= 24; ++extra) {
+    const int64_t index = extra % 40;
+    const pid_t pid = StatusOf("synthetic").pid;
+    ASSERT_GT(pid, 0) << extra;
+    absl::StatusOr<Frame> f;
+    const auto began = std::chrono::steady_clock::now();
+    {
+      LoweredFileLimit limit(static_cast<rlim_t>(CountOpenFds() + extra));
+      ASSERT_TRUE(limit.ok());
+      ASSERT_EQ(kill(pid, SIGKILL), 0);
+      f = d.GetFrameAt(index);
+    }
+    if (f.ok()) {
+      EXPECT_TRUE(IsSyntheticFrame(*f, index)) << extra << " spare: " << FrameOutcome(f, index);
+    } else {
+      ++shortages;
+      EXPECT_EQ(f.status().code(), absl::StatusCode::kResourceExhausted) << extra << " spare: " << f.status();
+      EXPECT_LT(std::chrono::steady_clock::now() - began, options.open_timeout / 2)
+          << extra << " spare: the shortage came at the deadline, not when the restart failed";
+    }
+    // The limit back: frames again, three in a row (which make the restart
+    // budget whole, so the 25 kills never quarantine it).
+    for (int64_t i : {index + 1, index + 2, index + 3}) {
+      absl::StatusOr<Frame> again = d.GetFrameAt(i);
+      ASSERT_TRUE(again.ok() && IsSyntheticFrame(*again, i)) << extra << " spare: " << FrameOutcome(again, i);
+    }
+    const BackendStatus status = StatusOf("synthetic");
+    EXPECT_EQ(status.state, "ready") << extra;
+    EXPECT_EQ(status.sandbox, sandbox) << extra;
+  }
+  row.Saw(absl::StrCat(shortages,
+                       " of 25 requests got this process's shortage, the rest their frame; all decode "
+                       "once the limit is back"));
+  EXPECT_EQ(StatusOf("synthetic").restarts, 25u);
 }
 
 // A host run under a small soft limit (`ulimit -n 64`) with room for what a
