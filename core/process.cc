@@ -140,11 +140,13 @@ absl::Status CloneFailure(const LaunchSpec& spec, const CloneResult& cloned) {
     return absl::ResourceExhaustedError(
         absl::StrCat(call, ": Resource temporarily unavailable (too many processes and threads)"));
   }
-  absl::Status failed = ipc::ErrnoStatus(
-      absl::StrCat(call, spec.sandbox.namespaces ? "(CLONE_VM | CLONE_VFORK | CLONE_NEWUSER | CLONE_NEWPID | "
-                                                   "CLONE_NEWNET | CLONE_NEWIPC)"
-                                                 : "(CLONE_VM | CLONE_VFORK)"),
-      cloned.err);
+  // The flags only for the clone itself (not its stack's mmap or pipe2).
+  const absl::string_view flags = call != "clone3" && call != "clone" ? ""
+                                  : spec.sandbox.namespaces
+                                      ? "(CLONE_VM | CLONE_VFORK | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | "
+                                        "CLONE_NEWIPC)"
+                                      : "(CLONE_VM | CLONE_VFORK)";
+  absl::Status failed = ipc::ErrnoStatus(absl::StrCat(call, flags), cloned.err);
   // ENOSPC here is a namespace limit (user.max_user_namespaces = 0 where
   // they are forbidden), not this process's shortage: a weaker sandbox may start.
   if (cloned.err == ENOSPC) return absl::FailedPreconditionError(failed.message());

@@ -59,6 +59,13 @@ def _complete_clip(valid: List[Number], length: int, policy: str) -> List[Number
                      "default, or use policy='repeat_last' or 'wrap'.")
 
 
+def _check_clips_memory(decoder, num_clips: int, num_frames_per_clip: int) -> None:
+    """The decoder's MemoryError for clips whose frames would not fit, raised
+    before their positions are listed (a list as long as the frames)."""
+    decoder._check_memory(num_clips * num_frames_per_clip, f" ({num_clips} clips of {num_frames_per_clip} frames)",
+                          "fewer or shorter clips")
+
+
 def _check_common(decoder, num_frames_per_clip: int, policy: str) -> None:
     if len(decoder) < 1:
         raise ValueError(f"Decoder must have at least one frame, found {len(decoder)} frames.")
@@ -138,6 +145,7 @@ def _index_positions(decoder, *, random: bool, num_clips: int, num_frames_per_cl
     step = num_indices_between_frames
     span = step * (num_frames_per_clip - 1) + 1  # first to last frame of a clip, both included
     start, end = _index_range(sampling_range_start, sampling_range_end, span, num_frames)
+    _check_clips_memory(decoder, num_clips, num_frames_per_clip)
     if random:
         starts = torch.randint(start, end, (num_clips,), generator=generator)
     else:
@@ -274,6 +282,9 @@ def _time_sampler(random: bool, decoder, num_clips: Optional[int], seconds_betwe
     # stream, or a short range's starts past its end. The random draw is
     # torch's default single-precision one, so a seed draws what it always
     # drew.
+    if not random:
+        num_clips = max(0, math.ceil((end - start) / seconds_between_clip_starts))  # at most; arange's count
+    _check_clips_memory(decoder, num_clips, num_frames_per_clip)
     if random:
         starts = torch.rand(num_clips, generator=generator).double() * (end - start) + start
     else:

@@ -159,6 +159,26 @@ def record_requests(decoder):
     return requests
 
 
+def test_clips_too_large_for_memory_are_refused_before_their_positions_are_listed(make):
+    # One frame past half the memory this process may use: each sampler
+    # raises the decoder's MemoryError, naming the clips, before it lists a
+    # position per frame (hundreds of MiB of Python objects, or for a count
+    # ten times larger more memory than the machine has) and before any
+    # request.
+    from codecvisor import _codecvisor
+    d = make(40)
+    too_many = _codecvisor.usable_memory_bytes() // 2 // (16 * 8 * 3) + 1
+    requests = record_requests(d)
+    for sampler, arguments in (
+            (clips_at_random_indices, dict(num_frames_per_clip=too_many)),
+            (clips_at_regular_indices, dict(num_clips=too_many)),
+            (clips_at_random_timestamps, dict(num_frames_per_clip=too_many, sampling_range_end=1.0)),
+            (clips_at_regular_timestamps, dict(seconds_between_clip_starts=4.0 / too_many))):
+        with pytest.raises(MemoryError, match=r"clips of \d+ frames\).*fewer or shorter clips"):
+            sampler(d, **arguments)
+    assert requests == []
+
+
 def test_all_frames_go_in_one_request_for_the_distinct_indices(make):
     d = make(40)
     requests = record_requests(d)
