@@ -344,7 +344,12 @@ absl::StatusOr<std::unique_ptr<VideoDecoder>> Host::OpenDecoder(absl::string_vie
     // The backend seeks and reads at offsets: a pipe, FIFO or folder cannot be decoded.
     return absl::InvalidArgumentError(absl::StrCat(label, ": not a regular file"));
   }
-  if (st.st_size == 0) return absl::InvalidArgumentError(absl::StrCat(label, ": the file is empty (0 bytes)"));
+  // A size of 0 is read to be sure: procfs, sysfs and some FUSE
+  // filesystems give it for files with contents.
+  char first = 0;
+  if (st.st_size == 0 && pread(fd.get(), &first, 1, 0) == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(label, ": the file is empty (0 bytes)"));
+  }
   if (fcntl(fd.get(), F_SETFL, fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK) != 0) {
     return ipc::ErrnoStatus(absl::StrCat("fcntl(", label, ")"));
   }

@@ -129,9 +129,15 @@ Status Batch::OutOfMemory() {
 }
 
 Status Batch::MappingRefused(size_t bytes) {
-  out_of_memory_ = "the system refused the " + std::to_string(bytes >> 20) + " MiB the request's frames need (" +
-                   std::to_string(frame_bytes_) + " bytes each): this process's address space (`ulimit -v`) " +
-                   "or the machine's memory is short of it; ask for fewer frames";
+  // What was refused is what the batch had grown to; the request's whole
+  // size is what the caller can act on.
+  const size_t frames = std::max<size_t>(expected_, arrived_ + 1);
+  out_of_memory_ = "the system refused the " + std::to_string(bytes >> 20) +
+                   " MiB the request's frames need by frame " + std::to_string(arrived_ + 1) + " of " +
+                   std::to_string(frames) + " (" + std::to_string(frame_bytes_) + " bytes each, " +
+                   std::to_string(SaturatingMultiply(frame_bytes_, frames) >> 20) +
+                   " MiB in all): this process's address space (`ulimit -v`) or the machine's memory is short of "
+                   "it; ask for fewer frames";
   return Status(StatusCode::kResourceExhausted, out_of_memory_);
 }
 

@@ -52,12 +52,17 @@ os.register_at_fork(after_in_child=_new_reopening_lock)
 
 
 def _is_empty_file(path) -> bool:
-    """Whether `path` is a regular file of 0 bytes (what cannot be read is the open's to report)."""
+    """Whether `path` is a regular file with no bytes (what cannot be read is
+    the open's to report). A size of 0 is read to be sure: procfs, sysfs and
+    some FUSE filesystems give it for files with contents."""
     try:
         status = os.stat(path)
+        if not stat.S_ISREG(status.st_mode) or status.st_size != 0:
+            return False
+        with open(path, "rb") as f:
+            return f.read(1) == b""
     except (OSError, ValueError):
         return False
-    return stat.S_ISREG(status.st_mode) and status.st_size == 0
 
 
 # Supervisor states of a backend that has started, or is starting: up,

@@ -166,6 +166,16 @@ def test_an_empty_file_is_an_empty_video_as_empty_bytes_are(tmp_path):
         VideoDecoder(b"")
 
 
+def test_a_file_that_says_it_is_empty_but_has_bytes_is_read(tmp_path):
+    # procfs, sysfs and some FUSE filesystems give a size of 0 for files
+    # with contents: the bytes decide, so this text is a VideoError that
+    # could not be demuxed, not an empty video.
+    with pytest.raises(codecvisor.VideoError) as e:
+        VideoDecoder("/proc/self/status")
+    assert not isinstance(e.value, codecvisor.EmptyVideoError), e.value
+    assert "empty" not in str(e.value)
+
+
 def test_frames_larger_than_the_backend_decodes_are_an_unsupported_video(tmp_path):
     # 16400 px wide: past the cpu backend's 16384 per side. A property of the
     # file, as a codec without a decoder is: a VideoError (which a batch job

@@ -295,4 +295,6 @@ def test_an_address_space_limit_bounds_batches_and_a_refused_one_costs_nothing_a
     assert lines[1].startswith("MemoryError: "), done.stdout
     assert "std::bad_alloc" not in lines[1]
     assert ("the system refused the" in lines[1] or "more than half the 3072 MiB" in lines[1]), lines[1]
+    if "the system refused the" in lines[1]:  # the whole request's size, not only the growth refused
+        assert f"of 200 ({2048 * 2048 * 3} bytes each, {200 * 2048 * 2048 * 3 >> 20} MiB in all)" in lines[1], lines[1]
     assert lines[2:] == ["2048 5", "5"], done.stdout
