@@ -39,9 +39,10 @@ absl::Status WriteText(const std::string& path, const std::string& text) {
   const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
   if (fd < 0) {
     // Out of descriptors: this process's shortage, not a cgroup refused.
-    std::string message = absl::StrCat("open(", path, "): ", std::strerror(errno));
-    return OutOfDescriptors(errno) ? absl::ResourceExhaustedError(std::move(message))
-                                   : absl::PermissionDeniedError(std::move(message));
+    const int err = errno;
+    std::string message = absl::StrCat("open(", path, "): ", std::strerror(err));
+    return OutOfDescriptors(err) ? absl::ResourceExhaustedError(std::move(message))
+                                 : absl::PermissionDeniedError(std::move(message));
   }
   const ssize_t n = write(fd, text.data(), text.size());
   const int err = errno;
@@ -177,21 +178,27 @@ CgroupLayout FindCgroupLayout(absl::string_view proc_self_cgroup, absl::string_v
   return layout;
 }
 
-CgroupLayout ProbeCgroupLayout() {
-  // What it reads, unreadable for want of descriptors, would read as no
-  // cgroup filesystem at all.
-  for (const char* path : {"/proc/self/cgroup", "/proc/self/mountinfo"}) {
-    const int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-      close(fd);
-    } else if (OutOfDescriptors(errno)) {
-      CgroupLayout short_of;
-      short_of.short_of_descriptors = true;
-      short_of.missing = absl::StrCat("open(", path, "): ", std::strerror(errno));
-      return short_of;
-    }
+namespace {
+
+// ReadFileText's, noting a file that could not be opened for want of
+// descriptors: read as "", it would say there is no cgroup.
+std::string ProbeText(const std::string& path, bool* short_of_descriptors) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (OutOfDescriptors(errno)) *short_of_descriptors = true;
+    return "";
   }
-  CgroupLayout layout = FindCgroupLayout(ReadFileText("/proc/self/cgroup"), ReadFileText("/proc/self/mountinfo"));
+  std::string text;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof(buf))) > 0) text.append(buf, static_cast<size_t>(n));
+  close(fd);
+  return text;
+}
+
+CgroupLayout ProbeLayout(bool* short_of) {
+  CgroupLayout layout =
+      FindCgroupLayout(ProbeText("/proc/self/cgroup", short_of), ProbeText("/proc/self/mountinfo", short_of));
   auto fail = [&](std::string why) {
     layout.version = 0;
     layout.missing = std::move(why);
@@ -206,7 +213,7 @@ CgroupLayout ProbeCgroupLayout() {
     }
   } else if (layout.version == 2) {
     const std::string& dir = layout.memory_dir;
-    const std::string controllers = ReadFileText(dir + "/cgroup.controllers");
+    const std::string controllers = ProbeText(dir + "/cgroup.controllers", short_of);
     for (const char* c : {"memory", "pids"}) {
       if (!Has(absl::StrSplit(absl::StripAsciiWhitespace(controllers), ' '), c)) {
         return fail(absl::StrCat("the ", c, " controller is not available in ", dir));
@@ -217,10 +224,10 @@ CgroupLayout ProbeCgroupLayout() {
                                geteuid() != 0 ? " (not delegated to this user; e.g. systemd-run --user -p Delegate=yes)"
                                               : ""));
     }
-    const std::string subtree = ReadFileText(dir + "/cgroup.subtree_control");
+    const std::string subtree = ProbeText(dir + "/cgroup.subtree_control", short_of);
     const std::vector<std::string> enabled = absl::StrSplit(absl::StripAsciiWhitespace(subtree), ' ');
     const bool delegated = Has(enabled, "memory") && Has(enabled, "pids");
-    const std::string procs = std::string(absl::StripAsciiWhitespace(ReadFileText(dir + "/cgroup.procs")));
+    const std::string procs = std::string(absl::StripAsciiWhitespace(ProbeText(dir + "/cgroup.procs", short_of)));
     // Only the real root cgroup (which has no memory.max) may hold
     // processes and enable controllers for its children; a cgroup
     // namespace's root, mounted at the same place in a container, may not.
@@ -233,6 +240,18 @@ CgroupLayout ProbeCgroupLayout() {
     }
   }
   return layout;
+}
+
+}  // namespace
+
+CgroupLayout ProbeCgroupLayout() {
+  bool short_of = false;
+  CgroupLayout layout = ProbeLayout(&short_of);
+  if (!short_of) return layout;
+  CgroupLayout unknown;
+  unknown.short_of_descriptors = true;
+  unknown.missing = absl::StrCat("a file it reads could not be opened: ", std::strerror(EMFILE));
+  return unknown;
 }
 
 absl::StatusOr<std::unique_ptr<BackendCgroup>> BackendCgroup::Create(const CgroupLayout& layout,

@@ -87,9 +87,6 @@ std::string Read(const std::string& path) {
   return s.str();
 }
 
-// On a machine that lets this process make cgroups (root here; tools/test.sh
-// makes the cgroup hierarchies writable in Bazel's sandbox), a backend
-// cgroup has the limits asked for and is gone after destruction.
 // A probe run with no descriptor to spare (a host at its `ulimit -n`)
 // says so, not that the machine has no cgroup filesystem, and the next
 // probe, with descriptors, finds what the machine has.
@@ -99,7 +96,7 @@ TEST(CgroupLayoutTest, AProbeShortOfDescriptorsSaysSo) {
   rlimit saved{};
   ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
   rlimit none = saved;
-  none.rlim_cur = 3;  // past stdin, stdout and stderr: no open succeeds
+  none.rlim_cur = 0;  // no open succeeds
   ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &none), 0);
   const CgroupLayout short_of = ProbeCgroupLayout();
   ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &saved), 0);
@@ -112,6 +109,9 @@ TEST(CgroupLayoutTest, AProbeShortOfDescriptorsSaysSo) {
   EXPECT_EQ(after.memory_dir, before.memory_dir);
 }
 
+// On a machine that lets this process make cgroups (root here; tools/test.sh
+// makes the cgroup hierarchies writable in Bazel's sandbox), a backend
+// cgroup has the limits asked for and is gone after destruction.
 TEST(BackendCgroupTest, MadeWithItsLimitsAndRemoved) {
   const CgroupLayout layout = ProbeCgroupLayout();
   ASSERT_NE(layout.version, 0) << layout.missing

@@ -8,10 +8,13 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include <fstream>
+#include <cerrno>
 #include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <sstream>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 
@@ -50,26 +53,30 @@ std::string WhyDeviceIsRefused(const DeviceFacts& device) {
   return "";
 }
 
-DeviceFacts ReadDeviceFacts(const std::string& path, dev_t rdev) {
-  DeviceFacts f;
-  f.major = major(rdev);
-  f.minor = minor(rdev);
-  f.driver = CharacterDriverName(f.major);
-  f.tty = IsTtyMajor(f.major);
-  if (f.major == kVideoMajor) {
-    static std::mutex mu;
-    static std::map<dev_t, VideoNodeKind> asked;
-    std::lock_guard<std::mutex> lock(mu);
-    auto it = asked.find(rdev);
-    if (it == asked.end()) it = asked.emplace(rdev, QueryVideoNode(path)).first;
-    f.video = it->second;
+namespace {
+
+// The whole of a small file (/proc's), or nullopt with errno set.
+std::optional<std::string> ReadSmallFile(const char* path) {
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::string text;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof(buf))) > 0) text.append(buf, static_cast<size_t>(n));
+  const int err = errno;
+  close(fd);
+  if (n < 0) {
+    errno = err;
+    return std::nullopt;
   }
-  return f;
+  return text;
 }
 
-bool IsTtyMajor(unsigned major) {
+bool OutOfDescriptors(int err) { return err == EMFILE || err == ENFILE; }
+
+bool TtyMajorIn(const std::string& drivers, unsigned major) {
   // "name  /dev/node  major  minor-range  type", one driver a line.
-  std::ifstream in("/proc/tty/drivers");
+  std::istringstream in(drivers);
   std::string name, node, type, minors;
   unsigned driver_major = 0;
   while (in >> name >> node >> driver_major >> minors >> type) {
@@ -79,8 +86,8 @@ bool IsTtyMajor(unsigned major) {
   return false;
 }
 
-std::string CharacterDriverName(unsigned major) {
-  std::ifstream in("/proc/devices");
+std::string DriverNameIn(const std::string& devices, unsigned major) {
+  std::istringstream in(devices);
   std::string line;
   bool character = false;
   while (std::getline(in, line)) {
@@ -99,6 +106,50 @@ std::string CharacterDriverName(unsigned major) {
     if (line.compare(start, space - start, std::to_string(major)) == 0) return line.substr(space + 1);
   }
   return "";
+}
+
+}  // namespace
+
+DeviceFacts ReadDeviceFacts(const std::string& path, dev_t rdev) {
+  DeviceFacts f;
+  f.major = major(rdev);
+  f.minor = minor(rdev);
+  // What cannot be read for want of descriptors is not known to be
+  // harmless: said, so that the caller refuses rather than allows.
+  const std::optional<std::string> devices = ReadSmallFile("/proc/devices");
+  f.short_of_descriptors |= !devices.has_value() && OutOfDescriptors(errno);
+  f.driver = devices.has_value() ? DriverNameIn(*devices, f.major) : "";
+  const std::optional<std::string> drivers = ReadSmallFile("/proc/tty/drivers");
+  f.short_of_descriptors |= !drivers.has_value() && OutOfDescriptors(errno);
+  f.tty = drivers.has_value() && TtyMajorIn(*drivers, f.major);
+  if (f.major == kVideoMajor) {
+    static std::mutex mu;
+    static std::map<dev_t, VideoNodeKind> asked;
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = asked.find(rdev);
+    if (it != asked.end()) {
+      f.video = it->second;
+    } else {
+      errno = 0;
+      f.video = QueryVideoNode(path);
+      if (f.video == VideoNodeKind::kUnknown && OutOfDescriptors(errno)) {
+        f.short_of_descriptors = true;  // asked again next time
+      } else {
+        asked.emplace(rdev, f.video);
+      }
+    }
+  }
+  return f;
+}
+
+bool IsTtyMajor(unsigned major) {
+  const std::optional<std::string> drivers = ReadSmallFile("/proc/tty/drivers");
+  return drivers.has_value() && TtyMajorIn(*drivers, major);
+}
+
+std::string CharacterDriverName(unsigned major) {
+  const std::optional<std::string> devices = ReadSmallFile("/proc/devices");
+  return devices.has_value() ? DriverNameIn(*devices, major) : "";
 }
 
 VideoNodeKind QueryVideoNode(const std::string& path) {

@@ -32,6 +32,9 @@ struct DeviceFacts {
   std::string driver;  // what /proc/devices calls its major; "" if unknown
   bool tty = false;    // its major is a tty driver's (/proc/tty/drivers)
   VideoNodeKind video = VideoNodeKind::kNotVideo4Linux;
+  // Some of the above could not be read for want of descriptors (this
+  // process at its limit): unknown, not harmless.
+  bool short_of_descriptors = false;
 };
 
 // Pure: why the device may not be granted; "" when it may. Refused:

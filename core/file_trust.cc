@@ -248,7 +248,12 @@ absl::Status CheckDeviceNodes(const std::vector<std::string>& devices) {
     if (S_ISDIR(st.st_mode)) return refused("a folder");
     if (S_ISBLK(st.st_mode)) return refused("a block device (a disk)");
     if (!S_ISCHR(st.st_mode)) return refused("not a device node");
-    if (const std::string why = WhyDeviceIsRefused(ReadDeviceFacts(d, st.st_rdev)); !why.empty()) return refused(why);
+    const DeviceFacts facts = ReadDeviceFacts(d, st.st_rdev);
+    if (facts.short_of_descriptors) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("[sandbox] devices: ", d, " could not be checked: ", std::strerror(EMFILE)));
+    }
+    if (const std::string why = WhyDeviceIsRefused(facts); !why.empty()) return refused(why);
   }
   return absl::OkStatus();
 }

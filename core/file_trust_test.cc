@@ -3,6 +3,7 @@
 #include "core/file_trust.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -170,6 +171,22 @@ TEST(FileTrustTest, DevicesTheSandboxedBackendCannotOpenAreNamed) {
   // The sandbox's own ids: the owner's or the group's bits count.
   EXPECT_TRUE(DeviceAccessWarnings({owner_only}, true, me, my_group + 1).empty());
   EXPECT_TRUE(DeviceAccessWarnings({group_only}, true, me + 1, my_group).empty());
+}
+
+// A device that cannot be checked for want of descriptors (the host at
+// its `ulimit -n`: /proc/devices unreadable) is this process's shortage,
+// neither granted unchecked nor refused as the wrong kind of device.
+TEST(FileTrustTest, ADeviceThatCannotBeCheckedForWantOfDescriptorsIsAShortage) {
+  rlimit saved{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
+  rlimit none = saved;
+  none.rlim_cur = 0;
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &none), 0);
+  const absl::Status s = CheckDeviceNodes({"/dev/null"});
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &saved), 0);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_NE(s.message().find("/dev/null could not be checked: Too many open files"), std::string::npos) << s;
+  EXPECT_TRUE(CheckDeviceNodes({"/dev/null"}).ok());
 }
 
 TEST(FileTrustTest, OnlyCharacterDevicesThatAreNotTerminalsAreGranted) {

@@ -255,8 +255,9 @@ absl::StatusOr<ChildProcess> LaunchOnThisThread(const LaunchSpec& spec) {
     if (spec.sandbox.namespaces) {
       go = WriteIdMaps(pid, spec.sandbox);
       if (go == 0) {
-        refused = Refused(errno, absl::StrCat("cannot write the user namespace id maps of the backend process (uid ",
-                                              geteuid(), ", gid ", getegid(), "): ", std::strerror(errno)));
+        const int err = errno;
+        refused = Refused(err, absl::StrCat("cannot write the user namespace id maps of the backend process (uid ",
+                                            geteuid(), ", gid ", getegid(), "): ", std::strerror(err)));
         return false;
       }
       unprivileged_ids = go == 'n' || (geteuid() == spec.sandbox.outside_uid && getegid() == spec.sandbox.outside_gid);
@@ -264,8 +265,9 @@ absl::StatusOr<ChildProcess> LaunchOnThisThread(const LaunchSpec& spec) {
     const bool in_cgroups_by_itself = born_in_cgroup || birth.child_moves_itself();
     for (const std::string& procs : in_cgroups_by_itself ? std::vector<std::string>{} : spec.sandbox.cgroup_procs) {
       if (!WriteFileText(procs, absl::StrCat(pid))) {
-        refused = Refused(errno, absl::StrCat("cannot move the backend process into its cgroup (", procs,
-                                              "): ", std::strerror(errno)));
+        const int err = errno;
+        refused = Refused(
+            err, absl::StrCat("cannot move the backend process into its cgroup (", procs, "): ", std::strerror(err)));
         return false;
       }
     }

@@ -198,6 +198,11 @@ absl::Status CheckReadPaths(const std::vector<std::string>& read_paths, const st
     }
     const int fd = open(p.c_str(), O_PATH | O_CLOEXEC);
     if (fd < 0 && errno == ENOENT) continue;  // left out, as the sandbox leaves it out
+    if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
+      // This process at its descriptor limit: checked at the next start.
+      return absl::ResourceExhaustedError(
+          absl::StrCat("[sandbox] read_paths: ", p, " could not be checked: ", std::strerror(errno)));
+    }
     if (fd < 0) return refused(absl::StrCat("not checkable (", std::strerror(errno), ")"));
     struct stat opened {
     }, resolved{};

@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -162,6 +163,22 @@ TEST(ReadPathPolicyTest, ALinkThroughAnotherProcesssRootIsRefused) {
   kill(child, SIGKILL);
   waitpid(child, nullptr, 0);
   if (ok != 1) GTEST_SKIP() << "no mount namespace to make here";
+}
+
+// A read path that cannot be opened for want of descriptors is this
+// process's shortage (the next start checks it again), not a path the
+// manifest may not name, which would fail the backend for the process.
+TEST(ReadPathPolicyTest, APathThatCannotBeCheckedForWantOfDescriptorsIsAShortage) {
+  rlimit saved{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
+  rlimit none = saved;
+  none.rlim_cur = 0;
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &none), 0);
+  const absl::Status s = CheckReadPaths({"/usr/share"}, "/opt/acme/acme.toml");
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &saved), 0);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_NE(s.message().find("/usr/share could not be checked: Too many open files"), std::string::npos) << s;
+  EXPECT_TRUE(CheckReadPaths({"/usr/share"}, "/opt/acme/acme.toml").ok());
 }
 
 TEST(ReadPathPolicyTest, CheckReadPathsResolvesLinksAndNamesThePath) {

@@ -128,8 +128,9 @@ void Supervisor::SpawnEagerly() {
 
 absl::StatusOr<BackendHandle> Supervisor::Acquire(ipc::Deadline deadline) {
   MutexLock lock(&mu_);
-  const uint64_t host_short_starts = host_short_starts_;
-  bool retry_pulled = false;
+  // Starts begun before this call: a shortage is returned only from a
+  // later one.
+  const uint64_t attempts_before = start_attempts_;
   for (;;) {
     if (stopping_) {
       return absl::UnavailableError(absl::StrCat("backend '", manifest_.name, "' is shut down: its host was destroyed"));
@@ -143,7 +144,7 @@ absl::StatusOr<BackendHandle> Supervisor::Acquire(ipc::Deadline deadline) {
       case BackendState::kDiscovered:
         // The start this call waited for failed for want of the host's own
         // descriptors: starting again at once would fail the same way.
-        if (host_short_starts_ != host_short_starts && !failure_.ok()) return failure_;
+        if (short_attempt_ > attempts_before && IsHostShortage(failure_)) return failure_;
         state_ = BackendState::kSpawning;
         if (absl::Status started = StartThreadsLocked(); !started.ok()) {
           state_ = BackendState::kDiscovered;  // the next Acquire tries again
@@ -156,11 +157,11 @@ absl::StatusOr<BackendHandle> Supervisor::Acquire(ipc::Deadline deadline) {
         // Likewise a restart (retried in a while, OnFailedRestart): the
         // caller, who may hold the descriptors it lacks, hears why now
         // rather than at its deadline. One that comes while the retry
-        // waits has it made now, and gets its outcome: the caller may have
-        // just closed what the restart lacked.
-        if (host_short_starts_ != host_short_starts && !failure_.ok()) return failure_;
-        if (IsHostShortage(failure_) && !retry_pulled) {
-          retry_pulled = true;
+        // waits has it made now (or, if one is under way, the next one),
+        // and gets its outcome: the caller may have just closed what the
+        // restart lacked.
+        if (short_attempt_ > attempts_before && IsHostShortage(failure_)) return failure_;
+        if (IsHostShortage(failure_) && start_attempts_ == attempts_before) {
           restart_at_ = std::min(restart_at_, env_->Now());
           changed_.NotifyAll();
         }

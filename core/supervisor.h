@@ -243,10 +243,11 @@ class Supervisor {
   uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
   // Whether the first start has been retried (StartBackend): once only.
   bool first_start_retried_ ABSL_GUARDED_BY(mu_) = false;
-  // Starts that failed on the host's own shortage (StartBackend,
-  // OnFailedRestart): an Acquire that saw one end returns it; the next
-  // Acquire starts a first start again, or waits for the restart's retry.
-  uint64_t host_short_starts_ ABSL_GUARDED_BY(mu_) = 0;
+  // Starts begun (StartBackend numbers each), and the number of the last
+  // that failed on the host's own shortage: an Acquire returns that
+  // shortage only from a start begun after it was called.
+  uint64_t start_attempts_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t short_attempt_ ABSL_GUARDED_BY(mu_) = 0;
   // Times on the env's clock.
   ipc::Clock::time_point started_at_ ABSL_GUARDED_BY(mu_);
   // Whether the current child has served a request (RecordSuccess).

@@ -90,7 +90,6 @@ void Supervisor::OnFailedRestart(const absl::Status& why) {
     // while, not counted against the backend; those waiting for it get
     // the shortage (Acquire).
     restart_at_ = env_->Now() + kHostShortageRetry;
-    ++host_short_starts_;
     return;
   }
   // It ran before: the cause may pass (a handshake late under load, threads
@@ -123,10 +122,12 @@ void Supervisor::Quarantine(const RestartPolicy::Decision& decision, absl::strin
 void Supervisor::StartBackend() {
   std::unique_ptr<RunningBackend> process;
   bool restart = false;
+  uint64_t attempt = 0;
   {
     MutexLock lock(&mu_);
     process = std::move(spare_);  // a warm spare makes failover skip the cold start
     restart = generation_ > 0;
+    attempt = ++start_attempts_;
   }
   // The sessions of the process that died hold descriptors a cold start
   // needs: in a host at its descriptor limit, decoders waiting for this
@@ -157,6 +158,7 @@ void Supervisor::StartBackend() {
   }
   if (process == nullptr) {
     failure_ = failed;
+    if (IsHostShortage(failed)) short_attempt_ = attempt;
     // A restart's failure may pass: retried as a crash. A first start that
     // died (killed from outside: the OOM killer, a user's kill) or answered
     // late (a loaded machine) gets one more try, as a crash; one that
@@ -164,13 +166,12 @@ void Supervisor::StartBackend() {
     // symbol, ABI or init that fails, or crashes, every time), and more
     // tries would only run the plugin's failing start again.
     const bool may_pass = absl::IsUnavailable(failed) || absl::IsDeadlineExceeded(failed);
-    if (IsHostShortage(failed) && generation_ == 0) {
-      // Never started, and this process out of descriptors for the
-      // backend's channels: not the backend's doing, and it passes when
-      // the caller closes some. Those waiting get the shortage; the next
-      // Acquire starts it again.
+    if (IsHostShortage(failed) && state_ == BackendState::kSpawning) {
+      // A first start (or the first after a reset), and this process out
+      // of descriptors for the backend's channels: not the backend's
+      // doing, and it passes when the caller closes some. Those waiting
+      // get the shortage; the next Acquire starts it again.
       state_ = BackendState::kDiscovered;
-      ++host_short_starts_;
     } else if (state_ == BackendState::kRestarting && generation_ > 0) {
       OnFailedRestart(failed);
     } else if (may_pass && !first_start_retried_) {

@@ -412,6 +412,32 @@ TEST_F(SupervisorTest, AnOpenWaitingForARestartShortOfTheHostsDescriptorsGetsThe
   EXPECT_EQ(supervisor_->Status().restarts, 1u);
 }
 
+// The first start after a reset (of a quarantine) that runs short of the
+// host's descriptors is a first start's shortage: its waiters get it and
+// the backend stays startable, where before it was failed for the process.
+TEST_F(SupervisorTest, AStartAfterAResetShortOfTheHostsDescriptorsLeavesItStartable) {
+  Make();
+  StartReady();
+  for (int crash = 1; crash <= 4; ++crash) {
+    env_->Exit(Current(), kSegv);
+    env_->Advance(milliseconds(40));
+    supervisor_->RunDueWorkForTest();
+  }
+  ASSERT_EQ(supervisor_->Status().state, BackendState::kQuarantined);
+  supervisor_->Reset();
+  env_->FailNextStarts({HostShortage(absl::ResourceExhaustedError("pipe2: Too many open files"))});
+  absl::StatusOr<BackendHandle> waited = absl::UnknownError("not acquired");
+  std::thread waiter([&] { waited = supervisor_->Acquire(ipc::Clock::now() + std::chrono::seconds(60)); });
+  while (supervisor_->Status().state != BackendState::kSpawning) std::this_thread::yield();
+  supervisor_->RunDueWorkForTest();
+  waiter.join();
+  ASSERT_FALSE(waited.ok());
+  EXPECT_TRUE(IsHostShortage(waited.status())) << waited.status();
+  EXPECT_EQ(supervisor_->Status().state, BackendState::kDiscovered);
+  StartReady();
+  EXPECT_EQ(supervisor_->Status().state, BackendState::kReady);
+}
+
 TEST_F(SupervisorTest, AFailedRestartCountsAsACrash) {
   Make();
   StartReady();

@@ -56,13 +56,18 @@ def _is_empty_file(path) -> bool:
     the open's to report). A size of 0 is read to be sure: procfs, sysfs and
     some FUSE filesystems give it for files with contents."""
     try:
-        status = os.stat(path)
-        if not stat.S_ISREG(status.st_mode) or status.st_size != 0:
-            return False
-        with open(path, "rb") as f:
-            return f.read(1) == b""
+        # Non-blocking, and judged by what was opened: a FIFO put in the
+        # path's place cannot hold the caller, nor a device be read.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except (OSError, ValueError):
         return False
+    try:
+        status = os.fstat(fd)
+        return stat.S_ISREG(status.st_mode) and status.st_size == 0 and os.pread(fd, 1, 0) == b""
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 # Supervisor states of a backend that has started, or is starting: up,

@@ -283,7 +283,9 @@ def _time_sampler(random: bool, decoder, num_clips: Optional[int], seconds_betwe
     # torch's default single-precision one, so a seed draws what it always
     # drew.
     if not random:
-        num_clips = max(0, math.ceil((end - start) / seconds_between_clip_starts))  # at most; arange's count
+        # At most arange's count (a step too small to count is too many).
+        count = (end - start) / seconds_between_clip_starts
+        num_clips = max(0, math.ceil(count)) if math.isfinite(count) else 1 << 62
     _check_clips_memory(decoder, num_clips, num_frames_per_clip)
     if random:
         starts = torch.rand(num_clips, generator=generator).double() * (end - start) + start
