@@ -289,7 +289,9 @@ absl::StatusOr<std::unique_ptr<BackendCgroup>> BackendCgroup::Create(const Cgrou
     absl::StatusOr<std::string> dir = make(layout.memory_dir, layout.memory_mount);
     if (!dir.ok()) return dir.status();
     if (absl::Status s = WriteText(*dir + "/memory.max", absl::StrCat(memory_bytes)); !s.ok()) return s;
-    (void)WriteText(*dir + "/memory.swap.max", "0");  // absent without swap accounting
+    // Absent without swap accounting; but not skipped for want of a
+    // descriptor, which would leave swap unbounded.
+    if (absl::Status s = WriteText(*dir + "/memory.swap.max", "0"); absl::IsResourceExhausted(s)) return s;
     if (absl::Status s = WriteText(*dir + "/pids.max", absl::StrCat(max_tasks)); !s.ok()) return s;
     return cg;
   }
@@ -297,8 +299,12 @@ absl::StatusOr<std::unique_ptr<BackendCgroup>> BackendCgroup::Create(const Cgrou
   if (!memory.ok()) return memory.status();
   if (absl::Status s = WriteText(*memory + "/memory.limit_in_bytes", absl::StrCat(memory_bytes)); !s.ok()) return s;
   // Memory and swap together, where swap is accounted: pages swapped out
-  // would otherwise leave the limit. (Absent without swap accounting.)
-  (void)WriteText(*memory + "/memory.memsw.limit_in_bytes", absl::StrCat(memory_bytes));
+  // would otherwise leave the limit. (Absent without swap accounting; but
+  // not skipped for want of a descriptor.)
+  if (absl::Status s = WriteText(*memory + "/memory.memsw.limit_in_bytes", absl::StrCat(memory_bytes));
+      absl::IsResourceExhausted(s)) {
+    return s;
+  }
   absl::StatusOr<std::string> pids = make(layout.pids_dir, layout.pids_mount);
   if (!pids.ok()) return pids.status();
   if (absl::Status s = WriteText(*pids + "/pids.max", absl::StrCat(max_tasks)); !s.ok()) return s;
