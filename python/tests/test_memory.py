@@ -239,14 +239,17 @@ def test_a_backend_start_leaves_the_processes_memory_as_it_was(video):
         before = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
         for i in range(0, size, page):
             memory[i] = 2
-        print(resource.getrusage(resource.RUSAGE_THREAD).ru_minflt - before, size // page, d.retries)
+        restarts = next(b.restarts for b in codecvisor.backends.list() if b.name == "cpu")
+        print(resource.getrusage(resource.RUSAGE_THREAD).ru_minflt - before, size // page, restarts)
     """
     prelude = "import sys; sys.modules['torch'] = None\n"
     done = subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(script)], capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr
-    faults, pages, retries = (int(n) for n in done.stdout.split())
-    assert retries == 1, "the kill did not cost a restart"
+    # The backend's restarts, not the decoder's replays: whether d[1] found
+    # its session dead before or after sending depends on timing.
+    faults, pages, restarts = (int(n) for n in done.stdout.split())
+    assert restarts == 1, "the kill did not cost a restart"
     assert faults < pages // 16, f"{faults} faults writing {pages} pages after the starts: a start copied the process"
 
 
