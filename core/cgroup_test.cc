@@ -5,7 +5,6 @@
 
 #include "core/cgroup.h"
 
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/cgroup_paths.h"
+#include "base/lowered_file_limit_for_test.h"
 #include "gtest/gtest.h"
 
 namespace codecvisor {
@@ -93,13 +93,12 @@ std::string Read(const std::string& path) {
 TEST(CgroupLayoutTest, AProbeShortOfDescriptorsSaysSo) {
   const CgroupLayout before = ProbeCgroupLayout();
   ASSERT_FALSE(before.short_of_descriptors);
-  rlimit saved{};
-  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
-  rlimit none = saved;
-  none.rlim_cur = 0;  // no open succeeds
-  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &none), 0);
-  const CgroupLayout short_of = ProbeCgroupLayout();
-  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &saved), 0);
+  CgroupLayout short_of;
+  {
+    codecvisor::testing::LoweredFileLimit none(0);  // no open succeeds
+    ASSERT_TRUE(none.ok());
+    short_of = ProbeCgroupLayout();
+  }
   EXPECT_TRUE(short_of.short_of_descriptors);
   EXPECT_EQ(short_of.version, 0);
   EXPECT_NE(short_of.missing.find("Too many open files"), std::string::npos) << short_of.missing;

@@ -3,13 +3,13 @@
 #include "core/file_trust.h"
 
 #include <fcntl.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <string>
 
+#include "base/lowered_file_limit_for_test.h"
 #include "gtest/gtest.h"
 
 namespace codecvisor {
@@ -177,13 +177,12 @@ TEST(FileTrustTest, DevicesTheSandboxedBackendCannotOpenAreNamed) {
 // its `ulimit -n`: /proc/devices unreadable) is this process's shortage,
 // neither granted unchecked nor refused as the wrong kind of device.
 TEST(FileTrustTest, ADeviceThatCannotBeCheckedForWantOfDescriptorsIsAShortage) {
-  rlimit saved{};
-  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
-  rlimit none = saved;
-  none.rlim_cur = 0;
-  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &none), 0);
-  const absl::Status s = CheckDeviceNodes({"/dev/null"});
-  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &saved), 0);
+  absl::Status s;
+  {
+    codecvisor::testing::LoweredFileLimit none(0);
+    ASSERT_TRUE(none.ok());
+    s = CheckDeviceNodes({"/dev/null"});
+  }
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
   EXPECT_NE(s.message().find("/dev/null could not be checked: Too many open files"), std::string::npos) << s;
   EXPECT_TRUE(CheckDeviceNodes({"/dev/null"}).ok());

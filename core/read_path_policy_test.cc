@@ -4,13 +4,14 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <string>
+
+#include "base/lowered_file_limit_for_test.h"
 
 namespace codecvisor {
 namespace {
@@ -169,13 +170,12 @@ TEST(ReadPathPolicyTest, ALinkThroughAnotherProcesssRootIsRefused) {
 // process's shortage (the next start checks it again), not a path the
 // manifest may not name, which would fail the backend for the process.
 TEST(ReadPathPolicyTest, APathThatCannotBeCheckedForWantOfDescriptorsIsAShortage) {
-  rlimit saved{};
-  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
-  rlimit none = saved;
-  none.rlim_cur = 0;
-  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &none), 0);
-  const absl::Status s = CheckReadPaths({"/usr/share"}, "/opt/acme/acme.toml");
-  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &saved), 0);
+  absl::Status s;
+  {
+    codecvisor::testing::LoweredFileLimit none(0);
+    ASSERT_TRUE(none.ok());
+    s = CheckReadPaths({"/usr/share"}, "/opt/acme/acme.toml");
+  }
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
   EXPECT_NE(s.message().find("/usr/share could not be checked: Too many open files"), std::string::npos) << s;
   EXPECT_TRUE(CheckReadPaths({"/usr/share"}, "/opt/acme/acme.toml").ok());

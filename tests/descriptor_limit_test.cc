@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/lowered_file_limit_for_test.h"
 #include "base/threads_refused_for_test.h"
 #include "core/cgroup.h"
 #include "tests/fault_test_support.h"
@@ -32,22 +33,13 @@ std::string FewFilesManifest(int open_files) {
                                 "'\nabi_version=1\n[sandbox]\nopen_files=", open_files, "\n"));
 }
 
-// This process's own soft limit, lowered for one test and put back.
-class LoweredFileLimit {
- public:
-  explicit LoweredFileLimit(rlim_t soft) {
-    getrlimit(RLIMIT_NOFILE, &saved_);
-    rlimit lowered = saved_;
-    lowered.rlim_cur = soft;
-    ok_ = setrlimit(RLIMIT_NOFILE, &lowered) == 0;
-  }
-  ~LoweredFileLimit() { setrlimit(RLIMIT_NOFILE, &saved_); }
-  bool ok() const { return ok_; }
-
- private:
-  rlimit saved_{};
-  bool ok_ = false;
-};
+// Options whose requests and opens may each take `seconds`.
+DecoderOptions WithTimeouts(std::chrono::seconds seconds) {
+  DecoderOptions options;
+  options.request_timeout = seconds;
+  options.open_timeout = seconds;
+  return options;
+}
 
 // Descriptors this process has open (CountOpenFds also counts its listing's
 // own, "." and "..").
@@ -155,9 +147,7 @@ TEST_F(DescriptorLimitTest, AnOpenPastTheHostsDescriptorLimitFailsAlone) {
 TEST_F(DescriptorLimitTest, ARestartAtTheHostsDescriptorLimitTakesWhatTheDeadSessionsHeld) {
   FaultRow& row = Row("the backend killed while the host process is at its descriptor limit (RLIMIT_NOFILE)");
   ++row.tries;
-  DecoderOptions options;
-  options.request_timeout = std::chrono::seconds(5);
-  options.open_timeout = std::chrono::seconds(5);
+  const DecoderOptions options = WithTimeouts(std::chrono::seconds(5));
   absl::StatusOr<std::unique_ptr<VideoDecoder>> first = Open(video_, "synthetic", options);
   ASSERT_TRUE(first.ok()) << first.status();
   decoders_.push_back(*std::move(first));
@@ -265,9 +255,7 @@ TEST_F(DescriptorLimitTest, AFirstStartWithAnyNumberOfDescriptorsSpareStartsOrIs
 TEST_F(DescriptorLimitTest, ARestartWithAnyNumberOfDescriptorsSpareServesOrIsTheHostsShortage) {
   FaultRow& row = Row("the backend killed while the host process has 0 to 24 descriptors to spare");
   ++row.tries;
-  DecoderOptions options;
-  options.request_timeout = std::chrono::seconds(20);
-  options.open_timeout = std::chrono::seconds(20);
+  const DecoderOptions options = WithTimeouts(std::chrono::seconds(20));
   absl::StatusOr<std::unique_ptr<VideoDecoder>> opened = Open(video_, "synthetic", options);
   ASSERT_TRUE(opened.ok()) << opened.status();
   VideoDecoder& d = **opened;
