@@ -6,8 +6,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -15,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "base/refreshed_value.h"
+#include "base/small_file.h"
 
 namespace codecvisor {
 namespace {
@@ -47,12 +46,7 @@ bool Below(absl::string_view path, absl::string_view root) {
 
 }  // namespace
 
-std::string ReadFileText(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+std::string ReadFileText(const std::string& path) { return ReadSmallFile(path).value_or(""); }
 
 std::vector<CgroupMount> CgroupMounts(absl::string_view mountinfo) {
   std::vector<CgroupMount> mounts;

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -20,6 +21,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "base/cgroup_paths.h"
+#include "base/small_file.h"
 
 namespace codecvisor {
 namespace {
@@ -32,8 +34,6 @@ bool Has(const std::vector<std::string>& v, absl::string_view s) {
   }
   return false;
 }
-
-bool OutOfDescriptors(int err) { return err == EMFILE || err == ENFILE; }
 
 absl::Status WriteText(const std::string& path, const std::string& text) {
   const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
@@ -183,17 +183,9 @@ namespace {
 // ReadFileText's, noting a file that could not be opened for want of
 // descriptors: read as "", it would say there is no cgroup.
 std::string ProbeText(const std::string& path, bool* short_of_descriptors) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (OutOfDescriptors(errno)) *short_of_descriptors = true;
-    return "";
-  }
-  std::string text;
-  char buf[4096];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof(buf))) > 0) text.append(buf, static_cast<size_t>(n));
-  close(fd);
-  return text;
+  std::optional<std::string> text = ReadSmallFile(path);
+  if (!text.has_value() && OutOfDescriptors(errno)) *short_of_descriptors = true;
+  return std::move(text).value_or("");
 }
 
 CgroupLayout ProbeLayout(bool* short_of) {

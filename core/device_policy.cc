@@ -17,6 +17,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "base/small_file.h"
 
 namespace codecvisor {
 
@@ -54,25 +55,6 @@ std::string WhyDeviceIsRefused(const DeviceFacts& device) {
 }
 
 namespace {
-
-// The whole of a small file (/proc's), or nullopt with errno set.
-std::optional<std::string> ReadSmallFile(const char* path) {
-  const int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
-  std::string text;
-  char buf[4096];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof(buf))) > 0) text.append(buf, static_cast<size_t>(n));
-  const int err = errno;
-  close(fd);
-  if (n < 0) {
-    errno = err;
-    return std::nullopt;
-  }
-  return text;
-}
-
-bool OutOfDescriptors(int err) { return err == EMFILE || err == ENFILE; }
 
 bool TtyMajorIn(const std::string& drivers, unsigned major) {
   // "name  /dev/node  major  minor-range  type", one driver a line.

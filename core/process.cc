@@ -23,6 +23,7 @@
 
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
+#include "base/small_file.h"
 #include "core/cgroup_birth.h"
 #include "core/kernel_features.h"
 #include "core/process_child.h"
@@ -121,8 +122,8 @@ CODECVISOR_CHILD_CODE int RunChild(void* arg, const sigset_t* exec_mask) {
 // limit) is this process's shortage, which passes when it closes some (the
 // caller reports it as such, backend_process.cc), not the sandbox's.
 absl::Status Refused(int err, std::string message) {
-  return err == EMFILE || err == ENFILE ? absl::ResourceExhaustedError(std::move(message))
-                                        : absl::PermissionDeniedError(std::move(message));
+  return OutOfDescriptors(err) ? absl::ResourceExhaustedError(std::move(message))
+                               : absl::PermissionDeniedError(std::move(message));
 }
 
 // Why no child was made, for the caller: a kernel too old for any sandbox
@@ -338,7 +339,7 @@ absl::StatusOr<ChildProcess> LaunchOnThisThread(const LaunchSpec& spec) {
                          "container runtimes mount it: run the container with --security-opt "
                          "systempaths=unconfined (Docker) or procMount: Unmasked (Kubernetes)"));
       }
-      if (report.err == EMFILE || report.err == ENFILE) return failed;
+      if (OutOfDescriptors(report.err)) return failed;
       return absl::IsResourceExhausted(failed) ? absl::FailedPreconditionError(failed.message()) : failed;
     }
     if (report.step == kCgroupStep) {

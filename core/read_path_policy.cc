@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "base/small_file.h"
 #include "core/file_trust.h"
 
 namespace codecvisor {
@@ -198,7 +199,7 @@ absl::Status CheckReadPaths(const std::vector<std::string>& read_paths, const st
     }
     const int fd = open(p.c_str(), O_PATH | O_CLOEXEC);
     if (fd < 0 && errno == ENOENT) continue;  // left out, as the sandbox leaves it out
-    if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
+    if (fd < 0 && OutOfDescriptors(errno)) {
       // This process at its descriptor limit: checked at the next start.
       return absl::ResourceExhaustedError(
           absl::StrCat("[sandbox] read_paths: ", p, " could not be checked: ", std::strerror(errno)));
