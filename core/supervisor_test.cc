@@ -1,13 +1,12 @@
 // Starts, restarts and their budget, on the fake env of
 // core/supervisor_test_fixture.h: first use, crashes and their backoff,
-// quarantine, failed and late first starts, descriptor shortage.
+// quarantine, failed and late first starts.
 
 #include "core/supervisor.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
 
-#include <thread>
 #include <vector>
 
 #include "core/blame.h"
@@ -309,132 +308,6 @@ TEST_F(SupervisorTest, AFirstStartThatDiesTwiceFails) {
   env_->FailNextStarts({absl::DeadlineExceededError("timed out waiting for a response")});
   ASSERT_FALSE(AcquireNow().ok());
   supervisor_->RunDueWorkForTest();
-  EXPECT_EQ(supervisor_->Status().state, BackendState::kReady);
-}
-
-// The host out of descriptors as it starts the backend for the first time
-// (`ulimit -n` reached by the caller's own decoders): the opens waiting for
-// that start fail with the shortage, the backend is not failed for the
-// life of the process, and the next Acquire starts it again.
-TEST_F(SupervisorTest, AFirstStartShortOfTheHostsDescriptorsFailsOnlyItsWaiters) {
-  Make();
-  const absl::Status shortage = HostShortage(absl::ResourceExhaustedError("socketpair: Too many open files"));
-  env_->FailNextStarts({shortage});
-  absl::StatusOr<BackendHandle> waited = absl::UnknownError("not acquired");
-  std::thread waiter([&] { waited = supervisor_->Acquire(ipc::Clock::now() + std::chrono::seconds(60)); });
-  while (supervisor_->Status().state != BackendState::kSpawning) std::this_thread::yield();
-  supervisor_->RunDueWorkForTest();
-  waiter.join();
-  ASSERT_FALSE(waited.ok());
-  EXPECT_TRUE(IsHostShortage(waited.status())) << waited.status();
-  EXPECT_NE(waited.status().message().find("Too many open files"), std::string::npos) << waited.status();
-  SupervisorStatus st = supervisor_->Status();
-  EXPECT_EQ(st.state, BackendState::kDiscovered);
-  EXPECT_NE(st.diagnostic.find("Too many open files"), std::string::npos) << st.diagnostic;
-  EXPECT_EQ(env_->starts(), 1);
-  // Nothing retries on its own; the next open starts it again.
-  env_->Advance(milliseconds(60'000));
-  supervisor_->RunDueWorkForTest();
-  EXPECT_EQ(env_->starts(), 1);
-  StartReady();
-  EXPECT_EQ(env_->starts(), 2);
-  EXPECT_TRUE(supervisor_->Status().diagnostic.empty());
-}
-
-// A restart failing for the host's descriptors is retried every 0.5 s and
-// never counted: ten of them in a minute whose budget is three crashes do
-// not quarantine the backend.
-TEST_F(SupervisorTest, ARestartShortOfTheHostsDescriptorsIsRetriedUncounted) {
-  Make();
-  StartReady();
-  const absl::Status shortage = HostShortage(absl::ResourceExhaustedError("pipe2: Too many open files"));
-  env_->FailNextStarts(std::vector<absl::Status>(10, shortage));
-  env_->Exit(Current(), kSegv);
-  supervisor_->RunDueWorkForTest();  // the first crash of a quiet period restarts at once
-  EXPECT_EQ(env_->starts(), 2);
-  for (int i = 0; i < 9; ++i) {
-    env_->Advance(milliseconds(499));
-    supervisor_->RunDueWorkForTest();
-    EXPECT_EQ(env_->starts(), 2 + i) << "retried before 0.5 s";
-    env_->Advance(milliseconds(1));
-    supervisor_->RunDueWorkForTest();
-    EXPECT_EQ(env_->starts(), 3 + i);
-    EXPECT_EQ(supervisor_->Status().state, BackendState::kRestarting);
-  }
-  env_->Advance(milliseconds(500));
-  supervisor_->RunDueWorkForTest();
-  EXPECT_EQ(env_->starts(), 12);
-  EXPECT_EQ(supervisor_->Status().state, BackendState::kReady);
-  EXPECT_TRUE(AcquireNow().ok());
-}
-
-// An open waiting for a restart that fails for the host's descriptors
-// hears of the shortage as soon as the restart fails, not at its deadline:
-// it may hold the descriptors the restart lacks (a caller at its `ulimit -n`
-// whose backend crashed). An open that comes while the retry waits has it
-// made at once and gets its outcome, so one made after the caller closed
-// some files finds the backend restarted.
-TEST_F(SupervisorTest, AnOpenWaitingForARestartShortOfTheHostsDescriptorsGetsTheShortage) {
-  Make();
-  StartReady();
-  const absl::Status shortage = HostShortage(absl::ResourceExhaustedError("socketpair: Too many open files"));
-  env_->FailNextStarts({shortage, shortage});
-  env_->Exit(Current(), kSegv);
-  supervisor_->RunDueWorkForTest();  // the restart fails short; its retry is 0.5 s away
-  ASSERT_EQ(supervisor_->Status().state, BackendState::kRestarting);
-  ASSERT_EQ(env_->starts(), 2);
-  // Each Acquire below runs on a thread while this one runs whatever work is
-  // due (none, on this clock, until an Acquire makes the retry due).
-  auto acquire = [&] {
-    std::atomic<bool> done{false};
-    absl::StatusOr<BackendHandle> got = absl::UnknownError("not acquired");
-    std::thread waiter([&] {
-      got = supervisor_->Acquire(ipc::Clock::now() + std::chrono::seconds(60));
-      done = true;
-    });
-    while (!done) {
-      supervisor_->RunDueWorkForTest();
-      std::this_thread::yield();
-    }
-    waiter.join();
-    return got;
-  };
-  absl::StatusOr<BackendHandle> waited = acquire();
-  ASSERT_FALSE(waited.ok());
-  EXPECT_TRUE(IsHostShortage(waited.status())) << waited.status();
-  EXPECT_NE(waited.status().message().find("Too many open files"), std::string::npos) << waited.status();
-  EXPECT_EQ(env_->starts(), 3) << "the open did not have the retry made";
-  EXPECT_EQ(supervisor_->Status().state, BackendState::kRestarting);
-  waited = acquire();
-  EXPECT_TRUE(waited.ok()) << waited.status();
-  EXPECT_EQ(env_->starts(), 4);
-  EXPECT_EQ(supervisor_->Status().state, BackendState::kReady);
-  EXPECT_EQ(supervisor_->Status().restarts, 1u);
-}
-
-// The first start after a reset (of a quarantine) that runs short of the
-// host's descriptors is a first start's shortage: its waiters get it and
-// the backend stays startable, where before it was failed for the process.
-TEST_F(SupervisorTest, AStartAfterAResetShortOfTheHostsDescriptorsLeavesItStartable) {
-  Make();
-  StartReady();
-  for (int crash = 1; crash <= 4; ++crash) {
-    env_->Exit(Current(), kSegv);
-    env_->Advance(milliseconds(40));
-    supervisor_->RunDueWorkForTest();
-  }
-  ASSERT_EQ(supervisor_->Status().state, BackendState::kQuarantined);
-  supervisor_->Reset();
-  env_->FailNextStarts({HostShortage(absl::ResourceExhaustedError("pipe2: Too many open files"))});
-  absl::StatusOr<BackendHandle> waited = absl::UnknownError("not acquired");
-  std::thread waiter([&] { waited = supervisor_->Acquire(ipc::Clock::now() + std::chrono::seconds(60)); });
-  while (supervisor_->Status().state != BackendState::kSpawning) std::this_thread::yield();
-  supervisor_->RunDueWorkForTest();
-  waiter.join();
-  ASSERT_FALSE(waited.ok());
-  EXPECT_TRUE(IsHostShortage(waited.status())) << waited.status();
-  EXPECT_EQ(supervisor_->Status().state, BackendState::kDiscovered);
-  StartReady();
   EXPECT_EQ(supervisor_->Status().state, BackendState::kReady);
 }
 
