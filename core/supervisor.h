@@ -207,7 +207,8 @@ class Supervisor {
   // ready, none kept yet, and not given up on.
   bool WantSpare() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // When the spare wanted may start (kSpareHoldoff): a time on the env's
-  // clock, time_point::min() once the current child has served a request.
+  // clock, time_point::min() once the current child has served a request,
+  // and never before a spare refused for the host's shortage may retry.
   ipc::Clock::time_point SpareDue() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Spawns a child (handshake included) without holding mu_.
   absl::StatusOr<std::unique_ptr<RunningBackend>> Spawn();
@@ -263,6 +264,9 @@ class Supervisor {
   int sessions_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   int spare_failures_ ABSL_GUARDED_BY(mu_) = 0;  // in a row; spares stop at kMaxSpareFailures
+  // No spare starts before this time on the env's clock (after one the
+  // host's descriptor shortage refused).
+  ipc::Clock::time_point spare_retry_at_ ABSL_GUARDED_BY(mu_) = ipc::Clock::time_point::min();
 
   bool threads_started_ ABSL_GUARDED_BY(mu_) = false;
 

@@ -151,5 +151,35 @@ TEST_F(SupervisorShortageTest, AStartAfterAResetShortOfTheHostsDescriptorsLeaves
   EXPECT_EQ(supervisor_->Status().state, BackendState::kReady);
 }
 
+// A warm spare refused for want of the host's descriptors is not the
+// spare's failure: it neither counts toward the three failures that end
+// spares for the process nor is retried at once in a loop; it is tried
+// again 500 ms later, and the backend itself is untouched.
+TEST_F(SupervisorShortageTest, ASpareShortOfTheHostsDescriptorsIsRetriedLaterUncounted) {
+  Make(/*warm_spare=*/true);
+  StartReady();
+  Served();
+  env_->FailNextStarts(
+      std::vector<absl::Status>(4, HostShortage(absl::ResourceExhaustedError("socketpair: Too many open files"))));
+  supervisor_->RunDueWorkForTest();
+  EXPECT_EQ(env_->starts(), 2);  // one try, not a loop
+  EXPECT_FALSE(supervisor_->Status().spare_ready);
+  EXPECT_EQ(supervisor_->Status().state, BackendState::kReady);
+  for (int shortage = 2; shortage <= 4; ++shortage) {
+    env_->Advance(milliseconds(499));
+    supervisor_->RunDueWorkForTest();
+    EXPECT_EQ(env_->starts(), shortage);  // not due yet
+    env_->Advance(milliseconds(1));
+    supervisor_->RunDueWorkForTest();
+    EXPECT_EQ(env_->starts(), shortage + 1);
+  }
+  // Four shortages later the descriptors are back: the spare starts.
+  env_->Advance(milliseconds(500));
+  supervisor_->RunDueWorkForTest();
+  EXPECT_EQ(env_->starts(), 6);
+  EXPECT_TRUE(supervisor_->Status().spare_ready);
+  EXPECT_EQ(supervisor_->Status().restarts, 0u);
+}
+
 }  // namespace
 }  // namespace codecvisor

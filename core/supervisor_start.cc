@@ -3,6 +3,7 @@
 // start that fails leads to (a retry, failed, quarantined). The work loop
 // that calls them is in supervisor.cc.
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <utility>
@@ -38,7 +39,7 @@ bool Supervisor::WantSpare() const {
 }
 
 Clock::time_point Supervisor::SpareDue() const {
-  return served_since_start_ ? Clock::time_point::min() : started_at_ + kSpareHoldoff;
+  return std::max(served_since_start_ ? Clock::time_point::min() : started_at_ + kSpareHoldoff, spare_retry_at_);
 }
 
 void Supervisor::SpareLoop() {
@@ -66,6 +67,12 @@ void Supervisor::StartSpare() {
   std::unique_ptr<RunningBackend> unwanted;
   {
     MutexLock lock(&mu_);
+    if (!started.ok() && IsHostShortage(started.status())) {
+      // The host's own decoders hold its descriptors: not the spare's
+      // failure, and tried again once some may have closed.
+      spare_retry_at_ = env_->Now() + kHostShortageRetry;
+      return;
+    }
     if (!started.ok()) {
       ++spare_failures_;
       return;
