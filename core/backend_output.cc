@@ -166,29 +166,34 @@ void OutputFilter::EndLine(Clock::time_point now) {
   const double elapsed = std::chrono::duration<double>(now - refilled_).count();
   budget_ = std::min(static_cast<double>(kBurstBytes), budget_ + elapsed * kBytesPerSecond);
   refilled_ = now;
-  const auto cost = static_cast<double>(line_.size() + 1);
+  // Charged what the host writes: the prefix and escapes make an empty line
+  // thirty times its byte, and the notice of a drop goes out with it.
+  const std::string line = absl::StrCat(prefix_, EscapeForTerminal(line_), line_cut_ ? " [line cut]" : "", "\n");
+  const std::string notice = DroppedNotice();
+  const auto cost = static_cast<double>(line.size() + notice.size());
   if (budget_ < cost) {
     dropped_ += line_.size() + 1;
     dropped_total_ += line_.size() + 1;
   } else {
     budget_ -= cost;
-    ReportDropped();
-    emit_(absl::StrCat(prefix_, EscapeForTerminal(line_), line_cut_ ? " [line cut]" : "", "\n"));
+    if (!notice.empty()) emit_(notice);
+    dropped_ = 0;
+    emit_(line);
   }
   line_.clear();
   line_cut_ = false;
 }
 
-void OutputFilter::ReportDropped() {
-  if (dropped_ == 0) return;
-  emit_(absl::StrCat(prefix_, "[", dropped_, " bytes of output dropped: more than ", kBytesPerSecond >> 10,
-                     " KiB/s]\n"));
-  dropped_ = 0;
+std::string OutputFilter::DroppedNotice() const {
+  if (dropped_ == 0) return "";
+  return absl::StrCat(prefix_, "[", dropped_, " bytes of output dropped: more than ", kBytesPerSecond >> 10,
+                      " KiB/s]\n");
 }
 
 void OutputFilter::Finish(Clock::time_point now) {
   if (!line_.empty() || line_cut_) EndLine(now);
-  ReportDropped();
+  if (dropped_ != 0) emit_(DroppedNotice());
+  dropped_ = 0;
 }
 
 BackendOutput::BackendOutput(ipc::UniqueFd read_end) : read_end_(std::move(read_end)), stop_(eventfd(0, EFD_CLOEXEC)) {}

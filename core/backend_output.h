@@ -10,7 +10,9 @@
 // within bounds (OutputFilter): lines are cut at kMaxLineBytes, and past a
 // budget of kBurstBytes, refilled at kBytesPerSecond, lines are dropped and
 // counted, with one line saying how much was dropped once the budget is
-// back, or at the end.
+// back, or at the end. The budget is spent on what the host writes (prefix,
+// escapes and notices included), so that no way of writing, such as empty
+// lines, makes the host's stderr grow faster than the budget.
 
 #ifndef CODECVISOR_CORE_BACKEND_OUTPUT_H_
 #define CODECVISOR_CORE_BACKEND_OUTPUT_H_
@@ -64,7 +66,8 @@ class OutputFilter {
 
  private:
   void EndLine(Clock::time_point now);
-  void ReportDropped();
+  // The line saying how many bytes were dropped since the last; "" if none.
+  std::string DroppedNotice() const;
 
   std::string prefix_;
   Emit emit_;

@@ -90,7 +90,8 @@ TEST_F(OutputFilterTest, AFloodIsDroppedPastTheBudgetAndCounted) {
   const std::string line(99, 'y');  // 100 bytes with its newline
   for (int i = 0; i < 10000; ++i) f.Feed(line + "\n", t0_);  // 1 MB at one instant
   const size_t kept = lines_.size();
-  EXPECT_EQ(kept, OutputFilter::kBurstBytes / 100);
+  const std::string prefix = "codecvisor: backend 'acme': ";
+  EXPECT_EQ(kept, OutputFilter::kBurstBytes / (prefix.size() + 100));
   EXPECT_EQ(f.dropped_bytes(), (10000 - kept) * 100);
   // A second later, 16 KiB more budget: the drop is reported first.
   f.Feed(line + "\n", t0_ + milliseconds(1000));
@@ -98,6 +99,22 @@ TEST_F(OutputFilterTest, AFloodIsDroppedPastTheBudgetAndCounted) {
   EXPECT_EQ(lines_[kept], "codecvisor: backend 'acme': [" + std::to_string((10000 - kept) * 100) +
                               " bytes of output dropped: more than 16 KiB/s]\n");
   EXPECT_EQ(lines_[kept + 1], "codecvisor: backend 'acme': " + line + "\n");
+}
+
+// Empty lines cost the plugin one byte each and the host thirty (the
+// prefix), and every line let through after a drop brings the drop's
+// notice: the budget counts what the host writes, so 30 s of them is no
+// more than the burst and 30 s of refill on the host's stderr.
+TEST_F(OutputFilterTest, EmptyLinesAndDropNoticesStayWithinTheBudget) {
+  uint64_t written = 0;
+  OutputFilter counted(
+      "acme", [&](std::string_view line) { written += line.size(); }, t0_);
+  const std::string empties(100, '\n');
+  for (int ms = 0; ms < 30'000; ++ms) counted.Feed(empties, t0_ + milliseconds(ms));
+  counted.Finish(t0_ + milliseconds(30'000));
+  EXPECT_LE(written, OutputFilter::kBurstBytes + 30 * OutputFilter::kBytesPerSecond + 200);
+  EXPECT_GE(written, 30 * OutputFilter::kBytesPerSecond);  // the budget is used, not starved
+  EXPECT_GT(counted.dropped_bytes(), 2'000'000u);
 }
 
 TEST_F(OutputFilterTest, ADropAtTheEndIsReported) {
