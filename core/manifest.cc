@@ -279,10 +279,10 @@ absl::StatusOr<BackendManifest> ParseManifest(absl::string_view text, absl::stri
         return absl::OkStatus();
       };
       // `max` keeps the limit meaningful (memory_mb << 20 must not wrap).
-      auto number = [&](uint64_t* out, int64_t max) -> absl::Status {
+      auto number = [&](uint64_t* out, int64_t max, int64_t min = 1, absl::string_view why_min = "") -> absl::Status {
         const auto* i = value.as_integer();
-        if (i == nullptr || i->get() <= 0 || i->get() > max) {
-          return bad(absl::StrCat("key 'sandbox.", k, "': expected an integer from 1 to ", max));
+        if (i == nullptr || i->get() < min || i->get() > max) {
+          return bad(absl::StrCat("key 'sandbox.", k, "': expected an integer from ", min, " to ", max, why_min));
         }
         *out = static_cast<uint64_t>(i->get());
         return absl::OkStatus();
@@ -297,7 +297,8 @@ absl::StatusOr<BackendManifest> ParseManifest(absl::string_view text, absl::stri
       } else if (k == "cpu_seconds") {
         s = number(&m.sandbox.cpu_seconds, int64_t{1} << 40);
       } else if (k == "open_files") {
-        s = number(&m.sandbox.open_files, int64_t{1} << 30);
+        s = number(&m.sandbox.open_files, int64_t{1} << 30, SandboxPolicy::kMinOpenFiles,
+                   " (the runner holds about 10 descriptors of its own and each open decoder about 3)");
       } else if (k == "threads") {
         s = number(&m.sandbox.threads, int64_t{1} << 30);
       } else if (k == "allow_degraded") {

@@ -35,6 +35,11 @@ struct SandboxPolicy {
   // open decoder holds about three in its backend, so this bounds how many
   // a process may have open at once on one backend.
   uint64_t open_files = 65536;
+  // The least a manifest may set: the runner's own descriptors (its
+  // channel, libraries, sandbox set-up) and room for a few decoders. Below
+  // it the backend failed to start with messages about Landlock or the
+  // loader that never named open_files.
+  static constexpr int64_t kMinOpenFiles = 16;
   // Processes of the sandbox uid, threads included. The kernel counts them
   // per uid, so every backend running as nobody shares this budget; seccomp
   // already forbids new processes, this bounds threads.

@@ -39,7 +39,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Require(!m->entry.empty());
   for (const std::string& p : m->sandbox.read_paths) Require(!p.empty() && p[0] == '/');
   for (const std::string& p : m->sandbox.devices) Require(!p.empty() && p[0] == '/');
-  Require(m->sandbox.memory_mb > 0 && m->sandbox.threads > 0 && m->sandbox.open_files > 0);
+  Require(m->sandbox.memory_mb > 0 && m->sandbox.threads > 0 &&
+          m->sandbox.open_files >= static_cast<uint64_t>(codecvisor::SandboxPolicy::kMinOpenFiles));
   // A table with a problem claims nothing (the suite refuses it).
   Require(!m->conformance.codecs.empty() || !m->conformance.samples.empty() || !m->conformance.problem.empty());
   for (const std::string& p : m->conformance.samples) Require(!p.empty() && p[0] == '/');

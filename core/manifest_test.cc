@@ -152,6 +152,24 @@ TEST(ManifestTest, RestartTableOverridesTheDefaults) {
       << never_heals.status();
 }
 
+// Below the runner's own descriptors the backend failed to start with a
+// Landlock or loader message (and a suggestion to drop Landlock): the
+// manifest is refused instead, naming the key and why.
+TEST(ManifestTest, OpenFilesBelowTheRunnersOwnNeedIsRefused) {
+  const std::string head = "name='gpu'\ndevices=['gpu']\nlibrary='/l.so'\nabi_version=1\n[sandbox]\n";
+  for (const char* few : {"open_files=0", "open_files=5", "open_files=15"}) {
+    auto m = ParseManifest(head + few + "\n", "gpu.toml");
+    ASSERT_FALSE(m.ok()) << few;
+    EXPECT_NE(m.status().message().find("key 'sandbox.open_files': expected an integer from 16 to"), std::string::npos)
+        << m.status();
+    EXPECT_NE(m.status().message().find("the runner holds about 10 descriptors of its own"), std::string::npos)
+        << m.status();
+  }
+  auto least = ParseManifest(head + "open_files=16\n", "gpu.toml");
+  ASSERT_TRUE(least.ok()) << least.status();
+  EXPECT_EQ(least->sandbox.open_files, 16u);
+}
+
 TEST(ManifestTest, SandboxTableAndNoNetworkEver) {
   auto m = ParseManifest(
       "name='gpu'\ndevices=['gpu']\nlibrary='/l.so'\nabi_version=1\n"

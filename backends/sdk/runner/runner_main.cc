@@ -40,6 +40,11 @@ absl::Status CompleteSandbox(const RunnerArgs& args, ipc::HelloReply* report) {
     absl::Status s = ApplyLandlock(sandbox);
     if (s.ok()) {
       report->sandbox_landlock_abi = static_cast<uint32_t>(LandlockAbi());
+    } else if (absl::IsResourceExhausted(s)) {
+      // Out of descriptors: the kernel has Landlock, and running without it
+      // would not give the backend a descriptor more.
+      return absl::ResourceExhaustedError(
+          absl::StrCat("sandbox: Landlock: ", s.message(), "; raise [sandbox] open_files in the backend's manifest"));
     } else if (args.landlock == RunnerArgs::Landlock::kRequire) {
       return absl::FailedPreconditionError(
           absl::StrCat("sandbox: Landlock: ", s.message(),
