@@ -90,11 +90,13 @@ void AddOpenFlags(CLI::App* command, cli::OpenArgs* args, std::string* seek_mode
   command->add_option("--backend-manifest", args->backend_manifests, "load an extra backend manifest (repeatable)")
       ->check(ManifestPath());
   // As Python's timeout= and open_timeout=: a hung backend is killed and
-  // the request replayed once, so a hang costs about twice this.
+  // the request replayed once, so a hang costs about twice this, and one
+  // still using CPU at the deadline up to ten times it per try.
   command
       ->add_option("--timeout", args->timeout,
                    "seconds without an answer from the backend before it is taken as hung (killed, restarted, "
-                   "the request replayed once); default 30")
+                   "the request replayed once; a backend still using CPU at the deadline gets up to ten times it, "
+                   "so a request that spins costs up to twenty times it); default 30")
       ->check(CLI::Range(0.001, 315360000.0));
   command
       ->add_option("--open-timeout", args->open_timeout,
