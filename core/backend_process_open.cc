@@ -75,7 +75,7 @@ absl::StatusOr<OpenedSession> BackendProcess::OpenSession(int video_fd, ipc::Ope
     return absl::DataLossError(absl::StrCat("backend answered open with ", ipc::KindName(*reply)));
   }
   // A protocol violation, as a malformed message is: the backend is replaced.
-  if (absl::Status s = CheckStreamList(opened->metadata); !s.ok()) return s;
+  if (absl::Status s = CheckStreamList(opened->metadata, options.stream_index); !s.ok()) return s;
   if (absl::Status s = CheckSessionLayout(*opened, options); !s.ok()) return s;
   // An open the host refuses on its own account: the backend's session is
   // closed, and the backend is not to blame.

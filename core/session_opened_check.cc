@@ -125,8 +125,12 @@ absl::Status CheckStreamNumbers(const ipc::StreamMetadata& m) {
                        absl::StrCat("is not -1 (unknown) or 0 to ", kMaxStreamFrames));
     }
   }
-  if (m.time_base.den > 0 && m.time_base.num < 0) {
-    return BadNumber("time_base", static_cast<double>(m.time_base.num), "is a negative numerator");
+  // Unknown (a numerator of 0), else two positive 32-bit integers, as an
+  // AVRational and every container's are.
+  if (const ipc::Rational& tb = m.time_base;
+      tb.num != 0 && (tb.num < 0 || tb.den <= 0 || tb.num > INT32_MAX || tb.den > INT32_MAX)) {
+    return absl::DataLossError(absl::StrCat("the backend's stream metadata has a time_base of ", tb.num, "/", tb.den,
+                                            ", which is neither 0 (unknown) nor two positive 32-bit integers"));
   }
   if (const auto& par = m.pixel_aspect_ratio;
       par && (par->num <= 0 || par->den <= 0 || par->num > INT32_MAX || par->den > INT32_MAX)) {
@@ -151,6 +155,7 @@ absl::Status CheckSessionLayout(const ipc::SessionOpened& opened, const ipc::Ope
 absl::Status AcceptStreamNumbers(ipc::StreamMetadata* metadata) {
   if (absl::Status s = CheckStreamNumbers(*metadata); !s.ok()) return s;
   if (std::isnan(metadata->average_fps)) metadata->average_fps = 0;
+  if (metadata->time_base.num == 0) metadata->time_base = ipc::Rational{0, 1};
   return absl::OkStatus();
 }
 

@@ -68,8 +68,10 @@ TEST(SessionOpenedCheckTest, HonestAnswersPass) {
   ipc::SessionOpened unknown = Opened();
   unknown.metadata.num_frames_from_header = unknown.metadata.num_frames_from_scan = -1;
   unknown.metadata.begin_stream_seconds = -0.5;
-  unknown.metadata.time_base = {0, 0};
+  unknown.metadata.time_base = {0, 25};
   EXPECT_TRUE(Accept(unknown, {}).ok());
+  ASSERT_TRUE(AcceptStreamNumbers(&unknown.metadata).ok());
+  EXPECT_EQ(unknown.metadata.time_base, (ipc::Rational{0, 1}));  // shown as unknown, not 0/25
 }
 
 // A 64x48 stream whose layout claims 1 GiB a frame would have the host
@@ -202,7 +204,19 @@ TEST(SessionOpenedCheckTest, StreamNumbersMustBeOnesAStreamCanHave) {
       {[](ipc::StreamMetadata& m, double, double) {
          m.time_base = {INT64_MIN, 1};
        },
-       "negative numerator"},
+       "time_base of -9223372036854775808/1, which is neither 0 (unknown) nor two positive 32-bit integers"},
+      {[](ipc::StreamMetadata& m, double, double) {
+         m.time_base = {INT64_MAX, 1};
+       },
+       "time_base of 9223372036854775807/1"},
+      {[](ipc::StreamMetadata& m, double, double) {
+         m.time_base = {1, 0};
+       },
+       "time_base of 1/0"},
+      {[](ipc::StreamMetadata& m, double, double) {
+         m.time_base = {1, -25};
+       },
+       "time_base of 1/-25"},
       {[](ipc::StreamMetadata& m, double, double) {
          m.pixel_aspect_ratio = ipc::Rational{4, 0};
        },

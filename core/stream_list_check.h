@@ -9,17 +9,22 @@
 #ifndef CODECVISOR_CORE_STREAM_LIST_CHECK_H_
 #define CODECVISOR_CORE_STREAM_LIST_CHECK_H_
 
+#include <cstdint>
+
 #include "absl/status/status.h"
 #include "ipc/messages.h"
 
 namespace codecvisor {
 
-// OK for an empty list (a backend that does not list streams) or one whose
-// indices ascend, each once, within [0, ipc::kMaxStreams), whose entries
-// have known types and at most ipc::kMaxStreams of them, and which holds
-// the opened stream (metadata.stream_index) as a video stream. Otherwise
+// OK when the opened stream's index is within [0, ipc::kMaxStreams) and is
+// `asked_stream_index` where one was asked for (-1: the best stream), the
+// count of video streams 1 to ipc::kMaxStreams, and the list empty (a
+// backend that does not list streams) or one whose indices ascend, each
+// once, within [0, ipc::kMaxStreams), whose entries have known types and
+// at most ipc::kMaxStreams of them, which holds the opened stream as a
+// video stream and as many video streams as the count says. Otherwise
 // kDataLoss naming the first broken rule and the entry that breaks it.
-[[nodiscard]] absl::Status CheckStreamList(const ipc::StreamMetadata& metadata);
+[[nodiscard]] absl::Status CheckStreamList(const ipc::StreamMetadata& metadata, int32_t asked_stream_index = -1);
 
 }  // namespace codecvisor
 

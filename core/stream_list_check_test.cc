@@ -14,6 +14,7 @@ using ipc::StreamType;
 ipc::StreamMetadata Opened() {
   ipc::StreamMetadata m;
   m.stream_index = 1;
+  m.num_video_streams = 1;
   m.codec = "h264";
   m.streams = {{0, StreamType::kAudio, "aac", 0, 0, 48000, 2},
                {1, StreamType::kVideo, "h264", 640, 360, 0, 0},
@@ -37,6 +38,35 @@ TEST(StreamListCheckTest, AnEmptyListIsAnOlderBackendNotALie) {
   ipc::StreamMetadata m = Opened();
   m.streams.clear();
   EXPECT_TRUE(CheckStreamList(m).ok());
+}
+
+// Listed or not, the opened stream's index and the count of video streams
+// are ones a file can have: `info` showed stream_index -7 of 4294967295.
+TEST(StreamListCheckTest, TheOpenedIndexAndTheVideoCountAreOnesAFileCanHave) {
+  for (bool listed : {true, false}) {
+    ipc::StreamMetadata m = Opened();
+    if (!listed) m.streams.clear();
+    m.stream_index = -7;
+    ExpectLie(m, "the opened stream's index -7 is outside [0, 1024)");
+    m.stream_index = 1024;
+    ExpectLie(m, "the opened stream's index 1024 is outside");
+    m = Opened();
+    if (!listed) m.streams.clear();
+    m.num_video_streams = 4294967295u;
+    ExpectLie(m, "4294967295 video streams, where the opened one is one of at most 1024");
+    m.num_video_streams = 0;
+    ExpectLie(m, "0 video streams");
+  }
+  EXPECT_TRUE(CheckStreamList(Opened(), 1).ok());
+  const absl::Status other = CheckStreamList(Opened(), 0);
+  EXPECT_TRUE(absl::IsDataLoss(other) &&
+              absl::StrContains(other.message(), "stream 1 was opened where stream 0 was asked for"))
+      << other;
+  ipc::StreamMetadata two = Opened();
+  two.num_video_streams = 2;
+  ExpectLie(two, "1 video streams listed, where num_video_streams says 2");
+  two.streams[3].type = StreamType::kVideo;
+  EXPECT_TRUE(CheckStreamList(two).ok());
 }
 
 TEST(StreamListCheckTest, ADuplicateIndexIsALie) {
