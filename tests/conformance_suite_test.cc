@@ -293,6 +293,37 @@ TEST(ConformanceSuiteTest, ABackendThatLeaksASessionsMemoryFailsSessionLeak) {
   }
 }
 
+// A close_session that never returns went unseen (every call succeeded,
+// every check passed) while the backend's threads and CPU grew with each
+// decoder closed: session_threads fails it, saying what close_session must
+// do; the same backend whose closes return passes.
+TEST(ConformanceSuiteTest, ABackendWhoseCloseNeverReturnsFailsSessionThreads) {
+  WriteSyntheticSample("close.syn");
+  for (bool hangs : {false, true}) {
+    SCOPED_TRACE(hangs ? "hanging" : "returning");
+    const std::string manifest = WriteFile(
+        hangs ? "hang_close.toml" : "returning_close.toml",
+        "name='faulty'\ndevices=['faulty']\nlibrary='" + Runfile("backends/testing/libcodecvisor_faulty.so") +
+            "'\nabi_version=1\n[conformance]\nsamples=['close.syn']\n[config]\nhang_close=" + (hangs ? "1" : "0") +
+            "\n");
+    ConformanceOptions options = Options();
+    options.timeout = std::chrono::seconds(5);  // how long the threads have to end
+    absl::StatusOr<ConformanceReport> report = RunConformance({.backend = "", .manifest_path = manifest}, options);
+    ASSERT_TRUE(report.ok()) << report.status();
+    std::map<std::string, CheckResult> by_name = ByName(*report);
+    ASSERT_TRUE(by_name.count("session_threads"));
+    const CheckResult& threads = by_name["session_threads"];
+    EXPECT_EQ(threads.passed, !hangs) << threads.detail;
+    if (hangs) {
+      EXPECT_NE(threads.detail.find("threads more than before 4 sessions were opened"), std::string::npos)
+          << threads.detail;
+      EXPECT_NE(threads.detail.find("close_session must return"), std::string::npos) << threads.detail;
+    } else {
+      EXPECT_NE(threads.detail.find("the backend is back to"), std::string::npos) << threads.detail;
+    }
+  }
+}
+
 // A backend whose errors carry no message fails bad_input, saying so: its
 // users would read only the runner's stand-in for a message.
 TEST(ConformanceSuiteTest, ErrorsWithoutAMessageFailBadInput) {

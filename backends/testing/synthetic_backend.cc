@@ -9,8 +9,9 @@
 // with CODECVISOR_FAULTY as `faulty`, which also obeys the fault named in
 // the video ("fault=segfault fault_frame=5", see faults.h) or in its
 // manifest's [config] ("fail_init=1", "segfault_open=1", "silent_errors=1", "leak_open=1", "chatty=1",
-// "close_channel=1"), and exports extra entry symbols that return a bad table; and with CODECVISOR_HOSTILE as
-// `hostile`, which tries to escape its sandbox (attacks.h) in create() or decode_frame(). Used by tests only.
+// "close_channel=1", "hang_close=1"), and exports extra entry symbols that return a bad table; and with
+// CODECVISOR_HOSTILE as `hostile`, which tries to escape its sandbox (attacks.h) in create() or decode_frame(). Used by
+// tests only.
 
 #include <time.h>
 #include <unistd.h>
@@ -52,6 +53,7 @@ struct Backend {
   bool silent_errors = false;  // faulty, [config] silent_errors=1: a failed open says nothing (a vendor's mistake)
   bool leak_open = false;      // faulty, [config] leak_open=1: every open leaks 16 MiB, touched (a vendor's mistake)
   bool chatty = false;  // faulty, [config] chatty=1: every open writes 100 lines to stderr, whatever the log level
+  bool hang_close = false;  // faulty, [config] hang_close=1: close_session never returns (a vendor's mistake)
 };
 
 // True with probability `p`: a per-thread generator seeded from the pid,
@@ -73,6 +75,7 @@ struct Session {
   std::string label;
   int fd = -1;  // the video's file (late_gate reads how far it has grown)
   off_t size_at_open = 0;
+  bool hang_close = false;
 };
 
 // late_gate: whether the video's file has grown by `index` bytes since the
@@ -128,6 +131,7 @@ cv_status Create(const char* config, cv_backend** out, cv_error* error) {
   backend->silent_errors = kFaulty && config != nullptr && std::strstr(config, "silent_errors=1") != nullptr;
   backend->leak_open = kFaulty && config != nullptr && std::strstr(config, "leak_open=1") != nullptr;
   backend->chatty = kFaulty && config != nullptr && std::strstr(config, "chatty=1") != nullptr;
+  backend->hang_close = kFaulty && config != nullptr && std::strstr(config, "hang_close=1") != nullptr;
   *out = reinterpret_cast<cv_backend*>(backend);
   return CV_OK;
 }
@@ -178,11 +182,17 @@ cv_status Open(cv_backend* backend, int fd, const cv_open_options* options, cv_s
   s->label = options->file_label ? options->file_label : "";
   s->fd = fd;
   s->size_at_open = lseek(fd, 0, SEEK_END);
+  s->hang_close = reinterpret_cast<Backend*>(backend)->hang_close;
   *out = reinterpret_cast<cv_session*>(s);
   return CV_OK;
 }
 
-void Close(cv_session* session) { delete reinterpret_cast<Session*>(session); }
+void Close(cv_session* session) {
+  if (reinterpret_cast<Session*>(session)->hang_close) {
+    for (;;) pause();
+  }
+  delete reinterpret_cast<Session*>(session);
+}
 
 cv_status Metadata(cv_session* session, cv_stream_metadata* m, cv_error*) {
   const auto& v = reinterpret_cast<Session*>(session)->video;

@@ -366,13 +366,14 @@ absl::StatusOr<ConformanceReport> Suite::Run() {
   }
   CheckFirstSeek();
   if (samples_.empty()) {
-    for (const char* name : {"bad_input", "concurrency", "session_leak", "crash_recovery"}) {
+    for (const char* name : {"bad_input", "concurrency", "session_leak", "session_threads", "crash_recovery"}) {
       Skip(name, "no sample video decoded");
     }
   } else {
     Check("bad_input", [this](std::string* d) { return BadInput(samples_.front(), d); });
     Check("concurrency", [this](std::string* d) { return Concurrency(d); });
     Check("session_leak", [this](std::string* d) { return SessionLeak(samples_.front(), d); });
+    Check("session_threads", [this](std::string* d) { return SessionThreads(samples_.front(), d); });
     Check("crash_recovery", [this](std::string* d) { return CrashRecovery(samples_.front(), d); });
   }
   Check("quiet_output", [this](std::string* d) { return QuietOutput(d); });

@@ -8,10 +8,13 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -278,16 +281,23 @@ absl::Status Suite::Concurrency(std::string* detail) {
 namespace {
 
 // A process's resident memory in bytes (VmRSS), or -1.
-int64_t ResidentBytes(pid_t pid) {
+// A number from /proc/PID/status (`field` with its colon, e.g. "VmRSS:";
+// a trailing " kB" dropped), or -1.
+int64_t StatusField(pid_t pid, absl::string_view field) {
   const std::string status = tools::ReadWholeFile(absl::StrCat("/proc/", pid, "/status"));
   for (absl::string_view line : absl::StrSplit(status, '\n')) {
-    int64_t kib = 0;
-    if (absl::ConsumePrefix(&line, "VmRSS:") &&
-        absl::SimpleAtoi(absl::StripSuffix(absl::StripAsciiWhitespace(line), " kB"), &kib)) {
-      return kib << 10;
+    int64_t value = 0;
+    if (absl::ConsumePrefix(&line, field) &&
+        absl::SimpleAtoi(absl::StripSuffix(absl::StripAsciiWhitespace(line), " kB"), &value)) {
+      return value;
     }
   }
   return -1;
+}
+
+int64_t ResidentBytes(pid_t pid) {
+  const int64_t kib = StatusField(pid, "VmRSS:");
+  return kib < 0 ? -1 : kib << 10;
 }
 
 }  // namespace
@@ -335,6 +345,47 @@ absl::Status Suite::SessionLeak(const Sample& sample, std::string* detail) {
   }
   *detail = absl::StrCat(kLeakSessions, " sessions opened, decoded from and closed: the backend's resident memory ",
                          grown >= 0 ? "grew by " : "shrank by ", std::abs(grown) >> 10, " KiB");
+  return absl::OkStatus();
+}
+
+absl::Status Suite::SessionThreads(const Sample& sample, std::string* detail) {
+  absl::StatusOr<BackendStatus> before = Status();
+  if (!before.ok()) return before.status();
+  const int64_t threads_before = StatusField(before->pid, "Threads:");
+  if (threads_before < 0) return absl::InternalError(absl::StrCat("cannot read /proc/", before->pid, "/status"));
+  {
+    std::vector<std::unique_ptr<VideoDecoder>> decoders;
+    for (int i = 0; i < kThreadSessions; ++i) {
+      absl::StatusOr<std::unique_ptr<VideoDecoder>> decoder = Open(sample.path);
+      if (!decoder.ok()) return decoder.status();
+      if (absl::StatusOr<Frame> frame = (*decoder)->GetFrameAt(i % sample.num_frames()); !frame.ok()) {
+        return frame.status();
+      }
+      decoders.push_back(*std::move(decoder));
+    }
+  }
+  // The host does not wait for a close: the backend's session threads end
+  // after the decoders are gone.
+  const auto closed = std::chrono::steady_clock::now();
+  int64_t threads = StatusField(before->pid, "Threads:");
+  while (threads > threads_before && std::chrono::steady_clock::now() < closed + options_.timeout) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    threads = StatusField(before->pid, "Threads:");
+  }
+  absl::StatusOr<BackendStatus> after = Status();
+  if (!after.ok()) return after.status();
+  if (after->pid != before->pid || threads < 0) {
+    return absl::InternalError(absl::StrCat("the backend was restarted while ", kThreadSessions,
+                                            " sessions were opened, decoded from and closed"));
+  }
+  if (threads > threads_before) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the backend runs ", threads - threads_before, " threads more than before ", kThreadSessions,
+                     " sessions were opened, decoded from and closed, ", options_.timeout.count(),
+                     " ms after the last close: close_session must return, and end the threads its session started"));
+  }
+  *detail = absl::StrCat(kThreadSessions, " sessions opened at once, decoded from and closed: the backend is back to ",
+                         threads, " threads (", threads_before, " before)");
   return absl::OkStatus();
 }
 

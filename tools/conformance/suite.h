@@ -92,6 +92,13 @@ class Suite {
   static constexpr int kLeakWarmup = 8;
   static constexpr int kLeakSessions = 16;
   static constexpr int64_t kLeakPerSession = int64_t{2} << 20;
+  // A close_session that never returns (or leaves its session's threads
+  // running) costs nothing a caller sees: the host does not wait for it.
+  // Opens kThreadSessions decoders of `sample` at once, decodes a frame
+  // from each and closes them; within the suite's timeout the backend must
+  // run no more threads than before they opened.
+  absl::Status SessionThreads(const Sample& sample, std::string* detail);
+  static constexpr int kThreadSessions = 4;
   absl::Status CrashRecovery(const Sample& sample, std::string* detail);
   // Stops capturing the backend's output (output_): more than
   // kMaxQuietLines lines written at the quiet log level fail, naming the
