@@ -186,7 +186,7 @@ void OutputFilter::EndLine(Clock::time_point now) {
 
 std::string OutputFilter::DroppedNotice() const {
   if (dropped_ == 0) return "";
-  return absl::StrCat(prefix_, "[", dropped_, " bytes of output dropped: more than ", kBytesPerSecond >> 10,
+  return absl::StrCat(prefix_, "[", dropped_, " bytes of output dropped: the relay passes ", kBytesPerSecond >> 10,
                       " KiB/s]\n");
 }
 

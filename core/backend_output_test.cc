@@ -97,7 +97,7 @@ TEST_F(OutputFilterTest, AFloodIsDroppedPastTheBudgetAndCounted) {
   f.Feed(line + "\n", t0_ + milliseconds(1000));
   ASSERT_EQ(lines_.size(), kept + 2);
   EXPECT_EQ(lines_[kept], "codecvisor: backend 'acme': [" + std::to_string((10000 - kept) * 100) +
-                              " bytes of output dropped: more than 16 KiB/s]\n");
+                              " bytes of output dropped: the relay passes 16 KiB/s]\n");
   EXPECT_EQ(lines_[kept + 1], "codecvisor: backend 'acme': " + line + "\n");
 }
 

@@ -10,7 +10,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/backend_output.h"
-#include "core/session_opened_check.h"
 #include "ipc/plane_shapes.h"
 
 namespace codecvisor {
@@ -94,13 +93,9 @@ absl::Status FrameCheck::Next(const ipc::FrameRef& ref) {
   }
   // NaN and infinities would reach the caller's arithmetic (a sampler's
   // clip times, a sort).
-  // Past kMaxStreamSeconds a time has lost its precision (1e300 + 1 is
-  // 1e300) and a span of two is infinite.
-  if (!std::isfinite(ref.pts_seconds) || !std::isfinite(ref.duration_seconds) || ref.duration_seconds < 0 ||
-      std::fabs(ref.pts_seconds) > kMaxStreamSeconds || ref.duration_seconds > kMaxStreamSeconds) {
+  if (!std::isfinite(ref.pts_seconds) || !std::isfinite(ref.duration_seconds) || ref.duration_seconds < 0) {
     return absl::DataLossError(absl::StrCat("backend sent frame ", ref.index, " at ", ref.pts_seconds, " s lasting ",
-                                            ref.duration_seconds, " s (a time is finite and within ", kMaxStreamSeconds,
-                                            " s either way, a duration not negative)"));
+                                            ref.duration_seconds, " s (a time is finite, a duration not negative)"));
   }
   if (auto* span = std::get_if<ipc::PtsRange>(&request_.selection);
       span != nullptr && !(ref.pts_seconds < span->stop_seconds)) {

@@ -173,9 +173,7 @@ TEST(FrameCheckTest, TimesAreFiniteAndDurationsNotNegative) {
   for (const ipc::FrameRequest& request :
        {ipc::FrameRequest{ipc::IndexList{{3}}}, ipc::FrameRequest{ipc::PtsList{{0.5}}}}) {
     for (auto [pts, duration] : {std::pair{nan, 0.04}, std::pair{inf, 0.04}, std::pair{-inf, 0.04},
-                                 std::pair{0.12, inf}, std::pair{0.12, nan}, std::pair{0.12, -0.04},
-                                 // Finite, but past any stream's times.
-                                 std::pair{1e300, 0.04}, std::pair{-9.2e18, 0.04}, std::pair{0.12, 1e300}}) {
+                                 std::pair{0.12, inf}, std::pair{0.12, nan}, std::pair{0.12, -0.04}}) {
       FrameCheck check(request, 10);
       ipc::FrameRef ref = Ref(0, 3, pts);
       ref.duration_seconds = duration;

@@ -36,7 +36,8 @@ struct SandboxPolicy {
   // a process may have open at once on one backend.
   uint64_t open_files = 65536;
   // The least a manifest may set: the runner's own descriptors (its
-  // channel, libraries, sandbox set-up) and room for a few decoders. Below
+  // channel, libraries, sandbox set-up), about 10, and room for two
+  // decoders. Below
   // it the backend failed to start with messages about Landlock or the
   // loader that never named open_files.
   static constexpr int64_t kMinOpenFiles = 16;

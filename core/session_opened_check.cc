@@ -125,13 +125,6 @@ absl::Status CheckStreamNumbers(const ipc::StreamMetadata& m) {
                        absl::StrCat("is not -1 (unknown) or 0 to ", kMaxStreamFrames));
     }
   }
-  // Unknown (a numerator of 0), else two positive 32-bit integers, as an
-  // AVRational and every container's are.
-  if (const ipc::Rational& tb = m.time_base;
-      tb.num != 0 && (tb.num < 0 || tb.den <= 0 || tb.num > INT32_MAX || tb.den > INT32_MAX)) {
-    return absl::DataLossError(absl::StrCat("the backend's stream metadata has a time_base of ", tb.num, "/", tb.den,
-                                            ", which is neither 0 (unknown) nor two positive 32-bit integers"));
-  }
   if (const auto& par = m.pixel_aspect_ratio;
       par && (par->num <= 0 || par->den <= 0 || par->num > INT32_MAX || par->den > INT32_MAX)) {
     return absl::DataLossError(absl::StrCat("the backend's stream metadata has a pixel_aspect_ratio of ", par->num,
@@ -155,7 +148,13 @@ absl::Status CheckSessionLayout(const ipc::SessionOpened& opened, const ipc::Ope
 absl::Status AcceptStreamNumbers(ipc::StreamMetadata* metadata) {
   if (absl::Status s = CheckStreamNumbers(*metadata); !s.ok()) return s;
   if (std::isnan(metadata->average_fps)) metadata->average_fps = 0;
-  if (metadata->time_base.num == 0) metadata->time_base = ipc::Rational{0, 1};
+  // A time base is two positive 32-bit integers, as an AVRational and every
+  // container's are; any other (0/25, INT64_MAX/1, 1/0) is shown as
+  // unknown, 0/1, and fails nothing: no time the host gives is in its units.
+  if (const ipc::Rational& tb = metadata->time_base;
+      tb.num <= 0 || tb.den <= 0 || tb.num > INT32_MAX || tb.den > INT32_MAX) {
+    metadata->time_base = ipc::Rational{0, 1};
+  }
   return absl::OkStatus();
 }
 

@@ -53,9 +53,8 @@ inline constexpr double kMinKnownFps = 1 / kMaxStreamSeconds;
 // unknown); times and durations within kMaxStreamSeconds either way; a
 // rate 0 (unknown) or from kMinKnownFps; duration, rate and bit rate not negative; the end not
 // before the beginning; a rotation within a turn either way; frame counts
-// -1 (unknown) or 0 to kMaxStreamFrames; a time base 0 (unknown) or two
-// positive 32-bit integers. Otherwise kDataLoss naming the field and its
-// value.
+// -1 (unknown) or 0 to kMaxStreamFrames. Otherwise kDataLoss naming the
+// field and its value.
 [[nodiscard]] absl::Status CheckStreamNumbers(const ipc::StreamMetadata& metadata);
 
 // SECURITY: runs before the session's shared memory is sized from the
@@ -65,8 +64,8 @@ inline constexpr double kMinKnownFps = 1 / kMaxStreamSeconds;
 [[nodiscard]] absl::Status CheckSessionLayout(const ipc::SessionOpened& opened, const ipc::OpenSession& asked);
 
 // CheckStreamNumbers, after which a NaN average_fps (a backend's av_q2d of
-// an unknown 0/0) becomes 0, the host's unknown rate, and an unknown time
-// base (numerator 0) 0/1. A violation may be
+// an unknown 0/0) becomes 0, the host's unknown rate, and a time base that
+// is not two positive 32-bit integers 0/1, unknown. A violation may be
 // an honest backend passing on a crafted file's header as much as a lie:
 // the open fails (kDataLoss) but the backend is not replaced.
 [[nodiscard]] absl::Status AcceptStreamNumbers(ipc::StreamMetadata* metadata);

@@ -18,11 +18,12 @@ namespace codecvisor {
 
 // OK when the opened stream's index is within [0, ipc::kMaxStreams) and is
 // `asked_stream_index` where one was asked for (-1: the best stream), the
-// count of video streams 1 to ipc::kMaxStreams, and the list empty (a
-// backend that does not list streams) or one whose indices ascend, each
-// once, within [0, ipc::kMaxStreams), whose entries have known types and
-// at most ipc::kMaxStreams of them, which holds the opened stream as a
-// video stream and as many video streams as the count says. Otherwise
+// count of video streams 0 (not said) to ipc::kMaxStreams, and the list
+// empty (a backend that does not list streams) or one whose indices
+// ascend, each once, within [0, ipc::kMaxStreams), whose entries have
+// known types and at most ipc::kMaxStreams of them, which holds the opened
+// stream as a video stream and at least as many video streams as the count
+// says (cover art is listed as video, not counted). Otherwise
 // kDataLoss naming the first broken rule and the entry that breaks it.
 [[nodiscard]] absl::Status CheckStreamList(const ipc::StreamMetadata& metadata, int32_t asked_stream_index = -1);
 

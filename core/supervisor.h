@@ -265,8 +265,10 @@ class Supervisor {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   int spare_failures_ ABSL_GUARDED_BY(mu_) = 0;  // in a row; spares stop at kMaxSpareFailures
   // No spare starts before this time on the env's clock (after one the
-  // host's descriptor shortage refused).
+  // host's descriptor shortage refused), and the wait after the next such
+  // refusal: 0.5 s, doubling to 30 s, 0.5 s again once a spare starts.
   ipc::Clock::time_point spare_retry_at_ ABSL_GUARDED_BY(mu_) = ipc::Clock::time_point::min();
+  std::chrono::milliseconds spare_retry_delay_ ABSL_GUARDED_BY(mu_){500};
 
   bool threads_started_ ABSL_GUARDED_BY(mu_) = false;
 

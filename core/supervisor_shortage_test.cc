@@ -154,7 +154,8 @@ TEST_F(SupervisorShortageTest, AStartAfterAResetShortOfTheHostsDescriptorsLeaves
 // A warm spare refused for want of the host's descriptors is not the
 // spare's failure: it neither counts toward the three failures that end
 // spares for the process nor is retried at once in a loop; it is tried
-// again 500 ms later, and the backend itself is untouched.
+// again 0.5 s later, then 1 s, 2 s, ... (each try takes descriptors), and
+// the backend itself is untouched.
 TEST_F(SupervisorShortageTest, ASpareShortOfTheHostsDescriptorsIsRetriedLaterUncounted) {
   Make(/*warm_spare=*/true);
   StartReady();
@@ -165,8 +166,9 @@ TEST_F(SupervisorShortageTest, ASpareShortOfTheHostsDescriptorsIsRetriedLaterUnc
   EXPECT_EQ(env_->starts(), 2);  // one try, not a loop
   EXPECT_FALSE(supervisor_->Status().spare_ready);
   EXPECT_EQ(supervisor_->Status().state, BackendState::kReady);
-  for (int shortage = 2; shortage <= 4; ++shortage) {
-    env_->Advance(milliseconds(499));
+  milliseconds wait(500);
+  for (int shortage = 2; shortage <= 4; ++shortage, wait *= 2) {
+    env_->Advance(wait - milliseconds(1));
     supervisor_->RunDueWorkForTest();
     EXPECT_EQ(env_->starts(), shortage);  // not due yet
     env_->Advance(milliseconds(1));
@@ -174,7 +176,7 @@ TEST_F(SupervisorShortageTest, ASpareShortOfTheHostsDescriptorsIsRetriedLaterUnc
     EXPECT_EQ(env_->starts(), shortage + 1);
   }
   // Four shortages later the descriptors are back: the spare starts.
-  env_->Advance(milliseconds(500));
+  env_->Advance(wait);
   supervisor_->RunDueWorkForTest();
   EXPECT_EQ(env_->starts(), 6);
   EXPECT_TRUE(supervisor_->Status().spare_ready);

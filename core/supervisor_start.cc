@@ -30,6 +30,8 @@ constexpr std::chrono::milliseconds kSpareHoldoff{250};
 
 // How long a restart the host's own shortage failed waits before it is tried again.
 constexpr std::chrono::milliseconds kHostShortageRetry{500};
+// The longest a spare refused for the host's shortage waits to try again.
+constexpr std::chrono::milliseconds kSpareShortageRetryMax{30'000};
 
 }  // namespace
 
@@ -69,8 +71,10 @@ void Supervisor::StartSpare() {
     MutexLock lock(&mu_);
     if (!started.ok() && IsHostShortage(started.status())) {
       // The host's own decoders hold its descriptors: not the spare's
-      // failure, and tried again once some may have closed.
-      spare_retry_at_ = env_->Now() + kHostShortageRetry;
+      // failure, and tried again once some may have closed, each time
+      // later (a spare's start takes descriptors a caller's open may need).
+      spare_retry_at_ = env_->Now() + spare_retry_delay_;
+      spare_retry_delay_ = std::min(2 * spare_retry_delay_, kSpareShortageRetryMax);
       return;
     }
     if (!started.ok()) {
@@ -85,6 +89,7 @@ void Supervisor::StartSpare() {
     } else {
       spare_ = *std::move(started);
       spare_failures_ = 0;
+      spare_retry_delay_ = kHostShortageRetry;
     }
   }
   if (unwanted != nullptr) unwanted->Shutdown();

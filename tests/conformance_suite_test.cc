@@ -307,7 +307,6 @@ TEST(ConformanceSuiteTest, ABackendWhoseCloseNeverReturnsFailsSessionThreads) {
             "'\nabi_version=1\n[conformance]\nsamples=['close.syn']\n[config]\nhang_close=" + (hangs ? "1" : "0") +
             "\n");
     ConformanceOptions options = Options();
-    options.timeout = std::chrono::seconds(5);  // how long the threads have to end
     absl::StatusOr<ConformanceReport> report = RunConformance({.backend = "", .manifest_path = manifest}, options);
     ASSERT_TRUE(report.ok()) << report.status();
     std::map<std::string, CheckResult> by_name = ByName(*report);

@@ -6,8 +6,10 @@
 // (tools/bench/bench_main.cc), so nothing here decodes in process.
 
 #include <algorithm>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <string>
@@ -35,6 +37,18 @@ CLI::Validator SyntaxCheck(Parser parse, const std::string& syntax) {
         return parsed.ok() ? std::string() : std::string(parsed.status().message());
       },
       syntax);
+}
+
+// A number of seconds: CLI::Range lets NaN through (no comparison with it
+// is true), and a NaN timeout was then taken for none given.
+CLI::Validator Seconds() {
+  return CLI::Range(0.001, 315360000.0) & CLI::Validator(
+                                              [](std::string& text) {
+                                                return std::isnan(std::strtod(text.c_str(), nullptr))
+                                                           ? std::string("NaN is no number of seconds")
+                                                           : std::string();
+                                              },
+                                              "");
 }
 
 // --backend-manifest: an empty path (a command substitution that printed
@@ -97,11 +111,11 @@ void AddOpenFlags(CLI::App* command, cli::OpenArgs* args, std::string* seek_mode
                    "seconds without an answer from the backend before it is taken as hung (killed, restarted, "
                    "the request replayed once; a backend still using CPU at the deadline gets up to ten times it, "
                    "so a request that spins costs up to twenty times it); default 30")
-      ->check(CLI::Range(0.001, 315360000.0));
+      ->check(Seconds());
   command
       ->add_option("--open-timeout", args->open_timeout,
                    "seconds for one attempt at opening the file (exact mode reads it whole); default 120")
-      ->check(CLI::Range(0.001, 315360000.0));
+      ->check(Seconds());
 }
 
 }  // namespace

@@ -147,7 +147,11 @@ typedef struct cv_stream_metadata {
  * rate and rotation finite (a NaN average_fps, as av_q2d of an unknown 0/0,
  * is taken as unknown, 0), duration, rate and bit rate not negative, the end
  * not before the beginning, rotation within +-360, frame counts -1 or 0 to
- * 2^32, a time base with den > 0 not negative. Report what you do not know
+ * 2^32 (a time base that is not two positive 32-bit integers is shown as
+ * unknown, 0/1). stream_index must be the opened stream's, below
+ * CV_MAX_STREAMS and the one asked for, if any; num_video_streams at most
+ * CV_MAX_STREAMS (0: not counted); a violation of those is a channel error
+ * (the backend is replaced). Report what you do not know
  * as the field's "unknown" (-1 counts, 0 for the rest), never a NaN or a
  * negative number. Each frame's cv_frame_info times must be finite and its
  * duration not negative (a channel error otherwise). Options you refuse for

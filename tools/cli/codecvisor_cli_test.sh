@@ -431,6 +431,13 @@ check "--timeout 0.3 on a hang" bash -c 'timeout 50 env CODECVISOR_BACKEND_PATH=
 check "... names the timeout" grep -q "no answer within 300 ms" "$tmp/err"
 check "--timeout 0 is refused" bash -c '"$0" decode "$1" --timeout 0 --out "$2" 2>/dev/null; [ $? = 105 ]' "$cv" \
   "$video" "$tmp/t0"
+# NaN passes a range check (no comparison with it is true): it was taken
+# for no timeout given.
+for flag in --timeout --open-timeout; do
+  check "$flag nan is refused" bash -c '"$0" info "$1" "$2" nan >/dev/null 2>"$3"; [ $? = 105 ]' "$cv" "$video" \
+    "$flag" "$tmp/nan_err"
+  check "... saying why" grep -q "NaN is no number of seconds" "$tmp/nan_err"
+done
 
 # With no frame count known, a range is not clamped: --skip-bad-frames used
 # to list a huge one whole (2^63 indices, or an endless loop where i +=

@@ -95,8 +95,9 @@ class Suite {
   // A close_session that never returns (or leaves its session's threads
   // running) costs nothing a caller sees: the host does not wait for it.
   // Opens kThreadSessions decoders of `sample` at once, decodes a frame
-  // from each and closes them; within the suite's timeout the backend must
-  // run no more threads than before they opened.
+  // from each and closes them; within the suite's timeout (at least 10 s)
+  // the backend must run fewer than kThreadSessions threads more than
+  // before they opened (counted once the count held for 200 ms).
   absl::Status SessionThreads(const Sample& sample, std::string* detail);
   static constexpr int kThreadSessions = 4;
   absl::Status CrashRecovery(const Sample& sample, std::string* detail);

@@ -40,7 +40,7 @@ absl::Status CompleteSandbox(const RunnerArgs& args, ipc::HelloReply* report) {
     absl::Status s = ApplyLandlock(sandbox);
     if (s.ok()) {
       report->sandbox_landlock_abi = static_cast<uint32_t>(LandlockAbi());
-    } else if (absl::IsResourceExhausted(s)) {
+    } else if (absl::StrContains(s.message(), std::strerror(EMFILE))) {
       // Out of descriptors: the kernel has Landlock, and running without it
       // would not give the backend a descriptor more.
       return absl::ResourceExhaustedError(
