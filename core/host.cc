@@ -306,6 +306,11 @@ absl::Status Host::StartBackend(absl::string_view name, std::chrono::millisecond
 absl::StatusOr<std::shared_ptr<Supervisor>> Host::SupervisorFor(absl::string_view device) {
   absl::StatusOr<std::pair<std::string, int>> parsed = ParseDevice(device);
   if (!parsed.ok()) return parsed.status();
+  // The cpu is one device: "cpu:0" is torch's name for it, "cpu:1" no
+  // device at all, not silently the cpu (the CLI refuses it too).
+  if (parsed->first == kBuiltinBackend && parsed->second > 0) {
+    return absl::InvalidArgumentError(absl::StrCat("device '", device, "': the cpu device has no index (use \"cpu\")"));
+  }
   MutexLock lock(&mu_);
   auto dev = devices_.find(parsed->first);
   if (dev == devices_.end()) {

@@ -228,6 +228,17 @@ TEST_F(ApiHostTest, MisuseIsAStatusWithTheRightCode) {
   auto no_device = host_->OpenDecoder(clip_, unknown);
   EXPECT_EQ(no_device.status().code(), StatusCode::kNotFound);
   EXPECT_NE(no_device.status().message().find("acme"), std::string::npos) << no_device.status().ToString();
+  // The cpu has no second device: an index is refused, not ignored.
+  DecoderOptions second_cpu;
+  second_cpu.device = "cpu:1";
+  auto refused = host_->OpenDecoder(clip_, second_cpu);
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("the cpu device has no index"), std::string::npos)
+      << refused.status().ToString();
+  second_cpu.device = "cpu:0";  // torch's name for the cpu: the cpu backend opens it (and finds no video)
+  auto cpu0 = host_->OpenDecoder(clip_, second_cpu);
+  EXPECT_NE(cpu0.status().code(), StatusCode::kInvalidArgument) << cpu0.status().ToString();
+  EXPECT_EQ(cpu0.status().message().find("has no index"), std::string::npos) << cpu0.status().ToString();
   DecoderOptions no_slots;
   no_slots.device = "synthetic";
   no_slots.arena_slots = 0;

@@ -90,6 +90,14 @@ def test_bad_arguments(video, tmp_path):
     assert "example.com/clip.mp4" in str(url.value) and "/tmp" not in str(url.value)
 
 
+def test_the_cpu_has_no_index_but_torchs_cpu_0(video):
+    # "cpu:1" opened on the cpu as if no index were given.
+    with pytest.raises(ValueError, match="the cpu device has no index"):
+        VideoDecoder(video, device="cpu:1")
+    with VideoDecoder(video, device="cpu:0") as d:
+        assert d[0].shape == (3, HEIGHT, WIDTH)
+
+
 def test_a_missing_stream_is_a_value_error_not_a_device_error(video, tmp_path):
     tone = make_video(tmp_path / "tone.m4a", ["-f", "lavfi", "-i", "sine=duration=1"])
     with pytest.raises(codecvisor.NoSuchStreamError) as e:

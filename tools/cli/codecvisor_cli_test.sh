@@ -27,6 +27,11 @@ for field in '"backend":"cpu"' '"codec":"h264"' '"width":96' '"height":64' '"pix
   check "info json has $field" contains "$json" "$field"
 done
 check "info json has schema_version" contains "$json" '{"schema_version":1,'
+# A raw H.264 stream's header has no duration: null, as Python's None,
+# not 0.
+"${ffmpeg[@]}" -y -i "$video" -c:v copy -bsf:v h264_mp4toannexb -f h264 "$tmp/raw.h264"
+check "info --json of a raw stream" run_cv 0 "$tmp/raw.json" "$tmp/err" info "$tmp/raw.h264" --json
+check "... its header's duration is null" contains "$(cat "$tmp/raw.json")" '"duration_seconds_from_header":null,'
 # Every third frame kept: the header still says 25 fps; average_fps is the
 # frames' own rate over the scan (9 frames from 0 to 0.96 + 0.04 s), as
 # the Python package's.

@@ -2,13 +2,14 @@
 // every stream of the file with its index and type.
 
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "api/absl_interop.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "api/absl_interop.h"
 #include "core/backend_output.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/host_setup.h"
@@ -22,6 +23,13 @@ namespace {
 std::string CountText(int64_t count) { return count >= 0 ? absl::StrCat(count) : "unknown"; }
 std::string NameText(const std::string& name) { return name.empty() ? "unknown" : name; }
 std::string NumberText(double value) { return absl::StrFormat("%.10g", value); }
+
+// The header's duration; none where it says none (0, as a raw H.264
+// stream's), as Python's duration_seconds_from_header is None.
+std::optional<double> HeaderDuration(const StreamMetadata& m) {
+  if (!m.header_times || m.header_times->duration_seconds <= 0) return std::nullopt;
+  return m.header_times->duration_seconds;
+}
 
 // Frames per second as the Python package reports `average_fps`: from the
 // scan (its frames over its span) in exact mode, else the header's rate. A
@@ -100,7 +108,7 @@ void PrintText(const InfoArgs& args, const Host& host, const VideoDecoder& decod
       {"duration_seconds", NumberText(m.duration_seconds)},
       {"begin_stream_seconds", NumberText(m.begin_stream_seconds)},
       {"end_stream_seconds", NumberText(m.end_stream_seconds)},
-      {"duration_seconds_from_header", m.header_times ? NumberText(m.header_times->duration_seconds) : "unknown"},
+      {"duration_seconds_from_header", HeaderDuration(m) ? NumberText(*HeaderDuration(m)) : "unknown"},
       {"begin_stream_seconds_from_header",
        m.header_times ? NumberText(m.header_times->begin_stream_seconds) : "unknown"},
       {"bit_rate", absl::StrCat(m.bit_rate)},
@@ -110,8 +118,8 @@ void PrintText(const InfoArgs& args, const Host& host, const VideoDecoder& decod
       {"color_primaries", NameText(m.color_primaries)},
       {"color_transfer", NameText(m.color_transfer)},
       {"time_base", absl::StrCat(m.time_base.num, "/", m.time_base.den)},
-      {"pixel_aspect_ratio", m.pixel_aspect_ratio ? absl::StrCat(m.pixel_aspect_ratio->num, "/", m.pixel_aspect_ratio->den)
-                                                  : "unknown"},
+      {"pixel_aspect_ratio",
+       m.pixel_aspect_ratio ? absl::StrCat(m.pixel_aspect_ratio->num, "/", m.pixel_aspect_ratio->den) : "unknown"},
   };
   AppendStreamRows(m, &rows);
   size_t width = 0;
@@ -157,11 +165,10 @@ void PrintJson(const InfoArgs& args, const Host& host, const VideoDecoder& decod
   w.Key("duration_seconds").Double(m.duration_seconds);
   w.Key("begin_stream_seconds").Double(m.begin_stream_seconds);
   w.Key("end_stream_seconds").Double(m.end_stream_seconds);
-  for (const auto& [key, value] : {std::pair{"duration_seconds_from_header", &HeaderTimes::duration_seconds},
-                                   std::pair{"begin_stream_seconds_from_header", &HeaderTimes::begin_stream_seconds}}) {
-    w.Key(key);
-    m.header_times ? w.Double((*m.header_times).*value) : w.Null();
-  }
+  w.Key("duration_seconds_from_header");
+  HeaderDuration(m) ? w.Double(*HeaderDuration(m)) : w.Null();
+  w.Key("begin_stream_seconds_from_header");
+  m.header_times ? w.Double(m.header_times->begin_stream_seconds) : w.Null();
   w.Key("bit_rate").Int(m.bit_rate);
   w.Key("rotation_degrees").Double(m.rotation_degrees);
   name("color_space", m.color_space);

@@ -160,7 +160,7 @@ class FrameSelection {
 };
 
 struct DecoderOptions {
-  std::string device;             // "cpu", "acme:1"; empty: the host's default device
+  std::string device;             // "cpu" (or torch's "cpu:0"), "acme:1"; empty: the host's default device
   int32_t stream_index = -1;      // -1: the best video stream
   SeekMode seek_mode = SeekMode::kExact;
   OutputFormat output_format = OutputFormat::kRgb24;
