@@ -322,6 +322,15 @@ int main(int argc, char** argv) {
       return static_cast<int>(CLI::ExitCodes::RequiredError);
     }
   }
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help, --version and usage errors: a help that could not be written
+    // is a failure, as every command's output is.
+    const int code = app.exit(e);
+    if (code == 0 && !cli::StdoutWritten())
+      return cli::ReportFailure("--help", "", absl::InternalError("cannot write stdout"));
+    return code;
+  }
   return exit_code;
 }

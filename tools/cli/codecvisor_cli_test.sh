@@ -367,6 +367,9 @@ check "... which stays" [ -d "$tmp/existing" ]
 check "decode --json to a full stdout" bash -c '"$0" decode "$1" --format ppm --out "$2" --json -q >/dev/full 2>"$3"; [ $? = 1 ]' \
   "$cv" "$video" "$tmp/full" "$tmp/err"
 check "... says so" grep -q "cannot write stdout" "$tmp/err"
+check "--help to a full stdout" bash -c '"$0" --help >/dev/full 2>"$1"; [ $? = 1 ]' "$cv" "$tmp/help_err"
+check "... says so" grep -q "cannot write stdout" "$tmp/help_err"
+check "decode --help to a full stdout" bash -c '"$0" decode --help >/dev/full 2>/dev/null; [ $? = 1 ]' "$cv"
 check "an unspecified colour is null in info --json" grep -q '"color_primaries":null' "$tmp/info.json"
 
 # A one-second sample has one key frame: there is nothing to seek past, and

@@ -353,8 +353,13 @@ absl::StatusOr<Sample> LoadSample(const std::string& path, VendorReference refer
     }
   }
   if (sample.num_frames() < kMinSampleFrames) {
-    return absl::InvalidArgumentError(absl::StrCat("sample ", path, " has ", sample.num_frames(),
-                                                   " frames; the suite needs at least ", kMinSampleFrames));
+    // With a reference, the count is the reference's, whatever the sample holds.
+    return absl::InvalidArgumentError(reference.frames.empty()
+                                          ? absl::StrCat("sample ", path, " has ", sample.num_frames(),
+                                                         " frames; the suite needs at least ", kMinSampleFrames)
+                                          : absl::StrCat("the reference for sample ", path, " (", reference.timestamps,
+                                                         ") lists ", sample.num_frames(),
+                                                         " frames; the suite needs at least ", kMinSampleFrames));
   }
   return sample;
 }

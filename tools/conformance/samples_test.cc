@@ -131,6 +131,15 @@ TEST(LoadSampleTest, VendorReference) {
   absl::Status status = LoadSample(dir + "/cam.raw", {dir + "/short.rgb24", dir + "/cam.timestamps"}).status();
   EXPECT_NE(status.message().find("100 bytes"), std::string::npos) << status;
 
+  // A reference of too few frames is the reference's fault, not the sample's.
+  Write(dir + "/one.timestamps", "width 2\nheight 2\ntime_base 1/30\n0 2\n");
+  Write(dir + "/one.rgb24", std::string(2 * 2 * 3, 'x'));
+  status = LoadSample(dir + "/cam.raw", {dir + "/one.rgb24", dir + "/one.timestamps"}).status();
+  EXPECT_NE(status.message().find("the reference for sample " + dir + "/cam.raw (" + dir +
+                                  "/one.timestamps) lists 1 frames; the suite needs at least 12"),
+            std::string::npos)
+      << status;
+
   status = LoadSample(dir + "/cam.raw", {}).status();
   EXPECT_FALSE(status.ok());
   EXPECT_NE(status.message().find("--reference"), std::string::npos) << "FFmpeg cannot read it: " << status;
