@@ -202,6 +202,7 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
   // A debugging aid for vendors (backends/sdk/README.md): the runner writes
   // the crashing thread's backtrace to its stderr, which is ours.
   args.backtrace = BacktraceEnabled();
+  args.close_timeout_ms = std::chrono::milliseconds(manifest.close_timeout).count();
   // A clean environment: no secret of the host's reaches plugin code.
   spec.env = {"PATH=/usr/bin:/bin", "LANG=C.UTF-8"};
   // Except the log level the user asked backends for (the CLI's --loglevel;

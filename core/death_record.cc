@@ -20,6 +20,14 @@ std::string DeathRecord::Describe() const {
   if (forgotten) return "ended before the last deaths the host keeps (how is no longer known)";
   if (killed_by_supervisor) return absl::StrCat("killed by codecvisor: ", kill_reason);
   std::string text = DescribeExit(exit, recorded_signal, violation_syscall, oom_killed);
+  // The runner's own exit when a close_session ran past its limit (a
+  // plugin's exit(6) inside a call is recorded as such).
+  if (!exit.signaled && exit.code == runner::ExitCode(runner::RunnerExit::kCloseHung) && !exit_recorded &&
+      recorded_signal == 0 && violation_syscall < 0) {
+    absl::StrAppend(&text,
+                    ": the plugin's close_session of a closed decoder did not return within the manifest's "
+                    "[restart] close_timeout_seconds (60 s unless set)");
+  }
   if (address_space_full && violation_syscall < 0) {
     absl::StrAppend(&text,
                     " with its address space full (the memory_mb of its manifest): likely an allocation "

@@ -198,15 +198,17 @@ absl::StatusOr<BackendManifest> ParseManifest(absl::string_view text, absl::stri
     };
     int64_t max_restarts = m.restart.max_restarts, window = m.restart.window.count() / 1000,
             initial = m.restart.backoff_initial.count(), cap = m.restart.backoff_max.count(),
-            poison = m.restart.max_poison_in_a_row, heal = m.restart.heal_after_successes, start = 0;
+            poison = m.restart.max_poison_in_a_row, heal = m.restart.heal_after_successes, start = 0,
+            close = m.close_timeout.count();
     for (auto s :
          {positive("max_restarts", 1000, &max_restarts), positive("window_seconds", 86400, &window),
           positive("backoff_initial_ms", 600'000, &initial), positive("backoff_max_ms", 600'000, &cap),
           positive("max_poison_in_a_row", 1'000'000, &poison), positive("heal_after_successes", 1'000'000, &heal, 1),
-          positive("start_timeout_seconds", 120, &start, 1)}) {
+          positive("start_timeout_seconds", 120, &start, 1), positive("close_timeout_seconds", 3600, &close, 1)}) {
       if (!s.ok()) return s;
     }
     if (start > 0) m.start_timeout = std::chrono::seconds(start);
+    m.close_timeout = std::chrono::seconds(close);
     m.restart.max_restarts = static_cast<int>(max_restarts);
     m.restart.max_poison_in_a_row = static_cast<int>(poison);
     m.restart.heal_after_successes = static_cast<int>(heal);
@@ -219,7 +221,7 @@ absl::StatusOr<BackendManifest> ParseManifest(absl::string_view text, absl::stri
     }
     WarnOfUnknownKeys(*restart, "restart.",
                       {"max_restarts", "window_seconds", "backoff_initial_ms", "backoff_max_ms", "max_poison_in_a_row",
-                       "heal_after_successes", "warm_spare", "start_timeout_seconds"},
+                       "heal_after_successes", "warm_spare", "start_timeout_seconds", "close_timeout_seconds"},
                       path, &m.warnings);
   }
 

@@ -87,6 +87,11 @@ struct BackendManifest {
   // (SupervisorOptions::spawn_timeout). An open waits for a start and its
   // retry, so at most 120 s keeps that wait within about four minutes.
   std::optional<std::chrono::seconds> start_timeout;
+  // [restart] close_timeout_seconds (1 to 3600, default 60): how long the
+  // plugin's close_session of a session may run. Nobody waits for a close,
+  // so one that never returns would keep its thread for the life of the
+  // process; past this the backend ends and is restarted as after a crash.
+  std::chrono::seconds close_timeout{60};
   SandboxPolicy sandbox;
   ConformanceClaims conformance;
   // Keys of the manifest's own tables this version does not know (a typo,

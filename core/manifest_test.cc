@@ -51,7 +51,7 @@ TEST(ManifestTest, UnknownKeysAreWarnedOfNotFatal) {
   EXPECT_EQ(m->warnings[1],
             "manifest /m/x.toml: key 'restart.max_restart' is unknown and ignored ([restart] keys: "
             "max_restarts, window_seconds, backoff_initial_ms, backoff_max_ms, max_poison_in_a_row, "
-            "heal_after_successes, warm_spare, start_timeout_seconds)");
+            "heal_after_successes, warm_spare, start_timeout_seconds, close_timeout_seconds)");
 }
 
 // A required key missing beside an unknown one: the error names the
@@ -124,10 +124,24 @@ TEST(ManifestTest, RestartTableOverridesTheDefaults) {
   EXPECT_EQ(m->restart.heal_after_successes, 2);
   EXPECT_TRUE(m->warm_spare);
   EXPECT_FALSE(m->start_timeout.has_value());  // the host's, unless set
-  auto slow = ParseManifest("name='x'\ndevices=['x']\nlibrary='/l.so'\nabi_version=1\n[restart]\nstart_timeout_seconds=40\n",
-                            "x.toml");
+  EXPECT_EQ(m->close_timeout, std::chrono::seconds(60));
+  auto slow = ParseManifest(
+      "name='x'\ndevices=['x']\nlibrary='/l.so'\nabi_version=1\n[restart]\nstart_timeout_seconds=40\n"
+      "close_timeout_seconds=5\n",
+      "x.toml");
   ASSERT_TRUE(slow.ok()) << slow.status();
   EXPECT_EQ(slow->start_timeout, std::chrono::seconds(40));
+  EXPECT_EQ(slow->close_timeout, std::chrono::seconds(5));
+  for (const char* value : {"0", "3601"}) {
+    auto out_of_range = ParseManifest(
+        std::string("name='x'\ndevices=['x']\nlibrary='/l.so'\nabi_version=1\n[restart]\nclose_timeout_seconds=") +
+            value + "\n",
+        "x.toml");
+    ASSERT_FALSE(out_of_range.ok()) << value;
+    EXPECT_NE(out_of_range.status().message().find("restart.close_timeout_seconds': expected an integer in [1, 3600]"),
+              std::string::npos)
+        << out_of_range.status();
+  }
   EXPECT_TRUE(slow->warnings.empty());
   auto bad = ParseManifest("name='x'\ndevices=['x']\nlibrary='/l.so'\nabi_version=1\n[restart]\nmax_restarts=-1\n",
                            "x.toml");

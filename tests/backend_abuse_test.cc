@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <string>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "tests/fault_test_support.h"
@@ -117,6 +118,40 @@ TEST_F(FaultTest, AnOpenOutOfResourcesReplacesTheBackendInsteadOfWaitingOutTheTi
   auto frame = (*good)->GetFrameAt(2);
   row.Saw("next open's request " + FrameOutcome(frame, 2));
   EXPECT_TRUE(frame.ok() && IsSyntheticFrame(*frame, 2));
+}
+
+// A close_session that never returns: nobody waits for a close, so it kept
+// its thread (and any CPU it spun) for the life of the process, seen by no
+// caller. Past the manifest's close_timeout_seconds (2 s for the faulty
+// backend) the runner ends, the host restarts the backend, saying why, and
+// another decoder's next request is served by the new process.
+TEST_F(FaultTest, ACloseThatNeverReturnsEndsTheBackendWhichIsRestarted) {
+  FaultRow& row = Row("close_session that never returns, close_timeout_seconds 2");
+  auto bystander = Open(WriteSyntheticVideo("bystander.syn"), "faulty");
+  ASSERT_TRUE(bystander.ok()) << bystander.status();
+  ASSERT_TRUE((*bystander)->GetFrameAt(1).ok());
+  const int restarts = StatusOf("faulty").restarts;
+  ++row.tries;
+  {
+    auto hung = Open(WriteSyntheticVideo("hang_close.syn", "fault=hang_close"), "faulty");
+    ASSERT_TRUE(hung.ok()) << hung.status();
+    ASSERT_TRUE((*hung)->GetFrameAt(0).ok());
+  }  // the decoder is gone at once; its close_session hangs in the backend
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (StatusOf("faulty").restarts == restarts && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const BackendStatus after = StatusOf("faulty");
+  row.Saw(absl::StrCat(after.restarts - restarts, " restart(s)"));
+  ASSERT_EQ(after.restarts, restarts + 1) << "the backend kept the hung close";
+  EXPECT_NE(after.last_exit.find("close_session of a closed decoder did not return within the manifest's [restart] "
+                                 "close_timeout_seconds"),
+            std::string::npos)
+      << after.last_exit;
+  auto frame = (*bystander)->GetFrameAt(2);
+  row.Saw("the other decoder's next request " + FrameOutcome(frame, 2));
+  ASSERT_TRUE(frame.ok()) << frame.status();
+  EXPECT_TRUE(IsSyntheticFrame(*frame, 2));
 }
 
 }  // namespace

@@ -182,7 +182,7 @@ cv_status Open(cv_backend* backend, int fd, const cv_open_options* options, cv_s
   s->label = options->file_label ? options->file_label : "";
   s->fd = fd;
   s->size_at_open = lseek(fd, 0, SEEK_END);
-  s->hang_close = reinterpret_cast<Backend*>(backend)->hang_close;
+  s->hang_close = reinterpret_cast<Backend*>(backend)->hang_close || (kFaulty && video->fault == "hang_close");
   *out = reinterpret_cast<cv_session*>(s);
   return CV_OK;
 }

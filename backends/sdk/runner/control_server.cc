@@ -47,6 +47,7 @@ absl::Status ControlServer::HandleOpen(uint64_t id, const ipc::OpenSession& open
   if (!fd.ok()) return fd.status();  // a protocol failure: the host will see us go
   VendorSession session;
   session.vtable = vtable_;
+  session.close_watchdog = close_watchdog_;
   session.video_fd = *std::move(fd);
   session.hints = control_->header();
   session.pool = std::make_unique<FramePool>();

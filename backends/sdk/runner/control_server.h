@@ -26,11 +26,14 @@ class ControlServer {
   // `sandbox` carries what the runner applied to itself, for the handshake.
   // `hangups` (may be null; must outlive every session) reports the host's
   // hang-up on each session channel, so idle sessions do not poll.
-  ControlServer(std::unique_ptr<ipc::BackendChannel> control, std::string name,
-                const cv_backend_v1* vtable, cv_backend* backend, absl::Status load_status,
-                ipc::HelloReply sandbox, ipc::HangupWatcher* hangups)
+  // `close_watchdog` (may be null; must outlive every session) gives each
+  // attached session's close_session its deadline.
+  ControlServer(std::unique_ptr<ipc::BackendChannel> control, std::string name, const cv_backend_v1* vtable,
+                cv_backend* backend, absl::Status load_status, ipc::HelloReply sandbox, ipc::HangupWatcher* hangups,
+                CloseWatchdog* close_watchdog = nullptr)
       : control_(std::move(control)),
         hangups_(hangups),
+        close_watchdog_(close_watchdog),
         name_(std::move(name)),
         vtable_(vtable),
         backend_(backend),
@@ -53,6 +56,7 @@ class ControlServer {
 
   std::unique_ptr<ipc::BackendChannel> control_;
   ipc::HangupWatcher* hangups_;
+  CloseWatchdog* close_watchdog_;
   std::string name_;
   const cv_backend_v1* vtable_;
   cv_backend* backend_;

@@ -25,6 +25,8 @@
 
 namespace codecvisor::runner {
 
+class CloseWatchdog;
+
 // A vendor session and what the runner knows about it.
 struct VendorSession {
   const cv_backend_v1* vtable = nullptr;
@@ -37,6 +39,9 @@ struct VendorSession {
   // The vendor's frame pool (cv_open_options.frame_pool): outlives the
   // vendor session, which may give slots back as it closes.
   std::unique_ptr<FramePool> pool;
+  // Gives the vendor's close_session of this session a deadline; null:
+  // none.
+  CloseWatchdog* close_watchdog = nullptr;
 };
 
 // The stream indices a request selects, in request order: a list, or a

@@ -69,6 +69,7 @@ std::vector<std::string> RunnerArgs::ToArgv() const {
   add(kFlagSeccomp, NameOf(kSeccompNames, seccomp));
   if (backtrace) add(kFlagBacktrace, "1");
   if (!memfd) add(kFlagMemfd, "0");
+  if (close_timeout_ms != kDefaultCloseTimeoutMs) add(kFlagCloseTimeout, std::to_string(close_timeout_ms));
   return argv;
 }
 
@@ -119,6 +120,11 @@ absl::StatusOr<RunnerArgs> RunnerArgs::Parse(int argc, const char* const* argv) 
     } else if (flag == kFlagMemfd) {
       if (value != "0" && value != "1") return BadValue(kFlagMemfd, value, "0 or 1");
       args.memfd = value == "1";
+    } else if (flag == kFlagCloseTimeout) {
+      if (!absl::SimpleAtoi(value, &args.close_timeout_ms) || args.close_timeout_ms < 1 ||
+          args.close_timeout_ms > kMaxCloseTimeoutMs) {
+        return BadValue(kFlagCloseTimeout, value, "milliseconds, 1 to 3600000");
+      }
     } else {
       return absl::InvalidArgumentError(absl::StrCat("unknown flag ", flag));
     }

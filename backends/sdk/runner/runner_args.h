@@ -12,6 +12,7 @@
 
 #include <signal.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -27,11 +28,12 @@ inline constexpr int kControlSocketFd = 4;
 // How the runner ends. The host reads them as exit statuses ("exited with
 // code 3"); a vendor's own exit() shows its own code instead.
 enum class RunnerExit : int {
-  kHostHungUp = 0,        // the host closed the control channel: a normal shutdown
-  kBadInvocation = 2,     // a command line Parse() rejects, or no control channel
-  kLoadFailed = 3,        // the backend did not load or init (said over the channel first)
-  kChannelBroken = 4,     // the control channel failed mid-way
+  kHostHungUp = 0,           // the host closed the control channel: a normal shutdown
+  kBadInvocation = 2,        // a command line Parse() rejects, or no control channel
+  kLoadFailed = 3,           // the backend did not load or init (said over the channel first)
+  kChannelBroken = 4,        // the control channel failed mid-way
   kPluginClosedChannel = 5,  // the plugin closed or replaced the control channel's descriptors
+  kCloseHung = 6,            // a close_session ran past --close-timeout-ms (close_watchdog.h)
   // A syscall outside the sandbox's allow list: the runner, as the init of
   // its pid namespace, ends as a SIGSYS death would read.
   kSandboxViolation = 128 + SIGSYS,
@@ -59,6 +61,11 @@ inline constexpr const char kFlagSeccomp[] = "--seccomp";       // require | log
 // CODECVISOR_BACKEND_BACKTRACE=1 (the child's environment is cleaned).
 inline constexpr const char kFlagBacktrace[] = "--backtrace";
 inline constexpr const char kFlagMemfd[] = "--memfd";
+// How long a session's close_session may run (1 to kMaxCloseTimeoutMs);
+// the manifest's [restart] close_timeout_seconds.
+inline constexpr const char kFlagCloseTimeout[] = "--close-timeout-ms";
+inline constexpr int64_t kDefaultCloseTimeoutMs = 60'000;
+inline constexpr int64_t kMaxCloseTimeoutMs = 3'600'000;
 inline constexpr const char kBacktraceEnv[] = "CODECVISOR_BACKEND_BACKTRACE";
 inline constexpr const char kSeccompEnv[] = "CODECVISOR_SECCOMP";  // "log": log refusals, do not enforce
 
@@ -96,6 +103,7 @@ struct RunnerArgs {
   // memfd's pages are in no mapping (RLIMIT_AS never sees them) and in no
   // process's RSS, so only a cgroup bounds what memfds hold.
   bool memfd = true;
+  int64_t close_timeout_ms = kDefaultCloseTimeoutMs;
 
   // argv[0] ("codecvisor-backend") and the flags; only what differs from
   // the defaults, besides name, library and the two sandbox modes.

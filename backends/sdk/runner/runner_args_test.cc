@@ -25,6 +25,7 @@ RunnerArgs Full() {
   a.seccomp = RunnerArgs::Seccomp::kLog;
   a.backtrace = true;
   a.memfd = false;
+  a.close_timeout_ms = 1500;
   return a;
 }
 
@@ -115,7 +116,9 @@ TEST(RunnerArgsTest, WritesTheFlagsTheRunnerHasAlwaysRead) {
                                          "--backtrace",
                                          "1",
                                          "--memfd",
-                                         "0"};
+                                         "0",
+                                         "--close-timeout-ms",
+                                         "1500"};
   EXPECT_EQ(Full().ToArgv(), want);
 }
 
@@ -137,6 +140,8 @@ TEST(RunnerArgsTest, RejectsMalformedCommandLines) {
       {{"r", "--name", "acme", "--library", "/l.so", "--library-fd", "five"}, "--library-fd five: expected"},
       {{"r", "--name", "acme", "--library", "/l.so", "--library-fd", "-1"}, "--library-fd -1: expected"},
       {{"r", "--name", "acme", "--library", "/l.so", "--backtrace", "yes"}, "--backtrace yes: expected"},
+      {{"r", "--name", "acme", "--library", "/l.so", "--close-timeout-ms", "0"}, "--close-timeout-ms 0: expected"},
+      {{"r", "--name", "acme", "--library", "/l.so", "--close-timeout-ms", "1e3"}, "--close-timeout-ms 1e3: expected"},
   };
   for (const Case& c : cases) {
     absl::StatusOr<RunnerArgs> parsed = RunnerArgs::Parse(c.argv);
@@ -154,6 +159,7 @@ TEST(RunnerArgsTest, DefaultsAreTheStrictSandbox) {
   EXPECT_EQ(parsed->library_fd, -1);
   EXPECT_TRUE(parsed->entry.empty());
   EXPECT_FALSE(parsed->backtrace);
+  EXPECT_EQ(parsed->close_timeout_ms, kDefaultCloseTimeoutMs);
 }
 
 TEST(RunnerExitTest, CodesAreTheOnesTheHostReads) {
@@ -161,6 +167,8 @@ TEST(RunnerExitTest, CodesAreTheOnesTheHostReads) {
   EXPECT_EQ(ExitCode(RunnerExit::kBadInvocation), 2);
   EXPECT_EQ(ExitCode(RunnerExit::kLoadFailed), 3);
   EXPECT_EQ(ExitCode(RunnerExit::kChannelBroken), 4);
+  EXPECT_EQ(ExitCode(RunnerExit::kPluginClosedChannel), 5);
+  EXPECT_EQ(ExitCode(RunnerExit::kCloseHung), 6);
   EXPECT_EQ(ExitCode(RunnerExit::kSandboxViolation), 128 + SIGSYS);
 }
 

@@ -10,14 +10,15 @@
 
 #include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "backends/sdk/runner/abi_convert.h"
 #include "backends/sdk/runner/backend_library.h"
+#include "backends/sdk/runner/close_watchdog.h"
 #include "backends/sdk/runner/control_server.h"
 #include "backends/sdk/runner/crash_backtrace.h"
 #include "backends/sdk/runner/crash_hints.h"
@@ -184,8 +185,21 @@ int Main(int argc, char** argv) {
   }
   // load_status goes to the host as is: the host names the backend and its
   // manifest in front of it.
-  ControlServer server(*std::move(control), name, load_status.ok() ? vtable : nullptr, backend, load_status,
-                       report, hangups.ok() ? hangups->get() : nullptr);
+  // A close_session nobody waits for that never returns would keep its
+  // thread (spinning, perhaps) for the life of the process: past the
+  // manifest's close_timeout_seconds the runner ends, and the host restarts
+  // it as after a crash. Never destroyed, as `hangups`.
+  auto* close_watchdog = new CloseWatchdog(
+      std::chrono::milliseconds(args.close_timeout_ms), [name, limit = args.close_timeout_ms](const std::string& what) {
+        std::fprintf(stderr,
+                     "codecvisor-backend '%s': %s did not return within %lld ms (the manifest's [restart] "
+                     "close_timeout_seconds): the backend ends so that it is restarted\n",
+                     name.c_str(), what.c_str(), static_cast<long long>(limit));
+        std::fflush(nullptr);
+        ExitProcess(ExitCode(RunnerExit::kCloseHung));
+      });
+  ControlServer server(*std::move(control), name, load_status.ok() ? vtable : nullptr, backend, load_status, report,
+                       hangups.ok() ? hangups->get() : nullptr, close_watchdog);
   const int code = server.Run();
   // Session threads may still be inside vendor code: leave without running
   // static destructors under them.

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "backends/sdk/runner/abi_convert.h"
 #include "backends/sdk/runner/backend_library.h"
+#include "backends/sdk/runner/close_watchdog.h"
 #include "backends/sdk/runner/crash_hints.h"
 #include "backends/sdk/runner/frame_pool.h"
 #include "backends/sdk/runner/read_on.h"
@@ -48,6 +49,10 @@ cv_status AcquireLateSlot(cv_frame_buffer* buffer, cv_error* error) {
 SessionServer::~SessionServer() {
   if (session_.session != nullptr) {
     {
+      CloseWatchdog::Watch watch;
+      if (session_.close_watchdog != nullptr) {
+        watch = session_.close_watchdog->Start(absl::StrCat("close_session of session ", session_.opened.session_id));
+      }
       VendorCall call(session_.hints);
       session_.vtable->close_session(session_.session);
     }
