@@ -119,6 +119,10 @@ absl::StatusOr<std::unique_ptr<RunningBackend>> FakeSupervisorEnv::Start(const B
 
 absl::StatusOr<uint64_t> FakeSupervisorEnv::WatchExit(const RunningBackend& backend, std::function<void()> on_exit) {
   MutexLock lock(&mu_);
+  if (watch_failures_ > 0) {
+    --watch_failures_;
+    return absl::ResourceExhaustedError("epoll_ctl: No space left on device");
+  }
   const uint64_t id = next_watch_++;
   watches_.emplace(id, std::make_pair(static_cast<const FakeBackend&>(backend).serial(), std::move(on_exit)));
   return id;
@@ -127,6 +131,11 @@ absl::StatusOr<uint64_t> FakeSupervisorEnv::WatchExit(const RunningBackend& back
 void FakeSupervisorEnv::Unwatch(uint64_t id) {
   MutexLock lock(&mu_);
   watches_.erase(id);
+}
+
+void FakeSupervisorEnv::FailNextWatches(int n) {
+  MutexLock lock(&mu_);
+  watch_failures_ += n;
 }
 
 void FakeSupervisorEnv::FailNextStarts(std::vector<absl::Status> failures) {

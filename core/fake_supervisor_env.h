@@ -75,6 +75,8 @@ class FakeSupervisorEnv final : public SupervisorEnv {
   void Advance(std::chrono::milliseconds by);
   // The next Start() calls fail with these, in order; then they succeed.
   void FailNextStarts(std::vector<absl::Status> failures);
+  // The next `n` WatchExit calls fail (epoll out of room).
+  void FailNextWatches(int n);
   // How many times Start() was called, failures included.
   int starts() const;
   // The child of the n-th successful start (from 1); null if none.
@@ -94,6 +96,7 @@ class FakeSupervisorEnv final : public SupervisorEnv {
   mutable Mutex mu_;
   ipc::Clock::time_point now_ ABSL_GUARDED_BY(mu_);
   std::deque<absl::Status> failures_ ABSL_GUARDED_BY(mu_);
+  int watch_failures_ ABSL_GUARDED_BY(mu_) = 0;
   int starts_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<std::shared_ptr<FakeChild>> children_ ABSL_GUARDED_BY(mu_);
   // Exit watches: the child's serial and the callback.

@@ -258,6 +258,22 @@ TEST_F(SupervisorTest, ADeadSpareIsReplacedUntilThreeFail) {
   EXPECT_EQ(env_->starts(), 5);
 }
 
+// A spare whose exit cannot be watched is not kept, and counts as a failed
+// spare: three in a row end spares, where each was started again at once.
+TEST_F(SupervisorTest, SparesWhoseExitCannotBeWatchedStopAfterThree) {
+  Make(/*warm_spare=*/true);
+  StartReady();
+  Served();
+  env_->FailNextWatches(10);
+  supervisor_->RunDueWorkForTest();
+  EXPECT_EQ(env_->starts(), 4);  // three spares, each shut down
+  EXPECT_FALSE(supervisor_->Status().spare_ready);
+  EXPECT_TRUE(env_->child(2)->shut_down() && env_->child(3)->shut_down() && env_->child(4)->shut_down());
+  supervisor_->RunDueWorkForTest();
+  EXPECT_EQ(env_->starts(), 4);
+  EXPECT_EQ(supervisor_->Status().state, BackendState::kReady);
+}
+
 TEST_F(SupervisorTest, ShutdownStopsEveryChildAndEveryWatch) {
   Make(/*warm_spare=*/true);
   StartReady();

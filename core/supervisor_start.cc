@@ -83,9 +83,13 @@ void Supervisor::StartSpare() {
     }
     // Stopping, or the worker restarted the backend cold meanwhile and a
     // spare is no longer wanted: this one is not kept. Nor is one whose
-    // exit cannot be watched.
-    if (!WantSpare() || !Watch(**started).ok()) {
+    // exit cannot be watched, which counts as a failed spare (it was
+    // started again at once, without end, while watches failed).
+    if (!WantSpare()) {
       unwanted = *std::move(started);
+    } else if (!Watch(**started).ok()) {
+      unwanted = *std::move(started);
+      ++spare_failures_;
     } else {
       spare_ = *std::move(started);
       spare_failures_ = 0;
