@@ -31,6 +31,9 @@ RequestBlame Judge(const DeathRecord& death, ipc::CrashHints hints, uint64_t ses
   // exit()/_exit() from vendor code, caught by the sandbox on the calling
   // thread, names the channel of the call that made it.
   if (!death.exit.signaled && death.exit_recorded) return {hints.exit_code >= 0, false};
+  // The runner ended itself for a close nobody waits for: the requests in
+  // flight are bystanders, replayed as after any restart.
+  if (death.close_hung) return RequestBlame{};
   // Any other death (a fault on a plugin's own thread, an exit the sandbox
   // did not see) names nobody: whoever was inside vendor code is a suspect.
   // A suspect alone in there is to blame; several are not, since all but

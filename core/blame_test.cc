@@ -106,6 +106,14 @@ TEST(JudgeTest, Table) {
     d.suspects = 1;
     cases.push_back({"unrecorded exit, I was alone inside", d, Hints(1), {true, true}});
   }
+  {
+    // The runner's close watchdog ended it (a close_session nobody waits
+    // for never returned): whoever was decoding is a bystander.
+    DeathRecord d = Death({false, 6});
+    d.close_hung = true;
+    d.suspects = 1;
+    cases.push_back({"close watchdog's exit, I was alone inside", d, Hints(1), {false, false}});
+  }
   for (const JudgeCase& c : cases) {
     const RequestBlame got = Judge(c.death, c.hints, kMe);
     EXPECT_EQ(got.blamed, c.want.blamed) << c.name;

@@ -20,13 +20,12 @@ std::string DeathRecord::Describe() const {
   if (forgotten) return "ended before the last deaths the host keeps (how is no longer known)";
   if (killed_by_supervisor) return absl::StrCat("killed by codecvisor: ", kill_reason);
   std::string text = DescribeExit(exit, recorded_signal, violation_syscall, oom_killed);
-  // The runner's own exit when a close_session ran past its limit (a
-  // plugin's exit(6) inside a call is recorded as such).
-  if (!exit.signaled && exit.code == runner::ExitCode(runner::RunnerExit::kCloseHung) && !exit_recorded &&
-      recorded_signal == 0 && violation_syscall < 0) {
+  // The runner's own exit when a close_session ran past its limit, as its
+  // watchdog recorded (a plugin's own exit(6) records nothing of the kind).
+  if (close_hung && !exit.signaled && exit.code == runner::ExitCode(runner::RunnerExit::kCloseHung)) {
     absl::StrAppend(&text,
                     ": the plugin's close_session of a closed decoder did not return within the manifest's "
-                    "[restart] close_timeout_seconds (60 s unless set)");
+                    "[restart] close_timeout_seconds");
   }
   if (address_space_full && violation_syscall < 0) {
     absl::StrAppend(&text,
@@ -51,7 +50,10 @@ void AddCrashHints(std::span<const ipc::CrashHints> channels, DeathRecord* recor
     }
     if (record->violation_syscall < 0) record->violation_syscall = hints.violation_syscall;
   }
-  for (const ipc::CrashHints& hints : channels) record->address_space_full |= hints.address_space_full;
+  for (const ipc::CrashHints& hints : channels) {
+    record->address_space_full |= hints.address_space_full;
+    record->close_hung |= hints.close_hung;
+  }
 }
 
 std::string DescribeExit(const ExitStatus& exit, uint32_t recorded_signal, int32_t violation_syscall,

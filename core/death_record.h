@@ -47,6 +47,9 @@ struct DeathRecord {
   // It faulted with its address space full (RLIMIT_AS, the manifest's
   // memory_mb): most likely an allocation failed and went unchecked.
   bool address_space_full = false;
+  // The runner ended it because a close_session ran past the manifest's
+  // close_timeout_seconds (its watchdog said so in the control region).
+  bool close_hung = false;
   // How many channels (sessions', and the control channel for an open) were
   // inside vendor code when it died: the suspects of a death that names
   // no culprit.

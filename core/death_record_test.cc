@@ -94,6 +94,24 @@ TEST(DescribeTest, NamesHowItEnded) {
   EXPECT_EQ(d.Describe(), "killed by codecvisor: no answer within 30000 ms");
 }
 
+// Exit code 6 is the close watchdog's only when the runner said so in the
+// control region: a plugin's own exit(6) is described as an exit.
+TEST(DescribeTest, NamesTheCloseWatchdogOnlyWhereItSaidSo) {
+  ipc::CrashHints control = Hints(0);
+  control.close_hung = true;
+  DeathRecord watchdog;
+  watchdog.exit = {false, 6};
+  AddCrashHints(std::vector<ipc::CrashHints>{control, Hints(1)}, &watchdog);
+  EXPECT_TRUE(watchdog.close_hung);
+  EXPECT_EQ(watchdog.Describe(),
+            "exited with code 6: the plugin's close_session of a closed decoder did not return within the "
+            "manifest's [restart] close_timeout_seconds");
+  DeathRecord own_exit;
+  own_exit.exit = {false, 6};
+  AddCrashHints(std::vector<ipc::CrashHints>{Hints(0), Hints(1)}, &own_exit);
+  EXPECT_EQ(own_exit.Describe(), "exited with code 6");
+}
+
 TEST(CrashAdviceTest, NamesTheBacktraceSwitchForFaultsOnly) {
   DeathRecord d;
   d.exit = {false, 128 + SIGSEGV};

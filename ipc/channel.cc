@@ -74,7 +74,8 @@ CrashHints ReadCrashHints(const Region& region) {
           h->backend_call_token.load(std::memory_order_acquire),
           minus_one(h->backend_exit_code.load(std::memory_order_acquire)),
           h->backend_stray_fault_signal.load(std::memory_order_acquire),
-          h->backend_address_space_full.load(std::memory_order_acquire) != 0};
+          h->backend_address_space_full.load(std::memory_order_acquire) != 0,
+          h->backend_close_hung.load(std::memory_order_acquire) != 0};
 }
 
 void HostChannel::WatchProcess(UniqueFd pidfd) {

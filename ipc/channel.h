@@ -58,6 +58,7 @@ struct CrashHints {
   int32_t exit_code = -1;          // what that call passed to exit()/_exit(), if the sandbox caught it
   uint32_t stray_fault_signal = 0; // control channel: a fault on a thread in no vendor call
   bool address_space_full = false;  // control channel: its address space was full when it faulted
+  bool close_hung = false;          // control channel: the runner ended for a close_session past its limit
   // The signal the process died of as recorded here: the call's, else a stray one.
   uint32_t any_fault_signal() const { return fault_signal != 0 ? fault_signal : stray_fault_signal; }
 };

@@ -20,7 +20,7 @@
 namespace codecvisor::ipc {
 
 inline constexpr uint64_t kRegionMagic = 0x314e4843'56434443;  // "CDCVCHN1"
-inline constexpr uint32_t kRegionVersion = 6;
+inline constexpr uint32_t kRegionVersion = 7;
 inline constexpr uint32_t kMaxSlots = 256;
 // Caps on what a peer may ask the other side to map: 64 MiB per ring, and
 // 8 GiB for the whole arena (two 8K RGB frames fit in 400 MiB).
@@ -101,6 +101,9 @@ struct RegionHeader {
   // address space (RLIMIT_AS, the manifest's memory_mb) had less than an
   // eighth of it left: an allocation failing there is the likely cause.
   std::atomic<uint32_t> backend_address_space_full;
+  // Control region only: set by the runner's close watchdog just before it
+  // ends the process because a close_session ran past its limit.
+  std::atomic<uint32_t> backend_close_hung;
   // Set by the runner when its side of a session channel is done with the
   // region for good (the vendor session is closed, nothing of it writes
   // here any more): the host may then give the region to the same

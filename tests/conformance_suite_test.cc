@@ -301,11 +301,15 @@ TEST(ConformanceSuiteTest, ABackendWhoseCloseNeverReturnsFailsSessionThreads) {
   WriteSyntheticSample("close.syn");
   for (bool hangs : {false, true}) {
     SCOPED_TRACE(hangs ? "hanging" : "returning");
+    // close_timeout_seconds at its most: the runner's close watchdog would
+    // otherwise restart the backend within the run; the check is for the
+    // leak it would leave until then.
     const std::string manifest = WriteFile(
         hangs ? "hang_close.toml" : "returning_close.toml",
         "name='faulty'\ndevices=['faulty']\nlibrary='" + Runfile("backends/testing/libcodecvisor_faulty.so") +
-            "'\nabi_version=1\n[conformance]\nsamples=['close.syn']\n[config]\nhang_close=" + (hangs ? "1" : "0") +
-            "\n");
+            "'\nabi_version=1\n[restart]\nclose_timeout_seconds=3600\n[conformance]\nsamples=['close.syn']\n[config]"
+            "\nhang_close=" +
+            (hangs ? "1" : "0") + "\n");
     ConformanceOptions options = Options();
     absl::StatusOr<ConformanceReport> report = RunConformance({.backend = "", .manifest_path = manifest}, options);
     ASSERT_TRUE(report.ok()) << report.status();

@@ -3,9 +3,9 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <system_error>
 #include <utility>
-#include <vector>
 
 namespace codecvisor::runner {
 
@@ -30,10 +30,15 @@ CloseWatchdog::Watch CloseWatchdog::Start(std::string what) {
   if (!started_) {
     started_ = true;
     try {
-      thread_ = std::thread([this] { Run(); });
-      pthread_setname_np(thread_.native_handle(), "cv-close-watch");
-    } catch (const std::system_error&) {
-      return Watch();  // no thread to spare: this close and later ones go unwatched
+      thread_ = std::thread([this] {
+        // Named from inside: naming another thread writes its /proc comm
+        // file, which Landlock refuses.
+        pthread_setname_np(pthread_self(), "cv-close-watch");
+        Run();
+      });
+    } catch (const std::system_error& e) {
+      std::fprintf(stderr, "codecvisor-backend: WARNING: closes go unwatched (no thread for the close watchdog: %s)\n",
+                   e.what());
     }
   }
   if (!thread_.joinable()) return Watch();
@@ -51,27 +56,30 @@ void CloseWatchdog::End(uint64_t id) {
 void CloseWatchdog::Run() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_) {
-    if (watched_.empty()) {
+    Clock::time_point earliest = Clock::time_point::max();
+    for (const auto& [id, entry] : watched_) {
+      if (!entry.reported) earliest = std::min(earliest, entry.deadline);
+    }
+    if (earliest == Clock::time_point::max()) {
       changed_.wait(lock);
       continue;
     }
-    Clock::time_point earliest = Clock::time_point::max();
-    for (const auto& [id, entry] : watched_) earliest = std::min(earliest, entry.deadline);
     if (Clock::now() < earliest) {
       changed_.wait_until(lock, earliest);
       continue;
     }
-    std::vector<std::string> late;
-    for (auto it = watched_.begin(); it != watched_.end();) {
-      if (it->second.deadline <= Clock::now()) {
-        late.push_back(std::move(it->second.what));
-        it = watched_.erase(it);
-      } else {
-        ++it;
+    // One late close at a time, copied to the stack: the entry stays (its
+    // Watch erases it) so that nothing is freed here.
+    char what[256] = {};
+    for (auto& [id, entry] : watched_) {
+      if (!entry.reported && entry.deadline <= Clock::now()) {
+        entry.reported = true;
+        std::snprintf(what, sizeof(what), "%s", entry.what.c_str());
+        break;
       }
     }
     lock.unlock();
-    for (const std::string& what : late) on_late_(what);
+    on_late_(what);
     lock.lock();
   }
 }

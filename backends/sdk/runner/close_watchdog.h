@@ -10,7 +10,10 @@
 // replays the other sessions' requests.
 //
 // One thread, started at the first close watched (a runner whose sessions
-// never close runs none); if it cannot start, closes go unwatched.
+// never close runs none); if it cannot start, closes go unwatched, said
+// once on stderr. Reporting a late close allocates nothing and takes no
+// lock the hung close may hold (no malloc, no stdio). A Watch must not
+// outlive its watchdog (the runner never destroys it).
 
 #ifndef CODECVISOR_BACKENDS_SDK_RUNNER_CLOSE_WATCHDOG_H_
 #define CODECVISOR_BACKENDS_SDK_RUNNER_CLOSE_WATCHDOG_H_
@@ -31,7 +34,7 @@ class CloseWatchdog {
   using Clock = std::chrono::steady_clock;
   // Called on the watchdog's thread with what was late ("close_session of
   // session 3"), once per late close.
-  using OnLate = std::function<void(const std::string& what)>;
+  using OnLate = std::function<void(const char* what)>;
 
   CloseWatchdog(std::chrono::milliseconds limit, OnLate on_late);
   // Stops and joins the thread (tests; the runner never destroys it).
@@ -69,6 +72,7 @@ class CloseWatchdog {
   struct Entry {
     Clock::time_point deadline;
     std::string what;
+    bool reported = false;
   };
   void Run();
   void End(uint64_t id);

@@ -22,7 +22,7 @@ struct Reports {
   std::vector<std::string> late;
 
   CloseWatchdog::OnLate Recorder() {
-    return [this](const std::string& what) {
+    return [this](const char* what) {
       std::lock_guard<std::mutex> lock(mu);
       late.push_back(what);
       cv.notify_all();
@@ -33,6 +33,12 @@ struct Reports {
     cv.wait_for(lock, at_most, [&] { return late.size() >= n; });
     return late.size();
   }
+  std::vector<std::string> Late() {
+    std::lock_guard<std::mutex> lock(mu);
+    std::vector<std::string> sorted = late;
+    std::sort(sorted.begin(), sorted.end());
+    return sorted;
+  }
 };
 
 TEST(CloseWatchdogTest, ACloseStillRunningPastItsLimitIsReportedOnce) {
@@ -40,7 +46,7 @@ TEST(CloseWatchdogTest, ACloseStillRunningPastItsLimitIsReportedOnce) {
   CloseWatchdog watchdog(milliseconds(50), reports.Recorder());
   CloseWatchdog::Watch hung = watchdog.Start("close_session of session 3");
   ASSERT_EQ(reports.WaitFor(1, milliseconds(30'000)), 1u);
-  EXPECT_EQ(reports.late[0], "close_session of session 3");
+  EXPECT_EQ(reports.Late(), (std::vector<std::string>{"close_session of session 3"}));
   std::this_thread::sleep_for(milliseconds(200));
   EXPECT_EQ(reports.WaitFor(2, milliseconds(0)), 1u);  // once, not at every wake
 }
@@ -52,7 +58,7 @@ TEST(CloseWatchdogTest, ACloseThatReturnsIsNotReported) {
   // A later close that hangs is still caught, and alone.
   CloseWatchdog::Watch hung = watchdog.Start("close_session of session 2");
   ASSERT_EQ(reports.WaitFor(1, milliseconds(30'000)), 1u);
-  EXPECT_EQ(reports.late[0], "close_session of session 2");
+  EXPECT_EQ(reports.Late(), (std::vector<std::string>{"close_session of session 2"}));
   std::this_thread::sleep_for(milliseconds(1200));
   EXPECT_EQ(reports.WaitFor(2, milliseconds(0)), 1u);
 }
@@ -64,8 +70,7 @@ TEST(CloseWatchdogTest, EachLateCloseIsReportedAndAMovedWatchStillEnds) {
   CloseWatchdog::Watch b = watchdog.Start("b");
   CloseWatchdog::Watch moved(std::move(b));
   ASSERT_EQ(reports.WaitFor(2, milliseconds(30'000)), 2u);
-  std::sort(reports.late.begin(), reports.late.end());
-  EXPECT_EQ(reports.late, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(reports.Late(), (std::vector<std::string>{"a", "b"}));
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -189,13 +190,20 @@ int Main(int argc, char** argv) {
   // thread (spinning, perhaps) for the life of the process: past the
   // manifest's close_timeout_seconds the runner ends, and the host restarts
   // it as after a crash. Never destroyed, as `hangups`.
+  // It says so in the control region (the host's DeathRecord::close_hung)
+  // and on stderr, with neither stdio nor malloc, whose locks the hung
+  // close may hold.
+  ipc::RegionHeader* control_header = (*control)->header();
   auto* close_watchdog = new CloseWatchdog(
-      std::chrono::milliseconds(args.close_timeout_ms), [name, limit = args.close_timeout_ms](const std::string& what) {
-        std::fprintf(stderr,
-                     "codecvisor-backend '%s': %s did not return within %lld ms (the manifest's [restart] "
-                     "close_timeout_seconds): the backend ends so that it is restarted\n",
-                     name.c_str(), what.c_str(), static_cast<long long>(limit));
-        std::fflush(nullptr);
+      std::chrono::milliseconds(args.close_timeout_ms),
+      [control_header, name, limit = args.close_timeout_ms](const char* what) {
+        control_header->backend_close_hung.store(1, std::memory_order_release);
+        char line[512];
+        const int n = std::snprintf(line, sizeof(line),
+                                    "codecvisor-backend '%s': %s did not return within %lld ms (the manifest's "
+                                    "[restart] close_timeout_seconds): the backend ends so that it is restarted\n",
+                                    name.c_str(), what, static_cast<long long>(limit));
+        if (n > 0) (void)!write(STDERR_FILENO, line, std::min<size_t>(static_cast<size_t>(n), sizeof(line) - 1));
         ExitProcess(ExitCode(RunnerExit::kCloseHung));
       });
   ControlServer server(*std::move(control), name, load_status.ok() ? vtable : nullptr, backend, load_status, report,
