@@ -38,10 +38,12 @@ ConformanceOptions Options() {
 }
 
 // A manifest `file` of the faulty test backend with `config` as its [config].
-std::string FaultyManifest(const std::string& file, const std::string& config) {
+// The faulty backend's manifest with `config` as its [config], after
+// `tables` (whole TOML tables, e.g. "[conformance]\nsamples=[...]\n").
+std::string FaultyManifest(const std::string& file, const std::string& config, const std::string& tables = "") {
   return WriteFile(file, "name='faulty'\ndevices=['faulty']\nlibrary='" +
-                             Runfile("backends/testing/libcodecvisor_faulty.so") + "'\nabi_version=1\n[config]\n" +
-                             config + "\n");
+                             Runfile("backends/testing/libcodecvisor_faulty.so") + "'\nabi_version=1\n" + tables +
+                             "[config]\n" + config + "\n");
 }
 
 TEST(ConformanceSuiteTest, FailsABackendThatCannotDecodeTheSamples) {
@@ -269,10 +271,9 @@ TEST(ConformanceSuiteTest, ABackendThatLeaksASessionsMemoryFailsSessionLeak) {
   WriteSyntheticSample("leak.syn");
   for (bool leaks : {false, true}) {
     SCOPED_TRACE(leaks ? "leaking" : "not leaking");
-    const std::string manifest = WriteFile(
-        leaks ? "leaking.toml" : "tidy.toml",
-        "name='faulty'\ndevices=['faulty']\nlibrary='" + Runfile("backends/testing/libcodecvisor_faulty.so") +
-            "'\nabi_version=1\n[conformance]\nsamples=['leak.syn']\n[config]\nleak_open=" + (leaks ? "1" : "0") + "\n");
+    const std::string manifest =
+        FaultyManifest(leaks ? "leaking.toml" : "tidy.toml", std::string("leak_open=") + (leaks ? "1" : "0"),
+                       "[conformance]\nsamples=['leak.syn']\n");
     absl::StatusOr<ConformanceReport> report = RunConformance({.backend = "", .manifest_path = manifest}, Options());
     ASSERT_TRUE(report.ok()) << report.status();
     std::map<std::string, CheckResult> by_name = ByName(*report);
@@ -304,12 +305,9 @@ TEST(ConformanceSuiteTest, ABackendWhoseCloseNeverReturnsFailsSessionThreads) {
     // close_timeout_seconds at its most: the runner's close watchdog would
     // otherwise restart the backend within the run; the check is for the
     // leak it would leave until then.
-    const std::string manifest = WriteFile(
-        hangs ? "hang_close.toml" : "returning_close.toml",
-        "name='faulty'\ndevices=['faulty']\nlibrary='" + Runfile("backends/testing/libcodecvisor_faulty.so") +
-            "'\nabi_version=1\n[restart]\nclose_timeout_seconds=3600\n[conformance]\nsamples=['close.syn']\n[config]"
-            "\nhang_close=" +
-            (hangs ? "1" : "0") + "\n");
+    const std::string manifest = FaultyManifest(
+        hangs ? "hang_close.toml" : "returning_close.toml", std::string("hang_close=") + (hangs ? "1" : "0"),
+        "[restart]\nclose_timeout_seconds=3600\n[conformance]\nsamples=['close.syn']\n");
     ConformanceOptions options = Options();
     absl::StatusOr<ConformanceReport> report = RunConformance({.backend = "", .manifest_path = manifest}, options);
     ASSERT_TRUE(report.ok()) << report.status();

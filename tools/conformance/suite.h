@@ -2,12 +2,13 @@
 //
 // The conformance suite's internals (conformance.h is the interface): the
 // Suite that owns the Host, the samples and the report, and runs each
-// check. Its methods live in three files by what they check:
+// check. Its methods live in four files by what they check:
 // conformance.cc (set-up, running checks, frame comparison),
 // frame_checks.cc (metadata, frames, access methods, seek modes, the
 // first approximate request, planar)
-// and process_checks.cc (handshake, sandbox, bad input, concurrency, crash
-// recovery, quiet output, shutdown). Not thread-safe, except where a check runs its own
+// process_checks.cc (handshake, sandbox, bad input, concurrency, crash
+// recovery, quiet output, shutdown) and session_checks.cc (what closed
+// sessions leave behind). Not thread-safe, except where a check runs its own
 // threads (Concurrency).
 
 #ifndef CODECVISOR_TOOLS_CONFORMANCE_SUITE_H_
@@ -163,6 +164,9 @@ class Suite {
   // failure this catches is a backend that logs as it decodes.
   static constexpr int kMaxQuietLines = 3;
 };
+
+// The value of "Key:\tvalue" in a /proc/PID/status text ("" if absent).
+std::string StatusField(const std::string& status, absl::string_view key);
 
 }  // namespace codecvisor::conformance::internal
 

@@ -184,15 +184,13 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "codecvisor-backend: WARNING: idle waits will poll: %s\n",
                  std::string(hangups.status().message()).c_str());
   }
-  // load_status goes to the host as is: the host names the backend and its
-  // manifest in front of it.
   // A close_session nobody waits for that never returns would keep its
   // thread (spinning, perhaps) for the life of the process: past the
   // manifest's close_timeout_seconds the runner ends, and the host restarts
-  // it as after a crash. Never destroyed, as `hangups`.
-  // It says so in the control region (the host's DeathRecord::close_hung)
-  // and on stderr, with neither stdio nor malloc, whose locks the hung
-  // close may hold.
+  // it as after a crash. The watchdog says so in the control region (the
+  // host's DeathRecord::close_hung) and on stderr, with neither stdio nor
+  // malloc, whose locks the hung close may hold. Never destroyed, as
+  // `hangups`.
   ipc::RegionHeader* control_header = (*control)->header();
   auto* close_watchdog = new CloseWatchdog(
       std::chrono::milliseconds(args.close_timeout_ms),
@@ -206,6 +204,8 @@ int Main(int argc, char** argv) {
         if (n > 0) (void)!write(STDERR_FILENO, line, std::min<size_t>(static_cast<size_t>(n), sizeof(line) - 1));
         ExitProcess(ExitCode(RunnerExit::kCloseHung));
       });
+  // load_status goes to the host as is: the host names the backend and its
+  // manifest in front of it.
   ControlServer server(*std::move(control), name, load_status.ok() ? vtable : nullptr, backend, load_status, report,
                        hangups.ok() ? hangups->get() : nullptr, close_watchdog);
   const int code = server.Run();
