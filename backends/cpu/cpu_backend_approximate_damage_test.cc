@@ -84,9 +84,13 @@ TEST(ApproximateModeTest, DamagedFileNeverMislabelsAFrame) {
 // session of its own, then in five orders (in order, reversed, shuffled,
 // back and forth, each then the first), twice over in one session each.
 // Every index gets the same answer in every order: the frame at its nominal time (`path` is a
-// constant-rate file), or an error, never another frame. Returns how many
-// indices are lost to damage (CV_ERROR_CORRUPT_DATA).
-int ExpectOneAnswerPerIndex(const std::string& path, uint32_t threads, const std::string& name) {
+// constant-rate file), or an error, never another frame. `undecodable`: how
+// many of the header's first indices come before the stream's first frame
+// that decodes (a recording that starts mid-GOP); index i is then the exact
+// mode's frame i - undecodable. Returns how many indices are lost to damage
+// (CV_ERROR_CORRUPT_DATA).
+int ExpectOneAnswerPerIndex(const std::string& path, uint32_t threads, const std::string& name,
+                            int64_t undecodable = 0) {
   TestSession::Options options = Approximate();
   options.decoder_threads = threads;
   struct Answer {
@@ -119,7 +123,7 @@ int ExpectOneAnswerPerIndex(const std::string& path, uint32_t threads, const std
     TestSession s(path, options);
     fresh.push_back(ask(s, i));
     if (fresh[i].status == CV_OK) {
-      EXPECT_EQ(fresh[i].pts, first.pts + i * frame_ticks) << name << ": frame " << i;
+      EXPECT_EQ(fresh[i].pts, first.pts + (i - undecodable) * frame_ticks) << name << ": frame " << i;
     } else {
       EXPECT_TRUE(fresh[i].status == CV_ERROR_CORRUPT_DATA || fresh[i].status == CV_ERROR_OUT_OF_RANGE)
           << name << ": frame " << i << ": " << fresh[i].status;
@@ -248,6 +252,29 @@ TEST(ApproximateModeTest, FileEndsAnswerAlikeInAnyOrder) {
   std::string pixels, message;
   EXPECT_EQ(TestSession(cut, Approximate()).Decode(shown - 1, &pixels, nullptr, &message), CV_OK) << message;
   EXPECT_EQ(TestSession(cut, Approximate()).Decode(shown, &pixels, nullptr, &message), CV_ERROR_OUT_OF_RANGE);
+}
+
+// An MPEG-TS recording that starts in the middle of a GOP (40 transport
+// packets cut from its start): the header's timeline starts at the first
+// packet's time, and the frames before the first key frame never decode.
+// Their indices are lost whichever way they are asked for (a seek to one of
+// them read from the first packet and returned the first frame that decodes
+// under every one of their indices), and the frames after them keep their
+// own.
+TEST(ApproximateModeTest, RecordingThatStartsMidGopLosesOnlyTheFramesBeforeItsFirstKeyFrame) {
+  const std::string whole = MakeVideo("gop.ts",
+                                      "-f lavfi -i testsrc2=size=160x120:rate=25 -t 4 -c:v libx264 -bf 2 -g 30 "
+                                      "-pix_fmt yuv420p -f mpegts");
+  const std::string path = WriteFile("mid_gop.ts", ReadFile(whole).substr(188 * 40));
+  const cv_stream_metadata header = TestSession(path, Approximate()).Metadata();
+  const cv_stream_metadata scanned = TestSession(path).Metadata();
+  const int64_t undecodable =
+      std::llround((scanned.begin_stream_seconds - header.begin_stream_seconds) * header.average_fps);
+  ASSERT_GT(undecodable, 0) << "the cut left the stream starting at a key frame";
+  for (uint32_t threads : {0u, 1u}) {
+    EXPECT_EQ(ExpectOneAnswerPerIndex(path, threads, absl::StrCat("mid_gop.ts threads ", threads), undecodable),
+              undecodable);
+  }
 }
 
 // Damage in the middle of the file, as above.

@@ -208,6 +208,7 @@ absl::StatusOr<bool> FrameCursor::NextFrame() {
       key_seen_ = true;
       await_key_ = false;
     } else if (await_key_) {
+      if (skipped_are_lost_) TrackSent(packet_->pts);
       continue;  // not decodable on its own: wait for a key frame
     }
     if (index_ != nullptr) {
@@ -222,10 +223,8 @@ absl::StatusOr<bool> FrameCursor::NextFrame() {
     // A packet the decoder rejected is tracked too: its frame never comes
     // out, and the error alone would mark whichever frame comes out next
     // (with B-frames, often one before it in presentation order).
-    if (index_ == nullptr && ret != AVERROR(EAGAIN) && packet_->pts != AV_NOPTS_VALUE &&
-        !(packet_->flags & AV_PKT_FLAG_DISCARD)) {
-      if (sent_pts_.size() >= kMaxTrackedPackets) sent_pts_.clear();
-      sent_pts_.insert(packet_->pts);
+    if (index_ == nullptr && ret != AVERROR(EAGAIN) && !(packet_->flags & AV_PKT_FLAG_DISCARD)) {
+      TrackSent(packet_->pts);
     }
     if (ret < 0) {
       // EAGAIN: the decoder wants frames taken out first; send it again then.
@@ -242,6 +241,12 @@ absl::StatusOr<bool> FrameCursor::NextFrame() {
       }
     }
   }
+}
+
+void FrameCursor::TrackSent(int64_t pts) {
+  if (pts == AV_NOPTS_VALUE) return;
+  if (sent_pts_.size() >= kMaxTrackedPackets) sent_pts_.clear();
+  sent_pts_.insert(pts);
 }
 
 void FrameCursor::NoteShownOrderName(int64_t ts) {
@@ -299,6 +304,12 @@ absl::Status FrameCursor::Rewind() {
   // holds: a decoder opened afresh makes them as the CLI does.
   const bool fresh = index_ != nullptr && index_->size() > 0 && index_->BeforeFirstKey(index_->first_in_decode_order());
   Restart(/*from_start=*/true, fresh);
+  // Read from the first packet, the frames of the packets before the first
+  // key frame are the stream's, lost (a recording that starts mid-GOP), as
+  // the session's first read finds, which sends them to the decoder: the
+  // first frame out follows their loss, and no index of theirs names it.
+  skipped_are_lost_ = index_ == nullptr;
+  first_after_seek_ = false;
   return absl::OkStatus();
 }
 
@@ -324,6 +335,7 @@ void FrameCursor::Restart(bool from_start, bool fresh_decoder) {
   sent_indexed_ = true;
   sent_pts_.clear();
   first_after_seek_ = true;
+  skipped_are_lost_ = false;
   await_key_ = index_ == nullptr && !keys_unflagged_;
   from_start_ = from_start;
 }

@@ -192,6 +192,9 @@ class FrameCursor {
   // After the demuxer moved: the decoder flushed (or, with
   // `fresh_decoder`, opened afresh) and the position reset.
   void Restart(bool from_start, bool fresh_decoder = false);
+  // Approximate mode: notes a packet whose frame has not come out yet
+  // (sent_pts_; untimed packets are not tracked).
+  void TrackSent(int64_t pts);
   // Reads the next packet into packet_ (false at the end or on a read
   // error) and, in exact mode, names it: packet_index_ is its frame index
   // (-1: not in the table). In a table that names_untimed(), a packet
@@ -312,6 +315,9 @@ class FrameCursor {
   // references are missing (HEVC outputs them, grey where the references
   // were). Given up for the session if a stream flags no key frame at all.
   bool await_key_ = false;
+  // Approximate mode, read from the first packet (Rewind): the packets
+  // skipped while awaiting the first key frame count as sent (TrackSent).
+  bool skipped_are_lost_ = false;
   // HEVC: the awaited key frame must also be an IRAP picture in the
   // bitstream (containers may flag every packet; see FrameIndex::Scan).
   std::unique_ptr<PictureOrderReader> key_check_;
