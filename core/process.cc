@@ -142,11 +142,15 @@ absl::Status CloneFailure(const LaunchSpec& spec, const CloneResult& cloned) {
         absl::StrCat(call, ": Resource temporarily unavailable (too many processes and threads)"));
   }
   // The flags only for the clone itself (not its stack's mmap or pipe2).
-  const absl::string_view flags = call != "clone3" && call != "clone" ? ""
-                                  : spec.sandbox.namespaces
-                                      ? "(CLONE_VM | CLONE_VFORK | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | "
-                                        "CLONE_NEWIPC)"
-                                      : "(CLONE_VM | CLONE_VFORK)";
+  const std::string flags =
+      call != "clone3" && call != "clone"
+          ? ""
+          : absl::StrCat("(", cloned.copied ? "" : "CLONE_VM | CLONE_VFORK",
+                         spec.sandbox.namespaces
+                             ? absl::StrCat(cloned.copied ? "" : " | ",
+                                            "CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC")
+                             : "",
+                         ")");
   absl::Status failed = ipc::ErrnoStatus(absl::StrCat(call, flags), cloned.err);
   // ENOSPC here is a namespace limit (user.max_user_namespaces = 0 where
   // they are forbidden), not this process's shortage: a weaker sandbox may start.

@@ -13,6 +13,8 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <new>
 #include <system_error>
 #include <thread>
@@ -152,8 +154,25 @@ long Clone3OnStack(clone_args*, char*, int (*)(void*), void*) { return -ENOSYS; 
 constexpr bool kHaveClone3OnStack = false;
 #endif
 
-// Without CLONE_VM (a ThreadSanitizer build) the child runs on a copy of
-// this thread's stack, as after fork, and plain system calls do.
+// Whether a debugger or any other tracer is attached to this process
+// (TracerPid). gdb stops every other thread of a
+// process while one of its threads is in a vfork, until the child execs:
+// the helper, which lets the child go on, would never run.
+bool Traced() {
+  const int fd = open("/proc/thread-self/status", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char text[4096];
+  const ssize_t n = ipc::RetryEintr([&] { return read(fd, text, sizeof(text) - 1); });
+  close(fd);
+  if (n <= 0) return false;
+  text[n] = '\0';
+  const char* field = strstr(text, "\nTracerPid:");
+  return field != nullptr && strtol(field + strlen("\nTracerPid:"), nullptr, 10) != 0;
+}
+
+// Without CLONE_VM (a ThreadSanitizer build, or a traced host) the child
+// runs on a copy of this thread's stack, as after fork, and plain system
+// calls do.
 long CloneCopying(uint64_t flags, uint64_t into_cgroup, bool clone3, clone_args* args, pid_t* child_pid,
                   std::atomic<bool>* born_in_cgroup, const char** call, Trampoline* trampoline) {
   long pid = -1;
@@ -187,8 +206,13 @@ bool StartsShareHostMemory() { return kShareMemory; }
 
 CloneResult CloneUntilExec(const CloneRequest& request) {
   CloneResult result;
-  ChildStack stack(kShareMemory);
-  if (kShareMemory && !stack.valid()) {
+  // A traced host's child is a copy that runs beside this thread, as after
+  // fork: this thread waits for its exec on a pipe instead of in a vfork.
+  const bool traced = Traced();
+  const bool share = kShareMemory && !traced;
+  result.copied = !share;
+  ChildStack stack(share);
+  if (share && !stack.valid()) {
     result.err = errno;
     result.call = "mmap (the child's stack)";
     return result;
@@ -200,6 +224,19 @@ CloneResult CloneUntilExec(const CloneRequest& request) {
     return result;
   }
   ipc::UniqueFd started_read(started_pipe[0]), started_write(started_pipe[1]);
+  // Traced: the child's copy of the write end closes at its exec (or
+  // exit), which ends this thread's read.
+  ipc::UniqueFd exec_read, exec_write;
+  if (traced) {
+    int exec_pipe[2];
+    if (pipe2(exec_pipe, O_CLOEXEC) != 0) {
+      result.err = errno;
+      result.call = "pipe2";
+      return result;
+    }
+    exec_read = ipc::UniqueFd(exec_pipe[0]);
+    exec_write = ipc::UniqueFd(exec_pipe[1]);
+  }
 
   Trampoline trampoline{request.child, request.child_arg, started_write.get(), {}};
   const bool clone3 = kHaveClone3OnStack && !force_legacy_clone.load();
@@ -257,8 +294,8 @@ CloneResult CloneUntilExec(const CloneRequest& request) {
   const uint64_t all = ~uint64_t{0};
   sigemptyset(&trampoline.mask);
   syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &trampoline.mask, sizeof(all));
-  const uint64_t flags =
-      request.flags | CLONE_VFORK | CLONE_PARENT_SETTID | (kShareMemory ? static_cast<uint64_t>(CLONE_VM) : 0);
+  const uint64_t flags = request.flags | CLONE_PARENT_SETTID | (traced ? 0 : static_cast<uint64_t>(CLONE_VFORK)) |
+                         (share ? static_cast<uint64_t>(CLONE_VM) : 0);
   clone_args args{};
   args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
   args.parent_tid = reinterpret_cast<uint64_t>(&child_pid);
@@ -267,7 +304,7 @@ CloneResult CloneUntilExec(const CloneRequest& request) {
   const uint64_t into_cgroup = request.cgroup_dir >= 0 ? static_cast<uint64_t>(CLONE_INTO_CGROUP) : 0;
   born_in_cgroup = clone3 && into_cgroup != 0;
   long pid = -ENOSYS;
-  if (!kShareMemory) {
+  if (!share) {
     pid = CloneCopying(flags, into_cgroup, clone3, &args, &child_pid, &born_in_cgroup, &result.call, &trampoline);
   } else {
     if (clone3) {
@@ -284,6 +321,15 @@ CloneResult CloneUntilExec(const CloneRequest& request) {
     }
   }
   syscall(SYS_rt_sigprocmask, SIG_SETMASK, &trampoline.mask, nullptr, sizeof(all));
+  if (traced) {
+    exec_write.reset();
+    if (pid > 0) {
+      // The helper kills a child that misses its deadline, which ends this.
+      char ignored;
+      while (ipc::RetryEintr([&] { return read(exec_read.get(), &ignored, 1); }) > 0) {
+      }
+    }
+  }
   const char resumed = 'r';
   (void)!write(started_write.get(), &resumed, 1);
   helper.join();

@@ -32,6 +32,16 @@
 // A ThreadSanitizer build clones without CLONE_VM (still CLONE_VFORK, so the
 // protocol is the same): its runtime cannot have a second process running on
 // its state.
+//
+// A traced host (a debugger attached: TracerPid in /proc/self/status) clones
+// a copy, as fork does, without CLONE_VM or CLONE_VFORK: gdb stops every
+// other thread of a process one of whose threads is in a vfork until the
+// child execs, and the helper the child waits for would never run (the
+// start hung for good under `gdb --args python train.py`). The cloning
+// thread then waits for the exec on a pipe of its own that the exec closes
+// (or whatever closes the child's copies of the host's descriptors first);
+// the copy costs what a fork costs, in proportion to the host's resident
+// memory.
 
 #ifndef CODECVISOR_CORE_PROCESS_CLONE_H_
 #define CODECVISOR_CORE_PROCESS_CLONE_H_
@@ -90,6 +100,7 @@ struct CloneResult {
   ipc::UniqueFd pidfd;
   bool born_in_cgroup = false;   // in `cgroup_dir` from its first instruction
   bool deadline_passed = false;  // the helper killed it before it exec'd
+  bool copied = false;           // a copy of the host, without CLONE_VM and CLONE_VFORK (a traced host)
 };
 
 // Clones `request.child` and returns once it has exec'd or exited (or, if

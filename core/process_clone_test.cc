@@ -7,6 +7,8 @@
 #include <sched.h>
 #include <seccomp.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -83,9 +85,12 @@ CODECVISOR_CHILD_CODE int WaitForGo(void* arg, const sigset_t*) {
 // `started` runs while the child runs and before it may exec, with its pid:
 // the child here waits for the byte `started` writes, and could not end
 // without it.
-TEST_P(ProcessCloneTest, StartedRunsWithTheChildsPidWhileItWaits) {
+// Clones WaitForGo with a `started` that writes its byte, checks that
+// `started` ran with the child's pid and that the child exited 0, and
+// returns whether the child was a copy of this process.
+bool ExpectStartedLetsTheChildGoOn() {
   int go[2];
-  ASSERT_EQ(pipe2(go, O_CLOEXEC), 0);
+  EXPECT_EQ(pipe2(go, O_CLOEXEC), 0);
   ipc::UniqueFd go_read(go[0]), go_write(go[1]);
   GoArgs args{go_read.get()};
   pid_t seen = -1;
@@ -99,13 +104,19 @@ TEST_P(ProcessCloneTest, StartedRunsWithTheChildsPidWhileItWaits) {
     return true;
   };
   CloneResult cloned = CloneUntilExec(request);
-  ASSERT_GT(cloned.pid, 0) << cloned.call << ": " << cloned.err;
+  EXPECT_GT(cloned.pid, 0) << cloned.call << ": " << cloned.err;
+  if (cloned.pid <= 0) return false;
   EXPECT_EQ(seen, cloned.pid);
   EXPECT_TRUE(cloned.pidfd.valid());
   EXPECT_FALSE(cloned.deadline_passed);
   const siginfo_t info = Reap(cloned.pid);
   EXPECT_EQ(info.si_code, CLD_EXITED);
   EXPECT_EQ(info.si_status, 0);
+  return cloned.copied;
+}
+
+TEST_P(ProcessCloneTest, StartedRunsWithTheChildsPidWhileItWaits) {
+  EXPECT_EQ(ExpectStartedLetsTheChildGoOn(), !StartsShareHostMemory());
 }
 
 // Exits 0 if SIGINT and SIGTERM are blocked (as every signal is until the
@@ -196,16 +207,84 @@ CODECVISOR_CHILD_CODE int Hang(void*, const sigset_t*) {
 
 // The cloning thread sleeps until the child execs or exits: one that does
 // neither is killed at the deadline, which wakes it.
-TEST_P(ProcessCloneTest, AChildThatNeverExecsIsKilledAtTheDeadline) {
+// Returns whether the child was a copy of this process.
+bool ExpectAChildThatHangsIsKilledAtTheDeadline() {
   CloneRequest request;
   request.child = Hang;
   request.exec_deadline = std::chrono::milliseconds(100);
   CloneResult cloned = CloneUntilExec(request);
-  ASSERT_GT(cloned.pid, 0) << cloned.call << ": " << cloned.err;
+  EXPECT_GT(cloned.pid, 0) << cloned.call << ": " << cloned.err;
+  if (cloned.pid <= 0) return false;
   EXPECT_TRUE(cloned.deadline_passed);
   const siginfo_t info = Reap(cloned.pid);
   EXPECT_EQ(info.si_code, CLD_KILLED);
   EXPECT_EQ(info.si_status, SIGKILL);
+  return cloned.copied;
+}
+
+TEST_P(ProcessCloneTest, AChildThatNeverExecsIsKilledAtTheDeadline) {
+  EXPECT_EQ(ExpectAChildThatHangsIsKilledAtTheDeadline(), !StartsShareHostMemory());
+}
+
+// A process that traces the calling thread until it is destroyed, as gdb
+// or strace would (without their stops): each signal the thread stops for
+// is passed on to it.
+class TracerOfThisThread {
+ public:
+  TracerOfThisThread() {
+    const pid_t tracee = static_cast<pid_t>(syscall(SYS_gettid));
+    // Where Yama allows only ancestors to trace (ptrace_scope 1).
+    prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+    int ready[2];
+    if (pipe2(ready, O_CLOEXEC) != 0) return;
+    ipc::UniqueFd ready_read(ready[0]), ready_write(ready[1]);
+    pid_ = fork();
+    if (pid_ == 0) {
+      const bool seized = ptrace(PTRACE_SEIZE, tracee, nullptr, nullptr) == 0;
+      const char byte = seized ? 't' : 'x';
+      (void)!write(ready_write.get(), &byte, 1);
+      if (!seized) _exit(1);
+      for (;;) {
+        int status = 0;
+        if (waitpid(tracee, &status, __WALL) < 0 || !WIFSTOPPED(status)) _exit(0);
+        const int signal = status >> 16 == 0 ? WSTOPSIG(status) : 0;
+        ptrace(PTRACE_CONT, tracee, nullptr, reinterpret_cast<void*>(static_cast<intptr_t>(signal)));
+      }
+    }
+    ready_write.reset();
+    char byte = 0;
+    attached_ = pid_ > 0 && read(ready_read.get(), &byte, 1) == 1 && byte == 't';
+  }
+  ~TracerOfThisThread() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    prctl(PR_SET_PTRACER, 0, 0, 0, 0);
+  }
+  bool attached() const { return attached_; }
+
+ private:
+  pid_t pid_ = -1;
+  bool attached_ = false;
+};
+
+// Under a tracer the child is a copy of the host (gdb stops every other
+// thread while one is in a vfork, and the helper that lets the child go on
+// would never run): `started` still runs while the child waits, and the
+// cloning thread waits for the child to exec or end.
+TEST_P(ProcessCloneTest, UnderATracerTheChildIsACopyThatStarts) {
+  TracerOfThisThread tracer;
+  ASSERT_TRUE(tracer.attached());
+  EXPECT_TRUE(ExpectStartedLetsTheChildGoOn());
+}
+
+// ... and one that never execs is killed at the deadline, which ends the
+// cloning thread's wait.
+TEST_P(ProcessCloneTest, UnderATracerAChildThatNeverExecsIsKilledAtTheDeadline) {
+  TracerOfThisThread tracer;
+  ASSERT_TRUE(tracer.attached());
+  EXPECT_TRUE(ExpectAChildThatHangsIsKilledAtTheDeadline());
 }
 
 // A clone the kernel refuses (CLONE_FS with a new user namespace) returns

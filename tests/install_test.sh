@@ -105,6 +105,12 @@ holds "info is the cpu backend's" grep -qF '"backend":"cpu"' "$out"
 holds "info has the size" grep -qF '"width":96' "$out"
 expect 0 "decode ppm" installed "$cv" decode "$video" --format ppm --indices 0,7 --out "$tmp/ppm"
 holds "ppm frame 7 equals ffmpeg" same_as_ffmpeg "$tmp/ppm/frame_000007.ppm" "$video" 7
+# Under a debugger: gdb stops the host's other threads while a start's
+# child would be in a vfork, and the start hung for good. gdb's own status
+# is the program's through $_exitcode; the timeout bounds a hang.
+expect 0 "decode under gdb" installed timeout -s KILL 120 gdb -q -batch -ex run -ex 'quit $_exitcode' \
+  --args "$cv" decode "$video" --format ppm --indices 7 --out "$tmp/gdb"
+holds "under gdb, frame 7 equals ffmpeg" same_as_ffmpeg "$tmp/gdb/frame_000007.ppm" "$video" 7
 
 # The C++ API from the moved tree, outside Bazel: the README's quick start,
 # compiled with `c++ -std=c++20 $(pkg-config --cflags --libs codecvisor)`.

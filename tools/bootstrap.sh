@@ -15,7 +15,7 @@ packages=(
   libabsl-dev libseccomp-dev libtomlplusplus-dev libcli11-dev
   python3-dev pybind11-dev python3-numpy python3-torch python3-pytest python3-av python3-pip
   python3-setuptools python3-wheel python3-dask python3-distributed
-  jq
+  jq gdb
 )
 
 missing=()
