@@ -185,6 +185,32 @@ TEST_F(HostSyntheticTest, NotAVideoIsAClearOpenError) {
   EXPECT_TRUE(Open().ok()) << "the backend still serves other files";
 }
 
+// The longest open answer a backend may give: the most streams a file may
+// list (1024), each with the longest codec name. It went over the control
+// channel, whose ring held 8 KiB a message: the runner could not send it and
+// exited, every open of such a file counted as a crash, and after a few the
+// backend was quarantined for the process (a valid 300-stream Matroska file
+// did it to the cpu backend).
+TEST_F(HostSyntheticTest, AFileWithTheMostStreamsOpens) {
+  DecoderOptions options;
+  options.device = "synthetic";
+  auto decoder = host_->OpenDecoder(WriteFile("streams.syn",
+                                              "synthetic frames=40 width=32 height=24 fps=10 start=0.5 "
+                                              "streams=1024"),
+                                    options);
+  ASSERT_TRUE(decoder.ok()) << decoder.status();
+  const auto& streams = (*decoder)->metadata().streams;
+  ASSERT_EQ(streams.size(), 1024u);
+  EXPECT_EQ(streams[1023].index, 1023);
+  EXPECT_EQ(streams[1023].codec.size(), 63u) << streams[1023].codec;
+  absl::StatusOr<Frame> frame = (*decoder)->GetFrameAt(3);
+  ASSERT_TRUE(frame.ok()) << frame.status();
+  ExpectFrame(*frame, 3);
+  for (const BackendStatus& b : host_->Backends()) {
+    if (b.name == "synthetic") EXPECT_EQ(b.restarts, 0u);
+  }
+}
+
 TEST_F(HostSyntheticTest, UnknownDeviceAndMissingFile) {
   DecoderOptions options;
   options.device = "acme:1";

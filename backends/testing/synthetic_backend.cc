@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -198,7 +199,7 @@ cv_status Metadata(cv_session* session, cv_stream_metadata* m, cv_error*) {
   const auto& v = reinterpret_cast<Session*>(session)->video;
   *m = cv_stream_metadata{};
   m->stream_index = 0;
-  m->num_video_streams = 1;
+  m->num_video_streams = v.streams > 0 ? static_cast<int32_t>(v.streams) : 1;
   std::snprintf(m->codec, sizeof(m->codec), "synthetic");
   std::snprintf(m->pixel_format, sizeof(m->pixel_format), "rgb24");
   m->width = v.width;
@@ -230,6 +231,20 @@ cv_status Info(cv_session* session, int64_t index, cv_frame_info* info, cv_error
                 static_cast<double>(index));
   }
   *info = codecvisor::testing::SyntheticInfo(s->video, index);
+  return CV_OK;
+}
+
+cv_status Streams(cv_session* session, cv_stream_info* out, uint32_t capacity, uint32_t* count, cv_error*) {
+  const auto& v = reinterpret_cast<Session*>(session)->video;
+  *count = std::min(static_cast<uint32_t>(v.streams), capacity);
+  for (uint32_t i = 0; i < *count; ++i) {
+    out[i] = cv_stream_info{};
+    out[i].index = static_cast<int32_t>(i);
+    out[i].type = CV_STREAM_VIDEO;
+    std::snprintf(out[i].codec, sizeof(out[i].codec), "synthetic-%053u", i);
+    out[i].width = v.width;
+    out[i].height = v.height;
+  }
   return CV_OK;
 }
 
@@ -316,6 +331,7 @@ const cv_backend_v1 kTable = {
     .index_at_seconds = IndexAt,
     .decode_frame = Decode,
     .late_frame_buffer = 0,
+    .get_streams = Streams,
 };
 
 // kTable with `edit` applied, built once: each entry point passes its own

@@ -60,6 +60,10 @@ struct SyntheticVideo {
   bool count_unknown = false;
   // Reports its average rate as NaN (a vendor's "unknown"); frames keep fps.
   bool nan_rate = false;
+  // get_streams lists this many video streams (0: none, as a backend without
+  // get_streams), each with a 63-character codec name: the longest open
+  // answer a backend may give.
+  int64_t streams = 0;
   // The `hostile` build's escape attempt (see attacks.h), with the host's
   // pid and a 127.0.0.1 port to attack.
   std::string attack;
@@ -98,12 +102,13 @@ inline std::optional<SyntheticVideo> ParseSyntheticVideo(const std::string& text
     if (key == "late_gate") v.late_gate = value != 0;
     if (key == "count_unknown") v.count_unknown = value != 0;
     if (key == "nan_rate") v.nan_rate = value != 0;
+    if (key == "streams") v.streams = static_cast<int64_t>(value);
     if (key == "host_pid") v.host_pid = static_cast<int>(value);
     if (key == "port") v.port = static_cast<int>(value);
   }
   if (v.frames < 0 || v.width == 0 || v.height == 0 || v.width > 8192 || v.height > 8192 || !(v.fps > 0) ||
       !(v.fault_rate >= 0 && v.fault_rate < 1) || v.decode_ms < 0 || v.decode_ms > 60'000 || v.busy_ms < 0 ||
-      v.busy_ms > 60'000 || v.open_ms < 0 || v.open_ms > 60'000) {
+      v.busy_ms > 60'000 || v.open_ms < 0 || v.open_ms > 60'000 || v.streams < 0 || v.streams > 1024) {
     return std::nullopt;
   }
   return v;
