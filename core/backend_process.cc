@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -154,7 +155,9 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
     }
     return Prefixed(s, where);
   }
-  ipc::UniqueFd library(open(manifest.library.c_str(), O_RDONLY | O_CLOEXEC));
+  // O_NONBLOCK: a FIFO in the library's place would block the open, and
+  // with it the host, for good; only a regular file is taken.
+  ipc::UniqueFd library(open(manifest.library.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (!library.valid() && (errno == EMFILE || errno == ENFILE || errno == ENOMEM)) {
     return HostShortage(Prefixed(ipc::ErrnoStatus(absl::StrCat("open(", manifest.library, ")")), where));
   }
@@ -163,6 +166,15 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
                                                      std::strerror(errno), "; reinstall the plugin")),
                     where);
   }
+  struct stat library_stat {};
+  if (fstat(library.get(), &library_stat) != 0 || !S_ISREG(library_stat.st_mode)) {
+    return Prefixed(absl::NotFoundError(absl::StrCat("library ", manifest.library,
+                                                     " is not a regular file (a FIFO, a device or a folder); "
+                                                     "reinstall the plugin")),
+                    where);
+  }
+  // The child reads it as a file; the flag is the open's alone.
+  fcntl(library.get(), F_SETFL, fcntl(library.get(), F_GETFL) & ~O_NONBLOCK);
   const bool allow_degraded = spawn.allow_degraded || manifest.sandbox.allow_degraded;
   LaunchSpec spec;
   spec.path = layout.runner;

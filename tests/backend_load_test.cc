@@ -209,6 +209,31 @@ TEST_F(FaultTest, MalformedManifestFailsOnlyItsOwnDevice) {
   EXPECT_TRUE(other.ok()) << other.status();
 }
 
+// A manifest whose library is a FIFO: its open blocked the host for good
+// (each of `codecvisor info`, `backends` and a Python open with a 2 s
+// timeout). A writer opened after 30 s ends a hang so that the test fails
+// instead of hanging.
+TEST_F(FaultTest, ALibraryThatIsAFifoIsAnErrorNotAHang) {
+  const std::string fifo = std::string(std::getenv("TEST_TMPDIR")) + "/libfifo.so";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0644), 0);
+  const std::string path = WriteFile("fifolib.toml", FaultyManifest("fifolib", fifo, "codecvisor_backend_v1"));
+  ASSERT_TRUE(host_->LoadBackend(path).ok());
+  std::atomic<bool> done{false};
+  std::thread unblock([&] {
+    for (int i = 0; i < 300 && !done.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (!done.load()) std::fclose(std::fopen(fifo.c_str(), "w"));
+  });
+  const auto start = std::chrono::steady_clock::now();
+  auto decoder = Open(WriteSyntheticVideo("fifo.syn"), "fifolib");
+  const auto took = std::chrono::steady_clock::now() - start;
+  done = true;
+  unblock.join();
+  EXPECT_LT(took, std::chrono::seconds(30)) << "the open waited for a writer";
+  ASSERT_FALSE(decoder.ok());
+  EXPECT_NE(decoder.status().message().find("is not a regular file"), std::string::npos) << decoder.status();
+  EXPECT_NE(decoder.status().message().find(fifo), std::string::npos) << decoder.status();
+}
+
 // A broken manifest named like the built-in (a stale `cpu.toml` on the
 // search path) once replaced the built-in's entry, and opening a file on
 // `cpu` then crashed the host on a null supervisor.
