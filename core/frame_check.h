@@ -32,13 +32,10 @@ class FrameCheck {
   FrameCheck(const ipc::FrameRequest& request, int64_t frame_count, int64_t estimated_count = -1);
 
   // At most this many frames a second start in a time range, whatever the
-  // backend claims: more is a backend that never ends its answer (frames a
-  // nanosecond apart), and the host's memory or the caller's disk would
-  // fill. High-speed cameras record 1,000-10,000 frames a second.
-  static constexpr double kMaxFramesPerSecond = 10'000;
-  // Frames beyond kMaxFramesPerSecond a range may hold: its first frame
-  // starts before it, and a run of frames may share a time.
-  static constexpr uint64_t kTimeRangeSlack = 64;
+  // backend claims (ipc/messages.h): the host's memory or the caller's disk
+  // would fill.
+  static constexpr double kMaxFramesPerSecond = ipc::kMaxFramesPerSecond;
+  static constexpr uint64_t kTimeRangeSlack = ipc::kTimeRangeSlack;
 
   // From now on frames must come as `asked`, or as native frames of one of
   // `native_formats` (DecoderOptions), which must outlive this check;

@@ -34,6 +34,16 @@ inline constexpr size_t kMaxFramesPerBatch = 256;
 inline constexpr size_t kMaxPlanes = 4;
 inline constexpr size_t kMaxRequestEntries = 100'000;  // indices or times in one request
 inline constexpr size_t kMaxStreams = 1024;  // StreamMetadata::streams; also the highest index + 1
+// At most this many frames a second start in a time range (PtsRange),
+// whatever a backend claims: more is a backend that never ends its answer
+// (frames a nanosecond apart, or all at one time), and memory would fill.
+// High-speed cameras record 1,000-10,000 frames a second. The runner stops
+// resolving a range there, and the host checks the frames it gets against
+// it (core/frame_check.h).
+inline constexpr double kMaxFramesPerSecond = 10'000;
+// Frames beyond kMaxFramesPerSecond a range may hold (its first frame
+// starts before it), and the most frames in a row that may share a time.
+inline constexpr uint64_t kTimeRangeSlack = 64;
 // Cap'n Proto traversal limit: a 1 MiB message is 128 Ki words; twice that
 // allows for the pointer overhead and nothing like an amplification attack.
 inline constexpr uint64_t kTraversalLimitWords = 256 << 10;

@@ -1,5 +1,9 @@
 #include "backends/sdk/runner/resolve_selection.h"
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
 #include "absl/strings/str_cat.h"
 #include "backends/sdk/runner/abi_convert.h"
 #include "backends/sdk/runner/crash_hints.h"
@@ -85,6 +89,13 @@ absl::StatusOr<ResolvedFrames> ResolveSelection(const ipc::FrameRequest& request
     if (span->start_seconds == span->stop_seconds) return ResolvedFrames::List(std::move(out));
     absl::StatusOr<int64_t> first = IndexAt(session, span->start_seconds);
     if (!first.ok()) return first.status();
+    // A vendor's times that never reach the stop (all one time, or a
+    // nanosecond apart) would fill this process's memory: the range ends
+    // where the host would refuse the frames anyway.
+    const double most = std::ceil((span->stop_seconds - span->start_seconds) * ipc::kMaxFramesPerSecond) +
+                        static_cast<double>(ipc::kTimeRangeSlack);
+    double last_pts = -std::numeric_limits<double>::infinity();
+    uint64_t sharing = 0;  // frames in a row at last_pts, after the first
     for (int64_t i = *first; count < 0 || i < count; ++i) {
       cv_frame_info info{};
       cv_error error{};
@@ -96,6 +107,19 @@ absl::StatusOr<ResolvedFrames> ResolveSelection(const ipc::FrameRequest& request
       if (st == CV_ERROR_OUT_OF_RANGE) break;
       if (st != CV_OK) return VendorError(st, error);
       if (info.pts_seconds >= span->stop_seconds) break;
+      sharing = info.pts_seconds > last_pts ? 0 : sharing + 1;
+      if (sharing > ipc::kTimeRangeSlack) {
+        return absl::InternalError(absl::StrCat("the backend's frame times do not advance: frames ",
+                                                i - static_cast<int64_t>(sharing), " to ", i,
+                                                " all start at or before ", last_pts, " s (at most ",
+                                                ipc::kTimeRangeSlack, " frames in a row may share a time)"));
+      }
+      last_pts = std::max(last_pts, info.pts_seconds);
+      if (static_cast<double>(out.size()) >= most) {
+        return absl::InternalError(absl::StrCat(
+            "the backend's frame times put more than ", most, " frames in the time range [", span->start_seconds, ", ",
+            span->stop_seconds, ") (at most ", ipc::kMaxFramesPerSecond, " a second)"));
+      }
       out.push_back(i);
     }
   }

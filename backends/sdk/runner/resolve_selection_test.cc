@@ -110,6 +110,45 @@ TEST_F(ResolveSelectionTest, Table) {
   EXPECT_EQ(hints_->backend_in_call.load(), 0u);
 }
 
+// A vendor whose every frame starts at 0 s, and one whose frames are a
+// nanosecond apart, each claiming 4e9 frames: a time range from them ran
+// until this process's memory was gone (std::bad_alloc, then SIGABRT).
+cv_status AllAtZero(cv_session*, int64_t index, cv_frame_info* out, cv_error*) {
+  out->index = index;
+  out->pts_seconds = 0;
+  return CV_OK;
+}
+
+cv_status NanosecondApart(cv_session*, int64_t index, cv_frame_info* out, cv_error*) {
+  out->index = index;
+  out->pts_seconds = static_cast<double>(index) * 1e-9;
+  return CV_OK;
+}
+
+TEST_F(ResolveSelectionTest, ATimeRangeWhoseFramesNeverReachItsStopIsAnError) {
+  session_.opened.metadata.num_frames_from_scan = 4'000'000'000;
+  vtable_.get_frame_info = AllAtZero;
+  absl::StatusOr<ResolvedFrames> got = ResolveSelection({ipc::PtsRange{0.0, 1.0}}, session_);
+  ASSERT_EQ(got.status().code(), absl::StatusCode::kInternal) << got.status();
+  EXPECT_EQ(got.status().message(),
+            "the backend's frame times do not advance: frames 0 to 65 all start at or before 0 s (at most 64 frames in "
+            "a row may share a time)");
+  vtable_.get_frame_info = NanosecondApart;
+  got = ResolveSelection({ipc::PtsRange{0.0, 0.5}}, session_);
+  ASSERT_EQ(got.status().code(), absl::StatusCode::kInternal) << got.status();
+  EXPECT_EQ(got.status().message(),
+            "the backend's frame times put more than 5064 frames in the time range [0, 0.5) (at most 10000 a second)");
+  // 64 frames sharing a time, then on: a range as long as it has frames.
+  vtable_.get_frame_info = [](cv_session*, int64_t index, cv_frame_info* out, cv_error*) {
+    out->index = index;
+    out->pts_seconds = index < 65 ? 0.0 : (index - 64) / 10.0;
+    return CV_OK;
+  };
+  got = ResolveSelection({ipc::PtsRange{0.0, 0.3}}, session_);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->size(), 67u);
+}
+
 TEST_F(ResolveSelectionTest, WithNoFrameCountIndicesAreTakenAsGiven) {
   session_.opened.metadata.num_frames_from_scan = -1;
   session_.opened.metadata.num_frames_from_header = -1;
