@@ -98,8 +98,11 @@ absl::Status FromWireError(const ipc::Error& error) {
       }
       code = absl::StatusCode::kResourceExhausted;
       break;
+    case ipc::ErrorCode::kNoDescriptorFree:
+      // The sessions open in it: the caller's to close (VideoDecoder
+      // replaces a backend short with none open: its plugin holds them).
+      return BackendDescriptorShortage(absl::FailedPreconditionError(ReplaceUnsafeForTerminal(error.message)));
     case ipc::ErrorCode::kProtocolMismatch:
-    case ipc::ErrorCode::kNoDescriptorFree:  // not cured by a fresh process: the caller's to act on
       code = absl::StatusCode::kFailedPrecondition;
       break;
     case ipc::ErrorCode::kUnknown:

@@ -312,6 +312,13 @@ void Supervisor::WatchChannel(uint64_t generation, std::weak_ptr<ipc::HostChanne
   }
 }
 
+size_t Supervisor::LiveSessions(uint64_t generation) {
+  MutexLock lock(&mu_);
+  size_t live = 0;
+  for (auto [it, end] = channels_.equal_range(generation); it != end; ++it) live += !it->second.expired();
+  return live;
+}
+
 void Supervisor::SessionOpened() {
   MutexLock lock(&mu_);
   ++sessions_;

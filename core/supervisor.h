@@ -123,6 +123,9 @@ class Supervisor {
   void WatchChannel(uint64_t generation, std::weak_ptr<ipc::HostChannel> channel);
   void SessionOpened();
   void SessionClosed();
+  // Sessions open in the backend process of `generation` (their channels
+  // watched and alive).
+  size_t LiveSessions(uint64_t generation);
 
   // Parking (core/session_budget.h). A session the supervisor may close
   // to make room for another: TryPark() closes it unless a call of its own

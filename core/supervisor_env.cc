@@ -17,6 +17,7 @@ namespace {
 
 constexpr char kHostShortageUrl[] = "codecvisor/host-shortage";
 constexpr char kUsersThreadShortageUrl[] = "codecvisor/users-thread-shortage";
+constexpr char kBackendDescriptorShortageUrl[] = "codecvisor/backend-descriptor-shortage";
 
 }  // namespace
 
@@ -80,6 +81,16 @@ absl::Status UsersThreadShortage(const absl::Status& cause) {
 
 bool IsUsersThreadShortage(const absl::Status& status) {
   return status.GetPayload(kUsersThreadShortageUrl).has_value();
+}
+
+absl::Status BackendDescriptorShortage(const absl::Status& cause) {
+  absl::Status status = cause;
+  status.SetPayload(kBackendDescriptorShortageUrl, absl::Cord());
+  return status;
+}
+
+bool IsBackendDescriptorShortage(const absl::Status& status) {
+  return status.GetPayload(kBackendDescriptorShortageUrl).has_value();
 }
 
 absl::Status MaybeHostShortage(const absl::Status& status) {

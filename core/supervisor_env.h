@@ -74,6 +74,10 @@ bool IsHostShortage(const absl::Status& status);
 // processes hold, which processes ending (a backend just killed) give back.
 [[nodiscard]] absl::Status UsersThreadShortage(const absl::Status& cause);
 bool IsUsersThreadShortage(const absl::Status& status);
+// The backend out of descriptors for another session (the runner's
+// noDescriptorFree): `cause`, kFailedPrecondition, marked.
+[[nodiscard]] absl::Status BackendDescriptorShortage(const absl::Status& cause);
+bool IsBackendDescriptorShortage(const absl::Status& status);
 // HostShortage(status) for a kResourceExhausted status (ipc::ErrnoStatus's
 // EMFILE, ENFILE, ENOMEM), else `status`: for the host's own calls.
 [[nodiscard]] absl::Status MaybeHostShortage(const absl::Status& status);

@@ -137,8 +137,13 @@ absl::Status VideoDecoder::Reopen() {
     // out the open timeout on an exhausted process would stall the caller
     // for minutes.
     // The host's own shortage is not the backend's: the open fails as it is.
+    // Out of descriptors with no session of this host open in it, the
+    // backend's plugin holds them (a leak), which a fresh process cures:
+    // taken as exhausted. With sessions open, the caller's to close.
+    const bool leaked = !channel_failure && IsBackendDescriptorShortage(opened.status()) &&
+                        supervisor_->LiveSessions(handle->generation) == 0;
     const bool exhausted =
-        !channel_failure && absl::IsResourceExhausted(opened.status()) && !IsHostShortage(opened.status());
+        leaked || (!channel_failure && absl::IsResourceExhausted(opened.status()) && !IsHostShortage(opened.status()));
     // The user's threads at their limit (the runner's noThreadFree): a
     // shortage of processes that may be ending (a backend just killed),
     // waited out a while, then the caller's to act on. No replacement cures

@@ -9,9 +9,9 @@
 // with CODECVISOR_FAULTY as `faulty`, which also obeys the fault named in
 // the video ("fault=segfault fault_frame=5", see faults.h) or in its
 // manifest's [config] ("fail_init=1", "segfault_open=1", "silent_errors=1", "leak_open=1", "chatty=1",
-// "close_channel=1", "hang_close=1"), and exports extra entry symbols that return a bad table; and with
-// CODECVISOR_HOSTILE as `hostile`, which tries to escape its sandbox (attacks.h) in create() or decode_frame(). Used by
-// tests only.
+// "close_channel=1", "hang_close=1", "leak_open_fds=N"), and exports extra entry symbols that return a bad table; and
+// with CODECVISOR_HOSTILE as `hostile`, which tries to escape its sandbox (attacks.h) in create() or decode_frame().
+// Used by tests only.
 
 #include <time.h>
 #include <unistd.h>
@@ -55,6 +55,7 @@ struct Backend {
   bool leak_open = false;      // faulty, [config] leak_open=1: every open leaks 16 MiB, touched (a vendor's mistake)
   bool chatty = false;  // faulty, [config] chatty=1: every open writes 100 lines to stderr, whatever the log level
   bool hang_close = false;  // faulty, [config] hang_close=1: close_session never returns (a vendor's mistake)
+  int leak_open_fds = 0;  // faulty, [config] leak_open_fds=N: every open leaves N descriptors open (a vendor's mistake)
 };
 
 // True with probability `p`: a per-thread generator seeded from the pid,
@@ -133,6 +134,9 @@ cv_status Create(const char* config, cv_backend** out, cv_error* error) {
   backend->leak_open = kFaulty && config != nullptr && std::strstr(config, "leak_open=1") != nullptr;
   backend->chatty = kFaulty && config != nullptr && std::strstr(config, "chatty=1") != nullptr;
   backend->hang_close = kFaulty && config != nullptr && std::strstr(config, "hang_close=1") != nullptr;
+  if (const char* leak = config != nullptr ? std::strstr(config, "leak_open_fds=") : nullptr; kFaulty && leak) {
+    backend->leak_open_fds = std::atoi(leak + std::strlen("leak_open_fds="));
+  }
   *out = reinterpret_cast<cv_backend*>(backend);
   return CV_OK;
 }
@@ -160,6 +164,7 @@ cv_status Open(cv_backend* backend, int fd, const cv_open_options* options, cv_s
     constexpr size_t kLeak = size_t{16} << 20;
     if (void* lost = std::malloc(kLeak)) std::memset(lost, 1, kLeak);  // never freed
   }
+  for (int i = 0; i < reinterpret_cast<Backend*>(backend)->leak_open_fds; ++i) (void)dup(fd);  // never closed
   if (kFaulty && video->fault == "hang_open") {
     for (;;) pause();
   }
