@@ -12,7 +12,7 @@
 
 namespace codecvisor::testing {
 
-absl::StatusOr<std::string> RunWithThreadsRefused(absl::FunctionRef<std::string()> check) {
+absl::StatusOr<std::string> RunWithThreadsRefused(absl::FunctionRef<std::string()> check, int error) {
   int fds[2];
   if (pipe(fds) != 0) return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
   const pid_t child = fork();
@@ -20,8 +20,8 @@ absl::StatusOr<std::string> RunWithThreadsRefused(absl::FunctionRef<std::string(
   if (child == 0) {
     close(fds[0]);
     scmp_filter_ctx filter = seccomp_init(SCMP_ACT_ALLOW);
-    if (filter == nullptr || seccomp_rule_add(filter, SCMP_ACT_ERRNO(EAGAIN), SCMP_SYS(clone), 0) != 0 ||
-        seccomp_rule_add(filter, SCMP_ACT_ERRNO(EAGAIN), SCMP_SYS(clone3), 0) != 0 || seccomp_load(filter) != 0) {
+    if (filter == nullptr || seccomp_rule_add(filter, SCMP_ACT_ERRNO(error), SCMP_SYS(clone), 0) != 0 ||
+        seccomp_rule_add(filter, SCMP_ACT_ERRNO(error), SCMP_SYS(clone3), 0) != 0 || seccomp_load(filter) != 0) {
       _exit(2);
     }
     const std::string said = check();

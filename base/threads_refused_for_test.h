@@ -8,6 +8,7 @@
 #ifndef CODECVISOR_BASE_THREADS_REFUSED_FOR_TEST_H_
 #define CODECVISOR_BASE_THREADS_REFUSED_FOR_TEST_H_
 
+#include <cerrno>
 #include <string>
 
 #include "absl/functional/function_ref.h"
@@ -16,9 +17,10 @@
 namespace codecvisor::testing {
 
 // What `check` returned in a child where clone and clone3 fail with
-// EAGAIN; an error if the child could not be made, could not load its
+// `error` (EAGAIN; EPERM as an older container seccomp profile answers
+// clone3); an error if the child could not be made, could not load its
 // filter, or died.
-absl::StatusOr<std::string> RunWithThreadsRefused(absl::FunctionRef<std::string()> check);
+absl::StatusOr<std::string> RunWithThreadsRefused(absl::FunctionRef<std::string()> check, int error = EAGAIN);
 
 }  // namespace codecvisor::testing
 

@@ -97,7 +97,7 @@ absl::StatusOr<std::unique_ptr<Host>> Host::Create(HostOptions options) {
   try {
     host.reset(new Host(std::move(options), layout));
   } catch (const std::system_error& e) {
-    return HostShortage(absl::ResourceExhaustedError(absl::StrCat("cannot start the host's thread: ", e.what())));
+    return ThreadNotStarted("the host's thread", e);
   }
   host->autoload_ = discovery.autoload;
   Discovery found = DiscoverBackends(discovery);

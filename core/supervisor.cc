@@ -60,8 +60,7 @@ absl::Status Supervisor::StartThreadsLocked() {
   try {
     worker_ = std::thread([this] { WorkLoop(); });
   } catch (const std::system_error& e) {
-    return HostShortage(absl::ResourceExhaustedError(
-        absl::StrCat("cannot start a thread to supervise backend '", manifest_.name, "': ", e.what())));
+    return ThreadNotStarted(absl::StrCat("a thread to supervise backend '", manifest_.name, "'"), e);
   }
   threads_started_ = true;
   if (options_.warm_spare || manifest_.warm_spare) {

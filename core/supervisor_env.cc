@@ -93,6 +93,17 @@ bool IsBackendDescriptorShortage(const absl::Status& status) {
   return status.GetPayload(kBackendDescriptorShortageUrl).has_value();
 }
 
+absl::Status ThreadNotStarted(absl::string_view what, const std::system_error& e) {
+  const std::string said = absl::StrCat("cannot start ", what, ": ", e.what());
+  if (e.code().value() != EPERM) return HostShortage(absl::ResourceExhaustedError(said));
+  return absl::FailedPreconditionError(absl::StrCat(
+      said,
+      ": this process may start no thread; no limit answers so, but a seccomp profile that refuses clone3, with "
+      "which glibc 2.34 and later start every thread, does (the default profiles of Docker before 20.10.10 and "
+      "of older containerd): update the container runtime, or run with a profile that allows clone3 or answers "
+      "it ENOSYS"));
+}
+
 absl::Status MaybeHostShortage(const absl::Status& status) {
   return absl::IsResourceExhausted(status) ? HostShortage(status) : status;
 }

@@ -21,6 +21,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <system_error>
 
 #include "absl/status/statusor.h"
 #include "core/manifest.h"
@@ -78,6 +79,12 @@ bool IsUsersThreadShortage(const absl::Status& status);
 // noDescriptorFree): `cause`, kFailedPrecondition, marked.
 [[nodiscard]] absl::Status BackendDescriptorShortage(const absl::Status& cause);
 bool IsBackendDescriptorShortage(const absl::Status& status);
+// A thread this process could not start (`what`: which; `e`: std::thread's
+// exception): HostShortage, but EPERM, which no limit gives: a seccomp
+// profile that refuses clone3 (older Docker and containerd defaults), with
+// which glibc 2.34 and later start every thread: kFailedPrecondition,
+// saying so.
+[[nodiscard]] absl::Status ThreadNotStarted(absl::string_view what, const std::system_error& e);
 // HostShortage(status) for a kResourceExhausted status (ipc::ErrnoStatus's
 // EMFILE, ENFILE, ENOMEM), else `status`: for the host's own calls.
 [[nodiscard]] absl::Status MaybeHostShortage(const absl::Status& status);

@@ -416,5 +416,25 @@ TEST(ThreadLimitTest, AHostThatCannotStartAThreadSaysSo) {
   EXPECT_NE(said->find("`ulimit -u`"), std::string::npos) << *said;
 }
 
+// Threads refused with EPERM, as an older Docker seccomp profile answers
+// clone3 (glibc 2.34+ starts threads with it): no limit is short, and the
+// message said "short of what another decoder needs ... close a decoder,
+// or raise the process's limits".
+TEST(ThreadLimitTest, AHostRefusedThreadsByAPolicySaysWhichPolicy) {
+  absl::StatusOr<std::string> said = RunWithThreadsRefused(
+      [] {
+        HostOptions options;
+        options.layout = InstallLayout{Runfile("backends/sdk/runner/codecvisor-backend"), "/nonexistent"};
+        options.discovery = DiscoveryOptions{{}, "/nonexistent", false};
+        absl::StatusOr<std::unique_ptr<Host>> host = Host::Create(options);
+        return host.ok() ? std::string("OK") : host.status().ToString();
+      },
+      EPERM);
+  ASSERT_TRUE(said.ok()) << said.status();
+  EXPECT_NE(said->find("FAILED_PRECONDITION: cannot start the host's thread"), std::string::npos) << *said;
+  EXPECT_NE(said->find("seccomp profile that refuses clone3"), std::string::npos) << *said;
+  EXPECT_EQ(said->find("another decoder"), std::string::npos) << *said;
+}
+
 }  // namespace
 }  // namespace codecvisor::testing

@@ -388,7 +388,7 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeExact(int64_t index) {
     if (*outcome == Outcome::kFound && !names_damaged_) return frame_.get();
     if (*outcome == Outcome::kTooFew && occurrence > 0) return DecodeExact(first_of_tie);
     return NotDecodedError(
-        absl::StrCat("frame ", index, " (pts ", target.pts, ") could not be decoded").c_str());
+        absl::StrCat("frame ", index, " (at ", SecondsText(target.pts), ") could not be decoded").c_str());
   }
 
   if (positioned_ && !at_end_ &&
@@ -422,7 +422,7 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeExact(int64_t index) {
     if (*outcome == Outcome::kFound) {
       if (!names_damaged_) return frame_.get();
       // Earlier start points read the same damaged packet.
-      return NotDecodedError(absl::StrCat("frame ", index, " (pts ", target.pts,
+      return NotDecodedError(absl::StrCat("frame ", index, " (at ", SecondsText(target.pts),
                                           ") follows a packet the decoder rejected, in a stream whose "
                                           "frames are named by the packets that show them (MPEG-4 with "
                                           "B-frames and decode times): which frame it is cannot be told")
@@ -431,7 +431,7 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeExact(int64_t index) {
     if (*outcome == Outcome::kTooFew && occurrence > 0) return DecodeExact(first_of_tie);
   }
   return NotDecodedError(
-      absl::StrCat("frame ", index, " (pts ", target.pts, ") could not be decoded").c_str());
+      absl::StrCat("frame ", index, " (at ", SecondsText(target.pts), ") could not be decoded").c_str());
 }
 
 }  // namespace codecvisor::cpu
