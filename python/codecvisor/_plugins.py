@@ -105,17 +105,62 @@ def _plugin_distributions() -> Iterator[importlib.metadata.Distribution]:
     seen = set()
     for dist in importlib.metadata.distributions():
         try:
-            text = dist.read_text("entry_points.txt")
+            text = _metadata_text(dist, "entry_points.txt")
         except Exception:  # unreadable: it may be a plugin, let its row say why
             text = f"[{GROUP}]"
         if not text or not _declares_group(text):
             continue
         # Several copies on sys.path: the first shadows the rest, as for imports.
-        key = _normalized_name(dist)
+        key = _irregular_metadata(dist) or _normalized_name(dist)
         if key in seen:
             continue
         seen.add(key)
         yield dist
+
+
+# The metadata files importlib.metadata may read of a distribution.
+_METADATA_FILES = ("METADATA", "PKG-INFO", "entry_points.txt", "RECORD", "installed-files.txt", "SOURCES.txt",
+                   "direct_url.json")
+
+
+def _irregular_metadata(dist) -> Optional[str]:
+    """Why one of the distribution's metadata files is not a regular file
+    (a FIFO would block importlib.metadata's read of it forever, and with it
+    the first decoder), or None."""
+    folder = getattr(dist, "_path", None)
+    if folder is None:
+        return None
+    for name in _METADATA_FILES:
+        path = os.path.join(os.fspath(folder), name)
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            continue
+        if not stat.S_ISREG(mode):
+            return f"{path} is not a regular file"
+    return None
+
+
+def _metadata_text(dist, name: str) -> Optional[str]:
+    """dist.read_text(name), read only from a regular file and without
+    blocking; None where the distribution has no such file."""
+    folder = getattr(dist, "_path", None)
+    if folder is None:
+        return dist.read_text(name)
+    path = os.path.join(os.fspath(folder), name)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        chunks = []
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks).decode("utf-8")
 
 
 def _declares_group(text: str) -> bool:
@@ -141,6 +186,10 @@ def _dist_label(dist) -> str:
 
 
 def _resolve_distribution(dist) -> List[PluginManifest]:
+    irregular = _irregular_metadata(dist)
+    if irregular is not None:
+        folder = os.path.basename(os.fspath(dist._path))
+        return [PluginManifest(folder, "", folder, None, f"{folder}: its metadata cannot be read: {irregular}")]
     label = _dist_label(dist)
     try:
         eps = [ep for ep in dist.entry_points if ep.group == GROUP]
@@ -160,7 +209,7 @@ def _malformed_line(dist) -> Optional[str]:
     """The first line of a section that is not `name = value`, quoted."""
     try:
         section = None
-        for line in (dist.read_text("entry_points.txt") or "").splitlines():
+        for line in (_metadata_text(dist, "entry_points.txt") or "").splitlines():
             line = line.strip()
             if not line or line.startswith("#"):
                 continue
@@ -300,7 +349,7 @@ def _editable_source(dist) -> Optional[str]:
     """The source folder of a `pip install -e` (PEP 610's direct_url.json:
     dir_info.editable, url file://...), or None."""
     try:
-        info = json.loads(dist.read_text("direct_url.json") or "{}")
+        info = json.loads(_metadata_text(dist, "direct_url.json") or "{}")
         if not info.get("dir_info", {}).get("editable"):
             return None
         url = urllib.parse.urlsplit(info["url"])

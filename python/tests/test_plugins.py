@@ -169,7 +169,7 @@ def run_child(site, tmp_path, decodes, starts=(), **env):
     child_env["PYTHONPATH"] = f"{site}:{child_env['PYTHONPATH']}"
     args = [f"{device}={video}" for device, video in decodes.items()] + list(starts)
     run = subprocess.run([sys.executable, "-c", CHILD, str(tmp_path)] + args, env=child_env, capture_output=True,
-                         text=True)
+                         text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     assert os.listdir(markers) == [], "a plugin's Python code ran in the user's process"
     return json.loads(run.stdout)
@@ -341,6 +341,33 @@ def test_a_malformed_entry_points_file_costs_only_its_own_row(tmp_path):
     assert broken["state"] == "failed" and broken["source"] == "entry points of broken-eps 1.0", broken
     assert broken["diagnostic"] == ("broken-eps 1.0: entry_points.txt cannot be read: line 'no equals sign here' in "
                                     "[console_scripts] is not `name = value`"), broken
+
+
+def test_a_fifo_among_a_distributions_metadata_costs_only_its_own_row(tmp_path):
+    # A FIFO in place of a metadata file blocked its read for good (the
+    # standard library's readers block on one), and with it the first
+    # decoder, on any device: an unrelated distribution's entry_points.txt,
+    # or a plugin's RECORD.
+    site = pip_install(tmp_path / "site", *[
+        package(tmp_path, "fine_plugin", 'fine = "fine_plugin"', synthetic_plugin()),
+        package(tmp_path, "fifo_record", 'fifo = "fifo_record"', {"fifo.toml": manifest("fifo", "lib.so")}),
+        package(tmp_path, "unrelated", 'unrelated = "unrelated"', {}),
+    ])
+    for path in (site / "unrelated-1.0.dist-info" / "entry_points.txt", site / "fifo_record-1.0.dist-info" / "RECORD"):
+        path.unlink()
+        os.mkfifo(path)
+    result = decode_synthetic(site, tmp_path)
+    backends = by_name(result)
+    # A distribution whose entry points cannot be read may be a plugin: it
+    # is listed, as a malformed one is.
+    assert set(backends) == {"cpu", "synthetic", "fifo_record-1.0.dist-info", "unrelated-1.0.dist-info"}, \
+        list(backends)
+    assert result["decode"]["synthetic"] == ["ok", "synthetic", [4, 24, 32, 3]], result["decode"]
+    for name, file in (("fifo_record", "RECORD"), ("unrelated", "entry_points.txt")):
+        row = backends[f"{name}-1.0.dist-info"]
+        assert row["state"] == "failed", row
+        assert row["diagnostic"] == (f"{name}-1.0.dist-info: its metadata cannot be read: "
+                                     f"{site / f'{name}-1.0.dist-info' / file} is not a regular file"), row
 
 
 def test_a_plugin_in_a_folder_whose_name_is_not_utf8_loads_and_spares_cpu(tmp_path, video):
