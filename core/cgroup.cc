@@ -65,21 +65,38 @@ std::string PidNamespaceId() {
   return std::string(text);
 }
 
+// How long another pid namespace's backend cgroup must have stayed
+// unchanged before an empty one is taken for a dead host's.
+constexpr auto kForeignStaleAge = std::chrono::minutes(10);
+
+// Whether `dir` has not changed for kForeignStaleAge.
+bool UnchangedFor(const std::string& dir) {
+  struct stat st {};
+  if (stat(dir.c_str(), &st) != 0) return false;
+  const auto changed = std::chrono::system_clock::from_time_t(st.st_mtime);
+  return std::chrono::system_clock::now() - changed > kForeignStaleAge;
+}
+
 // Empty cgroups of hosts that are gone (a host killed before it removed its
 // backends' cgroups): "codecvisor-NS-PID-..." of our own pid namespace NS
-// whose PID no longer runs. Another namespace's are never touched: their
-// pids cannot be checked from here, and one just made is empty until its
-// child joins it.
+// whose PID no longer runs. Another namespace's (a container's host, whose
+// namespace may never come back) cannot be judged by their pids from here:
+// one is removed once it has stayed unchanged for kForeignStaleAge, and
+// only if empty (rmdir refuses any other). A live host's holds its backend
+// from its first instruction until it is removed with it; the one just
+// made is empty for the moment before its child joins it.
 // A stale one may hold cgroups of its own (a host that ran inside a
 // backend's cgroup, as a test's child does), removed first.
 void RemoveStale(const std::string& parent, const std::string& own_namespace, int depth = 0) {
   DIR* d = opendir(parent.c_str());
   if (d == nullptr) return;
   std::vector<std::string> stale;
+  std::vector<std::string> foreign;
   while (dirent* e = readdir(d)) {
     absl::string_view name = e->d_name;
-    if (!absl::ConsumePrefix(&name, kPrefix) || !absl::ConsumePrefix(&name, own_namespace) ||
-        !absl::ConsumePrefix(&name, "-")) {
+    if (!absl::ConsumePrefix(&name, kPrefix)) continue;
+    if (!absl::ConsumePrefix(&name, own_namespace) || !absl::ConsumePrefix(&name, "-")) {
+      foreign.push_back(absl::StrCat(parent, "/", e->d_name));
       continue;
     }
     int pid = 0;
@@ -91,6 +108,9 @@ void RemoveStale(const std::string& parent, const std::string& own_namespace, in
   for (const std::string& dir : stale) {
     if (depth < 8) RemoveStale(dir, own_namespace, depth + 1);
     (void)rmdir(dir.c_str());
+  }
+  for (const std::string& dir : foreign) {
+    if (UnchangedFor(dir)) (void)rmdir(dir.c_str());
   }
 }
 

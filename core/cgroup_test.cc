@@ -5,10 +5,14 @@
 
 #include "core/cgroup.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+#include <ctime>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -176,10 +180,12 @@ std::string PidNamespaceId() {
 }
 
 // A cgroup left by a host of this pid namespace that is gone is removed
-// when the next one is made; one named for another pid namespace is never
-// touched, whatever its pid (a host in another container or test sandbox
-// may have just made it, and its pid means nothing here).
-TEST(BackendCgroupTest, OnlyStaleCgroupsOfThisPidNamespaceAreRemoved) {
+// when the next one is made; one named for another pid namespace is not
+// judged by its pid (a host in another container or test sandbox may have
+// just made it, and its pid means nothing here), but removed once it has
+// stayed empty and unchanged for ten minutes: a killed host's container
+// never comes back to remove it.
+TEST(BackendCgroupTest, StaleCgroupsOfThisPidNamespaceAndOldEmptyOnesOfOthersAreRemoved) {
   const CgroupLayout layout = ProbeCgroupLayout();
   ASSERT_NE(layout.version, 0) << layout.missing;
   const std::string ns = PidNamespaceId();
@@ -187,17 +193,19 @@ TEST(BackendCgroupTest, OnlyStaleCgroupsOfThisPidNamespaceAreRemoved) {
   const std::string dead = kDeadPid;
   const std::string ours = layout.memory_dir + "/codecvisor-" + ns + "-" + dead + "-0-stale";
   const std::string theirs = layout.memory_dir + "/codecvisor-1" + ns + "-" + dead + "-0-other";
-  ASSERT_EQ(mkdir(ours.c_str(), 0755), 0) << ours;
-  ASSERT_EQ(mkdir(theirs.c_str(), 0755), 0) << theirs;
+  const std::string theirs_old = layout.memory_dir + "/codecvisor-1" + ns + "-" + dead + "-1-other";
+  for (const std::string& dir : {ours, theirs, theirs_old}) ASSERT_EQ(mkdir(dir.c_str(), 0755), 0) << dir;
+  const timespec eleven_minutes_ago[2] = {{time(nullptr) - 11 * 60, 0}, {time(nullptr) - 11 * 60, 0}};
+  ASSERT_EQ(utimensat(AT_FDCWD, theirs_old.c_str(), eleven_minutes_ago, 0), 0) << std::strerror(errno);
   {
     auto cg = BackendCgroup::Create(layout, "unit", 256 << 20, 64);
     ASSERT_TRUE(cg.ok()) << cg.status();
   }
   struct stat st{};
   EXPECT_NE(stat(ours.c_str(), &st), 0) << ours << " (this namespace, pid gone) was not removed";
-  EXPECT_EQ(stat(theirs.c_str(), &st), 0) << theirs << " (another namespace) was removed";
-  rmdir(ours.c_str());
-  rmdir(theirs.c_str());
+  EXPECT_EQ(stat(theirs.c_str(), &st), 0) << theirs << " (another namespace, just made) was removed";
+  EXPECT_NE(stat(theirs_old.c_str(), &st), 0) << theirs_old << " (another namespace, 11 minutes old) was not removed";
+  for (const std::string& dir : {ours, theirs, theirs_old}) rmdir(dir.c_str());
 }
 
 // A host that ran inside a backend's cgroup and was killed (a test's child,
