@@ -127,8 +127,19 @@ int LandlockAbi() {
 }
 
 absl::Status ApplyLandlock(const RunnerSandbox& sandbox) {
-  const int abi = LandlockAbi();
-  if (abi < 1) return absl::UnavailableError("the kernel has no Landlock");
+  const long version = syscall(SYS_landlock_create_ruleset, nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION);
+  if (version < 1) {
+    const int err = version < 0 ? errno : 0;
+    // EOPNOTSUPP: built in, but not among the boot's security modules.
+    if (err == EOPNOTSUPP) {
+      return absl::UnavailableError(
+          "the kernel's Landlock is built in but not enabled (add landlock to the lsm= boot parameter)");
+    }
+    if (err == ENOSYS || err == 0) return absl::UnavailableError("the kernel has no Landlock");
+    return absl::UnavailableError(
+        absl::StrCat("Landlock is refused here: landlock_create_ruleset: ", std::strerror(err)));
+  }
+  const int abi = static_cast<int>(version);
   RulesetAttr attr{};
   attr.handled_access_fs = HandledFs(abi);
   if (abi >= 4) attr.handled_access_net = kNetBindTcp | kNetConnectTcp;

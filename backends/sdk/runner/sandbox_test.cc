@@ -1,6 +1,7 @@
 #include "backends/sdk/runner/sandbox.h"
 
 #include <gtest/gtest.h>
+#include <seccomp.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -8,6 +9,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
+#include <string>
 #include <vector>
 
 namespace codecvisor::runner {
@@ -68,6 +71,44 @@ TEST(SeccompTest, MemfdsAreRefusedWithoutTheirFlag) {
 // memfd goes ahead (and the kernel logs it) as every other refused call.
 TEST(SeccompTest, TheLoggingModeLetsARefusedMemfdThrough) {
   EXPECT_EQ(MemfdUnderTheFilter(false, SeccompMode::kLog), 0);
+}
+
+// What ApplyLandlock says in a child whose landlock_create_ruleset answers
+// `error` (a seccomp filter stands for the kernel's answer).
+std::string LandlockRefusal(int error) {
+  int result[2];
+  if (pipe(result) != 0) return "pipe failed";
+  const pid_t child = fork();
+  if (child == 0) {
+    std::string said = "no filter";
+    scmp_filter_ctx filter = seccomp_init(SCMP_ACT_ALLOW);
+    if (filter != nullptr &&
+        seccomp_rule_add(filter, SCMP_ACT_ERRNO(error), SCMP_SYS(landlock_create_ruleset), 0) == 0 &&
+        seccomp_load(filter) == 0) {
+      said = std::string(ApplyLandlock(RunnerSandbox{}).message());
+    }
+    (void)!write(result[1], said.data(), said.size());
+    _exit(0);
+  }
+  close(result[1]);
+  std::string said;
+  char buf[256];
+  for (ssize_t n; (n = read(result[0], buf, sizeof(buf))) > 0;) said.append(buf, static_cast<size_t>(n));
+  close(result[0]);
+  waitpid(child, nullptr, 0);
+  return said;
+}
+
+// A kernel with Landlock built in but not enabled at boot answers
+// EOPNOTSUPP, one without it ENOSYS: each is named as it is, as doctor
+// names them ("the kernel has no Landlock" was said of both, and of a
+// container's refusal).
+TEST(LandlockTest, EachRefusalIsNamedForWhatItIs) {
+  EXPECT_EQ(LandlockRefusal(EOPNOTSUPP),
+            "the kernel's Landlock is built in but not enabled (add landlock to the lsm= boot parameter)");
+  EXPECT_EQ(LandlockRefusal(ENOSYS), "the kernel has no Landlock");
+  EXPECT_EQ(LandlockRefusal(EPERM),
+            std::string("Landlock is refused here: landlock_create_ruleset: ") + std::strerror(EPERM));
 }
 
 }  // namespace
