@@ -30,8 +30,8 @@ using ipc::Clock;
 // Control-channel geometry: no arena; a small request ring, and a response
 // ring whose messages (half the ring) hold the longest open answer: 1024
 // streams with 63-character codec names are about 100 KB
-// (host_synthetic_test AFileWithTheMostStreamsOpens). Its pages are touched
-// only as answers fill it.
+// (host_synthetic_test AFileWithTheMostStreamsOpens). Its pages become
+// resident as answers go round it: 256 KiB at most, per backend.
 constexpr ipc::Geometry kControlGeometry{16 << 10, 256 << 10, 0, 0};
 constexpr auto kExitGrace = std::chrono::milliseconds(500);
 // How long a reaped child's output may take to reach the host: its pipe

@@ -18,11 +18,14 @@
 #include <functional>
 #include <future>
 #include <mutex>
+#include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "base/small_file.h"
 #include "core/cgroup_birth.h"
 #include "core/kernel_features.h"
@@ -142,15 +145,13 @@ absl::Status CloneFailure(const LaunchSpec& spec, const CloneResult& cloned) {
         absl::StrCat(call, ": Resource temporarily unavailable (too many processes and threads)"));
   }
   // The flags only for the clone itself (not its stack's mmap or pipe2).
+  std::vector<std::string> named;
+  if (!cloned.copied) named = {"CLONE_VM", "CLONE_VFORK"};
+  if (spec.sandbox.namespaces) {
+    named.insert(named.end(), {"CLONE_NEWUSER", "CLONE_NEWPID", "CLONE_NEWNET", "CLONE_NEWIPC"});
+  }
   const std::string flags =
-      call != "clone3" && call != "clone"
-          ? ""
-          : absl::StrCat("(", cloned.copied ? "" : "CLONE_VM | CLONE_VFORK",
-                         spec.sandbox.namespaces
-                             ? absl::StrCat(cloned.copied ? "" : " | ",
-                                            "CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC")
-                             : "",
-                         ")");
+      (call != "clone3" && call != "clone") || named.empty() ? "" : absl::StrCat("(", absl::StrJoin(named, " | "), ")");
   absl::Status failed = ipc::ErrnoStatus(absl::StrCat(call, flags), cloned.err);
   // ENOSPC here is a namespace limit (user.max_user_namespaces = 0 where
   // they are forbidden), not this process's shortage: a weaker sandbox may start.

@@ -154,11 +154,12 @@ long Clone3OnStack(clone_args*, char*, int (*)(void*), void*) { return -ENOSYS; 
 constexpr bool kHaveClone3OnStack = false;
 #endif
 
-// Whether a debugger or any other tracer is attached to this process
-// (TracerPid). gdb stops every other thread of a
-// process while one of its threads is in a vfork, until the child execs:
-// the helper, which lets the child go on, would never run.
-bool Traced() {
+}  // namespace
+
+// gdb stops every other thread of a process while one of its threads is in
+// a vfork, until the child execs: the helper, which lets the child go on,
+// would never run.
+bool HostIsTraced() {
   const int fd = open("/proc/thread-self/status", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
   char text[4096];
@@ -169,6 +170,8 @@ bool Traced() {
   const char* field = strstr(text, "\nTracerPid:");
   return field != nullptr && strtol(field + strlen("\nTracerPid:"), nullptr, 10) != 0;
 }
+
+namespace {
 
 // Without CLONE_VM (a ThreadSanitizer build, or a traced host) the child
 // runs on a copy of this thread's stack, as after fork, and plain system
@@ -208,9 +211,9 @@ CloneResult CloneUntilExec(const CloneRequest& request) {
   CloneResult result;
   // A traced host's child is a copy that runs beside this thread, as after
   // fork: this thread waits for its exec on a pipe instead of in a vfork.
-  const bool traced = Traced();
+  const bool traced = HostIsTraced();
   const bool share = kShareMemory && !traced;
-  result.copied = !share;
+  result.copied = traced;
   ChildStack stack(share);
   if (share && !stack.valid()) {
     result.err = errno;
@@ -324,10 +327,12 @@ CloneResult CloneUntilExec(const CloneRequest& request) {
   if (traced) {
     exec_write.reset();
     if (pid > 0) {
-      // The helper kills a child that misses its deadline, which ends this.
-      char ignored;
-      while (ipc::RetryEintr([&] { return read(exec_read.get(), &ignored, 1); }) > 0) {
-      }
+      // Until the exec (or the child's end) closes its copy, within the
+      // deadline: a process another thread forks meanwhile keeps a copy
+      // until it execs or ends, and then the helper's deadline decides.
+      pollfd closed{exec_read.get(), POLLIN, 0};
+      const int ms = static_cast<int>(request.exec_deadline.count());
+      (void)ipc::RetryEintr([&] { return poll(&closed, 1, ms); });
     }
   }
   const char resumed = 'r';

@@ -33,15 +33,16 @@
 // protocol is the same): its runtime cannot have a second process running on
 // its state.
 //
-// A traced host (a debugger attached: TracerPid in /proc/self/status) clones
+// A traced host (a debugger attached: TracerPid in /proc/thread-self/status) clones
 // a copy, as fork does, without CLONE_VM or CLONE_VFORK: gdb stops every
 // other thread of a process one of whose threads is in a vfork until the
 // child execs, and the helper the child waits for would never run (the
 // start hung for good under `gdb --args python train.py`). The cloning
 // thread then waits for the exec on a pipe of its own that the exec closes
-// (or whatever closes the child's copies of the host's descriptors first);
-// the copy costs what a fork costs, in proportion to the host's resident
-// memory.
+// (or whatever closes the child's copies of the host's descriptors first),
+// at most the exec deadline (a process another thread forked meanwhile
+// holds a copy of its end too); the copy costs what a fork costs, in
+// proportion to the host's resident memory.
 
 #ifndef CODECVISOR_CORE_PROCESS_CLONE_H_
 #define CODECVISOR_CORE_PROCESS_CLONE_H_
@@ -100,7 +101,7 @@ struct CloneResult {
   ipc::UniqueFd pidfd;
   bool born_in_cgroup = false;   // in `cgroup_dir` from its first instruction
   bool deadline_passed = false;  // the helper killed it before it exec'd
-  bool copied = false;           // a copy of the host, without CLONE_VM and CLONE_VFORK (a traced host)
+  bool copied = false;           // a traced host's: a copy, without CLONE_VM and CLONE_VFORK
 };
 
 // Clones `request.child` and returns once it has exec'd or exited (or, if
@@ -117,6 +118,10 @@ CloneResult CloneUntilExec(const CloneRequest& request);
 // throws away every signal that came while they were blocked, a Ctrl-C to
 // that group among them, which would kill it at the exec. Async-signal-safe.
 void DiscardPendingSignals();
+
+// Whether a tracer is attached to the calling thread (TracerPid in
+// /proc/thread-self/status): its starts are copies (see above).
+bool HostIsTraced();
 
 // Tests: take the clone path (true) even where clone3 works.
 void ForceLegacyCloneForTesting(bool legacy);

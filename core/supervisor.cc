@@ -306,16 +306,21 @@ void Supervisor::WatchChannel(uint64_t generation, std::weak_ptr<ipc::HostChanne
   }
   if (generation == generation_ && current_ != nullptr) {
     channels_.emplace(generation, std::move(channel));
+    if (sessions_opened_generation_ != generation) sessions_opened_ = 0;
+    sessions_opened_generation_ = generation;
+    ++sessions_opened_;
   } else if (auto c = channel.lock()) {
     c->Interrupt();  // that generation is already dead
   }
 }
 
-size_t Supervisor::LiveSessions(uint64_t generation) {
+bool Supervisor::ServedAndHoldsNoSession(uint64_t generation) {
   MutexLock lock(&mu_);
-  size_t live = 0;
-  for (auto [it, end] = channels_.equal_range(generation); it != end; ++it) live += !it->second.expired();
-  return live;
+  if (sessions_opened_generation_ != generation || sessions_opened_ == 0) return false;
+  for (auto [it, end] = channels_.equal_range(generation); it != end; ++it) {
+    if (!it->second.expired()) return false;
+  }
+  return true;
 }
 
 void Supervisor::SessionOpened() {

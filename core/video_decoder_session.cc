@@ -137,11 +137,14 @@ absl::Status VideoDecoder::Reopen() {
     // out the open timeout on an exhausted process would stall the caller
     // for minutes.
     // The host's own shortage is not the backend's: the open fails as it is.
-    // Out of descriptors with no session of this host open in it, the
-    // backend's plugin holds them (a leak), which a fresh process cures:
-    // taken as exhausted. With sessions open, the caller's to close.
+    // Out of descriptors with no session of this host open in it, after it
+    // served some, the backend's plugin holds them (a leak), which a fresh
+    // process cures: taken as exhausted. With sessions open, the caller's
+    // to close; on a process that has served none (a plugin whose own
+    // descriptors leave no room for a session), the manifest's open_files
+    // to raise: neither is cured by a fresh process.
     const bool leaked = !channel_failure && IsBackendDescriptorShortage(opened.status()) &&
-                        supervisor_->LiveSessions(handle->generation) == 0;
+                        supervisor_->ServedAndHoldsNoSession(handle->generation);
     const bool exhausted =
         leaked || (!channel_failure && absl::IsResourceExhausted(opened.status()) && !IsHostShortage(opened.status()));
     // The user's threads at their limit (the runner's noThreadFree): a

@@ -3,7 +3,9 @@
 // failed with a precise diagnostic, and only a request for its device fails.
 // Each case is a row of docs/RELIABILITY.md (FaultRow).
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -221,7 +223,16 @@ TEST_F(FaultTest, ALibraryThatIsAFifoIsAnErrorNotAHang) {
   std::atomic<bool> done{false};
   std::thread unblock([&] {
     for (int i = 0; i < 300 && !done.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    if (!done.load()) std::fclose(std::fopen(fifo.c_str(), "w"));
+    // Without a reader a writer's open fails (ENXIO): tried until the
+    // blocked open is there to read.
+    while (!done.load()) {
+      const int fd = open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+      if (fd >= 0) {
+        close(fd);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
   });
   const auto start = std::chrono::steady_clock::now();
   auto decoder = Open(WriteSyntheticVideo("fifo.syn"), "fifolib");

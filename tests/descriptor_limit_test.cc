@@ -33,6 +33,14 @@ std::string FewFilesManifest(int open_files) {
                                 "'\nabi_version=1\n[sandbox]\nopen_files=", open_files, "\n"));
 }
 
+// The faulty backend's manifest with [sandbox] open_files = 64 and `config`.
+std::string FaultyWith64Files(const std::string& config) {
+  return WriteFile(
+      "faulty_64_files.toml",
+      absl::StrCat("name='faulty'\ndevices=['faulty']\nlibrary='", Runfile("backends/testing/libcodecvisor_faulty.so"),
+                   "'\nabi_version=1\n[sandbox]\nopen_files=64\n[config]\n", config, "\n"));
+}
+
 // Options whose requests and opens may each take `seconds`.
 DecoderOptions WithTimeouts(std::chrono::seconds seconds) {
   DecoderOptions options;
@@ -131,11 +139,7 @@ TEST_F(DescriptorLimitTest, AnOpenPastTheBackendsDescriptorLimitFailsAlone) {
 // the backend is replaced (its plugin holds them) and the open goes on.
 TEST_F(DescriptorLimitTest, ABackendWhosePluginLeaksDescriptorsIsReplaced) {
   FaultRow& row = Row("a plugin that leaks 20 descriptors at every open ([sandbox] open_files = 64), decoders in turn");
-  const std::string manifest =
-      WriteFile("leaky.toml", absl::StrCat("name='faulty'\ndevices=['faulty']\nlibrary='",
-                                           Runfile("backends/testing/libcodecvisor_faulty.so"),
-                                           "'\nabi_version=1\n[sandbox]\nopen_files=64\n[config]\nleak_open_fds=20\n"));
-  ASSERT_NO_FATAL_FAILURE(HostWith(manifest));
+  ASSERT_NO_FATAL_FAILURE(HostWith(FaultyWith64Files("leak_open_fds=20")));
   int good = 0;
   for (int i = 0; i < 10; ++i) {
     ++row.tries;
@@ -149,6 +153,28 @@ TEST_F(DescriptorLimitTest, ABackendWhosePluginLeaksDescriptorsIsReplaced) {
   const BackendStatus status = StatusOf("faulty");
   row.Note(absl::StrCat(status.restarts, " restarts, backend ", status.state));
   EXPECT_GE(status.restarts, 2u);
+  EXPECT_EQ(status.state, "ready");
+}
+
+// A plugin whose own descriptors leave a backend of 64 no room for one
+// session (create() keeps 60): the manifest's open_files is too small,
+// which no fresh process cures. Each open fails so, saying to raise it,
+// and neither the file nor the backend is blamed: no restart, no poison.
+TEST_F(DescriptorLimitTest, ABackendWithNoRoomForOneSessionIsNotReplaced) {
+  FaultRow& row = Row("a plugin that keeps 60 descriptors from create() ([sandbox] open_files = 64)");
+  ASSERT_NO_FATAL_FAILURE(HostWith(FaultyWith64Files("hold_fds=60")));
+  for (int i = 0; i < 3; ++i) {
+    ++row.tries;
+    absl::StatusOr<std::unique_ptr<VideoDecoder>> d = Open(video_, "faulty");
+    row.Saw("open " + CodeName(d.status()));
+    ASSERT_FALSE(d.ok()) << "60 of 64 descriptors held a session";
+    EXPECT_EQ(d.status().code(), absl::StatusCode::kFailedPrecondition) << d.status();
+    EXPECT_NE(d.status().message().find("open_files"), std::string::npos) << d.status();
+    EXPECT_EQ(d.status().message().find("poison"), std::string::npos) << d.status();
+  }
+  const BackendStatus status = StatusOf("faulty");
+  row.Note(absl::StrCat(status.restarts, " restarts, backend ", status.state));
+  EXPECT_EQ(status.restarts, 0u);
   EXPECT_EQ(status.state, "ready");
 }
 

@@ -114,8 +114,13 @@ absl::StatusOr<bool> FrameCursor::NextFrame() {
         // frames never came out: the decoder dropped them (damaged data).
         // The first frame after a seek is exempt: decoders drop the leading
         // pictures of an open GOP (HEVC RASL) whose references precede it.
+        // Only packets at or after the stream's start count: an open GOP's
+        // leading pictures at the very start (a clip cut with -c copy) come
+        // before it, and are no index's frame.
         auto later = sent_pts_.lower_bound(frame_->pts);
-        if (later != sent_pts_.begin() && !first_after_seek_) frame_follows_loss_ = true;
+        const int64_t start = demuxer_->stream()->start_time;
+        auto counted = start == AV_NOPTS_VALUE ? sent_pts_.begin() : sent_pts_.lower_bound(start);
+        if (counted != sent_pts_.end() && *counted < frame_->pts && !first_after_seek_) frame_follows_loss_ = true;
         first_after_seek_ = false;
         damage_seen_ = damage_seen_ || frame_follows_loss_;
         // Draining a file cut short: the frames of the packets it lacks
@@ -208,7 +213,6 @@ absl::StatusOr<bool> FrameCursor::NextFrame() {
       key_seen_ = true;
       await_key_ = false;
     } else if (await_key_) {
-      if (skipped_are_lost_) TrackSent(packet_->pts);
       continue;  // not decodable on its own: wait for a key frame
     }
     if (index_ != nullptr) {
@@ -304,11 +308,12 @@ absl::Status FrameCursor::Rewind() {
   // holds: a decoder opened afresh makes them as the CLI does.
   const bool fresh = index_ != nullptr && index_->size() > 0 && index_->BeforeFirstKey(index_->first_in_decode_order());
   Restart(/*from_start=*/true, fresh);
-  // Read from the first packet, the frames of the packets before the first
-  // key frame are the stream's, lost (a recording that starts mid-GOP), as
-  // the session's first read finds, which sends them to the decoder: the
-  // first frame out follows their loss, and no index of theirs names it.
-  skipped_are_lost_ = index_ == nullptr;
+  // As the session's first read: every packet from the first is sent, so
+  // that the decoder drops (H.264: a recording that starts mid-GOP, whose
+  // frames before the first key frame are then lost, and no index of
+  // theirs names the frame after them) or makes (HEVC) the frames before
+  // the first key frame as it did then, and as exact mode and the CLI do.
+  await_key_ = false;
   first_after_seek_ = false;
   return absl::OkStatus();
 }
@@ -335,7 +340,6 @@ void FrameCursor::Restart(bool from_start, bool fresh_decoder) {
   sent_indexed_ = true;
   sent_pts_.clear();
   first_after_seek_ = true;
-  skipped_are_lost_ = false;
   await_key_ = index_ == nullptr && !keys_unflagged_;
   from_start_ = from_start;
 }

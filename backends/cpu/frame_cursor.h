@@ -315,9 +315,6 @@ class FrameCursor {
   // references are missing (HEVC outputs them, grey where the references
   // were). Given up for the session if a stream flags no key frame at all.
   bool await_key_ = false;
-  // Approximate mode, read from the first packet (Rewind): the packets
-  // skipped while awaiting the first key frame count as sent (TrackSent).
-  bool skipped_are_lost_ = false;
   // HEVC: the awaited key frame must also be an IRAP picture in the
   // bitstream (containers may flag every packet; see FrameIndex::Scan).
   std::unique_ptr<PictureOrderReader> key_check_;

@@ -9,9 +9,9 @@
 // with CODECVISOR_FAULTY as `faulty`, which also obeys the fault named in
 // the video ("fault=segfault fault_frame=5", see faults.h) or in its
 // manifest's [config] ("fail_init=1", "segfault_open=1", "silent_errors=1", "leak_open=1", "chatty=1",
-// "close_channel=1", "hang_close=1", "leak_open_fds=N"), and exports extra entry symbols that return a bad table; and
-// with CODECVISOR_HOSTILE as `hostile`, which tries to escape its sandbox (attacks.h) in create() or decode_frame().
-// Used by tests only.
+// "close_channel=1", "hang_close=1", "leak_open_fds=N", "hold_fds=N"), and exports extra entry symbols that return a
+// bad table; and with CODECVISOR_HOSTILE as `hostile`, which tries to escape its sandbox (attacks.h) in create() or
+// decode_frame(). Used by tests only.
 
 #include <time.h>
 #include <unistd.h>
@@ -57,6 +57,12 @@ struct Backend {
   bool hang_close = false;  // faulty, [config] hang_close=1: close_session never returns (a vendor's mistake)
   int leak_open_fds = 0;  // faulty, [config] leak_open_fds=N: every open leaves N descriptors open (a vendor's mistake)
 };
+
+// faulty, [config] KEY=N: N, or 0 where the config does not say.
+int ConfigCount(const char* config, const char* key) {
+  const char* at = kFaulty && config != nullptr ? std::strstr(config, key) : nullptr;
+  return at != nullptr ? std::atoi(at + std::strlen(key)) : 0;
+}
 
 // True with probability `p`: a per-thread generator seeded from the pid,
 // the thread and the clock, so that every restarted child draws afresh.
@@ -134,9 +140,9 @@ cv_status Create(const char* config, cv_backend** out, cv_error* error) {
   backend->leak_open = kFaulty && config != nullptr && std::strstr(config, "leak_open=1") != nullptr;
   backend->chatty = kFaulty && config != nullptr && std::strstr(config, "chatty=1") != nullptr;
   backend->hang_close = kFaulty && config != nullptr && std::strstr(config, "hang_close=1") != nullptr;
-  if (const char* leak = config != nullptr ? std::strstr(config, "leak_open_fds=") : nullptr; kFaulty && leak) {
-    backend->leak_open_fds = std::atoi(leak + std::strlen("leak_open_fds="));
-  }
+  backend->leak_open_fds = ConfigCount(config, "leak_open_fds=");
+  // hold_fds=N: create() keeps N descriptors open (a device context's).
+  for (int i = ConfigCount(config, "hold_fds="); i > 0; --i) (void)dup(2);
   *out = reinterpret_cast<cv_backend*>(backend);
   return CV_OK;
 }

@@ -3,6 +3,7 @@ field names (public as codecvisor.decoders.VideoStreamMetadata), and how
 two of them differ."""
 
 import dataclasses
+import functools
 import math
 from fractions import Fraction
 from typing import Optional
@@ -225,6 +226,22 @@ def _computed(name: str, method: str) -> property:
 # the fields' default.
 for _name, _method in _COMPUTED.items():
     setattr(VideoStreamMetadata, _name, _computed(_name, _method))
+
+_dataclass_init = VideoStreamMetadata.__init__
+
+
+@functools.wraps(_dataclass_init)
+def _init(self, *args, **kwargs):
+    # torchcodec's newest releases take the computed values as constructor
+    # arguments too (its metadata is built with every one of them): a value
+    # given is kept as one assigned.
+    given = {name: kwargs.pop(name) for name in _COMPUTED if name in kwargs}
+    _dataclass_init(self, *args, **kwargs)
+    for name, value in given.items():
+        setattr(self, name, value)
+
+
+VideoStreamMetadata.__init__ = _init
 
 
 def _known(name: str) -> Optional[str]:

@@ -416,6 +416,20 @@ def test_metadata_is_made_with_torchcodecs_arguments():
     assert (m.num_frames, m.duration_seconds, m.end_stream_seconds, m.average_fps) == (10, 4, 4, 2.5)
 
 
+def test_metadata_is_made_with_the_newest_torchcodecs_arguments():
+    # Its newest releases pass the computed values to the constructor too;
+    # each is then the value, as one assigned.
+    m = metadata(num_frames_from_header=5, average_fps_from_header=25.0, duration_seconds_from_header=0.2,
+                 duration_seconds=0.25, begin_stream_seconds=1.0, end_stream_seconds=1.25, num_frames=6,
+                 average_fps=24.0)
+    assert (m.duration_seconds, m.begin_stream_seconds, m.end_stream_seconds, m.num_frames, m.average_fps) == \
+        (0.25, 1.0, 1.25, 6, 24.0)
+    assert dataclasses.replace(m, codec="h264").num_frames == 6
+    assert pickle.loads(pickle.dumps(m)) == m
+    del m.num_frames
+    assert m.num_frames == 5
+
+
 def test_computed_values_follow_the_fields_they_come_from(video):
     # As torchcodec's @property values: a field edited changes the values
     # computed from it, on a copy without touching the original; torchcodec's

@@ -29,7 +29,7 @@ printf 'codecvisor%.0s' $(seq 2000) | dd of="$dmg" bs=1 seek=$(($(stat -c %s "$d
 check "damaged file fails" run_cv 1 "$tmp/stdout" "$tmp/err" decode "$dmg" --format ppm --out "$tmp/dmg"
 check "stderr is the CLI's lines only" only_cli_lines "$tmp/err"
 check "one line: the error" [ "$(wc -l <"$tmp/err")" = 1 ]
-check "the error names the frame" grep -qE "frame [0-9]+ \(pts [0-9]+\) could not be decoded" "$tmp/err"
+check "the error names the frame" grep -qE "frame [0-9]+ \(at [0-9.e+-]+ s\) could not be decoded" "$tmp/err"
 check "--skip-bad-frames" run_cv 0 "$tmp/stdout" "$tmp/err" decode "$dmg" --format ppm --out "$tmp/dmg2" --skip-bad-frames
 check "stderr is the CLI's lines only, skipping" only_cli_lines "$tmp/err"
 check "--loglevel error shows FFmpeg's lines" run_cv 1 "$tmp/stdout" "$tmp/err" decode "$dmg" --format ppm \

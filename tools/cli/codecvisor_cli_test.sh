@@ -327,7 +327,7 @@ dmg="$tmp/damaged.mp4"
 "${ffmpeg[@]}" -y -f lavfi -i testsrc2=size=320x240:rate=25 -frames:v 200 -c:v libx264 -preset veryfast -bf 2 -g 50 -pix_fmt yuv420p "$dmg"
 printf 'codecvisor%.0s' $(seq 2000) | dd of="$dmg" bs=1 seek=$(($(stat -c %s "$dmg") / 2)) conv=notrunc status=none
 check "damaged file fails by default" run_cv 1 "$tmp/stdout" "$tmp/err" decode "$dmg" --format ppm --out "$tmp/dmg1" --quiet
-check "the failure names the frame" grep -qE "frame [0-9]+ \(pts [0-9]+\) could not be decoded" "$tmp/err"
+check "the failure names the frame" grep -qE "frame [0-9]+ \(at [0-9.e+-]+ s\) could not be decoded" "$tmp/err"
 check "--skip-bad-frames" run_cv 0 "$tmp/dmg.json" "$tmp/err" decode "$dmg" --format ppm --out "$tmp/dmg2" --skip-bad-frames --json
 skipped=$(grep -oE 'skipped [0-9]+ undecodable frames' "$tmp/err" | grep -oE '[0-9]+' || echo 0)
 check "some frames were skipped" [ "$skipped" -gt 0 ]

@@ -90,10 +90,10 @@ absl::StatusOr<ResolvedFrames> ResolveSelection(const ipc::FrameRequest& request
     absl::StatusOr<int64_t> first = IndexAt(session, span->start_seconds);
     if (!first.ok()) return first.status();
     // A vendor's times that never reach the stop (all one time, or a
-    // nanosecond apart) would fill this process's memory: the range ends
-    // where the host would refuse the frames anyway.
-    const double most = std::ceil((span->stop_seconds - span->start_seconds) * ipc::kMaxFramesPerSecond) +
-                        static_cast<double>(ipc::kTimeRangeSlack);
+    // nanosecond apart) would fill this process's memory: at most
+    // kMaxFramesPerSecond a second of the time the frames have covered,
+    // and kTimeRangeSlack in a row at one time, as the host checks them.
+    double first_pts = std::numeric_limits<double>::quiet_NaN();
     double last_pts = -std::numeric_limits<double>::infinity();
     uint64_t sharing = 0;  // frames in a row at last_pts, after the first
     for (int64_t i = *first; count < 0 || i < count; ++i) {
@@ -108,17 +108,19 @@ absl::StatusOr<ResolvedFrames> ResolveSelection(const ipc::FrameRequest& request
       if (st != CV_OK) return VendorError(st, error);
       if (info.pts_seconds >= span->stop_seconds) break;
       sharing = info.pts_seconds > last_pts ? 0 : sharing + 1;
-      if (sharing > ipc::kTimeRangeSlack) {
+      if (sharing >= ipc::kTimeRangeSlack) {
         return absl::InternalError(absl::StrCat("the backend's frame times do not advance: frames ",
                                                 i - static_cast<int64_t>(sharing), " to ", i,
                                                 " all start at or before ", last_pts, " s (at most ",
                                                 ipc::kTimeRangeSlack, " frames in a row may share a time)"));
       }
       last_pts = std::max(last_pts, info.pts_seconds);
-      if (static_cast<double>(out.size()) >= most) {
-        return absl::InternalError(absl::StrCat(
-            "the backend's frame times put more than ", most, " frames in the time range [", span->start_seconds, ", ",
-            span->stop_seconds, ") (at most ", ipc::kMaxFramesPerSecond, " a second)"));
+      if (std::isnan(first_pts)) first_pts = info.pts_seconds;
+      const double covered = std::max(0.0, last_pts - first_pts);
+      if (static_cast<double>(out.size()) >= covered * ipc::kMaxFramesPerSecond + ipc::kTimeRangeSlack) {
+        return absl::InternalError(absl::StrCat("the backend's frame times put ", out.size() + 1, " frames in ",
+                                                covered, " s (at most ", ipc::kMaxFramesPerSecond, " a second, and ",
+                                                ipc::kTimeRangeSlack, " more)"));
       }
       out.push_back(i);
     }

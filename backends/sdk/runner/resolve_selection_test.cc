@@ -131,22 +131,25 @@ TEST_F(ResolveSelectionTest, ATimeRangeWhoseFramesNeverReachItsStopIsAnError) {
   absl::StatusOr<ResolvedFrames> got = ResolveSelection({ipc::PtsRange{0.0, 1.0}}, session_);
   ASSERT_EQ(got.status().code(), absl::StatusCode::kInternal) << got.status();
   EXPECT_EQ(got.status().message(),
-            "the backend's frame times do not advance: frames 0 to 65 all start at or before 0 s (at most 64 frames in "
+            "the backend's frame times do not advance: frames 0 to 64 all start at or before 0 s (at most 64 frames in "
             "a row may share a time)");
+  // However long the range: the bound is the time the frames cover.
   vtable_.get_frame_info = NanosecondApart;
-  got = ResolveSelection({ipc::PtsRange{0.0, 0.5}}, session_);
-  ASSERT_EQ(got.status().code(), absl::StatusCode::kInternal) << got.status();
-  EXPECT_EQ(got.status().message(),
-            "the backend's frame times put more than 5064 frames in the time range [0, 0.5) (at most 10000 a second)");
+  for (double stop : {0.5, 1e6, std::numeric_limits<double>::infinity()}) {
+    got = ResolveSelection({ipc::PtsRange{0.0, stop}}, session_);
+    ASSERT_EQ(got.status().code(), absl::StatusCode::kInternal) << got.status();
+    EXPECT_EQ(got.status().message(),
+              "the backend's frame times put 66 frames in 6.5e-08 s (at most 10000 a second, and 64 more)");
+  }
   // 64 frames sharing a time, then on: a range as long as it has frames.
   vtable_.get_frame_info = [](cv_session*, int64_t index, cv_frame_info* out, cv_error*) {
     out->index = index;
-    out->pts_seconds = index < 65 ? 0.0 : (index - 64) / 10.0;
+    out->pts_seconds = index < 64 ? 0.0 : (index - 63) / 10.0;
     return CV_OK;
   };
   got = ResolveSelection({ipc::PtsRange{0.0, 0.3}}, session_);
   ASSERT_TRUE(got.ok()) << got.status();
-  EXPECT_EQ(got->size(), 67u);
+  EXPECT_EQ(got->size(), 66u);
 }
 
 TEST_F(ResolveSelectionTest, WithNoFrameCountIndicesAreTakenAsGiven) {
