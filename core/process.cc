@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
@@ -317,9 +318,15 @@ absl::StatusOr<ChildProcess> LaunchOnThisThread(const LaunchSpec& spec) {
   // The child has exec'd or exited. After an exec it closes the error pipe
   // moments later (execve closes descriptors after the point where the
   // clone returns); after a failure the report is there.
+  // A process another thread forked meanwhile holds the pipe's end too
+  // until it execs or ends: a child that has exec'd is started.
   pollfd p{read_end.get(), POLLIN, 0};
-  const int ms = static_cast<int>(kExecDeadline.count());
-  if (ipc::RetryEintr([&] { return poll(&p, 1, ms); }) != 1) return give_up(too_slow);
+  const auto until = std::chrono::steady_clock::now() + kExecDeadline;
+  for (;;) {
+    if (ipc::RetryEintr([&] { return poll(&p, 1, 100); }) == 1) break;
+    if (process_internal::ChildExeced(child.pid)) return child;
+    if (std::chrono::steady_clock::now() >= until) return give_up(too_slow);
+  }
   ChildError report{0, kNoStep};
   ssize_t got = ipc::RetryEintr([&] { return read(read_end.get(), &report, sizeof(report)); });
   if (got == sizeof(report)) {

@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,6 +20,7 @@
 #include <system_error>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "ipc/unique_fd.h"
 
 #if defined(__SANITIZE_THREAD__)
@@ -171,6 +173,13 @@ bool HostIsTraced() {
   return field != nullptr && strtol(field + strlen("\nTracerPid:"), nullptr, 10) != 0;
 }
 
+bool ChildExeced(pid_t pid) {
+  struct stat child {
+  }, self{};
+  return stat(absl::StrCat("/proc/", pid, "/exe").c_str(), &child) == 0 && stat("/proc/self/exe", &self) == 0 &&
+         (child.st_dev != self.st_dev || child.st_ino != self.st_ino);
+}
+
 namespace {
 
 // Without CLONE_VM (a ThreadSanitizer build, or a traced host) the child
@@ -253,6 +262,17 @@ CloneResult CloneUntilExec(const CloneRequest& request) {
   // clone returns ('r'), whichever comes first.
   auto help = [&] {
     char first = 0;
+    const int ms = static_cast<int>(request.exec_deadline.count());
+    if (traced) {
+      // The cloning thread does not wait for the child here: the child's
+      // 's', or its 'r' where no child was made, within the deadline.
+      pollfd ready{started_read.get(), POLLIN, 0};
+      if (ipc::RetryEintr([&] { return poll(&ready, 1, ms); }) == 0) {
+        deadline_passed = true;
+        if (child_pid > 0) kill(child_pid, SIGKILL);
+        return;
+      }
+    }
     if (ipc::RetryEintr([&] { return read(started_read.get(), &first, 1); }) != 1 || first != 's') return;
     const pid_t pid = child_pid;
     // The clone fallback gives no pidfd: one is opened now, while the child
@@ -272,8 +292,18 @@ CloneResult CloneUntilExec(const CloneRequest& request) {
       kill_child();
       return;
     }
+    if (traced) {
+      // The exec (or the child's end) closes its copy of the exec pipe; a
+      // process another thread forked meanwhile may hold one too, so past
+      // the deadline a child that has exec'd is started all the same.
+      pollfd closed{exec_read.get(), POLLIN, 0};
+      if (ipc::RetryEintr([&] { return poll(&closed, 1, ms); }) == 0 && !ChildExeced(pid)) {
+        deadline_passed = true;
+        kill_child();
+      }
+      return;
+    }
     pollfd resumed{started_read.get(), POLLIN, 0};
-    const int ms = static_cast<int>(request.exec_deadline.count());
     if (ipc::RetryEintr([&] { return poll(&resumed, 1, ms); }) == 0) {
       deadline_passed = true;
       kill_child();
@@ -324,19 +354,13 @@ CloneResult CloneUntilExec(const CloneRequest& request) {
     }
   }
   syscall(SYS_rt_sigprocmask, SIG_SETMASK, &trampoline.mask, nullptr, sizeof(all));
-  if (traced) {
-    exec_write.reset();
-    if (pid > 0) {
-      // Until the exec (or the child's end) closes its copy, within the
-      // deadline: a process another thread forks meanwhile keeps a copy
-      // until it execs or ends, and then the helper's deadline decides.
-      pollfd closed{exec_read.get(), POLLIN, 0};
-      const int ms = static_cast<int>(request.exec_deadline.count());
-      (void)ipc::RetryEintr([&] { return poll(&closed, 1, ms); });
-    }
+  // Traced, the helper waits for the exec, and hears from this thread only
+  // where no child was made.
+  exec_write.reset();
+  if (!traced || pid < 0) {
+    const char resumed = 'r';
+    (void)!write(started_write.get(), &resumed, 1);
   }
-  const char resumed = 'r';
-  (void)!write(started_write.get(), &resumed, 1);
   helper.join();
 
   if (pid < 0) {

@@ -37,12 +37,14 @@
 // a copy, as fork does, without CLONE_VM or CLONE_VFORK: gdb stops every
 // other thread of a process one of whose threads is in a vfork until the
 // child execs, and the helper the child waits for would never run (the
-// start hung for good under `gdb --args python train.py`). The cloning
-// thread then waits for the exec on a pipe of its own that the exec closes
-// (or whatever closes the child's copies of the host's descriptors first),
-// at most the exec deadline (a process another thread forked meanwhile
-// holds a copy of its end too); the copy costs what a fork costs, in
-// proportion to the host's resident memory.
+// start hung for good under `gdb --args python train.py`). The helper
+// then waits, within the deadline, for the child's first byte and, after
+// `started`, for the exec on a pipe of its own that the exec closes (or
+// whatever closes the child's copies of the host's descriptors first); a
+// process another thread forked meanwhile may hold that pipe open too, so
+// at the deadline a child that has exec'd (ChildExeced) is started all the
+// same. The cloning thread joins the helper. The copy costs what a fork
+// costs, in proportion to the host's resident memory.
 
 #ifndef CODECVISOR_CORE_PROCESS_CLONE_H_
 #define CODECVISOR_CORE_PROCESS_CLONE_H_
@@ -118,6 +120,11 @@ CloneResult CloneUntilExec(const CloneRequest& request);
 // throws away every signal that came while they were blocked, a Ctrl-C to
 // that group among them, which would kill it at the exec. Async-signal-safe.
 void DiscardPendingSignals();
+
+// Whether child `pid` has exec'd: its executable is no longer this
+// process's. For a wait on a pipe the exec closes, which a process another
+// thread forked meanwhile may hold open too.
+bool ChildExeced(pid_t pid);
 
 // Whether a tracer is attached to the calling thread (TracerPid in
 // /proc/thread-self/status): its starts are copies (see above).

@@ -306,17 +306,21 @@ void Supervisor::WatchChannel(uint64_t generation, std::weak_ptr<ipc::HostChanne
   }
   if (generation == generation_ && current_ != nullptr) {
     channels_.emplace(generation, std::move(channel));
-    if (sessions_opened_generation_ != generation) sessions_opened_ = 0;
-    sessions_opened_generation_ = generation;
-    ++sessions_opened_;
   } else if (auto c = channel.lock()) {
     c->Interrupt();  // that generation is already dead
   }
 }
 
-bool Supervisor::ServedAndHoldsNoSession(uint64_t generation) {
+void Supervisor::OpenAnswered(uint64_t generation) {
   MutexLock lock(&mu_);
-  if (sessions_opened_generation_ != generation || sessions_opened_ == 0) return false;
+  if (opens_answered_generation_ != generation) opens_answered_ = 0;
+  opens_answered_generation_ = generation;
+  ++opens_answered_;
+}
+
+bool Supervisor::AnsweredOpensAndHoldsNoSession(uint64_t generation) {
+  MutexLock lock(&mu_);
+  if (opens_answered_generation_ != generation || opens_answered_ == 0) return false;
   for (auto [it, end] = channels_.equal_range(generation); it != end; ++it) {
     if (!it->second.expired()) return false;
   }

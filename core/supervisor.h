@@ -123,9 +123,11 @@ class Supervisor {
   void WatchChannel(uint64_t generation, std::weak_ptr<ipc::HostChannel> channel);
   void SessionOpened();
   void SessionClosed();
-  // Whether the backend process of `generation` has had sessions opened in
-  // it (their channels watched) and has none open now.
-  bool ServedAndHoldsNoSession(uint64_t generation);
+  // An open the backend process of `generation` answered from its plugin
+  // (a session, or the plugin's own error).
+  void OpenAnswered(uint64_t generation);
+  // Whether that process has answered opens and holds no session now.
+  bool AnsweredOpensAndHoldsNoSession(uint64_t generation);
 
   // Parking (core/session_budget.h). A session the supervisor may close
   // to make room for another: TryPark() closes it unless a call of its own
@@ -262,9 +264,9 @@ class Supervisor {
   std::optional<DeathRecord> pending_kill_ ABSL_GUARDED_BY(mu_);
   std::map<uint64_t, DeathRecord> deaths_ ABSL_GUARDED_BY(mu_);  // the last few generations
   std::multimap<uint64_t, std::weak_ptr<ipc::HostChannel>> channels_ ABSL_GUARDED_BY(mu_);
-  // Sessions opened in the process of sessions_opened_generation_.
-  uint64_t sessions_opened_generation_ ABSL_GUARDED_BY(mu_) = 0;
-  size_t sessions_opened_ ABSL_GUARDED_BY(mu_) = 0;
+  // Opens the process of opens_answered_generation_ answered (OpenAnswered).
+  uint64_t opens_answered_generation_ ABSL_GUARDED_BY(mu_) = 0;
+  size_t opens_answered_ ABSL_GUARDED_BY(mu_) = 0;
   RestartPolicy policy_ ABSL_GUARDED_BY(mu_);
   uint64_t restarts_ ABSL_GUARDED_BY(mu_) = 0;
   int sessions_ ABSL_GUARDED_BY(mu_) = 0;

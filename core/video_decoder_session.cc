@@ -116,6 +116,10 @@ absl::Status VideoDecoder::Reopen() {
       opened = handle->process->OpenSession(video_.get(), open, options_.arena_slots, attempt_deadline,
                                             &channel_failure, &file_token);
     }
+    if (opened.ok() ||
+        (!channel_failure && !IsHostShortage(opened.status()) && !IsBackendDescriptorShortage(opened.status()))) {
+      supervisor_->OpenAnswered(handle->generation);
+    }
     if (opened.ok()) {
       if (session_opened_before_ && !SameStream(opened->info.metadata, metadata_)) {
         return Annotate(absl::DataLossError("the restarted backend describes the stream differently"));
@@ -138,13 +142,14 @@ absl::Status VideoDecoder::Reopen() {
     // for minutes.
     // The host's own shortage is not the backend's: the open fails as it is.
     // Out of descriptors with no session of this host open in it, after it
-    // served some, the backend's plugin holds them (a leak), which a fresh
-    // process cures: taken as exhausted. With sessions open, the caller's
-    // to close; on a process that has served none (a plugin whose own
-    // descriptors leave no room for a session), the manifest's open_files
-    // to raise: neither is cured by a fresh process.
+    // answered opens (a session, or a failed open's error), the backend's
+    // plugin holds them (a leak), which a fresh process cures: taken as
+    // exhausted. With sessions open, the caller's to close; on a process
+    // that has answered none (a plugin whose own descriptors leave no room
+    // for a session), the manifest's open_files to raise: neither is cured
+    // by a fresh process.
     const bool leaked = !channel_failure && IsBackendDescriptorShortage(opened.status()) &&
-                        supervisor_->ServedAndHoldsNoSession(handle->generation);
+                        supervisor_->AnsweredOpensAndHoldsNoSession(handle->generation);
     const bool exhausted =
         leaked || (!channel_failure && absl::IsResourceExhausted(opened.status()) && !IsHostShortage(opened.status()));
     // The user's threads at their limit (the runner's noThreadFree): a

@@ -114,13 +114,16 @@ absl::StatusOr<bool> FrameCursor::NextFrame() {
         // frames never came out: the decoder dropped them (damaged data).
         // The first frame after a seek is exempt: decoders drop the leading
         // pictures of an open GOP (HEVC RASL) whose references precede it.
-        // Only packets at or after the stream's start count: an open GOP's
+        // Read from the first packet, packets before the stream's start do
+        // not count until a frame at or after it comes: an open GOP's
         // leading pictures at the very start (a clip cut with -c copy) come
         // before it, and are no index's frame.
         auto later = sent_pts_.lower_bound(frame_->pts);
         const int64_t start = demuxer_->stream()->start_time;
-        auto counted = start == AV_NOPTS_VALUE ? sent_pts_.begin() : sent_pts_.lower_bound(start);
+        const bool before_start_exempt = reading_from_start_ && start != AV_NOPTS_VALUE;
+        auto counted = before_start_exempt ? sent_pts_.lower_bound(start) : sent_pts_.begin();
         if (counted != sent_pts_.end() && *counted < frame_->pts && !first_after_seek_) frame_follows_loss_ = true;
+        if (!before_start_exempt || frame_->pts >= start) reading_from_start_ = false;
         first_after_seek_ = false;
         damage_seen_ = damage_seen_ || frame_follows_loss_;
         // Draining a file cut short: the frames of the packets it lacks
@@ -315,6 +318,7 @@ absl::Status FrameCursor::Rewind() {
   // the first key frame as it did then, and as exact mode and the CLI do.
   await_key_ = false;
   first_after_seek_ = false;
+  reading_from_start_ = true;
   return absl::OkStatus();
 }
 
@@ -340,6 +344,7 @@ void FrameCursor::Restart(bool from_start, bool fresh_decoder) {
   sent_indexed_ = true;
   sent_pts_.clear();
   first_after_seek_ = true;
+  reading_from_start_ = false;
   await_key_ = index_ == nullptr && !keys_unflagged_;
   from_start_ = from_start;
 }

@@ -309,6 +309,9 @@ class FrameCursor {
   std::set<int64_t> sent_pts_;       // pts of packets sent, frames not out yet
   bool damage_seen_ = false;         // frames were lost at least once
   bool first_after_seek_ = false;    // no frame decoded since the last seek
+  // Approximate mode: read from the first packet (the session's first read,
+  // a Rewind), and no frame at or after the stream's start has come yet.
+  bool reading_from_start_ = true;
   // Approximate mode: packets before the first key frame after a seek are
   // not decoded. A demuxer without an index (MPEG-TS) lands on any packet,
   // and decoding from one that is not a key frame gives frames whose

@@ -106,6 +106,10 @@ absl::StatusOr<ResolvedFrames> ResolveSelection(const ipc::FrameRequest& request
       }
       if (st == CV_ERROR_OUT_OF_RANGE) break;
       if (st != CV_OK) return VendorError(st, error);
+      if (!std::isfinite(info.pts_seconds)) {
+        return absl::InternalError(
+            absl::StrCat("the backend's frame ", i, " starts at ", info.pts_seconds, " s (a time is finite)"));
+      }
       if (info.pts_seconds >= span->stop_seconds) break;
       sharing = info.pts_seconds > last_pts ? 0 : sharing + 1;
       if (sharing >= ipc::kTimeRangeSlack) {
@@ -115,7 +119,9 @@ absl::StatusOr<ResolvedFrames> ResolveSelection(const ipc::FrameRequest& request
                                                 ipc::kTimeRangeSlack, " frames in a row may share a time)"));
       }
       last_pts = std::max(last_pts, info.pts_seconds);
-      if (std::isnan(first_pts)) first_pts = info.pts_seconds;
+      // From the range's start, or the first frame's if later: the frame
+      // playing at the start may have begun long before it.
+      if (std::isnan(first_pts)) first_pts = std::max(info.pts_seconds, span->start_seconds);
       const double covered = std::max(0.0, last_pts - first_pts);
       if (static_cast<double>(out.size()) >= covered * ipc::kMaxFramesPerSecond + ipc::kTimeRangeSlack) {
         return absl::InternalError(absl::StrCat("the backend's frame times put ", out.size() + 1, " frames in ",

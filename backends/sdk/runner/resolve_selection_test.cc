@@ -141,6 +141,25 @@ TEST_F(ResolveSelectionTest, ATimeRangeWhoseFramesNeverReachItsStopIsAnError) {
     EXPECT_EQ(got.status().message(),
               "the backend's frame times put 66 frames in 6.5e-08 s (at most 10000 a second, and 64 more)");
   }
+  // A first frame long before the start (or at no finite time) lends the
+  // frames after it no room.
+  vtable_.get_frame_info = [](cv_session*, int64_t index, cv_frame_info* out, cv_error*) {
+    out->index = index;
+    out->pts_seconds = index == 0 ? -1000.0 : static_cast<double>(index) * 1e-9;
+    return CV_OK;
+  };
+  got = ResolveSelection({ipc::PtsRange{0.0, 1e6}}, session_);
+  ASSERT_EQ(got.status().code(), absl::StatusCode::kInternal) << got.status();
+  EXPECT_EQ(std::string(got.status().message()),
+            "the backend's frame times put 66 frames in 6.5e-08 s (at most 10000 a second, and 64 more)");
+  vtable_.get_frame_info = [](cv_session*, int64_t index, cv_frame_info* out, cv_error*) {
+    out->index = index;
+    out->pts_seconds = index == 0 ? -std::numeric_limits<double>::infinity() : static_cast<double>(index) * 1e-9;
+    return CV_OK;
+  };
+  got = ResolveSelection({ipc::PtsRange{0.0, 1e6}}, session_);
+  ASSERT_EQ(got.status().code(), absl::StatusCode::kInternal) << got.status();
+  EXPECT_EQ(std::string(got.status().message()), "the backend's frame 0 starts at -inf s (a time is finite)");
   // 64 frames sharing a time, then on: a range as long as it has frames.
   vtable_.get_frame_info = [](cv_session*, int64_t index, cv_frame_info* out, cv_error*) {
     out->index = index;
