@@ -12,7 +12,8 @@
 
 namespace codecvisor::testing {
 
-absl::StatusOr<std::string> RunWithThreadsRefused(absl::FunctionRef<std::string()> check, int error) {
+absl::StatusOr<std::string> RunWithSyscallsRefused(std::initializer_list<int> syscalls, int error,
+                                                   absl::FunctionRef<std::string()> check) {
   int fds[2];
   if (pipe(fds) != 0) return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
   const pid_t child = fork();
@@ -20,10 +21,9 @@ absl::StatusOr<std::string> RunWithThreadsRefused(absl::FunctionRef<std::string(
   if (child == 0) {
     close(fds[0]);
     scmp_filter_ctx filter = seccomp_init(SCMP_ACT_ALLOW);
-    if (filter == nullptr || seccomp_rule_add(filter, SCMP_ACT_ERRNO(error), SCMP_SYS(clone), 0) != 0 ||
-        seccomp_rule_add(filter, SCMP_ACT_ERRNO(error), SCMP_SYS(clone3), 0) != 0 || seccomp_load(filter) != 0) {
-      _exit(2);
-    }
+    bool ok = filter != nullptr;
+    for (int nr : syscalls) ok = ok && seccomp_rule_add(filter, SCMP_ACT_ERRNO(error), nr, 0) == 0;
+    if (!ok || seccomp_load(filter) != 0) _exit(2);
     const std::string said = check();
     (void)!write(fds[1], said.data(), said.size());
     _exit(0);
@@ -38,6 +38,10 @@ absl::StatusOr<std::string> RunWithThreadsRefused(absl::FunctionRef<std::string(
   if (!WIFEXITED(status)) return absl::InternalError(absl::StrCat("the child died of signal ", WTERMSIG(status)));
   if (WEXITSTATUS(status) != 0) return absl::InternalError("the child could not load its seccomp filter");
   return said;
+}
+
+absl::StatusOr<std::string> RunWithThreadsRefused(absl::FunctionRef<std::string()> check, int error) {
+  return RunWithSyscallsRefused({SCMP_SYS(clone), SCMP_SYS(clone3)}, error, check);
 }
 
 }  // namespace codecvisor::testing

@@ -9,6 +9,7 @@
 #define CODECVISOR_BASE_THREADS_REFUSED_FOR_TEST_H_
 
 #include <cerrno>
+#include <initializer_list>
 #include <string>
 
 #include "absl/functional/function_ref.h"
@@ -16,10 +17,14 @@
 
 namespace codecvisor::testing {
 
-// What `check` returned in a child where clone and clone3 fail with
-// `error` (EAGAIN; EPERM as an older container seccomp profile answers
-// clone3); an error if the child could not be made, could not load its
-// filter, or died.
+// What `check` returned in a child where each of `syscalls` fails with
+// `error` (a seccomp filter); an error if the child could not be made,
+// could not load its filter, or died.
+absl::StatusOr<std::string> RunWithSyscallsRefused(std::initializer_list<int> syscalls, int error,
+                                                   absl::FunctionRef<std::string()> check);
+
+// RunWithSyscallsRefused for clone and clone3: `error` EAGAIN as at
+// RLIMIT_NPROC, EPERM as an older container seccomp profile answers clone3.
 absl::StatusOr<std::string> RunWithThreadsRefused(absl::FunctionRef<std::string()> check, int error = EAGAIN);
 
 }  // namespace codecvisor::testing

@@ -62,6 +62,13 @@ class DescriptorLimitTest : public FaultTest {
 
   absl::StatusOr<std::unique_ptr<VideoDecoder>> OpenVideo() { return Open(video_, "synthetic"); }
 
+  // Backend `name`'s status, its restarts and state noted in `row`.
+  BackendStatus NoteBackend(FaultRow& row, const std::string& name) {
+    const BackendStatus status = StatusOf(name);
+    row.Note(absl::StrCat(status.restarts, " restarts, backend ", status.state));
+    return status;
+  }
+
   // A host whose only backend besides the built-in is `manifest`'s.
   void HostWith(const std::string& manifest) {
     host_.reset();
@@ -110,8 +117,7 @@ class DescriptorLimitTest : public FaultTest {
     }
     row.Saw("an open after two closed: " + CodeName(again.status()));
     EXPECT_TRUE(again.ok()) << again.status();
-    const BackendStatus status = StatusOf("synthetic");
-    row.Note(absl::StrCat(status.restarts, " restarts, backend ", status.state));
+    const BackendStatus status = NoteBackend(row, "synthetic");
     EXPECT_EQ(status.restarts, 0u);
     EXPECT_EQ(status.state, "ready");
   }
@@ -150,8 +156,7 @@ TEST_F(DescriptorLimitTest, ABackendWhosePluginLeaksDescriptorsIsReplaced) {
     EXPECT_TRUE(f.ok() && IsSyntheticFrame(*f, i)) << "decoder " << i << ": " << FrameOutcome(f, i);
   }
   row.Saw(absl::StrCat("opened and decoded: ", good, " of 10"));
-  const BackendStatus status = StatusOf("faulty");
-  row.Note(absl::StrCat(status.restarts, " restarts, backend ", status.state));
+  const BackendStatus status = NoteBackend(row, "faulty");
   EXPECT_GE(status.restarts, 2u);
   EXPECT_EQ(status.state, "ready");
 }
@@ -172,8 +177,7 @@ TEST_F(DescriptorLimitTest, ABackendWithNoRoomForOneSessionIsNotReplaced) {
     EXPECT_NE(d.status().message().find("open_files"), std::string::npos) << d.status();
     EXPECT_EQ(d.status().message().find("poison"), std::string::npos) << d.status();
   }
-  const BackendStatus status = StatusOf("faulty");
-  row.Note(absl::StrCat(status.restarts, " restarts, backend ", status.state));
+  const BackendStatus status = NoteBackend(row, "faulty");
   EXPECT_EQ(status.restarts, 0u);
   EXPECT_EQ(status.state, "ready");
 }
@@ -262,8 +266,7 @@ TEST_F(DescriptorLimitTest, AFirstStartPastTheHostsDescriptorLimitFailsOnlyThatO
   ASSERT_TRUE(again.ok()) << again.status();
   absl::StatusOr<Frame> f = (*again)->GetFrameAt(3);
   EXPECT_TRUE(f.ok() && IsSyntheticFrame(*f, 3)) << FrameOutcome(f, 3);
-  const BackendStatus status = StatusOf("synthetic");
-  row.Note(absl::StrCat(status.restarts, " restarts, backend ", status.state));
+  const BackendStatus status = NoteBackend(row, "synthetic");
   EXPECT_EQ(status.state, "ready");
   EXPECT_EQ(status.restarts, 0u);
 }

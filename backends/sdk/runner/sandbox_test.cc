@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "base/threads_refused_for_test.h"
+
 namespace codecvisor::runner {
 namespace {
 
@@ -76,27 +78,9 @@ TEST(SeccompTest, TheLoggingModeLetsARefusedMemfdThrough) {
 // What ApplyLandlock says in a child whose landlock_create_ruleset answers
 // `error` (a seccomp filter stands for the kernel's answer).
 std::string LandlockRefusal(int error) {
-  int result[2];
-  if (pipe(result) != 0) return "pipe failed";
-  const pid_t child = fork();
-  if (child == 0) {
-    std::string said = "no filter";
-    scmp_filter_ctx filter = seccomp_init(SCMP_ACT_ALLOW);
-    if (filter != nullptr &&
-        seccomp_rule_add(filter, SCMP_ACT_ERRNO(error), SCMP_SYS(landlock_create_ruleset), 0) == 0 &&
-        seccomp_load(filter) == 0) {
-      said = std::string(ApplyLandlock(RunnerSandbox{}).message());
-    }
-    (void)!write(result[1], said.data(), said.size());
-    _exit(0);
-  }
-  close(result[1]);
-  std::string said;
-  char buf[256];
-  for (ssize_t n; (n = read(result[0], buf, sizeof(buf))) > 0;) said.append(buf, static_cast<size_t>(n));
-  close(result[0]);
-  waitpid(child, nullptr, 0);
-  return said;
+  absl::StatusOr<std::string> said = codecvisor::testing::RunWithSyscallsRefused(
+      {SCMP_SYS(landlock_create_ruleset)}, error, [] { return std::string(ApplyLandlock(RunnerSandbox{}).message()); });
+  return said.ok() ? *said : said.status().ToString();
 }
 
 // A kernel with Landlock built in but not enabled at boot answers
