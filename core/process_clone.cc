@@ -17,10 +17,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <optional>
+#include <string>
 #include <system_error>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "base/small_file.h"
 #include "ipc/unique_fd.h"
 
 #if defined(__SANITIZE_THREAD__)
@@ -162,15 +165,10 @@ constexpr bool kHaveClone3OnStack = false;
 // a vfork, until the child execs: the helper, which lets the child go on,
 // would never run.
 bool HostIsTraced() {
-  const int fd = open("/proc/thread-self/status", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  char text[4096];
-  const ssize_t n = ipc::RetryEintr([&] { return read(fd, text, sizeof(text) - 1); });
-  close(fd);
-  if (n <= 0) return false;
-  text[n] = '\0';
-  const char* field = strstr(text, "\nTracerPid:");
-  return field != nullptr && strtol(field + strlen("\nTracerPid:"), nullptr, 10) != 0;
+  const std::optional<std::string> text = ReadSmallFile("/proc/thread-self/status");
+  if (!text.has_value()) return false;
+  const size_t field = text->find("\nTracerPid:");
+  return field != std::string::npos && strtol(text->c_str() + field + strlen("\nTracerPid:"), nullptr, 10) != 0;
 }
 
 bool ChildExeced(pid_t pid) {

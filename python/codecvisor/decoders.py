@@ -11,7 +11,7 @@ import numbers
 import os
 import stat
 import threading
-from typing import Optional, Sequence, Union
+from typing import TYPE_CHECKING, Optional, Sequence, Union
 
 from . import _codecvisor, _errors, _frame, _host, _tensor
 from ._arguments import (_INT64_LIMIT, _MAX_STREAM_INDEX, _MAX_THREADS, _check_timeout, _index, _index_list,
@@ -19,6 +19,9 @@ from ._arguments import (_INT64_LIMIT, _MAX_STREAM_INDEX, _MAX_THREADS, _check_t
 from ._frame import Frame, FrameBatch
 from ._metadata import VideoStreamMetadata, _metadata_change
 from ._sources import _read_source
+
+if TYPE_CHECKING:  # the annotations only: torch is optional
+    import torch
 
 __all__ = ["VideoDecoder", "VideoStreamMetadata", "Frame", "FrameBatch"]
 
