@@ -43,7 +43,8 @@ class OneCall {
       status_ = Status(StatusCode::kFailedPrecondition,
                        "this decoder was opened in process " + std::to_string(impl.owner) +
                            "; a forked child must open its own, from a Host of its own");
-    } else if (impl.busy.exchange(true, std::memory_order_acquire)) {
+    } else if (int idle = Impl::kIdle;
+               !impl.call.compare_exchange_strong(idle, Impl::kInCall, std::memory_order_acquire)) {
       status_ = Status(StatusCode::kFailedPrecondition,
                        "this decoder is in a call already (another thread's, or a ForEachFrame sink calling it): "
                        "a decoder is used by one thread at a time");
@@ -52,7 +53,9 @@ class OneCall {
     }
   }
   ~OneCall() {
-    if (admitted_) impl_.busy.store(false, std::memory_order_release);
+    if (admitted_ && impl_.call.exchange(Impl::kIdle, std::memory_order_acq_rel) == Impl::kInCallDestroyed) {
+      delete &impl_;  // its VideoDecoder was destroyed during this call
+    }
   }
   OneCall(const OneCall&) = delete;
   OneCall& operator=(const OneCall&) = delete;
@@ -79,8 +82,16 @@ Result<std::unique_ptr<VideoDecoder>> api::DecoderAccess::Wrap(
 VideoDecoder::VideoDecoder(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 // In a forked child the decoder is the parent's: closing it would talk to
 // the parent's backend over the parent's channel, so it is left as it is.
+// Destroyed during one of its calls (by a ForEachFrame sink), the call
+// keeps the Impl and deletes it when it ends.
 VideoDecoder::~VideoDecoder() {
-  if (impl_ != nullptr && impl_->owner != getpid()) api::LeaveInherited(impl_);
+  if (impl_ == nullptr) return;
+  if (impl_->owner != getpid()) {
+    api::LeaveInherited(impl_);
+  } else if (int in_call = Impl::kInCall;
+             impl_->call.compare_exchange_strong(in_call, Impl::kInCallDestroyed, std::memory_order_acq_rel)) {
+    (void)impl_.release();
+  }
 }
 
 const StreamMetadata& VideoDecoder::metadata() const { return impl_->metadata; }
@@ -133,7 +144,13 @@ Status StreamFrames(Impl& impl, const FrameSelection& selection, const std::func
   OneCall call(impl);
   if (!call.admitted()) return call.status();
   return api::FromAbsl(impl.decoder->ForEachFrame(
-      api::ToIpc(selection), [&sink](internal::Frame frame) { return api::ToAbsl(sink(Wrap(std::move(frame)))); },
+      api::ToIpc(selection),
+      [&sink, &impl](internal::Frame frame) {
+        if (impl.call.load(std::memory_order_acquire) == Impl::kInCallDestroyed) {
+          return absl::CancelledError("the decoder was destroyed during this ForEachFrame (by its sink)");
+        }
+        return api::ToAbsl(sink(Wrap(std::move(frame))));
+      },
       interrupted));
 }
 

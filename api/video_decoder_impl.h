@@ -23,9 +23,12 @@ struct __attribute__((visibility("hidden"))) VideoDecoder::Impl {
   std::unique_ptr<internal::VideoDecoder> decoder;
   StreamMetadata metadata;
   pid_t owner = getpid();  // the process that opened it; a forked child leaks it
-  // A call in progress: a second thread's (or a sink's own) call meanwhile
-  // is refused instead of corrupting the decoder's channel.
-  std::atomic<bool> busy{false};
+  // Whether a call is in progress: a second thread's (or a sink's own)
+  // call meanwhile is refused instead of corrupting the decoder's channel.
+  // A decoder destroyed during a call (from its ForEachFrame sink) leaves
+  // its Impl to that call, which stops streaming and deletes it at its end.
+  enum CallState : int { kIdle, kInCall, kInCallDestroyed };
+  std::atomic<int> call{kIdle};
 };
 
 namespace api {

@@ -60,13 +60,21 @@ absl::StatusOr<std::vector<Frame>> VideoDecoder::Collect(const FrameSelection& s
                                                        " bytes each, more than half the ", usable >> 20,
                                                        " MiB of memory this process may use; ask for fewer frames"));
     }
-    frames.push_back(std::move(frame));
     // The backend needs a free slot for the next frame: copy out the oldest
     // frames of this batch until one is free. A batch larger than the arena
-    // therefore costs one copy per frame beyond it.
-    const ipc::HostChannel& channel = *session_.channel;
-    while (channel.arena().held_copy_count() >= channel.geometry().copy_slots() && next_to_detach < frames.size()) {
-      frames[next_to_detach++].Detach();
+    // therefore costs one copy per frame beyond it. Memory refused below
+    // the half (an address-space limit the process's own data fills) ends
+    // the request as the half does.
+    const size_t frame_bytes = frame.data().size();
+    try {
+      frames.push_back(std::move(frame));
+      const ipc::HostChannel& channel = *session_.channel;
+      while (channel.arena().held_copy_count() >= channel.geometry().copy_slots() && next_to_detach < frames.size()) {
+        frames[next_to_detach++].Detach();
+      }
+    } catch (const std::bad_alloc&) {
+      return absl::ResourceExhaustedError(absl::StrCat("out of memory keeping the request's frames: ", frames.size(),
+                                                       " frames of ", frame_bytes, " bytes each were kept"));
     }
     return absl::OkStatus();
   });

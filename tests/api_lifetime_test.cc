@@ -4,6 +4,8 @@
 // child forked with the parent's objects.
 
 #include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -12,7 +14,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -187,6 +191,82 @@ TEST_F(ApiHostTest, AFrameOutlivesItsDecoderAndHost) {
   d.reset();
   host_.reset();  // stops the backend's process
   ExpectFrame(*f, 11);
+}
+
+// A sink that destroys its own decoder: the call ends cancelled and the
+// session closes once it does (the request loop read the freed decoder's
+// channel before: SIGSEGV).
+TEST_F(ApiHostTest, ASinkMayDestroyItsOwnDecoder) {
+  auto d = Open();
+  ASSERT_NE(d, nullptr);
+  int frames = 0;
+  std::optional<Frame> kept;
+  Status status = d->ForEachFrame(FrameSelection::InRange(0, 20), [&](Frame f) {
+    ++frames;
+    kept = std::move(f);
+    d.reset();
+    return Status();
+  });
+  EXPECT_EQ(status.code(), StatusCode::kCancelled) << status.ToString();
+  EXPECT_EQ(frames, 1);
+  ASSERT_TRUE(kept.has_value());
+  ExpectFrame(*kept, 0);
+  for (const BackendInfo& b : host_->Backends()) EXPECT_EQ(b.sessions, 0) << b.name;
+  auto again = Open();
+  ASSERT_NE(again, nullptr);
+  auto f = again->GetFrameAt(7);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  ExpectFrame(*f, 7);
+  EXPECT_EQ(again->retries(), 0u);
+}
+
+// Memory refused below the half a batch may take (an address-space limit
+// the process's own data mostly fills) is kResourceExhausted, and the
+// decoder goes on; std::bad_alloc came out of GetFramesInRange before. In
+// a child of its own, whose address space is limited.
+TEST_F(ApiHostTest, ABatchRefusedMemoryIsAStatusNotAnException) {
+#if __has_feature(address_sanitizer)
+  GTEST_SKIP() << "AddressSanitizer's shadow memory fits under no address-space limit (the plain run checks this)";
+#endif
+  const std::string big = testing::WriteFile("big.syn", "synthetic frames=100 width=1024 height=1024 fps=10");
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    HostOptions options;
+    options.backend_path = {Runfile("backends/testing")};
+    auto host = Host::Create(options);
+    if (!host.ok()) _exit(10);
+    auto d = (*host)->OpenDecoder(big, DecoderOptions{.device = "synthetic"});
+    if (!d.ok() || !(*d)->GetFrameAt(0).ok()) _exit(11);
+    // The process's own data: 1 GiB of address space. Then room for about
+    // 32 more frames of 3 MiB, where 64 are asked for (192 MiB, under half
+    // the limit).
+    constexpr size_t kOwn = size_t{1} << 30, kRoom = size_t{96} << 20;
+    if (mmap(nullptr, kOwn, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0) == MAP_FAILED) _exit(12);
+    std::ifstream statm("/proc/self/statm");
+    size_t pages = 0;
+    if (!(statm >> pages)) _exit(13);
+    const rlimit limit{pages * sysconf(_SC_PAGESIZE) + kRoom, RLIM_INFINITY};
+    if (setrlimit(RLIMIT_AS, &limit) != 0) _exit(14);
+    int code = 0;
+    try {
+      auto frames = (*d)->GetFramesInRange(0, 64);
+      if (frames.ok() || frames.status().code() != StatusCode::kResourceExhausted ||
+          frames.status().message().find("out of memory keeping the request's frames") == std::string::npos) {
+        code |= 1;
+      }
+    } catch (...) {
+      code |= 2;
+    }
+    auto after = (*d)->GetFrameAt(5);
+    if (!after.ok() || after->index() != 5) code |= 4;
+    _exit(code);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "child status " << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: not kResourceExhausted out of memory, 2: an exception, 4: the next call "
+                                       "failed, 10+: set-up";
 }
 
 TEST_F(ApiHostTest, ADecoderOutlivingItsHostFailsAsUnavailable) {

@@ -76,7 +76,10 @@ class VideoDecoder {
   // first error (the backend's or the sink's) is returned with the decoder
   // ready for its next request. A sink that throws is treated as one that
   // returned an error, and its exception is rethrown once the request is
-  // drained: the decoder stays usable and its backend is not blamed.
+  // drained: the decoder stays usable and its backend is not blamed. A
+  // sink may destroy this decoder (its unique_ptr's reset()): the sink gets
+  // no more frames, the call ends its request and returns kCancelled (or
+  // the sink's own error), and the session closes then.
   Status ForEachFrame(const FrameSelection& selection, const std::function<Status(Frame)>& sink);
   // ForEachFrame that also ends soon after `interrupted` becomes true: set
   // it from another thread, or from a signal handler (a lock-free atomic
