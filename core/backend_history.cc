@@ -180,6 +180,24 @@ std::string DefaultBackendHistoryPath() {
   return "";
 }
 
+namespace {
+
+// A file that is not one this code wrote (a path set by mistake to a
+// video) is left as it is; a history damaged after its header, or zeroed
+// by a crash, starts afresh.
+absl::Status CheckIsHistory(const std::string& text, const std::string& path) {
+  const bool zeroed = text.find_first_not_of('\0') == std::string::npos;
+  if (!zeroed && !absl::StartsWith(text, kHeader)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(path,
+                     ": not a codecvisor backend history (it does not begin with its header); not replaced: "
+                     "remove it to start a new one"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<BackendHistory> ReadBackendHistory(const std::string& path) {
   absl::StatusOr<std::string> text = ReadText(path);
   if (absl::IsNotFound(text.status())) return BackendHistory{};
@@ -205,6 +223,10 @@ absl::Status UpdateBackendHistory(const std::string& path, absl::FunctionRef<voi
   if (geteuid() == 0) {
     if (absl::Status s = CheckOwnFolders(Folder(path), 0); !s.ok()) return s;
   }
+  // Checked before the lock too, whose file would be left beside the user's.
+  if (absl::StatusOr<std::string> text = ReadText(path); text.ok()) {
+    if (absl::Status s = CheckIsHistory(*text, path); !s.ok()) return s;
+  }
   if (absl::Status s = MakeFolders(Folder(path)); !s.ok()) return s;
   const std::string lock_path = path + ".lock";
   ipc::UniqueFd lock(open(lock_path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
@@ -223,15 +245,7 @@ absl::Status UpdateBackendHistory(const std::string& path, absl::FunctionRef<voi
   }
   BackendHistory updated;
   if (absl::StatusOr<std::string> text = ReadText(path); text.ok()) {
-    // A file that is not one this code wrote (a path set by mistake to a
-    // video) is left as it is; a history damaged after its header, or
-    // zeroed by a crash, starts afresh.
-    const bool zeroed = text->find_first_not_of('\0') == std::string::npos;
-    if (!zeroed && !absl::StartsWith(*text, kHeader)) {
-      return absl::FailedPreconditionError(
-          absl::StrCat(path, ": not a codecvisor backend history (it does not begin with its header); not replaced: "
-                             "remove it to start a new one"));
-    }
+    if (absl::Status s = CheckIsHistory(*text, path); !s.ok()) return s;
     absl::StatusOr<BackendHistory> history = ParseBackendHistory(*text, path);
     if (history.ok()) updated = *std::move(history);
   } else if (!absl::IsNotFound(text.status())) {

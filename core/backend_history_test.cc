@@ -223,6 +223,8 @@ TEST(BackendHistoryTest, AFileThatIsNotAHistoryIsLeftAsItIs) {
     EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
     EXPECT_NE(s.message().find("not a codecvisor backend history"), std::string::npos) << s;
     EXPECT_EQ(ReadText(path), std::string(text));
+    struct stat st;
+    EXPECT_NE(stat((path + ".lock").c_str(), &st), 0) << "a lock file was left beside the user's file";
   }
   const std::string fifo = std::string(getenv("TEST_TMPDIR")) + "/history_fifo";
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <set>
 
@@ -32,6 +33,13 @@ std::string Stem(const std::string& path) {
   size_t slash = path.rfind('/');
   std::string file = slash == std::string::npos ? path : path.substr(slash + 1);
   return file.substr(0, file.size() - 5);
+}
+
+// The path with links and dots resolved, or as given where it cannot be.
+std::string Canonical(const std::string& path) {
+  std::error_code error;
+  std::filesystem::path canonical = std::filesystem::canonical(path, error);
+  return error ? path : canonical.string();
 }
 
 }  // namespace
@@ -93,7 +101,12 @@ Discovery DiscoverBackends(const DiscoveryOptions& options) {
     out.backends.push_back(std::move(b));
   };
   add(builtin);
-  for (const std::string& p : paths) add(p);
+  // A folder listed twice (CODECVISOR_BACKEND_PATH=/d:/d, or the install's
+  // own) is read once: its manifests are not others providing the same name.
+  std::set<std::string> seen = {Canonical(builtin)};
+  for (const std::string& p : paths) {
+    if (seen.insert(Canonical(p)).second) add(p);
+  }
   // A broken manifest is listed under its file's stem. It must not share a
   // name with a working backend (the host routes a name's devices to the
   // entry of that name) or with an earlier broken one: such an entry is

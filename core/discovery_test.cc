@@ -117,6 +117,21 @@ TEST_F(DiscoveryTest, NoPluginMayTakeTheCpuDeviceOrName) {
   EXPECT_TRUE(duplicate_name_failed);
 }
 
+// CODECVISOR_BACKEND_PATH=/d:/d, or a folder named two ways (or the
+// install's own folder on the path): each manifest is read once, not
+// listed again as another providing its name.
+TEST_F(DiscoveryTest, AFolderListedTwiceIsReadOnce) {
+  Write("a/acme.toml", Manifest("acme", "'acme'"));
+  DiscoveryOptions o = Options();
+  o.search_path = {root_ + "/a", root_ + "/a", root_ + "/b/../a", root_ + "/builtin"};
+  Discovery d = DiscoverBackends(o);
+  ASSERT_EQ(d.backends.size(), 2u);
+  EXPECT_EQ(d.backends[0].name, "cpu");
+  EXPECT_EQ(d.backends[1].name, "acme");
+  EXPECT_TRUE(d.backends[1].manifest.ok());
+  EXPECT_TRUE(d.warnings.empty());
+}
+
 TEST_F(DiscoveryTest, AutoloadOffKeepsOnlyTheBuiltin) {
   Write("a/acme.toml", Manifest("acme", "'acme'"));
   Write("builtin/installed.toml", Manifest("installed", "'inst'"));

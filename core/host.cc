@@ -147,10 +147,11 @@ Host::~Host() {
     // a history that cannot be written costs only the record, which is
     // said, once, so that a later `codecvisor backends` that shows no
     // earlier failure is not taken for a clean record.
-    absl::StatusOr<BackendHistory> before = ReadBackendHistory(options_.history_file);
-    BackendHistory after = before.ok() ? *before : BackendHistory{};
+    absl::StatusOr<BackendHistory> read = ReadBackendHistory(options_.history_file);
+    const BackendHistory before = read.ok() ? *std::move(read) : BackendHistory{};
+    BackendHistory after = before;
     AddSightings(seen, &after);
-    if (!before.ok() || after != *before) {
+    if (after != before) {
       const absl::Status written =
           UpdateBackendHistory(options_.history_file, [&](BackendHistory* h) { AddSightings(seen, h); });
       if (!written.ok()) {

@@ -124,9 +124,20 @@ absl::StatusOr<std::vector<Frame>> InStreamOrder(std::span<const T> asked, Colle
 
 absl::StatusOr<std::vector<Frame>> VideoDecoder::GetFramesAt(std::span<const int64_t> indices) {
   if (absl::Status s = RefuseUnlessFits(indices.size()); !s.ok()) return s;
-  // Negative indices count from the end; in stream order only where none is.
+  // Negative indices count from the end, placed as the runner places them
+  // (the known count, else the estimate), so that they too are asked for
+  // in stream order; a list with one the count does not reach goes as given,
+  // for the runner's error.
+  const int64_t known = metadata_.known_frame_count();
+  const int64_t count = known >= 0 ? known : metadata_.estimated_frame_count();
+  std::vector<int64_t> placed;
   if (std::any_of(indices.begin(), indices.end(), [](int64_t i) { return i < 0; })) {
-    return Collect({ipc::IndexList{{indices.begin(), indices.end()}}});
+    if (count <= 0 || std::any_of(indices.begin(), indices.end(), [&](int64_t i) { return i < -count; })) {
+      return Collect({ipc::IndexList{{indices.begin(), indices.end()}}});
+    }
+    placed.reserve(indices.size());
+    for (int64_t i : indices) placed.push_back(i < 0 ? count + i : i);
+    indices = placed;
   }
   return InStreamOrder(
       indices, [this](std::vector<int64_t> distinct) { return Collect({ipc::IndexList{std::move(distinct)}}); },

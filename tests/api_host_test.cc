@@ -92,6 +92,17 @@ TEST_F(ApiHostTest, MetadataAndEveryAccessMethod) {
   EXPECT_EQ(Indices(*at), wanted);
   for (const Frame& f : *at) ExpectFrame(f, f.index());
   at->clear();  // gives the arena slots back
+  // Negative indices are placed first, so that the frames are asked for in
+  // stream order, each once: -1 and 39 are one frame, the second a copy
+  // (each was decoded afresh, in the order given, before).
+  const std::vector<int64_t> from_end = {-1, 4, 39, -40};
+  auto back = d->GetFramesAt(from_end);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(Indices(*back), (std::vector<int64_t>{39, 4, 39, 0}));
+  for (const Frame& f : *back) ExpectFrame(f, f.index());
+  EXPECT_NE((*back)[0].shared(), (*back)[2].shared()) << "frame 39 was decoded twice";
+  back->clear();
+  EXPECT_EQ(d->GetFramesAt(std::vector<int64_t>{3, -41}).status().code(), StatusCode::kOutOfRange);
 
   auto range = d->GetFramesInRange(0, 40, 10);
   ASSERT_TRUE(range.ok());

@@ -80,7 +80,7 @@ void AddOpenFlags(CLI::App* command, cli::OpenArgs* args, std::string* seek_mode
   AddLogLevelFlag(command, &args->log_level);
   command
       ->add_option("--device", args->device,
-                   "decode on this device (NAME or NAME:INDEX; cpu takes no index); default: "
+                   "decode on this device (NAME or NAME:INDEX; cpu takes no index but torch's cpu:0); default: "
                    "$CODECVISOR_DEFAULT_DEVICE, else cpu")
       ->check(CLI::Validator(
           [](std::string& device) {
@@ -185,7 +185,12 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 256));
   auto* out =
       decode->add_option("--out", decode_args.out, "output folder (created if missing), or - for stdout (y4m, rgb24)")
-          ->required();
+          ->required()
+          ->check(CLI::Validator(
+              [](const std::string& value) {
+                return value.empty() ? std::string("give a folder, or -") : std::string();
+              },
+              "DIR"));
   decode->add_flag("-q,--quiet", decode_args.quiet, "no progress bar and no summary");
   decode
       ->add_flag("--skip-bad-frames", decode_args.skip_bad_frames,
@@ -206,7 +211,8 @@ int main(int argc, char** argv) {
                                                       "'-'; use --format y4m or rgb24 for standard output");
     }
     if (decode_args.out == cli::kStdout && decode_args.json) {
-      throw CLI::ValidationError("--json", "stdout carries the frames with --out -; give --out DIR for --json");
+      throw CLI::ExcludesError("--json: stdout carries the frames with --out -; give --out DIR for --json",
+                               CLI::ExitCodes::ExcludesError);
     }
     exit_code = cli::RunDecode(decode_args);
   });
@@ -294,7 +300,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.01, 200.0));
   conformance->callback([&] {
     if (conformance_args.backend.empty() && conformance_args.manifest.empty()) {
-      throw CLI::ValidationError("conformance", "give --backend NAME or --backend-manifest PATH");
+      throw CLI::RequiredError("conformance: give --backend NAME or --backend-manifest PATH",
+                               CLI::ExitCodes::RequiredError);
     }
     if (conformance_args.reference.empty() != conformance_args.reference_timestamps.empty()) {
       throw CLI::ValidationError("--reference", "give both --reference FRAMES and --reference-timestamps FILE");

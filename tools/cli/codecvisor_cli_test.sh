@@ -164,7 +164,10 @@ check "decode json" [ "$(cat "$tmp/decode.json")" = "{\"schema_version\":1,\"fil
 check "ffprobe agrees on frame 2's pts" [ "$(/usr/bin/ffprobe -v error -select_streams v:0 -show_entries frame=pts_time,pkt_duration_time -of csv=p=0 "$video" | grep . | sed -n 3p | cut -d, -f1,2)" = "0.080000,0.040000" ]
 check "decode json y4m names the stream file" run_cv 0 "$tmp/decode.json" "$tmp/err" decode "$video" --format y4m --frames 0:1 --json --out "$tmp/jy"
 check "decode json y4m file" contains "$(cat "$tmp/decode.json")" "\"index\":0,\"pts_seconds\":0,\"duration_seconds\":0.04,\"file\":\"$tmp/jy/clip.y4m\""
-check "--json with --out - is bad usage" run_cv 105 "$tmp/stdout" "$tmp/err" decode "$video" --format y4m --json --out -
+check "--json with --out - is bad usage" run_cv 108 "$tmp/stdout" "$tmp/err" decode "$video" --format y4m --json --out -
+check "... and says why" grep -q "^--json: stdout carries the frames with --out -" "$tmp/err"
+check "an empty --out is bad usage" run_cv 105 "$tmp/stdout" "$tmp/err" decode "$video" --out ""
+check "... and says why" grep -q "give a folder, or -" "$tmp/err"
 
 # inputs and flags the CLI refuses with a clear message
 check "http URL" run_cv 1 "$tmp/stdout" "$tmp/err" info "http://example.com/clip.mp4"
@@ -177,6 +180,8 @@ check "--stream -1 message is short" [ "$(wc -c <"$tmp/err")" -lt 300 ]
 check "--device cpu:1 is bad usage" run_cv 105 "$tmp/stdout" "$tmp/err" info "$video" --device cpu:1
 check "--device cpu:1 message" grep -q "the cpu device has no index; use --device cpu" "$tmp/err"
 check "--device cpu is fine" run_cv 0 "$tmp/stdout" "$tmp/err" info "$video" --device cpu
+check "--device cpu:0 (torch's name) is the cpu" run_cv 0 "$tmp/stdout" "$tmp/err" info "$video" --device cpu:0
+check "CODECVISOR_DEFAULT_DEVICE=cpu:0 is the cpu" bash -c 'CODECVISOR_DEFAULT_DEVICE=cpu:0 "$0" info "$1" >/dev/null' "$cv" "$video"
 check "an extra argument exits 109" run_cv 109 "$tmp/stdout" "$tmp/err" info "$video" extra
 check "an unknown option exits 109" run_cv 109 "$tmp/stdout" "$tmp/err" info "$video" --bogus
 check "exit codes in --help" contains "$("$cv" --help)" "109 an unknown option or an extra argument"
@@ -232,6 +237,12 @@ mkdir -p "$tmp/state/codecvisor" && echo "not a history" >"$tmp/state/codecvisor
 export XDG_STATE_HOME="$tmp/state"
 check "--reset with a history it cannot clear fails" run_cv 1 "$tmp/stdout" "$tmp/err" backends --reset cpu --no-check
 check "it says so" grep -q "could not clear its record" "$tmp/err"
+# A command whose host saw no failure has nothing to record: no warning
+# that its record was lost, and no lock file beside that file.
+check "no failure, no history warning" run_cv 0 "$tmp/stdout" "$tmp/err" backends --no-check
+check "... nothing said" bash -c "! grep -q 'not recorded' '$tmp/err'"
+check "... no lock file" test ! -e "$tmp/state/codecvisor/backends.toml.lock"
+check "... the file kept" [ "$(cat "$tmp/state/codecvisor/backends.toml")" = "not a history" ]
 unset XDG_STATE_HOME
 
 # doctor: on this machine every mechanism is present and cpu starts fully sandboxed
@@ -389,7 +400,8 @@ check "an option given twice" run_cv 114 "$tmp/stdout" "$tmp/err" decode "$video
 check "an option given twice is named" grep -q -- "--frames" "$tmp/err"
 check "an empty --backend-manifest is bad usage" run_cv 105 "$tmp/stdout" "$tmp/err" backends --backend-manifest ""
 check "... that says so" grep -q "an empty path names no manifest" "$tmp/err"
-check "conformance needs a backend" run_cv 105 "$tmp/stdout" "$tmp/err" conformance
+check "conformance needs a backend" run_cv 106 "$tmp/stdout" "$tmp/err" conformance
+check "... and says which" grep -q "^conformance: give --backend NAME or --backend-manifest PATH" "$tmp/err"
 check "conformance --sample of a missing file" run_cv 105 "$tmp/stdout" "$tmp/err" conformance --backend cpu \
   --sample "$tmp/no_such.mkv"
 check "conformance --reference needs its timestamps" run_cv 105 "$tmp/stdout" "$tmp/err" conformance --backend cpu \

@@ -30,7 +30,7 @@ absl::StatusOr<std::unique_ptr<Host>> CreateHost(const std::vector<std::string>&
   absl::StatusOr<std::unique_ptr<Host>> host = ToAbsl(Host::Create(options));
   if (!host.ok()) return host.status();
   // The default device is held to --device's rule: "cpu:1" is no device,
-  // not silently the cpu.
+  // not silently the cpu ("cpu:0", torch's name for it, is).
   if (!CheckDeviceFlag((*host)->default_device()).ok()) {
     return absl::InvalidArgumentError(absl::StrCat("CODECVISOR_DEFAULT_DEVICE='", (*host)->default_device(),
                                                    "': the cpu device has no index; set it to cpu"));
@@ -117,7 +117,7 @@ absl::Status CheckReadableFile(const std::string& path) {
 
 absl::Status CheckDeviceFlag(absl::string_view device) {
   const size_t colon = device.find(':');
-  if (device.substr(0, colon) == "cpu" && colon != absl::string_view::npos) {
+  if (device.substr(0, colon) == "cpu" && colon != absl::string_view::npos && device != "cpu:0") {
     return absl::InvalidArgumentError(absl::StrCat("'", device, "': the cpu device has no index; use --device cpu"));
   }
   return absl::OkStatus();

@@ -75,9 +75,10 @@ void PrintWarnings(absl::string_view command, const Host& host);
 // kInvalidArgument: "URLs are not supported".
 [[nodiscard]] absl::Status CheckReadableFile(const std::string& path);
 
-// The --device check the command line runs: "cpu:N" is kInvalidArgument,
-// since the cpu device has no index (the host would ignore it). Other
-// devices are checked by the host when it opens the decoder.
+// The --device check the command line runs: "cpu:N" is kInvalidArgument
+// but for "cpu:0" (torch's name for the cpu, which the library takes), since
+// the cpu device has no index. Other devices are checked by the host when
+// it opens the decoder.
 [[nodiscard]] absl::Status CheckDeviceFlag(absl::string_view device);
 
 // Prints "codecvisor COMMAND: SUBJECT: cause" on stderr (the subject only
