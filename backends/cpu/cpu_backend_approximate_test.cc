@@ -342,5 +342,36 @@ TEST(ApproximateModeTest, TheLastCountedIndexIsTheLastFrameWhereverItsTime) {
   }
 }
 
+// A variable-rate stream (25 frames at 25 fps, then 25 at 10 fps): read
+// in order from an index placed by its nominal time, frames run out before
+// the count does. The indices after that are found by their own times, as
+// each alone would be; before, every one up to the count was "past the
+// end" (samplers over such files failed for random seeds).
+TEST(ApproximateModeTest, IndicesInOrderPastTheFramesLeftAreFoundByTime) {
+  const std::string path = MakeVideo("two_rates.mp4",
+                                     "-f lavfi -i testsrc2=size=64x48:rate=25 -frames:v 50 "
+                                     "-vf settb=1/1000,setpts='if(lt(N,25),N/25,1+(N-25)/10)/TB' "
+                                     "-fps_mode passthrough -enc_time_base 1/1000 -c:v libx264 -preset veryfast "
+                                     "-bf 0 -pix_fmt yuv420p");
+  TestSession approx(path, Approximate());
+  ASSERT_TRUE(approx.ok()) << approx.open_message();
+  ASSERT_EQ(approx.Metadata().num_frames_from_header, 50);
+  std::string pixels, message;
+  int64_t ran_out = -1;  // the first index the frames in order did not reach
+  int64_t last_pts = -1;
+  for (int64_t i = 30; i < 50; ++i) {
+    cv_frame_info info{};
+    ASSERT_EQ(approx.Decode(i, &pixels, &info, &message), CV_OK) << "frame " << i << ": " << message;
+    if (ran_out < 0 && info.pts <= last_pts) ran_out = i;
+    last_pts = info.pts;
+    TestSession alone(path, Approximate());
+    cv_frame_info fresh{};
+    ASSERT_EQ(alone.Decode(i, &pixels, &fresh, &message), CV_OK) << "frame " << i << " alone: " << message;
+    if (ran_out >= 0 && i == ran_out) EXPECT_EQ(info.pts, fresh.pts) << "frame " << i;
+  }
+  EXPECT_GT(ran_out, 30) << "the file is what the test needs: frames in order run out before index 49";
+  EXPECT_EQ(approx.Decode(50, &pixels, nullptr, &message), CV_ERROR_OUT_OF_RANGE) << message;
+}
+
 }  // namespace
 }  // namespace codecvisor::cpu

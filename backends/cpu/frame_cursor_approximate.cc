@@ -279,6 +279,12 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeApproximate(int64_t index, int
     while (from_first_packet && got.ok() && *got && PassUntimedBeforeTimes()) got = NextFrame();
     if (!got.ok()) return got.status();
     if (!*got && !LostAtEnd(SaturatingSub(target_pts, tolerance))) {
+      // The frames ran out before the count (a variable-rate stream, its
+      // fast stretch read one frame an index): the index is the frame at
+      // its nominal time, as a request for it alone finds it. (The call
+      // reads no further in this branch: last_index_ is unlabelled.)
+      absl::StatusOr<const AVFrame*> by_time = DecodeApproximate(index, target_pts, frame_duration, last_counted);
+      if (by_time.ok() || !absl::IsOutOfRange(by_time.status())) return by_time;
       return absl::OutOfRangeError(
           absl::StrCat("frame ", index,
                        " is past the end: the stream ended before it (the header's frame "
