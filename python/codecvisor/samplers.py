@@ -283,16 +283,18 @@ def _time_sampler(random: bool, decoder, num_clips: Optional[int], seconds_betwe
     # torch's default single-precision one, so a seed draws what it always
     # drew.
     if not random:
-        # At most arange's count (a step too small to count is too many).
+        # Starts start + k * step before the end, counted as the decimal
+        # arithmetic the caller wrote means them: 2.8 + 8 * 0.05 is the end
+        # 3.2, not a start a rounding below it, whose first frame would be
+        # the one at the end the range leaves out (a step too small to count
+        # is too many clips).
         count = (end - start) / seconds_between_clip_starts
-        num_clips = max(0, math.ceil(count)) if math.isfinite(count) else 1 << 62
+        num_clips = max(1, math.ceil(count - 1e-9)) if math.isfinite(count) else 1 << 62
     _check_clips_memory(decoder, num_clips, num_frames_per_clip)
     if random:
         starts = torch.rand(num_clips, generator=generator).double() * (end - start) + start
     else:
-        starts = torch.arange(start, end, seconds_between_clip_starts, dtype=torch.float64)
-        starts = starts[starts < end]  # arange may step onto `end` by rounding
-        num_clips = len(starts)
+        starts = start + torch.arange(num_clips, dtype=torch.float64) * seconds_between_clip_starts
     seconds: List[float] = []
     for s in starts:
         clip = [s + i * between for i in range(num_frames_per_clip)]

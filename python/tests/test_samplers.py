@@ -220,6 +220,18 @@ def test_regular_timestamps_start_every_n_seconds(make):
     assert indices(clips) == [[4, 8], [10, 14]]  # 2.0 is past the range
 
 
+def test_regular_starts_stop_before_an_end_that_a_step_reaches(make):
+    # 2.8 + 8 * 0.05 is 3.2, the end the range leaves out, though in binary
+    # it rounds to a hair below it: 9 clips came back, the last one's first
+    # frame the one at 3.2 s (torchcodec gives 8).
+    d = make(32)  # 4 s
+    for start, end, step, count in ((2.8, 3.2, 0.05, 8), (0.0, 2.7, 0.3, 9), (0.1, 0.4, 0.02, 15), (0.5, 2.0, 0.75, 2)):
+        clips = clips_at_regular_timestamps(d, seconds_between_clip_starts=step, sampling_range_start=start,
+                                            sampling_range_end=end)
+        assert clips.pts_seconds.shape == (count, 1), (start, end, step)
+        assert (clips.pts_seconds < end - 1e-9).all(), (start, end, step)
+
+
 def test_the_default_range_keeps_every_clip_inside_the_stream_despite_rounding(tmp_path):
     # 37 frames at 25 fps end at 1.48 s; clips of 30 frames 0.04 s apart may
     # start until 1.48 - 29 * 0.04, which rounds to a hair past 0.32, and a
