@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -91,18 +92,21 @@ class PyDecoder {
   }
 
  private:
-  // fn() with the GIL released and the lock held; the lock is released
-  // before the GIL is taken back (where Python may end the thread as the
-  // interpreter exits: WithoutGil). A forked child's decoder is its
-  // parent's: that is refused before the lock, which a parent thread may
-  // have held at the fork.
+  // fn() (a value) with the GIL released and the lock held, as
+  // LockedUnlessInterrupted: a property read while another thread's request
+  // holds the decoder ends with KeyboardInterrupt on Ctrl-C, as a request
+  // does.
   template <typename Fn>
   std::invoke_result_t<Fn> Locked(Fn fn) {
-    decoder_.CheckOwner("this decoder");
-    return WithoutGil([&] {
-      std::lock_guard<std::timed_mutex> lock(mu_);
-      return fn();
+    InterruptWatch interrupt;
+    std::optional<std::invoke_result_t<Fn>> value;
+    const Status status = LockedUnlessInterrupted(interrupt, [&] {
+      value.emplace(fn());
+      return Status();
     });
+    interrupt.Rethrow();
+    if (!value.has_value()) Check(status);
+    return *std::move(value);
   }
   // fn(decoder), Locked. ValueError once closed (by another thread, while
   // this one waited for the lock).
@@ -117,7 +121,12 @@ class PyDecoder {
   Status WithDecoderUnlessInterrupted(const InterruptWatch& interrupt, Fn fn) {
     return LockedUnlessInterrupted(interrupt, [&] { return fn(OpenDecoder()); });
   }
-  // fn() (a Status) Locked, unless Ctrl-C comes while the lock is awaited.
+  // fn() (a Status) with the GIL released and the lock held, unless Ctrl-C
+  // comes while the lock is awaited (kCancelled). The lock is released
+  // before the GIL is taken back (where Python may end the thread as the
+  // interpreter exits: WithoutGil). A forked child's decoder is its
+  // parent's: that is refused before the lock, which a parent thread may
+  // have held at the fork.
   template <typename Fn>
   Status LockedUnlessInterrupted(const InterruptWatch& interrupt, Fn fn) {
     decoder_.CheckOwner("this decoder");

@@ -264,6 +264,14 @@ def test_ctrl_c_ends_a_close_waiting_for_another_threads_request(tmp_path):
         d[0]
 
 
+@pytest.mark.parametrize("read", [lambda d: d.backend, lambda d: d.retries])
+def test_ctrl_c_ends_a_property_read_waiting_for_another_threads_request(tmp_path, read):
+    # backend and retries ask the decoder, under its lock: Ctrl-C raised
+    # only once the other thread's request had ended (2.7-4.7 s later).
+    d = _interrupted_while_another_thread_decodes(tmp_path, read)
+    assert d.backend == "faulty" and d.retries == 0
+
+
 def test_a_sigint_handler_of_the_users_own_lets_the_request_finish(tmp_path):
     # Only Python's default handler (KeyboardInterrupt) cancels a request: a
     # handler of the user's own may not raise, and runs once it has ended.
