@@ -78,11 +78,26 @@ cv_status Report(cv_error* error, const std::string& label, const absl::Status& 
               absl::StrCat("video '", label, "': ", status.message()));
 }
 
+// An error met while an allocation failed (ffmpeg_log.h) is the memory's,
+// not the file's: a header that could not be read for want of memory is no
+// damaged file, which a batch job would skip.
+cv_status BlameMemory(cv_status status, uint64_t failures_before, cv_error* error) {
+  if (status == CV_OK || status == CV_ERROR_RESOURCE_EXHAUSTED || AllocationFailures() == failures_before) {
+    return status;
+  }
+  const std::string message = error != nullptr ? error->message : "";
+  return Fail(error, CV_ERROR_RESOURCE_EXHAUSTED,
+              absl::StrCat(message,
+                           " (the backend ran out of memory meanwhile, which is no fault of the file's: "
+                           "[sandbox] memory_mb in its manifest)"));
+}
+
 // Runs `fn` (returning cv_status) with no exception escaping into C.
 template <typename Fn>
 cv_status Guarded(cv_error* error, Fn fn) {
+  const uint64_t failures_before = AllocationFailures();
   try {
-    return fn();
+    return BlameMemory(fn(), failures_before, error);
   } catch (const std::bad_alloc&) {
     return Fail(error, CV_ERROR_RESOURCE_EXHAUSTED, "cpu backend: out of memory");
   } catch (const std::exception& e) {

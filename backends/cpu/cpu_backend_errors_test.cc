@@ -24,6 +24,10 @@
 #include "backends/cpu/test_media.h"
 #include "gtest/gtest.h"
 
+extern "C" {
+#include <libavutil/log.h>
+}
+
 namespace codecvisor::cpu {
 namespace {
 
@@ -100,6 +104,30 @@ TEST_F(BadInputTest, ColourValuesNoEnumHoldsAreUnknownAndConvertAsUnspecified) {
     for (int64_t i = 0; i < c.frames; ++i) {
       EXPECT_TRUE(s.DecodeOrFail(i) == CliFrame(path, 0, i, "format=rgb24", 64 * 48 * 3)) << i;
     }
+  }
+}
+
+// With the backend's memory short, FFmpeg's H.264 decoder goes on past an
+// allocation that failed (error concealment's "guess_dc() is out of
+// memory", then pictures without their references), and its frames are
+// garbage that no error reports (hundreds of wrong frames a minute under
+// memory_mb = 500, none of them an error). A failure reported (here FFmpeg's
+// own line, logged at the quiet default) fails the next frame with
+// kResourceExhausted, and the request after starts again from a key frame
+// and gives the CLI's frames, in either mode.
+TEST_F(BadInputTest, FramesAfterAnAllocationFailedAreRefusedThenDecodedAfresh) {
+  const std::string good = GoodMp4();
+  for (bool approximate : {false, true}) {
+    SCOPED_TRACE(approximate ? "approximate" : "exact");
+    TestSession s(good, approximate ? TestSession::Approximate() : TestSession::Options());
+    ASSERT_TRUE(s.ok()) << s.open_message();
+    std::string pixels, message;
+    for (int64_t i = 0; i < 5; ++i) ASSERT_EQ(s.Decode(i, &pixels, nullptr, &message), CV_OK) << message;
+    av_log(nullptr, AV_LOG_ERROR, "guess_dc() is out of memory\n");
+    EXPECT_EQ(s.Decode(5, &pixels, nullptr, &message), CV_ERROR_RESOURCE_EXHAUSTED) << message;
+    EXPECT_NE(message.find("the decoder ran out of memory"), std::string::npos) << message;
+    for (int64_t i : {5, 6, 20})
+      EXPECT_TRUE(s.DecodeOrFail(i) == CliFrame(good, 0, i, "format=rgb24", 64 * 48 * 3)) << i;
   }
 }
 

@@ -11,6 +11,7 @@
 #include "absl/strings/string_view.h"
 #include "backends/cpu/av_enums.h"
 #include "backends/cpu/av_util.h"
+#include "backends/cpu/ffmpeg_log.h"
 
 namespace codecvisor::cpu {
 namespace {
@@ -93,12 +94,14 @@ absl::StatusOr<std::unique_ptr<Demuxer>> Demuxer::OpenContainer(int fd, int stre
   // On failure avformat_open_input frees `format` (but not our pb).
   int ret = avformat_open_input(&format, "", nullptr, &options);
   av_dict_free(&options);
+  if (ret == AVERROR(ENOMEM)) NoteAllocationFailure();  // cpu_backend.cc then blames the memory
   if (ret < 0) {
     return absl::DataLossError(
         absl::StrCat("cannot be demuxed (not a video container?): ", AvErrorText(ret)));
   }
   demuxer->format_ = format;
   ret = avformat_find_stream_info(format, nullptr);
+  if (ret == AVERROR(ENOMEM)) NoteAllocationFailure();
   if (ret < 0) {
     return absl::DataLossError(
         absl::StrCat("cannot read the stream parameters: ", AvErrorText(ret)));

@@ -2,8 +2,17 @@
 
 #include "backends/cpu/ffmpeg_log.h"
 
+#include <atomic>
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
+#include <string>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 
 extern "C" {
 #include <libavutil/log.h>
@@ -24,11 +33,42 @@ std::optional<int> ParseFfmpegLogLevel(absl::string_view name) {
   return std::nullopt;
 }
 
+namespace {
+
+std::atomic<uint64_t> allocation_failures{0};
+
+// Every line reaches this callback whatever the level (the default one,
+// which it calls, applies the level): errors are read for allocation
+// failures first.
+void CountingLogCallback(void* context, int level, const char* format, va_list args) {
+  if (level <= AV_LOG_ERROR && format != nullptr) {
+    char line[512];
+    va_list copy;
+    va_copy(copy, args);
+    const int n = std::vsnprintf(line, sizeof(line), format, copy);
+    va_end(copy);
+    if (n > 0 && SaysOutOfMemory(line)) NoteAllocationFailure();
+  }
+  av_log_default_callback(context, level, format, args);
+}
+
+}  // namespace
+
+bool SaysOutOfMemory(absl::string_view line) {
+  const std::string lower = absl::AsciiStrToLower(line);
+  return absl::StrContains(lower, "out of memory") || absl::StrContains(line, std::strerror(ENOMEM));
+}
+
+uint64_t AllocationFailures() { return allocation_failures.load(std::memory_order_acquire); }
+
+void NoteAllocationFailure() { allocation_failures.fetch_add(1, std::memory_order_acq_rel); }
+
 void ApplyFfmpegLogLevel() {
   static std::once_flag once;
   std::call_once(once, [] {
     const char* env = std::getenv(kLogLevelEnv);
     av_log_set_level(ParseFfmpegLogLevel(env != nullptr ? env : "").value_or(AV_LOG_QUIET));
+    av_log_set_callback(&CountingLogCallback);
   });
 }
 

@@ -11,10 +11,20 @@
 // av_log_set_level is process-wide: the runner process belongs to one
 // backend, and in-process users (bench, fuzzer, tests) get the same
 // default. Thread-safe (applied once per process).
+//
+// The log also tells of allocations that failed where FFmpeg goes on
+// (H.264's error concealment, "guess_dc() is out of memory", then frames
+// made from missing references): with the backend's memory short, a
+// decoder's frames are garbage that no error reports. The backend counts
+// every such report, and every ENOMEM it meets itself, process-wide
+// (AllocationFailures); a decoder trusts no frame made after one until it
+// starts again from a key frame, and an error met meanwhile is the
+// memory's, not the file's.
 
 #ifndef CODECVISOR_BACKENDS_CPU_FFMPEG_LOG_H_
 #define CODECVISOR_BACKENDS_CPU_FFMPEG_LOG_H_
 
+#include <cstdint>
 #include <optional>
 
 #include "absl/strings/string_view.h"
@@ -29,8 +39,17 @@ inline constexpr char kLogLevelEnv[] = CODECVISOR_BACKEND_LOG_LEVEL_ENV;
 std::optional<int> ParseFfmpegLogLevel(absl::string_view name);
 
 // Sets FFmpeg's log level from kLogLevelEnv (quiet when unset or not a
-// level name), once per process.
+// level name), and counts the allocation failures its errors report, once
+// per process.
 void ApplyFfmpegLogLevel();
+
+// Whether an FFmpeg log line says an allocation failed.
+bool SaysOutOfMemory(absl::string_view line);
+
+// Allocation failures met in this process so far (FFmpeg's reports and
+// NoteAllocationFailure's); any thread.
+uint64_t AllocationFailures();
+void NoteAllocationFailure();
 
 }  // namespace codecvisor::cpu
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "backends/cpu/ffmpeg_log.h"
 
 namespace codecvisor::cpu {
 namespace {
@@ -51,6 +52,7 @@ FrameCursor::FrameCursor(Demuxer* demuxer, VideoDecoder* decoder, const FrameInd
       lost_from_ts_(kUnknown),
       lost_to_ts_(kUnknown) {
   if (!at_start) next_order_ = -1;
+  allocation_failures_at_start_ = AllocationFailures();
   const AVCodecID codec = demuxer_->stream()->codecpar->codec_id;
   mpeg12_ = codec == AV_CODEC_ID_MPEG1VIDEO || codec == AV_CODEC_ID_MPEG2VIDEO;
   if (index_ == nullptr && codec == AV_CODEC_ID_HEVC) {
@@ -98,6 +100,8 @@ absl::StatusOr<bool> FrameCursor::NextFrame() {
   for (;;) {
     have_frame_ = false;
     int ret = decoder_->Receive(frame_.get());
+    if (ret == AVERROR(ENOMEM)) NoteAllocationFailure();
+    if (ret == 0 && AllocationFailures() != allocation_failures_at_start_) return DecoderOutOfMemory();
     if (ret == 0) {
       have_frame_ = true;
       errors_without_frame_ = 0;
@@ -227,6 +231,7 @@ absl::StatusOr<bool> FrameCursor::NextFrame() {
     }
     if (index_ == nullptr && first_sent_dts_ == kUnknown) first_sent_dts_ = packet_->dts;
     ret = decoder_->Send(packet_.get());
+    if (ret == AVERROR(ENOMEM)) NoteAllocationFailure();
     // A packet the decoder rejected is tracked too: its frame never comes
     // out, and the error alone would mark whichever frame comes out next
     // (with B-frames, often one before it in presentation order).
@@ -339,6 +344,7 @@ void FrameCursor::Restart(bool from_start, bool fresh_decoder) {
   // The next frame is frame 0 only after a start from the first packet.
   last_index_ = from_start ? -1 : kUnlabelled;
   errors_without_frame_ = 0;
+  allocation_failures_at_start_ = AllocationFailures();
   errors_pending_ = frame_follows_loss_ = names_damaged_ = false;
   last_name_order_ = -1;
   sent_indexed_ = true;
@@ -354,6 +360,15 @@ absl::Status DecodeFailure(int error, std::string message) {
   // skips as a corrupt video.
   if (error == AVERROR(ENOMEM)) return absl::ResourceExhaustedError(message);
   return absl::DataLossError(message);
+}
+
+absl::Status FrameCursor::DecoderOutOfMemory() {
+  av_frame_unref(frame_.get());
+  have_frame_ = have_ahead_ = false;
+  positioned_ = false;
+  return absl::ResourceExhaustedError(
+      "the decoder ran out of memory (the backend's, [sandbox] memory_mb in its manifest, or the machine's): "
+      "the frames it made since are not trusted");
 }
 
 absl::Status FrameCursor::NotDecodedError(const char* what) const {

@@ -217,6 +217,10 @@ class FrameCursor {
   std::vector<int64_t> SeekTimestamps(int64_t index, bool before_tie = false) const;
   // The error for a frame that could not be produced.
   absl::Status NotDecodedError(const char* what) const;
+  // An allocation failed since the decoder last started (ffmpeg_log.h):
+  // the frame it made is dropped, and the next request starts the decoder
+  // again from a key frame. kResourceExhausted.
+  absl::Status DecoderOutOfMemory();
   // Approximate mode, after decoding the frame in frame_: true (and the
   // lost stretch recorded) when frames were lost just before it (decode
   // errors, or packets sent earlier in presentation order whose frames
@@ -298,6 +302,8 @@ class FrameCursor {
   static constexpr int64_t kUnlabelled = -2;
   int64_t last_index_ = -1;
   int errors_without_frame_ = 0;
+  // AllocationFailures() when the decoder last started from a start point.
+  uint64_t allocation_failures_at_start_ = 0;
   bool errors_pending_ = false;      // decode errors since the last frame
   bool frame_follows_loss_ = false;  // frames were dropped just before frame_
   // Exact mode, a FrameIndex::shown_order stream: since the decoder last

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "absl/strings/str_cat.h"
+#include "backends/cpu/ffmpeg_log.h"
 
 extern "C" {
 #include <libavutil/buffer.h>
@@ -137,7 +138,10 @@ int PicturePool::GetBuffer(AVCodecContext* ctx, AVFrame* frame, int flags) {
   }
   if (base == nullptr) {
     frame->buf[0] = self->own_memory_ != nullptr ? av_buffer_pool_get(self->own_memory_) : nullptr;
-    if (frame->buf[0] == nullptr) return AVERROR(ENOMEM);
+    if (frame->buf[0] == nullptr) {
+      NoteAllocationFailure();  // the decoder may go on without this picture
+      return AVERROR(ENOMEM);
+    }
     const auto address = reinterpret_cast<uintptr_t>(frame->buf[0]->data);
     base = frame->buf[0]->data + (RoundUp(address, kPictureAlign) - address);
     self->own_.fetch_add(1, std::memory_order_relaxed);
