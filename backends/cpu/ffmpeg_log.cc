@@ -2,6 +2,8 @@
 
 #include "backends/cpu/ffmpeg_log.h"
 
+#include <sys/mman.h>
+
 #include <atomic>
 #include <cerrno>
 #include <cstdarg>
@@ -47,7 +49,7 @@ void CountingLogCallback(void* context, int level, const char* format, va_list a
     va_copy(copy, args);
     const int n = std::vsnprintf(line, sizeof(line), format, copy);
     va_end(copy);
-    if (n > 0 && SaysOutOfMemory(line)) NoteAllocationFailure();
+    if ((n > 0 && SaysOutOfMemory(line)) || !RoomForAllocations()) NoteAllocationFailure();
   }
   av_log_default_callback(context, level, format, args);
 }
@@ -57,6 +59,14 @@ void CountingLogCallback(void* context, int level, const char* format, va_list a
 bool SaysOutOfMemory(absl::string_view line) {
   const std::string lower = absl::AsciiStrToLower(line);
   return absl::StrContains(lower, "out of memory") || absl::StrContains(line, std::strerror(ENOMEM));
+}
+
+bool RoomForAllocations() {
+  constexpr size_t kHeadroom = size_t{64} << 20;
+  void* p = mmap(nullptr, kHeadroom, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) return false;
+  munmap(p, kHeadroom);
+  return true;
 }
 
 uint64_t AllocationFailures() { return allocation_failures.load(std::memory_order_acquire); }

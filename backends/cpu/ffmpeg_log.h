@@ -13,13 +13,14 @@
 // default. Thread-safe (applied once per process).
 //
 // The log also tells of allocations that failed where FFmpeg goes on
-// (H.264's error concealment, "guess_dc() is out of memory", then frames
-// made from missing references): with the backend's memory short, a
-// decoder's frames are garbage that no error reports. The backend counts
-// every such report, and every ENOMEM it meets itself, process-wide
-// (AllocationFailures); a decoder trusts no frame made after one until it
-// starts again from a key frame, and an error met meanwhile is the
-// memory's, not the file's.
+// (H.264's error concealment, "guess_dc() is out of memory"; "no frame!",
+// then frames made from missing references): with the backend's memory
+// short, a decoder's frames are garbage that no error reports. The backend
+// counts every such report, every error logged or answered while the
+// address space is nearly used up, and every ENOMEM it meets itself,
+// process-wide (AllocationFailures); a decoder trusts no frame made after
+// one until it starts again from a key frame, and an error met meanwhile
+// is the memory's, not the file's.
 
 #ifndef CODECVISOR_BACKENDS_CPU_FFMPEG_LOG_H_
 #define CODECVISOR_BACKENDS_CPU_FFMPEG_LOG_H_
@@ -45,6 +46,14 @@ void ApplyFfmpegLogLevel();
 
 // Whether an FFmpeg log line says an allocation failed.
 bool SaysOutOfMemory(absl::string_view line);
+
+// Whether a few 1080p frames' worth of address space (64 MiB) could be had
+// now. The backend's memory_mb is an address-space limit (RLIMIT_AS): an
+// allocation refused a moment ago leaves less, and FFmpeg reports most of
+// those as damaged data (H.264: "no frame!", INVALIDDATA, a frame whose
+// missing parts were concealed). An error with no such room left is
+// counted as an allocation failure, in the log and in the decoder's answers.
+bool RoomForAllocations();
 
 // Allocation failures met in this process so far (FFmpeg's reports and
 // NoteAllocationFailure's); any thread.

@@ -5,7 +5,12 @@
 
 #include "backends/cpu/ffmpeg_log.h"
 
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cstdlib>
+#include <fstream>
 
 #include "backends/cpu/cpu_backend.h"
 #include "gtest/gtest.h"
@@ -61,6 +66,48 @@ TEST(FfmpegLogTest, TheLogCountsAllocationFailuresAtAnyLevel) {
   EXPECT_EQ(AllocationFailures(), before + 1);
   NoteAllocationFailure();
   EXPECT_EQ(AllocationFailures(), before + 2);
+  table->destroy(backend);
+}
+
+// Under the backend's memory_mb (RLIMIT_AS) with less than the headroom
+// left, any error line counts: FFmpeg reports most allocations it could not
+// make as damaged data ("no frame!", then frames made without references:
+// wrong frames returned as success before). In a child whose address space
+// is limited.
+TEST(FfmpegLogTest, AnErrorWithTheAddressSpaceUsedUpIsAnAllocationFailure) {
+#if __has_feature(address_sanitizer)
+  GTEST_SKIP() << "AddressSanitizer's shadow memory fits under no address-space limit (the plain run checks this)";
+#endif
+  const cv_backend_v1* table = codecvisor_backend_v1();
+  cv_backend* backend = nullptr;
+  cv_error error{};
+  ASSERT_EQ(table->create("", &backend, &error), CV_OK) << error.message;
+  ASSERT_TRUE(RoomForAllocations());
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::ifstream statm("/proc/self/statm");
+    size_t pages = 0;
+    if (!(statm >> pages)) _exit(10);
+    const rlimit limit{pages * sysconf(_SC_PAGESIZE) + (size_t{16} << 20), RLIM_INFINITY};
+    if (setrlimit(RLIMIT_AS, &limit) != 0) _exit(11);
+    int code = 0;
+    if (RoomForAllocations()) code |= 1;
+    const uint64_t before = AllocationFailures();
+    av_log(nullptr, AV_LOG_ERROR, "no frame!\n");
+    if (AllocationFailures() != before + 1) code |= 2;
+    av_log(nullptr, AV_LOG_WARNING, "a warning\n");
+    if (AllocationFailures() != before + 1) code |= 4;
+    _exit(code);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: room reported, 2: the error not counted, 4: a warning counted, 10+: set-up";
+  // With room, an error line is the file's.
+  const uint64_t before = AllocationFailures();
+  av_log(nullptr, AV_LOG_ERROR, "no frame!\n");
+  EXPECT_EQ(AllocationFailures(), before);
   table->destroy(backend);
 }
 

@@ -100,7 +100,13 @@ absl::StatusOr<bool> FrameCursor::NextFrame() {
   for (;;) {
     have_frame_ = false;
     int ret = decoder_->Receive(frame_.get());
-    if (ret == AVERROR(ENOMEM)) NoteAllocationFailure();
+    // FFmpeg reports most allocations it could not make as damaged data
+    // (H.264: INVALIDDATA, or a frame whose missing parts were concealed):
+    // with too little address space left now for one more frame's worth,
+    // the memory is the cause, not the file.
+    const bool damaged = ret == 0 ? frame_->decode_error_flags != 0 || (frame_->flags & AV_FRAME_FLAG_CORRUPT) != 0
+                                  : ret != AVERROR(EAGAIN) && ret != AVERROR_EOF;
+    if (ret == AVERROR(ENOMEM) || (damaged && !RoomForAllocations())) NoteAllocationFailure();
     if (ret == 0 && AllocationFailures() != allocation_failures_at_start_) return DecoderOutOfMemory();
     if (ret == 0) {
       have_frame_ = true;
