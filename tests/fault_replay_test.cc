@@ -111,6 +111,34 @@ TEST_F(FaultTest, ADeathIsHandledWhileAWarmSpareIsStillStarting) {
   EXPECT_TRUE(IsSyntheticFrame(*frame, 7));
 }
 
+// A SIGSEGV or SIGABRT sent with kill() from outside (a user, a soak's
+// killer) is no crash: the runner catches it and goes on, and recorded it
+// as its fault (its crash handlers then spent), so that its next death, a
+// plain SIGKILL, was reported as a SIGSEGV with a backtrace hint.
+TEST_F(FaultTest, ASignalSentFromOutsideLeavesNoCrashRecord) {
+  FaultRow& row = Row("SIGSEGV and SIGABRT sent with kill() from outside, then SIGKILL");
+  ++row.tries;
+  auto decoder = Open(WriteSyntheticVideo("outside.syn", ""), "synthetic");
+  ASSERT_TRUE(decoder.ok()) << decoder.status();
+  ASSERT_TRUE((*decoder)->GetFrameAt(1).ok());
+  const pid_t pid = StatusOf("synthetic").pid;
+  ASSERT_EQ(kill(pid, SIGSEGV), 0);
+  ASSERT_EQ(kill(pid, SIGABRT), 0);
+  ASSERT_EQ(kill(pid, SIGSEGV), 0);
+  auto frame = (*decoder)->GetFrameAt(2);
+  ASSERT_TRUE(frame.ok()) << frame.status();
+  EXPECT_TRUE(IsSyntheticFrame(*frame, 2));
+  EXPECT_EQ(StatusOf("synthetic").pid, pid) << "the runner did not go on";
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  auto after = (*decoder)->GetFrameAt(3);
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_TRUE(IsSyntheticFrame(*after, 3));
+  const std::string last_exit = StatusOf("synthetic").last_exit;
+  row.Saw("then killed: recorded as '" + last_exit + "'");
+  EXPECT_NE(last_exit.find("SIGKILL"), std::string::npos) << last_exit;
+  EXPECT_EQ(StatusOf("synthetic").restarts, 1u);
+}
+
 // A sink that said no keeps its answer across a replay: the replay once
 // skipped the frames drained after the sink's error and fed it the rest,
 // and the caller got OK with a gap in its frames.

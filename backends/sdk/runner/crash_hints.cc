@@ -75,7 +75,20 @@ int64_t FirstSyscallArgument(const void* ucontext) {
   ExitProcess(static_cast<int>(code));
 }
 
+// The handlers of the fault signals, as installed (SA_RESETHAND).
+struct sigaction fault_action {};
+
 void OnFault(int sig, siginfo_t* info, void* ucontext) {
+  // Sent with kill() from outside the process (a user, a soak's killer;
+  // from another pid namespace its pid reads 0), not raised by a fault or
+  // by this process's own abort(): no crash. The runner goes on (as the
+  // init of its pid namespace a signal it handles cannot end it), so the
+  // handler is put back for a real fault, and nothing is recorded, which
+  // its next death would have been reported with.
+  if (sig != SIGSYS && info != nullptr && info->si_code <= 0 && info->si_pid != getpid()) {
+    sigaction(sig, &fault_action, nullptr);
+    return;
+  }
   if (sig == SIGSYS && info != nullptr && info->si_code == kSysSeccomp && info->si_syscall == SYS_exit_group &&
       ucontext != nullptr) {
     OnTrappedExit(ucontext);
@@ -130,6 +143,7 @@ void InstallCrashHintHandlers(ipc::RegionHeader* control) {
   sa.sa_sigaction = OnFault;
   sa.sa_flags = SA_RESETHAND | SA_SIGINFO;
   sigemptyset(&sa.sa_mask);
+  fault_action = sa;
   for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP}) sigaction(sig, &sa, nullptr);
   // A seccomp trap always ends in ExitProcess, so SIGSYS keeps its handler:
   // with SA_RESETHAND, a second thread's exit() trapped while the first is
