@@ -185,6 +185,11 @@ expect 0 "python: another interpreter without torch (${other_python[*]})" \
   installed env "${python_preload[@]}" PYTHONPATH="$site:$numpy_only" "${other_python[@]}" -c "$py_check" "$video"
 holds "python: numpy arrays without torch" grep -aq "^numpy (64, 96, 3) cpu$" "$out"
 holds "python: the same frame 7" same_as_ffmpeg <(sed '1d' "$out") "$video" 7
+# Without numpy it says so (the extension's own 'initialization failed'
+# named nothing).
+expect 1 "python: an interpreter without numpy fails to import" \
+  installed env "${python_preload[@]}" PYTHONPATH="$site" "${other_python[@]}" -c "import codecvisor"
+holds "python: ... saying it needs numpy" grep -q "ImportError: codecvisor needs numpy in this Python" "$err"
 
 # The Python bench from the installed tree, on tiny clips, one round: every
 # figure measured, the C++ in-process baseline found next to the runner.

@@ -10,6 +10,14 @@ discovered (from manifests and ``codecvisor.backends`` entry points, unless
 CODECVISOR_DEVICE_BACKEND_AUTOLOAD=0) and started on first use.
 """
 
+try:
+    import numpy  # the extension's batches are numpy arrays, with or without torch
+except ImportError as e:
+    raise ImportError("codecvisor needs numpy in this Python: pip install numpy, or, offline, put a folder holding "
+                      "a link to another Python's numpy package (Debian's: /usr/lib/python3/dist-packages/numpy) "
+                      "on PYTHONPATH") from e
+del numpy
+
 from . import backends, decoders
 from ._codecvisor import __version__
 from ._errors import (BackendError, CodecvisorError, EmptyVideoError, MissingFrameError, NoSuchDeviceError,
