@@ -12,7 +12,6 @@ error of whoever asks for its device.
 
 import multiprocessing.util
 import os
-import signal
 import threading
 
 from . import _codecvisor, _errors, _plugins
@@ -150,31 +149,7 @@ def get():
                 # of a job whose trainer is a container's PID 1).
                 # multiprocessing runs its exit finalizers before os._exit.
                 multiprocessing.util.Finalize(None, _close_if_alone, args=(_host,), exitpriority=0)
-                _close_on_sigterm(_host)
         return _host
-
-
-def _close_on_sigterm(host):
-    """A multiprocessing child ended by SIGTERM (Pool.terminate(), which ends
-    a `with Pool()` block; torch.multiprocessing.spawn ending the other ranks
-    when one fails) runs no exit finalizer. Where SIGTERM still has its
-    default action and this is the main thread, a handler closes the Host
-    (as the finalizer would) and then lets SIGTERM end the process as it
-    would have. A handler set before (torch's DataLoader workers set one in
-    C) or after is left alone."""
-    if threading.current_thread() is not threading.main_thread():
-        return
-    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
-        return
-
-    def terminated(signum, frame):
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        try:
-            _close_if_alone(host)
-        finally:
-            os.kill(os.getpid(), signal.SIGTERM)
-
-    signal.signal(signal.SIGTERM, terminated)
 
 
 def _close_if_alone(host):
