@@ -143,15 +143,20 @@ Status StreamFrames(Impl& impl, const FrameSelection& selection, const std::func
                     const std::atomic<bool>* interrupted) {
   OneCall call(impl);
   if (!call.admitted()) return call.status();
-  return api::FromAbsl(impl.decoder->ForEachFrame(
+  const auto destroyed = [&impl] { return impl.call.load(std::memory_order_acquire) == Impl::kInCallDestroyed; };
+  const absl::Status status = impl.decoder->ForEachFrame(
       api::ToIpc(selection),
-      [&sink, &impl](internal::Frame frame) {
-        if (impl.call.load(std::memory_order_acquire) == Impl::kInCallDestroyed) {
+      [&sink, &destroyed](internal::Frame frame) {
+        if (destroyed())
           return absl::CancelledError("the decoder was destroyed during this ForEachFrame (by its sink)");
-        }
         return api::ToAbsl(sink(Wrap(std::move(frame))));
       },
-      interrupted));
+      interrupted);
+  // Destroyed by the sink of the last frame: cancelled all the same.
+  if (status.ok() && destroyed()) {
+    return Status(StatusCode::kCancelled, "the decoder was destroyed during this ForEachFrame (by its sink)");
+  }
+  return api::FromAbsl(status);
 }
 
 }  // namespace

@@ -143,18 +143,22 @@ Host::~Host() {
                       .last_exit = b.last_exit,
                       .last_exit_time = b.last_exit_time});
     }
-    // Written only when it changes (most hosts see no failure). Best effort:
-    // a history that cannot be written costs only the record, which is
-    // said, once, so that a later `codecvisor backends` that shows no
-    // earlier failure is not taken for a clean record.
+    // Written only when it changes (most hosts see no failure), or to
+    // repair one that cannot be read (zeroed by a crash). Best effort: a
+    // history that cannot be written costs only the record, which is said,
+    // once, so that a later `codecvisor backends` that shows no earlier
+    // failure is not taken for a clean record; a file that is no history
+    // (the user's, left as it is) is said only when there was a record.
     absl::StatusOr<BackendHistory> read = ReadBackendHistory(options_.history_file);
-    const BackendHistory before = read.ok() ? *std::move(read) : BackendHistory{};
+    const bool readable = read.ok();
+    const BackendHistory before = readable ? *std::move(read) : BackendHistory{};
     BackendHistory after = before;
     AddSightings(seen, &after);
-    if (after != before) {
+    const bool changed = after != before;
+    if (changed || !readable) {
       const absl::Status written =
           UpdateBackendHistory(options_.history_file, [&](BackendHistory* h) { AddSightings(seen, h); });
-      if (!written.ok()) {
+      if (!written.ok() && (changed || !absl::IsFailedPrecondition(written))) {
         std::fprintf(stderr,
                      "codecvisor: the backends' failures in this process were not recorded for "
                      "`codecvisor backends`: %s\n",

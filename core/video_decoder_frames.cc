@@ -73,7 +73,12 @@ absl::StatusOr<std::vector<Frame>> VideoDecoder::Collect(const FrameSelection& s
         frames[next_to_detach++].Detach();
       }
     } catch (const std::bad_alloc&) {
-      return absl::ResourceExhaustedError(absl::StrCat("out of memory keeping the request's frames: ", frames.size(),
+      // The slots go back at once: a backend waiting for one would not
+      // read the cancel until the request timed out.
+      const size_t kept = frames.size();
+      frames.clear();
+      frames.shrink_to_fit();
+      return absl::ResourceExhaustedError(absl::StrCat("out of memory keeping the request's frames: ", kept,
                                                        " frames of ", frame_bytes, " bytes each were kept"));
     }
     return absl::OkStatus();

@@ -218,6 +218,14 @@ TEST_F(ApiHostTest, ASinkMayDestroyItsOwnDecoder) {
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   ExpectFrame(*f, 7);
   EXPECT_EQ(again->retries(), 0u);
+  // Destroyed by the sink of the last frame: cancelled too.
+  frames = 0;
+  status = again->ForEachFrame(FrameSelection::InRange(0, 3), [&](Frame) {
+    if (++frames == 3) again.reset();
+    return Status();
+  });
+  EXPECT_EQ(status.code(), StatusCode::kCancelled) << status.ToString();
+  EXPECT_EQ(frames, 3);
 }
 
 // Memory refused below the half a batch may take (an address-space limit

@@ -23,6 +23,7 @@ The random samplers draw from torch's global generator, as torchcodec's do
 """
 
 import math
+import sys
 from typing import List, Optional, Sequence, Union
 
 import numpy as np
@@ -286,15 +287,19 @@ def _time_sampler(random: bool, decoder, num_clips: Optional[int], seconds_betwe
         # Starts start + k * step before the end, counted as the decimal
         # arithmetic the caller wrote means them: 2.8 + 8 * 0.05 is the end
         # 3.2, not a start a rounding below it, whose first frame would be
-        # the one at the end the range leaves out (a step too small to count
-        # is too many clips).
+        # the one at the end the range leaves out. The roundings grow with
+        # the times (an MPEG-TS stream's, 95443 s and more), so the slack
+        # does (a step too small to count is too many clips).
         count = (end - start) / seconds_between_clip_starts
-        num_clips = max(1, math.ceil(count - 1e-9)) if math.isfinite(count) else 1 << 62
+        slack = 1e-9 + 8 * sys.float_info.epsilon * max(abs(start), abs(end)) / seconds_between_clip_starts
+        num_clips = max(1, math.ceil(count - slack)) if math.isfinite(count) and math.isfinite(slack) else 1 << 62
     _check_clips_memory(decoder, num_clips, num_frames_per_clip)
     if random:
         starts = torch.rand(num_clips, generator=generator).double() * (end - start) + start
     else:
         starts = start + torch.arange(num_clips, dtype=torch.float64) * seconds_between_clip_starts
+        starts = starts[starts < end]  # never past it, whatever the rounding
+        num_clips = len(starts)
     seconds: List[float] = []
     for s in starts:
         clip = [s + i * between for i in range(num_frames_per_clip)]

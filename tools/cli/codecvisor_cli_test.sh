@@ -243,6 +243,10 @@ check "no failure, no history warning" run_cv 0 "$tmp/stdout" "$tmp/err" backend
 check "... nothing said" bash -c "! grep -q 'not recorded' '$tmp/err'"
 check "... no lock file" test ! -e "$tmp/state/codecvisor/backends.toml.lock"
 check "... the file kept" [ "$(cat "$tmp/state/codecvisor/backends.toml")" = "not a history" ]
+# A history a crash zeroed is repaired by the next command, failure or not.
+head -c 4096 /dev/zero >"$tmp/state/codecvisor/backends.toml"
+check "a zeroed history" run_cv 0 "$tmp/stdout" "$tmp/err" backends --no-check
+check "... is written anew" grep -q "^# Backend failures seen by codecvisor hosts" "$tmp/state/codecvisor/backends.toml"
 unset XDG_STATE_HOME
 
 # doctor: on this machine every mechanism is present and cpu starts fully sandboxed
