@@ -4,6 +4,7 @@ two of them differ."""
 
 import dataclasses
 import functools
+import inspect
 import math
 from fractions import Fraction
 from typing import Optional
@@ -241,6 +242,13 @@ def _init(self, *args, **kwargs):
         setattr(self, name, value)
 
 
+# What help() and inspect.signature() show: torchcodec's arguments and the
+# computed values (keyword only), not the private fields a pickle or
+# dataclasses.asdict() carries (still accepted).
+_init.__signature__ = inspect.Signature(
+    [p for p in inspect.signature(_dataclass_init).parameters.values() if not p.name.startswith("_")] +
+    [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Optional[float])
+     for name in _COMPUTED])
 VideoStreamMetadata.__init__ = _init
 
 

@@ -5,6 +5,7 @@ rates, splices, cut recordings and display matrices."""
 import copy
 import dataclasses
 import functools
+import inspect
 import pathlib
 import pickle
 import struct
@@ -428,6 +429,13 @@ def test_metadata_is_made_with_the_newest_torchcodecs_arguments():
     assert pickle.loads(pickle.dumps(m)) == m
     del m.num_frames
     assert m.num_frames == 5
+    # help() and inspect.signature() show them, keyword only, and none of
+    # the private fields a pickle carries.
+    parameters = inspect.signature(VideoStreamMetadata).parameters
+    assert [name for name in parameters if name.startswith("_")] == []
+    assert all(parameters[name].kind is inspect.Parameter.KEYWORD_ONLY for name in
+               ("duration_seconds", "begin_stream_seconds", "end_stream_seconds", "num_frames", "average_fps"))
+    assert "stream_index" in parameters and "rotation" in parameters
 
 
 def test_computed_values_follow_the_fields_they_come_from(video):
