@@ -124,6 +124,7 @@ TEST_F(FaultTest, ASignalSentFromOutsideLeavesNoCrashRecord) {
   const pid_t pid = StatusOf("synthetic").pid;
   ASSERT_EQ(kill(pid, SIGSEGV), 0);
   ASSERT_EQ(kill(pid, SIGABRT), 0);
+  ASSERT_EQ(kill(pid, SIGSYS), 0);
   ASSERT_EQ(kill(pid, SIGSEGV), 0);
   auto frame = (*decoder)->GetFrameAt(2);
   ASSERT_TRUE(frame.ok()) << frame.status();

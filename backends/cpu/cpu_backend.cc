@@ -82,9 +82,10 @@ cv_status Report(cv_error* error, const std::string& label, const absl::Status& 
 // not the file's: a header that could not be read for want of memory is no
 // damaged file, which a batch job would skip.
 cv_status BlameMemory(cv_status status, uint64_t failures_before, cv_error* error) {
-  if (status == CV_OK || status == CV_ERROR_RESOURCE_EXHAUSTED || AllocationFailures() == failures_before) {
-    return status;
-  }
+  // Only the file's blame is moved (a frame that could not be decoded, a
+  // header that could not be read); arguments, ranges and a changed native
+  // format keep their codes.
+  if (status != CV_ERROR_CORRUPT_DATA || AllocationFailures() == failures_before) return status;
   const std::string message = error != nullptr ? error->message : "";
   return Fail(error, CV_ERROR_RESOURCE_EXHAUSTED,
               absl::StrCat(message,

@@ -128,6 +128,11 @@ TEST_F(BadInputTest, FramesAfterAnAllocationFailedAreRefusedThenDecodedAfresh) {
     EXPECT_NE(message.find("the decoder ran out of memory"), std::string::npos) << message;
     for (int64_t i : {5, 6, 20})
       EXPECT_TRUE(s.DecodeOrFail(i) == CliFrame(good, 0, i, "format=rgb24", 64 * 48 * 3)) << i;
+    // By time, a frame or two on: the frame before is not given instead.
+    av_log(nullptr, AV_LOG_ERROR, "guess_dc() is out of memory\n");
+    EXPECT_EQ(s.DecodeAt(0.85, &pixels, nullptr, &message), CV_ERROR_RESOURCE_EXHAUSTED) << message;
+    ASSERT_EQ(s.DecodeAt(0.85, &pixels, nullptr, &message), CV_OK) << message;
+    EXPECT_TRUE(pixels == CliFrame(good, 0, 21, "format=rgb24", 64 * 48 * 3));
   }
 }
 

@@ -155,6 +155,7 @@ bool Demuxer::ReadPacket(AVPacket* packet) {
   for (;;) {
     av_packet_unref(packet);
     int ret = av_read_frame(format_, packet);
+    if (ret == AVERROR(ENOMEM)) NoteAllocationFailure();
     if (ret < 0) {
       last_error_ = ret == AVERROR_EOF ? 0 : ret;
       return false;

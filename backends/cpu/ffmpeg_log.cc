@@ -11,9 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
-#include <string>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 
 extern "C" {
@@ -57,12 +55,16 @@ void CountingLogCallback(void* context, int level, const char* format, va_list a
 }  // namespace
 
 bool SaysOutOfMemory(absl::string_view line) {
-  const std::string lower = absl::AsciiStrToLower(line);
-  return absl::StrContains(lower, "out of memory") || absl::StrContains(line, std::strerror(ENOMEM));
+  // Without allocating: this runs when memory is short, in FFmpeg's threads.
+  constexpr absl::string_view kOutOfMemory = "out of memory";
+  for (size_t i = 0; i + kOutOfMemory.size() <= line.size(); ++i) {
+    if (absl::EqualsIgnoreCase(line.substr(i, kOutOfMemory.size()), kOutOfMemory)) return true;
+  }
+  return absl::StrContains(line, std::strerror(ENOMEM));
 }
 
 bool RoomForAllocations() {
-  constexpr size_t kHeadroom = size_t{64} << 20;
+  constexpr size_t kHeadroom = size_t{16} << 20;
   void* p = mmap(nullptr, kHeadroom, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) return false;
   munmap(p, kHeadroom);

@@ -47,7 +47,7 @@ void ApplyFfmpegLogLevel();
 // Whether an FFmpeg log line says an allocation failed.
 bool SaysOutOfMemory(absl::string_view line);
 
-// Whether a few 1080p frames' worth of address space (64 MiB) could be had
+// Whether a few 1080p frames' worth of address space (16 MiB) could be had
 // now. The backend's memory_mb is an address-space limit (RLIMIT_AS): an
 // allocation refused a moment ago leaves less, and FFmpeg reports most of
 // those as damaged data (H.264: "no frame!", INVALIDDATA, a frame whose

@@ -89,7 +89,7 @@ TEST(FfmpegLogTest, AnErrorWithTheAddressSpaceUsedUpIsAnAllocationFailure) {
     std::ifstream statm("/proc/self/statm");
     size_t pages = 0;
     if (!(statm >> pages)) _exit(10);
-    const rlimit limit{pages * sysconf(_SC_PAGESIZE) + (size_t{16} << 20), RLIM_INFINITY};
+    const rlimit limit{pages * sysconf(_SC_PAGESIZE) + (size_t{4} << 20), RLIM_INFINITY};
     if (setrlimit(RLIMIT_AS, &limit) != 0) _exit(11);
     int code = 0;
     if (RoomForAllocations()) code |= 1;

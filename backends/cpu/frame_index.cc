@@ -3,6 +3,7 @@
 #include "backends/cpu/frame_index.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <utility>
 #include <vector>
 
@@ -18,6 +19,11 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
                                             const LeadingProbe& made_from_start) {
   absl::StatusOr<PacketScan> read = ReadPackets(demuxer, kMaxFrames);
   if (!read.ok()) return read.status();
+  // Reading stopped for want of memory, not at the stream's end: a count
+  // of the packets read so far would be short.
+  if (demuxer.last_error() == AVERROR(ENOMEM)) {
+    return absl::ResourceExhaustedError("out of memory reading the stream's packets to count its frames");
+  }
   PacketScan& scan = *read;
   const int64_t packets = static_cast<int64_t>(scan.frames.size());
   FrameIndex index;

@@ -85,8 +85,9 @@ void OnFault(int sig, siginfo_t* info, void* ucontext) {
   // init of its pid namespace a signal it handles cannot end it), so the
   // handler is put back for a real fault, and nothing is recorded, which
   // its next death would have been reported with.
-  if (sig != SIGSYS && info != nullptr && info->si_code <= 0 && info->si_pid != getpid()) {
-    sigaction(sig, &fault_action, nullptr);
+  // (A seccomp trap's SIGSYS has a positive si_code.)
+  if (info != nullptr && info->si_code <= 0 && info->si_pid != getpid()) {
+    if (sig != SIGSYS) sigaction(sig, &fault_action, nullptr);
     return;
   }
   if (sig == SIGSYS && info != nullptr && info->si_code == kSysSeccomp && info->si_syscall == SYS_exit_group &&
