@@ -7,7 +7,11 @@
 #ifndef CODECVISOR_TESTS_API_HOST_TEST_FIXTURE_H_
 #define CODECVISOR_TESTS_API_HOST_TEST_FIXTURE_H_
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -60,6 +64,17 @@ class ApiHostTest : public ::testing::Test {
     std::vector<int64_t> out;
     for (const Frame& f : frames) out.push_back(f.index());
     return out;
+  }
+
+  // Runs `body` in a forked child, which exits with what it returns: its
+  // exit status, or 128 + the signal that ended it (-1: no child).
+  static int ExitStatusInChild(const std::function<int()>& body) {
+    const pid_t child = fork();
+    if (child < 0) return -1;
+    if (child == 0) _exit(body());
+    int status = 0;
+    if (waitpid(child, &status, 0) != child) return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   }
 
   std::unique_ptr<Host> host_;

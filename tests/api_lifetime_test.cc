@@ -41,9 +41,7 @@ TEST_F(ApiHostTest, AForkedChildLeavesItsParentsObjectsAlone) {
   ASSERT_NE(d, nullptr);
   auto held = d->GetFrameAt(3);
   ASSERT_TRUE(held.ok()) << held.status().ToString();
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
+  const int status = ExitStatusInChild([&] {
     int code = 0;
     {
       std::unique_ptr<Host> inherited = std::move(host_);
@@ -68,13 +66,10 @@ TEST_F(ApiHostTest, AForkedChildLeavesItsParentsObjectsAlone) {
         if (!mine.ok() || !(*mine)->GetFrameAt(2).ok()) code |= 16;
       }
     }  // everything inherited is destroyed here, as a return from main would
-    _exit(code);
-  }
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status)) << "child status " << status;
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: a call on the parent's decoder, 2: on its Host, 4: Detach, 8/16: a Host of its own, "
-                                  "32: Backends() or warnings() read";
+    return code;
+  });
+  EXPECT_EQ(status, 0) << "1: a call on the parent's decoder, 2: on its Host, 4: Detach, 8/16: a Host of its own, "
+                          "32: Backends() or warnings() read, 128+: a signal";
   ExpectFrame(*held, 3);
   for (int64_t i : {10, 0, 39}) {
     auto f = d->GetFrameAt(i);
@@ -237,25 +232,23 @@ TEST_F(ApiHostTest, ABatchRefusedMemoryIsAStatusNotAnException) {
   GTEST_SKIP() << "AddressSanitizer's shadow memory fits under no address-space limit (the plain run checks this)";
 #endif
   const std::string big = testing::WriteFile("big.syn", "synthetic frames=100 width=1024 height=1024 fps=10");
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
+  const int status = ExitStatusInChild([&] {
     HostOptions options;
     options.backend_path = {Runfile("backends/testing")};
     auto host = Host::Create(options);
-    if (!host.ok()) _exit(10);
+    if (!host.ok()) return 10;
     auto d = (*host)->OpenDecoder(big, DecoderOptions{.device = "synthetic"});
-    if (!d.ok() || !(*d)->GetFrameAt(0).ok()) _exit(11);
+    if (!d.ok() || !(*d)->GetFrameAt(0).ok()) return 11;
     // The process's own data: 1 GiB of address space. Then room for about
     // 32 more frames of 3 MiB, where 64 are asked for (192 MiB, under half
     // the limit).
     constexpr size_t kOwn = size_t{1} << 30, kRoom = size_t{96} << 20;
-    if (mmap(nullptr, kOwn, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0) == MAP_FAILED) _exit(12);
+    if (mmap(nullptr, kOwn, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0) == MAP_FAILED) return 12;
     std::ifstream statm("/proc/self/statm");
     size_t pages = 0;
-    if (!(statm >> pages)) _exit(13);
+    if (!(statm >> pages)) return 13;
     const rlimit limit{pages * sysconf(_SC_PAGESIZE) + kRoom, RLIM_INFINITY};
-    if (setrlimit(RLIMIT_AS, &limit) != 0) _exit(14);
+    if (setrlimit(RLIMIT_AS, &limit) != 0) return 14;
     int code = 0;
     try {
       auto frames = (*d)->GetFramesInRange(0, 64);
@@ -268,13 +261,10 @@ TEST_F(ApiHostTest, ABatchRefusedMemoryIsAStatusNotAnException) {
     }
     auto after = (*d)->GetFrameAt(5);
     if (!after.ok() || after->index() != 5) code |= 4;
-    _exit(code);
-  }
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status)) << "child status " << status;
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: not kResourceExhausted out of memory, 2: an exception, 4: the next call "
-                                       "failed, 10+: set-up";
+    return code;
+  });
+  EXPECT_EQ(status, 0) << "1: not kResourceExhausted out of memory, 2: an exception, 4: the next call failed, "
+                          "10-14: set-up, 128+: a signal";
 }
 
 TEST_F(ApiHostTest, ADecoderOutlivingItsHostFailsAsUnavailable) {

@@ -2,8 +2,6 @@
 
 #include "backends/cpu/ffmpeg_log.h"
 
-#include <sys/mman.h>
-
 #include <atomic>
 #include <cerrno>
 #include <cstdarg>
@@ -13,6 +11,7 @@
 #include <mutex>
 
 #include "absl/strings/match.h"
+#include "base/address_space.h"
 
 extern "C" {
 #include <libavutil/log.h>
@@ -63,13 +62,7 @@ bool SaysOutOfMemory(absl::string_view line) {
   return absl::StrContains(line, std::strerror(ENOMEM));
 }
 
-bool RoomForAllocations() {
-  constexpr size_t kHeadroom = size_t{16} << 20;
-  void* p = mmap(nullptr, kHeadroom, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED) return false;
-  munmap(p, kHeadroom);
-  return true;
-}
+bool RoomForAllocations() { return CanReserveAddressSpace(size_t{16} << 20); }
 
 uint64_t AllocationFailures() { return allocation_failures.load(std::memory_order_acquire); }
 

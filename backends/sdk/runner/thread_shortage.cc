@@ -1,7 +1,6 @@
 #include "backends/sdk/runner/thread_shortage.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -12,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "base/address_space.h"
 #include "ipc/unique_fd.h"
 
 namespace codecvisor::runner {
@@ -46,10 +46,7 @@ std::optional<int64_t> OwnThreads() {
 // memory_mb), which is the process's own doing.
 bool RoomForAStack() {
   constexpr size_t kStack = size_t{8} << 20;  // glibc's default
-  void* p = mmap(nullptr, kStack, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED) return false;
-  munmap(p, kStack);
-  return true;
+  return CanReserveAddressSpace(kStack);
 }
 
 }  // namespace
