@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <thread>
@@ -52,6 +53,17 @@ DecoderOptions WithTimeouts(std::chrono::seconds seconds) {
 // Descriptors this process has open (CountOpenFds also counts its listing's
 // own, "." and "..").
 int OpenFds() { return CountOpenFds() - 3; }
+
+// Descriptors process `pid` has open; 0 if they cannot be listed.
+int BackendFds(pid_t pid) {
+  std::error_code error;
+  int n = 0;
+  for (std::filesystem::directory_iterator it("/proc/" + std::to_string(pid) + "/fd", error), end; !error && it != end;
+       it.increment(error)) {
+    ++n;
+  }
+  return error ? 0 : n;
+}
 
 class DescriptorLimitTest : public FaultTest {
  protected:
@@ -143,6 +155,11 @@ TEST_F(DescriptorLimitTest, AnOpenPastTheBackendsDescriptorLimitFailsAlone) {
 // with "no descriptor free: close a decoder" though none was open, and the
 // backend stayed, never replaced. Short with no session of this host open,
 // the backend is replaced (its plugin holds them) and the open goes on.
+// Each open waits for the backend to have closed the last session (it
+// learns of a close when the channel hangs up): an open that came first
+// would find that session's descriptors still held, the plugin's leak
+// would stop short of them, and the close would then leave the new
+// session room; no shortage to recover from.
 TEST_F(DescriptorLimitTest, ABackendWhosePluginLeaksDescriptorsIsReplaced) {
   FaultRow& row = Row("a plugin that leaks 20 descriptors at every open ([sandbox] open_files = 64), decoders in turn");
   ASSERT_NO_FATAL_FAILURE(HostWith(FaultyWith64Files("leak_open_fds=20")));
@@ -154,6 +171,16 @@ TEST_F(DescriptorLimitTest, ABackendWhosePluginLeaksDescriptorsIsReplaced) {
     absl::StatusOr<Frame> f = (*d)->GetFrameAt(i);
     good += f.ok() && IsSyntheticFrame(*f, i);
     EXPECT_TRUE(f.ok() && IsSyntheticFrame(*f, i)) << "decoder " << i << ": " << FrameOutcome(f, i);
+    const pid_t backend = StatusOf("faulty").pid;
+    ASSERT_GT(backend, 0);
+    const int held = BackendFds(backend);
+    ASSERT_GT(held, 0) << "cannot list /proc/" << backend << "/fd";
+    d->reset();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (BackendFds(backend) >= held && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    ASSERT_LT(BackendFds(backend), held) << "the backend did not close decoder " << i << "'s session in 20 s";
   }
   row.Saw(absl::StrCat("opened and decoded: ", good, " of 10"));
   const BackendStatus status = NoteBackend(row, "faulty");
