@@ -166,20 +166,33 @@ void OutputFilter::EndLine(Clock::time_point now) {
   const double elapsed = std::chrono::duration<double>(now - refilled_).count();
   budget_ = std::min(static_cast<double>(kBurstBytes), budget_ + elapsed * kBytesPerSecond);
   refilled_ = now;
+  // A flood's lines are dropped on what they cost at least (escapes only
+  // add), without being formatted: the host's CPU must not follow the
+  // plugin's writing rate.
+  if (budget_ < static_cast<double>(prefix_.size() + line_.size() + 1)) {
+    Drop();
+    return;
+  }
   // Charged what the host writes: the prefix and escapes make an empty line
   // thirty times its byte, and the notice of a drop goes out with it.
   const std::string line = absl::StrCat(prefix_, EscapeForTerminal(line_), line_cut_ ? " [line cut]" : "", "\n");
   const std::string notice = DroppedNotice();
   const auto cost = static_cast<double>(line.size() + notice.size());
   if (budget_ < cost) {
-    dropped_ += line_.size() + 1;
-    dropped_total_ += line_.size() + 1;
-  } else {
-    budget_ -= cost;
-    if (!notice.empty()) emit_(notice);
-    dropped_ = 0;
-    emit_(line);
+    Drop();
+    return;
   }
+  budget_ -= cost;
+  if (!notice.empty()) emit_(notice);
+  dropped_ = 0;
+  emit_(line);
+  line_.clear();
+  line_cut_ = false;
+}
+
+void OutputFilter::Drop() {
+  dropped_ += line_.size() + 1;
+  dropped_total_ += line_.size() + 1;
   line_.clear();
   line_cut_ = false;
 }
@@ -225,7 +238,7 @@ void BackendOutput::Run(std::string name, int out) {
   OutputFilter& filter = filter_.emplace(
       std::move(name), [&host_stderr](std::string_view line) { host_stderr.Write(line); }, OutputFilter::Clock::now());
   std::optional<OutputFilter::Clock::time_point> deadline;
-  char buffer[16 << 10];
+  char buffer[64 << 10];
   for (;;) {
     int timeout = -1;
     if (deadline && OutputFilter::Clock::now() > *deadline) break;  // however much a flood still sends
@@ -248,6 +261,13 @@ void BackendOutput::Run(std::string name, int out) {
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;  // every writer is gone
     filter.Feed(std::string_view(buffer, static_cast<size_t>(n)), OutputFilter::Clock::now());
+    if (!deadline && filter.flooding()) {
+      // What a flood writes is dropped: a pause after each buffer's worth
+      // lets the pipe fill and the backend's writes wait, rather than the
+      // host spend a core reading it. Finish() ends the pause.
+      pollfd stop = {stop_.get(), POLLIN, 0};
+      (void)poll(&stop, 1, kFloodPauseMs);
+    }
   }
   filter.Finish(OutputFilter::Clock::now());
   filter_.reset();  // its sink writes to host_stderr, which ends here

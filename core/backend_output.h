@@ -5,7 +5,8 @@
 // are the write end of a pipe, and the host reads the other end on a
 // thread of its own (BackendOutput), so a plugin can neither type into the
 // user's terminal (TIOCSTI), nor truncate or rewrite the host's log, nor
-// block on a full pipe. Each line is forwarded to the host's stderr as
+// be blocked for good by a host stderr nobody reads. Each line is forwarded
+// to the host's stderr as
 //   codecvisor: backend 'NAME': <line, control characters escaped>
 // within bounds (OutputFilter): lines are cut at kMaxLineBytes, and past a
 // budget of kBurstBytes, refilled at kBytesPerSecond, lines are dropped and
@@ -63,9 +64,14 @@ class OutputFilter {
   void Finish(Clock::time_point now);
 
   uint64_t dropped_bytes() const { return dropped_total_; }
+  // Whether what is fed now is thrown away: lines past the budget, or the
+  // rest of a line past kMaxLineBytes.
+  bool flooding() const { return dropped_ != 0 || line_cut_; }
 
  private:
   void EndLine(Clock::time_point now);
+  // Throws the current line away, counted.
+  void Drop();
   // The line saying how many bytes were dropped since the last; "" if none.
   std::string DroppedNotice() const;
 
@@ -80,7 +86,10 @@ class OutputFilter {
 };
 
 // Reads the backend's pipe on a thread and writes the filtered lines to
-// `out` (the host's stderr). Destruction (or Finish()) waits until the
+// `out` (the host's stderr). While the filter is flooding, each buffer read
+// is followed by a pause of kFloodPauseMs: a backend writing faster than
+// about 12 MB/s then waits on its full pipe, and a flood costs the host
+// about 200 reads a second, not a core. Destruction (or Finish()) waits until the
 // child's end is closed by every process that holds it, at most `grace`,
 // then stops: what the backend wrote before it died is never lost. Writing
 // `out` never blocks the thread (lines are cut to PIPE_BUF; for each, a
@@ -91,6 +100,7 @@ class OutputFilter {
 // line goes where `out` points when it comes (after a dup2 of the host's).
 class BackendOutput {
  public:
+  static constexpr int kFloodPauseMs = 5;
   // RESOURCE_EXHAUSTED when no thread can be started (`ulimit -u`).
   static absl::StatusOr<std::unique_ptr<BackendOutput>> Start(std::string name, ipc::UniqueFd read_end, int out);
   BackendOutput(const BackendOutput&) = delete;

@@ -117,6 +117,43 @@ TEST_F(OutputFilterTest, EmptyLinesAndDropNoticesStayWithinTheBudget) {
   EXPECT_GT(counted.dropped_bytes(), 2'000'000u);
 }
 
+// What the forwarder pauses on: lines thrown away past the budget, or the
+// rest of a line past its cut; not a burst within the budget.
+TEST_F(OutputFilterTest, FloodingWhileWhatIsFedIsThrownAway) {
+  OutputFilter f = Make();
+  const std::string line = std::string(99, 'y') + "\n";
+  f.Feed(line, t0_);
+  EXPECT_FALSE(f.flooding());
+  for (int i = 0; i < 1000; ++i) f.Feed(line, t0_);
+  EXPECT_TRUE(f.flooding());
+  EXPECT_GT(f.dropped_bytes(), 0u);
+  f.Feed(line, t0_ + milliseconds(1000));  // the budget back: the drop reported
+  EXPECT_FALSE(f.flooding());
+  f.Feed(std::string(OutputFilter::kMaxLineBytes + 1, 'x'), t0_ + milliseconds(1000));
+  EXPECT_TRUE(f.flooding());
+  f.Feed("\n", t0_ + milliseconds(1000));
+  EXPECT_FALSE(f.flooding());
+}
+
+// Every byte fed is either written or counted as dropped, whichever way a
+// line is dropped (clearly past the budget, unformatted, or by its cost).
+TEST_F(OutputFilterTest, EveryLineIsWrittenOrCounted) {
+  OutputFilter f = Make();
+  const std::string prefix = "codecvisor: backend 'acme': ";
+  uint64_t fed = 0;
+  for (int i = 0; i < 2000; ++i) {
+    const std::string line = std::string(static_cast<size_t>(i % 300), 'y') + "\n";
+    fed += line.size();
+    f.Feed(line, t0_ + milliseconds(i));
+  }
+  uint64_t written = 0;
+  for (const std::string& l : lines_) {
+    if (l.find("bytes of output dropped") == std::string::npos) written += l.size() - prefix.size();
+  }
+  EXPECT_GT(f.dropped_bytes(), 0u);
+  EXPECT_EQ(written + f.dropped_bytes(), fed);
+}
+
 TEST_F(OutputFilterTest, ADropAtTheEndIsReported) {
   OutputFilter f = Make();
   for (int i = 0; i < 1000; ++i) f.Feed(std::string(999, 'z') + "\n", t0_);

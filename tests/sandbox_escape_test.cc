@@ -320,6 +320,9 @@ const Escape kEscapes[] = {
     {"ptrace_host", "seccomp", "sandbox violation: syscall ptrace"},
     {"kill_host", "seccomp", "sandbox violation: syscall kill"},
     {"signal_all", "seccomp", "sandbox violation: syscall kill"},
+    {"renice_host", "seccomp", "sandbox violation: syscall setpriority"},
+    {"renice_user", "seccomp", "sandbox violation: syscall setpriority"},
+    {"deschedule_host", "seccomp", "sandbox violation: syscall sched_setattr"},
     {"raise_rlimit", "seccomp", "sandbox violation: syscall prlimit64"},
     {"setuid", "seccomp", "sandbox violation: syscall setuid"},
     {"mount", "seccomp", "sandbox violation: syscall mount"},
@@ -384,7 +387,8 @@ std::string Attempt(const char* where, const Escape& e, const absl::Status& stat
 }
 
 // What the sandbox must let any decoder open: /dev/null read-write, the
-// machine's CPUs and memory, the process's own stat, status and maps.
+// machine's CPUs and memory, the process's own stat, status and maps; and
+// its own threads' priority and scheduling.
 // Landlock refused them all (a QA plugin's /dev/null failed with EACCES).
 TEST_F(SandboxTest, WhatADecoderNeedsOpens) {
   auto decoder = Open(WriteSyntheticVideo("open_allowed.syn", "attack=open_allowed"), "hostile");

@@ -2,27 +2,28 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <netinet/in.h>
-#include <signal.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/file.h>
-#include <sys/stat.h>
 #include <sys/inotify.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/personality.h>
-#include <sys/syscall.h>
-#include <linux/seccomp.h>
-#include <linux/filter.h>
 #include <sys/mount.h>
+#include <sys/personality.h>
 #include <sys/ptrace.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -120,6 +121,24 @@ std::string SetInodeFlags() {
   return Verdict("find a lent regular file", false, EBADF);
 }
 
+// struct sched_attr of <linux/sched/types.h>, which glibc 2.36 does not
+// declare.
+struct SchedAttr {
+  uint32_t size = sizeof(SchedAttr);
+  uint32_t sched_policy = 0;
+  uint64_t sched_flags = 0;
+  int32_t sched_nice = 0;
+  uint32_t sched_priority = 0;
+  uint64_t sched_runtime = 0, sched_deadline = 0, sched_period = 0;
+};
+
+// The host made SCHED_IDLE: it would run only when nothing else wants the CPU.
+std::string DescheduleHost(int host_pid) {
+  SchedAttr attr{};
+  attr.sched_policy = SCHED_IDLE;
+  return Verdict("make the host SCHED_IDLE", syscall(SYS_sched_setattr, host_pid, &attr, 0) == 0, errno);
+}
+
 }  // namespace
 
 std::string Attack(const std::string& name, int host_pid, int port) {
@@ -134,6 +153,17 @@ std::string Attack(const std::string& name, int host_pid, int port) {
     for (const auto& [path, flags] : allowed) {
       const std::string verdict = OpenAttack(std::string("open ") + path, path, flags);
       if (verdict.find("SUCCEEDED") == std::string::npos) return verdict;
+    }
+    // Its own threads' priority and policy, as a vendor's pool may set them.
+    if (setpriority(PRIO_PROCESS, 0, getpriority(PRIO_PROCESS, 0)) != 0) {
+      return Verdict("set the thread's own priority", false, errno);
+    }
+    if (setpriority(PRIO_PROCESS, static_cast<id_t>(getpid()), getpriority(PRIO_PROCESS, 0)) != 0) {
+      return Verdict("set the process's own priority", false, errno);
+    }
+    SchedAttr attr{};
+    if (syscall(SYS_sched_getattr, 0, &attr, sizeof(attr), 0) != 0 || syscall(SYS_sched_setattr, 0, &attr, 0) != 0) {
+      return Verdict("set the thread's own scheduling", false, errno);
     }
     return "open what a decoder may: allowed";
   }
@@ -170,6 +200,12 @@ std::string Attack(const std::string& name, int host_pid, int port) {
     return Verdict("ptrace the host", r == 0, errno);
   }
   if (name == "kill_host") return Verdict("kill the host", kill(host_pid, SIGKILL) == 0, errno);
+  // Another process's CPU share: without a pid namespace, the host's.
+  if (name == "renice_host") {
+    return Verdict("renice the host", setpriority(PRIO_PROCESS, static_cast<id_t>(host_pid), 19) == 0, errno);
+  }
+  if (name == "renice_user") return Verdict("renice the user's processes", setpriority(PRIO_USER, 0, 19) == 0, errno);
+  if (name == "deschedule_host") return DescheduleHost(host_pid);
   if (name == "signal_all") return Verdict("signal every process", kill(-1, SIGCONT) == 0, errno);
   if (name == "raise_rlimit") {
     rlimit r{RLIM_INFINITY, RLIM_INFINITY};

@@ -10,6 +10,7 @@
 #endif
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -96,27 +97,121 @@ absl::Status AddPath(int ruleset, const std::string& path, uint64_t access, uint
 // checked are added in ApplySeccomp.
 constexpr const char* kAllowedSyscalls[] = {
     // memory
-    "brk", "munmap", "mremap", "madvise", "mincore", "msync", "membarrier", "memfd_create", "fallocate", "mlock",
-    "munlock", "get_mempolicy", "set_mempolicy",
+    "brk",
+    "munmap",
+    "mremap",
+    "madvise",
+    "mincore",
+    "msync",
+    "membarrier",
+    "memfd_create",
+    "fallocate",
+    "mlock",
+    "munlock",
+    "get_mempolicy",
+    "set_mempolicy",
     // descriptors and files (Landlock decides which files)
-    "read", "write", "readv", "writev", "pread64", "pwrite64", "preadv", "pwritev", "preadv2", "pwritev2",
-    "lseek", "close", "close_range", "dup", "dup2", "dup3", "pipe", "pipe2", "ftruncate", "fsync", "fdatasync",
-    "open", "openat", "stat", "fstat", "lstat", "newfstatat", "statx", "statfs", "fstatfs", "access", "faccessat",
-    "faccessat2", "readlink", "readlinkat", "getdents64", "getcwd", "poll", "ppoll", "select", "pselect6",
-    "epoll_create1", "epoll_ctl", "epoll_wait", "epoll_pwait", "eventfd2",
+    "read",
+    "write",
+    "readv",
+    "writev",
+    "pread64",
+    "pwrite64",
+    "preadv",
+    "pwritev",
+    "preadv2",
+    "pwritev2",
+    "lseek",
+    "close",
+    "close_range",
+    "dup",
+    "dup2",
+    "dup3",
+    "pipe",
+    "pipe2",
+    "ftruncate",
+    "fsync",
+    "fdatasync",
+    "open",
+    "openat",
+    "stat",
+    "fstat",
+    "lstat",
+    "newfstatat",
+    "statx",
+    "statfs",
+    "fstatfs",
+    "access",
+    "faccessat",
+    "faccessat2",
+    "readlink",
+    "readlinkat",
+    "getdents64",
+    "getcwd",
+    "poll",
+    "ppoll",
+    "select",
+    "pselect6",
+    "epoll_create1",
+    "epoll_ctl",
+    "epoll_wait",
+    "epoll_pwait",
+    "eventfd2",
     // the control socket the host handed over (no new sockets)
-    "sendmsg", "recvmsg", "sendto", "recvfrom", "shutdown", "getsockopt",
+    "sendmsg",
+    "recvmsg",
+    "sendto",
+    "recvfrom",
+    "shutdown",
+    "getsockopt",
     // threads and synchronisation
-    "futex", "set_robust_list", "get_robust_list", "set_tid_address", "rseq", "sched_yield", "sched_getaffinity",
-    "sched_getparam", "sched_getscheduler", "sched_get_priority_min", "sched_get_priority_max", "sched_getattr",
-    "sched_setattr", "getpriority", "setpriority", "exit", "pause",
+    "futex",
+    "set_robust_list",
+    "get_robust_list",
+    "set_tid_address",
+    "rseq",
+    "sched_yield",
+    "sched_getaffinity",
+    "sched_getparam",
+    "sched_getscheduler",
+    "sched_get_priority_min",
+    "sched_get_priority_max",
+    "sched_getattr",
+    "getpriority",
+    "exit",
+    "pause",
     // signals (rt_sigaction and kill are checked below)
-    "rt_sigprocmask", "rt_sigreturn", "rt_sigtimedwait", "rt_sigpending", "sigaltstack", "restart_syscall",
+    "rt_sigprocmask",
+    "rt_sigreturn",
+    "rt_sigtimedwait",
+    "rt_sigpending",
+    "sigaltstack",
+    "restart_syscall",
     // time
-    "clock_gettime", "clock_getres", "clock_nanosleep", "gettimeofday", "time", "nanosleep",
+    "clock_gettime",
+    "clock_getres",
+    "clock_nanosleep",
+    "gettimeofday",
+    "time",
+    "nanosleep",
     // who and where we are
-    "getpid", "gettid", "getppid", "getuid", "geteuid", "getgid", "getegid", "getresuid", "getresgid",
-    "getgroups", "getrlimit", "getrusage", "times", "sysinfo", "uname", "getrandom", "getcpu",
+    "getpid",
+    "gettid",
+    "getppid",
+    "getuid",
+    "geteuid",
+    "getgid",
+    "getegid",
+    "getresuid",
+    "getresgid",
+    "getgroups",
+    "getrlimit",
+    "getrusage",
+    "times",
+    "sysinfo",
+    "uname",
+    "getrandom",
+    "getcpu",
 };
 
 }  // namespace
@@ -279,20 +374,28 @@ absl::Status ApplySeccomp(SeccompMode mode, bool memfd) {
     add(SCMP_ACT_ALLOW, SCMP_SYS(arch_prctl), {SCMP_A0(SCMP_CMP_EQ, static_cast<scmp_datum_t>(code))});
   }
 #endif
-  // Signals only to ourselves (the pid namespace and Landlock scoping
-  // already hide everyone else).
-  const auto self = static_cast<scmp_datum_t>(getpid());
-  add(SCMP_ACT_ALLOW, SCMP_SYS(kill), {SCMP_A0(SCMP_CMP_EQ, self)});
-  add(SCMP_ACT_ALLOW, SCMP_SYS(tgkill), {SCMP_A0(SCMP_CMP_EQ, self)});
-  // Reading our own limits; never setting them.
-  add(SCMP_ACT_ALLOW, SCMP_SYS(prlimit64), {SCMP_A0(SCMP_CMP_EQ, 0), SCMP_A2(SCMP_CMP_EQ, 0)});
-  // The SIGSYS handler that reports refusals must stay ours: every other
-  // signal's action may change, and SIGSYS's may be read.
   // libseccomp compares all 64 bits of an argument while the kernel reads
   // an int, so every test of an int argument is an equality on its low 32
   // bits: `!= SIGSYS` would pass 0x100000000 | SIGSYS, which the kernel
   // takes as SIGSYS.
   constexpr scmp_datum_t kLow32 = 0xffffffff;
+  // Signals only to ourselves (the pid namespace and Landlock scoping
+  // already hide everyone else).
+  const auto self = static_cast<scmp_datum_t>(getpid());
+  add(SCMP_ACT_ALLOW, SCMP_SYS(kill), {SCMP_A0(SCMP_CMP_EQ, self)});
+  add(SCMP_ACT_ALLOW, SCMP_SYS(tgkill), {SCMP_A0(SCMP_CMP_EQ, self)});
+  // Scheduling and priority of our own process only (0: the calling
+  // thread). Without a pid namespace (the degraded sandbox) any other pid
+  // is a real process of the same user, the host among them.
+  for (scmp_datum_t target : {scmp_datum_t{0}, self}) {
+    add(SCMP_ACT_ALLOW, SCMP_SYS(sched_setattr), {SCMP_A0(SCMP_CMP_MASKED_EQ, kLow32, target)});
+    add(SCMP_ACT_ALLOW, SCMP_SYS(setpriority),
+        {SCMP_A0(SCMP_CMP_MASKED_EQ, kLow32, PRIO_PROCESS), SCMP_A1(SCMP_CMP_MASKED_EQ, kLow32, target)});
+  }
+  // Reading our own limits; never setting them.
+  add(SCMP_ACT_ALLOW, SCMP_SYS(prlimit64), {SCMP_A0(SCMP_CMP_EQ, 0), SCMP_A2(SCMP_CMP_EQ, 0)});
+  // The SIGSYS handler that reports refusals must stay ours: every other
+  // signal's action may change, and SIGSYS's may be read.
   for (int sig = 1; sig <= SIGRTMAX; ++sig) {
     if (sig == SIGSYS) continue;
     add(SCMP_ACT_ALLOW, SCMP_SYS(rt_sigaction), {SCMP_A0(SCMP_CMP_MASKED_EQ, kLow32, static_cast<scmp_datum_t>(sig))});
