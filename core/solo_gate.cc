@@ -101,4 +101,9 @@ bool SoloGate::held_solo() const {
   return solo_in_ && Clock::now() < solo_hold_until_;
 }
 
+int SoloGate::solo_waiting() const {
+  MutexLock lock(&mu_);
+  return solo_waiting_;
+}
+
 }  // namespace codecvisor

@@ -60,9 +60,11 @@ class SoloGate {
   // beside the others and is not solo.
   Pass EnterSolo(Clock::time_point wait_until, Clock::time_point hold_until);
 
-  // For tests: passes in now, and whether a solo pass holds the others out.
+  // For tests: passes in now, whether a solo pass holds the others out,
+  // and solo passes waiting.
   int inside() const;
   bool held_solo() const;
+  int solo_waiting() const;
 
  private:
   bool HeldByThisThread() const;

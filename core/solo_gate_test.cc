@@ -53,6 +53,10 @@ TEST(SoloGateTest, ASoloPassWaitsForTheOthersAndHoldsNewOnesOut) {
     return alone;
   });
   EXPECT_TRUE(StillWaiting(solo)) << "a solo pass went in beside a shared one";
+  for (auto until = Clock::now() + kLong; gate.solo_waiting() == 0 && Clock::now() < until;) {
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+  EXPECT_EQ(gate.solo_waiting(), 1);
   // A newcomer waits behind the solo waiter, not beside the shared pass.
   std::atomic<bool> late_in{false};
   auto late = std::async(std::launch::async, [&] {
@@ -98,7 +102,7 @@ TEST(SoloGateTest, ASoloPassThatCannotGetInAloneGoesInBesideTheOthers) {
 
 TEST(SoloGateTest, ASoloPassHoldsTheOthersOutOnlyUntilItsHoldLimit) {
   SoloGate gate;
-  SoloGate::Pass solo = gate.EnterSolo(Clock::now() + kLong, Clock::now() + milliseconds(200));
+  SoloGate::Pass solo = gate.EnterSolo(Clock::now() + kLong, Clock::now() + milliseconds(2000));
   ASSERT_TRUE(solo.solo());
   auto other = std::async(std::launch::async, [&] {
     SoloGate::Pass p = gate.Enter();

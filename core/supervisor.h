@@ -81,6 +81,9 @@ struct SupervisorStatus {
   bool spare_ready = false;
   std::string sandbox;  // what is engaged for the current child
   std::optional<ipc::HelloReply> hello;  // the current child's handshake
+  // An open is inside the plugin's code now, as the child's control region
+  // says (its crash hints): a hint, for status displays and tests.
+  bool open_in_vendor_code = false;
 };
 
 class Supervisor {

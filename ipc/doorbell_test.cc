@@ -87,9 +87,11 @@ TEST_F(DoorbellTest, ABellRungForNothingInALoopDoesNotMakeTheWaitABusyLoop) {
   const auto elapsed_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
   EXPECT_TRUE(absl::IsDeadlineExceeded(waited)) << waited;
   // Two checks a listened sleep, then one a timed sleep (and one before):
-  // at most 2 x 64 + 4, then one a millisecond.
-  static_assert(kMaxFruitlessWakes <= 64 && kDeafSleep >= 1ms);
-  EXPECT_LE(checks.load(), 132 + elapsed_ms) << "in " << elapsed_ms << " ms";
+  // at most 2 x 64 + 4, then one a millisecond. The count of early wakes
+  // starts again when the waiter, still listening, was held off the CPU a
+  // liveness slice (a loaded machine): 2 x 64 more for each such slice.
+  static_assert(kMaxFruitlessWakes <= 64 && kDeafSleep >= 1ms && kLivenessSlice >= 10ms);
+  EXPECT_LE(checks.load(), 132 + elapsed_ms + 128 * (elapsed_ms / 10)) << "in " << elapsed_ms << " ms";
   // Once the condition holds, the deaf waiter sees it.
   std::thread setter([&] {
     std::this_thread::sleep_for(50ms);

@@ -45,6 +45,18 @@ int64_t ContextSwitches(pid_t tid) {
   return total;
 }
 
+// Waits (at most 20 s) until thread `tid` sleeps and stays asleep for 50 ms:
+// a waiter past its spinning and polling, in its last sleep.
+void WaitUntilAsleep(pid_t tid) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < deadline) {
+    const int64_t before = ContextSwitches(tid);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (ContextSwitches(tid) == before) return;
+  }
+  ADD_FAILURE() << "thread " << tid << " never slept 50 ms";
+}
+
 // A running watcher and one socketpair: `ours` is watched, `peer` hangs up.
 class HangupWatcherTest : public ::testing::Test {
  protected:
@@ -160,14 +172,18 @@ class WatchedChannelTest : public ::testing::Test {
 // request that never comes, then the host hangs up; returns the switches
 // and what the wait returned.
 std::pair<int64_t, absl::Status> IdleThenHangUp(BackendChannel& backend, std::unique_ptr<HostChannel>& host,
-                                               milliseconds idle) {
+                                                milliseconds idle, bool watched) {
   std::promise<pid_t> tid;
   auto waited = std::async(std::launch::async, [&] {
     tid.set_value(static_cast<pid_t>(syscall(SYS_gettid)));
     return backend.Receive(Clock::now() + std::chrono::hours(1)).status();
   });
   const pid_t waiter = tid.get_future().get();
-  std::this_thread::sleep_for(milliseconds(50));  // asleep in the futex by now
+  if (watched) {
+    WaitUntilAsleep(waiter);  // in the futex
+  } else {
+    std::this_thread::sleep_for(milliseconds(50));  // it wakes every slice: never asleep for long
+  }
   const int64_t before = ContextSwitches(waiter);
   std::this_thread::sleep_for(idle);
   const int64_t switches = ContextSwitches(waiter) - before;
@@ -181,7 +197,7 @@ std::pair<int64_t, absl::Status> IdleThenHangUp(BackendChannel& backend, std::un
 
 TEST_F(WatchedChannelTest, AnIdleWatchedWaitSleepsUntilTheHangUpEndsIt) {
   ASSERT_NO_FATAL_FAILURE(Watch());
-  auto [switches, status] = IdleThenHangUp(*backend_, host_, milliseconds(500));
+  auto [switches, status] = IdleThenHangUp(*backend_, host_, milliseconds(500), /*watched=*/true);
   // Unwatched, the wait wakes every 10 ms to poll the socket (about 50
   // times here); watched, it sleeps through.
   EXPECT_LE(switches, 3) << "the waiting thread was switched in " << switches << " times in 500 ms";
@@ -196,7 +212,7 @@ TEST_F(WatchedChannelTest, AnIdleWatchedWaitSleepsUntilTheHangUpEndsIt) {
 
 TEST_F(WatchedChannelTest, AnUnwatchedWaitPollsTheSocketEverySlice) {
   // The baseline the watched test is measured against: what it saves.
-  auto [switches, status] = IdleThenHangUp(*backend_, host_, milliseconds(500));
+  auto [switches, status] = IdleThenHangUp(*backend_, host_, milliseconds(500), /*watched=*/false);
   EXPECT_GE(switches, 10) << "the waiting thread was switched in " << switches << " times in 500 ms";
   EXPECT_TRUE(absl::IsUnavailable(status)) << status;
 }

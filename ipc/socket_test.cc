@@ -124,7 +124,7 @@ TEST(PeerLivenessTest, PidFdSeesExit) {
   PeerLiveness live(pair->first.get(), pidfd->get(), true);
   // The child exits promptly; poll until the pidfd says so.
   absl::Status s;
-  for (int i = 0; i < 200 && (s = live.Check()).ok(); ++i) usleep(5000);
+  for (int i = 0; i < 4000 && (s = live.Check()).ok(); ++i) usleep(5000);
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
   EXPECT_NE(s.message().find("exited"), std::string::npos);
   waitpid(pid, nullptr, 0);

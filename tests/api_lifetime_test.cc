@@ -354,22 +354,26 @@ TEST_F(ApiHostTest, AnInterruptedCallEndsWithoutWaitingForAHungBackend) {
   auto d = host_->OpenDecoder(hang, options);
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   std::atomic<bool> interrupted{false};
-  int64_t delivered = 0;
+  std::atomic<int64_t> delivered{0};
+  // Once frame 19 has arrived, the backend is in frame 20's hang.
   std::thread interrupter([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (delivered.load() < 20 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     interrupted.store(true);
   });
   const Status s = (*d)->ForEachFrame(
       FrameSelection::InRange(0, 40),
       [&](Frame f) {
-        EXPECT_EQ(f.index(), delivered);
+        EXPECT_EQ(f.index(), delivered.load());
         ++delivered;
         return Status();
       },
       interrupted);
   interrupter.join();
   EXPECT_EQ(s.code(), StatusCode::kCancelled) << s.ToString();
-  EXPECT_EQ(delivered, 20) << "the frames before the hang";
+  EXPECT_EQ(delivered.load(), 20) << "the frames before the hang";
   EXPECT_EQ((*d)->retries(), 0u) << "the interrupted request was replayed";
   for (const BackendInfo& b : host_->Backends()) {
     if (b.name == "faulty") EXPECT_EQ(b.restarts, 1u) << "the hung backend was not killed once, as hung";

@@ -151,9 +151,11 @@ TEST_F(FaultTest, AStartThatHangsOnceDelaysAnOpenWithAShortTimeoutButDoesNotFail
   ASSERT_TRUE(host_->LoadBackend(path).ok());
   FaultRow& row = Row("plugin create() that hangs once, with a short open_timeout");
   ++row.tries;
-  // The marker goes once the first start is under way (and stuck).
+  // The marker goes once the first start is under way (and stuck: create()
+  // that saw it pauses for good), half the spawn timeout in, which no start
+  // of the test backend comes near; its replacement then starts.
   std::thread unmark([&] {
-    std::this_thread::sleep_for(std::chrono::seconds(1));
+    std::this_thread::sleep_for(std::chrono::seconds(5));
     std::remove(marker.c_str());
   });
   DecoderOptions options;

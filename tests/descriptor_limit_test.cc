@@ -420,7 +420,9 @@ TEST_F(FaultTest, AnOpenRefusedAThreadByItsUsersLimitBlamesNeitherFileNorBackend
   setenv("CODECVISOR_TEST_USER_THREAD_LIMIT", "1", 1);
   const std::string video = WriteSyntheticVideo("no_thread.syn", "fault=no_thread_open");
   DecoderOptions options;
-  options.open_timeout = std::chrono::milliseconds(200);  // the shortage is waited out for 150 ms of it
+  // The shortage is waited out for 750 ms of it; each exchange with the
+  // backend, which must answer within it, takes a few ms.
+  options.open_timeout = std::chrono::milliseconds(1000);
   for (int run = 0; run < 10; ++run) {
     ++row.tries;
     absl::StatusOr<std::unique_ptr<VideoDecoder>> d = Open(video, "faulty", options);

@@ -214,10 +214,19 @@ TEST_F(FaultTest, ARequestWhoseBackendKeepsBeingKilledGivesUpInBoundedTime) {
   ASSERT_TRUE(other.ok()) << other.status();
   std::atomic<bool> done{false};
   std::atomic<int> kills{0}, other_ok{0};
+  // Each kill waits for the other session's requests to have healed the
+  // restart budget (3 successes after a crash; one more for a success the
+  // dying process answered): however slow the restarts, the budget never
+  // runs out, and only the replay bound can end the request.
   std::thread killer([&] {
+    int ok_at_kill = -4;
     while (!done) {
       std::this_thread::sleep_for(std::chrono::milliseconds(150));
-      if (const pid_t pid = StatusOf("synthetic").pid; pid > 0 && kill(pid, SIGKILL) == 0) ++kills;
+      while (!done && other_ok.load() < ok_at_kill + 4) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      if (const pid_t pid = StatusOf("synthetic").pid; !done && pid > 0 && kill(pid, SIGKILL) == 0) {
+        ++kills;
+        ok_at_kill = other_ok.load();
+      }
     }
   });
   std::thread refiller([&] {

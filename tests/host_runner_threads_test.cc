@@ -60,7 +60,7 @@ TEST_F(HostSyntheticTest, EachSessionHasANamedRunnerThread) {
   EXPECT_EQ(ThreadsNamed(pid, runner::kSessionThreadName), 2);
   a.reset();
   int left = -1;
-  for (int i = 0; i < 200 && left != 1; ++i) {  // the thread ends after the close reaches it
+  for (int i = 0; i < 2000 && left != 1; ++i) {  // the thread ends after the close reaches it
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     left = ThreadsNamed(pid, runner::kSessionThreadName);
   }
