@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <string_view>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "backends/sdk/runner/runner_args.h"
@@ -35,7 +36,48 @@ std::string DeathRecord::Describe() const {
   return text;
 }
 
-void AddCrashHints(std::span<const ipc::CrashHints> channels, DeathRecord* record) {
+namespace {
+
+// Whether a death by fault signal `signal`, as the runner's handler records
+// it, can have ended so. Its handlers are for SIGSEGV, SIGBUS, SIGFPE,
+// SIGILL, SIGABRT and SIGTRAP, whose death may come as another signal (as
+// the init of its pid namespace, the runner's abort() ends in SIGSEGV) or
+// as an exit with 128 + the signal; and for SIGSYS, a trapped call, after
+// which the runner exits with 128 + SIGSYS (or dies of SIGSYS).
+bool BearsOut(const ExitStatus& exit, uint32_t signal) {
+  const bool exited_for = !exit.signaled && exit.code == 128 + static_cast<int>(signal);
+  switch (signal) {
+    case SIGSEGV:
+    case SIGBUS:
+    case SIGFPE:
+    case SIGILL:
+    case SIGABRT:
+    case SIGTRAP:
+      return exit.signaled || exited_for;
+    case SIGSYS:
+      return exited_for || (exit.signaled && exit.code == SIGSYS);
+    default:
+      return false;
+  }
+}
+
+// The hints as far as the exit the host saw bears them out: the child
+// writes them, and a plugin may write anything there (it could have its
+// own death described as a sandbox violation, a kill, or a signal -294968296).
+ipc::CrashHints Corroborated(ipc::CrashHints hints, const ExitStatus& exit) {
+  for (uint32_t* signal : {&hints.fault_signal, &hints.stray_fault_signal}) {
+    if (!BearsOut(exit, *signal)) *signal = 0;
+  }
+  if (!BearsOut(exit, SIGSYS)) hints.violation_syscall = -1;
+  if (exit.signaled || exit.code != hints.exit_code) hints.exit_code = -1;
+  return hints;
+}
+
+}  // namespace
+
+void AddCrashHints(std::span<const ipc::CrashHints> written, DeathRecord* record) {
+  std::vector<ipc::CrashHints> channels;
+  for (const ipc::CrashHints& hints : written) channels.push_back(Corroborated(hints, record->exit));
   bool signal_is_stray = false;
   for (const ipc::CrashHints& hints : channels) {
     if (hints.in_call != 0) ++record->suspects;

@@ -74,7 +74,10 @@ struct DeathRecord {
 // names nobody, even while an open is in vendor code); whether an exit()
 // the sandbox caught inside a vendor call names one; the signal it died
 // of (the culprit's wins over a stray one, else the first recorded); and
-// the first syscall the sandbox denied.
+// the first syscall the sandbox denied. Only what `record->exit` bears out
+// is taken (a fault signal for a death by a signal, a trapped syscall for
+// the runner's exit after one, an exit code for that exit): the child
+// writes the hints.
 void AddCrashHints(std::span<const ipc::CrashHints> channels, DeathRecord* record);
 
 // How a backend process ended, in words: "killed by signal 6 (SIGABRT)",

@@ -26,29 +26,66 @@ TEST(AddCrashHintsTest, Table) {
   struct Case {
     std::string name;
     std::vector<ipc::CrashHints> channels;  // control first
+    ExitStatus exit;                        // what the host saw
     int suspects;
     bool culprit;
     bool exit_recorded;
     uint32_t signal;
     int32_t syscall;
   };
+  const ExitStatus kKilled{true, SIGKILL}, kSegv{true, SIGSEGV}, kViolation{false, 128 + SIGSYS}, kExit3{false, 3};
   const std::vector<Case> cases = {
-      {"nothing recorded", {Hints(0), Hints(0)}, 0, false, false, 0, -1},
-      {"two sessions inside, no fault", {Hints(0), Hints(1), Hints(1)}, 2, false, false, 0, -1},
-      {"a session's fault in its call", {Hints(0), Hints(1, SIGSEGV), Hints(1)}, 2, true, false, SIGSEGV, -1},
-      {"an open's fault", {Hints(1, SIGBUS), Hints(0)}, 1, true, false, SIGBUS, -1},
-      {"a stray fault names nobody", {Hints(0, 0, SIGSEGV), Hints(1)}, 1, false, false, SIGSEGV, -1},
-      {"a stray fault while an open is inside", {Hints(1, 0, SIGABRT)}, 1, false, false, SIGABRT, -1},
-      {"the culprit's signal wins over a stray one",
-       {Hints(0, 0, SIGABRT), Hints(1, SIGSEGV)}, 1, true, false, SIGSEGV, -1},
-      {"the first culprit's signal stays", {Hints(0), Hints(1, SIGSEGV), Hints(1, SIGFPE)}, 2, true, false, SIGSEGV,
+      {"nothing recorded", {Hints(0), Hints(0)}, kKilled, 0, false, false, 0, -1},
+      {"two sessions inside, no fault", {Hints(0), Hints(1), Hints(1)}, kKilled, 2, false, false, 0, -1},
+      {"a session's fault in its call", {Hints(0), Hints(1, SIGSEGV), Hints(1)}, kSegv, 2, true, false, SIGSEGV, -1},
+      {"an open's fault", {Hints(1, SIGBUS), Hints(0)}, {true, SIGBUS}, 1, true, false, SIGBUS, -1},
+      {"a stray fault names nobody", {Hints(0, 0, SIGSEGV), Hints(1)}, kSegv, 1, false, false, SIGSEGV, -1},
+      {"a stray abort while an open is inside (as init, it ends in SIGSEGV)",
+       {Hints(1, 0, SIGABRT)},
+       kSegv,
+       1,
+       false,
+       false,
+       SIGABRT,
        -1},
-      {"a sandbox violation in a call", {Hints(0), Hints(1, SIGSYS, 0, 41)}, 1, true, false, SIGSYS, 41},
-      {"exit() caught in a call", {Hints(0), Hints(1, 0, 0, -1, 3), Hints(1)}, 2, false, true, 0, -1},
-      {"exit() outside any call names nobody", {Hints(0, 0, 0, -1, 3)}, 0, false, false, 0, -1},
+      {"the culprit's signal wins over a stray one",
+       {Hints(0, 0, SIGABRT), Hints(1, SIGSEGV)},
+       kSegv,
+       1,
+       true,
+       false,
+       SIGSEGV,
+       -1},
+      {"the first culprit's signal stays",
+       {Hints(0), Hints(1, SIGSEGV), Hints(1, SIGFPE)},
+       kSegv,
+       2,
+       true,
+       false,
+       SIGSEGV,
+       -1},
+      {"a fault the runner exited for", {Hints(1, SIGSEGV)}, {false, 128 + SIGSEGV}, 1, true, false, SIGSEGV, -1},
+      {"a sandbox violation in a call", {Hints(0), Hints(1, SIGSYS, 0, 41)}, kViolation, 1, true, false, SIGSYS, 41},
+      {"exit() caught in a call", {Hints(0), Hints(1, 0, 0, -1, 3), Hints(1)}, kExit3, 2, false, true, 0, -1},
+      {"exit() outside any call names nobody", {Hints(0, 0, 0, -1, 3)}, kExit3, 0, false, false, 0, -1},
+      // What the exit does not bear out is a plugin's writing: ignored.
+      {"a fault written, then a clean exit", {Hints(0), Hints(1, SIGSEGV)}, {false, 0}, 1, false, false, 0, -1},
+      {"a signal no handler records", {Hints(0), Hints(1, 4'000'000'000u)}, kSegv, 1, false, false, 0, -1},
+      {"SIGKILL written as a fault", {Hints(0), Hints(1, SIGKILL)}, kSegv, 1, false, false, 0, -1},
+      {"a trapped execve written, then a SIGSEGV death",
+       {Hints(0), Hints(1, SIGSYS, 0, SYS_execve)},
+       kSegv,
+       1,
+       false,
+       false,
+       0,
+       -1},
+      {"an exit() written, then a death by a signal", {Hints(0), Hints(1, 0, 0, -1, 3)}, kSegv, 1, false, false, 0, -1},
+      {"an exit() written, then another code", {Hints(0), Hints(1, 0, 0, -1, 3)}, {false, 4}, 1, false, false, 0, -1},
   };
   for (const Case& c : cases) {
     DeathRecord record;
+    record.exit = c.exit;
     AddCrashHints(c.channels, &record);
     EXPECT_EQ(record.suspects, c.suspects) << c.name;
     EXPECT_EQ(record.culprit_recorded, c.culprit) << c.name;
@@ -62,9 +99,11 @@ TEST(AddCrashHintsTest, KeepsAFullAddressSpaceFromAnyChannel) {
   ipc::CrashHints control = Hints(0, 0, SIGSEGV);
   control.address_space_full = true;
   DeathRecord record;
+  record.exit = {true, SIGSEGV};
   AddCrashHints(std::vector<ipc::CrashHints>{control, Hints(1)}, &record);
   EXPECT_TRUE(record.address_space_full);
   DeathRecord other;
+  other.exit = {true, SIGSEGV};
   AddCrashHints(std::vector<ipc::CrashHints>{Hints(0, 0, SIGSEGV), Hints(1)}, &other);
   EXPECT_FALSE(other.address_space_full);
 }
