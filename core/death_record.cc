@@ -45,20 +45,10 @@ namespace {
 // as an exit with 128 + the signal; and for SIGSYS, a trapped call, after
 // which the runner exits with 128 + SIGSYS (or dies of SIGSYS).
 bool BearsOut(const ExitStatus& exit, uint32_t signal) {
-  const bool exited_for = !exit.signaled && exit.code == 128 + static_cast<int>(signal);
-  switch (signal) {
-    case SIGSEGV:
-    case SIGBUS:
-    case SIGFPE:
-    case SIGILL:
-    case SIGABRT:
-    case SIGTRAP:
-      return exit.signaled || exited_for;
-    case SIGSYS:
-      return exited_for || (exit.signaled && exit.code == SIGSYS);
-    default:
-      return false;
-  }
+  const bool exited_for = !exit.signaled && exit.code == int64_t{128} + signal;
+  if (IsCrashSignal(static_cast<int>(signal))) return exit.signaled || exited_for;
+  if (signal == SIGSYS) return exited_for || (exit.signaled && exit.code == SIGSYS);
+  return false;
 }
 
 // The hints as far as the exit the host saw bears them out: the child
