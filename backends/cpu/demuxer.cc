@@ -56,6 +56,17 @@ int RefuseNestedOpen(AVFormatContext* /*s*/, AVIOContext** /*pb*/, const char* /
   return AVERROR(EPERM);
 }
 
+// ": FFmpeg says 'LINE'" for an error line FFmpeg logged, with what the
+// commonest one means; "" for none.
+std::string WhatFfmpegSaid(const std::string& line) {
+  if (line.empty()) return "";
+  std::string said = absl::StrCat("; FFmpeg says '", line, "'");
+  if (absl::StrContains(line, "moov atom not found")) {
+    absl::StrAppend(&said, ": an MP4 or MOV without its index, as a recording or download cut short leaves it");
+  }
+  return said;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Demuxer>> Demuxer::Open(int fd, int stream_index) {
@@ -92,19 +103,22 @@ absl::StatusOr<std::unique_ptr<Demuxer>> Demuxer::OpenContainer(int fd, int stre
   AVDictionary* options = nullptr;
   av_dict_set(&options, "protocol_whitelist", "none", 0);
   // On failure avformat_open_input frees `format` (but not our pb).
+  // FFmpeg's error code says little ("Invalid data found"); the line it
+  // logged says what (an MP4 whose index is missing: "moov atom not found").
+  FirstLoggedError logged;
   int ret = avformat_open_input(&format, "", nullptr, &options);
   av_dict_free(&options);
   if (ret == AVERROR(ENOMEM)) NoteAllocationFailure();  // cpu_backend.cc then blames the memory
   if (ret < 0) {
     return absl::DataLossError(
-        absl::StrCat("cannot be demuxed (not a video container?): ", AvErrorText(ret)));
+        absl::StrCat("cannot be demuxed (not a video container?): ", AvErrorText(ret), WhatFfmpegSaid(logged.line())));
   }
   demuxer->format_ = format;
   ret = avformat_find_stream_info(format, nullptr);
   if (ret == AVERROR(ENOMEM)) NoteAllocationFailure();
   if (ret < 0) {
     return absl::DataLossError(
-        absl::StrCat("cannot read the stream parameters: ", AvErrorText(ret)));
+        absl::StrCat("cannot read the stream parameters: ", AvErrorText(ret), WhatFfmpegSaid(logged.line())));
   }
 
   for (unsigned i = 0; i < format->nb_streams; ++i) {

@@ -35,6 +35,7 @@ std::optional<int> ParseFfmpegLogLevel(absl::string_view name) {
 namespace {
 
 std::atomic<uint64_t> allocation_failures{0};
+thread_local FirstLoggedError* tls_first_error = nullptr;
 
 // Every line reaches this callback whatever the level (the default one,
 // which it calls, applies the level): errors are read for allocation
@@ -47,11 +48,29 @@ void CountingLogCallback(void* context, int level, const char* format, va_list a
     const int n = std::vsnprintf(line, sizeof(line), format, copy);
     va_end(copy);
     if ((n > 0 && SaysOutOfMemory(line)) || !RoomForAllocations()) NoteAllocationFailure();
+    if (n > 0) NoteLoggedError(line);
   }
   av_log_default_callback(context, level, format, args);
 }
 
 }  // namespace
+
+void NoteLoggedError(const char* line) {
+  FirstLoggedError* capture = tls_first_error;
+  if (capture == nullptr || capture->line_[0] != '\0') return;
+  // Without allocating, as every line this callback reads.
+  std::snprintf(capture->line_, sizeof(capture->line_), "%s", line);
+  for (size_t n = std::strlen(capture->line_);
+       n > 0 && (capture->line_[n - 1] == '\n' || capture->line_[n - 1] == ' ');) {
+    capture->line_[--n] = '\0';
+  }
+}
+
+FirstLoggedError::FirstLoggedError() { tls_first_error = this; }
+
+FirstLoggedError::~FirstLoggedError() { tls_first_error = nullptr; }
+
+std::string FirstLoggedError::line() const { return line_; }
 
 bool SaysOutOfMemory(absl::string_view line) {
   // Without allocating: this runs when memory is short, in FFmpeg's threads.

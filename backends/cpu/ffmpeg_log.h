@@ -27,6 +27,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "absl/strings/string_view.h"
 #include "backends/sdk/codecvisor_backend.h"
@@ -54,6 +55,30 @@ bool SaysOutOfMemory(absl::string_view line);
 // missing parts were concealed). An error with no such room left is
 // counted as an allocation failure, in the log and in the decoder's answers.
 bool RoomForAllocations();
+
+// The log callback's: keeps `line` for this thread's FirstLoggedError, if
+// one is alive and has none yet. Async-signal-safe in spirit: allocates
+// nothing.
+void NoteLoggedError(const char* line);
+
+// The first error FFmpeg logs on this thread while it lives, such as the
+// mov demuxer's "moov atom not found" behind a bare INVALIDDATA: the cause
+// an error message should name. Needs ApplyFfmpegLogLevel's callback. Not
+// nested; a scope of one thread.
+class FirstLoggedError {
+ public:
+  FirstLoggedError();
+  ~FirstLoggedError();
+  FirstLoggedError(const FirstLoggedError&) = delete;
+  FirstLoggedError& operator=(const FirstLoggedError&) = delete;
+
+  // The line without its newline; "" if none was logged.
+  std::string line() const;
+
+ private:
+  friend void NoteLoggedError(const char* line);
+  char line_[256] = {};
+};
 
 // Allocation failures met in this process so far (FFmpeg's reports and
 // NoteAllocationFailure's); any thread.

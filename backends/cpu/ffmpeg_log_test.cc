@@ -11,6 +11,8 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <string>
+#include <thread>
 
 #include "backends/cpu/cpu_backend.h"
 #include "gtest/gtest.h"
@@ -66,6 +68,31 @@ TEST(FfmpegLogTest, TheLogCountsAllocationFailuresAtAnyLevel) {
   EXPECT_EQ(AllocationFailures(), before + 1);
   NoteAllocationFailure();
   EXPECT_EQ(AllocationFailures(), before + 2);
+  table->destroy(backend);
+}
+
+// The first error line logged on a thread while it is asked for, without
+// its newline; not warnings, not another thread's, not after.
+TEST(FfmpegLogTest, TheFirstErrorLoggedOnAThreadIsKept) {
+  const cv_backend_v1* table = codecvisor_backend_v1();
+  cv_backend* backend = nullptr;
+  cv_error error{};
+  ASSERT_EQ(table->create("", &backend, &error), CV_OK) << error.message;
+  {
+    FirstLoggedError logged;
+    av_log(nullptr, AV_LOG_WARNING, "a warning\n");
+    std::thread([] { av_log(nullptr, AV_LOG_ERROR, "another thread's\n"); }).join();
+    EXPECT_EQ(logged.line(), "");
+    av_log(nullptr, AV_LOG_ERROR, "%s atom not found\n", "moov");
+    av_log(nullptr, AV_LOG_ERROR, "a second error\n");
+    EXPECT_EQ(logged.line(), "moov atom not found");
+  }
+  {
+    FirstLoggedError logged;
+    av_log(nullptr, AV_LOG_ERROR, "%s\n", std::string(1000, 'x').c_str());
+    EXPECT_EQ(logged.line(), std::string(255, 'x'));  // cut, never overrun
+  }
+  av_log(nullptr, AV_LOG_ERROR, "with nobody asking\n");  // kept nowhere
   table->destroy(backend);
 }
 
