@@ -28,6 +28,9 @@ void DefineDecoder(py::module_& m) {
       .def("backend_name", &PyDecoder::backend_name)
       .def("retries", &PyDecoder::retries)
       .def("close", &PyDecoder::close)
+      // For the tests only (decoder_bindings.h): never used by the package.
+      .def("_test_call_in_flight", &PyDecoder::TestCallInFlight)
+      .def("_test_calls_waiting", &PyDecoder::TestCallsWaiting)
       .def(
           "frames_at",
           [](PyDecoder& d, std::vector<int64_t> indices) {

@@ -4,6 +4,7 @@
 #ifndef CODECVISOR_PYTHON_CODECVISOR_DECODER_BINDINGS_H_
 #define CODECVISOR_PYTHON_CODECVISOR_DECODER_BINDINGS_H_
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <memory>
@@ -58,6 +59,15 @@ class PyDecoder {
     });
     interrupt.Rethrow();
   }
+
+  // For the tests only (python/tests/test_concurrency.py, which must know
+  // when another thread's call holds the decoder, and when a call waits for
+  // it, to send Ctrl-C then): whether a call holds the decoder's lock (its
+  // InterruptWatch made, the call under way), and how many calls found it
+  // held and wait for it (their InterruptWatch made, Ctrl-C now ends their
+  // wait). Neither takes the lock.
+  bool TestCallInFlight() const { return test_holding_.load() > 0; }
+  int TestCallsWaiting() const { return test_waiting_.load(); }
 
   pybind11::tuple Decode(const FrameSelection& selection, size_t expected) {
     Batch batch(expected, format_);
@@ -132,9 +142,13 @@ class PyDecoder {
     decoder_.CheckOwner("this decoder");
     return WithoutGil([&] {
       std::unique_lock<std::timed_mutex> lock(mu_, std::defer_lock);
-      while (!lock.try_lock_for(kInterruptPoll)) {
-        if (interrupt.Raised()) return Status(StatusCode::kCancelled, "interrupted waiting for the decoder");
+      if (!lock.try_lock()) {
+        Counted waiting(test_waiting_);
+        while (!lock.try_lock_for(kInterruptPoll)) {
+          if (interrupt.Raised()) return Status(StatusCode::kCancelled, "interrupted waiting for the decoder");
+        }
       }
+      Counted holding(test_holding_);  // ends before the lock is released
       return fn();
     });
   }
@@ -148,7 +162,20 @@ class PyDecoder {
   // How often a request waiting for another's lock looks for Ctrl-C.
   static constexpr std::chrono::milliseconds kInterruptPoll{20};
 
+  // One more in `count` for the scope's life.
+  struct Counted {
+    explicit Counted(std::atomic<int>& c) : count(c) { count.fetch_add(1); }
+    ~Counted() { count.fetch_sub(1); }
+    Counted(const Counted&) = delete;
+    Counted& operator=(const Counted&) = delete;
+    std::atomic<int>& count;
+  };
+
   std::timed_mutex mu_;  // held for each call on decoder_
+  // For the tests only (TestCallInFlight, TestCallsWaiting): calls holding
+  // mu_ (0 or 1), and calls that found it held and wait for it.
+  std::atomic<int> test_holding_{0};
+  std::atomic<int> test_waiting_{0};
   Owned<VideoDecoder> decoder_;
   const OutputFormat format_;
   ConverterPool converters_;

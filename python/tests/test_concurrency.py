@@ -83,17 +83,20 @@ def test_close_during_a_first_use_that_opens_the_session(video, monkeypatch):
     # close() meanwhile makes that open end what it opened, and the first
     # use fails as closed. close() used to leave it to the open, which then
     # installed a live session in the closed decoder, which decoded on.
+    # The copy's open waits (at most 20 s) for the close() to have returned.
     from codecvisor import _host
-    opening, real_open = threading.Event(), _host.Host.open_path
+    opening, closed, real_open = threading.Event(), threading.Event(), _host.Host.open_path
 
     def slow_open(self, *args, **kwargs):
         opening.set()
-        time.sleep(0.3)
+        closed.wait(20)
         return real_open(self, *args, **kwargs)
 
     monkeypatch.setattr(_host.Host, "open_path", slow_open)
+    closed.set()  # the original's open goes straight on
     d = pickle.loads(pickle.dumps(VideoDecoder(video)))
     opening.clear()  # set by the original's open
+    closed.clear()
     outcome = []
 
     def first_use():
@@ -104,8 +107,9 @@ def test_close_during_a_first_use_that_opens_the_session(video, monkeypatch):
 
     t = threading.Thread(target=first_use)
     t.start()
-    assert opening.wait(10)
+    assert opening.wait(20)
     d.close()
+    closed.set()
     t.join()
     assert outcome == ["the decoder is closed"], outcome
     with pytest.raises(ValueError, match="closed"):
@@ -122,23 +126,44 @@ def _sigint_handler_address():
     return int.from_bytes(action.raw[:8], "little")
 
 
+def _sigint_once(condition, margin=0.0, regardless=False):
+    """Starts and returns a thread that sends this process SIGINT once
+    condition() holds (asked every 2 ms for at most 20 s), `margin` seconds
+    later; its `.ready` says whether the condition held. Where it never did,
+    no SIGINT is sent, unless `regardless` (a call that ends only by one)."""
+    def send():
+        deadline = time.monotonic() + 20
+        while not condition() and time.monotonic() < deadline:
+            time.sleep(0.002)
+        sender.ready = condition()
+        if sender.ready or regardless:
+            time.sleep(margin)
+            os.kill(os.getpid(), signal.SIGINT)
+
+    sender = threading.Thread(target=send)
+    sender.ready = False
+    sender.start()
+    return sender
+
+
 def test_ctrl_c_stops_a_request_at_the_next_frame(tmp_path):
-    # 40 frames of 50 ms each, whose frame 30 crashes the backend: Ctrl-C
-    # 0.3 s in must end the request there, with KeyboardInterrupt, before
-    # the backend reaches frame 30 (a request that went on would die there
-    # twice and raise BackendError instead). The decoder goes on afterwards.
-    clip = synthetic_clip(tmp_path / "slow.syn", "frames=40 width=32 height=24 fps=10 decode_ms=50 "
-                                                 "fault=segfault fault_frame=30")
+    # 200 frames of 50 ms each, whose frame 190 crashes the backend: Ctrl-C
+    # once the request is under way must end it there, with
+    # KeyboardInterrupt, before the backend reaches frame 190 (a request
+    # that went on would die there twice and raise BackendError instead).
+    # The decoder goes on afterwards.
+    clip = synthetic_clip(tmp_path / "slow.syn", "frames=200 width=32 height=24 fps=10 decode_ms=50 "
+                                                 "fault=segfault fault_frame=190")
     d = VideoDecoder(clip, device="faulty")
     restarts = backend_restarts("faulty")
     handler = _sigint_handler_address()
-    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
-    timer.start()
+    sender = _sigint_once(d._native._test_call_in_flight, regardless=True)
     try:
         with pytest.raises(KeyboardInterrupt):
-            d.get_frames_in_range(0, 40)
+            d.get_frames_in_range(0, 200)
     finally:
-        timer.join()
+        sender.join()
+    assert sender.ready, "the request was never under way"
     assert backend_restarts("faulty") == restarts
     assert _sigint_handler_address() == handler, "the C handler in front of Python's was left installed"
     fresh = VideoDecoder(clip, device="faulty")
@@ -147,28 +172,32 @@ def test_ctrl_c_stops_a_request_at_the_next_frame(tmp_path):
 
 
 def test_ctrl_c_stops_a_request_whose_backend_hangs(tmp_path):
-    # Frame 20's decode never returns, while the runner still answers its
+    # Frame 0's decode never returns, while the runner still answers its
     # heartbeats: Ctrl-C used to wait for the request timeout, have the
     # supervisor kill the backend, replay the request the user had
     # interrupted, wait a second timeout (a second kill), and only then
     # raise. The wait on the backend now looks for the signal too: the
     # backend, given 1 s to stop, is killed once as hung (no thread is left
     # stuck in it), KeyboardInterrupt is raised, nothing is replayed, and
-    # the decoder goes on on the new backend.
+    # the decoder goes on on the new backend. (The runner reads no Cancel
+    # before a request's first frame: once the request is sent, the backend
+    # hangs whenever Ctrl-C comes. It is sent as soon as the request holds
+    # the decoder; the 1 s margin covers that step, a Ctrl-C before which
+    # would end the request unsent, with no backend to kill.)
     clip = synthetic_clip(tmp_path / "hang.syn", "frames=40 width=32 height=24 fps=10 decode_ms=5 "
-                                                 "fault=hang fault_frame=20")
+                                                 "fault=hang fault_frame=0")
     d = VideoDecoder(clip, device="faulty", timeout=60)
     restarts = backend_restarts("faulty")
-    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
-    timer.start()
+    sender = _sigint_once(d._native._test_call_in_flight, margin=1.0, regardless=True)
     try:
         with pytest.raises(KeyboardInterrupt):
             d.get_frames_in_range(0, 40)
     finally:
-        timer.join()
+        sender.join()
+    assert sender.ready, "the request was never under way"
     assert backend_restarts("faulty") == restarts + 1, "killed twice: the interrupted request was replayed"
     assert d.retries == 0, "the interrupted request was replayed"
-    assert d.get_frames_in_range(0, 5).data.shape == (5, 3, 24, 32)
+    assert d.get_frames_in_range(1, 6).data.shape == (5, 3, 24, 32)  # (frame 0 hangs every time)
 
 
 def test_ctrl_c_stops_a_request_in_a_child_forked_during_one(tmp_path):
@@ -179,14 +208,16 @@ def test_ctrl_c_stops_a_request_in_a_child_forked_during_one(tmp_path):
     # later one stood aside and Ctrl-C waited for the whole request).
     handler = _sigint_handler_address()
     slow = synthetic_clip(tmp_path / "slow.syn", "frames=40 width=32 height=24 fps=10 decode_ms=50")
-    crashing = synthetic_clip(tmp_path / "crash.syn", "frames=40 width=32 height=24 fps=10 decode_ms=50 "
-                                                      "fault=segfault fault_frame=30")
+    crashing = synthetic_clip(tmp_path / "crash.syn", "frames=200 width=32 height=24 fps=10 decode_ms=50 "
+                                                      "fault=segfault fault_frame=190")
     d = VideoDecoder(slow, device="faulty")
     d[0]
-    outcome = {}
+    native, outcome = d._native, {}
 
     def fork_during_the_request():
-        time.sleep(0.3)
+        deadline = time.monotonic() + 20
+        while not native._test_call_in_flight() and time.monotonic() < deadline:
+            time.sleep(0.002)
         pid = os.fork()
         if pid == 0:
             code = 0
@@ -194,15 +225,14 @@ def test_ctrl_c_stops_a_request_in_a_child_forked_during_one(tmp_path):
                 if _sigint_handler_address() != handler:
                     code |= 1
                 child = VideoDecoder(crashing, device="faulty")
-                timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
-                timer.start()
+                sender = _sigint_once(child._native._test_call_in_flight, regardless=True)
                 try:
-                    child.get_frames_in_range(0, 40)
+                    child.get_frames_in_range(0, 200)
                     code |= 2
                 except KeyboardInterrupt:
                     pass
-                timer.join()
-                if backend_restarts("faulty") != 0:  # the request went on to frame 30
+                sender.join()
+                if not sender.ready or backend_restarts("faulty") != 0:  # the request went on to frame 190
                     code |= 2
             except BaseException:  # noqa: BLE001 (the exit code says it)
                 code |= 4
@@ -219,31 +249,35 @@ def test_ctrl_c_stops_a_request_in_a_child_forked_during_one(tmp_path):
 
 def _interrupted_while_another_thread_decodes(tmp_path, call):
     """Runs call(d) on the main thread while another thread's request holds
-    decoder d for 80 frames of 50 ms, with Ctrl-C 0.3 s in: `call` must end
-    with KeyboardInterrupt while the other request still runs. Returns d
-    once that request has ended."""
+    decoder d for 80 frames of 50 ms, with Ctrl-C once call(d) waits for
+    it: `call` must end with KeyboardInterrupt while the other request
+    still runs. Returns d once that request has ended."""
     clip = synthetic_clip(tmp_path / "slow.syn", "frames=80 width=32 height=24 fps=10 decode_ms=50")
     d = VideoDecoder(clip, device="faulty")
-    started, other_done = threading.Event(), threading.Event()
+    native, other_done = d._native, threading.Event()  # (close() lets go of d._native before it waits)
 
     def other():
-        started.set()
         d.get_frames_in_range(0, 80)
         other_done.set()
 
     worker = threading.Thread(target=other)
     worker.start()
-    started.wait()
-    time.sleep(0.1)  # its request under way
-    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
-    timer.start()
+    deadline = time.monotonic() + 20
+    while not native._test_call_in_flight() and time.monotonic() < deadline:
+        time.sleep(0.002)
+    sender = None
     try:
+        assert native._test_call_in_flight(), "the other thread's request never held the decoder"
+        sender = _sigint_once(lambda: native._test_calls_waiting() > 0)
         with pytest.raises(KeyboardInterrupt):
             call(d)
-        assert not other_done.is_set(), "the interrupt waited for the other thread's request"
+        assert native._test_call_in_flight() and not other_done.is_set(), \
+            "the interrupt waited for the other thread's request"
     finally:
-        timer.join()
+        if sender is not None:
+            sender.join()
         worker.join()
+    assert sender.ready, "call(d) never waited for the other thread's request"
     assert other_done.is_set()
     return d
 
@@ -267,7 +301,7 @@ def test_ctrl_c_ends_a_close_waiting_for_another_threads_request(tmp_path):
 @pytest.mark.parametrize("read", [lambda d: d.backend, lambda d: d.retries])
 def test_ctrl_c_ends_a_property_read_waiting_for_another_threads_request(tmp_path, read):
     # backend and retries ask the decoder, under its lock: Ctrl-C raised
-    # only once the other thread's request had ended (2.7-4.7 s later).
+    # only once the other thread's request had ended (up to 4 s later).
     d = _interrupted_while_another_thread_decodes(tmp_path, read)
     assert d.backend == "faulty" and d.retries == 0
 

@@ -8,7 +8,6 @@ read them. The README's torch.distributed snippets run in the same world."""
 import json
 import os
 import pickle
-import socket
 
 import torch.distributed as dist
 import torch.multiprocessing
@@ -24,8 +23,11 @@ WORLD = 2
 
 def rank_main(rank, port, pairs, out):
     # The README's snippets, as torchrun would start them: the process
-    # group from the environment; a dataset of good clips.
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(WORLD))
+    # group from the environment, on the store the launcher (torchrun's
+    # agent, here the test) holds open at MASTER_PORT; a dataset of good
+    # clips.
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(WORLD),
+                      TORCHELASTIC_USE_AGENT_STORE="True", TORCHELASTIC_RESTART_COUNT="0")
     good = [pair for pair in pairs if pair[1] not in (CRASH, HANG)][:6]
     namespace = dict(dataset=ClipDataset(good, SAMPLER, decoder_options=OPTIONS), DataLoader=DataLoader,
                      collate_clips=collate_clips, clip_sampler=SAMPLER, paths=[p for p, _ in good],
@@ -56,17 +58,16 @@ def rank_main(rank, port, pairs, out):
         json.dump(report, f)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_two_ranks_read_disjoint_shares_that_cover_the_dataset(tmp_path, monkeypatch):
     monkeypatch.setenv("GLOO_SOCKET_IFNAME", "lo")
     pairs = clips(tmp_path)
-    torch.multiprocessing.spawn(rank_main, args=(free_port(), pairs, str(tmp_path)),
+    # The ranks' rendezvous store, as torchrun's agent holds it: listening
+    # on a port of the kernel's choice until the ranks are done (a port
+    # found free and let go could be taken by another test meanwhile).
+    store = dist.TCPStore("127.0.0.1", 0, WORLD, True, wait_for_workers=False)
+    torch.multiprocessing.spawn(rank_main, args=(store.port, pairs, str(tmp_path)),
                                 nprocs=WORLD, join=True)
+    del store
     reports = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(WORLD)]
     for kind in ("map", "iterable"):
         shares = [set(r[kind]["share"]) for r in reports]
