@@ -14,7 +14,8 @@ bool IsFaultSignal(const DeathRecord& death) {
   return death.exit.signaled && (IsCrashSignal(death.exit.code) || death.exit.code == SIGSYS);
 }
 
-RequestBlame Judge(const DeathRecord& death, ipc::CrashHints hints, uint64_t session) {
+RequestBlame Judge(const DeathRecord& death, ipc::CrashHints written, uint64_t session) {
+  const ipc::CrashHints hints = Corroborated(written, death.exit);
   // A session idle on a generation long gone (its record dropped) only
   // learns of the death now: nothing it asked for was there.
   if (death.forgotten) return RequestBlame{};

@@ -39,31 +39,34 @@ std::string DeathRecord::Describe() const {
 namespace {
 
 // Whether a death by fault signal `signal`, as the runner's handler records
-// it, can have ended so. Its handlers are for SIGSEGV, SIGBUS, SIGFPE,
-// SIGILL, SIGABRT and SIGTRAP, whose death may come as another signal (as
-// the init of its pid namespace, the runner's abort() ends in SIGSEGV) or
-// as an exit with 128 + the signal; and for SIGSYS, a trapped call, after
-// which the runner exits with 128 + SIGSYS (or dies of SIGSYS).
+// it, can have ended as `exit` did. Its handlers are for SIGSEGV, SIGBUS,
+// SIGFPE, SIGILL, SIGABRT and SIGTRAP, whose death may come as another
+// signal (as the init of its pid namespace, the runner's abort() ends in
+// SIGSEGV); and for SIGSYS, a trapped call, after which the runner exits
+// with 128 + SIGSYS (or dies of SIGSYS).
 bool BearsOut(const ExitStatus& exit, uint32_t signal) {
-  const bool exited_for = !exit.signaled && exit.code == int64_t{128} + signal;
-  if (IsCrashSignal(static_cast<int>(signal))) return exit.signaled || exited_for;
-  if (signal == SIGSYS) return exited_for || (exit.signaled && exit.code == SIGSYS);
+  if (IsCrashSignal(static_cast<int>(signal))) return exit.signaled;
+  if (signal == SIGSYS) {
+    return exit.signaled ? exit.code == SIGSYS : exit.code == runner::ExitCode(runner::RunnerExit::kSandboxViolation);
+  }
   return false;
 }
 
-// The hints as far as the exit the host saw bears them out: the child
-// writes them, and a plugin may write anything there (it could have its
-// own death described as a sandbox violation, a kill, or a signal -294968296).
+}  // namespace
+
 ipc::CrashHints Corroborated(ipc::CrashHints hints, const ExitStatus& exit) {
   for (uint32_t* signal : {&hints.fault_signal, &hints.stray_fault_signal}) {
     if (!BearsOut(exit, *signal)) *signal = 0;
   }
   if (!BearsOut(exit, SIGSYS)) hints.violation_syscall = -1;
+  // A trap on a thread whose fault was recorded first (a plugin's own
+  // handler that makes a refused call): the trap ended the process.
+  if (hints.violation_syscall >= 0 && hints.fault_signal == 0 && hints.stray_fault_signal == 0) {
+    hints.fault_signal = SIGSYS;
+  }
   if (exit.signaled || exit.code != hints.exit_code) hints.exit_code = -1;
   return hints;
 }
-
-}  // namespace
 
 void AddCrashHints(std::span<const ipc::CrashHints> written, DeathRecord* record) {
   std::vector<ipc::CrashHints> channels;

@@ -75,10 +75,18 @@ struct DeathRecord {
 // the sandbox caught inside a vendor call names one; the signal it died
 // of (the culprit's wins over a stray one, else the first recorded); and
 // the first syscall the sandbox denied. Only what `record->exit` bears out
-// is taken (a fault signal for a death by a signal, a trapped syscall for
-// the runner's exit after one, an exit code for that exit): the child
-// writes the hints.
+// is taken (Corroborated): the child writes the hints.
 void AddCrashHints(std::span<const ipc::CrashHints> channels, DeathRecord* record);
+
+// `hints` as far as `exit`, the death the host saw, bears them out: a
+// plugin may write anything there, and could have its own death described
+// as a sandbox violation, a kill, or "signal -294968296". A fault signal
+// the runner's handlers record, for a death by a signal; a trapped
+// syscall (and SIGSYS), for the runner's exit after a trap (128 + SIGSYS)
+// or a death by SIGSYS, which also makes that channel's call the culprit
+// where the trap came inside a fault's handler; an exit code, for an exit
+// with that code.
+ipc::CrashHints Corroborated(ipc::CrashHints hints, const ExitStatus& exit);
 
 // How a backend process ended, in words: "killed by signal 6 (SIGABRT)",
 // "sandbox violation: syscall socket", "exited with code 3". The runner's

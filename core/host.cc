@@ -440,7 +440,7 @@ std::vector<BackendStatus> Host::Backends() const {
       s.warm_spare = st.spare_ready;
       s.sandbox = st.sandbox;
       s.hello = st.hello;
-      s.open_in_vendor_code = st.open_in_vendor_code;
+      s.control_call_in_vendor_code = st.control_call_in_vendor_code;
       if (st.last_exit.has_value()) {
         s.last_exit = st.last_exit->Describe();
         s.last_exit_advice = std::string(absl::StripPrefix(CrashAdvice(*st.last_exit, BacktraceEnabled()), "; "));

@@ -77,9 +77,10 @@ struct BackendStatus {
   std::string sandbox;     // what is engaged for the running child
   // The running child's handshake: its version and capabilities.
   std::optional<ipc::HelloReply> hello;
-  // An open is inside the plugin's code now (what the child's control
-  // region says: a hint).
-  bool open_in_vendor_code = false;
+  // A call on the control channel (create(), an open, a closed decoder's
+  // session's close) is inside the plugin's code now (what the child's
+  // control region says: a hint).
+  bool control_call_in_vendor_code = false;
 };
 
 class Host {

@@ -373,7 +373,7 @@ SupervisorStatus Supervisor::Status() const {
     s.sandbox = current_->DescribeSandbox();
     s.hello = current_->hello();
     s.uptime = env_->Now() - started_at_;
-    s.open_in_vendor_code = current_->ControlCrashHints().in_call != 0;
+    s.control_call_in_vendor_code = current_->ControlCrashHints().in_call != 0;
   }
   s.generation = generation_;
   s.sessions = sessions_;

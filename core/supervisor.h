@@ -81,9 +81,11 @@ struct SupervisorStatus {
   bool spare_ready = false;
   std::string sandbox;  // what is engaged for the current child
   std::optional<ipc::HelloReply> hello;  // the current child's handshake
-  // An open is inside the plugin's code now, as the child's control region
-  // says (its crash hints): a hint, for status displays and tests.
-  bool open_in_vendor_code = false;
+  // A call on the control channel (create(), an open, the close of a
+  // session a closed decoder left) is inside the plugin's code now, as the
+  // child's control region says (its crash hints): a hint, for status
+  // displays and tests.
+  bool control_call_in_vendor_code = false;
 };
 
 class Supervisor {

@@ -73,14 +73,14 @@ TEST_F(SupervisorTest, FirstUseStartsTheBackendAndWatchesIt) {
   EXPECT_EQ(env_->starts(), 1);
   EXPECT_EQ(env_->watches(), 1);
   // Whether an open is in vendor code is what the child's control region says.
-  EXPECT_FALSE(supervisor_->Status().open_in_vendor_code);
+  EXPECT_FALSE(supervisor_->Status().control_call_in_vendor_code);
   ipc::CrashHints in_open;
   in_open.in_call = 1;
   in_open.call_token = 7;
   Current()->SetControlCrashHints(in_open);
-  EXPECT_TRUE(supervisor_->Status().open_in_vendor_code);
+  EXPECT_TRUE(supervisor_->Status().control_call_in_vendor_code);
   Current()->SetControlCrashHints({});
-  EXPECT_FALSE(supervisor_->Status().open_in_vendor_code);
+  EXPECT_FALSE(supervisor_->Status().control_call_in_vendor_code);
 }
 
 TEST_F(SupervisorTest, ACrashRestartsAtOnceAndIsRecorded) {

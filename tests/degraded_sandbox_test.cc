@@ -8,9 +8,11 @@
 // outside it. The last case stands for an old kernel the same way.
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,8 +21,6 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "core/host.h"
 #include "core/kernel_features.h"
@@ -93,16 +93,49 @@ Opened OpenSynthetic(const std::string& video) {
 // In a forked child: 10 if namespaces could not be forbidden here (the
 // case cannot be made), 0 if a synthetic frame decoded, 1 if the open
 // failed with `want_in_error` in its message, 2 otherwise.
-[[noreturn]] void DecodeWithoutUserNamespaces(const std::string& video, const char* want_in_error) {
+// Makes this process one in a user namespace of its own that may make no
+// other: where a backend gets the degraded sandbox. False if it cannot.
+bool ForbidUserNamespaces() {
   const uid_t uid = geteuid();
   const gid_t gid = getegid();
-  if (unshare(CLONE_NEWUSER) != 0 || !WriteProc("/proc/self/setgroups", "deny") ||
-      !WriteProc("/proc/self/uid_map", "0 " + std::to_string(uid) + " 1") ||
-      !WriteProc("/proc/self/gid_map", "0 " + std::to_string(gid) + " 1") ||
-      !WriteProc("/proc/sys/user/max_user_namespaces", "0")) {
-    _exit(10);
-  }
+  return unshare(CLONE_NEWUSER) == 0 && WriteProc("/proc/self/setgroups", "deny") &&
+         WriteProc("/proc/self/uid_map", "0 " + std::to_string(uid) + " 1") &&
+         WriteProc("/proc/self/gid_map", "0 " + std::to_string(gid) + " 1") &&
+         WriteProc("/proc/sys/user/max_user_namespaces", "0");
+}
+
+[[noreturn]] void DecodeWithoutUserNamespaces(const std::string& video, const char* want_in_error) {
+  if (!ForbidUserNamespaces()) _exit(10);
   DecodeAndExit(video, want_in_error);
+}
+
+// In a forked child whose backends get the degraded sandbox (no pid
+// namespace: the host's pid is a real one to the backend): the hostile
+// backend tries to renice the host and make it SCHED_IDLE. Exits 0 if
+// each attempt was trapped and the host's priority and policy are as
+// before, 1 if an attempt was not trapped, 3 if the host was changed, 10
+// if the case cannot be made, 2 on another failure.
+[[noreturn]] void RescheduleTheHostWithoutAPidNamespace() {
+  if (!ForbidUserNamespaces()) _exit(10);
+  HostOptions options;
+  options.layout = TestLayout();
+  auto host = Host::Create(options);
+  if (!host.ok() || !(*host)->LoadBackend(Runfile("backends/testing/hostile.toml")).ok()) _exit(2);
+  const int nice_before = getpriority(PRIO_PROCESS, 0);
+  const int policy_before = sched_getscheduler(0);
+  for (const std::string attack : {"renice_host", "deschedule_host"}) {
+    const std::string video =
+        WriteFile(attack + ".syn", "synthetic frames=10 width=8 height=4 fps=10 attack=" + attack +
+                                       " host_pid=" + std::to_string(getpid()));
+    DecoderOptions decoder_options;
+    decoder_options.device = "hostile";
+    auto decoder = (*host)->OpenDecoder(video, decoder_options);
+    if (!decoder.ok()) _exit(2);
+    const absl::Status attempt = (*decoder)->GetFrameAt(0).status();
+    std::fprintf(stderr, "%s: %s\n", attack.c_str(), attempt.ToString().c_str());
+    if (std::string(attempt.message()).find("sandbox violation: syscall s") == std::string::npos) _exit(1);
+  }
+  _exit(getpriority(PRIO_PROCESS, 0) == nice_before && sched_getscheduler(0) == policy_before ? 0 : 3);
 }
 
 // What Docker's and containerd's default seccomp profiles do to a
@@ -149,6 +182,15 @@ int RunInContainer(const std::string& video, bool namespaces_too, const char* de
 
 int RunInChild(const std::string& video, const char* degraded, const char* want_in_error) {
   return RunForked(degraded, [&] { DecodeWithoutUserNamespaces(video, want_in_error); });
+}
+
+// With no pid namespace, any pid a plugin names is a real process of its
+// user's, the host among them: setpriority and sched_setattr were allowed
+// on any, and a plugin made its host SCHED_IDLE at nice 19.
+TEST(DegradedSandboxTest, APluginCannotRescheduleItsHost) {
+  const int result = RunForked("1", [] { RescheduleTheHostWithoutAPidNamespace(); });
+  ASSERT_NE(result, 10) << "this machine cannot forbid user namespaces in a namespace of the test's own";
+  EXPECT_EQ(result, 0) << "1: an attempt was not trapped, 3: the host's priority or policy changed, 2: set-up";
 }
 
 TEST(DegradedSandboxTest, TheEnvironmentAllowsItWhereNoUserNamespaceCanBeMade) {

@@ -114,6 +114,7 @@ absl::StatusOr<std::unique_ptr<Demuxer>> Demuxer::OpenContainer(int fd, int stre
         absl::StrCat("cannot be demuxed (not a video container?): ", AvErrorText(ret), WhatFfmpegSaid(logged.line())));
   }
   demuxer->format_ = format;
+  logged.Reset();  // not an error the open met and got over
   ret = avformat_find_stream_info(format, nullptr);
   if (ret == AVERROR(ENOMEM)) NoteAllocationFailure();
   if (ret < 0) {

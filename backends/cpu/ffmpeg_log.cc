@@ -35,7 +35,10 @@ std::optional<int> ParseFfmpegLogLevel(absl::string_view name) {
 namespace {
 
 std::atomic<uint64_t> allocation_failures{0};
-thread_local FirstLoggedError* tls_first_error = nullptr;
+// initial-exec: the backend is dlopen'd, and dynamic TLS would be
+// allocated (malloc) at a thread's first access, here in the log callback
+// of a thread short of memory.
+__attribute__((tls_model("initial-exec"))) thread_local FirstLoggedError* tls_first_error = nullptr;
 
 // Every line reaches this callback whatever the level (the default one,
 // which it calls, applies the level): errors are read for allocation
@@ -66,9 +69,11 @@ void NoteLoggedError(const char* line) {
   }
 }
 
-FirstLoggedError::FirstLoggedError() { tls_first_error = this; }
+FirstLoggedError::FirstLoggedError() : outer_(tls_first_error) { tls_first_error = this; }
 
-FirstLoggedError::~FirstLoggedError() { tls_first_error = nullptr; }
+FirstLoggedError::~FirstLoggedError() { tls_first_error = outer_; }
+
+void FirstLoggedError::Reset() { line_[0] = '\0'; }
 
 std::string FirstLoggedError::line() const { return line_; }
 

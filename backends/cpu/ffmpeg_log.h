@@ -64,7 +64,7 @@ void NoteLoggedError(const char* line);
 // The first error FFmpeg logs on this thread while it lives, such as the
 // mov demuxer's "moov atom not found" behind a bare INVALIDDATA: the cause
 // an error message should name. Needs ApplyFfmpegLogLevel's callback. Not
-// nested; a scope of one thread.
+// a scope of one thread; the innermost one alive keeps the line.
 class FirstLoggedError {
  public:
   FirstLoggedError();
@@ -74,9 +74,12 @@ class FirstLoggedError {
 
   // The line without its newline; "" if none was logged.
   std::string line() const;
+  // Forgets the line: the next error logged is kept.
+  void Reset();
 
  private:
   friend void NoteLoggedError(const char* line);
+  FirstLoggedError* const outer_;
   char line_[256] = {};
 };
 

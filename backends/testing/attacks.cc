@@ -161,6 +161,11 @@ std::string Attack(const std::string& name, int host_pid, int port) {
     if (setpriority(PRIO_PROCESS, static_cast<id_t>(getpid()), getpriority(PRIO_PROCESS, 0)) != 0) {
       return Verdict("set the process's own priority", false, errno);
     }
+    // By its thread id, as a pool sets its workers' (this is no main thread).
+    const auto tid = static_cast<id_t>(syscall(SYS_gettid));
+    if (setpriority(PRIO_PROCESS, tid, getpriority(PRIO_PROCESS, tid)) != 0) {
+      return Verdict("set a thread's priority by its id", false, errno);
+    }
     SchedAttr attr{};
     if (syscall(SYS_sched_getattr, 0, &attr, sizeof(attr), 0) != 0 || syscall(SYS_sched_setattr, 0, &attr, 0) != 0) {
       return Verdict("set the thread's own scheduling", false, errno);

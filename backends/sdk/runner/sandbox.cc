@@ -167,7 +167,6 @@ constexpr const char* kAllowedSyscalls[] = {
     // threads and synchronisation
     "futex",
     "set_robust_list",
-    "get_robust_list",
     "set_tid_address",
     "rseq",
     "sched_yield",
@@ -384,13 +383,23 @@ absl::Status ApplySeccomp(SeccompMode mode, bool memfd) {
   const auto self = static_cast<scmp_datum_t>(getpid());
   add(SCMP_ACT_ALLOW, SCMP_SYS(kill), {SCMP_A0(SCMP_CMP_EQ, self)});
   add(SCMP_ACT_ALLOW, SCMP_SYS(tgkill), {SCMP_A0(SCMP_CMP_EQ, self)});
-  // Scheduling and priority of our own process only (0: the calling
-  // thread). Without a pid namespace (the degraded sandbox) any other pid
-  // is a real process of the same user, the host among them.
-  for (scmp_datum_t target : {scmp_datum_t{0}, self}) {
-    add(SCMP_ACT_ALLOW, SCMP_SYS(sched_setattr), {SCMP_A0(SCMP_CMP_MASKED_EQ, kLow32, target)});
-    add(SCMP_ACT_ALLOW, SCMP_SYS(setpriority),
-        {SCMP_A0(SCMP_CMP_MASKED_EQ, kLow32, PRIO_PROCESS), SCMP_A1(SCMP_CMP_MASKED_EQ, kLow32, target)});
+  // Scheduling and priority of single threads (PRIO_PROCESS names a
+  // thread). In its own pid namespace the runner (its init) sees only its
+  // own threads, so any thread id is its own. Without one (the degraded
+  // sandbox) any other id is a real process of the same user, the host
+  // among them: there only the calling thread (0) and the main thread.
+  // get_robust_list of another thread tells where its memory is.
+  if (getpid() == 1) {
+    add(SCMP_ACT_ALLOW, SCMP_SYS(sched_setattr));
+    add(SCMP_ACT_ALLOW, SCMP_SYS(get_robust_list));
+    add(SCMP_ACT_ALLOW, SCMP_SYS(setpriority), {SCMP_A0(SCMP_CMP_MASKED_EQ, kLow32, PRIO_PROCESS)});
+  } else {
+    for (scmp_datum_t target : {scmp_datum_t{0}, self}) {
+      add(SCMP_ACT_ALLOW, SCMP_SYS(sched_setattr), {SCMP_A0(SCMP_CMP_MASKED_EQ, kLow32, target)});
+      add(SCMP_ACT_ALLOW, SCMP_SYS(get_robust_list), {SCMP_A0(SCMP_CMP_MASKED_EQ, kLow32, target)});
+      add(SCMP_ACT_ALLOW, SCMP_SYS(setpriority),
+          {SCMP_A0(SCMP_CMP_MASKED_EQ, kLow32, PRIO_PROCESS), SCMP_A1(SCMP_CMP_MASKED_EQ, kLow32, target)});
+    }
   }
   // Reading our own limits; never setting them.
   add(SCMP_ACT_ALLOW, SCMP_SYS(prlimit64), {SCMP_A0(SCMP_CMP_EQ, 0), SCMP_A2(SCMP_CMP_EQ, 0)});
