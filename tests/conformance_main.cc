@@ -25,6 +25,7 @@ class CheckTest : public testing::Test {
  public:
   explicit CheckTest(CheckResult result) : result_(std::move(result)) {}
   void TestBody() override {
+    if (result_.skipped) GTEST_SKIP() << result_.detail;
     EXPECT_TRUE(result_.passed) << result_.detail;
     if (result_.passed) std::cout << "  " << result_.name << ": " << result_.detail << "\n";
   }
@@ -68,7 +69,11 @@ int main(int argc, char** argv) {
     options.host.discovery = discovery;
   }
   options.on_check = [](const CheckResult& r) {
-    std::fprintf(stderr, "%s %s (%.2f s): %s\n", r.passed ? "PASS" : "FAIL", r.name.c_str(), r.seconds, r.detail.c_str());
+    std::fprintf(stderr, "%s %s (%.2f s): %s\n",
+                 r.passed    ? "PASS"
+                 : r.skipped ? "SKIP"
+                             : "FAIL",
+                 r.name.c_str(), r.seconds, r.detail.c_str());
   };
   absl::StatusOr<codecvisor::conformance::ConformanceReport> report =
       codecvisor::conformance::RunConformance({.backend = "", .manifest_path = manifest}, options);

@@ -200,9 +200,10 @@ TEST(ConformanceSuiteTest, OwnSampleWithTheVendorsReference) {
 
 // A sample in a format FFmpeg cannot read, with the vendor's reference
 // (the synthetic backend's own text files): the first-seek check cannot
-// list its packets, and with no codec claimed it passes saying it had
-// nothing to check, where it used to fail every such backend on ffprobe.
-TEST(ConformanceSuiteTest, ASampleFFmpegCannotReadPassesTheFirstSeekCheck) {
+// list its packets, and with no codec claimed it is skipped, saying it had
+// nothing to check: not failed on ffprobe, as every such backend once was,
+// nor counted as passed.
+TEST(ConformanceSuiteTest, ASampleFFmpegCannotReadSkipsTheFirstSeekCheck) {
   const std::string clip = WriteSyntheticSample("own.syn");
   const std::string reference = clip + ".rgb24";
   const std::string timestamps = clip + ".timestamps";
@@ -219,7 +220,11 @@ TEST(ConformanceSuiteTest, ASampleFFmpegCannotReadPassesTheFirstSeekCheck) {
   EXPECT_TRUE(by_name["frames_own_syn"].passed) << by_name["frames_own_syn"].detail;
   ASSERT_TRUE(by_name.count("first_seek_own_syn"));
   const CheckResult& seek = by_name["first_seek_own_syn"];
-  EXPECT_TRUE(seek.passed) << seek.detail;
+  EXPECT_TRUE(seek.skipped) << seek.detail;
+  EXPECT_FALSE(seek.passed) << seek.detail;
+  EXPECT_EQ(report->skipped(), 1);
+  EXPECT_EQ(report->failed(), 0);
+  EXPECT_TRUE(report->ok());
   EXPECT_NE(seek.detail.find("is not a file FFmpeg reads"), std::string::npos) << seek.detail;
   EXPECT_EQ(seek.detail.find("ffprobe"), std::string::npos) << seek.detail;
 
@@ -234,7 +239,7 @@ TEST(ConformanceSuiteTest, ASampleFFmpegCannotReadPassesTheFirstSeekCheck) {
   by_name = ByName(*report);
   ASSERT_TRUE(by_name.count("frames_own_syn") && by_name.count("first_seek_own_syn"));
   EXPECT_TRUE(by_name["frames_own_syn"].passed) << by_name["frames_own_syn"].detail;
-  EXPECT_TRUE(by_name["first_seek_own_syn"].passed) << by_name["first_seek_own_syn"].detail;
+  EXPECT_TRUE(by_name["first_seek_own_syn"].skipped) << by_name["first_seek_own_syn"].detail;
 }
 
 // A mistake in the suite's own table of the manifest (a codec the sample
@@ -358,6 +363,25 @@ TEST(ConformanceSuiteTest, ABackendThatLogsAtTheQuietLevelFails) {
   EXPECT_NE(quiet.detail.find("(line 1 of 100)'"), std::string::npos) << quiet.detail;
   ASSERT_TRUE(by_name.count("shutdown"));
   EXPECT_TRUE(by_name["shutdown"].passed) << by_name["shutdown"].detail;
+}
+
+// A run that lets backends log (--loglevel) cannot tell a backend's stray
+// output from what it was asked for: quiet_output is skipped, saying so;
+// it was counted as passed.
+TEST(ConformanceSuiteTest, QuietOutputIsSkippedWhereTheRunLetsBackendsLog) {
+  ASSERT_EQ(std::getenv("CODECVISOR_BACKEND_LOG_LEVEL"), nullptr);
+  setenv("CODECVISOR_BACKEND_LOG_LEVEL", "info", 1);
+  const std::string manifest = FaultyManifest("chatty_faulty_logging.toml", "chatty=1");
+  absl::StatusOr<ConformanceReport> report = RunConformance({.backend = "", .manifest_path = manifest}, Options());
+  unsetenv("CODECVISOR_BACKEND_LOG_LEVEL");
+  ASSERT_TRUE(report.ok()) << report.status();
+  std::map<std::string, CheckResult> by_name = ByName(*report);
+  ASSERT_TRUE(by_name.count("quiet_output"));
+  const CheckResult& quiet = by_name["quiet_output"];
+  EXPECT_TRUE(quiet.skipped) << quiet.detail;
+  EXPECT_FALSE(quiet.passed) << quiet.detail;
+  EXPECT_NE(quiet.detail.find("not checked: this run lets backends log"), std::string::npos) << quiet.detail;
+  EXPECT_GE(report->skipped(), 1);
 }
 
 // The runner's reports of a plugin breaking cv_frame_pool's rules, as the

@@ -275,9 +275,11 @@ int main(int argc, char** argv) {
   // An existing file, shown in --help by the option's own type name alone.
   const CLI::Validator existing_file = CLI::Validator(CLI::ExistingFile).description("");
   conformance
-      ->add_option("--sample", conformance_args.samples,
-                   "check on this file of your own instead of the manifest's [conformance] codecs and samples "
-                   "(repeatable); its reference is ffmpeg's RGB24 unless --reference is given")
+      ->add_option(
+          "--sample", conformance_args.samples,
+          "check on this file of your own instead of the manifest's [conformance] codecs and samples "
+          "(repeatable); its reference is --reference if given, else FILE.rgb24 and FILE.timestamps beside it if "
+          "there, else ffmpeg's RGB24")
       ->check(existing_file)
       ->type_name("FILE");
   conformance

@@ -418,7 +418,7 @@ check "conformance --min-psnr-floor must be positive" run_cv 105 "$tmp/stdout" "
 check "conformance of an unknown backend" run_cv 1 "$tmp/stdout" "$tmp/err" conformance --backend nope
 check "conformance names what is installed" grep -q "no backend named 'nope' (installed: cpu.*CODECVISOR_BACKEND_PATH" "$tmp/err"
 check "conformance --json of an unknown backend" run_cv 1 "$tmp/stdout" "$tmp/err" conformance --backend nope --json
-check "conformance --json says why on stdout" grep -qE '^\{"schema_version":1,"backend":"nope","manifest":null,"version":null,"error":"no backend named .nope. \(installed: cpu.*","warnings":\[\],"passed":0,"failed":0,"checks":\[\]\}$' "$tmp/stdout"
+check "conformance --json says why on stdout" grep -qE '^\{"schema_version":1,"backend":"nope","manifest":null,"version":null,"error":"no backend named .nope. \(installed: cpu.*","warnings":\[\],"passed":0,"failed":0,"skipped":0,"checks":\[\]\}$' "$tmp/stdout"
 printf 'name = = "x"\n' >"$tmp/garbage.toml"
 check "conformance --json of an unparsable manifest" run_cv 1 "$tmp/stdout" "$tmp/err" conformance --backend-manifest "$tmp/garbage.toml" --json
 check "conformance --json names the manifest and the parse error" grep -qE '"manifest":"[^"]*garbage.toml","version":null,"error":"manifest [^"]*garbage.toml: line 1: [^"]+"' "$tmp/stdout"

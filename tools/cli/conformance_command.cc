@@ -34,11 +34,13 @@ std::string ToJson(const conformance::ConformanceReport& report, const absl::Sta
   w.EndArray();
   w.Key("passed").Int(report.passed());
   w.Key("failed").Int(report.failed());
+  w.Key("skipped").Int(report.skipped());
   w.Key("checks").BeginArray();
   for (const conformance::CheckResult& c : report.checks) {
     w.BeginObject();
     w.Key("name").String(c.name);
     w.Key("passed").Bool(c.passed);
+    w.Key("skipped").Bool(c.skipped);
     w.Key("detail").String(c.detail);
     w.Key("seconds").Double(c.seconds);
     w.EndObject();
@@ -64,8 +66,11 @@ int RunConformance(const ConformanceArgs& args) {
     options.on_check = [](const conformance::CheckResult& c) {
       // Details quote the plugin's errors: escaped, so that no terminal
       // control or forged line reaches the report.
-      std::printf("%s  %-22s %7.2f s  %s\n", c.passed ? "PASS" : "FAIL", c.name.c_str(), c.seconds,
-                  EscapeForTerminal(c.detail).c_str());
+      std::printf("%s  %-22s %7.2f s  %s\n",
+                  c.passed    ? "PASS"
+                  : c.skipped ? "SKIP"
+                              : "FAIL",
+                  c.name.c_str(), c.seconds, EscapeForTerminal(c.detail).c_str());
       std::fflush(stdout);
     };
   }
@@ -81,9 +86,10 @@ int RunConformance(const ConformanceArgs& args) {
     std::cout << ToJson(*report) << "\n";
   } else {
     for (const std::string& warning : report->warnings) std::printf("warning: %s\n", EscapeForTerminal(warning).c_str());
-    std::printf("backend %s (%s), version '%s': %d passed, %d failed\n", EscapeForTerminal(report->backend).c_str(),
-                EscapeForTerminal(report->manifest_path).c_str(), EscapeForTerminal(report->backend_version).c_str(),
-                report->passed(), report->failed());
+    std::printf("backend %s (%s), version '%s': %d passed, %d failed, %d skipped\n",
+                EscapeForTerminal(report->backend).c_str(), EscapeForTerminal(report->manifest_path).c_str(),
+                EscapeForTerminal(report->backend_version).c_str(), report->passed(), report->failed(),
+                report->skipped());
   }
   return report->ok() ? 0 : 1;
 }

@@ -29,15 +29,21 @@ using ::codecvisor::internal::SeekMode;
 using ::codecvisor::internal::OutputFormat;
 namespace {
 
-int CountIf(const std::vector<CheckResult>& checks, bool passed) {
-  return static_cast<int>(std::count_if(checks.begin(), checks.end(),
-                                        [passed](const CheckResult& c) { return c.passed == passed; }));
+int CountIf(const std::vector<CheckResult>& checks, const std::function<bool(const CheckResult&)>& which) {
+  return static_cast<int>(std::count_if(checks.begin(), checks.end(), which));
 }
 
 }  // namespace
 
-int ConformanceReport::passed() const { return CountIf(checks, true); }
-int ConformanceReport::failed() const { return CountIf(checks, false); }
+int ConformanceReport::passed() const {
+  return CountIf(checks, [](const CheckResult& c) { return c.passed; });
+}
+int ConformanceReport::failed() const {
+  return CountIf(checks, [](const CheckResult& c) { return !c.passed && !c.skipped; });
+}
+int ConformanceReport::skipped() const {
+  return CountIf(checks, [](const CheckResult& c) { return c.skipped; });
+}
 
 namespace internal {
 namespace {
@@ -97,7 +103,9 @@ void Suite::Check(const std::string& name, const std::function<absl::Status(std:
                      after->last_exit_advice.empty() ? "" : absl::StrCat("; ", after->last_exit_advice)));
   }
   result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  result.passed = status.ok();
+  result.skipped = status.ok() && nothing_checked_;
+  nothing_checked_ = false;
+  result.passed = status.ok() && !result.skipped;
   if (!status.ok()) result.detail = std::string(status.message());
   // A quarantine lasts as long as the suite's host: lifted, so that the
   // checks after this one say what they find of the backend, not that the
@@ -295,6 +303,7 @@ void Suite::CheckFirstSeek() {
     return Check(name, [&](std::string* d) {
       *d = absl::StrCat("nothing to check (", sample.path,
                         " is not a file FFmpeg reads, so where its key frames are is unknown)");
+      nothing_checked_ = true;
       return absl::OkStatus();
     });
   }
@@ -312,6 +321,7 @@ void Suite::CheckFirstSeek() {
       if (!long_sample.ok()) {
         return Check(name, [&](std::string* d) {
           *d = absl::StrCat("nothing to check (", why, "; no long sample: ", long_sample.status().message(), ")");
+          nothing_checked_ = true;
           return absl::OkStatus();
         });
       }

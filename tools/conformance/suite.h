@@ -51,6 +51,8 @@ class Suite {
   // Runs `body` as the check `name` and records the outcome. A body returns
   // OK to pass, or an error whose message says what was wrong; `detail`
   // collects what a passing check saw.
+  // A body that finds nothing to check sets nothing_checked_ and returns
+  // OK: the check is skipped, neither passed nor failed.
   void Check(const std::string& name, const std::function<absl::Status(std::string* detail)>& body);
   void Skip(const std::string& name, const std::string& why);
   // Reports `result` (options_.on_check) and adds it to the report.
@@ -154,6 +156,7 @@ class Suite {
   // the first quarantine; after the second, the checks that need the
   // backend are not run.
   std::vector<std::string> quarantines_;
+  bool nothing_checked_ = false;  // set by the running check's body (Check)
   static constexpr size_t kMaxQuarantines = 2;
   std::vector<Sample> samples_;
   std::map<int, std::string> descriptors_before_;
