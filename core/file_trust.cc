@@ -214,7 +214,14 @@ std::vector<std::string> DeviceAccessWarnings(const std::vector<std::string>& de
   std::vector<std::string> warnings;
   for (const std::string& d : devices) {
     struct stat st {};
-    if (stat(d.c_str(), &st) != 0) continue;
+    if (stat(d.c_str(), &st) != 0) {
+      if (errno == ENOENT) {
+        warnings.push_back(absl::StrCat("[sandbox] devices: ", absl::CEscape(d),
+                                        " does not exist on this machine: the backend will not see it (a device or "
+                                        "driver this machine lacks, or a misspelled path)"));
+      }
+      continue;
+    }
     bool usable;
     if (host_is_root) {
       const mode_t rw = st.st_uid == sandbox_uid   ? (S_IRUSR | S_IWUSR)

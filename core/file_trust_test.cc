@@ -161,13 +161,18 @@ TEST(FileTrustTest, DevicesTheSandboxedBackendCannotOpenAreNamed) {
   const gid_t my_group = getegid();
   std::vector<std::string> w =
       DeviceAccessWarnings({"/dev/null", owner_only, group_only, everyone, dir + "/missing"}, true, me + 1, my_group + 1);
-  ASSERT_EQ(w.size(), 2u);
+  ASSERT_EQ(w.size(), 3u);
   EXPECT_NE(w[0].find(owner_only + " (owner " + std::to_string(me)), std::string::npos) << w[0];
   EXPECT_NE(w[0].find("mode 0600) cannot be opened read-write by the backend, which runs as nobody without "
                       "supplementary groups (the host is root)"),
             std::string::npos)
       << w[0];
   EXPECT_NE(w[1].find(group_only), std::string::npos) << w[1];
+  // A node this machine lacks (a GPU's on a machine without one, a typo):
+  // said at load, where create() only met "No such file or directory".
+  EXPECT_EQ(w[2], "[sandbox] devices: " + dir +
+                      "/missing does not exist on this machine: the backend will not see it (a device or driver "
+                      "this machine lacks, or a misspelled path)");
   // The sandbox's own ids: the owner's or the group's bits count.
   EXPECT_TRUE(DeviceAccessWarnings({owner_only}, true, me, my_group + 1).empty());
   EXPECT_TRUE(DeviceAccessWarnings({group_only}, true, me + 1, my_group).empty());

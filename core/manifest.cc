@@ -414,6 +414,16 @@ absl::StatusOr<BackendManifest> LoadManifest(absl::string_view relative_path) {
   for (const std::string& w : DeviceAccessWarnings(m->sandbox.devices, geteuid() == 0)) {
     m->warnings.push_back(absl::StrCat("manifest ", path, ": ", w));
   }
+  // Left out of the sandbox, as it is not there: said now, not only when
+  // the plugin fails to open it.
+  for (const std::string& p : m->sandbox.read_paths) {
+    struct stat st {};
+    if (stat(p.c_str(), &st) != 0 && errno == ENOENT) {
+      m->warnings.push_back(absl::StrCat("manifest ", path, ": [sandbox] read_paths: ", absl::CEscape(p),
+                                         " does not exist: the backend will not see it (a misspelled path, or a file "
+                                         "the plugin's package did not install)"));
+    }
+  }
   return m;
 }
 

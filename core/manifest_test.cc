@@ -317,6 +317,22 @@ TEST(ManifestTest, ARelativePathIsMadeAbsolute) {
 
 // A manifest, or the library it names, that another user could change is
 // not loaded; nor one whose devices are not device nodes a backend may have.
+// A read path that is not there (a misspelled firmware file) is left out
+// of the sandbox: said at load, where create() only met ENOENT.
+TEST(ManifestTest, AReadPathThatDoesNotExistIsWarnedOf) {
+  const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/missing_read_path";
+  ASSERT_EQ(mkdir(dir.c_str(), 0755), 0);
+  std::ofstream(dir + "/libok.so") << "";
+  std::ofstream(dir + "/ok.toml") << "name='ok'\ndevices=['ok']\nlibrary='libok.so'\nabi_version=1\n"
+                                     "[sandbox]\nread_paths=['.', 'firmwre.bin']\n";
+  absl::StatusOr<BackendManifest> m = LoadManifest(dir + "/ok.toml");
+  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_EQ(m->warnings.size(), 1u);
+  EXPECT_EQ(m->warnings[0], "manifest " + dir + "/ok.toml: [sandbox] read_paths: " + dir +
+                                "/firmwre.bin does not exist: the backend will not see it (a misspelled path, or a "
+                                "file the plugin's package did not install)");
+}
+
 TEST(ManifestTest, OnlyFilesNoOtherUserCanChangeAreLoaded) {
   const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/shared";
   ASSERT_EQ(mkdir(dir.c_str(), 0755), 0);
