@@ -152,8 +152,10 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Back
   if (absl::Status s = CheckOnlyOwnerCanChange(manifest.library, "library"); !s.ok()) {
     if (absl::IsNotFound(s)) {
       // Its message names the library again: say only what dlopen would.
-      return Prefixed(absl::NotFoundError(absl::StrCat("library ", manifest.library, ": cannot open shared object file: ",
-                                                       std::strerror(ENOENT), "; reinstall the plugin")),
+      return Prefixed(absl::NotFoundError(absl::StrCat("library ", manifest.library,
+                                                       ": cannot open shared object file: ", std::strerror(ENOENT),
+                                                       "; reinstall the plugin (a Python package ships it only if its "
+                                                       "package data lists it, e.g. [tool.setuptools.package-data])")),
                       where);
     }
     return Prefixed(s, where);

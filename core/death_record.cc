@@ -131,7 +131,10 @@ std::string CrashAdvice(const ExitStatus& exit, uint32_t recorded_signal, int32_
   if (violation_syscall >= 0) return "";
   const int signal = recorded_signal != 0 ? static_cast<int>(recorded_signal) : exit.signaled ? exit.code : 0;
   if (!IsCrashSignal(signal)) return "";
-  if (backtrace_enabled) return "; the crashing thread's backtrace is on the backend's stderr";
+  if (backtrace_enabled) {
+    return "; the crashing thread's backtrace is among the backend's lines on this process's stderr (\"codecvisor: "
+           "backend 'NAME': ...\")";
+  }
   return absl::StrCat("; for the crashing thread's backtrace, run with ", runner::kBacktraceEnv, "=1");
 }
 

@@ -180,7 +180,9 @@ TEST(CrashAdviceTest, NamesTheBacktraceSwitchForFaultsOnly) {
   d.exit = {false, 128 + SIGSEGV};
   d.recorded_signal = SIGSEGV;
   EXPECT_EQ(CrashAdvice(d, false), "; for the crashing thread's backtrace, run with CODECVISOR_BACKEND_BACKTRACE=1");
-  EXPECT_EQ(CrashAdvice(d, true), "; the crashing thread's backtrace is on the backend's stderr");
+  EXPECT_EQ(CrashAdvice(d, true),
+            "; the crashing thread's backtrace is among the backend's lines on this process's stderr (\"codecvisor: "
+            "backend 'NAME': ...\")");
   d.recorded_signal = 0;
   d.exit = {true, SIGABRT};
   EXPECT_NE(CrashAdvice(d, false), "");

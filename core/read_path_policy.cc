@@ -135,8 +135,8 @@ std::string WhyReadPathIsRefused(const std::string& path, const std::string& man
     // Another wheel's files in a home's virtualenv; not in a folder every
     // user may write, where another user could swap what is checked.
     if (!g.shared && InPythonPackages(path)) continue;
-    return absl::StrCat("inside ", g.folder, " (", g.what, "), and neither in the plugin's own folder (",
-                        manifest_folder, ")",
+    return absl::StrCat("inside ", g.folder, " (", g.what, "), and ", g.shared ? "not" : "neither",
+                        " in the plugin's own folder (", manifest_folder, ")",
                         g.shared ? "" : " nor in a Python package (site-packages) or its environment's lib");
   }
   for (const GuardedFolder& g : guarded) {
