@@ -25,13 +25,13 @@ import os, signal, threading, time
 from codecvisor.decoders import VideoDecoder
 
 path, scenario = sys.argv[1], sys.argv[2]
-started = threading.Event()
+decoders = []  # each decode() thread's decoder, once it has it
 
 def decode(d=None):
     d = d or VideoDecoder(path, num_ffmpeg_threads=1)
+    decoders.append(d)
     while True:
         d.get_frames_in_range(0, 300)
-        started.set()
 
 def reopen(k):
     data = open(path, "rb").read()
@@ -39,13 +39,32 @@ def reopen(k):
         with VideoDecoder(data if k % 2 else path, num_ffmpeg_threads=1) as d:
             d.get_frames_in_range(0, 300, 10)
 
-def interrupt(seconds):
-    timer = threading.Timer(seconds, os.kill, (os.getpid(), signal.SIGINT))
-    timer.daemon = True
-    timer.start()
+def in_requests(count):
+    # `count` decode() threads have their decoders, each in a request (the
+    # decoder's lock held: binding's test-only counter, not taking the lock)
+    return len(decoders) == count and all(d._native._test_call_in_flight() for d in decoders)
+
+def wait_until(condition, what):
+    # Polls condition() for at most 20 s; where it never held, says so on
+    # stdout, which the test reads: the process did not end as it means.
+    deadline = time.monotonic() + 20
+    while not condition():
+        if time.monotonic() > deadline:
+            print(f"never {what}", flush=True)
+            return
+        time.sleep(0.002)
+
+def interrupt_once(condition, what):
+    # Ctrl-C (SIGINT to this process, from a daemon thread) once condition()
+    # holds, or after 20 s whatever holds, saying so.
+    def send():
+        wait_until(condition, what)
+        os.kill(os.getpid(), signal.SIGINT)
+    threading.Thread(target=send, daemon=True).start()
 
 if scenario == "exit":
     threading.Thread(target=decode, daemon=True).start()
+    wait_until(lambda: in_requests(1), "a request under way")
 elif scenario == "many":  # opening and closing; one decoder shared
     # The threads make the process's first requests at once: numpy's C API,
     # which each batch needs, is looked up as the extension loads (looked
@@ -55,19 +74,31 @@ elif scenario == "many":  # opening and closing; one decoder shared
         threading.Thread(target=decode, daemon=True).start()
         threading.Thread(target=decode, args=(shared,), daemon=True).start()
         threading.Thread(target=reopen, args=(k,), daemon=True).start()
+    # Each decoder in a request, and a thread waiting for the shared one's.
+    wait_until(lambda: in_requests(4) and shared._native._test_calls_waiting() > 0,
+               "every decoder in a request with one waiting")
 elif scenario == "ctrl_c":  # the main thread interrupted in its own request
     threading.Thread(target=decode, daemon=True).start()
-    started.wait(60)
-    interrupt(0.3)
-    decode()
+    wait_until(lambda: in_requests(1), "the thread's request under way")
+    mine = VideoDecoder(path, num_ffmpeg_threads=1)
+    interrupt_once(mine._native._test_call_in_flight, "the main thread's request under way")
+    decode(mine)
 elif scenario == "ctrl_c_at_exit":  # Ctrl-C cuts short the wait for a non-daemon thread
     threading.Thread(target=decode).start()
-    started.wait(60)
-    interrupt(0.3)
+    wait_until(lambda: in_requests(1), "the thread's request under way")
+    main = threading.main_thread()
+
+    def exit_waits_for_the_thread():
+        # The main thread has stopped (past its code) and waits in
+        # threading._shutdown, as the interpreter exits, for the other
+        # thread, which is in a request.
+        frame = sys._current_frames().get(main.ident)
+        return (not main.is_alive() and frame is not None and frame.f_code is threading._shutdown.__code__
+                and in_requests(1))
+
+    interrupt_once(exit_waits_for_the_thread, "the exit waiting for a thread in a request")
     print("main done", flush=True)
     sys.exit(0)
-started.wait(60)
-time.sleep(0.3)
 print("main done", flush=True)
 """
 
@@ -82,14 +113,15 @@ def long_video(tmp_path_factory):
 
 # The exit status each scenario ends with: an uncaught KeyboardInterrupt
 # ends the process with SIGINT; one that only cut the wait for threads short
-# does not change it.
-@pytest.mark.parametrize("scenario, status", [
-    ("exit", 0),
-    ("many", 0),
-    ("ctrl_c", -signal.SIGINT),
-    ("ctrl_c_at_exit", 0),
+# does not change it. Each ends once its threads are in requests (the
+# child's stdout says where they never were within 20 s).
+@pytest.mark.parametrize("scenario, status, stdout", [
+    ("exit", 0, "main done\n"),
+    ("many", 0, "main done\n"),
+    ("ctrl_c", -signal.SIGINT, ""),
+    ("ctrl_c_at_exit", 0, "main done\n"),
 ])
-def test_process_exits_cleanly_while_a_thread_decodes(long_video, scenario, status):
+def test_process_exits_cleanly_while_a_thread_decodes(long_video, scenario, status, stdout):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     for run in range(RUNS):
         done = subprocess.run([sys.executable, "-c", CHILD, long_video, scenario], env=env, capture_output=True,
@@ -97,8 +129,7 @@ def test_process_exits_cleanly_while_a_thread_decodes(long_video, scenario, stat
         for abort in ("terminate", "FATAL", "Fatal Python error"):
             assert abort not in done.stderr, f"run {run}: {done.stderr}"
         assert done.returncode == status, f"run {run}: exit status {done.returncode}\n{done.stderr}"
-        if scenario != "ctrl_c":
-            assert done.stdout == "main done\n", f"run {run}: {done.stdout}\n{done.stderr}"
+        assert done.stdout == stdout, f"run {run}: {done.stdout}\n{done.stderr}"
 
 
 def test_a_dataloader_worker_waits_at_exit_for_its_queue_feeders(monkeypatch):
@@ -121,14 +152,17 @@ def test_a_dataloader_worker_waits_at_exit_for_its_queue_feeders(monkeypatch):
     queue = multiprocessing.get_context("spawn").Queue()
     for _ in range(8):  # past what the pipe holds: the feeder blocks until they are read
         queue.put(bytes(1 << 16))
-    time.sleep(0.2)
+    # The first put() started the feeder (Thread.start() returns once it
+    # runs), which runs until the queue is closed: no wait needed.
     assert feeders(), "the queue has a feeder thread"
     started = time.monotonic()
     _tensor.let_queue_feeders_finish(timeout=30.0)  # not a worker: returns at once
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 20  # (a wait for the feeder: 30 s)
     monkeypatch.setattr(torch.utils.data, "get_worker_info", lambda: object())
     started = time.monotonic()
-    _tensor.let_queue_feeders_finish(timeout=0.5)  # a feeder that cannot finish is waited for a while
+    # A feeder that cannot finish is waited for a while: Thread.join(0.5)
+    # returns no sooner than 0.5 s on the monotonic clock.
+    _tensor.let_queue_feeders_finish(timeout=0.5)
     assert 0.4 < time.monotonic() - started < 10 and feeders()
     for _ in range(8):
         queue.get(timeout=60)
