@@ -55,14 +55,16 @@ bool BearsOut(const ExitStatus& exit, uint32_t signal) {
 }  // namespace
 
 ipc::CrashHints Corroborated(ipc::CrashHints hints, const ExitStatus& exit) {
+  const bool in_a_call = hints.fault_signal != 0;  // else a thread in no vendor call, or nothing written
   for (uint32_t* signal : {&hints.fault_signal, &hints.stray_fault_signal}) {
     if (!BearsOut(exit, *signal)) *signal = 0;
   }
   if (!BearsOut(exit, SIGSYS)) hints.violation_syscall = -1;
   // A trap on a thread whose fault was recorded first (a plugin's own
-  // handler that makes a refused call): the trap ended the process.
+  // handler that makes a refused call): the trap ended the process, on
+  // that thread, in a vendor call or in none.
   if (hints.violation_syscall >= 0 && hints.fault_signal == 0 && hints.stray_fault_signal == 0) {
-    hints.fault_signal = SIGSYS;
+    (in_a_call ? hints.fault_signal : hints.stray_fault_signal) = SIGSYS;
   }
   if (exit.signaled || exit.code != hints.exit_code) hints.exit_code = -1;
   return hints;

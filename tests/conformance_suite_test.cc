@@ -222,7 +222,7 @@ TEST(ConformanceSuiteTest, ASampleFFmpegCannotReadSkipsTheFirstSeekCheck) {
   const CheckResult& seek = by_name["first_seek_own_syn"];
   EXPECT_TRUE(seek.skipped) << seek.detail;
   EXPECT_FALSE(seek.passed) << seek.detail;
-  EXPECT_EQ(report->skipped(), 1);
+  EXPECT_GE(report->skipped(), 1);  // and session_leak under AddressSanitizer
   EXPECT_EQ(report->failed(), 0);
   EXPECT_TRUE(report->ok());
   EXPECT_NE(seek.detail.find("is not a file FFmpeg reads"), std::string::npos) << seek.detail;
@@ -286,7 +286,7 @@ TEST(ConformanceSuiteTest, ABackendThatLeaksASessionsMemoryFailsSessionLeak) {
     const CheckResult& leak = by_name["session_leak"];
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
-    EXPECT_TRUE(leak.passed) << leak.detail;
+    EXPECT_TRUE(leak.skipped && !leak.passed) << leak.detail;
     GTEST_SKIP() << "AddressSanitizer's quarantine keeps freed memory: session_leak measures nothing here";
 #endif
 #endif

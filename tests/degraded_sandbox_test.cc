@@ -21,6 +21,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 
 #include "core/host.h"
 #include "core/kernel_features.h"
@@ -111,10 +112,13 @@ bool ForbidUserNamespaces() {
 
 // In a forked child whose backends get the degraded sandbox (no pid
 // namespace: the host's pid is a real one to the backend): the hostile
-// backend tries to renice the host and make it SCHED_IDLE. Exits 0 if
-// each attempt was trapped and the host's priority and policy are as
-// before, 1 if an attempt was not trapped, 3 if the host was changed, 10
-// if the case cannot be made, 2 on another failure.
+// backend tries to renice the host and make it SCHED_IDLE (trapped: the
+// host's pid is below the backend's; EPERM for an id above it), then sets
+// its own thread's priority by its id. Exits 0 if each attack was denied
+// so, the decoder's own call refused with EPERM (not trapped), and the
+// host's priority and policy are as before; 1 if an attack was not denied
+// so, 4 if the decoder's own call was not refused so, 3 if the host was
+// changed, 10 if the case cannot be made, 2 on another failure.
 [[noreturn]] void RescheduleTheHostWithoutAPidNamespace() {
   if (!ForbidUserNamespaces()) _exit(10);
   HostOptions options;
@@ -123,7 +127,7 @@ bool ForbidUserNamespaces() {
   if (!host.ok() || !(*host)->LoadBackend(Runfile("backends/testing/hostile.toml")).ok()) _exit(2);
   const int nice_before = getpriority(PRIO_PROCESS, 0);
   const int policy_before = sched_getscheduler(0);
-  for (const std::string attack : {"renice_host", "deschedule_host"}) {
+  auto attempt = [&](const std::string& attack) {
     const std::string video =
         WriteFile(attack + ".syn", "synthetic frames=10 width=8 height=4 fps=10 attack=" + attack +
                                        " host_pid=" + std::to_string(getpid()));
@@ -131,9 +135,23 @@ bool ForbidUserNamespaces() {
     decoder_options.device = "hostile";
     auto decoder = (*host)->OpenDecoder(video, decoder_options);
     if (!decoder.ok()) _exit(2);
-    const absl::Status attempt = (*decoder)->GetFrameAt(0).status();
-    std::fprintf(stderr, "%s: %s\n", attack.c_str(), attempt.ToString().c_str());
-    if (std::string(attempt.message()).find("sandbox violation: syscall s") == std::string::npos) _exit(1);
+    const absl::Status status = (*decoder)->GetFrameAt(0).status();  // the backend answers with its verdict
+    std::fprintf(stderr, "%s: %s\n", attack.c_str(), status.ToString().c_str());
+    return std::string(status.message());
+  };
+  for (const auto& [attack, syscall] :
+       {std::pair<std::string, std::string>{"renice_host", "setpriority"}, {"deschedule_host", "sched_setattr"}}) {
+    const std::string seen = attempt(attack);
+    if (seen.find("sandbox violation: syscall " + syscall) == std::string::npos &&
+        seen.find("denied (Operation not permitted)") == std::string::npos) {
+      _exit(1);
+    }
+  }
+  // Its own threads by their ids: refused as a library gets over (EPERM),
+  // not a trap that ends the backend; and its own, by 0, allowed.
+  if (attempt("renice_own_thread").find("renice its own thread by its id: denied (Operation not permitted)") ==
+      std::string::npos) {
+    _exit(4);
   }
   _exit(getpriority(PRIO_PROCESS, 0) == nice_before && sched_getscheduler(0) == policy_before ? 0 : 3);
 }
@@ -190,7 +208,8 @@ int RunInChild(const std::string& video, const char* degraded, const char* want_
 TEST(DegradedSandboxTest, APluginCannotRescheduleItsHost) {
   const int result = RunForked("1", [] { RescheduleTheHostWithoutAPidNamespace(); });
   ASSERT_NE(result, 10) << "this machine cannot forbid user namespaces in a namespace of the test's own";
-  EXPECT_EQ(result, 0) << "1: an attempt was not trapped, 3: the host's priority or policy changed, 2: set-up";
+  EXPECT_EQ(result, 0) << "1: an attack was not denied, 4: a thread's own renice by its id was not EPERM, 3: the "
+                          "host's priority or policy changed, 2: set-up";
 }
 
 TEST(DegradedSandboxTest, TheEnvironmentAllowsItWhereNoUserNamespaceCanBeMade) {

@@ -93,7 +93,7 @@ commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 if [ "$commit" != unknown ] && ! git diff --quiet HEAD -- 2>/dev/null; then
   commit="$commit, with uncommitted changes"
 fi
-suites_failed=0 suites_missing=0 rows=0 rows_failed=0 times=0 checks=0 checks_failed=0 no_rows=0
+suites_failed=0 suites_missing=0 rows=0 rows_failed=0 times=0 checks=0 checks_failed=0 checks_skipped=0 no_rows=0
 problems=()
 {
   echo "# Reliability report"
@@ -179,7 +179,7 @@ problems=()
       problems+=("$t: $status")
     fi
     log="$(logdir "$t")/test.log"
-    grep -E '^(PASS|FAIL) ' "$log" 2>/dev/null >"$work/checks" || true
+    grep -E '^(PASS|FAIL|SKIP) ' "$log" 2>/dev/null >"$work/checks" || true
     if [ ! -s "$work/checks" ]; then
       echo "_No checks reported; its log: \`$log\`._"
       continue
@@ -187,10 +187,10 @@ problems=()
     echo "| check | result | what it saw |"
     echo "| --- | --- | --- |"
     # "PASS name (0.79 s): detail"
-    sed -E 's/^(PASS|FAIL) ([^ ]+) \(([^)]*)\): (.*)$/\1\t\2\t\3\t\4/' "$work/checks" | cell |
-      awk -F'\t' '{ printf "| %s | %s | %s (%s) |\n", $2, ($1 == "PASS" ? "pass" : "**FAIL**"), $4, $3 }'
-    c=$(wc -l <"$work/checks") cf=$(grep -c '^FAIL ' "$work/checks" || true)
-    checks=$((checks + c)) checks_failed=$((checks_failed + cf))
+    sed -E 's/^(PASS|FAIL|SKIP) ([^ ]+) \(([^)]*)\): (.*)$/\1\t\2\t\3\t\4/' "$work/checks" | cell |
+      awk -F'\t' '{ printf "| %s | %s | %s (%s) |\n", $2, ($1 == "PASS" ? "pass" : $1 == "SKIP" ? "skipped" : "**FAIL**"), $4, $3 }'
+    c=$(wc -l <"$work/checks") cf=$(grep -c '^FAIL ' "$work/checks" || true) cs=$(grep -c '^SKIP ' "$work/checks" || true)
+    checks=$((checks + c)) checks_failed=$((checks_failed + cf)) checks_skipped=$((checks_skipped + cs))
   done
 
   echo
@@ -227,7 +227,7 @@ problems=()
   echo
   echo "$((total - suites_failed - suites_missing)) of $total suites passed ($suites_failed failed, $suites_missing missing);" \
     "$rows faults recorded, tried $times times in all, $((rows - rows_failed)) with the required outcome, $rows_failed FAIL;" \
-    "$((checks - checks_failed)) of $checks conformance checks passed;" \
+    "$((checks - checks_failed - checks_skipped)) of $checks conformance checks passed ($checks_skipped skipped);" \
     "${#fuzz[@]} fuzzing runs."
 } >"$work/doc.md"
 

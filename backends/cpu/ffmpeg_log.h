@@ -63,8 +63,8 @@ void NoteLoggedError(const char* line);
 
 // The first error FFmpeg logs on this thread while it lives, such as the
 // mov demuxer's "moov atom not found" behind a bare INVALIDDATA: the cause
-// an error message should name. Needs ApplyFfmpegLogLevel's callback. Not
-// a scope of one thread; the innermost one alive keeps the line.
+// an error message should name. Needs ApplyFfmpegLogLevel's callback. A
+// scope of one thread; the innermost one alive keeps the line.
 class FirstLoggedError {
  public:
   FirstLoggedError();

@@ -45,9 +45,10 @@ def in_requests(count):
     return len(decoders) == count and all(d._native._test_call_in_flight() for d in decoders)
 
 def wait_until(condition, what):
-    # Polls condition() for at most 20 s; where it never held, says so on
-    # stdout, which the test reads: the process did not end as it means.
-    deadline = time.monotonic() + 20
+    # Polls condition() for at most 60 s (the subprocess has 120); where it
+    # never held, says so on stdout, which the test reads: the process did
+    # not end as it means.
+    deadline = time.monotonic() + 60
     while not condition():
         if time.monotonic() > deadline:
             print(f"never {what}", flush=True)

@@ -125,7 +125,7 @@ void Suite::Record(CheckResult result) {
   report_.checks.push_back(std::move(result));
 }
 
-void Suite::Skip(const std::string& name, const std::string& why) {
+void Suite::NotRun(const std::string& name, const std::string& why) {
   Check(name, [&](std::string*) { return absl::FailedPreconditionError(absl::StrCat("not run: ", why)); });
 }
 
@@ -259,7 +259,7 @@ void Suite::CheckSample(const std::string& suffix, absl::StatusOr<Sample> sample
   std::string why = !ready_ ? "the backend did not start"
                             : (!sample.ok() ? absl::StrCat("no sample: ", sample.status().message()) : "");
   if (!why.empty()) {
-    for (const char* kind : kinds) Skip(absl::StrCat(kind, "_", suffix), why);
+    for (const char* kind : kinds) NotRun(absl::StrCat(kind, "_", suffix), why);
     return;
   }
   samples_.push_back(*std::move(sample));
@@ -286,12 +286,12 @@ void Suite::CheckFirstSeek() {
   if (generated) {
     const std::string& codec = manifest_.conformance.codecs.front();
     const std::string name = absl::StrCat("first_seek_", codec);
-    if (!ready_) return Skip(name, "the backend did not start");
+    if (!ready_) return NotRun(name, "the backend did not start");
     absl::StatusOr<Sample> sample = MakeLongSample(codec, scratch_);
-    if (!sample.ok()) return Skip(name, absl::StrCat("no long sample: ", sample.status().message()));
+    if (!sample.ok()) return NotRun(name, absl::StrCat("no long sample: ", sample.status().message()));
     return Check(name, [&](std::string* d) { return FirstSeek(*sample, d); });
   }
-  if (samples_.empty()) return Skip("first_seek", "no sample video decoded");
+  if (samples_.empty()) return NotRun("first_seek", "no sample video decoded");
   const Sample& sample = samples_.front();
   const std::string name = absl::StrCat("first_seek_", CheckSuffix(sample.path));
   absl::StatusOr<std::vector<PacketInfo>> packets = ProbePackets(sample.path);
@@ -310,7 +310,7 @@ void Suite::CheckFirstSeek() {
   // A sample whose last frame is decoded from its first packet (a short
   // clip with one key frame) has nothing to seek past, which says nothing
   // about the backend: the check takes a long sample of a codec the
-  // backend claims instead, or passes saying there was nothing to check.
+  // backend claims instead, or is skipped, saying there was nothing to check.
   if (packets.ok()) {
     absl::StatusOr<KeyFrameSpan> span = SpanBefore(*packets, sample.pts[sample.num_frames() - 1]);
     if (absl::IsFailedPrecondition(span.status())) {
@@ -357,7 +357,7 @@ absl::StatusOr<ConformanceReport> Suite::Run() {
   if (ready_) {
     Check("sandbox", [this](std::string* d) { return SandboxEngaged(d); });
   } else {
-    Skip("sandbox", "the backend did not start");
+    NotRun("sandbox", "the backend did not start");
   }
   CheckSamples();
   // The first generated sample again, remuxed into MP4 (the generator
@@ -371,13 +371,13 @@ absl::StatusOr<ConformanceReport> Suite::Run() {
     if (rotated.ok()) {
       Check(name, [&](std::string* d) { return Rotation(*rotated, d); });
     } else {
-      Skip(name, absl::StrCat("no rotated sample: ", rotated.status().message()));
+      NotRun(name, absl::StrCat("no rotated sample: ", rotated.status().message()));
     }
   }
   CheckFirstSeek();
   if (samples_.empty()) {
     for (const char* name : {"bad_input", "concurrency", "session_leak", "session_threads", "crash_recovery"}) {
-      Skip(name, "no sample video decoded");
+      NotRun(name, "no sample video decoded");
     }
   } else {
     Check("bad_input", [this](std::string* d) { return BadInput(samples_.front(), d); });

@@ -54,7 +54,9 @@ class Suite {
   // A body that finds nothing to check sets nothing_checked_ and returns
   // OK: the check is skipped, neither passed nor failed.
   void Check(const std::string& name, const std::function<absl::Status(std::string* detail)>& body);
-  void Skip(const std::string& name, const std::string& why);
+  // Records `name` failed as not run, for `why`: a check an earlier
+  // failure left nothing to run on (no handshake, no sample).
+  void NotRun(const std::string& name, const std::string& why);
   // Reports `result` (options_.on_check) and adds it to the report.
   void Record(CheckResult result);
 

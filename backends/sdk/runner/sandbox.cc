@@ -387,8 +387,11 @@ absl::Status ApplySeccomp(SeccompMode mode, bool memfd) {
   // thread). In its own pid namespace the runner (its init) sees only its
   // own threads, so any thread id is its own. Without one (the degraded
   // sandbox) any other id is a real process of the same user, the host
-  // among them: there only the calling thread (0) and the main thread.
-  // get_robust_list of another thread tells where its memory is.
+  // among them: there only the calling thread (0) and the main thread;
+  // an id above the runner's (its own threads', as a pool sets its
+  // workers', or a later process's) answers EPERM, which a library gets
+  // over, and any other is trapped. get_robust_list of another thread
+  // tells where its memory is.
   if (getpid() == 1) {
     add(SCMP_ACT_ALLOW, SCMP_SYS(sched_setattr));
     add(SCMP_ACT_ALLOW, SCMP_SYS(get_robust_list));
@@ -400,6 +403,10 @@ absl::Status ApplySeccomp(SeccompMode mode, bool memfd) {
       add(SCMP_ACT_ALLOW, SCMP_SYS(setpriority),
           {SCMP_A0(SCMP_CMP_MASKED_EQ, kLow32, PRIO_PROCESS), SCMP_A1(SCMP_CMP_MASKED_EQ, kLow32, target)});
     }
+    add(SCMP_ACT_ERRNO(EPERM), SCMP_SYS(sched_setattr), {SCMP_A0(SCMP_CMP_GT, self)});
+    add(SCMP_ACT_ERRNO(EPERM), SCMP_SYS(get_robust_list), {SCMP_A0(SCMP_CMP_GT, self)});
+    add(SCMP_ACT_ERRNO(EPERM), SCMP_SYS(setpriority),
+        {SCMP_A0(SCMP_CMP_MASKED_EQ, kLow32, PRIO_PROCESS), SCMP_A1(SCMP_CMP_GT, self)});
   }
   // Reading our own limits; never setting them.
   add(SCMP_ACT_ALLOW, SCMP_SYS(prlimit64), {SCMP_A0(SCMP_CMP_EQ, 0), SCMP_A2(SCMP_CMP_EQ, 0)});
