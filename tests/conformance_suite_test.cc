@@ -100,6 +100,20 @@ std::map<std::string, CheckResult> ByName(const ConformanceReport& report) {
   return by_name;
 }
 
+// Every check passed, but session_leak under AddressSanitizer, whose
+// quarantine keeps freed memory: there it has nothing to measure, and is
+// skipped.
+void ExpectEveryCheckPassed(const ConformanceReport& report) {
+  for (const CheckResult& c : report.checks) {
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+    if (c.name == "session_leak" && c.skipped) continue;
+#endif
+#endif
+    EXPECT_TRUE(c.passed) << c.name << ": " << c.detail;
+  }
+}
+
 // A backend whose every open crashes is quarantined early in the run (its
 // poison opens' crashes counted like any: max_poison_in_a_row 0). The suite
 // lifts the first quarantine, so the next check runs and meets the crashes
@@ -167,7 +181,7 @@ TEST(ConformanceSuiteTest, OwnSampleWithTheVendorsReference) {
   options.samples = {{.path = clip, .reference = {good, timestamps}}};
   absl::StatusOr<ConformanceReport> report = RunConformance(cpu, options);
   ASSERT_TRUE(report.ok()) << report.status();
-  for (const CheckResult& c : report->checks) EXPECT_TRUE(c.passed) << c.name << ": " << c.detail;
+  ExpectEveryCheckPassed(*report);
   std::map<std::string, CheckResult> by_name = ByName(*report);
   ASSERT_TRUE(by_name.count("frames_own_y4m"));
   EXPECT_NE(by_name["frames_own_y4m"].detail.find("bit-exact with the reference"), std::string::npos)
@@ -433,7 +447,7 @@ TEST(ConformanceSuiteTest, TheY4mExamplePassesOnSamplesOfEveryLength) {
   absl::StatusOr<ConformanceReport> report =
       RunConformance({.backend = "", .manifest_path = Runfile("examples/y4m_backend/y4m.toml")}, options);
   ASSERT_TRUE(report.ok()) << report.status();
-  for (const CheckResult& c : report->checks) EXPECT_TRUE(c.passed) << c.name << ": " << c.detail;
+  ExpectEveryCheckPassed(*report);
 }
 
 // A variable frame rate: approximate mode names frames by the header's
@@ -455,7 +469,7 @@ TEST(ConformanceSuiteTest, TheCpuBackendPassesOnAVariableFrameRate) {
   options.samples = {{.path = clip, .reference = {}}, {.path = constant, .reference = {}}};
   absl::StatusOr<ConformanceReport> report = RunConformance({.backend = "cpu", .manifest_path = ""}, options);
   ASSERT_TRUE(report.ok()) << report.status();
-  for (const CheckResult& c : report->checks) EXPECT_TRUE(c.passed) << c.name << ": " << c.detail;
+  ExpectEveryCheckPassed(*report);
   std::map<std::string, CheckResult> by_name = ByName(*report);
   ASSERT_TRUE(by_name.count("approximate_vfr_mp4") && by_name.count("approximate_cfr_mkv"));
   EXPECT_NE(by_name["approximate_vfr_mp4"].detail.find("a variable frame rate"), std::string::npos)

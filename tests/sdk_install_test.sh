@@ -52,18 +52,25 @@ for path in $(grep -o 'share/codecvisor/[A-Za-z0-9_./-]*[A-Za-z0-9_]' "$readme" 
 done
 
 # The skeleton, copied out of the tree as a vendor starts.
+# The last conformance run's 17 checks all passed; under AddressSanitizer
+# (an instrumented codecvisor), session_leak has nothing to measure and is
+# skipped, the others passed.
+every_check_passed() {
+  grep -qE ': 17 passed, 0 failed, 0 skipped$' "$out" ||
+    { grep -qE ': 16 passed, 0 failed, 1 skipped$' "$out" && grep -qE '^SKIP  session_leak .*AddressSanitizer' "$out"; }
+}
 cp -r "$prefix/share/codecvisor/skeleton" "$tmp/skeleton"
 expect 0 "skeleton: make" installed make -C "$tmp/skeleton"
 holds "skeleton: exports only the entry symbol" \
   [ "$(nm -D --defined-only "$tmp/skeleton/libcodecvisor_skeleton.so" | awk '{print $3}')" = codecvisor_backend_v1 ]
 expect 0 "skeleton: make check (conformance on skeleton_sample.ppm)" installed make -C "$tmp/skeleton" check
-holds "skeleton: every check passed" grep -q "17 passed, 0 failed" "$out"
+holds "skeleton: every check passed" every_check_passed
 holds "skeleton: its sample was checked" grep -q "PASS  frames_skeleton_sample_ppm .*bit-exact" "$out"
 # Installed, it is checked by name on the sample installed beside it.
 expect 0 "skeleton: make install" installed make -C "$tmp/skeleton" install BACKEND_DIR="$tmp/plugins_skeleton"
 expect 0 "skeleton: conformance --backend skeleton, installed" \
   installed CODECVISOR_BACKEND_PATH="$tmp/plugins_skeleton" "$prefix/bin/codecvisor" conformance --backend skeleton
-holds "skeleton installed: every check passed" grep -q "17 passed, 0 failed" "$out"
+holds "skeleton installed: every check passed" every_check_passed
 holds "skeleton installed: its installed sample was checked" grep -q "PASS  frames_skeleton_sample_ppm .*bit-exact" "$out"
 
 # The y4m backend, from its own sources and Makefile only.
@@ -75,7 +82,7 @@ expect 0 "y4m: make install" installed make -C "$tmp/y4m" install BACKEND_DIR="$
 cd "$tmp"
 y4m_conformance() { installed CODECVISOR_BACKEND_PATH="$tmp/plugins" "$prefix/bin/codecvisor" conformance "$@"; }
 expect 0 "y4m: conformance --sample clip.y4m" y4m_conformance --backend y4m --sample clip.y4m
-holds "y4m: every check passed" grep -q "17 passed, 0 failed" "$out"
+holds "y4m: every check passed" every_check_passed
 holds "y4m: frames held to its PSNR against ffmpeg" grep -q "PASS  frames_clip_y4m .*against ffmpeg's RGB24" "$out"
 expect 0 "y4m: conformance --backend y4m on its installed sample" y4m_conformance --backend y4m
 holds "y4m: the installed sample was checked" grep -q "PASS  frames_y4m_sample_y4m " "$out"
