@@ -356,7 +356,12 @@ absl::Status VideoDecoder::ServeOneRequest(const FrameSelection& selection,
     // the caller was interrupted.
     if (!sink_error.ok()) return sink_error;
     if (Interrupted()) return Annotate(absl::CancelledError("interrupted"));
-    const std::string request = DescribeSelection(selection);
+    // Which frame the death came at, as near as the host knows: frames are
+    // delivered in the request's order, and the backend was on a later one.
+    const std::string request =
+        delivered == 0 ? DescribeSelection(selection)
+                       : absl::StrCat(DescribeSelection(selection), " (", delivered,
+                                      delivered == 1 ? " frame" : " frames", " delivered, the next one not)");
     if (absl::Status s = replays.AfterDeath(
             *blame, death,
             {request, absl::StrCat("serving ", request),

@@ -137,10 +137,8 @@ TEST_F(FaultTest, ACloseThatNeverReturnsEndsTheBackendWhichIsRestarted) {
     ASSERT_TRUE(hung.ok()) << hung.status();
     ASSERT_TRUE((*hung)->GetFrameAt(0).ok());
   }  // the decoder is gone at once; its close_session hangs in the backend
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (StatusOf("faulty").restarts == restarts && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  WaitUntil([&] { return StatusOf("faulty").restarts != restarts; }, std::chrono::milliseconds(20),
+            std::chrono::seconds(60));
   const BackendStatus after = StatusOf("faulty");
   row.Saw(absl::StrCat(after.restarts - restarts, " restart(s)"));
   ASSERT_EQ(after.restarts, restarts + 1) << "the backend kept the hung close";

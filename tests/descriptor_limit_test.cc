@@ -121,12 +121,8 @@ class DescriptorLimitTest : public FaultTest {
     }
     row.Note(absl::StrCat(good, " of the ", decoders_.size(), " decoders open before still decode"));
     decoders_.resize(decoders_.size() - 2);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    absl::StatusOr<std::unique_ptr<VideoDecoder>> again = OpenVideo();
-    while (!again.ok() && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      again = OpenVideo();
-    }
+    absl::StatusOr<std::unique_ptr<VideoDecoder>> again = absl::UnknownError("not opened");
+    WaitUntil([&] { return (again = OpenVideo()).ok(); }, std::chrono::milliseconds(20));
     row.Saw("an open after two closed: " + CodeName(again.status()));
     EXPECT_TRUE(again.ok()) << again.status();
     const BackendStatus status = NoteBackend(row, "synthetic");
@@ -176,11 +172,8 @@ TEST_F(DescriptorLimitTest, ABackendWhosePluginLeaksDescriptorsIsReplaced) {
     const int held = BackendFds(backend);
     ASSERT_GT(held, 0) << "cannot list /proc/" << backend << "/fd";
     d->reset();
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (BackendFds(backend) >= held && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-    ASSERT_LT(BackendFds(backend), held) << "the backend did not close decoder " << i << "'s session in 20 s";
+    ASSERT_TRUE(WaitUntil([&] { return BackendFds(backend) < held; }, std::chrono::milliseconds(2)))
+        << "the backend did not close decoder " << i << "'s session in 20 s";
   }
   row.Saw(absl::StrCat("opened and decoded: ", good, " of 10"));
   const BackendStatus status = NoteBackend(row, "faulty");

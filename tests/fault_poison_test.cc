@@ -258,6 +258,28 @@ TEST_F(FaultTest, PoisonFilesInARowDoNotStopTheBackend) {
   EXPECT_TRUE(IsSyntheticFrame(*frame, 3));
 }
 
+// A range whose seventh frame crashes the backend: the frames before it
+// reach the caller once, and the verdict says how far the request got, so
+// that a user can find the bad frame in a long clip.
+TEST_F(FaultTest, APoisonFrameInARangeIsLocated) {
+  FaultRow& row = Row("segfault on frame 6 of a request for frames 0-9");
+  ++row.tries;
+  auto decoder = Open(WriteSyntheticVideo("bad_frame_6.syn", "fault=segfault fault_frame=6"), "faulty");
+  ASSERT_TRUE(decoder.ok()) << decoder.status();
+  int64_t next = 0;
+  const absl::Status s = (*decoder)->ForEachFrame({ipc::IndexRange{0, 10, 1}}, [&](Frame f) {
+    if (!IsSyntheticFrame(f, next)) return absl::InternalError(absl::StrCat("not frame ", next));
+    ++next;
+    return absl::OkStatus();
+  });
+  row.Saw(absl::StrCat("request ", CodeName(s), " after ", next, " frames"));
+  ASSERT_TRUE(absl::IsAborted(s)) << s;
+  EXPECT_EQ(next, 6);
+  EXPECT_NE(s.message().find("frames [0, 10) step 1 (6 frames delivered, the next one not) killed the backend twice"),
+            std::string::npos)
+      << s;
+}
+
 TEST_F(FaultTest, PoisonOpenFailsClearly) {
   const std::string video = WriteSyntheticVideo("open_poison.syn", "fault=segfault_open");
   FaultRow& row = Row("segfault in open, then a good open");

@@ -252,11 +252,8 @@ TEST_F(FaultTest, AFaultOnAPluginsOwnThreadIsNotBlamedOnAnOpenInVendorCode) {
   const uint64_t restarts_before = StatusOf("faulty").restarts;
   absl::Status slow_open;
   std::thread opener([&] { slow_open = Open(slow_open_video, "faulty").status(); });
-  const auto in_vendor_code_by = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (!StatusOf("faulty").control_call_in_vendor_code && std::chrono::steady_clock::now() < in_vendor_code_by) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  const bool in_vendor_code = StatusOf("faulty").control_call_in_vendor_code;
+  const bool in_vendor_code =
+      WaitUntil([&] { return StatusOf("faulty").control_call_in_vendor_code; }, std::chrono::milliseconds(1));
   const absl::Status poison = in_vendor_code ? (*culprit)->GetFrameAt(0).status() : absl::UnknownError("not asked");
   opener.join();
   ASSERT_TRUE(in_vendor_code) << "the slow open never reached vendor code";

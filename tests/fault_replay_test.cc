@@ -273,17 +273,15 @@ TEST_F(FaultTest, ShuttingABackendDownDuringASlowOpenDoesNotWaitForIt) {
     opened = VideoDecoder::Open(supervisor, std::move(fd), video, DecoderOptions{}).status();
     open_returned = std::chrono::steady_clock::now();
   });
-  // The child is up, then the open is sleeping in vendor code.
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (supervisor->Status().state != BackendState::kReady && std::chrono::steady_clock::now() < give_up) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // The child is up, and the open is sleeping in vendor code.
+  const bool in_vendor_code = WaitUntil([&] { return supervisor->Status().control_call_in_vendor_code; },
+                                        std::chrono::milliseconds(5), std::chrono::seconds(30));
   const auto shutdown_at = std::chrono::steady_clock::now();
   supervisor->Shutdown();
   const auto shutdown_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - shutdown_at).count();
   opener.join();
+  ASSERT_TRUE(in_vendor_code) << "the open never reached vendor code";
   const auto open_ms = std::chrono::duration_cast<std::chrono::milliseconds>(open_returned - shutdown_at).count();
   row.Saw(absl::StrCat("shutdown ", shutdown_ms < 5'000 ? "within 5 s" : "SLOWER THAN 5 S", "; the open ",
                        CodeName(opened), open_ms < 10'000 ? " within 10 s of it" : " LATER THAN 10 S AFTER IT"));
@@ -318,11 +316,9 @@ TEST_F(FaultTest, AFailedRestartIsRetriedAndTheRequestGoesOn) {
   ASSERT_EQ(rename(lib.c_str(), (lib + ".away").c_str()), 0);
   kill(StatusOf("synthetic_late").pid, SIGKILL);
   // Wait until a restart has failed on the missing library.
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (StatusOf("synthetic_late").diagnostic.find("libcodecvisor_synthetic.so") == std::string::npos &&
-         std::chrono::steady_clock::now() < until) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  WaitUntil(
+      [&] { return StatusOf("synthetic_late").diagnostic.find("libcodecvisor_synthetic.so") != std::string::npos; },
+      std::chrono::milliseconds(5));
   const BackendStatus failed_once = StatusOf("synthetic_late");
   row.Note("after a failed restart: state " + failed_once.state);
   EXPECT_NE(failed_once.diagnostic.find("libcodecvisor_synthetic.so"), std::string::npos) << failed_once.diagnostic;

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -81,6 +82,15 @@ std::string FaultRow::Outcome() const {
 }
 
 std::string CodeName(const absl::Status& status) { return absl::StatusCodeToString(status.code()); }
+
+bool WaitUntil(const std::function<bool()>& done, std::chrono::milliseconds poll, std::chrono::seconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() >= deadline) return done();
+    std::this_thread::sleep_for(poll);
+  }
+  return true;
+}
 
 std::string FrameOutcome(const absl::StatusOr<Frame>& frame, int64_t index) {
   if (!frame.ok()) return CodeName(frame.status());

@@ -9,15 +9,17 @@
 #ifndef CODECVISOR_TESTS_FAULT_TEST_SUPPORT_H_
 #define CODECVISOR_TESTS_FAULT_TEST_SUPPORT_H_
 
+#include <gtest/gtest.h>
+
+#include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "core/host.h"
 #include "tests/test_paths.h"
@@ -86,6 +88,12 @@ std::string CodeName(const absl::Status& status);
 // What a request for synthetic frame `index` got: "correct frame", "WRONG
 // frame", or the error's code name.
 std::string FrameOutcome(const absl::StatusOr<Frame>& frame, int64_t index);
+
+// Checks `done` every `poll` until it holds or `limit` has passed; returns
+// its last answer. For a state another process or thread reaches in its
+// own time: the limit is for a machine so loaded that something is wrong.
+bool WaitUntil(const std::function<bool()>& done, std::chrono::milliseconds poll,
+               std::chrono::seconds limit = std::chrono::seconds(20));
 
 class FaultTest : public ::testing::Test {
  protected:
