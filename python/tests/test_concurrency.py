@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 
+import codecvisor
 from codecvisor.decoders import VideoDecoder
 
 from conftest import FPS, HEIGHT, WIDTH, backend_restarts, make_video, run_in_threads, synthetic_clip
@@ -126,10 +127,28 @@ def _sigint_handler_address():
     return int.from_bytes(action.raw[:8], "little")
 
 
-def _sigint_once(condition, margin=0.0, regardless=False):
+def _a_thread_is_in_pause(pid):
+    """Whether a thread of process `pid` is blocked in pause(2), from
+    /proc/PID/task/TID/syscall (its first field is the syscall number)."""
+    pause = 34  # x86-64's __NR_pause: the only architecture the tests run on
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:  # the process has ended
+        return False
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/syscall") as f:
+                if f.read().split(" ", 1)[0] == str(pause):
+                    return True
+        except OSError:  # the thread has ended
+            pass
+    return False
+
+
+def _sigint_once(condition, regardless=False):
     """Starts and returns a thread that sends this process SIGINT once
-    condition() holds (asked every 2 ms for at most 20 s), `margin` seconds
-    later; its `.ready` says whether the condition held. Where it never did,
+    condition() holds (asked every 2 ms for at most 20 s); its `.ready`
+    says whether the condition held. Where it never did,
     no SIGINT is sent, unless `regardless` (a call that ends only by one)."""
     def send():
         deadline = time.monotonic() + 20
@@ -137,7 +156,6 @@ def _sigint_once(condition, margin=0.0, regardless=False):
             time.sleep(0.002)
         sender.ready = condition()
         if sender.ready or regardless:
-            time.sleep(margin)
             os.kill(os.getpid(), signal.SIGINT)
 
     sender = threading.Thread(target=send)
@@ -181,14 +199,15 @@ def test_ctrl_c_stops_a_request_whose_backend_hangs(tmp_path):
     # stuck in it), KeyboardInterrupt is raised, nothing is replayed, and
     # the decoder goes on on the new backend. (The runner reads no Cancel
     # before a request's first frame: once the request is sent, the backend
-    # hangs whenever Ctrl-C comes. It is sent as soon as the request holds
-    # the decoder; the 1 s margin covers that step, a Ctrl-C before which
-    # would end the request unsent, with no backend to kill.)
+    # hangs whenever Ctrl-C comes. It is sent once a thread of the backend
+    # is in the fault's pause(): a Ctrl-C before the request is sent would
+    # end it unsent, with no backend to kill.)
     clip = synthetic_clip(tmp_path / "hang.syn", "frames=40 width=32 height=24 fps=10 decode_ms=5 "
                                                  "fault=hang fault_frame=0")
     d = VideoDecoder(clip, device="faulty", timeout=60)
     restarts = backend_restarts("faulty")
-    sender = _sigint_once(d._native._test_call_in_flight, margin=1.0, regardless=True)
+    pid = next(b.pid for b in codecvisor.backends.list() if b.name == "faulty")
+    sender = _sigint_once(lambda: _a_thread_is_in_pause(pid), regardless=True)
     try:
         with pytest.raises(KeyboardInterrupt):
             d.get_frames_in_range(0, 40)

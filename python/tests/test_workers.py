@@ -162,9 +162,14 @@ def test_a_poison_frame_in_a_worker_is_a_clear_exception(tmp_path):
 
 ZOMBIES = r"""
 import ctypes, os, sys, time
+import torch.utils.data._utils
 from torch.utils.data import DataLoader, Dataset
 from codecvisor.decoders import VideoDecoder
 ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: as a container's PID 1 is
+# The DataLoader SIGTERMs a worker still running this long after it was
+# told to stop (5 s by default), and its backend would then come to this
+# process: the workers' own exit is on trial, however slow the machine.
+torch.utils.data._utils.MP_STATUS_CHECK_INTERVAL = 120
 
 def stat(pid):
     # (state, parent, start time) of process pid; None once it is reaped
