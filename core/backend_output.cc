@@ -209,11 +209,17 @@ void OutputFilter::Finish(Clock::time_point now) {
   dropped_ = 0;
 }
 
-BackendOutput::BackendOutput(ipc::UniqueFd read_end) : read_end_(std::move(read_end)), stop_(eventfd(0, EFD_CLOEXEC)) {}
+BackendOutput::BackendOutput(ipc::UniqueFd read_end, FloodPause pause)
+    : read_end_(std::move(read_end)), stop_(eventfd(0, EFD_CLOEXEC)), pause_(std::move(pause)) {}
 
-absl::StatusOr<std::unique_ptr<BackendOutput>> BackendOutput::Start(std::string name, ipc::UniqueFd read_end,
-                                                                    int out) {
-  std::unique_ptr<BackendOutput> output(new BackendOutput(std::move(read_end)));
+void BackendOutput::PauseForFlood(int stop_fd) {
+  pollfd stop = {stop_fd, POLLIN, 0};
+  (void)poll(&stop, 1, kFloodPauseMs);
+}
+
+absl::StatusOr<std::unique_ptr<BackendOutput>> BackendOutput::Start(std::string name, ipc::UniqueFd read_end, int out,
+                                                                    FloodPause pause) {
+  std::unique_ptr<BackendOutput> output(new BackendOutput(std::move(read_end), std::move(pause)));
   if (!output->stop_.valid()) return ipc::ErrnoStatus("eventfd for the backend's output");
   try {
     output->thread_ = std::thread(&BackendOutput::Run, output.get(), std::move(name), out);
@@ -265,8 +271,7 @@ void BackendOutput::Run(std::string name, int out) {
       // What a flood writes is dropped: a pause after each buffer's worth
       // lets the pipe fill and the backend's writes wait, rather than the
       // host spend a core reading it. Finish() ends the pause.
-      pollfd stop = {stop_.get(), POLLIN, 0};
-      (void)poll(&stop, 1, kFloodPauseMs);
+      pause_(stop_.get());
     }
   }
   filter.Finish(OutputFilter::Clock::now());

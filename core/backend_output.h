@@ -101,8 +101,14 @@ class OutputFilter {
 class BackendOutput {
  public:
   static constexpr int kFloodPauseMs = 5;
+  // The pause after a read while flooding: waits up to kFloodPauseMs for
+  // `stop_fd` (an eventfd Finish() writes) to be readable. A test passes
+  // one of its own to see when the relay pauses.
+  using FloodPause = std::function<void(int stop_fd)>;
+  static void PauseForFlood(int stop_fd);
   // RESOURCE_EXHAUSTED when no thread can be started (`ulimit -u`).
-  static absl::StatusOr<std::unique_ptr<BackendOutput>> Start(std::string name, ipc::UniqueFd read_end, int out);
+  static absl::StatusOr<std::unique_ptr<BackendOutput>> Start(std::string name, ipc::UniqueFd read_end, int out,
+                                                              FloodPause pause = PauseForFlood);
   BackendOutput(const BackendOutput&) = delete;
   BackendOutput& operator=(const BackendOutput&) = delete;
   ~BackendOutput();
@@ -112,11 +118,12 @@ class BackendOutput {
   void Finish(std::chrono::milliseconds grace);
 
  private:
-  BackendOutput(ipc::UniqueFd read_end);
+  BackendOutput(ipc::UniqueFd read_end, FloodPause pause);
   void Run(std::string name, int out);
 
   ipc::UniqueFd read_end_;
   ipc::UniqueFd stop_;  // an eventfd: Finish's "stop now"
+  const FloodPause pause_;
   std::thread thread_;
   // Run's, kept here rather than on its thread's stack: a forked child has
   // no such thread, and what only its stack pointed to would be reported

@@ -8,9 +8,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <future>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -328,6 +333,64 @@ TEST(BackendOutputTest, AHostStderrWhoseReaderIsGoneDoesNotKillTheHost) {
   close(to_host[0]);
   ForwardAndFinish(to_host[1], 5);
   close(to_host[1]);
+}
+
+// While lines are dropped the relay pauses after each read, and reads
+// nothing during the pause: a flooding backend fills its pipe and waits,
+// rather than the host spending a core on what it throws away. Output
+// within the budget never pauses.
+TEST(BackendOutputTest, AFloodPausesTheRelayUntilTheBackendsPipeIsFull) {
+  int sink = open("/dev/null", O_WRONLY | O_CLOEXEC);
+  ASSERT_GE(sink, 0);
+  {
+    int from_backend[2];
+    ASSERT_EQ(pipe2(from_backend, O_CLOEXEC), 0);
+    std::atomic<int> pauses{0};
+    absl::StatusOr<std::unique_ptr<BackendOutput>> started =
+        BackendOutput::Start("acme", ipc::UniqueFd(from_backend[0]), sink, [&](int) { pauses.fetch_add(1); });
+    ASSERT_TRUE(started.ok()) << started.status();
+    const std::string line = std::string(99, 'q') + "\n";
+    for (int i = 0; i < 100; ++i) {  // 10 KB: within the budget
+      ASSERT_EQ(write(from_backend[1], line.data(), line.size()), static_cast<ssize_t>(line.size()));
+    }
+    close(from_backend[1]);
+    (*started)->Finish(std::chrono::seconds(10));
+    EXPECT_EQ(pauses.load(), 0);
+  }
+  int from_backend[2];
+  ASSERT_EQ(pipe2(from_backend, O_CLOEXEC | O_NONBLOCK), 0);
+  std::atomic<bool> paused{false};
+  std::promise<void> resume;
+  std::shared_future<void> resumed = resume.get_future().share();
+  absl::StatusOr<std::unique_ptr<BackendOutput>> started =
+      BackendOutput::Start("acme", ipc::UniqueFd(from_backend[0]), sink, [&, resumed](int) {
+        paused.store(true);
+        resumed.wait_for(std::chrono::seconds(60));
+      });
+  ASSERT_TRUE(started.ok()) << started.status();
+  // Write until the pipe is full while the relay is paused; at most 64 MiB
+  // (a relay that never paused would take it all).
+  const std::string line = std::string(1023, 'f') + "\n";
+  size_t written = 0;
+  bool full = false;
+  while (!full && written < (64u << 20)) {
+    const ssize_t n = write(from_backend[1], line.data(), line.size());
+    if (n > 0) {
+      written += static_cast<size_t>(n);
+    } else if (n < 0 && errno == EAGAIN) {
+      full = paused.load();
+      if (!full) std::this_thread::sleep_for(milliseconds(1));  // the relay is behind, not paused
+    } else {
+      ADD_FAILURE() << "write: " << std::strerror(errno);
+      break;
+    }
+  }
+  resume.set_value();
+  close(from_backend[1]);
+  (*started)->Finish(std::chrono::seconds(10));
+  close(sink);
+  EXPECT_TRUE(full) << "the relay read " << written << " bytes of a flood without a pause";
+  EXPECT_GT(written, OutputFilter::kBurstBytes);
 }
 
 }  // namespace
