@@ -33,6 +33,10 @@ def _index_list(indices) -> list:
         if indices.is_floating_point() and indices.numel() and float(indices.abs().max()) >= _INT64_LIMIT:
             raise IndexError(f"Index {float(indices.abs().max())} is out of bounds of any stream.")
         indices = indices.to(_tensor.torch.int64).tolist()
+    elif getattr(indices, "ndim", 1) != 1:  # a numpy array
+        raise ValueError(f"frame indices must be 1-D, not an array of shape {tuple(indices.shape)}")
+    elif isinstance(indices, (str, bytes)):
+        raise TypeError(f"frame indices must be a sequence of integers, not {type(indices).__name__} {indices!r}")
     return [_index(i) for i in indices]
 
 
@@ -62,6 +66,16 @@ def _times(seconds) -> List[float]:
             raise ValueError(f"Couldn't convert timestamps input to a tensor of seconds: {s!r} is not a number")
         times.append(float(s))
     return times
+
+
+def _time(seconds) -> float:
+    """One time in seconds (a number, or a 0-d tensor or array) as a float;
+    a TypeError for anything else (a bool, a string, a tensor of several)."""
+    if getattr(seconds, "ndim", None) == 0 and hasattr(seconds, "item"):
+        seconds = seconds.item()
+    if isinstance(seconds, bool) or not isinstance(seconds, numbers.Real):
+        raise TypeError(f"a time in seconds must be a number, not {type(seconds).__name__} {seconds!r}")
+    return float(seconds)
 
 
 def _index(value) -> int:

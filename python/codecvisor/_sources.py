@@ -57,7 +57,12 @@ def _read_source(source):
         # The chunks go into one growing buffer whose bytes getvalue()
         # hands over without a copy: the file is held once while read.
         seekable = getattr(source, "seekable", None)
-        if seekable is None or seekable():
+        if seekable is None:
+            try:
+                source.seek(0, os.SEEK_SET)
+            except io.UnsupportedOperation:  # a stream that cannot seek and does not say so
+                pass
+        elif seekable():
             source.seek(0, os.SEEK_SET)
         # A stream that never ends (a socket that keeps sending, a read()
         # that ignores its size) stops at half the memory this process may
@@ -67,6 +72,11 @@ def _read_source(source):
         most = (_codecvisor.usable_memory_bytes() or 1 << 62) // 2
         while True:
             chunk = source.read(_READ_CHUNK)
+            if isinstance(chunk, memoryview):
+                chunk = chunk.tobytes()
+            if chunk is None:  # what a non-blocking stream returns when no data is ready
+                raise TypeError(f"{type(source).__name__}.read() returned None, not bytes: a non-blocking stream "
+                                "with no data ready; make it blocking, or pass the bytes")
             if not isinstance(chunk, (bytes, bytearray)):
                 raise TypeError(f"{type(source).__name__}.read() returned {type(chunk).__name__}, not bytes "
                                 "(is it open for binary reading?)")

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Optional, Sequence, Union
 
 from . import _codecvisor, _errors, _frame, _host, _tensor
 from ._arguments import (_INT64_LIMIT, _MAX_STREAM_INDEX, _MAX_THREADS, _check_timeout, _index, _index_list,
-                         _integer, _option_int, _out_of_range, _times)
+                         _integer, _option_int, _out_of_range, _time, _times)
 from ._frame import Frame, FrameBatch
 from ._metadata import VideoStreamMetadata, _metadata_change
 from ._sources import _read_source
@@ -71,6 +71,17 @@ def _is_empty_file(path) -> bool:
         return False
     finally:
         os.close(fd)
+
+
+def _names_a_file(data: bytes) -> bool:
+    """Whether `data`, given as a video's bytes, is short and the name of an
+    existing file: a path passed as bytes (os.fsencode's) by mistake."""
+    if len(data) > 4096 or b"\0" in data:
+        return False
+    try:
+        return os.path.isfile(data)
+    except (OSError, ValueError):
+        return False
 
 
 # Supervisor states of a backend that has started, or is starting: up,
@@ -192,10 +203,17 @@ class VideoDecoder:
         except _codecvisor.StatusError as e:
             code, device = getattr(e, "code", None), self._options["device"] or host.default_device()
             backends = host.backends()
-            raise _errors.translate(e, self._source if self._kind == "path" else None,
-                                    backend_started=code == "NOT_FOUND" and _backend_started(backends, device),
-                                    plugin_unloadable=_plugin_unloadable(
-                                        backends, code, lambda b: device.split(":")[0] in b["devices"])) from None
+            error = _errors.translate(e, self._source if self._kind == "path" else None,
+                                      backend_started=code == "NOT_FOUND" and _backend_started(backends, device),
+                                      plugin_unloadable=_plugin_unloadable(
+                                          backends, code, lambda b: device.split(":")[0] in b["devices"]))
+            if self._kind == "bytes" and isinstance(error, _errors.CodecvisorError) and _names_a_file(self._source):
+                error.args = (f"{error.args[0]} (these bytes name a file: bytes are the encoded video itself; "
+                              "pass a path as str or os.PathLike)",) + error.args[1:]
+            try:
+                raise error from None
+            finally:
+                del error  # its traceback holds this frame
         metadata = VideoStreamMetadata._from_native(native.metadata())
         change = "" if self._video_metadata is None else _metadata_change(self._video_metadata, metadata)
         if change:
@@ -370,8 +388,9 @@ class VideoDecoder:
                             f"and must be less than {end}.")
 
     def get_frame_played_at(self, seconds: float) -> Frame:
+        seconds = _time(seconds)
         self._check_played([seconds])
-        return _frame.first_frame(self._call("frames_played_at", [float(seconds)]))
+        return _frame.first_frame(self._call("frames_played_at", [seconds]))
 
     def get_frames_played_at(self, seconds: Sequence[float]) -> FrameBatch:
         times = _times(seconds)
@@ -386,6 +405,7 @@ class VideoDecoder:
         start_seconds + i / fps for each of round((stop - start) * fps) (halves up)
         outputs (a frame repeats where fps is above the video's rate), each
         with that time as its pts and 1 / fps as its duration."""
+        start_seconds, stop_seconds = _time(start_seconds), _time(stop_seconds)
         self._check_played_range(start_seconds, stop_seconds)
         if fps is not None:
             return self._resampled(start_seconds, stop_seconds, fps)
@@ -412,11 +432,15 @@ class VideoDecoder:
         return self.get_frames_played_in_range(begin, end, fps=fps)
 
     def _resampled(self, start_seconds: float, stop_seconds: float, fps) -> FrameBatch:
+        if getattr(fps, "ndim", None) == 0 and hasattr(fps, "item"):
+            fps = fps.item()  # a 0-d tensor or array
         if isinstance(fps, bool) or not isinstance(fps, numbers.Real) or not math.isfinite(fps) or fps <= 0:
             raise _errors.InvalidFpsError(f"fps must be positive and finite, not {fps!r}")
         # Halves round up, as C's round() does for these positive counts
         # (Python's round() would make a 0.5 s range at 1 fps empty).
-        count = math.floor((stop_seconds - start_seconds) * fps + 0.5)
+        outputs = (stop_seconds - start_seconds) * fps + 0.5
+        # A product past any float (fps 1e308) is more than any memory holds: refused below.
+        count = math.floor(outputs) if math.isfinite(outputs) else _INT64_LIMIT
         # The times are listed before any frame is asked for: a count no
         # memory could hold the frames of (a long stream at a high fps, or a
         # backend claiming a stream of 1e300 s) is refused first.
@@ -449,7 +473,8 @@ class VideoDecoder:
         frame_bytes = max(1, (self._video_metadata.width or 1) * (self._video_metadata.height or 1) * 3)
         memory = _codecvisor.usable_memory_bytes()
         if memory and count * frame_bytes > memory // 2:
-            raise MemoryError(f"{self._label}: {count} frames{what} of {frame_bytes} bytes each would take more "
+            shown = count if count < 10**18 else f"{float(count):.3g}"
+            raise MemoryError(f"{self._label}: {shown} frames{what} of {frame_bytes} bytes each would take more "
                               f"than half the {memory >> 20} MiB of memory this process may use; ask for {instead}")
 
     def _check_played_range(self, start_seconds: float, stop_seconds: float) -> None:
@@ -494,6 +519,8 @@ class VideoDecoder:
         return self._call("frames_at_scattered", [int(i) for i in distinct], list(where))
 
     def _empty_batch(self) -> FrameBatch:
+        if self._native is None:  # asked for nothing, but of a closed decoder
+            raise ValueError("the decoder is closed")
         import numpy as np
         h, w = self._video_metadata.height or 0, self._video_metadata.width or 0
         shape = (0, 3, h, w) if self._dimension_order == "NCHW" else (0, h, w, 3)
@@ -529,7 +556,7 @@ class VideoDecoder:
     def __getstate__(self):
         return dict(kind=self._kind, source=self._source, options=self._options, order=self._dimension_order,
                     seek_mode=self._seek_mode, label=self._label, metadata=dataclasses.asdict(self._video_metadata),
-                    shown=self.metadata)
+                    shown=self.metadata, closed=self._native is None)
 
     def __setstate__(self, state):
         self._kind, self._source, self._options = state["kind"], state["source"], state["options"]
@@ -546,6 +573,10 @@ class VideoDecoder:
         # (A copy of it: copy.copy() hands this the original's state.)
         shown = state.get("shown")
         self.metadata = None if shown is None else copy.copy(shown)
+        if state.get("closed") and self._video_metadata is not None:
+            self._keep(self._video_metadata)  # a copy of a closed decoder is closed too
+            self._closed = True
+            return
         if self._video_metadata is None or self._video_metadata._unknown:
             # Pickled by an earlier version, before the metadata (or some of
             # its fields) was kept: opened now, for the metadata it lacks.

@@ -342,6 +342,12 @@ def test_a_time_range_resampled_to_a_frame_rate(video, reference):
     # listed (a list of 2e13 times filled the memory first).
     with pytest.raises(MemoryError, match=r"20000000000000 frames \(2.0 s at 10000000000000.0 fps\) of 18432 bytes"):
         d.get_frames_played_in_range(0.0, 2.0, fps=1e13)
+    for fps in (1e300, 1e308):  # a count shown short; a product past any float refused the same way
+        with pytest.raises(MemoryError, match=r": [0-9.]+e\+[0-9]+ frames \(2.0 s at"):
+            d.get_frames_played_in_range(0.0, 2.0, fps=fps)
+    # A 0-d tensor or array is a rate, as a start or stop is a time.
+    assert len(d.get_frames_played_in_range(torch.tensor(0.0), 1.0, fps=torch.tensor(5.0))) == 5
+    assert len(d.get_frames_played_in_range(0.0, np.float64(1.0), fps=np.array(5))) == 5
     # Times that are not numbers are torchcodec's ValueError.
     for seconds in (["bad"], [None], torch.zeros(2, 2)):
         with pytest.raises(ValueError, match="Couldn't convert timestamps input to a tensor"):
@@ -378,6 +384,33 @@ def test_range_misuse_raises_torchcodecs_errors(video):
             d.get_frames_played_in_range(start, stop)
     with pytest.raises(IndexError):
         d.get_frame_played_at(math.nan)
+    # One time is a number (or a 0-d tensor): not a bool, a string or
+    # several times, each a TypeError that says so.
+    assert d.get_frame_played_at(torch.tensor(1.0)).pts_seconds == 1.0
+    for seconds in (True, "1.0", torch.tensor([1.0, 2.0])):
+        with pytest.raises(TypeError, match="a time in seconds must be a number"):
+            d.get_frame_played_at(seconds)
+    with pytest.raises(TypeError, match="a time in seconds must be a number"):
+        d.get_frames_played_in_range("0", 1.0)
+    # Indices are one dimension of integers, however they come.
+    with pytest.raises(ValueError, match=r"frame indices must be 1-D, not an array of shape \(1, 2\)"):
+        d.get_frames_at(np.array([[1, 2]]))
+    with pytest.raises(TypeError, match="frame indices must be a sequence of integers, not str"):
+        d.get_frames_at("12")
+
+
+def test_a_closed_decoder_answers_nothing(video):
+    # Every call of a closed decoder is the same ValueError, also one that
+    # asks for no frame; a copy or a pickle of it is closed too.
+    d = VideoDecoder(video)
+    d.close()
+    for call in (lambda: d.get_frames_in_range(0, 0), lambda: d.get_frames_in_range(5, 1), lambda: d[5:1],
+                 lambda: d.get_frames_at([]), lambda: d.get_frames_played_in_range(1.0, 1.0), lambda: d[0],
+                 lambda: d.get_frames_played_at([]), lambda: pickle.loads(pickle.dumps(d))[0],
+                 lambda: copy.copy(d).get_frame_at(0)):
+        with pytest.raises(ValueError, match="the decoder is closed"):
+            call()
+    assert len(pickle.loads(pickle.dumps(d))) == 50
 
 
 def test_a_frame_index_is_an_integer_of_any_kind(video, reference):

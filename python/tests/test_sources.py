@@ -90,6 +90,47 @@ def test_a_file_like_source_that_never_ends_or_overreads_is_an_error(monkeypatch
         VideoDecoder(Endless())
 
 
+def test_file_like_sources_as_python_makes_them(video, reference):
+    """Streams the io module and its users make: a read() returning a
+    memoryview (a zero-copy reader), a seek() raising UnsupportedOperation
+    with no seekable() to say so (read from where it is), and a non-blocking
+    stream whose read() returns None with no data ready (an error that says
+    so, rather than blaming the file's mode)."""
+    data = pathlib.Path(video).read_bytes()
+
+    class Views(TorchcodecFileLike):
+        def read(self, size):
+            return memoryview(super().read(size))
+
+    class NoSeek:
+        def __init__(self):
+            self._file = io.BytesIO(data)
+
+        def read(self, size):
+            return self._file.read(size)
+
+        def seek(self, offset, whence=0):
+            raise io.UnsupportedOperation("seek")
+
+    for source in (Views(data), NoSeek()):
+        np.testing.assert_array_equal(hwc(VideoDecoder(source)[33]), reference[33])
+
+    class NothingReady(NoSeek):
+        def read(self, size):
+            return None
+
+    with pytest.raises(TypeError, match="returned None, not bytes: a non-blocking stream"):
+        VideoDecoder(NothingReady())
+
+
+def test_bytes_that_name_a_file_are_a_video_error_that_says_so(video):
+    # os.fsencode(path) is bytes, which are the encoded video (as in
+    # torchcodec): a file's name does not demux, and the error says why.
+    with pytest.raises(codecvisor.VideoError, match="these bytes name a file") as raised:
+        VideoDecoder(os.fsencode(video))
+    assert "cannot be demuxed" in str(raised.value)
+
+
 def test_a_file_opened_as_text_is_a_type_error_that_says_so(video):
     # open(path) without "rb": torchcodec's TypeError, whose phrase its
     # tests match, before any read (video bytes are no UTF-8 text, and
