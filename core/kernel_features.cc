@@ -25,6 +25,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "core/cgroup.h"
+#include "core/proc_mount_refusal.h"
 
 namespace codecvisor {
 namespace {
@@ -266,12 +267,8 @@ void ProbeNamespaces(const ChildResult& child, KernelFeatures* f) {
   } else if (r.proc_mount < 0) {
     f->proc_mount.detail = "not tried: no new pid or mount namespace";
   } else {
-    f->proc_mount.detail = absl::StrCat(
-        "mount(proc) by the first process of a new pid namespace", where, ": ", ErrnoText(r.proc_mount),
-        r.proc_mount == EPERM ? "; the kernel refuses a new proc where this /proc has parts masked or read-only, as "
-                                "container runtimes mount it: run the container with --security-opt "
-                                "systempaths=unconfined (Docker) or procMount: Unmasked (Kubernetes)"
-                              : "");
+    f->proc_mount.detail = absl::StrCat("mount(proc) by the first process of a new pid namespace", where, ": ",
+                                        ErrnoText(r.proc_mount), r.proc_mount == EPERM ? ProcMountRefusalHere() : "");
   }
 }
 

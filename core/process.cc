@@ -30,6 +30,7 @@
 #include "base/small_file.h"
 #include "core/cgroup_birth.h"
 #include "core/kernel_features.h"
+#include "core/proc_mount_refusal.h"
 #include "core/process_child.h"
 #include "core/process_clone.h"
 #include "core/user_namespace_ids.h"
@@ -343,13 +344,7 @@ absl::StatusOr<ChildProcess> LaunchOnThisThread(const LaunchSpec& spec) {
                        ")"),
           report.err);
       if (report.step >= 0 && steps[static_cast<size_t>(report.step)].kind == MountStep::kProc && report.err == EPERM) {
-        // The kernel's mount_too_revealing(): in a user namespace, a new
-        // proc only where the one already mounted hides nothing.
-        return absl::FailedPreconditionError(
-            absl::StrCat(failed.message(),
-                         "; the kernel refuses a new proc where this /proc has parts masked or read-only, as "
-                         "container runtimes mount it: run the container with --security-opt "
-                         "systempaths=unconfined (Docker) or procMount: Unmasked (Kubernetes)"));
+        return absl::FailedPreconditionError(absl::StrCat(failed.message(), ProcMountRefusalHere()));
       }
       if (OutOfDescriptors(report.err)) return failed;
       return absl::IsResourceExhausted(failed) ? absl::FailedPreconditionError(failed.message()) : failed;
