@@ -106,6 +106,12 @@ uid_t ReadUnmappedOwnerUid() {
 
 }  // namespace
 
+namespace {
+constexpr absl::string_view kUnmappedOwnerPayload = "codecvisor.dev/unmapped-owner";
+}  // namespace
+
+bool IsUnmappedOwnerRefusal(const absl::Status& status) { return status.GetPayload(kUnmappedOwnerPayload).has_value(); }
+
 uid_t UnmappedOwnerUid() {
   // Every check of a path asks: reading two /proc files each time was most
   // of the cost of discovering 100 manifests.
@@ -168,7 +174,10 @@ absl::Status CheckOnlyOwnerCanChange(const std::string& path, absl::string_view 
       private_group_known = true;
     }
     const std::string why = WhyOthersCouldChange(entry, o, self);
-    return why.empty() ? absl::OkStatus() : untrusted(why);
+    if (why.empty()) return absl::OkStatus();
+    absl::Status refused = untrusted(why);
+    if (o.uid == self.unmapped_uid && o.uid != self.uid) refused.SetPayload(kUnmappedOwnerPayload, absl::Cord());
+    return refused;
   };
   auto stat_error = [&](const std::string& entry) {
     if (errno == ENOENT) return absl::NotFoundError(absl::StrCat(what, " ", path, ": ", entry, ": ", std::strerror(errno)));

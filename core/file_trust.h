@@ -69,6 +69,11 @@ std::string WhyOthersCouldChange(const std::string& name, const Ownership& entry
 // checked, NOT_FOUND when an entry does not exist; OK otherwise.
 absl::Status CheckOnlyOwnerCanChange(const std::string& path, absl::string_view what);
 
+// Whether `status` is CheckOnlyOwnerCanChange's refusal of an entry owned
+// by the user namespace's unmapped uid: the install is not at fault, the
+// namespace is, and reinstalling cannot help.
+bool IsUnmappedOwnerRefusal(const absl::Status& status);
+
 // A manifest's [sandbox] devices are bound read-write into the backend's
 // root and granted by Landlock: each must be a character device that
 // core/device_policy.h allows (not a terminal, which takes typed input,

@@ -103,6 +103,8 @@ TEST(FileTrustTest, ARealPathIsCheckedUpToTheRoot) {
 
   EXPECT_EQ(CheckOnlyOwnerCanChange(dir + "/missing.toml", "manifest").code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(CheckOnlyOwnerCanChange("relative.toml", "manifest").code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_EQ(chmod(file.c_str(), 0646), 0);
+  EXPECT_FALSE(IsUnmappedOwnerRefusal(CheckOnlyOwnerCanChange(file, "manifest")));
 }
 
 // A link is walked as the kernel follows it: the folders it passes

@@ -22,6 +22,7 @@
 #include "core/backend_output.h"
 #include "core/death_record.h"
 #include "core/environment_warnings.h"
+#include "core/file_trust.h"
 #include "core/system_supervisor_env.h"
 
 namespace codecvisor::internal {
@@ -326,6 +327,7 @@ absl::StatusOr<std::shared_ptr<Supervisor>> Host::SupervisorFor(absl::string_vie
         // it as it is, and removing it leaves nothing to decode with.
         const absl::string_view way_out =
             name != kBuiltinBackend ? "; fix or remove the plugin, or set CODECVISOR_DEVICE_BACKEND_AUTOLOAD=0"
+            : IsUnmappedOwnerRefusal(entry.failure) ? ""
             : absl::IsPermissionDenied(entry.failure)
                 ? "; reinstall codecvisor where no other user can write (its own or root's folders)"
                 : "; reinstall codecvisor";
