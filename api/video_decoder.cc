@@ -87,6 +87,7 @@ VideoDecoder::VideoDecoder(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) 
 VideoDecoder::~VideoDecoder() {
   if (impl_ == nullptr) return;
   if (impl_->owner != getpid()) {
+    impl_->decoder->CloseInheritedDescriptors();
     api::LeaveInherited(impl_);
   } else if (int in_call = Impl::kInCall;
              impl_->call.compare_exchange_strong(in_call, Impl::kInCallDestroyed, std::memory_order_acq_rel)) {

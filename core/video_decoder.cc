@@ -71,6 +71,11 @@ VideoDecoder::~VideoDecoder() {
   supervisor_->SessionClosed();
 }
 
+void VideoDecoder::CloseInheritedDescriptors() {
+  video_.reset();
+  if (session_.channel != nullptr) session_.channel->CloseInheritedDescriptors();
+}
+
 void VideoDecoder::DropSession() {
   session_ = {};
   backend_.process.reset();  // a dead process's descriptors go with its last holder

@@ -83,6 +83,14 @@ class VideoDecoder final : private Supervisor::Parkable {
                                                                           DecoderOptions options);
   ~VideoDecoder();
 
+  // In a forked child, on the parent's decoder it inherited and will never
+  // use nor destroy: closes the child's copies of the decoder's own
+  // descriptors (the video's, its session channel's), so that a child of a
+  // process with many decoders open does not hold four descriptors for
+  // each for its whole life. No lock is taken (a parent thread may have
+  // held one at the fork) and nothing is sent.
+  void CloseInheritedDescriptors();
+
   const StreamMetadata& metadata() const { return metadata_; }
   const std::string& label() const { return label_; }
   const std::string& backend_name() const { return supervisor_->manifest().name; }

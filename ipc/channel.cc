@@ -55,6 +55,12 @@ absl::StatusOr<std::pair<std::unique_ptr<HostChannel>, PeerEnds>> HostChannel::C
   return std::make_pair(std::move(host), PeerEnds{std::move(peer_memfd), std::move(sockets->second)});
 }
 
+void HostChannel::CloseInheritedDescriptors() {
+  socket_.reset();
+  pidfd_.reset();
+  region_->CloseDescriptor();
+}
+
 void HostChannel::Interrupt() {
   liveness_.Interrupt();
   RingDoorbell(&region_->header()->response.data_bell);

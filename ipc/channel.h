@@ -103,6 +103,13 @@ class HostChannel {
   const Region& region_for_test() const { return *region_; }
 
   CrashHints ReadCrashHints() const { return ipc::ReadCrashHints(*region_); }
+
+  // In a forked child, on the parent's channel it inherited and will never
+  // use: closes the child's copies of its descriptors (the socket, the
+  // pidfd, the memfd) and keeps the region mapped for the frames that
+  // still read it. The parent's channel is untouched: its descriptors are
+  // its own. The channel may only be left alone afterwards.
+  void CloseInheritedDescriptors();
   // The region, kept mapped as long as the caller holds it.
   std::shared_ptr<const Region> shared_region() const { return region_; }
 

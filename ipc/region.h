@@ -148,6 +148,9 @@ class Region {
   const Geometry& geometry() const { return geometry_; }
   const Layout& layout() const { return layout_; }
   int fd() const { return memfd_.get(); }
+  // Closes this process's descriptor of the memfd and keeps the mapping:
+  // what a forked child does with its copy of a parent's region.
+  void CloseDescriptor() { memfd_.reset(); }
   RegionHeader* header() const { return reinterpret_cast<RegionHeader*>(base_); }
   uint8_t* base() const { return base_; }
   uint8_t* request_ring() const { return base_ + layout_.request_ring; }

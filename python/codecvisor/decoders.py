@@ -11,6 +11,7 @@ import numbers
 import os
 import stat
 import threading
+import weakref
 from typing import TYPE_CHECKING, Optional, Sequence, Union
 
 from . import _codecvisor, _errors, _frame, _host, _tensor
@@ -45,13 +46,24 @@ _reopening = threading.Lock()
 _installing = threading.RLock()
 
 
-def _new_reopening_lock():
+# The decoders that have a session of this process: a forked child lets
+# go of each one's inherited session at once (whose destruction there
+# closes only the child's copies of its descriptors), rather than hold four
+# descriptors per decoder of its parent's until it reopens that decoder.
+_with_session = weakref.WeakSet()
+
+
+def _after_fork_in_child():
     global _reopening, _installing
     _reopening = threading.Lock()
     _installing = threading.RLock()
+    for decoder in list(_with_session):
+        if decoder._native is not None:
+            decoder._native = _NOT_OPENED  # reopened on first use, as before
+    _with_session.clear()
 
 
-os.register_at_fork(after_in_child=_new_reopening_lock)
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _is_empty_file(path) -> bool:
@@ -224,6 +236,7 @@ class VideoDecoder:
             installed = not self._closed
             if installed:
                 self._native, self._pid = native, os.getpid()
+                _with_session.add(self)
         if not installed:
             native.close()
             raise ValueError("the decoder is closed")

@@ -1,5 +1,5 @@
 // Owned<T>: an object of the C++ API that only the process that made it may
-// use or destroy (a forked child leaks it).
+// use (a forked child's destruction of it is the API's child-safe one).
 
 #ifndef CODECVISOR_PYTHON_CODECVISOR_OWNED_H_
 #define CODECVISOR_PYTHON_CODECVISOR_OWNED_H_
@@ -16,7 +16,9 @@
 namespace codecvisor::python {
 
 // Ownership that a forked child must not exercise: used only by the process
-// that made it, leaked (not destroyed) by any other.
+// that made it. Destroyed in another, it is the C++ API's to leave the
+// parent's backends, channels and slots alone (api/README.md, "fork()"),
+// while closing the child's copies of its descriptors.
 template <typename T>
 class Owned {
  public:
@@ -47,7 +49,7 @@ class Owned {
   // released: closing may wait for the backend.
   void Reset() {
     if (getpid() != owner_) {
-      (void)object_.release();  // the parent's; it is not ours to stop
+      object_.reset();  // the parent's: the API's destructor knows, and only closes the child's descriptors
     } else if (object_ != nullptr && PyGILState_Check()) {
       WithoutGil([&] { object_.reset(); });
     } else {

@@ -75,6 +75,37 @@ def cpu_backend_pid():
     return next(b.pid for b in codecvisor.backends.list() if b.name == "cpu")
 
 
+def test_a_forked_child_does_not_hold_its_parents_decoders_descriptors(video, reference):
+    # A dataset that opened its decoders in __init__: each held four
+    # descriptors in every fork worker for the worker's life (the video,
+    # the channel's memfd, socket and pidfd), so that 250 decoders under
+    # `ulimit -n 1024` left a worker none. The child lets go of them at the
+    # fork, and each decoder still reopens there on first use.
+    decoders = [VideoDecoder(video) for _ in range(30)]
+    parent_fds = len(os.listdir("/proc/self/fd"))
+    read_end, write_end = os.pipe()
+    child = os.fork()
+    if child == 0:
+        os.close(read_end)
+        code = 1
+        try:
+            fds = len(os.listdir("/proc/self/fd"))
+            same = bool((hwc(decoders[3][5:6]) == reference[5:6]).all())
+            os.write(write_end, f"{fds} {same}".encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    with os.fdopen(read_end) as report:
+        fds, same = report.read().split()
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert same == "True"
+    assert int(fds) <= parent_fds - 3 * len(decoders), (fds, parent_fds)
+    # The parent's decoders are untouched.
+    np.testing.assert_array_equal(hwc(decoders[3][7:8]), reference[7:8])
+
+
 @pytest.mark.parametrize("method", ["fork", "spawn"])
 def test_a_parents_decoder_works_in_dataloader_workers(video, reference, method):
     dataset = Frames(video)
