@@ -20,6 +20,16 @@
 namespace codecvisor::internal {
 namespace {
 
+// What a frame of a result costs beside its pixels: its Frame, its buffer's
+// allocation, its place in the index list. Counted so that a list of
+// millions of tiny frames (2x2 pixels) is refused as a list of large ones
+// is, rather than fitting by its pixels and taking the process past its
+// memory in bookkeeping.
+constexpr uint64_t kFrameBookkeepingBytes = 256;
+
+}  // namespace
+namespace {
+
 absl::StatusOr<Frame> Single(absl::StatusOr<std::vector<Frame>> frames) {
   if (!frames.ok()) return frames.status();
   if (frames->size() != 1) return absl::InternalError("expected exactly one frame");
@@ -35,12 +45,13 @@ absl::Status VideoDecoder::RefuseUnlessFits(size_t count) const {
   // (Native frames are counted at RGB's size: a backend may send RGB
   // instead, and most native formats are smaller.)
   const uint64_t rgb_bytes = width * height * 3;
-  if (usable == 0 || rgb_bytes == 0 || count <= usable / 2 / rgb_bytes) {
+  if (usable == 0 || rgb_bytes == 0 || count <= usable / 2 / (rgb_bytes + kFrameBookkeepingBytes)) {
     return absl::OkStatus();
   }
   return Annotate(absl::ResourceExhaustedError(
       absl::StrCat(count, " frames of ", rgb_bytes, " bytes each would take more than half the ", usable >> 20,
-                   " MiB of memory this process may use; ask for fewer frames")));
+                   " MiB of memory this process may use (with ", kFrameBookkeepingBytes,
+                   " bytes a frame of bookkeeping); ask for fewer frames")));
 }
 
 absl::StatusOr<std::vector<Frame>> VideoDecoder::Collect(const FrameSelection& selection) {

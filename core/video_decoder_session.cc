@@ -94,6 +94,7 @@ absl::Status VideoDecoder::Reopen() {
   int busy_retries = 0;
   int shortage_waits = 0;
   int parks = 0;
+  bool only_exhaustion = true;  // every death of this open so far was a replacement of an exhausted process
   Replays replays(options_.open_timeout);
   for (;;) {
     // Waiting for a (re)start is not the open: a short open timeout must
@@ -192,12 +193,25 @@ absl::Status VideoDecoder::Reopen() {
     if (file_token == 0 || hints.call_token != file_token) hints = {};
     absl::StatusOr<RequestBlame> blame = Recover(opened.status(), options_.open_timeout, hints, &death, exhausted);
     if (!blame.ok()) return Annotate(blame.status());
+    only_exhaustion = only_exhaustion && exhausted;
     if (absl::Status s = replays.AfterDeath(
             *blame, death, {"opening the file", "opening the file", "; it is poison and is not retried"}, Clock::now());
         s.ok()) {
       ++retries_;  // the open is tried again
     } else {
       if (absl::IsAborted(s)) RecordPoison(replays, options_.open_timeout, DecoderOptions{}.open_timeout);
+      // Nothing crashed: the session this open asks for does not fit in a
+      // fresh backend's limits.
+      if (absl::IsAborted(s) && only_exhaustion) {
+        const SandboxPolicy& limits = supervisor_->manifest().sandbox;
+        s = absl::AbortedError(absl::StrCat(
+            "opening the file exhausted a fresh backend process twice (", death.Describe(),
+            "): the session it asks for (its frames' shared memory and ", options_.decoder_threads,
+            " decoder threads, 0 being one per core) does not fit in a backend's limits, its manifest's [sandbox] "
+            "memory_mb = ",
+            limits.memory_mb, " and threads = ", limits.threads,
+            "; fewer decoder threads, or larger limits, may open it. It is poison and is not retried"));
+      }
       // An exact-mode open reads every packet: a huge (or padded) file can
       // outlast the open timeout without anything being wrong.
       if (options_.seek_mode == SeekMode::kExact && death.KilledForNoAnswer()) {

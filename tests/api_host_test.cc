@@ -78,7 +78,8 @@ TEST_F(ApiHostTest, MetadataAndEveryAccessMethod) {
   // may use is refused before anything is decoded: one frame asked for
   // that many times used to be copied until half the memory was taken.
   {
-    const size_t too_many = UsableMemoryBytes() / 2 / (kWidth * kHeight * 3) + 1;
+    // (Each frame counted with 256 bytes of bookkeeping besides its pixels.)
+    const size_t too_many = UsableMemoryBytes() / 2 / (kWidth * kHeight * 3 + 256) + 1;
     auto refused = d->GetFramesAt(std::vector<int64_t>(too_many, 3));
     EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted) << refused.status().ToString();
     EXPECT_NE(refused.status().message().find(std::to_string(too_many) + " frames of 2304 bytes each"),

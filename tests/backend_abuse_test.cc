@@ -106,6 +106,11 @@ TEST_F(FaultTest, AnOpenOutOfResourcesReplacesTheBackendInsteadOfWaitingOutTheTi
   EXPECT_EQ(decoder.status().code(), absl::StatusCode::kAborted) << decoder.status();
   EXPECT_NE(decoder.status().message().find("out of resources"), absl::string_view::npos) << decoder.status();
   EXPECT_NE(decoder.status().message().find("poison"), absl::string_view::npos) << decoder.status();
+  // Nothing crashed: the verdict names the limits the open did not fit in.
+  EXPECT_NE(decoder.status().message().find("opening the file exhausted a fresh backend process twice"),
+            absl::string_view::npos)
+      << decoder.status();
+  EXPECT_NE(decoder.status().message().find("[sandbox] memory_mb = "), absl::string_view::npos) << decoder.status();
   EXPECT_EQ(StatusOf("faulty").restarts, 2) << "each exhausted open replaces the process";
   // A generous bound next to the 60 s the old retry loop spent: the three
   // attempts wait 0.5 s each, plus two restarts.

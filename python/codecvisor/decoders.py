@@ -96,6 +96,14 @@ def _names_a_file(data: bytes) -> bool:
         return False
 
 
+# What a requested frame costs beside its pixels, in this process and the
+# C++ decoder under it: its index (a Python int, a list slot), its time and
+# duration, its record in the request. Counted by the memory check, so that
+# ten million 2x2 frames (12 bytes of pixels each, about 100 more each in
+# bookkeeping) are refused rather than take the process past its memory.
+_FRAME_BOOKKEEPING_BYTES = 256
+
+
 # Supervisor states of a backend that has started, or is starting: up,
 # starting for the first time, or being replaced after it died.
 _STARTED_STATES = ("ready", "spawning", "restarting")
@@ -485,10 +493,11 @@ class VideoDecoder:
         time range, whose count is not known) is refused there too."""
         frame_bytes = max(1, (self._video_metadata.width or 1) * (self._video_metadata.height or 1) * 3)
         memory = _codecvisor.usable_memory_bytes()
-        if memory and count * frame_bytes > memory // 2:
+        if memory and count * (frame_bytes + _FRAME_BOOKKEEPING_BYTES) > memory // 2:
             shown = count if count < 10**18 else f"{float(count):.3g}"
             raise MemoryError(f"{self._label}: {shown} frames{what} of {frame_bytes} bytes each would take more "
-                              f"than half the {memory >> 20} MiB of memory this process may use; ask for {instead}")
+                              f"than half the {memory >> 20} MiB of memory this process may use (with "
+                              f"{_FRAME_BOOKKEEPING_BYTES} bytes a frame of bookkeeping); ask for {instead}")
 
     def _check_played_range(self, start_seconds: float, stop_seconds: float) -> None:
         for name, value in (("start", start_seconds), ("stop", stop_seconds)):

@@ -45,9 +45,13 @@ def test_more_frames_than_memory_holds_are_refused_before_any_request(video):
 
 def test_a_containers_memory_limit_bounds_a_batch(video, monkeypatch):
     # In a container with a memory limit (its cgroup's), the machine's
-    # memory is not what the process may use: the limit is.
+    # memory is not what the process may use: the limit is. Each frame
+    # counts 256 bytes of bookkeeping besides its pixels (ten million 2x2
+    # frames fitted by their pixels, and their indices and times took the
+    # process past its memory).
     limit = 16 << 20
-    most = limit // 2 // (WIDTH * HEIGHT * 3)
+    most = limit // 2 // (WIDTH * HEIGHT * 3 + 256)
+    assert most < limit // 2 // (WIDTH * HEIGHT * 3)
     monkeypatch.setattr(_codecvisor, "usable_memory_bytes", lambda: limit)
     d = VideoDecoder(video)
     assert d.get_frames_at([0] * most).data.shape[0] == most
