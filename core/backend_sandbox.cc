@@ -114,23 +114,22 @@ absl::StatusOr<CgroupLayout> HostCgroupLayout() {
   return *probed;
 }
 
+std::string MissingCgroupWarning() {
+  absl::StatusOr<CgroupLayout> layout = HostCgroupLayout();
+  if (!layout.ok() || layout->version != 0) return "";
+  return absl::StrCat("backends run without a cgroup (", layout->missing,
+                      "); their memory and tasks are bounded by RLIMIT_AS and RLIMIT_NPROC only, and memfd_create "
+                      "is refused to them (nothing else would bound what memfds hold)");
+}
+
 absl::StatusOr<std::unique_ptr<BackendCgroup>> MakeCgroup(const BackendManifest& manifest, bool allow_degraded) {
   absl::StatusOr<CgroupLayout> host_layout = HostCgroupLayout();
   if (!host_layout.ok()) return host_layout.status();
   const CgroupLayout& layout = *host_layout;
-  if (layout.version == 0) {
-    // Not a failure: an unprivileged host without delegation, a container
-    // with a read-only /sys/fs/cgroup. `codecvisor doctor` says it too.
-    static std::once_flag warned;
-    std::call_once(warned, [&layout] {
-      std::fprintf(stderr,
-                   "codecvisor: WARNING: backends run without a cgroup (%s); their memory and tasks are bounded "
-                   "by RLIMIT_AS and RLIMIT_NPROC only, and memfd_create is refused to them (nothing else would "
-                   "bound what memfds hold)\n",
-                   layout.missing.c_str());
-    });
-    return nullptr;
-  }
+  // Not a failure: an unprivileged host without delegation, a container
+  // with a read-only /sys/fs/cgroup. The host's warnings say so
+  // (MissingCgroupWarning), and `codecvisor doctor`.
+  if (layout.version == 0) return nullptr;
   // Never more than this host may use: a manifest's memory_mb of a
   // terabyte would leave only the kernel's OOM killer to stop the backend.
   const size_t usable = UsableMemoryBytes();  // 0: unknown

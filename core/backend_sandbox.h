@@ -66,10 +66,15 @@ uint64_t BackendTaskLimit(uint64_t wanted);
 // bounds them (a manifest may ask for the degraded sandbox itself).
 void DropNamespaces(SandboxSpec* spec, bool cgroup);
 
+// The warning a host gives when this user or machine has no cgroup to give
+// its backends (among its warnings: the CLI prints them, Python warns
+// them), or "" when it has one (or cannot tell for want of descriptors).
+std::string MissingCgroupWarning();
+
 // The kernel's memory and task limits on everything the child holds
 // (core/cgroup.h); RLIMIT_AS and RLIMIT_NPROC stay as a second line.
 // nullptr where the backend runs without one: this user or machine has no
-// cgroup to give (said once per host), or making it failed and the manifest
+// cgroup to give (MissingCgroupWarning), or making it failed and the manifest
 // or host allows a degraded sandbox (said each time). An error where it
 // failed and neither allows that; ResourceExhausted, whatever either
 // allows, where this process is out of descriptors (the cgroup is not given

@@ -20,6 +20,7 @@
 #include "base/standard_descriptors.h"
 #include "core/backend_history.h"
 #include "core/backend_output.h"
+#include "core/backend_sandbox.h"
 #include "core/death_record.h"
 #include "core/environment_warnings.h"
 #include "core/file_trust.h"
@@ -121,6 +122,9 @@ absl::StatusOr<std::unique_ptr<Host>> Host::Create(HostOptions options) {
            return dir != nullptr;
          })) {
       host->warnings_.push_back(std::move(w));
+    }
+    if (host->options_.supervision.spawn.sandbox) {
+      if (std::string w = MissingCgroupWarning(); !w.empty()) host->warnings_.push_back(std::move(w));
     }
     for (DiscoveredBackend& b : found.backends) host->Add(std::move(b));
     if (host->options_.eager_spawn) {

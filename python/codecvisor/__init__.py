@@ -20,11 +20,11 @@ del numpy
 
 from . import backends, decoders
 from ._codecvisor import __version__
-from ._errors import (BackendError, CodecvisorError, EmptyVideoError, MissingFrameError, NoSuchDeviceError,
-                      NoSuchStreamError, UnsupportedVideoError, VideoError)
+from ._errors import (BackendError, CodecvisorError, CodecvisorWarning, EmptyVideoError, MissingFrameError,
+                      NoSuchDeviceError, NoSuchStreamError, UnsupportedVideoError, VideoError)
 from ._frame import Frame, FrameBatch
 
-__all__ = ["BackendError", "CodecvisorError", "EmptyVideoError", "Frame", "FrameBatch", "MissingFrameError", "NoSuchDeviceError",
+__all__ = ["BackendError", "CodecvisorError", "CodecvisorWarning", "EmptyVideoError", "Frame", "FrameBatch", "MissingFrameError", "NoSuchDeviceError",
            "NoSuchStreamError",
            "UnsupportedVideoError", "VideoError", "backends",
            "decoders", "__version__"]

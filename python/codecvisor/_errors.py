@@ -22,6 +22,14 @@ class CodecvisorError(RuntimeError):
         self.code = code
 
 
+class CodecvisorWarning(UserWarning):
+    """What the host warns of as it starts (backends without a cgroup, a
+    CODECVISOR_* variable it cannot read, a device two backends claim),
+    once per process, as the CLI prints it; also in
+    codecvisor.backends.warnings(). Silence it with
+    ``warnings.filterwarnings("ignore", category=codecvisor.CodecvisorWarning)``."""
+
+
 class BackendError(CodecvisorError):
     """The backend failed: it crashed twice on one request (a poison
     request, code ABORTED), hung past its deadline (DEADLINE_EXCEEDED), or is

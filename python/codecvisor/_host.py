@@ -13,6 +13,7 @@ error of whoever asks for its device.
 import multiprocessing.util
 import os
 import threading
+import warnings
 
 from . import _codecvisor, _errors, _plugins
 
@@ -89,6 +90,10 @@ def _make():
     except _codecvisor.StatusError as e:
         raise _errors.translate(e) from None
     loaded, failures = _load_plugins(native) if _autoload() else ([], [])
+    # Once per process, as the host is made (a forked child's own host
+    # warns again only where the parent's filters let it).
+    for warning in native.warnings():
+        warnings.warn(f"codecvisor: {warning}", _errors.CodecvisorWarning, stacklevel=2)
     return Host(native, loaded, failures)
 
 

@@ -327,3 +327,35 @@ def test_open_timeout_bounds_an_open_the_backend_never_answers(tmp_path):
     copy = pickle.loads(pickle.dumps(good))
     assert copy._options["open_timeout"] == 20.0
     assert copy[1].shape == (3, 4, 8)
+
+
+def test_the_hosts_warnings_are_python_warnings_once_per_process(video):
+    # What the host warns of as it starts (here a CODECVISOR_* value it
+    # cannot read) is a CodecvisorWarning, once however many decoders are
+    # made; a filter silences it, and a forked child whose parent warned
+    # does not warn again.
+    script = (
+        "import os, sys, warnings\n"
+        "import codecvisor\n"
+        "from codecvisor.decoders import VideoDecoder\n"
+        "if sys.argv[2] == 'ignore':\n"
+        "    warnings.filterwarnings('ignore', category=codecvisor.CodecvisorWarning)\n"
+        "for _ in range(3):\n"
+        "    VideoDecoder(sys.argv[1])[0]\n"
+        "child = os.fork()\n"
+        "if child == 0:\n"
+        "    VideoDecoder(sys.argv[1])[0]\n"
+        "    os._exit(0)\n"
+        "assert os.waitstatus_to_exitcode(os.waitpid(child, 0)[1]) == 0\n"
+        "print(codecvisor.backends.warnings())\n")
+    env = dict(os.environ, CODECVISOR_BACKEND_LOG_LEVEL="loud",
+               PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    shown = subprocess.run([sys.executable, "-c", script, video, "default"], env=env, capture_output=True, text=True,
+                           timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stderr.count("CodecvisorWarning: codecvisor: CODECVISOR_BACKEND_LOG_LEVEL") == 1, shown.stderr
+    assert "CODECVISOR_BACKEND_LOG_LEVEL" in shown.stdout
+    silenced = subprocess.run([sys.executable, "-c", script, video, "ignore"], env=env, capture_output=True,
+                              text=True, timeout=120)
+    assert silenced.returncode == 0, silenced.stderr
+    assert "CodecvisorWarning" not in silenced.stderr, silenced.stderr
