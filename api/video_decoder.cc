@@ -81,7 +81,8 @@ Result<std::unique_ptr<VideoDecoder>> api::DecoderAccess::Wrap(
 
 VideoDecoder::VideoDecoder(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 // In a forked child the decoder is the parent's: closing it would talk to
-// the parent's backend over the parent's channel, so it is left as it is.
+// the parent's backend over the parent's channel, so it is left as it is,
+// but for the child's copies of its descriptors, which are closed.
 // Destroyed during one of its calls (by a ForEachFrame sink), the call
 // keeps the Impl and deletes it when it ends.
 VideoDecoder::~VideoDecoder() {

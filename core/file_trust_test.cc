@@ -104,7 +104,9 @@ TEST(FileTrustTest, ARealPathIsCheckedUpToTheRoot) {
   EXPECT_EQ(CheckOnlyOwnerCanChange(dir + "/missing.toml", "manifest").code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(CheckOnlyOwnerCanChange("relative.toml", "manifest").code(), absl::StatusCode::kInvalidArgument);
   ASSERT_EQ(chmod(file.c_str(), 0646), 0);
-  EXPECT_FALSE(IsUnmappedOwnerRefusal(CheckOnlyOwnerCanChange(file, "manifest")));
+  s = CheckOnlyOwnerCanChange(file, "manifest");
+  EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied) << s;
+  EXPECT_FALSE(IsUnmappedOwnerRefusal(s));
 }
 
 // A link is walked as the kernel follows it: the folders it passes

@@ -1,5 +1,6 @@
 #include "core/proc_mount_refusal.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -19,8 +20,14 @@ std::string ProcMountRefusal(absl::string_view mountinfo) {
     const std::vector<absl::string_view> fields = absl::StrSplit(line, ' ');
     if (fields.size() < 6) continue;
     const absl::string_view point = fields[4];
+    const auto dash = std::find(fields.begin() + 6, fields.end(), "-");
+    const absl::string_view type = dash != fields.end() && dash + 1 != fields.end() ? *(dash + 1) : "";
     if (absl::StartsWith(point, "/proc/")) {
-      over.emplace_back(point);
+      // The kernel does not count mounts on its permanently empty folders,
+      // such as systemd's binfmt_misc (and the automount before it) on
+      // /proc/sys/fs/binfmt_misc: they hide nothing.
+      if (type == "binfmt_misc" || type == "autofs") continue;
+      if (std::find(over.begin(), over.end(), point) == over.end()) over.emplace_back(point);
     } else if (point == "/proc") {
       read_only = read_only || absl::StartsWith(fields[5], "ro,") || fields[5] == "ro";
     }

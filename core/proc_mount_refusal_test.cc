@@ -10,13 +10,17 @@ namespace {
 constexpr char kPlainProc[] =
     "22 1 0:21 / / rw,relatime - ext4 /dev/vda rw\n"
     "23 22 0:22 / /proc rw,nosuid,nodev,noexec,relatime shared:12 - proc proc rw\n"
-    "24 22 0:23 / /sys rw,nosuid,nodev,noexec,relatime - sysfs sysfs rw\n";
+    "24 22 0:23 / /sys rw,nosuid,nodev,noexec,relatime - sysfs sysfs rw\n"
+    // systemd's, on a folder the kernel keeps empty: no masking.
+    "30 23 0:27 / /proc/sys/fs/binfmt_misc rw,relatime shared:13 - autofs systemd-1 rw,fd=29\n"
+    "31 30 0:28 / /proc/sys/fs/binfmt_misc rw,nosuid shared:14 - binfmt_misc binfmt_misc rw\n";
 
 TEST(ProcMountRefusalTest, MountsOverProcAreAContainersMaskedProc) {
   const std::string docker = std::string(kPlainProc) +
                              "25 23 0:24 /null /proc/kcore rw,nosuid - tmpfs tmpfs rw\n"
                              "26 23 0:24 / /proc/acpi ro,relatime - tmpfs tmpfs ro\n"
                              "27 23 0:22 /sys /proc/sys ro,nosuid - proc proc rw\n"
+                             "32 23 0:24 /null /proc/kcore rw,nosuid - tmpfs tmpfs rw\n"
                              "28 23 0:24 /null /proc/keys rw,nosuid - tmpfs tmpfs rw\n";
   const std::string hint = ProcMountRefusal(docker);
   EXPECT_NE(hint.find("parts masked (mounts over /proc/kcore, /proc/acpi, /proc/sys, ...)"), std::string::npos) << hint;

@@ -200,17 +200,18 @@ absl::Status VideoDecoder::Reopen() {
       ++retries_;  // the open is tried again
     } else {
       if (absl::IsAborted(s)) RecordPoison(replays, options_.open_timeout, DecoderOptions{}.open_timeout);
-      // Nothing crashed: the session this open asks for does not fit in a
-      // fresh backend's limits.
+      // Nothing crashed: each time the backend was out of something (its
+      // address space, threads, descriptors, or what its plugin needs),
+      // and a replacement was too.
       if (absl::IsAborted(s) && only_exhaustion) {
         const SandboxPolicy& limits = supervisor_->manifest().sandbox;
         s = absl::AbortedError(absl::StrCat(
-            "opening the file exhausted a fresh backend process twice (", death.Describe(),
-            "): the session it asks for (its frames' shared memory and ", options_.decoder_threads,
-            " decoder threads, 0 being one per core) does not fit in a backend's limits, its manifest's [sandbox] "
-            "memory_mb = ",
+            "opening the file exhausted the backend twice, nothing crashed (last: ", death.Describe(),
+            "): what its session asks for (its frames' shared memory and ", options_.decoder_threads,
+            " decoder threads, 0 being one per core) did not fit in what the backend had, within its manifest's "
+            "[sandbox] memory_mb = ",
             limits.memory_mb, " and threads = ", limits.threads,
-            "; fewer decoder threads, or larger limits, may open it. It is poison and is not retried"));
+            "; fewer decoder threads or larger limits may open it. It is poison and is not retried"));
       }
       // An exact-mode open reads every packet: a huge (or padded) file can
       // outlast the open timeout without anything being wrong.

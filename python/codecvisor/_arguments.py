@@ -69,13 +69,16 @@ def _times(seconds) -> List[float]:
 
 
 def _time(seconds) -> float:
-    """One time in seconds (a number, or a 0-d tensor or array) as a float;
-    a TypeError for anything else (a bool, a string, a tensor of several)."""
-    if getattr(seconds, "ndim", None) == 0 and hasattr(seconds, "item"):
-        seconds = seconds.item()
-    if isinstance(seconds, bool) or not isinstance(seconds, numbers.Real):
-        raise TypeError(f"a time in seconds must be a number, not {type(seconds).__name__} {seconds!r}")
-    return float(seconds)
+    """One time in seconds as a float: a number, or anything float() takes
+    by its __float__ (a Decimal, a one-element tensor or array), as a
+    float-typed argument takes it; a TypeError for a bool, a string or a
+    tensor of several."""
+    if not isinstance(seconds, bool) and hasattr(seconds, "__float__"):
+        try:
+            return float(seconds)
+        except (TypeError, ValueError):
+            pass
+    raise TypeError(f"a time in seconds must be a number, not {type(seconds).__name__} {seconds!r}")
 
 
 def _index(value) -> int:

@@ -90,10 +90,6 @@ def _make():
     except _codecvisor.StatusError as e:
         raise _errors.translate(e) from None
     loaded, failures = _load_plugins(native) if _autoload() else ([], [])
-    # Once per process, as the host is made (a forked child's own host
-    # warns again only where the parent's filters let it).
-    for warning in native.warnings():
-        warnings.warn(f"codecvisor: {warning}", _errors.CodecvisorWarning, stacklevel=2)
     return Host(native, loaded, failures)
 
 
@@ -140,9 +136,10 @@ def _file_key(path):
 def get():
     """The Host of this process, made on first use."""
     global _host, _host_pid
+    made = None
     with _lock:
         if _host is None or _host_pid != os.getpid():
-            _host = _make()
+            _host = made = _make()
             _host_pid = os.getpid()
             if _forked or multiprocessing.parent_process() is not None:
                 # A forked multiprocessing child (a DataLoader worker, with
@@ -154,7 +151,16 @@ def get():
                 # of a job whose trainer is a container's PID 1).
                 # multiprocessing runs its exit finalizers before os._exit.
                 multiprocessing.util.Finalize(None, _close_if_alone, args=(_host,), exitpriority=0)
-        return _host
+        host = _host
+    if made is not None:
+        # Once the host is this process's, outside the lock: a warning
+        # turned into an error (-W error) fails this call, not every call,
+        # and a showwarning hook may use codecvisor. Shown once per process
+        # and location by Python's default filter (a forked child whose
+        # parent showed it does not show it again).
+        for warning in made.warnings():
+            warnings.warn(f"codecvisor: {warning}", _errors.CodecvisorWarning, stacklevel=3)
+    return host
 
 
 def _close_if_alone(host):

@@ -299,7 +299,7 @@ class VideoDecoder:
                 # the error would keep the decoder (its session, arena and
                 # descriptors) alive until the cycle collector runs.
                 del error
-        return _frame.batch_from(arrays) if len(arrays[0]) else self._empty_batch()
+        return _frame.batch_from(arrays) if len(arrays[0]) else self._empty_batch(closed_check=False)
 
     def _within_count(self, method, args) -> bool:
         """Whether every frame `method` asked for is one the video's own
@@ -460,8 +460,10 @@ class VideoDecoder:
         # Halves round up, as C's round() does for these positive counts
         # (Python's round() would make a 0.5 s range at 1 fps empty).
         outputs = (stop_seconds - start_seconds) * fps + 0.5
-        # A product past any float (fps 1e308) is more than any memory holds: refused below.
-        count = math.floor(outputs) if math.isfinite(outputs) else _INT64_LIMIT
+        if not math.isfinite(outputs):  # fps 1e308: more outputs than any float counts
+            raise MemoryError(f"{self._label}: {stop_seconds - start_seconds} s at {fps} fps is more frames than "
+                              "any memory holds; ask for a shorter range or a lower fps")
+        count = math.floor(outputs)
         # The times are listed before any frame is asked for: a count no
         # memory could hold the frames of (a long stream at a high fps, or a
         # backend claiming a stream of 1e300 s) is refused first.
@@ -540,8 +542,10 @@ class VideoDecoder:
             return self._call("frames_played_at_scattered", [float(s) for s in distinct], list(where))
         return self._call("frames_at_scattered", [int(i) for i in distinct], list(where))
 
-    def _empty_batch(self) -> FrameBatch:
-        if self._native is None:  # asked for nothing, but of a closed decoder
+    def _empty_batch(self, closed_check: bool = True) -> FrameBatch:
+        """A batch of no frames; of a closed decoder, the error its calls get
+        (unless a call answered it, and another thread closed it since)."""
+        if closed_check and self._native is None:
             raise ValueError("the decoder is closed")
         import numpy as np
         h, w = self._video_metadata.height or 0, self._video_metadata.width or 0

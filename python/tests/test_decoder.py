@@ -3,6 +3,7 @@ documented behaviour, with every frame compared byte for byte with the
 ffmpeg CLI."""
 
 import copy
+import decimal
 import math
 import pathlib
 import pickle
@@ -342,9 +343,10 @@ def test_a_time_range_resampled_to_a_frame_rate(video, reference):
     # listed (a list of 2e13 times filled the memory first).
     with pytest.raises(MemoryError, match=r"20000000000000 frames \(2.0 s at 10000000000000.0 fps\) of 18432 bytes"):
         d.get_frames_played_in_range(0.0, 2.0, fps=1e13)
-    for fps in (1e300, 1e308):  # a count shown short; a product past any float refused the same way
-        with pytest.raises(MemoryError, match=r": [0-9.]+e\+[0-9]+ frames \(2.0 s at"):
-            d.get_frames_played_in_range(0.0, 2.0, fps=fps)
+    with pytest.raises(MemoryError, match=r": 2e\+300 frames \(2.0 s at 1e\+300 fps\)"):  # a count shown short
+        d.get_frames_played_in_range(0.0, 2.0, fps=1e300)
+    with pytest.raises(MemoryError, match=r"2.0 s at 1e\+308 fps is more frames than any memory holds"):
+        d.get_frames_played_in_range(0.0, 2.0, fps=1e308)
     # A 0-d tensor or array is a rate, as a start or stop is a time.
     assert len(d.get_frames_played_in_range(torch.tensor(0.0), 1.0, fps=torch.tensor(5.0))) == 5
     assert len(d.get_frames_played_in_range(0.0, np.float64(1.0), fps=np.array(5))) == 5
@@ -386,7 +388,8 @@ def test_range_misuse_raises_torchcodecs_errors(video):
         d.get_frame_played_at(math.nan)
     # One time is a number (or a 0-d tensor): not a bool, a string or
     # several times, each a TypeError that says so.
-    assert d.get_frame_played_at(torch.tensor(1.0)).pts_seconds == 1.0
+    for seconds in (torch.tensor(1.0), torch.tensor([1.0]), np.array([1.0]), decimal.Decimal("1.0")):
+        assert d.get_frame_played_at(seconds).pts_seconds == 1.0, seconds
     for seconds in (True, "1.0", torch.tensor([1.0, 2.0])):
         with pytest.raises(TypeError, match="a time in seconds must be a number"):
             d.get_frame_played_at(seconds)

@@ -340,13 +340,22 @@ def test_the_hosts_warnings_are_python_warnings_once_per_process(video):
         "from codecvisor.decoders import VideoDecoder\n"
         "if sys.argv[2] == 'ignore':\n"
         "    warnings.filterwarnings('ignore', category=codecvisor.CodecvisorWarning)\n"
+        "if sys.argv[2] == 'error':\n"
+        "    warnings.simplefilter('error', codecvisor.CodecvisorWarning)\n"
+        "    try:\n"
+        "        VideoDecoder(sys.argv[1])\n"
+        "    except codecvisor.CodecvisorWarning:\n"
+        "        print('raised once')\n"
         "for _ in range(3):\n"
         "    VideoDecoder(sys.argv[1])[0]\n"
         "child = os.fork()\n"
         "if child == 0:\n"
-        "    VideoDecoder(sys.argv[1])[0]\n"
+        "    try:\n"
+        "        VideoDecoder(sys.argv[1])[0]\n"
+        "    except codecvisor.CodecvisorWarning:\n"
+        "        os._exit(3)  # as an error: the child's own host raises it once too\n"
         "    os._exit(0)\n"
-        "assert os.waitstatus_to_exitcode(os.waitpid(child, 0)[1]) == 0\n"
+        "assert os.waitstatus_to_exitcode(os.waitpid(child, 0)[1]) == (3 if sys.argv[2] == 'error' else 0)\n"
         "print(codecvisor.backends.warnings())\n")
     env = dict(os.environ, CODECVISOR_BACKEND_LOG_LEVEL="loud",
                PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
@@ -359,3 +368,9 @@ def test_the_hosts_warnings_are_python_warnings_once_per_process(video):
                               text=True, timeout=120)
     assert silenced.returncode == 0, silenced.stderr
     assert "CodecvisorWarning" not in silenced.stderr, silenced.stderr
+    # Turned into an error (-W error), it fails the call that made the
+    # host, and only that one.
+    raised = subprocess.run([sys.executable, "-c", script, video, "error"], env=env, capture_output=True, text=True,
+                            timeout=120)
+    assert raised.returncode == 0, raised.stderr
+    assert raised.stdout.startswith("raised once\n"), raised.stdout

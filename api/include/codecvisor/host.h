@@ -131,7 +131,10 @@ class Host {
   Status StartBackend(const std::string& name, std::chrono::milliseconds timeout);
 
   std::vector<BackendInfo> Backends() const;
-  // Discovery's warnings, e.g. a device claimed by two manifests.
+  // What the host found as it was made that works, but not as asked or
+  // not fully: a device claimed by two manifests, a CODECVISOR_* value it
+  // cannot read, backends running without a cgroup (this user may make
+  // none). The CLI prints them; Python warns them.
   std::vector<std::string> warnings() const;
   const std::string& default_device() const;
 
