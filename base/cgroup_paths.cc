@@ -12,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "base/mountinfo.h"
 #include "base/refreshed_value.h"
 #include "base/small_file.h"
 
@@ -20,23 +21,6 @@ namespace {
 
 bool HasOption(const CgroupMount& m, absl::string_view option) {
   return std::find(m.options.begin(), m.options.end(), option) != m.options.end();
-}
-
-// A mountinfo field as it names a path: the kernel writes a space, tab,
-// newline or backslash in one as \NNN (octal).
-std::string Unescape(absl::string_view field) {
-  std::string out;
-  for (size_t i = 0; i < field.size(); ++i) {
-    if (field[i] == '\\' && i + 3 < field.size() &&
-        field[i + 1] >= '0' && field[i + 1] <= '3' && field[i + 2] >= '0' && field[i + 2] <= '7' &&
-        field[i + 3] >= '0' && field[i + 3] <= '7') {
-      out += static_cast<char>((field[i + 1] - '0') * 64 + (field[i + 2] - '0') * 8 + (field[i + 3] - '0'));
-      i += 3;
-    } else {
-      out += field[i];
-    }
-  }
-  return out;
 }
 
 // Whether `path` is `root` or below it, on a component boundary.
@@ -50,15 +34,9 @@ std::string ReadFileText(const std::string& path) { return ReadSmallFile(path).v
 
 std::vector<CgroupMount> CgroupMounts(absl::string_view mountinfo) {
   std::vector<CgroupMount> mounts;
-  for (absl::string_view line : absl::StrSplit(mountinfo, '\n')) {
-    std::vector<absl::string_view> f = absl::StrSplit(line, ' ', absl::SkipEmpty());
-    size_t dash = 0;
-    while (dash < f.size() && f[dash] != "-") ++dash;
-    if (dash < 5 || dash + 3 >= f.size()) continue;
-    if (f[dash + 1] != "cgroup" && f[dash + 1] != "cgroup2") continue;
-    CgroupMount m{Unescape(f[3]), Unescape(f[4]), std::string(f[dash + 1]), {}};
-    for (absl::string_view o : absl::StrSplit(f[dash + 3], ',')) m.options.emplace_back(o);
-    mounts.push_back(std::move(m));
+  for (MountEntry& m : MountEntries(mountinfo)) {
+    if (m.type != "cgroup" && m.type != "cgroup2") continue;
+    mounts.push_back({std::move(m.root), std::move(m.point), std::move(m.type), std::move(m.super_options)});
   }
   return mounts;
 }

@@ -107,7 +107,15 @@ uid_t ReadUnmappedOwnerUid() {
 }  // namespace
 
 namespace {
+
 constexpr absl::string_view kUnmappedOwnerPayload = "codecvisor.dev/unmapped-owner";
+
+// Whether `entry` belongs to the uid that stands, in this user namespace,
+// for every user outside it that it does not map.
+bool OwnedByUnmapped(const Ownership& entry, const Self& self) {
+  return entry.uid == self.unmapped_uid && entry.uid != self.uid;
+}
+
 }  // namespace
 
 bool IsUnmappedOwnerRefusal(const absl::Status& status) { return status.GetPayload(kUnmappedOwnerPayload).has_value(); }
@@ -120,7 +128,7 @@ uid_t UnmappedOwnerUid() {
 }
 
 std::string WhyOthersCouldChange(const std::string& name, const Ownership& entry, const Self& self) {
-  if (entry.uid == self.unmapped_uid && entry.uid != self.uid) {
+  if (OwnedByUnmapped(entry, self)) {
     return absl::StrCat(name, " belongs to uid ", entry.uid,
                         ", which in this user namespace stands for every user outside it that the namespace does "
                         "not map, root included, so who may change it cannot be told (run codecvisor outside the "
@@ -176,7 +184,7 @@ absl::Status CheckOnlyOwnerCanChange(const std::string& path, absl::string_view 
     const std::string why = WhyOthersCouldChange(entry, o, self);
     if (why.empty()) return absl::OkStatus();
     absl::Status refused = untrusted(why);
-    if (o.uid == self.unmapped_uid && o.uid != self.uid) refused.SetPayload(kUnmappedOwnerPayload, absl::Cord());
+    if (OwnedByUnmapped(o, self)) refused.SetPayload(kUnmappedOwnerPayload, absl::Cord());
     return refused;
   };
   auto stat_error = [&](const std::string& entry) {

@@ -1,35 +1,28 @@
 #include "core/proc_mount_refusal.h"
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
+#include "base/mountinfo.h"
+#include "base/small_file.h"
 
 namespace codecvisor {
 
 std::string ProcMountRefusal(absl::string_view mountinfo) {
-  // mountinfo: "ID PARENT MAJ:MIN ROOT MOUNT_POINT OPTIONS ... - TYPE SOURCE SUPER_OPTIONS".
   std::vector<std::string> over;  // mount points inside /proc
   bool read_only = false;
-  for (absl::string_view line : absl::StrSplit(mountinfo, '\n', absl::SkipEmpty())) {
-    const std::vector<absl::string_view> fields = absl::StrSplit(line, ' ');
-    if (fields.size() < 6) continue;
-    const absl::string_view point = fields[4];
-    const auto dash = std::find(fields.begin() + 6, fields.end(), "-");
-    const absl::string_view type = dash != fields.end() && dash + 1 != fields.end() ? *(dash + 1) : "";
-    if (absl::StartsWith(point, "/proc/")) {
+  for (const MountEntry& m : MountEntries(mountinfo)) {
+    if (absl::StartsWith(m.point, "/proc/")) {
       // The kernel does not count mounts on its permanently empty folders,
       // such as systemd's binfmt_misc (and the automount before it) on
       // /proc/sys/fs/binfmt_misc: they hide nothing.
-      if (type == "binfmt_misc" || type == "autofs") continue;
-      if (std::find(over.begin(), over.end(), point) == over.end()) over.emplace_back(point);
-    } else if (point == "/proc") {
-      read_only = read_only || absl::StartsWith(fields[5], "ro,") || fields[5] == "ro";
+      if (m.type == "binfmt_misc" || m.type == "autofs") continue;
+      if (std::find(over.begin(), over.end(), m.point) == over.end()) over.push_back(m.point);
+    } else if (m.point == "/proc") {
+      read_only = read_only || std::find(m.mount_options.begin(), m.mount_options.end(), "ro") != m.mount_options.end();
     }
   }
   constexpr absl::string_view kContainer =
@@ -47,11 +40,6 @@ std::string ProcMountRefusal(absl::string_view mountinfo) {
          "codecvisor where it may mount";
 }
 
-std::string ProcMountRefusalHere() {
-  std::ifstream in("/proc/self/mountinfo");
-  std::stringstream text;
-  text << in.rdbuf();
-  return ProcMountRefusal(text.str());
-}
+std::string ProcMountRefusalHere() { return ProcMountRefusal(ReadSmallFile("/proc/self/mountinfo").value_or("")); }
 
 }  // namespace codecvisor

@@ -50,6 +50,11 @@ def _out_of_range(index: int, n: int, stream_index: int) -> IndexError:
                       "the number of frames.")
 
 
+def _unwrapped(value):
+    """A 0-d tensor or array as the Python number it holds; anything else as it is."""
+    return value.item() if getattr(value, "ndim", None) == 0 and hasattr(value, "item") else value
+
+
 def _times(seconds) -> List[float]:
     """A sequence of times (a list, a 1-D tensor or array) as floats; a
     ValueError (torchcodec's) for anything that is not one."""
@@ -60,8 +65,7 @@ def _times(seconds) -> List[float]:
         seconds = seconds.tolist()
     times = []
     for s in seconds:
-        if getattr(s, "ndim", None) == 0 and hasattr(s, "item"):
-            s = s.item()  # a 0-d tensor or array, as list(tensor) and torchcodec's samplers make
+        s = _unwrapped(s)  # a 0-d tensor or array, as list(tensor) and torchcodec's samplers make
         if isinstance(s, bool) or not isinstance(s, numbers.Real):
             raise ValueError(f"Couldn't convert timestamps input to a tensor of seconds: {s!r} is not a number")
         times.append(float(s))

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Optional, Sequence, Union
 
 from . import _codecvisor, _errors, _frame, _host, _tensor
 from ._arguments import (_INT64_LIMIT, _MAX_STREAM_INDEX, _MAX_THREADS, _check_timeout, _index, _index_list,
-                         _integer, _option_int, _out_of_range, _time, _times)
+                         _integer, _option_int, _out_of_range, _time, _times, _unwrapped)
 from ._frame import Frame, FrameBatch
 from ._metadata import VideoStreamMetadata, _metadata_change
 from ._sources import _read_source
@@ -453,8 +453,7 @@ class VideoDecoder:
         return self.get_frames_played_in_range(begin, end, fps=fps)
 
     def _resampled(self, start_seconds: float, stop_seconds: float, fps) -> FrameBatch:
-        if getattr(fps, "ndim", None) == 0 and hasattr(fps, "item"):
-            fps = fps.item()  # a 0-d tensor or array
+        fps = _unwrapped(fps)
         if isinstance(fps, bool) or not isinstance(fps, numbers.Real) or not math.isfinite(fps) or fps <= 0:
             raise _errors.InvalidFpsError(f"fps must be positive and finite, not {fps!r}")
         # Halves round up, as C's round() does for these positive counts
