@@ -135,8 +135,16 @@ def test_a_worker_whose_video_was_replaced_raises_in_the_training_loop(video, tm
     make_video(tmp_path / "other.mp4", ["-f", "lavfi", "-i", "testsrc=size=32x24:rate=10", "-t", "1"])
     os.replace(tmp_path / "other.mp4", clip)
     loader = DataLoader(dataset, batch_size=5, num_workers=2, multiprocessing_context=method, timeout=120)
-    with pytest.raises(Exception, match=r"the video changed since the decoder was made.*width: 96 -> 32") as e:
-        next(iter(loader))
+    batches = iter(loader)
+    try:
+        with pytest.raises(Exception, match=r"the video changed since the decoder was made.*width: 96 -> 32") as e:
+            next(batches)
+    finally:
+        # Now, not when the cycle through the raised error's traceback is
+        # collected: until then torch's SIGCHLD handler still watched these
+        # workers, and a spawned one that found its loader gone as it
+        # started (exit code 1) failed whichever DataLoader ran next.
+        batches._shutdown_workers()
     assert "exited unexpectedly" not in str(e.value)
 
 
