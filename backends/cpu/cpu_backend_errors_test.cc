@@ -358,9 +358,6 @@ TEST_F(BadInputTest, BadOptions) {
   o.output_format = -1;
   EXPECT_EQ(TestSession(path, o).open_status(), CV_ERROR_INVALID_ARGUMENT);
   o = {};
-  o.decoder_threads = 1000;
-  EXPECT_EQ(TestSession(path, o).open_status(), CV_ERROR_INVALID_ARGUMENT);
-  o = {};
   o.output_width = 1 << 20;
   EXPECT_EQ(TestSession(path, o).open_status(), CV_ERROR_INVALID_ARGUMENT);
 }

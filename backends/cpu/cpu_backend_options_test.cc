@@ -5,12 +5,16 @@
 // selection, resizing (against the CLI's scale filter), decoder threads, and
 // independent concurrent sessions.
 
+#include <cstddef>
 #include <cstdint>
+#include <filesystem>
+#include <iterator>
 #include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/session.h"
 #include "backends/cpu/test_media.h"
 #include "gtest/gtest.h"
 
@@ -211,6 +215,26 @@ TEST(CpuBackendTest, DecoderThreadsDoNotChangeFrames) {
     EXPECT_TRUE(one.DecodeOrFail(i) == a) << "frame " << i;
     EXPECT_TRUE(three.DecodeOrFail(i) == a) << "frame " << i;
   }
+}
+
+// Threads past kMaxDecoderThreads, a core count on a large machine, open
+// with that many: the frames are the same, and the process holds no more
+// threads than that over what it had.
+TEST(CpuBackendTest, DecoderThreadsPastTheLimitOpenWithTheLimit) {
+  const std::string path = TestVideoPath(FindTestVideo("h264.mp4"));
+  const auto tasks = [] {
+    return std::distance(std::filesystem::directory_iterator("/proc/self/task"), std::filesystem::directory_iterator{});
+  };
+  const auto before = tasks();
+  TestSession::Options o;
+  o.decoder_threads = 1000;
+  TestSession many(path, o);
+  ASSERT_TRUE(many.ok()) << many.open_message();
+  const std::string frame = many.DecodeOrFail(45);
+  EXPECT_LE(tasks() - before, static_cast<std::ptrdiff_t>(kMaxDecoderThreads));
+  TestSession automatic(path);
+  ASSERT_TRUE(automatic.ok());
+  EXPECT_TRUE(frame == automatic.DecodeOrFail(45));
 }
 
 TEST(CpuBackendTest, ConcurrentSessionsAreIndependent) {

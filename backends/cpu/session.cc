@@ -32,16 +32,18 @@ namespace {
 
 // The C ABI layer has checked the enum fields (see cpu_backend.cc).
 absl::Status ValidateOptions(const cv_open_options& options) {
-  if (options.decoder_threads > kMaxDecoderThreads) {
-    return absl::InvalidArgumentError(absl::StrCat("decoder_threads ", options.decoder_threads,
-                                                   " is above the limit of ", kMaxDecoderThreads));
-  }
   if (options.output_width > kMaxOutputSide || options.output_height > kMaxOutputSide) {
     return absl::InvalidArgumentError(absl::StrCat("output size ", options.output_width, "x",
                                                    options.output_height, " is above the limit of ",
                                                    kMaxOutputSide, " per side"));
   }
   return absl::OkStatus();
+}
+
+// A caller passing its core count on a large machine gets the most this
+// backend starts instead of an error: threads change speed, not frames.
+uint32_t DecoderThreads(const cv_open_options& options) {
+  return std::min(options.decoder_threads, kMaxDecoderThreads);
 }
 
 std::atomic<int64_t> frame_threaded_native_min_pixels{kFrameThreadedNativeMinPixels};
@@ -118,7 +120,7 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Open(int fd,
                      ") has no frame size or pixel format: its header could not be decoded",
                      par->width > 0 && par->height > 0 ? ", or the track holds no frames" : ""));
   }
-  auto decoder = VideoDecoder::Open(stream, options.decoder_threads);
+  auto decoder = VideoDecoder::Open(stream, DecoderThreads(options));
   if (!decoder.ok()) return decoder.status();
   session->decoder_ = *std::move(decoder);
 
@@ -171,7 +173,7 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Open(int fd,
   }
   if (!approximate) {
     const int64_t fallback = fps.num > 0 ? av_rescale_q(1, av_inv_q(fps), stream->time_base) : 1;
-    const unsigned threads = options.decoder_threads;
+    const unsigned threads = DecoderThreads(options);
     auto index = FrameIndex::Scan(*session->demuxer_, fallback, [threads](Demuxer& demuxer, int64_t count) {
       return FramesMadeFromStart(demuxer, count, threads);
     });

@@ -41,8 +41,9 @@
 
 namespace codecvisor::cpu {
 
-// decoder_threads above this is an InvalidArgument: libavcodec's own limit
-// is in this range, and a larger number is a mistake.
+// decoder_threads above this opens with this many (FFmpeg itself takes any
+// count): each thread holds a stack and a decoder context, counted against
+// the manifest's memory and task limits.
 inline constexpr uint32_t kMaxDecoderThreads = 64;
 
 // A session whose host converts native frames itself still gets RGB when

@@ -144,8 +144,9 @@ class VideoDecoder:
             ``read`` and ``seek``.
         stream_index: the stream to decode; None: the best video stream.
         dimension_order: "NCHW" (default) or "NHWC".
-        num_ffmpeg_threads: decoder threads; 0 lets the decoder choose (a
-            backend may refuse more than it takes: cpu at most 64).
+        num_ffmpeg_threads: decoder threads; 0 lets the decoder choose (cpu
+            starts at most 64, whatever more is asked; another backend may
+            refuse more than it takes).
         device: "cpu" (None means "cpu", or CODECVISOR_DEFAULT_DEVICE), or
             a plugin's device such as "acme:0". A plugin is used only when
             its device is named.
