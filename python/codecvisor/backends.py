@@ -11,7 +11,7 @@ import dataclasses
 import os
 from typing import List, Optional
 
-from . import _codecvisor, _errors, _host, decoders
+from . import _codecvisor, _errors, _host, _open_errors, decoders
 
 
 @dataclasses.dataclass
@@ -74,8 +74,8 @@ def start(name: str, timeout: float = 15.0) -> None:
     try:
         host.start_backend(name, timeout)
     except _codecvisor.StatusError as e:
-        unloadable = decoders._plugin_unloadable(host.backends(), getattr(e, "code", None),
-                                                 lambda b: b["name"] == name)
+        unloadable = _open_errors.plugin_unloadable(host.backends(), getattr(e, "code", None),
+                                                    lambda b: b["name"] == name)
         raise _errors.translate(e, plugin_unloadable=unloadable) from None
 
 

@@ -9,12 +9,11 @@ import dataclasses
 import math
 import numbers
 import os
-import stat
 import threading
 import weakref
 from typing import TYPE_CHECKING, Optional, Sequence, Union
 
-from . import _codecvisor, _errors, _frame, _host, _tensor
+from . import _codecvisor, _errors, _frame, _host, _open_errors, _tensor
 from ._arguments import (_INT64_LIMIT, _MAX_STREAM_INDEX, _MAX_THREADS, _check_timeout, _index, _index_list,
                          _integer, _option_int, _out_of_range, _time, _times, _unwrapped)
 from ._frame import Frame, FrameBatch
@@ -66,72 +65,12 @@ def _after_fork_in_child():
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def _is_empty_file(path) -> bool:
-    """Whether `path` is a regular file with no bytes (what cannot be read is
-    the open's to report). A size of 0 is read to be sure: procfs, sysfs and
-    some FUSE filesystems give it for files with contents."""
-    try:
-        # Non-blocking, and judged by what was opened: a FIFO put in the
-        # path's place cannot hold the caller, nor a device be read.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except (OSError, ValueError):
-        return False
-    try:
-        status = os.fstat(fd)
-        return stat.S_ISREG(status.st_mode) and status.st_size == 0 and os.pread(fd, 1, 0) == b""
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
-
-
-def _names_a_file(data: bytes) -> bool:
-    """Whether `data`, given as a video's bytes, is short and the name of an
-    existing file: a path passed as bytes (os.fsencode's) by mistake."""
-    if len(data) > 4096 or b"\0" in data:
-        return False
-    try:
-        return os.path.isfile(data)
-    except (OSError, ValueError):
-        return False
-
-
 # What a requested frame costs beside its pixels, in this process and the
 # C++ decoder under it: its index (a Python int, a list slot), its time and
 # duration, its record in the request. Counted by the memory check, so that
 # ten million 2x2 frames (12 bytes of pixels each, about 100 more each in
 # bookkeeping) are refused rather than take the process past its memory.
 _FRAME_BOOKKEEPING_BYTES = 256
-
-
-# Supervisor states of a backend that has started, or is starting: up,
-# starting for the first time, or being replaced after it died.
-_STARTED_STATES = ("ready", "spawning", "restarting")
-
-
-def _backend_started(backends, device: str) -> bool:
-    """Whether a backend serving `device` (a name, or "name:index") has
-    started, from `host.backends()`: an open that failed with NOT_FOUND then
-    failed in that backend (the video lacks the stream asked for), not in
-    finding or starting it. A backend that died in the moment after it
-    answered still counts: it is restarting. One that never started
-    ("discovered"), could not ("failed") or was given up ("quarantined")
-    leaves the device unusable, which is the error to report."""
-    name = device.split(":")[0]
-    return any(name in b["devices"] and b["state"] in _STARTED_STATES for b in backends)
-
-
-def _plugin_unloadable(backends, code, serves) -> bool:
-    """Whether a failure (`code`) of a call that needed the backends for
-    which `serves(backend)` holds is their plugin failing to load: one of
-    them is "failed" (its start was given up)
-    for a reason other than dying or hanging as it started (UNAVAILABLE,
-    DEADLINE_EXCEEDED: a BackendError, as any crash is). Its library's ABI,
-    function table or name then make the device unusable, as a missing
-    library does (NoSuchDeviceError)."""
-    if code in ("UNAVAILABLE", "DEADLINE_EXCEEDED", "RESOURCE_EXHAUSTED"):
-        return False
-    return any(serves(b) and b["state"] == "failed" for b in backends)
 
 
 class VideoDecoder:
@@ -193,7 +132,7 @@ class VideoDecoder:
         self._label = os.fspath(source) if self._kind == "path" else f"<{len(self._source)} bytes>"
         if self._kind == "bytes" and not self._source:
             raise _errors.EmptyVideoError(f"{self._label}: no bytes to decode", "INVALID_ARGUMENT")
-        if self._kind == "path" and _is_empty_file(self._source):
+        if self._kind == "path" and _open_errors.is_empty_file(self._source):
             raise _errors.EmptyVideoError(f"{self._label}: the file is empty (0 bytes)", "INVALID_ARGUMENT")
         self._options = dict(device="" if device is None else str(device),
                              stream_index=-1 if stream_index is None else stream_index,
@@ -222,15 +161,7 @@ class VideoDecoder:
             else:
                 native = host.open_bytes(self._source, self._label, **self._options)
         except _codecvisor.StatusError as e:
-            code, device = getattr(e, "code", None), self._options["device"] or host.default_device()
-            backends = host.backends()
-            error = _errors.translate(e, self._source if self._kind == "path" else None,
-                                      backend_started=code == "NOT_FOUND" and _backend_started(backends, device),
-                                      plugin_unloadable=_plugin_unloadable(
-                                          backends, code, lambda b: device.split(":")[0] in b["devices"]))
-            if self._kind == "bytes" and isinstance(error, _errors.CodecvisorError) and _names_a_file(self._source):
-                error.args = (f"{error.args[0]} (these bytes name a file: bytes are the encoded video itself; "
-                              "pass a path as str or os.PathLike)",) + error.args[1:]
+            error = _open_errors.open_error(e, host, self._kind, self._source, self._options["device"])
             try:
                 raise error from None
             finally:

@@ -131,9 +131,9 @@ def test_a_missing_stream_is_a_value_error_not_a_device_error(video, tmp_path):
     ("ready", "acme:0", False),
 ])
 def test_a_not_found_is_about_the_stream_once_the_devices_backend_started(state, device, started):
-    from codecvisor.decoders import _backend_started
+    from codecvisor._open_errors import backend_started
     backends = [{"devices": ["cpu"], "state": state}, {"devices": ["acme"], "state": "failed"}]
-    assert _backend_started(backends, device) is started
+    assert backend_started(backends, device) is started
 
 def test_a_header_promising_billions_of_frames_ends_where_the_stream_does(tmp_path):
     # An AVI whose stream header claims 2^31 - 1 frames: approximate mode
