@@ -1,5 +1,6 @@
 #include "ipc/frame_arena.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -60,6 +61,18 @@ HostArena::HostArena(std::shared_ptr<const Region> region)
 
 absl::Status HostArena::Claim(const FrameRef& ref) {
   if (absl::Status s = ValidateFrameRef(ref, region_->geometry()); !s.ok()) return s;
+  // Each plane's rows are checked up to where its pixels end: a backend
+  // need not write the padding after a row's pixels, which can fill a page
+  // of its own. A native plane's row is taken as 1 byte (its format's row
+  // bytes are the converter's to know); what is left unchecked, the rest of
+  // a native plane's last row and the kSlotPadding a converter may read
+  // past the frame, is at most a row and a page a frame.
+  const uint64_t slot_at = region_->layout().arena + uint64_t{ref.slot} * region_->geometry().slot_bytes;
+  const uint64_t row_bytes = std::max<uint64_t>(MinPlaneStride(ref.format, ref.width), 1);
+  for (const Plane& p : ref.planes) {
+    const uint64_t bytes = uint64_t{p.stride} * (p.rows - 1) + std::min<uint64_t>(row_bytes, p.stride);
+    if (absl::Status s = region_->CheckAllocated(slot_at + p.offset, bytes); !s.ok()) return Bad(ref, s.message());
+  }
   codecvisor::MutexLock lock(&mu_);
   if (held_[ref.slot]) return Bad(ref, "the host still holds this slot");
   held_[ref.slot] = true;

@@ -1,12 +1,16 @@
 #include "ipc/frame_arena.h"
 
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <linux/falloc.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
+#include <memory>
 #include <optional>
+#include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 namespace codecvisor::ipc {
 namespace {
@@ -214,6 +218,36 @@ TEST_F(FramePoolArenaTest, CopiesUseOnlyTheCopySlotsAndBorrowsOnlyThePool) {
 // the host while the decoder still references it (it must stay the
 // decoder's), lent again (a picture shown twice), given back while the
 // host holds it (it becomes borrowable only once the host frees it).
+// A pool slot's pages are the backend's to allocate (the host populates
+// only the copy slots). A frame there on pages no one allocated, never
+// written or freed since, is refused: reading it would allocate the pages
+// against the host. The padding after a row's pixels need not be written.
+TEST_F(FramePoolArenaTest, AFrameOnPagesTheBackendNeverWroteIsRefused) {
+  auto arena = std::make_shared<HostArena>(std::make_shared<Region>(*std::move(region_)));
+  const Region& region = arena->region();
+  FrameRef f = Rgb(3);
+  const auto said = arena->Claim(f);
+  EXPECT_EQ(said.code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(said.message().find("never wrote"), std::string::npos) << said;
+  std::memset(region.slot(3), 7, f.size);  // the backend writes the frame
+  EXPECT_TRUE(arena->Claim(f).ok());
+  arena->Release(3);
+  // A hole punched in a written frame (what a backend's seccomp filter
+  // refuses it) is found again.
+  const uint64_t slot_at = region.layout().arena + 3 * region.geometry().slot_bytes;
+  ASSERT_EQ(fallocate(region.fd(), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, slot_at + 4096, 4096), 0);
+  EXPECT_EQ(arena->Claim(f).code(), absl::StatusCode::kDataLoss);
+  // One row ending 192 bytes before a page ends, whose stride's padding
+  // runs onto the next page, never written.
+  FrameRef row = Rgb(4);
+  row.height = 1;
+  row.offset = 4096 - kW * 3;
+  row.size = 512;
+  row.planes = {{row.offset, 512, 1}};
+  std::memset(region.slot(4) + row.offset, 7, kW * 3);
+  EXPECT_TRUE(arena->Claim(row).ok());
+}
+
 TEST_F(FramePoolArenaTest, ABorrowedSlotIsNeverReusedUntilBothSidesLetGo) {
   std::optional<BackendArena::Slot> a = backend_->Borrow();
   ASSERT_TRUE(a.has_value());
@@ -294,6 +328,7 @@ TEST_F(FramePoolArenaTest, TakeBorrowedRefusesSlotsNotBorrowed) {
 TEST_F(FramePoolArenaTest, TheHostCountsHeldCopySlotsApart) {
   auto arena = std::make_shared<HostArena>(std::make_shared<Region>(std::move(*region_)));
   FrameRef copy = Rgb(1), pooled = Rgb(3);
+  std::memset(arena->region().slot(3), 7, pooled.size);  // as the backend's decoder writes it
   ASSERT_TRUE(arena->Claim(copy).ok());
   ASSERT_TRUE(arena->Claim(pooled).ok());
   EXPECT_EQ(arena->held_count(), 2u);

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <utility>
 
@@ -37,6 +38,13 @@ absl::Status CheckRing(const char* name, uint64_t bytes) {
   return absl::OkStatus();
 }
 
+// The leading bytes of the region MapPopulated(..., most) makes resident.
+uint64_t PopulatedBytes(const Geometry& g, const Layout& layout, uint64_t most) {
+  const uint64_t before_pool =
+      g.pool_slots == 0 ? layout.total : layout.arena + uint64_t{g.copy_slots()} * g.slot_bytes;
+  return std::min(before_pool, most) / 4096 * 4096;
+}
+
 // Maps the whole region with every page but the frame pool's in place:
 // the host's mapping allocates the memfd's pages, the backend's maps them,
 // so no frame pays a first-touch page fault (about 10 us each on a VM; a
@@ -49,11 +57,11 @@ absl::Status CheckRing(const char* name, uint64_t bytes) {
 // host allocates no more than kHostPopulatedBytes of a session's pages,
 // whose memory counts against it; the backend's mapping allocates the rest
 // when it attaches, against its own cgroup's memory_mb (a backend claiming
-// frames of 8192x8192 costs the host at most kHostPopulatedBytes a session).
+// frames of 8192x8192 costs the host at most kHostPopulatedBytes a session,
+// since it reads a frame on the rest only once CheckAllocated finds its
+// pages allocated).
 void* MapPopulated(int fd, const Geometry& g, const Layout& layout, uint64_t most) {
-  const uint64_t before_pool =
-      g.pool_slots == 0 ? layout.total : layout.arena + uint64_t{g.copy_slots()} * g.slot_bytes;
-  const uint64_t populate = std::min(before_pool, most) / 4096 * 4096;
+  const uint64_t populate = PopulatedBytes(g, layout, most);
   if (populate == layout.total) {
     return mmap(nullptr, layout.total, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
   }
@@ -108,14 +116,19 @@ Layout Layout::For(const Geometry& g) {
   return l;
 }
 
-Region::Region(UniqueFd memfd, uint8_t* base, const Geometry& geometry)
-    : memfd_(std::move(memfd)), base_(base), geometry_(geometry), layout_(Layout::For(geometry)) {}
+Region::Region(UniqueFd memfd, uint8_t* base, const Geometry& geometry, uint64_t populated)
+    : memfd_(std::move(memfd)),
+      base_(base),
+      geometry_(geometry),
+      layout_(Layout::For(geometry)),
+      populated_(populated) {}
 
 Region::Region(Region&& other) noexcept
     : memfd_(std::move(other.memfd_)),
       base_(std::exchange(other.base_, nullptr)),
       geometry_(other.geometry_),
-      layout_(other.layout_) {}
+      layout_(other.layout_),
+      populated_(other.populated_) {}
 
 Region& Region::operator=(Region&& other) noexcept {
   if (this != &other) {
@@ -124,6 +137,7 @@ Region& Region::operator=(Region&& other) noexcept {
     base_ = std::exchange(other.base_, nullptr);
     geometry_ = other.geometry_;
     layout_ = other.layout_;
+    populated_ = other.populated_;
   }
   return *this;
 }
@@ -143,7 +157,8 @@ absl::StatusOr<Region> Region::Create(const Geometry& geometry) {
   if (fcntl(fd.get(), F_ADD_SEALS, kSeals) != 0) return ErrnoStatus("fcntl(F_ADD_SEALS)");
   void* base = MapPopulated(fd.get(), geometry, layout, kHostPopulatedBytes);
   if (base == MAP_FAILED) return ErrnoStatus("mmap(channel memfd)");
-  Region region(std::move(fd), static_cast<uint8_t*>(base), geometry);
+  Region region(std::move(fd), static_cast<uint8_t*>(base), geometry,
+                PopulatedBytes(geometry, layout, kHostPopulatedBytes));
   region.Reset();
   return region;
 }
@@ -190,7 +205,22 @@ absl::StatusOr<Region> Region::Map(UniqueFd memfd) {
   }
   void* base = MapPopulated(memfd.get(), g, layout, UINT64_MAX);
   if (base == MAP_FAILED) return ErrnoStatus("mmap(channel memfd)");
-  return Region(std::move(memfd), static_cast<uint8_t*>(base), g);
+  return Region(std::move(memfd), static_cast<uint8_t*>(base), g, layout.total);
+}
+
+absl::Status Region::CheckAllocated(uint64_t offset, uint64_t bytes) const {
+  const uint64_t end = offset + bytes;
+  const uint64_t from = std::max(offset, populated_);
+  if (from >= end || !memfd_.valid()) return absl::OkStatus();
+  // SEEK_HOLE on shmem: a page in memory or in swap is data; a page never
+  // allocated (or freed) is a hole. One walk of the memfd's page cache.
+  const off_t hole = lseek(memfd_.get(), static_cast<off_t>(from), SEEK_HOLE);
+  if (hole < 0) return ErrnoStatus("lseek(channel memfd, SEEK_HOLE)");
+  if (static_cast<uint64_t>(hole) < end) {
+    return absl::DataLossError(absl::StrCat("bytes [", offset, ", ", end, ") of the region hold a page at ", hole,
+                                            " the backend never wrote: reading it would allocate it in this process"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace codecvisor::ipc

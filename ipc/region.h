@@ -151,6 +151,15 @@ class Region {
   // Closes this process's descriptor of the memfd and keeps the mapping:
   // what a forked child does with its copy of a parent's region.
   void CloseDescriptor() { memfd_.reset(); }
+  // Host side: kDataLoss if [offset, offset + bytes) of the region (inside
+  // it) has a page past those the host populated itself that no one has
+  // allocated: the backend's to allocate, against its own memory limit,
+  // and a read of it here would allocate it against the host's. A backend
+  // cannot free a page once allocated (its seccomp filter refuses
+  // MADV_REMOVE and punching holes), so a check holds until the region
+  // goes. OK without a descriptor (a forked child's copy, which reads no
+  // frames).
+  [[nodiscard]] absl::Status CheckAllocated(uint64_t offset, uint64_t bytes) const;
   RegionHeader* header() const { return reinterpret_cast<RegionHeader*>(base_); }
   uint8_t* base() const { return base_; }
   uint8_t* request_ring() const { return base_ + layout_.request_ring; }
@@ -158,12 +167,13 @@ class Region {
   uint8_t* slot(uint32_t index) const { return base_ + layout_.arena + index * geometry_.slot_bytes; }
 
  private:
-  Region(UniqueFd memfd, uint8_t* base, const Geometry& geometry);
+  Region(UniqueFd memfd, uint8_t* base, const Geometry& geometry, uint64_t populated);
 
   UniqueFd memfd_;
   uint8_t* base_ = nullptr;
   Geometry geometry_;
   Layout layout_;
+  uint64_t populated_ = 0;  // the leading bytes this side's mapping populated
 };
 
 }  // namespace codecvisor::ipc

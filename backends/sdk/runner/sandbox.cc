@@ -1,9 +1,10 @@
 #include "backends/sdk/runner/sandbox.h"
 
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <linux/landlock.h>
-#include <seccomp.h>
 #include <sched.h>
+#include <seccomp.h>
 #include <sys/mman.h>
 #if defined(__x86_64__)
 #include <asm/prctl.h>
@@ -94,11 +95,11 @@ absl::Status AddPath(int ruleset, const std::string& path, uint64_t access, uint
 // found by running the conformance suites, the hostile-video corpus and
 // the integration tests under SeccompMode::kLog. Files are Landlock's and
 // the mount namespace's to restrict; the calls that need their arguments
-// checked are added in ApplySeccomp.
+// checked (madvise and fallocate among them) are added in ApplySeccomp.
 // clang-format off
 constexpr const char* kAllowedSyscalls[] = {
     // memory
-    "brk", "munmap", "mremap", "madvise", "mincore", "msync", "membarrier", "memfd_create", "fallocate",
+    "brk", "munmap", "mremap", "mincore", "msync", "membarrier", "memfd_create",
     "mlock", "munlock", "get_mempolicy", "set_mempolicy",
     // descriptors and files (Landlock decides which files)
     "read", "write", "readv", "writev", "pread64", "pwrite64", "preadv", "pwritev", "preadv2", "pwritev2",
@@ -287,6 +288,26 @@ absl::Status ApplySeccomp(SeccompMode mode, bool memfd) {
   // bits: `!= SIGSYS` would pass 0x100000000 | SIGSYS, which the kernel
   // takes as SIGSYS.
   constexpr scmp_datum_t kLow32 = 0xffffffff;
+  // Memory the channel's memfd holds stays there. The pages past what the
+  // host populates are the backend's, charged to its cgroup; a hole made
+  // in them (MADV_REMOVE, a punched hole) would be filled, and charged to
+  // the host, by the host's next read of the frame there. MADV_PAGEOUT
+  // too is refused, whose pages would come back on that read. Each advice
+  // is an equality on its int, for the reason above.
+  for (int advice :
+       {MADV_NORMAL, MADV_RANDOM, MADV_SEQUENTIAL, MADV_WILLNEED, MADV_DONTNEED, MADV_FREE, MADV_DONTFORK, MADV_DOFORK,
+        MADV_MERGEABLE, MADV_UNMERGEABLE, MADV_HUGEPAGE, MADV_NOHUGEPAGE, MADV_DONTDUMP, MADV_DODUMP, MADV_WIPEONFORK,
+        MADV_KEEPONFORK, MADV_COLD, MADV_POPULATE_READ, MADV_POPULATE_WRITE}) {
+    add(SCMP_ACT_ALLOW, SCMP_SYS(madvise), {SCMP_A2(SCMP_CMP_MASKED_EQ, kLow32, static_cast<scmp_datum_t>(advice))});
+  }
+  for (int advice : {MADV_REMOVE, MADV_PAGEOUT}) {
+    add(SCMP_ACT_ERRNO(EPERM), SCMP_SYS(madvise),
+        {SCMP_A2(SCMP_CMP_MASKED_EQ, kLow32, static_cast<scmp_datum_t>(advice))});
+  }
+  add(SCMP_ACT_ALLOW, SCMP_SYS(fallocate), {SCMP_A1(SCMP_CMP_MASKED_EQ, FALLOC_FL_PUNCH_HOLE, 0)});
+  add(SCMP_ACT_ERRNO(EPERM), SCMP_SYS(fallocate),
+      {SCMP_A1(SCMP_CMP_MASKED_EQ, FALLOC_FL_PUNCH_HOLE, FALLOC_FL_PUNCH_HOLE)});
+
   // Signals only to ourselves (the pid namespace and Landlock scoping
   // already hide everyone else).
   const auto self = static_cast<scmp_datum_t>(getpid());

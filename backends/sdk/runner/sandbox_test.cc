@@ -1,14 +1,18 @@
 #include "backends/sdk/runner/sandbox.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/falloc.h>
 #include <seccomp.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -39,18 +43,17 @@ TEST(AllowedIoctlTypeBlocksTest, CoverEveryTypeButTheDeniedOnes) {
             (std::vector<std::pair<uint8_t, uint8_t>>{{0x00, 0x00}}));
 }
 
-// What memfd_create gives a child under the filter, with and without
-// `memfd`: 0 where it made one, else its errno. The child writes it to a
-// pipe and never returns (its exit traps: no SIGSYS handler here).
-int MemfdUnderTheFilter(bool memfd, SeccompMode mode = SeccompMode::kEnforce) {
+// What `probe` returns in a child under the filter (ApplySeccomp(mode,
+// memfd)), or -1 where the filter could not be applied. The child writes
+// it to a pipe and never returns (its exit traps: no SIGSYS handler here).
+template <typename Probe>
+int UnderTheFilter(bool memfd, SeccompMode mode, Probe probe) {
   int result[2];
   if (pipe(result) != 0) return -1;
   const pid_t child = fork();
   if (child == 0) {
     int answer = -1;
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 && ApplySeccomp(mode, memfd).ok()) {
-      answer = memfd_create("probe", MFD_CLOEXEC) >= 0 ? 0 : errno;
-    }
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 && ApplySeccomp(mode, memfd).ok()) answer = probe();
     (void)!write(result[1], &answer, sizeof(answer));
     _exit(0);
   }
@@ -60,6 +63,12 @@ int MemfdUnderTheFilter(bool memfd, SeccompMode mode = SeccompMode::kEnforce) {
   close(result[0]);
   waitpid(child, nullptr, 0);
   return answer;
+}
+
+// What memfd_create gives a child under the filter, with and without
+// `memfd`: 0 where it made one, else its errno.
+int MemfdUnderTheFilter(bool memfd, SeccompMode mode = SeccompMode::kEnforce) {
+  return UnderTheFilter(memfd, mode, [] { return memfd_create("probe", MFD_CLOEXEC) >= 0 ? 0 : errno; });
 }
 
 // A backend held by no memory cgroup gets no memfd (whose pages nothing
@@ -73,6 +82,44 @@ TEST(SeccompTest, MemfdsAreRefusedWithoutTheirFlag) {
 // memfd goes ahead (and the kernel logs it) as every other refused call.
 TEST(SeccompTest, TheLoggingModeLetsARefusedMemfdThrough) {
   EXPECT_EQ(MemfdUnderTheFilter(false, SeccompMode::kLog), 0);
+}
+
+// What `call(fd, mapping)` answers under the filter on four pages of a
+// shared memfd, written before the filter applies: 0, or its errno.
+template <typename Call>
+int OnASharedMemfdUnderTheFilter(Call call) {
+  constexpr size_t kBytes = 4 * 4096;
+  const int fd = memfd_create("pages", MFD_CLOEXEC);
+  if (fd < 0 || ftruncate(fd, kBytes) != 0) return -1;
+  void* mapping = mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (mapping == MAP_FAILED) return -1;
+  std::memset(mapping, 1, kBytes);
+  const int answer = UnderTheFilter(true, SeccompMode::kEnforce, [&] { return call(fd, mapping) == 0 ? 0 : errno; });
+  munmap(mapping, kBytes);
+  close(fd);
+  return answer;
+}
+
+// Pages of the channel's memfd past the host's share are the backend's:
+// a backend that freed them (a hole) would have the host's next read of a
+// frame there allocate them again, charged to the host. Advice that frees
+// a shared memfd's pages, and punching a hole, answer EPERM; the advice a
+// decoder's allocator gives, and growing a file of its own, still work.
+TEST(SeccompTest, NoHoleIsMadeInASharedMemfd) {
+  constexpr size_t kPage = 4096;
+  EXPECT_EQ(OnASharedMemfdUnderTheFilter([](int, void* m) { return madvise(m, kPage, MADV_REMOVE); }), EPERM);
+  EXPECT_EQ(OnASharedMemfdUnderTheFilter([](int, void* m) { return madvise(m, kPage, MADV_PAGEOUT); }), EPERM);
+  EXPECT_EQ(OnASharedMemfdUnderTheFilter(
+                [](int fd, void*) { return fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, kPage); }),
+            EPERM);
+  // The kernel reads the advice as an int: bits above it change nothing.
+  EXPECT_EQ(OnASharedMemfdUnderTheFilter([](int, void* m) {
+              return static_cast<int>(syscall(SYS_madvise, m, kPage, (uint64_t{1} << 32) | MADV_REMOVE));
+            }),
+            EPERM);
+  EXPECT_EQ(OnASharedMemfdUnderTheFilter([](int, void* m) { return madvise(m, kPage, MADV_DONTNEED); }), 0);
+  EXPECT_EQ(OnASharedMemfdUnderTheFilter([](int, void* m) { return madvise(m, kPage, MADV_WILLNEED); }), 0);
+  EXPECT_EQ(OnASharedMemfdUnderTheFilter([](int fd, void*) { return fallocate(fd, 0, 0, 8 * kPage); }), 0);
 }
 
 // What ApplyLandlock says in a child whose landlock_create_ruleset answers
