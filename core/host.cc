@@ -152,8 +152,9 @@ Host::~Host() {
     // repair one that cannot be read (zeroed by a crash). Best effort: a
     // history that cannot be written costs only the record, which is said,
     // once, so that a later `codecvisor backends` that shows no earlier
-    // failure is not taken for a clean record; a file that is no history
-    // (the user's, left as it is) is said only when there was a record.
+    // failure is not taken for a clean record. With nothing to record, a
+    // repair that fails (a HOME this user may not write, a file that is no
+    // history, left as it is) is not said: nothing was lost.
     absl::StatusOr<BackendHistory> read = ReadBackendHistory(options_.history_file);
     const bool readable = read.ok();
     const BackendHistory before = readable ? *std::move(read) : BackendHistory{};
@@ -163,7 +164,7 @@ Host::~Host() {
     if (changed || !readable) {
       const absl::Status written =
           UpdateBackendHistory(options_.history_file, [&](BackendHistory* h) { AddSightings(seen, h); });
-      if (!written.ok() && (changed || !absl::IsFailedPrecondition(written))) {
+      if (!written.ok() && changed) {
         std::fprintf(stderr,
                      "codecvisor: the backends' failures in this process were not recorded for "
                      "`codecvisor backends`: %s\n",

@@ -122,6 +122,11 @@ check "... and says its record was not kept" grep -q "^codecvisor: the backends'
 XDG_STATE_HOME="$tmp/a_file/state" check "decode with no history folder" \
   run_cv 1 "$out" "$err" decode "$tmp/poison.syn" --device faulty --indices 5 --out "$tmp/frames"
 check "... says its record was not kept" grep -q "^codecvisor: the backends' failures in this process were not recorded" "$tmp/err"
+# With no failure to record, a history that cannot be read or made (a HOME
+# of another user's) costs nothing, and nothing is said.
+XDG_STATE_HOME="$tmp/a_file/state" check "a clean decode with no history folder" \
+  run_cv 0 "$out" "$err" decode "$tmp/poison.syn" --device faulty --indices 0 --out "$tmp/frames"
+check "... says nothing of a record" bash -c "! grep -q 'not recorded' '$tmp/err'"
 
 echo "$fails checks failed"
 [[ $fails == 0 ]]
