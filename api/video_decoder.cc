@@ -146,17 +146,23 @@ Status StreamFrames(Impl& impl, const FrameSelection& selection, const std::func
   OneCall call(impl);
   if (!call.admitted()) return call.status();
   const auto destroyed = [&impl] { return impl.call.load(std::memory_order_acquire) == Impl::kInCallDestroyed; };
+  absl::Status sink_error;
   const absl::Status status = impl.decoder->ForEachFrame(
       api::ToIpc(selection),
-      [&sink, &destroyed](internal::Frame frame) {
+      [&sink, &destroyed, &sink_error](internal::Frame frame) {
         if (destroyed())
           return absl::CancelledError("the decoder was destroyed during this ForEachFrame (by its sink)");
-        return api::ToAbsl(sink(Wrap(std::move(frame))));
+        sink_error = api::ToAbsl(sink(Wrap(std::move(frame))));
+        return sink_error;
       },
       interrupted);
-  // Destroyed by the sink of the last frame: cancelled all the same.
-  if (status.ok() && destroyed()) {
-    return Status(StatusCode::kCancelled, "the decoder was destroyed during this ForEachFrame (by its sink)");
+  // Destroyed by a sink (of the last frame, or one that destroyed the
+  // Host too, which ends the call with the host's kUnavailable): the sink's
+  // error, else cancelled all the same.
+  if (destroyed()) {
+    return sink_error.ok()
+               ? Status(StatusCode::kCancelled, "the decoder was destroyed during this ForEachFrame (by its sink)")
+               : api::FromAbsl(sink_error);
   }
   return api::FromAbsl(status);
 }

@@ -223,6 +223,26 @@ TEST_F(ApiHostTest, ASinkMayDestroyItsOwnDecoder) {
   EXPECT_EQ(frames, 3);
 }
 
+// A sink that destroys its decoder and then the Host (whose end the call
+// sees next, as kUnavailable): cancelled too, or the sink's own error.
+TEST_F(ApiHostTest, ASinkMayDestroyItsDecoderAndItsHost) {
+  for (const bool sink_fails : {false, true}) {
+    auto d = Open();
+    ASSERT_NE(d, nullptr);
+    std::optional<Frame> kept;
+    Status status = d->ForEachFrame(FrameSelection::InRange(0, 20), [&](Frame f) {
+      kept = std::move(f);
+      d.reset();
+      host_.reset();
+      return sink_fails ? Status(StatusCode::kAborted, "the sink's own") : Status();
+    });
+    EXPECT_EQ(status.code(), sink_fails ? StatusCode::kAborted : StatusCode::kCancelled) << status.ToString();
+    ASSERT_TRUE(kept.has_value());
+    ExpectFrame(*kept, 0);
+    SetUp();  // a Host again, for the next round and TearDown
+  }
+}
+
 // Memory refused below the half a batch may take (an address-space limit
 // the process's own data mostly fills) is kResourceExhausted, and the
 // decoder goes on; std::bad_alloc came out of GetFramesInRange before. In
