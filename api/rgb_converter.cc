@@ -31,8 +31,10 @@ static_assert(internal::Frame::kReadPadding >= media::NativeRgb::kReadPadding,
               "swscale's loads past a frame's last pixel must stay in its padding");
 
 struct __attribute__((visibility("hidden"))) RgbConverter::Impl {
-  explicit Impl(const StreamMetadata& stream) : native(Describe(stream)) {}
+  explicit Impl(const StreamMetadata& stream)
+      : native(Describe(stream)), accepts(media::NativeRgb::Accepts(Describe(stream))) {}
   media::NativeRgb native;
+  bool accepts;
 };
 
 std::vector<std::string> RgbConverter::Formats() { return media::NativeRgb::Formats(); }
@@ -53,9 +55,15 @@ Status RgbConverter::Convert(const Frame& frame, OutputFormat to, std::span<uint
     // A default-constructed (or moved-from) Frame: the caller's, not the backend's.
     return Status(StatusCode::kInvalidArgument, "the frame holds no pixels (a default-constructed or moved-from Frame)");
   }
+  if (!impl_->accepts) {
+    return Status(StatusCode::kDataLoss,
+                  "this converter's stream is not one whose frames come native (RgbConverter::Accepts is false "
+                  "for it: rotated, or a pixel format not in Formats()): its frames come as RGB already");
+  }
   if (frame.format() != OutputFormat::kNative) {
-    return Status(StatusCode::kDataLoss, std::string("the backend sent a ") + OutputFormatName(frame.format()) +
-                                             " frame for a stream whose frames come native");
+    return Status(StatusCode::kDataLoss, std::string("this ") + OutputFormatName(frame.format()) +
+                                             " frame is RGB already: a backend may send RGB for a stream whose "
+                                             "frames could come native (check Frame::format() before Convert)");
   }
   // Per frame, on the batch's hot path: ConvertFrame allocates nothing.
   // A Frame's bytes are followed by padding (core/frame.h) for swscale's loads.

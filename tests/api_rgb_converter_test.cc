@@ -294,7 +294,7 @@ TEST_F(RgbConverterTest, RefusesWhatIsNotOneOfTheStreamsNativeFrames) {
 
   Status s = converter.Convert(*rgb_frame, OutputFormat::kRgb24, out);
   EXPECT_EQ(s.code(), StatusCode::kDataLoss) << s.ToString();
-  EXPECT_NE(s.message().find("rgb24"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("rgb24 frame is RGB already"), std::string::npos) << s.ToString();
   s = converter.Convert(*other_frame, OutputFormat::kRgb24, out);
   EXPECT_EQ(s.code(), StatusCode::kDataLoss) << s.ToString();
   EXPECT_NE(s.message().find("yuv422p frame of 66x50"), std::string::npos) << s.ToString();
@@ -312,6 +312,9 @@ TEST_F(RgbConverterTest, RefusesWhatIsNotOneOfTheStreamsNativeFrames) {
   EXPECT_FALSE(RgbConverter::Accepts(rotated));
   s = RgbConverter(rotated).Convert(*frame, OutputFormat::kRgb24, out);
   EXPECT_EQ(s.code(), StatusCode::kDataLoss) << s.ToString();
+  EXPECT_NE(s.message().find("Accepts is false"), std::string::npos) << s.ToString();
+  s = RgbConverter(rotated).Convert(*rgb_frame, OutputFormat::kRgb24, out);
+  EXPECT_NE(s.message().find("Accepts is false"), std::string::npos) << s.ToString();
   StreamMetadata ten_bit = native->metadata();
   ten_bit.pixel_format = "yuv420p10le";
   EXPECT_FALSE(RgbConverter::Accepts(ten_bit));
