@@ -82,19 +82,24 @@ Discovery DiscoverBackends(const DiscoveryOptions& options) {
     b.name = b.manifest.ok() ? b.manifest->name : Stem(path);
     if (b.manifest.ok()) {
       if (auto it = owner_of_name.find(b.name); it != owner_of_name.end() && it->second != path) {
-        b.manifest = absl::AlreadyExistsError(absl::StrCat("manifest ", path, ": backend name '", b.name,
-                                                           "' is already provided by ", it->second));
-        b.name = absl::StrCat(b.name, " (", path, ")");
-      } else {
-        owner_of_name[b.name] = path;
-        for (const std::string& device : b.manifest->devices) {
-          auto [it2, fresh] = owner_of_device.emplace(device, path);
-          if (fresh || it2->second == path) {
-            b.devices.push_back(device);
-          } else {
-            out.warnings.push_back(absl::StrCat("device '", device, "' is claimed by ", it2->second, " and ",
-                                                path, "; ", it2->second, " keeps it"));
-          }
+        // Shadowed: a copy of a backend earlier on the search path (a
+        // vendor's development build on CODECVISOR_BACKEND_PATH over the
+        // installed one), or a plugin named `cpu`. Said, not a failure.
+        out.warnings.push_back(absl::StrCat("manifest ", path, " is not used: backend '", b.name, "' is ",
+                                            b.name == kBuiltinBackend
+                                                ? "the built-in backend's name, from "
+                                                : "provided by a manifest earlier in the search order, ",
+                                            it->second));
+        return;
+      }
+      owner_of_name[b.name] = path;
+      for (const std::string& device : b.manifest->devices) {
+        auto [it2, fresh] = owner_of_device.emplace(device, path);
+        if (fresh || it2->second == path) {
+          b.devices.push_back(device);
+        } else {
+          out.warnings.push_back(absl::StrCat("device '", device, "' is claimed by ", it2->second, " and ", path, "; ",
+                                              it2->second, " keeps it"));
         }
       }
     }

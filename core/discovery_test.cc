@@ -108,13 +108,32 @@ TEST_F(DiscoveryTest, NoPluginMayTakeTheCpuDeviceOrName) {
   Discovery d = DiscoverBackends(Options());
   EXPECT_EQ(d.backends[0].devices, (std::vector<std::string>{"cpu"}));
   EXPECT_TRUE(Find(d, "evil")->devices.empty());
-  bool duplicate_name_failed = false;
-  for (const auto& b : d.backends) {
-    if (b.manifest_path.find("fake.toml") != std::string::npos) {
-      duplicate_name_failed = !b.manifest.ok() && absl::IsAlreadyExists(b.manifest.status());
-    }
+  for (const auto& b : d.backends) EXPECT_EQ(b.manifest_path.find("fake.toml"), std::string::npos) << "not listed";
+  bool said = false;
+  for (const std::string& w : d.warnings) {
+    said = said || (w.find("fake.toml is not used: backend 'cpu' is the built-in backend's name") != std::string::npos);
   }
-  EXPECT_TRUE(duplicate_name_failed);
+  EXPECT_TRUE(said);
+}
+
+// A copy of a backend later in the search order (an installed one under a
+// vendor's development build on CODECVISOR_BACKEND_PATH) is shadowed: not
+// listed, not a failure (doctor passes), said in a warning naming both.
+TEST_F(DiscoveryTest, ALaterCopyOfABackendIsShadowedNotFailed) {
+  Write("a/acme.toml", Manifest("acme", "'acme'"));
+  Write("b/acme.toml", Manifest("acme", "'acme'"));
+  Discovery d = DiscoverBackends(Options());
+  ASSERT_EQ(d.backends.size(), 2u);
+  ASSERT_NE(Find(d, "acme"), nullptr);
+  EXPECT_EQ(Find(d, "acme")->manifest_path, root_ + "/a/acme.toml");
+  EXPECT_EQ(Find(d, "acme")->devices, (std::vector<std::string>{"acme"}));
+  ASSERT_EQ(d.warnings.size(), 1u);
+  EXPECT_NE(d.warnings[0].find(root_ +
+                               "/b/acme.toml is not used: backend 'acme' is provided by a manifest "
+                               "earlier in the search order, " +
+                               root_ + "/a/acme.toml"),
+            std::string::npos)
+      << d.warnings[0];
 }
 
 // CODECVISOR_BACKEND_PATH=/d:/d, or a folder named two ways (or the

@@ -36,13 +36,17 @@ class Host:
     host, whose NOT_FOUND for its device would only say that nothing serves
     it; here that error names the plugin and why it failed."""
 
-    def __init__(self, native, loaded, failures):
+    def __init__(self, native, loaded, failures, shadowed=()):
         self._native = native
         self.loaded = loaded      # PluginManifest registered with the host
         self.failures = failures  # (PluginManifest, reason) that did not load
+        self.shadowed = list(shadowed)  # warnings: entry points whose backend came earlier
 
     def __getattr__(self, attr):  # everything else is the extension's
         return getattr(self._native, attr)
+
+    def warnings(self):
+        return self._native.warnings() + self.shadowed
 
     def open_path(self, path, device, *args, **kwargs):
         return self._call("device", device, self._native.open_path, path, device, *args, **kwargs)
@@ -89,14 +93,18 @@ def _make():
         native = _codecvisor.Host(backend_path=None, autoload=None, default_device="")
     except _codecvisor.StatusError as e:
         raise _errors.translate(e) from None
-    loaded, failures = _load_plugins(native) if _autoload() else ([], [])
-    return Host(native, loaded, failures)
+    loaded, failures, shadowed = _load_plugins(native) if _autoload() else ([], [], [])
+    return Host(native, loaded, failures, shadowed)
 
 
 def _load_plugins(native):
-    """Registers every entry-point manifest with `native`: (loaded, failures).
-    Whatever one plugin does, the others and the built-in backends load."""
-    loaded, failures = [], []
+    """Registers every entry-point manifest with `native`: (loaded, failures,
+    shadowed). Whatever one plugin does, the others and the built-in
+    backends load. An entry point whose backend's name a manifest earlier in
+    the search order has (a development build on CODECVISOR_BACKEND_PATH
+    over the installed package, or the name `cpu`) is shadowed: a warning,
+    not a failure."""
+    loaded, failures, shadowed = [], [], []
     try:
         plugins = _plugins.discover()
     except Exception as e:  # discovery guards each distribution; this is the last resort
@@ -118,10 +126,13 @@ def _load_plugins(native):
             native.load_backend(os.fsencode(plugin.manifest_path))
             loaded.append(plugin)
         except _codecvisor.StatusError as e:
-            failures.append((plugin, str(e)))
+            if getattr(e, "code", None) == "ALREADY_EXISTS":
+                shadowed.append(f"entry point {plugin.source}: manifest {plugin.manifest_path} is not used: {e}")
+            else:
+                failures.append((plugin, str(e)))
         except Exception as e:  # never let one plugin break the others, or cpu
             failures.append((plugin, f"cannot be loaded: {type(e).__name__}: {e}"))
-    return loaded, failures
+    return loaded, failures, shadowed
 
 
 def _file_key(path):

@@ -22,7 +22,8 @@ CHILD = textwrap.dedent("""
     import numpy as np
     import codecvisor
     from codecvisor.decoders import VideoDecoder
-    out = {"backends": [b.__dict__ for b in codecvisor.backends.list()], "decode": {}, "start": {}}
+    out = {"backends": [b.__dict__ for b in codecvisor.backends.list()], "decode": {}, "start": {},
+           "warnings": codecvisor.backends.warnings()}
     for arg in sys.argv[2:]:
         device, _, video = arg.partition("=")
         try:
@@ -396,6 +397,24 @@ def test_one_manifest_named_twice_is_loaded_once(tmp_path):
         rows = [(b["name"], b["state"], b["source"]) for b in result["backends"] if b["name"] != "cpu"]
         assert rows == [("synthetic", "discovered", source)], rows
         assert result["decode"]["synthetic"] == ["ok", "synthetic", [4, 24, 32, 3]], result["decode"]
+
+
+def test_an_entry_point_under_a_development_copy_on_the_path_is_shadowed_not_failed(tmp_path):
+    # The vendor's development build on CODECVISOR_BACKEND_PATH, the same
+    # backend pip-installed: the path's copy is used, the entry point's is
+    # said to be unused, and nothing is listed as failed.
+    site = pip_install(tmp_path / "site", package(tmp_path, "shadowed_plugin", 'synthetic = "shadowed_plugin"',
+                                                  synthetic_plugin()))
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    for name, content in synthetic_plugin().items():
+        (dev / name).write_bytes(content.encode() if isinstance(content, str) else content)
+    result = decode_synthetic(site, tmp_path, CODECVISOR_BACKEND_PATH=str(dev))
+    rows = [(b["name"], b["state"], b["manifest_path"]) for b in result["backends"] if b["name"] != "cpu"]
+    assert rows == [("synthetic", "discovered", str(dev / "synthetic.toml"))], rows
+    assert result["decode"]["synthetic"] == ["ok", "synthetic", [4, 24, 32, 3]], result["decode"]
+    said = [w for w in result["warnings"] if "shadowed_plugin" in w]
+    assert len(said) == 1 and "is not used" in said[0] and str(dev / "synthetic.toml") in said[0], result["warnings"]
 
 
 def test_an_entry_point_naming_a_module_attribute_says_what_values_are_valid(tmp_path):
