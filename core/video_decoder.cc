@@ -155,12 +155,14 @@ VideoDecoder::Attempt VideoDecoder::RunOnce(const FrameSelection& selection,
                                            : ReceiveUnlessInterrupted(channel, Clock::now() + options_.request_timeout);
     if (grace_end && absl::IsDeadlineExceeded(in.status())) {
       // No end of the answer within the grace after a Cancel: the decode
-      // hung in the plugin (or one frame takes that long). Taken as the
-      // hang the request timeout would have found, sooner: the backend is
-      // killed and replaced (a thread left stuck in it would never be
-      // reclaimed), and the caller gets its kCancelled, not a replay.
+      // hung in the plugin, or one frame takes that long (a backend reads
+      // a Cancel between frames: a seek deep into a long group of
+      // pictures is one frame). Taken as the hang the request timeout
+      // would have found, sooner: the backend is killed and replaced (a
+      // thread left stuck in it would never be reclaimed), and the caller
+      // gets its kCancelled, not a replay.
       return {absl::DeadlineExceededError(
-                  absl::StrCat("no answer within ", kInterruptGrace.count(), " ms of a Cancel sent for an interrupt")),
+                  absl::StrCat(kNoAnswerWithin, kInterruptGrace.count(), " ms of a Cancel sent for an interrupt")),
               true};
     }
     if (!grace_end && absl::IsCancelled(in.status()) && Interrupted()) {

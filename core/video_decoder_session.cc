@@ -62,8 +62,12 @@ absl::StatusOr<RequestBlame> VideoDecoder::Recover(const absl::Status& failure, 
       const size_t more = detail.find("; ");
       detail = more == absl::string_view::npos ? absl::string_view() : detail.substr(more + 2);
     }
-    reason = detail.empty() ? absl::StrCat(kNoAnswerWithin, timeout.count(), " ms")
-                            : absl::StrCat(kNoAnswerWithin, timeout.count(), " ms (", detail, ")");
+    if (absl::StartsWith(detail, kNoAnswerWithin)) {
+      reason = std::string(detail);  // its own limit (an interrupt's grace), not the request timeout
+    } else {
+      reason = detail.empty() ? absl::StrCat(kNoAnswerWithin, timeout.count(), " ms")
+                              : absl::StrCat(kNoAnswerWithin, timeout.count(), " ms (", detail, ")");
+    }
   } else if (absl::IsDataLoss(failure)) {
     reason = absl::StrCat("malformed message: ", failure.message());
   } else {

@@ -396,7 +396,12 @@ TEST_F(ApiHostTest, AnInterruptedCallEndsWithoutWaitingForAHungBackend) {
   EXPECT_EQ(delivered.load(), 20) << "the frames before the hang";
   EXPECT_EQ((*d)->retries(), 0u) << "the interrupted request was replayed";
   for (const BackendInfo& b : host_->Backends()) {
-    if (b.name == "faulty") EXPECT_EQ(b.restarts, 1u) << "the hung backend was not killed once, as hung";
+    if (b.name != "faulty") continue;
+    EXPECT_EQ(b.restarts, 1u) << "the hung backend was not killed once, as hung";
+    // Killed for the grace after the Cancel, not the request's 60 s.
+    EXPECT_NE(b.last_exit.find("no answer within 1000 ms of a Cancel sent for an interrupt"), std::string::npos)
+        << b.last_exit;
+    EXPECT_EQ(b.last_exit.find("60000"), std::string::npos) << b.last_exit;
   }
   interrupted.store(false);
   auto f = (*d)->GetFrameAt(3);
