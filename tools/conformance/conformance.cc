@@ -136,6 +136,17 @@ absl::StatusOr<BackendStatus> Suite::Status() const {
   return absl::NotFoundError(absl::StrCat("backend '", report_.backend, "' is no longer registered"));
 }
 
+absl::StatusOr<BackendStatus> Suite::Running(absl::string_view look_at) {
+  if (absl::Status s = host_->StartBackend(report_.backend, options_.timeout); !s.ok()) return s;
+  absl::StatusOr<BackendStatus> backend = Status();
+  if (!backend.ok()) return backend.status();
+  if (backend->pid <= 0) {
+    return absl::UnavailableError(absl::StrCat("the backend has no process to ", look_at, " (", backend->state,
+                                               backend->diagnostic.empty() ? "" : ": ", backend->diagnostic, ")"));
+  }
+  return backend;
+}
+
 absl::StatusOr<std::unique_ptr<VideoDecoder>> Suite::Open(const std::string& path, SeekMode mode,
                                                           OutputFormat format) {
   DecoderOptions options;

@@ -209,13 +209,8 @@ absl::Status Suite::FirstSeek(const Sample& sample, std::string* detail) {
   if (!span.ok()) return absl::Status(span.status().code(), absl::StrCat(what, ": ", span.status().message()));
   // Its reads are counted from its process: one must be running (an
   // earlier check may have left it quarantined or restarting).
-  if (absl::Status s = host_->StartBackend(report_.backend, options_.timeout); !s.ok()) return s;
-  absl::StatusOr<BackendStatus> backend = Status();
+  absl::StatusOr<BackendStatus> backend = Running("count reads of");
   if (!backend.ok()) return backend.status();
-  if (backend->pid <= 0) {
-    return absl::UnavailableError(absl::StrCat("the backend has no process to count reads of (", backend->state,
-                                               backend->diagnostic.empty() ? "" : ": ", backend->diagnostic, ")"));
-  }
   const pid_t pid = backend->pid;
   absl::StatusOr<int64_t> before_open = BytesRead(pid);
   if (!before_open.ok()) return before_open.status();

@@ -90,7 +90,9 @@ absl::Status Suite::SessionLeak(const Sample& sample, std::string* detail) {
 }
 
 absl::Status Suite::SessionThreads(const Sample& sample, std::string* detail) {
-  absl::StatusOr<BackendStatus> before = Status();
+  // Counted in its process: one must be running (an earlier check may
+  // have left it quarantined or restarting).
+  absl::StatusOr<BackendStatus> before = Running("count the threads of");
   if (!before.ok()) return before.status();
   // The count once the earlier checks' closes have ended their threads: the
   // same for 200 ms on end (within the timeout).

@@ -120,6 +120,10 @@ class Suite {
                                                      SeekMode mode = SeekMode::kExact,
                                                      OutputFormat format = OutputFormat::kRgb24);
   absl::StatusOr<BackendStatus> Status() const;
+  // The backend's status once it runs (started if an earlier check left it
+  // stopped, quarantined or restarting); kUnavailable, saying its state and
+  // diagnostic, where it has no process to `look_at` (a check's purpose).
+  absl::StatusOr<BackendStatus> Running(absl::string_view look_at);
   // Checks `frame` against frame `index` of `sample`: size, pts, duration
   // and pixels (exactly, or at the declared PSNR), and that the frame says
   // it is that index unless `check_index` is false.
