@@ -439,6 +439,7 @@ absl::Status BackendProcess::Handshake(ipc::Deadline deadline) {
             channel_closed ? " (the plugin closed or replaced the runner's control channel, descriptors 3 and 4, "
                              "while it loaded: a plugin must close only descriptors it opened)"
                            : "",
+            PluginExitWhileStarting(*exit, hints),
             CrashAdvice(*exit, hints.any_fault_signal(), hints.violation_syscall, BacktraceEnabled())));
       }
     }

@@ -140,6 +140,22 @@ std::string CrashAdvice(const ExitStatus& exit, uint32_t recorded_signal, int32_
   return absl::StrCat("; for the crashing thread's backtrace, run with ", runner::kBacktraceEnv, "=1");
 }
 
+std::string PluginExitWhileStarting(const ExitStatus& exit, const ipc::CrashHints& hints) {
+  using runner::ExitCode;
+  using runner::RunnerExit;
+  if (exit.signaled) return "";
+  if (hints.exit_code >= 0 && hints.exit_code == exit.code) {
+    return absl::StrCat(" (the plugin's create() called exit(", exit.code,
+                        "): a backend that cannot start returns an error from create, which the host shows)");
+  }
+  for (RunnerExit own : {RunnerExit::kBadInvocation, RunnerExit::kChannelBroken, RunnerExit::kPluginClosedChannel,
+                         RunnerExit::kSandboxViolation}) {
+    if (exit.code == ExitCode(own)) return "";
+  }
+  return absl::StrCat(" (not an exit the runner makes while it starts: the plugin's library probably called exit(",
+                      exit.code, ") as it loaded, in a constructor)");
+}
+
 std::string CrashAdvice(const DeathRecord& death, bool backtrace_enabled) {
   if (death.killed_by_supervisor) return "";
   return CrashAdvice(death.exit, death.recorded_signal, death.violation_syscall, backtrace_enabled);

@@ -110,6 +110,13 @@ std::string CrashAdvice(const ExitStatus& exit, uint32_t recorded_signal, int32_
                         bool backtrace_enabled);
 std::string CrashAdvice(const DeathRecord& death, bool backtrace_enabled);
 
+// Why a runner that ended with `exit` before answering its handshake did,
+// where the plugin made it exit, to append to its message: an exit() in
+// create() (the sandbox recorded its code in `hints`), or an exit code the
+// runner never uses while it starts (it answers the handshake with its own
+// failures): the library's constructors. "" for any other end.
+std::string PluginExitWhileStarting(const ExitStatus& exit, const ipc::CrashHints& hints);
+
 // Whether this process's environment has CODECVISOR_BACKEND_BACKTRACE=1,
 // which makes the backends it starts print a crash's backtrace.
 bool BacktraceEnabled();

@@ -208,5 +208,21 @@ TEST(CrashAdviceTest, NamesTheBacktraceSwitchForFaultsOnly) {
   EXPECT_EQ(CrashAdvice(d, false), "");
 }
 
+// A runner that ended before its handshake: where the plugin made it exit,
+// that is said; the runner's own exits and deaths by signal say nothing more.
+TEST(PluginExitWhileStartingTest, NamesCreateOrTheLibrarysConstructors) {
+  EXPECT_EQ(PluginExitWhileStarting({false, 3}, Hints(0, 0, 0, -1, 3)),
+            " (the plugin's create() called exit(3): a backend that cannot start returns an error from create, "
+            "which the host shows)");
+  EXPECT_EQ(PluginExitWhileStarting({false, 0}, Hints(0)),
+            " (not an exit the runner makes while it starts: the plugin's library probably called exit(0) as it "
+            "loaded, in a constructor)");
+  EXPECT_NE(PluginExitWhileStarting({false, 3}, Hints(0)).find("exit(3) as it loaded"), std::string::npos);
+  EXPECT_EQ(PluginExitWhileStarting({false, 2}, Hints(0)), "") << "the runner's own: its command line refused";
+  EXPECT_EQ(PluginExitWhileStarting({false, 5}, Hints(0)), "") << "the runner's own: its channel closed";
+  EXPECT_EQ(PluginExitWhileStarting({false, 128 + SIGSYS}, Hints(0)), "") << "a sandbox violation";
+  EXPECT_EQ(PluginExitWhileStarting({true, SIGSEGV}, Hints(0)), "");
+}
+
 }  // namespace
 }  // namespace codecvisor

@@ -117,10 +117,15 @@ absl::Status CheckFunctionTable(const cv_backend_v1& table, absl::string_view pa
           absl::StrCat("library ", path, ": the function table's ", name, " is NULL, and every backend must have it"));
     }
   }
-  if (table.name == nullptr || expected_name != table.name) {
-    return absl::FailedPreconditionError(absl::StrCat("library ", path, " is backend '",
-                                                      table.name ? table.name : "(null)",
-                                                      "', but its manifest says '", expected_name, "'"));
+  if (table.name == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat("library ", path,
+                                                      ": the function table's name is NULL; it must "
+                                                      "be the backend's name, '",
+                                                      expected_name, "' as its manifest says"));
+  }
+  if (expected_name != table.name) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("library ", path, " is backend '", table.name, "', but its manifest says '", expected_name, "'"));
   }
   return absl::OkStatus();
 }

@@ -61,6 +61,11 @@ TEST(CheckFunctionTableTest, AMissingFunctionIsNamed) {
   EXPECT_NE(CheckFunctionTable(missing, "/p/libacme.so", "acme").message().find("'s create is NULL"), std::string::npos);
   EXPECT_NE(CheckFunctionTable(table, "/p/libacme.so", "other").message().find("its manifest says 'other'"),
             std::string::npos);
+  missing = table;
+  missing.name = nullptr;
+  EXPECT_EQ(CheckFunctionTable(missing, "/p/libacme.so", "acme").message(),
+            "library /p/libacme.so: the function table's name is NULL; it must be the backend's name, 'acme' as its "
+            "manifest says");
 }
 
 TEST(LoadFailureAdviceTest, AMissingPluginIsReinstalled) {
