@@ -222,8 +222,9 @@ absl::Status VideoDecoder::Reopen() {
       if (options_.seek_mode == SeekMode::kExact && death.KilledForNoAnswer()) {
         s = absl::Status(s.code(), absl::StrCat(s.message(),
                                                 "; an exact-mode open reads the whole file to index its frames: "
-                                                "a longer open_timeout, or approximate mode (which reads the "
-                                                "header only), may open it"));
+                                                "if the file is that large, a longer open timeout (open_timeout; "
+                                                "the CLI's --open-timeout, conformance's --timeout) or approximate "
+                                                "mode (which reads the header only) may open it"));
       }
       return Annotate(s);
     }

@@ -46,7 +46,9 @@ TEST_F(FaultTest, HangForeverIsKilledAtTheDeadline) {
     ASSERT_EQ(hung.status().code(), absl::StatusCode::kAborted) << "run " << run << ": " << hung.status();
     EXPECT_TRUE(poison) << hung.status();
     EXPECT_TRUE(open_deadline) << hung.status();
-    EXPECT_NE(hung.status().message().find("a longer open_timeout, or approximate mode"), std::string::npos)
+    EXPECT_NE(hung.status().message().find("a longer open timeout (open_timeout; the CLI's --open-timeout, "
+                                           "conformance's --timeout) or approximate mode"),
+              std::string::npos)
         << hung.status();
     auto fine = Open(WriteSyntheticVideo("after_hang.syn"), "faulty");
     in_open.Saw("next open " + CodeName(fine.status()));
