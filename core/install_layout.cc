@@ -78,8 +78,11 @@ absl::StatusOr<InstallLayout> InstallLayout::Discover() {
     if (accept(l)) return l;
   }
   return absl::NotFoundError(absl::StrCat(
-      "cannot find the codecvisor-backend runner and the built-in cpu backend; looked for ",
-      absl::StrJoin(tried, ", "), ". Set CODECVISOR_RUNNER and CODECVISOR_BUILTIN_BACKENDS, or reinstall"));
+      "cannot find the codecvisor-backend runner and the built-in cpu backend; looked for ", absl::StrJoin(tried, ", "),
+      ". The library, the CLI and the Python package find them from the prefix they are installed in "
+      "(PREFIX/libexec/codecvisor/, PREFIX/lib/codecvisor/backends/): use them where //:install put them (Python: "
+      "PYTHONPATH=PREFIX/lib/python3/site-packages, not a copy of the package elsewhere), or set CODECVISOR_RUNNER "
+      "to the runner and CODECVISOR_BUILTIN_BACKENDS to the folder of cpu.toml"));
 }
 
 }  // namespace codecvisor

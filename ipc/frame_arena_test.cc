@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "ipc/unique_fd.h"
+
 namespace codecvisor::ipc {
 namespace {
 
@@ -237,6 +239,13 @@ TEST_F(FramePoolArenaTest, AFrameOnPagesTheBackendNeverWroteIsRefused) {
   const uint64_t slot_at = region.layout().arena + 3 * region.geometry().slot_bytes;
   ASSERT_EQ(fallocate(region.fd(), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, slot_at + 4096, 4096), 0);
   EXPECT_EQ(arena->Claim(f).code(), absl::StatusCode::kDataLoss);
+  // Written through the backend's own mapping, which the host's has never
+  // touched: what counts is the memfd's pages, not this side's mapping.
+  auto peer = Region::Map(UniqueFd(dup(region.fd())));
+  ASSERT_TRUE(peer.ok()) << peer.status();
+  FrameRef other = Rgb(2);
+  std::memset(peer->slot(2), 9, other.size);
+  EXPECT_TRUE(arena->Claim(other).ok());
   // One row ending 192 bytes before a page ends, whose stride's padding
   // runs onto the next page, never written.
   FrameRef row = Rgb(4);

@@ -210,15 +210,28 @@ absl::StatusOr<Region> Region::Map(UniqueFd memfd) {
 
 absl::Status Region::CheckAllocated(uint64_t offset, uint64_t bytes) const {
   const uint64_t end = offset + bytes;
-  const uint64_t from = std::max(offset, populated_);
+  uint64_t from = std::max(offset, populated_) / kPage * kPage;
   if (from >= end || !memfd_.valid()) return absl::OkStatus();
-  // SEEK_HOLE on shmem: a page in memory or in swap is data; a page never
-  // allocated (or freed) is a hole. One walk of the memfd's page cache.
-  const off_t hole = lseek(memfd_.get(), static_cast<off_t>(from), SEEK_HOLE);
-  if (hole < 0) return ErrnoStatus("lseek(channel memfd, SEEK_HOLE)");
-  if (static_cast<uint64_t>(hole) < end) {
-    return absl::DataLossError(absl::StrCat("bytes [", offset, ", ", end, ") of the region hold a page at ", hole,
-                                            " the backend never wrote: reading it would allocate it in this process"));
+  // mincore() of this side's mapping, a chunk at a time, bounded by the
+  // range (lseek(SEEK_HOLE) would scan on to the first hole: to the end of
+  // a region whose pages are all there). A page it finds in memory is
+  // allocated; one it does not is asked of the memfd (SEEK_DATA), for which
+  // a page in swap is data too: only a hole, a page no one allocated, fails.
+  constexpr uint64_t kChunkPages = 512;
+  unsigned char resident[kChunkPages];
+  while (from < end) {
+    const uint64_t pages = std::min(kChunkPages, (end - from + kPage - 1) / kPage);
+    if (mincore(base_ + from, pages * kPage, resident) != 0) return ErrnoStatus("mincore(channel region)");
+    for (uint64_t i = 0; i < pages; ++i) {
+      if (resident[i] & 1) continue;
+      const auto page = static_cast<off_t>(from + i * kPage);
+      if (lseek(memfd_.get(), page, SEEK_DATA) != page) {
+        return absl::DataLossError(absl::StrCat("bytes [", offset, ", ", end, ") of the region hold a page at ", page,
+                                                " the backend never wrote: reading it would allocate it in this "
+                                                "process"));
+      }
+    }
+    from += pages * kPage;
   }
   return absl::OkStatus();
 }

@@ -52,7 +52,7 @@ done
 for m in "$TEST_SRCDIR"/codecvisor/python/codecvisor/*.py; do
   installed_files+=("lib/python3/site-packages/codecvisor/$(basename "$m")")
 done
-installed_files+=(lib/python3/site-packages/codecvisor/_codecvisor.so)
+installed_files+=(lib/python3/site-packages/codecvisor/_codecvisor.so lib/python3/site-packages/codecvisor/py.typed)
 installed_files+=(lib/pkgconfig/codecvisor-backend.pc share/codecvisor/README.md
   share/codecvisor/skeleton/{Makefile,skeleton.c,skeleton.lds,skeleton.toml})
 for f in "${installed_files[@]}" lib/libcodecvisor.so.0 lib/libcodecvisor.so; do

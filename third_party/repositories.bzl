@@ -92,11 +92,22 @@ def _debian_python_impl(rctx):
         fail("%s/Python.h missing; run tools/bootstrap.sh (python3-dev)" % include)
     if not rctx.path("/usr/include/pybind11/pybind11.h").exists:
         fail("pybind11 headers missing; run tools/bootstrap.sh (pybind11-dev)")
+    version = rctx.execute([python, "-c", "import sys; print('%d, %d' % sys.version_info[:2])"])
+    if version.return_code != 0:
+        fail("%s cannot say its version (%s)" % (python, version.stderr.strip()))
     rctx.symlink(include, "python_include")
     rctx.symlink("/usr/include/pybind11", "pybind11_include/pybind11")
     rctx.file("WORKSPACE", "")
+    rctx.file("built_for.py", "\n".join([
+        '"""The CPython whose headers the extension module is built with (written by the build)."""',
+        "",
+        "PYTHON = (%s)" % version.stdout.strip(),
+        "",
+    ]))
     rctx.file("BUILD", "\n".join([
         'package(default_visibility = ["//visibility:public"])',
+        "",
+        'exports_files(["built_for.py"])',
         "",
         "# Headers only: an extension module takes its Python symbols from the",
         "# interpreter that loads it.",

@@ -109,6 +109,7 @@ py="$prefix/lib/python3/site-packages/codecvisor"
 for module in "$src"/python/codecvisor/*.py; do
   put 0644 "$module" "$py/$(basename "$module")"
 done
+put 0644 "$src/python/codecvisor/py.typed" "$py/py.typed"  # its annotations are for type checkers
 put 0755 "$src/python/codecvisor/_codecvisor.so" "$py/_codecvisor.so"
 put 0644 "$src/backends/cpu/cpu.toml" "$prefix/lib/codecvisor/backends/cpu.toml"
 put 0755 "$src/backends/cpu/libcodecvisor_cpu.so" "$prefix/lib/codecvisor/backends/libcodecvisor_cpu.so"

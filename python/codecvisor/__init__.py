@@ -10,12 +10,22 @@ discovered (from manifests and ``codecvisor.backends`` entry points, unless
 CODECVISOR_DEVICE_BACKEND_AUTOLOAD=0) and started on first use.
 """
 
+import sys as _sys
+
+from . import _built_for, _environment
+
+if _environment.interpreter_problem(_built_for.PYTHON, _sys.implementation.name, _sys.version_info):
+    raise ImportError(_environment.interpreter_problem(_built_for.PYTHON, _sys.implementation.name,
+                                                       _sys.version_info))
 try:
     import numpy  # the extension's batches are numpy arrays, with or without torch
 except ImportError as e:
-    raise ImportError("codecvisor needs numpy in this Python: pip install numpy, or, offline, put a folder holding "
-                      "a link to another Python's numpy package (Debian's: /usr/lib/python3/dist-packages/numpy) "
-                      "on PYTHONPATH") from e
+    raise ImportError("codecvisor needs numpy in this Python, and could not import it (" + str(e) + "): "
+                      "pip install 'numpy<2', or, offline, put a folder holding a link to another Python "
+                      f"{_sys.version_info[0]}.{_sys.version_info[1]}'s numpy package (Debian's: "
+                      "/usr/lib/python3/dist-packages/numpy) on PYTHONPATH") from e
+if _environment.numpy_problem(numpy.__version__):
+    raise ImportError(_environment.numpy_problem(numpy.__version__))
 del numpy
 
 from . import backends, decoders

@@ -273,7 +273,7 @@ def run(args, report):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python3 -m codecvisor._bench_training",
-                                     description=__doc__.split("\n\n")[0])
+                                     description=(__doc__ or "").split("\n\n")[0])  # none under -OO
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="4 s long clips instead of 10 and 20 s")
     parser.add_argument("--folder", help="where the clips are made (kept); default a new temporary folder")

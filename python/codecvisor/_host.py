@@ -12,6 +12,7 @@ error of whoever asks for its device.
 
 import multiprocessing.util
 import os
+import sys
 import threading
 import warnings
 
@@ -21,6 +22,7 @@ _lock = threading.Lock()
 _host = None
 _host_pid = None
 _forked = False  # this process is a fork of one that imported codecvisor
+_warned = set()  # the host warnings this process (or the one it was forked from) has warned
 
 
 def _autoload():
@@ -166,12 +168,25 @@ def get():
     if made is not None:
         # Once the host is this process's, outside the lock: a warning
         # turned into an error (-W error) fails this call, not every call,
-        # and a showwarning hook may use codecvisor. Shown once per process
-        # and location by Python's default filter (a forked child whose
-        # parent showed it does not show it again).
+        # and a showwarning hook may use codecvisor. Blamed on the user's
+        # line that made the host; shown once per process, and not again in
+        # a forked child whose parent showed it.
         for warning in made.warnings():
-            warnings.warn(f"codecvisor: {warning}", _errors.CodecvisorWarning, stacklevel=3)
+            if warning in _warned:  # by this process, or by the parent it was forked from
+                continue
+            warnings.warn(f"codecvisor: {warning}", _errors.CodecvisorWarning, stacklevel=_caller_level())
+            _warned.add(warning)  # not when the filter made it an error: a child's host raises it too
     return host
+
+
+def _caller_level():
+    """warnings.warn's stacklevel, called from here, for the first frame
+    outside this package: the user's line that made the host."""
+    package = os.path.dirname(os.path.abspath(__file__))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.dirname(os.path.abspath(frame.f_code.co_filename)) == package:
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _close_if_alone(host):

@@ -7,6 +7,8 @@ import io
 import os
 import re
 
+import numpy
+
 from . import _codecvisor, _errors, _tensor
 
 # A URL as torchcodec takes one for a str source (FFmpeg's protocols): a
@@ -40,6 +42,10 @@ def _read_source(source):
         return "bytes", source
     if isinstance(source, (bytearray, memoryview)):
         return "bytes", bytes(source)
+    if isinstance(source, numpy.ndarray):  # what the decoders return without torch
+        if source.dtype != numpy.uint8 or source.ndim != 1:
+            raise ValueError(f"an array source must be 1-D uint8 encoded bytes, not {source.dtype} {source.shape}")
+        return "bytes", source.tobytes()
     if _tensor.have_torch() and isinstance(source, _tensor.torch.Tensor):
         if source.dtype != _tensor.torch.uint8 or source.dim() != 1:
             raise ValueError(f"a tensor source must be 1-D uint8 encoded bytes, not {source.dtype} {tuple(source.shape)}")
@@ -90,4 +96,5 @@ def _read_source(source):
             contents.write(chunk)
         return "bytes", contents.getvalue()
     raise TypeError(f"Unknown source type: {type(source)}. Supported types are str, os.PathLike, bytes, "
-                    "bytearray, memoryview, a 1-D uint8 torch.Tensor, and file-like objects with read and seek.")
+                    "bytearray, memoryview, a 1-D uint8 torch.Tensor or numpy array, and file-like objects with "
+                    "read and seek.")

@@ -32,6 +32,7 @@ boundary's cost shows as CPU, not only as speed.
 import argparse
 import functools
 import gc
+import importlib.util
 import json
 import os
 import random
@@ -448,7 +449,8 @@ def print_cpu(cpu_ms_per_frame):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python3 -m codecvisor.bench", description=__doc__.split("\n\n")[0])
+    # No docstrings under -OO.
+    parser = argparse.ArgumentParser(prog="python3 -m codecvisor.bench", description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="4 s clips and 20 short clips instead of 200")
     parser.add_argument("--sizes", type=lambda v: v.split(","), default=None,
@@ -469,6 +471,8 @@ def main(argv=None):
     unknown = set(args.sizes) - {c[0] for c in CLIP_SIZES}
     if unknown:
         parser.error(f"unknown clip size {', '.join(sorted(unknown))}")
+    if importlib.util.find_spec("av") is None:  # checked before the clips are made
+        parser.error("the baseline is PyAV, which this Python cannot import: install it (Debian: python3-av)")
     report = run(args)
     if args.training:
         from . import _bench_training

@@ -40,9 +40,13 @@ some out).
 from multiprocessing.reduction import ForkingPickler
 from typing import Any, Callable, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
-import torch
-import torch.utils.data
-from torch.utils.data._utils.collate import collate, default_collate_fn_map
+try:
+    import torch
+    import torch.utils.data
+    from torch.utils.data._utils.collate import collate, default_collate_fn_map
+except ImportError as e:
+    raise ImportError("codecvisor.datasets needs torch (its datasets are torch.utils.data datasets); "
+                      "codecvisor.decoders works without it, returning numpy arrays") from e
 
 from . import _batch_pool, _reading, _shared_batch
 from ._frame import FrameBatch

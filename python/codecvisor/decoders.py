@@ -11,7 +11,9 @@ import numbers
 import os
 import threading
 import weakref
-from typing import TYPE_CHECKING, Optional, Sequence, Union
+from typing import BinaryIO, Optional, Sequence, Union
+
+import numpy
 
 from . import _codecvisor, _errors, _frame, _host, _open_errors, _tensor
 from ._arguments import (_INT64_LIMIT, _MAX_STREAM_INDEX, _MAX_THREADS, _check_timeout, _index, _index_list,
@@ -20,8 +22,10 @@ from ._frame import Frame, FrameBatch
 from ._metadata import VideoStreamMetadata, _metadata_change
 from ._sources import _read_source
 
-if TYPE_CHECKING:  # the annotations only: torch is optional
-    import torch
+# What a decoder takes as its source, for annotations that
+# typing.get_type_hints can resolve: a torch tensor where torch is installed.
+Source = Union[(str, os.PathLike, bytes, bytearray, memoryview, numpy.ndarray, BinaryIO)
+               + ((_tensor.torch.Tensor,) if _tensor.have_torch() else ())]
 
 __all__ = ["VideoDecoder", "VideoStreamMetadata", "Frame", "FrameBatch"]
 
@@ -79,7 +83,7 @@ class VideoDecoder:
 
     Args:
         source: a path (str or os.PathLike), encoded bytes (bytes, bytearray,
-            memoryview, a 1-D uint8 tensor), or a file-like object with
+            memoryview, a 1-D uint8 tensor or numpy array), or a file-like object with
             ``read`` and ``seek``.
         stream_index: the stream to decode; None: the best video stream.
         dimension_order: "NCHW" (default) or "NHWC".
@@ -106,7 +110,7 @@ class VideoDecoder:
     is an error, never another video's frames.
     """
 
-    def __init__(self, source: Union[str, os.PathLike, bytes, "torch.Tensor"], *, stream_index: Optional[int] = None,
+    def __init__(self, source: Source, *, stream_index: Optional[int] = None,
                  dimension_order: str = "NCHW", num_ffmpeg_threads: int = 1, device=None,
                  seek_mode: str = "exact", transforms=None, custom_frame_mappings=None,
                  timeout: Optional[float] = None, open_timeout: Optional[float] = None):

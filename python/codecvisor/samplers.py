@@ -27,7 +27,12 @@ import sys
 from typing import List, Optional, Sequence, Union
 
 import numpy as np
-import torch
+
+try:
+    import torch
+except ImportError as e:
+    raise ImportError("codecvisor.samplers needs torch (its clips are torch tensors, as torchcodec's); "
+                      "codecvisor.decoders works without it, returning numpy arrays") from e
 
 from ._frame import FrameBatch
 

@@ -6,12 +6,14 @@ import errno
 import os
 import pathlib
 import pickle
+import re
 import struct
 import subprocess
 import sys
 
 import numpy as np
 import pytest
+import torch
 
 import codecvisor
 from codecvisor.decoders import VideoDecoder
@@ -363,6 +365,9 @@ def test_the_hosts_warnings_are_python_warnings_once_per_process(video):
                            timeout=120)
     assert shown.returncode == 0, shown.stderr
     assert shown.stderr.count("CodecvisorWarning: codecvisor: CODECVISOR_BACKEND_LOG_LEVEL") == 1, shown.stderr
+    # Blamed on the user's line that made the host (the script's), not on
+    # codecvisor's own.
+    assert re.search(r"^<string>:\d+: CodecvisorWarning", shown.stderr, re.M), shown.stderr
     assert "CODECVISOR_BACKEND_LOG_LEVEL" in shown.stdout
     silenced = subprocess.run([sys.executable, "-c", script, video, "ignore"], env=env, capture_output=True,
                               text=True, timeout=120)
@@ -374,3 +379,45 @@ def test_the_hosts_warnings_are_python_warnings_once_per_process(video):
                             timeout=120)
     assert raised.returncode == 0, raised.stderr
     assert raised.stdout.startswith("raised once\n"), raised.stdout
+
+
+def test_an_interpreter_or_numpy_the_extension_was_not_built_for_is_named_before_it_loads(tmp_path):
+    from codecvisor import _built_for, _environment
+    assert _environment.interpreter_problem(_built_for.PYTHON, sys.implementation.name, sys.version_info) == ""
+    other = (3, 13, 0, "final", 0)
+    said = _environment.interpreter_problem((3, 11), "cpython", other)
+    assert said.startswith("codecvisor's extension module is built for CPython 3.11") and "cpython 3.13" in said
+    assert "pypy" in _environment.interpreter_problem((3, 11), "pypy", sys.version_info)
+    assert _environment.numpy_problem(np.__version__) == ""
+    assert _environment.numpy_problem("1.26.4") == ""
+    assert "install numpy<2" in _environment.numpy_problem("2.1.0")
+    # As `import codecvisor` meets it: a numpy 2 found first on the path.
+    fake = tmp_path / "numpy"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("__version__ = '2.0.0'\n")
+    run = subprocess.run([sys.executable, "-c", "import codecvisor"], capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(fake.parent)] + sys.path)))
+    assert run.returncode != 0 and "this is numpy 2.0.0: install numpy<2" in run.stderr, run.stderr
+
+
+def test_annotations_resolve_and_the_bench_starts_without_docstrings():
+    import typing
+    hints = typing.get_type_hints(VideoDecoder.__init__)
+    assert torch.Tensor in typing.get_args(hints["source"]) and bytes in typing.get_args(hints["source"])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    for module in ("codecvisor.bench", "codecvisor._bench_training"):
+        run = subprocess.run([sys.executable, "-OO", "-m", module, "--help"], capture_output=True, text=True,
+                             timeout=120, env=env)
+        assert run.returncode == 0 and "usage:" in run.stdout, (module, run.stderr)
+
+
+def test_the_torch_only_modules_say_so_without_torch():
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    code = ("import sys; sys.modules['torch'] = None\n"  # as if torch were not installed
+            "import codecvisor\n"
+            "try:\n"
+            "    import codecvisor.samplers\n"
+            "except ImportError as e:\n"
+            "    print(e)\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert "codecvisor.samplers needs torch" in run.stdout, run.stdout + run.stderr

@@ -35,7 +35,7 @@ class TorchcodecFileLike:
         return self._file.seek(offset, whence)
 
 
-@pytest.mark.parametrize("kind", ["str", "path", "bytes", "bytearray", "memoryview", "tensor", "file",
+@pytest.mark.parametrize("kind", ["str", "path", "bytes", "bytearray", "memoryview", "tensor", "array", "file",
                                   "torchcodec_file", "pipe"])
 def test_every_source_kind(video, reference, kind):
     data = pathlib.Path(video).read_bytes()
@@ -46,6 +46,7 @@ def test_every_source_kind(video, reference, kind):
         "bytearray": bytearray(data),
         "memoryview": memoryview(data),
         "tensor": torch.frombuffer(bytearray(data), dtype=torch.uint8),
+        "array": np.frombuffer(bytearray(data), dtype=np.uint8),  # what decoders return without torch
         "file": io.BytesIO(data),
         "torchcodec_file": TorchcodecFileLike(data),
         "pipe": None,
@@ -59,9 +60,11 @@ def test_every_source_kind(video, reference, kind):
     np.testing.assert_array_equal(hwc(d[33]), reference[33])
     # Each decoder reopens (pickled, or in a forked child) the video it was
     # given, even when the caller reuses a buffer for the next file.
-    if kind in ("bytearray", "tensor"):
+    if kind in ("bytearray", "tensor", "array"):
         if kind == "bytearray":
             source[:] = b"\0" * len(source)
+        elif kind == "array":
+            source[:] = 0
         else:
             source.zero_()
         np.testing.assert_array_equal(hwc(pickle.loads(pickle.dumps(d))[33]), reference[33])
