@@ -21,6 +21,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/ffmpeg_log.h"
 #include "backends/cpu/test_media.h"
 #include "gtest/gtest.h"
 
@@ -146,6 +147,22 @@ TEST_F(BadInputTest, TextFileIsNotAVideo) {
 TEST_F(BadInputTest, FramesLargerThanTheBackendDecodesAreUnsupported) {
   ExpectOpenFails(MakeVideo("wide.mkv", "-f lavfi -i color=red:size=16400x16:rate=5 -frames:v 3 -c:v ffv1"),
                   CV_ERROR_UNSUPPORTED, "wide.mkv", "frames of 16400x16 are larger than this backend decodes");
+}
+
+// An MP4 whose time-to-sample table claims 2^32 - 1 entries: FFmpeg
+// refuses the size with ENOMEM, allocating nothing. With memory to spare
+// that is the file's fault (a batch job skips it), not a backend short of
+// memory to replace.
+TEST_F(BadInputTest, ASizeFfmpegRefusesAsTooLargeIsTheFilesFault) {
+  std::string bytes = ReadFile(GoodMp4());
+  const size_t stts = bytes.find("stts");
+  ASSERT_NE(stts, std::string::npos);
+  // The box: size, "stts", version and flags, the entry count.
+  bytes.replace(stts + 8, 4, std::string(4, '\xff'));
+  const uint64_t failures = AllocationFailures();
+  ExpectOpenFails(WriteFile("stts.mp4", bytes), CV_ERROR_CORRUPT_DATA, "stts.mp4",
+                  "FFmpeg refused a size in its header as too large");
+  EXPECT_EQ(AllocationFailures(), failures) << "counted as the backend's memory running out";
 }
 
 TEST_F(BadInputTest, EmptyFile) {

@@ -108,7 +108,13 @@ absl::StatusOr<std::unique_ptr<Demuxer>> Demuxer::OpenContainer(int fd, int stre
   FirstLoggedError logged;
   int ret = avformat_open_input(&format, "", nullptr, &options);
   av_dict_free(&options);
-  if (ret == AVERROR(ENOMEM)) NoteAllocationFailure();  // cpu_backend.cc then blames the memory
+  // cpu_backend.cc then blames the memory; a size FFmpeg refused is the file's.
+  const bool short_of_memory = NoteDemuxerOutOfMemory(ret);
+  if (ret == AVERROR(ENOMEM) && !short_of_memory) {
+    return absl::DataLossError(absl::StrCat("cannot be demuxed: FFmpeg refused a size in its header as too large (",
+                                            AvErrorText(ret), ", with memory to spare)",
+                                            WhatFfmpegSaid(logged.line())));
+  }
   if (ret < 0) {
     return absl::DataLossError(
         absl::StrCat("cannot be demuxed (not a video container?): ", AvErrorText(ret), WhatFfmpegSaid(logged.line())));
@@ -116,7 +122,7 @@ absl::StatusOr<std::unique_ptr<Demuxer>> Demuxer::OpenContainer(int fd, int stre
   demuxer->format_ = format;
   logged.Reset();  // not an error the open met and got over
   ret = avformat_find_stream_info(format, nullptr);
-  if (ret == AVERROR(ENOMEM)) NoteAllocationFailure();
+  NoteDemuxerOutOfMemory(ret);
   if (ret < 0) {
     return absl::DataLossError(
         absl::StrCat("cannot read the stream parameters: ", AvErrorText(ret), WhatFfmpegSaid(logged.line())));
@@ -170,7 +176,7 @@ bool Demuxer::ReadPacket(AVPacket* packet) {
   for (;;) {
     av_packet_unref(packet);
     int ret = av_read_frame(format_, packet);
-    if (ret == AVERROR(ENOMEM)) NoteAllocationFailure();
+    NoteDemuxerOutOfMemory(ret);
     if (ret < 0) {
       last_error_ = ret == AVERROR_EOF ? 0 : ret;
       return false;

@@ -14,6 +14,7 @@
 #include "base/address_space.h"
 
 extern "C" {
+#include <libavutil/error.h>
 #include <libavutil/log.h>
 }
 
@@ -91,6 +92,12 @@ bool RoomForAllocations() { return CanReserveAddressSpace(size_t{16} << 20); }
 uint64_t AllocationFailures() { return allocation_failures.load(std::memory_order_acquire); }
 
 void NoteAllocationFailure() { allocation_failures.fetch_add(1, std::memory_order_acq_rel); }
+
+bool NoteDemuxerOutOfMemory(int error) {
+  if (error != AVERROR(ENOMEM) || CanReserveAddressSpace(kDemuxerSpareBytes)) return false;
+  NoteAllocationFailure();
+  return true;
+}
 
 void ApplyFfmpegLogLevel() {
   static std::once_flag once;

@@ -25,6 +25,7 @@
 #ifndef CODECVISOR_BACKENDS_CPU_FFMPEG_LOG_H_
 #define CODECVISOR_BACKENDS_CPU_FFMPEG_LOG_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -87,6 +88,19 @@ class FirstLoggedError {
 // NoteAllocationFailure's); any thread.
 uint64_t AllocationFailures();
 void NoteAllocationFailure();
+
+// Address space that, still free after a demuxer's AVERROR(ENOMEM), says
+// the error was the file's: FFmpeg answers ENOMEM both for an allocation
+// that failed and for a size it refuses outright (an MP4 sample table of
+// 2^32 entries), and a header that asks for more than this is no header a
+// decoder's memory limit should be blamed for.
+inline constexpr size_t kDemuxerSpareBytes = size_t{256} << 20;
+
+// For a demuxer's `error`: whether it is an allocation failure this
+// backend's memory is to blame for (AVERROR(ENOMEM) with less than
+// kDemuxerSpareBytes free), which it then notes; false for any other error,
+// and for ENOMEM with room to spare (the file's sizes).
+bool NoteDemuxerOutOfMemory(int error);
 
 }  // namespace codecvisor::cpu
 
