@@ -285,5 +285,33 @@ TEST(ApproximateModeTest, DamagedFileAnswersAlikeInAnyOrder) {
   }
 }
 
+// An AVI whose header's length (strh dwLength, avih dwTotalFrames) says 40
+// frames while the file and its idx1 hold 30 (a header left from a longer
+// recording): the last counted index is past the end like the 10 before
+// it, not the stream's last frame again under another index.
+TEST(ApproximateModeTest, AnAviHeaderCountingMoreFramesThanItsIndexHasNoLastFrameForThem) {
+  std::string bytes =
+      ReadFile(MakeVideo("thirty.avi", "-f lavfi -i testsrc2=size=64x48:rate=10 -frames:v 30 -c:v mpeg4 -g 10"));
+  const auto put_le32 = [&bytes](size_t at, uint32_t value) {
+    for (int i = 0; i < 4; ++i) bytes[at + i] = static_cast<char>((value >> (8 * i)) & 0xff);
+  };
+  const size_t avih = bytes.find("avih"), strh = bytes.find("strh");
+  ASSERT_NE(avih, std::string::npos);
+  ASSERT_NE(strh, std::string::npos);
+  put_le32(avih + 8 + 16, 40);  // dwTotalFrames
+  put_le32(strh + 40, 40);      // dwLength
+  const std::string path = WriteFile("forty.avi", bytes);
+  TestSession session(path, TestSession::Approximate());
+  ASSERT_TRUE(session.ok()) << session.open_message();
+  ASSERT_EQ(session.Metadata().num_frames_from_header, 40);
+  std::string pixels, message;
+  cv_frame_info info{};
+  ASSERT_EQ(session.Decode(29, &pixels, &info, &message), CV_OK) << message;
+  for (int64_t past : {int64_t{30}, int64_t{39}}) {
+    TestSession fresh(path, TestSession::Approximate());
+    EXPECT_EQ(fresh.Decode(past, &pixels, nullptr, &message), CV_ERROR_OUT_OF_RANGE) << past << ": " << message;
+  }
+}
+
 }  // namespace
 }  // namespace codecvisor::cpu

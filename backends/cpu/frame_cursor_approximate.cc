@@ -351,10 +351,13 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeApproximate(int64_t index, int
           // (a variable-rate stream's last frame may be held long), unless
           // the header counts frames the stream does not hold: packets its
           // index lists past the file's end (a file cut short, whose
-          // missing frames a sequential read does not reach either), or
-          // frames an edit list discards.
+          // missing frames a sequential read does not reach either),
+          // frames an edit list discards, or more frames than its index
+          // lists (an AVI whose header's length outruns its idx1).
           BackToFrameBefore();
-          if (!cut_short_ && FramesTheIndexHides(demuxer_->stream()) == 0) {
+          const AVStream* stream = demuxer_->stream();
+          if (!cut_short_ && FramesTheIndexHides(stream) == 0 &&
+              avformat_index_get_entries_count(stream) >= stream->nb_frames) {
             last_index_ = index;
             return frame_.get();
           }
