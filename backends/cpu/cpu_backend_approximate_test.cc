@@ -127,6 +127,27 @@ TEST(ApproximateModeTest, CountWithoutAHeaderCountIsAnEstimate) {
 // Matroska gives streams no duration field. Each stream's DURATION tag, not
 // the container's span of all streams, is its duration; and FFmpeg's muxer
 // writes both as end times, so a stream that starts late does not lengthen.
+// A header rate past any video's (a Matroska frame duration of 50 us; the
+// blocks' own times are 40 ms apart): not
+// one approximate mode places frames by, whose time ranges the host would
+// refuse as the backend's lie; exact mode times the frames from packets.
+TEST(ApproximateModeTest, AHeaderRatePastAnyVideosIsRefusedForExactMode) {
+  std::string bytes = ReadFile(MakeVideo("slow.mkv", "-f lavfi -i testsrc2=size=64x48:rate=25 -frames:v 5 -c:v ffv1"));
+  // The track's DefaultDuration (ID 0x23E383, 4 bytes): 40 ms made 50 us.
+  const size_t at = bytes.find("\x23\xe3\x83\x84");
+  ASSERT_NE(at, std::string::npos);
+  bytes.replace(at + 4, 4, std::string("\x00\x00\xc3\x50", 4));
+  const std::string path = WriteFile("fast.mkv", bytes);
+  TestSession approx(path, Approximate());
+  EXPECT_EQ(approx.open_status(), CV_ERROR_UNSUPPORTED) << approx.open_message();
+  EXPECT_NE(approx.open_message().find("frame rate of 20000 a second in its header"), std::string::npos)
+      << approx.open_message();
+  EXPECT_NE(approx.open_message().find("open it in exact mode"), std::string::npos);
+  TestSession exact(path);
+  ASSERT_TRUE(exact.ok()) << exact.open_message();
+  EXPECT_EQ(exact.Metadata().num_frames_from_scan, 5);
+}
+
 TEST(ApproximateModeTest, MatroskaDurationIsTheStreamsOwn) {
   const std::string two = MakeVideo("two_lengths.mkv",
                                     "-f lavfi -i testsrc=size=64x48:rate=25:duration=2 "

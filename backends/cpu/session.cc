@@ -202,6 +202,12 @@ absl::Status CpuSession::StartNominalTimeline() {
         "stream ", stream->index,
         " has no frame rate in its header, which approximate mode needs; open it in exact mode"));
   }
+  if (av_q2d(fps) > kMaxHeaderFrameRate) {
+    return absl::UnimplementedError(absl::StrFormat(
+        "stream %d has a frame rate of %.6g a second in its header, more than any video's (%.6g at most), which "
+        "approximate mode would place its frames by; open it in exact mode",
+        stream->index, av_q2d(fps), kMaxHeaderFrameRate));
+  }
   frame_rate_ = fps;
   begin_pts_ = stream->start_time != AV_NOPTS_VALUE ? stream->start_time : 0;
   frame_duration_ = std::max<int64_t>(1, av_rescale_q(1, av_inv_q(fps), stream->time_base));

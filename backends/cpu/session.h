@@ -46,6 +46,12 @@ namespace codecvisor::cpu {
 // the manifest's memory and task limits.
 inline constexpr uint32_t kMaxDecoderThreads = 64;
 
+// A header frame rate past this is no video's (the host refuses a time
+// range whose frames hold more than 10,000 a second: the SDK README's
+// "Time ranges"): approximate mode, which places frames by that rate,
+// refuses the stream, and exact mode times its frames from their packets.
+inline constexpr double kMaxHeaderFrameRate = 10'000;
+
 // A session whose host converts native frames itself still gets RGB when
 // its decoder runs frame threads and its frames are smaller than this many
 // pixels (960x540). A native frame spares a pass over the RGB frame (the
