@@ -98,3 +98,36 @@ def _read_source(source):
     raise TypeError(f"Unknown source type: {type(source)}. Supported types are str, os.PathLike, bytes, "
                     "bytearray, memoryview, a 1-D uint8 torch.Tensor or numpy array, and file-like objects with "
                     "read and seek.")
+
+
+_boot_id = None
+
+
+def file_identity(path):
+    """(boot, device, inode, size, modification time) of the file at `path`
+    now; None where it cannot be had. The boot tells this machine's and
+    boot's identities from another's, whose device and inode numbers name
+    other files."""
+    global _boot_id
+    if _boot_id is None:
+        try:
+            with open("/proc/sys/kernel/random/boot_id") as f:
+                _boot_id = f.read().strip()
+        except OSError:
+            _boot_id = ""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return (_boot_id, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def identity_change(before, now) -> str:
+    """What differs between two identities of one path (file_identity's):
+    "" when nothing does, or when they cannot be compared (taken on another
+    machine or boot, as a pickle sent to another node whose path is its own
+    copy, or on another file system)."""
+    if before is None or now is None or not before[0] or tuple(before[:2]) != tuple(now[:2]):
+        return ""
+    names = ("inode", "size", "modification time")
+    return ", ".join(name for name, a, b in zip(names, before[2:], now[2:]) if a != b)

@@ -15,7 +15,7 @@ from typing import BinaryIO, Optional, Sequence, Union
 
 import numpy
 
-from . import _codecvisor, _errors, _frame, _host, _open_errors, _tensor
+from . import _codecvisor, _errors, _frame, _host, _open_errors, _sources, _tensor
 from ._arguments import (_INT64_LIMIT, _MAX_STREAM_INDEX, _MAX_THREADS, _check_timeout, _index, _index_list,
                          _integer, _option_int, _out_of_range, _time, _times, _unwrapped)
 from ._frame import Frame, FrameBatch
@@ -150,6 +150,7 @@ class VideoDecoder:
         self._closed = False
         self.metadata = None
         self._video_metadata = None
+        self._identity = None  # the path's file as first opened (_sources.file_identity)
         self._open()
 
     def _open(self):
@@ -176,6 +177,16 @@ class VideoDecoder:
             native.close()
             raise _errors.VideoError(f"{self._label}: the video changed since the decoder was made: reopened, "
                                      f"it has other metadata ({change})", "DATA_LOSS")
+        # The same metadata from another file at the path (re-encoded with
+        # the same settings, or edited in place) is caught on this machine.
+        identity = _sources.file_identity(self._source) if self._kind == "path" else None
+        if self._video_metadata is not None and _sources.identity_change(self._identity, identity):
+            native.close()
+            raise _errors.VideoError(f"{self._label}: the video changed since the decoder was made: reopened, the "
+                                     f"file is another or was rewritten (its "
+                                     f"{_sources.identity_change(self._identity, identity)} differ)", "DATA_LOSS")
+        if self._identity is None:
+            self._identity = identity
         with _installing:
             installed = not self._closed
             if installed:
@@ -517,7 +528,7 @@ class VideoDecoder:
     def __getstate__(self):
         return dict(kind=self._kind, source=self._source, options=self._options, order=self._dimension_order,
                     seek_mode=self._seek_mode, label=self._label, metadata=dataclasses.asdict(self._video_metadata),
-                    shown=self.metadata, closed=self._native is None)
+                    shown=self.metadata, closed=self._native is None, identity=self._identity)
 
     def __setstate__(self, state):
         self._kind, self._source, self._options = state["kind"], state["source"], state["options"]
@@ -527,6 +538,7 @@ class VideoDecoder:
         self._native = None
         self._pid = None
         self._closed = False
+        self._identity = state.get("identity")
         metadata = state.get("metadata")
         self._video_metadata = None if metadata is None else VideoStreamMetadata._from_fields(metadata)
         # The user's copy, as they left it (a pickle made by an earlier

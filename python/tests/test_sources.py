@@ -220,6 +220,30 @@ def test_a_forked_or_unpickled_decoder_reopens_the_same_file(video, reference, t
     assert os.waitpid(pid, 0)[1] == 0
 
 
+def test_a_file_replaced_by_one_with_the_same_metadata_is_found_changed_on_this_machine(tmp_path):
+    # Another file at the path whose metadata are the same (here the same
+    # bytes, a copy; in the wild a re-encode with the same settings, or an
+    # edit in place): the metadata check alone would hand its frames out.
+    first = make_video(tmp_path / "a.mp4", ["-f", "lavfi", "-i", "testsrc=size=96x64:rate=25", "-frames:v", "10",
+                                            "-c:v", "libx264", "-g", "5"])
+    path = tmp_path / "clip.mp4"
+    shutil.copy(first, path)
+    d = VideoDecoder(str(path))
+    state = pickle.dumps(d)
+    shutil.copy(first, tmp_path / "b.mp4")
+    os.replace(tmp_path / "b.mp4", path)
+    unpickled = pickle.loads(state)
+    assert unpickled.metadata == d.metadata
+    with pytest.raises(codecvisor.VideoError, match=r"the file is another or was rewritten \(its inode"):
+        unpickled[0]
+    # Identities taken on another machine (another boot) are not
+    # comparable: the metadata alone decide there.
+    from codecvisor import _sources
+    here = _sources.file_identity(path)
+    assert _sources.identity_change(("another boot",) + here[1:], here) == ""
+    assert _sources.identity_change(here, here) == ""
+
+
 def test_a_file_name_that_is_not_utf8(video, reference, tmp_path):
     # Legal on Linux; Python names it with surrogate escapes.
     good = os.fsdecode(bytes(tmp_path) + b"/clip\xff.mp4")
