@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "base/kernel_file_system.h"
 #include "base/standard_descriptors.h"
 #include "core/backend_history.h"
 #include "core/backend_output.h"
@@ -360,6 +361,13 @@ absl::StatusOr<std::unique_ptr<VideoDecoder>> Host::OpenDecoder(absl::string_vie
   if (!S_ISREG(st.st_mode)) {
     // The backend seeks and reads at offsets: a pipe, FIFO or folder cannot be decoded.
     return absl::InvalidArgumentError(absl::StrCat(label, ": not a regular file"));
+  }
+  // SECURITY: a file of the kernel's is no video, and some would hand the
+  // backend this process's own state: /proc/self/mem (its memory, read at
+  // any offset), /proc/self/environ. A dataset's symlink may name one.
+  if (OnAKernelFileSystem(fd.get())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(label, ": not a regular file (one of the kernel's, in /proc or /sys), never given to a backend"));
   }
   // A size of 0 is read to be sure: procfs, sysfs and some FUSE
   // filesystems give it for files with contents.

@@ -232,6 +232,22 @@ TEST_F(HostSyntheticTest, AFifoOrAFolderIsAnErrorNotAHang) {
   }
 }
 
+// SECURITY: a path to one of the kernel's files (a dataset's symlink to
+// /proc/self/mem would hand the backend this process's memory) is refused
+// before any backend sees it.
+TEST_F(HostSyntheticTest, AKernelFileIsNeverGivenToABackend) {
+  DecoderOptions options;
+  options.device = "synthetic";
+  const std::string link = std::string(std::getenv("TEST_TMPDIR")) + "/clip.mp4";
+  ASSERT_EQ(symlink("/proc/self/mem", link.c_str()), 0);
+  for (const std::string& path : {std::string("/proc/self/mem"), std::string("/proc/self/environ"), link}) {
+    auto decoder = host_->OpenDecoder(path, options);
+    ASSERT_EQ(decoder.status().code(), absl::StatusCode::kInvalidArgument) << path << ": " << decoder.status();
+    EXPECT_NE(decoder.status().message().find("one of the kernel's, in /proc or /sys"), std::string::npos)
+        << decoder.status();
+  }
+}
+
 // Naming a manifest the host has already (discovered, or loaded before),
 // by its path or through a symlink, loads nothing twice and is no error;
 // another file claiming the same name still is.
