@@ -35,17 +35,6 @@ class ReadOn {
   int same_time_ = 0;  // frames taken after the first at previous_
 };
 
-// Whether a range that read on to its stream's end (no frame after the
-// last it took, which played until `played_to` seconds) stops short of
-// its `stop_seconds`, which the header's times allowed: by more than a
-// frame at `average_fps` (a last frame's duration may be unknown, 0). A
-// cut file's range then lacks the frames the header promised, as a frame
-// played at a time past `played_to` is missing, not an empty answer.
-inline bool EndsShortOfStop(double played_to, double stop_seconds, double average_fps) {
-  const double frame = average_fps > 0 ? 1 / average_fps : 0;
-  return played_to + frame + 1e-6 < stop_seconds;
-}
-
 }  // namespace codecvisor::runner
 
 #endif  // CODECVISOR_BACKENDS_SDK_RUNNER_READ_ON_H_

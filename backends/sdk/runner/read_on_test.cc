@@ -44,18 +44,5 @@ TEST(ReadOnTest, AVendorRepeatingItsLastFrameIsCutOff) {
   EXPECT_FALSE(r.Takes(1.96));
 }
 
-// A stream that ends within a frame of the stop ends the range as asked
-// (a last frame of unknown duration counts a frame at the average rate);
-// one that ends earlier lacks frames the header promised.
-TEST(EndsShortOfStopTest, OnlyAStreamEndingAFrameOrMoreBeforeTheStopIsShort) {
-  EXPECT_FALSE(EndsShortOfStop(2.0, 2.0, 25));
-  EXPECT_FALSE(EndsShortOfStop(1.96, 2.0, 25)) << "the last frame's duration unknown";
-  EXPECT_FALSE(EndsShortOfStop(3.0, 2.0, 25)) << "a range that ended past its stop";
-  EXPECT_TRUE(EndsShortOfStop(2.0, 2.9, 25)) << "a cut file";
-  EXPECT_TRUE(EndsShortOfStop(1.9, 2.0, 25));
-  EXPECT_TRUE(EndsShortOfStop(1.0, 2.0, 0)) << "no rate: no frame of slack";
-  EXPECT_FALSE(EndsShortOfStop(std::nan(""), 2.0, 25));
-}
-
 }  // namespace
 }  // namespace codecvisor::runner

@@ -1,6 +1,5 @@
 #include "backends/sdk/runner/session_server.h"
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdio>
 #include <limits>
@@ -11,7 +10,6 @@
 #include <variant>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "backends/sdk/runner/abi_convert.h"
 #include "backends/sdk/runner/backend_library.h"
 #include "backends/sdk/runner/close_watchdog.h"
@@ -82,7 +80,6 @@ absl::Status SessionServer::ServeFrames(uint64_t id, const ipc::FrameRequest& re
                                  ? std::get_if<ipc::PtsRange>(&request.selection)
                                  : nullptr;
   int64_t previous = -1;
-  double played_to = 0;  // the end of the last frame sent: its time plus its duration
   ReadOn read_on;
   // Such a range is not bounded by the header rate's count of frames in it
   // (a burst faster than the average has more): it ends at the first frame
@@ -131,16 +128,8 @@ absl::Status SessionServer::ServeFrames(uint64_t id, const ipc::FrameRequest& re
     if (st != CV_OK || !target.acquire_failure.ok()) {
       if (target.slot.has_value()) channel_->arena().Abandon(target.slot->index);
       if (!target.acquire_failure.ok()) return slot_failure(target.acquire_failure);
-      // Reading on from a time range's first frame: the stream ended, at
-      // the stop, or short of it (a cut file), where the frames played in
-      // between are missing as a frame played at one of those times is.
+      // Reading on from a time range's first frame: the stream ended.
       if (span_by_time != nullptr && pos > 0 && st == CV_ERROR_OUT_OF_RANGE) {
-        if (EndsShortOfStop(played_to, span_by_time->stop_seconds, session_.opened.metadata.average_fps)) {
-          return SendError(id, absl::OutOfRangeError(absl::StrFormat(
-                                   "the stream ends at %.6g s, short of the range's stop at %.6g s, which its "
-                                   "header's times allow: no frame plays in between (the file may be cut short)",
-                                   played_to, span_by_time->stop_seconds)));
-        }
         return channel_->Send({id, ipc::FrameBatch{{}, true}}, Clock::now() + kHostProgressTimeout);
       }
       return SendError(id, VendorError(st, error));
@@ -202,7 +191,6 @@ absl::Status SessionServer::ServeFrames(uint64_t id, const ipc::FrameRequest& re
     ref.key_frame = info.key_frame != 0;
     ref.index = index;
     ref.request_position = static_cast<uint32_t>(pos);
-    played_to = info.pts_seconds + std::max(info.duration_seconds, 0.0);
     channel_->arena().Lend(target.slot->index);
     const bool final = pos + 1 == count;
     // Cheap frames share a host wake-up (wake_policy.h). A frame waits at
