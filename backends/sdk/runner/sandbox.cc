@@ -183,22 +183,32 @@ absl::Status ApplyLandlock(const RunnerSandbox& sandbox) {
   return absl::OkStatus();
 }
 
-std::vector<std::pair<uint8_t, uint8_t>> AllowedIoctlTypeBlocks(std::span<const uint8_t> denied) {
-  std::vector<std::pair<uint8_t, uint8_t>> blocks;
-  auto has_denied = [&](unsigned start, unsigned size) {
+std::vector<std::pair<uint32_t, uint32_t>> AllowedValueBlocks(unsigned bits, std::span<const uint32_t> denied) {
+  std::vector<std::pair<uint32_t, uint32_t>> blocks;
+  const uint64_t end = uint64_t{1} << bits;
+  auto has_denied = [&](uint64_t start, uint64_t size) {
     const auto first = std::lower_bound(denied.begin(), denied.end(), start);
     return first != denied.end() && *first < start + size;
   };
-  for (unsigned start = 0; start < 256;) {
+  for (uint64_t start = 0; start < end;) {
     if (has_denied(start, 1)) {
       ++start;
       continue;
     }
-    // The largest aligned block from here with no denied type in it.
-    unsigned size = 1;
-    while (size < 256 && start % (size * 2) == 0 && start + size * 2 <= 256 && !has_denied(start, size * 2)) size *= 2;
-    blocks.emplace_back(static_cast<uint8_t>(~(size - 1) & 0xff), static_cast<uint8_t>(start));
+    // The largest aligned block from here with no denied value in it.
+    uint64_t size = 1;
+    while (size < end && start % (size * 2) == 0 && start + size * 2 <= end && !has_denied(start, size * 2)) size *= 2;
+    blocks.emplace_back(static_cast<uint32_t>(~(size - 1) & (end - 1)), static_cast<uint32_t>(start));
     start += size;
+  }
+  return blocks;
+}
+
+std::vector<std::pair<uint8_t, uint8_t>> AllowedIoctlTypeBlocks(std::span<const uint8_t> denied) {
+  const std::vector<uint32_t> wide(denied.begin(), denied.end());
+  std::vector<std::pair<uint8_t, uint8_t>> blocks;
+  for (auto [mask, value] : AllowedValueBlocks(8, wide)) {
+    blocks.emplace_back(static_cast<uint8_t>(mask), static_cast<uint8_t>(value));
   }
   return blocks;
 }
@@ -291,18 +301,13 @@ absl::Status ApplySeccomp(SeccompMode mode, bool memfd) {
   // Memory the channel's memfd holds stays there. The pages past what the
   // host populates are the backend's, charged to its cgroup; a hole made
   // in them (MADV_REMOVE, a punched hole) would be filled, and charged to
-  // the host, by the host's next read of the frame there. MADV_PAGEOUT
-  // too is refused, whose pages would come back on that read. Each advice
-  // is an equality on its int, for the reason above.
-  for (int advice :
-       {MADV_NORMAL, MADV_RANDOM, MADV_SEQUENTIAL, MADV_WILLNEED, MADV_DONTNEED, MADV_FREE, MADV_DONTFORK, MADV_DOFORK,
-        MADV_MERGEABLE, MADV_UNMERGEABLE, MADV_HUGEPAGE, MADV_NOHUGEPAGE, MADV_DONTDUMP, MADV_DODUMP, MADV_WIPEONFORK,
-        MADV_KEEPONFORK, MADV_COLD, MADV_POPULATE_READ, MADV_POPULATE_WRITE}) {
-    add(SCMP_ACT_ALLOW, SCMP_SYS(madvise), {SCMP_A2(SCMP_CMP_MASKED_EQ, kLow32, static_cast<scmp_datum_t>(advice))});
+  // the host, by the host's next read of the frame there (kDeniedAdvice).
+  // Each advice is tested on its int, for the reason above.
+  for (uint32_t advice : kDeniedAdvice) {
+    add(SCMP_ACT_ERRNO(EPERM), SCMP_SYS(madvise), {SCMP_A2(SCMP_CMP_MASKED_EQ, kLow32, scmp_datum_t{advice})});
   }
-  for (int advice : {MADV_REMOVE, MADV_PAGEOUT}) {
-    add(SCMP_ACT_ERRNO(EPERM), SCMP_SYS(madvise),
-        {SCMP_A2(SCMP_CMP_MASKED_EQ, kLow32, static_cast<scmp_datum_t>(advice))});
+  for (auto [mask, value] : AllowedValueBlocks(32, kDeniedAdvice)) {
+    add(SCMP_ACT_ALLOW, SCMP_SYS(madvise), {SCMP_A2(SCMP_CMP_MASKED_EQ, scmp_datum_t{mask}, scmp_datum_t{value})});
   }
   add(SCMP_ACT_ALLOW, SCMP_SYS(fallocate), {SCMP_A1(SCMP_CMP_MASKED_EQ, FALLOC_FL_PUNCH_HOLE, 0)});
   add(SCMP_ACT_ERRNO(EPERM), SCMP_SYS(fallocate),

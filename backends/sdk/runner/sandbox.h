@@ -19,6 +19,8 @@
 #ifndef CODECVISOR_BACKENDS_SDK_RUNNER_SANDBOX_H_
 #define CODECVISOR_BACKENDS_SDK_RUNNER_SANDBOX_H_
 
+#include <sys/mman.h>
+
 #include <cstdint>
 #include <span>
 #include <string>
@@ -44,9 +46,21 @@ struct RunnerSandbox {
 // lent to the backend when the host's user owns it. Sorted.
 inline constexpr uint8_t kDeniedIoctlTypes[] = {0x54, 0x58, 0x66, 0x76, 0x94};
 
-// Every ioctl type byte but `denied` (sorted), as aligned blocks: pairs of
-// (mask, value) such that a type t is allowed when (t & mask) == value.
+// Every `bits`-bit value (bits <= 32) but `denied` (sorted), as disjoint
+// aligned blocks: pairs of (mask, value) such that v is allowed when
+// (v & mask) == value. A filter tests an argument against them with
+// SCMP_CMP_MASKED_EQ, which sees only the low `bits` bits, as the kernel
+// does of an int.
+std::vector<std::pair<uint32_t, uint32_t>> AllowedValueBlocks(unsigned bits, std::span<const uint32_t> denied);
+
+// Every ioctl type byte but `denied` (sorted), as AllowedValueBlocks(8).
 std::vector<std::pair<uint8_t, uint8_t>> AllowedIoctlTypeBlocks(std::span<const uint8_t> denied);
+
+// The madvise advice refused with EPERM: MADV_REMOVE and MADV_PAGEOUT free
+// (or push to swap) a shared memfd's pages, which the host's next read of
+// a frame there would allocate, or bring back, against its own memory.
+// Every other advice, including ones newer than this list, is allowed.
+inline constexpr uint32_t kDeniedAdvice[] = {MADV_REMOVE, MADV_PAGEOUT};
 
 // The Landlock ABI the kernel offers, 0 if none.
 int LandlockAbi();
