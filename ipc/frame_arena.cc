@@ -1,5 +1,7 @@
 #include "ipc/frame_arena.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <utility>
 
@@ -11,6 +13,14 @@ namespace {
 absl::Status Bad(const FrameRef& ref, absl::string_view why) {
   return absl::DataLossError(absl::StrCat("frame reference (slot ", ref.slot, ", offset ", ref.offset,
                                           ", size ", ref.size, "): ", why));
+}
+
+// Allocates every page of `bytes` (a slot this side owns), against this
+// process's memory: MADV_POPULATE_WRITE, or where the kernel lacks it
+// (before 5.14) a write to each page.
+void PopulateForWriting(std::span<uint8_t> bytes) {
+  if (bytes.empty() || madvise(bytes.data(), bytes.size(), MADV_POPULATE_WRITE) == 0) return;
+  for (size_t at = 0; at < bytes.size(); at += 4096) bytes[at] = 0;
 }
 
 std::atomic<uint32_t>& StateOf(const Region& region, uint32_t slot) {
@@ -61,17 +71,12 @@ HostArena::HostArena(std::shared_ptr<const Region> region)
 
 absl::Status HostArena::Claim(const FrameRef& ref) {
   if (absl::Status s = ValidateFrameRef(ref, region_->geometry()); !s.ok()) return s;
-  // Each plane's rows are checked up to where its pixels end: a backend
-  // need not write the padding after a row's pixels, which can fill a page
-  // of its own. A native plane's row is taken as 1 byte (its format's row
-  // bytes are the converter's to know); what is left unchecked, the rest of
-  // a native plane's last row and the kSlotPadding a converter may read
-  // past the frame, is at most a row and a page a frame.
+  // Every byte the host may read of the frame: its range (a copy takes it
+  // whole) and the padding after it that a converter's loads reach.
+  // ValidateFrameRef has kept both inside the slot.
   const uint64_t slot_at = region_->layout().arena + uint64_t{ref.slot} * region_->geometry().slot_bytes;
-  const uint64_t row_bytes = std::max<uint64_t>(MinPlaneStride(ref.format, ref.width), 1);
-  for (const Plane& p : ref.planes) {
-    const uint64_t bytes = uint64_t{p.stride} * (p.rows - 1) + std::min<uint64_t>(row_bytes, p.stride);
-    if (absl::Status s = region_->CheckAllocated(slot_at + p.offset, bytes); !s.ok()) return Bad(ref, s.message());
+  if (absl::Status s = region_->CheckAllocated(slot_at + ref.offset, ref.size + kSlotPadding); !s.ok()) {
+    return Bad(ref, s.message());
   }
   codecvisor::MutexLock lock(&mu_);
   if (held_[ref.slot]) return Bad(ref, "the host still holds this slot");
@@ -191,18 +196,32 @@ void BackendArena::Abandon(uint32_t index) { Settle(index, SlotState::kFree); }
 
 std::optional<BackendArena::Slot> BackendArena::Borrow() {
   const uint32_t first = region_->geometry().copy_slots();
-  codecvisor::MutexLock lock(&pool_mu_);
-  for (uint32_t i = 0; i < borrowed_.size(); ++i) {
-    if (borrowed_[i]) continue;
-    // Not borrowed: free, or lent to the host since its borrow ended.
-    uint32_t expected = static_cast<uint32_t>(SlotState::kFree);
-    if (StateOf(*region_, first + i)
-            .compare_exchange_strong(expected, static_cast<uint32_t>(SlotState::kWriting), std::memory_order_acq_rel)) {
-      borrowed_[i] = true;
-      return SlotFor(first + i);
+  std::optional<Slot> slot;
+  bool populate = false;
+  {
+    codecvisor::MutexLock lock(&pool_mu_);
+    for (uint32_t i = 0; i < borrowed_.size(); ++i) {
+      if (borrowed_[i]) continue;
+      // Not borrowed: free, or lent to the host since its borrow ended.
+      uint32_t expected = static_cast<uint32_t>(SlotState::kFree);
+      if (StateOf(*region_, first + i)
+              .compare_exchange_strong(expected, static_cast<uint32_t>(SlotState::kWriting),
+                                       std::memory_order_acq_rel)) {
+        borrowed_[i] = true;
+        populate = !populated_[i];
+        populated_[i] = true;
+        slot = SlotFor(first + i);
+        break;
+      }
     }
   }
-  return std::nullopt;
+  // A pool slot's pages are allocated once, here, all of them: the host
+  // refuses a frame on pages no one allocated (HostArena::Claim), and a
+  // decoder need not write every byte of its frame's range. Outside the
+  // lock: the first borrow of each slot pays its page faults, as the
+  // decoder's first writes would.
+  if (slot.has_value() && populate) PopulateForWriting(slot->bytes);
+  return slot;
 }
 
 std::optional<uint32_t> BackendArena::BorrowedPoolIndex(uint32_t index) const {

@@ -52,7 +52,9 @@ class HostArena : public std::enable_shared_from_this<HostArena> {
   explicit HostArena(std::shared_ptr<const Region> region);
 
   // Validates `ref` and records its slot as held by the host. kDataLoss if
-  // the reference is out of bounds or names a slot the host already holds.
+  // the reference is out of bounds, names a slot the host already holds,
+  // or lies on pages past the host's populated share that no one allocated
+  // (Region::CheckAllocated: the frame's bytes and the padding after them).
   [[nodiscard]] absl::Status Claim(const FrameRef& ref);
   // Frees a held slot for the backend and rings the slot doorbell. Releasing
   // a slot that is not held is a no-op (counted in misuse_count()).
@@ -105,7 +107,8 @@ class BackendArena {
   explicit BackendArena(const Region* region)
       : region_(region),
         borrowed_(region->geometry().pool_slots, false),
-        taken_(region->geometry().pool_slots, false) {}
+        taken_(region->geometry().pool_slots, false),
+        populated_(region->geometry().pool_slots, false) {}
 
   struct Slot {
     uint32_t index;
@@ -130,7 +133,8 @@ class BackendArena {
   // pool slot that no one borrows, for the backend's own use until
   // GiveBack; nullopt when there is none (it never waits). A borrowed
   // slot is never claimed by Acquire nor borrowed again, whatever the host
-  // does with it.
+  // does with it. A slot's first borrow allocates all its pages (the
+  // host reads frames only on pages allocated: HostArena::Claim).
   std::optional<Slot> Borrow();
   // Ends the borrow of `index`; false (and nothing done) for a slot not
   // borrowed. A slot the host holds stays the host's until it frees it.
@@ -165,6 +169,7 @@ class BackendArena {
   mutable codecvisor::Mutex pool_mu_;
   std::vector<bool> borrowed_ ABSL_GUARDED_BY(pool_mu_);  // by pool slot, from copy_slots()
   std::vector<bool> taken_ ABSL_GUARDED_BY(pool_mu_);     // TakeBorrowed, not yet lent or abandoned
+  std::vector<bool> populated_ ABSL_GUARDED_BY(pool_mu_);  // pages allocated at a borrow (PopulateForWriting)
 };
 
 }  // namespace codecvisor::ipc

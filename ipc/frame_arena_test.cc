@@ -216,14 +216,10 @@ TEST_F(FramePoolArenaTest, CopiesUseOnlyTheCopySlotsAndBorrowsOnlyThePool) {
   EXPECT_EQ(backend_->PoolSlotAt(region_->slot(2) + 1), std::nullopt);
 }
 
-// The life of a pool slot: borrowed, lent to the host as a frame, freed by
-// the host while the decoder still references it (it must stay the
-// decoder's), lent again (a picture shown twice), given back while the
-// host holds it (it becomes borrowable only once the host frees it).
 // A pool slot's pages are the backend's to allocate (the host populates
 // only the copy slots). A frame there on pages no one allocated, never
 // written or freed since, is refused: reading it would allocate the pages
-// against the host. The padding after a row's pixels need not be written.
+// against the host.
 TEST_F(FramePoolArenaTest, AFrameOnPagesTheBackendNeverWroteIsRefused) {
   auto arena = std::make_shared<HostArena>(std::make_shared<Region>(*std::move(region_)));
   const Region& region = arena->region();
@@ -246,17 +242,36 @@ TEST_F(FramePoolArenaTest, AFrameOnPagesTheBackendNeverWroteIsRefused) {
   FrameRef other = Rgb(2);
   std::memset(peer->slot(2), 9, other.size);
   EXPECT_TRUE(arena->Claim(other).ok());
-  // One row ending 192 bytes before a page ends, whose stride's padding
-  // runs onto the next page, never written.
+  // Every byte the host may read is checked: a frame whose range (a copy
+  // takes it whole) or padding runs onto a page never written is refused,
+  // whatever its planes.
   FrameRef row = Rgb(4);
   row.height = 1;
   row.offset = 4096 - kW * 3;
-  row.size = 512;
-  row.planes = {{row.offset, 512, 1}};
+  row.size = kW * 3;
+  row.planes = {{row.offset, kW * 3, 1}};
   std::memset(region.slot(4) + row.offset, 7, kW * 3);
+  EXPECT_EQ(arena->Claim(row).code(), absl::StatusCode::kDataLoss) << "the padding's page";
+  std::memset(region.slot(4) + row.offset, 7, row.size + kSlotPadding);
   EXPECT_TRUE(arena->Claim(row).ok());
 }
 
+// A pool slot's first borrow allocates all its pages, so that a decoder's
+// frame there is never refused for bytes it did not write.
+TEST_F(FramePoolArenaTest, ABorrowAllocatesThePoolSlotsPages) {
+  std::optional<BackendArena::Slot> slot = backend_->Borrow();
+  ASSERT_TRUE(slot.has_value());
+  const uint64_t at = region_->layout().arena + uint64_t{slot->index} * region_->geometry().slot_bytes;
+  EXPECT_TRUE(region_->CheckAllocated(at, region_->geometry().slot_bytes).ok());
+  const uint32_t last = region_->geometry().slot_count - 1;
+  const uint64_t last_at = region_->layout().arena + uint64_t{last} * region_->geometry().slot_bytes;
+  EXPECT_FALSE(region_->CheckAllocated(last_at, region_->geometry().slot_bytes).ok()) << "a slot never borrowed";
+}
+
+// The life of a pool slot: borrowed, lent to the host as a frame, freed by
+// the host while the decoder still references it (it must stay the
+// decoder's), lent again (a picture shown twice), given back while the
+// host holds it (it becomes borrowable only once the host frees it).
 TEST_F(FramePoolArenaTest, ABorrowedSlotIsNeverReusedUntilBothSidesLetGo) {
   std::optional<BackendArena::Slot> a = backend_->Borrow();
   ASSERT_TRUE(a.has_value());
