@@ -148,8 +148,8 @@ std::string PluginExitWhileStarting(const ExitStatus& exit, const ipc::CrashHint
     return absl::StrCat(" (the plugin's create() called exit(", exit.code,
                         "): a backend that cannot start returns an error from create, which the host shows)");
   }
-  for (RunnerExit own : {RunnerExit::kBadInvocation, RunnerExit::kChannelBroken, RunnerExit::kPluginClosedChannel,
-                         RunnerExit::kSandboxViolation}) {
+  for (RunnerExit own : {RunnerExit::kBadInvocation, RunnerExit::kLoadFailed, RunnerExit::kChannelBroken,
+                         RunnerExit::kPluginClosedChannel, RunnerExit::kSandboxViolation}) {
     if (exit.code == ExitCode(own)) return "";
   }
   return absl::StrCat(" (not an exit the runner makes while it starts: the plugin's library probably called exit(",

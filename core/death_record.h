@@ -114,7 +114,8 @@ std::string CrashAdvice(const DeathRecord& death, bool backtrace_enabled);
 // where the plugin made it exit, to append to its message: an exit() in
 // create() (the sandbox recorded its code in `hints`), or an exit code the
 // runner never uses while it starts (it answers the handshake with its own
-// failures): the library's constructors. "" for any other end.
+// failures): the library's constructors. "" for any other end, and for a
+// code the runner uses (an exit(3) in a constructor reads as its own).
 std::string PluginExitWhileStarting(const ExitStatus& exit, const ipc::CrashHints& hints);
 
 // Whether this process's environment has CODECVISOR_BACKEND_BACKTRACE=1,

@@ -217,7 +217,8 @@ TEST(PluginExitWhileStartingTest, NamesCreateOrTheLibrarysConstructors) {
   EXPECT_EQ(PluginExitWhileStarting({false, 0}, Hints(0)),
             " (not an exit the runner makes while it starts: the plugin's library probably called exit(0) as it "
             "loaded, in a constructor)");
-  EXPECT_NE(PluginExitWhileStarting({false, 3}, Hints(0)).find("exit(3) as it loaded"), std::string::npos);
+  EXPECT_NE(PluginExitWhileStarting({false, 7}, Hints(0)).find("exit(7) as it loaded"), std::string::npos);
+  EXPECT_EQ(PluginExitWhileStarting({false, 3}, Hints(0)), "") << "the runner's own: the backend did not load";
   EXPECT_EQ(PluginExitWhileStarting({false, 2}, Hints(0)), "") << "the runner's own: its command line refused";
   EXPECT_EQ(PluginExitWhileStarting({false, 5}, Hints(0)), "") << "the runner's own: its channel closed";
   EXPECT_EQ(PluginExitWhileStarting({false, 128 + SIGSYS}, Hints(0)), "") << "a sandbox violation";

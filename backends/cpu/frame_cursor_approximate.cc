@@ -353,11 +353,12 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeApproximate(int64_t index, int
           // index lists past the file's end (a file cut short, whose
           // missing frames a sequential read does not reach either),
           // frames an edit list discards, or more frames than its index
-          // lists (an AVI whose header's length outruns its idx1).
+          // lists (an AVI whose header's length outruns its idx1; a file
+          // with no index at all is not judged by it).
           BackToFrameBefore();
           const AVStream* stream = demuxer_->stream();
-          if (!cut_short_ && FramesTheIndexHides(stream) == 0 &&
-              avformat_index_get_entries_count(stream) >= stream->nb_frames) {
+          const int indexed = avformat_index_get_entries_count(stream);
+          if (!cut_short_ && FramesTheIndexHides(stream) == 0 && (indexed == 0 || indexed >= stream->nb_frames)) {
             last_index_ = index;
             return frame_.get();
           }

@@ -159,6 +159,7 @@ class VideoDecoder:
         had: other metadata (the file was replaced) is an error, never
         another video's frames under the same indices."""
         host = _host.get()
+        opening = _sources.file_identity(self._source) if self._kind == "path" else None
         try:
             if self._kind == "path":
                 # As bytes: a name that is not UTF-8 is a path all the same.
@@ -180,6 +181,11 @@ class VideoDecoder:
         # The same metadata from another file at the path (re-encoded with
         # the same settings, or edited in place) is caught on this machine.
         identity = _sources.file_identity(self._source) if self._kind == "path" else None
+        if _sources.identity_change(opening, identity):  # replaced between the two: which did the host open?
+            native.close()
+            raise _errors.VideoError(f"{self._label}: the file was replaced or rewritten while it was opened (its "
+                                     f"{_sources.identity_change(opening, identity)} changed); open it again",
+                                     "DATA_LOSS")
         if self._video_metadata is not None and _sources.identity_change(self._identity, identity):
             native.close()
             raise _errors.VideoError(f"{self._label}: the video changed since the decoder was made: reopened, the "
