@@ -175,7 +175,7 @@ def translate(error, path=None, backend_started=False, plugin_unloadable=False):
     if path is not None and code in ("INVALID_ARGUMENT", "PERMISSION_DENIED") and os.path.exists(path):
         if os.path.isdir(path):
             return IsADirectoryError(errno.EISDIR, message, path)
-        if not os.path.isfile(path):
+        if not os.path.isfile(path) or "not a regular file" in message:  # a FIFO; a file of /proc or /sys
             return OSError(errno.EINVAL, message, path)
         if code == "PERMISSION_DENIED" and not os.access(path, os.R_OK):
             return PermissionError(errno.EACCES, message, path)

@@ -176,14 +176,21 @@ def test_an_empty_file_is_an_empty_video_as_empty_bytes_are(tmp_path):
         VideoDecoder(b"")
 
 
-def test_a_file_that_says_it_is_empty_but_has_bytes_is_read(tmp_path):
+def test_a_file_that_says_it_is_empty_but_has_bytes_is_read_and_the_kernels_are_refused(tmp_path):
     # procfs, sysfs and some FUSE filesystems give a size of 0 for files
-    # with contents: the bytes decide, so this text is a VideoError that
-    # could not be demuxed, not an empty video.
-    with pytest.raises(codecvisor.VideoError) as e:
-        VideoDecoder("/proc/self/status")
-    assert not isinstance(e.value, codecvisor.EmptyVideoError), e.value
-    assert "empty" not in str(e.value)
+    # with contents: the bytes decide whether a file is empty.
+    from codecvisor._open_errors import is_empty_file
+    assert not is_empty_file("/proc/self/status")
+    empty = tmp_path / "empty.mp4"
+    empty.write_bytes(b"")
+    assert is_empty_file(empty)
+    # The kernel's files are no videos, and some would hand the backend
+    # this process's state: refused as what Python's own open() of a
+    # file that is not a video's would be, an OSError.
+    for path in ("/proc/self/status", "/proc/self/mem"):
+        with pytest.raises(OSError, match="one of the kernel's") as e:
+            VideoDecoder(path)
+        assert not isinstance(e.value, codecvisor.EmptyVideoError), e.value
 
 
 def test_frames_larger_than_the_backend_decodes_are_an_unsupported_video(tmp_path):
