@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstring>
 #include <optional>
+#include <string_view>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -112,6 +113,25 @@ void RemoveStale(const std::string& parent, const std::string& own_namespace, in
   for (const std::string& dir : foreign) {
     if (UnchangedFor(dir)) (void)rmdir(dir.c_str());
   }
+}
+
+// Removes cgroup `dir` and the cgroups below it, deepest first; true if
+// `dir` is gone. rmdir fails on a cgroup that holds a process, so one in
+// use stays, and so does every cgroup above it.
+bool RemoveEmptyTree(const std::string& dir, int depth = 0) {
+  if (depth < 8) {
+    if (DIR* d = opendir(dir.c_str()); d != nullptr) {
+      std::vector<std::string> children;
+      while (dirent* e = readdir(d)) {
+        if (e->d_type == DT_DIR && std::string_view(e->d_name) != "." && std::string_view(e->d_name) != "..") {
+          children.push_back(absl::StrCat(dir, "/", e->d_name));
+        }
+      }
+      closedir(d);
+      for (const std::string& child : children) RemoveEmptyTree(child, depth + 1);
+    }
+  }
+  return rmdir(dir.c_str()) == 0;
 }
 
 // RemoveStale for the cgroups beside the host's own (`dir`, under `mount`):
@@ -282,9 +302,10 @@ absl::StatusOr<std::unique_ptr<BackendCgroup>> BackendCgroup::Create(const Cgrou
     // A name this process never used can only exist if a killed process
     // left it behind with the same pid in a namespace whose id the kernel
     // has since reused (a test sandbox's): RemoveStale takes that pid for
-    // ours. Without processes in it, it goes.
-    if (mkdir(dir.c_str(), 0755) != 0 &&
-        !(errno == EEXIST && rmdir(dir.c_str()) == 0 && mkdir(dir.c_str(), 0755) == 0)) {
+    // ours. Without processes in it, it goes, with the cgroups the killed
+    // process's own children left inside it (rmdir refuses any that still
+    // holds a process).
+    if (mkdir(dir.c_str(), 0755) != 0 && !(errno == EEXIST && RemoveEmptyTree(dir) && mkdir(dir.c_str(), 0755) == 0)) {
       return absl::PermissionDeniedError(absl::StrCat("mkdir(", dir, "): ", std::strerror(errno)));
     }
     cg->dirs_.push_back(dir);  // removed by the destructor from here on

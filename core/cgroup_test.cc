@@ -256,7 +256,8 @@ TEST(BackendCgroupTest, StaleCgroupsInASiblingJobsCgroupAreRemoved) {
 
 // A killed process's cgroup named as this process would name its own (the
 // same pid, in a pid namespace whose id the kernel reused: a test sandbox
-// after a killed test run) does not stop this process making its own.
+// after a killed test run) does not stop this process making its own,
+// even holding the cgroup the killed process's own child left in it.
 TEST(BackendCgroupTest, ALeftoverWithThisProcesssOwnNameIsReplaced) {
   const CgroupLayout layout = ProbeCgroupLayout();
   ASSERT_NE(layout.version, 0) << layout.missing;
@@ -266,14 +267,22 @@ TEST(BackendCgroupTest, ALeftoverWithThisProcesssOwnNameIsReplaced) {
   std::vector<std::string> leftovers;
   for (int n = 0; n < 64; ++n) {
     leftovers.push_back(absl::StrCat(layout.memory_dir, "/codecvisor-", ns, "-", getpid(), "-", n, "-unit"));
-    if (mkdir(leftovers.back().c_str(), 0755) != 0) leftovers.pop_back();  // this binary's own, made before
+    if (mkdir(leftovers.back().c_str(), 0755) != 0) {
+      leftovers.pop_back();  // this binary's own, made before
+      continue;
+    }
+    const std::string inner = leftovers.back() + "/codecvisor-" + ns + "-999999-0-synthetic";
+    ASSERT_EQ(mkdir(inner.c_str(), 0755), 0) << inner;
   }
   ASSERT_FALSE(leftovers.empty());
   {
     auto cg = BackendCgroup::Create(layout, "unit", 256 << 20, 64);
     EXPECT_TRUE(cg.ok()) << cg.status();
   }
-  for (const std::string& dir : leftovers) rmdir(dir.c_str());
+  for (const std::string& dir : leftovers) {
+    rmdir((dir + "/codecvisor-" + ns + "-999999-0-synthetic").c_str());
+    rmdir(dir.c_str());
+  }
 }
 
 }  // namespace
