@@ -74,7 +74,7 @@ absl::Status HostArena::Claim(const FrameRef& ref) {
   // Every byte the host may read of the frame: its range (a copy takes it
   // whole) and the padding after it that a converter's loads reach.
   // ValidateFrameRef has kept both inside the slot.
-  const uint64_t slot_at = region_->layout().arena + uint64_t{ref.slot} * region_->geometry().slot_bytes;
+  const auto slot_at = static_cast<uint64_t>(region_->slot(ref.slot) - region_->base());
   if (absl::Status s = region_->CheckAllocated(slot_at + ref.offset, ref.size + kSlotPadding); !s.ok()) {
     return Bad(ref, s.message());
   }

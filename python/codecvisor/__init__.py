@@ -14,9 +14,9 @@ import sys as _sys
 
 from . import _built_for, _environment
 
-if _environment.interpreter_problem(_built_for.PYTHON, _sys.implementation.name, _sys.version_info):
-    raise ImportError(_environment.interpreter_problem(_built_for.PYTHON, _sys.implementation.name,
-                                                       _sys.version_info))
+_problem = _environment.interpreter_problem(_built_for.PYTHON, _sys.implementation.name, _sys.version_info)
+if _problem:
+    raise ImportError(_problem)
 try:
     import numpy  # the extension's batches are numpy arrays, with or without torch
 except ImportError as e:
@@ -24,9 +24,10 @@ except ImportError as e:
                       "pip install 'numpy<2', or, offline, put a folder holding a link to another Python "
                       f"{_sys.version_info[0]}.{_sys.version_info[1]}'s numpy package (Debian's: "
                       "/usr/lib/python3/dist-packages/numpy) on PYTHONPATH") from e
-if _environment.numpy_problem(numpy.__version__):
-    raise ImportError(_environment.numpy_problem(numpy.__version__))
-del numpy
+_problem = _environment.numpy_problem(numpy.__version__)
+if _problem:
+    raise ImportError(_problem)
+del numpy, _problem
 
 from . import backends, decoders
 from ._codecvisor import __version__

@@ -181,16 +181,16 @@ class VideoDecoder:
         # The same metadata from another file at the path (re-encoded with
         # the same settings, or edited in place) is caught on this machine.
         identity = _sources.file_identity(self._source) if self._kind == "path" else None
-        if _sources.identity_change(opening, identity):  # replaced between the two: which did the host open?
+        replaced = _sources.identity_change(opening, identity)
+        if replaced:  # between the two: which did the host open?
             native.close()
             raise _errors.VideoError(f"{self._label}: the file was replaced or rewritten while it was opened (its "
-                                     f"{_sources.identity_change(opening, identity)} changed); open it again",
-                                     "DATA_LOSS")
-        if self._video_metadata is not None and _sources.identity_change(self._identity, identity):
+                                     f"{replaced} changed); open it again", "DATA_LOSS")
+        changed = "" if self._video_metadata is None else _sources.identity_change(self._identity, identity)
+        if changed:
             native.close()
             raise _errors.VideoError(f"{self._label}: the video changed since the decoder was made: reopened, the "
-                                     f"file is another or was rewritten (its "
-                                     f"{_sources.identity_change(self._identity, identity)} differ)", "DATA_LOSS")
+                                     f"file is another or was rewritten (its {changed} differ)", "DATA_LOSS")
         if self._identity is None:
             self._identity = identity
         with _installing:
