@@ -77,11 +77,17 @@ SandboxSpec HostSandbox(const SandboxPolicy& policy) {
   // writing; the one file it may hold is the host's stderr, which can be a
   // large log, so the runner ignores SIGXFSZ and a write past the limit
   // just fails.
+  // No real-time scheduling and no raised priority, whatever the host's
+  // user may have (an audio group's rtprio allowance, a container's
+  // --ulimit rtprio): a SCHED_FIFO thread that spins would starve the
+  // host and everything else on its core.
   s.rlimits = {{RLIMIT_CORE, 0},
                {RLIMIT_FSIZE, uint64_t{1} << 30},
                {RLIMIT_CPU, policy.cpu_seconds},
                {RLIMIT_NOFILE, policy.open_files},
-               {RLIMIT_NPROC, BackendTaskLimit(policy.threads)}};
+               {RLIMIT_NPROC, BackendTaskLimit(policy.threads)},
+               {RLIMIT_RTPRIO, 0},
+               {RLIMIT_NICE, 0}};
 #ifndef CODECVISOR_SANITIZER
   // Sanitizer runtimes reserve terabytes of shadow address space, so an
   // address-space limit would stop an instrumented runner from starting.

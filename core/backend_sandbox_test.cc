@@ -19,6 +19,21 @@ TEST(BackendSandboxTest, TheFullSandboxBoundsTheBackendsTasks) {
   EXPECT_TRUE(HasLimit(spec, RLIMIT_NOFILE));
 }
 
+// A user allowed real-time priorities (ulimit -r) does not pass that on:
+// a plugin's SCHED_FIFO spinner would starve its host.
+TEST(BackendSandboxTest, TheBackendGetsNoRealTimeOrRaisedPriority) {
+  for (const bool namespaces : {true, false}) {
+    SandboxSpec spec = HostSandbox(SandboxPolicy{});
+    if (!namespaces) DropNamespaces(&spec, false);
+    for (const int resource : {RLIMIT_RTPRIO, RLIMIT_NICE}) {
+      auto it =
+          std::find_if(spec.rlimits.begin(), spec.rlimits.end(), [&](const auto& r) { return r.first == resource; });
+      ASSERT_NE(it, spec.rlimits.end()) << "resource " << resource << ", namespaces " << namespaces;
+      EXPECT_EQ(it->second, 0u);
+    }
+  }
+}
+
 // Without a user namespace RLIMIT_NPROC counts every task of the user: a
 // QA helper's root host failed a good file as poison ("could not start a
 // thread ... below its own limit of 4096") while another nobody process

@@ -214,6 +214,12 @@ VideoDecoder::Attempt VideoDecoder::RunOnce(const FrameSelection& selection,
       return {absl::DataLossError(absl::StrCat("backend answered a frame request with ", ipc::KindName(in->response))),
               true};
     }
+    if (in->frames.empty() && !batch->final) {
+      // The runner never sends one: an answer that carries nothing and
+      // ends nothing would pass for progress, each resetting the wait, and
+      // a plugin forging them could hold the call past every deadline.
+      return {absl::DataLossError("backend sent a frame batch with no frame that does not end the answer"), true};
+    }
     for (ipc::FrameLease& lease : in->frames) {
       // A frame the request did not ask for is a protocol violation: the
       // backend is replaced and the request blamed (the records may be a

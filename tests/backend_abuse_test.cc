@@ -18,7 +18,9 @@ namespace {
 // Forged frame records: from inside decode_frame of a request's second
 // frame, the plugin appends well-formed records of its own to the response
 // ring (backends/testing/forger.h): the second frame under stream index
-// 1000, or the true second frame plus a third nobody asked for. The host
+// 1000, the true second frame plus a third nobody asked for, or batches
+// with no frame that never end the answer, sent more often than the
+// request timeout (each one reset the wait: the call hung for good). The host
 // accepts only the frames it asked for, in number, order and index; any
 // other record replaces the backend and blames the request, which is
 // poison when the replay forges again. The caller never receives a frame
@@ -55,7 +57,7 @@ TEST_P(ForgeryTest, OnlyTheRequestedFramesAreAccepted) {
   row.Note(absl::StrCat(StatusOf("faulty").restarts, " restarts"));
 }
 
-INSTANTIATE_TEST_SUITE_P(Forgeries, ForgeryTest, ::testing::Values("forge_index", "forge_count"));
+INSTANTIATE_TEST_SUITE_P(Forgeries, ForgeryTest, ::testing::Values("forge_index", "forge_count", "forge_empty"));
 
 // Memory no mapping accounts for: the faulty backend fills memfds with
 // fallocate up to 2 GiB, four times its manifest's memory_mb (512), and

@@ -200,6 +200,10 @@ absl::StatusOr<bool> FrameCursor::NextFrame() {
       }
       continue;
     }
+    if (!pending_packet_ && stop_ && stop_()) {
+      positioned_ = false;  // the decoder holds part of a run: the next call seeks
+      return absl::CancelledError("the request was cancelled");
+    }
     if (!pending_packet_ && !ReadPacket()) {
       if (demuxer_->last_error() != 0) last_error_ = demuxer_->last_error();
       // Only a read from the stream's start that met no key frame shows

@@ -34,10 +34,12 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/functional/function_ref.h"
@@ -112,6 +114,11 @@ class FrameCursor {
   // decoder holds drains them all untimed) is placed that long after the
   // first packet sent since the start point, not at 0.
   void set_display_delay(int64_t ticks) { display_delay_ = ticks; }
+
+  // Asked before each packet is read: true stops the call in progress with
+  // kCancelled (the request it serves was cancelled), and the next call
+  // starts from a seek.
+  void set_stop_check(std::function<bool()> stop) { stop_ = std::move(stop); }
 
  private:
   // Drained with no time, with a display delay set and packets sent since
@@ -294,6 +301,7 @@ class FrameCursor {
   int64_t last_read_ts_;          // max(pts, dts) of the last packet read
   int64_t first_sent_dts_;        // approximate: dts of the first packet sent since the start point
   int64_t display_delay_ = 0;     // set_display_delay
+  std::function<bool()> stop_;    // set_stop_check
   int64_t last_read_pos_ = -1;    // its place in the file (-1: unknown)
   bool cut_short_ = false;        // approximate: the file ended before its header's index did
   // Approximate mode: the index frame_ was returned as; -1 before the

@@ -202,8 +202,8 @@ absl::StatusOr<bool> FrameCursor::DecodeLastUpTo(int64_t target_pts, int64_t fra
       if (earlier) KeepFrameBefore();
       absl::StatusOr<bool> got = NextFrame();
       // (Refused for memory, the frame is no damaged tail's: the next
-      // request starts again, DecoderOutOfMemory.)
-      if (!got.ok() && earlier && !absl::IsResourceExhausted(got.status())) {
+      // request starts again, DecoderOutOfMemory; nor when cancelled.)
+      if (!got.ok() && earlier && !absl::IsResourceExhausted(got.status()) && !absl::IsCancelled(got.status())) {
         // Nothing decodes after the frame before (a damaged tail): it is
         // the one played at the target if its duration reaches it.
         BackToFrameBefore();

@@ -101,10 +101,18 @@ void SetFrameThreadedNativeMinPixelsForTest(int64_t pixels) {
   frame_threaded_native_min_pixels.store(pixels, std::memory_order_relaxed);
 }
 
+void CpuSession::MakeCursor(const FrameIndex* index, bool at_start) {
+  cursor_ = std::make_unique<FrameCursor>(demuxer_.get(), decoder_.get(), index, at_start);
+  if (cv_cancel_check* check = cancel_check_; check != nullptr && check->cancelled != nullptr) {
+    cursor_->set_stop_check([check] { return check->cancelled(check) != 0; });
+  }
+}
+
 absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Open(int fd,
                                                              const cv_open_options& options) {
   if (absl::Status s = ValidateOptions(options); !s.ok()) return s;
   std::unique_ptr<CpuSession> session(new CpuSession());
+  session->cancel_check_ = options.cancel_check;
   auto demuxer = Demuxer::Open(fd, options.stream_index);
   if (!demuxer.ok()) return demuxer.status();
   session->demuxer_ = *std::move(demuxer);
@@ -186,8 +194,7 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Open(int fd,
   session->streams_ = DescribeStreams(session->demuxer_->format());
   session->header_begin_seconds_ = session->metadata_.begin_stream_seconds;
   if (!approximate) {
-    session->cursor_ = std::make_unique<FrameCursor>(session->demuxer_.get(), session->decoder_.get(),
-                                                     &*session->index_, /*at_start=*/false);
+    session->MakeCursor(&*session->index_, /*at_start=*/false);
   } else if (absl::Status s = session->StartNominalTimeline(); !s.ok()) {
     return s;
   }
@@ -243,7 +250,7 @@ absl::Status CpuSession::StartNominalTimeline() {
     anchor = *read;
     stream = demuxer_->stream();  // reopened: another AVStream
   }
-  cursor_ = std::make_unique<FrameCursor>(demuxer_.get(), decoder_.get(), /*index=*/nullptr, /*at_start=*/true);
+  MakeCursor(/*index=*/nullptr, /*at_start=*/true);
   if (stream->codecpar->video_delay <= 0) return absl::OkStatus();
   // A container without presentation times (AVI) starts the stream at its
   // first decode time; with B-frames the decoder shows the first frame

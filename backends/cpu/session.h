@@ -150,6 +150,10 @@ class CpuSession {
   // duration gives), from where the decoder shows the first one.
   absl::Status StartNominalTimeline();
 
+  // Makes the cursor for the session's mode, stopping at the runner's
+  // cancel check when there is one.
+  void MakeCursor(const FrameIndex* index, bool at_start);
+
   absl::Status CheckIndex(int64_t index) const;
   // Approximate mode: the nominal pts of frame `index`.
   int64_t NominalPts(int64_t index) const;
@@ -161,6 +165,7 @@ class CpuSession {
   std::unique_ptr<VideoDecoder> decoder_;
   std::optional<FrameIndex> index_;  // exact mode only
   std::unique_ptr<FrameCursor> cursor_;
+  cv_cancel_check* cancel_check_ = nullptr;  // cv_open_options.cancel_check
   std::unique_ptr<FrameOutput> output_;
   // Approximate mode: the last frame returned was found by time, or read
   // on from one, so the next index reads on past the header's count.

@@ -347,6 +347,7 @@ TestSession::TestSession(const std::string& path, const Options& options,
   o.output_height = options.output_height;
   o.native_formats = options.native_formats;
   o.frame_pool = options.frame_pool;
+  o.cancel_check = options.cancel_check;
   o.device = "cpu";
   std::string name = label.empty() ? path.substr(path.rfind('/') + 1) : label;
   o.file_label = name.c_str();

@@ -121,6 +121,7 @@ class TestSession {
     uint32_t output_height = 0;
     const char* native_formats = nullptr;  // cv_open_options.native_formats
     cv_frame_pool* frame_pool = nullptr;
+    cv_cancel_check* cancel_check = nullptr;
   };
   // Options for an approximate-mode session, the rest default.
   static Options Approximate() {

@@ -87,6 +87,7 @@ typedef int32_t cv_seek_mode;
 
 typedef struct cv_frame_buffer cv_frame_buffer;
 typedef struct cv_frame_pool cv_frame_pool;
+typedef struct cv_cancel_check cv_cancel_check;
 
 typedef int32_t cv_output_format;
 #define CV_OUTPUT_RGB24 0  /* one plane, interleaved R,G,B (HWC) */
@@ -117,6 +118,10 @@ typedef struct cv_open_options {
    * cv_frame_pool). Valid until close_session returns; NULL from a runner
    * that has none. Read it only when struct_size covers it. */
   cv_frame_pool* frame_pool;
+  /* Whether the host has cancelled the request being decoded (see
+   * cv_cancel_check). Valid until close_session returns; NULL from a runner
+   * that has none. Read it only when struct_size covers it. */
+  cv_cancel_check* cancel_check;
 } cv_open_options;
 
 #define CV_NAME_BYTES 64
@@ -293,6 +298,26 @@ struct cv_frame_pool {
    * lend (a picture shown twice): then copy the frame into a buffer as
    * usual. */
   cv_status (*lend)(cv_frame_pool* self, cv_frame_buffer* buffer, uint8_t* data, cv_error* error);
+};
+
+/* A request cancelled while one frame of it is being decoded: the caller
+ * was interrupted (Ctrl-C), or stopped taking frames. The runner reads a
+ * cancel between two frames by itself; a backend that can spend long on
+ * one frame (an exact seek decodes from the key frame before it, which in
+ * a long group of pictures is hundreds of frames) asks here, between two
+ * packets say, and stops early. A backend that never asks still works: the
+ * host waits for the frame, and replaces a backend that has not ended an
+ * interrupted request within a second. */
+struct cv_cancel_check {
+  /* Non-zero once the host has cancelled the request that the calling
+   * decode_frame or decode_frame_at_seconds serves; it stays non-zero for
+   * the rest of that call. The backend may then return any error at once
+   * (the runner ends the request as cancelled, and the error goes no
+   * further), leaving the session ready for the next request. Call it only
+   * from the thread inside that call, during it: from any other thread, or
+   * outside a decode call, it returns 0. Cheap: a few memory reads while
+   * nothing has come from the host. */
+  int32_t (*cancelled)(cv_cancel_check* self);
 };
 
 typedef struct cv_frame_info {

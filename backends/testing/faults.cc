@@ -115,6 +115,8 @@ void InjectFault(const std::string& fault, cv_frame_buffer* buffer) {
     ForgeFrameRecords(buffer->data, Forgery::kWrongIndex);
   } else if (fault == "forge_count") {
     ForgeFrameRecords(buffer->data, Forgery::kExtraFrame);
+  } else if (fault == "forge_empty") {
+    ForgeFrameRecords(buffer->data, Forgery::kEmptyBatches);
   } else if (fault == "scribble") {
     if (uint8_t* region = FindRegion(buffer->data)) {
       // Everything after the magic and geometry: ring indices, doorbells,

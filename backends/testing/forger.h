@@ -20,6 +20,9 @@ enum class Forgery {
   kWrongIndex,
   // The next frame with its true index, and one more than was asked for.
   kExtraFrame,
+  // Batches with no frame that do not end the answer, one every 200 ms
+  // for two minutes: progress that never comes.
+  kEmptyBatches,
 };
 
 // `inside` points into the region's arena (the lent frame buffer). Needs a

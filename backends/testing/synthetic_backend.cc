@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -84,7 +85,19 @@ struct Session {
   int fd = -1;  // the video's file (late_gate reads how far it has grown)
   off_t size_at_open = 0;
   bool hang_close = false;
+  cv_cancel_check* cancel = nullptr;  // the runner's, where it has one
 };
+
+// decode_ms: sleeps that long, in 1 ms steps, stopping early (false) once
+// the request is cancelled, as a backend decoding many packets for one
+// frame would.
+bool SleepUnlessCancelled(const Session& s, int64_t ms) {
+  for (int64_t slept = 0; slept < ms; ++slept) {
+    if (s.cancel != nullptr && s.cancel->cancelled(s.cancel) != 0) return false;
+    usleep(1000);
+  }
+  return true;
+}
 
 // late_gate: whether the video's file has grown by `index` bytes since the
 // open, within 10 s.
@@ -195,6 +208,9 @@ cv_status Open(cv_backend* backend, int fd, const cv_open_options* options, cv_s
   s->fd = fd;
   s->size_at_open = lseek(fd, 0, SEEK_END);
   s->hang_close = reinterpret_cast<Backend*>(backend)->hang_close || (kFaulty && video->fault == "hang_close");
+  if (options->struct_size >= offsetof(cv_open_options, cancel_check) + sizeof(cv_cancel_check*)) {
+    s->cancel = options->cancel_check;
+  }
   *out = reinterpret_cast<cv_session*>(s);
   return CV_OK;
 }
@@ -284,7 +300,9 @@ cv_status Decode(cv_session* session, int64_t index, cv_frame_buffer* buffer, cv
     std::snprintf(error->message, sizeof(error->message), "%s", verdict.c_str());
     return CV_ERROR_INTERNAL;
   }
-  if (s->video.decode_ms > 0) usleep(static_cast<useconds_t>(s->video.decode_ms) * 1000);
+  if (!SleepUnlessCancelled(*s, s->video.decode_ms)) {
+    return Fail(error, CV_ERROR_INTERNAL, "%s: cancelled", s->label.c_str());
+  }
   if (s->video.busy_ms > 0) {
     timespec now{};
     clock_gettime(CLOCK_MONOTONIC, &now);

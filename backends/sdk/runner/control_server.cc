@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "backends/sdk/runner/abi_convert.h"
+#include "backends/sdk/runner/cancel_check.h"
 #include "backends/sdk/runner/crash_hints.h"
 #include "backends/sdk/runner/header_times.h"
 #include "backends/sdk/runner/runner_args.h"
@@ -51,9 +52,11 @@ absl::Status ControlServer::HandleOpen(uint64_t id, const ipc::OpenSession& open
   session.video_fd = *std::move(fd);
   session.hints = control_->header();
   session.pool = std::make_unique<FramePool>();
+  session.cancel = std::make_unique<CancelCheck>();
   std::string native_formats;
   cv_open_options options = ToAbi(open, native_formats);
   options.frame_pool = session.pool->abi();
+  options.cancel_check = session.cancel->abi();
   cv_error error{};
   // Everything from open_session to the layout is one vendor call for the
   // crash hints: a crash anywhere in it blames this open.

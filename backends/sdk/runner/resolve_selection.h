@@ -18,6 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "backends/sdk/codecvisor_backend.h"
+#include "backends/sdk/runner/cancel_check.h"
 #include "backends/sdk/runner/frame_pool.h"
 #include "ipc/channel.h"
 #include "ipc/messages.h"
@@ -39,6 +40,9 @@ struct VendorSession {
   // The vendor's frame pool (cv_open_options.frame_pool): outlives the
   // vendor session, which may give slots back as it closes.
   std::unique_ptr<FramePool> pool;
+  // The vendor's cancel check (cv_open_options.cancel_check): outlives the
+  // vendor session too.
+  std::unique_ptr<CancelCheck> cancel;
   // Gives the vendor's close_session of this session a deadline; null:
   // none.
   CloseWatchdog* close_watchdog = nullptr;

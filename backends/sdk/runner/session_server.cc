@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "backends/sdk/runner/abi_convert.h"
 #include "backends/sdk/runner/backend_library.h"
+#include "backends/sdk/runner/cancel_check.h"
 #include "backends/sdk/runner/close_watchdog.h"
 #include "backends/sdk/runner/crash_hints.h"
 #include "backends/sdk/runner/frame_pool.h"
@@ -120,6 +121,9 @@ absl::Status SessionServer::ServeFrames(uint64_t id, const ipc::FrameRequest& re
     const auto decode_start = Clock::now();
     {
       VendorCall call(session_.hints);
+      // The vendor may ask, mid-frame, whether this request was cancelled.
+      std::optional<CancelCheck::Scope> watch;
+      if (session_.cancel != nullptr) watch.emplace(*session_.cancel, [&] { return Cancelled(id); });
       st = at_seconds != nullptr
                ? session_.vtable->decode_frame_at_seconds(session_.session, *at_seconds, &target.buffer, &info, &error)
                : session_.vtable->decode_frame(session_.session, index, &target.buffer, &info, &error);
@@ -127,6 +131,9 @@ absl::Status SessionServer::ServeFrames(uint64_t id, const ipc::FrameRequest& re
     const auto decode_time = Clock::now() - decode_start;
     if (st != CV_OK || !target.acquire_failure.ok()) {
       if (target.slot.has_value()) channel_->arena().Abandon(target.slot->index);
+      // Stopped at the host's cancel: the vendor's error is not the
+      // request's, and the answer ends here.
+      if (cancelled_ == id) return channel_->Send({id, ipc::FrameBatch{{}, true}}, Clock::now() + kHostProgressTimeout);
       if (!target.acquire_failure.ok()) return slot_failure(target.acquire_failure);
       // Reading on from a time range's first frame: the stream ended.
       if (span_by_time != nullptr && pos > 0 && st == CV_ERROR_OUT_OF_RANGE) {
@@ -211,11 +218,16 @@ absl::Status SessionServer::ServeFrames(uint64_t id, const ipc::FrameRequest& re
 }
 
 bool SessionServer::Cancelled(uint64_t id) {
+  if (cancelled_ == id) return true;
   if (pending_.has_value() || !channel_->HasRequest()) return false;
   absl::StatusOr<ipc::Request> request = channel_->Receive(Clock::now());
   // A broken channel ends the request at its next send.
   if (!request.ok()) return false;
-  if (std::holds_alternative<ipc::Cancel>(request->body)) return request->id == id;
+  if (std::holds_alternative<ipc::Cancel>(request->body)) {
+    if (request->id != id) return false;
+    cancelled_ = id;
+    return true;
+  }
   pending_ = *std::move(request);
   return false;
 }

@@ -42,14 +42,16 @@ class SessionServer {
   // Error. Returns non-OK only if the channel itself failed.
   absl::Status ServeFrames(uint64_t id, const ipc::FrameRequest& request);
   absl::Status SendError(uint64_t id, absl::Status status);
-  // Between two frames of request `id`: whether the host has cancelled it.
-  // Reads what the host sent meanwhile; anything but a cancel is kept in
-  // pending_ for Run().
+  // Between two frames of request `id`, or from the vendor mid-frame
+  // (cv_cancel_check): whether the host has cancelled it. Reads what the
+  // host sent meanwhile; anything but a cancel is kept in pending_ for
+  // Run(). Session thread only.
   bool Cancelled(uint64_t id);
 
   VendorSession session_;
   std::unique_ptr<ipc::BackendChannel> channel_;
   std::optional<ipc::Request> pending_;
+  std::optional<uint64_t> cancelled_;  // the last request the host cancelled, once read
 };
 
 }  // namespace codecvisor::runner
