@@ -233,6 +233,22 @@ TEST(PacketsToProbeTest, AnOpenGopsLeadingPicturesAreFoundByTimeOrByCount) {
   EXPECT_EQ(PacketsToProbe(frames, untimed, {40, 42, 44, 46}), 0);
 }
 
+// A clip cut with -c copy to Matroska: the open GOP's leading pictures
+// lost their times (H.264, HEVC) or got the key frame's (MPEG-2, clamped
+// to the start).
+TEST(PacketsToProbeTest, LeadingPicturesWithoutTimesOrWithTheKeyFramesAreProbed) {
+  const auto frames = Keyed({{0, true}, {0, false}, {0, false}, {3, false}, {1, false}, {2, false}});
+  std::vector<bool> known(frames.size(), true);
+  EXPECT_EQ(PacketsToProbe(frames, known, {}), 6) << "the key frame's own time";
+  const auto timed = Keyed({{0, true}, {-1, false}, {-1, false}, {3, false}, {1, false}, {2, false}});
+  known[1] = known[2] = false;
+  EXPECT_EQ(PacketsToProbe(timed, known, {}), 6) << "no time";
+  // A stream whose key frame has no time either (AVI) is not probed for it.
+  EXPECT_EQ(PacketsToProbe(Keyed({{0, true}, {3, false}, {1, false}}), {false, false, false}, {}), 0);
+  // Nor does a key frame with the first one's time count (it leads nothing).
+  EXPECT_EQ(PacketsToProbe(Keyed({{0, true}, {1, false}, {0, true}}), {true, true, true}, {}), 0);
+}
+
 TEST(PacketsToProbeTest, NoneWithoutAKeyFrameNearTheStart) {
   std::vector<std::pair<int64_t, bool>> packets;
   for (int64_t k = 0; k < static_cast<int64_t>(kMaxProbedPackets) + 5; ++k) packets.emplace_back(k, false);

@@ -198,7 +198,13 @@ int64_t PacketsToProbe(const std::vector<FrameEntry>& frames, const std::vector<
   const size_t end = std::min(frames.size(), key + kLeadingWindow + 1);
   bool leading = key > 0;
   for (size_t i = key + 1; i < end && !leading; ++i) {
+    // Shown before the key frame by its time; or, where the key frame has a
+    // time, a picture after it with none, or with the key frame's own: a
+    // cut with -c copy to Matroska leaves an open GOP's leading pictures
+    // without times (their times fell before the cut), or with the key
+    // frame's time where the muxer clamped them to the start (MPEG-2).
     leading = (known_pts[key] && known_pts[i] && frames[i].pts < frames[key].pts) ||
+              (known_pts[key] && !frames[i].key && (!known_pts[i] || frames[i].pts == frames[key].pts)) ||
               (counted && !frames[i].key && counts[i].has_value() && *counts[i] < *counts[key]);
   }
   return leading ? static_cast<int64_t>(end) : 0;

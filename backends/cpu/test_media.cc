@@ -119,6 +119,11 @@ const TestVideo kVideos[] = {
     // start late (-output_ts_offset) too, and without B-frames.
     {"h264_bframes.flv", "-c copy", 0, true, "h264.mp4"},
     {"h264_bframes_offset.flv", "-c copy -output_ts_offset 1", 0, true, "h264.mp4"},
+    // A clip cut from an open-GOP HEVC stream with -c copy into Matroska:
+    // it starts on a key frame (at 1 s) whose leading pictures refer to
+    // pictures before the cut, which the muxer left without times; the
+    // decoder drops them, and they are no frames.
+    {"hevc_open_gop_cut.mkv", "-c copy", 0, true, "hevc.mkv", false, "-ss 1.3"},
     {"h264_offset.flv",
      "-f lavfi -i testsrc=size=96x64:rate=25 -frames:v 50 -c:v libx264 -preset veryfast -bf 0 -pix_fmt yuv420p "
      "-output_ts_offset 1",
@@ -153,7 +158,7 @@ const TestVideo& FindTestVideo(const std::string& name) {
 std::string TestVideoPath(const TestVideo& video) {
   if (video.remux_of == nullptr) return MakeVideo(video.name, video.args);
   const std::string source = TestVideoPath(FindTestVideo(video.remux_of));
-  return MakeVideo(video.name, absl::StrCat("-i ", source, " ", video.args));
+  return MakeVideo(video.name, absl::StrCat(video.remux_input_args, " -i ", source, " ", video.args));
 }
 
 std::string Run(const std::string& command) {

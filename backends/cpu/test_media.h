@@ -30,6 +30,8 @@ struct TestVideo {
   // Approximate mode scans it as exact mode does (a packed MPEG-4
   // bitstream, whose container times it cannot use).
   bool approximate_scans = false;
+  // With `remux_of`: ffmpeg options before its -i (a cut: -ss).
+  const char* remux_input_args = "";
 };
 void PrintTo(const TestVideo& video, std::ostream* os);
 // The video's name with every character but letters and digits as '_': a
