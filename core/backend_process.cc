@@ -358,9 +358,13 @@ void BackendProcess::Shutdown() {
     MutexLock lock(&mu_, std::adopt_lock);
     control_.reset();  // hang-up: the runner exits on its own
   }
-  if (Reap(Clock::now() + kExitGrace).ok()) return;
-  Kill();
-  (void)Reap(Clock::now() + std::chrono::seconds(5));
+  if (!Reap(Clock::now() + kExitGrace).ok()) {
+    Kill();
+    if (!Reap(Clock::now() + std::chrono::seconds(5)).ok()) return;
+  }
+  // Now, not when this object goes: a decoder may hold it past its host,
+  // and a process that exits meanwhile would leave the cgroup behind.
+  if (cgroup_ != nullptr) cgroup_->Remove();
 }
 
 bool BackendProcess::Exited() const {

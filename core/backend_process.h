@@ -41,7 +41,8 @@ class BackendProcess final : public RunningBackend {
 
   // Stops the child: closes the control channel (the runner exits when it
   // sees the hang-up), then SIGKILLs it if it is still there after a grace
-  // period, and reaps it. Never blocks for more than about a second.
+  // period, reaps it and removes its cgroup. Never blocks for more than
+  // about a second or two.
   // Idempotent; sessions still open see their backend gone (kUnavailable).
   void Shutdown() override;
   ~BackendProcess() override { Shutdown(); }

@@ -344,7 +344,7 @@ absl::StatusOr<std::unique_ptr<BackendCgroup>> BackendCgroup::Create(const Cgrou
   return cg;
 }
 
-BackendCgroup::~BackendCgroup() {
+void BackendCgroup::Remove() {
   for (const std::string& dir : dirs_) {
     RemoveStale(dir, PidNamespaceId());  // what a host that ran inside it left
     // A cgroup stays busy for a moment after its last task is reaped.

@@ -62,7 +62,10 @@ class BackendCgroup {
   BackendCgroup(const BackendCgroup&) = delete;
   BackendCgroup& operator=(const BackendCgroup&) = delete;
   // Removes the directories; the processes in them must be gone.
-  ~BackendCgroup();
+  ~BackendCgroup() { Remove(); }
+  // The same, before the object goes (a host shutting down while a
+  // decoder still holds its backend). Again: nothing to do.
+  void Remove();
 
   // The cgroup.procs files the child's pid is written to.
   const std::vector<std::string>& procs_files() const { return procs_files_; }

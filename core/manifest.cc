@@ -199,12 +199,13 @@ absl::StatusOr<BackendManifest> ParseManifest(absl::string_view text, absl::stri
     int64_t max_restarts = m.restart.max_restarts, window = m.restart.window.count() / 1000,
             initial = m.restart.backoff_initial.count(), cap = m.restart.backoff_max.count(),
             poison = m.restart.max_poison_in_a_row, heal = m.restart.heal_after_successes, start = 0,
-            close = m.close_timeout.count();
+            close = m.close_timeout.count(), quarantine = m.restart.quarantine.count() / 1000;
     for (auto s :
          {positive("max_restarts", 1000, &max_restarts), positive("window_seconds", 86400, &window),
           positive("backoff_initial_ms", 600'000, &initial), positive("backoff_max_ms", 600'000, &cap),
           positive("max_poison_in_a_row", 1'000'000, &poison), positive("heal_after_successes", 1'000'000, &heal, 1),
-          positive("start_timeout_seconds", 120, &start, 1), positive("close_timeout_seconds", 3600, &close, 1)}) {
+          positive("start_timeout_seconds", 120, &start, 1), positive("close_timeout_seconds", 3600, &close, 1),
+          positive("quarantine_seconds", 86400, &quarantine)}) {
       if (!s.ok()) return s;
     }
     if (start > 0) m.start_timeout = std::chrono::seconds(start);
@@ -215,14 +216,17 @@ absl::StatusOr<BackendManifest> ParseManifest(absl::string_view text, absl::stri
     m.restart.window = std::chrono::seconds(window);
     m.restart.backoff_initial = std::chrono::milliseconds(initial);
     m.restart.backoff_max = std::chrono::milliseconds(cap);
+    m.restart.quarantine = std::chrono::seconds(quarantine);
+    m.restart.quarantine_max = std::max(m.restart.quarantine_max, m.restart.quarantine);
     if (auto spare = (*restart)["warm_spare"]; spare) {
       if (!spare.is_boolean()) return bad("key 'restart.warm_spare': expected true or false");
       m.warm_spare = spare.as_boolean()->get();
     }
-    WarnOfUnknownKeys(*restart, "restart.",
-                      {"max_restarts", "window_seconds", "backoff_initial_ms", "backoff_max_ms", "max_poison_in_a_row",
-                       "heal_after_successes", "warm_spare", "start_timeout_seconds", "close_timeout_seconds"},
-                      path, &m.warnings);
+    WarnOfUnknownKeys(
+        *restart, "restart.",
+        {"max_restarts", "window_seconds", "backoff_initial_ms", "backoff_max_ms", "max_poison_in_a_row",
+         "heal_after_successes", "warm_spare", "start_timeout_seconds", "close_timeout_seconds", "quarantine_seconds"},
+        path, &m.warnings);
   }
 
   if (auto node = table["sandbox"]; node) {

@@ -51,7 +51,7 @@ TEST(ManifestTest, UnknownKeysAreWarnedOfNotFatal) {
   EXPECT_EQ(m->warnings[1],
             "manifest /m/x.toml: key 'restart.max_restart' is unknown and ignored ([restart] keys: "
             "max_restarts, window_seconds, backoff_initial_ms, backoff_max_ms, max_poison_in_a_row, "
-            "heal_after_successes, warm_spare, start_timeout_seconds, close_timeout_seconds)");
+            "heal_after_successes, warm_spare, start_timeout_seconds, close_timeout_seconds, quarantine_seconds)");
 }
 
 // A required key missing beside an unknown one: the error names the
@@ -113,10 +113,12 @@ TEST(ManifestTest, RestartTableOverridesTheDefaults) {
   auto m = ParseManifest(
       "name='x'\ndevices=['x']\nlibrary='/l.so'\nabi_version=1\n"
       "[restart]\nmax_restarts=2\nwindow_seconds=30\nbackoff_initial_ms=5\nbackoff_max_ms=100\nwarm_spare=true\n"
-      "max_poison_in_a_row=3\nheal_after_successes=2\n",
+      "max_poison_in_a_row=3\nheal_after_successes=2\nquarantine_seconds=1800\n",
       "x.toml");
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_EQ(m->restart.max_restarts, 2);
+  EXPECT_EQ(m->restart.quarantine, std::chrono::seconds(1800));
+  EXPECT_EQ(m->restart.quarantine_max, std::chrono::seconds(1800)) << "never shorter than the first";
   EXPECT_EQ(m->restart.window, std::chrono::seconds(30));
   EXPECT_EQ(m->restart.backoff_initial, std::chrono::milliseconds(5));
   EXPECT_EQ(m->restart.backoff_max, std::chrono::milliseconds(100));

@@ -51,12 +51,33 @@ int RestartPolicy::successes_since_crash() const {
 }
 
 void RestartPolicy::HealIfServedEnough() {
-  if (!crashes_.empty() && successes_since_crash() >= limits_.heal_after_successes) crashes_.clear();
+  // Since the latest crash in the budget, or, with none, since the last
+  // quarantine was lifted.
+  const uint64_t since = crashes_.empty() ? successes_ - successes_at_lift_ : successes_since_crash();
+  if (since >= static_cast<uint64_t>(limits_.heal_after_successes)) {
+    crashes_.clear();
+    quarantines_ = 0;
+  }
+}
+
+std::chrono::milliseconds RestartPolicy::OnQuarantine() {
+  if (limits_.quarantine.count() <= 0) return std::chrono::milliseconds(0);
+  auto lasts = limits_.quarantine;
+  for (int i = 0; i < quarantines_ && lasts < limits_.quarantine_max; ++i) lasts *= 2;
+  ++quarantines_;
+  return std::max(std::min(lasts, limits_.quarantine_max), limits_.quarantine);
+}
+
+void RestartPolicy::LiftQuarantine() {
+  crashes_.clear();
+  poison_.clear();
+  successes_at_lift_ = successes_;
 }
 
 void RestartPolicy::Reset() {
   crashes_.clear();
   poison_.clear();
+  quarantines_ = 0;
 }
 
 }  // namespace codecvisor

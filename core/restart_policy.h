@@ -11,7 +11,9 @@
 // is whole again only once `heal_after_successes` requests in a row were
 // served without a crash, so a backend that crashes on every other request
 // (its replays succeeding) is quarantined like one that crashes on every
-// request. Pure logic on the times it is given, so it is tested without
+// request. A quarantine lasts a while (a minute, longer for each one that
+// follows before the budget heals), so a burst of deaths from outside does
+// not stop a long job for good. Pure logic on the times it is given, so it is tested without
 // processes or clocks. Not thread-safe: the Supervisor owns one per backend
 // under its lock.
 
@@ -42,6 +44,14 @@ struct RestartLimits {
   // a backend that crashes on every request, or every other one, for
   // crash-looping, and one that serves a few between crashes for flaky.
   int heal_after_successes = 3;
+  // How long a quarantine lasts: then the budget is whole and the next
+  // request starts the backend again. Each quarantine that comes before
+  // the budget healed lasts twice the last, up to quarantine_max. 0: until
+  // an explicit reset. A long job whose machine killed its backends in a
+  // burst (an OOM storm) decodes again a minute later; a plugin that
+  // crashes on everything costs a few crashes every quarter of an hour.
+  std::chrono::milliseconds quarantine{60'000};
+  std::chrono::milliseconds quarantine_max{900'000};
 };
 
 class RestartPolicy {
@@ -75,7 +85,15 @@ class RestartPolicy {
   // heal_after_successes-th success in a row since the last crash makes the
   // budget whole again.
   void OnSuccess();
-  // Lifts a quarantine (an operator's explicit reset): the budget is whole.
+  // A quarantine begins (after OnCrash decided it): how long it lasts
+  // (RestartLimits::quarantine, doubled for each one before it since the
+  // budget last healed, up to quarantine_max); 0: until Reset.
+  std::chrono::milliseconds OnQuarantine();
+  // A quarantine's time is over: the budget is whole, and the next one
+  // before it heals lasts longer.
+  void LiftQuarantine();
+  // Lifts a quarantine (an operator's explicit reset): the budget is
+  // whole, and the next quarantine lasts RestartLimits::quarantine.
   void Reset();
 
   int crashes_in_window() const { return static_cast<int>(crashes_.size()); }
@@ -103,6 +121,8 @@ class RestartPolicy {
   std::deque<Crash> crashes_;               // within the window, oldest first
   std::deque<Clock::time_point> poison_;    // verdicts since the last success, within the window
   uint64_t successes_ = 0;                  // requests served, ever
+  int quarantines_ = 0;                     // since the budget last healed
+  uint64_t successes_at_lift_ = 0;          // successes_ when the last quarantine was lifted
 };
 
 }  // namespace codecvisor

@@ -241,5 +241,52 @@ TEST(RestartPolicyTest, NoPoisonLimitCountsPoisonCrashesLikeAny) {
   }
 }
 
+// A quarantine lasts a minute, twice as long for each one that follows
+// before the budget heals, up to the cap; an explicit reset, or enough
+// requests served after a lift, start the count again.
+TEST(RestartPolicyTest, AQuarantineLastsLongerEachTimeUntilTheBudgetHeals) {
+  RestartLimits limits;
+  limits.quarantine = milliseconds(60'000);
+  limits.quarantine_max = milliseconds(300'000);
+  RestartPolicy p(limits);
+  EXPECT_EQ(p.OnQuarantine(), milliseconds(60'000));
+  p.LiftQuarantine();
+  EXPECT_EQ(p.OnQuarantine(), milliseconds(120'000));
+  p.LiftQuarantine();
+  EXPECT_EQ(p.OnQuarantine(), milliseconds(240'000));
+  p.LiftQuarantine();
+  EXPECT_EQ(p.OnQuarantine(), milliseconds(300'000));
+  p.LiftQuarantine();
+  EXPECT_EQ(p.OnQuarantine(), milliseconds(300'000));
+  p.Reset();
+  EXPECT_EQ(p.OnQuarantine(), milliseconds(60'000));
+  p.LiftQuarantine();
+  // Fewer requests served than heal_after_successes: still a streak.
+  for (int i = 1; i < limits.heal_after_successes; ++i) p.OnSuccess();
+  EXPECT_EQ(p.OnQuarantine(), milliseconds(120'000));
+  p.LiftQuarantine();
+  for (int i = 0; i < limits.heal_after_successes; ++i) p.OnSuccess();
+  EXPECT_EQ(p.OnQuarantine(), milliseconds(60'000)) << "healed after the lift";
+}
+
+TEST(RestartPolicyTest, ALiftedQuarantineLeavesTheBudgetWhole) {
+  RestartPolicy p({3, milliseconds(60'000), milliseconds(1), milliseconds(8)});
+  auto t = RestartPolicy::Clock::now();
+  for (int i = 0; i < 3; ++i) ASSERT_FALSE(p.OnCrash(t).quarantine);
+  ASSERT_TRUE(p.OnCrash(t).quarantine);
+  p.OnQuarantine();
+  p.LiftQuarantine();
+  EXPECT_EQ(p.crashes_in_window(), 0);
+  EXPECT_EQ(p.OnCrash(t + milliseconds(1)).delay, milliseconds(0)) << "a first crash again";
+}
+
+TEST(RestartPolicyTest, AQuarantineOfZeroLastsUntilReset) {
+  RestartLimits limits;
+  limits.quarantine = milliseconds(0);
+  RestartPolicy p(limits);
+  EXPECT_EQ(p.OnQuarantine(), milliseconds(0));
+  EXPECT_EQ(p.OnQuarantine(), milliseconds(0));
+}
+
 }  // namespace
 }  // namespace codecvisor

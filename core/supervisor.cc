@@ -137,8 +137,16 @@ absl::StatusOr<BackendHandle> Supervisor::Acquire(ipc::Deadline deadline) {
     switch (state_) {
       case BackendState::kReady:
         return BackendHandle{current_, generation_};
-      case BackendState::kFailed:
       case BackendState::kQuarantined:
+        if (!quarantine_until_.has_value() || env_->Now() < *quarantine_until_) return failure_;
+        // Its time is over: start afresh, with the budget whole.
+        policy_.LiftQuarantine();
+        quarantine_until_.reset();
+        state_ = BackendState::kDiscovered;
+        failure_ = absl::OkStatus();
+        first_start_retried_ = false;
+        continue;
+      case BackendState::kFailed:
         return failure_;
       case BackendState::kDiscovered:
         // The start this call waited for failed for want of the host's own
@@ -355,6 +363,7 @@ void Supervisor::RecordPoison(std::span<const uint64_t> generations, bool toward
 void Supervisor::Reset() {
   MutexLock lock(&mu_);
   policy_.Reset();
+  quarantine_until_.reset();
   if (state_ == BackendState::kQuarantined || state_ == BackendState::kFailed) {
     state_ = BackendState::kDiscovered;
     failure_ = absl::OkStatus();

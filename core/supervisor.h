@@ -233,7 +233,8 @@ class Supervisor {
   // Enters kQuarantined with the message saying why: the restart budget was
   // spent on `what` ("crashes"), or (`decision.after_poison`) it did
   // `again` ("crashed again") after too many poison requests in a row; the
-  // `last` crash ended so; `advice` is appended.
+  // `last` crash ended so; `advice` is appended. It lasts as long as the
+  // policy says (RestartPolicy::OnQuarantine).
   void Quarantine(const RestartPolicy::Decision& decision, absl::string_view what, absl::string_view again,
                   absl::string_view last, absl::string_view advice) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void InterruptChannels(uint64_t generation) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -264,6 +265,9 @@ class Supervisor {
   // Whether the current child has served a request (RecordSuccess).
   bool served_since_start_ ABSL_GUARDED_BY(mu_) = false;
   ipc::Clock::time_point restart_at_ ABSL_GUARDED_BY(mu_);
+  // When the quarantine ends (the next Acquire then starts afresh); none:
+  // until Reset.
+  std::optional<ipc::Clock::time_point> quarantine_until_ ABSL_GUARDED_BY(mu_);
   ipc::Clock::time_point next_heartbeat_ ABSL_GUARDED_BY(mu_);
   // A kill the supervisor made, waiting for the child to die.
   std::optional<DeathRecord> pending_kill_ ABSL_GUARDED_BY(mu_);

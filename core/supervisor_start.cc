@@ -122,6 +122,16 @@ void Supervisor::OnFailedRestart(const absl::Status& why) {
 void Supervisor::Quarantine(const RestartPolicy::Decision& decision, absl::string_view what, absl::string_view again,
                             absl::string_view last, absl::string_view advice) {
   state_ = BackendState::kQuarantined;
+  const std::chrono::milliseconds lasts = policy_.OnQuarantine();
+  if (lasts.count() > 0) {
+    quarantine_until_ = env_->Now() + lasts;
+  } else {
+    quarantine_until_.reset();
+  }
+  const std::string until = lasts.count() > 0
+                                ? absl::StrCat("; the next request after ", lasts.count() / 1000,
+                                               " s starts it again, or lift the quarantine now in this process with")
+                                : "; a quarantine lasts as long as its host: lift it in this process with";
   const std::string why =
       decision.after_poison
           ? absl::StrCat(": it ", again, " once ", policy_.poison_in_a_row(), " requests or opens in a row within ",
@@ -129,10 +139,10 @@ void Supervisor::Quarantine(const RestartPolicy::Decision& decision, absl::strin
                          " s were poison, with none served between (it may crash on every input)")
           : absl::StrCat(" after ", policy_.crashes_in_window(), " ", what, " within ",
                          policy_.limits().window.count() / 1000, " s");
-  failure_ = absl::FailedPreconditionError(absl::StrCat(
-      "backend '", manifest_.name, "' (", manifest_.path, ") is quarantined", why, " (last: ", last,
-      "); a quarantine lasts as long as its host: lift it in this process with Host::ResetBackend(\"", manifest_.name,
-      "\") (Python: codecvisor.backends.reset(\"", manifest_.name, "\"))", advice));
+  failure_ = absl::FailedPreconditionError(
+      absl::StrCat("backend '", manifest_.name, "' (", manifest_.path, ") is quarantined", why, " (last: ", last, ")",
+                   until, " Host::ResetBackend(\"", manifest_.name, "\") (Python: codecvisor.backends.reset(\"",
+                   manifest_.name, "\"))", advice));
 }
 
 void Supervisor::StartBackend() {

@@ -156,6 +156,33 @@ TEST_F(SupervisorTest, TooManyCrashesQuarantineUntilReset) {
   EXPECT_EQ(env_->starts(), 5);
 }
 
+// A burst of deaths (an OOM storm, kills from outside) quarantines the
+// backend for a minute, not for the rest of a long job: the first request
+// after that starts it again with the budget whole; the next crash loop
+// before it heals quarantines it for twice as long.
+TEST_F(SupervisorTest, AQuarantineEndsAfterItsTime) {
+  Make();
+  StartReady();
+  Crashes(4);
+  ASSERT_EQ(supervisor_->Status().state, BackendState::kQuarantined);
+  absl::StatusOr<BackendHandle> handle = AcquireNow();
+  EXPECT_NE(handle.status().message().find("the next request after 60 s starts it again"), std::string::npos)
+      << handle.status();
+  env_->Advance(milliseconds(59'000));
+  supervisor_->RunDueWorkForTest();
+  EXPECT_EQ(AcquireNow().status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(env_->starts(), 4);
+  env_->Advance(milliseconds(1'000));
+  supervisor_->RunDueWorkForTest();
+  EXPECT_EQ(env_->starts(), 4) << "started only when asked for";
+  StartReady();
+  EXPECT_EQ(env_->starts(), 5);
+  EXPECT_EQ(supervisor_->Status().state, BackendState::kReady);
+  Crashes(4);
+  ASSERT_EQ(supervisor_->Status().state, BackendState::kQuarantined);
+  EXPECT_NE(AcquireNow().status().message().find("after 120 s"), std::string::npos);
+}
+
 TEST_F(SupervisorTest, EnoughSuccessesInARowMakeTheBudgetWhole) {
   Make();
   StartReady();

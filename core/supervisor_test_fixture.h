@@ -51,11 +51,11 @@ class SupervisorTest : public ::testing::Test {
     supervisor_ = std::make_unique<Supervisor>(manifest, env_, SupervisorOptions{});
   }
 
-  // The child dies twice, restarted each time, as under a poison request;
-  // returns the generations that died (the verdict's, for RecordPoison).
-  std::vector<uint64_t> KilledTwiceByARequest() {
+  // The child dies `deaths` times, 40 ms apart, each restart run when
+  // due; returns the generations that died.
+  std::vector<uint64_t> Crashes(int deaths) {
     std::vector<uint64_t> generations;
-    for (int death = 0; death < 2; ++death) {
+    for (int death = 0; death < deaths; ++death) {
       generations.push_back(supervisor_->Status().generation);
       env_->Exit(Current(), kSegv);
       env_->Advance(milliseconds(40));
@@ -63,6 +63,10 @@ class SupervisorTest : public ::testing::Test {
     }
     return generations;
   }
+
+  // The child dies twice, restarted each time, as under a poison request;
+  // returns the generations that died (the verdict's, for RecordPoison).
+  std::vector<uint64_t> KilledTwiceByARequest() { return Crashes(2); }
 
   // Acquire without waiting: the fake env runs no thread that could change
   // anything meanwhile.
