@@ -298,7 +298,14 @@ os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
 
 
 def _receive(dup_fd, number, dtype, shape, nbytes, sender):
-    fd = dup_fd.detach()
+    try:
+        # The descriptor comes from the worker itself (multiprocessing's
+        # resource sharer): a worker that died after queueing the batch
+        # cannot hand it over.
+        fd = dup_fd.detach()
+    except OSError as e:
+        raise RuntimeError(f"DataLoader worker (pid {sender}) ended before its batch could be received "
+                           f"(the worker was killed, or exited): {e}") from e
     try:
         received = mappings.get(fd, sender)
     finally:

@@ -206,6 +206,29 @@ def test_the_receiver_refuses_a_batch_longer_than_its_buffer(pool):
     assert header_state(stacked.data_ptr()) == _batch_pool.FREE  # refused, and freed
 
 
+def _send_and_exit(connection):
+    """A worker that queues a pool batch and exits before it is received."""
+    pool = _batch_pool.WorkerPool()
+    _batch_pool._pool = pool
+    connection.send_bytes(send(ClipBatch(_batch_pool.stack(samples(3)), None, [])))
+    connection.close()
+    os._exit(0)
+
+
+def test_a_batch_from_a_worker_that_died_is_an_error_naming_the_worker():
+    import multiprocessing
+    context = multiprocessing.get_context("fork")
+    receiving, sending = context.Pipe(duplex=False)
+    worker = context.Process(target=_send_and_exit, args=(sending,))
+    worker.start()
+    sending.close()
+    sent = receiving.recv_bytes()
+    worker.join(30)
+    assert worker.exitcode == 0
+    with pytest.raises(RuntimeError, match=f"DataLoader worker \\(pid {worker.pid}\\) ended before its batch"):
+        pickle.loads(sent)
+
+
 def test_only_multiprocessing_sends_a_batch_as_its_buffer(pool):
     stacked = _batch_pool.stack(samples(1))
     batch = ClipBatch(stacked, None, [])
