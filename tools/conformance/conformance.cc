@@ -387,10 +387,12 @@ absl::StatusOr<ConformanceReport> Suite::Run() {
   }
   CheckFirstSeek();
   if (samples_.empty()) {
-    for (const char* name : {"bad_input", "concurrency", "session_leak", "session_threads", "crash_recovery"}) {
+    for (const char* name :
+         {"cancel", "bad_input", "concurrency", "session_leak", "session_threads", "crash_recovery"}) {
       NotRun(name, "no sample video decoded");
     }
   } else {
+    Check("cancel", [this](std::string* d) { return Cancel(samples_.front(), d); });
     Check("bad_input", [this](std::string* d) { return BadInput(samples_.front(), d); });
     Check("concurrency", [this](std::string* d) { return Concurrency(d); });
     Check("session_leak", [this](std::string* d) { return SessionLeak(samples_.front(), d); });

@@ -4,6 +4,7 @@
 // and its first request, and planar output (see suite.h).
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -234,6 +235,55 @@ absl::Status Suite::FirstSeek(const Sample& sample, std::string* detail) {
   *detail = absl::StrCat(what, ", the first request of a fresh approximate-mode decoder: read ", request_bytes,
                          " bytes (", open_bytes, " to open), against ", span->bytes_before,
                          " bytes of packets before its key frame");
+  return absl::OkStatus();
+}
+
+absl::Status Suite::Cancel(const Sample& sample, std::string* detail) {
+  absl::StatusOr<BackendStatus> before = Running("interrupt a request of");
+  if (!before.ok()) return before.status();
+  absl::StatusOr<std::unique_ptr<VideoDecoder>> decoder = Open(sample.path);
+  if (!decoder.ok()) return decoder.status();
+  const int64_t last = sample.num_frames() - 1;
+  // Frame 0, then the last: interrupted as frame 0 arrives, so that the
+  // Cancel reaches the backend as it starts on the last frame (a call
+  // interrupted before its request goes out sends none).
+  std::atomic<bool> interrupted{false};
+  int delivered = 0;
+  const absl::Status cancelled = (*decoder)->ForEachFrame(
+      ::codecvisor::internal::FrameSelection{ipc::IndexList{{0, last}}},
+      [&](Frame) {
+        ++delivered;
+        interrupted.store(true);
+        return absl::OkStatus();
+      },
+      &interrupted);
+  if (!absl::IsCancelled(cancelled)) {
+    return absl::InternalError(absl::StrCat("an interrupted request for frame ", last, " of ", sample.path,
+                                            " ended with ", cancelled.ToString(), ", not CANCELLED"));
+  }
+  absl::StatusOr<BackendStatus> after = Status();
+  if (!after.ok()) return after.status();
+  if (after->restarts != before->restarts || after->pid != before->pid) {
+    return absl::InternalError(absl::StrCat(
+        "the backend was replaced after a request for frame ", last, " of ", sample.path, " was cancelled (",
+        after->last_exit, "): a backend that cannot finish a frame within ", VideoDecoder::kInterruptGrace.count(),
+        " ms of a cancel must ask cv_cancel_check (cv_open_options.cancel_check) while it decodes, and stop"));
+  }
+  for (const int64_t index : {last, last > 0 ? last - 1 : last, int64_t{0}}) {
+    absl::StatusOr<Frame> frame = (*decoder)->GetFrameAt(index);
+    if (!frame.ok()) {
+      return absl::InternalError(
+          absl::StrCat("frame ", index, " after a cancelled request: ", frame.status().message()));
+    }
+    if (absl::Status s = Compare(*frame, sample, index, "after a cancelled request"); !s.ok()) return s;
+  }
+  if (delivered != 1) {
+    return absl::InternalError(absl::StrCat("a request for frames 0 and ", last, " interrupted as frame 0 came gave ",
+                                            delivered, " frames, not 1"));
+  }
+  *detail = absl::StrCat("frames 0 and ", last, " of ", sample.path,
+                         ", interrupted as frame 0 came: CANCELLED, the same process; frames ", last, ", ", last - 1,
+                         " and 0 right after");
   return absl::OkStatus();
 }
 

@@ -86,6 +86,14 @@ class Suite {
   // Runs FirstSeek on a long sample of the first codec the manifest
   // lists, else on the first of the vendor's samples.
   void CheckFirstSeek();
+  // A request for frames 0 and the last of `sample` (a deep seek in exact
+  // mode) interrupted (Ctrl-C) as frame 0 arrives: the call must end with
+  // kCancelled without the backend being replaced (a plugin that takes
+  // longer than the host's grace on one frame must stop at
+  // cv_cancel_check), and the session must then serve the frame asked
+  // for, the one before it and the first, as the reference has them (a
+  // plugin that stopped must leave its decoder able to seek).
+  absl::Status Cancel(const Sample& sample, std::string* detail);
   absl::Status BadInput(const Sample& sample, std::string* detail);
   absl::Status Concurrency(std::string* detail);
   // A backend that keeps memory of closed sessions: kLeakWarmup sessions

@@ -42,9 +42,11 @@ struct RunnerSandbox {
 // The ioctl types (the command's bits 8-15) refused with ENOTTY: terminals
 // ('T': TIOCSTI pushes keys into the host's terminal) and file systems
 // ('X', 'f', 'v', 0x94: FS_IOC_SETFLAGS, FS_IOC_SETVERSION,
-// FS_IOC_FSSETXATTR, FICLONE...), which would change the inode of the video
-// lent to the backend when the host's user owns it. Sorted.
-inline constexpr uint8_t kDeniedIoctlTypes[] = {0x54, 0x58, 0x66, 0x76, 0x94};
+// FS_IOC_FSSETXATTR, FICLONE...; 'r': FAT_IOCTL_SET_ATTRIBUTES; 0xf5:
+// F2FS's), which would change the inode of the video lent to the backend
+// when the host's user owns it (they need its ownership, not a descriptor
+// open for writing). Sorted.
+inline constexpr uint8_t kDeniedIoctlTypes[] = {0x54, 0x58, 0x66, 0x72, 0x76, 0x94, 0xf5};
 
 // Every `bits`-bit value (bits <= 32) but `denied` (sorted), as disjoint
 // aligned blocks: pairs of (mask, value) such that v is allowed when

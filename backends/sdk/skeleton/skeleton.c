@@ -16,10 +16,10 @@
 #define _POSIX_C_SOURCE 200809L /* pread */
 
 #include <codecvisor/codecvisor_backend.h>
-
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +42,7 @@ struct cv_session {
   int64_t num_frames;
   int64_t* pixel_offsets;   /* where each frame's pixels start in the file */
   uint8_t* row;             /* one packed RGB24 row, for planar output */
+  cv_cancel_check* cancel;  /* the runner's, NULL from an older one */
 };
 
 static cv_status fail(cv_error* error, cv_status status, const char* format, ...) {
@@ -165,6 +166,11 @@ static cv_status open_session(cv_backend* backend, int fd, const cv_open_options
   snprintf(s->label, sizeof(s->label), "%s", label);
   s->seek_mode = options->seek_mode;
   s->format = options->output_format;
+  /* A field added to cv_open_options after the first version: read only
+   * when the runner's struct holds it. */
+  if (options->struct_size >= offsetof(cv_open_options, cancel_check) + sizeof(cv_cancel_check*)) {
+    s->cancel = options->cancel_check;
+  }
   cv_status status = index_frames(s, error);
   if (status == CV_OK && (s->row = malloc((size_t)s->width * 3)) == NULL) {
     status = fail(error, CV_ERROR_RESOURCE_EXHAUSTED, "out of memory");
@@ -260,6 +266,13 @@ static cv_status decode_frame(cv_session* s, int64_t index, cv_frame_buffer* buf
                 (unsigned long long)buffer->capacity, w * h * 3);
   }
   for (size_t y = 0; y < h; ++y) {
+    /* A decoder that can spend long on one frame asks now and then whether
+     * the request was cancelled (Ctrl-C), and stops: any error will do.
+     * Each frame here is read on its own, so nothing needs resetting for
+     * the next request; a real decoder flushes what it holds. */
+    if (y % 64 == 0 && s->cancel != NULL && s->cancel->cancelled(s->cancel)) {
+      return fail(error, CV_ERROR_INTERNAL, "%s: cancelled", s->label);
+    }
     const int64_t at = s->pixel_offsets[index] + (int64_t)(y * row_bytes);
     uint8_t* to = s->format == CV_OUTPUT_RGB24 ? buffer->data + y * row_bytes : s->row;
     if (read_at(s->fd, to, row_bytes, at) != 0) {
