@@ -139,12 +139,15 @@ absl::StatusOr<BackendHandle> Supervisor::Acquire(ipc::Deadline deadline) {
         return BackendHandle{current_, generation_};
       case BackendState::kQuarantined:
         if (!quarantine_until_.has_value() || env_->Now() < *quarantine_until_) return failure_;
-        // Its time is over: start afresh, with the budget whole.
+        // Its time is over: restarted now, with the budget whole. As a
+        // restart, not a first start: one that fails counts as a crash
+        // (retried, or quarantined again for longer), never `failed`.
         policy_.LiftQuarantine();
         quarantine_until_.reset();
-        state_ = BackendState::kDiscovered;
+        state_ = BackendState::kRestarting;
+        restart_at_ = env_->Now();
         failure_ = absl::OkStatus();
-        first_start_retried_ = false;
+        changed_.NotifyAll();
         continue;
       case BackendState::kFailed:
         return failure_;

@@ -183,6 +183,23 @@ TEST_F(SupervisorTest, AQuarantineEndsAfterItsTime) {
   EXPECT_NE(AcquireNow().status().message().find("after 120 s"), std::string::npos);
 }
 
+// The start that ends a quarantine is a restart: one that fails (the
+// machine still short of memory) is retried and counted as a crash, never
+// the `failed` of a library that cannot load.
+TEST_F(SupervisorTest, AFailedStartAfterAQuarantineIsARestartThatFailed) {
+  Make();
+  StartReady();
+  Crashes(4);
+  ASSERT_EQ(supervisor_->Status().state, BackendState::kQuarantined);
+  env_->Advance(milliseconds(60'000));
+  env_->FailNextStarts({absl::ResourceExhaustedError("out of memory")});
+  EXPECT_FALSE(AcquireNow().ok());
+  EXPECT_EQ(supervisor_->Status().state, BackendState::kRestarting);
+  supervisor_->RunDueWorkForTest();  // the failed start, then its retry at once (a first crash)
+  EXPECT_EQ(supervisor_->Status().state, BackendState::kReady);
+  EXPECT_EQ(env_->starts(), 6);
+}
+
 TEST_F(SupervisorTest, EnoughSuccessesInARowMakeTheBudgetWhole) {
   Make();
   StartReady();

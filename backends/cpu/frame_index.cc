@@ -32,8 +32,12 @@ absl::StatusOr<FrameIndex> FrameIndex::Scan(Demuxer& demuxer, int64_t fallback_d
   // from the stream's start are not frames (at least one must be), and
   // the timelines below are made without them. Not for MPEG-4 Part 2,
   // whose packets may name other frames (ApplyShownOrderTimeline).
-  const int64_t probed =
-      made_from_start && !scan.mpeg4 ? PacketsToProbe(scan.frames, scan.known_pts, scan.picture_orders) : 0;
+  // MPEG-TS and -PS time PES packets, not pictures: there a picture without
+  // a pts is no sign of a leading one.
+  const bool pictures_timed = (demuxer.format()->iformat->flags & AVFMT_TS_DISCONT) == 0;
+  const int64_t probed = made_from_start && !scan.mpeg4
+                             ? PacketsToProbe(scan.frames, scan.known_pts, scan.picture_orders, pictures_timed)
+                             : 0;
   if (probed > 0) {
     // A probe that fails (the container cannot be opened again, the
     // decoder not opened) leaves every packet a frame.

@@ -243,6 +243,8 @@ TEST(PacketsToProbeTest, LeadingPicturesWithoutTimesOrWithTheKeyFramesAreProbed)
   const auto timed = Keyed({{0, true}, {-1, false}, {-1, false}, {3, false}, {1, false}, {2, false}});
   known[1] = known[2] = false;
   EXPECT_EQ(PacketsToProbe(timed, known, {}), 6) << "no time";
+  // Nor in MPEG-TS or -PS, which time PES packets, not pictures.
+  EXPECT_EQ(PacketsToProbe(timed, known, {}, /*pictures_timed=*/false), 0);
   // A stream whose key frame has no time either (AVI) is not probed for it.
   EXPECT_EQ(PacketsToProbe(Keyed({{0, true}, {3, false}, {1, false}}), {false, false, false}, {}), 0);
   // Nor does a key frame with the first one's time count (it leads nothing).

@@ -188,9 +188,8 @@ void PlaceLeadingUntimed(std::vector<FrameEntry>& frames, int64_t fallback_durat
   }
 }
 
-
 int64_t PacketsToProbe(const std::vector<FrameEntry>& frames, const std::vector<bool>& known_pts,
-                       const std::vector<std::optional<int64_t>>& counts) {
+                       const std::vector<std::optional<int64_t>>& counts, bool pictures_timed) {
   const auto first_key = std::find_if(frames.begin(), frames.end(), [](const FrameEntry& f) { return f.key; });
   const size_t key = static_cast<size_t>(first_key - frames.begin());
   if (first_key == frames.end() || key >= kMaxProbedPackets || known_pts.size() != frames.size()) return 0;
@@ -203,9 +202,10 @@ int64_t PacketsToProbe(const std::vector<FrameEntry>& frames, const std::vector<
     // cut with -c copy to Matroska leaves an open GOP's leading pictures
     // without times (their times fell before the cut), or with the key
     // frame's time where the muxer clamped them to the start (MPEG-2).
-    leading = (known_pts[key] && known_pts[i] && frames[i].pts < frames[key].pts) ||
-              (known_pts[key] && !frames[i].key && (!known_pts[i] || frames[i].pts == frames[key].pts)) ||
-              (counted && !frames[i].key && counts[i].has_value() && *counts[i] < *counts[key]);
+    leading =
+        (known_pts[key] && known_pts[i] && frames[i].pts < frames[key].pts) ||
+        (pictures_timed && known_pts[key] && !frames[i].key && (!known_pts[i] || frames[i].pts == frames[key].pts)) ||
+        (counted && !frames[i].key && counts[i].has_value() && *counts[i] < *counts[key]);
   }
   return leading ? static_cast<int64_t>(end) : 0;
 }

@@ -89,15 +89,16 @@ bool ApplyShownOrderTimeline(std::vector<FrameEntry>& frames, const std::vector<
 // frames: those up to kLeadingWindow packets past the first key frame,
 // when packets come before it (a recording cut in a GOP, whose pictures
 // lack their references) or a packet in that window is shown before it,
-// by its pts or its count (the leading pictures of an open GOP), or, the
-// key frame having a pts, one that is not a key frame has none or the key
-// frame's own (leading pictures whose times a cut dropped or clamped);
-// else 0.
+// by its pts or its count (the leading pictures of an open GOP), or, in a
+// container that times every picture (`pictures_timed`: not MPEG-TS or
+// -PS, which time PES packets), the key frame having a pts, one that is
+// not a key frame has none or the key frame's own (leading pictures whose
+// times a cut dropped or clamped); else 0.
 // Also 0 when no key frame is among the first kMaxProbedPackets.
 inline constexpr size_t kLeadingWindow = 32;
 inline constexpr size_t kMaxProbedPackets = 1024;
 int64_t PacketsToProbe(const std::vector<FrameEntry>& frames, const std::vector<bool>& known_pts,
-                       const std::vector<std::optional<int64_t>>& counts);
+                       const std::vector<std::optional<int64_t>>& counts, bool pictures_timed = true);
 
 // The stream's reorder delay in time base units: the frames the decoder
 // holds back (`video_delay`, from the codec's headers) times the usual gap

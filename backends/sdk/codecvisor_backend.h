@@ -307,7 +307,8 @@ struct cv_frame_pool {
  * a long group of pictures is hundreds of frames) asks here, between two
  * packets say, and stops early. A backend that never asks still works: the
  * host waits for the frame, and replaces a backend that has not ended an
- * interrupted request within a second. */
+ * interrupted request within a second (the conformance suite's `cancel`
+ * check fails one that takes longer than that on its sample's last frame). */
 struct cv_cancel_check {
   /* Non-zero once the host has cancelled the request that the calling
    * decode_frame or decode_frame_at_seconds serves; it stays non-zero for

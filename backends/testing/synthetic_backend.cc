@@ -92,11 +92,17 @@ struct Session {
 // the request is cancelled, as a backend decoding many packets for one
 // frame would.
 bool SleepUnlessCancelled(const Session& s, int64_t ms) {
-  for (int64_t slept = 0; slept < ms; ++slept) {
+  if (ms <= 0) return true;
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  const int64_t until = now.tv_sec * 1'000'000'000LL + now.tv_nsec + ms * 1'000'000;
+  for (;;) {
     if (s.cancel != nullptr && s.cancel->cancelled(s.cancel) != 0) return false;
-    usleep(1000);
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    const int64_t left = until - (now.tv_sec * 1'000'000'000LL + now.tv_nsec);
+    if (left <= 0) return true;
+    usleep(static_cast<useconds_t>(std::min<int64_t>(left / 1000 + 1, 1000)));
   }
-  return true;
 }
 
 // late_gate: whether the video's file has grown by `index` bytes since the

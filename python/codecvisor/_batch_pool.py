@@ -303,9 +303,9 @@ def _receive(dup_fd, number, dtype, shape, nbytes, sender):
         # resource sharer): a worker that died after queueing the batch
         # cannot hand it over.
         fd = dup_fd.detach()
-    except OSError as e:
+    except (ConnectionRefusedError, ConnectionResetError, FileNotFoundError, EOFError) as e:
         raise RuntimeError(f"DataLoader worker (pid {sender}) ended before its batch could be received "
-                           f"(the worker was killed, or exited): {e}") from e
+                           f"(the worker was killed, or exited): {e!r}") from e
     try:
         received = mappings.get(fd, sender)
     finally:

@@ -82,8 +82,9 @@ def start(name: str, timeout: float = 15.0) -> None:
 def reset(name: str) -> None:
     """Lifts backend ``name``'s quarantine or failed state in this process,
     so that its next use starts it afresh (after crashes you have dealt
-    with, or a plugin you have fixed). A quarantine lasts as long as the
-    process's host: nothing outside the process can lift it."""
+    with, or a plugin you have fixed). A quarantine otherwise ends by
+    itself after a minute (longer each time it comes back), or with the
+    process's host; nothing outside the process can lift it."""
     try:
         _host.get().reset_backend(name)
     except _codecvisor.StatusError as e:

@@ -226,8 +226,8 @@ def _state(name):
 
 
 def test_reset_lifts_a_quarantine_in_this_process(tmp_path):
-    # A quarantine lasts as long as the process's host; backends.reset is
-    # the way out that its message names.
+    # A quarantine lasts a minute or more; backends.reset is the way out
+    # at once that its message names.
     poison = synthetic_clip(tmp_path / "poison.syn", "frames=5 fault=segfault fault_frame=0")
     good = synthetic_clip(tmp_path / "good.syn", "frames=5 width=8 height=4 fps=10")
     try:

@@ -107,7 +107,7 @@ void Suite::Check(const std::string& name, const std::function<absl::Status(std:
   nothing_checked_ = false;
   result.passed = status.ok() && !result.skipped;
   if (!status.ok()) result.detail = std::string(status.message());
-  // A quarantine lasts as long as the suite's host: lifted, so that the
+  // A quarantine lasts a minute or more: lifted at once, so that the
   // checks after this one say what they find of the backend, not that the
   // host gave up on it (advice a conformance run's user cannot take).
   if (after.ok() && after->state == "quarantined" && !(before.ok() && before->state == "quarantined")) {

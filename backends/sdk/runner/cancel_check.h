@@ -12,9 +12,9 @@
 #define CODECVISOR_BACKENDS_SDK_RUNNER_CANCEL_CHECK_H_
 
 #include <cstddef>
+#include <functional>
 #include <type_traits>
 
-#include "absl/functional/function_ref.h"
 #include "backends/sdk/codecvisor_backend.h"
 
 namespace codecvisor::runner {
@@ -30,10 +30,12 @@ class CancelCheck {
 
   // For its lifetime, on the thread that makes it: the vendor's calls of
   // `check`'s cancelled() are answered by `probe` until it says true, and
-  // true from then on. Scopes nest (the innermost answers).
+  // true from then on. Scopes nest (the innermost answers). Not
+  // async-signal-safe: a call from a signal handler that interrupted the
+  // probe is told the last answer.
   class Scope {
    public:
-    Scope(CancelCheck& check, absl::FunctionRef<bool()> probe);
+    Scope(CancelCheck& check, std::function<bool()> probe);
     ~Scope();
     Scope(const Scope&) = delete;
     Scope& operator=(const Scope&) = delete;
@@ -44,8 +46,9 @@ class CancelCheck {
    private:
     friend class CancelCheck;
     const CancelCheck* check_;
-    absl::FunctionRef<bool()> probe_;
+    std::function<bool()> probe_;  // (a lambda of two references needs no allocation)
     bool told_ = false;
+    bool probing_ = false;  // a call from inside the probe (a signal handler's) is told what is known
     Scope* outer_;
   };
 

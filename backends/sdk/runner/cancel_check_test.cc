@@ -78,6 +78,22 @@ TEST(CancelCheckTest, NestedScopesAnswerInnermostFirst) {
   EXPECT_EQ(Ask(a), 1);
 }
 
+// A call from inside the probe (a plugin's signal handler that ran while
+// the runner read the channel) does not run the probe again.
+TEST(CancelCheckTest, ACallFromInsideTheProbeIsToldTheLastAnswer) {
+  CancelCheck check;
+  int probes = 0;
+  int32_t inner = -1;
+  CancelCheck::Scope scope(check, [&] {
+    ++probes;
+    inner = Ask(check);
+    return true;
+  });
+  EXPECT_EQ(Ask(check), 1);
+  EXPECT_EQ(inner, 0);
+  EXPECT_EQ(probes, 1);
+}
+
 TEST(CancelCheckTest, ANullSelfIsNo) {
   CancelCheck check;
   CancelCheck::Scope scope(check, [] { return true; });
