@@ -16,7 +16,7 @@ import sys
 import threading
 import warnings
 
-from . import _codecvisor, _errors, _plugins
+from . import _codecvisor, _errors, _plugins, _worker_memory
 
 _lock = threading.Lock()
 _host = None
@@ -166,6 +166,9 @@ def get():
                 multiprocessing.util.Finalize(None, _close_if_alone, args=(_host,), exitpriority=0)
         host = _host
     if made is not None:
+        # A Dask worker's first use of codecvisor, whatever the task: its
+        # batch cache within the worker's memory limit.
+        _worker_memory.fit_batch_cache_to_worker()
         # Once the host is this process's, outside the lock: a warning
         # turned into an error (-W error) fails this call, not every call,
         # and a showwarning hook may use codecvisor. Blamed on the user's

@@ -271,6 +271,24 @@ def test_thread_workers_of_clusters_started_in_turn_fit_the_cache_to_the_smalles
         codecvisor._codecvisor.set_batch_cache_limit_bytes(default)
 
 
+def first_frame_shape(path):
+    with VideoDecoder(path, **OPTIONS) as decoder:
+        return tuple(decoder[0].shape)
+
+
+def test_a_plain_task_that_opens_a_decoder_fits_the_cache_too(tmp_path):
+    # Not only codecvisor.dask's tasks: a client.submit of the user's own
+    # function that opens a decoder kept the default cache, and a worker
+    # with a memory limit paused for good on the batches it kept.
+    limit = 1 << 30
+    with LocalCluster(n_workers=1, processes=True, threads_per_worker=1, host="127.0.0.1", memory_limit=limit,
+                      dashboard_address=None, silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
+        default = list(client.run(cache_limit).values())[0]
+        assert limit // 16 < default, "the case needs a worker limit below 16 times the cache's"
+        assert client.submit(first_frame_shape, videos(tmp_path)[0]).result()[0] == 3
+        assert list(client.run(cache_limit).values()) == [limit // 16]
+
+
 def test_what_is_skipped_and_what_is_raised(tmp_path):
     paths = videos(tmp_path)[:2]
     # An empty in-memory video is a bad video, as an empty file is: skipped
