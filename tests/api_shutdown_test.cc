@@ -5,23 +5,17 @@
 
 #include <unistd.h>
 
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "base/cgroup_paths.h"
+#include "base/small_file.h"
 #include "tests/api_host_test_fixture.h"
 
 namespace codecvisor {
 namespace {
 
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+std::string ReadText(const std::string& path) { return ReadSmallFile(path).value_or(""); }
 
 // The directories of process `pid`'s own cgroups (memory, pids, or the v2
 // one), as this process sees the cgroup file systems.

@@ -88,21 +88,22 @@ struct Session {
   cv_cancel_check* cancel = nullptr;  // the runner's, where it has one
 };
 
+int64_t MonotonicNs() {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return now.tv_sec * 1'000'000'000LL + now.tv_nsec;
+}
+
 // decode_ms: sleeps that long, in 1 ms steps, stopping early (false) once
 // the request is cancelled, as a backend decoding many packets for one
 // frame would.
 bool SleepUnlessCancelled(const Session& s, int64_t ms) {
-  if (ms <= 0) return true;
-  timespec now{};
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  const int64_t until = now.tv_sec * 1'000'000'000LL + now.tv_nsec + ms * 1'000'000;
-  for (;;) {
+  const int64_t until = MonotonicNs() + ms * 1'000'000;
+  for (int64_t left = until - MonotonicNs(); left > 0; left = until - MonotonicNs()) {
     if (s.cancel != nullptr && s.cancel->cancelled(s.cancel) != 0) return false;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    const int64_t left = until - (now.tv_sec * 1'000'000'000LL + now.tv_nsec);
-    if (left <= 0) return true;
     usleep(static_cast<useconds_t>(std::min<int64_t>(left / 1000 + 1, 1000)));
   }
+  return true;
 }
 
 // late_gate: whether the video's file has grown by `index` bytes since the
@@ -310,13 +311,10 @@ cv_status Decode(cv_session* session, int64_t index, cv_frame_buffer* buffer, cv
     return Fail(error, CV_ERROR_INTERNAL, "%s: cancelled", s->label.c_str());
   }
   if (s->video.busy_ms > 0) {
-    timespec now{};
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    const int64_t until = now.tv_sec * 1'000'000'000LL + now.tv_nsec + s->video.busy_ms * 1'000'000;
+    const int64_t until = MonotonicNs() + s->video.busy_ms * 1'000'000;
     volatile uint64_t work = 0;
-    while (now.tv_sec * 1'000'000'000LL + now.tv_nsec < until) {
+    while (MonotonicNs() < until) {
       for (int i = 0; i < 10'000; ++i) work = work + static_cast<uint64_t>(i);
-      clock_gettime(CLOCK_MONOTONIC, &now);
     }
   }
   // A late buffer: the frame is "decoded", take it now.
