@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/ffmpeg_log.h"
@@ -146,6 +147,11 @@ int PicturePool::GetBuffer(AVCodecContext* ctx, AVFrame* frame, int flags) {
     base = frame->buf[0]->data + (RoundUp(address, kPictureAlign) - address);
     self->own_.fetch_add(1, std::memory_order_relaxed);
   }
+  // HEVC conceals nothing: what a damaged slice leaves unwritten keeps the
+  // memory's bytes, which in a slot are an earlier frame's, and which one
+  // depends on when the host let its frames go. Cleared, a damaged file
+  // gives the same frames every time.
+  if (ctx->codec_id == AV_CODEC_ID_HEVC) std::memset(base, 0, self->layout_.size);
   for (uint32_t p = 0; p < self->layout_.num_planes; ++p) {
     frame->data[p] = base + self->layout_.plane_offset[p];
     frame->linesize[p] = static_cast<int>(self->layout_.plane_stride[p]);

@@ -8,6 +8,7 @@ import functools
 import inspect
 import pathlib
 import pickle
+import random
 import struct
 import subprocess
 from fractions import Fraction
@@ -532,3 +533,44 @@ def test_a_rotated_video_is_the_clis_autorotated_frames(tmp_path, pix_fmt, codec
         assert np.array_equal(d[:].data.numpy(), want), threads
         nchw = VideoDecoder(rotated, num_ffmpeg_threads=threads)[:].data
         assert np.array_equal(nchw.permute(0, 2, 3, 1).numpy(), want)
+
+
+def test_a_damaged_hevc_file_gives_the_same_frames_whatever_the_backend_decoded_before(tmp_path):
+    # HEVC conceals nothing: what a damaged slice leaves unwritten keeps
+    # the bytes the picture's memory held, an earlier frame's.
+    x265 = ["-c:v", "libx265", "-x265-params", "log-level=error:keyint=25:bframes=3:pools=1:frame-threads=1",
+            "-pix_fmt", "yuv420p", "-threads", "1", "-fflags", "+bitexact"]
+    clean = make_video(tmp_path / "clean.mkv",
+                       ["-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25", "-frames:v", "75"] + x265)
+    other = make_video(tmp_path / "other.mkv",
+                       ["-f", "lavfi", "-i", "mandelbrot=size=320x240:rate=25", "-frames:v", "75"] + x265)
+    data = bytearray(pathlib.Path(clean).read_bytes())
+    rng = random.Random(1)
+    for _ in range(20):
+        at = rng.randrange(len(data) * 3 // 10, len(data) * 7 // 10)
+        data[at] ^= 1 << rng.randrange(8)
+    damaged = tmp_path / "damaged.mkv"
+    damaged.write_bytes(bytes(data))
+
+    decodable = []
+    with VideoDecoder(damaged) as d:
+        for i in range(len(d)):
+            try:
+                d.get_frame_at(i)
+                decodable.append(i)
+            except codecvisor.VideoError:
+                pass
+    with VideoDecoder(clean) as d:
+        untouched = d.get_frames_at(decodable).data
+    results = []
+    for _ in range(3):
+        with VideoDecoder(damaged) as d:
+            results.append(d.get_frames_at(decodable).data)
+        # Leaves other pictures in the frame pool's slots.
+        with VideoDecoder(other) as d:
+            d.get_frames_in_range(0, len(d))
+    changed = [i for k, i in enumerate(decodable) if not torch.equal(results[0][k], untouched[k])]
+    assert changed, "the damage changed no frame that decodes: the test would test nothing"
+    for later in results[1:]:
+        differ = [i for k, i in enumerate(decodable) if not torch.equal(results[0][k], later[k])]
+        assert not differ, f"frames {differ} differ from the same request's before"
