@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/backend_output.h"
+#include "core/session_opened_check.h"
 #include "ipc/plane_shapes.h"
 
 namespace codecvisor {
@@ -92,10 +93,13 @@ absl::Status FrameCheck::Next(const ipc::FrameRef& ref) {
                                             " where frame ", *expected, " was asked for"));
   }
   // NaN and infinities would reach the caller's arithmetic (a sampler's
-  // clip times, a sort).
-  if (!std::isfinite(ref.pts_seconds) || !std::isfinite(ref.duration_seconds) || ref.duration_seconds < 0) {
+  // clip times, a sort); so would an end (pts + duration) that overflows.
+  // A frame's times are bounded as the stream's are.
+  if (!std::isfinite(ref.pts_seconds) || !std::isfinite(ref.duration_seconds) || ref.duration_seconds < 0 ||
+      std::abs(ref.pts_seconds) > kMaxStreamSeconds || ref.duration_seconds > kMaxStreamSeconds) {
     return absl::DataLossError(absl::StrCat("backend sent frame ", ref.index, " at ", ref.pts_seconds, " s lasting ",
-                                            ref.duration_seconds, " s (a time is finite, a duration not negative)"));
+                                            ref.duration_seconds, " s (a time is within ", kMaxStreamSeconds,
+                                            " s either way, a duration not negative and at most that)"));
   }
   if (auto* span = std::get_if<ipc::PtsRange>(&request_.selection);
       span != nullptr && !(ref.pts_seconds < span->stop_seconds)) {

@@ -4,7 +4,8 @@
 // its address space with vendor code, so every frame record may be a
 // forgery: the host checks each against the selection it sent, in number,
 // order and stream index (negative indices resolved as the runner resolves
-// them), and a time range's frames against its stop time and each other.
+// them), a time range's frames against its stop time and each other, and
+// every frame's times against the bounds a stream's times have.
 // A record that fails is a protocol violation: the caller replaces the
 // backend and blames the request. Pure logic on private values; not
 // thread-safe (one per request attempt).

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/session_opened_check.h"
 #include "gtest/gtest.h"
 #include "ipc/plane_shapes.h"
 
@@ -166,14 +167,17 @@ TEST(FrameCheckTest, ATimeRangeHoldsAtMostWhatItsLengthCan) {
   EXPECT_TRUE(absl::IsDataLoss(Answer(ipc::FrameRequest{ipc::PtsRange{0.0, 100.0}}, 3, {0, 1, 2, 3})));
 }
 
-// A NaN time or an infinite duration would reach the caller's arithmetic
-// (a sampler's clip times, a sort).
-TEST(FrameCheckTest, TimesAreFiniteAndDurationsNotNegative) {
+// A NaN time, an infinite duration or an end that overflows would reach the
+// caller's arithmetic (a sampler's clip times, a sort).
+TEST(FrameCheckTest, TimesAreFiniteAndBoundedAndDurationsNotNegative) {
   const double nan = std::nan(""), inf = std::numeric_limits<double>::infinity();
   for (const ipc::FrameRequest& request :
        {ipc::FrameRequest{ipc::IndexList{{3}}}, ipc::FrameRequest{ipc::PtsList{{0.5}}}}) {
     for (auto [pts, duration] : {std::pair{nan, 0.04}, std::pair{inf, 0.04}, std::pair{-inf, 0.04},
-                                 std::pair{0.12, inf}, std::pair{0.12, nan}, std::pair{0.12, -0.04}}) {
+                                 std::pair{0.12, inf}, std::pair{0.12, nan}, std::pair{0.12, -0.04},
+                                 // finite, but their end is not (a plugin's forgery)
+                                 std::pair{1.7e308, 1.7e308}, std::pair{-1.7e308, 0.04}, std::pair{0.12, 1e308},
+                                 std::pair{kMaxStreamSeconds * 1.5, 0.0}, std::pair{0.0, kMaxStreamSeconds * 1.5}}) {
       FrameCheck check(request, 10);
       ipc::FrameRef ref = Ref(0, 3, pts);
       ref.duration_seconds = duration;
@@ -184,6 +188,10 @@ TEST(FrameCheckTest, TimesAreFiniteAndDurationsNotNegative) {
     ipc::FrameRef ref = Ref(0, 3, -0.5);  // a stream may start before 0
     ref.duration_seconds = 0;             // and a frame have no duration
     EXPECT_TRUE(honest.Next(ref).ok());
+    FrameCheck at_the_bound(request, 10);
+    ref = Ref(0, 3, -kMaxStreamSeconds);
+    ref.duration_seconds = kMaxStreamSeconds;
+    EXPECT_TRUE(at_the_bound.Next(ref).ok());
   }
 }
 
