@@ -460,6 +460,8 @@ class VideoDecoder:
         if not start_seconds <= stop_seconds:
             raise ValueError(f"Invalid start seconds: {start_seconds}. It must be less than or equal to "
                              f"stop seconds ({stop_seconds}).")
+        if start_seconds == stop_seconds:
+            return  # empty wherever it is, as torchcodec checks it before the stream's bounds
         begin, end = self._begin, self._end
         if end is not None and not begin <= start_seconds < end:
             raise ValueError(f"Invalid start seconds: {start_seconds}. It must be greater than or equal to "

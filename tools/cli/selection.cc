@@ -186,15 +186,6 @@ absl::StatusOr<FrameSelection> BuildSelection(const SelectionFlags& flags, const
   if (!flags.time_range.empty()) {
     absl::StatusOr<FrameSelection::PlayedInRange> range = ParseTimeRange(flags.time_range);
     if (!range.ok()) return range.status();
-    // An empty range is not sent to the backend, so its bounds are checked
-    // here, as Python checks them: begin <= START < end.
-    const double begin = metadata.begin_stream_seconds, end = metadata.end_stream_seconds;
-    if (range->start_seconds == range->stop_seconds && end > begin &&
-        !(begin <= range->start_seconds && range->start_seconds < end)) {
-      return absl::OutOfRangeError(absl::StrCat("--time-range ", flags.time_range, ": ", range->start_seconds,
-                                                " s is outside the stream, which plays from ", begin, " s to ", end,
-                                                " s"));
-    }
     return FrameSelection::PlayedInSeconds(range->start_seconds, range->stop_seconds);
   }
   // Every frame: by index when the stream says how many (an estimate from
