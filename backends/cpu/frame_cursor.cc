@@ -403,7 +403,14 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeExact(int64_t index) {
     first_order = std::min(first_order, (*index_)[i].decode_order);
     last_order = std::max(last_order, (*index_)[i].decode_order);
   }
-  const bool scattered = last_order - first_order >= tie_end - first_of_tie;
+  // Side by side in decode order but across a key frame (the second
+  // recording's first packet right after the first's last, a B-frame):
+  // the frames between them in display order come out between them too.
+  bool key_after_first = false;
+  for (int64_t i = first_of_tie; i < tie_end; ++i) {
+    key_after_first = key_after_first || ((*index_)[i].key && (*index_)[i].decode_order > first_order);
+  }
+  const bool scattered = last_order - first_order >= tie_end - first_of_tie || key_after_first;
   const std::vector<int64_t> starts = index_->StartPoints(index, 1);
   const int64_t key_order = (*index_)[starts.front()].decode_order;
   last_error_ = 0;
@@ -438,10 +445,17 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeExact(int64_t index) {
   // A frame of a tie is counted from before the tie's first packet: a seek
   // to the tie's time may land on any of its packets (an index keeps one
   // entry per timestamp), and a landing on any of them is refused (they all
-  // map to the tie's first).
+  // map to the tie's first). And from a key frame the first packet can be
+  // decoded from: a container that seeks by decode time (MPEG-TS) lands
+  // past the key frame asked for, where the decoder would drop every frame
+  // until the next key frame, the tie's first frames with them.
   const bool in_tie = tie_end - first_of_tie > 1;
   const std::vector<int64_t> seeks = SeekTimestamps(first_of_tie, in_tie);
-  const int64_t landing_limit = in_tie ? (*index_)[first_of_tie].decode_order - 1 : key_order;
+  int64_t landing_limit = key_order;
+  if (in_tie) {
+    const int64_t tie_key = (*index_)[index_->StartPoints(index_->IndexOfOrder(first_order), 1).front()].decode_order;
+    landing_limit = std::min(first_order - 1, tie_key);
+  }
   for (size_t i = 0; i < seeks.size(); ++i) {
     if (absl::Status s = SeekTo(seeks[i]); !s.ok()) return s;
     if (!LandedAtOrBefore(landing_limit)) {
