@@ -2,7 +2,8 @@
 //
 // FrameCursor's approximate mode (no frame table): frames by nominal index
 // and by time, the seek-or-decode-on decision, and the stretches lost to
-// damage. The exact mode and the decoding loop are in frame_cursor.cc.
+// damage. The exact mode is in frame_cursor_exact.cc, the decoding loop in
+// frame_cursor.cc.
 
 #include <algorithm>
 #include <array>
