@@ -23,6 +23,7 @@
 #include "core/install_layout.h"
 #include "core/manifest.h"
 #include "core/process.h"
+#include "core/process_cpu.h"
 #include "core/supervisor_env.h"
 #include "ipc/channel.h"
 #include "ipc/messages.h"
@@ -80,6 +81,7 @@ class BackendProcess final : public RunningBackend {
   // lifetime (the child is reaped through it, never by pid).
   int pidfd() const override { return child_.pidfd.get(); }
   pid_t pid() const override { return child_.pid; }
+  std::optional<std::chrono::nanoseconds> CpuTime() const override { return ProcessCpuTime(child_.pid); }
   const ipc::HelloReply& hello() const override { return hello_; }
   std::string DescribeSandbox() const override { return sandbox_.Describe(); }
   const BackendManifest& manifest() const { return manifest_; }

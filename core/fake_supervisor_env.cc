@@ -49,6 +49,10 @@ class FakeBackend final : public RunningBackend {
   }
   int pidfd() const override { return -1; }
   pid_t pid() const override { return 1000 + child_->serial(); }
+  std::optional<std::chrono::nanoseconds> CpuTime() const override {
+    MutexLock lock(&child_->mu_);
+    return child_->cpu_;
+  }
   const ipc::HelloReply& hello() const override { return hello_; }
   std::string DescribeSandbox() const override { return "none"; }
   int serial() const { return child_->serial(); }
@@ -81,6 +85,11 @@ void FakeChild::SetControlCrashHints(ipc::CrashHints hints) {
 void FakeChild::SetOomKilled(bool oom) {
   MutexLock lock(&mu_);
   oom_ = oom;
+}
+
+void FakeChild::SetCpuTime(std::optional<std::chrono::nanoseconds> cpu) {
+  MutexLock lock(&mu_);
+  cpu_ = cpu;
 }
 
 void FakeChild::SetPingStatus(absl::Status status) {

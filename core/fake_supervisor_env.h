@@ -12,18 +12,19 @@
 #ifndef CODECVISOR_CORE_FAKE_SUPERVISOR_ENV_H_
 #define CODECVISOR_CORE_FAKE_SUPERVISOR_ENV_H_
 
+#include <chrono>
 #include <deque>
 #include <functional>
 #include <map>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "core/supervisor_env.h"
 #include "base/mutex.h"
+#include "core/supervisor_env.h"
 
 namespace codecvisor {
 
@@ -46,6 +47,8 @@ class FakeChild {
   void SetOomKilled(bool oom);
   // Heartbeats fail with this from now on (a hung child).
   void SetPingStatus(absl::Status status);
+  // The CPU time it has used (0 until set; nullopt: unknown).
+  void SetCpuTime(std::optional<std::chrono::nanoseconds> cpu);
 
  private:
   friend class FakeBackend;
@@ -58,6 +61,7 @@ class FakeChild {
   ipc::CrashHints control_hints_ ABSL_GUARDED_BY(mu_);
   bool oom_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status ping_ ABSL_GUARDED_BY(mu_);
+  std::optional<std::chrono::nanoseconds> cpu_ ABSL_GUARDED_BY(mu_){0};
 };
 
 class FakeSupervisorEnv final : public SupervisorEnv {

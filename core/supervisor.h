@@ -40,6 +40,7 @@
 #include "absl/status/statusor.h"
 #include "base/mutex.h"
 #include "core/death_record.h"
+#include "core/idle_cpu_watch.h"
 #include "core/manifest.h"
 #include "core/restart_policy.h"
 #include "core/session_budget.h"
@@ -207,6 +208,9 @@ class Supervisor {
   // Starts the backend (or promotes the warm spare) and makes it current.
   void StartBackend() ABSL_LOCKS_EXCLUDED(mu_);
   void Heartbeat() ABSL_LOCKS_EXCLUDED(mu_);
+  // With each heartbeat answered: kills `current` if it has used more than
+  // half a core with no decoder on it for a while (IdleCpuWatch).
+  void StopIfBusyWhileIdle(const std::shared_ptr<RunningBackend>& current) ABSL_LOCKS_EXCLUDED(mu_);
   void WorkLoop();
   // Keeps a warm spare started, on a thread of its own: a spare's start
   // (up to spawn_timeout) never delays the handling of a death.
@@ -279,6 +283,8 @@ class Supervisor {
   RestartPolicy policy_ ABSL_GUARDED_BY(mu_);
   uint64_t restarts_ ABSL_GUARDED_BY(mu_) = 0;
   int sessions_ ABSL_GUARDED_BY(mu_) = 0;
+  IdleCpuWatch idle_cpu_ ABSL_GUARDED_BY(mu_);
+  uint64_t idle_cpu_generation_ ABSL_GUARDED_BY(mu_) = 0;  // the backend idle_cpu_ watches
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   int spare_failures_ ABSL_GUARDED_BY(mu_) = 0;  // in a row; spares stop at kMaxSpareFailures
   // No spare starts before this time on the env's clock (after one the

@@ -17,9 +17,11 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <system_error>
 
@@ -118,6 +120,8 @@ class RunningBackend {
   // Readable once it has exited; -1 where there is none (a fake).
   virtual int pidfd() const = 0;
   virtual pid_t pid() const = 0;
+  // The CPU time it has used, all its threads; nullopt if unknown.
+  virtual std::optional<std::chrono::nanoseconds> CpuTime() const = 0;
   virtual const ipc::HelloReply& hello() const = 0;
   // What of the sandbox is engaged, in words ("none" for nothing).
   virtual std::string DescribeSandbox() const = 0;

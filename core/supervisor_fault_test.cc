@@ -79,6 +79,51 @@ TEST_F(SupervisorTest, AnAnsweredHeartbeatKillsNothing) {
   EXPECT_EQ(supervisor_->Status().state, BackendState::kReady);
 }
 
+// A backend with no decoder on it that keeps using CPU (a plugin whose
+// threads run on after its sessions closed) is stopped once it has done so
+// for IdleCpuWatch::kWindow; with a decoder on it, however busy, never.
+TEST_F(SupervisorTest, ABackendUsingCpuWithNoDecoderOnItIsStopped) {
+  Make(/*warm_spare=*/false, /*heartbeat=*/milliseconds(2'000));
+  StartReady();
+  std::chrono::nanoseconds cpu{0};
+  auto heartbeat = [&](std::chrono::nanoseconds used) {
+    cpu += used;
+    Current()->SetCpuTime(cpu);
+    env_->Advance(milliseconds(2'000));
+    supervisor_->RunDueWorkForTest();
+  };
+  supervisor_->SessionOpened();
+  for (int i = 0; i < 10; ++i) heartbeat(std::chrono::seconds(4));  // decoding on two cores
+  EXPECT_EQ(Current()->kills(), 0);
+  supervisor_->SessionClosed();
+  for (int i = 0; i < 5; ++i) heartbeat(std::chrono::seconds(2));  // a core, idle: 8 s of the window
+  EXPECT_EQ(Current()->kills(), 0);
+  heartbeat(std::chrono::seconds(2));
+  EXPECT_EQ(Current()->kills(), 1);
+  env_->DeliverKills();
+  SupervisorStatus st = supervisor_->Status();
+  ASSERT_TRUE(st.last_exit.has_value());
+  EXPECT_TRUE(st.last_exit->killed_by_supervisor);
+  EXPECT_EQ(st.last_exit->blamed_session, 0u);
+  EXPECT_EQ(st.last_exit->Describe(),
+            "killed by codecvisor: used 10.0 s of CPU in 10.0 s with no decoder open on it (its threads kept running "
+            "after its sessions closed): stopped");
+}
+
+TEST_F(SupervisorTest, AnIdleBackendUsingLittleCpuIsLeftRunning) {
+  Make(/*warm_spare=*/false, /*heartbeat=*/milliseconds(2'000));
+  StartReady();
+  std::chrono::nanoseconds cpu{0};
+  for (int i = 0; i < 30; ++i) {
+    cpu += milliseconds(200);  // a tenth of a core: a driver's polling thread
+    Current()->SetCpuTime(cpu);
+    env_->Advance(milliseconds(2'000));
+    supervisor_->RunDueWorkForTest();
+  }
+  EXPECT_EQ(Current()->kills(), 0);
+  EXPECT_EQ(supervisor_->Status().state, BackendState::kReady);
+}
+
 TEST_F(SupervisorTest, AFaultInAnOpenNamesItsCulprit) {
   Make();
   StartReady();

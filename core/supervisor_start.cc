@@ -229,7 +229,11 @@ void Supervisor::Heartbeat() {
   }
   if (current == nullptr) return;
   absl::Status alive = current->Ping(Clock::now() + options_.heartbeat_interval);
-  if (alive.ok() || current->Exited()) return;
+  if (alive.ok()) {
+    StopIfBusyWhileIdle(current);
+    return;
+  }
+  if (current->Exited()) return;
   MutexLock lock(&mu_);
   if (current_ == current && !pending_kill_.has_value()) {
     DeathRecord kill;
@@ -239,6 +243,25 @@ void Supervisor::Heartbeat() {
     pending_kill_ = kill;
     current->Kill();
   }
+}
+
+void Supervisor::StopIfBusyWhileIdle(const std::shared_ptr<RunningBackend>& current) {
+  const std::optional<std::chrono::nanoseconds> cpu = current->CpuTime();
+  MutexLock lock(&mu_);
+  if (current_ != current) return;
+  if (idle_cpu_generation_ != generation_) {
+    idle_cpu_.Reset();
+    idle_cpu_generation_ = generation_;
+  }
+  // No decoder on it: no session open, none opening, no request.
+  std::optional<std::string> busy = idle_cpu_.Sample(env_->Now(), sessions_ == 0, cpu);
+  if (!busy.has_value() || pending_kill_.has_value()) return;
+  DeathRecord kill;
+  kill.generation = generation_;
+  kill.killed_by_supervisor = true;
+  kill.kill_reason = *std::move(busy);
+  pending_kill_ = kill;
+  current->Kill();
 }
 
 }  // namespace codecvisor

@@ -159,5 +159,34 @@ TEST_F(FaultTest, ACloseThatNeverReturnsEndsTheBackendWhichIsRestarted) {
   EXPECT_TRUE(IsSyntheticFrame(*frame, 2));
 }
 
+// Threads a plugin starts in open_session that spin on after its decoder
+// closed: no request waits on them, so no deadline saw them, and they took
+// the cores for the life of the process. With no decoder on the backend,
+// the heartbeat sees it use more than half a core for 10 s and stops it,
+// saying why; the next decoder gets a new process.
+TEST_F(FaultTest, ABackendThatSpinsWithNoDecoderOnItIsStopped) {
+  FaultRow& row = Row("threads spinning on after their decoder closed");
+  options_.supervision.heartbeat_interval = std::chrono::milliseconds(2'000);  // the default; the suite's are off
+  StartHost();
+  ++row.tries;
+  {
+    auto spinning = Open(WriteSyntheticVideo("spin.syn", "fault=spin_open"), "faulty");
+    ASSERT_TRUE(spinning.ok()) << spinning.status();
+    ASSERT_TRUE((*spinning)->GetFrameAt(0).ok());
+  }
+  const std::string says = "with no decoder open on it (its threads kept running after its sessions closed): stopped";
+  WaitUntil([&] { return StatusOf("faulty").last_exit.find(says) != std::string::npos; }, std::chrono::milliseconds(50),
+            std::chrono::seconds(120));
+  const BackendStatus after = StatusOf("faulty");
+  row.Saw(after.last_exit);
+  ASSERT_NE(after.last_exit.find(says), std::string::npos) << after.last_exit;
+  auto next = Open(WriteSyntheticVideo("after_spin.syn"), "faulty");
+  ASSERT_TRUE(next.ok()) << next.status();
+  auto frame = (*next)->GetFrameAt(2);
+  row.Saw("the next decoder's request " + FrameOutcome(frame, 2));
+  ASSERT_TRUE(frame.ok()) << frame.status();
+  EXPECT_TRUE(IsSyntheticFrame(*frame, 2));
+}
+
 }  // namespace
 }  // namespace codecvisor::testing

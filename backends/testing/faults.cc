@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <climits>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -123,6 +124,15 @@ void InjectFault(const std::string& fault, cv_frame_buffer* buffer) {
       // slot states. The host never re-reads the geometry.
       for (size_t i = kRequestControlAt; i < 4096; ++i) region[i] = static_cast<uint8_t>(i * 131 + 7);
     }
+  }
+}
+
+void StartSpinningThreads(int count) {
+  for (int i = 0; i < count; ++i) {
+    std::thread([] {
+      for (volatile uint64_t n = 0;; n = n + 1) {
+      }
+    }).detach();
   }
 }
 

@@ -25,6 +25,11 @@ namespace codecvisor::testing {
 // normal reply into the wreckage).
 void InjectFault(const std::string& fault, cv_frame_buffer* buffer);
 
+// Starts `count` threads that spin until the process ends, whatever its
+// sessions do (fault spin_open: a plugin whose threads run on after its
+// decoder closed).
+void StartSpinningThreads(int count);
+
 }  // namespace codecvisor::testing
 
 #endif  // CODECVISOR_BACKENDS_TESTING_FAULTS_H_

@@ -204,6 +204,7 @@ cv_status Open(cv_backend* backend, int fd, const cv_open_options* options, cv_s
     return Fail(error, CV_ERROR_RESOURCE_EXHAUSTED, "%s: cannot start its threads: Resource temporarily unavailable",
                 options->file_label);
   }
+  if (kFaulty && video->fault == "spin_open") codecvisor::testing::StartSpinningThreads(4);
   if (kFaulty && video->fault == "segfault_open") {
     volatile int* null = nullptr;
     *null = 1;
