@@ -172,7 +172,8 @@ TEST(FrameCheckTest, ATimeRangeHoldsAtMostWhatItsLengthCan) {
 TEST(FrameCheckTest, TimesAreFiniteAndBoundedAndDurationsNotNegative) {
   const double nan = std::nan(""), inf = std::numeric_limits<double>::infinity();
   for (const ipc::FrameRequest& request :
-       {ipc::FrameRequest{ipc::IndexList{{3}}}, ipc::FrameRequest{ipc::PtsList{{0.5}}}}) {
+       {ipc::FrameRequest{ipc::IndexList{{3}}}, ipc::FrameRequest{ipc::PtsList{{0.5}}},
+        ipc::FrameRequest{ipc::PtsRange{0.0, 1.0}}}) {
     for (auto [pts, duration] : {std::pair{nan, 0.04}, std::pair{inf, 0.04}, std::pair{-inf, 0.04},
                                  std::pair{0.12, inf}, std::pair{0.12, nan}, std::pair{0.12, -0.04},
                                  // finite, but their end is not (a plugin's forgery)

@@ -32,10 +32,9 @@ inline constexpr uint64_t kMaxPaddingRows = 128;
 inline constexpr uint64_t kMaxLayoutSlack = 64 * 1024;
 // The most frames a stream may claim (at 240 frames a second, over 200 days).
 inline constexpr int64_t kMaxStreamFrames = int64_t{1} << 32;
-// The largest time a stream may claim, either way (over 300 years), so that
-// a span (end - begin) is finite too; and the lowest known rate, a frame
-// in that time.
-inline constexpr double kMaxStreamSeconds = 1e10;
+// The largest time a stream may claim, either way (ipc/messages.h); and the
+// lowest known rate, a frame in that time.
+inline constexpr double kMaxStreamSeconds = ipc::kMaxStreamSeconds;
 inline constexpr double kMinKnownFps = 1 / kMaxStreamSeconds;
 
 // OK when `layout` describes frames of its width and height and nothing

@@ -44,6 +44,13 @@ inline constexpr double kMaxFramesPerSecond = 10'000;
 // Frames beyond kMaxFramesPerSecond a range may hold (its first frame
 // starts before it), and the most frames in a row that may share a time.
 inline constexpr uint64_t kTimeRangeSlack = 64;
+// The largest time a stream or a frame may have, either way, in seconds
+// (over 300 years), and a frame's longest duration: spans (end - begin,
+// pts + duration) stay finite. The host refuses more as a forgery
+// (core/session_opened_check.h, core/frame_check.h); the runner answers a
+// frame the vendor timed beyond it (a file's own nonsense) as the file's
+// error first.
+inline constexpr double kMaxStreamSeconds = 1e10;
 // Cap'n Proto traversal limit: a 1 MiB message is 128 Ki words; twice that
 // allows for the pointer overhead and nothing like an amplification attack.
 inline constexpr uint64_t kTraversalLimitWords = 256 << 10;

@@ -110,6 +110,29 @@ TEST_F(FaultTest, ImpossibleStreamNumbersFailTheOpenNotTheBackend) {
   EXPECT_TRUE((*warm)->GetFrameAt(2).ok());
 }
 
+// A frame whose duration no stream can have (a damaged Matroska block's),
+// passed on by an honest plugin: the host would take it for a forgery and
+// replace the backend, so the runner fails the request as the file's
+// first; the frames around it decode.
+TEST_F(FaultTest, AFrameWithImpossibleTimesFailsTheRequestNotTheBackend) {
+  FaultRow& row = Row("a frame lasting 10^13 s");
+  ++row.tries;
+  auto decoder = Open(WriteSyntheticVideo("huge.syn", "fault=huge_duration fault_frame=3"), "faulty");
+  ASSERT_TRUE(decoder.ok()) << decoder.status();
+  const pid_t pid = StatusOf("faulty").pid;
+  auto frame = (*decoder)->GetFrameAt(3);
+  row.Saw("frame 3 " + CodeName(frame.status()));
+  ASSERT_EQ(frame.status().code(), absl::StatusCode::kDataLoss) << frame.status();
+  EXPECT_NE(frame.status().message().find("times a stream cannot have"), std::string::npos) << frame.status();
+  EXPECT_EQ(StatusOf("faulty").pid, pid) << "the backend was replaced";
+  EXPECT_EQ(StatusOf("faulty").restarts, 0u);
+  for (int64_t i : {2, 4}) {
+    auto other = (*decoder)->GetFrameAt(i);
+    ASSERT_TRUE(other.ok()) << other.status();
+    EXPECT_TRUE(IsSyntheticFrame(*other, i));
+  }
+}
+
 // A request whose first answer takes longer than request_timeout is hung
 // only if the backend stops working: one that keeps a core busy (frame
 // 12,999 of a file with one key frame decodes all 13,000 first) gets more

@@ -266,6 +266,8 @@ cv_status Info(cv_session* session, int64_t index, cv_frame_info* info, cv_error
                 static_cast<double>(index));
   }
   *info = codecvisor::testing::SyntheticInfo(s->video, index);
+  // A file whose blocks last 10^13 s, passed on by an honest plugin.
+  if (kFaulty && s->video.fault == "huge_duration" && index == s->video.fault_frame) info->duration_seconds = 1e13;
   return CV_OK;
 }
 

@@ -28,7 +28,7 @@ struct SyntheticVideo {
   // Faults, honoured by the `faulty` build of the backend only: what to do
   // (segfault, segfault_thread, abort, exit, hang, hang_open, alloc, garbage,
   // oversized, scribble, badref, huge_layout, inf_duration, forge_index, forge_count, forge_empty, exhausted_open,
-  // hang_close, spin_open), and at which frame (-1: every frame).
+  // hang_close, spin_open, huge_duration), and at which frame (-1: every frame).
   std::string fault;
   int64_t fault_frame = -1;
   // With fault_rate in (0, 1): the fault strikes each decoded frame with

@@ -1,5 +1,6 @@
 #include "backends/sdk/runner/session_server.h"
 
+#include <cmath>
 #include <cstddef>
 #include <cstdio>
 #include <limits>
@@ -182,6 +183,17 @@ absl::Status SessionServer::ServeFrames(uint64_t id, const ipc::FrameRequest& re
         !(info.pts_seconds < span->stop_seconds)) {
       channel_->arena().Abandon(target.slot->index);
       return channel_->Send({id, ipc::FrameBatch{{}, true}}, Clock::now() + kHostProgressTimeout);
+    }
+    // Times the host would take for a forgery (a Matroska block lasting
+    // 10^13 s, a damaged cluster time): the file's, so the request fails as
+    // the file's, not the backend.
+    if (!std::isfinite(info.pts_seconds) || !std::isfinite(info.duration_seconds) || info.duration_seconds < 0 ||
+        std::abs(info.pts_seconds) > ipc::kMaxStreamSeconds || info.duration_seconds > ipc::kMaxStreamSeconds) {
+      channel_->arena().Abandon(target.slot->index);
+      return SendError(id, absl::DataLossError(absl::StrCat(
+                               "frame ", index, " is at ", info.pts_seconds, " s lasting ", info.duration_seconds,
+                               " s: times a stream cannot have (finite, within ", ipc::kMaxStreamSeconds,
+                               " s either way, the duration not negative); the file's timestamps are damaged")));
     }
     ipc::FrameRef ref;
     ref.slot = target.slot->index;
