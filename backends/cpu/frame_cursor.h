@@ -188,7 +188,7 @@ class FrameCursor {
   // Decodes forward until the `occurrence`-th frame (from 0) with timestamp
   // `pts` (kFound), or a frame past it: a later timestamp (kOvershot, or
   // kTooFew after fewer frames with `pts` than asked for). With
-  // `scattered` (the tie's packets are apart in decode order), up to
+  // `scattered` (the tie's frames may come out apart: DecodeExact), up to
   // kRecentFrames / 4 frames past it are decoded before kTooFew.
   absl::StatusOr<Outcome> DecodeUntil(int64_t pts, int64_t occurrence = 0, bool scattered = false);
   // Seeks the demuxer to `timestamp` and resets the decoder and position.

@@ -39,8 +39,9 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeExact(int64_t index) {
   if (have_frame_ && last_ts_ == target.pts && same_ts_before_ == occurrence && !names_damaged_) {
     return frame_.get();
   }
-  // A tie whose packets are apart in decode order (two recordings spliced,
-  // their times overlapping), not side by side (a muxer's rounding, fields).
+  // A tie whose frames may come out apart (two recordings spliced, their
+  // times overlapping), not side by side (a muxer's rounding, fields): its
+  // packets are apart in decode order, or side by side across a key frame.
   const int64_t tie_end = index_->FindAfter(target.pts);
   int64_t first_order = (*index_)[first_of_tie].decode_order, last_order = first_order;
   for (int64_t i = first_of_tie; i < tie_end; ++i) {
@@ -48,12 +49,16 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeExact(int64_t index) {
     last_order = std::max(last_order, (*index_)[i].decode_order);
   }
   // Side by side in decode order but across a key frame (the second
-  // recording's first packet right after the first's last, a B-frame):
+  // recording's first packet, right after the first's last, a B-frame):
   // the frames between them in display order come out between them too.
-  bool key_after_first = false;
+  // (Not where the first is a key frame too: an all-intra stream's tie.)
+  bool first_is_key = false, key_after_first = false;
   for (int64_t i = first_of_tie; i < tie_end; ++i) {
-    key_after_first = key_after_first || ((*index_)[i].key && (*index_)[i].decode_order > first_order);
+    const FrameEntry& member = (*index_)[i];
+    first_is_key = first_is_key || (member.key && member.decode_order == first_order);
+    key_after_first = key_after_first || (member.key && member.decode_order > first_order);
   }
+  key_after_first = key_after_first && !first_is_key;
   const bool scattered = last_order - first_order >= tie_end - first_of_tie || key_after_first;
   const std::vector<int64_t> starts = index_->StartPoints(index, 1);
   const int64_t key_order = (*index_)[starts.front()].decode_order;

@@ -59,6 +59,17 @@ absl::StatusOr<cv_frame_layout> PoolLayout(const AVCodecContext* ctx, AVPixelFor
   return layout;
 }
 
+bool LeavesDamageUnwritten(AVCodecID codec) { return codec == AV_CODEC_ID_HEVC || codec == AV_CODEC_ID_MJPEG; }
+
+int ClearedDefaultBuffer(AVCodecContext* ctx, AVFrame* frame, int flags) {
+  const int ret = avcodec_default_get_buffer2(ctx, frame, flags);
+  if (ret < 0 || !LeavesDamageUnwritten(ctx->codec_id)) return ret;
+  for (AVBufferRef* buf : frame->buf) {
+    if (buf != nullptr) std::memset(buf->data, 0, buf->size);
+  }
+  return ret;
+}
+
 bool DecodesIntoFreshPictures(AVCodecID codec) {
   switch (codec) {
     case AV_CODEC_ID_H264:
@@ -114,7 +125,7 @@ int PicturePool::GetBuffer(AVCodecContext* ctx, AVFrame* frame, int flags) {
   auto* self = static_cast<PicturePool*>(ctx->opaque);
   if (self == nullptr || frame->format != self->format_ || ctx->hw_frames_ctx != nullptr ||
       (ctx->codec->capabilities & AV_CODEC_CAP_DR1) == 0) {
-    return avcodec_default_get_buffer2(ctx, frame, flags);
+    return ClearedDefaultBuffer(ctx, frame, flags);
   }
   // libavcodec passes the coded size; the picture needs it aligned.
   int width = frame->width, height = frame->height;
@@ -122,7 +133,7 @@ int PicturePool::GetBuffer(AVCodecContext* ctx, AVFrame* frame, int flags) {
   avcodec_align_dimensions2(ctx, &width, &height, align);
   if (!self->Fits(width, height, align)) {
     self->own_.fetch_add(1, std::memory_order_relaxed);
-    return avcodec_default_get_buffer2(ctx, frame, flags);
+    return ClearedDefaultBuffer(ctx, frame, flags);
   }
   uint8_t* base = nullptr;
   uint64_t capacity = 0;
@@ -147,11 +158,9 @@ int PicturePool::GetBuffer(AVCodecContext* ctx, AVFrame* frame, int flags) {
     base = frame->buf[0]->data + (RoundUp(address, kPictureAlign) - address);
     self->own_.fetch_add(1, std::memory_order_relaxed);
   }
-  // HEVC conceals nothing: what a damaged slice leaves unwritten keeps the
-  // memory's bytes, which in a slot are an earlier frame's, and which one
-  // depends on when the host let its frames go. Cleared, a damaged file
-  // gives the same frames every time.
-  if (ctx->codec_id == AV_CODEC_ID_HEVC) std::memset(base, 0, self->layout_.size);
+  // In a slot, an earlier frame's bytes, which one depending on when the
+  // host let its frames go (LeavesDamageUnwritten).
+  if (LeavesDamageUnwritten(ctx->codec_id)) std::memset(base, 0, self->layout_.size);
   for (uint32_t p = 0; p < self->layout_.num_planes; ++p) {
     frame->data[p] = base + self->layout_.plane_offset[p];
     frame->linesize[p] = static_cast<int>(self->layout_.plane_stride[p]);

@@ -64,6 +64,18 @@ absl::StatusOr<cv_frame_layout> PoolLayout(const AVCodecContext* ctx, AVPixelFor
 // per frame; others get no pool, and their frames are copied.
 bool DecodesIntoFreshPictures(AVCodecID codec);
 
+// Whether `codec`'s decoder may output a picture parts of which a damaged
+// packet left unwritten, holding whatever its memory held: FFmpeg's HEVC
+// decoder conceals nothing, and MJPEG's outputs a picture whose scan
+// failed (rows past the damage never written). Buffers are reused in an
+// order that depends on the host (pool slots) or on frame threads, so such
+// pictures are cleared as they are taken, for the same frames every run.
+bool LeavesDamageUnwritten(AVCodecID codec);
+
+// avcodec_default_get_buffer2, with the picture's buffers zeroed where
+// LeavesDamageUnwritten(ctx's codec).
+int ClearedDefaultBuffer(AVCodecContext* ctx, AVFrame* frame, int flags);
+
 class PicturePool {
  public:
   // Pictures of `format` laid out at `layout` (from PoolLayout), in slots

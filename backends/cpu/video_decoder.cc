@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/av_enums.h"
 #include "backends/cpu/av_util.h"
+#include "backends/cpu/picture_pool.h"
 
 namespace codecvisor::cpu {
 
@@ -29,6 +30,10 @@ absl::StatusOr<AVCodecContext*> OpenContext(const AVCodecParameters* par, AVRati
   }
   ctx->pkt_timebase = time_base;
   ctx->thread_count = static_cast<int>(threads);
+  // A PicturePool, where the session uses one, replaces it (and clears too).
+  if ((codec->capabilities & AV_CODEC_CAP_DR1) != 0 && LeavesDamageUnwritten(codec->id)) {
+    ctx->get_buffer2 = &ClearedDefaultBuffer;
+  }
   ret = avcodec_open2(ctx, codec, nullptr);
   if (ret < 0) {
     avcodec_free_context(&ctx);

@@ -409,6 +409,8 @@ class VideoDecoder:
         fps = _unwrapped(fps)
         if isinstance(fps, bool) or not isinstance(fps, numbers.Real) or not math.isfinite(fps) or fps <= 0:
             raise _errors.InvalidFpsError(f"fps must be positive and finite, not {fps!r}")
+        if start_seconds == stop_seconds:  # empty wherever it is, past the end or at inf too
+            return self._empty_batch()
         # Halves round up, as C's round() does for these positive counts
         # (Python's round() would make a 0.5 s range at 1 fps empty).
         outputs = (stop_seconds - start_seconds) * fps + 0.5

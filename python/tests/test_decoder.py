@@ -255,6 +255,7 @@ def test_time_access_is_half_open(video, reference):
     for t in (2.0, 3.0, -1.0):
         assert tuple(d.get_frames_played_in_range(t, t).data.shape) == (0, 3, HEIGHT, WIDTH)
         assert len(d.get_frames_played_in_range(t, t, fps=5)) == 0
+    assert len(d.get_frames_played_in_range(math.inf, math.inf, fps=5)) == 0
 
 
 def test_editing_the_metadata_leaves_the_decoders_checks_and_results(video, reference):

@@ -538,12 +538,12 @@ def test_a_rotated_video_is_the_clis_autorotated_frames(tmp_path, pix_fmt, codec
 def test_a_damaged_hevc_file_gives_the_same_frames_whatever_the_backend_decoded_before(tmp_path):
     # HEVC conceals nothing: what a damaged slice leaves unwritten keeps
     # the bytes the picture's memory held, an earlier frame's.
-    x265 = ["-c:v", "libx265", "-x265-params", "log-level=error:keyint=25:bframes=3:pools=1:frame-threads=1",
-            "-pix_fmt", "yuv420p", "-threads", "1", "-fflags", "+bitexact"]
+    encode = ["-c:v", "libx265", "-x265-params", "log-level=error:keyint=25:bframes=3:pools=1:frame-threads=1",
+              "-pix_fmt", "yuv420p", "-threads", "1", "-fflags", "+bitexact"]
     clean = make_video(tmp_path / "clean.mkv",
-                       ["-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25", "-frames:v", "75"] + x265)
+                       ["-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25", "-frames:v", "75"] + encode)
     other = make_video(tmp_path / "other.mkv",
-                       ["-f", "lavfi", "-i", "mandelbrot=size=320x240:rate=25", "-frames:v", "75"] + x265)
+                       ["-f", "lavfi", "-i", "mandelbrot=size=320x240:rate=25", "-frames:v", "75"] + encode)
     data = bytearray(pathlib.Path(clean).read_bytes())
     rng = random.Random(1)
     for _ in range(20):
