@@ -330,6 +330,43 @@ TEST(ApproximateModeTest, MatroskaWithNegativeTimesDecodesInAnyOrder) {
   }
 }
 
+// The same with the zero inside a GOP (-0.5 s at 25 fps, 12.5 frames):
+// FFmpeg gives the stream the start of its first timed block in file
+// order, 0.1 s, a P-frame decoded before the two B-frames timed 0.02 and
+// 0.06 s. Approximate mode names frames from the header's start: index 0
+// is the frame at 0.1 s, whether it is read first in order (from the
+// first packet) or asked for alone, and a batch in order is every single
+// read, to the header's last frame.
+TEST(ApproximateModeTest, MatroskaWhoseZeroIsInsideAGopStartsAtTheHeadersStart) {
+  const std::string path = MakeVideo("negative_times_mid_gop.mkv",
+                                     "-f lavfi -i testsrc2=size=64x48:rate=25 -frames:v 50 -c:v libx264 "
+                                     "-preset veryfast -bf 2 -pix_fmt yuv420p -avoid_negative_ts disabled "
+                                     "-output_ts_offset -0.5");
+  const std::string cli = CliAllFrames(path, 0, "format=rgb24");
+  TestSession in_order(path, Approximate());
+  ASSERT_TRUE(in_order.ok()) << in_order.open_message();
+  const cv_stream_metadata m = in_order.Metadata();
+  ASSERT_DOUBLE_EQ(m.begin_stream_seconds, 0.1);
+  ASSERT_NEAR(m.duration_seconds * m.average_fps, 35, 0.01);
+  const size_t frame_bytes = in_order.Layout().size;
+  ASSERT_EQ(cli.size(), 50 * frame_bytes);
+  // The CLI's frames run from -0.5 s, 0.04 s apart: index i is its 15 + i.
+  for (int64_t i = 0; i < 35; ++i) {
+    cv_frame_info info{};
+    EXPECT_TRUE(in_order.DecodeOrFail(i, &info) == cli.substr((15 + i) * frame_bytes, frame_bytes))
+        << "frame " << i << " in order";
+    EXPECT_EQ(info.pts, 100 + 40 * i) << "frame " << i << " in order";
+  }
+  std::string pixels;
+  EXPECT_EQ(in_order.Decode(35, &pixels), CV_ERROR_OUT_OF_RANGE);
+  for (int64_t i : {0, 1, 2, 34}) {
+    TestSession alone(path, Approximate());
+    cv_frame_info info{};
+    EXPECT_TRUE(alone.DecodeOrFail(i, &info) == cli.substr((15 + i) * frame_bytes, frame_bytes)) << "frame " << i;
+    EXPECT_EQ(info.pts, 100 + 40 * i) << "frame " << i << " alone";
+  }
+}
+
 // A variable-rate MP4 whose header counts its 100 frames exactly, and whose
 // last frame (jittered 18 ms early) is more than half a frame before the
 // header rate's nominal time for index 99: that index is still the last

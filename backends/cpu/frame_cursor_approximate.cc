@@ -277,9 +277,16 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeApproximate(int64_t index, int
     absl::StatusOr<bool> got = NextFrame();
     // Read from the first packet, frames before the first with a time of
     // its own are not on the timeline, as after a seek or a rewind (a
-    // Matroska file's blocks before its zero, which it cannot time): frame
-    // 0 is the first timed one, whatever was asked before.
-    while (from_first_packet && got.ok() && *got && PassUntimedBeforeTimes()) got = NextFrame();
+    // Matroska file's blocks before its zero, which it cannot time), nor
+    // are frames more than half a frame before the header's start, where a
+    // jump to index 0 would not take them either (the start FFmpeg gives a
+    // Matroska stream cut mid-GOP by its zero is its first timed block's,
+    // a P-frame after two B-frames timed before it): frame 0 is the first
+    // timed one from the start, whatever was asked before.
+    while (from_first_packet && got.ok() && *got &&
+           (PassUntimedBeforeTimes() || last_ts_ < SaturatingSub(target_pts, tolerance))) {
+      got = NextFrame();
+    }
     if (!got.ok()) return got.status();
     if (!*got && !LostAtEnd(SaturatingSub(target_pts, tolerance))) {
       // The frames ran out before the count (a variable-rate stream, its
