@@ -95,8 +95,7 @@ absl::Status FrameCheck::Next(const ipc::FrameRef& ref) {
   // NaN and infinities would reach the caller's arithmetic (a sampler's
   // clip times, a sort); so would an end (pts + duration) that overflows.
   // A frame's times are bounded as the stream's are.
-  if (!std::isfinite(ref.pts_seconds) || !std::isfinite(ref.duration_seconds) || ref.duration_seconds < 0 ||
-      std::abs(ref.pts_seconds) > kMaxStreamSeconds || ref.duration_seconds > kMaxStreamSeconds) {
+  if (!ipc::FrameTimesPossible(ref.pts_seconds, ref.duration_seconds)) {
     return absl::DataLossError(absl::StrCat("backend sent frame ", ref.index, " at ", ref.pts_seconds, " s lasting ",
                                             ref.duration_seconds, " s (a time is within ", kMaxStreamSeconds,
                                             " s either way, a duration not negative and at most that)"));

@@ -51,6 +51,12 @@ inline constexpr uint64_t kTimeRangeSlack = 64;
 // frame the vendor timed beyond it (a file's own nonsense) as the file's
 // error first.
 inline constexpr double kMaxStreamSeconds = 1e10;
+// Whether a frame may have these times: finite, the pts within
+// kMaxStreamSeconds either way, the duration from 0 to it.
+inline bool FrameTimesPossible(double pts_seconds, double duration_seconds) {
+  return std::isfinite(pts_seconds) && std::isfinite(duration_seconds) && duration_seconds >= 0 &&
+         std::abs(pts_seconds) <= kMaxStreamSeconds && duration_seconds <= kMaxStreamSeconds;
+}
 // Cap'n Proto traversal limit: a 1 MiB message is 128 Ki words; twice that
 // allows for the pointer overhead and nothing like an amplification attack.
 inline constexpr uint64_t kTraversalLimitWords = 256 << 10;

@@ -1,9 +1,11 @@
 #include "ipc/messages.h"
 
-#include <cstring>
-#include <variant>
-
 #include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <variant>
 
 #include "capnp/message.h"
 #include "capnp/serialize.h"
@@ -112,6 +114,22 @@ std::vector<Response> AllResponses() {
       {7, Closed{}},
       {8, Attached{}},
   };
+}
+
+TEST(MessagesTest, FrameTimesPossibleBoundsTimeAndDuration) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_TRUE(FrameTimesPossible(0, 0));
+  EXPECT_TRUE(FrameTimesPossible(-kMaxStreamSeconds, kMaxStreamSeconds));
+  EXPECT_TRUE(FrameTimesPossible(kMaxStreamSeconds, 0.04));
+  EXPECT_FALSE(FrameTimesPossible(std::nextafter(kMaxStreamSeconds, kInf), 0.04));
+  EXPECT_FALSE(FrameTimesPossible(-std::nextafter(kMaxStreamSeconds, kInf), 0.04));
+  EXPECT_FALSE(FrameTimesPossible(0, std::nextafter(kMaxStreamSeconds, kInf)));
+  EXPECT_FALSE(FrameTimesPossible(0, -1e-9));
+  for (double bad : {kInf, -kInf, kNan}) {
+    EXPECT_FALSE(FrameTimesPossible(bad, 0.04)) << bad;
+    EXPECT_FALSE(FrameTimesPossible(0, bad)) << bad;
+  }
 }
 
 TEST(MessagesTest, EveryRequestKindRoundTrips) {

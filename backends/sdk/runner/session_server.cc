@@ -1,6 +1,5 @@
 #include "backends/sdk/runner/session_server.h"
 
-#include <cmath>
 #include <cstddef>
 #include <cstdio>
 #include <limits>
@@ -187,8 +186,7 @@ absl::Status SessionServer::ServeFrames(uint64_t id, const ipc::FrameRequest& re
     // Times the host would take for a forgery (a Matroska block lasting
     // 10^13 s, a damaged cluster time): the file's, so the request fails as
     // the file's, not the backend.
-    if (!std::isfinite(info.pts_seconds) || !std::isfinite(info.duration_seconds) || info.duration_seconds < 0 ||
-        std::abs(info.pts_seconds) > ipc::kMaxStreamSeconds || info.duration_seconds > ipc::kMaxStreamSeconds) {
+    if (!ipc::FrameTimesPossible(info.pts_seconds, info.duration_seconds)) {
       channel_->arena().Abandon(target.slot->index);
       return SendError(id, absl::DataLossError(absl::StrCat(
                                "frame ", index, " is at ", info.pts_seconds, " s lasting ", info.duration_seconds,
