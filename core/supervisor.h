@@ -211,6 +211,11 @@ class Supervisor {
   // With each heartbeat answered: kills `current` if it has used more than
   // half a core with no decoder on it for a while (IdleCpuWatch).
   void StopIfBusyWhileIdle(const std::shared_ptr<RunningBackend>& current) ABSL_LOCKS_EXCLUDED(mu_);
+  // With each heartbeat: kills the warm spare, which never has a decoder,
+  // if it has used more than half a core for a while (its plugin's threads
+  // spin from create() on), and starts no spare again: its plugin would
+  // spin in every one.
+  void StopSpareIfBusy() ABSL_LOCKS_EXCLUDED(mu_);
   void WorkLoop();
   // Keeps a warm spare started, on a thread of its own: a spare's start
   // (up to spawn_timeout) never delays the handling of a death.
@@ -285,6 +290,7 @@ class Supervisor {
   int sessions_ ABSL_GUARDED_BY(mu_) = 0;
   IdleCpuWatch idle_cpu_ ABSL_GUARDED_BY(mu_);
   uint64_t idle_cpu_generation_ ABSL_GUARDED_BY(mu_) = 0;  // the backend idle_cpu_ watches
+  IdleCpuWatch spare_idle_cpu_ ABSL_GUARDED_BY(mu_);       // of spare_, reset as one is kept
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   int spare_failures_ ABSL_GUARDED_BY(mu_) = 0;  // in a row; spares stop at kMaxSpareFailures
   // No spare starts before this time on the env's clock (after one the

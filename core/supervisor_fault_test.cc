@@ -124,6 +124,59 @@ TEST_F(SupervisorTest, AnIdleBackendUsingLittleCpuIsLeftRunning) {
   EXPECT_EQ(supervisor_->Status().state, BackendState::kReady);
 }
 
+// A warm spare never has a decoder: one whose plugin's threads spin from
+// its start is stopped after the same window, and no spare is started
+// again (its plugin would spin in each); the backend in use is left alone.
+TEST_F(SupervisorTest, AWarmSpareUsingCpuIsStoppedAndNotReplaced) {
+  Make(/*warm_spare=*/true, /*heartbeat=*/milliseconds(2'000));
+  StartReady();
+  Served();
+  supervisor_->RunDueWorkForTest();
+  ASSERT_TRUE(supervisor_->Status().spare_ready);
+  FakeChild* spare = env_->child(2);
+  std::chrono::nanoseconds cpu{0};
+  auto heartbeat = [&] {
+    cpu += std::chrono::seconds(2);  // a core
+    spare->SetCpuTime(cpu);
+    env_->Advance(milliseconds(2'000));
+    supervisor_->RunDueWorkForTest();
+  };
+  for (int i = 0; i < 5; ++i) heartbeat();
+  EXPECT_EQ(spare->kills(), 0) << "after 8 s of the window";
+  heartbeat();
+  EXPECT_EQ(spare->kills(), 1);
+  env_->DeliverKills();
+  EXPECT_TRUE(spare->shut_down());
+  EXPECT_FALSE(supervisor_->Status().spare_ready);
+  for (int i = 0; i < 10; ++i) {
+    env_->Advance(milliseconds(2'000));
+    supervisor_->RunDueWorkForTest();
+  }
+  EXPECT_EQ(env_->starts(), 2);
+  EXPECT_FALSE(supervisor_->Status().spare_ready);
+  EXPECT_EQ(env_->child(1)->kills(), 0);  // the backend in use (idle, using no CPU)
+  EXPECT_EQ(supervisor_->Status().state, BackendState::kReady);
+  EXPECT_EQ(supervisor_->Status().restarts, 0u);
+}
+
+// A spare using little CPU (a driver's polling thread) is kept.
+TEST_F(SupervisorTest, AWarmSpareUsingLittleCpuIsKept) {
+  Make(/*warm_spare=*/true, /*heartbeat=*/milliseconds(2'000));
+  StartReady();
+  Served();
+  supervisor_->RunDueWorkForTest();
+  FakeChild* spare = env_->child(2);
+  std::chrono::nanoseconds cpu{0};
+  for (int i = 0; i < 30; ++i) {
+    cpu += milliseconds(200);
+    spare->SetCpuTime(cpu);
+    env_->Advance(milliseconds(2'000));
+    supervisor_->RunDueWorkForTest();
+  }
+  EXPECT_EQ(spare->kills(), 0);
+  EXPECT_TRUE(supervisor_->Status().spare_ready);
+}
+
 TEST_F(SupervisorTest, AFaultInAnOpenNamesItsCulprit) {
   Make();
   StartReady();

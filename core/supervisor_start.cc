@@ -92,6 +92,7 @@ void Supervisor::StartSpare() {
       ++spare_failures_;
     } else {
       spare_ = *std::move(started);
+      spare_idle_cpu_.Reset();
       spare_failures_ = 0;
       spare_retry_delay_ = kHostShortageRetry;
     }
@@ -228,6 +229,7 @@ void Supervisor::Heartbeat() {
     current = current_;
   }
   if (current == nullptr) return;
+  StopSpareIfBusy();
   absl::Status alive = current->Ping(Clock::now() + options_.heartbeat_interval);
   if (alive.ok()) {
     StopIfBusyWhileIdle(current);
@@ -262,6 +264,18 @@ void Supervisor::StopIfBusyWhileIdle(const std::shared_ptr<RunningBackend>& curr
   kill.kill_reason = *std::move(busy);
   pending_kill_ = kill;
   current->Kill();
+}
+
+void Supervisor::StopSpareIfBusy() {
+  MutexLock lock(&mu_);
+  if (spare_ == nullptr) return;
+  // (Its CPU time, a procfs read, under mu_: spare_ may be promoted or
+  // replaced as soon as it is let go.)
+  const std::optional<std::string> busy = spare_idle_cpu_.Sample(env_->Now(), /*idle=*/true, spare_->CpuTime());
+  if (!busy.has_value()) return;
+  // Its plugin would do the same in every spare: none is started again.
+  spare_failures_ = kMaxSpareFailures;
+  spare_->Kill();
 }
 
 }  // namespace codecvisor

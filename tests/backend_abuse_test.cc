@@ -188,5 +188,49 @@ TEST_F(FaultTest, ABackendThatSpinsWithNoDecoderOnItIsStopped) {
   EXPECT_TRUE(IsSyntheticFrame(*frame, 2));
 }
 
+// A warm spare never has a decoder on it: one whose plugin's threads spin
+// from create() on took a core for as long as it waited, however long the
+// decoder on the backend in use stayed open. The heartbeat stops it after
+// the same 10 s, starts no other spare (its plugin would spin in each),
+// and leaves the backend in use and its decoder alone.
+TEST_F(FaultTest, AWarmSpareThatSpinsIsStoppedAndNotReplaced) {
+  FaultRow& row = Row("a warm spare whose threads spin from create() on");
+  options_.supervision.heartbeat_interval = std::chrono::milliseconds(2'000);  // the default; the suite's are off
+  options_.supervision.warm_spare = true;
+  // The faulty backend alone, under a manifest with the fault's [config].
+  host_.reset();
+  auto host = Host::Create(options_);
+  ASSERT_TRUE(host.ok()) << host.status();
+  host_ = *std::move(host);
+  const std::string manifest =
+      WriteFile("spinning_spare.toml",
+                absl::StrCat("name = 'faulty'\ndevices = ['faulty']\nlibrary = '",
+                             Runfile("backends/testing/libcodecvisor_faulty.so"),
+                             "'\nentry = 'codecvisor_backend_v1'\nabi_version = 1\n[config]\nspin_create = 2\n"));
+  ASSERT_TRUE(host_->LoadBackend(manifest).ok());
+  ++row.tries;
+  auto decoder = Open(WriteSyntheticVideo("spare.syn"), "faulty");
+  ASSERT_TRUE(decoder.ok()) << decoder.status();
+  ASSERT_TRUE((*decoder)->GetFrameAt(0).ok());
+  const pid_t in_use = StatusOf("faulty").pid;
+  ASSERT_TRUE(WaitUntil([&] { return StatusOf("faulty").warm_spare; }, std::chrono::milliseconds(20)))
+      << "no spare started";
+  row.Saw("a spare started");
+  ASSERT_TRUE(WaitUntil([&] { return !StatusOf("faulty").warm_spare; }, std::chrono::milliseconds(50),
+                        std::chrono::seconds(120)))
+      << "the spinning spare was kept";
+  row.Saw("the spare stopped");
+  std::this_thread::sleep_for(std::chrono::seconds(3));  // past a heartbeat, when a new spare would start
+  const BackendStatus after = StatusOf("faulty");
+  EXPECT_FALSE(after.warm_spare) << "another spare started";
+  EXPECT_EQ(after.pid, in_use);
+  EXPECT_EQ(after.restarts, 0u);
+  row.Saw(after.warm_spare ? "another spare STARTED" : "no other spare");
+  auto frame = (*decoder)->GetFrameAt(2);
+  row.Saw("the decoder's next request " + FrameOutcome(frame, 2));
+  ASSERT_TRUE(frame.ok()) << frame.status();
+  EXPECT_TRUE(IsSyntheticFrame(*frame, 2));
+}
+
 }  // namespace
 }  // namespace codecvisor::testing

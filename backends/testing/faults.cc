@@ -127,10 +127,10 @@ void InjectFault(const std::string& fault, cv_frame_buffer* buffer) {
   }
 }
 
-void StartSpinningThreads(int count) {
+void StartSpinningThreads(int count, const std::atomic<bool>* until) {
   for (int i = 0; i < count; ++i) {
-    std::thread([] {
-      for (volatile uint64_t n = 0;; n = n + 1) {
+    std::thread([until] {
+      for (volatile uint64_t n = 0; until == nullptr || !until->load(std::memory_order_relaxed); n = n + 1) {
       }
     }).detach();
   }

@@ -12,6 +12,7 @@
 #ifndef CODECVISOR_BACKENDS_TESTING_FAULTS_H_
 #define CODECVISOR_BACKENDS_TESTING_FAULTS_H_
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -27,8 +28,8 @@ void InjectFault(const std::string& fault, cv_frame_buffer* buffer);
 
 // Starts `count` threads that spin until the process ends, whatever its
 // sessions do (fault spin_open: a plugin whose threads run on after its
-// decoder closed).
-void StartSpinningThreads(int count);
+// decoder closed), or until `*until` is set (never null then).
+void StartSpinningThreads(int count, const std::atomic<bool>* until = nullptr);
 
 }  // namespace codecvisor::testing
 

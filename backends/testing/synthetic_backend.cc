@@ -9,14 +9,15 @@
 // with CODECVISOR_FAULTY as `faulty`, which also obeys the fault named in
 // the video ("fault=segfault fault_frame=5", see faults.h) or in its
 // manifest's [config] ("fail_init=1", "segfault_open=1", "silent_errors=1", "leak_open=1", "chatty=1",
-// "close_channel=1", "hang_close=1", "leak_open_fds=N", "hold_fds=N"), and exports extra entry symbols that return a
-// bad table; and with CODECVISOR_HOSTILE as `hostile`, which tries to escape its sandbox (attacks.h) in create() or
-// decode_frame(). Used by tests only.
+// "close_channel=1", "hang_close=1", "leak_open_fds=N", "hold_fds=N", "spin_create=N"), and exports extra entry symbols
+// that return a bad table; and with CODECVISOR_HOSTILE as `hostile`, which tries to escape its sandbox (attacks.h) in
+// create() or decode_frame(). Used by tests only.
 
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
@@ -58,6 +59,9 @@ struct Backend {
   bool hang_close = false;  // faulty, [config] hang_close=1: close_session never returns (a vendor's mistake)
   int leak_open_fds = 0;  // faulty, [config] leak_open_fds=N: every open leaves N descriptors open (a vendor's mistake)
 };
+
+// Set by the process's first open (faulty, [config] spin_create=N).
+std::atomic<bool> g_opened{false};
 
 // faulty, [config] KEY=N: N, or 0 where the config does not say.
 int ConfigCount(const char* config, const char* key) {
@@ -163,6 +167,9 @@ cv_status Create(const char* config, cv_backend** out, cv_error* error) {
   backend->leak_open_fds = ConfigCount(config, "leak_open_fds=");
   // hold_fds=N: create() keeps N descriptors open (a device context's).
   for (int i = ConfigCount(config, "hold_fds="); i > 0; --i) (void)dup(2);
+  // spin_create=N: N threads spin from create() until the process's first
+  // open (a warm-up that never ends where no decoder comes: a spare).
+  codecvisor::testing::StartSpinningThreads(ConfigCount(config, "spin_create="), &g_opened);
   *out = reinterpret_cast<cv_backend*>(backend);
   return CV_OK;
 }
@@ -170,6 +177,7 @@ cv_status Create(const char* config, cv_backend** out, cv_error* error) {
 void Destroy(cv_backend* backend) { delete reinterpret_cast<Backend*>(backend); }
 
 cv_status Open(cv_backend* backend, int fd, const cv_open_options* options, cv_session** out, cv_error* error) {
+  g_opened.store(true, std::memory_order_relaxed);
   if (reinterpret_cast<Backend*>(backend)->segfault_open) {
     volatile int* null = nullptr;
     *null = 1;
