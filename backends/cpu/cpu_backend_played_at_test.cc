@@ -137,6 +137,37 @@ TEST_P(PlayedAtTest, ATimeFindsTheFramePlayingThenWhateverTheRate) {
   EXPECT_GT(wrong, static_cast<int>(times.size()) / 3);
 }
 
+// A stream with one long gap (10 frames, 5 s of nothing, 40 frames): its
+// average rate, 50 frames in 7 s, puts the first index past the header's
+// count half a frame from the last frame's time. Reading on from the first
+// frame, found by time, gives each frame once and then the end: the index
+// past the count, read on at the stream's end, was the last frame again,
+// found by its nominal time (a time range over the stream had 51 frames).
+TEST(PlayedAtGapTest, ReadingOnEndsAtTheStreamsEndPastTheCount) {
+  const std::string path = MakeVideo("one_gap.mp4",
+                                     "-f lavfi -i testsrc2=size=64x48:rate=25 -frames:v 50 "
+                                     "-vf setpts='if(lt(N,10),N,125+N)' -fps_mode passthrough -c:v libx264 "
+                                     "-preset veryfast -bf 0 -pix_fmt yuv420p");
+  TestSession exact(path);
+  ASSERT_TRUE(exact.ok()) << exact.open_message();
+  ASSERT_EQ(exact.Metadata().num_frames_from_scan, 50);
+  TestSession approx(path, Approximate());
+  ASSERT_TRUE(approx.ok()) << approx.open_message();
+  ASSERT_EQ(approx.Metadata().num_frames_from_header, 50);
+  cv_frame_info got{}, want{};
+  std::string pixels, want_pixels, message;
+  ASSERT_EQ(approx.DecodeAt(0.0, &pixels, &got, &message), CV_OK) << message;
+  int64_t label = got.index;
+  for (int64_t i = 1; i < 50; ++i) {
+    ASSERT_EQ(approx.Decode(++label, &pixels, &got, &message), CV_OK) << "frame " << i << ": " << message;
+    want_pixels = exact.DecodeOrFail(i, &want);
+    EXPECT_EQ(got.pts, want.pts) << "frame " << i;
+    EXPECT_TRUE(pixels == want_pixels) << "frame " << i;
+  }
+  EXPECT_EQ(approx.Decode(++label, &pixels, &got, &message), CV_ERROR_OUT_OF_RANGE)
+      << "label " << label << " gave the frame at " << got.pts_seconds << " s";
+}
+
 // A clip cut with `ffmpeg -ss 1.3 -c copy`: its edit list (the header's
 // end, 2.7 s) runs 0.02 s past the last packet's end (2.68 s). A time in
 // between is within the stream as the metadata says, and the last frame

@@ -81,9 +81,12 @@ class FrameCursor {
   // target_pts - frame_duration / 2. OutOfRange if the stream ends first,
   // but with `last_counted` (the header counts the stream's frames, and
   // this is the last of them: a variable-rate stream's last frame can be
-  // more than half a frame before its nominal time), the last frame.
+  // more than half a frame before its nominal time), the last frame. An
+  // index past the header's count (`!counted`: reached only by reading on
+  // from a frame found by time) is OutOfRange where the stream ends before
+  // it, never a frame found again by its nominal time.
   absl::StatusOr<const AVFrame*> DecodeApproximate(int64_t index, int64_t target_pts, int64_t frame_duration,
-                                                   bool last_counted = false);
+                                                   bool last_counted = false, bool counted = true);
 
   // Approximate mode: the frame played at `target_pts`: the last one whose
   // pts is at or before it (of frames sharing a pts, the last, as exact

@@ -248,7 +248,7 @@ absl::StatusOr<bool> FrameCursor::DecodeLastUpTo(int64_t target_pts, int64_t fra
 }
 
 absl::StatusOr<const AVFrame*> FrameCursor::DecodeApproximate(int64_t index, int64_t target_pts, int64_t frame_duration,
-                                                              bool last_counted) {
+                                                              bool last_counted, bool counted) {
   if (have_frame_ && index == last_index_) return frame_.get();
   last_error_ = 0;
   const int64_t tolerance = frame_duration / 2;
@@ -289,6 +289,13 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeApproximate(int64_t index, int
     }
     if (!got.ok()) return got.status();
     if (!*got && !LostAtEnd(SaturatingSub(target_pts, tolerance))) {
+      // Past the header's count, nothing asks for the index alone: the
+      // stream's end is the end (its nominal time would find the last
+      // frame again).
+      if (!counted) {
+        return absl::OutOfRangeError(
+            absl::StrCat("frame ", index, " is past the end: the stream ended with frame ", index - 1));
+      }
       // The frames ran out before the count (a variable-rate stream, its
       // fast stretch read one frame an index): the index is the frame at
       // its nominal time, as a request for it alone finds it. (The call

@@ -369,7 +369,8 @@ absl::Status CpuSession::DecodeFrame(int64_t index, cv_frame_buffer* buffer, cv_
   const bool last_counted = !count_estimated_ && index == num_frames_ - 1;
   absl::StatusOr<const AVFrame*> frame =
       index_ ? cursor_->DecodeExact(index)
-             : cursor_->DecodeApproximate(index, NominalPts(index), frame_duration_, last_counted);
+             : cursor_->DecodeApproximate(index, NominalPts(index), frame_duration_, last_counted,
+                                          /*counted=*/index < num_frames_);
   if (!frame.ok()) return frame.status();
   if (absl::Status s = Deliver(**frame, index, buffer, info); !s.ok()) return s;
   reading_on_from_time_ = reads_on;
