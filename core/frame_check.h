@@ -39,7 +39,8 @@ class FrameCheck {
   static constexpr uint64_t kTimeRangeSlack = ipc::kTimeRangeSlack;
 
   // From now on frames must come as `asked`, or as native frames of one of
-  // `native_formats` (DecoderOptions), which must outlive this check;
+  // `native_formats` (the session's native layout's format, if it has
+  // one), which must outlive this check;
   // without this call any format passes.
   void ExpectFormat(ipc::OutputFormat asked, std::span<const std::string> native_formats);
 

@@ -58,8 +58,10 @@ inline constexpr double kMinKnownFps = 1 / kMaxStreamSeconds;
 
 // SECURITY: runs before the session's shared memory is sized from the
 // layout. CheckLayout, and: without an output size asked for (`asked` 0 x
-// 0), the layout's size is the stream's. A violation is the backend's lie
-// (kDataLoss, a channel error: the backend is replaced).
+// 0), the layout's size is the stream's; a native layout's pixel format is
+// the stream's, and where RGB was asked for, one the host offered, of a
+// stream not rotated, with no output size asked for. A violation is the
+// backend's lie (kDataLoss, a channel error: the backend is replaced).
 [[nodiscard]] absl::Status CheckSessionLayout(const ipc::SessionOpened& opened, const ipc::OpenSession& asked);
 
 // CheckStreamNumbers, after which a NaN average_fps (a backend's av_q2d of

@@ -38,6 +38,9 @@ absl::Status Accept(ipc::SessionOpened o, const ipc::OpenSession& asked) {
   return AcceptStreamNumbers(&o.metadata);
 }
 
+// An open that asks for the decoder's own pixels.
+const ipc::OpenSession kAskedNative{.output_format = ipc::OutputFormat::kNative};
+
 void ExpectRefused(const ipc::SessionOpened& o, const std::string& text, const ipc::OpenSession& asked = {}) {
   const absl::Status s = Accept(o, asked);
   EXPECT_TRUE(absl::IsDataLoss(s)) << s;
@@ -57,7 +60,7 @@ TEST(SessionOpenedCheckTest, HonestAnswersPass) {
   native.layout.format = ipc::OutputFormat::kNative;
   native.layout.planes = {{0, 64, 47}, {64 * 47, 64, 24}, {64 * 47 + 64 * 24, 64, 24}};
   native.layout.size = 64 * 47 + 2 * 64 * 24;
-  EXPECT_TRUE(Accept(native, {}).ok());
+  EXPECT_TRUE(Accept(native, kAskedNative).ok());
   // An output size asked for: the layout's differs from the stream's.
   ipc::SessionOpened resized = Opened();
   resized.layout.width = 32;
@@ -105,7 +108,7 @@ TEST(SessionOpenedCheckTest, ADecodersPaddedPicturesPass) {
   o.layout.format = ipc::OutputFormat::kNative;
   o.layout.planes = {{0, 640, 360}, {241664, 320, 180}, {306176, 320, 180}};
   o.layout.size = 370944;
-  EXPECT_TRUE(Accept(o, {}).ok());
+  EXPECT_TRUE(Accept(o, kAskedNative).ok());
 }
 
 TEST(SessionOpenedCheckTest, PlanesMustFitTheFrameAndItsSize) {
@@ -138,10 +141,10 @@ TEST(SessionOpenedCheckTest, PlanesMustFitTheFrameAndItsSize) {
 TEST(SessionOpenedCheckTest, AKnownNativeFormatsPlanesMustHoldIt) {
   ipc::SessionOpened o = Opened();
   o.layout.format = ipc::OutputFormat::kNative;
-  o.layout.pixel_format = "yuv420p";
+  o.layout.pixel_format = o.metadata.pixel_format = "yuv420p";
   o.layout.planes = {{0, 64, 48}, {64 * 48, 32, 24}, {64 * 48 + 32 * 24, 32, 24}};
   o.layout.size = 64 * 48 + 2 * 32 * 24;
-  EXPECT_TRUE(Accept(o, {}).ok());
+  EXPECT_TRUE(Accept(o, kAskedNative).ok());
   ipc::SessionOpened narrow = o;
   narrow.layout.planes[1].stride = 8;
   ExpectRefused(narrow, "plane 1 of 24 rows of 8 bytes: yuv420p has 24 rows of at least 32 bytes there");
@@ -161,9 +164,39 @@ TEST(SessionOpenedCheckTest, AKnownNativeFormatsPlanesMustHoldIt) {
   EXPECT_TRUE(Accept(misnamed, {}).ok());
   // A format the host does not convert keeps the generic checks alone.
   ipc::SessionOpened vendor = o;
-  vendor.layout.pixel_format = "vendor-tiled";
+  vendor.layout.pixel_format = vendor.metadata.pixel_format = "vendor-tiled";
   vendor.layout.planes = {{0, 64, 48}, {64 * 48, 8, 2}};
-  EXPECT_TRUE(Accept(vendor, {}).ok());
+  EXPECT_TRUE(Accept(vendor, kAskedNative).ok());
+}
+
+// Native frames are the decoder's pictures, converted by the host as the
+// metadata describes the stream: a layout in another format (a hostile
+// plugin's 'gray' for an 'rgb24' stream had every frame fail with the
+// host's converter's internal message, blamed on the file), or, where RGB
+// was asked for, one the host did not offer, of a rotated stream, or with
+// an output size asked for, is the backend's lie.
+TEST(SessionOpenedCheckTest, ANativeLayoutIsTheStreamsOfferedFormat) {
+  ipc::SessionOpened o = Opened();
+  o.layout.format = ipc::OutputFormat::kNative;
+  o.layout.pixel_format = o.metadata.pixel_format = "gray";
+  o.layout.planes = {{0, 64, 48}};
+  o.layout.size = 64 * 48;
+  const ipc::OpenSession offered{.native_formats = {"yuv420p", "gray"}};
+  EXPECT_TRUE(Accept(o, offered).ok());
+  EXPECT_TRUE(Accept(o, kAskedNative).ok());
+  ipc::SessionOpened other = o;
+  other.metadata.pixel_format = "rgb24";
+  ExpectRefused(other, "describes a rgb24 stream but lays its frames out natively as gray", offered);
+  ExpectRefused(other, "describes a rgb24 stream but lays its frames out natively as gray", kAskedNative);
+  ExpectRefused(o, "gray where RGB was asked for and that format was not offered", {});
+  ExpectRefused(o, "that format was not offered", {.native_formats = {"yuv420p"}});
+  ipc::SessionOpened rotated = o;
+  rotated.metadata.rotation_degrees = 90;
+  ExpectRefused(rotated, "the stream is rotated", offered);
+  EXPECT_TRUE(Accept(rotated, kAskedNative).ok());
+  ipc::OpenSession sized = offered;
+  sized.output_width = 64;
+  ExpectRefused(o, "an output size was asked for", sized);
 }
 
 TEST(SessionOpenedCheckTest, TheLayoutIsTheStreamsSizeUnlessAnotherWasAsked) {

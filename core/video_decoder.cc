@@ -134,7 +134,10 @@ VideoDecoder::Attempt VideoDecoder::RunOnce(const FrameSelection& selection,
   const int64_t count = std::holds_alternative<ipc::PtsRange>(selection.selection) ? metadata_.num_frames_from_scan
                                                                                    : metadata_.known_frame_count();
   FrameCheck check(selection, count, metadata_.estimated_frame_count());
-  check.ExpectFormat(options_.output_format, options_.native_formats);
+  // Native frames come only in the session's native layout's format.
+  const ipc::FrameLayout& layout = session_.info.layout;
+  const bool native = layout.format == ipc::OutputFormat::kNative;
+  check.ExpectFormat(options_.output_format, std::span<const std::string>(&layout.pixel_format, native ? 1 : 0));
   // A backend still decoding past the deadline (many frames before the
   // first answer) gets more time; a hung one does not (progress_watch.h).
   const pid_t backend_pid = backend_.process != nullptr ? backend_.process->pid() : -1;
