@@ -6,6 +6,7 @@
 // each attempt is a row of docs/RELIABILITY.md.
 
 #include <chrono>
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -14,6 +15,20 @@
 
 namespace codecvisor::testing {
 namespace {
+
+// Starts a host with the faulty backend alone, under a manifest whose
+// tables are `tables` (TOML after the top-level keys).
+void StartHostWithFaulty(const HostOptions& options, std::unique_ptr<Host>* host, const std::string& tables) {
+  host->reset();
+  auto created = Host::Create(options);
+  ASSERT_TRUE(created.ok()) << created.status();
+  *host = *std::move(created);
+  const std::string manifest = WriteFile("faulty_with_config.toml",
+                                         absl::StrCat("name = 'faulty'\ndevices = ['faulty']\nlibrary = '",
+                                                      Runfile("backends/testing/libcodecvisor_faulty.so"),
+                                                      "'\nentry = 'codecvisor_backend_v1'\nabi_version = 1\n", tables));
+  ASSERT_TRUE((*host)->LoadBackend(manifest).ok());
+}
 
 // Forged frame records: from inside decode_frame of a request's second
 // frame, the plugin appends well-formed records of its own to the response
@@ -159,6 +174,38 @@ TEST_F(FaultTest, ACloseThatNeverReturnsEndsTheBackendWhichIsRestarted) {
   EXPECT_TRUE(IsSyntheticFrame(*frame, 2));
 }
 
+// The same after the plugin took every thread the backend may have (a
+// decoder leaking its threads, 32 tasks at most): the close watchdog's
+// thread, started at the first close, could not start then, closes went
+// unwatched for good, and the hung close blocked the runner's next open
+// until the open's deadline. The watchdog starts before the plugin loads.
+TEST_F(FaultTest, ACloseThatNeverReturnsIsBoundedAfterThePluginTookEveryThread) {
+  FaultRow& row = Row("close_session that never returns after the plugin took every thread, threads 32");
+  StartHostWithFaulty(options_, &host_,
+                      "[restart]\nclose_timeout_seconds = 2\nbackoff_initial_ms = 1\n[sandbox]\nthreads = 32\n"
+                      "[config]\nhang_close = 1\n");
+  if (HasFatalFailure()) return;
+  ++row.tries;
+  {
+    auto taker = Open(WriteSyntheticVideo("take_threads.syn", "fault=take_threads fault_frame=0"), "faulty");
+    ASSERT_TRUE(taker.ok()) << taker.status();
+    ASSERT_TRUE((*taker)->GetFrameAt(0).ok());
+  }  // its close_session hangs in the backend, which has no thread to spare
+  WaitUntil([&] { return StatusOf("faulty").restarts != 0; }, std::chrono::milliseconds(20), std::chrono::seconds(60));
+  const BackendStatus after = StatusOf("faulty");
+  row.Saw(absl::StrCat(after.restarts, " restart(s)"));
+  ASSERT_EQ(after.restarts, 1u) << "the backend kept the hung close";
+  EXPECT_NE(after.last_exit.find("did not return within the manifest's [restart] close_timeout_seconds"),
+            std::string::npos)
+      << after.last_exit;
+  auto next = Open(WriteSyntheticVideo("after_taker.syn"), "faulty");
+  ASSERT_TRUE(next.ok()) << next.status();
+  auto frame = (*next)->GetFrameAt(2);
+  row.Saw("the next decoder's request " + FrameOutcome(frame, 2));
+  ASSERT_TRUE(frame.ok()) << frame.status();
+  EXPECT_TRUE(IsSyntheticFrame(*frame, 2));
+}
+
 // Threads a plugin starts in open_session that spin on after its decoder
 // closed: no request waits on them, so no deadline saw them, and they took
 // the cores for the life of the process. With no decoder on the backend,
@@ -197,17 +244,8 @@ TEST_F(FaultTest, AWarmSpareThatSpinsIsStoppedAndNotReplaced) {
   FaultRow& row = Row("a warm spare whose threads spin from create() on");
   options_.supervision.heartbeat_interval = std::chrono::milliseconds(2'000);  // the default; the suite's are off
   options_.supervision.warm_spare = true;
-  // The faulty backend alone, under a manifest with the fault's [config].
-  host_.reset();
-  auto host = Host::Create(options_);
-  ASSERT_TRUE(host.ok()) << host.status();
-  host_ = *std::move(host);
-  const std::string manifest =
-      WriteFile("spinning_spare.toml",
-                absl::StrCat("name = 'faulty'\ndevices = ['faulty']\nlibrary = '",
-                             Runfile("backends/testing/libcodecvisor_faulty.so"),
-                             "'\nentry = 'codecvisor_backend_v1'\nabi_version = 1\n[config]\nspin_create = 2\n"));
-  ASSERT_TRUE(host_->LoadBackend(manifest).ok());
+  StartHostWithFaulty(options_, &host_, "[config]\nspin_create = 2\n");
+  if (HasFatalFailure()) return;
   ++row.tries;
   auto decoder = Open(WriteSyntheticVideo("spare.syn"), "faulty");
   ASSERT_TRUE(decoder.ok()) << decoder.status();

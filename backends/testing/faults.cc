@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -91,6 +92,19 @@ void InjectFault(const std::string& fault, cv_frame_buffer* buffer) {
     _exit(3);
   } else if (fault == "hang") {
     for (;;) pause();
+  } else if (fault == "take_threads") {
+    // Threads that wait for ever, started until the process may have no
+    // more (its task limit, or its address space): a decoder leaking its
+    // threads. The frame itself is sound.
+    for (;;) {
+      try {
+        std::thread([] {
+          for (;;) pause();
+        }).detach();
+      } catch (const std::system_error&) {
+        break;
+      }
+    }
   } else if (fault == "alloc") {
     // Until the address-space limit (or the OOM killer) stops it.
     std::vector<void*> blocks;

@@ -2,7 +2,8 @@
 //
 // The faults the `faulty` test backend injects: what a buggy or compromised
 // vendor library could do from inside the runner. Some only break the
-// process (segfault, abort, exit, hang, allocate without bound); others
+// process (segfault, abort, exit, hang, allocate without bound, take
+// every thread the process may have); others
 // attack the host through the channel's shared memory, which a vendor
 // library can reach because it shares the runner's address space: it finds
 // the region by walking back from the frame buffer it was lent to the

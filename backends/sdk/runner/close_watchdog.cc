@@ -10,7 +10,19 @@
 namespace codecvisor::runner {
 
 CloseWatchdog::CloseWatchdog(std::chrono::milliseconds limit, OnLate on_late)
-    : limit_(limit), on_late_(std::move(on_late)) {}
+    : limit_(limit), on_late_(std::move(on_late)) {
+  try {
+    thread_ = std::thread([this] {
+      // Named from inside: naming another thread writes its /proc comm
+      // file, which Landlock refuses.
+      pthread_setname_np(pthread_self(), "cv-close-watch");
+      Run();
+    });
+  } catch (const std::system_error& e) {
+    std::fprintf(stderr, "codecvisor-backend: WARNING: closes go unwatched (no thread for the close watchdog: %s)\n",
+                 e.what());
+  }
+}
 
 CloseWatchdog::~CloseWatchdog() {
   {
@@ -27,20 +39,6 @@ CloseWatchdog::Watch::~Watch() {
 
 CloseWatchdog::Watch CloseWatchdog::Start(std::string what) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!started_) {
-    started_ = true;
-    try {
-      thread_ = std::thread([this] {
-        // Named from inside: naming another thread writes its /proc comm
-        // file, which Landlock refuses.
-        pthread_setname_np(pthread_self(), "cv-close-watch");
-        Run();
-      });
-    } catch (const std::system_error& e) {
-      std::fprintf(stderr, "codecvisor-backend: WARNING: closes go unwatched (no thread for the close watchdog: %s)\n",
-                   e.what());
-    }
-  }
   if (!thread_.joinable()) return Watch();
   const uint64_t id = next_id_++;
   watched_.emplace(id, Entry{Clock::now() + limit_, std::move(what)});

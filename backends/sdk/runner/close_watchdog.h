@@ -9,9 +9,11 @@
 // the process, which the host sees as a crash: it restarts the backend and
 // replays the other sessions' requests.
 //
-// One thread, started at the first close watched (a runner whose sessions
-// never close runs none); if it cannot start, closes go unwatched, said
-// once on stderr. Reporting a late close allocates nothing and takes no
+// One thread, started by the constructor: the runner makes the watchdog
+// before any plugin code runs, which could take every thread the process
+// may have (a thread started at the first close found none, and closes
+// went unwatched for good). If it cannot start, closes go unwatched, said
+// on stderr. Reporting a late close allocates nothing and takes no
 // lock the hung close may hold (no malloc, no stdio). A Watch must not
 // outlive its watchdog (the runner never destroys it).
 
@@ -84,8 +86,7 @@ class CloseWatchdog {
   std::map<uint64_t, Entry> watched_;  // guarded by mu_
   uint64_t next_id_ = 1;               // guarded by mu_
   bool stopping_ = false;              // guarded by mu_
-  bool started_ = false;               // guarded by mu_: the thread was tried
-  std::thread thread_;
+  std::thread thread_;                 // set by the constructor only
 };
 
 }  // namespace codecvisor::runner

@@ -141,6 +141,28 @@ int Main(int argc, char** argv) {
   ipc::HelloReply report;
   const ChannelFiles channel_files = ControlChannelFiles();
   absl::Status load_status = CompleteSandbox(args, &report);
+  // A close_session nobody waits for that never returns would keep its
+  // thread (spinning, perhaps) for the life of the process: past the
+  // manifest's close_timeout_seconds the runner ends, and the host restarts
+  // it as after a crash. The watchdog says so in the control region (the
+  // host's DeathRecord::close_hung) and on stderr, with neither stdio nor
+  // malloc, whose locks the hung close may hold. Its thread starts here,
+  // after the sandbox (Landlock binds the threads started after it) and
+  // before the plugin's code, which may leave no thread for it. Never
+  // destroyed: the process ends in ExitProcess.
+  ipc::RegionHeader* control_header = (*control)->header();
+  auto* close_watchdog = new CloseWatchdog(
+      std::chrono::milliseconds(args.close_timeout_ms),
+      [control_header, name, limit = args.close_timeout_ms](const char* what) {
+        control_header->backend_close_hung.store(1, std::memory_order_release);
+        char line[512];
+        const int n = std::snprintf(line, sizeof(line),
+                                    "codecvisor-backend '%s': %s did not return within %lld ms (the manifest's "
+                                    "[restart] close_timeout_seconds): the backend ends so that it is restarted\n",
+                                    name.c_str(), what, static_cast<long long>(limit));
+        if (n > 0) (void)!write(STDERR_FILENO, line, std::min<size_t>(static_cast<size_t>(n), sizeof(line) - 1));
+        ExitProcess(ExitCode(RunnerExit::kCloseHung));
+      });
   const std::string open_path = LibraryOpenPath(library, args.library_fd, args.read_paths);
   absl::StatusOr<LoadedBackend> loaded =
       load_status.ok() ? LoadBackendLibrary(open_path, library, entry, name) : load_status;
@@ -184,26 +206,6 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "codecvisor-backend: WARNING: idle waits will poll: %s\n",
                  std::string(hangups.status().message()).c_str());
   }
-  // A close_session nobody waits for that never returns would keep its
-  // thread (spinning, perhaps) for the life of the process: past the
-  // manifest's close_timeout_seconds the runner ends, and the host restarts
-  // it as after a crash. The watchdog says so in the control region (the
-  // host's DeathRecord::close_hung) and on stderr, with neither stdio nor
-  // malloc, whose locks the hung close may hold. Never destroyed, as
-  // `hangups`.
-  ipc::RegionHeader* control_header = (*control)->header();
-  auto* close_watchdog = new CloseWatchdog(
-      std::chrono::milliseconds(args.close_timeout_ms),
-      [control_header, name, limit = args.close_timeout_ms](const char* what) {
-        control_header->backend_close_hung.store(1, std::memory_order_release);
-        char line[512];
-        const int n = std::snprintf(line, sizeof(line),
-                                    "codecvisor-backend '%s': %s did not return within %lld ms (the manifest's "
-                                    "[restart] close_timeout_seconds): the backend ends so that it is restarted\n",
-                                    name.c_str(), what, static_cast<long long>(limit));
-        if (n > 0) (void)!write(STDERR_FILENO, line, std::min<size_t>(static_cast<size_t>(n), sizeof(line) - 1));
-        ExitProcess(ExitCode(RunnerExit::kCloseHung));
-      });
   // load_status goes to the host as is: the host names the backend and its
   // manifest in front of it.
   ControlServer server(*std::move(control), name, load_status.ok() ? vtable : nullptr, backend, load_status, report,
