@@ -197,6 +197,31 @@ TEST_F(FaultTest, AFrameDescribedAsAnotherFailsItsRequest) {
   for (int64_t i = 0; i < 6; ++i) EXPECT_TRUE(IsSyntheticFrame((*all)[i], i)) << i;
 }
 
+// CV_ERROR_NATIVE_CHANGED is for a session laying frames out natively in
+// place of the RGB asked for (the host then reopens it for RGB); from a
+// session whose frames are RGB already it reached the caller as the file's
+// error (DataLoss: a batch job would skip a sound video), in the plugin's
+// words. It is the backend's mistake, said as such; the backend is kept.
+TEST_F(FaultTest, NativeChangedFromAnRgbSessionIsTheBackendsMistake) {
+  FaultRow& row = Row("decode_frame returning CV_ERROR_NATIVE_CHANGED from an RGB session");
+  ++row.tries;
+  auto decoder = Open(WriteSyntheticVideo("native_changed.syn", "fault=native_changed fault_frame=2"), "faulty");
+  ASSERT_TRUE(decoder.ok()) << decoder.status();
+  const pid_t pid = StatusOf("faulty").pid;
+  absl::StatusOr<Frame> f = (*decoder)->GetFrameAt(2);
+  row.Saw("frame 2: " + CodeName(f.status()));
+  ASSERT_FALSE(f.ok());
+  EXPECT_EQ(f.status().code(), absl::StatusCode::kInternal) << f.status();
+  EXPECT_NE(f.status().message().find("returned CV_ERROR_NATIVE_CHANGED for frame 2 of a session whose frames are "
+                                      "not laid out natively"),
+            std::string::npos)
+      << f.status();
+  absl::StatusOr<Frame> fine = (*decoder)->GetFrameAt(1);
+  row.Saw("frame 1 " + FrameOutcome(fine, 1));
+  EXPECT_TRUE(fine.ok() && IsSyntheticFrame(*fine, 1)) << FrameOutcome(fine, 1);
+  EXPECT_EQ(StatusOf("faulty").pid, pid) << "the backend was replaced";
+}
+
 // A caller whose own timeout is shorter than a request takes gets each
 // such request killed twice and called poison, but it is the caller's
 // choice, not a broken backend: however many in a row, the backend every

@@ -73,7 +73,9 @@ typedef int32_t cv_status;
  * RGB asked for (cv_open_options.native_formats) met a frame that layout
  * cannot hold exactly: another pixel format, size, or colour space or range
  * than the stream's metadata says. Return it before writing the frame; the
- * host then opens a new session for RGB and asks again. */
+ * host then opens a new session for RGB and asks again. From a session
+ * whose frames are not laid out natively it is the backend's error, not
+ * the file's (the runner reports it as CV_ERROR_INTERNAL would be). */
 #define CV_ERROR_NATIVE_CHANGED 8
 
 #define CV_ERROR_MESSAGE_BYTES 1024

@@ -353,6 +353,11 @@ cv_status Decode(cv_session* session, int64_t index, cv_frame_buffer* buffer, cv
                                                 : (s->video.fault_frame < 0 || s->video.fault_frame == index);
     if (strike) codecvisor::testing::InjectFault(fault, buffer);
     if (strike && fault == "wrong_index") ++info->index;  // a frame described as the next one
+    // The code for a native session's frame it cannot hold, from RGB ones.
+    if (strike && fault == "native_changed") {
+      return Fail(error, CV_ERROR_NATIVE_CHANGED, "%s: frame %.0f changed", s->label.c_str(),
+                  static_cast<double>(index));
+    }
   }
   codecvisor::testing::FillSyntheticFrame(s->video, s->format, index, buffer->data);
   return CV_OK;

@@ -139,6 +139,14 @@ absl::Status SessionServer::ServeFrames(uint64_t id, const ipc::FrameRequest& re
       if (span_by_time != nullptr && pos > 0 && st == CV_ERROR_OUT_OF_RANGE) {
         return channel_->Send({id, ipc::FrameBatch{{}, true}}, Clock::now() + kHostProgressTimeout);
       }
+      // The host reopens for RGB on this code; from a session whose frames
+      // are RGB already it is the plugin's mistake, not the file's.
+      if (st == CV_ERROR_NATIVE_CHANGED && layout.format != ipc::OutputFormat::kNative) {
+        return SendError(id, absl::InternalError(absl::StrCat(
+                                 "the backend's decode_frame returned CV_ERROR_NATIVE_CHANGED for frame ", index,
+                                 " of a session whose frames are not laid out natively (the code is for sessions "
+                                 "that lay frames out natively in place of the RGB asked for)")));
+      }
       return SendError(id, VendorError(st, error));
     }
     if (!target.slot.has_value()) {
