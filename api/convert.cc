@@ -148,6 +148,7 @@ BackendInfo FromInternal(const internal::BackendStatus& s) {
   out.last_exit = s.last_exit;
   out.last_exit_time = s.last_exit_time;
   out.warm_spare = s.warm_spare;
+  out.spare_stopped = s.spare_stopped;
   out.sandbox = s.sandbox;
   if (s.hello.has_value()) {
     out.version = s.hello->backend_version;

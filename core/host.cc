@@ -453,6 +453,7 @@ std::vector<BackendStatus> Host::Backends() const {
       s.parked = st.parked;
       s.restarts = st.restarts;
       s.warm_spare = st.spare_ready;
+      s.spare_stopped = st.spare_stopped;
       s.sandbox = st.sandbox;
       s.hello = st.hello;
       s.control_call_in_vendor_code = st.control_call_in_vendor_code;

@@ -74,6 +74,9 @@ struct BackendStatus {
   std::string last_exit_advice;
   std::string last_exit_time;  // ISO 8601, UTC
   bool warm_spare = false;
+  // Why no warm spare is kept any more (one was stopped for spinning with
+  // no decoder), or empty.
+  std::string spare_stopped;
   std::string sandbox;     // what is engaged for the running child
   // The running child's handshake: its version and capabilities.
   std::optional<ipc::HelloReply> hello;

@@ -23,10 +23,8 @@ std::optional<std::string> IdleCpuWatch::Sample(time_point now, bool idle, std::
   cpu_at_since_ = *cpu;
   if (used * 1000 <= window * kMaxBusyPerMille) return std::nullopt;
   using seconds = std::chrono::duration<double>;
-  return absl::StrFormat(
-      "used %.1f s of CPU in %.1f s with no decoder open on it (its threads kept running after its sessions "
-      "closed): stopped",
-      seconds(used).count(), seconds(window).count());
+  return absl::StrFormat("used %.1f s of CPU in %.1f s with no decoder open on it", seconds(used).count(),
+                         seconds(window).count());
 }
 
 }  // namespace codecvisor

@@ -32,8 +32,9 @@ class IdleCpuWatch {
   // At `now`: whether the backend has been idle since the last sample (no
   // decoder open on it), and its CPU time (nullopt: unknown, which ends
   // the watch until it is known again). Returns what it used while idle
-  // when that was more than kMaxBusyPerMille of a core over a window of at
-  // least kWindow; then the watch starts over.
+  // ("used X s of CPU in Y s with no decoder open on it") when that was
+  // more than kMaxBusyPerMille of a core over a window of at least
+  // kWindow; then the watch starts over.
   std::optional<std::string> Sample(time_point now, bool idle, std::optional<nanoseconds> cpu);
 
   // A new backend: earlier samples are another process's.

@@ -142,17 +142,21 @@ absl::Status CheckSessionLayout(const ipc::SessionOpened& opened, const ipc::Ope
                                             " stream but lays its frames out at ", opened.layout.width, "x",
                                             opened.layout.height, " with no output size asked for"));
   }
-  if (opened.layout.format != ipc::OutputFormat::kNative) return absl::OkStatus();
-  // Native frames are the decoder's pictures, which the host converts as
-  // the stream's metadata describes them (api/rgb_converter.h).
+  // Native frames asked for are the caller's to take as they come.
+  if (opened.layout.format != ipc::OutputFormat::kNative || asked.output_format == ipc::OutputFormat::kNative) {
+    return absl::OkStatus();
+  }
+  // Native frames in place of the RGB asked for are the decoder's
+  // pictures, which the host converts as the stream's metadata describes
+  // them (api/rgb_converter.h).
   if (opened.layout.pixel_format != m.pixel_format) {
     return absl::DataLossError(absl::StrCat("the backend describes a ", ReplaceUnsafeForTerminal(m.pixel_format),
                                             " stream but lays its frames out natively as ",
-                                            ReplaceUnsafeForTerminal(opened.layout.pixel_format)));
+                                            ReplaceUnsafeForTerminal(opened.layout.pixel_format),
+                                            " in place of the RGB asked for"));
   }
-  if (asked.output_format == ipc::OutputFormat::kNative) return absl::OkStatus();
-  // RGB asked for: native frames only where the host offered to convert
-  // them and a conversion is all there is to do (cv_open_options).
+  // Only where the host offered to convert them and a conversion is all
+  // there is to do (cv_open_options).
   const bool offered = std::find(asked.native_formats.begin(), asked.native_formats.end(),
                                  opened.layout.pixel_format) != asked.native_formats.end();
   if (!offered || m.rotation_degrees != 0 || asked.output_width != 0 || asked.output_height != 0) {

@@ -58,8 +58,8 @@ inline constexpr double kMinKnownFps = 1 / kMaxStreamSeconds;
 
 // SECURITY: runs before the session's shared memory is sized from the
 // layout. CheckLayout, and: without an output size asked for (`asked` 0 x
-// 0), the layout's size is the stream's; a native layout's pixel format is
-// the stream's, and where RGB was asked for, one the host offered, of a
+// 0), the layout's size is the stream's; a native layout in place of the
+// RGB asked for is the stream's pixel format, one the host offered, of a
 // stream not rotated, with no output size asked for. A violation is the
 // backend's lie (kDataLoss, a channel error: the backend is replaced).
 [[nodiscard]] absl::Status CheckSessionLayout(const ipc::SessionOpened& opened, const ipc::OpenSession& asked);

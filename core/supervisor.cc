@@ -75,7 +75,7 @@ absl::Status Supervisor::StartThreadsLocked() {
 
 void Supervisor::Shutdown() {
   std::shared_ptr<RunningBackend> current;
-  std::unique_ptr<RunningBackend> spare;
+  std::unique_ptr<RunningBackend> spare, dying_spare;
   std::map<const RunningBackend*, uint64_t> watches;
   {
     MutexLock lock(&mu_);
@@ -95,11 +95,13 @@ void Supervisor::Shutdown() {
     MutexLock lock(&mu_);
     current = std::move(current_);
     spare = std::move(spare_);
+    dying_spare = std::move(dying_spare_);
     if (current != nullptr) InterruptChannels(generation_);
     state_ = BackendState::kDiscovered;
   }
   if (current != nullptr) current->Shutdown();
   if (spare != nullptr) spare->Shutdown();
+  if (dying_spare != nullptr) dying_spare->Shutdown();
 }
 
 absl::StatusOr<std::unique_ptr<RunningBackend>> Supervisor::Spawn() {
@@ -256,6 +258,8 @@ void Supervisor::OnExit(const RunningBackend* backend) {
         dead_spare = std::move(spare_);
         ++spare_failures_;
         changed_.NotifyAll();  // the spare maker starts another
+      } else if (dying_spare_.get() == backend) {
+        dead_spare = std::move(dying_spare_);
       }
     }
   }
@@ -393,6 +397,7 @@ SupervisorStatus Supervisor::Status() const {
   s.parked = parked_.load(std::memory_order_relaxed);
   if (!deaths_.empty()) s.last_exit = deaths_.rbegin()->second;
   s.spare_ready = spare_ != nullptr;
+  s.spare_stopped = spare_stopped_;
   return s;
 }
 

@@ -128,23 +128,16 @@ TEST_F(SupervisorTest, AnIdleBackendUsingLittleCpuIsLeftRunning) {
 // its start is stopped after the same window, and no spare is started
 // again (its plugin would spin in each); the backend in use is left alone.
 TEST_F(SupervisorTest, AWarmSpareUsingCpuIsStoppedAndNotReplaced) {
-  Make(/*warm_spare=*/true, /*heartbeat=*/milliseconds(2'000));
-  StartReady();
-  Served();
-  supervisor_->RunDueWorkForTest();
+  FakeChild* spare = StartWithSpare();
   ASSERT_TRUE(supervisor_->Status().spare_ready);
-  FakeChild* spare = env_->child(2);
   std::chrono::nanoseconds cpu{0};
-  auto heartbeat = [&] {
-    cpu += std::chrono::seconds(2);  // a core
-    spare->SetCpuTime(cpu);
-    env_->Advance(milliseconds(2'000));
-    supervisor_->RunDueWorkForTest();
-  };
-  for (int i = 0; i < 5; ++i) heartbeat();
+  for (int i = 0; i < 5; ++i) HeartbeatUsing(spare, &cpu, std::chrono::seconds(2));  // a core
   EXPECT_EQ(spare->kills(), 0) << "after 8 s of the window";
-  heartbeat();
+  HeartbeatUsing(spare, &cpu, std::chrono::seconds(2));
   EXPECT_EQ(spare->kills(), 1);
+  EXPECT_EQ(supervisor_->Status().spare_stopped,
+            "its warm spare used 10.0 s of CPU in 10.0 s with no decoder open on it: stopped, and no spare is kept "
+            "for it again");
   env_->DeliverKills();
   EXPECT_TRUE(spare->shut_down());
   EXPECT_FALSE(supervisor_->Status().spare_ready);
@@ -159,20 +152,30 @@ TEST_F(SupervisorTest, AWarmSpareUsingCpuIsStoppedAndNotReplaced) {
   EXPECT_EQ(supervisor_->Status().restarts, 0u);
 }
 
+// The backend in use dying after the spare was killed and before its exit:
+// the restart starts cold, it does not promote the dying spare (which came
+// back as current, and its exit as a second crash).
+TEST_F(SupervisorTest, AKilledSpareIsNeverPromoted) {
+  FakeChild* spare = StartWithSpare();
+  std::chrono::nanoseconds cpu{0};
+  while (spare->kills() == 0 && cpu < std::chrono::seconds(60)) HeartbeatUsing(spare, &cpu, std::chrono::seconds(2));
+  ASSERT_EQ(spare->kills(), 1);
+  env_->Exit(env_->child(1), kSegv);  // before the spare's exit
+  supervisor_->RunDueWorkForTest();
+  EXPECT_EQ(env_->starts(), 3) << "the restart took the killed spare";
+  EXPECT_EQ(supervisor_->Status().pid, 1000 + env_->child(3)->serial());
+  env_->DeliverKills();
+  EXPECT_TRUE(spare->shut_down());
+  supervisor_->RunDueWorkForTest();
+  EXPECT_EQ(supervisor_->Status().restarts, 1u);
+  EXPECT_EQ(supervisor_->Status().state, BackendState::kReady);
+}
+
 // A spare using little CPU (a driver's polling thread) is kept.
 TEST_F(SupervisorTest, AWarmSpareUsingLittleCpuIsKept) {
-  Make(/*warm_spare=*/true, /*heartbeat=*/milliseconds(2'000));
-  StartReady();
-  Served();
-  supervisor_->RunDueWorkForTest();
-  FakeChild* spare = env_->child(2);
+  FakeChild* spare = StartWithSpare();
   std::chrono::nanoseconds cpu{0};
-  for (int i = 0; i < 30; ++i) {
-    cpu += milliseconds(200);
-    spare->SetCpuTime(cpu);
-    env_->Advance(milliseconds(2'000));
-    supervisor_->RunDueWorkForTest();
-  }
+  for (int i = 0; i < 30; ++i) HeartbeatUsing(spare, &cpu, milliseconds(200));
   EXPECT_EQ(spare->kills(), 0);
   EXPECT_TRUE(supervisor_->Status().spare_ready);
 }

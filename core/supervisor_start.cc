@@ -261,7 +261,7 @@ void Supervisor::StopIfBusyWhileIdle(const std::shared_ptr<RunningBackend>& curr
   DeathRecord kill;
   kill.generation = generation_;
   kill.killed_by_supervisor = true;
-  kill.kill_reason = *std::move(busy);
+  kill.kill_reason = absl::StrCat(*busy, " (its threads kept running after its sessions closed): stopped");
   pending_kill_ = kill;
   current->Kill();
 }
@@ -274,8 +274,12 @@ void Supervisor::StopSpareIfBusy() {
   const std::optional<std::string> busy = spare_idle_cpu_.Sample(env_->Now(), /*idle=*/true, spare_->CpuTime());
   if (!busy.has_value()) return;
   // Its plugin would do the same in every spare: none is started again.
+  // Out of spare_ before the kill: a restart before its exit (the backend
+  // in use dying meanwhile) must not take a dying spare for a ready one.
   spare_failures_ = kMaxSpareFailures;
-  spare_->Kill();
+  spare_stopped_ = absl::StrCat("its warm spare ", *busy, ": stopped, and no spare is kept for it again");
+  dying_spare_ = std::move(spare_);
+  dying_spare_->Kill();
 }
 
 }  // namespace codecvisor

@@ -84,6 +84,25 @@ class SupervisorTest : public ::testing::Test {
     for (int i = 0; i < requests; ++i) supervisor_->RecordSuccess(supervisor_->Status().generation);
   }
 
+  // A supervisor with a warm spare kept and heartbeats every 2 s; returns
+  // the spare.
+  FakeChild* StartWithSpare() {
+    Make(/*warm_spare=*/true, /*heartbeat=*/milliseconds(2'000));
+    StartReady();
+    Served();
+    supervisor_->RunDueWorkForTest();
+    return env_->child(2);
+  }
+
+  // Two seconds on, a heartbeat's interval, in which `child` used `used`
+  // of CPU (its total in `*cpu`).
+  void HeartbeatUsing(FakeChild* child, std::chrono::nanoseconds* cpu, std::chrono::nanoseconds used) {
+    *cpu += used;
+    child->SetCpuTime(*cpu);
+    env_->Advance(milliseconds(2'000));
+    supervisor_->RunDueWorkForTest();
+  }
+
   // The current child, by the serial of the env's last start.
   FakeChild* Current() { return env_->child(env_->children()); }
 

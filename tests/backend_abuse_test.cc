@@ -257,7 +257,9 @@ TEST_F(FaultTest, AWarmSpareThatSpinsIsStoppedAndNotReplaced) {
   ASSERT_TRUE(WaitUntil([&] { return !StatusOf("faulty").warm_spare; }, std::chrono::milliseconds(50),
                         std::chrono::seconds(120)))
       << "the spinning spare was kept";
-  row.Saw("the spare stopped");
+  EXPECT_NE(StatusOf("faulty").spare_stopped.find("its warm spare used"), std::string::npos)
+      << StatusOf("faulty").spare_stopped;
+  row.Saw(StatusOf("faulty").spare_stopped);
   std::this_thread::sleep_for(std::chrono::seconds(3));  // past a heartbeat, when a new spare would start
   const BackendStatus after = StatusOf("faulty");
   EXPECT_FALSE(after.warm_spare) << "another spare started";

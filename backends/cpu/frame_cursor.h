@@ -84,7 +84,8 @@ class FrameCursor {
   // more than half a frame before its nominal time), the last frame. An
   // index past the header's count (`!counted`: reached only by reading on
   // from a frame found by time) is OutOfRange where the stream ends before
-  // it, never a frame found again by its nominal time.
+  // it (unless the decoder dropped frames at the end, which are looked for
+  // from further back), not a frame found again by its nominal time.
   absl::StatusOr<const AVFrame*> DecodeApproximate(int64_t index, int64_t target_pts, int64_t frame_duration,
                                                    bool last_counted = false, bool counted = true);
 

@@ -282,7 +282,8 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeApproximate(int64_t index, int
     // jump to index 0 would not take them either (the start FFmpeg gives a
     // Matroska stream cut mid-GOP by its zero is its first timed block's,
     // a P-frame after two B-frames timed before it): frame 0 is the first
-    // timed one from the start, whatever was asked before.
+    // timed one from half a frame before the start, whatever was asked
+    // before.
     while (from_first_packet && got.ok() && *got &&
            (PassUntimedBeforeTimes() || last_ts_ < SaturatingSub(target_pts, tolerance))) {
       got = NextFrame();

@@ -220,9 +220,9 @@ typedef struct cv_stream_info {
  * a row (3 x width for RGB24, width for planar) and at most 16 x width +
  * 4096, the plane inside `size`; and `size` at most 64 KiB plus, for every
  * plane, its stride x (2 x its rows + 128): room for a decoder's aligned,
- * padded pictures, not more. A CV_OUTPUT_NATIVE layout's pixel_format is the
- * stream's (cv_stream_metadata.pixel_format) and, where RGB was asked for,
- * one of native_formats, under that field's conditions. */
+ * padded pictures, not more. A CV_OUTPUT_NATIVE layout in place of the RGB
+ * asked for has the stream's pixel_format (cv_stream_metadata's), one of
+ * native_formats, under that field's conditions. */
 typedef struct cv_frame_layout {
   uint32_t width;
   uint32_t height;

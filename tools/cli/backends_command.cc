@@ -71,6 +71,7 @@ void PrintText(const Host& host, const std::vector<BackendInfo>& backends, const
       absl::StrAppend(&out, "  last exit: ", EscapeForTerminal(b.last_exit), b.last_exit_time.empty() ? "" : " at ",
                       b.last_exit_time, "\n");
     }
+    if (!b.spare_stopped.empty()) absl::StrAppend(&out, "  spare: ", b.spare_stopped, "\n");
     if (!b.sandbox.empty()) absl::StrAppend(&out, "  sandbox: ", b.sandbox, "\n");
     if (!b.diagnostic.empty()) absl::StrAppend(&out, "  diagnostic: ", EscapeForTerminal(b.diagnostic), "\n");
     if (const BackendRecord* r = history.Find(b.name, b.manifest_path); r != nullptr) {
@@ -116,6 +117,7 @@ void PrintJson(const Host& host, const std::vector<BackendInfo>& backends, const
     optional_string("last_exit", b.last_exit);
     optional_string("last_exit_time", b.last_exit_time);
     w.Key("warm_spare").Bool(b.warm_spare);
+    optional_string("spare_stopped", b.spare_stopped);
     optional_string("sandbox", b.sandbox);
     w.Key("manifest").String(b.manifest_path);
     optional_string("diagnostic", b.diagnostic);

@@ -86,6 +86,9 @@ struct BackendInfo {
   std::string last_exit;       // "killed by signal 11 (SIGSEGV)"; empty if none
   std::string last_exit_time;  // ISO 8601, UTC
   bool warm_spare = false;     // a spare process is ready
+  // Why no spare is kept any more (one used CPU with no decoder on it), or
+  // empty.
+  std::string spare_stopped;
   std::string sandbox;         // what confines the running process
   // From the running process' handshake (empty / zero until it has run).
   std::string version;
