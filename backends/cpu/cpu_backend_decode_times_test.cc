@@ -5,9 +5,12 @@
 // -i raw.h264 -c copy out.mp4`, as camera and encoder dumps are). The
 // decoder shows the pictures in picture order; each frame must be the one
 // the CLI shows at its place, in any order, with times that increase, and
-// such a file without B-frames keeps its own times.
+// such a file without B-frames keeps its own times. And a stream whose
+// times do not follow its picture order at all.
 
+#include <algorithm>
 #include <cstdint>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -22,6 +25,7 @@ using testing::CliAllFrames;
 using testing::ExpectInOrderIsTheClis;
 using testing::ExpectRandomAccessAgrees;
 using testing::MakeVideo;
+using testing::ProbeFramePts;
 using testing::RgbBytes;
 using testing::Shuffled;
 using testing::TestSession;
@@ -74,6 +78,56 @@ TEST(NominalTimelineTest, ACorrectStreamWithBFramesKeepsIt) {
   EXPECT_EQ(approx.Metadata().num_frames_from_scan, -1) << "not scanned";
   for (int64_t i = 0; i < 45; ++i) {
     ASSERT_TRUE(approx.DecodeOrFail(i) == all.substr(i * bytes, bytes)) << "frame " << i;
+  }
+}
+
+// Times that do not follow picture order (x264 fed times that go back: a
+// frame at 5.4 s, then frames at 5.36 s, 5.361 s and 5.4 s again): the
+// decoder shows the 5.4 s frame before the 5.36 s one. Exact mode orders
+// frames by time, as the index does; each must be found, in order, alone
+// in a fresh session, and at random (frames 10 and 11 were "could not be
+// decoded": the search stopped at the first later time).
+TEST(TimesNotInPictureOrderTest, EveryFrameIsTheClisFrameWithItsTime) {
+  const std::string path = MakeVideo(
+      "times_not_in_picture_order.mp4",
+      "-f lavfi -i testsrc2=size=96x64:rate=25:duration=3 -vf "
+      "setpts='if(lt(N,10),N*0.04,if(lt(N,11),5+N*0.04,5+N*0.033))/TB' -fps_mode passthrough -c:v libx264 -bf 2 "
+      "-pix_fmt yuv420p -video_track_timescale 1000");
+  const std::vector<int64_t> shown = ProbeFramePts(path, 0);
+  ASSERT_EQ(shown.size(), 75u);
+  ASSERT_FALSE(std::is_sorted(shown.begin(), shown.end())) << "the CLI shows frames in time order: nothing to test";
+  // The CLI's frame of each index: its frames ordered by time, ties in the
+  // order it shows them.
+  std::vector<int64_t> cli_of_index(shown.size());
+  std::iota(cli_of_index.begin(), cli_of_index.end(), 0);
+  std::stable_sort(cli_of_index.begin(), cli_of_index.end(), [&](int64_t a, int64_t b) { return shown[a] < shown[b]; });
+  // Each frame's time is its packet's pts, as the index orders them (the
+  // CLI's own times are best-effort guesses, which take decode times where
+  // presentation times go back).
+  std::vector<int64_t> times;
+  for (const testing::ProbedPacket& packet : testing::ProbePackets(path, 0)) times.push_back(packet.pts);
+  std::sort(times.begin(), times.end());
+  const std::string cli = CliAllFrames(path, 0, "format=rgb24");
+  TestSession in_order(path);
+  ASSERT_TRUE(in_order.ok()) << in_order.open_message();
+  ASSERT_EQ(in_order.Metadata().num_frames_from_scan, 75);
+  const size_t bytes = RgbBytes(in_order.Layout());
+  ASSERT_EQ(cli.size(), bytes * 75);
+  for (int64_t i = 0; i < 75; ++i) {
+    std::string pixels, message;
+    cv_frame_info info{};
+    ASSERT_EQ(in_order.Decode(i, &pixels, &info, &message), CV_OK) << "frame " << i << " in order: " << message;
+    EXPECT_TRUE(pixels == cli.substr(cli_of_index[i] * bytes, bytes)) << "frame " << i << " in order";
+    EXPECT_EQ(info.pts, times[i]) << "frame " << i;
+  }
+  for (int64_t i = 8; i < 16; ++i) {
+    TestSession fresh(path);
+    EXPECT_TRUE(fresh.DecodeOrFail(i) == cli.substr(cli_of_index[i] * bytes, bytes)) << "frame " << i << " alone";
+  }
+  TestSession random_access(path);
+  for (int64_t i : Shuffled(75, 3)) {
+    EXPECT_TRUE(random_access.DecodeOrFail(i) == cli.substr(cli_of_index[i] * bytes, bytes))
+        << "frame " << i << " at random";
   }
 }
 

@@ -193,8 +193,16 @@ class FrameCursor {
   // `pts` (kFound), or a frame past it: a later timestamp (kOvershot, or
   // kTooFew after fewer frames with `pts` than asked for). With
   // `scattered` (the tie's frames may come out apart: DecodeExact), up to
-  // kRecentFrames / 4 frames past it are decoded before kTooFew.
-  absl::StatusOr<Outcome> DecodeUntil(int64_t pts, int64_t occurrence = 0, bool scattered = false);
+  // kRecentFrames / 4 frames past it are decoded before kTooFew. A later
+  // timestamp before any with `pts` is decoded past while the decoder may
+  // still hold the frame of the packet with decode order `order`
+  // (MayStillHold): it outputs frames in picture order, which a file's
+  // timestamps need not follow (a frame timed before one already out).
+  absl::StatusOr<Outcome> DecodeUntil(int64_t pts, int64_t occurrence, bool scattered, int64_t order);
+  // Whether the frame of the packet with decode order `order` may still
+  // come out: its packet not read yet, or read fewer packets ago than the
+  // decoder delays its output (reordering and frame threads).
+  bool MayStillHold(int64_t order) const;
   // Seeks the demuxer to `timestamp` and resets the decoder and position.
   absl::Status SeekTo(int64_t timestamp);
   // Opens the container again, which reads from its first packet, and

@@ -13,7 +13,14 @@
 
 namespace codecvisor::cpu {
 
-absl::StatusOr<FrameCursor::Outcome> FrameCursor::DecodeUntil(int64_t pts, int64_t occurrence, bool scattered) {
+bool FrameCursor::MayStillHold(int64_t order) const {
+  const AVCodecContext& context = *decoder_->context();
+  const int64_t threads = (context.active_thread_type & FF_THREAD_FRAME) != 0 ? context.thread_count : 0;
+  return last_read_order_ <= order + context.has_b_frames + threads + 1;
+}
+
+absl::StatusOr<FrameCursor::Outcome> FrameCursor::DecodeUntil(int64_t pts, int64_t occurrence, bool scattered,
+                                                              int64_t order) {
   bool seen = false;  // a frame with `pts` came
   // With `scattered`, frames past the target that may still be followed by
   // it: in a splice whose times overlap, the second frame of a timestamp
@@ -27,6 +34,7 @@ absl::StatusOr<FrameCursor::Outcome> FrameCursor::DecodeUntil(int64_t pts, int64
     if (Before(pts, occurrence)) continue;
     if (last_ts_ == pts && same_ts_before_ == occurrence) return Outcome::kFound;
     if (scattered && seen && last_ts_ != pts && ++past < kRecentFrames / 4) continue;
+    if (!seen && MayStillHold(order)) continue;
     return seen ? Outcome::kTooFew : Outcome::kOvershot;
   }
 }
@@ -73,7 +81,7 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeExact(int64_t index) {
     if (!reads_on) {
       if (absl::Status s = Rewind(); !s.ok()) return s;
     }
-    absl::StatusOr<Outcome> outcome = DecodeUntil(target.pts, occurrence, scattered);
+    absl::StatusOr<Outcome> outcome = DecodeUntil(target.pts, occurrence, scattered, last_order);
     if (!outcome.ok()) return outcome.status();
     if (*outcome == Outcome::kFound && !names_damaged_) return frame_.get();
     if (*outcome == Outcome::kTooFew && occurrence > 0) return DecodeExact(first_of_tie);
@@ -83,7 +91,7 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeExact(int64_t index) {
 
   if (positioned_ && !at_end_ && (last_ts_ == kUnknown || Before(target.pts, occurrence)) &&
       key_order <= last_read_order_ + 1) {
-    absl::StatusOr<Outcome> outcome = DecodeUntil(target.pts, occurrence, scattered);
+    absl::StatusOr<Outcome> outcome = DecodeUntil(target.pts, occurrence, scattered, last_order);
     if (!outcome.ok()) return outcome.status();
     // A frame whose name may be off is looked for again from a start point.
     if (*outcome == Outcome::kFound && !names_damaged_) return frame_.get();
@@ -113,7 +121,7 @@ absl::StatusOr<const AVFrame*> FrameCursor::DecodeExact(int64_t index) {
       // container's first packet.
       if (absl::Status s = Rewind(); !s.ok()) return s;
     }
-    absl::StatusOr<Outcome> outcome = DecodeUntil(target.pts, occurrence, scattered);
+    absl::StatusOr<Outcome> outcome = DecodeUntil(target.pts, occurrence, scattered, last_order);
     if (!outcome.ok()) return outcome.status();
     if (*outcome == Outcome::kFound) {
       if (!names_damaged_) return frame_.get();
