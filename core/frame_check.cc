@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 #include <variant>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "core/backend_output.h"
 #include "core/session_opened_check.h"
 #include "ipc/plane_shapes.h"
@@ -66,9 +66,9 @@ std::optional<int64_t> FrameCheck::ExpectedIndex(uint64_t position) const {
   return std::nullopt;
 }
 
-void FrameCheck::ExpectFormat(ipc::OutputFormat asked, std::span<const std::string> native_formats) {
+void FrameCheck::ExpectFormat(ipc::OutputFormat asked, std::optional<std::string> native_format) {
   asked_ = asked;
-  native_formats_ = native_formats;
+  native_format_ = std::move(native_format);
 }
 
 absl::Status FrameCheck::Next(const ipc::FrameRef& ref) {
@@ -106,13 +106,11 @@ absl::Status FrameCheck::Next(const ipc::FrameRef& ref) {
                                             " s for a time range that ends at ", span->stop_seconds, " s"));
   }
   if (asked_.has_value() && ref.format != *asked_ &&
-      !(ref.format == ipc::OutputFormat::kNative &&
-        std::find(native_formats_.begin(), native_formats_.end(), ref.pixel_format) != native_formats_.end())) {
-    return absl::DataLossError(absl::StrCat("backend sent frame ", ref.index, " as ", ipc::OutputFormatName(ref.format), " ",
-                                            ReplaceUnsafeForTerminal(ref.pixel_format), " where ", ipc::OutputFormatName(*asked_), " was asked for",
-                                            native_formats_.empty() ? "" : " (or native ",
-                                            absl::StrJoin(native_formats_, ", "),
-                                            native_formats_.empty() ? "" : ")"));
+      !(ref.format == ipc::OutputFormat::kNative && ref.pixel_format == native_format_)) {
+    return absl::DataLossError(absl::StrCat(
+        "backend sent frame ", ref.index, " as ", ipc::OutputFormatName(ref.format), " ",
+        ReplaceUnsafeForTerminal(ref.pixel_format), " where ", ipc::OutputFormatName(*asked_), " was asked for",
+        native_format_.has_value() ? absl::StrCat(" (or native ", *native_format_, ")") : ""));
   }
   if (absl::Status s = CheckPlanes(ref); !s.ok()) return s;
   previous_index_ = ref.index;

@@ -15,7 +15,6 @@
 
 #include <cstdint>
 #include <optional>
-#include <span>
 #include <string>
 
 #include "absl/status/status.h"
@@ -38,11 +37,10 @@ class FrameCheck {
   static constexpr double kMaxFramesPerSecond = ipc::kMaxFramesPerSecond;
   static constexpr uint64_t kTimeRangeSlack = ipc::kTimeRangeSlack;
 
-  // From now on frames must come as `asked`, or as native frames of one of
-  // `native_formats` (the session's native layout's format, if it has
-  // one), which must outlive this check;
+  // From now on frames must come as `asked`, or as native frames of
+  // `native_format` (the session's native layout's format, if it has one);
   // without this call any format passes.
-  void ExpectFormat(ipc::OutputFormat asked, std::span<const std::string> native_formats);
+  void ExpectFormat(ipc::OutputFormat asked, std::optional<std::string> native_format);
 
   // The next frame record of the answer. kDataLoss naming what is wrong if
   // it is not the frame the request asked for at this position, or not in
@@ -70,7 +68,7 @@ class FrameCheck {
   uint64_t received_ = 0;
   int64_t previous_index_ = -1;
   std::optional<ipc::OutputFormat> asked_;
-  std::span<const std::string> native_formats_;
+  std::optional<std::string> native_format_;
 };
 
 }  // namespace codecvisor

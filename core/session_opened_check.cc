@@ -159,14 +159,18 @@ absl::Status CheckSessionLayout(const ipc::SessionOpened& opened, const ipc::Ope
   // there is to do (cv_open_options).
   const bool offered = std::find(asked.native_formats.begin(), asked.native_formats.end(),
                                  opened.layout.pixel_format) != asked.native_formats.end();
-  if (!offered || m.rotation_degrees != 0 || asked.output_width != 0 || asked.output_height != 0) {
-    return absl::DataLossError(
-        absl::StrCat("the backend lays frames out natively as ", ReplaceUnsafeForTerminal(opened.layout.pixel_format),
-                     " where RGB was asked for and ",
-                     !offered ? "that format was not offered"
-                              : (m.rotation_degrees != 0 ? "the stream is rotated" : "an output size was asked for")));
+  const char* refused = nullptr;
+  if (!offered) {
+    refused = "that format was not offered";
+  } else if (m.rotation_degrees != 0) {
+    refused = "the stream is rotated";
+  } else if (asked.output_width != 0 || asked.output_height != 0) {
+    refused = "an output size was asked for";
   }
-  return absl::OkStatus();
+  if (refused == nullptr) return absl::OkStatus();
+  return absl::DataLossError(absl::StrCat("the backend lays frames out natively as ",
+                                          ReplaceUnsafeForTerminal(opened.layout.pixel_format),
+                                          " where RGB was asked for and ", refused));
 }
 
 absl::Status AcceptStreamNumbers(ipc::StreamMetadata* metadata) {

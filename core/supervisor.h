@@ -294,9 +294,8 @@ class Supervisor {
   RestartPolicy policy_ ABSL_GUARDED_BY(mu_);
   uint64_t restarts_ ABSL_GUARDED_BY(mu_) = 0;
   int sessions_ ABSL_GUARDED_BY(mu_) = 0;
-  IdleCpuWatch idle_cpu_ ABSL_GUARDED_BY(mu_);
-  uint64_t idle_cpu_generation_ ABSL_GUARDED_BY(mu_) = 0;  // the backend idle_cpu_ watches
-  IdleCpuWatch spare_idle_cpu_ ABSL_GUARDED_BY(mu_);       // of spare_, reset as one is kept
+  IdleCpuWatch idle_cpu_ ABSL_GUARDED_BY(mu_);        // of current_, reset as one starts
+  IdleCpuWatch spare_idle_cpu_ ABSL_GUARDED_BY(mu_);  // of spare_, reset as one is kept
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   int spare_failures_ ABSL_GUARDED_BY(mu_) = 0;  // in a row; spares stop at kMaxSpareFailures
   // No spare starts before this time on the env's clock (after one the

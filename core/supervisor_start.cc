@@ -213,6 +213,7 @@ void Supervisor::StartBackend() {
   }
   current_ = std::move(process);
   ++generation_;
+  idle_cpu_.Reset();  // earlier samples are another process's
   started_at_ = env_->Now();
   served_since_start_ = false;
   state_ = BackendState::kReady;
@@ -251,10 +252,6 @@ void Supervisor::StopIfBusyWhileIdle(const std::shared_ptr<RunningBackend>& curr
   const std::optional<std::chrono::nanoseconds> cpu = current->CpuTime();
   MutexLock lock(&mu_);
   if (current_ != current) return;
-  if (idle_cpu_generation_ != generation_) {
-    idle_cpu_.Reset();
-    idle_cpu_generation_ = generation_;
-  }
   // No decoder on it: no session open, none opening, no request.
   std::optional<std::string> busy = idle_cpu_.Sample(env_->Now(), sessions_ == 0, cpu);
   if (!busy.has_value() || pending_kill_.has_value()) return;

@@ -137,7 +137,7 @@ VideoDecoder::Attempt VideoDecoder::RunOnce(const FrameSelection& selection,
   // Native frames come only in the session's native layout's format.
   const ipc::FrameLayout& layout = session_.info.layout;
   const bool native = layout.format == ipc::OutputFormat::kNative;
-  check.ExpectFormat(options_.output_format, std::span<const std::string>(&layout.pixel_format, native ? 1 : 0));
+  check.ExpectFormat(options_.output_format, native ? std::optional<std::string>(layout.pixel_format) : std::nullopt);
   // A backend still decoding past the deadline (many frames before the
   // first answer) gets more time; a hung one does not (progress_watch.h).
   const pid_t backend_pid = backend_.process != nullptr ? backend_.process->pid() : -1;
