@@ -25,6 +25,12 @@ uint64_t RangeSize(const ipc::IndexRange& r) {
   return span / step + (span % step != 0 ? 1 : 0);
 }
 
+// How far past a time a frame's pts may round and still be the frame
+// played then: a backend finds it in ticks of its time base, rounding the
+// time up by a hair (a time computed as pts x time base), and the pts
+// comes back as a double.
+double TimeSlack(double seconds) { return 1e-9 + std::fabs(seconds) * 1e-9; }
+
 }  // namespace
 
 FrameCheck::FrameCheck(const ipc::FrameRequest& request, int64_t frame_count, int64_t estimated_count)
@@ -49,6 +55,14 @@ FrameCheck::FrameCheck(const ipc::FrameRequest& request, int64_t frame_count, in
       bounded_by_time_ = true;
     }
   }
+}
+
+std::optional<double> FrameCheck::PlayedAt(uint64_t position) const {
+  if (auto* list = std::get_if<ipc::PtsList>(&request_.selection)) return list->seconds[position];
+  if (auto* range = std::get_if<ipc::PtsRange>(&request_.selection); range != nullptr && position == 0) {
+    return range->start_seconds;
+  }
+  return std::nullopt;
 }
 
 std::optional<int64_t> FrameCheck::ExpectedIndex(uint64_t position) const {
@@ -104,6 +118,12 @@ absl::Status FrameCheck::Next(const ipc::FrameRef& ref) {
       span != nullptr && !(ref.pts_seconds < span->stop_seconds)) {
     return absl::DataLossError(absl::StrCat("backend sent a frame at ", ref.pts_seconds,
                                             " s for a time range that ends at ", span->stop_seconds, " s"));
+  }
+  if (std::optional<double> time = PlayedAt(position);
+      scanned_times_ && time.has_value() && ref.index != 0 && ref.pts_seconds > *time + TimeSlack(*time)) {
+    return absl::DataLossError(absl::StrCat("backend sent frame ", ref.index, " at ", ref.pts_seconds,
+                                            " s as the frame played at ", *time,
+                                            " s, which a frame starting after it cannot be"));
   }
   if (asked_.has_value() && ref.format != *asked_ &&
       !(ref.format == ipc::OutputFormat::kNative && ref.pixel_format == native_format_)) {

@@ -42,6 +42,13 @@ class FrameCheck {
   // without this call any format passes.
   void ExpectFormat(ipc::OutputFormat asked, std::optional<std::string> native_format);
 
+  // Exact mode: the backend placed every frame by a scan, so the frame
+  // played at a time (a list of times, a time range's first) starts at or
+  // before it, or is the stream's first (index 0, shown from the stream's
+  // start). Approximate mode's frames are placed by the header's rate, and
+  // may start after the time.
+  void ExpectScannedTimes() { scanned_times_ = true; }
+
   // The next frame record of the answer. kDataLoss naming what is wrong if
   // it is not the frame the request asked for at this position, or not in
   // a format expected.
@@ -58,6 +65,8 @@ class FrameCheck {
   absl::Status CheckPlanes(const ipc::FrameRef& ref) const;
   // The stream index expected at `position`, when the request fixes it.
   std::optional<int64_t> ExpectedIndex(uint64_t position) const;
+  // The time whose played frame is due at `position`, if it is one.
+  std::optional<double> PlayedAt(uint64_t position) const;
 
   const ipc::FrameRequest request_;  // a copy: lists hold at most 2048 entries
   int64_t negative_base_;  // what negative indices count back from
@@ -69,6 +78,7 @@ class FrameCheck {
   int64_t previous_index_ = -1;
   std::optional<ipc::OutputFormat> asked_;
   std::optional<std::string> native_format_;
+  bool scanned_times_ = false;
 };
 
 }  // namespace codecvisor

@@ -128,6 +128,31 @@ TEST(FrameCheckTest, ATimeListGetsOneFramePerTimeOfAnyIndex) {
   EXPECT_TRUE(absl::IsDataLoss(Answer(request, 100, {12, -4, 12})));
 }
 
+// In exact mode the frame played at a time starts at or before it (to the
+// rounding of a time computed as pts x time base), or is the stream's
+// first: a hostile plugin answered every time with the stream's last frame.
+TEST(FrameCheckTest, AFramePlayedAtATimeStartsAtOrBeforeItInExactMode) {
+  const ipc::FrameRequest times{ipc::PtsList{{0.0, 0.36, 0.1}}};
+  FrameCheck exact(times, 10);
+  exact.ExpectScannedTimes();
+  EXPECT_TRUE(exact.Next(Ref(0, 0, 0.04)).ok());      // the stream's first, shown from its start
+  EXPECT_TRUE(exact.Next(Ref(1, 9, 9 * 0.04)).ok());  // 0.36 as pts x time base: 0.36000000000000004
+  const absl::Status later = exact.Next(Ref(2, 9, 0.36));
+  EXPECT_TRUE(absl::IsDataLoss(later)) << later;
+  EXPECT_NE(later.message().find("backend sent frame 9 at 0.36 s as the frame played at 0.1 s"), std::string::npos)
+      << later;
+  FrameCheck approximate(times, 10);  // placed by the header's rate: not checked
+  EXPECT_TRUE(approximate.Next(Ref(0, 3, 0.12)).ok());
+  const ipc::FrameRequest range{ipc::PtsRange{1.0, 2.0}};
+  FrameCheck range_check(range, 100);
+  range_check.ExpectScannedTimes();
+  EXPECT_TRUE(absl::IsDataLoss(range_check.Next(Ref(0, 30, 1.2))));  // its first frame is the one played at 1.0 s
+  FrameCheck range_ok(range, 100);
+  range_ok.ExpectScannedTimes();
+  EXPECT_TRUE(range_ok.Next(Ref(0, 24, 0.96)).ok());
+  EXPECT_TRUE(range_ok.Next(Ref(1, 25, 1.0)).ok());  // later frames start later
+}
+
 TEST(FrameCheckTest, ATimeRangeGetsConsecutiveFramesBeforeItsStop) {
   const ipc::FrameRequest request{ipc::PtsRange{1.0, 2.0}};
   FrameCheck check(request, 10);

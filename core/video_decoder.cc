@@ -17,6 +17,7 @@
 #include <variant>
 
 #include "absl/strings/str_cat.h"
+#include "core/backend_output.h"
 #include "core/blame.h"
 #include "core/frame_check.h"
 #include "core/process_cpu.h"
@@ -35,6 +36,20 @@ std::atomic<uint64_t> next_token{1};
 // be made (too large for the ring, say): only the former is its doing.
 bool IsChannelFailure(const absl::Status& s) {
   return absl::IsUnavailable(s) || absl::IsCancelled(s) || absl::IsDeadlineExceeded(s) || absl::IsDataLoss(s);
+}
+
+// A frame request's error from the backend. The host checked the request
+// (the session open, an index within the count, a time within the
+// stream): a backend calling it invalid, or naming something not found,
+// contradicts that, and is its error (kInternal), not the caller's
+// misuse or a missing device.
+absl::Status FrameAnswerError(const ipc::Error& error) {
+  if (error.code != ipc::ErrorCode::kInvalidArgument && error.code != ipc::ErrorCode::kNotFound) {
+    return FromWireError(error);
+  }
+  return absl::InternalError(absl::StrCat("backend refused a request the host had checked (",
+                                          error.code == ipc::ErrorCode::kNotFound ? "not found" : "invalid argument",
+                                          "): ", ReplaceUnsafeForTerminal(error.message)));
 }
 
 }  // namespace
@@ -138,6 +153,7 @@ VideoDecoder::Attempt VideoDecoder::RunOnce(const FrameSelection& selection,
   const ipc::FrameLayout& layout = session_.info.layout;
   const bool native = layout.format == ipc::OutputFormat::kNative;
   check.ExpectFormat(options_.output_format, native ? std::optional<std::string>(layout.pixel_format) : std::nullopt);
+  if (options_.seek_mode == SeekMode::kExact) check.ExpectScannedTimes();
   // A backend still decoding past the deadline (many frames before the
   // first answer) gets more time; a hung one does not (progress_watch.h).
   const pid_t backend_pid = backend_.process != nullptr ? backend_.process->pid() : -1;
@@ -210,7 +226,7 @@ VideoDecoder::Attempt VideoDecoder::RunOnce(const FrameSelection& selection,
       if (error->code == ipc::ErrorCode::kNativeChanged && !options_.native_formats.empty() && first_error.ok()) {
         return {Annotate(absl::AbortedError(error->message)), false, true};
       }
-      return {first_error.ok() ? Annotate(FromWireError(*error)) : first_error, false};
+      return {first_error.ok() ? Annotate(FrameAnswerError(*error)) : first_error, false};
     }
     auto* batch = std::get_if<ipc::FrameBatch>(&in->response.body);
     if (batch == nullptr) {

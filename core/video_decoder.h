@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -218,6 +219,9 @@ class VideoDecoder final : private Supervisor::Parkable {
   DecoderOptions options_;
   StreamMetadata metadata_;
   bool session_opened_before_ = false;  // re-opens must see the same metadata
+  // The video as first opened (VideoStamp): a re-open that sees other
+  // metadata of an unchanged video is the backend's inconsistency.
+  std::optional<std::string> video_stamp_;
   const uint64_t token_;   // names this session in the supervisor's blame records
   uint64_t next_id_ = 1;
   uint64_t retries_ = 0;

@@ -7,7 +7,12 @@
 // record of a poison request. The requests themselves are in
 // video_decoder.cc.
 
+#include <fcntl.h>
+#include <sys/stat.h>
+
 #include <cstring>
+#include <optional>
+#include <string>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -22,6 +27,18 @@ namespace {
 using ipc::Clock;
 using ipc::Deadline;
 
+// What says whether the video behind `fd` changed since it was opened: a
+// memfd sealed against writes (bytes the host holds) cannot; a file's
+// identity, size and modification and change times say whether it was
+// rewritten. nullopt where nothing tells (a pipe).
+std::optional<std::string> VideoStamp(int fd) {
+  const int seals = fcntl(fd, F_GET_SEALS);
+  if (seals >= 0 && (seals & F_SEAL_WRITE) != 0) return "sealed";
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  return absl::StrCat(st.st_dev, ":", st.st_ino, ":", st.st_size, ":", st.st_mtim.tv_sec, ".", st.st_mtim.tv_nsec, ":",
+                      st.st_ctim.tv_sec, ".", st.st_ctim.tv_nsec);
+}
 
 // How long a request that gave up on its backend waits for its exit to be recorded.
 constexpr auto kExitWait = std::chrono::seconds(10);
@@ -127,8 +144,19 @@ absl::Status VideoDecoder::Reopen() {
     }
     if (opened.ok()) {
       if (session_opened_before_ && !SameStream(opened->info.metadata, metadata_)) {
-        return Annotate(absl::DataLossError("the restarted backend describes the stream differently"));
+        // The same bytes described two ways by two processes of one
+        // backend: its inconsistency, not the video's, unless the video
+        // changed meanwhile (or nothing tells).
+        const std::optional<std::string> stamp = VideoStamp(video_.get());
+        if (stamp.has_value() && stamp == video_stamp_) {
+          return Annotate(absl::InternalError(
+              "the restarted backend describes the stream differently from before, and the video has not changed"));
+        }
+        return Annotate(
+            absl::DataLossError(absl::StrCat("the restarted backend describes the stream differently from before",
+                                             stamp.has_value() ? ": the video changed since it was opened" : "")));
       }
+      if (!session_opened_before_) video_stamp_ = VideoStamp(video_.get());
       backend_ = *handle;
       session_ = *std::move(opened);
       metadata_ = session_.info.metadata;

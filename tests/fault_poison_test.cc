@@ -197,6 +197,27 @@ TEST_F(FaultTest, AFrameDescribedAsAnotherFailsItsRequest) {
   for (int64_t i = 0; i < 6; ++i) EXPECT_TRUE(IsSyntheticFrame((*all)[i], i)) << i;
 }
 
+// In exact mode the frame played at a time starts at or before it: a
+// plugin answering every time with the stream's last frame had its frame
+// at 0.36 s returned for 0 s, with no error. The answer is refused as the
+// backend's lie, as other forged frame records are; a request by index is
+// still served.
+TEST_F(FaultTest, AFramePlayedLaterThanTheTimeAskedIsRefused) {
+  FaultRow& row = Row("index_at_seconds answering every time with the stream's last frame (exact mode)");
+  ++row.tries;
+  auto decoder = Open(WriteSyntheticVideo("played_at_last.syn", "frames=10 fault=played_at_last"), "faulty");
+  ASSERT_TRUE(decoder.ok()) << decoder.status();
+  absl::StatusOr<Frame> f = (*decoder)->GetFramePlayedAt(0.0);
+  row.Saw("the frame played at 0 s: " + CodeName(f.status()));
+  ASSERT_FALSE(f.ok()) << "frame " << f->index() << " at " << f->pts_seconds() << " s";
+  EXPECT_NE(f.status().message().find("as the frame played at 0 s, which a frame starting after it cannot be"),
+            std::string::npos)
+      << f.status();
+  absl::StatusOr<Frame> fine = (*decoder)->GetFrameAt(1);
+  row.Saw("frame 1 " + FrameOutcome(fine, 1));
+  EXPECT_TRUE(fine.ok() && IsSyntheticFrame(*fine, 1)) << FrameOutcome(fine, 1);
+}
+
 // CV_ERROR_NATIVE_CHANGED is for a session laying frames out natively in
 // place of the RGB asked for (the host then reopens it for RGB); from a
 // session whose frames are RGB already it reached the caller as the file's
@@ -220,6 +241,34 @@ TEST_F(FaultTest, NativeChangedFromAnRgbSessionIsTheBackendsMistake) {
   row.Saw("frame 1 " + FrameOutcome(fine, 1));
   EXPECT_TRUE(fine.ok() && IsSyntheticFrame(*fine, 1)) << FrameOutcome(fine, 1);
   EXPECT_EQ(StatusOf("faulty").pid, pid) << "the backend was replaced";
+}
+
+// A frame request the host checked (the session open, the index within
+// the count) refused as not found or as an invalid argument: codes an open
+// may give, which for a frame reached the caller as a missing device and
+// as the caller's misuse (Python's NoSuchDeviceError and ValueError). The
+// backend's error, said as such; the backend is kept.
+TEST_F(FaultTest, AFrameRefusedWithAnOpensCodeIsTheBackendsError) {
+  for (const char* fault : {"not_found", "invalid_argument"}) {
+    SCOPED_TRACE(fault);
+    FaultRow& row = Row(absl::StrCat("decode_frame refusing a frame the host checked with CV_ERROR_",
+                                     std::string(fault) == "not_found" ? "NOT_FOUND" : "INVALID_ARGUMENT"));
+    ++row.tries;
+    auto decoder = Open(
+        WriteSyntheticVideo(absl::StrCat(fault, ".syn"), absl::StrCat("fault=", fault, " fault_frame=2")), "faulty");
+    ASSERT_TRUE(decoder.ok()) << decoder.status();
+    const pid_t pid = StatusOf("faulty").pid;
+    absl::StatusOr<Frame> f = (*decoder)->GetFrameAt(2);
+    row.Saw("frame 2: " + CodeName(f.status()));
+    ASSERT_FALSE(f.ok());
+    EXPECT_EQ(f.status().code(), absl::StatusCode::kInternal) << f.status();
+    EXPECT_NE(f.status().message().find("backend refused a request the host had checked"), std::string::npos)
+        << f.status();
+    absl::StatusOr<Frame> fine = (*decoder)->GetFrameAt(1);
+    row.Saw("frame 1 " + FrameOutcome(fine, 1));
+    EXPECT_TRUE(fine.ok() && IsSyntheticFrame(*fine, 1)) << FrameOutcome(fine, 1);
+    EXPECT_EQ(StatusOf("faulty").pid, pid) << "the backend was replaced";
+  }
 }
 
 // A caller whose own timeout is shorter than a request takes gets each

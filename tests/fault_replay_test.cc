@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 
@@ -352,6 +353,50 @@ TEST_F(FaultTest, AStreamWithANanRateIsReplayedAfterAnOutsideKill) {
   ASSERT_TRUE(s.ok()) << s;
   EXPECT_EQ(next, 40);
   EXPECT_EQ((*decoder)->retries(), 1u);
+}
+
+// A re-open after a restart must describe the stream as the first open
+// did. Where it does not, the video decides whose the fault is: a video
+// that has not changed (a file as it was, bytes the host sealed) described
+// two ways by two processes of one backend is the backend's inconsistency
+// (kInternal), not a video that cannot be decoded (kDataLoss, which batch
+// jobs skip); a file rewritten since it was opened is the video's.
+TEST_F(FaultTest, AReopenDescribingAnUnchangedVideoDifferentlyIsTheBackendsError) {
+  FaultRow& row = Row("a restarted backend that describes the same video differently (codec name per process)");
+  const std::string path = WriteSyntheticVideo("per_process.syn", "fault=metadata_per_process");
+  std::ifstream in(path);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto from_file = Open(path, "faulty");
+  ASSERT_TRUE(from_file.ok()) << from_file.status();
+  DecoderOptions on_faulty;
+  on_faulty.device = "faulty";
+  auto from_bytes = host_->OpenDecoderFromBytes(bytes, "per_process bytes", on_faulty);
+  ASSERT_TRUE(from_bytes.ok()) << from_bytes.status();
+  auto rewritten = Open(WriteSyntheticVideo("per_process_rewritten.syn", "fault=metadata_per_process"), "faulty");
+  ASSERT_TRUE(rewritten.ok()) << rewritten.status();
+  for (auto* decoder : {&*from_file, &*from_bytes, &*rewritten}) ASSERT_TRUE((*decoder)->GetFrameAt(0).ok());
+  // Rewritten in place with the same bytes: its modification time moves.
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  WriteSyntheticVideo("per_process_rewritten.syn", "fault=metadata_per_process");
+  ++row.tries;
+  ASSERT_EQ(kill(StatusOf("faulty").pid, SIGKILL), 0);
+  ASSERT_TRUE(WaitUntil([&] { return !StatusOf("faulty").last_exit.empty(); }, std::chrono::milliseconds(5)));
+  for (auto* decoder : {&*from_file, &*from_bytes}) {
+    absl::StatusOr<Frame> frame = (*decoder)->GetFrameAt(1);
+    row.Saw("an unchanged video's next request: " + CodeName(frame.status()));
+    ASSERT_FALSE(frame.ok());
+    EXPECT_EQ(frame.status().code(), absl::StatusCode::kInternal) << frame.status();
+    EXPECT_NE(frame.status().message().find("describes the stream differently from before, and the video has not "
+                                            "changed"),
+              std::string::npos)
+        << frame.status();
+  }
+  absl::StatusOr<Frame> frame = (*rewritten)->GetFrameAt(1);
+  row.Saw("a rewritten video's next request: " + CodeName(frame.status()));
+  ASSERT_FALSE(frame.ok());
+  EXPECT_EQ(frame.status().code(), absl::StatusCode::kDataLoss) << frame.status();
+  EXPECT_NE(frame.status().message().find("the video changed since it was opened"), std::string::npos)
+      << frame.status();
 }
 
 }  // namespace

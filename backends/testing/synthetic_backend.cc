@@ -256,6 +256,12 @@ cv_status Metadata(cv_session* session, cv_stream_metadata* m, cv_error*) {
   m->time_base_num = 1;
   m->time_base_den = 1000;
   if (kFaulty && v.fault == "inf_duration") m->duration_seconds = m->end_stream_seconds = INFINITY;
+  // Each process of the backend names the codec its own way: a re-open
+  // after a restart describes the same video differently.
+  static const int64_t process_stamp = MonotonicNs();
+  if (kFaulty && v.fault == "metadata_per_process") {
+    std::snprintf(m->codec, sizeof(m->codec), "synthetic-%lld", static_cast<long long>(process_stamp));
+  }
   return CV_OK;
 }
 
@@ -300,6 +306,7 @@ cv_status IndexAt(cv_session* session, double seconds, int64_t* index, cv_error*
     return Fail(error, CV_ERROR_OUT_OF_RANGE, "%s: no frame is played at %.3f s", s->label.c_str(), seconds);
   }
   *index = static_cast<int64_t>(i);
+  if (kFaulty && s->video.fault == "played_at_last") *index = s->video.frames - 1;  // for any time
   return CV_OK;
 }
 
@@ -357,6 +364,11 @@ cv_status Decode(cv_session* session, int64_t index, cv_frame_buffer* buffer, cv
     if (strike && fault == "native_changed") {
       return Fail(error, CV_ERROR_NATIVE_CHANGED, "%s: frame %.0f changed", s->label.c_str(),
                   static_cast<double>(index));
+    }
+    // Codes only an open may give (a stream not found, options refused).
+    if (strike && (fault == "not_found" || fault == "invalid_argument")) {
+      return Fail(error, fault == "not_found" ? CV_ERROR_NOT_FOUND : CV_ERROR_INVALID_ARGUMENT,
+                  "%s: frame %.0f refused", s->label.c_str(), static_cast<double>(index));
     }
   }
   codecvisor::testing::FillSyntheticFrame(s->video, s->format, index, buffer->data);
