@@ -381,22 +381,19 @@ TEST_F(FaultTest, AReopenDescribingAnUnchangedVideoDifferentlyIsTheBackendsError
   ++row.tries;
   ASSERT_EQ(kill(StatusOf("faulty").pid, SIGKILL), 0);
   ASSERT_TRUE(WaitUntil([&] { return !StatusOf("faulty").last_exit.empty(); }, std::chrono::milliseconds(5)));
-  for (auto* decoder : {&*from_file, &*from_bytes}) {
-    absl::StatusOr<Frame> frame = (*decoder)->GetFrameAt(1);
-    row.Saw("an unchanged video's next request: " + CodeName(frame.status()));
+  auto next_request_fails = [&](VideoDecoder& decoder, const std::string& what, absl::StatusCode code,
+                                const std::string& message) {
+    absl::StatusOr<Frame> frame = decoder.GetFrameAt(1);
+    row.Saw(what + "'s next request: " + CodeName(frame.status()));
     ASSERT_FALSE(frame.ok());
-    EXPECT_EQ(frame.status().code(), absl::StatusCode::kInternal) << frame.status();
-    EXPECT_NE(frame.status().message().find("describes the stream differently from before, and the video has not "
-                                            "changed"),
-              std::string::npos)
-        << frame.status();
-  }
-  absl::StatusOr<Frame> frame = (*rewritten)->GetFrameAt(1);
-  row.Saw("a rewritten video's next request: " + CodeName(frame.status()));
-  ASSERT_FALSE(frame.ok());
-  EXPECT_EQ(frame.status().code(), absl::StatusCode::kDataLoss) << frame.status();
-  EXPECT_NE(frame.status().message().find("the video changed since it was opened"), std::string::npos)
-      << frame.status();
+    EXPECT_EQ(frame.status().code(), code) << frame.status();
+    EXPECT_NE(frame.status().message().find(message), std::string::npos) << frame.status();
+  };
+  const std::string unchanged = "describes the stream differently from before, and the video has not changed";
+  next_request_fails(**from_file, "an unchanged file", absl::StatusCode::kInternal, unchanged);
+  next_request_fails(**from_bytes, "sealed bytes", absl::StatusCode::kInternal, unchanged);
+  next_request_fails(**rewritten, "a rewritten file", absl::StatusCode::kDataLoss,
+                     "the video changed since it was opened");
 }
 
 }  // namespace
