@@ -96,8 +96,10 @@ absl::Status FromWireError(const ipc::Error& error) {
       if (UserHasThreadLimit()) {
         return UsersThreadShortage(absl::ResourceExhaustedError(ReplaceUnsafeForTerminal(error.message)));
       }
-      code = absl::StatusCode::kResourceExhausted;
-      break;
+      return absl::ResourceExhaustedError(
+          absl::StrCat("the backend reports a thread refused at its user's limit, which this host's user does not "
+                       "have (root, or no `ulimit -u`): its own shortage (",
+                       ReplaceUnsafeForTerminal(error.message), ")"));
     case ipc::ErrorCode::kNoDescriptorFree:
       // The sessions open in it: the caller's to close (VideoDecoder
       // replaces a backend short with none open: its plugin holds them).

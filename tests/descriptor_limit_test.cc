@@ -440,6 +440,11 @@ TEST_F(FaultTest, AnOpenRefusedAThreadByItsUsersLimitBlamesNeitherFileNorBackend
   row.Saw("with no user's limit, open " + CodeName(unlimited.status()));
   EXPECT_EQ(unlimited.status().code(), absl::StatusCode::kAborted) << unlimited.status();
   EXPECT_NE(unlimited.status().message().find("poison"), std::string::npos) << unlimited.status();
+  // Not the backend's word that the user is at a limit the user does not have.
+  EXPECT_NE(unlimited.status().message().find("the backend reports a thread refused at its user's limit, which this "
+                                              "host's user does not have"),
+            std::string::npos)
+      << unlimited.status();
   ++row.tries;
   absl::StatusOr<std::unique_ptr<VideoDecoder>> good = Open(WriteSyntheticVideo("after_no_thread.syn"), "faulty");
   ASSERT_TRUE(good.ok()) << good.status();
