@@ -275,10 +275,19 @@ absl::Status Host::NotInstalled(absl::string_view what, absl::string_view name) 
       names.push_back(absl::StrCat(backend, " (", absl::StrJoin(entry.devices, ", "), ")"));
     }
   }
-  const char* where =
-      autoload_ ? "; a plugin installed elsewhere is found by putting its manifest's folder on CODECVISOR_BACKEND_PATH"
-                : "; CODECVISOR_DEVICE_BACKEND_AUTOLOAD=0 is set, which loads the built-in cpu backend alone "
-                  "(CODECVISOR_BACKEND_PATH and plugin packages are not searched)";
+  std::string where =
+      "; a plugin installed elsewhere is found by putting its manifest's folder on "
+      "CODECVISOR_BACKEND_PATH";
+  if (!autoload_) {
+    const char* set = std::getenv("CODECVISOR_DEVICE_BACKEND_AUTOLOAD");
+    where =
+        absl::StrCat("; ",
+                     set != nullptr ? absl::StrCat("CODECVISOR_DEVICE_BACKEND_AUTOLOAD=", ReplaceUnsafeForTerminal(set),
+                                                   " is set (anything but 1 turns autoloading off)")
+                                    : std::string("this host was created with autoloading off"),
+                     ", which loads the built-in cpu backend alone (CODECVISOR_BACKEND_PATH and plugin packages "
+                     "are not searched)");
+  }
   return absl::NotFoundError(absl::StrCat("no ", what, " '", name, "' (installed backends: ",
                                           names.empty() ? "none" : absl::StrJoin(names, "; "), ")", where));
 }

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <exception>
 #include <optional>
@@ -38,13 +39,31 @@ bool IsChannelFailure(const absl::Status& s) {
   return absl::IsUnavailable(s) || absl::IsCancelled(s) || absl::IsDeadlineExceeded(s) || absl::IsDataLoss(s);
 }
 
-// A frame request's error from the backend. The host checked the request
-// (the session open, an index within the count, a time within the
-// stream): a backend calling it invalid, or naming something not found,
-// contradicts that, and is its error (kInternal), not the caller's
-// misuse or a missing device.
-absl::Status FrameAnswerError(const ipc::Error& error) {
-  if (error.code != ipc::ErrorCode::kInvalidArgument && error.code != ipc::ErrorCode::kNotFound) {
+// Whether the runner refuses `request` as an invalid argument
+// (backends/sdk/runner/resolve_selection.h): a range whose step is not
+// positive, that starts before frame 0 or after its stop; a time range
+// reversed or not a number; a time that is not a number.
+bool RunnerRefuses(const ipc::FrameRequest& request) {
+  if (auto* range = std::get_if<ipc::IndexRange>(&request.selection)) {
+    return range->step <= 0 || range->start < 0 || range->start > range->stop;
+  }
+  if (auto* span = std::get_if<ipc::PtsRange>(&request.selection)) {
+    return !(span->start_seconds <= span->stop_seconds);
+  }
+  if (auto* times = std::get_if<ipc::PtsList>(&request.selection)) {
+    return std::any_of(times->seconds.begin(), times->seconds.end(), [](double t) { return std::isnan(t); });
+  }
+  return false;
+}
+
+// A frame request's error from the backend. Nothing is found missing on
+// an open session, and a request the runner does not refuse is no invalid
+// argument: a backend saying either contradicts what the host knows, and
+// it is its error (kInternal), not a missing device or the caller's
+// misuse.
+absl::Status FrameAnswerError(const ipc::Error& error, const ipc::FrameRequest& request) {
+  if (error.code != ipc::ErrorCode::kNotFound &&
+      (error.code != ipc::ErrorCode::kInvalidArgument || RunnerRefuses(request))) {
     return FromWireError(error);
   }
   return absl::InternalError(absl::StrCat("backend refused a request the host had checked (",
@@ -226,7 +245,7 @@ VideoDecoder::Attempt VideoDecoder::RunOnce(const FrameSelection& selection,
       if (error->code == ipc::ErrorCode::kNativeChanged && !options_.native_formats.empty() && first_error.ok()) {
         return {Annotate(absl::AbortedError(error->message)), false, true};
       }
-      return {first_error.ok() ? Annotate(FrameAnswerError(*error)) : first_error, false};
+      return {first_error.ok() ? Annotate(FrameAnswerError(*error, selection)) : first_error, false};
     }
     auto* batch = std::get_if<ipc::FrameBatch>(&in->response.body);
     if (batch == nullptr) {

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <memory>
@@ -51,10 +52,19 @@ TEST_F(ApiHostTest, AutoloadOffLeavesOnlyTheBuiltInBackend) {
   auto refused = (*host)->OpenDecoder(clip_, on_plugin);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), StatusCode::kNotFound) << refused.status().ToString();
-  EXPECT_NE(refused.status().message().find("installed backends: cpu (cpu)); CODECVISOR_DEVICE_BACKEND_AUTOLOAD=0 "
-                                            "is set, which loads the built-in cpu backend alone"),
+  EXPECT_NE(refused.status().message().find("installed backends: cpu (cpu)); this host was created with autoloading "
+                                            "off, which loads the built-in cpu backend alone"),
             std::string::npos)
       << refused.status().ToString();
+  // Turned off by the environment, the message names the value set.
+  setenv("CODECVISOR_DEVICE_BACKEND_AUTOLOAD", "false", 1);
+  auto from_environment = (*host)->OpenDecoder(clip_, on_plugin);
+  unsetenv("CODECVISOR_DEVICE_BACKEND_AUTOLOAD");
+  ASSERT_FALSE(from_environment.ok());
+  EXPECT_NE(from_environment.status().message().find(
+                "CODECVISOR_DEVICE_BACKEND_AUTOLOAD=false is set (anything but 1 turns autoloading off)"),
+            std::string::npos)
+      << from_environment.status().ToString();
 }
 
 TEST_F(ApiHostTest, MetadataAndEveryAccessMethod) {

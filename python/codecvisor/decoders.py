@@ -138,6 +138,9 @@ class VideoDecoder:
             raise _errors.EmptyVideoError(f"{self._label}: no bytes to decode", "INVALID_ARGUMENT")
         if self._kind == "path" and _open_errors.is_empty_file(self._source):
             raise _errors.EmptyVideoError(f"{self._label}: the file is empty (0 bytes)", "INVALID_ARGUMENT")
+        if device is not None and not str(device):
+            # torch.device("") raises: an empty name is no device, not the default one.
+            raise _errors.NoSuchDeviceError("device must not be empty: None is the default device", "INVALID_ARGUMENT")
         self._options = dict(device="" if device is None else str(device),
                              stream_index=-1 if stream_index is None else stream_index,
                              planar=dimension_order == "NCHW", threads=num_ffmpeg_threads,

@@ -77,6 +77,10 @@ def test_bad_arguments(video, tmp_path):
     with pytest.raises(codecvisor.NoSuchDeviceError) as e:
         VideoDecoder(video, device="acme:0")
     assert "acme" in str(e.value)
+    # An empty name is no device (torch.device("") raises), not the default one.
+    with pytest.raises(codecvisor.NoSuchDeviceError, match="device must not be empty") as e:
+        VideoDecoder(video, device="")
+    assert isinstance(e.value, RuntimeError)
     # torchcodec's transforms and custom_frame_mappings: their default is
     # taken, anything else is refused, never ignored.
     assert len(VideoDecoder(video, transforms=None, custom_frame_mappings=None)) == 50

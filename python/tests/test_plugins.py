@@ -264,7 +264,9 @@ def test_every_plugin_that_cannot_load_is_a_device_error(site, tmp_path):
 def test_autoload_off_ignores_every_plugin(site, tmp_path, av1_clip, value):
     result = run_child(site, tmp_path, {"dav1d": av1_clip}, CODECVISOR_DEVICE_BACKEND_AUTOLOAD=value)
     assert set(by_name(result)) == {"cpu"}
-    assert result["decode"]["dav1d"][0] == "NoSuchDeviceError"
+    error, message = result["decode"]["dav1d"]
+    assert error == "NoSuchDeviceError", (error, message)
+    assert f"CODECVISOR_DEVICE_BACKEND_AUTOLOAD={value} is set" in message, message
 
 
 def test_a_failed_plugins_device_and_backend_errors_say_why(site, tmp_path):
