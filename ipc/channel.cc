@@ -116,7 +116,11 @@ absl::StatusOr<Incoming> HostChannel::Receive(Deadline deadline) {
   absl::Status ready = WaitFor(&region_->header()->response.data_bell,
                                [&] { return responses_.HasData(); }, deadline, liveness_,
                                &receive_wait_, "a response from the backend");
-  if (!ready.ok()) return Fail(ready);
+  // What the backend published before it died is read first, also once the
+  // channel is interrupted for its death: a frame it finished before it
+  // crashed is delivered, and the request's poison is the frame after. An
+  // interrupt of a live one ends reading at once.
+  if (!ready.ok() && !(responses_.HasData() && liveness_.Gone())) return Fail(ready);
   // A backend that always has a response ready never makes us sleep, so the
   // socket is also checked here, at a bounded rate.
   if (const auto now = Clock::now(); now - last_socket_check_ >= kLivenessSlice) {

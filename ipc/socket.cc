@@ -150,6 +150,13 @@ absl::StatusOr<UniqueFd> OpenPidFd(int pid) {
   return UniqueFd(fd);
 }
 
+bool PeerLiveness::Gone() const {
+  if (hung_up_.load(std::memory_order_acquire)) return true;
+  pollfd p[2] = {{socket_, static_cast<short>(POLLRDHUP), 0}, {pidfd_, POLLIN, 0}};
+  if (RetryEintr([&] { return poll(p, pidfd_ >= 0 ? 2 : 1, 0); }) < 0) return false;
+  return (p[1].revents & POLLIN) != 0 || (p[0].revents & (POLLHUP | POLLRDHUP | POLLERR | POLLNVAL)) != 0;
+}
+
 absl::Status PeerLiveness::Check() const {
   if (hung_up_.load(std::memory_order_acquire)) return absl::UnavailableError("peer hung up the channel socket");
   if (interrupted()) return absl::CancelledError("channel wait interrupted");

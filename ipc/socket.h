@@ -64,6 +64,9 @@ class PeerLiveness {
   // Interrupt(). On the host side, anything the peer wrote to the socket is
   // drained, its descriptors closed unread, and kDataLoss returned.
   [[nodiscard]] absl::Status Check() const;
+  // Whether the peer hung up or exited, interrupted or not (the supervisor
+  // interrupts the channels of a backend it saw die).
+  bool Gone() const;
 
   // Makes every later Check() fail with kCancelled, e.g. when the supervisor
   // has seen the peer die through its own watch. Thread-safe.

@@ -121,6 +121,29 @@ TEST(IpcChannelTest, PeerKilledMidReplyIsUnavailableAndLeasesSurvive) {
   EXPECT_FALSE(lease.valid());
 }
 
+// What a backend published before it died is read before its death is
+// reported, also once the channel was interrupted for that death (as the
+// supervisor does when it reaps the process): a frame finished before a
+// crash reached the caller or not depending on which the host saw first.
+TEST(IpcChannelTest, WhatADeadPeerPublishedIsReadBeforeItsDeath) {
+  auto peer = StartPeer(SmallGeometry(), [](BackendChannel& b) {
+    CHILD_CHECK_OK(b.Send({1, Pong{1}}, In(kGenerous)));
+    CHILD_CHECK_OK(b.Send({2, Pong{2}}, In(kGenerous)));
+    return 0;
+  });
+  ASSERT_TRUE(peer.ok()) << peer.status();
+  HostChannel& host = *peer->host;
+  ExpectExit(peer->child, 0);
+  host.Interrupt();
+  for (uint64_t id : {1, 2}) {
+    absl::StatusOr<Incoming> in = host.Receive(In(kGenerous));
+    ASSERT_TRUE(in.ok()) << "response " << id << ": " << in.status();
+    EXPECT_TRUE(in->response == (Response{id, Pong{id}}));
+  }
+  // Then the interrupt, as for any interrupted channel.
+  EXPECT_EQ(host.Receive(In(kGenerous)).status().code(), absl::StatusCode::kCancelled);
+}
+
 // Sets PR_SET_CHILD_SUBREAPER for the test's lifetime, so that a grandchild
 // orphaned by our child is reparented to us and can be reaped.
 class ScopedSubreaper {
