@@ -25,11 +25,12 @@ uint64_t RangeSize(const ipc::IndexRange& r) {
   return span / step + (span % step != 0 ? 1 : 0);
 }
 
-// How far past a time a frame's pts may round and still be the frame
-// played then: a backend finds it in ticks of its time base, rounding the
-// time up by a hair (a time computed as pts x time base), and the pts
-// comes back as a double.
-double TimeSlack(double seconds) { return 1e-9 + std::fabs(seconds) * 1e-9; }
+// How far past a time a frame's pts may be and still be the frame played
+// then: a backend finds it in ticks of the stream's time base, `tick`
+// seconds, rounding a time a hair before a frame's up to it (a time
+// computed as pts x time base, or in float32 as a tensor holds it: 0.08 is
+// 0.0799999982), so up to half a tick; and the pts comes back as a double.
+double TimeSlack(double seconds, double tick) { return tick / 2 + 1e-9 + std::fabs(seconds) * 1e-9; }
 
 }  // namespace
 
@@ -120,7 +121,7 @@ absl::Status FrameCheck::Next(const ipc::FrameRef& ref) {
                                             " s for a time range that ends at ", span->stop_seconds, " s"));
   }
   if (std::optional<double> time = PlayedAt(position);
-      scanned_times_ && time.has_value() && ref.index != 0 && ref.pts_seconds > *time + TimeSlack(*time)) {
+      tick_.has_value() && time.has_value() && ref.index != 0 && ref.pts_seconds > *time + TimeSlack(*time, *tick_)) {
     return absl::DataLossError(absl::StrCat("backend sent frame ", ref.index, " at ", ref.pts_seconds,
                                             " s as the frame played at ", *time,
                                             " s, which a frame starting after it cannot be"));

@@ -44,10 +44,11 @@ class FrameCheck {
 
   // Exact mode: the backend placed every frame by a scan, so the frame
   // played at a time (a list of times, a time range's first) starts at or
-  // before it, or is the stream's first (index 0, shown from the stream's
-  // start). Approximate mode's frames are placed by the header's rate, and
-  // may start after the time.
-  void ExpectScannedTimes() { scanned_times_ = true; }
+  // before it, to half a `tick` (the stream's time base, in seconds: a
+  // time a hair before a frame's is rounded up to it), or is the stream's
+  // first (index 0, shown from the stream's start). Approximate mode's
+  // frames are placed by the header's rate, and may start after the time.
+  void ExpectScannedTimes(double tick) { tick_ = tick; }
 
   // The next frame record of the answer. kDataLoss naming what is wrong if
   // it is not the frame the request asked for at this position, or not in
@@ -78,7 +79,7 @@ class FrameCheck {
   int64_t previous_index_ = -1;
   std::optional<ipc::OutputFormat> asked_;
   std::optional<std::string> native_format_;
-  bool scanned_times_ = false;
+  std::optional<double> tick_;  // ExpectScannedTimes
 };
 
 }  // namespace codecvisor

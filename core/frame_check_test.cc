@@ -134,7 +134,7 @@ TEST(FrameCheckTest, ATimeListGetsOneFramePerTimeOfAnyIndex) {
 TEST(FrameCheckTest, AFramePlayedAtATimeStartsAtOrBeforeItInExactMode) {
   const ipc::FrameRequest times{ipc::PtsList{{0.0, 0.36, 0.1}}};
   FrameCheck exact(times, 10);
-  exact.ExpectScannedTimes();
+  exact.ExpectScannedTimes(0.001);
   EXPECT_TRUE(exact.Next(Ref(0, 0, 0.04)).ok());      // the stream's first, shown from its start
   EXPECT_TRUE(exact.Next(Ref(1, 9, 9 * 0.04)).ok());  // 0.36 as pts x time base: 0.36000000000000004
   const absl::Status later = exact.Next(Ref(2, 9, 0.36));
@@ -145,12 +145,20 @@ TEST(FrameCheckTest, AFramePlayedAtATimeStartsAtOrBeforeItInExactMode) {
   EXPECT_TRUE(approximate.Next(Ref(0, 3, 0.12)).ok());
   const ipc::FrameRequest range{ipc::PtsRange{1.0, 2.0}};
   FrameCheck range_check(range, 100);
-  range_check.ExpectScannedTimes();
+  range_check.ExpectScannedTimes(0.001);
   EXPECT_TRUE(absl::IsDataLoss(range_check.Next(Ref(0, 30, 1.2))));  // its first frame is the one played at 1.0 s
   FrameCheck range_ok(range, 100);
-  range_ok.ExpectScannedTimes();
+  range_ok.ExpectScannedTimes(0.001);
   EXPECT_TRUE(range_ok.Next(Ref(0, 24, 0.96)).ok());
   EXPECT_TRUE(range_ok.Next(Ref(1, 25, 1.0)).ok());  // later frames start later
+  // A time a hair before a frame's rounds up to it, within half a tick of
+  // the time base: at 1/25, 0.08 as float32 (0.0799999982) finds frame 2.
+  const ipc::FrameRequest hair{ipc::PtsList{{static_cast<double>(0.08f), 0.08 - 2e-8, 0.05}}};
+  FrameCheck coarse(hair, 10);
+  coarse.ExpectScannedTimes(1.0 / 25);
+  EXPECT_TRUE(coarse.Next(Ref(0, 2, 0.08)).ok());
+  EXPECT_TRUE(coarse.Next(Ref(1, 2, 0.08)).ok());
+  EXPECT_TRUE(absl::IsDataLoss(coarse.Next(Ref(2, 2, 0.08))));  // more than half a tick (0.02 s) before it
 }
 
 TEST(FrameCheckTest, ATimeRangeGetsConsecutiveFramesBeforeItsStop) {

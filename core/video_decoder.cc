@@ -172,7 +172,11 @@ VideoDecoder::Attempt VideoDecoder::RunOnce(const FrameSelection& selection,
   const ipc::FrameLayout& layout = session_.info.layout;
   const bool native = layout.format == ipc::OutputFormat::kNative;
   check.ExpectFormat(options_.output_format, native ? std::optional<std::string>(layout.pixel_format) : std::nullopt);
-  if (options_.seek_mode == SeekMode::kExact) check.ExpectScannedTimes();
+  // (Not where the time base is unknown, 0/1: how a time rounds to a
+  // frame's is not known then.)
+  if (const ipc::Rational& tb = metadata_.time_base; options_.seek_mode == SeekMode::kExact && tb.num > 0) {
+    check.ExpectScannedTimes(static_cast<double>(tb.num) / static_cast<double>(tb.den));
+  }
   // A backend still decoding past the deadline (many frames before the
   // first answer) gets more time; a hung one does not (progress_watch.h).
   const pid_t backend_pid = backend_.process != nullptr ? backend_.process->pid() : -1;

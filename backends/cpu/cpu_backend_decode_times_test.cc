@@ -14,6 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/test_media.h"
 #include "gtest/gtest.h"
@@ -25,7 +28,6 @@ using testing::CliAllFrames;
 using testing::ExpectInOrderIsTheClis;
 using testing::ExpectRandomAccessAgrees;
 using testing::MakeVideo;
-using testing::ProbeFramePts;
 using testing::RgbBytes;
 using testing::Shuffled;
 using testing::TestSession;
@@ -88,46 +90,75 @@ TEST(NominalTimelineTest, ACorrectStreamWithBFramesKeepsIt) {
 // in a fresh session, and at random (frames 10 and 11 were "could not be
 // decoded": the search stopped at the first later time).
 TEST(TimesNotInPictureOrderTest, EveryFrameIsTheClisFrameWithItsTime) {
-  const std::string path = MakeVideo(
-      "times_not_in_picture_order.mp4",
-      "-f lavfi -i testsrc2=size=96x64:rate=25:duration=3 -vf "
-      "setpts='if(lt(N,10),N*0.04,if(lt(N,11),5+N*0.04,5+N*0.033))/TB' -fps_mode passthrough -c:v libx264 -bf 2 "
-      "-pix_fmt yuv420p -video_track_timescale 1000");
-  const std::vector<int64_t> shown = ProbeFramePts(path, 0);
-  ASSERT_EQ(shown.size(), 75u);
-  ASSERT_FALSE(std::is_sorted(shown.begin(), shown.end())) << "the CLI shows frames in time order: nothing to test";
-  // The CLI's frame of each index: its frames ordered by time, ties in the
-  // order it shows them.
-  std::vector<int64_t> cli_of_index(shown.size());
-  std::iota(cli_of_index.begin(), cli_of_index.end(), 0);
-  std::stable_sort(cli_of_index.begin(), cli_of_index.end(), [&](int64_t a, int64_t b) { return shown[a] < shown[b]; });
-  // Each frame's time is its packet's pts, as the index orders them (the
-  // CLI's own times are best-effort guesses, which take decode times where
-  // presentation times go back).
-  std::vector<int64_t> times;
-  for (const testing::ProbedPacket& packet : testing::ProbePackets(path, 0)) times.push_back(packet.pts);
-  std::sort(times.begin(), times.end());
-  const std::string cli = CliAllFrames(path, 0, "format=rgb24");
-  TestSession in_order(path);
-  ASSERT_TRUE(in_order.ok()) << in_order.open_message();
-  ASSERT_EQ(in_order.Metadata().num_frames_from_scan, 75);
-  const size_t bytes = RgbBytes(in_order.Layout());
-  ASSERT_EQ(cli.size(), bytes * 75);
-  for (int64_t i = 0; i < 75; ++i) {
-    std::string pixels, message;
-    cv_frame_info info{};
-    ASSERT_EQ(in_order.Decode(i, &pixels, &info, &message), CV_OK) << "frame " << i << " in order: " << message;
-    EXPECT_TRUE(pixels == cli.substr(cli_of_index[i] * bytes, bytes)) << "frame " << i << " in order";
-    EXPECT_EQ(info.pts, times[i]) << "frame " << i;
-  }
-  for (int64_t i = 8; i < 16; ++i) {
-    TestSession fresh(path);
-    EXPECT_TRUE(fresh.DecodeOrFail(i) == cli.substr(cli_of_index[i] * bytes, bytes)) << "frame " << i << " alone";
-  }
-  TestSession random_access(path);
-  for (int64_t i : Shuffled(75, 3)) {
-    EXPECT_TRUE(random_access.DecodeOrFail(i) == cli.substr(cli_of_index[i] * bytes, bytes))
-        << "frame " << i << " at random";
+  struct Clip {
+    const char* name;
+    const char* args;
+  };
+  for (const Clip& clip : {
+           Clip{"times_not_in_picture_order.mp4",
+                "-f lavfi -i testsrc2=size=96x64:rate=25:duration=3 -vf "
+                "setpts='if(lt(N,10),N*0.04,if(lt(N,11),5+N*0.04,5+N*0.033))/TB' -fps_mode passthrough -c:v "
+                "libx264 -bf 2 -pix_fmt yuv420p -video_track_timescale 1000"},
+           // Three B-frames in a pyramid: a P-frame timed before the B-frames
+           // shown ahead of it comes out six packets after its own.
+           Clip{"times_not_in_picture_order_pyramid.mp4",
+                "-f lavfi -i testsrc2=size=96x64:rate=25:duration=2 -vf "
+                "setpts='if(lt(N,10),N*0.04,if(lt(N,12),5.5+N*0.04,5+N*0.04))/TB' -fps_mode passthrough -c:v "
+                "libx264 -bf 3 -x264-params b-pyramid=2:scenecut=0 -g 50 -pix_fmt yuv420p -video_track_timescale "
+                "1000"},
+       }) {
+    SCOPED_TRACE(clip.name);
+    const std::string path = MakeVideo(clip.name, clip.args);
+    // The pts of each frame the CLI shows, in the order it shows them (not
+    // its best-effort times, which take decode times where these go back).
+    std::vector<int64_t> shown;
+    for (absl::string_view line : absl::StrSplit(
+             testing::Run("/usr/bin/ffprobe -v error -select_streams v:0 -show_entries frame=pts -of csv=p=0 '" + path +
+                          "'"),
+             '\n', absl::SkipWhitespace())) {
+      int64_t pts = 0;
+      // ("0," where a frame carries side data: its first field.)
+      ASSERT_TRUE(absl::SimpleAtoi(absl::StripAsciiWhitespace(line.substr(0, line.find(','))), &pts)) << line;
+      shown.push_back(pts);
+    }
+    const int64_t n = static_cast<int64_t>(shown.size());
+    ASSERT_GE(n, 50);
+    ASSERT_FALSE(std::is_sorted(shown.begin(), shown.end())) << "the CLI shows frames in time order: nothing to test";
+    // The CLI's frame of each index: its frames ordered by time, ties in the
+    // order it shows them.
+    std::vector<int64_t> cli_of_index(shown.size());
+    std::iota(cli_of_index.begin(), cli_of_index.end(), 0);
+    std::stable_sort(cli_of_index.begin(), cli_of_index.end(),
+                     [&](int64_t a, int64_t b) { return shown[a] < shown[b]; });
+    // Each frame's time is its pts, as the index orders them.
+    std::vector<int64_t> times = shown;
+    std::sort(times.begin(), times.end());
+    const std::string cli = CliAllFrames(path, 0, "format=rgb24");
+    // One decoder thread (the Python default): no frame threads lengthen
+    // the decoder's delay.
+    TestSession::Options one_thread;
+    one_thread.decoder_threads = 1;
+    TestSession in_order(path, one_thread);
+    ASSERT_TRUE(in_order.ok()) << in_order.open_message();
+    ASSERT_EQ(in_order.Metadata().num_frames_from_scan, n);
+    const size_t bytes = RgbBytes(in_order.Layout());
+    ASSERT_EQ(cli.size(), bytes * n);
+    for (int64_t i = 0; i < n; ++i) {
+      std::string pixels, message;
+      cv_frame_info info{};
+      ASSERT_EQ(in_order.Decode(i, &pixels, &info, &message), CV_OK) << "frame " << i << " in order: " << message;
+      EXPECT_TRUE(pixels == cli.substr(cli_of_index[i] * bytes, bytes)) << "frame " << i << " in order";
+      EXPECT_EQ(info.pts, times[i]) << "frame " << i;
+    }
+    for (int64_t i = 8; i < 16; ++i) {
+      TestSession fresh(path, one_thread);
+      EXPECT_TRUE(fresh.DecodeOrFail(i) == cli.substr(cli_of_index[i] * bytes, bytes)) << "frame " << i << " alone";
+    }
+    TestSession random_access(path, one_thread);
+    for (int64_t i : Shuffled(n, 3)) {
+      EXPECT_TRUE(random_access.DecodeOrFail(i) == cli.substr(cli_of_index[i] * bytes, bytes))
+          << "frame " << i << " at random";
+    }
   }
 }
 

@@ -201,8 +201,11 @@ class FrameCursor {
   absl::StatusOr<Outcome> DecodeUntil(int64_t pts, int64_t occurrence, bool scattered, int64_t order);
   // Whether the frame of the packet with decode order `order` may still
   // come out: its packet not read yet, or read fewer packets ago than the
-  // decoder delays its output (reordering and frame threads).
+  // decoder may delay its output: the frames decoded after it but shown
+  // before it (at most a decoded picture buffer's kMaxShownAhead), its
+  // reorder delay and its frame threads.
   bool MayStillHold(int64_t order) const;
+  static constexpr int64_t kMaxShownAhead = 16;  // H.264's and HEVC's largest picture buffer
   // Seeks the demuxer to `timestamp` and resets the decoder and position.
   absl::Status SeekTo(int64_t timestamp);
   // Opens the container again, which reads from its first packet, and

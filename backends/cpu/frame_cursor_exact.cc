@@ -16,7 +16,7 @@ namespace codecvisor::cpu {
 bool FrameCursor::MayStillHold(int64_t order) const {
   const AVCodecContext& context = *decoder_->context();
   const int64_t threads = (context.active_thread_type & FF_THREAD_FRAME) != 0 ? context.thread_count : 0;
-  return last_read_order_ <= order + context.has_b_frames + threads + 1;
+  return last_read_order_ <= order + kMaxShownAhead + context.has_b_frames + threads + 1;
 }
 
 absl::StatusOr<FrameCursor::Outcome> FrameCursor::DecodeUntil(int64_t pts, int64_t occurrence, bool scattered,

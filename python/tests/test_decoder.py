@@ -219,6 +219,21 @@ def test_times_are_ticks_times_the_time_base_rounded_once(tmp_path, seek_mode):
     assert d.get_frame_at(10).pts_seconds == 1.8 == (17920 + 10 * 512) / 12800
 
 
+@pytest.mark.parametrize("seek_mode", ["exact", "approximate"])
+def test_a_time_a_hair_before_a_frames_finds_it_in_a_coarse_time_base(tmp_path, seek_mode):
+    # MJPEG in AVI: a time base of 1/25 s. Frame times as float32 (0.08 is
+    # 0.0799999982) round up to the frame they name, as a time a hair before
+    # one does, in either mode (exact mode's host check once called that
+    # frame a forgery: "which a frame starting after it cannot be").
+    path = make_video(tmp_path / "coarse.avi", ["-f", "lavfi", "-i", f"testsrc=size={WIDTH}x{HEIGHT}:rate=25",
+                                                "-t", "1", "-c:v", "mjpeg", "-f", "avi"])
+    d = VideoDecoder(path, seek_mode=seek_mode)
+    times = torch.arange(10, dtype=torch.float32) / 25
+    assert d.get_frames_played_at(times).pts_seconds.tolist() == pytest.approx([i / 25 for i in range(10)])
+    assert d.get_frame_played_at(0.08 - 2e-8).pts_seconds == pytest.approx(0.08)
+    assert d.get_frames_played_in_range(0.12 - 2e-8, 0.2).pts_seconds.tolist() == pytest.approx([0.12, 0.16])
+
+
 def test_time_access_is_half_open(video, reference):
     d = VideoDecoder(video)
     f = d.get_frame_played_at(0.5)
