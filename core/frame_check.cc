@@ -131,7 +131,8 @@ absl::Status FrameCheck::Next(const ipc::FrameRef& ref) {
     return absl::DataLossError(absl::StrCat(
         "backend sent frame ", ref.index, " as ", ipc::OutputFormatName(ref.format), " ",
         ReplaceUnsafeForTerminal(ref.pixel_format), " where ", ipc::OutputFormatName(*asked_), " was asked for",
-        native_format_.has_value() ? absl::StrCat(" (or native ", *native_format_, ")") : ""));
+        native_format_.has_value() ? absl::StrCat(" (or native ", ReplaceUnsafeForTerminal(*native_format_), ")")
+                                   : ""));
   }
   if (absl::Status s = CheckPlanes(ref); !s.ok()) return s;
   previous_index_ = ref.index;
