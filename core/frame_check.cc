@@ -29,8 +29,10 @@ uint64_t RangeSize(const ipc::IndexRange& r) {
 // then: a backend finds it in ticks of the stream's time base, `tick`
 // seconds, rounding a time a hair before a frame's up to it (a time
 // computed as pts x time base, or in float32 as a tensor holds it: 0.08 is
-// 0.0799999982), so up to half a tick; and the pts comes back as a double.
-double TimeSlack(double seconds, double tick) { return tick / 2 + 1e-9 + std::fabs(seconds) * 1e-9; }
+// 0.0799999982; the cpu backend, within a millionth of a tick), so up to
+// a thousandth of a tick, of at most 10 s (a backend's own time base must
+// not switch the check off); and the pts comes back as a double.
+double TimeSlack(double seconds, double tick) { return std::min(tick, 10.0) * 1e-3 + 1e-9 + std::fabs(seconds) * 1e-9; }
 
 }  // namespace
 

@@ -44,8 +44,8 @@ class FrameCheck {
 
   // Exact mode: the backend placed every frame by a scan, so the frame
   // played at a time (a list of times, a time range's first) starts at or
-  // before it, to half a `tick` (the stream's time base, in seconds: a
-  // time a hair before a frame's is rounded up to it), or is the stream's
+  // before it, to a thousandth of a `tick` (the stream's time base, in
+  // seconds: a time a hair before a frame's is rounded up to it), or is the stream's
   // first (index 0, shown from the stream's start). Approximate mode's
   // frames are placed by the header's rate, and may start after the time.
   void ExpectScannedTimes(double tick) { tick_ = tick; }

@@ -151,14 +151,20 @@ TEST(FrameCheckTest, AFramePlayedAtATimeStartsAtOrBeforeItInExactMode) {
   range_ok.ExpectScannedTimes(0.001);
   EXPECT_TRUE(range_ok.Next(Ref(0, 24, 0.96)).ok());
   EXPECT_TRUE(range_ok.Next(Ref(1, 25, 1.0)).ok());  // later frames start later
-  // A time a hair before a frame's rounds up to it, within half a tick of
-  // the time base: at 1/25, 0.08 as float32 (0.0799999982) finds frame 2.
+  // A time a hair before a frame's rounds up to it, within a thousandth of
+  // a tick of the time base: at 1/25, 0.08 as float32 (0.0799999982)
+  // finds frame 2.
   const ipc::FrameRequest hair{ipc::PtsList{{static_cast<double>(0.08f), 0.08 - 2e-8, 0.05}}};
   FrameCheck coarse(hair, 10);
   coarse.ExpectScannedTimes(1.0 / 25);
   EXPECT_TRUE(coarse.Next(Ref(0, 2, 0.08)).ok());
   EXPECT_TRUE(coarse.Next(Ref(1, 2, 0.08)).ok());
-  EXPECT_TRUE(absl::IsDataLoss(coarse.Next(Ref(2, 2, 0.08))));  // more than half a tick (0.02 s) before it
+  // A backend's own time base does not switch the check off: a tick of
+  // 2^31 s allows 10 ms.
+  FrameCheck huge_tick(ipc::FrameRequest{ipc::PtsList{{0.0}}}, 10);
+  huge_tick.ExpectScannedTimes(2147483647.0);
+  EXPECT_TRUE(absl::IsDataLoss(huge_tick.Next(Ref(0, 9, 0.36))));
+  EXPECT_TRUE(absl::IsDataLoss(coarse.Next(Ref(2, 2, 0.08))));  // more than a thousandth of a tick before it
 }
 
 TEST(FrameCheckTest, ATimeRangeGetsConsecutiveFramesBeforeItsStop) {

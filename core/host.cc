@@ -102,7 +102,13 @@ absl::StatusOr<std::unique_ptr<Host>> Host::Create(HostOptions options) {
   } catch (const std::system_error& e) {
     return ThreadNotStarted("the host's thread", e);
   }
-  host->autoload_ = discovery.autoload;
+  if (!discovery.autoload) {
+    const char* set = std::getenv("CODECVISOR_DEVICE_BACKEND_AUTOLOAD");
+    host->autoload_off_ = discovery_from_environment && set != nullptr
+                              ? absl::StrCat("CODECVISOR_DEVICE_BACKEND_AUTOLOAD=", ReplaceUnsafeForTerminal(set),
+                                             " is set (anything but 1 turns autoloading off)")
+                              : "this host was created with autoloading off";
+  }
   Discovery found = DiscoverBackends(discovery);
   {
     MutexLock lock(&host->mu_);
@@ -278,15 +284,10 @@ absl::Status Host::NotInstalled(absl::string_view what, absl::string_view name) 
   std::string where =
       "; a plugin installed elsewhere is found by putting its manifest's folder on "
       "CODECVISOR_BACKEND_PATH";
-  if (!autoload_) {
-    const char* set = std::getenv("CODECVISOR_DEVICE_BACKEND_AUTOLOAD");
-    where =
-        absl::StrCat("; ",
-                     set != nullptr ? absl::StrCat("CODECVISOR_DEVICE_BACKEND_AUTOLOAD=", ReplaceUnsafeForTerminal(set),
-                                                   " is set (anything but 1 turns autoloading off)")
-                                    : std::string("this host was created with autoloading off"),
-                     ", which loads the built-in cpu backend alone (CODECVISOR_BACKEND_PATH and plugin packages "
-                     "are not searched)");
+  if (!autoload_off_.empty()) {
+    where = absl::StrCat("; ", autoload_off_,
+                         ", which loads the built-in cpu backend alone (CODECVISOR_BACKEND_PATH and plugin packages "
+                         "are not searched)");
   }
   return absl::NotFoundError(absl::StrCat("no ", what, " '", name, "' (installed backends: ",
                                           names.empty() ? "none" : absl::StrJoin(names, "; "), ")", where));

@@ -167,7 +167,9 @@ class Host {
   std::map<std::string, Entry> backends_ ABSL_GUARDED_BY(mu_);       // by name
   std::map<std::string, std::string> devices_ ABSL_GUARDED_BY(mu_);  // device -> name
   std::vector<std::string> warnings_ ABSL_GUARDED_BY(mu_);
-  bool autoload_ = true;  // discovery's; set once in Create
+  // Why plugins are not autoloaded (the environment's value, or the
+  // host's options), empty when they are; set once in Create.
+  std::string autoload_off_;
 };
 
 // Splits "acme:1" into ("acme", 1) and "cpu" into ("cpu", -1).

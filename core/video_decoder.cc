@@ -39,10 +39,11 @@ bool IsChannelFailure(const absl::Status& s) {
   return absl::IsUnavailable(s) || absl::IsCancelled(s) || absl::IsDeadlineExceeded(s) || absl::IsDataLoss(s);
 }
 
-// Whether the runner refuses `request` as an invalid argument
-// (backends/sdk/runner/resolve_selection.h): a range whose step is not
-// positive, that starts before frame 0 or after its stop; a time range
-// reversed or not a number; a time that is not a number.
+// Whether `request` may be refused as an invalid argument: the runner
+// refuses a range whose step is not positive, that starts before frame 0
+// or after its stop, and a time range reversed or not a number
+// (backends/sdk/runner/resolve_selection.h); a backend, a time that is
+// not a number.
 bool RunnerRefuses(const ipc::FrameRequest& request) {
   if (auto* range = std::get_if<ipc::IndexRange>(&request.selection)) {
     return range->step <= 0 || range->start < 0 || range->start > range->stop;
@@ -57,16 +58,22 @@ bool RunnerRefuses(const ipc::FrameRequest& request) {
 }
 
 // A frame request's error from the backend. Nothing is found missing on
-// an open session, and a request the runner does not refuse is no invalid
-// argument: a backend saying either contradicts what the host knows, and
-// it is its error (kInternal), not a missing device or the caller's
-// misuse.
-absl::Status FrameAnswerError(const ipc::Error& error, const ipc::FrameRequest& request) {
+// an open session of a video that has not changed (a file rewritten since
+// may lack the stream: the video's error), and a request no one refuses
+// is no invalid argument: a backend saying either contradicts what the
+// host knows, and it is its error (kInternal), not a missing device or the
+// caller's misuse.
+absl::Status FrameAnswerError(const ipc::Error& error, const ipc::FrameRequest& request, bool video_may_have_changed) {
   if (error.code != ipc::ErrorCode::kNotFound &&
       (error.code != ipc::ErrorCode::kInvalidArgument || RunnerRefuses(request))) {
     return FromWireError(error);
   }
-  return absl::InternalError(absl::StrCat("backend refused a request the host had checked (",
+  if (video_may_have_changed) {
+    return absl::DataLossError(
+        absl::StrCat("the video's file changed since it was opened (it may have been rewritten): ",
+                     ReplaceUnsafeForTerminal(error.message)));
+  }
+  return absl::InternalError(absl::StrCat("backend refused a request it should serve (",
                                           error.code == ipc::ErrorCode::kNotFound ? "not found" : "invalid argument",
                                           "): ", ReplaceUnsafeForTerminal(error.message)));
 }
@@ -249,7 +256,10 @@ VideoDecoder::Attempt VideoDecoder::RunOnce(const FrameSelection& selection,
       if (error->code == ipc::ErrorCode::kNativeChanged && !options_.native_formats.empty() && first_error.ok()) {
         return {Annotate(absl::AbortedError(error->message)), false, true};
       }
-      return {first_error.ok() ? Annotate(FrameAnswerError(*error, selection)) : first_error, false};
+      return {first_error.ok()
+                  ? Annotate(FrameAnswerError(*error, selection, VideoChangedSinceOpen() == VideoChange::kMaybe))
+                  : first_error,
+              false};
     }
     auto* batch = std::get_if<ipc::FrameBatch>(&in->response.body);
     if (batch == nullptr) {

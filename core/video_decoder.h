@@ -158,6 +158,11 @@ class VideoDecoder final : private Supervisor::Parkable {
                DecoderOptions options);
   // (Re)opens the session on the supervisor's current generation.
   absl::Status Reopen() ABSL_EXCLUSIVE_LOCKS_REQUIRED(call_mu_);
+  // Whether the video may have changed since its first open (its file's
+  // stamp moved), has not (the same stamp, or bytes sealed), or nothing
+  // tells (a pipe, or a file that changed during that open).
+  enum class VideoChange { kNo, kMaybe, kUnknown };
+  VideoChange VideoChangedSinceOpen() const;
   // Lets the session go (it is re-opened on the next request) and tells
   // the supervisor it holds nothing now.
   void DropSession();
@@ -219,8 +224,9 @@ class VideoDecoder final : private Supervisor::Parkable {
   DecoderOptions options_;
   StreamMetadata metadata_;
   bool session_opened_before_ = false;  // re-opens must see the same metadata
-  // The video as first opened (VideoStamp): a re-open that sees other
-  // metadata of an unchanged video is the backend's inconsistency.
+  // The video as first opened (VideoStamp), where it did not change during
+  // that open: a re-open that sees other metadata of an unchanged video,
+  // or a frame request refused as if it had changed, is the backend's.
   std::optional<std::string> video_stamp_;
   const uint64_t token_;   // names this session in the supervisor's blame records
   uint64_t next_id_ = 1;

@@ -28,12 +28,13 @@ using ipc::Clock;
 using ipc::Deadline;
 
 // What says whether the video behind `fd` changed since it was opened: a
-// memfd sealed against writes (bytes the host holds) cannot; a file's
-// identity, size and modification and change times say whether it was
-// rewritten. nullopt where nothing tells (a pipe).
+// memfd sealed against writes and resizing (bytes the host holds) cannot;
+// a file's identity, size and modification and change times say whether
+// it may have been rewritten (the change time moves for a chmod or a new
+// link too: "may"). nullopt where nothing tells (a pipe).
 std::optional<std::string> VideoStamp(int fd) {
-  const int seals = fcntl(fd, F_GET_SEALS);
-  if (seals >= 0 && (seals & F_SEAL_WRITE) != 0) return "sealed";
+  constexpr int kFixed = F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW;
+  if (const int seals = fcntl(fd, F_GET_SEALS); seals >= 0 && (seals & kFixed) == kFixed) return "sealed";
   struct stat st {};
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
   return absl::StrCat(st.st_dev, ":", st.st_ino, ":", st.st_size, ":", st.st_mtim.tv_sec, ".", st.st_mtim.tv_nsec, ":",
@@ -100,7 +101,17 @@ absl::StatusOr<RequestBlame> VideoDecoder::Recover(const absl::Status& failure, 
   return Judge(*death, hints, token_);
 }
 
+VideoDecoder::VideoChange VideoDecoder::VideoChangedSinceOpen() const {
+  if (!video_stamp_.has_value()) return VideoChange::kUnknown;
+  const std::optional<std::string> now = VideoStamp(video_.get());
+  if (!now.has_value()) return VideoChange::kUnknown;
+  return *now == *video_stamp_ ? VideoChange::kNo : VideoChange::kMaybe;
+}
+
 absl::Status VideoDecoder::Reopen() {
+  // The first open's stamp, kept if the video did not change during the
+  // open (a file still being written as the backend scanned it).
+  const std::optional<std::string> stamp_before = session_opened_before_ ? std::nullopt : VideoStamp(video_.get());
   ipc::OpenSession open;
   open.file_label = label_;
   open.stream_index = options_.stream_index;
@@ -146,17 +157,22 @@ absl::Status VideoDecoder::Reopen() {
       if (session_opened_before_ && !SameStream(opened->info.metadata, metadata_)) {
         // The same bytes described two ways by two processes of one
         // backend: its inconsistency, not the video's, unless the video
-        // changed meanwhile (or nothing tells).
-        const std::optional<std::string> stamp = VideoStamp(video_.get());
-        if (stamp.has_value() && stamp == video_stamp_) {
+        // may have changed meanwhile (or nothing tells).
+        const VideoChange change = VideoChangedSinceOpen();
+        if (change == VideoChange::kNo) {
           return Annotate(absl::InternalError(
               "the restarted backend describes the stream differently from before, and the video has not changed"));
         }
-        return Annotate(
-            absl::DataLossError(absl::StrCat("the restarted backend describes the stream differently from before",
-                                             stamp.has_value() ? ": the video changed since it was opened" : "")));
+        return Annotate(absl::DataLossError(
+            absl::StrCat("the restarted backend describes the stream differently from before",
+                         change == VideoChange::kMaybe
+                             ? ": the video's file changed since it was opened (it may have been rewritten)"
+                             : "")));
       }
-      if (!session_opened_before_) video_stamp_ = VideoStamp(video_.get());
+      if (!session_opened_before_) {
+        const std::optional<std::string> stamp_after = VideoStamp(video_.get());
+        video_stamp_ = stamp_before == stamp_after ? stamp_before : std::nullopt;
+      }
       backend_ = *handle;
       session_ = *std::move(opened);
       metadata_ = session_.info.metadata;

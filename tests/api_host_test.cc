@@ -56,10 +56,17 @@ TEST_F(ApiHostTest, AutoloadOffLeavesOnlyTheBuiltInBackend) {
                                             "off, which loads the built-in cpu backend alone"),
             std::string::npos)
       << refused.status().ToString();
-  // Turned off by the environment, the message names the value set.
+  // Options decide for the host created with them, whatever the
+  // environment says; turned off by the environment, the message names
+  // the value set.
   setenv("CODECVISOR_DEVICE_BACKEND_AUTOLOAD", "false", 1);
-  auto from_environment = (*host)->OpenDecoder(clip_, on_plugin);
+  auto by_options = (*host)->OpenDecoder(clip_, on_plugin);
+  auto environment_host = Host::Create();
   unsetenv("CODECVISOR_DEVICE_BACKEND_AUTOLOAD");
+  ASSERT_TRUE(environment_host.ok()) << environment_host.status().ToString();
+  EXPECT_NE(by_options.status().message().find("this host was created with autoloading off"), std::string::npos)
+      << by_options.status().ToString();
+  auto from_environment = (*environment_host)->OpenDecoder(clip_, on_plugin);
   ASSERT_FALSE(from_environment.ok());
   EXPECT_NE(from_environment.status().message().find(
                 "CODECVISOR_DEVICE_BACKEND_AUTOLOAD=false is set (anything but 1 turns autoloading off)"),

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <fstream>
 #include <string>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "tests/fault_test_support.h"
@@ -238,9 +239,9 @@ TEST_F(FaultTest, AFrameRefusedWithACodeThatIsNotTheFramesIsTheBackendsMistake) 
            Case{"native_changed", "decode_frame returning CV_ERROR_NATIVE_CHANGED from an RGB session",
                 "returned CV_ERROR_NATIVE_CHANGED for frame 2 of a session whose frames are not laid out natively"},
            Case{"not_found", "decode_frame refusing a frame the host checked with CV_ERROR_NOT_FOUND",
-                "backend refused a request the host had checked (not found)"},
+                "backend refused a request it should serve (not found)"},
            Case{"invalid_argument", "decode_frame refusing a frame the host checked with CV_ERROR_INVALID_ARGUMENT",
-                "backend refused a request the host had checked (invalid argument)"},
+                "backend refused a request it should serve (invalid argument)"},
        }) {
     SCOPED_TRACE(c.fault);
     FaultRow& row = Row(c.row);
@@ -260,6 +261,20 @@ TEST_F(FaultTest, AFrameRefusedWithACodeThatIsNotTheFramesIsTheBackendsMistake) 
     EXPECT_TRUE(fine.ok() && IsSyntheticFrame(*fine, 1)) << FrameOutcome(fine, 1);
     EXPECT_EQ(StatusOf("faulty").pid, pid) << "the backend was replaced";
   }
+  // Not found in a file rewritten since it was opened (which may lack the
+  // stream now) is the video's.
+  FaultRow& row = Row("decode_frame's CV_ERROR_NOT_FOUND for a file rewritten since it was opened");
+  ++row.tries;
+  const std::string extra = "fault=not_found fault_frame=2";
+  auto decoder = Open(WriteSyntheticVideo("not_found_rewritten.syn", extra), "faulty");
+  ASSERT_TRUE(decoder.ok()) << decoder.status();
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));  // its modification time moves
+  WriteSyntheticVideo("not_found_rewritten.syn", extra);
+  absl::StatusOr<Frame> f = (*decoder)->GetFrameAt(2);
+  row.Saw("frame 2: " + CodeName(f.status()));
+  ASSERT_FALSE(f.ok());
+  EXPECT_EQ(f.status().code(), absl::StatusCode::kDataLoss) << f.status();
+  EXPECT_NE(f.status().message().find("the video's file changed since it was opened"), std::string::npos) << f.status();
 }
 
 // A caller whose own timeout is shorter than a request takes gets each

@@ -393,7 +393,7 @@ TEST_F(FaultTest, AReopenDescribingAnUnchangedVideoDifferentlyIsTheBackendsError
   next_request_fails(**from_file, "an unchanged file", absl::StatusCode::kInternal, unchanged);
   next_request_fails(**from_bytes, "sealed bytes", absl::StatusCode::kInternal, unchanged);
   next_request_fails(**rewritten, "a rewritten file", absl::StatusCode::kDataLoss,
-                     "the video changed since it was opened");
+                     "the video's file changed since it was opened");
 }
 
 }  // namespace

@@ -196,15 +196,16 @@ class FrameCursor {
   // kRecentFrames / 4 frames past it are decoded before kTooFew. A later
   // timestamp before any with `pts` is decoded past while the decoder may
   // still hold the frame of the packet with decode order `order`
-  // (MayStillHold): it outputs frames in picture order, which a file's
-  // timestamps need not follow (a frame timed before one already out).
+  // (its packet not read yet, or read at most MaxHeld packets ago, and at
+  // most MaxHeld frames out since): it outputs frames in picture order,
+  // which a file's timestamps need not follow (a frame timed before one
+  // already out).
   absl::StatusOr<Outcome> DecodeUntil(int64_t pts, int64_t occurrence, bool scattered, int64_t order);
-  // Whether the frame of the packet with decode order `order` may still
-  // come out: its packet not read yet, or read fewer packets ago than the
-  // decoder may delay its output: the frames decoded after it but shown
-  // before it (at most a decoded picture buffer's kMaxShownAhead), its
-  // reorder delay and its frame threads.
-  bool MayStillHold(int64_t order) const;
+  // How many packets the decoder may read before it outputs a packet's
+  // frame: the frames decoded after it but shown before it (at most a
+  // decoded picture buffer's kMaxShownAhead), its reorder delay and its
+  // frame threads.
+  int64_t MaxHeld() const;
   static constexpr int64_t kMaxShownAhead = 16;  // H.264's and HEVC's largest picture buffer
   // Seeks the demuxer to `timestamp` and resets the decoder and position.
   absl::Status SeekTo(int64_t timestamp);

@@ -13,10 +13,10 @@
 
 namespace codecvisor::cpu {
 
-bool FrameCursor::MayStillHold(int64_t order) const {
+int64_t FrameCursor::MaxHeld() const {
   const AVCodecContext& context = *decoder_->context();
   const int64_t threads = (context.active_thread_type & FF_THREAD_FRAME) != 0 ? context.thread_count : 0;
-  return last_read_order_ <= order + kMaxShownAhead + context.has_b_frames + threads + 1;
+  return kMaxShownAhead + context.has_b_frames + threads + 1;
 }
 
 absl::StatusOr<FrameCursor::Outcome> FrameCursor::DecodeUntil(int64_t pts, int64_t occurrence, bool scattered,
@@ -26,6 +26,7 @@ absl::StatusOr<FrameCursor::Outcome> FrameCursor::DecodeUntil(int64_t pts, int64
   // it: in a splice whose times overlap, the second frame of a timestamp
   // comes after the first recording's later ones.
   size_t past = 0;
+  int64_t later = 0;  // frames with a later timestamp before any with `pts`
   for (;;) {
     absl::StatusOr<bool> got = NextFrame();
     if (!got.ok()) return got.status();
@@ -34,7 +35,9 @@ absl::StatusOr<FrameCursor::Outcome> FrameCursor::DecodeUntil(int64_t pts, int64
     if (Before(pts, occurrence)) continue;
     if (last_ts_ == pts && same_ts_before_ == occurrence) return Outcome::kFound;
     if (scattered && seen && last_ts_ != pts && ++past < kRecentFrames / 4) continue;
-    if (!seen && MayStillHold(order)) continue;
+    // Bounded twice: the packets read since the target's (not moved by
+    // packets the index does not name), and the frames out since.
+    if (!seen && last_read_order_ <= order + MaxHeld() && ++later <= MaxHeld()) continue;
     return seen ? Outcome::kTooFew : Outcome::kOvershot;
   }
 }

@@ -372,9 +372,9 @@ typedef struct cv_backend_v1 {
   /* The index of the frame played at `seconds`: the last frame whose pts is
    * <= seconds. CV_ERROR_OUT_OF_RANGE before the first frame or at/after the
    * end of the last one. In exact mode the host refuses, as a forged
-   * answer, a frame other than frame 0 whose pts is more than half a tick
-   * of the time base after `seconds` (a backend may round a time a hair
-   * before a frame's up to it). */
+   * answer, a frame other than frame 0 whose pts is more than a thousandth
+   * of a tick of the time base (at most 10 ms) after `seconds`: a backend
+   * may round a time a hair before a frame's up to it, no further. */
   cv_status (*index_at_seconds)(cv_session* session, double seconds, int64_t* index,
                                 cv_error* error);
 
