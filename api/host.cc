@@ -52,7 +52,10 @@ Result<std::unique_ptr<Host>> Host::Create(HostOptions options) {
     if (!layout.ok()) return api::FromAbsl(layout.status());
     DiscoveryOptions discovery = DiscoveryOptionsFromEnvironment(layout->builtin_dir);
     if (options.backend_path.has_value()) discovery.search_path = *options.backend_path;
-    if (options.autoload.has_value()) discovery.autoload = *options.autoload;
+    if (options.autoload.has_value()) {
+      discovery.autoload = *options.autoload;
+      discovery.autoload_setting.clear();  // the options decide, not the environment
+    }
     o.layout = *std::move(layout);
     o.discovery = std::move(discovery);
   }

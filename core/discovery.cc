@@ -52,6 +52,7 @@ DiscoveryOptions DiscoveryOptionsFromEnvironment(std::string builtin_dir) {
   }
   if (const char* autoload = std::getenv("CODECVISOR_DEVICE_BACKEND_AUTOLOAD"); autoload != nullptr) {
     o.autoload = std::string(autoload) == "1";  // as torch reads its switch: anything else is off
+    if (!o.autoload) o.autoload_setting = absl::StrCat("CODECVISOR_DEVICE_BACKEND_AUTOLOAD=", autoload);
   }
   return o;
 }

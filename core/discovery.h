@@ -22,6 +22,9 @@ struct DiscoveryOptions {
   std::vector<std::string> search_path;  // searched first, in order
   std::string builtin_dir;               // the install prefix's backends folder; holds cpu.toml
   bool autoload = true;                  // false: only the built-in cpu backend
+  // What turned autoload off, for messages: the environment's setting
+  // ("CODECVISOR_DEVICE_BACKEND_AUTOLOAD=0"), empty where options did.
+  std::string autoload_setting;
 };
 
 // Reads CODECVISOR_BACKEND_PATH (colon-separated folders) and

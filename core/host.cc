@@ -103,11 +103,10 @@ absl::StatusOr<std::unique_ptr<Host>> Host::Create(HostOptions options) {
     return ThreadNotStarted("the host's thread", e);
   }
   if (!discovery.autoload) {
-    const char* set = std::getenv("CODECVISOR_DEVICE_BACKEND_AUTOLOAD");
-    host->autoload_off_ = discovery_from_environment && set != nullptr
-                              ? absl::StrCat("CODECVISOR_DEVICE_BACKEND_AUTOLOAD=", ReplaceUnsafeForTerminal(set),
-                                             " is set (anything but 1 turns autoloading off)")
-                              : "this host was created with autoloading off";
+    host->autoload_off_ = discovery.autoload_setting.empty()
+                              ? "this host was created with autoloading off"
+                              : absl::StrCat(ReplaceUnsafeForTerminal(discovery.autoload_setting),
+                                             " is set (anything but 1 turns autoloading off)");
   }
   Discovery found = DiscoverBackends(discovery);
   {
